@@ -1,0 +1,165 @@
+//! JSON Schemas of a bundle: `schema:<id>` resolution, `$ref` checks, and
+//! validators that never touch the network.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::bundle::pointer::Pointer;
+use crate::bundle::tools::Tool;
+
+/// The scheme of bundle-local schema ids.
+pub const SCHEMA_SCHEME: &str = "schema:";
+
+/// The bundle path a `schema:<id>` resolves to for `tool`: its
+/// `schema_refs` entry, or `schemas/<id>.json`.
+pub fn schema_path(tool: Option<&Tool>, reference: &str) -> String {
+    let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
+    tool.and_then(|t| t.schema_refs.iter().find(|(k, _)| k.strip_prefix(SCHEMA_SCHEME) == Some(id)))
+        .map(|(_, path)| path.clone())
+        .unwrap_or_else(|| format!("schemas/{id}.json"))
+}
+
+/// One `$ref` found in a schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefSite {
+    /// Pointer of the `$ref` value inside the document that holds it.
+    pub at: Pointer,
+    /// The reference as written.
+    pub target: String,
+}
+
+/// Every `$ref` / `$dynamicRef` in a schema document, with its pointer.
+pub fn find_refs(schema: &Value, at: &Pointer, out: &mut Vec<RefSite>) {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("$ref" | "$dynamicRef", Value::String(target)) => {
+                        out.push(RefSite { at: at.key(key), target: target.clone() })
+                    }
+                    // `enum`, `const` and `examples` hold data, not schemas.
+                    ("enum" | "const" | "examples" | "default", _) => {}
+                    _ => find_refs(value, &at.key(key), out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                find_refs(item, &at.index(i), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// How a `$ref` resolves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefKind<'a> {
+    /// Within the same document: a JSON pointer or an anchor fragment.
+    Local(&'a str),
+    /// Another schema of the bundle, with an optional fragment.
+    Bundle {
+        /// The `schema:<id>` part.
+        reference: &'a str,
+        /// The fragment after `#`, if any.
+        fragment: Option<&'a str>,
+    },
+    /// Anything else (http, file, relative paths): never fetched.
+    Remote,
+}
+
+/// Classifies a `$ref` target.
+pub fn classify_ref(target: &str) -> RefKind<'_> {
+    if let Some(fragment) = target.strip_prefix('#') {
+        return RefKind::Local(fragment);
+    }
+    if target.starts_with(SCHEMA_SCHEME) {
+        let (reference, fragment) = match target.split_once('#') {
+            Some((r, f)) => (r, Some(f)),
+            None => (target, None),
+        };
+        return RefKind::Bundle { reference, fragment };
+    }
+    RefKind::Remote
+}
+
+/// Whether a fragment (`/a/b` pointer, or a plain anchor name) resolves in `document`.
+pub fn fragment_resolves(document: &Value, fragment: &str) -> bool {
+    if fragment.is_empty() {
+        return true;
+    }
+    if fragment.starts_with('/') {
+        let decoded = percent_encoding::percent_decode_str(fragment).decode_utf8_lossy();
+        return document.pointer(&decoded).is_some();
+    }
+    has_anchor(document, fragment)
+}
+
+fn has_anchor(value: &Value, name: &str) -> bool {
+    match value {
+        Value::Object(map) => {
+            map.get("$anchor").and_then(Value::as_str) == Some(name)
+                || map.get("$dynamicAnchor").and_then(Value::as_str) == Some(name)
+                || map.values().any(|v| has_anchor(v, name))
+        }
+        Value::Array(items) => items.iter().any(|v| has_anchor(v, name)),
+        _ => false,
+    }
+}
+
+/// Answers `schema:<id>` lookups from the bundle's own files; refuses
+/// everything else, so building a validator never reaches the network.
+struct BundleRetriever {
+    documents: Arc<HashMap<String, Value>>,
+}
+
+impl jsonschema::Retrieve for BundleRetriever {
+    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let key = uri.as_str().split('#').next().unwrap_or_default();
+        self.documents.get(key).cloned().ok_or_else(|| {
+            format!("`{}` is not a schema of this bundle; rlp never fetches schemas", uri.as_str()).into()
+        })
+    }
+}
+
+/// Builds a 2020-12 validator for `schema`, resolving `schema:<id>` from
+/// `documents` (keyed by the full `schema:<id>` reference).
+pub fn compile(schema: &Value, documents: Arc<HashMap<String, Value>>) -> Result<jsonschema::Validator, String> {
+    jsonschema::draft202012::options()
+        .with_retriever(BundleRetriever { documents })
+        .should_validate_formats(false)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classifies_and_finds_refs() {
+        let schema = json!({"properties": {"a": {"$ref": "#/$defs/x"}, "b": {"$ref": "schema:y#/z"}, "c": {"enum": [{"$ref": "no"}]}}, "$defs": {"x": {}}});
+        let mut refs = Vec::new();
+        find_refs(&schema, &Pointer::root(), &mut refs);
+        assert_eq!(refs.len(), 2);
+        assert_eq!(refs[0].at.to_string(), "/properties/a/$ref");
+        assert_eq!(classify_ref("#/$defs/x"), RefKind::Local("/$defs/x"));
+        assert_eq!(classify_ref("schema:y#/z"), RefKind::Bundle { reference: "schema:y", fragment: Some("/z") });
+        assert_eq!(classify_ref("http://evil/x.json"), RefKind::Remote);
+        assert!(fragment_resolves(&schema, "/$defs/x"));
+        assert!(!fragment_resolves(&schema, "/$defs/nope"));
+    }
+
+    #[test]
+    fn compile_resolves_bundle_ids_and_refuses_remote() {
+        let docs = Arc::new(HashMap::from([("schema:name".to_string(), json!({"type": "string"}))]));
+        let validator = compile(&json!({"properties": {"n": {"$ref": "schema:name"}}}), docs.clone()).unwrap();
+        assert!(validator.is_valid(&json!({"n": "x"})));
+        assert!(!validator.is_valid(&json!({"n": 1})));
+        let err = compile(&json!({"$ref": "http://127.0.0.1:1/x.json"}), docs).unwrap_err();
+        assert!(err.contains("never fetches"), "{err}");
+    }
+}

@@ -1,0 +1,468 @@
+//! `tools.json` version 1: the host tools an agent may call.
+
+use serde_json::{Map, Value};
+
+use crate::bundle::capability::{Capability, SecretId};
+use crate::bundle::diag::{At, Code, Diagnostics};
+use crate::bundle::pointer::Pointer;
+use crate::bundle::reader::{Fields, type_name};
+use crate::bundle::url_template::UrlTemplate;
+
+/// The tools.json versions this rlp reads.
+pub const SUPPORTED_VERSIONS: &[u64] = &[1];
+/// The tools file name.
+pub const TOOLS_FILE: &str = "tools.json";
+/// Default `timeout_ms`.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Default `max_output_bytes`.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 20;
+/// The tool id pattern, for messages.
+pub const TOOL_ID_PATTERN: &str = "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$";
+/// Methods an http transport may use.
+pub const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
+
+const TOOL_KEYS: &[&str] = &[
+    "id",
+    "description",
+    "transport",
+    "input_schema",
+    "result_schema",
+    "schema_refs",
+    "capabilities",
+    "secrets",
+    "budget",
+    "requires_confirmation",
+    "observability",
+    "timeout_ms",
+    "max_output_bytes",
+    "retry",
+    "options_schema",
+    "category",
+    "discoverability",
+];
+
+/// Whether `id` matches the tool id pattern.
+pub fn is_valid_tool_id(id: &str) -> bool {
+    !id.is_empty() && id.split('.').all(crate::bundle::manifest::is_valid_name)
+}
+
+/// Whether `name` is an HTTP header name token (RFC 9110).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Splits a header value into literal text and `${secret:<id>}` references.
+///
+/// Returns the ids referenced, or the malformed reference text.
+pub fn header_secret_refs(value: &str) -> Result<Vec<String>, String> {
+    let mut ids = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let end = rest[start..].find('}').ok_or_else(|| format!("unclosed `${{` in `{value}`"))?;
+        let inner = &rest[start + 2..start + end];
+        let id = inner
+            .strip_prefix("secret:")
+            .ok_or_else(|| format!("`${{{inner}}}` is not a secret reference; write `${{secret:<id>}}`"))?;
+        ids.push(id.to_string());
+        rest = &rest[start + end + 1..];
+    }
+    Ok(ids)
+}
+
+/// How a tool is reached.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transport {
+    /// Run a local binary.
+    Exec {
+        /// Absolute path of the executable.
+        command: String,
+        /// Arguments appended after the blob path.
+        args: Vec<String>,
+    },
+    /// Call an HTTP API.
+    Http {
+        /// Upper-case method.
+        method: String,
+        /// The URL template; `None` when it failed to parse (already reported).
+        url: Option<UrlTemplate>,
+        /// Static headers, in file order; values may hold `${secret:<id>}`.
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// `discoverability`: whether a tool is offered up front or found on demand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Discoverability {
+    /// Always offered to the model.
+    Core,
+    /// Listed on request.
+    Discoverable,
+}
+
+/// One tool entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    /// Where the entry is (`/tools/<i>`).
+    pub at: Pointer,
+    /// `id`.
+    pub id: String,
+    /// `description`.
+    pub description: String,
+    /// `transport`, if it loaded.
+    pub transport: Option<Transport>,
+    /// `input_schema` (inline or `{"$ref": …}`).
+    pub input_schema: Option<Value>,
+    /// `result_schema`.
+    pub result_schema: Option<Value>,
+    /// `schema_refs`: `schema:<id>` → bundle path.
+    pub schema_refs: Vec<(String, String)>,
+    /// `capabilities`, each with its pointer.
+    pub capabilities: Vec<(Pointer, Capability)>,
+    /// `secrets`, each with its pointer.
+    pub secrets: Vec<(Pointer, SecretId)>,
+    /// `budget.tokens`.
+    pub budget_tokens: Option<u64>,
+    /// `budget.usd`.
+    pub budget_usd: Option<f64>,
+    /// `requires_confirmation` (default false).
+    pub requires_confirmation: bool,
+    /// `observability.tags`.
+    pub tags: Vec<String>,
+    /// `timeout_ms` (default 30000).
+    pub timeout_ms: u64,
+    /// `max_output_bytes` (default 1 MiB).
+    pub max_output_bytes: u64,
+    /// `retry.max_attempts` (default 1).
+    pub max_attempts: u32,
+    /// `options_schema`.
+    pub options_schema: Option<Value>,
+    /// `category`.
+    pub category: Option<String>,
+    /// `discoverability` (default discoverable).
+    pub discoverability: Discoverability,
+}
+
+impl Tool {
+    /// Every capability the tool needs: declared, plus those implied by its
+    /// transport (`exec`, `net:<url host:port>`) and its secrets.
+    pub fn required_capabilities(&self) -> Vec<Capability> {
+        let mut caps: Vec<Capability> = self.capabilities.iter().map(|(_, c)| c.clone()).collect();
+        match &self.transport {
+            Some(Transport::Exec { .. }) => caps.push(Capability::Exec),
+            Some(Transport::Http { url: Some(url), .. }) => caps.push(Capability::Net(url.target().clone())),
+            _ => {}
+        }
+        caps.extend(self.secrets.iter().map(|(_, s)| Capability::Secret(s.clone())));
+        let mut seen = std::collections::HashSet::new();
+        caps.retain(|c| seen.insert(c.clone()));
+        caps
+    }
+}
+
+/// A loaded tools.json.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ToolsFile {
+    /// `version`.
+    pub version: u64,
+    /// `tools`, in order (entries that are not objects are skipped).
+    pub tools: Vec<Tool>,
+}
+
+impl ToolsFile {
+    /// The tool with this id.
+    pub fn get(&self, id: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.id == id)
+    }
+
+    /// Reads the tools.json tree, reporting structural problems.
+    pub fn from_value(root: &Value, diags: &mut Diagnostics) -> Option<ToolsFile> {
+        let top = Fields::of(root, Pointer::root(), "tools.json", &["version", "tools"], diags)?;
+        top.finish(diags);
+        let version = match top.get("version") {
+            None => {
+                diags
+                    .report(Code::MissingField, At::Value(Pointer::root()), "tools.json has no `version`")
+                    .help("add `\"version\": 1` at the top level");
+                return None;
+            }
+            Some(v) => v,
+        };
+        match version.as_u64() {
+            Some(v) if SUPPORTED_VERSIONS.contains(&v) => {}
+            _ => {
+                diags
+                    .report(
+                        Code::UnsupportedVersion,
+                        At::Value(top.at("version")),
+                        format!("tools.json version {version} is not supported; this rlp reads version 1"),
+                    )
+                    .help("write `\"version\": 1`, or install an rlp that reads this version");
+                return None;
+            }
+        }
+        let mut file = ToolsFile { version: 1, tools: Vec::new() };
+        match top.get("tools") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(tool) = read_tool(item, top.at("tools").index(i), diags) {
+                        file.tools.push(tool);
+                    }
+                }
+            }
+            Some(other) => {
+                diags.report(
+                    Code::WrongType,
+                    At::Value(top.at("tools")),
+                    format!("`tools` must be a list, found {}", type_name(other)),
+                );
+            }
+        }
+        Some(file)
+    }
+}
+
+fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool> {
+    let f = Fields::of(value, at.clone(), "the tool", TOOL_KEYS, diags)?;
+    f.finish(diags);
+    let id = f.string("id", true, diags).unwrap_or_default().to_string();
+    if f.get("id").is_some_and(Value::is_string) && !is_valid_tool_id(&id) {
+        diags
+            .report(
+                Code::ToolIdInvalid,
+                At::Value(f.at("id")),
+                format!("tool id `{id}` does not match {TOOL_ID_PATTERN}"),
+            )
+            .help("use lower-case dot-separated words, e.g. `mail.smtp_send`");
+    }
+    let description = f.string("description", false, diags).unwrap_or_default().to_string();
+    if description.trim().is_empty() && !f.get("description").is_some_and(|v| !v.is_string() && !v.is_null()) {
+        let at = if f.get("description").is_some() { At::Value(f.at("description")) } else { At::Key(at.clone()) };
+        diags
+            .report(Code::ToolDescriptionEmpty, at, format!("tool `{id}` has no description"))
+            .help("add a one-line `description`: the model reads it to decide when to call the tool");
+    }
+    let transport =
+        f.table("transport", "the transport", &["kind", "command", "args", "method", "url", "headers"], true, diags);
+    let transport = transport.and_then(|t| read_transport(&t, diags));
+    let schema = |key: &str, required: bool, diags: &mut Diagnostics| match f.get(key) {
+        Some(value @ (Value::Object(_) | Value::Bool(_))) => Some(value.clone()),
+        Some(other) => {
+            diags.report(
+                Code::WrongType,
+                At::Value(f.at(key)),
+                format!(
+                    "`{key}` must be a JSON Schema object or {{\"$ref\": \"schema:<id>\"}}, found {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+        None if required => {
+            diags
+                .report(Code::SchemaMissing, At::Key(at.clone()), format!("tool `{id}` has no `{key}`"))
+                .help(format!("add `\"{key}\": {{\"type\": \"object\"}}` or a `{{\"$ref\": \"schema:<id>\"}}`"));
+            None
+        }
+        None => None,
+    };
+    let input_schema = schema("input_schema", true, diags);
+    let result_schema = schema("result_schema", true, diags);
+    let options_schema = schema("options_schema", false, diags);
+    let schema_refs = read_schema_refs(&f, diags);
+    let capabilities = parsed_list(&f, "capabilities", Code::CapabilityInvalid, diags);
+    let secrets = parsed_list(&f, "secrets", Code::SecretIdInvalid, diags);
+    let (mut budget_tokens, mut budget_usd) = (None, None);
+    if let Some(budget) = f.table("budget", "`budget`", &["tokens", "usd"], false, diags) {
+        budget.finish(diags);
+        budget_tokens = budget.integer("tokens", 0, u64::MAX >> 11, diags);
+        budget_usd = budget.number("usd", diags);
+    }
+    let mut tags = Vec::new();
+    if let Some(obs) = f.table("observability", "`observability`", &["tags"], false, diags) {
+        obs.finish(diags);
+        tags = obs.strings("tags", diags).into_iter().map(|(_, s)| s.to_string()).collect();
+    }
+    let mut max_attempts = 1;
+    if let Some(retry) = f.table("retry", "`retry`", &["max_attempts"], false, diags) {
+        retry.finish(diags);
+        max_attempts = retry.integer("max_attempts", 1, 10, diags).unwrap_or(1) as u32;
+    }
+    let discoverability = match f.string("discoverability", false, diags) {
+        None | Some("discoverable") => Discoverability::Discoverable,
+        Some("core") => Discoverability::Core,
+        Some(other) => {
+            diags
+                .report(
+                    Code::InvalidValue,
+                    At::Value(f.at("discoverability")),
+                    format!("unknown discoverability `{other}`"),
+                )
+                .help("use `core` or `discoverable`");
+            Discoverability::Discoverable
+        }
+    };
+    Some(Tool {
+        at,
+        id,
+        description,
+        transport,
+        input_schema,
+        result_schema,
+        schema_refs,
+        capabilities,
+        secrets,
+        budget_tokens,
+        budget_usd,
+        requires_confirmation: f.boolean("requires_confirmation", diags).unwrap_or(false),
+        tags,
+        timeout_ms: f.integer("timeout_ms", 1, 24 * 3600 * 1000, diags).unwrap_or(DEFAULT_TIMEOUT_MS),
+        max_output_bytes: f.integer("max_output_bytes", 1, 1 << 32, diags).unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+        max_attempts,
+        options_schema,
+        category: f.string("category", false, diags).map(str::to_string),
+        discoverability,
+    })
+}
+
+fn parsed_list<T: std::str::FromStr<Err = String>>(
+    f: &Fields<'_>,
+    key: &str,
+    code: Code,
+    diags: &mut Diagnostics,
+) -> Vec<(Pointer, T)> {
+    f.strings(key, diags)
+        .into_iter()
+        .filter_map(|(at, text)| match text.parse::<T>() {
+            Ok(item) => Some((at, item)),
+            Err(why) => {
+                diags.report(code, At::Value(at), why);
+                None
+            }
+        })
+        .collect()
+}
+
+fn read_schema_refs(f: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)> {
+    let Some(refs) = f.table("schema_refs", "`schema_refs`", &[], false, diags) else { return Vec::new() };
+    let mut out = Vec::new();
+    for key in refs.keys() {
+        if !key.starts_with("schema:") {
+            diags
+                .report(
+                    Code::InvalidValue,
+                    At::Key(refs.at(key)),
+                    format!("`schema_refs` key `{key}` is not a `schema:<id>`"),
+                )
+                .help("map ids like `\"schema:mail.send.v1\": \"schemas/mail.send.v1.json\"`");
+            continue;
+        }
+        if let Some(path) = refs.string(key, true, diags) {
+            out.push((key.clone(), path.to_string()));
+        }
+    }
+    out
+}
+
+fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> {
+    let kind = t.string("kind", true, diags)?;
+    let unexpected = |keys: &[&str], kind: &str, diags: &mut Diagnostics| {
+        for key in keys {
+            if t.get(key).is_some() {
+                diags
+                    .report(
+                        Code::UnknownField,
+                        At::Key(t.at(key)),
+                        format!("`{key}` has no meaning for a `{kind}` transport"),
+                    )
+                    .help("remove it");
+            }
+        }
+    };
+    match kind {
+        "exec" => {
+            unexpected(&["method", "url", "headers"], kind, diags);
+            let command = t.string("command", true, diags)?.to_string();
+            if !command.starts_with('/') {
+                diags
+                    .report(
+                        Code::ExecCommandNotAbsolute,
+                        At::Value(t.at("command")),
+                        format!("command `{command}` is not an absolute path"),
+                    )
+                    .help("write the full path, e.g. `/usr/local/bin/mytool`; the runtime never searches PATH");
+            }
+            let args = t.strings("args", diags).into_iter().map(|(_, s)| s.to_string()).collect();
+            t.finish(diags);
+            Some(Transport::Exec { command, args })
+        }
+        "http" => {
+            unexpected(&["command", "args"], kind, diags);
+            let method = t.string("method", true, diags).unwrap_or("GET").to_string();
+            if t.get("method").is_some() && !HTTP_METHODS.contains(&method.as_str()) {
+                diags
+                    .report(
+                        Code::HttpMethodInvalid,
+                        At::Value(t.at("method")),
+                        format!("method `{method}` is not supported"),
+                    )
+                    .help(format!("use one of {} (upper case)", HTTP_METHODS.join(", ")));
+            }
+            let url = t.string("url", true, diags).and_then(|raw| match UrlTemplate::parse(raw) {
+                Ok(url) => Some(url),
+                Err(e) => {
+                    let help = match e.code {
+                        Code::UrlPlaceholderInAuthority => "fix the scheme, host and port in the template; only the path and query may hold placeholders",
+                        _ => "write an absolute http:// or https:// URL; `{name}` placeholders may appear in the path and query",
+                    };
+                    diags.report(e.code, At::Value(t.at("url")), e.message).help(help);
+                    None
+                }
+            });
+            let headers = read_headers(t, diags);
+            t.finish(diags);
+            Some(Transport::Http { method, url, headers })
+        }
+        other => {
+            diags
+                .report(Code::InvalidValue, At::Value(t.at("kind")), format!("unknown transport kind `{other}`"))
+                .help("use `exec` or `http`");
+            None
+        }
+    }
+}
+
+fn read_headers(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)> {
+    let Some(headers) = t.table("headers", "`headers`", &[], false, diags) else { return Vec::new() };
+    let mut out = Vec::new();
+    let map: &Map<String, Value> = match t.get("headers") {
+        Some(Value::Object(map)) => map,
+        _ => return out,
+    };
+    for (name, value) in map {
+        let Some(text) = headers.string(name, true, diags) else { continue };
+        if !is_header_name(name) {
+            diags
+                .report(Code::HeaderInvalid, At::Key(headers.at(name)), format!("`{name}` is not a valid header name"))
+                .help("header names are letters, digits and !#$%&'*+-.^_`|~");
+            continue;
+        }
+        if text.contains(['\r', '\n', '\0']) {
+            diags
+                .report(
+                    Code::HeaderInvalid,
+                    At::Value(headers.at(name)),
+                    format!("header `{name}` contains CR, LF or NUL"),
+                )
+                .help("remove the control characters; they would let a value inject headers");
+            continue;
+        }
+        if let Err(why) = header_secret_refs(text) {
+            diags.report(Code::HeaderInvalid, At::Value(headers.at(name)), why);
+            continue;
+        }
+        debug_assert!(value.is_string());
+        out.push((name.clone(), text.to_string()));
+    }
+    out
+}
