@@ -2,6 +2,16 @@
 //!
 //! The library does the work; the `rlp` binary parses arguments, calls into
 //! [`cli`], and maps outcomes to exit codes. Layers, lowest first:
-//! [`bundle`] (the data model) ← [`lint`] ← [`cli`].
+//! [`bundle`] (the data model) ← {[`lint`], integrity, pack, runtime, trace}
+//! ← [`cli`].
 
+pub mod authoring;
 pub mod bundle;
+pub mod cli;
+pub mod fsutil;
+pub mod home;
+pub mod integrity;
+pub mod lint;
+pub mod pack;
+pub mod runtime;
+pub mod trace;

@@ -1,1 +1,5 @@
-fn main() {}
+//! The `rlp` binary: everything happens in [`rlp::cli`].
+
+fn main() -> std::process::ExitCode {
+    rlp::cli::main()
+}

@@ -263,7 +263,7 @@ fn read_artifact(entry: &Fields<'_>, diags: &mut Diagnostics) -> Option<Artifact
             )
             .help("use a relative path of `/`-separated [A-Za-z0-9._-] segments, without `.` or `..`");
     }
-    let blake3 = entry.string("blake3", false, diags).and_then(|hex| match hex.parse::<Digest>() {
+    let blake3 = entry.string("blake3", true, diags).and_then(|hex| match hex.parse::<Digest>() {
         Ok(digest) => Some(digest),
         Err(why) => {
             diags

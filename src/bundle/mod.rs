@@ -96,6 +96,23 @@ impl LoadedBundle {
         Arc::new(documents)
     }
 
+    /// The schema a tool's top-level schema value stands for: itself, or the
+    /// bundle document its `{"$ref": "schema:<id>[#fragment]"}` names.
+    pub fn resolve_schema<'a>(&'a self, tool: &Tool, schema: &'a Value) -> Option<&'a Value> {
+        let Some(target) = schema.get("$ref").and_then(Value::as_str) else { return Some(schema) };
+        match schema::classify_ref(target) {
+            schema::RefKind::Bundle { reference, fragment } => {
+                let document = self.schemas.get(&schema::schema_path(Some(tool), reference))?;
+                match fragment {
+                    Some(f) if !f.is_empty() => document.pointer(f),
+                    _ => Some(document),
+                }
+            }
+            schema::RefKind::Local(fragment) if fragment.is_empty() => Some(schema),
+            _ => None,
+        }
+    }
+
     /// Whether reading found an error (not just warnings).
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.severity == diag::Severity::Error)

@@ -351,6 +351,25 @@ impl Policy {
     }
 }
 
+/// The policy.caps line that grants `cap`, e.g. `net = ["api.example.com"]`.
+///
+/// `net_hint` overrides how a network grant is written (a URL's host without
+/// its default port).
+pub fn grant_line(cap: &Capability, net_hint: Option<&str>) -> String {
+    match cap {
+        Capability::Exec => "exec = true".into(),
+        Capability::Time => "time = true".into(),
+        Capability::Model => "model = true".into(),
+        Capability::Net(target) => format!("net = [\"{}\"]", net_hint.map_or(target.to_string(), str::to_string)),
+        Capability::Fs(path) => format!("fs = [\"{}\"]", path.display()),
+        Capability::KbRead(None) => "kb_read = true".into(),
+        Capability::KbRead(Some(d)) => format!("kb_read = [\"{d}\"]"),
+        Capability::KbWrite(None) => "kb_write = true".into(),
+        Capability::KbWrite(Some(d)) => format!("kb_write = [\"{d}\"]"),
+        Capability::Secret(id) => format!("secrets = [\"{id}\"]"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,8 +124,8 @@ pub struct Tool {
     pub budget_tokens: Option<u64>,
     /// `budget.usd`.
     pub budget_usd: Option<f64>,
-    /// `requires_confirmation` (default false).
-    pub requires_confirmation: bool,
+    /// `requires_confirmation`, as written (absent: `None`, meaning false).
+    pub requires_confirmation: Option<bool>,
     /// `observability.tags`.
     pub tags: Vec<String>,
     /// `timeout_ms` (default 30000).
@@ -143,6 +143,12 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// Whether each call needs a person's approval (subject to
+    /// `security.confirm_external_actions`).
+    pub fn needs_confirmation(&self) -> bool {
+        self.requires_confirmation.unwrap_or(false)
+    }
+
     /// Every capability the tool needs: declared, plus those implied by its
     /// transport (`exec`, `net:<url host:port>`) and its secrets.
     pub fn required_capabilities(&self) -> Vec<Capability> {
@@ -314,7 +320,7 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
         secrets,
         budget_tokens,
         budget_usd,
-        requires_confirmation: f.boolean("requires_confirmation", diags).unwrap_or(false),
+        requires_confirmation: f.boolean("requires_confirmation", diags),
         tags,
         timeout_ms: f.integer("timeout_ms", 1, 24 * 3600 * 1000, diags).unwrap_or(DEFAULT_TIMEOUT_MS),
         max_output_bytes: f.integer("max_output_bytes", 1, 1 << 32, diags).unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),

@@ -1,0 +1,1 @@
+//! Authoring: scaffolding bundles, adding and importing tools.

@@ -1,0 +1,148 @@
+//! The command-line interface: one module per command group. Each turns its
+//! flags into library calls and renders the outcome; `main.rs` only calls
+//! [`main`].
+
+pub mod agent;
+pub mod bundle;
+pub mod digest;
+pub mod exit;
+pub mod keygen;
+pub mod lint;
+pub mod output;
+pub mod replay;
+pub mod sign;
+pub mod tools;
+pub mod trace;
+pub mod trust;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::ColorChoice;
+use crate::home::Home;
+
+/// rlp: author, check, seal, run and replay agent bundles.
+#[derive(Debug, Parser)]
+#[command(name = "rlp", version, about, long_about = None, propagate_version = true, after_help = "\
+Examples:
+  rlp agent scaffold mailer --non-interactive   create agents/mailer/
+  rlp lint agents/                              check every bundle (the CI gate)
+  rlp digest agents/mailer && rlp sign agents/mailer --key release.key
+  rlp tools call agents/mailer mail.send --args '{\"to\": \"a@b.c\"}'
+  rlp replay <trace-id> --bundle agents/mailer
+
+Exit codes: 0 success, 1 problems found, 2 usage or unreadable input, 3 refused by policy.")]
+pub struct Cli {
+    /// Runtime home (default: $RUNLOOP_HOME, else ~/.runloop).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// When to use colour.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What every command receives besides its own flags.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The runtime home.
+    pub home: Home,
+    /// The colour choice.
+    pub color: ColorChoice,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, install and list agent bundles.
+    #[command(subcommand)]
+    Agent(agent::AgentCommand),
+    /// Add, import, list and call a bundle's tools.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
+    /// Check bundles: syntax, tools, schemas, grants, digests (the CI gate).
+    Lint(lint::LintArgs),
+    /// Write (or check) the size and BLAKE3 digest of every bundle file into manifest.toml.
+    Digest(digest::DigestArgs),
+    /// Create an Ed25519 key pair for signing bundles.
+    Keygen(keygen::KeygenArgs),
+    /// Sign a bundle's manifest (SIGNATURES/manifest.sig).
+    Sign(sign::SignArgs),
+    /// Pack bundles into reproducible archives and verify them.
+    #[command(subcommand)]
+    Bundle(bundle::BundleCommand),
+    /// Manage the trust policy: anchors, rules and revoked keys.
+    #[command(subcommand)]
+    Trust(trust::TrustCommand),
+    /// Inspect, export, import and verify recorded traces.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
+    /// Replay a recorded trace against a bundle and report every divergence.
+    Replay(replay::ReplayArgs),
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Parses the command line, runs the command and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let context = Context { home: Home::resolve(cli.home.as_deref()), color: cli.color };
+    let result = run(cli.command, &context);
+    finish(result, context.color)
+}
+
+fn run(command: Command, ctx: &Context) -> CliResult {
+    match command {
+        Command::Agent(cmd) => agent::run(cmd, ctx),
+        Command::Tools(cmd) => tools::run(cmd, ctx),
+        Command::Lint(args) => lint::run(&args, ctx),
+        Command::Digest(args) => digest::run(&args, ctx),
+        Command::Keygen(args) => keygen::run(&args, ctx),
+        Command::Sign(args) => sign::run(&args, ctx),
+        Command::Bundle(cmd) => bundle::run(cmd, ctx),
+        Command::Trust(cmd) => trust::run(cmd, ctx),
+        Command::Trace(cmd) => trace::run(cmd, ctx),
+        Command::Replay(args) => replay::run(&args, ctx),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "rlp", &mut std::io::stdout());
+            Ok(Exit::Success)
+        }
+    }
+}
+
+/// Prints an error (if any) the standard way and maps it to an exit code.
+pub fn finish(result: CliResult, color: ColorChoice) -> ExitCode {
+    match result {
+        Ok(exit) => exit.into(),
+        Err(error) => {
+            print_error(&error, color.stderr());
+            error.exit.into()
+        }
+    }
+}
+
+/// `error: …` and `  help: …` on stderr, as cargo prints them.
+pub fn print_error(error: &CliError, color: bool) {
+    let (red, cyan, bold, reset) =
+        if color { ("\x1b[1;31m", "\x1b[1;36m", "\x1b[1m", "\x1b[0m") } else { ("", "", "", "") };
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{red}error{reset}{bold}: {}{reset}", error.message);
+    if let Some(help) = &error.help {
+        let _ = writeln!(err, "  {cyan}help{reset}: {help}");
+    }
+}
+
+/// The answer of a command this build does not have yet.
+pub(crate) fn not_built(command: &str) -> CliResult {
+    Err(CliError::usage(format!("`rlp {command}` is not available in this build")))
+}

@@ -1,0 +1,59 @@
+//! Output conventions: formats, colour, JSON on stdout.
+
+use std::io::{IsTerminal, Write};
+
+use clap::ValueEnum;
+
+/// `--format human|json` for commands that report something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Readable text.
+    Human,
+    /// One stable JSON document (or JSON Lines where documented).
+    Json,
+}
+
+/// `--color auto|always|never`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorChoice {
+    /// Colour when stderr is a terminal and `NO_COLOR` is unset.
+    #[default]
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour output written to a stream that is (or is not) a terminal.
+    pub fn enabled(self, is_terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
+
+    /// Whether to colour stderr.
+    pub fn stderr(self) -> bool {
+        self.enabled(std::io::stderr().is_terminal())
+    }
+
+    /// Whether to colour stdout.
+    pub fn stdout(self) -> bool {
+        self.enabled(std::io::stdout().is_terminal())
+    }
+}
+
+/// Prints a JSON document (pretty, newline-terminated) to stdout.
+pub fn print_json(value: &serde_json::Value) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)
+}
+
+/// Whether standard input is a terminal a person can answer prompts on.
+pub fn stdin_is_terminal() -> bool {
+    std::io::stdin().is_terminal()
+}

@@ -1,0 +1,34 @@
+//! `rlp tools`: add, list, import, call.
+
+pub mod add;
+pub mod call;
+pub mod import;
+pub mod list;
+
+use clap::Subcommand;
+
+use crate::cli::Context;
+use crate::cli::exit::CliResult;
+
+/// `rlp tools …`
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Add one tool to a bundle's tools.json.
+    Add(add::AddArgs),
+    /// List a bundle's tools and whether the policy exposes each.
+    List(list::ListArgs),
+    /// Ask a binary for its own tool definitions (`schema` action) and add them.
+    Import(import::ImportArgs),
+    /// Run one tool call through the runtime and print its result.
+    Call(call::CallArgs),
+}
+
+/// Runs a `tools` subcommand.
+pub fn run(command: ToolsCommand, ctx: &Context) -> CliResult {
+    match command {
+        ToolsCommand::Add(args) => add::run(&args, ctx),
+        ToolsCommand::List(args) => list::run(&args, ctx),
+        ToolsCommand::Import(args) => import::run(&args, ctx),
+        ToolsCommand::Call(args) => call::run(&args, ctx),
+    }
+}

@@ -1,0 +1,52 @@
+//! File-system helpers shared by every command that writes.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder
+/// is written, flushed to disk and renamed over the target, then the folder
+/// is synced. An interrupted write leaves the old file intact.
+///
+/// `mode` sets the new file's permission bits (e.g. `0o600` for secret keys);
+/// `None` keeps the old file's mode, or uses 0644 for a new file.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir)?;
+    let mode = match mode {
+        Some(mode) => mode,
+        None => fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644),
+    };
+    let mut temp = tempfile::Builder::new().prefix(".rlp-").suffix(".tmp").tempfile_in(dir)?;
+    temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+/// Flushes a folder's entries (after a rename into it) to disk.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn replaces_content_and_sets_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/key");
+        write_atomic(&path, b"one", Some(0o600)).unwrap();
+        write_atomic(&path, b"two", None).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_dir(dir.path().join("sub")).unwrap().count(), 1, "no temporary file left");
+    }
+}

@@ -1,0 +1,1 @@
+//! Integrity: manifest digests, Ed25519 keys and signatures, the trust policy.

@@ -1,0 +1,35 @@
+//! `--format github`: workflow annotation commands, one line per finding.
+
+use crate::lint::BundleReport;
+
+/// Escapes the message part of a workflow command.
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// Escapes a property value of a workflow command.
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `::error file=…,line=…,col=…,title=…::message` lines.
+pub fn render(reports: &[BundleReport]) -> String {
+    let mut out = String::new();
+    for located in reports.iter().flat_map(|r| r.findings.iter()) {
+        let f = &located.finding;
+        let message = match &f.help {
+            Some(help) => format!("{} (help: {help})", f.message),
+            None => f.message.clone(),
+        };
+        out.push_str(&format!(
+            "::{} file={},line={},col={},title={}::{}\n",
+            f.severity.as_str(),
+            escape_property(&f.file.display().to_string()),
+            located.position.line,
+            located.position.column,
+            escape_property(&format!("{} {}", f.code, f.code.name())),
+            escape_data(&message),
+        ));
+    }
+    out
+}

@@ -1,0 +1,86 @@
+//! rustc-style output: the source line, a marker under the offending value,
+//! and the hint.
+
+use codespan_reporting::diagnostic::{Diagnostic, Label, Severity as CsSeverity};
+use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::term::{self, Config, Styles, StylesWriter, termcolor};
+
+use crate::bundle::diag::Severity;
+use crate::lint::{BundleReport, Located};
+
+/// Renders every finding of every report.
+pub fn render(reports: &[BundleReport], color: bool) -> String {
+    let mut out = String::new();
+    for report in reports {
+        render_report(report, color, &mut out);
+    }
+    out
+}
+
+fn render_report(report: &BundleReport, color: bool, out: &mut String) {
+    let mut files = SimpleFiles::new();
+    let ids: Vec<(std::path::PathBuf, usize)> = report
+        .bundle
+        .sources
+        .values()
+        .map(|s| (s.path().to_path_buf(), files.add(s.path().display().to_string(), s.text())))
+        .collect();
+    let config = Config::default();
+    let styles = Styles::default();
+    for located in &report.findings {
+        let file_id = ids.iter().find(|(p, _)| *p == located.finding.file).map(|(_, id)| *id);
+        match (file_id, &located.span) {
+            (Some(id), Some(span)) => {
+                let diagnostic = diagnostic(located).with_labels(vec![Label::primary(id, span.clone())]);
+                let rendered = if color {
+                    let mut buffer = termcolor::Buffer::ansi();
+                    let mut writer = StylesWriter::new(&mut buffer, &styles);
+                    term::emit_to_write_style(&mut writer, &config, &files, &diagnostic)
+                        .map(|_| String::from_utf8_lossy(buffer.as_slice()).into_owned())
+                } else {
+                    term::emit_into_string(&config, &files, &diagnostic)
+                };
+                match rendered {
+                    Ok(text) => out.push_str(&text),
+                    Err(_) => out.push_str(&plain(located, color)),
+                }
+            }
+            _ => out.push_str(&plain(located, color)),
+        }
+    }
+}
+
+fn diagnostic(located: &Located) -> Diagnostic<usize> {
+    let f = &located.finding;
+    let severity = match f.severity {
+        Severity::Error => CsSeverity::Error,
+        Severity::Warning => CsSeverity::Warning,
+    };
+    let mut notes = Vec::new();
+    if let Some(help) = &f.help {
+        notes.push(format!("help: {help}"));
+    }
+    Diagnostic::new(severity).with_code(f.code.as_str()).with_message(&f.message).with_notes(notes)
+}
+
+/// A finding without a source line to quote (a whole file, an unreadable one).
+fn plain(located: &Located, color: bool) -> String {
+    let f = &located.finding;
+    let (sev, blue, bold, reset) = match (color, f.severity) {
+        (false, _) => ("", "", "", ""),
+        (true, Severity::Error) => ("\x1b[1;31m", "\x1b[1;34m", "\x1b[1m", "\x1b[0m"),
+        (true, Severity::Warning) => ("\x1b[1;33m", "\x1b[1;34m", "\x1b[1m", "\x1b[0m"),
+    };
+    let mut text = format!(
+        "{sev}{}[{}]{reset}{bold}: {}{reset}\n  {blue}┌─{reset} {}\n",
+        f.severity.as_str(),
+        f.code,
+        f.message,
+        f.file.display()
+    );
+    if let Some(help) = &f.help {
+        text.push_str(&format!("  {blue}={reset} help: {help}\n"));
+    }
+    text.push('\n');
+    text
+}

@@ -1,0 +1,28 @@
+//! `--format json`: one array of findings.
+
+use serde_json::{Value, json};
+
+use crate::lint::{BundleReport, Located};
+
+/// One finding as the documented JSON object.
+pub fn finding_json(located: &Located) -> Value {
+    let f = &located.finding;
+    json!({
+        "code": f.code.as_str(),
+        "rule": f.code.name(),
+        "severity": f.severity.as_str(),
+        "file": f.file.display().to_string(),
+        "line": located.position.line,
+        "column": located.position.column,
+        "message": f.message,
+        "help": f.help,
+    })
+}
+
+/// Every finding of every report, as a pretty JSON array.
+pub fn render(reports: &[BundleReport]) -> String {
+    let all: Vec<Value> = reports.iter().flat_map(|r| r.findings.iter().map(finding_json)).collect();
+    let mut text = serde_json::to_string_pretty(&all).expect("JSON values serialize");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,35 @@
+//! Renderers for lint findings: human (rustc-style), json, sarif, github.
+
+mod github;
+mod human;
+mod json;
+mod sarif;
+
+use clap::ValueEnum;
+
+use crate::lint::BundleReport;
+
+pub use human::render as human;
+
+/// `--format` of `rlp lint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// rustc-style diagnostics with the source line and a marker.
+    Human,
+    /// A JSON array of `{code, severity, file, line, column, message, help}`.
+    Json,
+    /// SARIF 2.1.0.
+    Sarif,
+    /// GitHub workflow annotations (`::error file=…,line=…,col=…::…`).
+    Github,
+}
+
+/// Renders the reports in a machine format (everything but human).
+pub fn machine(format: LintFormat, reports: &[BundleReport]) -> String {
+    match format {
+        LintFormat::Json => json::render(reports),
+        LintFormat::Sarif => sarif::render(reports),
+        LintFormat::Github => github::render(reports),
+        LintFormat::Human => unreachable!("human output is rendered by render::human"),
+    }
+}

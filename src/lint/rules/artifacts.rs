@@ -1,0 +1,112 @@
+//! RLP501–RLP506: the manifest lists exactly the bundle's files, with the
+//! right sizes and digests, and the bundle holds only regular files.
+
+use std::collections::HashSet;
+
+use rayon::prelude::*;
+
+use crate::bundle::LoadedBundle;
+use crate::bundle::diag::{At, Code, Diagnostics, Finding};
+use crate::bundle::inventory::hash_file;
+use crate::bundle::manifest::{Artifact, MANIFEST_FILE};
+
+/// Checks the file set, sizes and digests against the manifest.
+pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+    for refused in &bundle.inventory.refused {
+        let mut diags = Diagnostics::new(bundle.display_path(&refused.path));
+        diags
+            .report(
+                Code::NonRegularFile,
+                At::File,
+                format!("`{}` cannot be part of a bundle: {}", refused.path, refused.why),
+            )
+            .help("replace it with a regular file, or remove it");
+        out.extend(diags.into_findings());
+    }
+    let Some(manifest) = &bundle.manifest else { return };
+    let mut diags = Diagnostics::new(bundle.display_path(MANIFEST_FILE));
+    let present: Vec<&Artifact> = manifest
+        .listed()
+        .filter(|artifact| {
+            let found = bundle.inventory.get(&artifact.path).is_some();
+            let refused = bundle.inventory.refused.iter().any(|r| r.path == artifact.path);
+            if !found && !refused {
+                diags
+                    .report(
+                        Code::ArtifactMissing,
+                        At::Value(artifact.at.key("path")),
+                        format!("`{}` is listed but not in the bundle", artifact.path),
+                    )
+                    .help("restore the file, or remove its entry and run `rlp digest`");
+            }
+            found
+        })
+        .collect();
+    let hashed: Vec<_> = present
+        .par_iter()
+        .filter(|a| a.blake3.is_some_and(|d| !d.is_placeholder()))
+        .map(|a| (*a, hash_file(&bundle.dir.join(&a.path))))
+        .collect();
+    for artifact in &present {
+        if artifact.blake3.is_some_and(|d| d.is_placeholder()) {
+            diags
+                .report(
+                    Code::ArtifactPlaceholderDigest,
+                    At::Value(artifact.at.key("blake3")),
+                    format!("`{}` carries the all-zero placeholder digest", artifact.path),
+                )
+                .help("build the file and run `rlp digest`; `rlp bundle pack` refuses placeholders");
+        }
+    }
+    for (artifact, result) in hashed {
+        match result {
+            Err(e) => {
+                diags.report(
+                    Code::Unreadable,
+                    At::Value(artifact.at.key("path")),
+                    format!("cannot read `{}`: {e}", artifact.path),
+                );
+            }
+            Ok((size, digest)) => {
+                if let Some(listed) = artifact.size
+                    && listed != size
+                {
+                    diags
+                        .report(
+                            Code::ArtifactSizeMismatch,
+                            At::Value(artifact.at.key("size")),
+                            format!("`{}` is {size} bytes, the manifest says {listed}", artifact.path),
+                        )
+                        .help("run `rlp digest` if the change is intended");
+                } else if artifact.blake3 != Some(digest) {
+                    diags
+                        .report(
+                            Code::ArtifactDigestMismatch,
+                            At::Value(artifact.at.key("blake3")),
+                            format!(
+                                "`{}` has BLAKE3 {digest}, the manifest says {}",
+                                artifact.path,
+                                artifact.blake3.expect("filtered")
+                            ),
+                        )
+                        .help("run `rlp digest` if the change is intended");
+                }
+            }
+        }
+    }
+    out.extend(diags.into_findings());
+    let listed: HashSet<&str> = manifest.listed().map(|a| a.path.as_str()).collect();
+    for file in &bundle.inventory.files {
+        if !listed.contains(file.path.as_str()) {
+            let mut diags = Diagnostics::new(bundle.display_path(&file.path));
+            diags
+                .report(
+                    Code::ArtifactUnlisted,
+                    At::File,
+                    format!("`{}` is in the bundle but not listed in manifest.toml", file.path),
+                )
+                .help(format!("run `rlp digest {}` to list it with its digest", bundle.dir.display()));
+            out.extend(diags.into_findings());
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The rules that look across files. Each module owns the codes it reports.
+
+mod agent;
+mod artifacts;
+mod grants;
+mod schemas;
+mod tools;
+
+use crate::bundle::LoadedBundle;
+use crate::bundle::diag::Finding;
+
+pub use artifacts::check as check_artifacts;
+
+/// Runs every rule, appending to `out`.
+pub fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+    agent::check(bundle, out);
+    tools::check(bundle, out);
+    schemas::check(bundle, out);
+    grants::check(bundle, out);
+    artifacts::check(bundle, out);
+}

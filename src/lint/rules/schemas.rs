@@ -1,0 +1,108 @@
+//! RLP302–RLP304: every schema is valid JSON Schema and every `$ref` resolves
+//! inside the bundle.
+
+use serde_json::Value;
+
+use crate::bundle::LoadedBundle;
+use crate::bundle::diag::{At, Code, Diagnostics, Finding};
+use crate::bundle::pointer::Pointer;
+use crate::bundle::schema::{RefKind, classify_ref, find_refs, fragment_resolves, schema_path};
+use crate::bundle::tools::{TOOLS_FILE, Tool};
+
+pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+    let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
+    for tool in bundle.tool_list() {
+        for key in ["input_schema", "result_schema", "options_schema"] {
+            let schema = match key {
+                "input_schema" => &tool.input_schema,
+                "result_schema" => &tool.result_schema,
+                _ => &tool.options_schema,
+            };
+            if let Some(schema) = schema {
+                check_document(bundle, Some(tool), schema, &tool.at.key(key), &mut diags);
+            }
+        }
+        for (reference, path) in &tool.schema_refs {
+            if bundle.inventory.get(path).is_none() {
+                diags
+                    .report(
+                        Code::SchemaRefUnresolved,
+                        At::Value(tool.at.key("schema_refs").key(reference)),
+                        format!("`{reference}` maps to `{path}`, which is not in the bundle"),
+                    )
+                    .help(format!("create `{path}`, or fix the path"));
+            }
+        }
+    }
+    out.extend(diags.into_findings());
+    for (path, document) in &bundle.schemas {
+        let mut diags = Diagnostics::new(bundle.display_path(path));
+        check_document(bundle, None, document, &Pointer::root(), &mut diags);
+        out.extend(diags.into_findings());
+    }
+}
+
+/// Checks one schema document found at `at` in the current file.
+fn check_document(bundle: &LoadedBundle, tool: Option<&Tool>, schema: &Value, at: &Pointer, diags: &mut Diagnostics) {
+    if let Err(error) = jsonschema::meta::validate(schema) {
+        let inner = Pointer::parse(error.instance_path().as_str()).unwrap_or_default();
+        let mut pointer = at.clone();
+        for segment in inner.segments() {
+            pointer = match segment {
+                crate::bundle::pointer::Segment::Key(k) => pointer.key(k.clone()),
+                crate::bundle::pointer::Segment::Index(i) => pointer.index(*i),
+            };
+        }
+        diags
+            .report(Code::SchemaInvalid, At::Value(pointer), format!("not a valid JSON Schema: {error}"))
+            .help("see https://json-schema.org/draft/2020-12 for the keyword's allowed values");
+        return;
+    }
+    let mut refs = Vec::new();
+    find_refs(schema, at, &mut refs);
+    for site in refs {
+        let at_ref = At::Value(site.at.clone());
+        match classify_ref(&site.target) {
+            RefKind::Local(fragment) => {
+                if !fragment_resolves(schema, fragment) {
+                    diags
+                        .report(
+                            Code::SchemaRefUnresolved,
+                            at_ref,
+                            format!("`{}` points at nothing in this schema", site.target),
+                        )
+                        .help("fix the JSON pointer, or add the definition under `$defs`");
+                }
+            }
+            RefKind::Bundle { reference, fragment } => {
+                let path = schema_path(tool, reference);
+                match bundle.schemas.get(&path) {
+                    None => {
+                        diags
+                            .report(Code::SchemaRefUnresolved, at_ref, format!("`{reference}` resolves to `{path}`, which is not in the bundle"))
+                            .help(format!("create `{path}` (and list it with `rlp digest`), or map the id in the tool's `schema_refs`"));
+                    }
+                    Some(document) if !fragment_resolves(document, fragment.unwrap_or_default()) => {
+                        diags
+                            .report(
+                                Code::SchemaRefUnresolved,
+                                at_ref,
+                                format!("`{}` points at nothing in `{path}`", site.target),
+                            )
+                            .help("fix the fragment after `#`");
+                    }
+                    Some(_) => {}
+                }
+            }
+            RefKind::Remote => {
+                diags
+                    .report(
+                        Code::SchemaRefRemote,
+                        at_ref,
+                        format!("`{}` points outside the bundle; rlp never fetches schemas", site.target),
+                    )
+                    .help("copy the schema into `schemas/<id>.json` and reference it as `schema:<id>`");
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Reproducible bundle archives: the writer, and a safe reader/extractor.

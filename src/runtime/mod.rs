@@ -1,0 +1,1 @@
+//! The tool-call pipeline: exposure, input validation, secrets, confirmation, transports, results.

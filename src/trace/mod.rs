@@ -1,0 +1,1 @@
+//! Traces: frames, the SQLite ledger, JSON Lines export/import, replay.
