@@ -119,6 +119,29 @@ impl LoadedBundle {
     }
 }
 
+/// Parses manifest text on its own (no files are read), returning what
+/// loaded and every finding. Used by fuzzing and by tools that edit text.
+pub fn parse_manifest(text: &str) -> (Option<Manifest>, Vec<Finding>) {
+    let mut diags = Diagnostics::new(MANIFEST_FILE);
+    let manifest = value::parse_toml(text, &mut diags).and_then(|(v, _)| Manifest::from_value(&v, &mut diags));
+    (manifest, diags.into_findings())
+}
+
+/// Parses policy.caps text on its own.
+pub fn parse_policy(text: &str) -> (Option<Grants>, Vec<Finding>) {
+    let mut diags = Diagnostics::new("policy.caps");
+    let grants = value::parse_toml(text, &mut diags).map(|(v, _)| Grants::from_value(&v, &mut diags));
+    (grants, diags.into_findings())
+}
+
+/// Parses tools.json text on its own.
+pub fn parse_tools(text: &str) -> (Option<ToolsFile>, Vec<Finding>) {
+    let mut diags = Diagnostics::new(TOOLS_FILE);
+    let source = SourceFile::new(TOOLS_FILE, text.to_string(), Syntax::Json);
+    let tools = value::parse_json(&source, &mut diags).and_then(|v| ToolsFile::from_value(&v, &mut diags));
+    (tools, diags.into_findings())
+}
+
 /// Reads one text file of the bundle; a missing file is `None` without a
 /// finding when `optional`.
 fn read_text(dir: &Path, relative: &str, optional: bool, diags: &mut Diagnostics) -> Option<String> {
