@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::inventory::hash_file;
-use crate::bundle::manifest::{Artifact, MANIFEST_FILE};
+use crate::bundle::manifest::{is_valid_artifact_path, Artifact, MANIFEST_FILE};
 
 /// Checks the file set, sizes and digests against the manifest.
 pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
@@ -27,6 +27,7 @@ pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(MANIFEST_FILE));
     let present: Vec<&Artifact> = manifest
         .listed()
+        .filter(|artifact| is_valid_artifact_path(&artifact.path))
         .filter(|artifact| {
             let found = bundle.inventory.get(&artifact.path).is_some();
             let refused = bundle.inventory.refused.iter().any(|r| r.path == artifact.path);
