@@ -1,18 +1,216 @@
-//! `rlp bundle`.
+//! `rlp bundle pack` and `rlp bundle verify`.
 
-use clap::Subcommand;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
 
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, print_json};
+use crate::integrity::failure::{Class, Failure};
+use crate::integrity::keys::{PublicKey, SecretKey};
+use crate::integrity::trust::TrustPolicy;
+use crate::integrity::verify::{Options, Trust, Verified};
+use crate::pack::writer::{PackOptions, pack};
+use crate::pack::{NoProgress, Progress, verify_path};
 
 /// `rlp bundle …`
 #[derive(Debug, Subcommand)]
 pub enum BundleCommand {
-    /// Not available yet.
-    Pack,
+    /// Pack a bundle into a reproducible .tar.gz (byte-identical for identical content).
+    Pack(PackArgs),
+    /// Verify a bundle folder or archive: sizes, digests, file set, signature, trust policy.
+    Verify(VerifyArgs),
+}
+
+/// Flags of `rlp bundle pack`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rlp bundle pack agents/mailer                        ./mailer-0.1.0.bundle.tar.gz\n  rlp bundle pack agents/mailer --key keys/release.key -o dist/mailer.bundle.tar.gz\n\nRefuses a bundle with lint errors, stale digests or all-zero placeholder digests.\nExit codes: 0 written, 1 bundle not ready, 2 unreadable input."
+)]
+pub struct PackArgs {
+    /// The bundle folder.
+    pub bundle: PathBuf,
+    /// The archive to write (default `<name>-<version>.bundle.tar.gz` in the current folder).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Sign the bundle with this secret key before packing.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+/// Flags of `rlp bundle verify`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rlp bundle verify mailer-0.1.0.bundle.tar.gz --require-signature\n  rlp bundle verify agents/mailer --key keys/release.pub\n\nWithout --key, the signer must be a trust anchor of $RUNLOOP_HOME/trust-policy.toml,\nnot revoked, and the bundle's capabilities must be within the anchor's rule.\nExit codes: 0 verified, 1 verification failed (tampering, bad signature, unsafe archive),\n2 unreadable input, 3 refused by policy (unsigned with --require-signature, untrusted or\nrevoked signer, capabilities beyond the signer's rule)."
+)]
+pub struct VerifyArgs {
+    /// A bundle folder or a .bundle.tar.gz archive.
+    pub source: PathBuf,
+    /// Verify against this public key (`.pub` file) instead of the trust policy.
+    #[arg(long, value_name = "PUB")]
+    pub key: Option<PathBuf>,
+    /// Refuse a bundle without a signature (implied by --key).
+    #[arg(long)]
+    pub require_signature: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+impl From<Failure> for CliError {
+    /// Maps a sealing failure onto the exit-code contract.
+    fn from(failure: Failure) -> CliError {
+        let error = match failure.class() {
+            Class::Failed => CliError::problem(failure.message),
+            Class::Refused => CliError::refused(failure.message),
+            Class::Unreadable => CliError::usage(failure.message),
+        };
+        match failure.help {
+            Some(help) => error.with_help(help),
+            None => error,
+        }
+    }
+}
+
+/// The exit code of a failure class.
+pub(crate) fn exit_of(class: Class) -> Exit {
+    match class {
+        Class::Failed => Exit::Problems,
+        Class::Refused => Exit::Refused,
+        Class::Unreadable => Exit::Usage,
+    }
 }
 
 /// Runs a `bundle` subcommand.
-pub fn run(_command: BundleCommand, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("bundle")
+pub fn run(command: BundleCommand, ctx: &Context) -> CliResult {
+    match command {
+        BundleCommand::Pack(args) => run_pack(&args),
+        BundleCommand::Verify(args) => run_verify(&args, ctx),
+    }
+}
+
+/// Bundles smaller than this pack without a progress bar.
+const PROGRESS_THRESHOLD: u64 = 16 << 20;
+
+/// A progress bar on stderr, drawn only for large work on a terminal.
+pub(crate) struct TerminalProgress {
+    bar: std::cell::OnceCell<indicatif::ProgressBar>,
+    label: &'static str,
+}
+
+impl TerminalProgress {
+    /// A bar labelled `label` (e.g. "packing").
+    pub(crate) fn new(label: &'static str) -> Self {
+        TerminalProgress { bar: std::cell::OnceCell::new(), label }
+    }
+}
+
+impl Progress for TerminalProgress {
+    fn start(&self, total: u64) {
+        if total < PROGRESS_THRESHOLD || !std::io::stderr().is_terminal() {
+            return;
+        }
+        let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(self.label);
+        let _ = self.bar.set(bar);
+    }
+    fn advance(&self, bytes: u64) {
+        if let Some(bar) = self.bar.get() {
+            bar.inc(bytes);
+        }
+    }
+    fn finish(&self) {
+        if let Some(bar) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn run_pack(args: &PackArgs) -> CliResult {
+    let key = args.key.as_deref().map(SecretKey::load).transpose().map_err(CliError::from)?;
+    let options = PackOptions { output: args.output.clone(), key: key.as_ref() };
+    let progress: Box<dyn Progress> =
+        if std::io::stderr().is_terminal() { Box::new(TerminalProgress::new("packing")) } else { Box::new(NoProgress) };
+    let packed = pack(&args.bundle, &options, progress.as_ref()).map_err(CliError::from)?;
+    let signed = match packed.signed_by {
+        Some(id) => format!("signed by key {id}"),
+        None => "unsigned".to_string(),
+    };
+    println!(
+        "wrote {} ({} {}: {} files, {} bytes, {signed})",
+        packed.path.display(),
+        packed.name,
+        packed.version,
+        packed.files,
+        packed.bytes
+    );
+    println!("blake3 {}", packed.digest);
+    Ok(Exit::Success)
+}
+
+fn verified_json(source: &str, v: &Verified) -> Value {
+    json!({
+        "source": source,
+        "ok": true,
+        "name": v.name,
+        "version": v.version.to_string(),
+        "files": v.files,
+        "bytes": v.bytes,
+        "signed": v.signer.is_some(),
+        "signer": v.signer.as_ref().map(|s| json!({"key_id": s.key_id.to_string(), "anchor": s.anchor})),
+        "capabilities": v.capabilities.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+        "error": null,
+    })
+}
+
+/// The JSON form of a failure.
+pub(crate) fn failure_json(failure: &Failure) -> Value {
+    json!({"reason": failure.reason.as_str(), "message": failure.message, "help": failure.help})
+}
+
+fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
+    let source = args.source.display().to_string();
+    let key = args.key.as_deref().map(PublicKey::load).transpose().map_err(CliError::from)?;
+    let policy = match &key {
+        Some(_) => TrustPolicy::default(),
+        None => TrustPolicy::load(&ctx.home.trust_policy_file()).map_err(CliError::from)?,
+    };
+    let trust = match &key {
+        Some(key) => Trust::Key(key),
+        None => Trust::Policy(&policy),
+    };
+    let result = verify_path(&args.source, &Options { trust, require_signature: args.require_signature });
+    match (args.format, result) {
+        (Format::Json, Ok(v)) => {
+            let _ = print_json(&verified_json(&source, &v));
+            Ok(Exit::Success)
+        }
+        (Format::Json, Err(f)) => {
+            let _ = print_json(&json!({"source": source, "ok": false, "error": failure_json(&f)}));
+            Ok(exit_of(f.class()))
+        }
+        (Format::Human, Ok(v)) => {
+            println!(
+                "verified {} {}: {} files, {} bytes; sizes, digests and file set match",
+                v.name, v.version, v.files, v.bytes
+            );
+            match (&v.signer, &args.key) {
+                (Some(s), Some(file)) => println!("signed by key {} (the key in {})", s.key_id, file.display()),
+                (Some(s), None) => println!(
+                    "signed by key {} (trust anchor `{}`), capabilities within its rule",
+                    s.key_id,
+                    s.anchor.as_deref().unwrap_or("?")
+                ),
+                (None, _) => println!("not signed"),
+            }
+            Ok(Exit::Success)
+        }
+        (Format::Human, Err(f)) => Err(CliError::from(f)),
+    }
 }

@@ -5,16 +5,27 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::integrity::keys::SecretKey;
+use crate::integrity::signature::sign_bundle;
 
 /// Flags of `rlp sign`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rlp digest agents/mailer && rlp sign agents/mailer --key keys/release.key\n\nSigns the exact bytes of manifest.toml (which carries every file's size and BLAKE3)\ninto SIGNATURES/manifest.sig. Refuses a bundle whose digests are out of date.\nExit codes: 0 signed, 1 stale digests or links in the bundle, 2 unreadable bundle or key."
+)]
 pub struct SignArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
+    /// The secret key file written by `rlp keygen` (mode 0600).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
 }
 
 /// Runs `rlp sign`.
-pub fn run(_args: &SignArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("sign")
+pub fn run(args: &SignArgs, _ctx: &Context) -> CliResult {
+    let key = SecretKey::load(&args.key).map_err(CliError::from)?;
+    let signed = sign_bundle(&args.bundle, &key).map_err(CliError::from)?;
+    println!("signed {} with key {}", signed.path.display(), signed.signature.key_id());
+    Ok(Exit::Success)
 }

@@ -1,18 +1,172 @@
-//! `rlp trust`.
+//! `rlp trust add | revoke | list`: edits `$RUNLOOP_HOME/trust-policy.toml`.
 
-use clap::Subcommand;
+use std::path::PathBuf;
 
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::bundle::capability::Capability;
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, print_json};
+use crate::integrity::keys::{KeyId, PublicKey};
+use crate::integrity::trust::{self, AllowCaps, Rule, TrustPolicy};
 
 /// `rlp trust …`
 #[derive(Debug, Subcommand)]
 pub enum TrustCommand {
-    /// Not available yet.
-    List,
+    /// Trust a signer's public key as an anchor, with a rule for what its bundles may request.
+    Add(AddArgs),
+    /// Revoke a key: everything it signed is refused, installed or not.
+    Revoke(RevokeArgs),
+    /// Show anchors, their rules and revoked keys.
+    List(ListArgs),
+}
+
+/// Flags of `rlp trust add`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rlp trust add keys/release.pub --name release\n  rlp trust add dev.pub --name dev --allow-caps kb_read,kb_write,net:localhost\n\nWithout --allow-caps the rule is `allow_caps = \"any\"`; exec needs --allow-exec either way.\nExit codes: 0 added, 2 bad key file, name taken or malformed policy, 3 the key is revoked."
+)]
+pub struct AddArgs {
+    /// The signer's `.pub` file (`ed25519:<base64>`).
+    #[arg(value_name = "PUB-FILE")]
+    pub pub_file: PathBuf,
+    /// The anchor's name (`^[a-z][a-z0-9_-]*$`).
+    #[arg(long)]
+    pub name: String,
+    /// Capabilities its bundles may request: `any`, or a comma-separated list
+    /// of capability strings (e.g. `kb_read,net:api.example.com`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub allow_caps: Vec<String>,
+    /// Let its bundles request `exec`.
+    #[arg(long)]
+    pub allow_exec: bool,
+}
+
+/// Flags of `rlp trust revoke`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rlp trust revoke 0123456789abcdef\n  rlp trust revoke dev      (an anchor's name stands for its key)"
+)]
+pub struct RevokeArgs {
+    /// A key id (16 hex digits), or the name of an anchor.
+    #[arg(value_name = "KEY-ID")]
+    pub key: String,
+}
+
+/// Flags of `rlp trust list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Runs a `trust` subcommand.
-pub fn run(_command: TrustCommand, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("trust")
+pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
+    let path = ctx.home.trust_policy_file();
+    match command {
+        TrustCommand::Add(args) => {
+            let key = PublicKey::load(&args.pub_file).map_err(CliError::from)?;
+            let rule = rule_from(&args)?;
+            trust::add_anchor(&path, &args.name, &key, &rule).map_err(CliError::from)?;
+            println!("added anchor `{}` (key {}) to {}", args.name, key.key_id(), path.display());
+            println!("its bundles may request {}", rule.describe());
+            Ok(Exit::Success)
+        }
+        TrustCommand::Revoke(args) => {
+            let id = match args.key.parse::<KeyId>() {
+                Ok(id) => id,
+                Err(why) => {
+                    let policy = TrustPolicy::load(&path).map_err(CliError::from)?;
+                    match policy.anchor_named(&args.key) {
+                        Some(anchor) => anchor.key_id(),
+                        None => {
+                            return Err(CliError::usage(why)
+                                .with_help("pass a key id (see `rlp trust list`) or an anchor's name"));
+                        }
+                    }
+                }
+            };
+            let (_, newly) = trust::revoke(&path, id).map_err(CliError::from)?;
+            if newly {
+                println!("revoked key {id} in {}", path.display());
+            } else {
+                println!("key {id} was already revoked");
+            }
+            Ok(Exit::Success)
+        }
+        TrustCommand::List(args) => list(&path, args.format),
+    }
+}
+
+fn rule_from(args: &AddArgs) -> Result<Rule, CliError> {
+    let allow_caps = match args.allow_caps.as_slice() {
+        [] => AllowCaps::Any,
+        [any] if any == "any" => AllowCaps::Any,
+        list => AllowCaps::Only(
+            list.iter()
+                .map(|text| {
+                    text.trim().parse::<Capability>().map_err(|why| {
+                        CliError::usage(format!("--allow-caps: {why}"))
+                            .with_help("capabilities: exec, time, model, net:<host>[:<port>], fs:<dir>, kb_read[:<domain>], kb_write[:<domain>], secrets:<id>")
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    let listed_exec = matches!(&allow_caps, AllowCaps::Only(list) if list.contains(&Capability::Exec));
+    Ok(Rule { allow_caps, allow_exec: Some(args.allow_exec || listed_exec) })
+}
+
+fn list(path: &std::path::Path, format: Format) -> CliResult {
+    let policy = TrustPolicy::load(path).map_err(CliError::from)?;
+    match format {
+        Format::Json => {
+            let anchors: Vec<_> = policy
+                .anchors
+                .iter()
+                .map(|a| {
+                    let rule = a.effective_rule();
+                    let caps = match &rule.allow_caps {
+                        AllowCaps::Any => json!("any"),
+                        AllowCaps::Only(list) => json!(list.iter().map(|c| c.to_string()).collect::<Vec<_>>()),
+                    };
+                    json!({
+                        "name": a.name,
+                        "key": a.key.to_string(),
+                        "key_id": a.key_id().to_string(),
+                        "allow_caps": caps,
+                        "allow_exec": rule.exec_allowed(),
+                        "has_rule": a.rule.is_some(),
+                        "revoked": policy.is_revoked(a.key_id()),
+                    })
+                })
+                .collect();
+            let revoked: Vec<String> = policy.revoked.iter().map(|id| id.to_string()).collect();
+            let _ = print_json(&json!({"file": path.display().to_string(), "anchors": anchors, "revoked": revoked}));
+        }
+        Format::Human => {
+            if policy.anchors.is_empty() {
+                println!("no trust anchors in {}", path.display());
+            }
+            let width = policy.anchors.iter().map(|a| a.name.len()).max().unwrap_or(0);
+            for anchor in &policy.anchors {
+                let state = if policy.is_revoked(anchor.key_id()) { "revoked" } else { "trusted" };
+                println!(
+                    "{:width$}  {}  {state:7}  may request {}",
+                    anchor.name,
+                    anchor.key_id(),
+                    anchor.effective_rule().describe()
+                );
+            }
+            let loose: Vec<String> =
+                policy.revoked.iter().filter(|id| policy.anchor_for(**id).is_none()).map(|id| id.to_string()).collect();
+            if !loose.is_empty() {
+                println!("revoked keys: {}", loose.join(", "));
+            }
+        }
+    }
+    Ok(Exit::Success)
 }

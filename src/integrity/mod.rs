@@ -1,3 +1,27 @@
-//! Integrity: manifest digests, Ed25519 keys and signatures, the trust policy.
+//! Integrity: manifest digests, Ed25519 keys and signatures, the trust
+//! policy, and verification of a bundle against all of them.
 
 pub mod digest;
+pub mod failure;
+pub mod keys;
+pub mod signature;
+pub mod trust;
+pub mod verify;
+
+pub use failure::{Class, Failure, Reason};
+
+/// Turns a digest error into a [`Failure`]: a link, device or other
+/// non-regular entry is a problem with the bundle (exit 1); an unreadable or
+/// malformed manifest stops the command (exit 2).
+pub fn digest_failure(error: digest::DigestError) -> Failure {
+    use digest::DigestError;
+    match &error {
+        DigestError::Refused { .. } => Failure::new(Reason::NotRegular, error.to_string())
+            .with_help("bundles hold only regular files and folders: replace it with a regular file, or remove it"),
+        DigestError::NoManifest(_) => Failure::new(Reason::Unreadable, error.to_string())
+            .with_help("pass a bundle folder (one with a manifest.toml), e.g. agents/<name>"),
+        DigestError::Syntax { .. } | DigestError::Shape { .. } => Failure::new(Reason::Unreadable, error.to_string())
+            .with_help("fix manifest.toml (`rlp lint` shows where), then run the command again"),
+        DigestError::Io { .. } => Failure::new(Reason::Unreadable, error.to_string()),
+    }
+}

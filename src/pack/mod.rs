@@ -1,1 +1,49 @@
-//! Reproducible bundle archives: the writer, and a safe reader/extractor.
+//! Reproducible bundle archives: the writer, the safe reader and extractor,
+//! and installation into the runtime home.
+
+pub mod extract;
+pub mod format;
+pub mod install;
+pub mod reader;
+pub mod writer;
+
+use std::path::Path;
+
+use crate::integrity::failure::{Failure, Reason};
+use crate::integrity::verify::{self, Options, Verified};
+
+/// Reports progress of long work (hashing, packing). The library calls it;
+/// the command line decides whether and how to draw it.
+pub trait Progress {
+    /// Work of `total` bytes starts.
+    fn start(&self, total: u64);
+    /// `bytes` more are done.
+    fn advance(&self, bytes: u64);
+    /// The work is over.
+    fn finish(&self);
+}
+
+/// Progress that shows nothing.
+#[derive(Debug, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// Verifies a bundle folder or a `.bundle.tar.gz` archive (streamed, nothing
+/// written).
+pub fn verify_path(path: &Path, options: &Options<'_>) -> Result<Verified, Failure> {
+    let meta = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
+    if meta.is_dir() {
+        return verify::verify_dir(path, options);
+    }
+    if !meta.is_file() {
+        return Err(Failure::new(Reason::Unreadable, format!("{} is neither a folder nor a file", path.display())));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Failure::io(path, &e))?;
+    let evidence = reader::read_archive(file, &reader::Limits::default(), &mut reader::Discard)?;
+    verify::check(&evidence, options)
+}

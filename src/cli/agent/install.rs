@@ -3,15 +3,17 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use serde_json::json;
 
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
-use crate::cli::output::Format;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, print_json};
+use crate::pack::install::{InstallOptions, install, list};
 
 /// Flags of `rlp agent install`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/mailer --allow-unsigned"
+    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/mailer --allow-unsigned\n\nThe bundle is extracted into a private staging folder under $RUNLOOP_HOME/agents/,\nverified there against trust-policy.toml, then renamed into $RUNLOOP_HOME/agents/<name>.\nExit codes: 0 installed, 1 verification failed, 2 unreadable input or the same version\nis installed (use --force), 3 refused by policy (unsigned, untrusted or revoked signer,\ncapabilities beyond the signer's rule, older than the installed version)."
 )]
 pub struct InstallArgs {
     /// A bundle folder or a packed archive.
@@ -26,6 +28,9 @@ pub struct InstallArgs {
 
 /// Flags of `rlp agent list`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Every installed bundle is verified again against the current trust policy.\nStatus: ok, unsigned, digest mismatch, files changed, bad signature, untrusted, revoked,\ncapabilities beyond rule, invalid. Exit codes: 0 every bundle ok or unsigned, 1 otherwise."
+)]
 pub struct ListArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -33,11 +38,63 @@ pub struct ListArgs {
 }
 
 /// Runs `rlp agent install`.
-pub fn run_install(_args: &InstallArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("agent install")
+pub fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
+    let options = InstallOptions { allow_unsigned: args.allow_unsigned, force: args.force };
+    let installed = install(&ctx.home, &args.source, options).map_err(CliError::from)?;
+    let v = &installed.verified;
+    let signer = match &v.signer {
+        Some(s) => format!("signed by `{}`, key {}", s.anchor.as_deref().unwrap_or("-"), s.key_id),
+        None => {
+            eprintln!("warning: {} is not signed; installed because of --allow-unsigned", v.name);
+            "unsigned".to_string()
+        }
+    };
+    println!("installed {} {} ({signer}) in {}", v.name, v.version, installed.path.display());
+    if let Some(old) = &installed.replaced {
+        println!("replaced {old}");
+    }
+    Ok(Exit::Success)
 }
 
 /// Runs `rlp agent list`.
-pub fn run_list(_args: &ListArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("agent list")
+pub fn run_list(args: &ListArgs, ctx: &Context) -> CliResult {
+    let rows = list(&ctx.home).map_err(CliError::from)?;
+    match args.format {
+        Format::Json => {
+            let items: Vec<_> = rows
+                .iter()
+                .map(|r| {
+                    json!({
+                        "name": r.name,
+                        "version": r.version,
+                        "status": r.status.as_str(),
+                        "detail": if r.detail.is_empty() { None } else { Some(&r.detail) },
+                        "signer": r.signer.as_ref().map(|s| json!({"key_id": s.key_id.to_string(), "anchor": s.anchor})),
+                    })
+                })
+                .collect();
+            let _ = print_json(&json!({"agents": items}));
+        }
+        Format::Human => {
+            if rows.is_empty() {
+                println!("no agents installed in {}", ctx.home.agents_dir().display());
+            }
+            let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+            let version_w = rows.iter().map(|r| r.version.as_deref().map_or(1, str::len)).max().unwrap_or(0);
+            for row in &rows {
+                let signer = match &row.signer {
+                    Some(s) => format!("  {} ({})", s.anchor.as_deref().unwrap_or("-"), s.key_id),
+                    None => String::new(),
+                };
+                let detail = if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) };
+                println!(
+                    "{:name_w$}  {:version_w$}  {}{detail}{signer}",
+                    row.name,
+                    row.version.as_deref().unwrap_or("?"),
+                    row.status.as_str()
+                );
+            }
+        }
+    }
+    Ok(if rows.iter().all(|r| r.status.is_usable()) { Exit::Success } else { Exit::Problems })
 }

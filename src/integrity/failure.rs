@@ -1,0 +1,141 @@
+//! One error type for sealing and shipping: what went wrong, how to fix it,
+//! and which exit-code class it belongs to.
+
+use std::fmt;
+
+/// How a failure maps to the exit-code contract (docs/cli.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Exit 1: the command ran and found a problem (tampering, bad signature,
+    /// stale digests, lint errors).
+    Failed,
+    /// Exit 3: refused by policy (unsigned, untrusted or revoked signer,
+    /// capabilities beyond the signer's rule, rollback).
+    Refused,
+    /// Exit 2: unreadable input or a usage problem that stops the command.
+    Unreadable,
+}
+
+/// What kind of problem stopped the command (stable names, used in JSON output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// A file or folder could not be read or written.
+    Unreadable,
+    /// Arguments that cannot work together, or a file that already exists.
+    Usage,
+    /// A key file is malformed or unsafe.
+    Key,
+    /// trust-policy.toml is malformed.
+    TrustPolicy,
+    /// The archive is unsafe or not in the form `rlp bundle pack` writes.
+    Archive,
+    /// manifest.toml (or the bundle's policy file) is invalid.
+    Manifest,
+    /// A symlink, hard link, device, FIFO or socket in the bundle.
+    NotRegular,
+    /// A file's size differs from the manifest.
+    Size,
+    /// A file's BLAKE3 digest differs from the manifest.
+    Digest,
+    /// A listed file is missing, or a present file is not listed.
+    FileSet,
+    /// The digests in manifest.toml are out of date.
+    Stale,
+    /// The bundle does not lint clean.
+    Lint,
+    /// The manifest still carries an all-zero placeholder digest.
+    Placeholder,
+    /// SIGNATURES/manifest.sig is malformed or does not match manifest.toml.
+    Signature,
+    /// The bundle carries no signature and one is required.
+    Unsigned,
+    /// The signer is not a trust anchor (or not the expected key).
+    Untrusted,
+    /// The signer's key is revoked.
+    Revoked,
+    /// The bundle requests capabilities beyond its signer's rule.
+    Capability,
+    /// An older version than the installed one.
+    Rollback,
+}
+
+impl Reason {
+    /// The exit-code class.
+    pub fn class(self) -> Class {
+        match self {
+            Reason::Unreadable | Reason::Usage | Reason::Key | Reason::TrustPolicy => Class::Unreadable,
+            Reason::Unsigned | Reason::Untrusted | Reason::Revoked | Reason::Capability | Reason::Rollback => {
+                Class::Refused
+            }
+            _ => Class::Failed,
+        }
+    }
+
+    /// The stable name used in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Unreadable => "unreadable",
+            Reason::Usage => "usage",
+            Reason::Key => "key",
+            Reason::TrustPolicy => "trust-policy",
+            Reason::Archive => "archive",
+            Reason::Manifest => "manifest",
+            Reason::NotRegular => "not-regular-file",
+            Reason::Size => "size-mismatch",
+            Reason::Digest => "digest-mismatch",
+            Reason::FileSet => "file-set",
+            Reason::Stale => "stale-digests",
+            Reason::Lint => "lint",
+            Reason::Placeholder => "placeholder-digest",
+            Reason::Signature => "bad-signature",
+            Reason::Unsigned => "unsigned",
+            Reason::Untrusted => "untrusted",
+            Reason::Revoked => "revoked",
+            Reason::Capability => "capability",
+            Reason::Rollback => "rollback",
+        }
+    }
+}
+
+/// A command that could not finish, with a message that names the file,
+/// key or capability concerned, and a hint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// What kind of problem.
+    pub reason: Reason,
+    /// One line saying what is wrong.
+    pub message: String,
+    /// What to do about it.
+    pub help: Option<String>,
+}
+
+impl Failure {
+    /// A failure of the given kind.
+    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
+        Failure { reason, message: message.into(), help: None }
+    }
+
+    /// An I/O problem on `path`.
+    pub fn io(path: &std::path::Path, error: &std::io::Error) -> Self {
+        Failure::new(Reason::Unreadable, format!("{}: {error}", path.display()))
+    }
+
+    /// Adds a hint line.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The exit-code class.
+    pub fn class(&self) -> Class {
+        self.reason.class()
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}

@@ -1,0 +1,425 @@
+//! Verification of a bundle: sizes, digests, the exact file set, the
+//! signature, then the trust policy — in that order, failing closed, naming
+//! the first thing wrong.
+//!
+//! The checks run on [`Evidence`]: the manifest bytes, the signature bytes
+//! and the size and digest of every file, however they were gathered (a
+//! folder hashed in place by [`collect_dir`], or an archive hashed while it
+//! streams through `pack::reader`).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::bundle::capability::Capability;
+use crate::bundle::diag::Severity;
+use crate::bundle::inventory::{Inventory, hash_bytes, hash_file};
+use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest, SIGNATURES_DIR, is_valid_name};
+use crate::bundle::policy::Policy;
+use crate::integrity::failure::{Failure, Reason};
+use crate::integrity::keys::{KeyId, PublicKey};
+use crate::integrity::signature::{MAX_SIGNATURE_BYTES, ManifestSignature, SIGNATURE_FILE};
+use crate::integrity::trust::TrustPolicy;
+
+/// Largest manifest.toml read by verification.
+pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+/// Largest policy file read by verification.
+pub const MAX_POLICY_BYTES: u64 = 1 << 20;
+
+/// Size and digest of one file as found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileFacts {
+    /// Size in bytes.
+    pub size: u64,
+    /// BLAKE3 of the content (`None`: not hashed, e.g. an unlisted file).
+    pub digest: Option<Digest>,
+}
+
+/// What verification needs from a bundle, however it was read.
+#[derive(Clone, Debug)]
+pub struct Evidence {
+    /// manifest.toml, byte for byte.
+    pub manifest_bytes: Vec<u8>,
+    /// The parsed manifest.
+    pub manifest: Manifest,
+    /// SIGNATURES/manifest.sig, if present.
+    pub signature: Option<Vec<u8>>,
+    /// Every other file, by bundle path.
+    pub files: BTreeMap<String, FileFacts>,
+    /// The bundle's policy file (the manifest's `[caps] file`), if present.
+    pub policy_text: Option<Vec<u8>>,
+}
+
+/// Who may have signed the bundle.
+#[derive(Clone, Copy, Debug)]
+pub enum Trust<'a> {
+    /// Anchors, rules and revocations of a trust policy.
+    Policy(&'a TrustPolicy),
+    /// Exactly this key (`--key PUB`), no trust policy; implies a signature is required.
+    Key(&'a PublicKey),
+}
+
+/// How to verify.
+#[derive(Clone, Copy, Debug)]
+pub struct Options<'a> {
+    /// The trust source.
+    pub trust: Trust<'a>,
+    /// Refuse a bundle without a signature.
+    pub require_signature: bool,
+}
+
+/// Who signed a verified bundle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signer {
+    /// The signing key's id.
+    pub key_id: KeyId,
+    /// The trust anchor it belongs to (`None` with `--key`).
+    pub anchor: Option<String>,
+}
+
+/// A bundle that passed verification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// `[agent].name`.
+    pub name: String,
+    /// `[agent].version`.
+    pub version: semver::Version,
+    /// Number of files the manifest lists.
+    pub files: usize,
+    /// Their total size.
+    pub bytes: u64,
+    /// The signer, if signed.
+    pub signer: Option<Signer>,
+    /// The capabilities the bundle's policy requests.
+    pub capabilities: Vec<Capability>,
+}
+
+/// Parses manifest bytes, refusing anything lint would call an error.
+pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, Failure> {
+    let invalid = |why: String| {
+        Failure::new(Reason::Manifest, format!("{MANIFEST_FILE} is invalid: {why}"))
+            .with_help("run `rlp lint` on the bundle to see where")
+    };
+    let text = std::str::from_utf8(bytes).map_err(|e| invalid(format!("not UTF-8 (at byte {})", e.valid_up_to())))?;
+    let (manifest, findings) = crate::bundle::parse_manifest(text);
+    if let Some(error) = findings.iter().find(|f| f.severity == Severity::Error) {
+        return Err(invalid(error.message.clone()));
+    }
+    let manifest = manifest.ok_or_else(|| invalid("it could not be read".into()))?;
+    match &manifest.name {
+        Some(name) if is_valid_name(name) => {}
+        Some(name) => return Err(invalid(format!("agent name `{name}` does not match ^[a-z][a-z0-9_]*$"))),
+        None => return Err(invalid("[agent] has no name".into())),
+    }
+    if manifest.semver().is_none() {
+        return Err(invalid(format!("version `{}` is not SemVer", manifest.version.as_deref().unwrap_or(""))));
+    }
+    Ok(manifest)
+}
+
+/// Reads a regular, singly linked file of at most `limit` bytes (`shown` names it in messages).
+pub fn read_regular(path: &Path, shown: &str, limit: u64) -> Result<Vec<u8>, Failure> {
+    let meta = fs::symlink_metadata(path).map_err(|e| Failure::io(path, &e))?;
+    if !meta.file_type().is_file() {
+        return Err(Failure::new(Reason::NotRegular, format!("`{shown}` is not a regular file"))
+            .with_help("bundles hold only regular files and folders"));
+    }
+    if meta.nlink() > 1 {
+        return Err(Failure::new(Reason::NotRegular, format!("`{shown}` is a hard link"))
+            .with_help("replace it with a copy that has a single name"));
+    }
+    if meta.len() > limit {
+        return Err(Failure::new(Reason::Size, format!("`{shown}` is {} bytes; the limit is {limit}", meta.len())));
+    }
+    fs::read(path).map_err(|e| Failure::io(path, &e))
+}
+
+/// Reads `SIGNATURES/` of a folder: nothing, or exactly `manifest.sig`.
+fn read_signatures(dir: &Path) -> Result<Option<Vec<u8>>, Failure> {
+    let folder = dir.join(SIGNATURES_DIR);
+    let meta = match fs::symlink_metadata(&folder) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Failure::io(&folder, &e)),
+    };
+    if !meta.file_type().is_dir() {
+        return Err(Failure::new(Reason::NotRegular, format!("`{SIGNATURES_DIR}` is not a folder")));
+    }
+    for entry in fs::read_dir(&folder).map_err(|e| Failure::io(&folder, &e))? {
+        let entry = entry.map_err(|e| Failure::io(&folder, &e))?;
+        if entry.file_name() != "manifest.sig" {
+            return Err(Failure::new(
+                Reason::FileSet,
+                format!("`{SIGNATURES_DIR}/{}` is not part of a bundle", entry.file_name().to_string_lossy()),
+            )
+            .with_help(format!("{SIGNATURES_DIR}/ holds only manifest.sig; remove the other entry")));
+        }
+    }
+    match fs::symlink_metadata(dir.join(SIGNATURE_FILE)) {
+        Ok(_) => read_regular(&dir.join(SIGNATURE_FILE), SIGNATURE_FILE, MAX_SIGNATURE_BYTES).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+/// A bundle folder as found on disk, before any file is hashed.
+#[derive(Debug)]
+pub struct DirScan {
+    /// manifest.toml, byte for byte.
+    pub manifest_bytes: Vec<u8>,
+    /// The parsed manifest.
+    pub manifest: Manifest,
+    /// The files (manifest.toml and SIGNATURES/ excluded).
+    pub inventory: Inventory,
+    /// SIGNATURES/manifest.sig, if present.
+    pub signature: Option<Vec<u8>>,
+}
+
+/// Reads a bundle folder's manifest, signature and file list: refuses links
+/// and devices, an invalid manifest and sizes that differ from the manifest
+/// (before hashing anything).
+pub fn scan_dir(dir: &Path) -> Result<DirScan, Failure> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(Failure::new(Reason::Unreadable, format!("{} is not a bundle folder", dir.display()))),
+        Err(e) => return Err(Failure::io(dir, &e)),
+    }
+    let manifest_path = dir.join(MANIFEST_FILE);
+    if fs::symlink_metadata(&manifest_path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Err(Failure::new(Reason::Unreadable, format!("{} has no {MANIFEST_FILE}", dir.display()))
+            .with_help("pass a bundle folder or a .bundle.tar.gz archive"));
+    }
+    let manifest_bytes = read_regular(&manifest_path, MANIFEST_FILE, MAX_MANIFEST_BYTES)?;
+    let inventory = Inventory::scan(dir).map_err(|e| Failure::io(dir, &e))?;
+    if let Some(refused) = inventory.refused.first() {
+        return Err(Failure::new(
+            Reason::NotRegular,
+            format!("`{}` cannot be part of a bundle: {}", refused.path, refused.why),
+        )
+        .with_help("bundles hold only regular files and folders"));
+    }
+    let signature = read_signatures(dir)?;
+    let manifest = parse_manifest(&manifest_bytes)?;
+    check_sizes(&manifest, |path| inventory.get(path).map(|f| f.size))?;
+    Ok(DirScan { manifest_bytes, manifest, inventory, signature })
+}
+
+/// Gathers evidence from a bundle folder: [`scan_dir`], then every listed
+/// file hashed in parallel (large files memory-mapped on every core).
+pub fn collect_dir(dir: &Path) -> Result<Evidence, Failure> {
+    let DirScan { manifest_bytes, manifest, inventory, signature } = scan_dir(dir)?;
+    let listed: HashSet<&str> = manifest.listed().map(|a| a.path.as_str()).collect();
+    let caps_file = manifest.caps_file.clone();
+    let mut policy_text = None;
+    if listed.contains(caps_file.as_str()) && inventory.get(&caps_file).is_some() {
+        policy_text = Some(read_regular(&dir.join(&caps_file), &caps_file, MAX_POLICY_BYTES)?);
+    }
+    let to_hash: Vec<&str> =
+        inventory.files.iter().map(|f| f.path.as_str()).filter(|p| listed.contains(p) && *p != caps_file).collect();
+    let hashed: Vec<(String, FileFacts)> = to_hash
+        .par_iter()
+        .map(|path| {
+            let full = dir.join(path);
+            hash_file(&full)
+                .map(|(size, digest)| (path.to_string(), FileFacts { size, digest: Some(digest) }))
+                .map_err(|e| Failure::io(&full, &e))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut files: BTreeMap<String, FileFacts> =
+        inventory.files.iter().map(|f| (f.path.clone(), FileFacts { size: f.size, digest: None })).collect();
+    files.extend(hashed);
+    if let Some(text) = &policy_text {
+        files.insert(caps_file, FileFacts { size: text.len() as u64, digest: Some(hash_bytes(text)) });
+    }
+    Ok(Evidence { manifest_bytes, manifest, signature, files, policy_text })
+}
+
+/// The first listed file whose size differs from the manifest, in path order.
+pub fn check_sizes(manifest: &Manifest, size_of: impl Fn(&str) -> Option<u64>) -> Result<(), Failure> {
+    let mut listed: Vec<_> = manifest.listed().collect();
+    listed.sort_by(|a, b| a.path.cmp(&b.path));
+    for artifact in listed {
+        if let (Some(want), Some(found)) = (artifact.size, size_of(&artifact.path))
+            && want != found
+        {
+            return Err(Failure::new(
+                Reason::Size,
+                format!("`{}` is {found} bytes, but manifest.toml says {want}", artifact.path),
+            )
+            .with_help(
+                "the file was changed after the manifest was written; restore it, or run `rlp digest` and sign again",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs every check on gathered evidence.
+pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Failure> {
+    let manifest = &evidence.manifest;
+    check_sizes(manifest, |path| evidence.files.get(path).map(|f| f.size))?;
+
+    let mut listed: Vec<_> = manifest.listed().collect();
+    listed.sort_by(|a, b| a.path.cmp(&b.path));
+    for artifact in &listed {
+        let Some(facts) = evidence.files.get(&artifact.path) else { continue };
+        let Some(want) = artifact.blake3 else { continue };
+        if want.is_placeholder() {
+            return Err(Failure::new(
+                Reason::Digest,
+                format!("`{}` carries the all-zero placeholder digest in manifest.toml", artifact.path),
+            )
+            .with_help("build the file, run `rlp digest` and sign again"));
+        }
+        if facts.digest != Some(want) {
+            return Err(Failure::new(
+                Reason::Digest,
+                format!("`{}` does not match its BLAKE3 digest in manifest.toml", artifact.path),
+            )
+            .with_help(
+                "the file was changed after the manifest was written; restore it, or run `rlp digest` and sign again",
+            ));
+        }
+    }
+
+    for artifact in &listed {
+        if !evidence.files.contains_key(&artifact.path) {
+            return Err(Failure::new(
+                Reason::FileSet,
+                format!("`{}` is listed in manifest.toml but missing", artifact.path),
+            )
+            .with_help("restore the file, or remove its entry with `rlp digest` and sign again"));
+        }
+    }
+    let listed_paths: HashSet<&str> = listed.iter().map(|a| a.path.as_str()).collect();
+    for path in evidence.files.keys() {
+        if !listed_paths.contains(path.as_str()) {
+            return Err(Failure::new(
+                Reason::FileSet,
+                format!("`{path}` is in the bundle but not listed in manifest.toml"),
+            )
+            .with_help("remove it, or list it with `rlp digest` and sign again"));
+        }
+    }
+
+    let signer = match &evidence.signature {
+        None => {
+            if options.require_signature || matches!(options.trust, Trust::Key(_)) {
+                return Err(Failure::new(Reason::Unsigned, format!("the bundle is not signed (no {SIGNATURE_FILE})"))
+                    .with_help("sign it with `rlp sign <bundle> --key <file.key>`"));
+            }
+            None
+        }
+        Some(bytes) => {
+            let signature = ManifestSignature::parse(bytes).map_err(|why| {
+                Failure::new(Reason::Signature, format!("{SIGNATURE_FILE} is malformed: {why}"))
+                    .with_help("sign the bundle again with `rlp sign`")
+            })?;
+            let id = signature.key_id();
+            if !signature.verify(&evidence.manifest_bytes) {
+                return Err(Failure::new(
+                    Reason::Signature,
+                    format!("{SIGNATURE_FILE} does not match manifest.toml (signature by key {id})"),
+                )
+                .with_help(
+                    "manifest.toml or the signature changed after signing; if the change is yours, sign again",
+                ));
+            }
+            Some(check_trust(&signature, options)?)
+        }
+    };
+
+    let capabilities = bundle_capabilities(evidence)?;
+    if let (Some(signer), Trust::Policy(policy)) = (&signer, options.trust)
+        && let Some(anchor) = signer.anchor.as_deref().and_then(|name| policy.anchor_named(name))
+    {
+        let rule = anchor.effective_rule();
+        if let Some(cap) = rule.first_denied(&capabilities) {
+            let what = if anchor.rule.is_some() {
+                format!("its rule allows {}", rule.describe())
+            } else {
+                format!("it has no [rules.{}], so it allows no capability", anchor.name)
+            };
+            return Err(Failure::new(
+                Reason::Capability,
+                format!(
+                    "the bundle requests `{cap}`, beyond what signer `{}` (key {}) may grant: {what}",
+                    anchor.name, signer.key_id
+                ),
+            )
+            .with_help(format!(
+                "sign it with a key whose rule allows `{cap}`, or widen [rules.{}] in trust-policy.toml",
+                anchor.name
+            )));
+        }
+    }
+
+    let name = manifest.name.clone().unwrap_or_default();
+    let version =
+        manifest.semver().ok_or_else(|| Failure::new(Reason::Manifest, "manifest.toml has no valid version"))?;
+    Ok(Verified {
+        name,
+        version,
+        files: listed.len(),
+        bytes: listed.iter().filter_map(|a| evidence.files.get(&a.path)).map(|f| f.size).sum(),
+        signer,
+        capabilities,
+    })
+}
+
+/// Checks a cryptographically valid signature's key against the trust source.
+fn check_trust(signature: &ManifestSignature, options: &Options<'_>) -> Result<Signer, Failure> {
+    let id = signature.key_id();
+    match options.trust {
+        Trust::Key(expected) => {
+            if signature.public != *expected {
+                return Err(Failure::new(
+                    Reason::Untrusted,
+                    format!("the bundle is signed by key {id}, not by the expected key {}", expected.key_id()),
+                )
+                .with_help("check that --key names the signer's public key"));
+            }
+            Ok(Signer { key_id: id, anchor: None })
+        }
+        Trust::Policy(policy) => {
+            if policy.is_revoked(id) {
+                let named = policy.anchor_for(id).map(|a| format!(" (anchor `{}`)", a.name)).unwrap_or_default();
+                return Err(Failure::new(
+                    Reason::Revoked,
+                    format!("the bundle is signed by key {id}{named}, which is revoked in trust-policy.toml"),
+                )
+                .with_help("ask the publisher for a bundle signed with a key that is not revoked"));
+            }
+            let Some(anchor) = policy.anchor_for(id) else {
+                return Err(Failure::new(
+                    Reason::Untrusted,
+                    format!("the bundle is signed by key {id}, which is not a trust anchor in trust-policy.toml"),
+                )
+                .with_help("if you trust this signer, add their key: `rlp trust add <their.pub> --name NAME`"));
+            };
+            Ok(Signer { key_id: id, anchor: Some(anchor.name.clone()) })
+        }
+    }
+}
+
+/// The capabilities the bundle's policy file requests (none without one).
+pub fn bundle_capabilities(evidence: &Evidence) -> Result<Vec<Capability>, Failure> {
+    let Some(bytes) = &evidence.policy_text else { return Ok(Vec::new()) };
+    let file = &evidence.manifest.caps_file;
+    let invalid = |why: String| {
+        Failure::new(Reason::Manifest, format!("{file} is invalid: {why}")).with_help("run `rlp lint` on the bundle")
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8".into()))?;
+    let (grants, findings) = crate::bundle::parse_policy(text);
+    if let Some(error) = findings.iter().find(|f| f.severity == Severity::Error) {
+        return Err(invalid(error.message.clone()));
+    }
+    Ok(grants.map(|g| Policy::from_bundle(&g).capabilities()).unwrap_or_default())
+}
+
+/// Verifies a bundle folder.
+pub fn verify_dir(dir: &Path, options: &Options<'_>) -> Result<Verified, Failure> {
+    check(&collect_dir(dir)?, options)
+}

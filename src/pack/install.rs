@@ -1,0 +1,321 @@
+//! `rlp agent install` and `rlp agent list`: verified bundles in
+//! `$RUNLOOP_HOME/agents/<name>`.
+//!
+//! Install procedure: the source (folder or archive) is copied or extracted
+//! into a fresh private staging folder `agents/.staging-<random>`; every file
+//! is hashed on the way in and synced. The staged copy — not the source — is
+//! verified against the trust policy. Then the version is compared with the
+//! installed one (a lower version is a rollback and refused; the same one
+//! needs `--force`), the staging folder is renamed to `agents/<name>` (an
+//! older copy is first renamed aside to `agents/.old-<random>`, then
+//! removed), and `agents/` is synced. On any failure the staging folder is
+//! removed (it is a temporary folder that deletes itself).
+
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::bundle::manifest::MANIFEST_FILE;
+use crate::home::Home;
+use crate::integrity::failure::{Failure, Reason};
+use crate::integrity::signature::SIGNATURE_FILE;
+use crate::integrity::trust::TrustPolicy;
+use crate::integrity::verify::{self, Evidence, FileFacts, MAX_POLICY_BYTES, Options, Trust, Verified};
+use crate::pack::extract::DirSink;
+use crate::pack::reader::{self, Limits, Sink};
+
+/// How to install.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InstallOptions {
+    /// Accept a bundle without a signature.
+    pub allow_unsigned: bool,
+    /// Replace an installed copy of the same version.
+    pub force: bool,
+}
+
+/// An installed bundle.
+#[derive(Debug)]
+pub struct Installed {
+    /// What was verified.
+    pub verified: Verified,
+    /// Where it now lives.
+    pub path: PathBuf,
+    /// The version it replaced, if any.
+    pub replaced: Option<semver::Version>,
+}
+
+/// Installs a bundle folder or archive into `home`.
+pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<Installed, Failure> {
+    let meta = fs::metadata(source).map_err(|e| Failure::io(source, &e))?;
+    let policy = TrustPolicy::load(&home.trust_policy_file())?;
+    let agents = home.agents_dir();
+    fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    let staging =
+        tempfile::Builder::new().prefix(".staging-").tempdir_in(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    let mut sink = DirSink::new(staging.path());
+    let evidence = if meta.is_dir() {
+        copy_dir(source, &mut sink)?
+    } else {
+        let file = File::open(source).map_err(|e| Failure::io(source, &e))?;
+        reader::read_archive(file, &Limits::default(), &mut sink)?
+    };
+    sink.sync().map_err(|e| Failure::io(staging.path(), &e))?;
+    let verified = verify::check(
+        &evidence,
+        &Options { trust: Trust::Policy(&policy), require_signature: !options.allow_unsigned },
+    )
+    .map_err(|f| match f.reason {
+        Reason::Unsigned => f.with_help("sign it (`rlp sign`), or pass --allow-unsigned to install it anyway"),
+        _ => f,
+    })?;
+
+    let target = agents.join(&verified.name);
+    let replaced = match installed_version(&target)? {
+        None => None,
+        Some(Ok(old)) if verified.version < old => {
+            return Err(Failure::new(
+                Reason::Rollback,
+                format!("{} {old} is installed; refusing to roll back to {}", verified.name, verified.version),
+            )
+            .with_help(format!("to downgrade on purpose, remove {} first", target.display())));
+        }
+        Some(Ok(old)) if verified.version == old && !options.force => {
+            return Err(Failure::new(Reason::Usage, format!("{} {old} is already installed", verified.name))
+                .with_help("pass --force to install it again"));
+        }
+        Some(Ok(old)) => Some(old),
+        Some(Err(why)) if !options.force => {
+            return Err(Failure::new(
+                Reason::Usage,
+                format!("the installed copy at {} is unreadable: {why}", target.display()),
+            )
+            .with_help("pass --force to replace it"));
+        }
+        Some(Err(_)) => None,
+    };
+
+    fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))
+        .map_err(|e| Failure::io(staging.path(), &e))?;
+    move_into_place(staging.path(), &target, &agents)?;
+    let _ = staging.keep();
+    crate::fsutil::sync_dir(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    Ok(Installed { verified, path: target, replaced })
+}
+
+/// The version installed at `target`: `None` if nothing is there,
+/// `Some(Err)` if something is there but its manifest cannot be read.
+fn installed_version(target: &Path) -> Result<Option<Result<semver::Version, String>>, Failure> {
+    match fs::symlink_metadata(target) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Failure::io(target, &e)),
+        Ok(meta) if !meta.is_dir() => return Ok(Some(Err("it is not a folder".into()))),
+        Ok(_) => {}
+    }
+    let bytes = match verify::read_regular(&target.join(MANIFEST_FILE), MANIFEST_FILE, verify::MAX_MANIFEST_BYTES) {
+        Ok(bytes) => bytes,
+        Err(f) => return Ok(Some(Err(f.message))),
+    };
+    Ok(Some(
+        verify::parse_manifest(&bytes)
+            .map(|m| m.semver().unwrap_or(semver::Version::new(0, 0, 0)))
+            .map_err(|f| f.message),
+    ))
+}
+
+/// Renames `staged` to `target`, moving an existing `target` aside first and
+/// removing it afterwards; puts it back if the second rename fails.
+fn move_into_place(staged: &Path, target: &Path, agents: &Path) -> Result<(), Failure> {
+    if fs::symlink_metadata(target).is_err() {
+        return fs::rename(staged, target).map_err(|e| Failure::io(target, &e));
+    }
+    let random = getrandom::u64().map_err(|e| Failure::new(Reason::Unreadable, format!("no random source: {e}")))?;
+    let aside_path = agents.join(format!(".old-{random:016x}"));
+    fs::rename(target, &aside_path).map_err(|e| Failure::io(target, &e))?;
+    if let Err(e) = fs::rename(staged, target) {
+        let _ = fs::rename(&aside_path, target);
+        return Err(Failure::io(target, &e));
+    }
+    crate::fsutil::sync_dir(agents).map_err(|e| Failure::io(agents, &e))?;
+    // The new copy is in place; a leftover `.old-*` folder is skipped by `agent list`.
+    let _ = fs::remove_dir_all(&aside_path);
+    Ok(())
+}
+
+/// Copies a bundle folder into `sink`, hashing every listed file on the way
+/// (unlisted files are not copied; verification reports them).
+pub fn copy_dir(dir: &Path, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
+    let scan = verify::scan_dir(dir)?;
+    let sink_err = |path: &str, e: io::Error| Failure::new(Reason::Unreadable, format!("cannot stage `{path}`: {e}"));
+    sink.begin_file(MANIFEST_FILE, false).map_err(|e| sink_err(MANIFEST_FILE, e))?;
+    sink.write(&scan.manifest_bytes).map_err(|e| sink_err(MANIFEST_FILE, e))?;
+    sink.end_file().map_err(|e| sink_err(MANIFEST_FILE, e))?;
+    if let Some(bytes) = &scan.signature {
+        sink.begin_file(SIGNATURE_FILE, false).map_err(|e| sink_err(SIGNATURE_FILE, e))?;
+        sink.write(bytes).map_err(|e| sink_err(SIGNATURE_FILE, e))?;
+        sink.end_file().map_err(|e| sink_err(SIGNATURE_FILE, e))?;
+    }
+    let listed: std::collections::HashSet<&str> = scan.manifest.listed().map(|a| a.path.as_str()).collect();
+    let caps_file = scan.manifest.caps_file.as_str();
+    let mut files = std::collections::BTreeMap::new();
+    let mut policy_text = None;
+    let mut buffer = vec![0u8; 1 << 16];
+    for entry in &scan.inventory.files {
+        if !listed.contains(entry.path.as_str()) {
+            files.insert(entry.path.clone(), FileFacts { size: entry.size, digest: None });
+            continue;
+        }
+        let full = dir.join(&entry.path);
+        let mut file = File::open(&full).map_err(|e| Failure::io(&full, &e))?;
+        let executable = file.metadata().map_err(|e| Failure::io(&full, &e))?.permissions().mode() & 0o100 != 0;
+        sink.begin_file(&entry.path, executable).map_err(|e| sink_err(&entry.path, e))?;
+        let keep = entry.path == caps_file && entry.size <= MAX_POLICY_BYTES;
+        let mut kept = Vec::new();
+        let mut hasher = blake3::Hasher::new();
+        let mut size = 0u64;
+        loop {
+            let n = match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Failure::io(&full, &e)),
+            };
+            hasher.update(&buffer[..n]);
+            if keep {
+                kept.extend_from_slice(&buffer[..n]);
+            }
+            sink.write(&buffer[..n]).map_err(|e| sink_err(&entry.path, e))?;
+            size += n as u64;
+        }
+        sink.end_file().map_err(|e| sink_err(&entry.path, e))?;
+        if keep {
+            policy_text = Some(kept);
+        }
+        let digest = crate::bundle::manifest::Digest(*hasher.finalize().as_bytes());
+        files.insert(entry.path.clone(), FileFacts { size, digest: Some(digest) });
+    }
+    Ok(Evidence {
+        manifest_bytes: scan.manifest_bytes,
+        manifest: scan.manifest,
+        signature: scan.signature,
+        files,
+        policy_text,
+    })
+}
+
+/// The state of one installed bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Verified and signed by a trusted, unrevoked key within its rule.
+    Ok,
+    /// Verified, but carries no signature.
+    Unsigned,
+    /// A file's size or digest differs from the manifest.
+    DigestMismatch,
+    /// Files were added, removed or replaced by links.
+    FilesChanged,
+    /// The signature does not match the manifest.
+    BadSignature,
+    /// Signed by a key that is not a trust anchor.
+    Untrusted,
+    /// Signed by a revoked key.
+    Revoked,
+    /// Requests capabilities beyond the signer's rule.
+    CapabilitiesBeyondRule,
+    /// The manifest is unreadable, or the folder name differs from its name.
+    Invalid,
+}
+
+impl Status {
+    /// The label shown and written to JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Unsigned => "unsigned",
+            Status::DigestMismatch => "digest mismatch",
+            Status::FilesChanged => "files changed",
+            Status::BadSignature => "bad signature",
+            Status::Untrusted => "untrusted",
+            Status::Revoked => "revoked",
+            Status::CapabilitiesBeyondRule => "capabilities beyond rule",
+            Status::Invalid => "invalid",
+        }
+    }
+
+    /// Whether the bundle may be used as it is (ok, or unsigned).
+    pub fn is_usable(self) -> bool {
+        matches!(self, Status::Ok | Status::Unsigned)
+    }
+
+    fn of(failure: &Failure) -> Status {
+        match failure.reason {
+            Reason::Size | Reason::Digest => Status::DigestMismatch,
+            Reason::FileSet | Reason::NotRegular => Status::FilesChanged,
+            Reason::Signature => Status::BadSignature,
+            Reason::Untrusted => Status::Untrusted,
+            Reason::Revoked => Status::Revoked,
+            Reason::Capability => Status::CapabilitiesBeyondRule,
+            _ => Status::Invalid,
+        }
+    }
+}
+
+/// One row of `rlp agent list`.
+#[derive(Debug)]
+pub struct Listed {
+    /// The folder name under `agents/`.
+    pub name: String,
+    /// The manifest's version, if readable.
+    pub version: Option<String>,
+    /// Its verification status.
+    pub status: Status,
+    /// What verification said (empty when ok).
+    pub detail: String,
+    /// The signer, when verification got that far.
+    pub signer: Option<verify::Signer>,
+}
+
+/// Re-verifies every installed bundle against the trust policy.
+pub fn list(home: &Home) -> Result<Vec<Listed>, Failure> {
+    let policy = TrustPolicy::load(&home.trust_policy_file())?;
+    let agents = home.agents_dir();
+    let mut names: Vec<String> = match fs::read_dir(&agents) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|name| !name.starts_with('.'))
+            .collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(Failure::io(&agents, &e)),
+    };
+    names.sort();
+    let options = Options { trust: Trust::Policy(&policy), require_signature: false };
+    Ok(names
+        .into_iter()
+        .map(|name| {
+            let dir = agents.join(&name);
+            let version = fs::read(dir.join(MANIFEST_FILE))
+                .ok()
+                .and_then(|bytes| verify::parse_manifest(&bytes).ok())
+                .and_then(|m| m.version);
+            match verify::verify_dir(&dir, &options) {
+                Ok(v) if v.name != name => Listed {
+                    name,
+                    version,
+                    status: Status::Invalid,
+                    detail: format!("the folder holds bundle `{}`", v.name),
+                    signer: v.signer,
+                },
+                Ok(v) => Listed {
+                    name,
+                    version,
+                    status: if v.signer.is_some() { Status::Ok } else { Status::Unsigned },
+                    detail: String::new(),
+                    signer: v.signer,
+                },
+                Err(f) => Listed { name, version, status: Status::of(&f), detail: f.message, signer: None },
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,331 @@
+//! `rlp bundle pack`: a reproducible `.tar.gz` of a bundle.
+//!
+//! The archive holds exactly manifest.toml, SIGNATURES/manifest.sig when
+//! present, every file the manifest lists and the folders above them, in the
+//! canonical form of [`crate::pack::format`]: the same content gives the same
+//! bytes whatever the mtimes, owners, umask or creation order. Each file's
+//! size and BLAKE3 are checked against the manifest while it is copied, so a
+//! file changed during packing is caught. The archive is written to a
+//! temporary file next to the target, synced and renamed into place.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use flate2::{Compression, GzBuilder};
+
+use crate::bundle::diag::Severity;
+use crate::bundle::inventory::hash_bytes;
+use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest};
+use crate::integrity::failure::{Failure, Reason};
+use crate::integrity::keys::{KeyId, SecretKey};
+use crate::integrity::signature::{SIGNATURE_FILE, sign_bundle};
+use crate::integrity::verify;
+use crate::pack::Progress;
+use crate::pack::format::{BLOCK, COMPRESSION_LEVEL, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
+use crate::pack::reader::Limits;
+
+/// How to pack.
+#[derive(Debug, Default)]
+pub struct PackOptions<'a> {
+    /// The archive path (default `./<name>-<version>.bundle.tar.gz`).
+    pub output: Option<PathBuf>,
+    /// Sign the bundle with this key first.
+    pub key: Option<&'a SecretKey>,
+}
+
+/// A written archive.
+#[derive(Debug)]
+pub struct Packed {
+    /// Where it was written.
+    pub path: PathBuf,
+    /// `[agent].name`.
+    pub name: String,
+    /// `[agent].version`.
+    pub version: String,
+    /// Number of files (manifest and signature included).
+    pub files: usize,
+    /// Archive size in bytes.
+    pub bytes: u64,
+    /// BLAKE3 of the archive.
+    pub digest: Digest,
+    /// The signing key, if the archive holds a signature.
+    pub signed_by: Option<KeyId>,
+}
+
+/// One archive entry, in archive order.
+#[derive(Debug)]
+struct Entry {
+    path: String,
+    kind: Kind,
+    size: u64,
+    /// The digest the content must have (checked while copying).
+    digest: Option<Digest>,
+}
+
+/// Checks that a bundle may be packed: digests up to date, lint clean, no placeholder digests.
+pub fn check_packable(dir: &Path) -> Result<(), Failure> {
+    let plan = crate::integrity::digest::plan(dir).map_err(crate::integrity::digest_failure)?;
+    if let Some(change) = plan.changes.first() {
+        return Err(Failure::new(
+            Reason::Stale,
+            format!(
+                "{}: the digests in {MANIFEST_FILE} are out of date ({} {}{})",
+                dir.display(),
+                change.check_word(),
+                change.path(),
+                if plan.changes.len() > 1 { format!(" and {} more", plan.changes.len() - 1) } else { String::new() }
+            ),
+        )
+        .with_help(format!("run `rlp digest {}` (and sign again), then pack", dir.display())));
+    }
+    let report = crate::lint::lint_bundle(dir);
+    let errors: Vec<_> = report.findings.iter().filter(|l| l.finding.severity == Severity::Error).collect();
+    if let Some(first) = errors.first() {
+        let more = if errors.len() > 1 { format!(" (and {} more)", errors.len() - 1) } else { String::new() };
+        return Err(Failure::new(
+            Reason::Lint,
+            format!(
+                "the bundle does not lint clean: {}:{}:{}: {}{more}",
+                first.finding.file.display(),
+                first.position.line,
+                first.position.column,
+                first.finding.message
+            ),
+        )
+        .with_help(format!("run `rlp lint {}` and fix every error", dir.display())));
+    }
+    let manifest = verify::parse_manifest(plan.before.as_bytes())?;
+    if let Some(artifact) = manifest.listed().find(|a| a.blake3.is_some_and(|d| d.is_placeholder())) {
+        return Err(Failure::new(
+            Reason::Placeholder,
+            format!("`{}` still carries the all-zero placeholder digest", artifact.path),
+        )
+        .with_help("build the file and run `rlp digest` before packing"));
+    }
+    Ok(())
+}
+
+/// The entries of the archive: manifest first, then the rest by tar name.
+fn entries(dir: &Path, manifest: &Manifest, manifest_bytes: &[u8]) -> Result<Vec<Entry>, Failure> {
+    let mut rest: BTreeMap<String, Entry> = BTreeMap::new();
+    let add_parents = |rest: &mut BTreeMap<String, Entry>, path: &str| {
+        let mut path = path;
+        while let Some((parent, _)) = path.rsplit_once('/') {
+            rest.insert(
+                tar_name(parent, Kind::Dir),
+                Entry { path: parent.to_string(), kind: Kind::Dir, size: 0, digest: None },
+            );
+            path = parent;
+        }
+    };
+    for artifact in manifest.listed() {
+        let full = dir.join(&artifact.path);
+        let meta = fs::symlink_metadata(&full).map_err(|e| Failure::io(&full, &e))?;
+        if !meta.file_type().is_file() {
+            return Err(Failure::new(Reason::NotRegular, format!("`{}` is not a regular file", artifact.path)));
+        }
+        let kind = Kind::File { executable: meta.permissions().mode() & 0o100 != 0 };
+        add_parents(&mut rest, &artifact.path);
+        rest.insert(
+            tar_name(&artifact.path, kind),
+            Entry { path: artifact.path.clone(), kind, size: meta.len(), digest: artifact.blake3 },
+        );
+    }
+    let sig = dir.join(SIGNATURE_FILE);
+    if let Ok(meta) = fs::symlink_metadata(&sig) {
+        if !meta.file_type().is_file() {
+            return Err(Failure::new(Reason::NotRegular, format!("`{SIGNATURE_FILE}` is not a regular file")));
+        }
+        let bytes = fs::read(&sig).map_err(|e| Failure::io(&sig, &e))?;
+        add_parents(&mut rest, SIGNATURE_FILE);
+        rest.insert(
+            SIGNATURE_FILE.to_string(),
+            Entry {
+                path: SIGNATURE_FILE.into(),
+                kind: Kind::File { executable: false },
+                size: bytes.len() as u64,
+                digest: Some(hash_bytes(&bytes)),
+            },
+        );
+    }
+    let mut out = vec![Entry {
+        path: MANIFEST_FILE.into(),
+        kind: Kind::File { executable: false },
+        size: manifest_bytes.len() as u64,
+        digest: Some(hash_bytes(manifest_bytes)),
+    }];
+    out.extend(rest.into_values());
+    Ok(out)
+}
+
+/// Checks the entries against the limits the reader enforces.
+fn check_limits(entries: &[Entry], limits: &Limits) -> Result<(), Failure> {
+    let too_big = |message: String| {
+        Failure::new(Reason::Archive, message)
+            .with_help("`rlp bundle verify` and `rlp agent install` would refuse this archive")
+    };
+    if entries.len() > limits.max_entries {
+        return Err(too_big(format!(
+            "the bundle needs {} archive entries; archives are limited to {}",
+            entries.len(),
+            limits.max_entries
+        )));
+    }
+    if let Some(entry) = entries.iter().find(|e| e.size > limits.max_file_bytes) {
+        return Err(too_big(format!(
+            "`{}` is {} bytes; archived files are limited to {}",
+            entry.path, entry.size, limits.max_file_bytes
+        )));
+    }
+    let total: u64 = entries.iter().map(|e| e.size).sum();
+    if total > limits.max_total_bytes {
+        return Err(too_big(format!(
+            "the bundle's files add up to {total} bytes; archives are limited to {}",
+            limits.max_total_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// A writer that hashes and counts what passes through.
+struct Hashing<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes the archive of `entries` to `out`.
+fn write_archive<W: Write>(dir: &Path, entries: &[Entry], out: W, progress: &dyn Progress) -> Result<W, Failure> {
+    let io_err = |e: io::Error| Failure::new(Reason::Unreadable, format!("cannot write the archive: {e}"));
+    let mut gz =
+        GzBuilder::new().mtime(0).operating_system(GZIP_HEADER[9]).write(out, Compression::new(COMPRESSION_LEVEL));
+    let mut buffer = vec![0u8; 1 << 16];
+    for entry in entries {
+        let header = canonical_header(&entry.path, entry.kind, entry.size)
+            .map_err(|e| Failure::new(Reason::Archive, format!("cannot archive `{}`: {e}", entry.path)))?;
+        gz.write_all(header.as_bytes()).map_err(io_err)?;
+        if entry.kind == Kind::Dir {
+            continue;
+        }
+        let full = dir.join(&entry.path);
+        let mut file = File::open(&full).map_err(|e| Failure::io(&full, &e))?;
+        let mut hasher = blake3::Hasher::new();
+        let mut left = entry.size;
+        while left > 0 {
+            let want = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = match file.read(&mut buffer[..want]) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Failure::io(&full, &e)),
+            };
+            hasher.update(&buffer[..n]);
+            gz.write_all(&buffer[..n]).map_err(io_err)?;
+            progress.advance(n as u64);
+            left -= n as u64;
+        }
+        let mut probe = [0u8; 1];
+        let grew = file.read(&mut probe).map_err(|e| Failure::io(&full, &e))? > 0;
+        if left > 0 || grew {
+            return Err(Failure::new(Reason::Size, format!("`{}` changed size while it was being packed", entry.path))
+                .with_help("pack again once nothing is writing to the bundle"));
+        }
+        if let Some(want) = entry.digest
+            && Digest(*hasher.finalize().as_bytes()) != want
+        {
+            return Err(Failure::new(
+                Reason::Digest,
+                format!("`{}` changed while the bundle was being packed", entry.path),
+            )
+            .with_help("pack again once nothing is writing to the bundle"));
+        }
+        gz.write_all(&[0u8; BLOCK][..padding(entry.size)]).map_err(io_err)?;
+    }
+    gz.write_all(&[0u8; 2 * BLOCK]).map_err(io_err)?;
+    gz.finish().map_err(io_err)
+}
+
+/// Whether `inner` lies inside `outer` (both resolved).
+fn is_inside(inner: &Path, outer: &Path) -> bool {
+    match (inner.canonicalize(), outer.canonicalize()) {
+        (Ok(inner), Ok(outer)) => inner.starts_with(outer),
+        _ => false,
+    }
+}
+
+/// Packs a bundle folder.
+pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
+    if !crate::lint::is_bundle(dir) {
+        return Err(Failure::new(
+            Reason::Unreadable,
+            format!("{} is not a bundle folder (no {MANIFEST_FILE})", dir.display()),
+        ));
+    }
+    check_packable(dir)?;
+    let signed_by = match options.key {
+        Some(key) => Some(sign_bundle(dir, key)?.signature.key_id()),
+        None => match fs::read(dir.join(SIGNATURE_FILE)) {
+            Ok(bytes) => crate::integrity::signature::ManifestSignature::parse(&bytes).ok().map(|s| s.key_id()),
+            Err(_) => None,
+        },
+    };
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let manifest_bytes = fs::read(&manifest_path).map_err(|e| Failure::io(&manifest_path, &e))?;
+    let manifest = verify::parse_manifest(&manifest_bytes)?;
+    let name = manifest.name.clone().unwrap_or_default();
+    let version = manifest.version.clone().unwrap_or_default();
+    let entries = entries(dir, &manifest, &manifest_bytes)?;
+    check_limits(&entries, &Limits::default())?;
+
+    let path = options.output.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{version}.bundle.tar.gz")));
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if is_inside(&parent, dir) {
+        return Err(Failure::new(Reason::Usage, format!("{} lies inside the bundle folder", path.display()))
+            .with_help("write the archive outside the bundle, e.g. `-o ../name.bundle.tar.gz`"));
+    }
+    let temp = tempfile::Builder::new()
+        .prefix(".rlp-pack-")
+        .suffix(".tmp")
+        .tempfile_in(&parent)
+        .map_err(|e| Failure::io(&parent, &e))?;
+    let out = Hashing { inner: BufWriter::with_capacity(1 << 20, temp), hasher: blake3::Hasher::new(), bytes: 0 };
+    progress.start(entries.iter().map(|e| e.size).sum());
+    let written = write_archive(dir, &entries, out, progress);
+    progress.finish();
+    let written = written?;
+    let write_err = |e: io::Error| Failure::io(&path, &e);
+    let digest = Digest(*written.hasher.finalize().as_bytes());
+    let bytes = written.bytes;
+    let temp = written.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
+    temp.as_file().set_permissions(fs::Permissions::from_mode(0o644)).map_err(write_err)?;
+    temp.as_file().sync_all().map_err(write_err)?;
+    temp.persist(&path).map_err(|e| write_err(e.error))?;
+    crate::fsutil::sync_dir(&parent).map_err(|e| Failure::io(&parent, &e))?;
+    Ok(Packed {
+        path,
+        name,
+        version,
+        files: entries.iter().filter(|e| e.kind != Kind::Dir).count(),
+        bytes,
+        digest,
+        signed_by,
+    })
+}
