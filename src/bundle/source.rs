@@ -88,7 +88,9 @@ impl SourceFile {
             At::File => None,
             At::Span(range) => Some(clamp(range.clone(), self.text.len())),
             At::Value(pointer) => self.find(pointer).map(|s| s.value.clone()),
-            At::Key(pointer) => self.find(pointer).map(|s| s.key.clone().unwrap_or(s.value.clone())),
+            // An element without a key (the root, an array item) is marked at
+            // its first character rather than across its whole extent.
+            At::Key(pointer) => self.find(pointer).map(|s| s.key.clone().unwrap_or(s.value.start..s.value.start + 1)),
         }
     }
 

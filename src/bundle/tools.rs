@@ -243,7 +243,7 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
     }
     let description = f.string("description", false, diags).unwrap_or_default().to_string();
     if description.trim().is_empty() && !f.get("description").is_some_and(|v| !v.is_string() && !v.is_null()) {
-        let at = if f.get("description").is_some() { At::Value(f.at("description")) } else { At::Key(at.clone()) };
+        let at = if f.get("description").is_some() { At::Value(f.at("description")) } else { At::Value(at.key("id")) };
         diags
             .report(Code::ToolDescriptionEmpty, at, format!("tool `{id}` has no description"))
             .help("add a one-line `description`: the model reads it to decide when to call the tool");
@@ -266,7 +266,7 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
         }
         None if required => {
             diags
-                .report(Code::SchemaMissing, At::Key(at.clone()), format!("tool `{id}` has no `{key}`"))
+                .report(Code::SchemaMissing, At::Value(at.key("id")), format!("tool `{id}` has no `{key}`"))
                 .help(format!("add `\"{key}\": {{\"type\": \"object\"}}` or a `{{\"$ref\": \"schema:<id>\"}}`"));
             None
         }

@@ -133,6 +133,10 @@ pub fn parse_toml(text: &str, diags: &mut Diagnostics) -> Option<(Value, SpanInd
             let span = error.span().unwrap_or(0..0);
             let message = error.message().trim_end().to_string();
             let code = if message.contains("duplicate key") { Code::DuplicateKey } else { Code::Syntax };
+            let message = match text.get(span.clone()) {
+                Some(key) if code == Code::DuplicateKey && !key.is_empty() => format!("duplicate key `{key}`"),
+                _ => message,
+            };
             let help = match code {
                 Code::DuplicateKey => "remove one of the two entries",
                 _ => "fix the TOML syntax at this position",

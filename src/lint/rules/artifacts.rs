@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::inventory::hash_file;
-use crate::bundle::manifest::{is_valid_artifact_path, Artifact, MANIFEST_FILE};
+use crate::bundle::manifest::{Artifact, MANIFEST_FILE, is_valid_artifact_path};
 
 /// Checks the file set, sizes and digests against the manifest.
 pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {

@@ -8,6 +8,11 @@ use crate::bundle::tools::{TOOLS_FILE, Transport};
 
 pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let Some(manifest) = &bundle.manifest else { return };
+    if bundle.grants.is_none() && bundle.sources.contains_key(&manifest.caps_file) {
+        // The policy file exists but did not parse: that is reported already,
+        // and nothing can be said about what it grants.
+        return;
+    }
     let policy = bundle.policy();
     let caps_file = &manifest.caps_file;
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));

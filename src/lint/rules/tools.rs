@@ -95,7 +95,7 @@ fn check_confirmation(tool: &Tool, diags: &mut Diagnostics) {
     if reaches_network || runs_with_secrets {
         let why = if reaches_network { "reaches the network" } else { "runs a command with secrets" };
         diags
-            .report(Code::ConfirmationAdvised, At::Key(tool.at.clone()), format!("tool `{}` {why} without `requires_confirmation`", tool.id))
+            .report(Code::ConfirmationAdvised, At::Value(tool.at.key("id")), format!("tool `{}` {why} without `requires_confirmation`", tool.id))
             .help("set `\"requires_confirmation\": true` so an operator approves each call, or `false` to record that it needs none");
     }
 }

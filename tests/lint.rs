@@ -1,0 +1,717 @@
+//! `rlp lint` end to end: every rule fires on its own in an otherwise valid
+//! bundle at the exact file:line:col, every output format carries the same
+//! findings, and hostile input never panics or hangs.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const MANIFEST: &str = r#"# The mailer agent.
+[agent]
+name = "mailer"
+version = "0.1.0"
+description = "Sends drafts"
+
+[caps]
+file = "policy.caps"
+"#;
+
+const POLICY: &str = r#"[capabilities]
+net = ["api.mail.example", "localhost:8080"]
+secrets = ["runloop/mail/smtp_api_key"]
+exec = true
+kb_read = true
+"#;
+
+const TOOLS: &str = r#"{
+  "version": 1,
+  "tools": [
+    {
+      "id": "notes.search",
+      "description": "Search local notes.",
+      "transport": {"kind": "exec", "command": "/usr/local/bin/notes", "args": ["--json"]},
+      "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}},
+      "result_schema": {"type": "array"},
+      "capabilities": ["kb_read"],
+      "requires_confirmation": false,
+      "timeout_ms": 5000
+    },
+    {
+      "id": "mail.send",
+      "description": "Send a rendered draft.",
+      "transport": {
+        "kind": "http",
+        "method": "POST",
+        "url": "https://api.mail.example/send/{user}",
+        "headers": {"Authorization": "Bearer ${secret:runloop/mail/smtp_api_key}"}
+      },
+      "input_schema": {"$ref": "schema:mail.send.request.v1"},
+      "result_schema": {"type": "object"},
+      "capabilities": ["net:api.mail.example"],
+      "secrets": ["runloop/mail/smtp_api_key"],
+      "requires_confirmation": true,
+      "observability": {"tags": ["external", "mail"]}
+    }
+  ]
+}
+"#;
+
+const REQUEST_SCHEMA: &str = r##"{
+  "type": "object",
+  "required": ["user", "body"],
+  "properties": {"user": {"type": "string"}, "body": {"$ref": "#/$defs/body"}},
+  "$defs": {"body": {"type": "string"}}
+}
+"##;
+
+/// A valid full-form bundle `mailer` inside a fresh temporary folder.
+struct Fixture {
+    _temp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("mailer");
+        fs::create_dir_all(root.join("schemas")).unwrap();
+        fs::write(root.join("manifest.toml"), MANIFEST).unwrap();
+        fs::write(root.join("policy.caps"), POLICY).unwrap();
+        fs::write(root.join("tools.json"), TOOLS).unwrap();
+        fs::write(root.join("schemas/mail.send.request.v1.json"), REQUEST_SCHEMA).unwrap();
+        fs::write(root.join("README.md"), "# mailer\n").unwrap();
+        let fixture = Fixture { _temp: temp, root };
+        fixture.digest();
+        fixture
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.root.join(file)
+    }
+
+    fn read(&self, file: &str) -> String {
+        fs::read_to_string(self.path(file)).unwrap()
+    }
+
+    /// Replaces `from` (which must occur) with `to` in `file`.
+    fn edit(&self, file: &str, from: &str, to: &str) {
+        let text = self.read(file);
+        assert!(text.contains(from), "{from:?} not in {file}");
+        fs::write(self.path(file), text.replacen(from, to, 1)).unwrap();
+    }
+
+    fn digest(&self) {
+        rlp::integrity::digest::write(&self.root).unwrap();
+    }
+
+    /// Re-digests where the manifest still parses (a syntax case leaves it as is).
+    fn try_digest(&self) {
+        let _ = rlp::integrity::digest::write(&self.root);
+    }
+
+    /// Runs `rlp lint --format json` in the bundle's parent folder on `mailer`.
+    fn lint_json(&self, extra: &[&str]) -> (i32, Vec<Value>) {
+        let output = Command::cargo_bin("rlp")
+            .unwrap()
+            .current_dir(self.root.parent().unwrap())
+            .args(["lint", "mailer", "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let findings: Vec<Value> = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+        (output.status.code().unwrap(), findings)
+    }
+}
+
+/// 1-based line and column (in characters) of the first occurrence of `needle`.
+fn position_of(text: &str, needle: &str) -> (u64, u64) {
+    let offset = text.find(needle).unwrap_or_else(|| panic!("{needle:?} not found"));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() as u64 + 1;
+    let column = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() as u64 + 1;
+    (line, column)
+}
+
+/// Asserts exactly one finding: its code, file and position.
+fn assert_single(fixture: &Fixture, extra: &[&str], code: &str, file: &str, at: Option<&str>) -> Value {
+    let (status, findings) = fixture.lint_json(extra);
+    assert_eq!(findings.len(), 1, "expected only {code}, got {findings:#?}");
+    let finding = findings[0].clone();
+    assert_eq!(finding["code"], code, "{finding:#?}");
+    assert_eq!(finding["file"], format!("mailer/{file}"));
+    let (line, column) = match at {
+        Some(needle) => position_of(&fixture.read(file), needle),
+        None => (1, 1),
+    };
+    assert_eq!(
+        (finding["line"].as_u64().unwrap(), finding["column"].as_u64().unwrap()),
+        (line, column),
+        "{finding:#?}"
+    );
+    assert_eq!(status, 1, "{finding:#?}");
+    finding
+}
+
+#[test]
+fn valid_full_form_bundle_lints_clean() {
+    let fixture = Fixture::new();
+    let (status, findings) = fixture.lint_json(&["--deny-warnings"]);
+    assert_eq!(findings, Vec::<Value>::new());
+    assert_eq!(status, 0);
+    let manifest = fixture.read("manifest.toml");
+    assert!(manifest.starts_with(MANIFEST), "digest keeps the hand-written part:\n{manifest}");
+    for key in [
+        "[artifacts.tools]",
+        "[artifacts.caps]",
+        "[artifacts.\"README.md\"]",
+        "[artifacts.\"schemas/mail.send.request.v1.json\"]",
+    ] {
+        assert!(manifest.contains(key), "{key} missing:\n{manifest}");
+    }
+}
+
+#[test]
+fn human_output_for_a_clean_bundle() {
+    let fixture = Fixture::new();
+    Command::cargo_bin("rlp")
+        .unwrap()
+        .current_dir(fixture.root.parent().unwrap())
+        .args(["lint", "mailer"])
+        .assert()
+        .success()
+        .stdout("1 bundle checked: no problems\n");
+}
+
+#[test]
+fn upstream_bundle_loads_and_names_unlisted_files() {
+    let fixture = Fixture::new();
+    let tools_digest = rlp::bundle::inventory::hash_file(&fixture.path("tools.json")).unwrap().1;
+    let upstream = format!(
+        "[agent]\nname = \"mailer\"\nversion = \"0.1.0\"\n\n[caps]\nfile = \"policy.caps\"\n\n[artifacts.tools]\npath = \"tools.json\"\nblake3 = \"{tools_digest}\"\nversion = 1\n"
+    );
+    fs::write(fixture.path("manifest.toml"), &upstream).unwrap();
+    let (status, findings) = fixture.lint_json(&[]);
+    assert_eq!(status, 1);
+    let unlisted: Vec<(&str, &str)> =
+        findings.iter().map(|f| (f["code"].as_str().unwrap(), f["file"].as_str().unwrap())).collect();
+    assert_eq!(
+        unlisted,
+        [
+            ("RLP502", "mailer/README.md"),
+            ("RLP502", "mailer/policy.caps"),
+            ("RLP502", "mailer/schemas/mail.send.request.v1.json"),
+        ]
+    );
+    for finding in &findings {
+        assert_eq!(finding["help"], "run `rlp digest mailer` to list it with its digest");
+    }
+    // `rlp digest` brings it to the full form, touching nothing else.
+    fixture.digest();
+    let full = fixture.read("manifest.toml");
+    let size = fs::metadata(fixture.path("tools.json")).unwrap().len();
+    assert!(full.starts_with(&upstream.replace("version = 1\n", &format!("version = 1\nsize = {size}\n"))), "{full}");
+    assert_eq!(fixture.lint_json(&[]), (0, vec![]));
+}
+
+/// One case: edit the valid bundle, re-digest unless the rule is about digests,
+/// and expect exactly one finding.
+struct Case {
+    code: &'static str,
+    file: &'static str,
+    edit: &'static [(&'static str, &'static str, &'static str)],
+    at: Option<&'static str>,
+    redigest: bool,
+    warning: bool,
+}
+
+const fn case(
+    code: &'static str,
+    file: &'static str,
+    edit: &'static [(&'static str, &'static str, &'static str)],
+    at: &'static str,
+) -> Case {
+    Case { code, file, edit, at: Some(at), redigest: true, warning: false }
+}
+
+const CASES: &[Case] = &[
+    case("RLP001", "tools.json", &[("tools.json", "\"version\": 1,", "\"version\": 1")], "\"tools\""),
+    case("RLP001", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"", "version = \"0.1.0")], "\ndescription"),
+    case(
+        "RLP002",
+        "tools.json",
+        &[("tools.json", "\"id\": \"notes.search\",", "\"id\": \"notes.search\", \"id\": \"x\",")],
+        "\"id\": \"x\"",
+    ),
+    case("RLP002", "policy.caps", &[("policy.caps", "exec = true\n", "exec = true\nexec = false\n")], "exec = false"),
+    case(
+        "RLP003",
+        "tools.json",
+        &[("tools.json", "\"requires_confirmation\": false", "\"requires_confirmation\": \"no\"")],
+        "\"no\"",
+    ),
+    case("RLP005", "tools.json", &[("tools.json", "\"version\": 1,", "\"version\": 2,")], "2,"),
+    case("RLP006", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"\n", "")], "agent]"),
+    case("RLP007", "tools.json", &[("tools.json", "\"timeout_ms\": 5000", "\"timeout_ms\": 0")], "0\n"),
+    case("RLP101", "manifest.toml", &[("manifest.toml", "name = \"mailer\"", "name = \"sender\"")], "\"sender\""),
+    case("RLP102", "manifest.toml", &[("manifest.toml", "name = \"mailer\"", "name = \"Mailer\"")], "\"Mailer\""),
+    case("RLP103", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"", "version = \"1.0\"")], "\"1.0\""),
+    case(
+        "RLP104",
+        "manifest.toml",
+        &[(
+            "manifest.toml",
+            "description = \"Sends drafts\"",
+            "description = \"Sends drafts\"\nkind = \"wasm32-wasip1\"",
+        )],
+        "\"wasm32-wasip1\"",
+    ),
+    case("RLP201", "tools.json", &[("tools.json", "\"notes.search\"", "\"Notes.Search\"")], "\"Notes.Search\""),
+    case("RLP203", "tools.json", &[("tools.json", "\"Search local notes.\"", "\"  \"")], "\"  \""),
+    case("RLP204", "tools.json", &[("tools.json", "\"/usr/local/bin/notes\"", "\"bin/notes\"")], "\"bin/notes\""),
+    case(
+        "RLP205",
+        "tools.json",
+        &[("tools.json", "\"https://api.mail.example/send/{user}\"", "\"api.mail.example/send/{user}\"")],
+        "\"api.mail.example/send/{user}\"",
+    ),
+    case("RLP206", "tools.json", &[("tools.json", "\"POST\"", "\"FETCH\"")], "\"FETCH\""),
+    case(
+        "RLP207",
+        "tools.json",
+        &[("tools.json", "\"https://api.mail.example/send/{user}\"", "\"https://{user}.mail.example/send\"")],
+        "\"https://{user}.mail.example/send\"",
+    ),
+    case(
+        "RLP208",
+        "tools.json",
+        &[("tools.json", "/send/{user}", "/send/{recipient}")],
+        "\"https://api.mail.example/send/{recipient}\"",
+    ),
+    case(
+        "RLP209",
+        "tools.json",
+        &[("tools.json", "\"Authorization\": \"Bearer", "\"X-Trace\": \"a\\r\\nb\", \"Authorization\": \"Bearer")],
+        "\"a\\r\\nb\"",
+    ),
+    case(
+        "RLP210",
+        "tools.json",
+        &[("tools.json", "${secret:runloop/mail/smtp_api_key}", "${secret:runloop/mail/other_key}")],
+        "\"Bearer ${secret:runloop/mail/other_key}\"",
+    ),
+    case(
+        "RLP211",
+        "tools.json",
+        &[(
+            "tools.json",
+            "\"secrets\": [\"runloop/mail/smtp_api_key\"]",
+            "\"secrets\": [\"runloop/mail/smtp_api_key\", \"mail/key\"]",
+        )],
+        "\"mail/key\"",
+    ),
+    case(
+        "RLP212",
+        "tools.json",
+        &[("tools.json", "\"capabilities\": [\"kb_read\"]", "\"capabilities\": [\"kb_read\", \"net:\"]")],
+        "\"net:\"",
+    ),
+    case(
+        "RLP301",
+        "tools.json",
+        &[("tools.json", "      \"result_schema\": {\"type\": \"array\"},\n", "")],
+        "\"notes.search\"",
+    ),
+    case("RLP302", "tools.json", &[("tools.json", "{\"type\": \"array\"}", "{\"type\": \"arrays\"}")], "\"arrays\""),
+    case(
+        "RLP302",
+        "schemas/mail.send.request.v1.json",
+        &[("schemas/mail.send.request.v1.json", "\"required\": [\"user\", \"body\"]", "\"required\": \"user\"")],
+        "\"user\",\n",
+    ),
+    case(
+        "RLP303",
+        "tools.json",
+        &[("tools.json", "schema:mail.send.request.v1", "schema:mail.send.request.v2")],
+        "\"schema:mail.send.request.v2\"",
+    ),
+    case(
+        "RLP303",
+        "schemas/mail.send.request.v1.json",
+        &[("schemas/mail.send.request.v1.json", "#/$defs/body", "#/$defs/text")],
+        "\"#/$defs/text\"",
+    ),
+    case(
+        "RLP304",
+        "tools.json",
+        &[("tools.json", "{\"type\": \"array\"}", "{\"$ref\": \"https://schemas.example/list.json\"}")],
+        "\"https://schemas.example/list.json\"",
+    ),
+    case("RLP401", "tools.json", &[("policy.caps", "exec = true\n", "")], "\"exec\", \"command\""),
+    case("RLP401", "tools.json", &[("policy.caps", "kb_read = true\n", "")], "\"kb_read\"]"),
+    case(
+        "RLP402",
+        "tools.json",
+        &[("policy.caps", "secrets = [\"runloop/mail/smtp_api_key\"]\n", "")],
+        "\"runloop/mail/smtp_api_key\"]",
+    ),
+    case("RLP403", "policy.caps", &[("policy.caps", "exec = true", "exec = true\nfs = [\"notes\"]")], "\"notes\""),
+    Case {
+        code: "RLP507",
+        file: "manifest.toml",
+        edit: &[(
+            "manifest.toml",
+            "[caps]",
+            "[artifacts.\"../escape\"]\npath = \"../escape\"\nblake3 = \"0000000000000000000000000000000000000000000000000000000000000001\"\n\n[caps]",
+        )],
+        at: Some("\"../escape\"\nblake3"),
+        redigest: false,
+        warning: false,
+    },
+];
+
+#[test]
+fn each_rule_fires_alone_at_the_offending_value() {
+    for case in CASES {
+        let fixture = Fixture::new();
+        for (file, from, to) in case.edit {
+            fixture.edit(file, from, to);
+        }
+        if case.redigest {
+            fixture.try_digest();
+        }
+        let extra: &[&str] = if case.warning { &["--deny-warnings"] } else { &[] };
+        assert_single(&fixture, extra, case.code, case.file, case.at);
+    }
+}
+
+#[test]
+fn warnings_pass_unless_denied() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("RLP004", "\"timeout_ms\": 5000", "\"timeout_ms\": 5000, \"colour\": \"blue\"", "\"colour\""),
+        ("RLP213", "      \"requires_confirmation\": true,\n", "", "\"mail.send\""),
+    ];
+    for (code, from, to, at) in cases {
+        let fixture = Fixture::new();
+        fixture.edit("tools.json", from, to);
+        fixture.digest();
+        let (status, findings) = fixture.lint_json(&[]);
+        assert_eq!((status, findings.len()), (0, 1), "{findings:#?}");
+        assert_eq!(findings[0]["severity"], "warning");
+        assert_single(&fixture, &["--deny-warnings"], code, "tools.json", Some(at));
+    }
+}
+
+#[test]
+fn duplicate_tool_ids_point_at_the_second() {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"id\": \"mail.send\"", "\"id\": \"notes.search\"");
+    fixture.edit(
+        "tools.json",
+        "\"notes.search\",\n      \"description\": \"Send",
+        "\"notes.search\" ,\n      \"description\": \"Send",
+    );
+    fixture.digest();
+    let finding = assert_single(&fixture, &[], "RLP202", "tools.json", Some("\"notes.search\" ,"));
+    assert_eq!(finding["message"], "tool id `notes.search` is already used by tool #0");
+}
+
+#[test]
+fn artifact_rules() {
+    // Listed but missing.
+    let fixture = Fixture::new();
+    fs::remove_file(fixture.path("README.md")).unwrap();
+    assert_single(&fixture, &[], "RLP501", "manifest.toml", Some("\"README.md\"\nblake3"));
+
+    // Present but unlisted.
+    let fixture = Fixture::new();
+    fs::write(fixture.path("notes.txt"), "extra").unwrap();
+    assert_single(&fixture, &[], "RLP502", "notes.txt", None);
+
+    // Size changed.
+    let fixture = Fixture::new();
+    fs::write(fixture.path("README.md"), "# mailer!\n").unwrap();
+    let manifest = fixture.read("manifest.toml");
+    let readme = &manifest[manifest.find("[artifacts.\"README.md\"]").unwrap()..];
+    let size_line = readme.lines().find(|l| l.starts_with("size")).unwrap();
+    let finding = assert_single(&fixture, &[], "RLP503", "manifest.toml", Some(&format!("{}\n", &size_line[7..])));
+    assert_eq!(finding["message"], "`README.md` is 10 bytes, the manifest says 9");
+
+    // Same size, other content.
+    let fixture = Fixture::new();
+    fs::write(fixture.path("README.md"), "# mailex\n").unwrap();
+    let finding =
+        assert_single(&fixture, &[], "RLP504", "manifest.toml", None.or(Some(&blake3_value(&fixture, "README.md"))));
+    assert!(finding["message"].as_str().unwrap().starts_with("`README.md` has BLAKE3 "));
+
+    // Placeholder digest: a warning.
+    let fixture = Fixture::new();
+    let digest = blake3_value(&fixture, "README.md");
+    fixture.edit("manifest.toml", &digest, &format!("\"{}\"", "0".repeat(64)));
+    let (status, findings) = fixture.lint_json(&[]);
+    assert_eq!((status, findings[0]["code"].as_str()), (0, Some("RLP505")));
+    assert_single(&fixture, &["--deny-warnings"], "RLP505", "manifest.toml", Some(&format!("\"{}\"", "0".repeat(64))));
+
+    // A symlink inside the bundle.
+    let fixture = Fixture::new();
+    std::os::unix::fs::symlink("/etc/hostname", fixture.path("link")).unwrap();
+    let finding = assert_single(&fixture, &[], "RLP506", "link", None);
+    assert_eq!(finding["message"], "`link` cannot be part of a bundle: it is a symbolic link");
+}
+
+/// The quoted BLAKE3 value of an artifact in the manifest.
+fn blake3_value(fixture: &Fixture, path: &str) -> String {
+    let manifest = fixture.read("manifest.toml");
+    let section = &manifest[manifest.find(&format!("path = \"{path}\"")).unwrap()..];
+    let line = section.lines().find(|l| l.starts_with("blake3")).unwrap();
+    line["blake3 = ".len()..].to_string()
+}
+
+#[test]
+fn not_utf8_is_reported_not_fatal() {
+    let fixture = Fixture::new();
+    fs::write(fixture.path("tools.json"), b"{\"version\": 1, \"tools\": [\xff]}").unwrap();
+    fixture.digest();
+    let finding = assert_single(&fixture, &[], "RLP008", "tools.json", None);
+    assert_eq!(finding["message"], "tools.json is not UTF-8 (invalid byte at offset 25)");
+}
+
+/// A bundle with several findings in three files, for the format tests.
+fn broken_fixture() -> Fixture {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"notes.search\"", "\"Notes Search\"");
+    fixture.edit("tools.json", "\"/usr/local/bin/notes\"", "\"notes\"");
+    fixture.edit("tools.json", "      \"requires_confirmation\": true,\n", "");
+    fixture.edit("manifest.toml", "name = \"mailer\"", "name = \"mail_er\"");
+    fixture.digest();
+    fs::write(fixture.path("stray.txt"), "x").unwrap();
+    fixture
+}
+
+fn run_format(fixture: &Fixture, format: &str) -> (i32, String) {
+    let output = Command::cargo_bin("rlp")
+        .unwrap()
+        .current_dir(fixture.root.parent().unwrap())
+        .args(["lint", "mailer", "--format", format])
+        .output()
+        .unwrap();
+    (output.status.code().unwrap(), String::from_utf8(output.stdout).unwrap())
+}
+
+#[test]
+fn human_output_is_rustc_style() {
+    let fixture = broken_fixture();
+    let (status, text) = run_format(&fixture, "human");
+    assert_eq!(status, 1);
+    insta::assert_snapshot!("human_report", text);
+}
+
+#[test]
+fn json_sarif_and_github_carry_the_same_findings() {
+    let fixture = broken_fixture();
+    let (status, json) = run_format(&fixture, "json");
+    assert_eq!(status, 1);
+    let findings: Vec<Value> = serde_json::from_str(&json).unwrap();
+    insta::assert_json_snapshot!("json_report", findings);
+    let keys: Vec<(String, String, u64, u64)> = findings
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["file"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+                f["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+
+    let (status, sarif) = run_format(&fixture, "sarif");
+    assert_eq!(status, 1);
+    let sarif: Value = serde_json::from_str(&sarif).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "rlp");
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), rlp::bundle::diag::Code::ALL.len());
+    let sarif_keys: Vec<(String, String, u64, u64)> = run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let location = &r["locations"][0]["physicalLocation"];
+            assert_eq!(rules[r["ruleIndex"].as_u64().unwrap() as usize]["id"], r["ruleId"]);
+            (
+                r["ruleId"].as_str().unwrap().to_string(),
+                location["artifactLocation"]["uri"].as_str().unwrap().to_string(),
+                location["region"]["startLine"].as_u64().unwrap(),
+                location["region"]["startColumn"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(sarif_keys, keys);
+
+    let (status, github) = run_format(&fixture, "github");
+    assert_eq!(status, 1);
+    let lines: Vec<&str> = github.lines().collect();
+    assert_eq!(lines.len(), keys.len());
+    for (line, (code, file, l, c)) in lines.iter().zip(&keys) {
+        assert!(line.starts_with(&format!("::")), "{line}");
+        assert!(line.contains(&format!(" file={file},line={l},col={c},title={code} ")), "{line}");
+    }
+    insta::assert_snapshot!("github_report", github);
+}
+
+#[test]
+fn a_folder_of_bundles_is_linted_in_name_order() {
+    let temp = tempfile::tempdir().unwrap();
+    for name in ["zeta", "alpha"] {
+        let fixture = Fixture::new();
+        let dest = temp.path().join(name);
+        copy_dir(&fixture.root, &dest);
+        let manifest = fs::read_to_string(dest.join("manifest.toml")).unwrap();
+        fs::write(dest.join("manifest.toml"), manifest.replace("name = \"mailer\"", &format!("name = \"{name}\"")))
+            .unwrap();
+        rlp::integrity::digest::write(&dest).unwrap();
+    }
+    fs::write(temp.path().join("alpha/stray"), "x").unwrap();
+    fs::create_dir(temp.path().join("not_a_bundle")).unwrap();
+    Command::cargo_bin("rlp")
+        .unwrap()
+        .current_dir(temp.path())
+        .args(["lint", ".", "--format", "github"])
+        .assert()
+        .code(1)
+        .stdout("::error file=./alpha/stray,line=1,col=1,title=RLP502 artifact-unlisted::`stray` is in the bundle but not listed in manifest.toml (help%3A run `rlp digest ./alpha` to list it with its digest)\n".replace("(help%3A", "(help:"));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn unreadable_paths_exit_2() {
+    let temp = tempfile::tempdir().unwrap();
+    let missing = temp.path().join("nope");
+    Command::cargo_bin("rlp")
+        .unwrap()
+        .args(["lint"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot read").and(predicates::str::contains("help: pass a bundle folder")));
+    Command::cargo_bin("rlp")
+        .unwrap()
+        .args(["lint"])
+        .arg(temp.path())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("holds no bundle"));
+}
+
+use predicates::prelude::PredicateBooleanExt;
+
+mod hostile {
+    use super::*;
+
+    fn lint_status(fixture: &Fixture) -> (i32, Vec<Value>) {
+        fixture.lint_json(&[])
+    }
+
+    #[test]
+    fn truncated_files() {
+        for file in ["manifest.toml", "policy.caps", "tools.json", "schemas/mail.send.request.v1.json"] {
+            let fixture = Fixture::new();
+            let text = fixture.read(file);
+            fs::write(fixture.path(file), &text[..text.len() / 2]).unwrap();
+            let (status, findings) = lint_status(&fixture);
+            assert_eq!(status, 1, "{file}");
+            assert!(findings.iter().any(|f| f["code"] == "RLP001"), "{file}: {findings:#?}");
+        }
+    }
+
+    #[test]
+    fn binary_garbage() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let garbage: Vec<u8> = (0..4096)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        for file in ["manifest.toml", "policy.caps", "tools.json"] {
+            let fixture = Fixture::new();
+            fs::write(fixture.path(file), &garbage).unwrap();
+            let (status, findings) = lint_status(&fixture);
+            assert_eq!(status, 1, "{file}");
+            assert!(
+                findings.iter().any(|f| f["code"] == "RLP008" && f["file"] == format!("mailer/{file}")),
+                "{findings:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn fifty_megabyte_tools_json() {
+        let fixture = Fixture::new();
+        let big = "x".repeat(50 << 20);
+        fixture.edit("tools.json", "\"Search local notes.\"", &format!("\"{big}\""));
+        fixture.digest();
+        assert_eq!(lint_status(&fixture), (0, vec![]));
+    }
+
+    #[test]
+    fn ten_thousand_levels_of_nesting() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let fixture = Fixture::new();
+        fixture.edit("tools.json", "{\"type\": \"array\"}", &deep);
+        fixture.edit("schemas/mail.send.request.v1.json", "{\"type\": \"string\"}", &deep);
+        fixture.digest();
+        let (status, findings) = lint_status(&fixture);
+        assert_eq!(status, 1);
+        let files: Vec<&str> = findings.iter().map(|f| f["file"].as_str().unwrap()).collect();
+        assert_eq!(files, ["mailer/schemas/mail.send.request.v1.json", "mailer/tools.json"], "{findings:#?}");
+        for finding in &findings {
+            assert_eq!(finding["code"], "RLP001");
+            assert_eq!(finding["message"], "invalid JSON: recursion limit exceeded");
+        }
+    }
+
+    #[test]
+    fn schema_ref_cycle_terminates() {
+        let fixture = Fixture::new();
+        fs::write(
+            fixture.path("schemas/a.json"),
+            r#"{"type": "object", "properties": {"next": {"$ref": "schema:b"}}}"#,
+        )
+        .unwrap();
+        fs::write(fixture.path("schemas/b.json"), r##"{"anyOf": [{"$ref": "schema:a"}, {"$ref": "#"}]}"##).unwrap();
+        fixture.edit("tools.json", "{\"type\": \"array\"}", "{\"$ref\": \"schema:a\"}");
+        fixture.digest();
+        assert_eq!(lint_status(&fixture), (0, vec![]));
+    }
+
+    #[test]
+    fn remote_ref_is_refused_and_never_fetched() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}/schema.json", listener.local_addr().unwrap());
+        let fixture = Fixture::new();
+        fixture.edit("tools.json", "{\"type\": \"array\"}", &format!("{{\"$ref\": \"{url}\"}}"));
+        fixture.digest();
+        assert_single(&fixture, &[], "RLP304", "tools.json", Some(&format!("\"{url}\"")));
+        assert!(listener.accept().is_err(), "lint connected to the schema URL");
+    }
+}
