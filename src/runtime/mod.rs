@@ -1,1 +1,291 @@
-//! The tool-call pipeline: exposure, input validation, secrets, confirmation, transports, results.
+//! The tool-call pipeline: exposure, input validation, secrets,
+//! confirmation, recording, transports (exec, http), result validation.
+//!
+//! A [`Runtime`] loads a bundle once (refusing one that has lint errors),
+//! compiles its schemas, and then serves any number of [`Runtime::call`]s,
+//! from several threads at once. Each call runs, in order:
+//!
+//! 1. expose: every capability the tool needs is in bundle policy ∩ operator
+//!    override (each decision a `cap.audit` event);
+//! 2. validate the arguments against `input_schema`;
+//! 3. resolve the tool's secrets;
+//! 4. confirm (when the tool asks for it and the config does not waive it);
+//! 5. record the `tool.call` frame durably, then execute;
+//! 6. validate the result against `result_schema`;
+//! 7. record the `tool.result` frame durably, then return the result.
+//!
+//! Secret values are scrubbed from every record, message and result.
+
+pub mod call;
+pub mod confirm;
+pub mod envelope;
+pub mod exec;
+pub mod exposure;
+pub mod http;
+pub mod process;
+pub mod recorder;
+pub mod secrets;
+pub mod transport;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use crate::bundle::capability::Capability;
+use crate::bundle::diag::{Code, Severity};
+use crate::bundle::tools::Tool;
+use crate::config::Config;
+use crate::home::Home;
+use crate::runtime::confirm::{Confirmer, NoTerminal};
+use crate::runtime::exposure::EffectivePolicy;
+use crate::runtime::recorder::Recorder;
+use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
+
+pub use crate::runtime::call::{CallError, CallErrorKind, CallOutcome, CallRequest};
+
+/// How many lint findings a load refusal quotes.
+const QUOTED_FINDINGS: usize = 5;
+
+/// What a runtime is built with.
+pub struct RuntimeOptions {
+    /// The runtime home (operator overrides live there).
+    pub home: Home,
+    /// The settings in force (confirmation).
+    pub config: Config,
+    /// Where secret values come from.
+    pub secrets: Arc<dyn SecretResolver>,
+    /// Where events go.
+    pub recorder: Arc<dyn Recorder>,
+    /// Who approves calls that need confirmation.
+    pub confirmer: Arc<dyn Confirmer>,
+}
+
+impl RuntimeOptions {
+    /// Defaults: default config, secrets from the environment, no one to
+    /// confirm (calls that need confirmation are refused).
+    pub fn new(home: Home, recorder: Arc<dyn Recorder>) -> Self {
+        RuntimeOptions {
+            home,
+            config: Config::default(),
+            secrets: Arc::new(EnvSecretResolver),
+            recorder,
+            confirmer: Arc::new(NoTerminal),
+        }
+    }
+}
+
+impl fmt::Debug for RuntimeOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeOptions").field("home", &self.home).field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// Why a bundle could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LoadError {
+    /// What is wrong (several lines for lint findings).
+    pub message: String,
+    /// What to do.
+    pub help: Option<String>,
+}
+
+/// A tool ready to call: its entry and its compiled schemas.
+pub(crate) struct Prepared {
+    pub(crate) tool: Tool,
+    pub(crate) input: jsonschema::Validator,
+    pub(crate) result: jsonschema::Validator,
+    pub(crate) input_schema_ref: String,
+    pub(crate) input_schema_blake3: String,
+}
+
+/// A loaded bundle serving tool calls. `Send + Sync`: share it with `Arc`.
+pub struct Runtime {
+    root: PathBuf,
+    agent: String,
+    tools: HashMap<String, Arc<Prepared>>,
+    tool_ids: Vec<String>,
+    policy: EffectivePolicy,
+    options: RuntimeOptions,
+    http: OnceLock<Result<reqwest::blocking::Client, String>>,
+    warnings: Vec<String>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("root", &self.root)
+            .field("agent", &self.agent)
+            .field("tools", &self.tool_ids)
+            .finish()
+    }
+}
+
+/// Lint codes that do not stop a load: a tool whose capabilities are not
+/// granted is simply not exposed, and calling it is refused (exit 3) with a
+/// `cap.audit` deny event.
+const RUNTIME_ENFORCED: &[Code] = &[Code::CapabilityNotGranted, Code::SecretNotGranted];
+
+fn schema_ref(schema: &Value) -> String {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(reference) => reference.to_string(),
+        None => "inline".to_string(),
+    }
+}
+
+impl Runtime {
+    /// Loads the bundle at `dir`: lints it (refusing errors), reads the
+    /// operator override, and compiles every tool's schemas.
+    pub fn load(dir: &Path, options: RuntimeOptions) -> Result<Runtime, LoadError> {
+        let report = crate::lint::lint_bundle(dir);
+        let errors: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|l| l.finding.severity == Severity::Error && !RUNTIME_ENFORCED.contains(&l.finding.code))
+            .collect();
+        if !errors.is_empty() {
+            let mut message = format!(
+                "bundle {} has {} lint error{} and cannot be loaded:",
+                dir.display(),
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            );
+            for located in errors.iter().take(QUOTED_FINDINGS) {
+                message.push_str(&format!(
+                    "\n  {}:{}:{}: {} {}",
+                    located.finding.file.display(),
+                    located.position.line,
+                    located.position.column,
+                    located.finding.code,
+                    located.finding.message
+                ));
+            }
+            if errors.len() > QUOTED_FINDINGS {
+                message.push_str(&format!("\n  … and {} more", errors.len() - QUOTED_FINDINGS));
+            }
+            return Err(LoadError { message, help: Some(format!("run `rlp lint {}` for details", dir.display())) });
+        }
+        let bundle = report.bundle;
+        let agent = bundle.manifest.as_ref().and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
+            message: format!("bundle {} has no agent name", dir.display()),
+            help: Some("set `name` under [agent] in manifest.toml".into()),
+        })?;
+        let root = dir.canonicalize().map_err(|e| LoadError {
+            message: format!("cannot resolve the bundle folder {}: {e}", dir.display()),
+            help: None,
+        })?;
+        let mut warnings = Vec::new();
+        let policy = {
+            let path = options.home.override_file(&agent);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    let (policy, w) = exposure::apply_override(bundle.policy(), &path, &text).map_err(|message| {
+                        LoadError { message, help: Some("fix the override file, or remove it".into()) }
+                    })?;
+                    warnings.extend(w);
+                    policy
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => EffectivePolicy::new(bundle.policy()),
+                Err(e) => {
+                    return Err(LoadError {
+                        message: format!("cannot read the operator override {}: {e}", path.display()),
+                        help: Some("fix its permissions, or remove it".into()),
+                    });
+                }
+            }
+        };
+        let mut tools = HashMap::new();
+        let mut tool_ids = Vec::new();
+        for tool in bundle.tool_list() {
+            let documents = bundle.schema_documents(Some(tool));
+            let compile = |key: &str, schema: Option<&Value>| {
+                let schema = schema.ok_or_else(|| LoadError {
+                    message: format!("tool `{}` has no `{key}`", tool.id),
+                    help: Some(format!("add `{key}` to the tool in tools.json")),
+                })?;
+                crate::bundle::schema::compile(schema, documents.clone()).map_err(|e| LoadError {
+                    message: format!("tool `{}`: `{key}` does not compile: {e}", tool.id),
+                    help: Some(format!("run `rlp lint {}`", dir.display())),
+                })
+            };
+            let input = compile("input_schema", tool.input_schema.as_ref())?;
+            let result = compile("result_schema", tool.result_schema.as_ref())?;
+            let input_schema = tool.input_schema.clone().unwrap_or(Value::Bool(true));
+            let resolved = bundle.resolve_schema(tool, &input_schema).cloned().unwrap_or(input_schema.clone());
+            let canonical =
+                crate::trace::event::canonical_json(&resolved).map_err(|message| LoadError { message, help: None })?;
+            let prepared = Prepared {
+                tool: tool.clone(),
+                input,
+                result,
+                input_schema_ref: schema_ref(&input_schema),
+                input_schema_blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
+            };
+            tool_ids.push(tool.id.clone());
+            tools.insert(tool.id.clone(), Arc::new(prepared));
+        }
+        Ok(Runtime { root, agent, tools, tool_ids, policy, options, http: OnceLock::new(), warnings })
+    }
+
+    /// The agent's name.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The bundle folder (absolute).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The tool ids, in tools.json order.
+    pub fn tool_ids(&self) -> &[String] {
+        &self.tool_ids
+    }
+
+    /// A tool's entry.
+    pub fn tool(&self, id: &str) -> Option<&Tool> {
+        self.tools.get(id).map(|p| &p.tool)
+    }
+
+    /// The policy enforced.
+    pub fn policy(&self) -> &EffectivePolicy {
+        &self.policy
+    }
+
+    /// Whether every capability `id` needs is granted.
+    pub fn is_exposed(&self, id: &str) -> bool {
+        self.tool(id)
+            .is_some_and(|t| t.required_capabilities().iter().all(|c: &Capability| self.policy.effective.allows(c)))
+    }
+
+    /// Things noticed while loading (ignored override entries).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    pub(crate) fn prepared(&self, id: &str) -> Option<&Arc<Prepared>> {
+        self.tools.get(id)
+    }
+
+    pub(crate) fn options(&self) -> &RuntimeOptions {
+        &self.options
+    }
+
+    pub(crate) fn http_client(&self) -> Result<&reqwest::blocking::Client, String> {
+        self.http.get_or_init(http::client).as_ref().map_err(Clone::clone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Runtime>();
+    }
+}

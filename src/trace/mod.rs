@@ -1,1 +1,13 @@
-//! Traces: frames, the SQLite ledger, JSON Lines export/import, replay.
+//! Traces: the events the runtime records and the SQLite ledger that keeps them.
+//!
+//! [`event`] defines a stored row, its canonical payloads, the row hash and
+//! the hash chain; [`ledger`] opens `$RUNLOOP_HOME/pog/events.sqlite`,
+//! appends durably, streams the events of a trace in order and verifies the
+//! chain. The runtime writes through [`crate::runtime::recorder::Recorder`],
+//! which [`ledger::Ledger`] implements.
+
+pub mod event;
+pub mod ledger;
+
+pub use event::Event;
+pub use ledger::{ChainReport, Ledger, LedgerError, verify_chain};

@@ -1,20 +1,215 @@
-//! `rlp tools call`.
+//! `rlp tools call`: one call through the whole runtime.
 
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use clap::Args;
+use serde_json::{Value, json};
+use uuid::Uuid;
 
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, print_json, stdin_is_terminal};
+use crate::config::{self, Flags};
+use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
+use crate::runtime::secrets::EnvSecretResolver;
+use crate::runtime::{CallErrorKind, CallRequest, Runtime, RuntimeOptions, process};
+use crate::trace::Ledger;
+
+/// Largest `--args @FILE` read.
+const MAX_ARGS_BYTES: u64 = 16 << 20;
 
 /// Flags of `rlp tools call`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp tools call agents/mailer mail.send --args '{\"to\": \"a@b.c\"}'
+  rlp tools call agents/mailer mail.send --args @request.json --yes
+  rlp tools call agents/mailer mail.send --args @- < request.json --format json
+
+Secrets come from the environment: runloop/mail/smtp_api_key is read from RUNLOOP_MAIL_SMTP_API_KEY.
+Every call is recorded in $RUNLOOP_HOME/pog/events.sqlite (see docs/runtime.md).
+
+Exit codes: 0 success, 1 the tool failed or its result is invalid, 2 bad arguments or an invalid bundle,
+3 refused by policy (capability not granted, secret missing, confirmation denied).")]
 pub struct CallArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
+    /// The tool to call (its `id` in tools.json).
+    #[arg(value_name = "TOOL_ID")]
+    pub tool: String,
+    /// The arguments: JSON text, `@FILE`, or `@-` for standard input (default `{}`).
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub args: Option<String>,
+    /// Approve the call without asking (for tools with `requires_confirmation`).
+    #[arg(long)]
+    pub yes: bool,
+    /// Add the call to this trace (a UUID); default: a new trace.
+    #[arg(long, value_name = "ID")]
+    pub trace_id: Option<String>,
+    /// Output format: the result JSON (human), or a JSON document with ids (json).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Override `security.confirm_external_actions` for this call (the
+    /// system `[policy]` can still require confirmation).
+    #[arg(long, value_name = "BOOL")]
+    pub confirm_external_actions: Option<bool>,
+}
+
+/// Asks on the terminal (stderr), one prompt at a time.
+struct TerminalConfirmer {
+    lock: Mutex<()>,
+}
+
+impl Confirmer for TerminalConfirmer {
+    fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
+        let _guard = self.lock.lock();
+        let text = prompt_text(request);
+        let (question, details) = match text.rsplit_once('\n') {
+            Some((details, question)) => (question.to_string(), details.to_string()),
+            None => (text.clone(), String::new()),
+        };
+        eprintln!("{details}");
+        let answer = dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt();
+        match answer {
+            Ok(Some(true)) => Confirmation { approved: true, by: "operator".into(), how: "terminal prompt".into() },
+            Ok(Some(false)) | Ok(None) => {
+                Confirmation { approved: false, by: "operator".into(), how: "declined at the terminal prompt".into() }
+            }
+            Err(e) => Confirmation { approved: false, by: "runtime".into(), how: format!("the prompt failed: {e}") },
+        }
+    }
+}
+
+fn read_arguments(spec: Option<&str>) -> Result<Value, CliError> {
+    let (text, source) = match spec {
+        None => return Ok(json!({})),
+        Some("@-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .take(MAX_ARGS_BYTES)
+                .read_to_string(&mut text)
+                .map_err(|e| CliError::usage(format!("cannot read the arguments from standard input: {e}")))?;
+            (text, "standard input".to_string())
+        }
+        Some(spec) if spec.starts_with('@') => {
+            let path = &spec[1..];
+            let meta = std::fs::metadata(path)
+                .map_err(|e| CliError::usage(format!("cannot read the arguments file {path}: {e}")))?;
+            if meta.len() > MAX_ARGS_BYTES {
+                return Err(CliError::usage(format!("{path} is larger than 16 MiB")));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::usage(format!("cannot read the arguments file {path}: {e}")))?;
+            (text, path.to_string())
+        }
+        Some(text) => (text.to_string(), "--args".to_string()),
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        CliError::usage(format!("the arguments in {source} are not valid JSON: {e}"))
+            .with_help("pass a JSON object, e.g. --args '{\"to\": \"a@b.c\"}', or @FILE to read it from a file")
+    })
+}
+
+fn parse_trace_id(text: Option<&str>) -> Result<Option<Uuid>, CliError> {
+    match text {
+        None => Ok(None),
+        Some(text) => Uuid::parse_str(text).map(Some).map_err(|_| {
+            CliError::usage(format!("--trace-id `{text}` is not a UUID")).with_help(
+                "pass the trace id printed by an earlier call (--format json), or leave it out for a new trace",
+            )
+        }),
+    }
+}
+
+fn warn(lines: &[String]) {
+    for line in lines {
+        eprintln!("warning: {line}");
+    }
 }
 
 /// Runs `rlp tools call`.
-pub fn run(_args: &CallArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("tools call")
+pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
+    let arguments = read_arguments(args.args.as_deref())?;
+    let trace_id = parse_trace_id(args.trace_id.as_deref())?;
+    let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: args.confirm_external_actions })
+        .map_err(|e| CliError::usage(e.message).with_help(e.help))?;
+    warn(&loaded.warnings);
+    let ledger = Ledger::open_home(&ctx.home).map_err(|e| {
+        CliError::problem(format!("cannot open the ledger: {e}"))
+            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
+    })?;
+    let confirmer: Arc<dyn Confirmer> = if args.yes {
+        Arc::new(PreApproved)
+    } else if stdin_is_terminal() && std::io::stderr().is_terminal() {
+        Arc::new(TerminalConfirmer { lock: Mutex::new(()) })
+    } else {
+        Arc::new(NoTerminal)
+    };
+    // Members of a tool's process group that outlive it are reparented here and reaped.
+    let _ = process::become_subreaper();
+    let options = RuntimeOptions {
+        home: ctx.home.clone(),
+        config: loaded.config,
+        secrets: Arc::new(EnvSecretResolver),
+        recorder: Arc::new(ledger),
+        confirmer,
+    };
+    let runtime = Runtime::load(&args.bundle, options).map_err(|e| {
+        let error = CliError::usage(e.message);
+        match e.help {
+            Some(help) => error.with_help(help),
+            None => error,
+        }
+    })?;
+    warn(runtime.warnings());
+    let request = CallRequest { tool: args.tool.clone(), arguments, trace_id };
+    match runtime.call(&request) {
+        Ok(outcome) => {
+            let document = match args.format {
+                Format::Human => outcome.result,
+                Format::Json => json!({
+                    "tool": outcome.tool,
+                    "invocation_id": outcome.invocation_id.to_string(),
+                    "trace_id": outcome.trace_id.to_string(),
+                    "attempts": outcome.attempts,
+                    "duration_ms": outcome.duration_ms,
+                    "result": outcome.result,
+                }),
+            };
+            print_json(&document).map_err(|e| CliError::problem(format!("cannot write the result: {e}")))?;
+            Ok(Exit::Success)
+        }
+        Err(e) => {
+            let error = match e.kind {
+                CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => CliError::usage(e.message),
+                CallErrorKind::Refused => CliError::refused(e.message),
+                CallErrorKind::Tool | CallErrorKind::Recording => CliError::problem(e.message),
+            };
+            Err(match e.help {
+                Some(help) => error.with_help(help),
+                None => error,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_arguments_and_trace_ids() {
+        assert_eq!(read_arguments(None).unwrap(), json!({}));
+        assert_eq!(read_arguments(Some("{\"a\": 1}")).unwrap(), json!({"a": 1}));
+        let err = read_arguments(Some("{nope")).unwrap_err();
+        assert_eq!(err.exit, Exit::Usage);
+        assert!(err.message.starts_with("the arguments in --args are not valid JSON"), "{}", err.message);
+        assert_eq!(read_arguments(Some("@/nonexistent/args.json")).unwrap_err().exit, Exit::Usage);
+        assert_eq!(parse_trace_id(None).unwrap(), None);
+        let id = Uuid::now_v7();
+        assert_eq!(parse_trace_id(Some(&id.to_string())).unwrap(), Some(id));
+        assert_eq!(parse_trace_id(Some("trace-1")).unwrap_err().exit, Exit::Usage);
+    }
 }

@@ -1,0 +1,334 @@
+//! Configuration layers and the settings the runtime reads.
+//!
+//! Precedence, highest first: command-line flags, `RUNLOOP_*` environment
+//! variables, `$RUNLOOP_HOME/config.toml`, the system config
+//! (`/etc/runloop/config.toml`, or the file named by `RUNLOOP_SYSTEM_CONFIG`),
+//! built-in defaults. A `[policy]` table in the system config is a hard
+//! limit: lower layers may only tighten it (with `[policy]
+//! confirm_external_actions = true`, nothing turns confirmation off).
+//!
+//! ```toml
+//! [security]
+//! confirm_external_actions = true   # ask before tools with requires_confirmation run
+//!
+//! [policy]                          # system config only
+//! confirm_external_actions = true
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::home::Home;
+
+/// The environment variable that names the system config file (tests,
+/// packaged installs with another prefix). Default [`DEFAULT_SYSTEM_CONFIG`].
+pub const SYSTEM_CONFIG_ENV: &str = "RUNLOOP_SYSTEM_CONFIG";
+/// The system config file.
+pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/runloop/config.toml";
+/// The environment variable for `security.confirm_external_actions`.
+pub const CONFIRM_ENV: &str = "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS";
+/// Largest config file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Where a setting's value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in default.
+    Default,
+    /// The system config file.
+    SystemConfig(PathBuf),
+    /// The system config's `[policy]` table (a hard limit).
+    SystemPolicy(PathBuf),
+    /// The home's config.toml.
+    UserConfig(PathBuf),
+    /// An environment variable.
+    Env(String),
+    /// A command-line flag.
+    Flag(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("the default"),
+            Source::SystemConfig(p) => write!(f, "[security] in {}", p.display()),
+            Source::SystemPolicy(p) => write!(f, "[policy] in {}", p.display()),
+            Source::UserConfig(p) => write!(f, "[security] in {}", p.display()),
+            Source::Env(name) => write!(f, "the environment variable {name}"),
+            Source::Flag(flag) => write!(f, "the flag {flag}"),
+        }
+    }
+}
+
+/// A value and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting<T> {
+    /// The value in force.
+    pub value: T,
+    /// The layer that set it.
+    pub source: Source,
+}
+
+/// The settings in force.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `security.confirm_external_actions`: ask before tools that set
+    /// `requires_confirmation` run (default true).
+    pub confirm_external_actions: Setting<bool>,
+    /// Set when the system `[policy]` requires confirmation (it cannot be
+    /// turned off by any lower layer).
+    pub confirm_required_by: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { confirm_external_actions: Setting { value: true, source: Source::Default }, confirm_required_by: None }
+    }
+}
+
+/// Settings given as command-line flags (the highest layer).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// `--confirm-external-actions true|false`.
+    pub confirm_external_actions: Option<bool>,
+}
+
+/// One config file's settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileLayer {
+    /// The file.
+    pub path: PathBuf,
+    /// `[security] confirm_external_actions`.
+    pub confirm_external_actions: Option<bool>,
+    /// `[policy] confirm_external_actions`.
+    pub policy_confirm_external_actions: Option<bool>,
+}
+
+/// A config problem that stops the command.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ConfigError {
+    /// What is wrong (names the file or variable).
+    pub message: String,
+    /// How to fix it.
+    pub help: String,
+}
+
+/// The settings and any warnings met while reading them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    /// The settings.
+    pub config: Config,
+    /// Things ignored (unknown keys, `[policy]` outside the system config).
+    pub warnings: Vec<String>,
+}
+
+/// Parses a boolean the way environment variables write one.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Parses one config file's text. `system` says whether `[policy]` is honoured.
+pub fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileLayer, Vec<String>), ConfigError> {
+    let shown = path.display();
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
+        message: format!("{shown} is not valid TOML: {}", e.message()),
+        help: format!("fix the syntax of {shown}"),
+    })?;
+    let mut layer = FileLayer { path: path.to_path_buf(), ..FileLayer::default() };
+    let mut warnings = Vec::new();
+    let flag = |section: &str, key: &str, value: &toml::Value| -> Result<bool, ConfigError> {
+        value.as_bool().ok_or_else(|| ConfigError {
+            message: format!("{shown}: `{section}.{key}` must be true or false, found {}", value.type_str()),
+            help: format!("write `{key} = true` or `{key} = false` under [{section}]"),
+        })
+    };
+    for (section, value) in &table {
+        let Some(entries) = value.as_table() else {
+            warnings.push(format!("{shown}: `{section}` is not a table; ignored"));
+            continue;
+        };
+        match section.as_str() {
+            "security" | "policy" => {
+                for (key, value) in entries {
+                    if key != "confirm_external_actions" {
+                        warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored"));
+                        continue;
+                    }
+                    let on = flag(section, key, value)?;
+                    if section == "security" {
+                        layer.confirm_external_actions = Some(on);
+                    } else if system {
+                        layer.policy_confirm_external_actions = Some(on);
+                    } else {
+                        warnings.push(format!(
+                            "{shown}: `[policy]` is honoured only in the system config ({DEFAULT_SYSTEM_CONFIG}); ignored"
+                        ));
+                    }
+                }
+            }
+            other => warnings.push(format!("{shown}: unknown table `[{other}]` ignored")),
+        }
+    }
+    Ok((layer, warnings))
+}
+
+/// Combines the layers (pure: no files or environment read).
+pub fn resolve(system: Option<&FileLayer>, user: Option<&FileLayer>, env: Option<bool>, flags: &Flags) -> Config {
+    let mut config = Config::default();
+    let mut set = |value: Option<bool>, source: Source| {
+        if let Some(value) = value {
+            config.confirm_external_actions = Setting { value, source };
+        }
+    };
+    if let Some(system) = system {
+        set(system.confirm_external_actions, Source::SystemConfig(system.path.clone()));
+    }
+    if let Some(user) = user {
+        set(user.confirm_external_actions, Source::UserConfig(user.path.clone()));
+    }
+    set(env, Source::Env(CONFIRM_ENV.to_string()));
+    set(flags.confirm_external_actions, Source::Flag("--confirm-external-actions".to_string()));
+    if let Some(system) = system
+        && system.policy_confirm_external_actions == Some(true)
+    {
+        config.confirm_required_by = Some(system.path.clone());
+        if !config.confirm_external_actions.value {
+            config.confirm_external_actions =
+                Setting { value: true, source: Source::SystemPolicy(system.path.clone()) };
+        }
+    }
+    config
+}
+
+/// The system config path: `$RUNLOOP_SYSTEM_CONFIG`, else `/etc/runloop/config.toml`.
+pub fn system_config_path() -> PathBuf {
+    std::env::var_os(SYSTEM_CONFIG_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SYSTEM_CONFIG))
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
+    let unreadable = |e: std::io::Error| ConfigError {
+        message: format!("cannot read {}: {e}", path.display()),
+        help: "fix the file's permissions, or remove it".to_string(),
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(e)),
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(ConfigError {
+            message: format!("{} is {} bytes; config files are limited to 1 MiB", path.display(), meta.len()),
+            help: "shorten the file".to_string(),
+        });
+    }
+    std::fs::read_to_string(path).map(Some).map_err(unreadable)
+}
+
+/// Reads every layer: the system config, the home's config.toml, the
+/// environment and `flags`.
+pub fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
+    let mut warnings = Vec::new();
+    let system_path = system_config_path();
+    let system = match read_optional(&system_path)? {
+        Some(text) => {
+            let (layer, w) = parse_file(&system_path, &text, true)?;
+            warnings.extend(w);
+            Some(layer)
+        }
+        None => None,
+    };
+    let user_path = home.config_file();
+    let user = match read_optional(&user_path)? {
+        Some(text) => {
+            let (layer, w) = parse_file(&user_path, &text, false)?;
+            warnings.extend(w);
+            Some(layer)
+        }
+        None => None,
+    };
+    let env = match std::env::var(CONFIRM_ENV) {
+        Ok(text) if !text.is_empty() => Some(parse_bool(&text).ok_or_else(|| ConfigError {
+            message: format!("{CONFIRM_ENV}=`{text}` is not a boolean"),
+            help: format!("set {CONFIRM_ENV} to true or false, or unset it"),
+        })?),
+        _ => None,
+    };
+    Ok(Loaded { config: resolve(system.as_ref(), user.as_ref(), env, flags), warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(path: &str, text: &str, system: bool) -> FileLayer {
+        parse_file(Path::new(path), text, system).unwrap().0
+    }
+
+    #[test]
+    fn defaults_to_confirming() {
+        let config = resolve(None, None, None, &Flags::default());
+        assert!(config.confirm_external_actions.value);
+        assert_eq!(config.confirm_external_actions.source, Source::Default);
+    }
+
+    #[test]
+    fn higher_layers_win() {
+        let system = layer("/etc/s.toml", "[security]\nconfirm_external_actions = false\n", true);
+        let user = layer("/h/config.toml", "[security]\nconfirm_external_actions = true\n", false);
+        let c = resolve(Some(&system), None, None, &Flags::default());
+        assert_eq!(
+            c.confirm_external_actions,
+            Setting { value: false, source: Source::SystemConfig("/etc/s.toml".into()) }
+        );
+        let c = resolve(Some(&system), Some(&user), None, &Flags::default());
+        assert!(c.confirm_external_actions.value);
+        let c = resolve(Some(&system), Some(&user), Some(false), &Flags::default());
+        assert_eq!(c.confirm_external_actions.source, Source::Env(CONFIRM_ENV.into()));
+        assert!(!c.confirm_external_actions.value);
+        let c = resolve(None, Some(&user), Some(false), &Flags { confirm_external_actions: Some(true) });
+        assert!(c.confirm_external_actions.value);
+        assert!(matches!(c.confirm_external_actions.source, Source::Flag(_)));
+    }
+
+    #[test]
+    fn system_policy_is_a_hard_limit() {
+        let system = layer("/etc/s.toml", "[policy]\nconfirm_external_actions = true\n", true);
+        let user = layer("/h/config.toml", "[security]\nconfirm_external_actions = false\n", false);
+        let c = resolve(Some(&system), Some(&user), Some(false), &Flags { confirm_external_actions: Some(false) });
+        assert!(c.confirm_external_actions.value);
+        assert_eq!(c.confirm_external_actions.source, Source::SystemPolicy("/etc/s.toml".into()));
+        assert_eq!(c.confirm_required_by, Some(PathBuf::from("/etc/s.toml")));
+        // A policy of `false` limits nothing.
+        let lax = layer("/etc/s.toml", "[policy]\nconfirm_external_actions = false\n", true);
+        assert!(!resolve(Some(&lax), Some(&user), None, &Flags::default()).confirm_external_actions.value);
+    }
+
+    #[test]
+    fn policy_outside_the_system_config_is_ignored() {
+        let (user, warnings) =
+            parse_file(Path::new("/h/config.toml"), "[policy]\nconfirm_external_actions = true\n", false).unwrap();
+        assert_eq!(user.policy_confirm_external_actions, None);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("only in the system config"), "{warnings:?}");
+    }
+
+    #[test]
+    fn reports_bad_files() {
+        let err =
+            parse_file(Path::new("/h/c.toml"), "[security]\nconfirm_external_actions = \"no\"\n", false).unwrap_err();
+        assert_eq!(err.message, "/h/c.toml: `security.confirm_external_actions` must be true or false, found string");
+        assert!(parse_file(Path::new("/h/c.toml"), "[security", false).unwrap_err().message.contains("not valid TOML"));
+        let (_, warnings) = parse_file(Path::new("/h/c.toml"), "[security]\nother = 1\n[x]\ny = 2\n", false).unwrap();
+        assert_eq!(warnings.len(), 2);
+        assert_eq!(parse_bool("FALSE"), Some(false));
+        assert_eq!(parse_bool("maybe"), None);
+    }
+}

@@ -1,0 +1,580 @@
+//! One call through the pipeline (see the [`crate::runtime`] overview).
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::bundle::capability::{Capability, SecretId};
+use crate::bundle::policy::grant_line;
+use crate::bundle::tools::Transport;
+use crate::runtime::confirm::{ConfirmRequest, Confirmation};
+use crate::runtime::exec::ExecPlan;
+use crate::runtime::http::{self, HttpPlan, PlanError};
+use crate::runtime::recorder::{
+    CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Provenance, Record, ToolCallPayload, ToolConfirmPayload,
+    ToolResultPayload, now_ms,
+};
+use crate::runtime::secrets::{Scrubber, SecretValue};
+use crate::runtime::transport::{Attempt, AttemptError};
+use crate::runtime::{Prepared, Runtime};
+
+/// Schema errors quoted in a message.
+const QUOTED_SCHEMA_ERRORS: usize = 5;
+/// First retry delay; doubles with each attempt.
+const BACKOFF_BASE_MS: u64 = 200;
+/// Longest wait between attempts, whatever the tool asks for.
+const BACKOFF_MAX_MS: u64 = 30_000;
+
+/// One call to make.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRequest {
+    /// The tool id.
+    pub tool: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// The trace to add the call to; a new UUIDv7 when `None`.
+    pub trace_id: Option<Uuid>,
+}
+
+/// A successful call.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallOutcome {
+    /// The tool id.
+    pub tool: String,
+    /// The invocation id (in every event of the call).
+    pub invocation_id: Uuid,
+    /// The trace id.
+    pub trace_id: Uuid,
+    /// The result (valid against `result_schema`, secret values scrubbed).
+    pub result: Value,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Wall time of the whole call in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// How a call failed; the CLI maps each kind to an exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallErrorKind {
+    /// No tool with that id (exit 2).
+    UnknownTool,
+    /// The arguments do not fit the tool (exit 2).
+    InvalidInput,
+    /// Refused by policy: capability, secret, confirmation, unsafe header (exit 3).
+    Refused,
+    /// The tool ran and failed, or its result is invalid (exit 1).
+    Tool,
+    /// The ledger could not record the call (exit 1).
+    Recording,
+}
+
+impl CallErrorKind {
+    /// The exit code of docs/cli.md.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => 2,
+            CallErrorKind::Refused => 3,
+            CallErrorKind::Tool | CallErrorKind::Recording => 1,
+        }
+    }
+}
+
+/// A failed call. Messages never contain secret values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallError {
+    /// The class.
+    pub kind: CallErrorKind,
+    /// What went wrong.
+    pub message: String,
+    /// What to do.
+    pub help: Option<String>,
+    /// The invocation id, once one was assigned.
+    pub invocation_id: Option<Uuid>,
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CallError {}
+
+impl CallError {
+    fn new(kind: CallErrorKind, message: impl Into<String>) -> Self {
+        CallError { kind, message: message.into(), help: None, invocation_id: None }
+    }
+
+    fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// Collects one call's events and hands them to the recorder in batches.
+struct Journal<'r> {
+    runtime: &'r Runtime,
+    tool: &'r str,
+    trace_id: Uuid,
+    invocation_id: Uuid,
+    pending: Vec<Record>,
+    scrubber: Scrubber,
+}
+
+impl<'r> Journal<'r> {
+    fn push(&mut self, kind: EventKind, actor: String, payload: impl Serialize) {
+        let mut payload = serde_json::to_value(payload).unwrap_or(Value::Null);
+        self.scrubber.scrub_value(&mut payload);
+        self.pending.push(Record {
+            ts_ms: now_ms(),
+            actor,
+            kind: kind.as_str().to_string(),
+            scope: self.runtime.agent().to_string(),
+            payload,
+            provenance: Provenance {
+                trace_id: self.trace_id,
+                msg_id: Uuid::now_v7(),
+                agent: self.runtime.agent().to_string(),
+            },
+        });
+    }
+
+    fn audit(&mut self, capability: &Capability, decision: Decision, reason: &str) {
+        let payload = CapAuditPayload {
+            v: PAYLOAD_VERSION,
+            tool: self.tool.to_string(),
+            capability: capability.to_string(),
+            decision,
+            reason: reason.to_string(),
+            invocation_id: self.invocation_id,
+        };
+        self.push(EventKind::CapAudit, "runtime".into(), payload);
+    }
+
+    /// Makes everything pending durable.
+    fn flush(&mut self) -> Result<(), CallError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.pending);
+        self.runtime.options().recorder.record(&batch).map_err(|e| {
+            CallError::new(
+                CallErrorKind::Recording,
+                self.scrubber.scrub_string(&format!("cannot record the call of `{}`: {e}", self.tool)),
+            )
+            .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is writable and the disk is not full")
+        })
+    }
+
+    /// Records what is pending, then returns `error` (noting a recording failure in it).
+    fn refuse(&mut self, mut error: CallError) -> CallError {
+        if let Err(recording) = self.flush() {
+            error.message.push_str(&format!(" (and the decision could not be recorded: {})", recording.message));
+        }
+        error.message = self.scrubber.scrub_string(&error.message);
+        error.invocation_id = Some(self.invocation_id);
+        error
+    }
+}
+
+enum Plan {
+    Exec(ExecPlan),
+    Http(HttpPlan),
+}
+
+fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .take(QUOTED_SCHEMA_ERRORS + 1)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            let at = if at.is_empty() { "(root)".to_string() } else { at };
+            format!("{at}: {e}")
+        })
+        .collect();
+    if errors.is_empty() {
+        return None;
+    }
+    let mut text = errors.iter().take(QUOTED_SCHEMA_ERRORS).cloned().collect::<Vec<_>>().join("; ");
+    if errors.len() > QUOTED_SCHEMA_ERRORS {
+        text.push_str("; …");
+    }
+    Some(text)
+}
+
+fn backoff_ms(attempt: u32, retry_after_ms: Option<u64>) -> u64 {
+    let exponential = BACKOFF_BASE_MS.saturating_mul(1u64 << attempt.saturating_sub(1).min(16));
+    retry_after_ms.unwrap_or(exponential).min(BACKOFF_MAX_MS)
+}
+
+impl Runtime {
+    /// Runs one call through the whole pipeline.
+    pub fn call(&self, request: &CallRequest) -> Result<CallOutcome, CallError> {
+        let started = Instant::now();
+        let prepared = self.prepared(&request.tool).ok_or_else(|| {
+            let known = if self.tool_ids().is_empty() { "none".to_string() } else { self.tool_ids().join(", ") };
+            CallError::new(
+                CallErrorKind::UnknownTool,
+                format!("bundle `{}` has no tool `{}`", self.agent(), request.tool),
+            )
+            .help(format!("the tools are: {known}"))
+        })?;
+        let tool = &prepared.tool;
+        let mut journal = Journal {
+            runtime: self,
+            tool: &tool.id,
+            trace_id: request.trace_id.unwrap_or_else(Uuid::now_v7),
+            invocation_id: Uuid::now_v7(),
+            pending: Vec::new(),
+            scrubber: Scrubber::default(),
+        };
+
+        // 1. Expose.
+        let mut denied = Vec::new();
+        for cap in tool.required_capabilities() {
+            let (decision, reason) = self.policy().decide(&cap);
+            journal.audit(&cap, decision, &reason);
+            if decision == Decision::Deny {
+                denied.push((cap, reason));
+            }
+        }
+        if !denied.is_empty() {
+            return Err(journal.refuse(self.denied_error(&tool.id, &denied)));
+        }
+
+        // 2. Validate the input.
+        if let Some(errors) = schema_errors(&prepared.input, &request.arguments) {
+            return Err(journal.refuse(
+                CallError::new(
+                    CallErrorKind::InvalidInput,
+                    format!("the arguments do not match the input_schema of `{}`: {errors}", tool.id),
+                )
+                .help("fix --args so it matches the tool's input_schema (see tools.json)"),
+            ));
+        }
+
+        // 3. Resolve secrets.
+        let secrets = self.resolve_secrets(prepared, &mut journal)?;
+        journal.scrubber = Scrubber::new(secrets.iter().map(|(_, v)| v));
+        let shown_args = journal.scrubber.scrubbed(&request.arguments);
+
+        // Build the request (exec: the command; http: URL, headers) before asking anyone.
+        let plan = self.plan(prepared, &request.arguments, &secrets, &mut journal)?;
+
+        // 4. Confirm.
+        self.confirm(prepared, &plan, &shown_args, &mut journal)?;
+
+        // 5. Record the call, then execute.
+        let call = ToolCallPayload {
+            v: PAYLOAD_VERSION,
+            tool: tool.id.clone(),
+            args: shown_args,
+            invocation_id: journal.invocation_id,
+            input_schema: prepared.input_schema_ref.clone(),
+            input_schema_blake3: prepared.input_schema_blake3.clone(),
+            tags: tool.tags.clone(),
+        };
+        journal.push(EventKind::ToolCall, "runtime".into(), call);
+        journal.flush().map_err(|mut e| {
+            e.invocation_id = Some(journal.invocation_id);
+            e
+        })?;
+
+        let max_attempts = tool.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let attempt_started = Instant::now();
+            let outcome = self.attempt(prepared, &plan, request, &secrets, &mut journal, attempt);
+            // 6. Validate the result.
+            let outcome = outcome.and_then(|result| match schema_errors(&prepared.result, &result) {
+                None => Ok(result),
+                Some(errors) => Err(AttemptError::new(
+                    "invalid_result",
+                    journal.scrubber.scrub_string(&format!(
+                        "the result of `{}` does not match its result_schema: {errors}",
+                        tool.id
+                    )),
+                )),
+            });
+            let duration_ms = u64::try_from(attempt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let will_retry = matches!(&outcome, Err(e) if e.transient) && attempt < max_attempts;
+            let (result, error) = match &outcome {
+                Ok(result) => (Some(journal.scrubber.scrubbed(result)), None),
+                Err(e) => (None, Some(e.to_frame(will_retry))),
+            };
+            // 7. Record the result, then hand it back.
+            let frame = ToolResultPayload {
+                v: PAYLOAD_VERSION,
+                invocation_id: journal.invocation_id,
+                result: result.clone(),
+                error,
+                attempt,
+                duration_ms,
+            };
+            journal.push(EventKind::ToolResult, format!("tool:{}", tool.id), frame);
+            journal.flush().map_err(|mut e| {
+                e.invocation_id = Some(journal.invocation_id);
+                e
+            })?;
+            match outcome {
+                Ok(_) => {
+                    return Ok(CallOutcome {
+                        tool: tool.id.clone(),
+                        invocation_id: journal.invocation_id,
+                        trace_id: journal.trace_id,
+                        result: result.unwrap_or(Value::Null),
+                        attempts: attempt,
+                        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+                Err(e) if will_retry => {
+                    std::thread::sleep(Duration::from_millis(backoff_ms(attempt, e.retry_after_ms)));
+                    attempt += 1;
+                }
+                Err(e) => {
+                    let kind = if e.refused { CallErrorKind::Refused } else { CallErrorKind::Tool };
+                    let mut error = CallError::new(kind, e.message);
+                    if attempt > 1 {
+                        error.message.push_str(&format!(" (after {attempt} attempts)"));
+                    }
+                    error.help = Some(match e.kind {
+                        "timeout" => "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into(),
+                        "output_too_large" => "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into(),
+                        "invalid_result" => "fix the tool, or its result_schema in tools.json".into(),
+                        "refused" => "grant the redirect target in policy.caps, or point the tool at the final URL".into(),
+                        _ if e.transient => "the tool says the failure is transient; retry later, or set retry.max_attempts in tools.json".into(),
+                        _ => format!("see the tool's message; the call is recorded under invocation {}", journal.invocation_id),
+                    });
+                    error.invocation_id = Some(journal.invocation_id);
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    fn denied_error(&self, tool: &str, denied: &[(Capability, String)]) -> CallError {
+        let listed: Vec<String> = denied.iter().map(|(cap, reason)| format!("`{cap}` ({reason})")).collect();
+        let message = format!("tool `{tool}` is not exposed: it needs {}", listed.join(", "));
+        let help = if denied.iter().all(|(cap, _)| !self.policy().bundle.allows(cap)) {
+            let lines: Vec<String> = denied.iter().map(|(cap, _)| grant_line(cap, None)).collect();
+            format!("grant it under [capabilities] in policy.caps ({}), then run `rlp digest`", lines.join("; "))
+        } else {
+            "the operator override revokes it; edit or remove the override file to allow the call".to_string()
+        };
+        CallError::new(CallErrorKind::Refused, message).help(help)
+    }
+
+    fn resolve_secrets(
+        &self,
+        prepared: &Prepared,
+        journal: &mut Journal<'_>,
+    ) -> Result<Vec<(SecretId, SecretValue)>, CallError> {
+        let resolver = &self.options().secrets;
+        let mut values = Vec::new();
+        let mut missing = Vec::new();
+        for (_, id) in &prepared.tool.secrets {
+            let cap = Capability::Secret(id.clone());
+            match resolver.resolve(id) {
+                Ok(Some(value)) => values.push((id.clone(), value)),
+                Ok(None) => {
+                    let how = resolver.how_to_provide(id);
+                    journal.audit(&cap, Decision::Deny, &format!("the secret is not available ({how})"));
+                    missing.push(format!("{how} (secret `{id}`)"));
+                }
+                Err(e) => {
+                    journal.audit(&cap, Decision::Deny, &e.message);
+                    missing.push(e.help);
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(values);
+        }
+        let ids: Vec<String> = prepared.tool.secrets.iter().map(|(_, id)| format!("`{id}`")).collect();
+        Err(journal.refuse(
+            CallError::new(
+                CallErrorKind::Refused,
+                format!(
+                    "tool `{}` needs secrets that are not available (it uses {})",
+                    prepared.tool.id,
+                    ids.join(", ")
+                ),
+            )
+            .help(format!("{}, then call again", missing.join("; "))),
+        ))
+    }
+
+    fn plan(
+        &self,
+        prepared: &Prepared,
+        arguments: &Value,
+        secrets: &[(SecretId, SecretValue)],
+        journal: &mut Journal<'_>,
+    ) -> Result<Plan, CallError> {
+        let tool = &prepared.tool;
+        match &tool.transport {
+            Some(Transport::Exec { command, args }) => match ExecPlan::new(command, args, tool.max_output_bytes) {
+                Ok(plan) => Ok(Plan::Exec(plan)),
+                Err(why) => Err(journal.refuse(
+                    CallError::new(CallErrorKind::Tool, format!("tool `{}` cannot run: {why}", tool.id))
+                        .help("install the tool's binary at that path, or fix `transport.command` in tools.json"),
+                )),
+            },
+            Some(Transport::Http { method, url: Some(template), headers }) => {
+                let plan = match http::plan(method, template, headers, arguments, secrets, tool.max_output_bytes) {
+                    Ok(plan) => plan,
+                    Err(PlanError::Input(why)) => {
+                        return Err(journal.refuse(
+                            CallError::new(CallErrorKind::InvalidInput, format!("tool `{}`: {why}", tool.id))
+                                .help("pass every argument the URL template names"),
+                        ));
+                    }
+                    Err(PlanError::Refused(why)) => {
+                        return Err(journal.refuse(
+                            CallError::new(CallErrorKind::Refused, format!("tool `{}`: {why}", tool.id))
+                                .help("fix the header template or the secret's value"),
+                        ));
+                    }
+                };
+                // The grant is checked again on the final URL.
+                let cap = Capability::Net(plan.target.clone());
+                let (decision, reason) = self.policy().decide(&cap);
+                journal.audit(&cap, decision, &format!("final URL: {reason}"));
+                if decision == Decision::Deny {
+                    return Err(journal.refuse(self.denied_error(&tool.id, &[(cap, reason)])));
+                }
+                Ok(Plan::Http(plan))
+            }
+            _ => Err(journal.refuse(
+                CallError::new(CallErrorKind::Tool, format!("tool `{}` has no usable transport", tool.id))
+                    .help("fix `transport` in tools.json"),
+            )),
+        }
+    }
+
+    fn confirm(
+        &self,
+        prepared: &Prepared,
+        plan: &Plan,
+        shown_args: &Value,
+        journal: &mut Journal<'_>,
+    ) -> Result<(), CallError> {
+        let tool = &prepared.tool;
+        if !tool.needs_confirmation() {
+            return Ok(());
+        }
+        let config = &self.options().config;
+        let setting = &config.confirm_external_actions;
+        let answer = if setting.value {
+            let target = match plan {
+                Plan::Exec(p) => p.target(),
+                Plan::Http(p) => p.target_text(),
+            };
+            let target = journal.scrubber.scrub_string(&target);
+            self.options().confirmer.confirm(&ConfirmRequest {
+                tool: &tool.id,
+                description: &tool.description,
+                arguments: shown_args,
+                target: &target,
+                invocation_id: journal.invocation_id,
+            })
+        } else {
+            Confirmation {
+                approved: true,
+                by: "config".into(),
+                how: format!("not asked: security.confirm_external_actions = false ({})", setting.source),
+            }
+        };
+        let payload = ToolConfirmPayload {
+            v: PAYLOAD_VERSION,
+            tool: tool.id.clone(),
+            invocation_id: journal.invocation_id,
+            approved: answer.approved,
+            by: answer.by.clone(),
+            how: answer.how.clone(),
+        };
+        journal.push(EventKind::ToolConfirm, answer.by.clone(), payload);
+        if answer.approved {
+            return Ok(());
+        }
+        let help = match &config.confirm_required_by {
+            Some(path) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
+            None => "pass --yes to approve the call, or set security.confirm_external_actions = false".to_string(),
+        };
+        Err(journal.refuse(
+            CallError::new(
+                CallErrorKind::Refused,
+                format!("tool `{}` requires confirmation and the call was not approved: {}", tool.id, answer.how),
+            )
+            .help(help),
+        ))
+    }
+
+    fn attempt(
+        &self,
+        prepared: &Prepared,
+        plan: &Plan,
+        request: &CallRequest,
+        secrets: &[(SecretId, SecretValue)],
+        journal: &mut Journal<'_>,
+        number: u32,
+    ) -> Result<Value, AttemptError> {
+        let tool = &prepared.tool;
+        let timeout = Duration::from_millis(tool.timeout_ms);
+        let deadline_ms =
+            crate::runtime::recorder::now_ms().saturating_add(i64::try_from(tool.timeout_ms).unwrap_or(i64::MAX));
+        let scrubber = journal.scrubber.clone();
+        let attempt = Attempt {
+            tool: &tool.id,
+            invocation_id: journal.invocation_id,
+            trace_id: journal.trace_id,
+            number,
+            arguments: &request.arguments,
+            deadline: Instant::now() + timeout,
+            timeout_ms: tool.timeout_ms,
+            deadline_ms,
+            root: self.root(),
+            secrets,
+            scrubber: &scrubber,
+        };
+        match plan {
+            Plan::Exec(plan) => crate::runtime::exec::run(plan, &attempt),
+            Plan::Http(plan) => {
+                let client = self.http_client().map_err(|e| AttemptError::new("transport", e))?;
+                let policy = self.policy();
+                let allows = |cap: &Capability| policy.effective.allows(cap);
+                let mut audits = Vec::new();
+                let outcome = http::run(client, plan, &attempt, &allows, &mut audits);
+                for audit in audits {
+                    journal.audit(&audit.capability, audit.decision, &audit.reason);
+                }
+                outcome
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_honours_retry_after() {
+        assert_eq!(backoff_ms(1, None), 200);
+        assert_eq!(backoff_ms(3, None), 800);
+        assert_eq!(backoff_ms(2, Some(50)), 50);
+        assert_eq!(backoff_ms(40, None), BACKOFF_MAX_MS);
+        assert_eq!(backoff_ms(1, Some(u64::MAX)), BACKOFF_MAX_MS);
+    }
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(CallErrorKind::Refused.exit_code(), 3);
+        assert_eq!(CallErrorKind::InvalidInput.exit_code(), 2);
+        assert_eq!(CallErrorKind::UnknownTool.exit_code(), 2);
+        assert_eq!(CallErrorKind::Tool.exit_code(), 1);
+    }
+}

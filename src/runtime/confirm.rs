@@ -1,0 +1,99 @@
+//! Confirmation of external actions: the question the runtime asks, and the
+//! trait through which a person (or a flag) answers it.
+//!
+//! The library never touches a terminal: the CLI passes in a [`Confirmer`]
+//! that prompts; tests and scripts pass [`PreApproved`] or [`NoTerminal`].
+
+use serde_json::Value;
+use uuid::Uuid;
+
+/// What the operator is asked to approve.
+#[derive(Clone, Debug)]
+pub struct ConfirmRequest<'a> {
+    /// The tool id.
+    pub tool: &'a str,
+    /// The tool's description.
+    pub description: &'a str,
+    /// The arguments (secret values scrubbed).
+    pub arguments: &'a Value,
+    /// Where the call goes: `METHOD URL`, or the command line.
+    pub target: &'a str,
+    /// The invocation id.
+    pub invocation_id: Uuid,
+}
+
+/// The answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confirmation {
+    /// Whether the call may go ahead.
+    pub approved: bool,
+    /// Who answered (`operator`).
+    pub by: String,
+    /// How (`terminal prompt`, `--yes`, `no terminal`).
+    pub how: String,
+}
+
+/// Asks whether a call may go ahead. Must be callable from several threads.
+pub trait Confirmer: Send + Sync {
+    /// Decides on one call.
+    fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation;
+}
+
+/// Approves every call (`--yes`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PreApproved;
+
+impl Confirmer for PreApproved {
+    fn confirm(&self, _request: &ConfirmRequest<'_>) -> Confirmation {
+        Confirmation { approved: true, by: "operator".into(), how: "pre-approved (--yes)".into() }
+    }
+}
+
+/// Denies every call: there is nobody to ask.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoTerminal;
+
+impl Confirmer for NoTerminal {
+    fn confirm(&self, _request: &ConfirmRequest<'_>) -> Confirmation {
+        Confirmation { approved: false, by: "runtime".into(), how: "no terminal to ask on, and no --yes".into() }
+    }
+}
+
+/// The text of the question, for prompting implementations.
+pub fn prompt_text(request: &ConfirmRequest<'_>) -> String {
+    let args = serde_json::to_string_pretty(request.arguments).unwrap_or_else(|_| request.arguments.to_string());
+    let mut shown_args = String::new();
+    for line in args.lines() {
+        shown_args.push_str("\n    ");
+        shown_args.push_str(line);
+    }
+    format!(
+        "Tool `{}` wants to run: {}\n  target: {}\n  arguments:{shown_args}\nAllow this call?",
+        request.tool, request.description, request.target
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn prompt_shows_tool_target_and_arguments() {
+        let args = json!({"to": "a@b.c"});
+        let request = ConfirmRequest {
+            tool: "mail.send",
+            description: "Sends mail",
+            arguments: &args,
+            target: "POST https://api.mail.example/send",
+            invocation_id: Uuid::nil(),
+        };
+        let text = prompt_text(&request);
+        assert_eq!(
+            text,
+            "Tool `mail.send` wants to run: Sends mail\n  target: POST https://api.mail.example/send\n  arguments:\n    {\n      \"to\": \"a@b.c\"\n    }\nAllow this call?"
+        );
+        assert!(PreApproved.confirm(&request).approved);
+        assert!(!NoTerminal.confirm(&request).approved);
+    }
+}

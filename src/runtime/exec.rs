@@ -1,0 +1,404 @@
+//! The exec transport: run a local binary with a JSON blob, no shell.
+//!
+//! argv is `[command, <blob path>, ...args]`; the blob (mode 0600) sits in a
+//! private folder (mode 0700) that is the working directory and `TMPDIR`, and
+//! is removed afterwards. stdin is /dev/null; the environment holds only
+//! `PATH`, `LANG`, `TMPDIR`, `RLP_INVOCATION_ID` and the tool's secrets. The
+//! tool leads its own process group, which is killed when the call ends (at
+//! the timeout, on too much output, and after a normal exit so that forked
+//! children never outlive the call).
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::runtime::envelope::{self, Outcome, Stdout};
+use crate::runtime::process;
+use crate::runtime::transport::{Attempt, AttemptError};
+
+/// The `PATH` a tool sees.
+pub const TOOL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// The `LANG` a tool sees.
+pub const TOOL_LANG: &str = "C.UTF-8";
+/// How much of stderr is kept for error messages (the tail).
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+/// How much of stderr an error message quotes.
+const STDERR_QUOTE_BYTES: usize = 4 * 1024;
+/// How much of a non-JSON stdout an error message quotes.
+const STDOUT_QUOTE_BYTES: usize = 512;
+/// How long the pipes may stay open after the group was killed (a process
+/// that left the group may hold them); then the call ends without them.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+/// Stack size of the helper threads (they only copy bytes).
+const HELPER_STACK: usize = 64 * 1024;
+
+/// A checked exec transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecPlan {
+    /// The executable (absolute).
+    pub command: PathBuf,
+    /// Arguments after the blob path.
+    pub args: Vec<String>,
+    /// Most stdout bytes accepted.
+    pub max_output_bytes: u64,
+}
+
+impl ExecPlan {
+    /// Checks that `command` is an absolute path to an executable regular file.
+    pub fn new(command: &str, args: &[String], max_output_bytes: u64) -> Result<ExecPlan, String> {
+        let path = Path::new(command);
+        if !path.is_absolute() {
+            return Err(format!("command `{command}` is not an absolute path; rlp never searches PATH"));
+        }
+        let meta = fs::metadata(path).map_err(|e| format!("command `{command}` cannot be used: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!("command `{command}` is not a regular file"));
+        }
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err(format!("command `{command}` is not executable (no execute permission bit)"));
+        }
+        Ok(ExecPlan { command: path.to_path_buf(), args: args.to_vec(), max_output_bytes })
+    }
+
+    /// How the call is shown for confirmation: the command and its arguments.
+    pub fn target(&self) -> String {
+        let mut shown = self.command.display().to_string();
+        shown.push_str(" <blob>");
+        for arg in &self.args {
+            shown.push(' ');
+            shown.push_str(arg);
+        }
+        shown
+    }
+}
+
+/// The JSON blob handed to the tool for the `run` action.
+pub fn run_blob(attempt: &Attempt<'_>) -> Value {
+    json!({
+        "v": 1,
+        "action": "run",
+        "invocation_id": attempt.invocation_id.to_string(),
+        "trace_id": attempt.trace_id.to_string(),
+        "tool": {
+            "id": attempt.tool,
+            "arguments": attempt.arguments,
+            "answers": {},
+            "options": {},
+        },
+        "context": {
+            "root": attempt.root.display().to_string(),
+            "attempt": attempt.number,
+            "deadline_ms": attempt.deadline_ms,
+        },
+    })
+}
+
+enum Event {
+    Exited,
+    WaitFailed(io::Error),
+    Stdout { bytes: Vec<u8>, overflow: bool },
+}
+
+/// How the process ended.
+struct Ended {
+    status: Option<ExitStatus>,
+    stdout: Option<Vec<u8>>,
+    stderr: Option<(Vec<u8>, bool)>,
+    timed_out: bool,
+    overflow: bool,
+}
+
+fn private_dir() -> io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("rlp-call-").tempdir()?;
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))?;
+    Ok(dir)
+}
+
+fn write_blob(dir: &Path, blob: &Value) -> io::Result<PathBuf> {
+    let path = dir.join("call.json");
+    let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+    let bytes = serde_json::to_vec(blob).map_err(io::Error::other)?;
+    file.write_all(&bytes)?;
+    Ok(path)
+}
+
+/// Reads stderr, keeping only the last `keep` bytes (plus `margin`).
+fn read_tail(mut pipe: impl Read, keep: usize, margin: usize) -> (Vec<u8>, bool) {
+    let cap = keep + margin;
+    let mut buf = Vec::with_capacity(8 * 1024);
+    let mut chunk = [0u8; 8 * 1024];
+    let mut truncated = false;
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > 2 * cap {
+                    let cut = buf.len() - cap;
+                    buf.drain(..cut);
+                    truncated = true;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if buf.len() > cap {
+        let cut = buf.len() - cap;
+        buf.drain(..cut);
+        truncated = true;
+    }
+    (buf, truncated)
+}
+
+/// Runs one attempt.
+pub fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, AttemptError> {
+    let transport = |what: &str, e: io::Error| {
+        AttemptError::new("transport", attempt.scrubber.scrub_string(&format!("{what}: {e}")))
+    };
+    let dir = private_dir().map_err(|e| transport("cannot create the private folder for the call", e))?;
+    let blob = write_blob(dir.path(), &run_blob(attempt)).map_err(|e| transport("cannot write the call blob", e))?;
+    let ended = spawn_and_wait(plan, attempt, dir.path(), &blob)?;
+    // Removing the folder also removes anything the tool left in it.
+    let _ = dir.close();
+    interpret(plan, attempt, ended)
+}
+
+fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Path) -> Result<Ended, AttemptError> {
+    let mut command = Command::new(&plan.command);
+    command
+        .arg(blob)
+        .args(&plan.args)
+        .env_clear()
+        .env("PATH", TOOL_PATH)
+        .env("LANG", TOOL_LANG)
+        .env("TMPDIR", dir)
+        .env("RLP_INVOCATION_ID", attempt.invocation_id.to_string())
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for (id, value) in attempt.secrets {
+        command.env(id.env_var(), value.expose());
+    }
+    let mut child = command.spawn().map_err(|e| {
+        AttemptError::new(
+            "transport",
+            attempt.scrubber.scrub_string(&format!("cannot start `{}`: {e}", plan.command.display())),
+        )
+    })?;
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    let (tx, rx) = mpsc::channel::<Event>();
+
+    let stdout = child.stdout.take();
+    let limit = plan.max_output_bytes;
+    let stdout_tx = tx.clone();
+    let spawn_helper = |name: &str| std::thread::Builder::new().name(name.to_string()).stack_size(HELPER_STACK);
+    let stdout_thread = spawn_helper("rlp-exec-stdout").spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(pipe) = stdout {
+            let _ = pipe.take(limit.saturating_add(1)).read_to_end(&mut bytes);
+        }
+        let overflow = bytes.len() as u64 > limit;
+        let _ = stdout_tx.send(Event::Stdout { bytes, overflow });
+    });
+    let stderr = child.stderr.take();
+    let margin = attempt.scrubber.max_len();
+    let (stderr_tx, stderr_rx) = mpsc::channel::<(Vec<u8>, bool)>();
+    let stderr_thread = spawn_helper("rlp-exec-stderr").spawn(move || {
+        let tail = match stderr {
+            Some(pipe) => read_tail(pipe, STDERR_TAIL_BYTES, margin),
+            None => (Vec::new(), false),
+        };
+        let _ = stderr_tx.send(tail);
+    });
+    let wait_tx = tx;
+    let waiter = spawn_helper("rlp-exec-wait").spawn(move || {
+        let event = match process::wait_exited_keep_zombie(pid) {
+            Ok(()) => Event::Exited,
+            Err(e) => Event::WaitFailed(e),
+        };
+        let _ = wait_tx.send(event);
+    });
+    if stdout_thread.is_err() || stderr_thread.is_err() || waiter.is_err() {
+        process::kill_group(pid);
+        let _ = child.wait();
+        process::reap_group(pid);
+        return Err(AttemptError::new("transport", "cannot start the threads that watch the tool"));
+    }
+
+    let mut ended = Ended { status: None, stdout: None, stderr: None, timed_out: false, overflow: false };
+    let mut exited = false;
+    let mut wait_error = None;
+    while !exited {
+        let now = Instant::now();
+        let event = if ended.timed_out {
+            rx.recv().ok()
+        } else {
+            match rx.recv_timeout(attempt.deadline.saturating_duration_since(now)) {
+                Ok(event) => Some(event),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    ended.timed_out = true;
+                    process::kill_group(pid);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            }
+        };
+        match event {
+            Some(Event::Exited) | None => exited = true,
+            Some(Event::WaitFailed(e)) => {
+                wait_error = Some(e);
+                exited = true;
+            }
+            Some(Event::Stdout { bytes, overflow }) => {
+                if overflow {
+                    ended.overflow = true;
+                    process::kill_group(pid);
+                }
+                ended.stdout = Some(bytes);
+            }
+        }
+    }
+    // The tool has exited but is not reaped yet, so its group id is still
+    // ours: kill whatever it forked, then reap it and them.
+    process::kill_group(pid);
+    ended.status = child.wait().ok();
+    process::reap_group(pid);
+    if ended.stdout.is_none() {
+        let grace = Instant::now() + PIPE_GRACE;
+        while ended.stdout.is_none() {
+            match rx.recv_timeout(grace.saturating_duration_since(Instant::now())) {
+                Ok(Event::Stdout { bytes, overflow }) => {
+                    ended.overflow |= overflow;
+                    ended.stdout = Some(bytes);
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    ended.stderr = stderr_rx.recv_timeout(PIPE_GRACE).ok();
+    if let Some(e) = wait_error {
+        return Err(AttemptError::new("transport", format!("cannot wait for the tool: {e}")));
+    }
+    Ok(ended)
+}
+
+fn stderr_excerpt(attempt: &Attempt<'_>, ended: &Ended) -> String {
+    match &ended.stderr {
+        Some((bytes, truncated)) if !bytes.is_empty() => {
+            let tail = attempt.scrubber.scrub_tail(bytes, STDERR_QUOTE_BYTES, *truncated);
+            format!("; stderr: {}", tail.trim_end())
+        }
+        Some(_) => "; stderr was empty".to_string(),
+        None => String::new(),
+    }
+}
+
+fn describe_status(status: Option<ExitStatus>) -> String {
+    match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(signal)) => format!("was killed by signal {signal}"),
+            _ => "ended".to_string(),
+        },
+        None => "ended (status unknown)".to_string(),
+    }
+}
+
+fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Ended) -> Result<Value, AttemptError> {
+    let scrub = |text: String| attempt.scrubber.scrub_string(&text);
+    if ended.timed_out {
+        return Err(AttemptError::new(
+            "timeout",
+            format!(
+                "tool `{}` timed out after {} ms (timeout_ms); it and every process it started were killed{}",
+                attempt.tool,
+                attempt.timeout_ms,
+                stderr_excerpt(attempt, &ended)
+            ),
+        ));
+    }
+    if ended.overflow {
+        return Err(AttemptError::new(
+            "output_too_large",
+            format!(
+                "tool `{}` output too large: more than {} bytes on stdout (max_output_bytes); it was killed",
+                attempt.tool, plan.max_output_bytes
+            ),
+        ));
+    }
+    let stdout = ended.stdout.as_deref().unwrap_or_default();
+    let success = ended.status.is_some_and(|s| s.success());
+    match envelope::parse(stdout) {
+        Stdout::Envelope(Outcome::Success(result)) => Ok(result),
+        Stdout::Envelope(Outcome::Error { message, transient, retry_after_ms }) => {
+            let error = AttemptError::new("tool", scrub(format!("tool `{}` failed: {message}", attempt.tool)));
+            Err(if transient { error.transient(retry_after_ms) } else { error })
+        }
+        Stdout::Envelope(Outcome::NeedsInput { question }) => {
+            let text = question.get("text").and_then(Value::as_str).unwrap_or("(no text)");
+            Err(AttemptError::new(
+                "needs_input",
+                scrub(format!(
+                    "tool `{}` asked a question (\"{text}\"), and this rlp cannot answer tool questions yet",
+                    attempt.tool
+                )),
+            ))
+        }
+        Stdout::Plain(result) if success => Ok(result),
+        Stdout::NotJson(why) | Stdout::Malformed(why) if success => {
+            let quoted = if stdout.is_empty() {
+                String::new()
+            } else {
+                format!("; stdout: {}", attempt.scrubber.scrub_head(stdout, STDOUT_QUOTE_BYTES))
+            };
+            Err(AttemptError::new(
+                "tool",
+                format!("tool `{}` exited with status 0 but {}{quoted}", attempt.tool, scrub(why)),
+            ))
+        }
+        _ => Err(AttemptError::new(
+            "tool",
+            format!("tool `{}` {}{}", attempt.tool, describe_status(ended.status), stderr_excerpt(attempt, &ended)),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_the_command() {
+        assert!(ExecPlan::new("sh", &[], 1).unwrap_err().contains("absolute"));
+        assert!(ExecPlan::new("/", &[], 1).unwrap_err().contains("regular file"));
+        assert!(ExecPlan::new("/nonexistent/x", &[], 1).unwrap_err().contains("cannot be used"));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, "x").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(ExecPlan::new(file.to_str().unwrap(), &[], 1).unwrap_err().contains("not executable"));
+        let plan = ExecPlan::new("/bin/sh", &["-x".into()], 1).unwrap();
+        assert_eq!(plan.target(), "/bin/sh <blob> -x");
+    }
+
+    #[test]
+    fn stderr_tail_is_bounded() {
+        let data = vec![b'x'; 300_000];
+        let (tail, truncated) = read_tail(&data[..], 1000, 10);
+        assert_eq!(tail.len(), 1010);
+        assert!(truncated);
+        let (tail, truncated) = read_tail(&b"short"[..], 1000, 10);
+        assert_eq!((tail.as_slice(), truncated), (&b"short"[..], false));
+    }
+}

@@ -1,0 +1,152 @@
+//! Exposure: the effective policy (bundle ∩ operator override) and the
+//! allow/deny decision, with its reason, for each capability a tool needs.
+
+use std::path::{Path, PathBuf};
+
+use crate::bundle::capability::Capability;
+use crate::bundle::diag::Severity;
+use crate::bundle::policy::{Grant, Grants, Policy, Scope};
+use crate::runtime::recorder::Decision;
+
+/// The policy a runtime enforces, and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EffectivePolicy {
+    /// The bundle's own policy.caps.
+    pub bundle: Policy,
+    /// The operator override file, when one exists.
+    pub override_file: Option<PathBuf>,
+    /// bundle ∩ override.
+    pub effective: Policy,
+}
+
+impl EffectivePolicy {
+    /// A policy with no override.
+    pub fn new(bundle: Policy) -> Self {
+        EffectivePolicy { effective: bundle.clone(), bundle, override_file: None }
+    }
+
+    /// Decides one capability, saying why.
+    pub fn decide(&self, cap: &Capability) -> (Decision, String) {
+        if self.effective.allows(cap) {
+            let reason = match &self.override_file {
+                Some(path) => format!("granted by policy.caps, not revoked by {}", path.display()),
+                None => "granted by policy.caps".to_string(),
+            };
+            return (Decision::Allow, reason);
+        }
+        if !self.bundle.allows(cap) {
+            return (Decision::Deny, "policy.caps does not grant it".to_string());
+        }
+        let path =
+            self.override_file.as_deref().map_or_else(|| "the operator override".into(), |p| p.display().to_string());
+        (Decision::Deny, format!("revoked by the operator override {path}"))
+    }
+}
+
+/// Reads an override file's text and intersects it with the bundle policy.
+///
+/// Returns the effective policy and warnings for override entries that
+/// would grant more than the bundle does (they are ignored).
+pub fn apply_override(bundle: Policy, path: &Path, text: &str) -> Result<(EffectivePolicy, Vec<String>), String> {
+    let (grants, findings) = crate::bundle::parse_policy(text);
+    if let Some(error) = findings.iter().find(|f| f.severity == Severity::Error) {
+        return Err(format!("{}: {}", path.display(), error.message));
+    }
+    let grants = grants.unwrap_or_default();
+    let warnings = beyond_bundle(&bundle, &grants)
+        .into_iter()
+        .map(|entry| {
+            format!(
+                "{}: `{entry}` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+                path.display()
+            )
+        })
+        .collect();
+    let effective = bundle.intersect(&Policy::from_override(&grants));
+    Ok((EffectivePolicy { bundle, override_file: Some(path.to_path_buf()), effective }, warnings))
+}
+
+/// The override entries not covered by the bundle's own grants.
+pub fn beyond_bundle(bundle: &Policy, grants: &Grants) -> Vec<String> {
+    let mut out = Vec::new();
+    fn listed<T: Grant>(out: &mut Vec<String>, key: &str, scope: &Scope<T>, items: &[T], show: impl Fn(&T) -> String) {
+        for item in items {
+            if !scope.allows(item) {
+                out.push(format!("{key} = [\"{}\"]", show(item)));
+            }
+        }
+    }
+    if let Some(fs) = &grants.fs {
+        listed(&mut out, "fs", &bundle.fs, fs, |p| p.display().to_string());
+    }
+    if let Some(net) = &grants.net {
+        listed(&mut out, "net", &bundle.net, net, |t| t.to_string());
+    }
+    if let Some(secrets) = &grants.secrets {
+        listed(&mut out, "secrets", &bundle.secrets, secrets, |s| s.to_string());
+    }
+    for (key, wanted, has) in
+        [("time", grants.time, bundle.time), ("model", grants.model, bundle.model), ("exec", grants.exec, bundle.exec)]
+    {
+        if wanted == Some(true) && !has {
+            out.push(format!("{key} = true"));
+        }
+    }
+    for (key, wanted, scope) in
+        [("kb_read", &grants.kb_read, &bundle.kb_read), ("kb_write", &grants.kb_write, &bundle.kb_write)]
+    {
+        match wanted {
+            Some(Scope::Any) if *scope != Scope::Any => out.push(format!("{key} = true")),
+            Some(Scope::Only(domains)) => listed(&mut out, key, scope, domains, String::clone),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(text: &str) -> Policy {
+        Policy::from_bundle(&crate::bundle::parse_policy(text).0.unwrap())
+    }
+
+    #[test]
+    fn override_revokes_and_warns_about_additions() {
+        let b = bundle("[capabilities]\nexec = true\nnet = [\"api.x:443\"]\nkb_read = [\"a\"]\n");
+        let path = Path::new("/h/caps/overrides/m.toml");
+        let (policy, warnings) = apply_override(
+            b,
+            path,
+            "[capabilities]\nexec = false\nnet = [\"api.x\", \"evil.example\"]\nmodel = true\nkb_read = true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            warnings,
+            [
+                "/h/caps/overrides/m.toml: `net = [\"api.x\"]` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+                "/h/caps/overrides/m.toml: `net = [\"evil.example\"]` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+                "/h/caps/overrides/m.toml: `model = true` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+                "/h/caps/overrides/m.toml: `kb_read = true` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+            ]
+        );
+        assert!(!policy.effective.model);
+        assert!(policy.effective.allows(&"net:api.x:443".parse().unwrap()));
+        assert!(!policy.effective.allows(&"net:evil.example:443".parse().unwrap()));
+        let (decision, reason) = policy.decide(&Capability::Exec);
+        assert_eq!(decision, Decision::Deny);
+        assert_eq!(reason, "revoked by the operator override /h/caps/overrides/m.toml");
+        assert_eq!(policy.decide(&Capability::Time), (Decision::Deny, "policy.caps does not grant it".into()));
+        let (decision, reason) = policy.decide(&"kb_read:a".parse().unwrap());
+        assert_eq!(decision, Decision::Allow);
+        assert!(reason.starts_with("granted by policy.caps, not revoked by"));
+    }
+
+    #[test]
+    fn bad_override_is_an_error() {
+        let err = apply_override(Policy::empty(), Path::new("/o.toml"), "[capabilities]\nnet = [\"http://x\"]\n")
+            .unwrap_err();
+        assert!(err.starts_with("/o.toml: invalid `net` grant"), "{err}");
+    }
+}

@@ -1,0 +1,423 @@
+//! The http transport: one request per attempt, built from the tool's URL
+//! template, its static headers and the call's arguments.
+//!
+//! Placeholders are filled percent-encoded; arguments the template does not
+//! use go to the query string (GET, DELETE, HEAD) or form the JSON body
+//! (POST, PUT, PATCH). Redirects are followed by hand, only to granted
+//! targets, and headers built from secrets are dropped whenever the origin
+//! changes. Response bodies are read up to `max_output_bytes`.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use serde_json::{Map, Value};
+use url::Url;
+
+use crate::bundle::capability::{Capability, NetTarget, SecretId};
+use crate::bundle::url_template::{UrlTemplate, target_of};
+use crate::runtime::recorder::Decision;
+use crate::runtime::secrets::SecretValue;
+use crate::runtime::transport::{Attempt, AttemptError};
+
+/// Redirects followed at most.
+pub const MAX_REDIRECTS: usize = 5;
+/// How much of an error response body a message quotes.
+const BODY_QUOTE_BYTES: usize = 512;
+/// Connect timeout (the call's own deadline still applies).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One header to send.
+#[derive(Clone, Debug)]
+pub struct PlannedHeader {
+    /// The name.
+    pub name: HeaderName,
+    /// The value (marked sensitive when built from a secret).
+    pub value: HeaderValue,
+    /// Whether the value holds a secret (dropped when the origin changes).
+    pub carries_secret: bool,
+}
+
+/// A request ready to send.
+#[derive(Clone, Debug)]
+pub struct HttpPlan {
+    /// The method.
+    pub method: Method,
+    /// The final URL (placeholders filled, query added).
+    pub url: Url,
+    /// The JSON body, for POST, PUT and PATCH.
+    pub body: Option<Value>,
+    /// The headers.
+    pub headers: Vec<PlannedHeader>,
+    /// Host and port of the final URL.
+    pub target: NetTarget,
+    /// Most response body bytes accepted.
+    pub max_output_bytes: u64,
+}
+
+/// Why a request could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanError {
+    /// The arguments cannot fill the URL (a usage error).
+    Input(String),
+    /// A header value would be unsafe to send (refused by policy).
+    Refused(String),
+}
+
+/// One redirect decision, for a `cap.audit` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedirectAudit {
+    /// The capability the redirect needs.
+    pub capability: Capability,
+    /// allow or deny.
+    pub decision: Decision,
+    /// Why.
+    pub reason: String,
+}
+
+/// The HTTP client every call shares: no redirects, no proxies from the
+/// environment (a call goes only where its grant says).
+pub fn client() -> Result<Client, String> {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("rlp/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+}
+
+/// Whether `method` sends the unused arguments as a JSON body.
+fn has_body(method: &Method) -> bool {
+    matches!(*method, Method::POST | Method::PUT | Method::PATCH)
+}
+
+fn query_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Replaces each `${secret:<id>}` in a header template.
+fn substitute(name: &str, template: &str, secrets: &[(SecretId, SecretValue)]) -> Result<(String, bool), PlanError> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    let mut used = false;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| PlanError::Refused(format!("header `{name}` has an unclosed `${{` placeholder")))?;
+        let inner = &after[..end];
+        let id = inner.strip_prefix("secret:").ok_or_else(|| {
+            PlanError::Refused(format!("header `{name}`: `${{{inner}}}` is not a `${{secret:<id>}}` placeholder"))
+        })?;
+        let (_, value) = secrets.iter().find(|(s, _)| s.as_str() == id).ok_or_else(|| {
+            PlanError::Refused(format!("header `{name}` uses secret `{id}`, which is not among the tool's secrets"))
+        })?;
+        out.push_str(value.expose());
+        used = true;
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok((out, used))
+}
+
+/// Builds the request for one call.
+pub fn plan(
+    method: &str,
+    template: &UrlTemplate,
+    headers: &[(String, String)],
+    arguments: &Value,
+    secrets: &[(SecretId, SecretValue)],
+    max_output_bytes: u64,
+) -> Result<HttpPlan, PlanError> {
+    let method = Method::from_bytes(method.as_bytes())
+        .map_err(|_| PlanError::Input(format!("`{method}` is not an HTTP method")))?;
+    let empty = Map::new();
+    let args = arguments.as_object().unwrap_or(&empty);
+    let mut url = template.render(args).map_err(PlanError::Input)?;
+    let used: Vec<&str> = template.placeholders().collect();
+    let unused: Map<String, Value> =
+        args.iter().filter(|(k, _)| !used.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let body = if has_body(&method) {
+        Some(if arguments.is_object() { Value::Object(unused) } else { arguments.clone() })
+    } else {
+        if !unused.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            for (key, value) in &unused {
+                pairs.append_pair(key, &query_text(value));
+            }
+        }
+        None
+    };
+    let target =
+        target_of(&url).ok_or_else(|| PlanError::Input(format!("the URL `{}` has no host", template.as_str())))?;
+    let mut planned = Vec::with_capacity(headers.len());
+    for (name, raw) in headers {
+        let (text, carries_secret) = substitute(name, raw, secrets)?;
+        if text.contains(['\r', '\n', '\0']) {
+            return Err(PlanError::Refused(format!(
+                "header `{name}` would contain CR, LF or NUL after its placeholders were filled; the call is refused"
+            )));
+        }
+        let header_name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| PlanError::Refused(format!("`{name}` is not a valid header name")))?;
+        let mut value = HeaderValue::from_str(&text).map_err(|_| {
+            PlanError::Refused(format!("header `{name}` holds characters that cannot be sent in a header"))
+        })?;
+        value.set_sensitive(carries_secret);
+        planned.push(PlannedHeader { name: header_name, value, carries_secret });
+    }
+    Ok(HttpPlan { method, url, body, headers: planned, target, max_output_bytes })
+}
+
+impl HttpPlan {
+    /// How the call is shown for confirmation: method and URL.
+    pub fn target_text(&self) -> String {
+        format!("{} {}", self.method, self.url)
+    }
+}
+
+fn origin(url: &Url) -> (String, Option<String>, Option<u16>) {
+    (url.scheme().to_string(), url.host_str().map(str::to_ascii_lowercase), url.port_or_known_default())
+}
+
+fn retry_after_ms(response: &reqwest::blocking::Response) -> Option<u64> {
+    let text = response.headers().get(RETRY_AFTER)?.to_str().ok()?;
+    text.trim().parse::<u64>().ok().map(|s| s.saturating_mul(1000))
+}
+
+/// Sends the request (following granted redirects) and maps the response.
+///
+/// `allows` says whether a redirect target is granted; each redirect
+/// decision is appended to `audits`.
+pub fn run(
+    client: &Client,
+    plan: &HttpPlan,
+    attempt: &Attempt<'_>,
+    allows: &dyn Fn(&Capability) -> bool,
+    audits: &mut Vec<RedirectAudit>,
+) -> Result<Value, AttemptError> {
+    let scrub = |text: String| attempt.scrubber.scrub_string(&text);
+    let first_origin = origin(&plan.url);
+    let mut url = plan.url.clone();
+    let mut method = plan.method.clone();
+    let mut body = plan.body.clone();
+    for _hop in 0..=MAX_REDIRECTS {
+        let remaining = attempt.deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(timeout(attempt));
+        }
+        let same_origin = origin(&url) == first_origin;
+        let mut request = client.request(method.clone(), url.clone()).timeout(remaining);
+        let mut has_accept = false;
+        for header in &plan.headers {
+            if header.carries_secret && !same_origin {
+                continue;
+            }
+            has_accept |= header.name == ACCEPT;
+            request = request.header(header.name.clone(), header.value.clone());
+        }
+        if !has_accept {
+            request = request.header(ACCEPT, "application/json");
+        }
+        if let Some(body) = &body {
+            let bytes = serde_json::to_vec(body)
+                .map_err(|e| AttemptError::new("transport", format!("cannot encode the body: {e}")))?;
+            request = request.header(CONTENT_TYPE, "application/json").body(bytes);
+        }
+        let response = match request.send() {
+            Ok(response) => response,
+            Err(e) if e.is_timeout() => return Err(timeout(attempt)),
+            Err(e) => {
+                let error = AttemptError::new(
+                    "transport",
+                    scrub(format!("cannot reach {}: {}", url.host_str().unwrap_or("the host"), error_chain(&e))),
+                );
+                return Err(if e.is_connect() { error.transient(None) } else { error });
+            }
+        };
+        let status = response.status();
+        if status.is_redirection()
+            && let Some(location) = response.headers().get(LOCATION)
+        {
+            let next = location
+                .to_str()
+                .ok()
+                .and_then(|l| url.join(l).ok())
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| {
+                    AttemptError::new(
+                        "transport",
+                        format!("HTTP {status}: the redirect's Location is not an http(s) URL"),
+                    )
+                })?;
+            let Some(target) = target_of(&next) else {
+                return Err(AttemptError::new("transport", "the redirect's Location has no host"));
+            };
+            let capability = Capability::Net(target.clone());
+            if !allows(&capability) {
+                audits.push(RedirectAudit {
+                    capability: capability.clone(),
+                    decision: Decision::Deny,
+                    reason: format!(
+                        "redirect from {} is not granted; not followed",
+                        url.origin().ascii_serialization()
+                    ),
+                });
+                let mut error = AttemptError::new(
+                    "refused",
+                    format!(
+                        "HTTP {status}: redirect to {target} not followed: the policy does not grant `{capability}`"
+                    ),
+                )
+                .refused();
+                error.status = Some(status.as_u16());
+                return Err(error);
+            }
+            audits.push(RedirectAudit {
+                capability,
+                decision: Decision::Allow,
+                reason: "redirect target granted by policy".to_string(),
+            });
+            if status == StatusCode::SEE_OTHER
+                || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && method == Method::POST)
+            {
+                if method != Method::HEAD {
+                    method = Method::GET;
+                }
+                body = None;
+            }
+            url = next;
+            continue;
+        }
+        return read_response(response, plan, attempt, status);
+    }
+    Err(AttemptError::new("transport", format!("more than {MAX_REDIRECTS} redirects")))
+}
+
+fn timeout(attempt: &Attempt<'_>) -> AttemptError {
+    AttemptError::new(
+        "timeout",
+        format!("tool `{}` timed out after {} ms (timeout_ms)", attempt.tool, attempt.timeout_ms),
+    )
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn read_response(
+    response: reqwest::blocking::Response,
+    plan: &HttpPlan,
+    attempt: &Attempt<'_>,
+    status: StatusCode,
+) -> Result<Value, AttemptError> {
+    let limit = plan.max_output_bytes;
+    let too_large = || {
+        AttemptError::new(
+            "output_too_large",
+            format!(
+                "tool `{}` output too large: the response body exceeds {limit} bytes (max_output_bytes)",
+                attempt.tool
+            ),
+        )
+    };
+    if response.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let retry_after = retry_after_ms(&response);
+    let mut bytes = Vec::new();
+    if let Err(e) = response.take(limit.saturating_add(1)).read_to_end(&mut bytes) {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            return Err(timeout(attempt));
+        }
+        return Err(AttemptError::new(
+            "transport",
+            attempt.scrubber.scrub_string(&format!("cannot read the response: {e}")),
+        ));
+    }
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    let failure = |kind: &'static str, text: String| {
+        let mut error = AttemptError::new(kind, text);
+        error.status = Some(status.as_u16());
+        error
+    };
+    if status.is_success() {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        return serde_json::from_slice(&bytes).map_err(|e| {
+            failure(
+                "tool",
+                format!(
+                    "HTTP {status}: the response body is not JSON ({e}): {}",
+                    attempt.scrubber.scrub_head(&bytes, BODY_QUOTE_BYTES)
+                ),
+            )
+        });
+    }
+    let excerpt = attempt.scrubber.scrub_head(&bytes, BODY_QUOTE_BYTES);
+    let message =
+        if excerpt.trim().is_empty() { format!("HTTP {status}") } else { format!("HTTP {status}: {}", excerpt.trim()) };
+    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        return Err(failure("http_status", message).transient(retry_after));
+    }
+    Err(failure("http_status", message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn secrets() -> Vec<(SecretId, SecretValue)> {
+        vec![("runloop/api/token".parse().unwrap(), SecretValue::new("tok123"))]
+    }
+
+    #[test]
+    fn fills_url_query_and_body() {
+        let t = UrlTemplate::parse("http://127.0.0.1:9/items/{name}?fixed=1").unwrap();
+        let args = json!({"name": "a b", "q": "x&y", "n": 2});
+        let get = plan("GET", &t, &[], &args, &[], 10).unwrap();
+        assert_eq!(get.url.as_str(), "http://127.0.0.1:9/items/a%20b?fixed=1&q=x%26y&n=2");
+        assert_eq!(get.body, None);
+        let post = plan("POST", &t, &[], &args, &[], 10).unwrap();
+        assert_eq!(post.url.as_str(), "http://127.0.0.1:9/items/a%20b?fixed=1");
+        assert_eq!(post.body, Some(json!({"q": "x&y", "n": 2})));
+        assert_eq!(post.target.to_string(), "127.0.0.1:9");
+        assert!(matches!(plan("GET", &t, &[], &json!({}), &[], 10), Err(PlanError::Input(_))));
+    }
+
+    #[test]
+    fn headers_take_secrets_and_refuse_injection() {
+        let t = UrlTemplate::parse("https://api.example.com/x").unwrap();
+        let headers = vec![("Authorization".to_string(), "Bearer ${secret:runloop/api/token}".to_string())];
+        let p = plan("GET", &t, &headers, &json!({}), &secrets(), 10).unwrap();
+        assert_eq!(p.headers[0].value.to_str().unwrap(), "Bearer tok123");
+        assert!(p.headers[0].carries_secret && p.headers[0].value.is_sensitive());
+        let evil = vec![("runloop/api/token".parse().unwrap(), SecretValue::new("a\r\nX-Evil: 1"))];
+        let err = plan("GET", &t, &headers, &json!({}), &evil, 10).unwrap_err();
+        assert!(
+            matches!(&err, PlanError::Refused(m) if m.contains("CR, LF or NUL") && !m.contains("X-Evil")),
+            "{err:?}"
+        );
+        let undeclared = vec![("X".to_string(), "${secret:runloop/api/other}".to_string())];
+        assert!(matches!(plan("GET", &t, &undeclared, &json!({}), &secrets(), 10), Err(PlanError::Refused(_))));
+    }
+}

@@ -1,0 +1,93 @@
+//! What the transports share: one attempt's context and its failure.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::bundle::capability::SecretId;
+use crate::runtime::recorder::ToolError;
+use crate::runtime::secrets::{Scrubber, SecretValue};
+
+/// Everything one attempt of one call needs.
+pub struct Attempt<'a> {
+    /// The tool id.
+    pub tool: &'a str,
+    /// The invocation id.
+    pub invocation_id: Uuid,
+    /// The trace id.
+    pub trace_id: Uuid,
+    /// The attempt number, from 1.
+    pub number: u32,
+    /// The validated arguments (not scrubbed: the tool gets them as given).
+    pub arguments: &'a Value,
+    /// When this attempt must end.
+    pub deadline: Instant,
+    /// The tool's `timeout_ms` (for messages).
+    pub timeout_ms: u64,
+    /// The same deadline in milliseconds since the Unix epoch (for the tool).
+    pub deadline_ms: i64,
+    /// The bundle folder (absolute).
+    pub root: &'a Path,
+    /// The tool's resolved secrets.
+    pub secrets: &'a [(SecretId, SecretValue)],
+    /// Scrubs those secrets from messages.
+    pub scrubber: &'a Scrubber,
+}
+
+/// Why an attempt failed. Messages are already scrubbed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptError {
+    /// A stable class (see [`ToolError::kind`]).
+    pub kind: &'static str,
+    /// What went wrong.
+    pub message: String,
+    /// Whether a retry may succeed.
+    pub transient: bool,
+    /// How long to wait before a retry.
+    pub retry_after_ms: Option<u64>,
+    /// The HTTP status, for http tools.
+    pub status: Option<u16>,
+    /// Whether a policy check refused it (exit 3 rather than 1).
+    pub refused: bool,
+}
+
+impl AttemptError {
+    /// A failure of class `kind`.
+    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
+        AttemptError {
+            kind,
+            message: message.into(),
+            transient: false,
+            retry_after_ms: None,
+            status: None,
+            refused: false,
+        }
+    }
+
+    /// Marks it transient, with an optional wait.
+    pub fn transient(mut self, retry_after_ms: Option<u64>) -> Self {
+        self.transient = true;
+        self.retry_after_ms = retry_after_ms;
+        self
+    }
+
+    /// Marks it as a policy refusal.
+    pub fn refused(mut self) -> Self {
+        self.refused = true;
+        self
+    }
+
+    /// The error half of the result frame.
+    pub fn to_frame(&self, will_retry: bool) -> ToolError {
+        ToolError {
+            message: self.message.clone(),
+            kind: self.kind.to_string(),
+            transient: self.transient,
+            retry_after_ms: self.retry_after_ms,
+            status: self.status,
+            will_retry,
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! Exporting one trace from the ledger as JSON Lines (streaming).
+//!
+//! Each row of the trace becomes one line (see [`crate::trace::jsonl`]):
+//! the row's columns, with `id` renumbered as the frame's position in the
+//! trace (row ids belong to one ledger; positions survive an import into
+//! another) and `chain_blake3` recomputed over the trace's own frames from 32
+//! zero bytes, so the file checks its own order. `hash_blake3` is the row hash
+//! as stored; every row is checked against it first, and an edited row stops
+//! the export.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+
+use serde::de::IgnoredAny;
+use uuid::Uuid;
+
+use crate::trace::event::{GENESIS, chain_hash, from_hex};
+use crate::trace::frame::{FrameLine, frame_hash, write_frame_line};
+use crate::trace::ledger::{Ledger, LedgerError};
+
+/// Why an export stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The ledger could not be read.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// No row belongs to the trace.
+    #[error("the ledger has no trace {0}")]
+    NoSuchTrace(Uuid),
+    /// A row does not match its hash, or its JSON does not parse.
+    #[error("ledger row {row}: {message}")]
+    Edited {
+        /// The row id.
+        row: i64,
+        /// What is wrong.
+        message: String,
+    },
+    /// The output could not be written.
+    #[error("cannot write the export: {0}")]
+    Write(std::io::Error),
+}
+
+/// Writes every frame of `trace_id` to `out`, one line each; returns the
+/// number of frames.
+pub fn export_trace(ledger: &Ledger, trace_id: &Uuid, out: &mut dyn Write) -> Result<u64, ExportError> {
+    let mut frames = 0u64;
+    let mut prev = GENESIS;
+    let mut scratch = String::new();
+    let mut line = String::new();
+    let mut failure = None;
+    ledger.for_each_in_trace(trace_id, |event| {
+        let hash = frame_hash(
+            &mut scratch,
+            event.ts_ms,
+            &event.actor,
+            &event.kind,
+            &event.scope,
+            &event.payload_json,
+            &event.provenance_json,
+        );
+        if from_hex(&event.hash_blake3) != Some(hash) {
+            failure = Some(ExportError::Edited {
+                row: event.id,
+                message: "the row does not match its hash_blake3: the ledger was edited".into(),
+            });
+            return ControlFlow::Break(());
+        }
+        for (column, text) in [("payload_json", &event.payload_json), ("provenance_json", &event.provenance_json)] {
+            if let Err(e) = serde_json::from_str::<IgnoredAny>(text) {
+                failure = Some(ExportError::Edited { row: event.id, message: format!("{column} is not JSON: {e}") });
+                return ControlFlow::Break(());
+            }
+        }
+        frames += 1;
+        let chain = chain_hash(&prev, &hash);
+        prev = chain;
+        line.clear();
+        write_frame_line(
+            &mut line,
+            &FrameLine {
+                position: frames,
+                ts_ms: event.ts_ms,
+                actor: &event.actor,
+                kind: &event.kind,
+                scope: &event.scope,
+                payload_json: &event.payload_json,
+                provenance_json: &event.provenance_json,
+                hash: &hash,
+                chain: &chain,
+            },
+        );
+        if let Err(e) = out.write_all(line.as_bytes()) {
+            failure = Some(ExportError::Write(e));
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    })?;
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
+    if frames == 0 {
+        return Err(ExportError::NoSuchTrace(*trace_id));
+    }
+    out.flush().map_err(ExportError::Write)?;
+    Ok(frames)
+}

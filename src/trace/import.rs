@@ -1,0 +1,234 @@
+//! Importing a JSON Lines trace into a ledger: all or nothing.
+//!
+//! The file is read once. Every line is checked by
+//! [`crate::trace::jsonl::JsonlReader`], and every `tool.result` must answer
+//! a `tool.call` earlier in the file that is still waiting for its final
+//! result. Rows are inserted as they are read, with one prepared statement,
+//! inside a single `BEGIN IMMEDIATE` transaction on the ledger (WAL,
+//! `synchronous=FULL`, the chain continued from the ledger's last row); the
+//! transaction commits only when the whole file is good. Any problem rolls it
+//! back, so a refused file leaves the ledger exactly as it was. Up to
+//! [`MAX_LISTED_PROBLEMS`] problems are listed, each with its line number.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use uuid::Uuid;
+
+use crate::trace::event::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::trace::frame::Body;
+use crate::trace::jsonl::{JsonlReader, LineError, ReadError};
+use crate::trace::ledger::{Ledger, LedgerError};
+use crate::trace::pending::PendingCalls;
+
+/// Problems listed in a refusal; the rest are counted.
+pub const MAX_LISTED_PROBLEMS: usize = 20;
+/// How long the import waits for another writer to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What an import added.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportSummary {
+    /// The trace imported.
+    pub trace_id: Uuid,
+    /// Frames (rows) added.
+    pub frames: u64,
+    /// `tool.call` frames among them.
+    pub calls: u64,
+    /// Row id of the first row added.
+    pub first_row: i64,
+    /// Row id of the last row added.
+    pub last_row: i64,
+}
+
+/// Why nothing was imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The ledger could not be opened or written.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file has malformed lines; nothing was imported.
+    #[error("{} problem{} in the file", .problems.len() as u64 + .more, if .problems.len() as u64 + .more == 1 { "" } else { "s" })]
+    Malformed {
+        /// The first problems, in line order.
+        problems: Vec<LineError>,
+        /// Problems found beyond those listed.
+        more: u64,
+    },
+    /// The file holds no frame.
+    #[error("the file holds no frame")]
+    Empty,
+    /// The ledger already holds frames of this trace.
+    #[error("the ledger already holds trace {0}")]
+    AlreadyPresent(Uuid),
+}
+
+struct Problems {
+    listed: Vec<LineError>,
+    more: u64,
+}
+
+impl Problems {
+    fn push(&mut self, error: LineError) {
+        if self.listed.len() < MAX_LISTED_PROBLEMS {
+            self.listed.push(error);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.listed.is_empty()
+    }
+}
+
+/// Imports the JSON Lines file at `file` into the ledger at `ledger_path`
+/// (created if needed).
+pub fn import_file(ledger_path: &Path, file: &Path) -> Result<ImportSummary, ImportError> {
+    let io = |source| ImportError::Io { path: file.to_path_buf(), source };
+    let handle = std::fs::File::open(file).map_err(io)?;
+    if handle.metadata().map_err(io)?.is_dir() {
+        return Err(io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a folder")));
+    }
+    import_reader(ledger_path, std::io::BufReader::with_capacity(1 << 20, handle), file)
+}
+
+/// Imports frames read from `reader` (`source` names it in messages).
+pub fn import_reader(ledger_path: &Path, reader: impl BufRead, source: &Path) -> Result<ImportSummary, ImportError> {
+    // Creates the ledger and its schema (or migrates an upstream one).
+    drop(Ledger::open(ledger_path)?);
+    let sqlite = |source| LedgerError::Sqlite { path: ledger_path.to_path_buf(), source };
+    let mut conn = Connection::open(ledger_path).map_err(sqlite)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
+    let last: Option<String> = tx
+        .query_row(
+            "SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sqlite)?;
+    let mut prev = match last.as_deref() {
+        None => GENESIS,
+        Some(text) => from_hex(text).ok_or_else(|| LedgerError::Invalid {
+            path: ledger_path.to_path_buf(),
+            message: format!("the last row's chain value `{text}` is not 64 hex digits; the ledger was edited"),
+        })?,
+    };
+    let mut reader = JsonlReader::new(reader);
+    let mut problems = Problems { listed: Vec::new(), more: 0 };
+    let mut pending: PendingCalls<()> = PendingCalls::new();
+    let mut summary = ImportSummary { trace_id: Uuid::nil(), frames: 0, calls: 0, first_row: 0, last_row: 0 };
+    {
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .map_err(sqlite)?;
+        loop {
+            let read = match reader.next_frame() {
+                Ok(Some(read)) => read,
+                Ok(None) => break,
+                Err(ReadError::Line(e)) => {
+                    problems.push(e);
+                    continue;
+                }
+                Err(ReadError::Fatal(e)) => {
+                    problems.push(e);
+                    break;
+                }
+                Err(ReadError::Io(e)) => return Err(ImportError::Io { path: source.to_path_buf(), source: e }),
+            };
+            let line = read.frame.position;
+            if summary.frames == 0 && problems.is_empty() {
+                let trace_id = read.frame.provenance.trace_id;
+                let present = tx
+                    .query_row(
+                        "SELECT 1 FROM events WHERE json_extract(provenance_json, '$.trace_id') = ?1 LIMIT 1",
+                        [trace_id.to_string()],
+                        |_| Ok(()),
+                    )
+                    .optional()
+                    .map_err(sqlite)?;
+                if present.is_some() {
+                    return Err(ImportError::AlreadyPresent(trace_id));
+                }
+                summary.trace_id = trace_id;
+            }
+            match &read.frame.body {
+                Body::Call(call) => {
+                    summary.calls += 1;
+                    if let Err(earlier) = pending.open(call.invocation_id, line, ()) {
+                        problems.push(LineError {
+                            line,
+                            message: format!(
+                                "tool.call for invocation {} while the call at line {earlier} is still waiting for \
+                                 its result",
+                                call.invocation_id
+                            ),
+                        });
+                    }
+                }
+                Body::Result(result) => {
+                    if pending.get(&result.invocation_id).is_none() {
+                        problems.push(LineError {
+                            line,
+                            message: format!(
+                                "tool.result for invocation {} has no tool.call before it (or that call already has \
+                                 its final result): a result without its call",
+                                result.invocation_id
+                            ),
+                        });
+                    } else if !result.will_retry {
+                        pending.close(&result.invocation_id);
+                    }
+                }
+                _ => {}
+            }
+            if !problems.is_empty() {
+                continue;
+            }
+            let chain = chain_hash(&prev, &read.hash);
+            prev = chain;
+            insert
+                .execute(params![
+                    read.frame.ts_ms,
+                    read.frame.actor,
+                    read.frame.body.kind(),
+                    read.frame.scope,
+                    read.payload_json,
+                    read.provenance_json,
+                    to_hex(&read.hash),
+                    to_hex(&chain),
+                ])
+                .map_err(sqlite)?;
+            let row = tx.last_insert_rowid();
+            if summary.frames == 0 {
+                summary.first_row = row;
+            }
+            summary.last_row = row;
+            summary.frames += 1;
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ImportError::Malformed { problems: problems.listed, more: problems.more });
+    }
+    if summary.frames == 0 {
+        return Err(ImportError::Empty);
+    }
+    tx.commit().map_err(sqlite)?;
+    Ok(summary)
+}

@@ -1,0 +1,361 @@
+//! Reading a trace from JSON Lines (the export format), one frame at a time.
+//!
+//! Each line is one frame:
+//!
+//! ```json
+//! {"id":1,"ts_ms":1764000000000,"actor":"runtime","kind":"tool.call","scope":"mailer",
+//!  "payload":{…},"provenance":{"agent":"mailer","msg_id":"…","trace_id":"…"},
+//!  "hash_blake3":"<64 hex>","chain_blake3":"<64 hex>"}
+//! ```
+//!
+//! [`JsonlReader`] checks every line on its own: UTF-8, JSON syntax, no
+//! unknown or missing field, a known kind, a payload of the right shape, one
+//! trace per file, `id` equal to the line number, and — when present —
+//! `hash_blake3` equal to the recomputed row hash and `chain_blake3` equal to
+//! the chain over the file's frames. Pairing calls with results is the
+//! caller's job ([`crate::trace::pending`]). A bad line is reported with its
+//! number and reading can go on, so a caller can list several problems.
+
+use std::io::{BufRead, Read};
+
+use serde::Deserialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::trace::event::{GENESIS, canonical_json, chain_hash, from_hex, to_hex};
+use crate::trace::frame::{Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, frame_hash};
+
+/// Longest line read (a frame carries at most one tool result).
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// One frame read from a line, with what import stores.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadFrame {
+    /// The frame (position = line number).
+    pub frame: TraceFrame,
+    /// The payload in RFC 8785 form.
+    pub payload_json: String,
+    /// The provenance in RFC 8785 form.
+    pub provenance_json: String,
+    /// The row hash, recomputed.
+    pub hash: [u8; 32],
+}
+
+/// A line that cannot be read as a frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError {
+    /// The line number, from 1.
+    pub line: u64,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// Why reading stopped or skipped a line.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The file could not be read; reading cannot go on.
+    Io(std::io::Error),
+    /// A line too long to read; reading cannot go on.
+    Fatal(LineError),
+    /// One bad line; the next call reads the next line.
+    Line(LineError),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFrame {
+    id: Option<u64>,
+    ts_ms: i64,
+    actor: String,
+    kind: String,
+    scope: String,
+    payload: Value,
+    provenance: Value,
+    hash_blake3: Option<String>,
+    chain_blake3: Option<String>,
+}
+
+/// Reads frames from JSON Lines, checking each (see the module documentation).
+#[derive(Debug)]
+pub struct JsonlReader<R> {
+    reader: R,
+    line: u64,
+    buf: Vec<u8>,
+    scratch: String,
+    trace: Option<(Uuid, u64)>,
+    prev_chain: [u8; 32],
+    done: bool,
+}
+
+/// The message of a serde_json error without its " at line L column C"
+/// suffix (the line is the file's, not the parser's), with the column.
+fn json_message(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(cut) => &text[..cut],
+        None => text.as_str(),
+    };
+    if error.column() > 0 { format!("{message} (column {})", error.column()) } else { message.to_string() }
+}
+
+impl<R: BufRead> JsonlReader<R> {
+    /// A reader over `reader`.
+    pub fn new(reader: R) -> Self {
+        JsonlReader {
+            reader,
+            line: 0,
+            buf: Vec::new(),
+            scratch: String::new(),
+            trace: None,
+            prev_chain: GENESIS,
+            done: false,
+        }
+    }
+
+    /// The number of the last line read.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The trace of the file (set by its first readable frame).
+    pub fn trace_id(&self) -> Option<Uuid> {
+        self.trace.map(|(id, _)| id)
+    }
+
+    /// The next frame; `Ok(None)` at the end of the file.
+    pub fn next_frame(&mut self) -> Result<Option<ReadFrame>, ReadError> {
+        if self.done {
+            return Ok(None);
+        }
+        self.buf.clear();
+        let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX) + 1;
+        let read = Read::take(&mut self.reader, limit).read_until(b'\n', &mut self.buf).map_err(|e| {
+            self.done = true;
+            ReadError::Io(e)
+        })?;
+        if read == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        self.line += 1;
+        let line = self.line;
+        let complete = self.buf.last() == Some(&b'\n');
+        if !complete && self.buf.len() > MAX_LINE_BYTES {
+            self.done = true;
+            return Err(ReadError::Fatal(LineError {
+                line,
+                message: format!("the line is longer than {} MiB; this is not a trace export", MAX_LINE_BYTES >> 20),
+            }));
+        }
+        let mut bytes = self.buf.as_slice();
+        if let Some(rest) = bytes.strip_suffix(b"\n") {
+            bytes = rest.strip_suffix(b"\r").unwrap_or(rest);
+        }
+        let bad = |message: String| ReadError::Line(LineError { line, message });
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(bad("the line is empty; every line must hold one frame".into()));
+        }
+        let raw: RawFrame = serde_json::from_slice(bytes).map_err(|e| {
+            let message = match e.classify() {
+                serde_json::error::Category::Eof if !complete => format!(
+                    "the frame is cut short ({}): the file is truncated; export the trace again",
+                    json_message(&e)
+                ),
+                serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                    format!("not valid JSON: {}", json_message(&e))
+                }
+                _ => format!("not a frame: {}", json_message(&e)),
+            };
+            bad(message)
+        })?;
+        self.check(raw, line).map(Some).map_err(bad)
+    }
+
+    fn check(&mut self, raw: RawFrame, line: u64) -> Result<ReadFrame, String> {
+        let Some(kind) = KNOWN_KINDS.iter().copied().find(|k| *k == raw.kind) else {
+            return Err(format!("unknown kind `{}` (known: {})", raw.kind, KNOWN_KINDS.join(", ")));
+        };
+        if let Some(id) = raw.id
+            && id != line
+        {
+            return Err(format!(
+                "`id` is {id} but this is frame {line} of the file: frames were removed, added or reordered"
+            ));
+        }
+        let provenance = FrameProvenance::deserialize(&raw.provenance)
+            .map_err(|e| format!("`provenance` is not {{trace_id, msg_id, agent}}: {}", json_message(&e)))?;
+        match self.trace {
+            None => self.trace = Some((provenance.trace_id, line)),
+            Some((trace, first)) if trace != provenance.trace_id => {
+                return Err(format!(
+                    "the frame belongs to trace {} but line {first} to trace {trace}; a file holds one trace",
+                    provenance.trace_id
+                ));
+            }
+            Some(_) => {}
+        }
+        let payload_json = canonical_json(&raw.payload)?;
+        let provenance_json = canonical_json(&raw.provenance)?;
+        let hash =
+            frame_hash(&mut self.scratch, raw.ts_ms, &raw.actor, kind, &raw.scope, &payload_json, &provenance_json);
+        let stored_hash = match &raw.hash_blake3 {
+            None => hash,
+            Some(text) => {
+                let stored = from_hex(text).ok_or("`hash_blake3` is not 64 hex digits")?;
+                if stored != hash {
+                    // Keep the chain in step so one edit is reported once.
+                    self.prev_chain = raw.chain_blake3.as_deref().and_then(from_hex).unwrap_or(self.prev_chain);
+                    return Err(format!(
+                        "`hash_blake3` does not match the frame's content (recomputed {}): the frame was edited",
+                        to_hex(&hash)
+                    ));
+                }
+                stored
+            }
+        };
+        let chain = chain_hash(&self.prev_chain, &stored_hash);
+        if let Some(text) = &raw.chain_blake3 {
+            let stored = from_hex(text).ok_or("`chain_blake3` is not 64 hex digits")?;
+            self.prev_chain = stored;
+            if stored != chain {
+                return Err("`chain_blake3` does not follow from the frame before it: a frame was removed, added or \
+                            reordered, or edited together with its hash"
+                    .into());
+            }
+        } else {
+            self.prev_chain = chain;
+        }
+        let body = Body::parse(kind, raw.payload)?;
+        Ok(ReadFrame {
+            frame: TraceFrame {
+                position: line,
+                origin: Origin::Line(line),
+                ts_ms: raw.ts_ms,
+                actor: raw.actor,
+                scope: raw.scope,
+                provenance,
+                body,
+            },
+            payload_json,
+            provenance_json,
+            hash,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::frame::{FrameLine, write_frame_line};
+    use serde_json::json;
+
+    const TRACE: &str = "0197a000-0000-7000-8000-000000000001";
+    const INV: &str = "0197a000-0000-7000-8000-0000000000aa";
+
+    fn line(id: u64, kind: &str, payload: Value) -> String {
+        let provenance = json!({"trace_id": TRACE, "msg_id": format!("0197a000-0000-7000-8000-{id:012}"), "agent": "a"});
+        let frame = json!({"id": id, "ts_ms": 1000 + id, "actor": "runtime", "kind": kind, "scope": "a",
+                           "payload": payload, "provenance": provenance});
+        format!("{frame}\n")
+    }
+
+    fn read_all(text: &str) -> Vec<Result<ReadFrame, String>> {
+        let mut reader = JsonlReader::new(text.as_bytes());
+        let mut out = Vec::new();
+        loop {
+            match reader.next_frame() {
+                Ok(Some(frame)) => out.push(Ok(frame)),
+                Ok(None) => break,
+                Err(ReadError::Line(e)) => out.push(Err(e.to_string())),
+                Err(ReadError::Fatal(e)) => {
+                    out.push(Err(e.to_string()));
+                    break;
+                }
+                Err(ReadError::Io(e)) => panic!("{e}"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn reads_frames_and_reports_bad_lines() {
+        let text = [
+            line(1, "tool.call", json!({"tool": "t", "args": {}, "invocation_id": INV})),
+            "{\"id\": 2, \"ts_ms\": \n".to_string(),
+            line(3, "tool.inquiry", json!({})),
+            line(4, "tool.result", json!({"invocation_id": INV})),
+            line(9, "tool.result", json!({"invocation_id": INV, "result": 1})),
+            "\n".to_string(),
+            line(7, "tool.result", json!({"invocation_id": INV, "result": 1})).replace("\"ts_ms\":1007,", ""),
+            line(8, "tool.result", json!({"invocation_id": INV, "result": 1})).replace(TRACE, INV),
+            "{\"id\":9,\"ts_ms\":1".to_string(),
+        ]
+        .concat();
+        let results = read_all(&text);
+        assert!(results[0].is_ok());
+        let errors: Vec<String> = results.into_iter().skip(1).map(|r| r.unwrap_err()).collect();
+        assert_eq!(
+            errors,
+            [
+                "line 2: not valid JSON: EOF while parsing a value (column 1)",
+                "line 3: unknown kind `tool.inquiry` (known: tool.call, tool.result, cap.audit, tool.confirm, trace.replay)",
+                "line 4: the payload has neither `result` nor `error`",
+                "line 5: `id` is 9 but this is frame 5 of the file: frames were removed, added or reordered",
+                "line 6: the line is empty; every line must hold one frame",
+                "line 7: not a frame: missing field `ts_ms` (column 284)",
+                &format!(
+                    "line 8: the frame belongs to trace {INV} but line 1 to trace {TRACE}; a file holds one trace"
+                ),
+                "line 9: the frame is cut short (EOF while parsing an object (column 17)): the file is truncated; \
+                 export the trace again",
+            ]
+        );
+    }
+
+    #[test]
+    fn checks_hashes_and_the_chain() {
+        let payloads = [json!({"n": 1}), json!({"n": 2}), json!({"n": 3})];
+        let mut text = String::new();
+        let mut prev = GENESIS;
+        let mut scratch = String::new();
+        for (i, payload) in payloads.iter().enumerate() {
+            let position = i as u64 + 1;
+            let payload_json = canonical_json(&json!({"invocation_id": INV, "tool": "t", "capability": "exec",
+                                                      "decision": "allow", "reason": payload.to_string()}))
+            .unwrap();
+            let provenance_json = canonical_json(&json!({"trace_id": TRACE, "msg_id": INV, "agent": "a"})).unwrap();
+            let hash = frame_hash(&mut scratch, 5, "runtime", "cap.audit", "a", &payload_json, &provenance_json);
+            let chain = chain_hash(&prev, &hash);
+            prev = chain;
+            write_frame_line(
+                &mut text,
+                &FrameLine {
+                    position,
+                    ts_ms: 5,
+                    actor: "runtime",
+                    kind: "cap.audit",
+                    scope: "a",
+                    payload_json: &payload_json,
+                    provenance_json: &provenance_json,
+                    hash: &hash,
+                    chain: &chain,
+                },
+            );
+        }
+        assert!(read_all(&text).iter().all(Result::is_ok));
+        let edited = text.replacen("{\\\"n\\\":2}", "{\\\"n\\\":7}", 1);
+        let errors: Vec<String> = read_all(&edited).into_iter().filter_map(Result::err).collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("line 2: `hash_blake3` does not match"), "{errors:?}");
+        let lines: Vec<&str> = text.lines().collect();
+        let swapped = format!("{}\n{}\n{}\n", lines[0], lines[2].replace("\"id\":3", "\"id\":2"), lines[1]);
+        let errors: Vec<String> = read_all(&swapped).into_iter().filter_map(Result::err).collect();
+        assert!(errors[0].starts_with("line 2: `chain_blake3` does not follow"), "{errors:?}");
+    }
+}
