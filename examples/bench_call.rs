@@ -1,0 +1,351 @@
+//! Per-call overhead of the runtime, measured in one run (see bench/call.sh).
+//!
+//! - exec: a trivial tool spawned directly (spawn + read stdout + wait) vs the
+//!   same tool through `Runtime::call` (no-op recorder, ledger on tmpfs,
+//!   ledger on disk) and through the `rlp tools call` binary;
+//! - http: a plain reqwest GET to a local keep-alive server vs the same request
+//!   through the runtime;
+//! - the ledger: frames per second with one durable transaction per frame, and
+//!   the machine's fsync floor (write + fdatasync of a small file) in the same
+//!   folder.
+//!
+//! Usage: `bench_call [--iterations N] [--rlp PATH] [--disk DIR] [--tmpfs DIR]`.
+//! Prints a Markdown report on stdout.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rlp::home::Home;
+use rlp::runtime::recorder::{NullRecorder, Provenance, Record, Recorder};
+use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
+use rlp::trace::Ledger;
+use serde_json::json;
+
+struct Args {
+    iterations: usize,
+    rlp: Option<PathBuf>,
+    disk: PathBuf,
+    tmpfs: PathBuf,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args { iterations: 300, rlp: None, disk: std::env::temp_dir(), tmpfs: PathBuf::from("/dev/shm") };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        match flag.as_str() {
+            "--iterations" => args.iterations = value.parse().expect("--iterations takes a number"),
+            "--rlp" => args.rlp = Some(PathBuf::from(value)),
+            "--disk" => args.disk = PathBuf::from(value),
+            "--tmpfs" => args.tmpfs = PathBuf::from(value),
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    args
+}
+
+/// Timings of one series, in microseconds.
+struct Series {
+    samples: Vec<f64>,
+}
+
+impl Series {
+    fn measure(iterations: usize, mut f: impl FnMut()) -> Series {
+        for _ in 0..(iterations / 10).max(3) {
+            f();
+        }
+        let samples = (0..iterations)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        Series { samples }
+    }
+
+    fn median(&self) -> f64 {
+        let mut sorted = self.samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted[sorted.len() / 2]
+    }
+
+    fn mean(&self) -> f64 {
+        self.samples.iter().sum::<f64>() / self.samples.len() as f64
+    }
+}
+
+fn write_script(dir: &Path) -> PathBuf {
+    let path = dir.join("trivial_tool.sh");
+    std::fs::write(&path, "#!/bin/sh\necho '{\"ok\":true}'\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn write_bundle(root: &Path, name: &str, tools: serde_json::Value, caps: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools_text = serde_json::to_string_pretty(&json!({"version": 1, "tools": tools})).unwrap();
+    std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
+    std::fs::write(dir.join("policy.caps"), caps).unwrap();
+    let entry = |path: &str, text: &str| {
+        format!("path = \"{path}\"\nblake3 = \"{}\"\nsize = {}\n", blake3::hash(text.as_bytes()).to_hex(), text.len())
+    };
+    let manifest = format!(
+        "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\n{}version = 1\n\n[artifacts.caps]\n{}",
+        entry("tools.json", &tools_text),
+        entry("policy.caps", caps)
+    );
+    std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
+    dir
+}
+
+/// A keep-alive HTTP/1.1 server answering `{"ok":true}` to everything.
+fn start_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(stream));
+        }
+    });
+    port
+}
+
+fn serve(stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let mut writer = match stream.try_clone() {
+        Ok(w) => w,
+        Err(_) => return,
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut length = 0usize;
+        let mut first = true;
+        loop {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if line == "\r\n" && !first {
+                break;
+            }
+            first = false;
+            if let Some((k, v)) = line.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+        if writer.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn runtime(bundle: &Path, home: &Path, recorder: Arc<dyn Recorder>) -> Runtime {
+    let mut options = RuntimeOptions::new(Home::new(home), recorder);
+    options.config.confirm_external_actions.value = false;
+    Runtime::load(bundle, options).expect("the bench bundle loads")
+}
+
+fn fsync_floor(dir: &Path, iterations: usize) -> Series {
+    let path = dir.join("fsync-probe");
+    let mut file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(&path).unwrap();
+    let series = Series::measure(iterations, || {
+        file.write_all(&[7u8; 128]).unwrap();
+        file.sync_data().unwrap();
+    });
+    let _ = std::fs::remove_file(&path);
+    series
+}
+
+fn frames(ledger: &Ledger, iterations: usize) -> Series {
+    let provenance = Provenance { trace_id: uuid::Uuid::now_v7(), msg_id: uuid::Uuid::now_v7(), agent: "bench".into() };
+    Series::measure(iterations, || {
+        let record = Record {
+            ts_ms: rlp::runtime::recorder::now_ms(),
+            actor: "runtime".into(),
+            kind: "tool.call".into(),
+            scope: "bench".into(),
+            payload: json!({"v": 1, "tool": "ok", "args": {"n": 1}}),
+            provenance: Provenance { msg_id: uuid::Uuid::now_v7(), ..provenance.clone() },
+        };
+        ledger.append(&[record]).unwrap();
+    })
+}
+
+fn row(out: &mut String, name: &str, s: &Series) {
+    out.push_str(&format!("| {name} | {:.0} | {:.0} |\n", s.median(), s.mean()));
+}
+
+fn main() {
+    let args = parse_args();
+    let n = args.iterations;
+    let disk = tempfile::tempdir_in(&args.disk).unwrap();
+    let tmpfs = tempfile::tempdir_in(&args.tmpfs).unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    let script = write_script(disk.path());
+    let port = start_server();
+
+    let exec = json!([{
+        "id": "ok", "description": "trivial", "transport": {"kind": "exec", "command": script.display().to_string()},
+        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
+    }]);
+    let exec_bundle = write_bundle(disk.path(), "bench_exec", exec, "[capabilities]\nexec = true\n");
+    let http = json!([{
+        "id": "get", "description": "trivial", "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{port}/ok")},
+        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
+    }]);
+    let http_bundle =
+        write_bundle(disk.path(), "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"));
+    let _ = rlp::runtime::process::become_subreaper();
+
+    // exec
+    let raw_exec = Series::measure(n, || {
+        let mut child = Command::new(&script).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().unwrap();
+        let mut out = Vec::new();
+        child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+        child.wait().unwrap();
+    });
+    let request = CallRequest { tool: "ok".into(), arguments: json!({}), trace_id: None };
+    let null_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
+    let rt_null = Series::measure(n, || {
+        null_exec.call(&request).unwrap();
+    });
+    let tmpfs_ledger = Arc::new(Ledger::open(&tmpfs.path().join("exec/events.sqlite")).unwrap());
+    let tmpfs_exec = runtime(&exec_bundle, disk.path(), tmpfs_ledger);
+    let rt_tmpfs = Series::measure(n, || {
+        tmpfs_exec.call(&request).unwrap();
+    });
+    let disk_ledger = Arc::new(Ledger::open(&disk.path().join("exec/events.sqlite")).unwrap());
+    let disk_exec = runtime(&exec_bundle, disk.path(), disk_ledger);
+    let rt_disk = Series::measure(n, || {
+        disk_exec.call(&request).unwrap();
+    });
+    let cli = args.rlp.as_ref().map(|rlp| {
+        let cli_n = (n / 3).max(20);
+        let run = |home: &Path| {
+            let status = Command::new(rlp)
+                .arg("--home")
+                .arg(home)
+                .args(["tools", "call"])
+                .arg(&exec_bundle)
+                .arg("ok")
+                .env("RUNLOOP_SYSTEM_CONFIG", disk.path().join("none.toml"))
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        };
+        let tmpfs_home = tmpfs.path().join("cli-home");
+        let disk_home = disk.path().join("cli-home");
+        (Series::measure(cli_n, || run(&tmpfs_home)), Series::measure(cli_n, || run(&disk_home)))
+    });
+
+    // http
+    let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+    let url = format!("http://127.0.0.1:{port}/ok");
+    let http_n = n * 3;
+    let raw_http = Series::measure(http_n, || {
+        let response = client.get(&url).header("accept", "application/json").send().unwrap();
+        let body = response.bytes().unwrap();
+        let _: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    });
+    let get = CallRequest { tool: "get".into(), arguments: json!({}), trace_id: None };
+    let null_http = runtime(&http_bundle, disk.path(), Arc::new(NullRecorder));
+    let http_null = Series::measure(http_n, || {
+        null_http.call(&get).unwrap();
+    });
+    let http_ledger = Arc::new(Ledger::open(&tmpfs.path().join("http/events.sqlite")).unwrap());
+    let tmpfs_http = runtime(&http_bundle, disk.path(), http_ledger);
+    let http_tmpfs = Series::measure(http_n, || {
+        tmpfs_http.call(&get).unwrap();
+    });
+
+    // ledger and fsync
+    let frame_ledger = Ledger::open(&disk.path().join("frames/events.sqlite")).unwrap();
+    let frames_disk = frames(&frame_ledger, n);
+    let frame_tmpfs = Ledger::open(&tmpfs.path().join("frames/events.sqlite")).unwrap();
+    let frames_tmpfs = frames(&frame_tmpfs, n);
+    let fsync = fsync_floor(disk.path(), n);
+
+    let mut out = String::new();
+    out.push_str(&format!("Iterations: {n} per exec series, {http_n} per http series; times in µs.\n\n"));
+    out.push_str("| series | median µs | mean µs |\n|---|---:|---:|\n");
+    row(&mut out, "exec: raw spawn + wait of the tool", &raw_exec);
+    row(&mut out, "exec: `Runtime::call`, no-op recorder", &rt_null);
+    row(&mut out, "exec: `Runtime::call`, ledger on tmpfs", &rt_tmpfs);
+    row(&mut out, "exec: `Runtime::call`, ledger on disk", &rt_disk);
+    if let Some((cli_tmpfs, cli_disk)) = &cli {
+        row(&mut out, "exec: `rlp tools call` process, ledger on tmpfs", cli_tmpfs);
+        row(&mut out, "exec: `rlp tools call` process, ledger on disk", cli_disk);
+    }
+    row(&mut out, "http: raw reqwest GET", &raw_http);
+    row(&mut out, "http: `Runtime::call`, no-op recorder", &http_null);
+    row(&mut out, "http: `Runtime::call`, ledger on tmpfs", &http_tmpfs);
+    row(&mut out, "ledger: one frame per transaction, disk", &frames_disk);
+    row(&mut out, "ledger: one frame per transaction, tmpfs", &frames_tmpfs);
+    row(&mut out, "fsync floor: write 128 B + fdatasync, disk", &fsync);
+
+    let over = |a: &Series, b: &Series| a.median() - b.median();
+    let ratio = |a: &Series, b: &Series| a.median() / b.median();
+    out.push_str("\n| overhead (medians) | µs per call | ratio |\n|---|---:|---:|\n");
+    out.push_str(&format!(
+        "| exec in-process, no-op recorder, over raw spawn | {:.0} | {:.2}× |\n",
+        over(&rt_null, &raw_exec),
+        ratio(&rt_null, &raw_exec)
+    ));
+    out.push_str(&format!(
+        "| exec in-process, ledger on tmpfs, over raw spawn | {:.0} | {:.2}× |\n",
+        over(&rt_tmpfs, &raw_exec),
+        ratio(&rt_tmpfs, &raw_exec)
+    ));
+    out.push_str(&format!(
+        "| exec in-process, ledger on disk, over raw spawn | {:.0} | {:.2}× |\n",
+        over(&rt_disk, &raw_exec),
+        ratio(&rt_disk, &raw_exec)
+    ));
+    if let Some((cli_tmpfs, cli_disk)) = &cli {
+        out.push_str(&format!(
+            "| exec CLI process, ledger on tmpfs, over raw spawn | {:.0} | {:.2}× |\n",
+            over(cli_tmpfs, &raw_exec),
+            ratio(cli_tmpfs, &raw_exec)
+        ));
+        out.push_str(&format!(
+            "| exec CLI process, ledger on disk, over raw spawn | {:.0} | {:.2}× |\n",
+            over(cli_disk, &raw_exec),
+            ratio(cli_disk, &raw_exec)
+        ));
+    }
+    out.push_str(&format!(
+        "| http in-process, no-op recorder, over raw reqwest | {:.0} | {:.2}× |\n",
+        over(&http_null, &raw_http),
+        ratio(&http_null, &raw_http)
+    ));
+    out.push_str(&format!(
+        "| http in-process, ledger on tmpfs, over raw reqwest | {:.0} | {:.2}× |\n",
+        over(&http_tmpfs, &raw_http),
+        ratio(&http_tmpfs, &raw_http)
+    ));
+    out.push_str(&format!(
+        "\nLedger: {:.0} frames/s on disk (one durable transaction per frame), {:.0} frames/s on tmpfs; \
+         fsync floor {:.0} µs ({:.0} fdatasyncs/s). A call writes two transactions (call frame, result frame).\n",
+        1e6 / frames_disk.median(),
+        1e6 / frames_tmpfs.median(),
+        fsync.median(),
+        1e6 / fsync.median()
+    ));
+    print!("{out}");
+    let _ = std::io::stdout().flush();
+}

@@ -1,0 +1,1253 @@
+//! The tool-call runtime and the ledger, end to end: real `rlp` processes,
+//! real tool processes, a real SQLite ledger and a real HTTP server on
+//! 127.0.0.1. Every test uses its own temporary home.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use base64::Engine;
+use rlp::runtime::recorder::MemoryRecorder;
+use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
+use rlp::trace::{Event, Ledger};
+use serde_json::{Value, json};
+
+const SECRET: &str = "sk-live-7f3a9c1e-RECOGNISABLE";
+const TOKEN_ENV: &str = "RUNLOOP_TEST_TOKEN";
+const TOKEN_ID: &str = "runloop/test/token";
+/// Guards against a hang; not a timing assertion.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------- helpers
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runtime").join(name).display().to_string()
+}
+
+/// A temporary folder holding a runtime home and bundles.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn home(&self) -> PathBuf {
+        self.path().join("home")
+    }
+
+    fn ledger_path(&self) -> PathBuf {
+        self.home().join("pog/events.sqlite")
+    }
+
+    /// Writes a bundle `agents/<name>` with a manifest listing every file.
+    fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
+        let dir = self.path().join("agents").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tools_text = serde_json::to_string_pretty(&json!({"version": 1, "tools": tools})).unwrap();
+        std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
+        std::fs::write(dir.join("policy.caps"), caps).unwrap();
+        let entry = |path: &str, text: &str| {
+            format!(
+                "path = \"{path}\"\nblake3 = \"{}\"\nsize = {}\n",
+                blake3::hash(text.as_bytes()).to_hex(),
+                text.len()
+            )
+        };
+        let manifest = format!(
+            "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\n{}version = 1\n\n[artifacts.caps]\n{}",
+            entry("tools.json", &tools_text),
+            entry("policy.caps", caps)
+        );
+        std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
+        dir
+    }
+
+    /// `rlp --home <home>` with a clean configuration environment.
+    fn rlp(&self) -> Command {
+        let mut cmd = Command::cargo_bin("rlp").unwrap();
+        cmd.arg("--home")
+            .arg(self.home())
+            .env("RUNLOOP_SYSTEM_CONFIG", self.path().join("no-system-config.toml"))
+            .env_remove("RUNLOOP_HOME")
+            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS")
+            .env_remove(TOKEN_ENV)
+            .timeout(HANG_GUARD);
+        cmd
+    }
+
+    /// `rlp tools call <bundle> <tool> --args <args>`.
+    fn call(&self, bundle: &Path, tool: &str, args: Value) -> Command {
+        let mut cmd = self.rlp();
+        cmd.args(["tools", "call"]).arg(bundle).arg(tool).arg("--args").arg(args.to_string());
+        cmd
+    }
+
+    fn events(&self) -> Vec<Event> {
+        let ledger = Ledger::open_existing(&self.ledger_path()).unwrap();
+        let mut events = Vec::new();
+        ledger
+            .for_each_event(|e| {
+                events.push(e);
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        events
+    }
+}
+
+fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
+    json!({
+        "id": id,
+        "description": format!("test tool {id}"),
+        "transport": {"kind": "exec", "command": fixture(script), "args": args},
+        "input_schema": {"type": "object"},
+        "result_schema": {},
+        "requires_confirmation": false,
+    })
+}
+
+fn http_tool(id: &str, method: &str, url: &str) -> Value {
+    json!({
+        "id": id,
+        "description": format!("test tool {id}"),
+        "transport": {"kind": "http", "method": method, "url": url},
+        "input_schema": {"type": "object"},
+        "result_schema": {},
+        "requires_confirmation": false,
+    })
+}
+
+fn with(mut tool: Value, extra: Value) -> Value {
+    for (k, v) in extra.as_object().unwrap() {
+        tool[k] = v.clone();
+    }
+    tool
+}
+
+fn stdout_json(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn kinds(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+fn payload(event: &Event) -> Value {
+    event.payload().unwrap()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+// ------------------------------------------------------------ HTTP server
+
+#[derive(Clone, Debug)]
+struct Request {
+    line: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+fn reply(status: u16, body: &str) -> Reply {
+    Reply { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
+}
+
+type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
+
+/// A one-connection-at-a-time HTTP/1.1 server on 127.0.0.1 that records
+/// every request and closes each connection after one reply.
+struct Server {
+    port: u16,
+    requests: Arc<Mutex<Vec<Request>>>,
+    connections: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Handler = Arc::new(handler);
+        let thread = {
+            let (requests, connections, stop) = (requests.clone(), connections.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    connections.fetch_add(1, Ordering::SeqCst);
+                    if let Some(request) = serve(stream, &handler) {
+                        requests.lock().unwrap().push(request);
+                    }
+                }
+            })
+        };
+        Server { port, requests, connections, stop, thread: Some(thread) }
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(stream: TcpStream, handler: &Handler) -> Option<Request> {
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let line = line.trim_end().to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (k, v) = header.split_once(':')?;
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let request = Request { line, headers, body };
+    let answer = handler(&request);
+    let mut out = stream;
+    let mut text =
+        format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n", answer.status, answer.body.len());
+    for (k, v) in &answer.headers {
+        text.push_str(&format!("{k}: {v}\r\n"));
+    }
+    text.push_str("\r\n");
+    text.push_str(&answer.body);
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Some(request)
+}
+
+// ------------------------------------------------------------------ tests
+
+#[test]
+fn exec_tool_call_records_frames_in_order() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle(
+        "echoer",
+        json!([with(exec_tool("blob.echo", "echo_blob.sh", &[]), json!({"observability": {"tags": ["t1"]}}))]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output =
+        sb.call(&bundle, "blob.echo", json!({"to": "a@b.c", "n": 2})).args(["--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let doc = stdout_json(&output);
+    let invocation = doc["invocation_id"].as_str().unwrap().to_string();
+    let trace = doc["trace_id"].as_str().unwrap().to_string();
+    assert_eq!(uuid::Uuid::parse_str(&invocation).unwrap().get_version_num(), 7);
+    assert_eq!(uuid::Uuid::parse_str(&trace).unwrap().get_version_num(), 7);
+    assert_eq!(doc["tool"], "blob.echo");
+    assert_eq!(doc["attempts"], 1);
+
+    // The blob the tool received, exactly as runtime.md describes it.
+    let blob = &doc["result"];
+    let keys: Vec<&String> = blob.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["v", "action", "invocation_id", "trace_id", "tool", "context"]);
+    assert_eq!(blob["v"], 1);
+    assert_eq!(blob["action"], "run");
+    assert_eq!(blob["invocation_id"], invocation.as_str());
+    assert_eq!(blob["trace_id"], trace.as_str());
+    assert_eq!(
+        blob["tool"],
+        json!({"id": "blob.echo", "arguments": {"to": "a@b.c", "n": 2}, "answers": {}, "options": {}})
+    );
+    assert_eq!(blob["context"]["root"], bundle.canonicalize().unwrap().display().to_string());
+    assert_eq!(blob["context"]["attempt"], 1);
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let deadline = blob["context"]["deadline_ms"].as_i64().unwrap();
+    assert!(deadline > now_ms && deadline <= now_ms + 30_000, "deadline {deadline} vs now {now_ms}");
+
+    // The ledger: audit, call, result, in order, all with the same ids.
+    let events = sb.events();
+    assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result"]);
+    let audit = payload(&events[0]);
+    assert_eq!(
+        audit,
+        json!({"v": 1, "tool": "blob.echo", "capability": "exec", "decision": "allow",
+               "reason": "granted by policy.caps", "invocation_id": invocation})
+    );
+    let call = payload(&events[1]);
+    assert_eq!(call["v"], 1);
+    assert_eq!(call["tool"], "blob.echo");
+    assert_eq!(call["args"], json!({"to": "a@b.c", "n": 2}));
+    assert_eq!(call["invocation_id"], invocation.as_str());
+    assert_eq!(call["input_schema"], "inline");
+    assert_eq!(call["tags"], json!(["t1"]));
+    let result = payload(&events[2]);
+    assert_eq!(result["invocation_id"], invocation.as_str());
+    assert_eq!(result["attempt"], 1);
+    assert_eq!(result["result"], doc["result"]);
+    assert!(result.get("error").is_none());
+    for event in &events {
+        let provenance = event.provenance().unwrap();
+        assert_eq!(provenance.trace_id.to_string(), trace);
+        assert_eq!(provenance.agent, "echoer");
+        assert_eq!(provenance.msg_id.get_version_num(), 7);
+        assert_eq!(event.scope, "echoer");
+    }
+    assert_eq!(events[1].actor, "runtime");
+    assert_eq!(events[2].actor, "tool:blob.echo");
+    let report = rlp::trace::verify_chain(&sb.ledger_path()).unwrap();
+    assert!(report.is_intact() && report.rows == 3, "{report:?}");
+}
+
+#[test]
+fn human_format_prints_the_result_only() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "{\n  \"ok\": true\n}\n");
+    assert_eq!(stderr(&output), "");
+}
+
+#[test]
+fn http_tool_call_records_frames_in_order() {
+    let server = Server::start(|_| reply(200, r#"{"id": 7, "status": "queued"}"#));
+    let sb = Sandbox::new();
+    let url = format!("http://127.0.0.1:{}/v1/items/{{item}}", server.port);
+    let bundle = sb.bundle(
+        "poster",
+        json!([with(
+            http_tool("items.put", "POST", &url),
+            json!({"input_schema": {"type": "object", "properties": {"item": {"type": "string"}}}})
+        )]),
+        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
+    );
+    let output = sb
+        .call(&bundle, "items.put", json!({"item": "a b", "note": "hi", "n": 1}))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let doc = stdout_json(&output);
+    assert_eq!(doc["result"], json!({"id": 7, "status": "queued"}));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].line, "POST /v1/items/a%20b HTTP/1.1");
+    assert_eq!(requests[0].header("content-type"), Some("application/json"));
+    assert_eq!(serde_json::from_slice::<Value>(&requests[0].body).unwrap(), json!({"note": "hi", "n": 1}));
+
+    let events = sb.events();
+    assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "tool.call", "tool.result"]);
+    let capability = format!("net:127.0.0.1:{}", server.port);
+    assert_eq!(payload(&events[0])["capability"], capability.as_str());
+    assert_eq!(payload(&events[1])["capability"], capability.as_str());
+    assert_eq!(payload(&events[1])["reason"], "final URL: granted by policy.caps");
+    let invocation = doc["invocation_id"].as_str().unwrap();
+    for event in &events {
+        assert_eq!(payload(event)["invocation_id"], invocation);
+    }
+    assert_eq!(payload(&events[3])["result"], json!({"id": 7, "status": "queued"}));
+}
+
+#[test]
+fn trace_id_groups_calls() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("grouped", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let trace = uuid::Uuid::now_v7();
+    for _ in 0..2 {
+        sb.call(&bundle, "ok", json!({})).args(["--trace-id", &trace.to_string()]).assert().code(0);
+    }
+    sb.call(&bundle, "ok", json!({})).assert().code(0);
+    let ledger = Ledger::open_existing(&sb.ledger_path()).unwrap();
+    let mut in_trace = Vec::new();
+    ledger
+        .for_each_in_trace(&trace, |e| {
+            in_trace.push((e.kind.clone(), payload(&e)["invocation_id"].as_str().unwrap().to_string()));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(in_trace.len(), 6);
+    assert_ne!(in_trace[0].1, in_trace[3].1, "two invocations");
+    assert_eq!(ledger.count().unwrap(), 9);
+
+    let output = sb.call(&bundle, "ok", json!({})).args(["--trace-id", "not-a-uuid"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--trace-id `not-a-uuid` is not a UUID"), "{}", stderr(&output));
+}
+
+#[test]
+fn ungranted_exec_is_refused_without_running() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = sb.bundle(
+        "noexec",
+        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
+        "[capabilities]\ntime = true\n",
+    );
+    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(!marker.exists(), "the tool ran");
+    let err = stderr(&output);
+    assert!(
+        err.contains("error: tool `touch` is not exposed: it needs `exec` (policy.caps does not grant it)"),
+        "{err}"
+    );
+    assert!(err.contains("help: grant it under [capabilities] in policy.caps (exec = true)"), "{err}");
+    let events = sb.events();
+    assert_eq!(kinds(&events), ["cap.audit"]);
+    let audit = payload(&events[0]);
+    assert_eq!(audit["decision"], "deny");
+    assert_eq!(audit["capability"], "exec");
+    assert_eq!(audit["tool"], "touch");
+    assert_eq!(audit["reason"], "policy.caps does not grant it");
+}
+
+#[test]
+fn ungranted_net_host_is_refused() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle(
+        "nonet",
+        json!([with(
+            http_tool("api.get", "GET", "https://api.example.com/v1/x"),
+            json!({"capabilities": ["net:api.example.com"]})
+        )]),
+        "[capabilities]\nnet = [\"other.example.com\"]\n",
+    );
+    let output = sb.call(&bundle, "api.get", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let denied: Vec<Value> = sb.events().iter().map(payload).filter(|p| p["decision"] == "deny").collect();
+    assert_eq!(denied.len(), 2, "{denied:?}");
+    assert_eq!(denied[0]["capability"], "net:api.example.com");
+    assert_eq!(denied[1]["capability"], "net:api.example.com:443");
+    assert!(stderr(&output).contains("help: grant it under [capabilities] in policy.caps"), "{}", stderr(&output));
+}
+
+#[test]
+fn override_revokes_net_without_connecting() {
+    let server = Server::start(|_| reply(200, "{}"));
+    let sb = Sandbox::new();
+    let url = format!("http://127.0.0.1:{}/x", server.port);
+    let bundle = sb.bundle(
+        "revoked",
+        json!([http_tool("x.get", "GET", &url)]),
+        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
+    );
+    let override_file = sb.home().join("caps/overrides/revoked.toml");
+    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
+    std::fs::write(&override_file, "[capabilities]\nnet = []\n").unwrap();
+    let output = sb.call(&bundle, "x.get", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert_eq!(server.connections(), 0, "a connection was made");
+    let events = sb.events();
+    assert_eq!(kinds(&events), ["cap.audit"]);
+    assert_eq!(payload(&events[0])["decision"], "deny");
+    assert_eq!(
+        payload(&events[0])["reason"],
+        format!("revoked by the operator override {}", override_file.display()).as_str()
+    );
+    assert!(stderr(&output).contains("help: the operator override revokes it"), "{}", stderr(&output));
+}
+
+#[test]
+fn override_cannot_add_grants() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = sb.bundle(
+        "adder",
+        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
+        "[capabilities]\ntime = true\n",
+    );
+    let override_file = sb.home().join("caps/overrides/adder.toml");
+    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
+    std::fs::write(&override_file, "[capabilities]\nexec = true\n").unwrap();
+    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert!(!marker.exists());
+    assert!(
+        stderr(&output).contains(&format!(
+            "warning: {}: `exec = true` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+            override_file.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn invalid_input_never_runs_the_tool() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = sb.bundle(
+        "strict",
+        json!([with(
+            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
+            json!({"input_schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}})
+        )]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&bundle, "touch", json!({"n": "seven"})).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(!marker.exists(), "the tool ran");
+    assert!(
+        stderr(&output).contains(
+            "error: the arguments do not match the input_schema of `touch`: /n: \"seven\" is not of type \"integer\""
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!kinds(&sb.events()).contains(&"tool.call"));
+
+    let output = sb.rlp().args(["tools", "call"]).arg(&bundle).args(["touch", "--args", "{nope"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("the arguments in --args are not valid JSON"), "{}", stderr(&output));
+
+    sb.call(&bundle, "touch", json!({"n": 7})).assert().code(0);
+    assert!(marker.exists());
+}
+
+#[test]
+fn result_failing_result_schema_is_an_error() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle(
+        "badres",
+        json!([with(
+            exec_tool("bad", "bad_result.sh", &[]),
+            json!({"result_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}})
+        )]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&bundle, "bad", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr(&output).contains("error: the result of `bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\""),
+        "{}",
+        stderr(&output)
+    );
+    let events = sb.events();
+    assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result"]);
+    let result = payload(&events[2]);
+    assert!(result.get("result").is_none());
+    assert_eq!(result["error"]["kind"], "invalid_result");
+}
+
+#[test]
+fn exec_tool_sees_only_documented_environment() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle(
+        "envdump",
+        json!([with(exec_tool("env.dump", "env_dump.sh", &["extra"]), json!({"secrets": [TOKEN_ID]}))]),
+        &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"),
+    );
+    let output = sb
+        .call(&bundle, "env.dump", json!({}))
+        .args(["--format", "json"])
+        .env("AWS_SECRET_ACCESS_KEY", "leak")
+        .env("HOME", "/root/leak")
+        .env("LD_PRELOAD", "/leak.so")
+        .env("RUNLOOP_OTHER_SECRET", "leak")
+        .env(TOKEN_ENV, SECRET)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let doc = stdout_json(&output);
+    let result = &doc["result"];
+    let environ = base64::engine::general_purpose::STANDARD.decode(result["environ"].as_str().unwrap()).unwrap();
+    let vars: BTreeMap<String, String> = environ
+        .split(|b| *b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let text = String::from_utf8(entry.to_vec()).unwrap();
+            let (k, v) = text.split_once('=').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    let names: Vec<&str> = vars.keys().map(String::as_str).collect();
+    assert_eq!(names, ["LANG", "PATH", "RLP_INVOCATION_ID", TOKEN_ENV, "TMPDIR"]);
+    assert_eq!(vars["PATH"], "/usr/local/bin:/usr/bin:/bin");
+    assert_eq!(vars["LANG"], "C.UTF-8");
+    assert_eq!(vars["RLP_INVOCATION_ID"], doc["invocation_id"].as_str().unwrap());
+    assert_eq!(vars[TOKEN_ENV], SECRET, "the secret reaches the tool");
+    let cwd = result["cwd"].as_str().unwrap();
+    assert_eq!(vars["TMPDIR"], cwd, "TMPDIR is the private folder and the working directory");
+    assert_eq!(result["blob"], format!("{cwd}/call.json").as_str());
+    assert_eq!(result["blob_mode"], "600");
+    assert_eq!(result["dir_mode"], "700");
+    assert_eq!(result["stdin"], "", "stdin is empty");
+    assert_eq!(result["argc"], 2, "argv is [command, blob, extra]");
+    assert!(!Path::new(cwd).exists(), "the private folder is removed");
+}
+
+#[test]
+fn secret_never_leaks_from_exec_tools() {
+    let sb = Sandbox::new();
+    let tools = json!([
+        with(exec_tool("sec.result", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN_ID]})),
+        with(exec_tool("sec.stderr", "secret_echo.sh", &["stderr"]), json!({"secrets": [TOKEN_ID]})),
+        with(exec_tool("sec.envelope", "secret_echo.sh", &["envelope"]), json!({"secrets": [TOKEN_ID]})),
+    ]);
+    let bundle = sb.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
+    let mut transcript = Vec::new();
+    let mut run = |tool: &str, args: Value, code: i32| {
+        let output = sb.call(&bundle, tool, args).env(TOKEN_ENV, SECRET).output().unwrap();
+        assert_eq!(output.status.code(), Some(code), "{tool}: {}", stderr(&output));
+        transcript.extend_from_slice(&output.stdout);
+        transcript.extend_from_slice(&output.stderr);
+        output
+    };
+    let output = run("sec.result", json!({"echo": SECRET}), 0);
+    assert_eq!(stdout_json(&output), json!({"token": "[redacted]", "len": SECRET.len()}));
+    let output = run("sec.stderr", json!({}), 1);
+    assert!(
+        stderr(&output)
+            .contains("error: tool `sec.stderr` exited with status 4; stderr: the token is [redacted], failing"),
+        "{}",
+        stderr(&output)
+    );
+    let output = run("sec.envelope", json!({}), 1);
+    assert!(
+        stderr(&output).contains("error: tool `sec.envelope` failed: rejected token [redacted]"),
+        "{}",
+        stderr(&output)
+    );
+    assert_no_secret(&transcript, "rlp's output");
+    assert_ledger_has_no_secret(&sb);
+    let events = sb.events();
+    let call = events.iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
+    assert_eq!(call["args"], json!({"echo": "[redacted]"}));
+}
+
+fn assert_no_secret(bytes: &[u8], what: &str) {
+    let needle = SECRET.as_bytes();
+    assert!(!bytes.windows(needle.len()).any(|w| w == needle), "the secret appears in {what}");
+}
+
+fn assert_ledger_has_no_secret(sb: &Sandbox) {
+    let mut scanned = 0;
+    for suffix in ["", "-wal", "-shm"] {
+        let path = PathBuf::from(format!("{}{suffix}", sb.ledger_path().display()));
+        if let Ok(bytes) = std::fs::read(&path) {
+            scanned += 1;
+            assert_no_secret(&bytes, &path.display().to_string());
+        }
+    }
+    assert!(scanned >= 1, "no ledger file to scan");
+}
+
+#[test]
+fn secret_never_leaks_from_http_tools() {
+    let server = Server::start(|request| {
+        let auth = request.header("authorization").unwrap_or_default().to_string();
+        if request.line.contains("/fail") {
+            return reply(401, &format!(r#"{{"error": "bad credentials {auth}"}}"#));
+        }
+        reply(200, &format!(r#"{{"seen": "{auth}"}}"#))
+    });
+    let sb = Sandbox::new();
+    let header = json!({"Authorization": format!("Bearer ${{secret:{TOKEN_ID}}}")});
+    let mk = |id: &str, path: &str| {
+        with(
+            http_tool(id, "GET", &format!("http://127.0.0.1:{}/{path}", server.port)),
+            json!({"secrets": [TOKEN_ID], "transport": {"kind": "http", "method": "GET",
+                   "url": format!("http://127.0.0.1:{}/{path}", server.port), "headers": header}}),
+        )
+    };
+    let bundle = sb.bundle(
+        "httpsecret",
+        json!([mk("h.ok", "ok"), mk("h.fail", "fail")]),
+        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\nsecrets = [\"{TOKEN_ID}\"]\n", server.port),
+    );
+    let ok = sb.call(&bundle, "h.ok", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert_eq!(stdout_json(&ok), json!({"seen": "Bearer [redacted]"}));
+    let fail = sb.call(&bundle, "h.fail", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    assert_eq!(fail.status.code(), Some(1));
+    assert!(
+        stderr(&fail).contains(r#"error: HTTP 401 Unauthorized: {"error": "bad credentials Bearer [redacted]"}"#),
+        "{}",
+        stderr(&fail)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].header("authorization"), Some(format!("Bearer {SECRET}").as_str()), "the header was sent");
+    for output in [&ok, &fail] {
+        assert_no_secret(&output.stdout, "stdout");
+        assert_no_secret(&output.stderr, "stderr");
+    }
+    assert_ledger_has_no_secret(&sb);
+}
+
+#[test]
+fn missing_secret_names_the_variable() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = sb.bundle(
+        "nosecret",
+        json!([with(exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]), json!({"secrets": [TOKEN_ID]}))]),
+        &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"),
+    );
+    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(!marker.exists());
+    let err = stderr(&output);
+    assert!(
+        err.contains("error: tool `touch` needs secrets that are not available (it uses `runloop/test/token`)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "help: set the environment variable RUNLOOP_TEST_TOKEN (secret `runloop/test/token`), then call again"
+        ),
+        "{err}"
+    );
+    let events = sb.events();
+    assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit"]);
+    let last = payload(&events[2]);
+    assert_eq!(last["capability"], "secrets:runloop/test/token");
+    assert_eq!(last["decision"], "deny");
+    assert_eq!(last["reason"], "the secret is not available (set the environment variable RUNLOOP_TEST_TOKEN)");
+}
+
+#[test]
+fn timeout_kills_the_whole_process_group() {
+    let sb = Sandbox::new();
+    let pids = sb.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let bundle = sb.bundle(
+        "sleeper",
+        json!([with(exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()]), json!({"timeout_ms": 700}))]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&bundle, "sleep", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "error: tool `sleep` timed out after 700 ms (timeout_ms); it and every process it started were killed"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    let parent: i32 = std::fs::read_to_string(pids.join("parent.pid")).unwrap().trim().parse().unwrap();
+    let child: i32 = std::fs::read_to_string(pids.join("child.pid")).unwrap().trim().parse().unwrap();
+    assert!(!pid_alive(parent), "the tool {parent} is still there");
+    assert!(!pid_alive(child), "its child {child} is still there");
+    let result = payload(&sb.events()[2]);
+    assert_eq!(result["error"]["kind"], "timeout");
+}
+
+#[test]
+fn huge_stdout_is_refused_with_memory_bounded() {
+    let sb = Sandbox::new();
+    let bundle =
+        sb.bundle("flood", json!([exec_tool("flood", "flood_stdout.sh", &[])]), "[capabilities]\nexec = true\n");
+    // rlp runs with its address space capped at 1 GiB: buffering 5 GB would fail.
+    let rlp = assert_cmd::cargo::cargo_bin("rlp");
+    let script = format!(
+        "ulimit -v 1048576; exec '{}' --home '{}' tools call '{}' flood",
+        rlp.display(),
+        sb.home().display(),
+        bundle.display()
+    );
+    let output = Command::new("/bin/sh")
+        .args(["-c", &script])
+        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "error: tool `flood` output too large: more than 1048576 bytes on stdout (max_output_bytes); it was killed"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(payload(&sb.events()[2])["error"]["kind"], "output_too_large");
+}
+
+#[test]
+fn stderr_flood_before_stdout_does_not_deadlock() {
+    let sb = Sandbox::new();
+    let bundle =
+        sb.bundle("noisy", json!([exec_tool("noisy", "stderr_first.sh", &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "noisy", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"ok": true}));
+}
+
+#[test]
+fn http_argument_stays_inside_its_path_segment() {
+    let server = Server::start(|_| reply(200, "{}"));
+    let sb = Sandbox::new();
+    let url = format!("http://127.0.0.1:{}/users/{{user}}/mail", server.port);
+    let bundle = sb.bundle(
+        "traversal",
+        json!([with(
+            http_tool("mail.get", "GET", &url),
+            json!({"input_schema": {"type": "object", "properties": {"user": {"type": "string"}}}})
+        )]),
+        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
+    );
+    let output =
+        sb.call(&bundle, "mail.get", json!({"user": "../../admin?x=1#@evil.example", "q": "a b"})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].line, "GET /users/..%2F..%2Fadmin%3Fx%3D1%23%40evil.example/mail?q=a+b HTTP/1.1");
+    assert_eq!(requests[0].header("host"), Some(format!("127.0.0.1:{}", server.port).as_str()));
+
+    let output = sb.call(&bundle, "mail.get", json!({"user": ".."})).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("argument `user` cannot be `..`"), "{}", stderr(&output));
+    assert_eq!(server.connections(), 1);
+}
+
+fn redirect_bundle(sb: &Sandbox, from: &Server, grants: &[u16]) -> PathBuf {
+    let url = format!("http://127.0.0.1:{}/start", from.port);
+    let tool = json!({
+        "id": "hop",
+        "description": "follows a redirect",
+        "transport": {"kind": "http", "method": "GET", "url": url,
+                      "headers": {"Authorization": format!("Bearer ${{secret:{TOKEN_ID}}}"), "X-Plain": "visible"}},
+        "input_schema": {"type": "object"},
+        "result_schema": {},
+        "secrets": [TOKEN_ID],
+        "requires_confirmation": false,
+    });
+    let net: Vec<String> = grants.iter().map(|p| format!("\"127.0.0.1:{p}\"")).collect();
+    sb.bundle(
+        "hopper",
+        json!([tool]),
+        &format!("[capabilities]\nnet = [{}]\nsecrets = [\"{TOKEN_ID}\"]\n", net.join(", ")),
+    )
+}
+
+#[test]
+fn redirect_to_an_ungranted_host_is_not_followed() {
+    let other = Server::start(|_| reply(200, r#"{"stolen": true}"#));
+    let location = format!("http://127.0.0.1:{}/steal", other.port);
+    let first = Server::start(move |_| Reply {
+        status: 302,
+        headers: vec![("Location".into(), location.clone())],
+        body: String::new(),
+    });
+    let sb = Sandbox::new();
+    let bundle = redirect_bundle(&sb, &first, &[first.port]);
+    let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "error: HTTP 302 Found: redirect to 127.0.0.1:{0} not followed: the policy does not grant `net:127.0.0.1:{0}`",
+            other.port
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(other.connections(), 0, "the redirect was followed");
+    assert_eq!(first.requests()[0].header("authorization"), Some(format!("Bearer {SECRET}").as_str()));
+    let deny = sb.events().iter().map(payload).find(|p| p["decision"] == "deny").unwrap();
+    assert_eq!(deny["capability"], format!("net:127.0.0.1:{}", other.port).as_str());
+    assert_ledger_has_no_secret(&sb);
+}
+
+#[test]
+fn granted_redirect_drops_the_secret_header() {
+    let other = Server::start(|_| reply(200, r#"{"landed": true}"#));
+    let location = format!("http://127.0.0.1:{}/landing", other.port);
+    let first = Server::start(move |_| Reply {
+        status: 307,
+        headers: vec![("Location".into(), location.clone())],
+        body: String::new(),
+    });
+    let sb = Sandbox::new();
+    let bundle = redirect_bundle(&sb, &first, &[first.port, other.port]);
+    let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"landed": true}));
+    let landed = other.requests();
+    assert_eq!(landed.len(), 1);
+    assert_eq!(landed[0].line, "GET /landing HTTP/1.1");
+    assert_eq!(landed[0].header("authorization"), None, "the secret header followed the redirect");
+    assert_eq!(landed[0].header("x-plain"), Some("visible"));
+    let allowed: Vec<Value> =
+        sb.events().iter().map(payload).filter(|p| p["reason"] == "redirect target granted by policy").collect();
+    assert_eq!(allowed.len(), 1);
+}
+
+#[test]
+fn header_producing_crlf_is_refused() {
+    let server = Server::start(|_| reply(200, "{}"));
+    let sb = Sandbox::new();
+    let bundle = redirect_bundle(&sb, &server, &[server.port]);
+    let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, "abc\r\nX-Injected: 1").output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("error: tool `hop`: header `Authorization` would contain CR, LF or NUL after its placeholders were filled; the call is refused"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("X-Injected"));
+    assert_eq!(server.connections(), 0);
+}
+
+fn confirm_bundle(sb: &Sandbox, marker: &Path) -> PathBuf {
+    sb.bundle(
+        "careful",
+        json!([with(
+            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
+            json!({"requires_confirmation": true})
+        )]),
+        "[capabilities]\nexec = true\n",
+    )
+}
+
+#[test]
+fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = confirm_bundle(&sb, &marker);
+    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(!marker.exists());
+    let err = stderr(&output);
+    assert!(
+        err.contains("error: tool `touch` requires confirmation and the call was not approved: no terminal to ask on, and no --yes"),
+        "{err}"
+    );
+    assert!(err.contains("help: pass --yes to approve the call"), "{err}");
+    let confirm = sb.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
+    assert_eq!(confirm["approved"], false);
+
+    sb.call(&bundle, "touch", json!({})).arg("--yes").assert().code(0);
+    assert!(marker.exists());
+    let events = sb.events();
+    let confirms: Vec<Value> = events.iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
+    assert_eq!(confirms.len(), 2);
+    assert_eq!(confirms[1]["approved"], true);
+    assert_eq!(confirms[1]["by"], "operator");
+    assert_eq!(confirms[1]["how"], "pre-approved (--yes)");
+    let order: Vec<&str> = kinds(&events[events.len() - 4..]);
+    assert_eq!(order, ["cap.audit", "tool.confirm", "tool.call", "tool.result"]);
+}
+
+#[test]
+fn user_config_or_environment_can_waive_confirmation() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = confirm_bundle(&sb, &marker);
+    std::fs::create_dir_all(sb.home()).unwrap();
+    std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
+    sb.call(&bundle, "touch", json!({})).assert().code(0);
+    assert!(marker.exists());
+    let confirm = sb.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
+    assert_eq!(confirm["by"], "config");
+    assert_eq!(
+        confirm["how"],
+        format!(
+            "not asked: security.confirm_external_actions = false ([security] in {})",
+            sb.home().join("config.toml").display()
+        )
+        .as_str()
+    );
+
+    // The environment outranks the user config, in both directions.
+    std::fs::remove_file(&marker).unwrap();
+    sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "true").assert().code(3);
+    assert!(!marker.exists());
+    std::fs::remove_file(sb.home().join("config.toml")).unwrap();
+    sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "false").assert().code(0);
+    assert!(marker.exists());
+    let output = sb
+        .call(&bundle, "touch", json!({}))
+        .env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "maybe")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS=`maybe` is not a boolean"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn system_policy_confirmation_cannot_be_switched_off() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = confirm_bundle(&sb, &marker);
+    let system = sb.path().join("system.toml");
+    std::fs::write(&system, "[policy]\nconfirm_external_actions = true\n").unwrap();
+    std::fs::create_dir_all(sb.home()).unwrap();
+    std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
+    let output = sb
+        .call(&bundle, "touch", json!({}))
+        .env("RUNLOOP_SYSTEM_CONFIG", &system)
+        .env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "false")
+        .args(["--confirm-external-actions", "false"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(!marker.exists());
+    assert!(
+        stderr(&output)
+            .contains(&format!("help: pass --yes to approve the call ({} requires confirmation)", system.display())),
+        "{}",
+        stderr(&output)
+    );
+    sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).arg("--yes").assert().code(0);
+    assert!(marker.exists());
+}
+
+#[test]
+fn concurrent_processes_lose_nothing_and_keep_the_chain() {
+    const PROCESSES: usize = 8;
+    const CALLS: usize = 100;
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("busy", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|scope| {
+        for _ in 0..PROCESSES {
+            let (sb, bundle, failures) = (&sb, &bundle, failures.clone());
+            scope.spawn(move || {
+                for _ in 0..CALLS {
+                    let output = sb.call(bundle, "ok", json!({})).output().unwrap();
+                    if output.status.code() != Some(0) {
+                        failures.lock().unwrap().push(stderr(&output));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.lock().unwrap();
+    assert!(failures.is_empty(), "{} calls failed, first: {}", failures.len(), failures[0]);
+    let events = sb.events();
+    let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
+    assert_eq!(count("tool.call"), PROCESSES * CALLS);
+    assert_eq!(count("tool.result"), PROCESSES * CALLS);
+    assert_eq!(count("cap.audit"), PROCESSES * CALLS);
+    let report = rlp::trace::verify_chain(&sb.ledger_path()).unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!(report.rows, (3 * PROCESSES * CALLS) as u64);
+    // Within each invocation: call before result.
+    let mut seen_call = std::collections::HashSet::new();
+    for event in &events {
+        let invocation = payload(event)["invocation_id"].as_str().unwrap().to_string();
+        match event.kind.as_str() {
+            "tool.call" => assert!(seen_call.insert(invocation)),
+            "tool.result" => assert!(seen_call.contains(&invocation), "result before call"),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn kill_during_a_call_leaves_a_sound_ledger() {
+    let sb = Sandbox::new();
+    let pid_file = sb.path().join("tool.pid");
+    let bundle = sb.bundle(
+        "victim",
+        json!([exec_tool("slow", "slow.sh", &[pid_file.to_str().unwrap()]), exec_tool("ok", "ok.sh", &[])]),
+        "[capabilities]\nexec = true\n",
+    );
+    sb.call(&bundle, "ok", json!({})).assert().code(0);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
+        .arg("--home")
+        .arg(sb.home())
+        .args(["tools", "call"])
+        .arg(&bundle)
+        .arg("slow")
+        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let tool_pid: i32 = wait_for_file(&pid_file).trim().parse().unwrap();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // The orphaned tool leads its own group; end it.
+    unsafe {
+        libc::kill(-tool_pid, libc::SIGKILL);
+    }
+    let ledger = Ledger::open(&sb.ledger_path()).unwrap();
+    assert_eq!(ledger.integrity_check().unwrap(), "ok");
+    let report = ledger.verify_chain().unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    let events = sb.events();
+    assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result", "cap.audit", "tool.call"]);
+    drop(ledger);
+    sb.call(&bundle, "ok", json!({})).assert().code(0);
+    assert!(rlp::trace::verify_chain(&sb.ledger_path()).unwrap().is_intact());
+}
+
+#[test]
+fn transient_errors_are_retried_and_each_attempt_recorded() {
+    let sb = Sandbox::new();
+    let counter = sb.path().join("attempts");
+    let bundle = sb.bundle(
+        "flaky",
+        json!([with(
+            exec_tool("flaky", "transient.sh", &[counter.to_str().unwrap()]),
+            json!({"retry": {"max_attempts": 3}})
+        )]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&bundle, "flaky", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"attempt": 3}));
+    let results: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.result").map(payload).collect();
+    assert_eq!(results.len(), 3);
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["attempt"], i + 1);
+    }
+    assert_eq!(results[0]["error"]["message"], "tool `flaky` failed: busy, try again");
+    assert_eq!(results[0]["error"]["transient"], true);
+    assert_eq!(results[0]["error"]["will_retry"], true);
+    assert_eq!(results[0]["error"]["retry_after_ms"], 10);
+    assert_eq!(results[2]["result"], json!({"attempt": 3}));
+
+    // Without retries configured, the first transient failure is final.
+    std::fs::remove_file(&counter).unwrap();
+    let once = sb.bundle(
+        "flaky_once",
+        json!([exec_tool("flaky", "transient.sh", &[counter.to_str().unwrap()])]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&once, "flaky", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("error: tool `flaky` failed: busy, try again"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_question_from_the_tool_is_an_error() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("asker", json!([exec_tool("ask", "question.sh", &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "ask", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains(
+            "error: tool `ask` asked a question (\"Which folder?\"), and this rlp cannot answer tool questions yet"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn unknown_tools_and_invalid_bundles_are_usage_errors() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("known", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "nope", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("error: bundle `known` has no tool `nope`\n  help: the tools are: ok"),
+        "{}",
+        stderr(&output)
+    );
+
+    // A stale digest is a lint error: the bundle is refused at load.
+    std::fs::write(bundle.join("policy.caps"), "[capabilities]\nexec = true\ntime = true\n").unwrap();
+    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("has 1 lint error and cannot be loaded:"), "{err}");
+    assert!(err.contains(&format!("{}:", bundle.join("manifest.toml").display())), "{err}");
+    assert!(err.contains("RLP503"), "{err}");
+    assert!(err.contains(&format!("help: run `rlp lint {}` for details", bundle.display())), "{err}");
+}
+
+#[test]
+fn library_runtime_serves_calls_from_several_threads() {
+    let sb = Sandbox::new();
+    let bundle =
+        sb.bundle("lib", json!([exec_tool("blob.echo", "echo_blob.sh", &[])]), "[capabilities]\nexec = true\n");
+    let recorder = Arc::new(MemoryRecorder::new());
+    let options = RuntimeOptions::new(rlp::home::Home::new(sb.home()), recorder.clone());
+    let runtime = Arc::new(Runtime::load(&bundle, options).unwrap());
+    assert!(runtime.is_exposed("blob.echo"));
+    let trace = uuid::Uuid::now_v7();
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let runtime = runtime.clone();
+            scope.spawn(move || {
+                for i in 0..5 {
+                    let request = CallRequest {
+                        tool: "blob.echo".into(),
+                        arguments: json!({"t": thread, "i": i}),
+                        trace_id: Some(trace),
+                    };
+                    let outcome = runtime.call(&request).unwrap();
+                    assert_eq!(outcome.result["tool"]["arguments"], json!({"t": thread, "i": i}));
+                    assert_eq!(outcome.result["invocation_id"], outcome.invocation_id.to_string().as_str());
+                }
+            });
+        }
+    });
+    let records = recorder.records();
+    assert_eq!(records.iter().filter(|r| r.kind == "tool.call").count(), 20);
+    assert_eq!(records.iter().filter(|r| r.kind == "tool.result").count(), 20);
+    assert!(records.iter().all(|r| r.provenance.trace_id == trace));
+}
