@@ -1251,3 +1251,47 @@ fn library_runtime_serves_calls_from_several_threads() {
     assert_eq!(records.iter().filter(|r| r.kind == "tool.result").count(), 20);
     assert!(records.iter().all(|r| r.provenance.trace_id == trace));
 }
+
+#[test]
+fn confirmation_prompt_on_a_terminal() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = confirm_bundle(&sb, &marker);
+    let spawn = || {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"));
+        cmd.arg("--home")
+            .arg(sb.home())
+            .args(["tools", "call"])
+            .arg(&bundle)
+            .args(["touch", "--args", r#"{"to": "a@b.c"}"#])
+            .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
+            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS");
+        rexpect::session::spawn_command(cmd, Some(20_000)).unwrap()
+    };
+    // Declined: the tool does not run.
+    let mut session = spawn();
+    session.exp_string("Tool `touch` wants to run: test tool touch").unwrap();
+    session.exp_string(&format!("target: {} <blob> {}", fixture("marker.sh"), marker.display())).unwrap();
+    session.exp_string("\"to\": \"a@b.c\"").unwrap();
+    session.exp_string("Allow this call?").unwrap();
+    session.send("n").unwrap();
+    session.flush().unwrap();
+    session.exp_string("requires confirmation and the call was not approved: declined at the terminal prompt").unwrap();
+    session.exp_eof().unwrap();
+    assert!(!marker.exists());
+    // Approved: it runs and the result is printed.
+    let mut session = spawn();
+    session.exp_string("Allow this call?").unwrap();
+    session.send("y").unwrap();
+    session.flush().unwrap();
+    session.exp_string("\"ok\": true").unwrap();
+    session.exp_eof().unwrap();
+    assert!(marker.exists());
+    let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
+    assert_eq!(confirms.len(), 2);
+    assert_eq!(
+        (&confirms[0]["approved"], &confirms[0]["how"]),
+        (&json!(false), &json!("declined at the terminal prompt"))
+    );
+    assert_eq!((&confirms[1]["approved"], &confirms[1]["how"]), (&json!(true), &json!("terminal prompt")));
+}
