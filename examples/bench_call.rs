@@ -80,6 +80,31 @@ impl Series {
     }
 }
 
+/// Runs each closure once per round, `iterations` rounds (after a warm-up),
+/// timing each separately.
+fn interleaved(iterations: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<Series> {
+    for _ in 0..(iterations / 10).max(3) {
+        fs.iter_mut().for_each(|f| f());
+    }
+    let mut series: Vec<Series> = fs.iter().map(|_| Series { samples: Vec::with_capacity(iterations) }).collect();
+    for _ in 0..iterations {
+        for (f, s) in fs.iter_mut().zip(series.iter_mut()) {
+            let t = Instant::now();
+            f();
+            s.samples.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    series
+}
+
+/// Spawns the tool directly: the baseline.
+fn raw_spawn(script: &Path) {
+    let mut child = Command::new(script).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    child.wait().unwrap();
+}
+
 fn write_script(dir: &Path) -> PathBuf {
     let path = dir.join("trivial_tool.sh");
     std::fs::write(&path, "#!/bin/sh\necho '{\"ok\":true}'\n").unwrap();
@@ -211,28 +236,36 @@ fn main() {
         write_bundle(disk.path(), "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"));
     let _ = rlp::runtime::process::become_subreaper();
 
-    // exec
-    let raw_exec = Series::measure(n, || {
-        let mut child = Command::new(&script).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().unwrap();
-        let mut out = Vec::new();
-        child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-        child.wait().unwrap();
-    });
+    // exec: the series run interleaved, so load from elsewhere on the machine
+    // affects each of them alike.
     let request = CallRequest { tool: "ok".into(), arguments: json!({}), trace_id: None };
     let null_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
-    let rt_null = Series::measure(n, || {
-        null_exec.call(&request).unwrap();
-    });
     let tmpfs_ledger = Arc::new(Ledger::open(&tmpfs.path().join("exec/events.sqlite")).unwrap());
     let tmpfs_exec = runtime(&exec_bundle, disk.path(), tmpfs_ledger);
-    let rt_tmpfs = Series::measure(n, || {
-        tmpfs_exec.call(&request).unwrap();
-    });
     let disk_ledger = Arc::new(Ledger::open(&disk.path().join("exec/events.sqlite")).unwrap());
     let disk_exec = runtime(&exec_bundle, disk.path(), disk_ledger);
-    let rt_disk = Series::measure(n, || {
-        disk_exec.call(&request).unwrap();
-    });
+    let mut exec_series = interleaved(
+        n,
+        &mut [
+            &mut || raw_spawn(&script),
+            &mut || {
+                null_exec.call(&request).unwrap();
+            },
+            &mut || {
+                tmpfs_exec.call(&request).unwrap();
+            },
+            &mut || {
+                disk_exec.call(&request).unwrap();
+            },
+        ],
+    )
+    .into_iter();
+    let (raw_exec, rt_null, rt_tmpfs, rt_disk) = (
+        exec_series.next().unwrap(),
+        exec_series.next().unwrap(),
+        exec_series.next().unwrap(),
+        exec_series.next().unwrap(),
+    );
     let cli = args.rlp.as_ref().map(|rlp| {
         let cli_n = (n / 3).max(20);
         let run = |home: &Path| {
@@ -250,28 +283,39 @@ fn main() {
         };
         let tmpfs_home = tmpfs.path().join("cli-home");
         let disk_home = disk.path().join("cli-home");
-        (Series::measure(cli_n, || run(&tmpfs_home)), Series::measure(cli_n, || run(&disk_home)))
+        let mut series =
+            interleaved(cli_n, &mut [&mut || raw_spawn(&script), &mut || run(&tmpfs_home), &mut || run(&disk_home)])
+                .into_iter();
+        (series.next().unwrap(), series.next().unwrap(), series.next().unwrap())
     });
 
-    // http
+    // http, interleaved likewise.
     let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
     let url = format!("http://127.0.0.1:{port}/ok");
     let http_n = n * 3;
-    let raw_http = Series::measure(http_n, || {
-        let response = client.get(&url).header("accept", "application/json").send().unwrap();
-        let body = response.bytes().unwrap();
-        let _: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    });
     let get = CallRequest { tool: "get".into(), arguments: json!({}), trace_id: None };
     let null_http = runtime(&http_bundle, disk.path(), Arc::new(NullRecorder));
-    let http_null = Series::measure(http_n, || {
-        null_http.call(&get).unwrap();
-    });
     let http_ledger = Arc::new(Ledger::open(&tmpfs.path().join("http/events.sqlite")).unwrap());
     let tmpfs_http = runtime(&http_bundle, disk.path(), http_ledger);
-    let http_tmpfs = Series::measure(http_n, || {
-        tmpfs_http.call(&get).unwrap();
-    });
+    let mut http_series = interleaved(
+        http_n,
+        &mut [
+            &mut || {
+                let response = client.get(&url).header("accept", "application/json").send().unwrap();
+                let body = response.bytes().unwrap();
+                let _: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            },
+            &mut || {
+                null_http.call(&get).unwrap();
+            },
+            &mut || {
+                tmpfs_http.call(&get).unwrap();
+            },
+        ],
+    )
+    .into_iter();
+    let (raw_http, http_null, http_tmpfs) =
+        (http_series.next().unwrap(), http_series.next().unwrap(), http_series.next().unwrap());
 
     // ledger and fsync
     let frame_ledger = Ledger::open(&disk.path().join("frames/events.sqlite")).unwrap();
@@ -287,7 +331,8 @@ fn main() {
     row(&mut out, "exec: `Runtime::call`, no-op recorder", &rt_null);
     row(&mut out, "exec: `Runtime::call`, ledger on tmpfs", &rt_tmpfs);
     row(&mut out, "exec: `Runtime::call`, ledger on disk", &rt_disk);
-    if let Some((cli_tmpfs, cli_disk)) = &cli {
+    if let Some((cli_raw, cli_tmpfs, cli_disk)) = &cli {
+        row(&mut out, "exec: raw spawn + wait (interleaved with the CLI runs)", cli_raw);
         row(&mut out, "exec: `rlp tools call` process, ledger on tmpfs", cli_tmpfs);
         row(&mut out, "exec: `rlp tools call` process, ledger on disk", cli_disk);
     }
@@ -316,16 +361,16 @@ fn main() {
         over(&rt_disk, &raw_exec),
         ratio(&rt_disk, &raw_exec)
     ));
-    if let Some((cli_tmpfs, cli_disk)) = &cli {
+    if let Some((cli_raw, cli_tmpfs, cli_disk)) = &cli {
         out.push_str(&format!(
             "| exec CLI process, ledger on tmpfs, over raw spawn | {:.0} | {:.2}× |\n",
-            over(cli_tmpfs, &raw_exec),
-            ratio(cli_tmpfs, &raw_exec)
+            over(cli_tmpfs, cli_raw),
+            ratio(cli_tmpfs, cli_raw)
         ));
         out.push_str(&format!(
             "| exec CLI process, ledger on disk, over raw spawn | {:.0} | {:.2}× |\n",
-            over(cli_disk, &raw_exec),
-            ratio(cli_disk, &raw_exec)
+            over(cli_disk, cli_raw),
+            ratio(cli_disk, cli_raw)
         ));
     }
     out.push_str(&format!(
