@@ -779,14 +779,14 @@ fn timeout_kills_the_whole_process_group() {
     std::fs::create_dir_all(&pids).unwrap();
     let bundle = sb.bundle(
         "sleeper",
-        json!([with(exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()]), json!({"timeout_ms": 700}))]),
+        json!([with(exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()]), json!({"timeout_ms": 1000}))]),
         "[capabilities]\nexec = true\n",
     );
     let output = sb.call(&bundle, "sleep", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
         stderr(&output).contains(
-            "error: tool `sleep` timed out after 700 ms (timeout_ms); it and every process it started were killed"
+            "error: tool `sleep` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
         ),
         "{}",
         stderr(&output)
