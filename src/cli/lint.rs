@@ -26,6 +26,10 @@ pub struct LintArgs {
     /// Fail (exit 1) on warnings too.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Also ask each exec tool's binary for its definitions (`schema` action)
+    /// and report drift from tools.json (exit 1 on any).
+    #[arg(long)]
+    pub check_tools: bool,
 }
 
 /// Runs `rlp lint`.
@@ -52,7 +56,20 @@ pub fn run(args: &LintArgs, ctx: &Context) -> CliResult {
         format => render::machine(format, &reports),
     };
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    let failed = errors > 0 || (args.deny_warnings && warnings > 0);
+    let mut drifted = false;
+    if args.check_tools {
+        for dir in &dirs {
+            let drifts = crate::authoring::drift::check(dir);
+            drifted |= !drifts.is_empty();
+            let text = crate::authoring::drift::render(dir, &drifts);
+            if args.format == LintFormat::Human {
+                let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            } else {
+                let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            }
+        }
+    }
+    let failed = errors > 0 || (args.deny_warnings && warnings > 0) || drifted;
     Ok(if failed { Exit::Problems } else { Exit::Success })
 }
 

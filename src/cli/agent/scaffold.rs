@@ -1,17 +1,40 @@
-//! `rlp agent scaffold`.
+//! `rlp agent scaffold`: the wizard (or flags) → a new bundle folder.
+//!
+//! Also home to the terminal side of the authoring questions
+//! ([`TerminalAsk`], dialoguer on stderr) and the mapping of authoring errors
+//! to exit codes, which `rlp tools add|import|list` share.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
+use dialoguer::{Confirm, Input, Select};
 
+use crate::authoring::ask::{Ask, AskError, Check};
+use crate::authoring::scaffold::{AgentPlan, Scaffolded, scaffold};
+use crate::authoring::spec::ToolDefinition;
+use crate::authoring::validate;
+use crate::authoring::wizard::{self, AgentPreset};
+use crate::authoring::{AuthoringError, ErrorKind};
+use crate::bundle::diag::Severity;
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::stdin_is_terminal;
 
 /// Flags of `rlp agent scaffold`.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  rlp agent scaffold mailer\n  rlp agent scaffold mailer --non-interactive --description 'Sends drafts' --cap-net api.mail.example"
-)]
+#[command(after_help = "\
+Examples:
+  rlp agent scaffold mailer
+  rlp agent scaffold mailer --non-interactive --description 'Sends drafts' --cap-net api.mail.example
+  rlp agent scaffold demo --non-interactive --root /tmp/agents \\
+      --tool 'id=demo.greet;desc=Greets someone;exec=/usr/local/bin/greet_tool'
+
+--tool takes `key=value` items separated by `;`: id, desc, exec, arg, http (METHOD URL),
+header (Name: value), input, result (inline JSON, schema:<id>, or empty for a starter),
+cap, secret, confirm, tag, tokens, usd, timeout_ms; or a tools.json entry as JSON.
+See docs/authoring.md.")]
 pub struct ScaffoldArgs {
     /// The agent's name (`^[a-z][a-z0-9_]*$`); the bundle folder gets this name.
     pub name: String,
@@ -24,9 +47,213 @@ pub struct ScaffoldArgs {
     /// Replace an existing bundle folder.
     #[arg(long)]
     pub force: bool,
+    /// The answers to the wizard's agent-level questions.
+    #[command(flatten)]
+    pub answers: Box<AgentAnswers>,
+    /// A tool to add (repeatable): a `key=value;…` spec or a JSON tools.json entry.
+    #[arg(long = "tool", value_name = "SPEC")]
+    pub tools: Vec<String>,
+}
+
+/// The wizard's agent-level answers as flags.
+#[derive(Debug, Args)]
+pub struct AgentAnswers {
+    /// One-line description (default: `<name> agent`).
+    #[arg(long, value_name = "TEXT")]
+    pub description: Option<String>,
+    /// The model the agent uses (recorded in README.md; grants `model`).
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// The secret holding the model's API key (`runloop/<scope>/<name>`; granted in policy.caps).
+    #[arg(long, value_name = "SECRET_ID")]
+    pub model_secret: Option<String>,
+    /// Directories the agent may read and write (comma-separated absolute paths).
+    #[arg(long, value_name = "DIRS")]
+    pub cap_fs: Option<String>,
+    /// Hosts the agent may reach (comma-separated `host` or `host:port`).
+    #[arg(long, value_name = "HOSTS")]
+    pub cap_net: Option<String>,
+    /// Knowledge-base domains it may read (comma-separated, or `*` for all).
+    #[arg(long, value_name = "DOMAINS")]
+    pub cap_kb_read: Option<String>,
+    /// Knowledge-base domains it may write (comma-separated, or `*` for all).
+    #[arg(long, value_name = "DOMAINS")]
+    pub cap_kb_write: Option<String>,
+    /// Grant `exec` (exec tools also grant it on their own).
+    #[arg(long)]
+    pub cap_exec: bool,
+    /// Grant `time` (reading the clock).
+    #[arg(long)]
+    pub cap_time: bool,
 }
 
 /// Runs `rlp agent scaffold`.
-pub fn run(_args: &ScaffoldArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("agent scaffold")
+pub fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
+    validate::agent_name(&args.name).map_err(|e| CliError::usage(e).with_help("e.g. `rlp agent scaffold mailer`"))?;
+    let target = args.root.join(&args.name);
+    if !args.force && std::fs::symlink_metadata(&target).is_ok() {
+        return Err(CliError::usage(format!("{} already exists; nothing was changed", target.display()))
+            .with_help("pass --force to replace it, or choose another name or --root"));
+    }
+    let preset = preset(&args.answers)?;
+    let tools = args
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            ToolDefinition::parse(spec).map_err(|e| {
+                CliError::usage(format!("--tool #{}: {e}", i + 1))
+                    .with_help("write `id=…;desc=…;exec=/abs/path` (see `rlp agent scaffold --help`)")
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan: AgentPlan = if args.non_interactive {
+        preset.into_plan(&args.name, tools)
+    } else if !stdin_is_terminal() {
+        return Err(CliError::usage("no terminal to ask the wizard's questions on").with_help(
+            "pass --non-interactive, with --description, --model, --model-secret, --cap-fs, --cap-net, \
+             --cap-kb-read, --cap-kb-write, --cap-exec and --tool for the answers",
+        ));
+    } else {
+        let mut ask = TerminalAsk::new(ctx.color.stderr());
+        let plan = wizard::agent(&mut ask, &args.name, preset, tools)?;
+        if !ask.confirm(&format!("Create {}?", target.display()), true)? {
+            eprintln!("Nothing was created.");
+            return Ok(Exit::Success);
+        }
+        plan
+    };
+    let done = scaffold(&plan, &args.root, args.force)?;
+    Ok(print_summary(&done, &plan, ctx.color.stdout()))
+}
+
+/// The agent-level answers given as flags.
+fn preset(args: &AgentAnswers) -> Result<AgentPreset, CliError> {
+    let flag = |name: &'static str| move |e: String| CliError::usage(format!("--{name}: {e}"));
+    Ok(AgentPreset {
+        description: args.description.as_deref().map(validate::description).transpose().map_err(flag("description"))?,
+        model: args.model.as_deref().map(wizard::model_id).transpose().map_err(flag("model"))?,
+        model_secret: args.model_secret.as_deref().map(validate::secret).transpose().map_err(flag("model-secret"))?,
+        fs: args.cap_fs.as_deref().map(|s| validate::each(s, validate::fs_root)).transpose().map_err(flag("cap-fs"))?,
+        net: args
+            .cap_net
+            .as_deref()
+            .map(|s| validate::each(s, validate::net_host))
+            .transpose()
+            .map_err(flag("cap-net"))?,
+        kb_read: args.cap_kb_read.as_deref().map(validate::kb_scope).transpose().map_err(flag("cap-kb-read"))?,
+        kb_write: args.cap_kb_write.as_deref().map(validate::kb_scope).transpose().map_err(flag("cap-kb-write"))?,
+        exec: args.cap_exec.then_some(true),
+        time: args.cap_time.then_some(true),
+    })
+}
+
+/// Prints what was created, the lint result and the next commands.
+fn print_summary(done: &Scaffolded, plan: &AgentPlan, color: bool) -> Exit {
+    let dir = done.dir.display().to_string();
+    let tools = match plan.tools.len() {
+        1 => "1 tool".to_string(),
+        n => format!("{n} tools"),
+    };
+    let verb = if done.replaced { "Replaced" } else { "Created" };
+    let mut out = format!("{verb} {dir}/ ({tools})\n");
+    for file in &done.files {
+        out.push_str(&format!("  {file}\n"));
+    }
+    let errors = done.report.count(Severity::Error);
+    let warnings = done.report.count(Severity::Warning);
+    let exit = if done.report.findings.is_empty() {
+        out.push_str("\nLint: no problems\n");
+        Exit::Success
+    } else {
+        out.push('\n');
+        out.push_str(&crate::lint::render::human(std::slice::from_ref(&done.report), color));
+        out.push_str(&format!("Lint: {errors} error(s), {warnings} warning(s)\n"));
+        if errors > 0 { Exit::Problems } else { Exit::Success }
+    };
+    out.push_str("\nNext:\n");
+    let mut steps: Vec<(String, &str)> = Vec::new();
+    if plan.tools.is_empty() {
+        steps.push((format!("rlp tools add {dir} --id <id> --description '…' --exec /abs/path"), "add a tool"));
+    }
+    steps.extend([
+        (format!("rlp lint {dir}"), "check it (the CI gate)"),
+        (format!("rlp digest {dir}"), "after editing any file"),
+        ("rlp keygen --out keys --name release".to_string(), "once: a signing key pair"),
+        (format!("rlp sign {dir} --key keys/release.key"), "sign the manifest"),
+        (format!("rlp bundle pack {dir} --key keys/release.key"), "a reproducible archive"),
+    ]);
+    let width = steps.iter().map(|(c, _)| c.chars().count()).max().unwrap_or(0);
+    for (command, why) in steps {
+        let pad = " ".repeat(width - command.chars().count());
+        out.push_str(&format!("  {command}{pad}   # {why}\n"));
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    exit
+}
+
+impl From<AuthoringError> for CliError {
+    fn from(e: AuthoringError) -> Self {
+        let error = match e.kind {
+            ErrorKind::Usage => CliError::usage(e.message),
+            ErrorKind::Failed => CliError::problem(e.message),
+        };
+        match e.help {
+            Some(help) => error.with_help(help),
+            None => error,
+        }
+    }
+}
+
+impl From<AskError> for CliError {
+    fn from(e: AskError) -> Self {
+        AuthoringError::from(e).into()
+    }
+}
+
+/// The wizard's questions on the terminal (dialoguer, rendered on stderr).
+pub struct TerminalAsk {
+    theme: Box<dyn Theme>,
+}
+
+impl TerminalAsk {
+    /// Colourful prompts when `color`, plain ones otherwise.
+    pub fn new(color: bool) -> Self {
+        let theme: Box<dyn Theme> = if color { Box::new(ColorfulTheme::default()) } else { Box::new(SimpleTheme) };
+        TerminalAsk { theme }
+    }
+}
+
+fn ask_error(e: dialoguer::Error) -> AskError {
+    AskError(e.to_string())
+}
+
+impl Ask for TerminalAsk {
+    fn text(&mut self, prompt: &str, default: Option<&str>, check: Check<'_>) -> Result<String, AskError> {
+        let mut input = Input::<String>::with_theme(&*self.theme)
+            .with_prompt(prompt)
+            .allow_empty(true)
+            .validate_with(|answer: &String| check(answer));
+        if let Some(default) = default {
+            input = input.default(default.to_string());
+        }
+        input.interact_text().map_err(ask_error)
+    }
+
+    fn confirm(&mut self, prompt: &str, default: bool) -> Result<bool, AskError> {
+        Confirm::with_theme(&*self.theme)
+            .with_prompt(prompt)
+            .default(default)
+            .wait_for_newline(true)
+            .interact()
+            .map_err(ask_error)
+    }
+
+    fn select(&mut self, prompt: &str, items: &[&str], default: usize) -> Result<usize, AskError> {
+        Select::with_theme(&*self.theme).with_prompt(prompt).items(items).default(default).interact().map_err(ask_error)
+    }
+
+    fn say(&mut self, text: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
 }

@@ -1,20 +1,257 @@
 //! `rlp tools add`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::authoring::add::{GrantOutcome, add};
+use crate::authoring::check::EntryFinding;
+use crate::authoring::spec::{SchemaSource, ToolSpec, TransportSpec};
+use crate::authoring::target::BundleTarget;
+use crate::authoring::tools_file::ToolsDoc;
+use crate::authoring::validate;
+use crate::authoring::wizard::{self, ToolPreset};
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::agent::scaffold::TerminalAsk;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::stdin_is_terminal;
 
 /// Flags of `rlp tools add`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp tools add agents/demo --id demo.greet --description 'Greets someone' --exec /usr/local/bin/greet_tool
+  rlp tools add agents/mailer --id mail.send --description 'Sends a draft' \\
+      --http POST https://api.mail.example/send \\
+      --header 'Authorization: Bearer ${secret:runloop/mail/key}' --confirm --grant
+
+Without --id, --description and a transport, asks for what is missing on a terminal.
+Schemas: inline JSON, @FILE, schema:<id> (creates schemas/<id>.json), or nothing for a starter.")]
 pub struct AddArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
+    /// The tool's fields.
+    #[command(flatten)]
+    pub tool: Box<ToolFlags>,
+    /// Also grant what the tool needs in policy.caps (otherwise the lines to add are printed).
+    #[arg(long)]
+    pub grant: bool,
+}
+
+/// The fields of the new tool, as flags.
+#[derive(Debug, Args)]
+pub struct ToolFlags {
+    /// Tool id (`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`), e.g. `mail.send`.
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// One line: what the tool does (the model reads it).
+    #[arg(long, value_name = "TEXT")]
+    pub description: Option<String>,
+    /// exec transport: the tool binary's absolute path.
+    #[arg(long, value_name = "CMD", conflicts_with = "http")]
+    pub exec: Option<String>,
+    /// An argument passed after the blob path (repeatable; exec only).
+    #[arg(long = "arg", value_name = "A", allow_hyphen_values = true, requires = "exec")]
+    pub args: Vec<String>,
+    /// http transport: method and URL template, e.g. `--http GET https://api.x/items/{id}`.
+    #[arg(long, num_args = 2, value_names = ["METHOD", "URL"])]
+    pub http: Option<Vec<String>>,
+    /// A static header `Name: value`, may hold `${secret:<id>}` (repeatable; http only).
+    #[arg(long = "header", value_name = "K:V", requires = "http")]
+    pub headers: Vec<String>,
+    /// Input schema: inline JSON, @FILE, or schema:<id> (default: a starter schema).
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub input_schema: Option<String>,
+    /// Result schema: inline JSON, @FILE, or schema:<id> (default: any object).
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub result_schema: Option<String>,
+    /// A capability the tool needs beyond those its transport and secrets imply (repeatable).
+    #[arg(long = "cap", value_name = "C")]
+    pub caps: Vec<String>,
+    /// A secret id the tool uses, `runloop/<scope>/<name>` (repeatable).
+    #[arg(long = "secret", value_name = "ID")]
+    pub secrets: Vec<String>,
+    /// Ask an operator to approve each call (`requires_confirmation`).
+    #[arg(long)]
+    pub confirm: bool,
+    /// A tag for traces and audit records (repeatable).
+    #[arg(long = "tag", value_name = "T")]
+    pub tags: Vec<String>,
+    /// Per-call timeout (`timeout_ms`, default 30000).
+    #[arg(long, value_name = "N")]
+    pub timeout_ms: Option<u64>,
+    /// Token budget per call (`budget.tokens`).
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
+    /// US-dollar budget per call (`budget.usd`).
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
 }
 
 /// Runs `rlp tools add`.
-pub fn run(_args: &AddArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("tools add")
+pub fn run(args: &AddArgs, ctx: &Context) -> CliResult {
+    let target = BundleTarget::open(&args.bundle)?;
+    let preset = preset(&args.tool)?;
+    let taken: Vec<String> = ToolsDoc::read(&target.dir)?
+        .entries()
+        .filter_map(|e| e.get("id").and_then(|v| v.as_str()).map(str::to_string))
+        .collect();
+    let draft = match complete(&preset) {
+        Some(spec) => spec.to_draft(&|id| target.dir.join("schemas").join(format!("{id}.json")).exists()),
+        None if stdin_is_terminal() => {
+            let mut ask = TerminalAsk::new(ctx.color.stderr());
+            wizard::tool_for_bundle(&mut ask, &target.dir, &taken, preset)?
+        }
+        None => {
+            let mut missing = Vec::new();
+            if preset.id.is_none() {
+                missing.push("--id");
+            }
+            if preset.description.is_none() {
+                missing.push("--description");
+            }
+            if preset.transport.is_none() {
+                missing.push("--exec or --http");
+            }
+            return Err(CliError::usage(format!("missing {}, and there is no terminal to ask on", missing.join(", ")))
+                .with_help("pass --id, --description and --exec CMD (or --http METHOD URL)"));
+        }
+    };
+    let added = add(&target, draft, args.grant)?;
+    let mut out = std::io::stdout().lock();
+    let tools_file = target.dir.join(crate::bundle::tools::TOOLS_FILE);
+    let _ = writeln!(out, "added tool `{}` to {}", added.id, tools_file.display());
+    for path in &added.schema_files {
+        let _ = writeln!(out, "created {} (a starter schema: fill it in)", target.dir.join(path).display());
+    }
+    drop(out);
+    print_warnings(&added.warnings);
+    print_grants(&target, &added.grants, "rlp tools add");
+    Ok(Exit::Success)
+}
+
+/// The tool answers given as flags, each checked.
+fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
+    let flag = |name: &'static str| move |e: String| CliError::usage(format!("--{name}: {e}"));
+    let transport = match (&args.exec, &args.http) {
+        (Some(command), _) => Some(TransportSpec::Exec {
+            command: validate::command(command).map_err(flag("exec"))?,
+            args: args.args.clone(),
+        }),
+        (None, Some(http)) => {
+            let [method, url] = http.as_slice() else {
+                return Err(CliError::usage(
+                    "--http takes a method and a URL, e.g. --http GET https://api.x/items/{id}",
+                ));
+            };
+            validate::url(url).map_err(flag("http"))?;
+            let headers =
+                args.headers.iter().map(|h| validate::header(h)).collect::<Result<_, _>>().map_err(flag("header"))?;
+            Some(TransportSpec::Http {
+                method: validate::method(method).map_err(flag("http"))?,
+                url: url.clone(),
+                headers,
+            })
+        }
+        (None, None) => None,
+    };
+    let schema = |text: &Option<String>, name: &'static str| {
+        text.as_deref().map(SchemaSource::parse).transpose().map_err(flag(name))
+    };
+    let budget = match (args.budget_tokens, args.budget_usd) {
+        (None, None) => None,
+        (tokens, usd) => {
+            if let Some(usd) = usd {
+                validate::usd(&usd.to_string()).map_err(flag("budget-usd"))?;
+            }
+            if tokens == Some(0) {
+                return Err(CliError::usage("--budget-tokens: must be a positive whole number"));
+            }
+            Some((tokens, usd))
+        }
+    };
+    let some_if = |given: bool| given.then_some(());
+    Ok(ToolPreset {
+        id: args.id.as_deref().map(validate::tool_id).transpose().map_err(flag("id"))?,
+        description: args.description.as_deref().map(validate::description).transpose().map_err(flag("description"))?,
+        transport,
+        input: schema(&args.input_schema, "input-schema")?,
+        result: schema(&args.result_schema, "result-schema")?,
+        capabilities: some_if(!args.caps.is_empty())
+            .map(|_| args.caps.iter().map(|c| validate::capability(c)).collect::<Result<Vec<_>, _>>())
+            .transpose()
+            .map_err(flag("cap"))?,
+        secrets: some_if(!args.secrets.is_empty())
+            .map(|_| args.secrets.iter().map(|s| validate::secret(s)).collect::<Result<Vec<_>, _>>())
+            .transpose()
+            .map_err(flag("secret"))?,
+        confirm: args.confirm.then_some(true),
+        tags: some_if(!args.tags.is_empty())
+            .map(|_| args.tags.iter().map(|t| validate::tag(t)).collect::<Result<Vec<_>, _>>())
+            .transpose()
+            .map_err(flag("tag"))?,
+        budget,
+        timeout_ms: match args.timeout_ms {
+            Some(0) => return Err(CliError::usage("--timeout-ms: must be a positive whole number")),
+            other => other,
+        },
+    })
+}
+
+/// The tool, when the flags give everything required (the rest defaults).
+fn complete(preset: &ToolPreset) -> Option<ToolSpec> {
+    let (budget_tokens, budget_usd) = preset.budget.unwrap_or((None, None));
+    Some(ToolSpec {
+        id: preset.id.clone()?,
+        description: preset.description.clone()?,
+        transport: preset.transport.clone()?,
+        input: preset.input.clone().unwrap_or(SchemaSource::Starter),
+        result: preset.result.clone().unwrap_or(SchemaSource::Starter),
+        capabilities: preset.capabilities.clone().unwrap_or_default(),
+        secrets: preset.secrets.clone().unwrap_or_default(),
+        confirm: preset.confirm.unwrap_or(false),
+        budget_tokens,
+        budget_usd,
+        tags: preset.tags.clone().unwrap_or_default(),
+        timeout_ms: preset.timeout_ms,
+    })
+}
+
+/// Lint warnings about new entries, on stderr.
+pub(crate) fn print_warnings(warnings: &[EntryFinding]) {
+    let mut err = std::io::stderr().lock();
+    for warning in warnings {
+        let _ = writeln!(err, "{warning}");
+    }
+}
+
+/// The grants added (stdout) or still missing (stderr, with the lines to add).
+pub(crate) fn print_grants(target: &BundleTarget, grants: &GrantOutcome, command: &str) {
+    let caps = target.caps_path.display();
+    if !grants.added.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "granted in {caps}:");
+        for line in &grants.added {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    if !grants.missing.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let shown: Vec<String> = grants.missing.iter().map(|n| format!("`{}`", n.shown())).collect();
+        let _ = writeln!(
+            err,
+            "warning: {caps} does not grant {}: the tool is not exposed until it does, and `rlp lint` reports it",
+            shown.join(", ")
+        );
+        let _ = writeln!(err, "  add under [capabilities] in {caps} (merging lists that share a key):");
+        for needed in &grants.missing {
+            let _ = writeln!(err, "    {}", needed.line());
+        }
+        let _ = writeln!(
+            err,
+            "  then run `rlp digest {}`; or pass --grant to `{command}` to do both",
+            target.dir.display()
+        );
+    }
 }

@@ -1,20 +1,62 @@
 //! `rlp tools import`.
 
+use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
+use crate::authoring::import::{Source, import};
+use crate::authoring::runner::{DEFAULT_MAX_OUTPUT, Limits};
+use crate::authoring::target::BundleTarget;
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::tools::add::{print_grants, print_warnings};
 
 /// Flags of `rlp tools import`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp tools import agents/demo --exec /usr/local/bin/greet_tool --grant
+
+The binary is run as `CMD <blob> ARGS…` with a blob whose \"action\" is \"schema\"; it
+prints {\"tools\": [<tools.json entry>, …]}. Tools are matched by id: new ones are
+added, existing ones updated (fields only the bundle has are kept). See docs/authoring.md.")]
 pub struct ImportArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
+    /// The tool binary's absolute path.
+    #[arg(long, value_name = "CMD")]
+    pub exec: PathBuf,
+    /// An argument passed after the blob path (repeatable); kept in the tools' transport.
+    #[arg(long = "arg", value_name = "A", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    /// How long the binary gets to answer.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub timeout_ms: u64,
+    /// Also grant what the tools need in policy.caps (otherwise the lines to add are printed).
+    #[arg(long)]
+    pub grant: bool,
 }
 
 /// Runs `rlp tools import`.
-pub fn run(_args: &ImportArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("tools import")
+pub fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
+    if args.timeout_ms == 0 {
+        return Err(CliError::usage("--timeout-ms must be at least 1"));
+    }
+    let target = BundleTarget::open(&args.bundle)?;
+    let source = Source {
+        command: args.exec.clone(),
+        args: args.args.clone(),
+        limits: Limits { timeout: Duration::from_millis(args.timeout_ms), max_output: DEFAULT_MAX_OUTPUT },
+    };
+    let imported = import(&target, &source, args.grant)?;
+    let mut out = std::io::stdout().lock();
+    for (id, change) in &imported.changes {
+        let _ = writeln!(out, "{:9} {id}", change.as_str());
+    }
+    drop(out);
+    print_warnings(&imported.warnings);
+    print_grants(&target, &imported.grants, "rlp tools import");
+    Ok(Exit::Success)
 }

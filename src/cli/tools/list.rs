@@ -1,20 +1,38 @@
 //! `rlp tools list`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::authoring::list::list;
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, print_json};
 
 /// Flags of `rlp tools list`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+EXPOSED is `yes` when the effective policy (policy.caps ∩ $RUNLOOP_HOME/caps/overrides/<name>.toml,
+when present) grants every capability the tool needs, else `no: missing …`.")]
 pub struct ListArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Runs `rlp tools list`.
-pub fn run(_args: &ListArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("tools list")
+pub fn run(args: &ListArgs, ctx: &Context) -> CliResult {
+    let listing = list(&args.bundle, &ctx.home)?;
+    match args.format {
+        Format::Human => {
+            let _ = std::io::stdout().lock().write_all(listing.render_human().as_bytes());
+        }
+        Format::Json => {
+            print_json(&listing.to_json()).map_err(|e| CliError::usage(format!("cannot write to stdout: {e}")))?
+        }
+    }
+    Ok(Exit::Success)
 }

@@ -1,0 +1,122 @@
+//! `rlp lint --check-tools`: ask each exec binary of a bundle for its own
+//! definitions (the `schema` action) and report where tools.json differs.
+//!
+//! Binaries are asked once per distinct command and arguments. A binary that
+//! does not answer the action is skipped (it is not required to support it).
+//! Only the fields the binary states are compared, so fields an author adds in
+//! tools.json (`requires_confirmation`, tags, …) are never drift.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::authoring::import::{Source, describe};
+use crate::authoring::runner::Limits;
+use crate::authoring::tools_file::ToolsDoc;
+
+/// How a bundle's tool and its binary's answer differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriftKind {
+    /// The binary describes a tool tools.json does not have.
+    MissingFromBundle,
+    /// tools.json has a tool (run by this binary) the binary no longer describes.
+    MissingFromBinary,
+    /// A field differs.
+    FieldDiffers(String),
+}
+
+/// One difference between tools.json and a binary's `schema` answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Drift {
+    /// The tool id.
+    pub tool: String,
+    /// The binary asked.
+    pub command: PathBuf,
+    /// What differs.
+    pub kind: DriftKind,
+}
+
+impl fmt::Display for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let command = self.command.display();
+        match &self.kind {
+            DriftKind::MissingFromBundle => {
+                write!(f, "tool `{}` is described by {command} but not in tools.json", self.tool)
+            }
+            DriftKind::MissingFromBinary => {
+                write!(f, "tool `{}` runs {command}, which no longer describes it", self.tool)
+            }
+            DriftKind::FieldDiffers(field) => {
+                write!(f, "tool `{}`: `{field}` differs from what {command} describes", self.tool)
+            }
+        }
+    }
+}
+
+/// Asks every exec binary of the bundle and reports each difference.
+pub fn check(bundle_dir: &Path) -> Vec<Drift> {
+    let Ok(tools) = ToolsDoc::read(bundle_dir) else { return Vec::new() };
+    let mut sources: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    for entry in tools.entries() {
+        if let Some(source) = exec_source(entry)
+            && !sources.contains(&source)
+        {
+            sources.push(source);
+        }
+    }
+    let mut out = Vec::new();
+    for (command, args) in sources {
+        let source = Source { command: command.clone(), args: args.clone(), limits: Limits::default() };
+        let Ok(described) = describe(&source, bundle_dir) else { continue };
+        for answer in &described {
+            let id = answer.get("id").and_then(Value::as_str).unwrap_or_default();
+            match tools.get(id) {
+                None => out.push(Drift {
+                    tool: id.to_string(),
+                    command: command.clone(),
+                    kind: DriftKind::MissingFromBundle,
+                }),
+                Some(entry) => {
+                    for (field, value) in answer {
+                        if entry.get(field) != Some(value) {
+                            out.push(Drift {
+                                tool: id.to_string(),
+                                command: command.clone(),
+                                kind: DriftKind::FieldDiffers(field.clone()),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        for entry in tools.entries() {
+            let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
+            let runs_it = exec_source(entry).is_some_and(|s| s == (command.clone(), args.clone()));
+            if runs_it && !described.iter().any(|a| a.get("id").and_then(Value::as_str) == Some(id)) {
+                out.push(Drift { tool: id.to_string(), command: command.clone(), kind: DriftKind::MissingFromBinary });
+            }
+        }
+    }
+    out
+}
+
+/// The command and arguments of an exec entry with an absolute command.
+fn exec_source(entry: &Map<String, Value>) -> Option<(PathBuf, Vec<String>)> {
+    let transport = entry.get("transport")?;
+    if transport.get("kind").and_then(Value::as_str) != Some("exec") {
+        return None;
+    }
+    let command = transport.get("command").and_then(Value::as_str).filter(|c| c.starts_with('/'))?;
+    let args = transport
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    Some((PathBuf::from(command), args))
+}
+
+/// The drift report of one bundle, one line per difference (empty when none).
+pub fn render(bundle_dir: &Path, drifts: &[Drift]) -> String {
+    drifts.iter().map(|d| format!("drift: {}: {d}\n", bundle_dir.display())).collect()
+}

@@ -1,0 +1,57 @@
+//! Errors of authoring commands: what went wrong, how to fix it, and whether
+//! it was the input (exit 2) or something the command found (exit 1).
+
+use std::fmt;
+use std::path::Path;
+
+/// Which exit code an error maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Bad arguments, unreadable or invalid input: nothing was changed (exit 2).
+    Usage,
+    /// The command ran and found a problem, e.g. a tool binary that did not
+    /// answer (exit 1). Nothing was changed.
+    Failed,
+}
+
+/// An authoring command that could not finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthoringError {
+    /// Exit-code class.
+    pub kind: ErrorKind,
+    /// What is wrong; names the file, flag or field.
+    pub message: String,
+    /// What to do about it.
+    pub help: Option<String>,
+}
+
+impl AuthoringError {
+    /// An input error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self { kind: ErrorKind::Usage, message: message.into(), help: None }
+    }
+
+    /// A problem found while running (exit 1).
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self { kind: ErrorKind::Failed, message: message.into(), help: None }
+    }
+
+    /// Adds a hint line.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// An I/O error on `path` (exit 2).
+    pub fn io(action: &str, path: &Path, error: &std::io::Error) -> Self {
+        Self::usage(format!("cannot {action} {}: {error}", path.display()))
+    }
+}
+
+impl fmt::Display for AuthoringError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for AuthoringError {}

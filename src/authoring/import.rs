@@ -1,0 +1,191 @@
+//! `rlp tools import`: ask a binary for its own tool definitions (the
+//! `schema` action) and add or update them in tools.json.
+//!
+//! The answer is `{"tools": [<tools.json entry>, …]}` on stdout (or the same
+//! object as the `result` of a `{"outcome": "success", …}` envelope). An
+//! entry without `transport` gets `{"kind": "exec", "command": <the binary>,
+//! "args": [...]}`. Entries are matched by id: a new id is added; an existing
+//! one is merged (the binary's fields replace the old ones, fields only the
+//! bundle has — `requires_confirmation`, tags, … — are kept).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::authoring::AuthoringError;
+use crate::authoring::add::{GrantOutcome, commit, plan_grants};
+use crate::authoring::check::{EntryFinding, check_drafts};
+use crate::authoring::runner::{self, Limits};
+use crate::authoring::spec::ToolDraft;
+use crate::authoring::target::BundleTarget;
+use crate::authoring::tools_file::{Change, ToolsDoc};
+
+/// The binary to ask.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Absolute path of the binary.
+    pub command: PathBuf,
+    /// Arguments after the blob path.
+    pub args: Vec<String>,
+    /// Time and output limits.
+    pub limits: Limits,
+}
+
+/// What an import did.
+#[derive(Debug)]
+pub struct Imported {
+    /// Each tool the binary described, with what happened to it.
+    pub changes: Vec<(String, Change)>,
+    /// Grants outcome.
+    pub grants: GrantOutcome,
+    /// Lint warnings about the imported entries.
+    pub warnings: Vec<EntryFinding>,
+}
+
+/// Checks that `command` is an absolute path to an executable regular file.
+pub fn check_command(command: &Path) -> Result<(), AuthoringError> {
+    if !command.is_absolute() {
+        return Err(AuthoringError::usage(format!("--exec `{}` is not an absolute path", command.display()))
+            .with_help("write the full path, e.g. /usr/local/bin/mytool; the runtime never searches PATH"));
+    }
+    let meta = std::fs::metadata(command).map_err(|e| AuthoringError::io("inspect", command, &e))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(AuthoringError::usage(format!("{} is not an executable file", command.display())));
+    }
+    Ok(())
+}
+
+/// Asks the binary for its tools; the error says why it gave none.
+pub fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<String, Value>>, String> {
+    let root = bundle_root.canonicalize().unwrap_or_else(|_| bundle_root.to_path_buf());
+    let output = runner::ask_schema(&source.command, &source.args, &root, source.limits).map_err(|e| e.to_string())?;
+    let parsed: Option<Value> = serde_json::from_slice(&output.stdout).ok();
+    let answer = match parsed {
+        Some(Value::Object(mut envelope)) if envelope.contains_key("outcome") => {
+            match envelope.get("outcome").and_then(Value::as_str) {
+                Some("success") => envelope.remove("result").unwrap_or(Value::Null),
+                Some("error") => {
+                    let message = envelope.get("message").and_then(Value::as_str).unwrap_or("no message");
+                    return Err(format!("it answered with an error: {}", excerpt(message)));
+                }
+                _ => return Err("it answered with an outcome other than success".into()),
+            }
+        }
+        _ if !output.status.success() => {
+            let mut why = match output.status.code() {
+                Some(code) => format!("it exited with status {code}"),
+                None => "it was killed by a signal".to_string(),
+            };
+            if !output.stderr.trim().is_empty() {
+                why.push_str(&format!(" (stderr: {})", excerpt(output.stderr.trim())));
+            }
+            return Err(why);
+        }
+        Some(value) => value,
+        None if output.stdout.iter().all(u8::is_ascii_whitespace) => return Err("it printed nothing".into()),
+        None => {
+            return Err(format!(
+                "it printed something that is not JSON: {}",
+                excerpt(&String::from_utf8_lossy(&output.stdout))
+            ));
+        }
+    };
+    let tools = match answer {
+        Value::Object(mut map) => match map.remove("tools") {
+            Some(Value::Array(items)) => items,
+            _ => return Err("its answer has no `tools` list (expected {\"tools\": [...]})".into()),
+        },
+        _ => return Err("its answer is not an object (expected {\"tools\": [...]})".into()),
+    };
+    if tools.is_empty() {
+        return Err("its answer lists no tools".into());
+    }
+    let mut entries = Vec::new();
+    for (i, item) in tools.into_iter().enumerate() {
+        let Value::Object(mut entry) = item else {
+            return Err(format!("tools[{i}] of its answer is not an object"));
+        };
+        let Some(id) = entry.get("id").and_then(Value::as_str) else {
+            return Err(format!("tools[{i}] of its answer has no string `id`"));
+        };
+        if entries.iter().any(|e: &Map<String, Value>| e.get("id").and_then(Value::as_str) == Some(id)) {
+            return Err(format!("its answer lists the tool `{}` twice", excerpt(id)));
+        }
+        if !entry.contains_key("transport") {
+            let mut transport = Map::new();
+            transport.insert("kind".into(), json!("exec"));
+            transport.insert("command".into(), json!(source.command.display().to_string()));
+            if !source.args.is_empty() {
+                transport.insert("args".into(), json!(source.args));
+            }
+            entry = with_transport(entry, Value::Object(transport));
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// Inserts `transport` after `description` (or `id`), keeping key order readable.
+fn with_transport(entry: Map<String, Value>, transport: Value) -> Map<String, Value> {
+    let anchor = if entry.contains_key("description") { "description" } else { "id" };
+    let mut out = Map::new();
+    for (key, value) in entry {
+        let is_anchor = key == anchor;
+        out.insert(key, value);
+        if is_anchor {
+            out.insert("transport".into(), transport.clone());
+        }
+    }
+    out
+}
+
+fn excerpt(text: &str) -> String {
+    let line: String = text.chars().filter(|c| !c.is_control() || *c == ' ').take(200).collect();
+    if text.chars().count() > 200 { format!("{line}…") } else { line }
+}
+
+/// The error for a binary that gave no usable answer.
+pub fn not_supported(source: &Source, target: &BundleTarget, why: &str) -> AuthoringError {
+    AuthoringError::failed(format!(
+        "{} did not answer the `schema` action: {why}; {} is unchanged",
+        source.command.display(),
+        target.dir.display()
+    ))
+    .with_help(format!(
+        "add its tools by hand with `rlp tools add {} --id <id> --description '…' --exec {}`, or make the binary answer a blob whose \"action\" is \"schema\" with {{\"tools\": [...]}} (see docs/authoring.md)",
+        target.dir.display(),
+        source.command.display()
+    ))
+}
+
+/// Imports the binary's tools into the bundle.
+pub fn import(target: &BundleTarget, source: &Source, grant: bool) -> Result<Imported, AuthoringError> {
+    check_command(&source.command)?;
+    let mut tools = ToolsDoc::read(&target.dir)?;
+    let entries = describe(source, &target.dir).map_err(|why| not_supported(source, target, &why))?;
+    let mut changes = Vec::new();
+    let mut merged = Vec::new();
+    for entry in entries {
+        let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        changes.push((id.clone(), tools.upsert(entry)));
+        if let Some(now) = tools.get(&id) {
+            merged.push(now.clone());
+        }
+    }
+    let drafts: Vec<ToolDraft> =
+        merged.iter().map(|e| ToolDraft { entry: e.clone(), schema_files: Vec::new() }).collect();
+    let refs: Vec<&ToolDraft> = drafts.iter().collect();
+    let warnings = check_drafts(&target.dir, &refs).map_err(|e| {
+        AuthoringError::failed(format!(
+            "{} answered with tools that would not pass lint; {} is unchanged:\n{}",
+            source.command.display(),
+            target.dir.display(),
+            e.message.split_once('\n').map_or("", |(_, rest)| rest)
+        ))
+        .with_help("fix the binary's `schema` answer, or add the tools by hand with `rlp tools add`")
+    })?;
+    let (grants, policy) = plan_grants(target, &merged, grant)?;
+    commit(target, &tools, policy.as_ref(), &[])?;
+    Ok(Imported { changes, grants, warnings })
+}

@@ -1,0 +1,196 @@
+//! `rlp tools list`: each tool with its transport, what it needs, and whether
+//! the effective policy (the bundle's policy.caps ∩ the operator override
+//! `$RUNLOOP_HOME/caps/overrides/<name>.toml`, when there is one) exposes it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::authoring::AuthoringError;
+use crate::authoring::policy_edit::needed_by;
+use crate::bundle::diag::Severity;
+use crate::bundle::policy::Policy;
+use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
+use crate::home::Home;
+
+/// One tool, as listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The id.
+    pub id: String,
+    /// `exec /path/cmd args…` or `http METHOD host[:port]`.
+    pub transport: String,
+    /// The transport as JSON (`kind`, `command`/`args` or `method`/`url`/`host`).
+    pub transport_json: Value,
+    /// Capabilities needed, declared and implied.
+    pub capabilities: Vec<String>,
+    /// Secret ids.
+    pub secrets: Vec<String>,
+    /// `requires_confirmation`.
+    pub confirm: bool,
+    /// Needed capabilities the effective policy does not grant.
+    pub missing: Vec<String>,
+}
+
+/// A bundle's tools and the policy they were checked against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// The rows, in tools.json order.
+    pub rows: Vec<Row>,
+    /// The bundle's policy file (bundle path).
+    pub policy_file: String,
+    /// The operator override applied, if one exists.
+    pub override_file: Option<PathBuf>,
+}
+
+/// Lists the tools of the bundle at `dir`.
+pub fn list(dir: &Path, home: &Home) -> Result<Listing, AuthoringError> {
+    if !dir.join(crate::bundle::manifest::MANIFEST_FILE).is_file() {
+        return Err(AuthoringError::usage(format!("{} is not a bundle (no manifest.toml)", dir.display()))
+            .with_help("name a bundle folder, e.g. agents/mailer"));
+    }
+    let bundle = crate::bundle::load(dir);
+    if bundle.tools.is_none() && dir.join(TOOLS_FILE).exists() {
+        return Err(AuthoringError::usage(format!("{} cannot be read", dir.join(TOOLS_FILE).display()))
+            .with_help(format!("`rlp lint {}` shows what is wrong", dir.display())));
+    }
+    let name = bundle.manifest.as_ref().and_then(|m| m.name.clone()).or_else(|| bundle.folder_name());
+    let mut policy = bundle.policy();
+    let mut override_file = None;
+    if let Some(name) = name.filter(|n| crate::bundle::manifest::is_valid_name(n)) {
+        let path = home.override_file(&name);
+        if let Some(over) = read_override(&path)? {
+            policy = policy.intersect(&over);
+            override_file = Some(path);
+        }
+    }
+    let rows = bundle.tool_list().iter().map(|tool| row(tool, &policy)).collect();
+    let policy_file = bundle.manifest.as_ref().map_or("policy.caps".to_string(), |m| m.caps_file.clone());
+    Ok(Listing { rows, policy_file, override_file })
+}
+
+/// Reads an operator override; a missing file is `None`.
+fn read_override(path: &Path) -> Result<Option<Policy>, AuthoringError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(AuthoringError::io("read", path, &e)),
+    };
+    let (grants, findings) = crate::bundle::parse_policy(&text);
+    let errors: Vec<String> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| format!("{}: {}", f.code, f.message))
+        .collect();
+    match grants {
+        Some(grants) if errors.is_empty() => Ok(Some(Policy::from_override(&grants))),
+        _ => Err(AuthoringError::usage(format!("{} is not a valid override: {}", path.display(), errors.join("; ")))
+            .with_help("it has the schema of policy.caps ([capabilities] with fs, net, …); fix or remove it")),
+    }
+}
+
+fn row(tool: &Tool, policy: &Policy) -> Row {
+    let needed = needed_by(tool);
+    let (transport, transport_json) = match &tool.transport {
+        Some(Transport::Exec { command, args }) => {
+            let mut shown = format!("exec {command}");
+            for arg in args {
+                shown.push(' ');
+                shown.push_str(arg);
+            }
+            (shown, json!({"kind": "exec", "command": command, "args": args}))
+        }
+        Some(Transport::Http { method, url: Some(url), .. }) => (
+            format!("http {method} {}", url.suggested_grant()),
+            json!({"kind": "http", "method": method, "url": url.as_str(), "host": url.suggested_grant()}),
+        ),
+        Some(Transport::Http { method, url: None, .. }) => {
+            (format!("http {method} (invalid URL)"), json!({"kind": "http", "method": method, "url": null}))
+        }
+        None => ("(invalid transport)".to_string(), Value::Null),
+    };
+    Row {
+        id: tool.id.clone(),
+        transport,
+        transport_json,
+        capabilities: needed.iter().map(|n| n.shown()).collect(),
+        secrets: tool.secrets.iter().map(|(_, s)| s.to_string()).collect(),
+        confirm: tool.needs_confirmation(),
+        missing: needed.iter().filter(|n| !policy.allows(&n.capability)).map(|n| n.shown()).collect(),
+    }
+}
+
+impl Row {
+    /// `yes`, or `no: missing <caps>`.
+    pub fn exposed(&self) -> String {
+        if self.missing.is_empty() { "yes".to_string() } else { format!("no: missing {}", self.missing.join(", ")) }
+    }
+}
+
+impl Listing {
+    /// The table printed by `--format human`.
+    pub fn render_human(&self) -> String {
+        if self.rows.is_empty() {
+            return "no tools (add one with `rlp tools add` or `rlp tools import`)\n".to_string();
+        }
+        let dash = |items: &[String]| if items.is_empty() { "-".to_string() } else { items.join(", ") };
+        let mut table: Vec<[String; 6]> =
+            vec![["ID", "TRANSPORT", "CAPABILITIES", "SECRETS", "CONFIRM", "EXPOSED"].map(str::to_string)];
+        for row in &self.rows {
+            table.push([
+                row.id.clone(),
+                row.transport.clone(),
+                dash(&row.capabilities),
+                dash(&row.secrets),
+                if row.confirm { "yes" } else { "no" }.to_string(),
+                row.exposed(),
+            ]);
+        }
+        let widths: Vec<usize> =
+            (0..6).map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+        let mut out = String::new();
+        for r in &table {
+            let mut line = String::new();
+            for (c, cell) in r.iter().enumerate() {
+                line.push_str(cell);
+                if c + 1 < r.len() {
+                    line.extend(std::iter::repeat_n(' ', widths[c] - cell.chars().count() + 2));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        let exposed = self.rows.iter().filter(|r| r.missing.is_empty()).count();
+        let tools = if self.rows.len() == 1 { "1 tool".to_string() } else { format!("{} tools", self.rows.len()) };
+        let policy = match &self.override_file {
+            Some(path) => format!("{} ∩ {}", self.policy_file, path.display()),
+            None => self.policy_file.clone(),
+        };
+        out.push_str(&format!("\n{tools}, {exposed} exposed by {policy}\n"));
+        out
+    }
+
+    /// The document printed by `--format json`.
+    pub fn to_json(&self) -> Value {
+        let tools: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "id": r.id,
+                    "transport": r.transport_json,
+                    "capabilities": r.capabilities,
+                    "secrets": r.secrets,
+                    "requires_confirmation": r.confirm,
+                    "exposed": r.missing.is_empty(),
+                    "missing": r.missing,
+                })
+            })
+            .collect();
+        json!({
+            "tools": tools,
+            "policy": self.policy_file,
+            "override": self.override_file.as_ref().map(|p| p.display().to_string()),
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! `rlp agent scaffold`: a new bundle folder from an [`AgentPlan`].
+//!
+//! The bundle is built complete in a private folder next to the target
+//! (`<root>/.rlp-scaffold-<id>/<name>/`): templates filled in, tools and their
+//! schema files written, policy.caps granting what the plan and the tools
+//! need, digests filled in, lint run. Only then is it renamed into place; with
+//! `force`, the old folder is moved aside first and removed after the new one
+//! is in place (and moved back if that fails). An interrupted scaffold leaves
+//! the old folder, or nothing.
+
+use std::path::{Path, PathBuf};
+
+use crate::authoring::AuthoringError;
+use crate::authoring::check::check_drafts;
+use crate::authoring::policy_edit::{Needed, PolicyDoc, needed_by_entries};
+use crate::authoring::spec::{ToolDefinition, ToolDraft};
+use crate::authoring::templates;
+use crate::authoring::tools_file::ToolsDoc;
+use crate::bundle::capability::SecretId;
+use crate::bundle::diag::Severity;
+use crate::bundle::manifest::MANIFEST_FILE;
+use crate::lint::BundleReport;
+
+/// Everything a new bundle is made from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentPlan {
+    /// The agent (and folder) name.
+    pub name: String,
+    /// `[agent].description`.
+    pub description: String,
+    /// The model id, recorded in README.md and as a manifest comment.
+    pub model: Option<String>,
+    /// The secret that authenticates the model.
+    pub model_secret: Option<SecretId>,
+    /// Grants asked for directly (fs, net, kb, exec, time).
+    pub grants: Vec<Needed>,
+    /// The tools, in order.
+    pub tools: Vec<ToolDefinition>,
+}
+
+impl AgentPlan {
+    /// A plan with defaults: description `<name> agent`, nothing else.
+    pub fn new(name: &str) -> Self {
+        AgentPlan {
+            name: name.to_string(),
+            description: default_description(name),
+            model: None,
+            model_secret: None,
+            grants: Vec::new(),
+            tools: Vec::new(),
+        }
+    }
+
+    /// Every grant policy.caps gets: the plan's, the model's, then what the
+    /// tools need, in that order and without repeats.
+    pub fn all_grants(&self, drafts: &[ToolDraft]) -> Vec<Needed> {
+        let mut out: Vec<Needed> = self.grants.clone();
+        if self.model.is_some() {
+            out.push(Needed { capability: crate::bundle::capability::Capability::Model, net_hint: None });
+        }
+        if let Some(secret) = &self.model_secret {
+            out.push(Needed {
+                capability: crate::bundle::capability::Capability::Secret(secret.clone()),
+                net_hint: None,
+            });
+        }
+        out.extend(needed_by_entries(drafts.iter().map(|d| &d.entry)));
+        let mut unique: Vec<Needed> = Vec::new();
+        for needed in out {
+            if !unique.contains(&needed) {
+                unique.push(needed);
+            }
+        }
+        unique
+    }
+
+    /// The tool entries and schema files, checked with lint's rules (an error
+    /// refuses the plan).
+    pub fn drafts(&self) -> Result<Vec<ToolDraft>, AuthoringError> {
+        let mut drafts: Vec<ToolDraft> = Vec::new();
+        for tool in &self.tools {
+            let planned: Vec<String> =
+                drafts.iter().flat_map(|d| d.schema_files.iter().map(|(p, _)| p.clone())).collect();
+            let exists = |id: &str| planned.iter().any(|p| *p == format!("schemas/{id}.json"));
+            let draft = tool.clone().into_draft(&exists);
+            if drafts.iter().any(|d| d.id() == draft.id()) {
+                return Err(AuthoringError::usage(format!("two tools have the id `{}`", draft.id()))
+                    .with_help("give each tool its own id"));
+            }
+            drafts.push(draft);
+        }
+        Ok(drafts)
+    }
+}
+
+/// The default description.
+pub fn default_description(name: &str) -> String {
+    format!("{name} agent")
+}
+
+/// A scaffolded bundle.
+#[derive(Debug)]
+pub struct Scaffolded {
+    /// The bundle folder.
+    pub dir: PathBuf,
+    /// Its files, manifest first, then in path order.
+    pub files: Vec<String>,
+    /// Whether an existing folder was replaced.
+    pub replaced: bool,
+    /// Lint of the bundle in place.
+    pub report: BundleReport,
+}
+
+/// Builds the bundle for `plan` in `<root>/<name>/`.
+pub fn scaffold(plan: &AgentPlan, root: &Path, force: bool) -> Result<Scaffolded, AuthoringError> {
+    crate::authoring::validate::agent_name(&plan.name).map_err(AuthoringError::usage)?;
+    let target = root.join(&plan.name);
+    let replaced = check_target(&target, force)?;
+    let drafts = plan.drafts()?;
+    std::fs::create_dir_all(root).map_err(|e| AuthoringError::io("create", root, &e))?;
+    let staging = root.join(format!(".rlp-scaffold-{}", uuid::Uuid::now_v7().simple()));
+    std::fs::create_dir(&staging).map_err(|e| AuthoringError::io("create", &staging, &e))?;
+    let result = build_and_swap(plan, &drafts, &staging, &target, replaced);
+    let _ = std::fs::remove_dir_all(&staging);
+    result?;
+    let _ = crate::fsutil::sync_dir(root);
+    let report = crate::lint::lint_bundle(&target);
+    let mut files = vec![MANIFEST_FILE.to_string()];
+    files.extend(report.bundle.inventory.files.iter().map(|f| f.path.clone()));
+    Ok(Scaffolded { dir: target, files, replaced, report })
+}
+
+/// Refuses an existing target unless `force` and it is a bundle (or empty
+/// folder); returns whether it exists.
+fn check_target(target: &Path, force: bool) -> Result<bool, AuthoringError> {
+    let meta = match std::fs::symlink_metadata(target) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(AuthoringError::io("inspect", target, &e)),
+    };
+    if !force {
+        return Err(AuthoringError::usage(format!("{} already exists; nothing was changed", target.display()))
+            .with_help("pass --force to replace it, or choose another name or --root"));
+    }
+    let is_bundle = meta.is_dir() && target.join(MANIFEST_FILE).is_file();
+    let is_empty = meta.is_dir() && std::fs::read_dir(target).is_ok_and(|mut d| d.next().is_none());
+    if !is_bundle && !is_empty {
+        return Err(AuthoringError::usage(format!(
+            "{} exists and is not a bundle folder (no manifest.toml); --force only replaces bundles",
+            target.display()
+        ))
+        .with_help("move it away, or choose another name or --root"));
+    }
+    Ok(true)
+}
+
+fn build_and_swap(
+    plan: &AgentPlan,
+    drafts: &[ToolDraft],
+    staging: &Path,
+    target: &Path,
+    replace: bool,
+) -> Result<(), AuthoringError> {
+    let bundle = staging.join(&plan.name);
+    std::fs::create_dir(&bundle).map_err(|e| AuthoringError::io("create", &bundle, &e))?;
+    let refs: Vec<&ToolDraft> = drafts.iter().collect();
+    check_drafts(&bundle, &refs)?;
+    write_files(plan, drafts, &bundle, target)?;
+    crate::integrity::digest::write(&bundle).map_err(|e| AuthoringError::failed(format!("digest: {e}")))?;
+    let report = crate::lint::lint_bundle(&bundle);
+    if report.count(Severity::Error) > 0 {
+        let text = crate::lint::render::human(std::slice::from_ref(&report), false);
+        return Err(AuthoringError::failed(format!(
+            "the new bundle does not lint clean; nothing was written:\n{text}"
+        )));
+    }
+    if replace {
+        let previous = staging.join("previous");
+        std::fs::rename(target, &previous).map_err(|e| AuthoringError::io("move aside", target, &e))?;
+        if let Err(e) = std::fs::rename(&bundle, target) {
+            let _ = std::fs::rename(&previous, target);
+            return Err(AuthoringError::io("move into place", target, &e));
+        }
+    } else {
+        std::fs::rename(&bundle, target).map_err(|e| AuthoringError::io("move into place", target, &e))?;
+    }
+    Ok(())
+}
+
+fn write_files(plan: &AgentPlan, drafts: &[ToolDraft], bundle: &Path, target: &Path) -> Result<(), AuthoringError> {
+    let dir = target.display().to_string();
+    let write = |relative: &str, text: &str| {
+        let path = bundle.join(relative);
+        crate::fsutil::write_atomic(&path, text.as_bytes(), None).map_err(|e| AuthoringError::io("write", &path, &e))
+    };
+    let description = toml_edit::Value::from(plan.description.as_str()).to_string();
+    let model_comment = match (&plan.model, &plan.model_secret) {
+        (Some(model), Some(secret)) => {
+            format!("# model: {model} (secret {secret}); recorded in README.md, the manifest has no model key\n")
+        }
+        (Some(model), None) => format!("# model: {model}; recorded in README.md, the manifest has no model key\n"),
+        _ => String::new(),
+    };
+    let vars = [
+        ("name", plan.name.as_str()),
+        ("dir", dir.as_str()),
+        ("description", description.trim()),
+        ("model_comment", model_comment.as_str()),
+    ];
+    write(MANIFEST_FILE, &templates::fill(templates::MANIFEST, &vars))?;
+
+    let mut policy = PolicyDoc::from_text(&bundle.join("policy.caps"), &templates::fill(templates::POLICY, &vars))?;
+    for needed in plan.all_grants(drafts) {
+        policy.grant(&needed)?;
+    }
+    policy.write()?;
+
+    write("tools.json", templates::TOOLS)?;
+    let mut tools = ToolsDoc::read(bundle)?;
+    for draft in drafts {
+        tools.add(draft.entry.clone())?;
+        for (path, document) in &draft.schema_files {
+            let mut text = serde_json::to_string_pretty(document).unwrap_or_default();
+            text.push('\n');
+            write(path, &text)?;
+        }
+    }
+    if tools.changed() {
+        tools.write()?;
+    }
+
+    let model = plan.model.as_deref().map_or("none chosen".to_string(), |m| format!("`{m}`"));
+    let model_secret = plan.model_secret.as_ref().map_or("none".to_string(), |s| format!("`{s}`"));
+    let tool_lines = if drafts.is_empty() {
+        "None yet: add one with `rlp tools add` (see below), or import a binary's own definitions with `rlp tools import`.".to_string()
+    } else {
+        drafts.iter().map(readme_tool_line).collect::<Vec<_>>().join("\n")
+    };
+    let readme_vars = [
+        ("name", plan.name.as_str()),
+        ("dir", dir.as_str()),
+        ("description", plan.description.as_str()),
+        ("model", model.as_str()),
+        ("model_secret", model_secret.as_str()),
+        ("tools", tool_lines.as_str()),
+    ];
+    write("README.md", &templates::fill(templates::README, &readme_vars))?;
+    write("bin/.gitkeep", "")?;
+    Ok(())
+}
+
+/// `- `id`: description (exec `/cmd`)`.
+fn readme_tool_line(draft: &ToolDraft) -> String {
+    let entry = &draft.entry;
+    let description = entry.get("description").and_then(serde_json::Value::as_str).unwrap_or_default();
+    let transport = entry.get("transport");
+    let how = match transport.and_then(|t| t.get("kind")).and_then(serde_json::Value::as_str) {
+        Some("exec") => {
+            format!("exec `{}`", transport.and_then(|t| t.get("command")).and_then(|c| c.as_str()).unwrap_or_default())
+        }
+        Some("http") => format!(
+            "http {} `{}`",
+            transport.and_then(|t| t.get("method")).and_then(|c| c.as_str()).unwrap_or_default(),
+            transport.and_then(|t| t.get("url")).and_then(|c| c.as_str()).unwrap_or_default()
+        ),
+        _ => "no transport".to_string(),
+    };
+    format!("- `{}`: {description} ({how})", draft.id())
+}

@@ -1,0 +1,185 @@
+//! Editing tools.json: add a tool, or add-or-update tools by id.
+//!
+//! The file is read with serde_json (key order kept) and written back pretty
+//! printed with two-space indentation and a final newline, atomically.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::authoring::AuthoringError;
+use crate::bundle::tools::TOOLS_FILE;
+
+/// What an upsert did to one tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The id was new.
+    Added,
+    /// The id existed and its entry changed.
+    Updated,
+    /// The id existed with the same entry.
+    Unchanged,
+}
+
+impl Change {
+    /// `added`, `updated` or `unchanged`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Added => "added",
+            Change::Updated => "updated",
+            Change::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// A bundle's tools.json, open for editing.
+#[derive(Clone, Debug)]
+pub struct ToolsDoc {
+    path: PathBuf,
+    root: Map<String, Value>,
+    original: Option<String>,
+}
+
+impl ToolsDoc {
+    /// A new, empty document (version 1, no tools) for `bundle_dir`.
+    pub fn empty(bundle_dir: &Path) -> ToolsDoc {
+        let mut root = Map::new();
+        root.insert("version".into(), json!(1));
+        root.insert("tools".into(), json!([]));
+        ToolsDoc { path: bundle_dir.join(TOOLS_FILE), root, original: None }
+    }
+
+    /// Reads `<bundle>/tools.json` (a missing file is an empty document).
+    pub fn read(bundle_dir: &Path) -> Result<ToolsDoc, AuthoringError> {
+        let path = bundle_dir.join(TOOLS_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ToolsDoc::empty(bundle_dir)),
+            Err(e) => return Err(AuthoringError::io("read", &path, &e)),
+        };
+        let fix = format!("fix it first; `rlp lint {}` shows where", bundle_dir.display());
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            AuthoringError::usage(format!("{} is not valid JSON: {e}", path.display())).with_help(fix.clone())
+        })?;
+        let Value::Object(root) = value else {
+            return Err(AuthoringError::usage(format!("{} is not a JSON object", path.display())).with_help(fix));
+        };
+        match root.get("version").and_then(Value::as_u64) {
+            Some(1) => {}
+            other => {
+                let shown = other.map_or("missing".to_string(), |v| v.to_string());
+                return Err(AuthoringError::usage(format!(
+                    "{}: version {shown} is not supported; this rlp edits version 1",
+                    path.display()
+                ))
+                .with_help("write `\"version\": 1`, or use an rlp that reads this version"));
+            }
+        }
+        if !matches!(root.get("tools"), None | Some(Value::Array(_)) | Some(Value::Null)) {
+            return Err(AuthoringError::usage(format!("{}: `tools` is not a list", path.display())).with_help(fix));
+        }
+        Ok(ToolsDoc { path, root, original: Some(text) })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn tools(&self) -> &[Value] {
+        self.root.get("tools").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
+
+    fn tools_mut(&mut self) -> &mut Vec<Value> {
+        if !matches!(self.root.get("tools"), Some(Value::Array(_))) {
+            self.root.insert("tools".into(), json!([]));
+        }
+        match self.root.get_mut("tools") {
+            Some(Value::Array(items)) => items,
+            _ => unreachable!("`tools` was just made a list"),
+        }
+    }
+
+    /// The entries, in file order.
+    pub fn entries(&self) -> impl Iterator<Item = &Map<String, Value>> {
+        self.tools().iter().filter_map(Value::as_object)
+    }
+
+    /// The entry with this id.
+    pub fn get(&self, id: &str) -> Option<&Map<String, Value>> {
+        self.entries().find(|e| e.get("id").and_then(Value::as_str) == Some(id))
+    }
+
+    /// Appends a new entry; refuses an id that is already used.
+    pub fn add(&mut self, entry: Map<String, Value>) -> Result<(), AuthoringError> {
+        let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        if self.get(&id).is_some() {
+            return Err(AuthoringError::usage(format!("{} already has a tool `{id}`", self.path.display()))
+                .with_help("choose another id, or edit the existing entry"));
+        }
+        self.tools_mut().push(Value::Object(entry));
+        Ok(())
+    }
+
+    /// Adds `entry`, or merges it into the entry with the same id: its fields
+    /// replace the old ones, fields it does not have are kept.
+    pub fn upsert(&mut self, entry: Map<String, Value>) -> Change {
+        let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let slot = self.tools_mut().iter_mut().find(|v| v.get("id").and_then(Value::as_str) == Some(id.as_str()));
+        match slot {
+            Some(Value::Object(old)) => {
+                let mut merged = old.clone();
+                for (key, value) in entry {
+                    merged.insert(key, value);
+                }
+                if merged == *old {
+                    Change::Unchanged
+                } else {
+                    *old = merged;
+                    Change::Updated
+                }
+            }
+            _ => {
+                self.tools_mut().push(Value::Object(entry));
+                Change::Added
+            }
+        }
+    }
+
+    /// The document as written: pretty, two-space indent, final newline.
+    pub fn to_text(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&Value::Object(self.root.clone())).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Whether the text differs from what was read.
+    pub fn changed(&self) -> bool {
+        self.original.as_deref() != Some(self.to_text().as_str())
+    }
+
+    /// Writes the document atomically.
+    pub fn write(&self) -> Result<(), AuthoringError> {
+        crate::fsutil::write_atomic(&self.path, self.to_text().as_bytes(), None)
+            .map_err(|e| AuthoringError::io("write", &self.path, &e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upsert_merges_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut doc = ToolsDoc::empty(dir.path());
+        let entry = |desc: &str| json!({"id": "a", "description": desc}).as_object().unwrap().clone();
+        assert_eq!(doc.upsert(entry("one")), Change::Added);
+        assert_eq!(doc.upsert(entry("one")), Change::Unchanged);
+        doc.tools_mut()[0]["requires_confirmation"] = json!(true);
+        assert_eq!(doc.upsert(entry("two")), Change::Updated);
+        assert_eq!(doc.get("a").unwrap()["requires_confirmation"], json!(true), "local fields are kept");
+        assert!(doc.add(entry("x")).unwrap_err().message.contains("already has a tool `a`"));
+        assert!(doc.to_text().starts_with("{\n  \"version\": 1,\n  \"tools\": [\n    {\n"));
+    }
+}
