@@ -49,9 +49,26 @@ fn parse_args() -> Args {
     args
 }
 
-/// Timings of one series, in microseconds.
+/// Timings of one series, in microseconds: wall time per sample, and CPU
+/// time (user + system, of this process and its reaped children) in total.
 struct Series {
     samples: Vec<f64>,
+    cpu_us: f64,
+}
+
+/// CPU time used so far by this process (all threads) and its reaped children, in µs.
+fn cpu_us() -> f64 {
+    let used = |who| {
+        // SAFETY: getrusage fills a zeroed rusage owned by this frame.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut usage);
+            usage
+        };
+        let tv = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    };
+    used(libc::RUSAGE_SELF) + used(libc::RUSAGE_CHILDREN)
 }
 
 impl Series {
@@ -66,7 +83,7 @@ impl Series {
                 t.elapsed().as_secs_f64() * 1e6
             })
             .collect();
-        Series { samples }
+        Series { samples, cpu_us: f64::NAN }
     }
 
     fn median(&self) -> f64 {
@@ -78,6 +95,10 @@ impl Series {
     fn mean(&self) -> f64 {
         self.samples.iter().sum::<f64>() / self.samples.len() as f64
     }
+
+    fn cpu_per_call(&self) -> f64 {
+        self.cpu_us / self.samples.len() as f64
+    }
 }
 
 /// Runs each closure once per round, `iterations` rounds (after a warm-up),
@@ -86,12 +107,15 @@ fn interleaved(iterations: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<Series> {
     for _ in 0..(iterations / 10).max(3) {
         fs.iter_mut().for_each(|f| f());
     }
-    let mut series: Vec<Series> = fs.iter().map(|_| Series { samples: Vec::with_capacity(iterations) }).collect();
+    let mut series: Vec<Series> =
+        fs.iter().map(|_| Series { samples: Vec::with_capacity(iterations), cpu_us: 0.0 }).collect();
     for _ in 0..iterations {
         for (f, s) in fs.iter_mut().zip(series.iter_mut()) {
+            let cpu = cpu_us();
             let t = Instant::now();
             f();
             s.samples.push(t.elapsed().as_secs_f64() * 1e6);
+            s.cpu_us += cpu_us() - cpu;
         }
     }
     series
@@ -212,7 +236,8 @@ fn frames(ledger: &Ledger, iterations: usize) -> Series {
 }
 
 fn row(out: &mut String, name: &str, s: &Series) {
-    out.push_str(&format!("| {name} | {:.0} | {:.0} |\n", s.median(), s.mean()));
+    let cpu = if s.cpu_us.is_nan() { "–".to_string() } else { format!("{:.0}", s.cpu_per_call()) };
+    out.push_str(&format!("| {name} | {:.0} | {:.0} | {cpu} |\n", s.median(), s.mean()));
 }
 
 fn main() {
@@ -326,7 +351,7 @@ fn main() {
 
     let mut out = String::new();
     out.push_str(&format!("Iterations: {n} per exec series, {http_n} per http series; times in µs.\n\n"));
-    out.push_str("| series | median µs | mean µs |\n|---|---:|---:|\n");
+    out.push_str("| series | median µs | mean µs | CPU µs per call |\n|---|---:|---:|---:|\n");
     row(&mut out, "exec: raw spawn + wait of the tool", &raw_exec);
     row(&mut out, "exec: `Runtime::call`, no-op recorder", &rt_null);
     row(&mut out, "exec: `Runtime::call`, ledger on tmpfs", &rt_tmpfs);
@@ -343,43 +368,44 @@ fn main() {
     row(&mut out, "ledger: one frame per transaction, tmpfs", &frames_tmpfs);
     row(&mut out, "fsync floor: write 128 B + fdatasync, disk", &fsync);
 
-    let over = |a: &Series, b: &Series| a.median() - b.median();
+    let over =
+        |a: &Series, b: &Series| format!("{:.0} | {:.0}", a.median() - b.median(), a.cpu_per_call() - b.cpu_per_call());
     let ratio = |a: &Series, b: &Series| a.median() / b.median();
-    out.push_str("\n| overhead (medians) | µs per call | ratio |\n|---|---:|---:|\n");
+    out.push_str("\n| overhead | wall µs per call (medians) | CPU µs per call | wall ratio |\n|---|---:|---:|---:|\n");
     out.push_str(&format!(
-        "| exec in-process, no-op recorder, over raw spawn | {:.0} | {:.2}× |\n",
+        "| exec in-process, no-op recorder, over raw spawn | {} | {:.2}× |\n",
         over(&rt_null, &raw_exec),
         ratio(&rt_null, &raw_exec)
     ));
     out.push_str(&format!(
-        "| exec in-process, ledger on tmpfs, over raw spawn | {:.0} | {:.2}× |\n",
+        "| exec in-process, ledger on tmpfs, over raw spawn | {} | {:.2}× |\n",
         over(&rt_tmpfs, &raw_exec),
         ratio(&rt_tmpfs, &raw_exec)
     ));
     out.push_str(&format!(
-        "| exec in-process, ledger on disk, over raw spawn | {:.0} | {:.2}× |\n",
+        "| exec in-process, ledger on disk, over raw spawn | {} | {:.2}× |\n",
         over(&rt_disk, &raw_exec),
         ratio(&rt_disk, &raw_exec)
     ));
     if let Some((cli_raw, cli_tmpfs, cli_disk)) = &cli {
         out.push_str(&format!(
-            "| exec CLI process, ledger on tmpfs, over raw spawn | {:.0} | {:.2}× |\n",
+            "| exec CLI process, ledger on tmpfs, over raw spawn | {} | {:.2}× |\n",
             over(cli_tmpfs, cli_raw),
             ratio(cli_tmpfs, cli_raw)
         ));
         out.push_str(&format!(
-            "| exec CLI process, ledger on disk, over raw spawn | {:.0} | {:.2}× |\n",
+            "| exec CLI process, ledger on disk, over raw spawn | {} | {:.2}× |\n",
             over(cli_disk, cli_raw),
             ratio(cli_disk, cli_raw)
         ));
     }
     out.push_str(&format!(
-        "| http in-process, no-op recorder, over raw reqwest | {:.0} | {:.2}× |\n",
+        "| http in-process, no-op recorder, over raw reqwest | {} | {:.2}× |\n",
         over(&http_null, &raw_http),
         ratio(&http_null, &raw_http)
     ));
     out.push_str(&format!(
-        "| http in-process, ledger on tmpfs, over raw reqwest | {:.0} | {:.2}× |\n",
+        "| http in-process, ledger on tmpfs, over raw reqwest | {} | {:.2}× |\n",
         over(&http_tmpfs, &raw_http),
         ratio(&http_tmpfs, &raw_http)
     ));
@@ -391,6 +417,10 @@ fn main() {
         fsync.median(),
         1e6 / fsync.median()
     ));
+    out.push_str(
+        "CPU µs per call: user + system time of the benchmark process (all threads) and of the processes it \
+         reaped (the tool, the `rlp` process), so it does not depend on how busy the machine is; wall times do.\n",
+    );
     print!("{out}");
     let _ = std::io::stdout().flush();
 }

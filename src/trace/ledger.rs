@@ -179,6 +179,10 @@ impl Ledger {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
         retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))).map_err(sqlite)?;
         conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
+        // Committed frames are durable in the WAL; checkpointing every time a
+        // short-lived `rlp tools call` closes the database would add fsyncs to
+        // each call. SQLite checkpoints on its own as the WAL grows.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(sqlite)?;
         retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute_batch(SCHEMA)?;
