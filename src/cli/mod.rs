@@ -141,8 +141,3 @@ pub fn print_error(error: &CliError, color: bool) {
         let _ = writeln!(err, "  {cyan}help{reset}: {help}");
     }
 }
-
-/// The answer of a command this build does not have yet.
-pub(crate) fn not_built(command: &str) -> CliResult {
-    Err(CliError::usage(format!("`rlp {command}` is not available in this build")))
-}

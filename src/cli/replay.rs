@@ -1,20 +1,179 @@
-//! `rlp replay`.
+//! `rlp replay`: replay a recorded trace against a bundle and report every
+//! divergence (see docs/replay.md).
 
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, stdin_is_terminal};
+use crate::cli::trace::{input_error, parse_input};
+use crate::config::{self, Flags};
+use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
+use crate::runtime::recorder::Recorder;
+use crate::runtime::secrets::EnvSecretResolver;
+use crate::runtime::{LoadError, Runtime, RuntimeOptions, process};
+use crate::trace::Ledger;
+use crate::trace::contract::Contract;
+use crate::trace::live::LiveExecutor;
+use crate::trace::replay::{ReplayError, replay};
+use crate::trace::report::{Report, ReportFormat};
+
+/// `--mode strict|live`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReplayMode {
+    /// Run nothing: check every recorded call against the bundle and return the recorded results.
+    Strict,
+    /// Run every call again through the runtime and diff the new results against the recorded ones.
+    Live,
+}
 
 /// Flags of `rlp replay`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp replay golden.jsonl --bundle agents/weather                 the CI regression gate
+  rlp replay 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --bundle agents/weather --format json
+  rlp replay golden.jsonl --bundle agents/weather --mode live --yes
+
+Divergence kinds: missing_tool, args_mismatch, schema_mismatch, invalid_trace (strict and live),
+result_changed (live). See docs/replay.md.
+
+Exit codes: 0 nothing diverged, 1 divergences found, 2 unreadable trace or bundle,
+3 live: a call refused by policy or not confirmed.")]
 pub struct ReplayArgs {
-    /// The bundle folder.
+    /// The trace: a trace id of this home's ledger, or a JSON Lines file from `rlp trace export`.
+    #[arg(value_name = "TRACE_ID|FILE.jsonl")]
+    pub trace: String,
+    /// The bundle folder to replay against.
+    #[arg(long, value_name = "DIR")]
     pub bundle: PathBuf,
+    /// strict: run nothing; live: run every call again.
+    #[arg(long, value_enum, default_value_t = ReplayMode::Strict)]
+    pub mode: ReplayMode,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Live: approve calls of tools that require confirmation without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Live: override `security.confirm_external_actions` (the system `[policy]` can still require it).
+    #[arg(long, value_name = "BOOL")]
+    pub confirm_external_actions: Option<bool>,
+}
+
+/// Asks on the terminal (stderr), one prompt at a time.
+struct TerminalConfirmer {
+    lock: Mutex<()>,
+}
+
+impl Confirmer for TerminalConfirmer {
+    fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
+        let _guard = self.lock.lock();
+        let text = prompt_text(request);
+        let (details, question) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
+        eprintln!("{details}");
+        match dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt() {
+            Ok(Some(true)) => Confirmation { approved: true, by: "operator".into(), how: "terminal prompt".into() },
+            Ok(_) => {
+                Confirmation { approved: false, by: "operator".into(), how: "declined at the terminal prompt".into() }
+            }
+            Err(e) => Confirmation { approved: false, by: "runtime".into(), how: format!("the prompt failed: {e}") },
+        }
+    }
+}
+
+fn load_error(e: LoadError) -> CliError {
+    let error = CliError::usage(e.message);
+    match e.help {
+        Some(help) => error.with_help(help),
+        None => error,
+    }
+}
+
+fn replay_error(e: ReplayError) -> CliError {
+    match e {
+        ReplayError::Input(e) => input_error(e),
+        ReplayError::Write(_) => CliError::problem(e.to_string()),
+        ReplayError::Refused { position, message, help } => {
+            let error = CliError::refused(format!("replay stopped at frame #{position}: {message}"));
+            error.with_help(help.unwrap_or_else(|| "pass --yes to approve calls that need confirmation".into()))
+        }
+        ReplayError::Failed { position, message, help } => {
+            let error = CliError::problem(format!("replay stopped at frame #{position}: {message}"));
+            match help {
+                Some(help) => error.with_help(help),
+                None => error,
+            }
+        }
+    }
+}
+
+fn live_runtime(args: &ReplayArgs, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
+    let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: args.confirm_external_actions })
+        .map_err(|e| CliError::usage(e.message).with_help(e.help))?;
+    for warning in &loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let ledger: Arc<dyn Recorder> = Arc::new(Ledger::open_home(&ctx.home).map_err(|e| {
+        CliError::problem(format!("cannot open the ledger: {e}"))
+            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
+    })?);
+    let confirmer: Arc<dyn Confirmer> = if args.yes {
+        Arc::new(PreApproved)
+    } else if stdin_is_terminal() && std::io::stderr().is_terminal() {
+        Arc::new(TerminalConfirmer { lock: Mutex::new(()) })
+    } else {
+        Arc::new(NoTerminal)
+    };
+    let _ = process::become_subreaper();
+    let options = RuntimeOptions {
+        home: ctx.home.clone(),
+        config: loaded.config,
+        secrets: Arc::new(EnvSecretResolver),
+        recorder: ledger.clone(),
+        confirmer,
+    };
+    let runtime = Runtime::load(&args.bundle, options).map_err(load_error)?;
+    for warning in runtime.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    Ok((runtime, ledger))
 }
 
 /// Runs `rlp replay`.
-pub fn run(_args: &ReplayArgs, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("replay")
+pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
+    let input = parse_input(&args.trace, &ctx.home)?;
+    let format = match args.format {
+        Format::Human => ReportFormat::Human,
+        Format::Json => ReportFormat::Json,
+    };
+    let mut report = Report::new(format);
+    let summary = match args.mode {
+        ReplayMode::Strict => {
+            let contract = Contract::load(&args.bundle, &ctx.home).map_err(load_error)?;
+            replay(&input, &contract, None, &mut report).map_err(replay_error)?
+        }
+        ReplayMode::Live => {
+            let (runtime, recorder) = live_runtime(args, ctx)?;
+            let contract = Contract::for_runtime(&runtime).map_err(load_error)?;
+            let mut executor = LiveExecutor::new(&runtime, recorder);
+            let result = replay(&input, &contract, Some(&mut executor), &mut report);
+            let new_trace = executor.trace_id();
+            result.map_err(|e| {
+                let mut error = replay_error(e);
+                error.message.push_str(&format!(" (the calls made so far are in trace {new_trace})"));
+                error
+            })?
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    report
+        .write_to(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::problem(format!("cannot write the report: {e}")))?;
+    Ok(if summary.is_clean() { Exit::Success } else { Exit::Problems })
 }

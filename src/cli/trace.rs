@@ -1,18 +1,517 @@
-//! `rlp trace`.
+//! `rlp trace`: list, show, export, import and verify the traces in the
+//! knowledge base (`$RUNLOOP_HOME/pog/events.sqlite`).
 
-use clap::Subcommand;
+use std::io::{BufWriter, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use uuid::Uuid;
 
 use crate::cli::Context;
-use crate::cli::exit::CliResult;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::Format;
+use crate::home::Home;
+use crate::trace::export::{ExportError, export_trace};
+use crate::trace::frame::{ellipsize, format_ts};
+use crate::trace::import::{ImportError, import_file};
+use crate::trace::ledger::{Ledger, LedgerError};
+use crate::trace::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
+use crate::trace::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
+use crate::trace::verify::{VerifyReport, verify_ledger};
+
+/// Characters of a payload shown on one timeline line.
+const SHOWN_VALUE: usize = 80;
 
 /// `rlp trace …`
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
-    /// Not available yet.
-    List,
+    /// List the traces in the ledger: id, agent, first and last time, calls, errors.
+    List(ListArgs),
+    /// Show one trace as a timeline: each call, its result, duration, status and tags.
+    Show(ShowArgs),
+    /// Export one trace as JSON Lines (one frame per line).
+    Export(ExportArgs),
+    /// Import a JSON Lines trace into the ledger (all or nothing).
+    Import(ImportArgs),
+    /// Recompute every row hash and the hash chain; name the first row edited, removed or reordered.
+    Verify(VerifyArgs),
+}
+
+/// Flags of `rlp trace list`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp trace list
+  rlp trace list --format json | jq -r '.[].trace_id'")]
+pub struct ListArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// Flags of `rlp trace show`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11
+  rlp trace show golden.jsonl --format json")]
+pub struct ShowArgs {
+    /// The trace id (see `rlp trace list`), or an exported JSON Lines file.
+    #[arg(value_name = "TRACE_ID|FILE")]
+    pub trace: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// Flags of `rlp trace export`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 -o golden.jsonl
+  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 | head -1
+
+The file format is described in docs/replay.md.")]
+pub struct ExportArgs {
+    /// The trace id (see `rlp trace list`).
+    #[arg(value_name = "TRACE_ID")]
+    pub trace_id: String,
+    /// Write to this file (atomically) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Flags of `rlp trace import`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp trace import golden.jsonl --home /tmp/replay-home
+
+Every line is checked before anything is kept; a file with any problem is refused whole (exit 2).
+A trace the ledger already holds is refused (exit 1).")]
+pub struct ImportArgs {
+    /// The JSON Lines file (as written by `rlp trace export`).
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// Flags of `rlp trace verify`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: 0 every row checks out, 1 a row was edited, removed or reordered, 2 no ledger.")]
+pub struct VerifyArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Runs a `trace` subcommand.
-pub fn run(_command: TraceCommand, _ctx: &Context) -> CliResult {
-    crate::cli::not_built("trace")
+pub fn run(command: TraceCommand, ctx: &Context) -> CliResult {
+    match command {
+        TraceCommand::List(args) => list(&args, ctx),
+        TraceCommand::Show(args) => show(&args, ctx),
+        TraceCommand::Export(args) => export(&args, ctx),
+        TraceCommand::Import(args) => import(&args, ctx),
+        TraceCommand::Verify(args) => verify(&args, ctx),
+    }
+}
+
+fn write_error(e: std::io::Error) -> CliError {
+    CliError::problem(format!("cannot write the output: {e}"))
+}
+
+/// A ledger problem as a command error (exit 1: the ledger exists but fails).
+pub(crate) fn ledger_error(e: LedgerError) -> CliError {
+    CliError::problem(format!("cannot read the ledger: {e}"))
+        .with_help("run `rlp trace verify`; check the runtime home (--home or $RUNLOOP_HOME)")
+}
+
+/// Parses a trace id argument.
+pub(crate) fn parse_trace_id(text: &str) -> Result<Uuid, CliError> {
+    Uuid::parse_str(text).map_err(|_| {
+        CliError::usage(format!("`{text}` is not a trace id (a UUID)"))
+            .with_help("`rlp trace list` shows the trace ids")
+    })
+}
+
+/// A trace id, or a JSON Lines file: an existing file wins; then a UUID
+/// names a trace of the home's ledger.
+pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliError> {
+    let path = Path::new(text);
+    if path.is_file() {
+        return Ok(TraceInput::File(path.to_path_buf()));
+    }
+    match Uuid::parse_str(text) {
+        Ok(trace_id) => Ok(TraceInput::Ledger { path: home.ledger_file(), trace_id }),
+        Err(_) => Err(CliError::usage(format!("`{text}` is neither a file nor a trace id"))
+            .with_help("pass a trace id from `rlp trace list`, or the path of a file written by `rlp trace export`")),
+    }
+}
+
+/// An input problem as a command error (exit 2, except a broken ledger: 1).
+pub(crate) fn input_error(e: InputError) -> CliError {
+    match e {
+        InputError::NoLedger(_) => CliError::usage(e.to_string())
+            .with_help("record calls with `rlp tools call`, or pass --home to use another runtime home"),
+        InputError::NoSuchTrace { .. } => CliError::usage(e.to_string())
+            .with_help("`rlp trace list` shows the traces of this home; pass --home for another"),
+        InputError::EmptyFile(_) | InputError::Io { .. } => {
+            CliError::usage(e.to_string()).with_help("pass a file written by `rlp trace export`")
+        }
+        InputError::BadLine { .. } => CliError::usage(e.to_string())
+            .with_help("export the trace again; `rlp trace import` lists every problem of a file"),
+        InputError::BadRow { .. } => {
+            CliError::usage(e.to_string()).with_help("run `rlp trace verify` to see what was changed in the ledger")
+        }
+        InputError::Ledger(e) => ledger_error(e),
+    }
+}
+
+// ------------------------------------------------------------------ list
+
+fn list(args: &ListArgs, ctx: &Context) -> CliResult {
+    let path = ctx.home.ledger_file();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut failure = None;
+    let mut first = true;
+    let mut write_row = |out: &mut BufWriter<std::io::StdoutLock<'_>>, trace: TraceSummary| -> std::io::Result<()> {
+        match args.format {
+            Format::Human => {
+                if first {
+                    writeln!(
+                        out,
+                        "{:<36}  {:<16}  {:<24}  {:<24}  {:>7}  {:>6}  {:>6}  {:>7}",
+                        "TRACE", "AGENT", "FIRST", "LAST", "FRAMES", "CALLS", "ERRORS", "REFUSED"
+                    )?;
+                }
+                let mut line = format!(
+                    "{:<36}  {:<16}  {:<24}  {:<24}  {:>7}  {:>6}  {:>6}  {:>7}",
+                    trace.trace_id,
+                    trace.agents.join(","),
+                    format_ts(trace.first_ts_ms),
+                    format_ts(trace.last_ts_ms),
+                    trace.frames,
+                    trace.calls,
+                    trace.errors,
+                    trace.refused
+                );
+                if let Some(of) = &trace.replay_of {
+                    line.push_str(&format!("  replay of {of}"));
+                }
+                writeln!(out, "{}", line.trim_end())?;
+            }
+            Format::Json => {
+                let mut value = serde_json::to_value(&trace).unwrap_or(Value::Null);
+                value["first"] = json!(format_ts(trace.first_ts_ms));
+                value["last"] = json!(format_ts(trace.last_ts_ms));
+                write!(out, "{}\n  {}", if first { "[" } else { "," }, value)?;
+            }
+        }
+        first = false;
+        Ok(())
+    };
+    let count = list_traces(&path, |trace| {
+        if failure.is_none()
+            && let Err(e) = write_row(&mut out, trace)
+        {
+            failure = Some(e);
+        }
+    })
+    .map_err(ledger_error)?;
+    if let Some(e) = failure {
+        return Err(write_error(e));
+    }
+    match args.format {
+        Format::Json => writeln!(out, "{}", if count == 0 { "[]" } else { "\n]" }).map_err(write_error)?,
+        Format::Human if count == 0 => eprintln!("No traces in {}.", path.display()),
+        Format::Human => {}
+    }
+    out.flush().map_err(write_error)?;
+    Ok(Exit::Success)
+}
+
+// ------------------------------------------------------------------ show
+
+fn human_entry(entry: &TimelineEntry, start: i64) -> String {
+    let offset = (entry.ts_ms - start) as f64 / 1000.0;
+    let tool = entry.tool.as_deref().unwrap_or("-");
+    let compact = |v: &Value| ellipsize(&serde_json::to_string(v).unwrap_or_default(), SHOWN_VALUE);
+    let what = match &entry.detail {
+        Detail::Call { args, tags } => {
+            let mut text = compact(args);
+            if !tags.is_empty() {
+                text.push_str(&format!("  tags: {}", tags.join(", ")));
+            }
+            if let Some(id) = entry.invocation_id {
+                text.push_str(&format!("  (invocation {id})"));
+            }
+            text
+        }
+        Detail::Result { call_position, outcome, attempt, duration_ms, will_retry } => {
+            let status = if *will_retry { "failed, will retry" } else { entry.status() };
+            let took = duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
+            let value = match outcome {
+                crate::trace::frame::Outcome::Result(v) => compact(v),
+                crate::trace::frame::Outcome::Error(e) => ellipsize(&e.message, SHOWN_VALUE),
+            };
+            let call = match call_position {
+                Some(p) => format!("call #{p}"),
+                None => "no call before it".to_string(),
+            };
+            format!("{status}{took} → {value}  ({call}, attempt {attempt})")
+        }
+        Detail::Audit { capability, decision, reason } => format!("{decision} {capability}: {reason}"),
+        Detail::Confirm { approved, by, how } => {
+            format!("{} by {by} ({how})", if *approved { "approved" } else { "denied" })
+        }
+        Detail::ReplayLink { replay_of, mode } => format!("{mode} replay of trace {replay_of}"),
+    };
+    format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool)
+}
+
+fn human_footer(summary: &TimelineSummary) -> String {
+    let span = match (summary.first_ts_ms, summary.last_ts_ms) {
+        (Some(a), Some(b)) => format!(", {:.3} s", (b - a) as f64 / 1000.0),
+        _ => String::new(),
+    };
+    format!(
+        "{} frame{}: {} call{} ({} ok, {} error, {} without result), {} retr{}, {} denial{}{span}",
+        summary.frames,
+        if summary.frames == 1 { "" } else { "s" },
+        summary.calls,
+        if summary.calls == 1 { "" } else { "s" },
+        summary.ok,
+        summary.errors,
+        summary.without_result,
+        summary.retries,
+        if summary.retries == 1 { "y" } else { "ies" },
+        summary.denials,
+        if summary.denials == 1 { "" } else { "s" },
+    )
+}
+
+fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
+    let input = parse_input(&args.trace, &ctx.home)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut timeline = Timeline::new();
+    let mut start = None;
+    let mut failure = None;
+    let mut write_entry =
+        |out: &mut BufWriter<std::io::StdoutLock<'_>>, frame: crate::trace::frame::TraceFrame| -> std::io::Result<()> {
+            let first = start.is_none();
+            let start_ts = *start.get_or_insert(frame.ts_ms);
+            if first {
+                let (trace, agent) = (frame.provenance.trace_id, frame.provenance.agent.clone());
+                match args.format {
+                    Format::Human => writeln!(out, "Trace {trace} (agent `{agent}`), from {}", format_ts(start_ts))?,
+                    Format::Json => write!(
+                        out,
+                        "{{\n  \"trace_id\": {},\n  \"agent\": {},\n  \"frames\": [",
+                        json!(trace),
+                        json!(agent)
+                    )?,
+                }
+            }
+            let entry = timeline.entry(frame);
+            match args.format {
+                Format::Human => writeln!(out, "{}", human_entry(&entry, start_ts)),
+                Format::Json => write!(out, "{}\n    {}", if first { "" } else { "," }, entry.to_json()),
+            }
+        };
+    for_each_frame(&input, |frame| match write_entry(&mut out, frame) {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(e) => {
+            failure = Some(e);
+            ControlFlow::Break(())
+        }
+    })
+    .map_err(input_error)?;
+    if let Some(e) = failure {
+        return Err(write_error(e));
+    }
+    let summary = timeline.finish();
+    match args.format {
+        Format::Human => writeln!(out, "{}", human_footer(&summary)),
+        Format::Json => {
+            writeln!(out, "\n  ],\n  \"summary\": {}\n}}", serde_json::to_value(&summary).unwrap_or(Value::Null))
+        }
+    }
+    .and_then(|()| out.flush())
+    .map_err(write_error)?;
+    Ok(Exit::Success)
+}
+
+// ---------------------------------------------------------------- export
+
+fn open_ledger(home: &Home) -> Result<Ledger, CliError> {
+    let path = home.ledger_file();
+    if !path.exists() {
+        return Err(input_error(InputError::NoLedger(path)));
+    }
+    Ledger::open_existing(&path).map_err(ledger_error)
+}
+
+fn export_failure(e: ExportError) -> CliError {
+    match e {
+        ExportError::Ledger(e) => ledger_error(e),
+        ExportError::NoSuchTrace(_) => CliError::usage(e.to_string())
+            .with_help("`rlp trace list` shows the traces of this home; pass --home for another"),
+        ExportError::Edited { .. } => CliError::problem(format!("{e}; nothing was exported"))
+            .with_help("run `rlp trace verify` to see every row that was changed"),
+        ExportError::Write(_) => CliError::problem(e.to_string()),
+    }
+}
+
+fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
+    let trace_id = parse_trace_id(&args.trace_id)?;
+    let ledger = open_ledger(&ctx.home)?;
+    match &args.output {
+        None => {
+            let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+            export_trace(&ledger, &trace_id, &mut out).map_err(export_failure)?;
+        }
+        Some(path) => {
+            let cannot = |e: std::io::Error| CliError::problem(format!("cannot write {}: {e}", path.display()));
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let temp =
+                tempfile::Builder::new().prefix(".rlp-export-").suffix(".tmp").tempfile_in(dir).map_err(cannot)?;
+            let mut out = BufWriter::with_capacity(1 << 20, temp);
+            let frames = export_trace(&ledger, &trace_id, &mut out).map_err(export_failure)?;
+            let temp = out.into_inner().map_err(|e| cannot(e.into_error()))?;
+            temp.as_file().sync_all().map_err(cannot)?;
+            temp.persist(path).map_err(|e| cannot(e.error))?;
+            crate::fsutil::sync_dir(dir).map_err(cannot)?;
+            eprintln!(
+                "Exported {frames} frame{} of trace {trace_id} to {}.",
+                if frames == 1 { "" } else { "s" },
+                path.display()
+            );
+        }
+    }
+    Ok(Exit::Success)
+}
+
+// ---------------------------------------------------------------- import
+
+fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
+    let ledger = ctx.home.ledger_file();
+    let file = args.file.display();
+    match import_file(&ledger, &args.file) {
+        Ok(summary) => {
+            let text = match args.format {
+                Format::Human => format!(
+                    "Imported {} frame{} ({} call{}) of trace {} into {} (rows {} to {}).",
+                    summary.frames,
+                    if summary.frames == 1 { "" } else { "s" },
+                    summary.calls,
+                    if summary.calls == 1 { "" } else { "s" },
+                    summary.trace_id,
+                    ledger.display(),
+                    summary.first_row,
+                    summary.last_row
+                ),
+                Format::Json => serde_json::to_string_pretty(&json!({
+                    "trace_id": summary.trace_id,
+                    "frames": summary.frames,
+                    "calls": summary.calls,
+                    "ledger": ledger.display().to_string(),
+                    "first_row": summary.first_row,
+                    "last_row": summary.last_row,
+                }))
+                .unwrap_or_default(),
+            };
+            println!("{text}");
+            Ok(Exit::Success)
+        }
+        Err(ImportError::Malformed { problems, more }) => {
+            let total = problems.len() as u64 + more;
+            let mut message =
+                format!("{file}: {total} problem{}; nothing was imported:", if total == 1 { "" } else { "s" });
+            for problem in &problems {
+                message.push_str(&format!("\n  {problem}"));
+            }
+            if more > 0 {
+                message.push_str(&format!("\n  … and {more} more"));
+            }
+            Err(CliError::usage(message).with_help("fix the file or export the trace again; the ledger is unchanged"))
+        }
+        Err(ImportError::AlreadyPresent(trace)) => Err(CliError::problem(format!(
+            "the ledger {} already holds trace {trace}; nothing was imported",
+            ledger.display()
+        ))
+        .with_help("import into another runtime home (--home), or replay the trace that is there")),
+        Err(ImportError::Empty) => Err(CliError::usage(format!("{file} holds no frame; nothing was imported"))
+            .with_help("pass a file written by `rlp trace export`")),
+        Err(e @ ImportError::Io { .. }) => {
+            Err(CliError::usage(e.to_string()).with_help("pass a file written by `rlp trace export`"))
+        }
+        Err(ImportError::Ledger(e)) => Err(CliError::problem(format!("cannot write the ledger: {e}"))
+            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")),
+    }
+}
+
+// ---------------------------------------------------------------- verify
+
+fn human_verify(report: &VerifyReport) -> String {
+    let rows = format!("{} row{}", report.rows, if report.rows == 1 { "" } else { "s" });
+    let unchained = if report.unchained > 0 {
+        format!(
+            " ({} upstream row{} without a chain value, not checked)",
+            report.unchained,
+            if report.unchained == 1 { "" } else { "s" }
+        )
+    } else {
+        String::new()
+    };
+    let head = report.head.as_deref().unwrap_or("none");
+    let Some(first) = report.first_problem() else {
+        return format!(
+            "Ledger {}: {rows}{unchained}, every hash and the chain check out.\nHead: {head}\n",
+            report.ledger.display()
+        );
+    };
+    let total = report.problems.len() as u64 + report.more_problems;
+    let mut text = format!(
+        "Ledger {}: {rows}{unchained}, {total} problem{}; the first is row {}.\n",
+        report.ledger.display(),
+        if total == 1 { "" } else { "s" },
+        first.row
+    );
+    for problem in &report.problems {
+        let trace = problem.trace_id.as_deref().map(|t| format!(", trace {t}")).unwrap_or_default();
+        let kind =
+            serde_json::to_value(problem.problem).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        text.push_str(&format!("  row {} ({}{trace}): {kind}: {}\n", problem.row, problem.kind, problem.message));
+    }
+    if report.more_problems > 0 {
+        text.push_str(&format!("  … and {} more\n", report.more_problems));
+    }
+    text.push_str(&format!("Head: {head}\n"));
+    text
+}
+
+fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
+    let path = ctx.home.ledger_file();
+    if !path.exists() {
+        return Err(input_error(InputError::NoLedger(path)));
+    }
+    let report = verify_ledger(&path).map_err(ledger_error)?;
+    let text = match args.format {
+        Format::Human => human_verify(&report),
+        Format::Json => {
+            let mut value = serde_json::to_value(&report).unwrap_or(Value::Null);
+            value["intact"] = json!(report.is_intact());
+            format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default())
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(write_error)?;
+    Ok(if report.is_intact() { Exit::Success } else { Exit::Problems })
 }

@@ -289,9 +289,7 @@ impl Body {
             KIND_CONFIRM => Ok(Body::Confirm(ConfirmBody {
                 invocation_id: uuid_field(&map, "invocation_id")?,
                 tool: string_field(&map, "tool")?,
-                approved: field(&map, "approved")?
-                    .as_bool()
-                    .ok_or("the payload's `approved` is not true or false")?,
+                approved: field(&map, "approved")?.as_bool().ok_or("the payload's `approved` is not true or false")?,
                 by: map.get("by").and_then(Value::as_str).unwrap_or_default().to_string(),
                 how: map.get("how").and_then(Value::as_str).unwrap_or_default().to_string(),
             })),
@@ -481,12 +479,7 @@ pub fn format_ts(ts_ms: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
 #[cfg(test)]

@@ -104,7 +104,27 @@ pub fn import_file(ledger_path: &Path, file: &Path) -> Result<ImportSummary, Imp
 }
 
 /// Imports frames read from `reader` (`source` names it in messages).
+///
+/// When the ledger did not exist before and nothing is imported, the files
+/// created for it are removed again, so a refused import writes nothing.
 pub fn import_reader(ledger_path: &Path, reader: impl BufRead, source: &Path) -> Result<ImportSummary, ImportError> {
+    let created_dir = ledger_path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists());
+    let existed = ledger_path.exists();
+    let result = import_into(ledger_path, reader, source);
+    if result.is_err() && !existed {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = ledger_path.as_os_str().to_owned();
+            name.push(suffix);
+            let _ = std::fs::remove_file(PathBuf::from(name));
+        }
+        if let Some(dir) = created_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    result
+}
+
+fn import_into(ledger_path: &Path, reader: impl BufRead, source: &Path) -> Result<ImportSummary, ImportError> {
     // Creates the ledger and its schema (or migrates an upstream one).
     drop(Ledger::open(ledger_path)?);
     let sqlite = |source| LedgerError::Sqlite { path: ledger_path.to_path_buf(), source };
@@ -113,11 +133,9 @@ pub fn import_reader(ledger_path: &Path, reader: impl BufRead, source: &Path) ->
     conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
     let last: Option<String> = tx
-        .query_row(
-            "SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1", [], |r| {
+            r.get(0)
+        })
         .optional()
         .map_err(sqlite)?;
     let mut prev = match last.as_deref() {

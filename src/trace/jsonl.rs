@@ -259,7 +259,8 @@ mod tests {
     const INV: &str = "0197a000-0000-7000-8000-0000000000aa";
 
     fn line(id: u64, kind: &str, payload: Value) -> String {
-        let provenance = json!({"trace_id": TRACE, "msg_id": format!("0197a000-0000-7000-8000-{id:012}"), "agent": "a"});
+        let provenance =
+            json!({"trace_id": TRACE, "msg_id": format!("0197a000-0000-7000-8000-{id:012}"), "agent": "a"});
         let frame = json!({"id": id, "ts_ms": 1000 + id, "actor": "runtime", "kind": kind, "scope": "a",
                            "payload": payload, "provenance": provenance});
         format!("{frame}\n")
@@ -303,12 +304,12 @@ mod tests {
         assert_eq!(
             errors,
             [
-                "line 2: not valid JSON: EOF while parsing a value (column 1)",
+                "line 2: not valid JSON: EOF while parsing a value (column 19)",
                 "line 3: unknown kind `tool.inquiry` (known: tool.call, tool.result, cap.audit, tool.confirm, trace.replay)",
                 "line 4: the payload has neither `result` nor `error`",
                 "line 5: `id` is 9 but this is frame 5 of the file: frames were removed, added or reordered",
                 "line 6: the line is empty; every line must hold one frame",
-                "line 7: not a frame: missing field `ts_ms` (column 284)",
+                "line 7: not a frame: missing field `ts_ms` (column 262)",
                 &format!(
                     "line 8: the frame belongs to trace {INV} but line 1 to trace {TRACE}; a file holds one trace"
                 ),

@@ -216,7 +216,11 @@ mod tests {
             kind: "cap.audit".into(),
             scope: "a".into(),
             payload: json!({"n": n, "s": "é\u{1}"}),
-            provenance: Provenance { trace_id: Uuid::from_u128(1), msg_id: Uuid::from_u128(n as u128), agent: "a".into() },
+            provenance: Provenance {
+                trace_id: Uuid::from_u128(1),
+                msg_id: Uuid::from_u128(n as u128),
+                agent: "a".into(),
+            },
         }
     }
 
@@ -251,7 +255,10 @@ mod tests {
         let report = verify_ledger(&path).unwrap();
         let found: Vec<(i64, ProblemKind)> = report.problems.iter().map(|p| (p.row, p.problem)).collect();
         assert_eq!(found, [(2, ProblemKind::Edited), (6, ProblemKind::Removed), (7, ProblemKind::Edited)]);
-        assert_eq!(report.problems[1].message, "rows 4 to 5 are missing: rows were removed before this one (the chain breaks here)");
+        assert_eq!(
+            report.problems[1].message,
+            "rows 4 to 5 are missing: rows were removed before this one (the chain breaks here)"
+        );
         assert!(report.problems[2].message.contains("canonical"), "{}", report.problems[2].message);
         assert_eq!(report.problems[0].trace_id.as_deref(), Some("00000000-0000-0000-0000-000000000001"));
     }

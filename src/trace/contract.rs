@@ -1,0 +1,142 @@
+//! What a bundle promises today: which tools exist, and the input and result
+//! schemas they are held to. Replay checks recorded calls against it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::bundle::LoadedBundle;
+use crate::home::Home;
+use crate::runtime::recorder::NullRecorder;
+use crate::runtime::{LoadError, Runtime, RuntimeOptions};
+
+/// Schema errors quoted for one value.
+const QUOTED_ERRORS: usize = 3;
+
+struct ToolContract {
+    input: jsonschema::Validator,
+    result: jsonschema::Validator,
+}
+
+/// The tools of a bundle with their compiled schemas.
+pub struct Contract {
+    agent: String,
+    version: Option<String>,
+    tools: HashMap<String, ToolContract>,
+}
+
+impl std::fmt::Debug for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut tools: Vec<&String> = self.tools.keys().collect();
+        tools.sort();
+        f.debug_struct("Contract").field("agent", &self.agent).field("tools", &tools).finish()
+    }
+}
+
+/// The outcome of checking a value against a tool's schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// The value is valid.
+    Valid,
+    /// The value is not valid: the first errors, as `<pointer>: <message>`, sorted.
+    Invalid(Vec<String>),
+    /// The bundle has no such tool.
+    MissingTool,
+}
+
+fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Check {
+    let mut errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            format!("{}: {e}", if at.is_empty() { "(root)" } else { at.as_str() })
+        })
+        .collect();
+    if errors.is_empty() {
+        return Check::Valid;
+    }
+    errors.sort();
+    errors.dedup();
+    let total = errors.len();
+    errors.truncate(QUOTED_ERRORS);
+    if total > QUOTED_ERRORS {
+        errors.push(format!("… and {} more", total - QUOTED_ERRORS));
+    }
+    Check::Invalid(errors)
+}
+
+impl Contract {
+    /// Loads the bundle at `dir` the way the runtime does (a bundle with lint
+    /// errors is refused; tools whose capabilities are not granted still
+    /// count), then compiles every tool's schemas.
+    pub fn load(dir: &Path, home: &Home) -> Result<Contract, LoadError> {
+        let runtime = Runtime::load(dir, RuntimeOptions::new(home.clone(), Arc::new(NullRecorder)))?;
+        Self::for_runtime(&runtime)
+    }
+
+    /// The contract of the bundle a runtime serves.
+    pub fn for_runtime(runtime: &Runtime) -> Result<Contract, LoadError> {
+        let bundle = crate::bundle::load(runtime.root());
+        Self::from_bundle(&bundle)
+    }
+
+    /// Compiles the schemas of a bundle already read.
+    pub fn from_bundle(bundle: &LoadedBundle) -> Result<Contract, LoadError> {
+        let manifest = bundle.manifest.as_ref();
+        let agent = manifest.and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
+            message: format!("bundle {} has no agent name", bundle.dir.display()),
+            help: Some("set `name` under [agent] in manifest.toml".into()),
+        })?;
+        let mut tools = HashMap::new();
+        for tool in bundle.tool_list() {
+            let documents = bundle.schema_documents(Some(tool));
+            let compile = |key: &str, schema: Option<&Value>| {
+                let schema = schema.ok_or_else(|| LoadError {
+                    message: format!("tool `{}` has no `{key}`", tool.id),
+                    help: Some(format!("add `{key}` to the tool in tools.json")),
+                })?;
+                crate::bundle::schema::compile(schema, documents.clone()).map_err(|e| LoadError {
+                    message: format!("tool `{}`: `{key}` does not compile: {e}", tool.id),
+                    help: Some(format!("run `rlp lint {}`", bundle.dir.display())),
+                })
+            };
+            let input = compile("input_schema", tool.input_schema.as_ref())?;
+            let result = compile("result_schema", tool.result_schema.as_ref())?;
+            tools.insert(tool.id.clone(), ToolContract { input, result });
+        }
+        Ok(Contract { agent, version: manifest.and_then(|m| m.version.clone()), tools })
+    }
+
+    /// The agent's name.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The bundle's version, as written in manifest.toml.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    /// Whether the bundle has the tool.
+    pub fn has_tool(&self, id: &str) -> bool {
+        self.tools.contains_key(id)
+    }
+
+    /// Checks arguments against the tool's `input_schema`.
+    pub fn check_args(&self, tool: &str, args: &Value) -> Check {
+        match self.tools.get(tool) {
+            Some(t) => schema_errors(&t.input, args),
+            None => Check::MissingTool,
+        }
+    }
+
+    /// Checks a result against the tool's `result_schema`.
+    pub fn check_result(&self, tool: &str, result: &Value) -> Check {
+        match self.tools.get(tool) {
+            Some(t) => schema_errors(&t.result, result),
+            None => Check::MissingTool,
+        }
+    }
+}

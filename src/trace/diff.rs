@@ -1,0 +1,193 @@
+//! Structural differences between two JSON values, as JSON Pointer paths
+//! (RFC 6901): what was added, removed or changed.
+//!
+//! Object members are compared by key (in sorted key order, so the list does
+//! not depend on how either side ordered its keys); arrays element by element,
+//! with extra elements reported as added or removed at their index. Numbers
+//! are equal when they denote the same value (`1` and `1.0`).
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What happened at a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeOp {
+    /// Present only in the replayed value.
+    Added,
+    /// Present only in the recorded value.
+    Removed,
+    /// Present in both, with different values.
+    Changed,
+}
+
+impl ChangeOp {
+    /// `added`, `removed` or `changed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeOp::Added => "added",
+            ChangeOp::Removed => "removed",
+            ChangeOp::Changed => "changed",
+        }
+    }
+}
+
+/// One difference.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Change {
+    /// What happened.
+    pub op: ChangeOp,
+    /// JSON Pointer of the value (`""` is the whole value).
+    pub path: String,
+    /// The recorded value (absent for `added`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<Value>,
+    /// The replayed value (absent for `removed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<Value>,
+}
+
+/// The differences found, the first `limit` of them listed.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Diff {
+    /// The differences, in document order.
+    pub changes: Vec<Change>,
+    /// How many more were found beyond the limit.
+    pub more: u64,
+}
+
+impl Diff {
+    /// Whether the two values are equal.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty() && self.more == 0
+    }
+}
+
+/// Appends one reference token to a JSON Pointer (`~` → `~0`, `/` → `~1`).
+pub fn push_token(path: &mut String, token: &str) {
+    path.push('/');
+    for c in token.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
+    }
+}
+
+/// Whether two JSON values are equal (numbers by value).
+pub fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                x == y
+            } else if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
+                x == y
+            } else {
+                x.as_f64() == y.as_f64()
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+struct Collector {
+    diff: Diff,
+    limit: usize,
+}
+
+impl Collector {
+    fn push(&mut self, op: ChangeOp, path: &str, recorded: Option<&Value>, replayed: Option<&Value>) {
+        if self.diff.changes.len() < self.limit {
+            self.diff.changes.push(Change {
+                op,
+                path: path.to_string(),
+                recorded: recorded.cloned(),
+                replayed: replayed.cloned(),
+            });
+        } else {
+            self.diff.more += 1;
+        }
+    }
+
+    fn walk(&mut self, path: &mut String, recorded: &Value, replayed: &Value) {
+        let len = path.len();
+        match (recorded, replayed) {
+            (Value::Object(a), Value::Object(b)) => {
+                let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                for key in keys {
+                    push_token(path, key);
+                    match (a.get(key), b.get(key)) {
+                        (Some(x), Some(y)) => self.walk(path, x, y),
+                        (Some(x), None) => self.push(ChangeOp::Removed, path, Some(x), None),
+                        (None, Some(y)) => self.push(ChangeOp::Added, path, None, Some(y)),
+                        (None, None) => {}
+                    }
+                    path.truncate(len);
+                }
+            }
+            (Value::Array(a), Value::Array(b)) => {
+                for i in 0..a.len().max(b.len()) {
+                    push_token(path, &i.to_string());
+                    match (a.get(i), b.get(i)) {
+                        (Some(x), Some(y)) => self.walk(path, x, y),
+                        (Some(x), None) => self.push(ChangeOp::Removed, path, Some(x), None),
+                        (None, Some(y)) => self.push(ChangeOp::Added, path, None, Some(y)),
+                        (None, None) => {}
+                    }
+                    path.truncate(len);
+                }
+            }
+            (x, y) if !json_equal(x, y) => self.push(ChangeOp::Changed, path, Some(x), Some(y)),
+            _ => {}
+        }
+    }
+}
+
+/// The differences from `recorded` to `replayed`, at most `limit` listed.
+pub fn diff(recorded: &Value, replayed: &Value, limit: usize) -> Diff {
+    let mut collector = Collector { diff: Diff::default(), limit };
+    collector.walk(&mut String::new(), recorded, replayed);
+    collector.diff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn paths(d: &Diff) -> Vec<String> {
+        d.changes.iter().map(|c| format!("{} {}", c.op.as_str(), c.path)).collect()
+    }
+
+    #[test]
+    fn reports_added_removed_and_changed_paths() {
+        let recorded = json!({"temp": 21, "city": "Oslo", "tags": ["a", "b"], "a/b": {"~x": 1}, "gone": true});
+        let replayed = json!({"tags": ["a", "c", "d"], "temp": 21.0, "city": "Bergen", "a/b": {"~x": 2}, "new": null});
+        let d = diff(&recorded, &replayed, 10);
+        assert_eq!(
+            paths(&d),
+            ["changed /a~1b/~0x", "changed /city", "removed /gone", "added /new", "changed /tags/1", "added /tags/2"]
+        );
+        assert_eq!(d.changes[1].recorded, Some(json!("Oslo")));
+        assert_eq!(d.changes[1].replayed, Some(json!("Bergen")));
+        assert!(diff(&recorded, &recorded, 10).is_empty());
+        assert_eq!(paths(&diff(&json!(1), &json!("1"), 10)), ["changed "]);
+        let limited = diff(&recorded, &replayed, 2);
+        assert_eq!((limited.changes.len(), limited.more), (2, 4));
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(json_equal(&json!(1), &json!(1.0)));
+        assert!(json_equal(&json!({"a": [1, 2]}), &json!({"a": [1.0, 2]})));
+        assert!(!json_equal(&json!(u64::MAX), &json!(-1)));
+        assert!(!json_equal(&json!({"a": 1}), &json!({"b": 1})));
+    }
+}

@@ -1,0 +1,91 @@
+//! Live replay: running recorded calls again through the full runtime
+//! (exposure, input validation, secrets, confirmation, transports, result
+//! validation), recorded as a new trace linked to the old one.
+//!
+//! The new trace starts with a `trace.replay` frame — payload
+//! `{"v": 1, "replay_of": "<recorded trace id>", "mode": "live", "recorded_agent": "<agent>"}`,
+//! actor `operator` — followed by the frames of every call run again, all
+//! under the new trace id.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::runtime::recorder::{Provenance, Record, Recorder, now_ms};
+use crate::runtime::{CallErrorKind, CallRequest, Runtime};
+use crate::trace::frame::{KIND_REPLAY, Outcome, RecordedError};
+use crate::trace::replay::{Executor, ReplayError};
+
+/// Runs calls through a [`Runtime`] into a new trace.
+pub struct LiveExecutor<'a> {
+    runtime: &'a Runtime,
+    recorder: Arc<dyn Recorder>,
+    new_trace: Uuid,
+}
+
+impl std::fmt::Debug for LiveExecutor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveExecutor")
+            .field("agent", &self.runtime.agent())
+            .field("new_trace", &self.new_trace)
+            .finish()
+    }
+}
+
+impl<'a> LiveExecutor<'a> {
+    /// An executor over `runtime`; the link frame goes to `recorder` (the
+    /// same ledger the runtime records into).
+    pub fn new(runtime: &'a Runtime, recorder: Arc<dyn Recorder>) -> Self {
+        LiveExecutor { runtime, recorder, new_trace: Uuid::now_v7() }
+    }
+
+    /// The trace the new calls are recorded in.
+    pub fn trace_id(&self) -> Uuid {
+        self.new_trace
+    }
+}
+
+impl Executor for LiveExecutor<'_> {
+    fn begin(&mut self, recorded_trace: Uuid, agent: &str) -> Result<(), ReplayError> {
+        let record = Record {
+            ts_ms: now_ms(),
+            actor: "operator".into(),
+            kind: KIND_REPLAY.into(),
+            scope: self.runtime.agent().to_string(),
+            payload: json!({"v": 1, "replay_of": recorded_trace, "mode": "live", "recorded_agent": agent}),
+            provenance: Provenance {
+                trace_id: self.new_trace,
+                msg_id: Uuid::now_v7(),
+                agent: self.runtime.agent().to_string(),
+            },
+        };
+        self.recorder.record(&[record]).map_err(|e| ReplayError::Failed {
+            position: 1,
+            message: format!("cannot record the start of the replay: {e}"),
+            help: Some("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is writable".into()),
+        })
+    }
+
+    fn execute(&mut self, position: u64, tool: &str, args: &Value) -> Result<Outcome, ReplayError> {
+        let request = CallRequest { tool: tool.to_string(), arguments: args.clone(), trace_id: Some(self.new_trace) };
+        match self.runtime.call(&request) {
+            Ok(outcome) => Ok(Outcome::Result(outcome.result)),
+            Err(e) => match e.kind {
+                CallErrorKind::Refused => Err(ReplayError::Refused { position, message: e.message, help: e.help }),
+                CallErrorKind::Recording => Err(ReplayError::Failed { position, message: e.message, help: e.help }),
+                CallErrorKind::Tool | CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => {
+                    Ok(Outcome::Error(RecordedError {
+                        raw: json!({"message": e.message}),
+                        message: e.message,
+                        kind: None,
+                    }))
+                }
+            },
+        }
+    }
+
+    fn new_trace_id(&self) -> Option<Uuid> {
+        Some(self.new_trace)
+    }
+}

@@ -1,0 +1,298 @@
+//! Reading traces: the list of traces in a ledger, and the frames of one
+//! trace from a ledger or from a JSON Lines file, streamed in order.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::trace::event::Event;
+use crate::trace::frame::{Body, FrameProvenance, Origin, TraceFrame};
+use crate::trace::jsonl::{JsonlReader, LineError, ReadError};
+use crate::trace::ledger::{Ledger, LedgerError};
+
+/// One trace in the ledger, as `rlp trace list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceSummary {
+    /// The trace id (as stored).
+    pub trace_id: String,
+    /// The agents whose frames are in the trace, sorted.
+    pub agents: Vec<String>,
+    /// Time of the first frame (ms since the Unix epoch).
+    pub first_ts_ms: i64,
+    /// Time of the last frame.
+    pub last_ts_ms: i64,
+    /// Frames of every kind.
+    pub frames: u64,
+    /// `tool.call` frames.
+    pub calls: u64,
+    /// Calls whose final result is an error.
+    pub errors: u64,
+    /// Invocations refused by policy or not confirmed (no call frame).
+    pub refused: u64,
+    /// The trace this one replays (live replay), if any.
+    pub replay_of: Option<String>,
+}
+
+const LIST_SQL: &str = "
+SELECT json_extract(provenance_json, '$.trace_id') AS trace,
+       group_concat(DISTINCT json_extract(provenance_json, '$.agent')),
+       min(ts_ms), max(ts_ms), count(*),
+       sum(kind = 'tool.call'),
+       sum(CASE WHEN kind = 'tool.result' AND json_valid(payload_json)
+                THEN json_extract(payload_json, '$.error') IS NOT NULL
+                     AND coalesce(json_extract(payload_json, '$.error.will_retry'), 0) = 0
+                ELSE 0 END),
+       count(DISTINCT CASE WHEN json_valid(payload_json)
+                            AND ((kind = 'cap.audit' AND json_extract(payload_json, '$.decision') = 'deny')
+                              OR (kind = 'tool.confirm' AND json_extract(payload_json, '$.approved') = 0))
+                           THEN json_extract(payload_json, '$.invocation_id') END),
+       max(CASE WHEN kind = 'trace.replay' AND json_valid(payload_json)
+                THEN json_extract(payload_json, '$.replay_of') END)
+FROM events
+GROUP BY trace
+ORDER BY min(id)";
+
+fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// Calls `f` with every trace in the ledger at `path`, oldest first (by
+/// first row); returns how many there are. A missing ledger has none.
+pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary)) -> Result<u64, LedgerError> {
+    if !path.exists() {
+        return Ok(0);
+    }
+    // Opening through the ledger migrates an upstream database first.
+    drop(Ledger::open_existing(path)?);
+    let sqlite = |source| LedgerError::Sqlite { path: path.to_path_buf(), source };
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(sqlite)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(sqlite)?;
+    let mut statement = conn.prepare(LIST_SQL).map_err(sqlite)?;
+    let mut rows = statement.query([]).map_err(sqlite)?;
+    let mut traces = 0;
+    while let Some(row) = rows.next().map_err(sqlite)? {
+        let agents: Option<String> = row.get(1).map_err(sqlite)?;
+        let mut agents: Vec<String> = agents.map(|a| a.split(',').map(str::to_string).collect()).unwrap_or_default();
+        agents.sort();
+        f(TraceSummary {
+            trace_id: row.get::<_, Option<String>>(0).map_err(sqlite)?.unwrap_or_default(),
+            agents,
+            first_ts_ms: row.get(2).map_err(sqlite)?,
+            last_ts_ms: row.get(3).map_err(sqlite)?,
+            frames: count(row.get(4).map_err(sqlite)?),
+            calls: count(row.get(5).map_err(sqlite)?),
+            errors: count(row.get(6).map_err(sqlite)?),
+            refused: count(row.get(7).map_err(sqlite)?),
+            replay_of: row.get(8).map_err(sqlite)?,
+        });
+        traces += 1;
+    }
+    Ok(traces)
+}
+
+/// Where a trace is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceInput {
+    /// One trace of a ledger.
+    Ledger {
+        /// The database file.
+        path: PathBuf,
+        /// The trace.
+        trace_id: Uuid,
+    },
+    /// A JSON Lines export (one trace).
+    File(PathBuf),
+}
+
+impl std::fmt::Display for TraceInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TraceInput::Ledger { trace_id, .. } => write!(f, "trace {trace_id}"),
+            TraceInput::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Why a trace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// There is no ledger yet.
+    #[error("there is no ledger at {0} (no call has been recorded in this home)")]
+    NoLedger(PathBuf),
+    /// The ledger has no frame of the trace.
+    #[error("the ledger {ledger} has no trace {trace_id}")]
+    NoSuchTrace {
+        /// The trace asked for.
+        trace_id: Uuid,
+        /// The ledger.
+        ledger: PathBuf,
+    },
+    /// The file holds no frame.
+    #[error("{0} holds no frame")]
+    EmptyFile(PathBuf),
+    /// The ledger could not be read.
+    #[error(transparent)]
+    Ledger(LedgerError),
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A line of the file is not a valid frame.
+    #[error("{path}: {error}")]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// The line and what is wrong.
+        error: LineError,
+    },
+    /// A ledger row of the trace cannot be read as a frame.
+    #[error("ledger row {row}: {message}")]
+    BadRow {
+        /// The row id.
+        row: i64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Interprets a ledger row as the frame at `position`.
+pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, InputError> {
+    let bad = |message: String| InputError::BadRow { row: event.id, message };
+    let payload: Value =
+        serde_json::from_str(&event.payload_json).map_err(|e| bad(format!("payload_json is not JSON: {e}")))?;
+    let provenance: FrameProvenance = serde_json::from_str(&event.provenance_json)
+        .map_err(|e| bad(format!("provenance_json is not {{trace_id, msg_id, agent}}: {e}")))?;
+    let body = Body::parse(&event.kind, payload).map_err(bad)?;
+    Ok(TraceFrame {
+        position,
+        origin: Origin::Row(event.id),
+        ts_ms: event.ts_ms,
+        actor: event.actor,
+        scope: event.scope,
+        provenance,
+        body,
+    })
+}
+
+/// Calls `f` with every frame of the trace, in order (streaming; stops on
+/// `Break`); returns the number of frames read. An unknown trace, an empty
+/// file, and a frame that cannot be read are errors.
+pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> ControlFlow<()>) -> Result<u64, InputError> {
+    match input {
+        TraceInput::Ledger { path, trace_id } => {
+            if !path.exists() {
+                return Err(InputError::NoLedger(path.clone()));
+            }
+            let ledger = Ledger::open_existing(path).map_err(InputError::Ledger)?;
+            let mut position = 0u64;
+            let mut failure = None;
+            ledger
+                .for_each_in_trace(trace_id, |event| {
+                    position += 1;
+                    match frame_from_event(event, position) {
+                        Ok(frame) => f(frame),
+                        Err(e) => {
+                            failure = Some(e);
+                            ControlFlow::Break(())
+                        }
+                    }
+                })
+                .map_err(InputError::Ledger)?;
+            if let Some(failure) = failure {
+                return Err(failure);
+            }
+            if position == 0 {
+                return Err(InputError::NoSuchTrace { trace_id: *trace_id, ledger: path.clone() });
+            }
+            Ok(position)
+        }
+        TraceInput::File(path) => {
+            let io = |source| InputError::Io { path: path.clone(), source };
+            let file = std::fs::File::open(path).map_err(io)?;
+            if file.metadata().map_err(io)?.is_dir() {
+                return Err(io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a folder")));
+            }
+            let mut reader = JsonlReader::new(std::io::BufReader::with_capacity(1 << 20, file));
+            let mut frames = 0;
+            loop {
+                match reader.next_frame() {
+                    Ok(Some(read)) => {
+                        frames += 1;
+                        if f(read.frame).is_break() {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(ReadError::Line(error) | ReadError::Fatal(error)) => {
+                        return Err(InputError::BadLine { path: path.clone(), error });
+                    }
+                    Err(ReadError::Io(source)) => return Err(InputError::Io { path: path.clone(), source }),
+                }
+            }
+            if frames == 0 {
+                return Err(InputError::EmptyFile(path.clone()));
+            }
+            Ok(frames)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::recorder::{Provenance, Record};
+    use serde_json::json;
+
+    fn record(trace: Uuid, kind: &str, ts: i64, payload: Value) -> Record {
+        Record {
+            ts_ms: ts,
+            actor: "runtime".into(),
+            kind: kind.into(),
+            scope: "a".into(),
+            payload,
+            provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },
+        }
+    }
+
+    #[test]
+    fn lists_traces_with_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        assert_eq!(list_traces(&path, |_| panic!("no trace expected")).unwrap(), 0);
+        let ledger = Ledger::open(&path).unwrap();
+        let (t1, t2) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let (i1, i2, i3) = (Uuid::from_u128(11), Uuid::from_u128(12), Uuid::from_u128(13));
+        ledger
+            .append(&[
+                record(t2, "tool.call", 10, json!({"tool": "x", "args": {}, "invocation_id": i1})),
+                record(t1, "tool.call", 20, json!({"tool": "x", "args": {}, "invocation_id": i2})),
+                record(
+                    t2,
+                    "tool.result",
+                    30,
+                    json!({"invocation_id": i1, "error": {"message": "m", "will_retry": true}}),
+                ),
+                record(t2, "tool.result", 40, json!({"invocation_id": i1, "error": {"message": "m"}})),
+                record(t2, "cap.audit", 50, json!({"invocation_id": i3, "decision": "deny"})),
+                record(t2, "cap.audit", 51, json!({"invocation_id": i3, "decision": "deny"})),
+            ])
+            .unwrap();
+        let mut seen = Vec::new();
+        assert_eq!(list_traces(&path, |t| seen.push(t)).unwrap(), 2);
+        assert_eq!(seen[0].trace_id, t2.to_string());
+        assert_eq!((seen[0].frames, seen[0].calls, seen[0].errors, seen[0].refused), (5, 1, 1, 1));
+        assert_eq!((seen[0].first_ts_ms, seen[0].last_ts_ms), (10, 51));
+        assert_eq!(seen[1].agents, ["a"]);
+        assert_eq!((seen[1].frames, seen[1].errors), (1, 0));
+    }
+}

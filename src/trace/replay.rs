@@ -1,0 +1,552 @@
+//! Replaying a recorded trace against a bundle, streaming.
+//!
+//! The trace is walked once, in order; the only state kept is the table of
+//! calls waiting for their final result ([`PendingCalls`]), so memory does not
+//! grow with the length of the trace. Every finding goes to a [`ReplaySink`]
+//! as soon as it is known.
+//!
+//! - **strict** ([`Mode::Strict`]): nothing runs. At each `tool.call` the tool
+//!   must exist (`missing_tool`) and the recorded arguments must validate
+//!   against today's `input_schema` (`args_mismatch`); at the call's final
+//!   `tool.result`, a recorded result must validate against today's
+//!   `result_schema` (`schema_mismatch`). The recorded outcome is the replayed
+//!   output.
+//! - **live** ([`Mode::Live`]): at each call's final recorded result, the call
+//!   runs again through an [`Executor`] (the full runtime), unless the tool is
+//!   missing or the arguments no longer validate; the new outcome is compared
+//!   with the recorded one (`result_changed`, with JSON Pointer paths).
+//!
+//! In both modes a `tool.result` without a waiting call, a second call for an
+//! invocation still waiting, and a call left without a final result at the end
+//! are `invalid_trace`. Retried attempts (`error.will_retry`) are counted; the
+//! last attempt is the call's outcome.
+//!
+//! Order of the report: calls are listed when their final result is read
+//! (then calls without a result, by position); divergences in the order of the
+//! frame that reveals them, then those found at the end of the trace, by
+//! position. Nothing in a strict report depends on time or randomness.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::trace::contract::{Check, Contract};
+use crate::trace::diff::{Change, ChangeOp, diff};
+use crate::trace::divergence::{Divergence, DivergenceKind};
+use crate::trace::frame::{Body, Outcome, TraceFrame};
+use crate::trace::pending::PendingCalls;
+use crate::trace::query::{InputError, TraceInput, for_each_frame};
+
+/// Changes listed per `result_changed`; the rest are counted.
+pub const MAX_LISTED_CHANGES: usize = 50;
+
+/// How the calls are replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Nothing runs; recorded results are returned.
+    Strict,
+    /// Every call runs again through the runtime.
+    Live,
+}
+
+impl Mode {
+    /// `strict` or `live`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Strict => "strict",
+            Mode::Live => "live",
+        }
+    }
+}
+
+/// What the report starts with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayHeader {
+    /// The mode.
+    pub mode: Mode,
+    /// The recorded trace.
+    pub trace_id: Uuid,
+    /// The agent named by the trace's first frame.
+    pub agent: String,
+    /// The bundle replayed against: its agent name.
+    pub bundle: String,
+    /// The bundle's version.
+    pub bundle_version: Option<String>,
+    /// Live: the trace the new calls are recorded in.
+    pub new_trace_id: Option<Uuid>,
+}
+
+/// How a call came out of the replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// Replayed without divergence; the output is a result.
+    Ok,
+    /// Replayed without divergence; the output is an error (as recorded).
+    Error,
+    /// At least one divergence concerns the call.
+    Diverged,
+    /// The call has no final result in the trace.
+    NoResult,
+}
+
+impl CallStatus {
+    /// The stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Ok => "ok",
+            CallStatus::Error => "error",
+            CallStatus::Diverged => "diverged",
+            CallStatus::NoResult => "no_result",
+        }
+    }
+}
+
+/// One replayed call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallReplay {
+    /// Position of the `tool.call` frame.
+    pub position: u64,
+    /// Position of its final `tool.result` frame.
+    pub result_position: Option<u64>,
+    /// The recorded invocation id.
+    pub invocation_id: Uuid,
+    /// The tool id.
+    pub tool: String,
+    /// Attempts recorded.
+    pub attempts: u64,
+    /// How it came out.
+    pub status: CallStatus,
+    /// The recorded outcome.
+    pub recorded: Option<Outcome>,
+    /// The replayed output: the recorded outcome (strict) or the new one
+    /// (live; `None` when the call was not run).
+    pub output: Option<Outcome>,
+    /// The kinds of the divergences that concern the call.
+    pub divergences: Vec<DivergenceKind>,
+}
+
+/// The totals at the end of a replay.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
+pub struct Summary {
+    /// Frames read.
+    pub frames: u64,
+    /// `tool.call` frames.
+    pub calls: u64,
+    /// Calls replayed with a result and no divergence.
+    pub ok: u64,
+    /// Calls replayed with an error (as recorded) and no divergence.
+    pub errors: u64,
+    /// Calls with at least one divergence.
+    pub diverged: u64,
+    /// Calls without a final result.
+    pub no_result: u64,
+    /// Divergences in all.
+    pub divergences: u64,
+    /// Divergences by kind (only kinds that occurred).
+    pub by_kind: BTreeMap<&'static str, u64>,
+}
+
+impl Summary {
+    /// Whether nothing diverged.
+    pub fn is_clean(&self) -> bool {
+        self.divergences == 0
+    }
+}
+
+/// Where the findings of a replay go (a report renderer, a test).
+pub trait ReplaySink {
+    /// Called once, at the first frame.
+    fn start(&mut self, header: &ReplayHeader) -> std::io::Result<()>;
+    /// A call is done.
+    fn call(&mut self, call: &CallReplay) -> std::io::Result<()>;
+    /// A divergence was found.
+    fn divergence(&mut self, divergence: &Divergence) -> std::io::Result<()>;
+    /// The end.
+    fn finish(&mut self, summary: &Summary) -> std::io::Result<()>;
+}
+
+/// Why a replay stopped before the end.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The trace could not be read (exit 2).
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The report could not be written.
+    #[error("cannot write the report: {0}")]
+    Write(std::io::Error),
+    /// Live: a call was refused by policy or not confirmed (exit 3).
+    #[error("frame #{position}: {message}")]
+    Refused {
+        /// The call frame.
+        position: u64,
+        /// What happened.
+        message: String,
+        /// What to do.
+        help: Option<String>,
+    },
+    /// Live: the runtime could not run or record a call.
+    #[error("frame #{position}: {message}")]
+    Failed {
+        /// The call frame.
+        position: u64,
+        /// What happened.
+        message: String,
+        /// What to do.
+        help: Option<String>,
+    },
+}
+
+/// Runs recorded calls again (live mode).
+pub trait Executor {
+    /// Called once before the first call, with the recorded trace's id.
+    fn begin(&mut self, recorded_trace: Uuid, agent: &str) -> Result<(), ReplayError>;
+    /// Runs one call; the outcome of the tool (a tool failure is an
+    /// `Outcome::Error`, not an `Err`). `position` is the call frame's.
+    fn execute(&mut self, position: u64, tool: &str, args: &Value) -> Result<Outcome, ReplayError>;
+    /// The trace the new calls are recorded in.
+    fn new_trace_id(&self) -> Option<Uuid>;
+}
+
+struct PendingCall {
+    tool: String,
+    args: Value,
+    attempts: u64,
+    /// The call cannot be replayed (missing tool, invalid arguments).
+    blocked: bool,
+    divergences: Vec<DivergenceKind>,
+}
+
+/// The replay of one trace; feed it frames in order, then [`Replayer::finish`].
+pub struct Replayer<'a> {
+    mode: Mode,
+    contract: &'a Contract,
+    executor: Option<&'a mut dyn Executor>,
+    sink: &'a mut dyn ReplaySink,
+    pending: PendingCalls<PendingCall>,
+    summary: Summary,
+    started: bool,
+}
+
+fn write(result: std::io::Result<()>) -> Result<(), ReplayError> {
+    result.map_err(ReplayError::Write)
+}
+
+/// Strips the runtime's " (after N attempts)" from an error message, so a
+/// recorded attempt's message compares with the call's final message.
+fn core_message(message: &str) -> &str {
+    match message.rfind(" (after ") {
+        Some(cut) if message.ends_with(" attempts)") => &message[..cut],
+        _ => message,
+    }
+}
+
+impl<'a> Replayer<'a> {
+    /// A strict replay against `contract`.
+    pub fn strict(contract: &'a Contract, sink: &'a mut dyn ReplaySink) -> Self {
+        Self::new(Mode::Strict, contract, None, sink)
+    }
+
+    /// A live replay: calls run through `executor`.
+    pub fn live(contract: &'a Contract, executor: &'a mut dyn Executor, sink: &'a mut dyn ReplaySink) -> Self {
+        Self::new(Mode::Live, contract, Some(executor), sink)
+    }
+
+    fn new(
+        mode: Mode,
+        contract: &'a Contract,
+        executor: Option<&'a mut dyn Executor>,
+        sink: &'a mut dyn ReplaySink,
+    ) -> Self {
+        Replayer {
+            mode,
+            contract,
+            executor,
+            sink,
+            pending: PendingCalls::new(),
+            summary: Summary::default(),
+            started: false,
+        }
+    }
+
+    fn diverge(&mut self, divergence: Divergence) -> Result<(), ReplayError> {
+        self.summary.divergences += 1;
+        *self.summary.by_kind.entry(divergence.kind.as_str()).or_insert(0) += 1;
+        write(self.sink.divergence(&divergence))
+    }
+
+    fn start(&mut self, frame: &TraceFrame) -> Result<(), ReplayError> {
+        self.started = true;
+        if let Some(executor) = self.executor.as_deref_mut() {
+            executor.begin(frame.provenance.trace_id, &frame.provenance.agent)?;
+        }
+        let header = ReplayHeader {
+            mode: self.mode,
+            trace_id: frame.provenance.trace_id,
+            agent: frame.provenance.agent.clone(),
+            bundle: self.contract.agent().to_string(),
+            bundle_version: self.contract.version().map(str::to_string),
+            new_trace_id: self.executor.as_deref().and_then(|e| e.new_trace_id()),
+        };
+        write(self.sink.start(&header))
+    }
+
+    /// Takes the next frame of the trace.
+    pub fn frame(&mut self, frame: TraceFrame) -> Result<(), ReplayError> {
+        if !self.started {
+            self.start(&frame)?;
+        }
+        self.summary.frames += 1;
+        let position = frame.position;
+        match frame.body {
+            Body::Call(call) => {
+                self.summary.calls += 1;
+                let id = call.invocation_id;
+                if let Some(earlier) = self.pending.get(&id).map(|p| p.position) {
+                    return self.diverge(
+                        Divergence::at(
+                            DivergenceKind::InvalidTrace,
+                            position,
+                            format!(
+                                "a second tool.call for invocation {id} while the call at #{earlier} is still \
+                                 waiting for its result"
+                            ),
+                        )
+                        .call(Some(id), Some(&call.tool)),
+                    );
+                }
+                let mut found = Vec::new();
+                match self.contract.check_args(&call.tool, &call.args) {
+                    Check::Valid => {}
+                    Check::MissingTool => found.push(
+                        Divergence::at(
+                            DivergenceKind::MissingTool,
+                            position,
+                            format!("the bundle has no tool `{}`", call.tool),
+                        )
+                        .call(Some(id), Some(&call.tool)),
+                    ),
+                    Check::Invalid(errors) => found.push(
+                        Divergence::at(
+                            DivergenceKind::ArgsMismatch,
+                            position,
+                            format!("the recorded arguments no longer match the input_schema of `{}`", call.tool),
+                        )
+                        .call(Some(id), Some(&call.tool))
+                        .details(errors),
+                    ),
+                }
+                let pending = PendingCall {
+                    blocked: !found.is_empty(),
+                    divergences: found.iter().map(|d| d.kind).collect(),
+                    tool: call.tool,
+                    args: call.args,
+                    attempts: 0,
+                };
+                // Registered first: the invocation id is not waiting (checked above).
+                let _ = self.pending.open(id, position, pending);
+                for divergence in found {
+                    self.diverge(divergence)?;
+                }
+                Ok(())
+            }
+            Body::Result(result) => {
+                let id = result.invocation_id;
+                let Some(waiting) = self.pending.get_mut(&id) else {
+                    return self.diverge(
+                        Divergence::at(
+                            DivergenceKind::InvalidTrace,
+                            position,
+                            format!(
+                                "a tool.result for invocation {id} with no tool.call waiting for it: a result \
+                                 without its call"
+                            ),
+                        )
+                        .call(Some(id), None),
+                    );
+                };
+                waiting.data.attempts += 1;
+                if result.will_retry {
+                    return Ok(());
+                }
+                let Some(closed) = self.pending.close(&id) else { return Ok(()) };
+                self.final_result(closed.position, position, id, closed.data, result.outcome)
+            }
+            Body::Audit(_) | Body::Confirm(_) | Body::ReplayLink(_) => Ok(()),
+        }
+    }
+
+    fn final_result(
+        &mut self,
+        call_position: u64,
+        position: u64,
+        id: Uuid,
+        mut call: PendingCall,
+        recorded: Outcome,
+    ) -> Result<(), ReplayError> {
+        let output = match self.mode {
+            Mode::Strict => {
+                if let (false, Outcome::Result(value)) = (call.blocked, &recorded)
+                    && let Check::Invalid(errors) = self.contract.check_result(&call.tool, value)
+                {
+                    call.divergences.push(DivergenceKind::SchemaMismatch);
+                    self.diverge(
+                        Divergence::at(
+                            DivergenceKind::SchemaMismatch,
+                            position,
+                            format!("the recorded result no longer matches the result_schema of `{}`", call.tool),
+                        )
+                        .call(Some(id), Some(&call.tool))
+                        .details(errors),
+                    )?;
+                }
+                Some(recorded.clone())
+            }
+            Mode::Live if call.blocked => None,
+            Mode::Live => {
+                let Some(executor) = self.executor.as_deref_mut() else { return Ok(()) };
+                let fresh = executor.execute(call_position, &call.tool, &call.args)?;
+                if let Some(divergence) = compare(&recorded, &fresh, position, id, &call.tool) {
+                    call.divergences.push(DivergenceKind::ResultChanged);
+                    self.diverge(divergence)?;
+                }
+                Some(fresh)
+            }
+        };
+        let status = match (&output, call.divergences.is_empty()) {
+            (_, false) => CallStatus::Diverged,
+            (Some(Outcome::Result(_)), true) => CallStatus::Ok,
+            (Some(Outcome::Error(_)), true) => CallStatus::Error,
+            (None, true) => CallStatus::Diverged,
+        };
+        match status {
+            CallStatus::Ok => self.summary.ok += 1,
+            CallStatus::Error => self.summary.errors += 1,
+            CallStatus::Diverged => self.summary.diverged += 1,
+            CallStatus::NoResult => self.summary.no_result += 1,
+        }
+        let replay = CallReplay {
+            position: call_position,
+            result_position: Some(position),
+            invocation_id: id,
+            tool: call.tool,
+            attempts: call.attempts,
+            status,
+            recorded: Some(recorded),
+            output,
+            divergences: call.divergences,
+        };
+        write(self.sink.call(&replay))
+    }
+
+    /// Reports the calls left without a result, then the totals.
+    pub fn finish(mut self) -> Result<Summary, ReplayError> {
+        let left = std::mem::take(&mut self.pending).into_sorted();
+        for (id, pending) in left {
+            let call = pending.data;
+            let mut kinds = call.divergences.clone();
+            kinds.push(DivergenceKind::InvalidTrace);
+            self.summary.no_result += 1;
+            self.diverge(
+                Divergence::at(
+                    DivergenceKind::InvalidTrace,
+                    pending.position,
+                    "the tool.call has no final tool.result: the call was interrupted, or the trace is cut short",
+                )
+                .call(Some(id), Some(&call.tool)),
+            )?;
+            let replay = CallReplay {
+                position: pending.position,
+                result_position: None,
+                invocation_id: id,
+                tool: call.tool,
+                attempts: call.attempts,
+                status: CallStatus::NoResult,
+                recorded: None,
+                output: None,
+                divergences: kinds,
+            };
+            write(self.sink.call(&replay))?;
+        }
+        write(self.sink.finish(&self.summary))?;
+        Ok(self.summary)
+    }
+}
+
+/// `result_changed` when the fresh outcome differs from the recorded one.
+fn compare(recorded: &Outcome, fresh: &Outcome, position: u64, id: Uuid, tool: &str) -> Option<Divergence> {
+    let base =
+        |message: String| Divergence::at(DivergenceKind::ResultChanged, position, message).call(Some(id), Some(tool));
+    match (recorded, fresh) {
+        (Outcome::Result(old), Outcome::Result(new)) => {
+            let found = diff(old, new, MAX_LISTED_CHANGES);
+            if found.is_empty() {
+                return None;
+            }
+            let count = found.changes.len() as u64 + found.more;
+            let paths: Vec<&str> = found.changes.iter().take(5).map(|c| c.path.as_str()).collect();
+            let shown = paths.iter().map(|p| if p.is_empty() { "(root)" } else { p }).collect::<Vec<_>>().join(", ");
+            let mut divergence = base(format!(
+                "the result of `{tool}` changed ({count} change{}: {shown}{})",
+                if count == 1 { "" } else { "s" },
+                if count > 5 { ", …" } else { "" }
+            ));
+            divergence.changes = found.changes;
+            divergence.more_changes = found.more;
+            Some(divergence)
+        }
+        (Outcome::Error(old), Outcome::Error(new)) => {
+            if core_message(&old.message) == core_message(&new.message) {
+                return None;
+            }
+            let mut divergence = base(format!("`{tool}` still fails, with another message: {}", new.message));
+            divergence.changes = vec![Change {
+                op: ChangeOp::Changed,
+                path: "/error/message".into(),
+                recorded: Some(Value::String(old.message.clone())),
+                replayed: Some(Value::String(new.message.clone())),
+            }];
+            Some(divergence)
+        }
+        (Outcome::Result(_), Outcome::Error(new)) => {
+            let mut divergence = base(format!("`{tool}` succeeded when recorded and now fails: {}", new.message));
+            divergence.changes = diff(&recorded.to_json(), &fresh.to_json(), MAX_LISTED_CHANGES).changes;
+            Some(divergence)
+        }
+        (Outcome::Error(old), Outcome::Result(_)) => {
+            let mut divergence = base(format!("`{tool}` failed when recorded ({}) and now succeeds", old.message));
+            divergence.changes = diff(&recorded.to_json(), &fresh.to_json(), MAX_LISTED_CHANGES).changes;
+            Some(divergence)
+        }
+    }
+}
+
+/// Replays the trace read from `input` into `sink` (strict when `executor`
+/// is `None`, live otherwise).
+pub fn replay(
+    input: &TraceInput,
+    contract: &Contract,
+    executor: Option<&mut dyn Executor>,
+    sink: &mut dyn ReplaySink,
+) -> Result<Summary, ReplayError> {
+    let mut replayer = match executor {
+        Some(executor) => Replayer::live(contract, executor, sink),
+        None => Replayer::strict(contract, sink),
+    };
+    let mut failure = None;
+    for_each_frame(input, |frame| match replayer.frame(frame) {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(e) => {
+            failure = Some(e);
+            ControlFlow::Break(())
+        }
+    })?;
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
+    replayer.finish()
+}

@@ -1,0 +1,308 @@
+//! Replay reports, human and JSON.
+//!
+//! Both renderers are [`ReplaySink`]s. Calls and divergences are written, as
+//! they arrive, to two spooled buffers (memory up to a few MiB, then an
+//! anonymous temporary file), so a report of any length takes flat memory;
+//! [`Report::write_to`] then writes the whole report at once, so a replay that
+//! stops on an error prints nothing half-done.
+//!
+//! The JSON report is one document:
+//!
+//! ```json
+//! {
+//!   "mode": "strict", "trace_id": "…", "agent": "…",
+//!   "bundle": {"name": "…", "version": "…"}, "new_trace_id": null,
+//!   "calls": [{"position", "result_position", "invocation_id", "tool", "attempts", "status", "output", "divergences"}, …],
+//!   "divergences": [{"kind", "position", "call_number", "invocation_id", "tool", "message", "details", "changes", "more_changes"}, …],
+//!   "summary": {"frames", "calls", "ok", "errors", "diverged", "no_result", "divergences", "by_kind"},
+//!   "clean": true
+//! }
+//! ```
+//!
+//! with one call or divergence per line. Live reports add `recorded` (the
+//! recorded outcome) to each call; `output` is then the new outcome.
+
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+
+use serde_json::{Value, json};
+use tempfile::SpooledTempFile;
+
+use crate::trace::divergence::Divergence;
+use crate::trace::frame::{Outcome, ellipsize};
+use crate::trace::replay::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
+
+/// Bytes a spool keeps in memory before moving to a temporary file.
+const SPOOL_IN_MEMORY: usize = 4 << 20;
+/// Bytes buffered before a spool is written to.
+const WRITE_BUFFER: usize = 256 << 10;
+/// Characters of an output shown on a human call line.
+const SHOWN_OUTPUT: usize = 96;
+
+/// `human` or `json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// Readable text.
+    Human,
+    /// One JSON document.
+    Json,
+}
+
+/// A replay report being built.
+pub struct Report {
+    format: ReportFormat,
+    header: Option<ReplayHeader>,
+    calls: BufWriter<SpooledTempFile>,
+    call_count: u64,
+    divergences: BufWriter<SpooledTempFile>,
+    divergence_count: u64,
+    summary: Option<Summary>,
+}
+
+impl std::fmt::Debug for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Report").field("format", &self.format).field("calls", &self.call_count).finish()
+    }
+}
+
+fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn shown(outcome: Option<&Outcome>) -> String {
+    match outcome {
+        None => "(not run)".to_string(),
+        Some(Outcome::Result(value)) => ellipsize(&compact(value), SHOWN_OUTPUT),
+        Some(Outcome::Error(error)) => ellipsize(&format!("error: {}", error.message), SHOWN_OUTPUT),
+    }
+}
+
+impl Report {
+    /// An empty report.
+    pub fn new(format: ReportFormat) -> Self {
+        Report {
+            format,
+            header: None,
+            calls: BufWriter::with_capacity(WRITE_BUFFER, SpooledTempFile::new(SPOOL_IN_MEMORY)),
+            call_count: 0,
+            divergences: BufWriter::with_capacity(WRITE_BUFFER, SpooledTempFile::new(SPOOL_IN_MEMORY)),
+            divergence_count: 0,
+            summary: None,
+        }
+    }
+
+    fn header_text(&self) -> String {
+        let Some(h) = &self.header else { return String::new() };
+        let version = h.bundle_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+        let mut text = format!(
+            "{} replay of trace {} (agent `{}`) against bundle {}{version}",
+            if h.mode == Mode::Strict { "Strict" } else { "Live" },
+            h.trace_id,
+            h.agent,
+            h.bundle
+        );
+        if let Some(new) = h.new_trace_id {
+            text.push_str(&format!(", recorded as trace {new}"));
+        }
+        text
+    }
+
+    fn header_json(&self) -> Value {
+        let Some(h) = &self.header else { return json!({}) };
+        json!({
+            "mode": h.mode.as_str(),
+            "trace_id": h.trace_id,
+            "agent": h.agent,
+            "bundle": {"name": h.bundle, "version": h.bundle_version},
+            "new_trace_id": h.new_trace_id,
+        })
+    }
+
+    fn summary_text(summary: &Summary) -> String {
+        let counts = format!(
+            "{} frame{}, {} call{} ({} ok, {} error, {} diverged, {} without result)",
+            summary.frames,
+            if summary.frames == 1 { "" } else { "s" },
+            summary.calls,
+            if summary.calls == 1 { "" } else { "s" },
+            summary.ok,
+            summary.errors,
+            summary.diverged,
+            summary.no_result
+        );
+        if summary.is_clean() {
+            return format!("Result: no divergence in {counts}");
+        }
+        let kinds: Vec<String> = summary.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        format!(
+            "Result: {} divergence{} ({}) in {counts}",
+            summary.divergences,
+            if summary.divergences == 1 { "" } else { "s" },
+            kinds.join(", ")
+        )
+    }
+
+    fn human_divergence(d: &Divergence) -> String {
+        let at = match (d.position, d.call_number) {
+            (Some(p), _) => format!("#{p}"),
+            (None, Some(n)) => format!("call {n}"),
+            (None, None) => "-".to_string(),
+        };
+        let mut subject = Vec::new();
+        if let Some(tool) = &d.tool {
+            subject.push(tool.clone());
+        }
+        if let Some(id) = d.invocation_id {
+            subject.push(format!("invocation {id}"));
+        }
+        let subject = if subject.is_empty() { String::new() } else { format!("{}: ", subject.join(", ")) };
+        let mut text = format!("  {at:<7} {:<17} {subject}{}\n", d.kind.as_str(), d.message);
+        for line in &d.details {
+            text.push_str(&format!("            {line}\n"));
+        }
+        for change in &d.changes {
+            let path = if change.path.is_empty() { "(root)" } else { change.path.as_str() };
+            let value =
+                |v: &Option<Value>| v.as_ref().map(|v| ellipsize(&compact(v), SHOWN_OUTPUT / 2)).unwrap_or_default();
+            let line = match change.op {
+                crate::trace::diff::ChangeOp::Changed => {
+                    format!("changed {path}: {} → {}", value(&change.recorded), value(&change.replayed))
+                }
+                crate::trace::diff::ChangeOp::Added => format!("added   {path}: {}", value(&change.replayed)),
+                crate::trace::diff::ChangeOp::Removed => format!("removed {path}: {}", value(&change.recorded)),
+            };
+            text.push_str(&format!("            {line}\n"));
+        }
+        if d.more_changes > 0 {
+            text.push_str(&format!("            … and {} more changes\n", d.more_changes));
+        }
+        text
+    }
+
+    fn human_call(call: &CallReplay) -> String {
+        let at = match call.result_position {
+            Some(r) => format!("#{} → #{r}", call.position),
+            None => format!("#{}", call.position),
+        };
+        let mut text =
+            format!("  {at:<15} {:<24} {:<9} {}", call.tool, call.status.as_str(), shown(call.output.as_ref()));
+        if !call.divergences.is_empty() {
+            let kinds: Vec<&str> = call.divergences.iter().map(|k| k.as_str()).collect();
+            text.push_str(&format!("  [{}]", kinds.join(", ")));
+        }
+        text.push('\n');
+        text
+    }
+
+    fn json_call(&self, call: &CallReplay) -> Value {
+        let mut entry = json!({
+            "position": call.position,
+            "result_position": call.result_position,
+            "invocation_id": call.invocation_id,
+            "tool": call.tool,
+            "attempts": call.attempts,
+            "status": call.status.as_str(),
+            "output": call.output.as_ref().map(Outcome::to_json),
+            "divergences": call.divergences.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        });
+        if self.header.as_ref().is_some_and(|h| h.mode == Mode::Live) {
+            entry["recorded"] = call.recorded.as_ref().map(Outcome::to_json).unwrap_or(Value::Null);
+        }
+        entry
+    }
+
+    /// Writes the finished report to `out`.
+    pub fn write_to(mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        let summary = self.summary.take().unwrap_or_default();
+        match self.format {
+            ReportFormat::Human => {
+                writeln!(out, "{}", self.header_text())?;
+                writeln!(out)?;
+                if self.call_count == 0 {
+                    writeln!(out, "Calls: none")?;
+                } else {
+                    writeln!(out, "Calls:")?;
+                    copy_spool(&mut self.calls, out)?;
+                }
+                writeln!(out)?;
+                if self.divergence_count == 0 {
+                    writeln!(out, "Divergences: none")?;
+                } else {
+                    writeln!(out, "Divergences:")?;
+                    copy_spool(&mut self.divergences, out)?;
+                }
+                writeln!(out)?;
+                writeln!(out, "{}", Self::summary_text(&summary))?;
+            }
+            ReportFormat::Json => {
+                let header = self.header_json();
+                writeln!(out, "{{")?;
+                if let Value::Object(map) = &header {
+                    for (key, value) in map {
+                        writeln!(out, "  {}: {},", compact(&Value::String(key.clone())), compact(value))?;
+                    }
+                }
+                write!(out, "  \"calls\": [")?;
+                copy_spool(&mut self.calls, out)?;
+                writeln!(out, "{}],", if self.call_count == 0 { "" } else { "\n  " })?;
+                write!(out, "  \"divergences\": [")?;
+                copy_spool(&mut self.divergences, out)?;
+                writeln!(out, "{}],", if self.divergence_count == 0 { "" } else { "\n  " })?;
+                let summary_json = serde_json::to_value(&summary).unwrap_or(Value::Null);
+                writeln!(out, "  \"summary\": {},", compact(&summary_json))?;
+                writeln!(out, "  \"clean\": {}", summary.is_clean())?;
+                writeln!(out, "}}")?;
+            }
+        }
+        out.flush()
+    }
+}
+
+fn copy_spool(spool: &mut BufWriter<SpooledTempFile>, out: &mut dyn Write) -> std::io::Result<()> {
+    spool.flush()?;
+    let spool = spool.get_mut();
+    spool.seek(SeekFrom::Start(0))?;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = spool.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        out.write_all(&buf[..n])?;
+    }
+}
+
+impl ReplaySink for Report {
+    fn start(&mut self, header: &ReplayHeader) -> std::io::Result<()> {
+        self.header = Some(header.clone());
+        Ok(())
+    }
+
+    fn call(&mut self, call: &CallReplay) -> std::io::Result<()> {
+        let text = match self.format {
+            ReportFormat::Human => Self::human_call(call),
+            ReportFormat::Json => {
+                let separator = if self.call_count == 0 { "\n    " } else { ",\n    " };
+                format!("{separator}{}", compact(&self.json_call(call)))
+            }
+        };
+        self.call_count += 1;
+        self.calls.write_all(text.as_bytes())
+    }
+
+    fn divergence(&mut self, divergence: &Divergence) -> std::io::Result<()> {
+        let text = match self.format {
+            ReportFormat::Human => Self::human_divergence(divergence),
+            ReportFormat::Json => {
+                let separator = if self.divergence_count == 0 { "\n    " } else { ",\n    " };
+                format!("{separator}{}", compact(&serde_json::to_value(divergence).unwrap_or(Value::Null)))
+            }
+        };
+        self.divergence_count += 1;
+        self.divergences.write_all(text.as_bytes())
+    }
+
+    fn finish(&mut self, summary: &Summary) -> std::io::Result<()> {
+        self.summary = Some(summary.clone());
+        Ok(())
+    }
+}

@@ -1,0 +1,248 @@
+//! A trace as a timeline: each frame with what it means, results tied to
+//! their calls (`rlp trace show`). Streaming: only calls waiting for their
+//! result are kept.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::trace::frame::{Body, Origin, Outcome, TraceFrame};
+use crate::trace::pending::PendingCalls;
+
+/// One frame of the timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelineEntry {
+    /// Position in the trace, from 1.
+    pub position: u64,
+    /// The ledger row, when read from a ledger.
+    pub row: Option<i64>,
+    /// Milliseconds since the Unix epoch.
+    pub ts_ms: i64,
+    /// The kind column.
+    pub kind: &'static str,
+    /// Who produced the frame.
+    pub actor: String,
+    /// The invocation, when the frame belongs to one.
+    pub invocation_id: Option<Uuid>,
+    /// The tool, when known (results take it from their call).
+    pub tool: Option<String>,
+    /// What the frame says.
+    pub detail: Detail,
+}
+
+/// What a frame says, by kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Detail {
+    /// `tool.call`.
+    Call {
+        /// The arguments.
+        args: Value,
+        /// The tool's tags.
+        tags: Vec<String>,
+    },
+    /// `tool.result`.
+    Result {
+        /// Position of the call, when it is in the trace.
+        call_position: Option<u64>,
+        /// The result or error.
+        outcome: Outcome,
+        /// The attempt number.
+        attempt: u64,
+        /// Wall time of the attempt.
+        duration_ms: Option<u64>,
+        /// Whether another attempt follows.
+        will_retry: bool,
+    },
+    /// `cap.audit`.
+    Audit {
+        /// The capability.
+        capability: String,
+        /// `allow` or `deny`.
+        decision: String,
+        /// Why.
+        reason: String,
+    },
+    /// `tool.confirm`.
+    Confirm {
+        /// Whether approved.
+        approved: bool,
+        /// Who decided.
+        by: String,
+        /// How.
+        how: String,
+    },
+    /// `trace.replay`.
+    ReplayLink {
+        /// The replayed trace.
+        replay_of: Uuid,
+        /// The mode.
+        mode: String,
+    },
+}
+
+impl TimelineEntry {
+    /// `ok`, `error`, `retry` (a failed attempt followed by another),
+    /// `allow`, `deny`, `approved`, `denied`, or `call` / `replay`.
+    pub fn status(&self) -> &str {
+        match &self.detail {
+            Detail::Call { .. } => "call",
+            Detail::Result { will_retry: true, .. } => "retry",
+            Detail::Result { outcome, .. } => outcome.status(),
+            Detail::Audit { decision, .. } => decision,
+            Detail::Confirm { approved: true, .. } => "approved",
+            Detail::Confirm { approved: false, .. } => "denied",
+            Detail::ReplayLink { .. } => "replay",
+        }
+    }
+
+    /// The entry as one JSON object (the `--format json` shape).
+    pub fn to_json(&self) -> Value {
+        let mut entry = json!({
+            "position": self.position,
+            "row": self.row,
+            "ts_ms": self.ts_ms,
+            "time": crate::trace::frame::format_ts(self.ts_ms),
+            "kind": self.kind,
+            "actor": self.actor,
+            "invocation_id": self.invocation_id,
+            "tool": self.tool,
+            "status": self.status(),
+        });
+        let extra = match &self.detail {
+            Detail::Call { args, tags } => json!({"args": args, "tags": tags}),
+            Detail::Result { call_position, outcome, attempt, duration_ms, .. } => {
+                let mut value = json!({"call_position": call_position, "attempt": attempt, "duration_ms": duration_ms});
+                if let (Value::Object(map), Value::Object(out)) = (&mut value, outcome.to_json()) {
+                    map.extend(out);
+                }
+                value
+            }
+            Detail::Audit { capability, decision, reason } => {
+                json!({"capability": capability, "decision": decision, "reason": reason})
+            }
+            Detail::Confirm { approved, by, how } => json!({"approved": approved, "by": by, "how": how}),
+            Detail::ReplayLink { replay_of, mode } => json!({"replay_of": replay_of, "mode": mode}),
+        };
+        if let (Value::Object(map), Value::Object(extra)) = (&mut entry, extra) {
+            map.extend(extra);
+        }
+        entry
+    }
+}
+
+/// Totals of a timeline.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
+pub struct TimelineSummary {
+    /// Frames.
+    pub frames: u64,
+    /// `tool.call` frames.
+    pub calls: u64,
+    /// Calls whose final result is a result.
+    pub ok: u64,
+    /// Calls whose final result is an error.
+    pub errors: u64,
+    /// Failed attempts followed by another.
+    pub retries: u64,
+    /// Calls without a final result.
+    pub without_result: u64,
+    /// Results without a call before them.
+    pub orphan_results: u64,
+    /// `deny` decisions and unapproved confirmations.
+    pub denials: u64,
+    /// Time of the first frame.
+    pub first_ts_ms: Option<i64>,
+    /// Time of the last frame.
+    pub last_ts_ms: Option<i64>,
+}
+
+/// Builds timeline entries from frames in order.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    pending: PendingCalls<String>,
+    summary: TimelineSummary,
+}
+
+impl Timeline {
+    /// An empty timeline.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The entry for the next frame.
+    pub fn entry(&mut self, frame: TraceFrame) -> TimelineEntry {
+        let s = &mut self.summary;
+        s.frames += 1;
+        s.first_ts_ms.get_or_insert(frame.ts_ms);
+        s.last_ts_ms = Some(frame.ts_ms);
+        let kind = frame.kind();
+        let invocation_id = frame.body.invocation_id();
+        let (tool, detail) = match frame.body {
+            Body::Call(call) => {
+                s.calls += 1;
+                let _ = self.pending.open(call.invocation_id, frame.position, call.tool.clone());
+                (Some(call.tool), Detail::Call { args: call.args, tags: call.tags })
+            }
+            Body::Result(result) => {
+                let waiting = self.pending.get(&result.invocation_id).map(|p| (p.position, p.data.clone()));
+                match (&waiting, result.will_retry, &result.outcome) {
+                    (None, _, _) => s.orphan_results += 1,
+                    (Some(_), true, _) => s.retries += 1,
+                    (Some(_), false, Outcome::Result(_)) => s.ok += 1,
+                    (Some(_), false, Outcome::Error(_)) => s.errors += 1,
+                }
+                if waiting.is_some() && !result.will_retry {
+                    self.pending.close(&result.invocation_id);
+                }
+                let (call_position, tool) = match waiting {
+                    Some((position, tool)) => (Some(position), Some(tool)),
+                    None => (None, None),
+                };
+                (
+                    tool,
+                    Detail::Result {
+                        call_position,
+                        outcome: result.outcome,
+                        attempt: result.attempt,
+                        duration_ms: result.duration_ms,
+                        will_retry: result.will_retry,
+                    },
+                )
+            }
+            Body::Audit(audit) => {
+                if audit.decision == "deny" {
+                    s.denials += 1;
+                }
+                (
+                    Some(audit.tool),
+                    Detail::Audit { capability: audit.capability, decision: audit.decision, reason: audit.reason },
+                )
+            }
+            Body::Confirm(confirm) => {
+                if !confirm.approved {
+                    s.denials += 1;
+                }
+                (Some(confirm.tool), Detail::Confirm { approved: confirm.approved, by: confirm.by, how: confirm.how })
+            }
+            Body::ReplayLink(link) => (None, Detail::ReplayLink { replay_of: link.replay_of, mode: link.mode }),
+        };
+        TimelineEntry {
+            position: frame.position,
+            row: match frame.origin {
+                Origin::Row(id) => Some(id),
+                Origin::Line(_) => None,
+            },
+            ts_ms: frame.ts_ms,
+            kind,
+            actor: frame.actor,
+            invocation_id,
+            tool,
+            detail,
+        }
+    }
+
+    /// The totals (calls still waiting count as without result).
+    pub fn finish(mut self) -> TimelineSummary {
+        self.summary.without_result = self.pending.len() as u64;
+        self.summary
+    }
+}

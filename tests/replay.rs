@@ -1,0 +1,913 @@
+//! The ledger commands (`rlp trace list|show|export|import|verify`) and
+//! deterministic replay (`rlp replay`), end to end: real `rlp` processes,
+//! real tool processes, real SQLite files and a real HTTP server on
+//! 127.0.0.1. Every test uses its own temporary homes.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use rlp::trace::divergence::DivergenceKind;
+use rlp::trace::frame::Outcome;
+use rlp::trace::query::TraceInput;
+use rlp::trace::source::{Answer, ReplaySource};
+use serde_json::{Value, json};
+
+/// Guards against a hang; not a timing assertion.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
+
+// ---------------------------------------------------------------- helpers
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay").join(name).display().to_string()
+}
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn home(&self, name: &str) -> PathBuf {
+        self.path().join(name)
+    }
+
+    fn ledger(&self, home: &str) -> PathBuf {
+        self.home(home).join("pog/events.sqlite")
+    }
+
+    /// Writes a data file a `cat_file.sh` tool prints.
+    fn data(&self, name: &str, value: Value) -> String {
+        let path = self.path().join("data").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, value.to_string()).unwrap();
+        path.display().to_string()
+    }
+
+    /// Writes (or rewrites) bundle `agents/<name>` with a manifest listing every file.
+    fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
+        let dir = self.path().join("agents").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tools_text = serde_json::to_string_pretty(&json!({"version": 1, "tools": tools})).unwrap();
+        std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
+        std::fs::write(dir.join("policy.caps"), caps).unwrap();
+        let entry = |path: &str, text: &str| {
+            format!(
+                "path = \"{path}\"\nblake3 = \"{}\"\nsize = {}\n",
+                blake3::hash(text.as_bytes()).to_hex(),
+                text.len()
+            )
+        };
+        let manifest = format!(
+            "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\n{}version = 1\n\n[artifacts.caps]\n{}",
+            entry("tools.json", &tools_text),
+            entry("policy.caps", caps)
+        );
+        std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
+        dir
+    }
+
+    /// `rlp --home <home>` with a clean configuration environment.
+    fn rlp(&self, home: &str) -> Command {
+        let mut cmd = Command::cargo_bin("rlp").unwrap();
+        cmd.arg("--home")
+            .arg(self.home(home))
+            .env("RUNLOOP_SYSTEM_CONFIG", self.path().join("no-system-config.toml"))
+            .env_remove("RUNLOOP_HOME")
+            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS")
+            .timeout(HANG_GUARD);
+        cmd
+    }
+
+    /// `rlp tools call` into trace [`TRACE`]; asserts success.
+    fn call(&self, home: &str, bundle: &Path, tool: &str, args: Value) {
+        let output = self
+            .rlp(home)
+            .args(["tools", "call"])
+            .arg(bundle)
+            .arg(tool)
+            .args(["--args", &args.to_string(), "--trace-id", TRACE, "--yes"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "call {tool}: {}", stderr(&output));
+    }
+
+    /// `rlp trace export TRACE -o <file>` from `home`; returns the file.
+    fn export(&self, home: &str, name: &str) -> PathBuf {
+        let file = self.path().join(name);
+        let output = self.rlp(home).args(["trace", "export", TRACE, "-o"]).arg(&file).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "export: {}", stderr(&output));
+        file
+    }
+
+    fn rows(&self, home: &str) -> i64 {
+        let conn = rusqlite::Connection::open(self.ledger(home)).unwrap();
+        conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0)).unwrap()
+    }
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
+    json!({
+        "id": id,
+        "description": format!("test tool {id}"),
+        "transport": {"kind": "exec", "command": fixture("cat_file.sh"), "args": [data_file]},
+        "input_schema": input_schema,
+        "result_schema": result_schema,
+        "observability": {"tags": ["test"]},
+    })
+}
+
+fn frames(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Replaces each invocation id of the trace by `<inv-N>` (in call order), so
+/// reports can be compared with stored snapshots.
+fn redact(text: &str, export: &Path) -> String {
+    let mut text = text.to_string();
+    let mut n = 0;
+    for frame in frames(export) {
+        if frame["kind"] == "tool.call" {
+            n += 1;
+            let id = frame["payload"]["invocation_id"].as_str().unwrap().to_string();
+            text = text.replace(&id, &format!("<inv-{n}>"));
+        }
+    }
+    text
+}
+
+// -------------------------------------------------------------- HTTP server
+
+/// A one-connection-at-a-time HTTP/1.1 server on 127.0.0.1 answering
+/// `GET /forecast/<city>` with the JSON body currently set.
+struct Server {
+    port: u16,
+    body: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(body: Value) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let body = Arc::new(Mutex::new(body.to_string()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (body, stop) = (body.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        let text = body.lock().unwrap().clone();
+                        serve(stream, &text);
+                    }
+                }
+            })
+        };
+        Server { port, body, stop, thread: Some(thread) }
+    }
+
+    fn set(&self, body: Value) {
+        *self.body.lock().unwrap() = body.to_string();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(stream: TcpStream, body: &str) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let Ok(clone) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(clone);
+    let mut line = String::new();
+    let _ = reader.read_line(&mut line);
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).is_err() || header.trim_end().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut discard = vec![0; length];
+    let _ = reader.read_exact(&mut discard);
+    let mut out = stream;
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = out.write_all(reply.as_bytes());
+    let _ = out.flush();
+}
+
+// --------------------------------------------------- a hand-written trace
+
+const INV_A: &str = "0197a000-0000-7000-8000-0000000000a1";
+const INV_B: &str = "0197a000-0000-7000-8000-0000000000b2";
+
+/// One frame line of the hand-written trace (no hashes: import computes them).
+fn frame_line(id: u64, kind: &str, actor: &str, payload: Value) -> String {
+    let frame = json!({
+        "id": id,
+        "ts_ms": 1_764_000_000_000u64 + id * 7,
+        "actor": actor,
+        "kind": kind,
+        "scope": "desk",
+        "payload": payload,
+        "provenance": {"agent": "desk", "msg_id": format!("0197a000-0000-7000-8000-{id:012}"), "trace_id": TRACE},
+    });
+    format!("{frame}\n")
+}
+
+/// Two calls: `notes.read` succeeds; `weather.get` fails once (retried), then succeeds.
+fn written_trace() -> Vec<String> {
+    vec![
+        frame_line(
+            1,
+            "cap.audit",
+            "runtime",
+            json!({"v": 1, "tool": "notes.read", "capability": "exec", "decision": "allow", "reason": "policy.caps grants exec", "invocation_id": INV_A}),
+        ),
+        frame_line(
+            2,
+            "tool.call",
+            "runtime",
+            json!({"v": 1, "tool": "notes.read", "args": {}, "invocation_id": INV_A, "input_schema": "inline", "input_schema_blake3": "0".repeat(64), "tags": ["notes"]}),
+        ),
+        frame_line(
+            3,
+            "tool.result",
+            "tool:notes.read",
+            json!({"v": 1, "invocation_id": INV_A, "result": {"note": "hello"}, "attempt": 1, "duration_ms": 4}),
+        ),
+        frame_line(
+            4,
+            "tool.call",
+            "runtime",
+            json!({"v": 1, "tool": "weather.get", "args": {"city": "Oslo"}, "invocation_id": INV_B, "input_schema": "inline", "input_schema_blake3": "0".repeat(64), "tags": []}),
+        ),
+        frame_line(
+            5,
+            "tool.result",
+            "tool:weather.get",
+            json!({"v": 1, "invocation_id": INV_B, "error": {"message": "busy", "kind": "tool", "transient": true, "will_retry": true}, "attempt": 1, "duration_ms": 9}),
+        ),
+        frame_line(
+            6,
+            "tool.result",
+            "tool:weather.get",
+            json!({"v": 1, "invocation_id": INV_B, "result": {"temp": 21}, "attempt": 2, "duration_ms": 12}),
+        ),
+    ]
+}
+
+fn write_lines(sb: &Sandbox, name: &str, lines: &[String]) -> PathBuf {
+    let path = sb.path().join(name);
+    std::fs::write(&path, lines.concat()).unwrap();
+    path
+}
+
+// ------------------------------------------------------------------ tests
+
+/// exec + http calls → export → import into another home → export again:
+/// identical bytes; strict replay exits 0, returns every recorded result,
+/// and gives the same report bytes every time and from either source.
+#[test]
+fn record_export_import_and_replay_strictly() {
+    let sb = Sandbox::new();
+    let server = Server::start(json!({"city": "Oslo", "days": [{"high": 7}, {"high": 9}]}));
+    let notes = sb.data("notes.json", json!({"note": "hello", "n": 1.5}));
+    let tools = json!([
+        exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["note"]})),
+        {
+            "id": "forecast.get",
+            "description": "test tool forecast.get",
+            "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{}/forecast/{{city}}", server.port)},
+            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "result_schema": {"type": "object", "required": ["days"]},
+        }
+    ]);
+    let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
+    sb.call("a", &bundle, "notes.read", json!({}));
+    sb.call("a", &bundle, "forecast.get", json!({"city": "Oslo"}));
+    sb.call("a", &bundle, "notes.read", json!({"again": true}));
+
+    let golden = sb.export("a", "golden.jsonl");
+    let lines = frames(&golden);
+    let kinds: Vec<&str> = lines.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "cap.audit",
+            "tool.call",
+            "tool.result",
+            "cap.audit",
+            "cap.audit",
+            "tool.call",
+            "tool.result",
+            "cap.audit",
+            "tool.call",
+            "tool.result"
+        ]
+    );
+    for (i, frame) in lines.iter().enumerate() {
+        let keys: Vec<&String> = frame.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["id", "ts_ms", "actor", "kind", "scope", "payload", "provenance", "hash_blake3", "chain_blake3"]
+        );
+        assert_eq!(frame["id"], i as u64 + 1);
+        assert_eq!(frame["provenance"]["trace_id"], TRACE);
+    }
+
+    // Import into another home, export again: byte for byte the same.
+    let imported = sb.rlp("b").args(["trace", "import"]).arg(&golden).output().unwrap();
+    assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
+    assert_eq!(
+        stdout(&imported).trim_end().rsplit_once(" into ").unwrap().0,
+        format!("Imported 10 frames (3 calls) of trace {TRACE}")
+    );
+    let again = sb.export("b", "again.jsonl");
+    assert_eq!(std::fs::read(&golden).unwrap(), std::fs::read(&again).unwrap());
+    // A second import of the same trace is refused, and changes nothing.
+    let twice = sb.rlp("b").args(["trace", "import"]).arg(&golden).output().unwrap();
+    assert_eq!(twice.status.code(), Some(1));
+    assert!(
+        stderr(&twice).contains(&format!("already holds trace {TRACE}; nothing was imported")),
+        "{}",
+        stderr(&twice)
+    );
+    assert_eq!(sb.rows("b"), 10);
+
+    // Strict replay: exit 0, every result identical to the recorded one.
+    let replay = |home: &str, source: &str, format: &str| {
+        let output =
+            sb.rlp(home).args(["replay", source, "--bundle"]).arg(&bundle).args(["--format", format]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+        output.stdout
+    };
+    let golden_arg = golden.display().to_string();
+    let report = replay("b", &golden_arg, "json");
+    let doc: Value = serde_json::from_slice(&report).unwrap();
+    assert_eq!(doc["clean"], true);
+    assert_eq!(doc["summary"]["calls"], 3);
+    assert_eq!(doc["summary"]["ok"], 3);
+    assert_eq!(doc["divergences"], json!([]));
+    let recorded: HashMap<String, Value> = lines
+        .iter()
+        .filter(|f| f["kind"] == "tool.result")
+        .map(|f| (f["payload"]["invocation_id"].as_str().unwrap().to_string(), f["payload"]["result"].clone()))
+        .collect();
+    let calls = doc["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3);
+    for call in calls {
+        assert_eq!(call["status"], "ok");
+        assert_eq!(call["output"]["result"], recorded[call["invocation_id"].as_str().unwrap()]);
+    }
+    assert_eq!(calls[1]["output"]["result"], json!({"city": "Oslo", "days": [{"high": 7}, {"high": 9}]}));
+    assert_eq!((calls[1]["position"].as_u64(), calls[1]["result_position"].as_u64()), (Some(6), Some(7)));
+
+    // Byte-identical reports: run twice, and from the ledger of either home.
+    assert_eq!(replay("b", &golden_arg, "json"), report);
+    assert_eq!(replay("b", TRACE, "json"), report);
+    assert_eq!(replay("a", TRACE, "json"), report);
+    let human = replay("a", &golden_arg, "human");
+    assert_eq!(replay("b", TRACE, "human"), human);
+    let human = String::from_utf8(human).unwrap();
+    assert!(
+        human.starts_with(&format!("Strict replay of trace {TRACE} (agent `desk`) against bundle desk 0.1.0\n")),
+        "{human}"
+    );
+    assert!(
+        human.ends_with("Result: no divergence in 10 frames, 3 calls (3 ok, 0 error, 0 diverged, 0 without result)\n"),
+        "{human}"
+    );
+    // Strict replay runs nothing: no request reached the server, no row was added.
+    assert_eq!(sb.rows("a"), 10);
+    assert_eq!(sb.rows("b"), 10);
+}
+
+/// A tool removed, an input schema tightened, a result schema changed: every
+/// divergence in one report, at its frame, in both formats.
+#[test]
+fn strict_replay_reports_every_divergence_at_its_frame() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let weather = sb.data("weather.json", json!({"temp": 21}));
+    let stats = sb.data("stats.json", json!({"min": 1}));
+    let city = |extra: Value| {
+        let mut schema = json!({"type": "string"});
+        for (k, v) in extra.as_object().unwrap() {
+            schema[k] = v.clone();
+        }
+        json!({"type": "object", "properties": {"city": schema}, "required": ["city"]})
+    };
+    let caps = "[capabilities]\nexec = true\n";
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &weather, city(json!({})), json!({"type": "object", "required": ["temp"]})),
+            exec_tool("stats.get", &stats, json!({"type": "object"}), json!({"type": "object", "required": ["min"]})),
+        ]),
+        caps,
+    );
+    sb.call("home", &bundle, "notes.read", json!({}));
+    sb.call("home", &bundle, "weather.get", json!({"city": "Oslo"}));
+    sb.call("home", &bundle, "stats.get", json!({}));
+    sb.call("home", &bundle, "weather.get", json!({"city": "Bergen"}));
+    let golden = sb.export("home", "golden.jsonl");
+
+    // Today's bundle: notes.read is gone, city is at most 4 characters, stats need `max` too.
+    sb.bundle(
+        "desk",
+        json!([
+            exec_tool(
+                "weather.get",
+                &weather,
+                city(json!({"maxLength": 4})),
+                json!({"type": "object", "required": ["temp"]})
+            ),
+            exec_tool(
+                "stats.get",
+                &stats,
+                json!({"type": "object"}),
+                json!({"type": "object", "required": ["min", "max"]})
+            ),
+        ]),
+        caps,
+    );
+    let run = |format: &str| {
+        let output = sb
+            .rlp("home")
+            .args(["replay"])
+            .arg(&golden)
+            .arg("--bundle")
+            .arg(&bundle)
+            .args(["--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+        assert_eq!(stderr(&output), "");
+        stdout(&output)
+    };
+    let human = run("human");
+    let json_report = run("json");
+    assert_eq!(run("human"), human, "the same inputs give the same bytes");
+    assert_eq!(run("json"), json_report);
+
+    let doc: Value = serde_json::from_str(&json_report).unwrap();
+    let found: Vec<(String, u64, String)> = doc["divergences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (d["kind"].as_str().unwrap().into(), d["position"].as_u64().unwrap(), d["tool"].as_str().unwrap().into())
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("missing_tool".to_string(), 2, "notes.read".to_string()),
+            ("schema_mismatch".to_string(), 9, "stats.get".to_string()),
+            ("args_mismatch".to_string(), 11, "weather.get".to_string()),
+        ]
+    );
+    assert_eq!(doc["summary"]["by_kind"], json!({"args_mismatch": 1, "missing_tool": 1, "schema_mismatch": 1}));
+    insta::assert_snapshot!("strict_divergences_human", redact(&human, &golden));
+    insta::assert_snapshot!("strict_divergences_json", redact(&json_report, &golden));
+}
+
+/// Live replay runs each call again through the runtime (confirmation
+/// applies), records a new trace linked to the old one, and names the
+/// fields that changed.
+#[test]
+fn live_replay_diffs_new_results_and_links_the_new_trace() {
+    let sb = Sandbox::new();
+    let server = Server::start(json!({"city": "Oslo", "days": [{"high": 7}]}));
+    let weather = sb.data("weather.json", json!({"temp": 21, "sky": "clear"}));
+    let mut now = exec_tool("weather.now", &weather, json!({"type": "object"}), json!({"type": "object"}));
+    now["requires_confirmation"] = json!(true);
+    let tools = json!([
+        now,
+        {
+            "id": "forecast.get",
+            "description": "test tool forecast.get",
+            "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{}/forecast/{{city}}", server.port)},
+            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            "result_schema": {"type": "object"},
+        }
+    ]);
+    let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
+    sb.call("home", &bundle, "weather.now", json!({}));
+    sb.call("home", &bundle, "forecast.get", json!({"city": "Oslo"}));
+    let golden = sb.export("home", "golden.jsonl");
+    let live = |extra: &[&str]| {
+        sb.rlp("home")
+            .arg("replay")
+            .arg(&golden)
+            .arg("--bundle")
+            .arg(&bundle)
+            .args(["--mode", "live", "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+
+    // Unchanged tools: nothing diverges.
+    let same = live(&["--yes"]);
+    assert_eq!(same.status.code(), Some(0), "{}{}", stdout(&same), stderr(&same));
+
+    // Without --yes and without a terminal, the call that needs confirmation is refused.
+    let refused = live(&[]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("replay stopped at frame #3: tool `weather.now` requires confirmation"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(stdout(&refused), "");
+
+    // The tools' outputs change.
+    sb.data("weather.json", json!({"temp": 25, "sky": "clear", "wind": 3}));
+    server.set(json!({"city": "Oslo", "days": []}));
+    let changed = live(&["--yes"]);
+    assert_eq!(changed.status.code(), Some(1), "{}", stderr(&changed));
+    let doc: Value = serde_json::from_slice(&changed.stdout).unwrap();
+    let divergences = doc["divergences"].as_array().unwrap();
+    assert_eq!(divergences.len(), 2, "{doc:#}");
+    assert_eq!(divergences[0]["kind"], "result_changed");
+    assert_eq!(divergences[0]["position"], 4);
+    assert_eq!(divergences[0]["tool"], "weather.now");
+    assert_eq!(
+        divergences[0]["changes"],
+        json!([
+            {"op": "changed", "path": "/temp", "recorded": 21, "replayed": 25},
+            {"op": "added", "path": "/wind", "replayed": 3},
+        ])
+    );
+    assert_eq!(divergences[0]["message"], "the result of `weather.now` changed (2 changes: /temp, /wind)");
+    assert_eq!(divergences[1]["tool"], "forecast.get");
+    assert_eq!(divergences[1]["changes"], json!([{"op": "removed", "path": "/days/0", "recorded": {"high": 7}}]));
+    let calls = doc["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["recorded"]["result"], json!({"sky": "clear", "temp": 21}));
+    assert_eq!(calls[0]["output"]["result"], json!({"sky": "clear", "temp": 25, "wind": 3}));
+    assert_eq!(calls[0]["status"], "diverged");
+
+    // The new trace is in the ledger, linked to the old one by its first frame.
+    let new_trace = doc["new_trace_id"].as_str().unwrap().to_string();
+    assert_ne!(new_trace, TRACE);
+    let list = sb.rlp("home").args(["trace", "list", "--format", "json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let entry = list.as_array().unwrap().iter().find(|t| t["trace_id"] == new_trace.as_str()).unwrap();
+    assert_eq!(entry["replay_of"], TRACE);
+    assert_eq!(entry["calls"], 2);
+    let export = sb.rlp("home").args(["trace", "export", &new_trace]).output().unwrap();
+    let first: Value = serde_json::from_str(stdout(&export).lines().next().unwrap()).unwrap();
+    assert_eq!(first["kind"], "trace.replay");
+    assert_eq!(first["payload"]["replay_of"], TRACE);
+    assert_eq!(first["payload"]["mode"], "live");
+
+    // The human report names the changed fields too.
+    let human = sb
+        .rlp("home")
+        .arg("replay")
+        .arg(&golden)
+        .arg("--bundle")
+        .arg(&bundle)
+        .args(["--mode", "live", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(human.status.code(), Some(1));
+    let text = stdout(&human);
+    assert!(text.contains("            changed /temp: 21 → 25\n"), "{text}");
+    assert!(text.contains("            added   /wind: 3\n"), "{text}");
+    assert!(text.contains("            removed /days/0: {\"high\":7}\n"), "{text}");
+}
+
+/// `rlp trace verify` names the row that was edited or removed (exit 1).
+#[test]
+fn verify_names_the_edited_or_removed_row() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
+        "[capabilities]\nexec = true\n",
+    );
+    for n in 0..3 {
+        sb.call("a", &bundle, "notes.read", json!({"n": n}));
+    }
+    std::fs::create_dir_all(sb.home("b").join("pog")).unwrap();
+    let conn = rusqlite::Connection::open(sb.ledger("a")).unwrap();
+    conn.execute("VACUUM INTO ?1", [sb.ledger("b").display().to_string()]).unwrap();
+    drop(conn);
+    let verify =
+        |home: &str, format: &str| sb.rlp(home).args(["trace", "verify", "--format", format]).output().unwrap();
+
+    let intact = verify("a", "human");
+    assert_eq!(intact.status.code(), Some(0), "{}", stdout(&intact));
+    assert!(stdout(&intact).contains(": 9 rows, every hash and the chain check out.\nHead: "), "{}", stdout(&intact));
+
+    // Edit one row's payload in place.
+    let conn = rusqlite::Connection::open(sb.ledger("a")).unwrap();
+    let changed = conn
+        .execute("UPDATE events SET payload_json = replace(payload_json, '\"n\":1', '\"n\":7') WHERE id = 5", [])
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let edited = verify("a", "human");
+    assert_eq!(edited.status.code(), Some(1));
+    let text = stdout(&edited);
+    assert!(text.contains(": 9 rows, 1 problem; the first is row 5.\n"), "{text}");
+    assert!(
+        text.contains(&format!("  row 5 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n")),
+        "{text}"
+    );
+    let doc: Value = serde_json::from_slice(&verify("a", "json").stdout).unwrap();
+    assert_eq!(doc["intact"], false);
+    assert_eq!(doc["problems"][0]["row"], 5);
+    assert_eq!(doc["problems"][0]["problem"], "edited");
+
+    // Delete a row in the copy.
+    let conn = rusqlite::Connection::open(sb.ledger("b")).unwrap();
+    conn.execute("DELETE FROM events WHERE id = 4", []).unwrap();
+    drop(conn);
+    let removed = verify("b", "json");
+    assert_eq!(removed.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&removed.stdout).unwrap();
+    assert_eq!(doc["rows"], 8);
+    assert_eq!(doc["problems"].as_array().unwrap().len(), 1, "{doc:#}");
+    assert_eq!(doc["problems"][0]["row"], 5);
+    assert_eq!(doc["problems"][0]["problem"], "removed");
+    assert_eq!(
+        doc["problems"][0]["message"],
+        "row 4 is missing: rows were removed before this one (the chain breaks here)"
+    );
+
+    // Export refuses an edited trace.
+    let export = sb.rlp("a").args(["trace", "export", TRACE]).output().unwrap();
+    assert_eq!(export.status.code(), Some(1));
+    assert!(
+        stderr(&export).contains(
+            "ledger row 5: the row does not match its hash_blake3: the ledger was edited; nothing was exported"
+        ),
+        "{}",
+        stderr(&export)
+    );
+
+    // No ledger at all: exit 2.
+    let none = verify("empty", "human");
+    assert_eq!(none.status.code(), Some(2));
+    assert!(stderr(&none).contains("there is no ledger at"), "{}", stderr(&none));
+}
+
+/// Malformed files are refused whole, with line numbers (exit 2); nothing is imported.
+#[test]
+fn import_refuses_malformed_files_with_line_numbers() {
+    let sb = Sandbox::new();
+    let good = written_trace();
+    let import = |home: &str, file: &Path| sb.rlp(home).args(["trace", "import"]).arg(file).output().unwrap();
+
+    // A truncated last line.
+    let mut truncated = good.clone();
+    let last = truncated.pop().unwrap();
+    truncated.push(last[..last.len() / 2].to_string());
+    let output = import("fresh", &write_lines(&sb, "truncated.jsonl", &truncated));
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(
+        text.contains("truncated.jsonl: 1 problem; nothing was imported:\n  line 6: the frame is cut short ("),
+        "{text}"
+    );
+    assert!(text.contains("): the file is truncated; export the trace again\n"), "{text}");
+    assert!(!sb.ledger("fresh").exists(), "a refused import into a new home leaves no ledger");
+
+    // An unknown kind, a result without its call, and bad JSON: all listed.
+    let mut bad = good.clone();
+    bad[0] = bad[0].replace("cap.audit", "tool.inquiry");
+    bad[1] = frame_line(
+        2,
+        "tool.result",
+        "tool:x",
+        json!({"v": 1, "invocation_id": "0197a000-0000-7000-8000-0000000000ff", "result": 1}),
+    );
+    bad[3] = "{\"id\": 4,\n".to_string();
+    let output = import("fresh", &write_lines(&sb, "bad.jsonl", &bad));
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("  line ")).collect();
+    assert_eq!(
+        listed,
+        [
+            "  line 1: unknown kind `tool.inquiry` (known: tool.call, tool.result, cap.audit, tool.confirm, trace.replay)",
+            "  line 2: tool.result for invocation 0197a000-0000-7000-8000-0000000000ff has no tool.call before it (or that call already has its final result): a result without its call",
+            "  line 3: tool.result for invocation 0197a000-0000-7000-8000-0000000000a1 has no tool.call before it (or that call already has its final result): a result without its call",
+            "  line 4: not valid JSON: EOF while parsing a value (column 9)",
+            &format!(
+                "  line 5: tool.result for invocation {INV_B} has no tool.call before it (or that call already has its final result): a result without its call"
+            ),
+            &format!(
+                "  line 6: tool.result for invocation {INV_B} has no tool.call before it (or that call already has its final result): a result without its call"
+            ),
+        ],
+        "{text}"
+    );
+    assert!(text.contains("bad.jsonl: 6 problems; nothing was imported:"), "{text}");
+    assert!(text.contains("help: fix the file or export the trace again; the ledger is unchanged"), "{text}");
+    assert!(!sb.ledger("fresh").exists());
+
+    // An edited frame whose hash no longer matches.
+    let exported_home = "src";
+    let good_file = write_lines(&sb, "good.jsonl", &good);
+    assert_eq!(import(exported_home, &good_file).status.code(), Some(0));
+    let hashed = sb.export(exported_home, "hashed.jsonl");
+    let edited = std::fs::read_to_string(&hashed).unwrap().replace("\"note\":\"hello\"", "\"note\":\"HELLO\"");
+    let edited_file = sb.path().join("edited.jsonl");
+    std::fs::write(&edited_file, edited).unwrap();
+
+    // Into a ledger that already holds a trace: refused, and the ledger is unchanged.
+    let other: Vec<String> = good.iter().map(|l| l.replace(TRACE, "0197a000-0000-7000-8000-00000000bbbb")).collect();
+    assert_eq!(import("busy", &write_lines(&sb, "other.jsonl", &other)).status.code(), Some(0));
+    let output = import("busy", &edited_file);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("  line 3: `hash_blake3` does not match the frame's content (recomputed "),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(sb.rows("busy"), 6);
+    let list = sb.rlp("busy").args(["trace", "list", "--format", "json"]).output().unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&list.stdout).unwrap().as_array().unwrap().len(), 1);
+}
+
+/// `trace list` and `trace show` of a known trace, in both formats.
+#[test]
+fn list_and_show_a_trace() {
+    let sb = Sandbox::new();
+    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let output = sb.rlp("home").args(["trace", "import", "--format", "json"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (doc["frames"].as_u64(), doc["calls"].as_u64(), doc["first_row"].as_u64(), doc["last_row"].as_u64()),
+        (Some(6), Some(2), Some(1), Some(6))
+    );
+
+    let run = |args: &[&str]| {
+        let output = sb.rlp("home").args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output)
+    };
+    insta::assert_snapshot!("list_human", run(&["trace", "list"]));
+    insta::assert_snapshot!("list_json", run(&["trace", "list", "--format", "json"]));
+    insta::assert_snapshot!("show_human", run(&["trace", "show", TRACE]));
+    let show_json = run(&["trace", "show", TRACE, "--format", "json"]);
+    insta::assert_snapshot!("show_json", show_json);
+    let doc: Value = serde_json::from_str(&show_json).unwrap();
+    assert_eq!(doc["summary"]["retries"], 1);
+    // The file itself can be shown too, with the same frames (no row ids).
+    let from_file: Value =
+        serde_json::from_str(&run(&["trace", "show", file.to_str().unwrap(), "--format", "json"])).unwrap();
+    assert_eq!(from_file["frames"].as_array().unwrap().len(), 6);
+    assert_eq!(from_file["frames"][5]["row"], Value::Null);
+    assert_eq!(from_file["frames"][5]["result"], json!({"temp": 21}));
+
+    // An empty home lists nothing.
+    let empty = sb.rlp("empty").args(["trace", "list", "--format", "json"]).output().unwrap();
+    assert_eq!(stdout(&empty), "[]\n");
+}
+
+/// Unreadable input stops replay with exit 2 and a message that says what to do.
+#[test]
+fn replay_refuses_unreadable_input() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
+        "[capabilities]\nexec = true\n",
+    );
+    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let replay = |trace: &str, bundle: &Path| {
+        let output = sb.rlp("home").args(["replay", trace, "--bundle"]).arg(bundle).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{trace}: {}", stdout(&output));
+        assert_eq!(stdout(&output), "");
+        stderr(&output)
+    };
+    assert!(replay(TRACE, &bundle).contains("there is no ledger at"));
+    sb.call("home", &bundle, "notes.read", json!({}));
+    let unknown = "0197a000-0000-7000-8000-00000000cccc";
+    assert!(replay(unknown, &bundle).contains(&format!("has no trace {unknown}")));
+    assert!(replay("nope.jsonl", &bundle).contains("error: `nope.jsonl` is neither a file nor a trace id"));
+    let empty = write_lines(&sb, "empty.jsonl", &[]);
+    assert!(replay(empty.to_str().unwrap(), &bundle).contains("empty.jsonl holds no frame"));
+    let broken = write_lines(&sb, "broken.jsonl", &["{\"id\": 1}\n".to_string()]);
+    assert!(
+        replay(broken.to_str().unwrap(), &bundle).contains("broken.jsonl: line 1: not a frame: missing field `ts_ms`")
+    );
+    std::fs::remove_file(bundle.join("manifest.toml")).unwrap();
+    let text = replay(file.to_str().unwrap(), &bundle);
+    assert!(text.contains("cannot be loaded") || text.contains("manifest.toml"), "{text}");
+}
+
+/// A trace where calls have no result (or results no call) is `invalid_trace`.
+#[test]
+fn strict_replay_flags_an_inconsistent_trace() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let mut lines = written_trace();
+    lines.truncate(5); // weather.get's final result is gone: its retry is the last frame.
+    let file = write_lines(&sb, "cut.jsonl", &lines);
+    let output = sb
+        .rlp("home")
+        .args(["replay"])
+        .arg(&file)
+        .arg("--bundle")
+        .arg(&bundle)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["divergences"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["divergences"][0]["kind"], "invalid_trace");
+    assert_eq!(doc["divergences"][0]["position"], 4);
+    assert_eq!(doc["divergences"][0]["invocation_id"], INV_B);
+    assert_eq!(doc["calls"][1]["status"], "no_result");
+    assert_eq!(doc["calls"][1]["attempts"], 1);
+}
+
+/// The library replay source answers an agent's calls from a recording and
+/// reports extra, unused and out-of-order calls.
+#[test]
+fn replay_source_answers_calls_from_a_recording() {
+    let sb = Sandbox::new();
+    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let mut source = ReplaySource::load(&TraceInput::File(file)).unwrap();
+    assert_eq!(source.recordings().len(), 2);
+    // weather.get first (out of order), with the same arguments spelled differently.
+    match source.answer("weather.get", &json!({"city": "Oslo"})) {
+        Answer::Recorded(r) => {
+            assert_eq!(r.outcome, Outcome::Result(json!({"temp": 21})));
+            assert_eq!((r.position, r.result_position), (4, 6));
+        }
+        Answer::NotRecorded => panic!("weather.get was recorded"),
+    }
+    assert_eq!(source.answer("weather.get", &json!({"city": "Bergen"})), Answer::NotRecorded);
+    let divergences = source.finish();
+    let found: Vec<(DivergenceKind, Option<u64>, Option<u64>)> =
+        divergences.iter().map(|d| (d.kind, d.position, d.call_number)).collect();
+    assert_eq!(
+        found,
+        [
+            (DivergenceKind::OrderDivergence, Some(4), Some(1)),
+            (DivergenceKind::ExtraCall, None, Some(2)),
+            (DivergenceKind::UnusedRecording, Some(2), None),
+        ]
+    );
+    assert_eq!(divergences[2].message, "the recorded call of `notes.read` at #2 was never made");
+}
