@@ -639,6 +639,26 @@ fn fuzz_seeds_agree_with_their_schema() {
     }
 }
 
+/// The first fenced block of `lang` after `heading` in a Markdown text.
+fn fenced_block<'a>(text: &'a str, heading: &str, lang: &str) -> &'a str {
+    let after = &text[text.find(heading).unwrap_or_else(|| panic!("no heading `{heading}`"))..];
+    let open = format!("```{lang}\n");
+    let start = after.find(&open).unwrap_or_else(|| panic!("no {lang} block after `{heading}`")) + open.len();
+    let end = after[start..].find("\n```").expect("a closed block");
+    &after[start..start + end + 1]
+}
+
+/// The complete examples of docs/formats.md are valid for schema and loader.
+#[test]
+fn format_docs_examples_are_valid() {
+    let path = root().join("docs/formats.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_valid(Kind::Manifest, "manifest example", fenced_block(&text, "## manifest.toml", "toml"));
+    assert_valid(Kind::Manifest, "upstream example", fenced_block(&text, "## Upstream Runloop manifests", "toml"));
+    assert_valid(Kind::Policy, "policy example", fenced_block(&text, "## policy.caps", "toml"));
+    assert_valid(Kind::Tools, "tools example", fenced_block(&text, "## tools.json (version 1)", "json"));
+}
+
 #[test]
 fn lint_docs_have_a_section_per_rule() {
     let path = root().join("docs/lint.md");
