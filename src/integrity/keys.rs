@@ -176,6 +176,12 @@ impl SecretKey {
         if !meta.file_type().is_file() {
             return Err(Failure::new(Reason::Key, format!("{} is not a regular file", path.display())));
         }
+        let text = read_small(path)?;
+        let line = text.strip_suffix('\n').unwrap_or(&text);
+        if line.starts_with(PUBLIC_PREFIX) {
+            return Err(Failure::new(Reason::Key, format!("{} holds a public key, not a secret key", path.display()))
+                .with_help("pass the `.key` file written by `rlp keygen` next to this `.pub` file"));
+        }
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(Failure::new(
@@ -184,11 +190,9 @@ impl SecretKey {
             )
             .with_help(format!("run `chmod 600 {}`, and replace the key if others may have read it", path.display())));
         }
-        let text = read_small(path)?;
-        let line = text.strip_suffix('\n').unwrap_or(&text);
         SecretKey::parse(line).map_err(|why| {
             Failure::new(Reason::Key, format!("{}: {why}", path.display()))
-                .with_help("pass the `.key` file written by `rlp keygen` (not the `.pub` file)")
+                .with_help("pass the `.key` file written by `rlp keygen`")
         })
     }
 

@@ -256,6 +256,29 @@ pub fn check_sizes(manifest: &Manifest, size_of: impl Fn(&str) -> Option<u64>) -
     Ok(())
 }
 
+/// Compares a file's digest with the one the manifest records (`want`);
+/// `found = None` (not hashed) is not a mismatch.
+pub fn check_digest(path: &str, want: Option<Digest>, found: Option<Digest>) -> Result<(), Failure> {
+    let (Some(want), Some(found)) = (want, found) else { return Ok(()) };
+    if want.is_placeholder() {
+        return Err(Failure::new(
+            Reason::Digest,
+            format!("`{path}` carries the all-zero placeholder digest in manifest.toml"),
+        )
+        .with_help("build the file, run `rlp digest` and sign again"));
+    }
+    if found != want {
+        return Err(Failure::new(
+            Reason::Digest,
+            format!("`{path}` does not match its BLAKE3 digest in manifest.toml"),
+        )
+        .with_help(
+            "the file was changed after the manifest was written; restore it, or run `rlp digest` and sign again",
+        ));
+    }
+    Ok(())
+}
+
 /// Runs every check on gathered evidence.
 pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Failure> {
     let manifest = &evidence.manifest;
@@ -264,23 +287,8 @@ pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Fai
     let mut listed: Vec<_> = manifest.listed().collect();
     listed.sort_by(|a, b| a.path.cmp(&b.path));
     for artifact in &listed {
-        let Some(facts) = evidence.files.get(&artifact.path) else { continue };
-        let Some(want) = artifact.blake3 else { continue };
-        if want.is_placeholder() {
-            return Err(Failure::new(
-                Reason::Digest,
-                format!("`{}` carries the all-zero placeholder digest in manifest.toml", artifact.path),
-            )
-            .with_help("build the file, run `rlp digest` and sign again"));
-        }
-        if facts.digest != Some(want) {
-            return Err(Failure::new(
-                Reason::Digest,
-                format!("`{}` does not match its BLAKE3 digest in manifest.toml", artifact.path),
-            )
-            .with_help(
-                "the file was changed after the manifest was written; restore it, or run `rlp digest` and sign again",
-            ));
+        if let Some(facts) = evidence.files.get(&artifact.path) {
+            check_digest(&artifact.path, artifact.blake3, facts.digest)?;
         }
     }
 

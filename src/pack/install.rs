@@ -1,15 +1,22 @@
 //! `rlp agent install` and `rlp agent list`: verified bundles in
 //! `$RUNLOOP_HOME/agents/<name>`.
 //!
-//! Install procedure: the source (folder or archive) is copied or extracted
-//! into a fresh private staging folder `agents/.staging-<random>`; every file
-//! is hashed on the way in and synced. The staged copy — not the source — is
-//! verified against the trust policy. Then the version is compared with the
-//! installed one (a lower version is a rollback and refused; the same one
-//! needs `--force`), the staging folder is renamed to `agents/<name>` (an
-//! older copy is first renamed aside to `agents/.old-<random>`, then
-//! removed), and `agents/` is synced. On any failure the staging folder is
-//! removed (it is a temporary folder that deletes itself).
+//! Install procedure:
+//!
+//! 1. An archive is streamed and verified completely (entries, sizes,
+//!    digests, file set, signature, trust policy, version) without writing
+//!    anything: a hostile or refused archive never touches the disk.
+//! 2. The source (folder or archive) is copied or extracted into a fresh
+//!    private staging folder `agents/.staging-<random>`, every file hashed on
+//!    the way in; the staged copy — not the source — is verified again.
+//! 3. The version is compared with the installed one: a lower version is a
+//!    rollback and refused; the same one needs `--force`.
+//! 4. The staged files and folders are synced to disk; the staging folder is
+//!    renamed to `agents/<name>` (an older copy is first renamed aside to
+//!    `agents/.old-<random>`, then removed) and `agents/` is synced.
+//!
+//! On any failure the staging folder is removed (it is a temporary folder
+//! that deletes itself, also when the process unwinds).
 
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -51,6 +58,21 @@ pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<In
     let policy = TrustPolicy::load(&home.trust_policy_file())?;
     let agents = home.agents_dir();
     fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    let check_options = Options { trust: Trust::Policy(&policy), require_signature: !options.allow_unsigned };
+    let hint = |f: Failure| match f.reason {
+        Reason::Unsigned => f.with_help("sign it (`rlp sign`), or pass --allow-unsigned to install it anyway"),
+        _ => f,
+    };
+    // An archive is verified completely before anything is written.
+    let checked_manifest = if meta.is_dir() {
+        None
+    } else {
+        let file = File::open(source).map_err(|e| Failure::io(source, &e))?;
+        let evidence = reader::read_archive(file, &Limits::default(), &mut reader::Discard)?;
+        let verified = verify::check(&evidence, &check_options).map_err(hint)?;
+        replaced_version(&agents.join(&verified.name), &verified, options.force)?;
+        Some(evidence.manifest_bytes)
+    };
     let staging =
         tempfile::Builder::new().prefix(".staging-").tempdir_in(&agents).map_err(|e| Failure::io(&agents, &e))?;
     let mut sink = DirSink::new(staging.path());
@@ -58,20 +80,34 @@ pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<In
         copy_dir(source, &mut sink)?
     } else {
         let file = File::open(source).map_err(|e| Failure::io(source, &e))?;
-        reader::read_archive(file, &Limits::default(), &mut sink)?
+        reader::read_archive_content(file, &Limits::default(), &mut sink)?
     };
-    sink.sync().map_err(|e| Failure::io(staging.path(), &e))?;
-    let verified = verify::check(
-        &evidence,
-        &Options { trust: Trust::Policy(&policy), require_signature: !options.allow_unsigned },
-    )
-    .map_err(|f| match f.reason {
-        Reason::Unsigned => f.with_help("sign it (`rlp sign`), or pass --allow-unsigned to install it anyway"),
-        _ => f,
-    })?;
+    if checked_manifest.is_some_and(|bytes| bytes != evidence.manifest_bytes) {
+        return Err(Failure::new(
+            Reason::Archive,
+            format!("{} changed while it was being installed", source.display()),
+        ));
+    }
+    // The staged copy itself is what counts.
+    let verified = verify::check(&evidence, &check_options).map_err(hint)?;
 
     let target = agents.join(&verified.name);
-    let replaced = match installed_version(&target)? {
+    let replaced = replaced_version(&target, &verified, options.force)?;
+
+    sink.sync().map_err(|e| Failure::io(staging.path(), &e))?;
+    fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))
+        .map_err(|e| Failure::io(staging.path(), &e))?;
+    move_into_place(staging.path(), &target, &agents)?;
+    let _ = staging.keep();
+    crate::fsutil::sync_dir(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    Ok(Installed { verified, path: target, replaced })
+}
+
+/// Decides whether `verified` may replace what is installed at `target`:
+/// the replaced version, `None` if nothing is installed, or a refusal
+/// (rollback, or the same version without `force`).
+fn replaced_version(target: &Path, verified: &Verified, force: bool) -> Result<Option<semver::Version>, Failure> {
+    Ok(match installed_version(target)? {
         None => None,
         Some(Ok(old)) if verified.version < old => {
             return Err(Failure::new(
@@ -80,12 +116,12 @@ pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<In
             )
             .with_help(format!("to downgrade on purpose, remove {} first", target.display())));
         }
-        Some(Ok(old)) if verified.version == old && !options.force => {
+        Some(Ok(old)) if verified.version == old && !force => {
             return Err(Failure::new(Reason::Usage, format!("{} {old} is already installed", verified.name))
                 .with_help("pass --force to install it again"));
         }
         Some(Ok(old)) => Some(old),
-        Some(Err(why)) if !options.force => {
+        Some(Err(why)) if !force => {
             return Err(Failure::new(
                 Reason::Usage,
                 format!("the installed copy at {} is unreadable: {why}", target.display()),
@@ -93,14 +129,7 @@ pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<In
             .with_help("pass --force to replace it"));
         }
         Some(Err(_)) => None,
-    };
-
-    fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))
-        .map_err(|e| Failure::io(staging.path(), &e))?;
-    move_into_place(staging.path(), &target, &agents)?;
-    let _ = staging.keep();
-    crate::fsutil::sync_dir(&agents).map_err(|e| Failure::io(&agents, &e))?;
-    Ok(Installed { verified, path: target, replaced })
+    })
 }
 
 /// The version installed at `target`: `None` if nothing is there,

@@ -1,6 +1,7 @@
 //! Reproducible bundle archives: the writer, the safe reader and extractor,
 //! and installation into the runtime home.
 
+pub mod canonical;
 pub mod extract;
 pub mod format;
 pub mod install;

@@ -6,11 +6,12 @@
 //! names (no absolute paths, no `..`, no duplicates, nothing the manifest
 //! does not list), sizes (per file, in total, against the manifest), the
 //! entry count and the compression ratio are checked before any byte of an
-//! entry reaches the sink. The gzip CRC and length are checked at the end,
-//! and no byte may follow the gzip stream.
+//! entry reaches the sink. The compressed bytes must be the canonical
+//! encoding of the content ([`crate::pack::canonical`]), the gzip CRC and
+//! length are checked at the end, and no byte may follow the gzip stream.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::io::{self, BufRead, BufReader, Read};
 
 use flate2::bufread::DeflateDecoder;
@@ -19,6 +20,7 @@ use crate::bundle::manifest::{Digest, MANIFEST_FILE, SIGNATURES_DIR, is_valid_ar
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::signature::{MAX_SIGNATURE_BYTES, SIGNATURE_FILE};
 use crate::integrity::verify::{self, Evidence, FileFacts, MAX_MANIFEST_BYTES, MAX_POLICY_BYTES};
+use crate::pack::canonical::{MAX_LAG, Reencoder};
 use crate::pack::format::{BLOCK, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
 
 /// Bounds on what an archive may hold.
@@ -38,14 +40,14 @@ pub struct Limits {
 
 impl Default for Limits {
     /// 20,000 entries, 1 GiB per file, 2 GiB in total, and at most 256×
-    /// expansion once 32 MiB have been decompressed.
+    /// expansion once 8 MiB have been decompressed.
     fn default() -> Self {
         Limits {
             max_entries: 20_000,
             max_file_bytes: 1 << 30,
             max_total_bytes: 2 << 30,
             max_ratio: 256,
-            ratio_floor: 32 << 20,
+            ratio_floor: 8 << 20,
         }
     }
 }
@@ -86,26 +88,45 @@ fn bad(message: impl Into<String>) -> Failure {
     Failure::new(Reason::Archive, message).with_help("the archive is damaged or was not made by `rlp bundle pack`")
 }
 
-/// Counts the compressed bytes read.
-struct Counting<R> {
+/// Keeps the compressed bytes read, when asked, until the re-encoded stream
+/// has been compared with them.
+struct Recording<R> {
     inner: R,
-    count: u64,
+    record: Option<VecDeque<u8>>,
 }
 
-impl<R: Read> Read for Counting<R> {
+impl<R: Read> Read for Recording<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.count += n as u64;
+        if let Some(record) = &mut self.record {
+            record.extend(&buf[..n]);
+        }
         Ok(n)
     }
 }
 
-/// The decompressed tar stream, with its CRC, length and ratio check.
+/// Whether the compressed bytes must be the canonical encoding of the content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Encoding {
+    /// Byte for byte what the writer produces (every archive read the first time).
+    Canonical,
+    /// Any deflate stream of the same content (re-reading an archive already checked).
+    Content,
+}
+
+fn not_canonical() -> Failure {
+    bad(
+        "the archive's compressed bytes are not the canonical encoding `rlp bundle pack` writes (the archive was altered)",
+    )
+}
+
+/// The decompressed tar stream, with its CRC, length, ratio and encoding checks.
 struct Inflater<R: Read> {
-    decoder: DeflateDecoder<BufReader<Counting<R>>>,
+    decoder: DeflateDecoder<BufReader<Recording<R>>>,
     crc: flate2::Crc,
     out: u64,
     limits: Limits,
+    reencoder: Option<Reencoder>,
 }
 
 impl<R: Read> Inflater<R> {
@@ -119,7 +140,7 @@ impl<R: Read> Inflater<R> {
         };
         self.crc.update(&buf[..n]);
         self.out += n as u64;
-        let compressed = self.decoder.get_ref().get_ref().count;
+        let compressed = self.decoder.total_in();
         if self.out > self.limits.ratio_floor && self.out > compressed.saturating_mul(self.limits.max_ratio) {
             return Err(Failure::new(
                 Reason::Archive,
@@ -128,6 +149,13 @@ impl<R: Read> Inflater<R> {
                     self.limits.max_ratio, self.out
                 ),
             ));
+        }
+        if let Some(reencoder) = &mut self.reencoder {
+            reencoder.feed(&buf[..n]).map_err(|e| bad(format!("cannot re-encode the archive: {e}")))?;
+            let record = self.decoder.get_mut().get_mut().record.get_or_insert_default();
+            if !reencoder.matches(record) || record.len() > MAX_LAG {
+                return Err(not_canonical());
+            }
         }
         Ok(n)
     }
@@ -154,6 +182,14 @@ impl<R: Read> Inflater<R> {
         if self.read_some(&mut probe)? != 0 {
             return Err(bad("the archive has data after its end-of-archive marker"));
         }
+        if let Some(mut reencoder) = self.reencoder.take() {
+            reencoder.finish().map_err(|e| bad(format!("cannot re-encode the archive: {e}")))?;
+            let consumed = self.decoder.total_in();
+            let record = self.decoder.get_mut().get_mut().record.get_or_insert_default();
+            if !reencoder.matches(record) || reencoder.pending() > 0 || reencoder.total_out() != consumed {
+                return Err(not_canonical());
+            }
+        }
         let mut raw = self.decoder.into_inner();
         let mut trailer = [0u8; 8];
         raw.read_exact(&mut trailer).map_err(|_| bad("the gzip trailer is missing or cut short"))?;
@@ -172,7 +208,7 @@ impl<R: Read> Inflater<R> {
 
 /// What the manifest allows into the archive.
 struct Allowed {
-    files: BTreeMap<String, Option<u64>>,
+    files: BTreeMap<String, (Option<u64>, Option<Digest>)>,
     dirs: HashSet<String>,
     caps_file: String,
 }
@@ -182,7 +218,7 @@ impl Allowed {
         let mut files = BTreeMap::new();
         let mut dirs = HashSet::new();
         for artifact in evidence_manifest.listed() {
-            files.insert(artifact.path.clone(), artifact.size);
+            files.insert(artifact.path.clone(), (artifact.size, artifact.blake3));
             let mut path = artifact.path.as_str();
             while let Some((parent, _)) = path.rsplit_once('/') {
                 dirs.insert(parent.to_string());
@@ -211,7 +247,7 @@ fn refused_type(entry_type: tar::EntryType) -> Option<&'static str> {
 }
 
 /// Checks an entry name and returns the bundle path.
-fn check_name<'a>(name: &'a str, is_dir: bool) -> Result<&'a str, Failure> {
+fn check_name(name: &str, is_dir: bool) -> Result<&str, Failure> {
     if name.starts_with('/') {
         return Err(Failure::new(Reason::Archive, format!("entry `{name}` has an absolute path")));
     }
@@ -235,9 +271,22 @@ fn check_name<'a>(name: &'a str, is_dir: bool) -> Result<&'a str, Failure> {
 }
 
 /// Reads an archive, checking every entry before it reaches `sink`, and
-/// returns the evidence for [`verify::check`].
+/// returns the evidence for [`verify::check`]. The compressed bytes must be
+/// exactly the canonical encoding of the content (see [`crate::pack::canonical`]).
 pub fn read_archive<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
-    let mut raw = BufReader::with_capacity(1 << 16, Counting { inner: input, count: 0 });
+    read(input, limits, sink, Encoding::Canonical)
+}
+
+/// Like [`read_archive`], but accepts any deflate encoding of the content:
+/// for reading again an archive that [`read_archive`] already accepted (every
+/// entry, size, digest and the gzip checksum are still checked).
+pub fn read_archive_content<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
+    read(input, limits, sink, Encoding::Content)
+}
+
+fn read<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink, encoding: Encoding) -> Result<Evidence, Failure> {
+    let record = (encoding == Encoding::Canonical).then(VecDeque::new);
+    let mut raw = BufReader::with_capacity(1 << 16, Recording { inner: input, record });
     let mut gzip_header = [0u8; 10];
     raw.read_exact(&mut gzip_header).map_err(|_| bad("the file is too short to be a bundle archive"))?;
     if gzip_header[..2] != GZIP_HEADER[..2] {
@@ -246,7 +295,12 @@ pub fn read_archive<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink) -> 
     if gzip_header != GZIP_HEADER {
         return Err(bad("the gzip header is not the fixed one `rlp bundle pack` writes (name, time or flags differ)"));
     }
-    let mut tar = Inflater { decoder: DeflateDecoder::new(raw), crc: flate2::Crc::new(), out: 0, limits: *limits };
+    if let Some(record) = &mut raw.get_mut().record {
+        record.drain(..GZIP_HEADER.len());
+    }
+    let reencoder = (encoding == Encoding::Canonical).then(Reencoder::default);
+    let mut tar =
+        Inflater { decoder: DeflateDecoder::new(raw), crc: flate2::Crc::new(), out: 0, limits: *limits, reencoder };
 
     let mut block = [0u8; BLOCK];
     let mut count = 0usize;
@@ -365,7 +419,7 @@ pub fn read_archive<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink) -> 
             return Err(Failure::new(reason, format!("`{path}` is {size} bytes; the limit is {limit}")));
         }
         if let Some((_, _, allowed)) = &manifest
-            && let Some(Some(want)) = allowed.files.get(&path)
+            && let Some((Some(want), _)) = allowed.files.get(&path)
             && *want != size
         {
             return Err(Failure::new(
@@ -421,6 +475,8 @@ pub fn read_archive<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink) -> 
             }
             Some(_) if path == SIGNATURE_FILE => signature = kept,
             Some((_, _, allowed)) => {
+                let want = allowed.files.get(&path).and_then(|(_, digest)| *digest);
+                verify::check_digest(&path, want, Some(digest))?;
                 if path == allowed.caps_file {
                     policy_text = kept;
                 }

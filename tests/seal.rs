@@ -1,0 +1,935 @@
+//! Sealing and shipping bundles, end to end: `rlp digest`, `keygen`, `sign`,
+//! `bundle pack`, `bundle verify`, `trust`, `agent install` and `agent list`,
+//! run as real processes on real files. Every test builds its own bundles,
+//! keys, archives and runtime home in its own temporary folder.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use assert_cmd::Command;
+use flate2::{Compress, Compression, Crc, FlushCompress, GzBuilder, Status};
+use tempfile::TempDir;
+
+const MANIFEST: &str = "# The mailer agent: sends drafts.\n[agent]\nname    = \"mailer\"   # must match the folder\nversion = \"VERSION\"\ndescription = \"Sends drafts\"\n\n[caps]\nfile = \"policy.caps\"\n";
+const CAPS: &str = "[capabilities]\nkb_read = true\nnet = [\"api.mail.example\"]\n";
+const TOOLS: &str = "{\"version\": 1, \"tools\": []}\n";
+
+/// A temporary workspace: bundles under `agents/`, keys under `keys/`, the
+/// runtime home under `home/`. Commands run with the workspace as their
+/// current folder, so outputs name relative paths.
+struct Work {
+    dir: TempDir,
+}
+
+impl Work {
+    fn new() -> Work {
+        Work { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.root().join(relative)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.path("home")
+    }
+
+    /// `rlp` with `--home home`, no colour, in the workspace.
+    fn rlp(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::cargo_bin("rlp").unwrap();
+        cmd.current_dir(self.root())
+            .env_remove("RUNLOOP_HOME")
+            .env("NO_COLOR", "1")
+            .arg("--home")
+            .arg(self.home())
+            .args(args);
+        cmd
+    }
+
+    /// Runs `rlp` and returns (exit code, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.rlp(args).output().unwrap();
+        let code = out.status.code().expect("rlp was killed by a signal");
+        (code, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// Runs `rlp`, asserting the exit code; returns stdout and stderr.
+    fn expect(&self, code: i32, args: &[&str]) -> (String, String) {
+        let (got, stdout, stderr) = self.run(args);
+        assert_eq!(got, code, "rlp {args:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        (stdout, stderr)
+    }
+
+    /// Writes a bundle `agents/<name>` at `version` without digests.
+    fn write_bundle(&self, name: &str, version: &str, caps: &str) -> String {
+        let rel = format!("agents/{name}");
+        let dir = self.path(&rel);
+        fs::create_dir_all(dir.join("schemas")).unwrap();
+        fs::create_dir_all(dir.join("bin")).unwrap();
+        fs::write(dir.join("manifest.toml"), MANIFEST.replace("mailer", name).replace("VERSION", version)).unwrap();
+        fs::write(dir.join("policy.caps"), caps).unwrap();
+        fs::write(dir.join("tools.json"), TOOLS).unwrap();
+        fs::write(dir.join("schemas/mail.json"), "{\"type\": \"object\"}\n").unwrap();
+        fs::write(dir.join("bin/helper"), "#!/bin/sh\necho hello\n").unwrap();
+        fs::set_permissions(dir.join("bin/helper"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::write(dir.join("README.md"), "# Mailer\n").unwrap();
+        rel
+    }
+
+    /// `rlp keygen --out keys --name NAME`; returns (pub, key) paths relative to the workspace.
+    fn keygen(&self, name: &str) -> (String, String) {
+        self.expect(0, &["keygen", "--out", "keys", "--name", name]);
+        (format!("keys/{name}.pub"), format!("keys/{name}.key"))
+    }
+
+    /// A digested and signed bundle; returns its path.
+    fn signed_bundle(&self, name: &str, version: &str, key: &str) -> String {
+        let rel = self.write_bundle(name, version, CAPS);
+        self.expect(0, &["digest", &rel]);
+        self.expect(0, &["sign", &rel, "--key", key]);
+        rel
+    }
+
+    /// Names in `home/agents/` (hidden ones included).
+    fn agents(&self) -> Vec<String> {
+        let mut names: Vec<String> = match fs::read_dir(self.home().join("agents")) {
+            Ok(entries) => entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
+            Err(_) => Vec::new(),
+        };
+        names.sort();
+        names
+    }
+}
+
+/// Copies a folder tree.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Every file of a bundle folder, relative, sorted.
+fn files_of(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        if entry.file_type().unwrap().is_dir() {
+            files_of(&entry.path(), &format!("{name}/"), out);
+        } else {
+            out.push(name);
+        }
+    }
+    out.sort();
+}
+
+#[test]
+fn round_trip_from_folder_to_installed_agent() {
+    let w = Work::new();
+    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let (stdout, _) = w.expect(0, &["digest", &bundle]);
+    assert_eq!(
+        stdout,
+        "added README.md\nadded bin/helper\nadded policy.caps\nadded schemas/mail.json\nadded tools.json\nupdated manifest.toml: 5 added, 0 updated, 0 removed\n"
+    );
+    let (stdout, _) = w.expect(0, &["digest", &bundle, "--check"]);
+    assert_eq!(stdout, "manifest.toml is up to date\n");
+
+    let (stdout, _) = w.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
+    let public = fs::read_to_string(w.path("keys/release.pub")).unwrap();
+    assert!(public.starts_with("ed25519:") && public.ends_with('\n') && public.lines().count() == 1, "{public}");
+    let mode = fs::metadata(w.path("keys/release.key")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let key_id = stdout.lines().last().unwrap().strip_prefix("key id ").unwrap().to_string();
+    assert_eq!(key_id.len(), 16);
+    let secret = fs::read_to_string(w.path("keys/release.key")).unwrap();
+    assert!(!stdout.contains(secret.trim().trim_start_matches("ed25519-secret:")), "keygen printed the secret");
+
+    let (stdout, _) = w.expect(0, &["sign", &bundle, "--key", "keys/release.key"]);
+    assert_eq!(stdout, format!("signed agents/mailer/SIGNATURES/manifest.sig with key {key_id}\n"));
+    let sig = fs::read_to_string(w.path("agents/mailer/SIGNATURES/manifest.sig")).unwrap();
+    let lines: Vec<&str> = sig.lines().collect();
+    assert_eq!(lines[0], "rlp-signature v1");
+    assert_eq!(lines[1], format!("key-id {key_id}"));
+    assert_eq!(lines[2], format!("public-key {}", public.trim()));
+    assert!(lines[3].starts_with("signature ") && lines.len() == 4);
+
+    let (stdout, _) = w.expect(0, &["bundle", "pack", &bundle]);
+    assert!(stdout.starts_with("wrote mailer-0.1.0.bundle.tar.gz (mailer 0.1.0: 7 files, "), "{stdout}");
+    assert!(stdout.contains(&format!("signed by key {key_id})")), "{stdout}");
+
+    let (stdout, _) = w.expect(0, &["bundle", "verify", &bundle, "--key", "keys/release.pub"]);
+    assert_eq!(
+        stdout,
+        format!(
+            "verified mailer 0.1.0: 5 files, 134 bytes; sizes, digests and file set match\nsigned by key {key_id} (the key in keys/release.pub)\n"
+        )
+    );
+    w.expect(
+        0,
+        &["bundle", "verify", "mailer-0.1.0.bundle.tar.gz", "--key", "keys/release.pub", "--require-signature"],
+    );
+    // Without an anchor the signer is not trusted.
+    let (_, stderr) = w.expect(3, &["bundle", "verify", "mailer-0.1.0.bundle.tar.gz"]);
+    assert!(stderr.contains(&format!("signed by key {key_id}, which is not a trust anchor")), "{stderr}");
+
+    let (stdout, _) = w.expect(0, &["trust", "add", "keys/release.pub", "--name", "release"]);
+    assert_eq!(
+        stdout,
+        format!(
+            "added anchor `release` (key {key_id}) to {}\nits bundles may request any capability except exec\n",
+            w.home().join("trust-policy.toml").display()
+        )
+    );
+    let (stdout, _) = w.expect(0, &["bundle", "verify", "mailer-0.1.0.bundle.tar.gz", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["signer"]["anchor"], "release");
+    assert_eq!(json["signer"]["key_id"], key_id.as_str());
+    assert_eq!(json["capabilities"], serde_json::json!(["net:api.mail.example", "kb_read"]));
+
+    let (stdout, _) = w.expect(0, &["agent", "install", "mailer-0.1.0.bundle.tar.gz"]);
+    let installed = w.home().join("agents/mailer");
+    assert_eq!(
+        stdout,
+        format!("installed mailer 0.1.0 (signed by `release`, key {key_id}) in {}\n", installed.display())
+    );
+    assert_eq!(w.agents(), ["mailer"]);
+    let mut installed_files = Vec::new();
+    files_of(&installed, "", &mut installed_files);
+    assert_eq!(
+        installed_files,
+        [
+            "README.md",
+            "SIGNATURES/manifest.sig",
+            "bin/helper",
+            "manifest.toml",
+            "policy.caps",
+            "schemas/mail.json",
+            "tools.json"
+        ]
+    );
+    let helper_mode = fs::metadata(installed.join("bin/helper")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(helper_mode, 0o755);
+    assert_eq!(
+        fs::read(installed.join("manifest.toml")).unwrap(),
+        fs::read(w.path("agents/mailer/manifest.toml")).unwrap()
+    );
+
+    let (stdout, _) = w.expect(0, &["agent", "list"]);
+    assert_eq!(stdout, format!("mailer  0.1.0  ok  release ({key_id})\n"));
+    let (stdout, _) = w.expect(0, &["agent", "list", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["agents"][0]["status"], "ok");
+    assert_eq!(json["agents"][0]["version"], "0.1.0");
+
+    // Installing the folder itself works the same way (same version needs --force).
+    let (_, stderr) = w.expect(2, &["agent", "install", &bundle]);
+    assert!(stderr.contains("mailer 0.1.0 is already installed"), "{stderr}");
+    let (stdout, _) = w.expect(0, &["agent", "install", &bundle, "--force"]);
+    assert!(stdout.ends_with("replaced 0.1.0\n"), "{stdout}");
+    assert_eq!(w.agents(), ["mailer"], "no staging or old copy left behind");
+}
+
+/// Builds the same bundle content twice with different metadata and checks
+/// the archives are byte-identical.
+#[test]
+fn pack_is_byte_identical_whatever_the_metadata() {
+    let w = Work::new();
+    let (_, key) = w.keygen("release");
+    let first = w.signed_bundle("mailer", "0.1.0", &key);
+
+    // A second copy, files created in reverse order, other mtimes, modes and owners.
+    let second = w.path("other/agents/mailer");
+    let mut files = Vec::new();
+    files_of(&w.path(&first), "", &mut files);
+    for file in files.iter().rev() {
+        let target = second.join(file);
+        fs::create_dir_all(target.parent().unwrap()).unwrap();
+        fs::write(&target, fs::read(w.path(&first).join(file)).unwrap()).unwrap();
+        let mode = if file == "bin/helper" { 0o700 } else { 0o600 };
+        fs::set_permissions(&target, fs::Permissions::from_mode(mode)).unwrap();
+        let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + file.len() as u64 * 7919);
+        fs::File::options().write(true).open(&target).unwrap().set_modified(when).unwrap();
+    }
+    for dir in ["", "bin", "schemas", "SIGNATURES"] {
+        fs::set_permissions(second.join(dir), fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let is_root = fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false);
+    if is_root {
+        for file in &files {
+            std::os::unix::fs::chown(second.join(file), Some(1234), Some(5678)).unwrap();
+        }
+    }
+
+    w.expect(0, &["bundle", "pack", &first, "-o", "one.tar.gz"]);
+    // The second pack runs under another umask.
+    let rlp = assert_cmd::cargo::cargo_bin("rlp");
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask 077 && exec '{}' --home home bundle pack other/agents/mailer -o two.tar.gz", rlp.display()))
+        .current_dir(w.root())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    w.expect(0, &["bundle", "pack", &first, "-o", "three.tar.gz"]);
+    let one = fs::read(w.path("one.tar.gz")).unwrap();
+    assert_eq!(one, fs::read(w.path("two.tar.gz")).unwrap(), "metadata leaked into the archive");
+    assert_eq!(one, fs::read(w.path("three.tar.gz")).unwrap(), "packing twice differs");
+    assert_eq!(&one[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff], "fixed gzip header");
+    let mode = fs::metadata(w.path("two.tar.gz")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+
+    // The tar inside: manifest first, sorted, canonical metadata.
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&one[..]));
+    let mut listing = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let entry = entry.unwrap();
+        let header = entry.header();
+        assert_eq!((header.mtime().unwrap(), header.uid().unwrap(), header.gid().unwrap()), (0, 0, 0));
+        assert_eq!(header.username().unwrap(), Some(""));
+        listing.push(format!("{:o} {}", header.mode().unwrap(), String::from_utf8_lossy(&entry.path_bytes())));
+    }
+    assert_eq!(
+        listing,
+        [
+            "644 manifest.toml",
+            "644 README.md",
+            "755 SIGNATURES/",
+            "644 SIGNATURES/manifest.sig",
+            "755 bin/",
+            "755 bin/helper",
+            "644 policy.caps",
+            "755 schemas/",
+            "644 schemas/mail.json",
+            "644 tools.json"
+        ]
+    );
+}
+
+#[test]
+fn one_changed_byte_in_any_bundle_file_fails_verification() {
+    let w = Work::new();
+    let (public, key) = w.keygen("release");
+    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let mut files = Vec::new();
+    files_of(&w.path(&bundle), "", &mut files);
+    assert_eq!(files.len(), 7);
+    for file in &files {
+        let original = fs::read(w.path(&bundle).join(file)).unwrap();
+        for offset in [0, original.len() / 2, original.len() - 1] {
+            for flip in [0x01u8, 0xff] {
+                let copy = w.path("tampered/mailer");
+                let _ = fs::remove_dir_all(&copy);
+                copy_tree(&w.path(&bundle), &copy);
+                let mut bytes = original.clone();
+                bytes[offset] ^= flip;
+                fs::write(copy.join(file), &bytes).unwrap();
+                let (_, stderr) = w.expect(1, &["bundle", "verify", "tampered/mailer", "--key", &public]);
+                let names_it = if file == "manifest.toml" {
+                    stderr.contains("manifest.toml") || files.iter().any(|f| stderr.contains(&format!("`{f}`")))
+                } else if file.starts_with("SIGNATURES") {
+                    stderr.contains("SIGNATURES/manifest.sig")
+                } else {
+                    stderr.contains(&format!("`{file}`"))
+                };
+                assert!(names_it, "{file} byte {offset} ^ {flip:#x}: {stderr}");
+            }
+        }
+    }
+    // An extra, unlisted file.
+    fs::write(w.path(&bundle).join("notes.txt"), "hi").unwrap();
+    let (_, stderr) = w.expect(1, &["bundle", "verify", &bundle, "--key", &public]);
+    assert_eq!(
+        stderr,
+        "error: `notes.txt` is in the bundle but not listed in manifest.toml\n  help: remove it, or list it with `rlp digest` and sign again\n"
+    );
+}
+
+#[test]
+fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
+    let w = Work::new();
+    let (public, key) = w.keygen("release");
+    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "good.tar.gz"]);
+    let good = fs::read(w.path("good.tar.gz")).unwrap();
+    let trusted = rlp::integrity::keys::PublicKey::load(&w.path(&public)).unwrap();
+    let options = rlp::integrity::verify::Options {
+        trust: rlp::integrity::verify::Trust::Key(&trusted),
+        require_signature: true,
+    };
+    let verify = |bytes: &[u8]| {
+        rlp::pack::reader::scan_archive(bytes, &Default::default())
+            .and_then(|evidence| rlp::integrity::verify::check(&evidence, &options))
+    };
+    assert!(verify(&good).is_ok());
+    // Every offset, three flips each (lowest bit, highest bit, all bits), in process.
+    for offset in 0..good.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut bytes = good.clone();
+            bytes[offset] ^= flip;
+            match verify(&bytes) {
+                Ok(_) => panic!("byte {offset} ^ {flip:#x} of {} went unnoticed", good.len()),
+                Err(f) => assert_eq!(f.class(), rlp::integrity::Class::Failed, "byte {offset}: {f:?}"),
+            }
+        }
+    }
+    // A sample through the real binary: gzip header, early deflate (tar headers), middle, trailer.
+    let len = good.len();
+    for offset in [0, 1, 3, 4, 9, 10, 12, 40, len / 3, len / 2, 2 * len / 3, len - 9, len - 8, len - 5, len - 1] {
+        let mut bytes = good.clone();
+        bytes[offset] ^= 0x01;
+        fs::write(w.path("bad.tar.gz"), &bytes).unwrap();
+        let (_, stderr) = w.expect(1, &["bundle", "verify", "bad.tar.gz", "--key", &public]);
+        assert!(stderr.starts_with("error: ") && !stderr.contains("panicked"), "byte {offset}: {stderr}");
+    }
+    // Truncated and extended archives.
+    fs::write(w.path("short.tar.gz"), &good[..len - 1]).unwrap();
+    let (_, stderr) = w.expect(1, &["bundle", "verify", "short.tar.gz", "--key", &public]);
+    assert!(stderr.contains("gzip trailer"), "{stderr}");
+    let mut long = good.clone();
+    long.push(0);
+    fs::write(w.path("long.tar.gz"), &long).unwrap();
+    let (_, stderr) = w.expect(1, &["bundle", "verify", "long.tar.gz", "--key", &public]);
+    assert!(stderr.contains("bytes after the end of its gzip stream"), "{stderr}");
+    // Unreadable input is exit 2.
+    let (_, stderr) = w.expect(2, &["bundle", "verify", "missing.tar.gz"]);
+    assert!(stderr.contains("missing.tar.gz"), "{stderr}");
+}
+
+#[test]
+fn untrusted_revoked_and_unsigned_bundles_are_refused() {
+    let w = Work::new();
+    let (release_pub, release_key) = w.keygen("release");
+    let (_, stranger_key) = w.keygen("stranger");
+    let bundle = w.signed_bundle("mailer", "0.1.0", &release_key);
+    w.expect(0, &["trust", "add", &release_pub, "--name", "release"]);
+    w.expect(0, &["bundle", "verify", &bundle]);
+
+    // Signed by a key that is not an anchor.
+    let other = w.signed_bundle("stranger", "0.1.0", &stranger_key);
+    let (_, stderr) = w.expect(3, &["bundle", "verify", &other]);
+    assert!(stderr.contains("which is not a trust anchor in trust-policy.toml"), "{stderr}");
+    w.expect(3, &["agent", "install", &other]);
+    assert!(w.agents().is_empty(), "{:?}", w.agents());
+
+    // Verified against a different explicit key.
+    let (_, stderr) = w.expect(3, &["bundle", "verify", &other, "--key", &release_pub]);
+    assert!(stderr.contains("not by the expected key"), "{stderr}");
+
+    // Unsigned: accepted by plain verify, refused with --require-signature and by install.
+    let unsigned = w.write_bundle("plain", "0.1.0", CAPS);
+    w.expect(0, &["digest", &unsigned]);
+    let (stdout, _) = w.expect(0, &["bundle", "verify", &unsigned]);
+    assert!(stdout.ends_with("not signed\n"), "{stdout}");
+    let (_, stderr) = w.expect(3, &["bundle", "verify", &unsigned, "--require-signature"]);
+    assert!(stderr.contains("the bundle is not signed"), "{stderr}");
+    let (_, stderr) = w.expect(3, &["agent", "install", &unsigned]);
+    assert!(stderr.contains("--allow-unsigned"), "{stderr}");
+    let (_, stderr) = w.expect(0, &["agent", "install", &unsigned, "--allow-unsigned"]);
+    assert!(stderr.contains("warning: plain is not signed"), "{stderr}");
+
+    // Install the signed one, then revoke its key: verify, install and list all refuse it.
+    w.expect(0, &["agent", "install", &bundle]);
+    let key_id = rlp::integrity::keys::PublicKey::load(&w.path(&release_pub)).unwrap().key_id().to_string();
+    let (stdout, _) = w.expect(0, &["trust", "revoke", &key_id]);
+    assert_eq!(stdout, format!("revoked key {key_id} in {}\n", w.home().join("trust-policy.toml").display()));
+    let (stdout, _) = w.expect(0, &["trust", "revoke", "release"]);
+    assert_eq!(stdout, format!("key {key_id} was already revoked\n"));
+    let (_, stderr) = w.expect(3, &["bundle", "verify", &bundle]);
+    assert!(stderr.contains(&format!("signed by key {key_id} (anchor `release`), which is revoked")), "{stderr}");
+    w.expect(3, &["agent", "install", &bundle, "--force"]);
+    let (stdout, _) = w.expect(1, &["agent", "list"]);
+    assert_eq!(
+        stdout,
+        format!(
+            "mailer  0.1.0  revoked: the bundle is signed by key {key_id} (anchor `release`), which is revoked in trust-policy.toml\nplain   0.1.0  unsigned\n"
+        )
+    );
+    let (stdout, _) = w.expect(0, &["trust", "list"]);
+    assert_eq!(stdout, format!("release  {key_id}  revoked  may request any capability except exec\n"));
+    assert_eq!(w.agents(), ["mailer", "plain"]);
+}
+
+#[test]
+fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
+    let w = Work::new();
+    let (public, key) = w.keygen("dev");
+    w.expect(0, &["trust", "add", &public, "--name", "dev", "--allow-caps", "kb_read,net:api.mail.example"]);
+    let bundle = w.signed_bundle("mailer", "0.2.0", &key);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "new.tar.gz"]);
+    w.expect(0, &["agent", "install", "new.tar.gz"]);
+
+    fs::remove_dir_all(w.path(&bundle)).unwrap();
+    let old = w.signed_bundle("mailer", "0.1.0", &key);
+    w.expect(0, &["bundle", "pack", &old, "-o", "old.tar.gz"]);
+    let (_, stderr) = w.expect(3, &["agent", "install", "old.tar.gz"]);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: mailer 0.2.0 is installed; refusing to roll back to 0.1.0\n  help: to downgrade on purpose, remove {} first\n",
+            w.home().join("agents/mailer").display()
+        )
+    );
+    w.expect(3, &["agent", "install", "old.tar.gz", "--force"]);
+    assert_eq!(w.agents(), ["mailer"]);
+
+    // A bundle asking for more than the rule allows.
+    let greedy = w.write_bundle("greedy", "0.1.0", "[capabilities]\nkb_read = true\nkb_write = [\"drafts\"]\n");
+    w.expect(0, &["digest", &greedy]);
+    w.expect(0, &["sign", &greedy, "--key", &key]);
+    let key_id = rlp::integrity::keys::PublicKey::load(&w.path(&public)).unwrap().key_id().to_string();
+    let (_, stderr) = w.expect(3, &["bundle", "verify", &greedy]);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: the bundle requests `kb_write:drafts`, beyond what signer `dev` (key {key_id}) may grant: its rule allows kb_read, net:api.mail.example\n  help: sign it with a key whose rule allows `kb_write:drafts`, or widen [rules.dev] in trust-policy.toml\n"
+        )
+    );
+    w.expect(3, &["agent", "install", &greedy]);
+    assert_eq!(w.agents(), ["mailer"]);
+
+    // exec needs --allow-exec even when the list is "any".
+    let (public2, key2) = w.keygen("ops");
+    w.expect(0, &["trust", "add", &public2, "--name", "ops", "--allow-caps", "any"]);
+    let runner = w.write_bundle("runner", "0.1.0", "[capabilities]\nexec = true\n");
+    w.expect(0, &["digest", &runner]);
+    w.expect(0, &["sign", &runner, "--key", &key2]);
+    let (_, stderr) = w.expect(3, &["agent", "install", &runner]);
+    assert!(stderr.contains("requests `exec`") && stderr.contains("any capability except exec"), "{stderr}");
+}
+
+#[test]
+fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
+    let w = Work::new();
+    let dir = w.path("agents/notes");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("tools.json"), TOOLS).unwrap();
+    fs::write(dir.join("policy.caps"), "[capabilities]\ntime = true\n").unwrap();
+    fs::write(dir.join("gone.txt"), "x").unwrap();
+    let zeros = "0".repeat(64);
+    let manifest = format!(
+        "# Notes agent\n[agent]\nname = \"notes\"     # the name\nversion = \"1.0.0\"\n\n[caps]\nfile = \"policy.caps\"\n\n[artifacts.tools]   # tools first\npath    = \"tools.json\"\nblake3  = \"{zeros}\"   # placeholder\nsize    = 0\nversion = 1\n\n[artifacts.\"old.txt\"]\npath = \"old.txt\"\nblake3 = \"{zeros}\"\nsize = 1\n"
+    );
+    fs::write(dir.join("manifest.toml"), &manifest).unwrap();
+    let (stdout, stderr) = w.expect(1, &["digest", "agents/notes", "--check"]);
+    assert_eq!(
+        stdout,
+        "extra: gone.txt (in the bundle but not listed)\nmissing: old.txt (listed but not in the bundle)\nextra: policy.caps (in the bundle but not listed)\nstale: tools.json (size or digest changed)\n"
+    );
+    assert_eq!(
+        stderr,
+        "error: manifest.toml is out of date: 4 entries\n  help: run `rlp digest agents/notes` to update it\n"
+    );
+    assert_eq!(fs::read_to_string(dir.join("manifest.toml")).unwrap(), manifest, "--check wrote");
+
+    fs::remove_file(dir.join("gone.txt")).unwrap();
+    let (stdout, _) = w.expect(0, &["digest", "agents/notes"]);
+    assert_eq!(
+        stdout,
+        "removed old.txt\nadded policy.caps\nupdated tools.json\nupdated manifest.toml: 1 added, 1 updated, 1 removed\n"
+    );
+    let tools = blake3::hash(TOOLS.as_bytes()).to_hex().to_string();
+    let caps = blake3::hash(b"[capabilities]\ntime = true\n").to_hex().to_string();
+    assert_eq!(
+        fs::read_to_string(dir.join("manifest.toml")).unwrap(),
+        format!(
+            "# Notes agent\n[agent]\nname = \"notes\"     # the name\nversion = \"1.0.0\"\n\n[caps]\nfile = \"policy.caps\"\n\n[artifacts.tools]   # tools first\npath    = \"tools.json\"\nblake3  = \"{tools}\"   # placeholder\nsize    = {}\nversion = 1\n\n[artifacts.caps]\npath = \"policy.caps\"\nblake3 = \"{caps}\"\nsize = 27\n",
+            TOOLS.len()
+        )
+    );
+    let (stdout, _) = w.expect(0, &["digest", "agents/notes", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"bundle": "agents/notes", "up_to_date": true, "written": false, "changes": []})
+    );
+
+    // Links are refused, naming the entry.
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
+    let (_, stderr) = w.expect(1, &["digest", "agents/notes"]);
+    assert!(stderr.contains("agents/notes/passwd cannot be part of a bundle: it is a symbolic link"), "{stderr}");
+    fs::remove_file(dir.join("passwd")).unwrap();
+    fs::hard_link(dir.join("tools.json"), w.path("elsewhere.json")).unwrap();
+    let (_, stderr) = w.expect(1, &["digest", "agents/notes", "--check"]);
+    assert!(stderr.contains("tools.json cannot be part of a bundle: it is a hard link"), "{stderr}");
+    let (_, stderr) = w.expect(2, &["digest", "agents/none"]);
+    assert!(stderr.contains("agents/none has no manifest.toml"), "{stderr}");
+}
+
+#[test]
+fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
+    let w = Work::new();
+    let (_, key) = w.keygen("release");
+    let (_, stderr) = w.expect(2, &["keygen", "--out", "keys", "--name", "release"]);
+    assert!(stderr.contains("keys/release.pub already exists; refusing to overwrite it"), "{stderr}");
+
+    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
+    assert!(stderr.contains("are out of date") && stderr.contains("run `rlp digest agents/mailer`"), "{stderr}");
+    let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
+    assert!(stderr.contains("are out of date"), "{stderr}");
+    w.expect(0, &["digest", &bundle]);
+
+    fs::set_permissions(w.path(&key), fs::Permissions::from_mode(0o644)).unwrap();
+    let (_, stderr) = w.expect(2, &["sign", &bundle, "--key", &key]);
+    assert!(stderr.contains("is readable by other users (mode 0644)") && stderr.contains("chmod 600"), "{stderr}");
+    fs::set_permissions(w.path(&key), fs::Permissions::from_mode(0o600)).unwrap();
+    let (_, stderr) = w.expect(2, &["sign", &bundle, "--key", "keys/release.pub"]);
+    assert!(stderr.contains("keys/release.pub holds a public key"), "{stderr}");
+
+    // Lint errors stop pack.
+    fs::write(w.path(&bundle).join("tools.json"), "{\"version\": 7, \"tools\": []}\n").unwrap();
+    w.expect(0, &["digest", &bundle]);
+    let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
+    assert!(stderr.contains("the bundle does not lint clean: agents/mailer/tools.json:1:"), "{stderr}");
+
+    // A placeholder digest for a not-yet-built entry binary stops pack.
+    fs::write(w.path(&bundle).join("tools.json"), TOOLS).unwrap();
+    let manifest = fs::read_to_string(w.path(&bundle).join("manifest.toml")).unwrap().replace(
+        "description = \"Sends drafts\"\n",
+        &format!(
+            "description = \"Sends drafts\"\nkind = \"wasm32-wasip1\"\nentry_wasm = {{ path = \"bin/mailer.wasm\", blake3 = \"{}\" }}\n",
+            "0".repeat(64)
+        ),
+    );
+    fs::write(w.path(&bundle).join("manifest.toml"), manifest).unwrap();
+    w.expect(0, &["digest", &bundle]);
+    let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
+    assert!(stderr.contains("bin/mailer.wasm"), "{stderr}");
+    assert!(!w.path("mailer-0.1.0.bundle.tar.gz").exists());
+}
+
+#[test]
+fn trust_policy_is_strict_and_listed_as_json() {
+    let w = Work::new();
+    let (public, _) = w.keygen("release");
+    fs::create_dir_all(w.home()).unwrap();
+    let policy = w.home().join("trust-policy.toml");
+    fs::write(&policy, "version = 1\n[anchors.release]\nkey = \"ed25519:AAAA\"\n").unwrap();
+    let (_, stderr) = w.expect(2, &["trust", "list"]);
+    assert!(stderr.starts_with(&format!("error: {}:3:7: expected 32 bytes of base64", policy.display())), "{stderr}");
+    w.expect(2, &["trust", "add", &public, "--name", "release"]);
+    fs::write(&policy, "# operators: keep this list short\nversion = 1\n").unwrap();
+    w.expect(0, &["trust", "add", &public, "--name", "release", "--allow-caps", "kb_read,exec"]);
+    let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "again"]);
+    assert!(stderr.contains("is already trusted as anchor `release`"), "{stderr}");
+    let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "x", "--allow-caps", "teleport"]);
+    assert!(stderr.contains("--allow-caps: unknown capability `teleport`"), "{stderr}");
+    let text = fs::read_to_string(&policy).unwrap();
+    assert!(text.starts_with("# operators: keep this list short\nversion = 1\n"), "{text}");
+    assert!(text.contains("[rules.release]\nallow_caps = [\"kb_read\", \"exec\"]\nallow_exec = true\n"), "{text}");
+    let (stdout, _) = w.expect(0, &["trust", "list", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["anchors"][0]["name"], "release");
+    assert_eq!(json["anchors"][0]["allow_caps"], serde_json::json!(["kb_read", "exec"]));
+    assert_eq!(json["anchors"][0]["allow_exec"], true);
+    assert_eq!(json["revoked"], serde_json::json!([]));
+}
+
+#[test]
+fn installed_bundles_are_re_verified_by_list() {
+    let w = Work::new();
+    let (public, key) = w.keygen("release");
+    w.expect(0, &["trust", "add", &public, "--name", "release"]);
+    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    w.expect(0, &["agent", "install", &bundle]);
+    let installed = w.home().join("agents/mailer");
+    fs::write(installed.join("tools.json"), TOOLS.replace("[]", "[ ]")).unwrap();
+    let (stdout, _) = w.expect(1, &["agent", "list", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["agents"][0]["status"], "digest mismatch");
+    assert_eq!(json["agents"][0]["detail"], "`tools.json` is 29 bytes, but manifest.toml says 28");
+    // A later, good install replaces the damaged copy.
+    w.expect(0, &["agent", "install", &bundle, "--force"]);
+    let (stdout, _) = w.expect(0, &["agent", "list"]);
+    assert!(stdout.starts_with("mailer  0.1.0  ok"), "{stdout}");
+}
+
+#[test]
+fn snapshots_of_tampered_verify_and_digest_check() {
+    let w = Work::new();
+    let (public, key) = w.keygen("release");
+    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "mailer.tar.gz"]);
+    fs::write(w.path(&bundle).join("tools.json"), TOOLS.replace("\"tools\"", "\"tooly\"")).unwrap();
+    let (stdout, stderr) = w.expect(1, &["bundle", "verify", &bundle, "--key", &public]);
+    insta::assert_snapshot!("verify_tampered_folder", format!("stdout:\n{stdout}stderr:\n{stderr}"));
+
+    // The archive with tools.json changed inside, recompressed the way pack does.
+    let mut tar_bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(fs::File::open(w.path("mailer.tar.gz")).unwrap()),
+        &mut tar_bytes,
+    )
+    .unwrap();
+    let at = tar_bytes.windows(7).position(|x| x == b"\"tools\"").unwrap();
+    tar_bytes[at + 5] = b'y';
+    gzip_to(&w.path("mailer.tar.gz"), |out| out.write_all(&tar_bytes).unwrap());
+    let (stdout, stderr) = w.expect(1, &["bundle", "verify", "mailer.tar.gz", "--key", &public]);
+    insta::assert_snapshot!("verify_tampered_archive", format!("stdout:\n{stdout}stderr:\n{stderr}"));
+
+    fs::write(w.path(&bundle).join("extra.md"), "x").unwrap();
+    fs::remove_file(w.path(&bundle).join("README.md")).unwrap();
+    let (stdout, stderr) = w.expect(1, &["digest", &bundle, "--check"]);
+    insta::assert_snapshot!("digest_check", format!("stdout:\n{stdout}stderr:\n{stderr}"));
+}
+
+// ---------------------------------------------------------------------------
+// Hostile archives, built by hand.
+
+/// A ustar header in the canonical form except for what the test changes.
+fn header(name: &[u8], entry_type: tar::EntryType, size: u64, mode: u32) -> tar::Header {
+    let mut header = tar::Header::new_ustar();
+    header.as_ustar_mut().unwrap().name[..name.len()].copy_from_slice(name);
+    header.set_entry_type(entry_type);
+    header.set_size(size);
+    header.set_mode(mode);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_mtime(0);
+    header.set_username("").unwrap();
+    header.set_groupname("").unwrap();
+    header.set_device_major(0).unwrap();
+    header.set_device_minor(0).unwrap();
+    header.set_cksum();
+    header
+}
+
+/// Tar blocks for one entry.
+fn entry(out: &mut dyn Write, name: &str, entry_type: tar::EntryType, data: &[u8]) {
+    let mode = if entry_type == tar::EntryType::Directory { 0o755 } else { 0o644 };
+    out.write_all(header(name.as_bytes(), entry_type, data.len() as u64, mode).as_bytes()).unwrap();
+    out.write_all(data).unwrap();
+    out.write_all(&vec![0u8; (512 - data.len() % 512) % 512]).unwrap();
+}
+
+/// A manifest listing `files` (path, size, content digest).
+fn manifest_for(files: &[(String, u64, String)]) -> String {
+    let mut text = String::from("[agent]\nname = \"evil\"\nversion = \"0.1.0\"\n");
+    for (path, size, digest) in files {
+        text.push_str(&format!("\n[artifacts.\"{path}\"]\npath = \"{path}\"\nblake3 = \"{digest}\"\nsize = {size}\n"));
+    }
+    text
+}
+
+/// Writes a gzip file with the fixed header `rlp bundle pack` uses.
+fn gzip_to(path: &Path, build: impl FnOnce(&mut dyn Write)) {
+    let file = fs::File::create(path).unwrap();
+    let mut gz =
+        GzBuilder::new().mtime(0).operating_system(255).write(std::io::BufWriter::new(file), Compression::new(6));
+    build(&mut gz);
+    gz.finish().unwrap().flush().unwrap();
+}
+
+/// An archive of manifest.toml (listing `notes.txt`) followed by `rest`.
+fn archive_with(path: &Path, rest: impl FnOnce(&mut dyn Write)) {
+    let notes = b"hello\n";
+    let manifest = manifest_for(&[("notes.txt".into(), notes.len() as u64, blake3::hash(notes).to_hex().to_string())]);
+    gzip_to(path, |out| {
+        entry(out, "manifest.toml", tar::EntryType::Regular, manifest.as_bytes());
+        rest(out);
+        out.write_all(&[0u8; 1024]).unwrap();
+    });
+}
+
+/// Raw-deflates `input`, flushing as asked.
+fn deflate(compress: &mut Compress, mut input: &[u8], flush: FlushCompress) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        out.reserve(1 << 16);
+        let before = compress.total_in();
+        let status = compress.compress_vec(input, &mut out, flush).unwrap();
+        input = &input[(compress.total_in() - before) as usize..];
+        let done = match flush {
+            FlushCompress::Finish => status == Status::StreamEnd,
+            _ => input.is_empty() && out.len() < out.capacity(),
+        };
+        if done {
+            return out;
+        }
+    }
+}
+
+/// A well-formed gzip file whose tar stream is a manifest listing a 1 GiB
+/// file, that file's header, then 2 GiB of zeros: about 2 MB on disk, written
+/// chunk by chunk. The first 32 MiB are compressed exactly as `rlp bundle
+/// pack` would (so the reader's canonical-encoding check does not stop it
+/// first); after a sync flush, each further 1 MiB of zeros deflates to the
+/// same bytes, which are repeated.
+fn write_bomb(path: &Path) {
+    let gib = 1u64 << 30;
+    let digest = blake3::hash(b"not reached").to_hex().to_string();
+    let manifest = manifest_for(&[("zeros.bin".into(), gib, digest)]);
+    let mut prefix = Vec::new();
+    entry(&mut prefix, "manifest.toml", tar::EntryType::Regular, manifest.as_bytes());
+    prefix.extend_from_slice(header(b"zeros.bin", tar::EntryType::Regular, gib, 0o644).as_bytes());
+
+    let mut file = std::io::BufWriter::new(fs::File::create(path).unwrap());
+    file.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]).unwrap();
+    let mut compress = Compress::new(Compression::new(6), false);
+    let zeros = vec![0u8; 1 << 20];
+    let mut crc = Crc::new();
+    let mut zero_crc = Crc::new();
+    zero_crc.update(&zeros);
+    crc.update(&prefix);
+    file.write_all(&deflate(&mut compress, &prefix, FlushCompress::None)).unwrap();
+    let chunks = 2048;
+    let canonical = 32;
+    for _ in 0..canonical {
+        file.write_all(&deflate(&mut compress, &zeros, FlushCompress::None)).unwrap();
+    }
+    file.write_all(&deflate(&mut compress, &zeros, FlushCompress::Sync)).unwrap();
+    let steady = deflate(&mut compress, &zeros, FlushCompress::Sync);
+    assert_eq!(steady, deflate(&mut compress, &zeros, FlushCompress::Sync), "deflate of zeros is not periodic");
+    for _ in canonical + 3..chunks {
+        file.write_all(&steady).unwrap();
+    }
+    file.write_all(&steady).unwrap();
+    file.write_all(&steady).unwrap();
+    for _ in 0..chunks {
+        crc.combine(&zero_crc);
+    }
+    file.write_all(&deflate(&mut compress, &[], FlushCompress::Finish)).unwrap();
+    file.write_all(&crc.sum().to_le_bytes()).unwrap();
+    file.write_all(&((prefix.len() as u64 + chunks * (1 << 20)) as u32).to_le_bytes()).unwrap();
+    file.flush().unwrap();
+}
+
+/// 100,000 entries after a manifest that lists 10,000 files, each in its own folder.
+fn write_many_entries(path: &Path) {
+    let empty = blake3::hash(b"").to_hex().to_string();
+    let listed: Vec<(String, u64, String)> = (0..10_000).map(|i| (format!("d{i:05}/x"), 0, empty.clone())).collect();
+    let manifest = manifest_for(&listed);
+    gzip_to(path, |out| {
+        entry(out, "manifest.toml", tar::EntryType::Regular, manifest.as_bytes());
+        for i in 0..50_000 {
+            entry(out, &format!("d{i:05}/"), tar::EntryType::Directory, b"");
+            entry(out, &format!("d{i:05}/x"), tar::EntryType::Regular, b"");
+        }
+        out.write_all(&[0u8; 1024]).unwrap();
+    });
+}
+
+/// Writes one hostile archive.
+type Build = Box<dyn Fn(&Path)>;
+
+#[test]
+fn hostile_archives_are_refused_and_leave_nothing_behind() {
+    let w = Work::new();
+    let notes = b"hello\n";
+    let cases: Vec<(&str, Build, &str)> = vec![
+        (
+            "dotdot",
+            Box::new(|p: &Path| archive_with(p, |out| entry(out, "../evil", tar::EntryType::Regular, notes))),
+            "entry `../evil` climbs out of the bundle with `..`",
+        ),
+        (
+            "dotdot-first",
+            Box::new(|p: &Path| gzip_to(p, |out| entry(out, "a/../../evil", tar::EntryType::Regular, notes))),
+            "entry `a/../../evil` climbs out of the bundle with `..`",
+        ),
+        (
+            "absolute",
+            Box::new(|p: &Path| archive_with(p, |out| entry(out, "/tmp/rlp-evil", tar::EntryType::Regular, notes))),
+            "entry `/tmp/rlp-evil` has an absolute path",
+        ),
+        (
+            "symlink",
+            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Symlink, b""))),
+            "entry `notes.txt` is a symbolic link",
+        ),
+        (
+            "hardlink",
+            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Link, b""))),
+            "entry `notes.txt` is a hard link",
+        ),
+        (
+            "device",
+            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Char, b""))),
+            "entry `notes.txt` is a device file",
+        ),
+        (
+            "fifo",
+            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Fifo, b""))),
+            "entry `notes.txt` is a FIFO",
+        ),
+        (
+            "pax",
+            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::XHeader, b"9 a=b\n"))),
+            "entry `notes.txt` is a tar extension header",
+        ),
+        (
+            "duplicate",
+            Box::new(|p: &Path| {
+                archive_with(p, |out| {
+                    entry(out, "notes.txt", tar::EntryType::Regular, notes);
+                    entry(out, "notes.txt", tar::EntryType::Regular, notes);
+                })
+            }),
+            "entry `notes.txt` appears twice in the archive",
+        ),
+        (
+            "unlisted",
+            Box::new(|p: &Path| {
+                archive_with(p, |out| {
+                    entry(out, "notes.txt", tar::EntryType::Regular, notes);
+                    entry(out, "zzz.sh", tar::EntryType::Regular, b"rm -rf /\n");
+                })
+            }),
+            "entry `zzz.sh` is in the archive but not listed in manifest.toml",
+        ),
+        (
+            "manifest-not-first",
+            Box::new(|p: &Path| gzip_to(p, |out| entry(out, "notes.txt", tar::EntryType::Regular, notes))),
+            "the archive must start with manifest.toml, not `notes.txt`",
+        ),
+        (
+            "not-canonical",
+            Box::new(|p: &Path| {
+                archive_with(p, |out| {
+                    let mut h = header(b"notes.txt", tar::EntryType::Regular, notes.len() as u64, 0o4755);
+                    h.set_cksum();
+                    out.write_all(h.as_bytes()).unwrap();
+                    out.write_all(notes).unwrap();
+                    out.write_all(&[0u8; 506]).unwrap();
+                })
+            }),
+            "entry `notes.txt`: its tar header is not in the form `rlp bundle pack` writes",
+        ),
+        ("bomb", Box::new(|p: &Path| write_bomb(p)), "the archive expands more than 256×"),
+        ("many", Box::new(|p: &Path| write_many_entries(p)), "the archive holds more than 20000 entries; refusing it"),
+    ];
+    for (name, build, message) in &cases {
+        let file = format!("{name}.tar.gz");
+        build(&w.path(&file));
+        let size = fs::metadata(w.path(&file)).unwrap().len();
+        assert!(size < 4 << 20, "{name} is {size} bytes");
+        let (_, stderr) = w.expect(1, &["bundle", "verify", &file]);
+        assert!(stderr.starts_with(&format!("error: {message}")), "{name}: {stderr}");
+        let (_, stderr) = w.expect(1, &["agent", "install", &file, "--allow-unsigned"]);
+        assert!(stderr.starts_with(&format!("error: {message}")), "{name}: {stderr}");
+        assert!(w.agents().is_empty(), "{name}: left {:?}", w.agents());
+        assert!(!w.home().join("evil").exists() && !w.root().join("evil").exists(), "{name} escaped");
+        assert!(!Path::new("/tmp/rlp-evil").exists(), "{name} wrote an absolute path");
+    }
+    // A well-formed hand-made archive is accepted (unsigned) and installed.
+    archive_with(&w.path("fine.tar.gz"), |out| entry(out, "notes.txt", tar::EntryType::Regular, notes));
+    w.expect(0, &["bundle", "verify", "fine.tar.gz"]);
+    w.expect(0, &["agent", "install", "fine.tar.gz", "--allow-unsigned"]);
+    assert_eq!(w.agents(), ["evil"]);
+    assert_eq!(fs::read(w.home().join("agents/evil/notes.txt")).unwrap(), notes);
+}
