@@ -413,6 +413,53 @@ fn wizard_on_a_terminal_adds_an_exec_and_an_http_tool() {
 
 // ---------------------------------------------------------------- tools add
 
+/// `rlp tools add` on a terminal asks only for what the flags leave open.
+#[test]
+fn tools_add_on_a_terminal_asks_for_what_is_missing() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let mut command = Command::new(RLP);
+    command
+        .args(["tools", "add", "agents/demo", "--exec", "/bin/true", "--grant", "--color", "never", "--home"])
+        .arg(space.home())
+        .current_dir(space.path())
+        .env("TERM", "dumb")
+        .env_remove("RUNLOOP_HOME");
+    let mut p = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
+    let mut answer = |prompt: &str, line: &str| {
+        p.exp_string(prompt).unwrap_or_else(|e| panic!("waiting for `{prompt}`: {e}"));
+        p.send_line(line).unwrap();
+    };
+    answer("Tool id", "Not.Valid");
+    answer("is not a valid tool id", "demo.true");
+    answer("What it does", "Always succeeds");
+    answer("Input schema", "{\"type\": 5}");
+    answer("not a valid JSON Schema", "");
+    answer("Result schema", "");
+    answer("Secrets it uses", "");
+    answer("Other capabilities it needs", "");
+    answer("Ask an operator to approve each call", "");
+    answer("Budget: tokens per call", "");
+    answer("Budget: US dollars per call", "");
+    answer("Tags for traces", "");
+    p.exp_string("added tool `demo.true` to agents/demo/tools.json").unwrap();
+    p.exp_string("exec = true").unwrap();
+    p.exp_eof().unwrap();
+    assert_lints_clean(&space, &bundle);
+    let tools = read_json(&bundle.join("tools.json"));
+    assert_eq!(
+        tools["tools"][0],
+        json!({
+            "id": "demo.true",
+            "description": "Always succeeds",
+            "transport": {"kind": "exec", "command": "/bin/true"},
+            "input_schema": {"type": "object", "properties": {}},
+            "result_schema": {"type": "object"},
+            "requires_confirmation": false
+        })
+    );
+}
+
 #[test]
 fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
     let space = Space::new();

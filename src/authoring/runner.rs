@@ -11,7 +11,7 @@
 
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -211,7 +211,7 @@ pub fn run(command: &Path, args: &[String], blob: &serde_json::Value, limits: Li
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    let status = status.unwrap_or_else(|| ExitStatus::from_raw(0));
+    let status = status.ok_or_else(|| RunError::Start("lost track of the process".into()))?;
     let stderr = stderr.unwrap_or_default();
     let tail = &stderr[stderr.len().saturating_sub(STDERR_TAIL)..];
     Ok(Output { status, stdout: stdout.unwrap_or_default(), stderr: String::from_utf8_lossy(tail).into_owned() })

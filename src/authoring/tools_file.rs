@@ -36,7 +36,9 @@ impl Change {
 #[derive(Clone, Debug)]
 pub struct ToolsDoc {
     path: PathBuf,
+    /// The top-level object; its `tools` value is replaced by `tools` when written.
     root: Map<String, Value>,
+    tools: Vec<Value>,
     original: Option<String>,
 }
 
@@ -46,7 +48,7 @@ impl ToolsDoc {
         let mut root = Map::new();
         root.insert("version".into(), json!(1));
         root.insert("tools".into(), json!([]));
-        ToolsDoc { path: bundle_dir.join(TOOLS_FILE), root, original: None }
+        ToolsDoc { path: bundle_dir.join(TOOLS_FILE), root, tools: Vec::new(), original: None }
     }
 
     /// Reads `<bundle>/tools.json` (a missing file is an empty document).
@@ -61,7 +63,7 @@ impl ToolsDoc {
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             AuthoringError::usage(format!("{} is not valid JSON: {e}", path.display())).with_help(fix.clone())
         })?;
-        let Value::Object(root) = value else {
+        let Value::Object(mut root) = value else {
             return Err(AuthoringError::usage(format!("{} is not a JSON object", path.display())).with_help(fix));
         };
         match root.get("version").and_then(Value::as_u64) {
@@ -75,10 +77,14 @@ impl ToolsDoc {
                 .with_help("write `\"version\": 1`, or use an rlp that reads this version"));
             }
         }
-        if !matches!(root.get("tools"), None | Some(Value::Array(_)) | Some(Value::Null)) {
-            return Err(AuthoringError::usage(format!("{}: `tools` is not a list", path.display())).with_help(fix));
-        }
-        Ok(ToolsDoc { path, root, original: Some(text) })
+        let tools = match root.get_mut("tools") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => std::mem::take(items),
+            Some(_) => {
+                return Err(AuthoringError::usage(format!("{}: `tools` is not a list", path.display())).with_help(fix));
+            }
+        };
+        Ok(ToolsDoc { path, root, tools, original: Some(text) })
     }
 
     /// The file's path.
@@ -86,23 +92,9 @@ impl ToolsDoc {
         &self.path
     }
 
-    fn tools(&self) -> &[Value] {
-        self.root.get("tools").and_then(Value::as_array).map_or(&[], Vec::as_slice)
-    }
-
-    fn tools_mut(&mut self) -> &mut Vec<Value> {
-        if !matches!(self.root.get("tools"), Some(Value::Array(_))) {
-            self.root.insert("tools".into(), json!([]));
-        }
-        match self.root.get_mut("tools") {
-            Some(Value::Array(items)) => items,
-            _ => unreachable!("`tools` was just made a list"),
-        }
-    }
-
     /// The entries, in file order.
     pub fn entries(&self) -> impl Iterator<Item = &Map<String, Value>> {
-        self.tools().iter().filter_map(Value::as_object)
+        self.tools.iter().filter_map(Value::as_object)
     }
 
     /// The entry with this id.
@@ -117,7 +109,7 @@ impl ToolsDoc {
             return Err(AuthoringError::usage(format!("{} already has a tool `{id}`", self.path.display()))
                 .with_help("choose another id, or edit the existing entry"));
         }
-        self.tools_mut().push(Value::Object(entry));
+        self.tools.push(Value::Object(entry));
         Ok(())
     }
 
@@ -125,7 +117,7 @@ impl ToolsDoc {
     /// replace the old ones, fields it does not have are kept.
     pub fn upsert(&mut self, entry: Map<String, Value>) -> Change {
         let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-        let slot = self.tools_mut().iter_mut().find(|v| v.get("id").and_then(Value::as_str) == Some(id.as_str()));
+        let slot = self.tools.iter_mut().find(|v| v.get("id").and_then(Value::as_str) == Some(id.as_str()));
         match slot {
             Some(Value::Object(old)) => {
                 let mut merged = old.clone();
@@ -140,7 +132,7 @@ impl ToolsDoc {
                 }
             }
             _ => {
-                self.tools_mut().push(Value::Object(entry));
+                self.tools.push(Value::Object(entry));
                 Change::Added
             }
         }
@@ -148,7 +140,9 @@ impl ToolsDoc {
 
     /// The document as written: pretty, two-space indent, final newline.
     pub fn to_text(&self) -> String {
-        let mut text = serde_json::to_string_pretty(&Value::Object(self.root.clone())).unwrap_or_default();
+        let mut root = self.root.clone();
+        root.insert("tools".into(), Value::Array(self.tools.clone()));
+        let mut text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
         text.push('\n');
         text
     }
@@ -176,7 +170,7 @@ mod tests {
         let entry = |desc: &str| json!({"id": "a", "description": desc}).as_object().unwrap().clone();
         assert_eq!(doc.upsert(entry("one")), Change::Added);
         assert_eq!(doc.upsert(entry("one")), Change::Unchanged);
-        doc.tools_mut()[0]["requires_confirmation"] = json!(true);
+        doc.tools[0]["requires_confirmation"] = json!(true);
         assert_eq!(doc.upsert(entry("two")), Change::Updated);
         assert_eq!(doc.get("a").unwrap()["requires_confirmation"], json!(true), "local fields are kept");
         assert!(doc.add(entry("x")).unwrap_err().message.contains("already has a tool `a`"));

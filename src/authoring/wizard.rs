@@ -156,7 +156,9 @@ pub fn agent(
             continue;
         }
         let staging = tempfile::tempdir().map_err(|e| AuthoringError::usage(format!("temporary folder: {e}")))?;
-        match check_drafts(staging.path(), &[&draft]) {
+        let mut all: Vec<&ToolDraft> = drafts.iter().collect();
+        all.push(&draft);
+        match check_drafts(staging.path(), &all) {
             Ok(_) => {
                 ask.say(&format!("Tool `{}` added.", spec.id));
                 plan.tools.push(ToolDefinition::Spec(Box::new(spec)));
@@ -399,5 +401,38 @@ mod tests {
                 "secrets:runloop/api/token"
             ]
         );
+    }
+
+    #[test]
+    fn a_later_tool_can_share_a_schema_an_earlier_one_created() {
+        let tool = |id: &str| {
+            vec![
+                "y".to_string(),
+                id.to_string(),
+                "Does things".into(),
+                "0".into(),
+                "/bin/true".into(),
+                "".into(),
+                "schema:shared.in".into(),
+                "".into(),
+                "".into(),
+                "".into(),
+                "".into(),
+                "".into(),
+                "".into(),
+                "".into(),
+                "".into(),
+            ]
+        };
+        let mut answers: Vec<String> = vec!["A".into(), "".into(), "".into(), "".into(), "".into(), "".into(), "".into()];
+        answers.extend(tool("a.one"));
+        answers.extend(tool("a.two"));
+        answers.push("n".into());
+        let mut ask = Scripted::new(answers);
+        let plan = agent(&mut ask, "demo", AgentPreset::default(), Vec::new()).unwrap();
+        assert_eq!(plan.tools.len(), 2, "{:?}", ask.transcript);
+        let drafts = plan.drafts().unwrap();
+        assert_eq!(drafts[0].schema_files.len(), 1);
+        assert!(drafts[1].schema_files.is_empty());
     }
 }
