@@ -411,7 +411,7 @@ fn main() {
     ));
     out.push_str(&format!(
         "\nLedger: {:.0} frames/s on disk (one durable transaction per frame), {:.0} frames/s on tmpfs; \
-         fsync floor {:.0} µs ({:.0} fdatasyncs/s). A call writes two transactions (call frame, result frame).\n",
+         fsync floor {:.0} µs ({:.0} fdatasyncs/s). A call writes two transactions (call frame, result frame).\n\n",
         1e6 / frames_disk.median(),
         1e6 / frames_tmpfs.median(),
         fsync.median(),
