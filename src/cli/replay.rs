@@ -19,7 +19,8 @@ use crate::runtime::{LoadError, Runtime, RuntimeOptions, process};
 use crate::trace::Ledger;
 use crate::trace::contract::Contract;
 use crate::trace::live::LiveExecutor;
-use crate::trace::replay::{ReplayError, replay};
+use crate::trace::query::{TraceInput, for_each_frame};
+use crate::trace::replay::{Executor, ReplayError, Replayer, Summary};
 use crate::trace::report::{Report, ReportFormat};
 
 /// `--mode strict|live`.
@@ -63,6 +64,60 @@ pub struct ReplayArgs {
     /// Live: override `security.confirm_external_actions` (the system `[policy]` can still require it).
     #[arg(long, value_name = "BOOL")]
     pub confirm_external_actions: Option<bool>,
+}
+
+/// Frames between two updates of the progress line.
+const PROGRESS_STEP: u64 = 4096;
+
+/// A frame counter on stderr, drawn only when stderr is a terminal.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} replaying: {human_pos} frames ({per_sec})") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+/// Replays `input` into `report`, with a progress line on a terminal.
+fn replay_with_progress(
+    input: &TraceInput,
+    contract: &Contract,
+    executor: Option<&mut dyn Executor>,
+    report: &mut Report,
+) -> Result<Summary, ReplayError> {
+    let mut replayer = match executor {
+        Some(executor) => Replayer::live(contract, executor, report),
+        None => Replayer::strict(contract, report),
+    };
+    let bar = progress_bar();
+    let mut frames = 0u64;
+    let mut failure = None;
+    let read = for_each_frame(input, |frame| {
+        frames += 1;
+        if frames.is_multiple_of(PROGRESS_STEP)
+            && let Some(bar) = &bar
+        {
+            bar.set_position(frames);
+        }
+        match replayer.frame(frame) {
+            Ok(()) => std::ops::ControlFlow::Continue(()),
+            Err(e) => {
+                failure = Some(e);
+                std::ops::ControlFlow::Break(())
+            }
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    read?;
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
+    replayer.finish()
 }
 
 /// Asks on the terminal (stderr), one prompt at a time.
@@ -155,13 +210,13 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
     let summary = match args.mode {
         ReplayMode::Strict => {
             let contract = Contract::load(&args.bundle, &ctx.home).map_err(load_error)?;
-            replay(&input, &contract, None, &mut report).map_err(replay_error)?
+            replay_with_progress(&input, &contract, None, &mut report).map_err(replay_error)?
         }
         ReplayMode::Live => {
             let (runtime, recorder) = live_runtime(args, ctx)?;
             let contract = Contract::for_runtime(&runtime).map_err(load_error)?;
             let mut executor = LiveExecutor::new(&runtime, recorder);
-            let result = replay(&input, &contract, Some(&mut executor), &mut report);
+            let result = replay_with_progress(&input, &contract, Some(&mut executor), &mut report);
             let new_trace = executor.trace_id();
             result.map_err(|e| {
                 let mut error = replay_error(e);

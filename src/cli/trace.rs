@@ -237,7 +237,7 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
 // ------------------------------------------------------------------ show
 
 fn human_entry(entry: &TimelineEntry, start: i64) -> String {
-    let offset = (entry.ts_ms - start) as f64 / 1000.0;
+    let offset = entry.ts_ms.saturating_sub(start) as f64 / 1000.0;
     let tool = entry.tool.as_deref().unwrap_or("-");
     let compact = |v: &Value| ellipsize(&serde_json::to_string(v).unwrap_or_default(), SHOWN_VALUE);
     let what = match &entry.detail {
@@ -275,7 +275,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
 
 fn human_footer(summary: &TimelineSummary) -> String {
     let span = match (summary.first_ts_ms, summary.last_ts_ms) {
-        (Some(a), Some(b)) => format!(", {:.3} s", (b - a) as f64 / 1000.0),
+        (Some(a), Some(b)) => format!(", {:.3} s", b.saturating_sub(a) as f64 / 1000.0),
         _ => String::new(),
     };
     format!(

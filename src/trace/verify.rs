@@ -145,11 +145,12 @@ impl Walker {
         let prev = self.prev_chain.replace(chain);
         if chain_hash(&prev.unwrap_or(GENESIS), &link) != chain {
             match prev_id {
-                Some(before) if event.id > before + 1 => {
-                    let missing = if event.id == before + 2 {
-                        format!("row {} is missing", before + 1)
+                Some(before) if event.id > before.saturating_add(1) => {
+                    let (first, last) = (before.saturating_add(1), event.id.saturating_sub(1));
+                    let missing = if first == last {
+                        format!("row {first} is missing")
                     } else {
-                        format!("rows {} to {} are missing", before + 1, event.id - 1)
+                        format!("rows {first} to {last} are missing")
                     };
                     self.problem(
                         &event,
