@@ -108,7 +108,7 @@ impl LoadedBundle {
                     _ => Some(document),
                 }
             }
-            schema::RefKind::Local(fragment) if fragment.is_empty() => Some(schema),
+            schema::RefKind::Local("") => Some(schema),
             _ => None,
         }
     }
