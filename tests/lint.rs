@@ -557,7 +557,7 @@ fn json_sarif_and_github_carry_the_same_findings() {
     let lines: Vec<&str> = github.lines().collect();
     assert_eq!(lines.len(), keys.len());
     for (line, (code, file, l, c)) in lines.iter().zip(&keys) {
-        assert!(line.starts_with(&format!("::")), "{line}");
+        assert!(line.starts_with("::"), "{line}");
         assert!(line.contains(&format!(" file={file},line={l},col={c},title={code} ")), "{line}");
     }
     insta::assert_snapshot!("github_report", github);
