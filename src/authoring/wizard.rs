@@ -424,7 +424,8 @@ mod tests {
                 "".into(),
             ]
         };
-        let mut answers: Vec<String> = vec!["A".into(), "".into(), "".into(), "".into(), "".into(), "".into(), "".into()];
+        let mut answers: Vec<String> =
+            vec!["A".into(), "".into(), "".into(), "".into(), "".into(), "".into(), "".into()];
         answers.extend(tool("a.one"));
         answers.extend(tool("a.two"));
         answers.push("n".into());
