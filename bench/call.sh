@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 iterations="${ITERATIONS:-300}"
-disk_dir="${BENCH_DISK:-$PWD/target/bench-call}"
+disk_dir="${BENCH_DISK:-target/bench-call}"
 tmpfs_dir="${BENCH_TMPFS:-/dev/shm}"
 mkdir -p "$disk_dir"
 
@@ -34,7 +34,7 @@ shown separately (no-op recorder, ledger on tmpfs, ledger on disk) together
 with the machine's fsync floor measured in the same run.
 
 Reproduce: \`ITERATIONS=$iterations bench/call.sh\` (builds with \`cargo build --release\`,
-then runs \`target/release/examples/bench_call --iterations $iterations --rlp target/release/rlp --disk $disk_dir --tmpfs $tmpfs_dir\`).
+then runs \`$target_dir/release/examples/bench_call --iterations $iterations --rlp $target_dir/release/rlp --disk $disk_dir --tmpfs $tmpfs_dir\`).
 
 Machine: $machine. Run: $(date -u +%Y-%m-%d).
 
