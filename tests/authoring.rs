@@ -227,7 +227,8 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
         "{policy}"
     );
     let manifest = read(&bundle.join("manifest.toml"));
-    assert!(manifest.contains("name = \"mailer\"           # must equal the bundle's folder name\n"), "{manifest}");
+    assert!(manifest.contains("# `name` must equal the bundle's folder name."), "{manifest}");
+    assert!(manifest.contains("name = \"mailer\"\nversion = \"0.1.0\"\n"), "{manifest}");
     assert!(manifest.contains("description = \"Sends drafts\"\n"), "{manifest}");
     assert!(manifest.contains("# model: claude-test-1 (secret runloop/model/api_key)"), "{manifest}");
     assert!(manifest.contains("[artifacts.\"bin/.gitkeep\"]"), "{manifest}");

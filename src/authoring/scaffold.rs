@@ -203,7 +203,6 @@ fn write_files(plan: &AgentPlan, drafts: &[ToolDraft], bundle: &Path, target: &P
     };
     let vars = [
         ("name", plan.name.as_str()),
-        ("dir", dir.as_str()),
         ("description", description.trim()),
         ("model_comment", model_comment.as_str()),
     ];
