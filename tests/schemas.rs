@@ -395,9 +395,8 @@ fn invalid_tools_documents_fail_schema_and_loader() {
 }
 
 /// A required key written as `null` is as wrong as a missing one; the schema
-/// says so, the loader currently reads `null` as "absent" and says nothing.
+/// says so, and the loader reports it as missing.
 #[test]
-#[ignore = "the loader accepts `null` for required keys without a finding (Fields::present in src/bundle/reader.rs)"]
 fn required_keys_set_to_null_fail_schema_and_loader() {
     let null_transport = json!({"version": 1, "tools": [{
         "id": "a", "description": "A.", "transport": null, "input_schema": {}, "result_schema": {},

@@ -91,7 +91,19 @@ impl<'v> Fields<'v> {
 
     fn present(&self, key: &str, required: bool, diags: &mut Diagnostics) -> Option<&'v Value> {
         match self.map.get(key) {
-            Some(Value::Null) => None,
+            // JSON null stands for "absent"; for a required key that is an error.
+            Some(Value::Null) => {
+                if required {
+                    diags
+                        .report(
+                            Code::MissingField,
+                            At::Value(self.at(key)),
+                            format!("`{key}` in {} is null", self.what),
+                        )
+                        .help(format!("give `{key}` a value"));
+                }
+                None
+            }
             Some(value) => Some(value),
             None => {
                 if required {
