@@ -201,11 +201,8 @@ fn write_files(plan: &AgentPlan, drafts: &[ToolDraft], bundle: &Path, target: &P
         (Some(model), None) => format!("# model: {model}; recorded in README.md, the manifest has no model key\n"),
         _ => String::new(),
     };
-    let vars = [
-        ("name", plan.name.as_str()),
-        ("description", description.trim()),
-        ("model_comment", model_comment.as_str()),
-    ];
+    let vars =
+        [("name", plan.name.as_str()), ("description", description.trim()), ("model_comment", model_comment.as_str())];
     write(MANIFEST_FILE, &templates::fill(templates::MANIFEST, &vars))?;
 
     let mut policy = PolicyDoc::from_text(&bundle.join("policy.caps"), &templates::fill(templates::POLICY, &vars))?;
