@@ -102,6 +102,10 @@ pub struct ImportArgs {
 /// Flags of `rlp trace verify`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
+Examples:
+  rlp trace verify
+  rlp trace verify --format json --home /srv/runloop
+
 Exit codes: 0 every row checks out, 1 a row was edited, removed or reordered, 2 no ledger.")]
 pub struct VerifyArgs {
     /// Output format.

@@ -57,6 +57,7 @@ pub struct RevokeArgs {
 
 /// Flags of `rlp trust list`.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  rlp trust list\n  rlp trust list --format json")]
 pub struct ListArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]

@@ -29,7 +29,7 @@ pub struct InstallArgs {
 /// Flags of `rlp agent list`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Every installed bundle is verified again against the current trust policy.\nStatus: ok, unsigned, digest mismatch, files changed, bad signature, untrusted, revoked,\ncapabilities beyond rule, invalid. Exit codes: 0 every bundle ok or unsigned, 1 otherwise."
+    after_help = "Examples:\n  rlp agent list\n  rlp agent list --format json --home /srv/runloop\n\nEvery installed bundle is verified again against the current trust policy.\nStatus: ok, unsigned, digest mismatch, files changed, bad signature, untrusted, revoked,\ncapabilities beyond rule, invalid. Exit codes: 0 every bundle ok or unsigned, 1 otherwise."
 )]
 pub struct ListArgs {
     /// Output format.

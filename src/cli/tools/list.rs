@@ -13,6 +13,10 @@ use crate::cli::output::{Format, print_json};
 /// Flags of `rlp tools list`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
+Examples:
+  rlp tools list agents/mailer
+  rlp tools list agents/mailer --format json
+
 EXPOSED is `yes` when the effective policy (policy.caps ∩ $RUNLOOP_HOME/caps/overrides/<name>.toml,
 when present) grants every capability the tool needs, else `no: missing …`.")]
 pub struct ListArgs {
