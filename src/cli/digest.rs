@@ -45,36 +45,33 @@ fn why(change: &Change) -> &'static str {
 
 /// Runs `rlp digest`.
 pub fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
-    let result = if args.check { digest::plan(&args.bundle) } else { digest::write(&args.bundle) };
-    let plan = result.map_err(|e| CliError::from(crate::integrity::digest_failure(e)))?;
-    let stale = args.check && !plan.changes.is_empty();
+    let result = if args.check { digest::check(&args.bundle) } else { digest::write(&args.bundle).map(|p| p.changes) };
+    let changes = result.map_err(|e| CliError::from(crate::integrity::digest_failure(e)))?;
+    let stale = args.check && !changes.is_empty();
     match args.format {
         Format::Json => {
-            let changes: Vec<_> = plan
-                .changes
-                .iter()
-                .map(|c| json!({"path": c.path(), "change": verb(c), "check": c.check_word()}))
-                .collect();
+            let items: Vec<_> =
+                changes.iter().map(|c| json!({"path": c.path(), "change": verb(c), "check": c.check_word()})).collect();
             let _ = print_json(&json!({
                 "bundle": args.bundle.display().to_string(),
-                "up_to_date": plan.changes.is_empty(),
-                "written": !args.check && !plan.changes.is_empty(),
-                "changes": changes,
+                "up_to_date": changes.is_empty(),
+                "written": !args.check && !changes.is_empty(),
+                "changes": items,
             }));
         }
         Format::Human => {
             let mut out = std::io::stdout().lock();
-            for change in &plan.changes {
+            for change in &changes {
                 let _ = if args.check {
                     writeln!(out, "{}: {} ({})", change.check_word(), change.path(), why(change))
                 } else {
                     writeln!(out, "{} {}", verb(change), change.path())
                 };
             }
-            if plan.changes.is_empty() {
+            if changes.is_empty() {
                 let _ = writeln!(out, "manifest.toml is up to date");
             } else if !args.check {
-                let count = |word: &str| plan.changes.iter().filter(|c| verb(c) == word).count();
+                let count = |word: &str| changes.iter().filter(|c| verb(c) == word).count();
                 let _ = writeln!(
                     out,
                     "updated manifest.toml: {} added, {} updated, {} removed",
@@ -86,8 +83,7 @@ pub fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
         }
     }
     if stale {
-        let entries =
-            if plan.changes.len() == 1 { "1 entry".to_string() } else { format!("{} entries", plan.changes.len()) };
+        let entries = if changes.len() == 1 { "1 entry".to_string() } else { format!("{} entries", changes.len()) };
         if args.format == Format::Human {
             return Err(CliError::problem(format!("manifest.toml is out of date: {entries}"))
                 .with_help(format!("run `rlp digest {}` to update it", args.bundle.display())));

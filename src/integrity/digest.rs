@@ -2,15 +2,14 @@
 //! the bundle's files, rewriting only those values (toml_edit keeps the
 //! author's comments, order and layout).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-use crate::bundle::inventory::{Inventory, hash_file};
 use crate::bundle::manifest::{CAPS_KEY, Digest, MANIFEST_FILE, TOOLS_KEY};
 use crate::bundle::tools::TOOLS_FILE;
+use crate::integrity::walk::walk;
 
 /// What digest did (or, with `--check`, would do) to one manifest entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,49 +91,139 @@ pub struct Plan {
     pub after: String,
 }
 
-/// Computes the up-to-date manifest without writing anything.
-pub fn plan(dir: &Path) -> Result<Plan, DigestError> {
+/// Size and digest of every file of the bundle, by path.
+type Hashes = BTreeMap<String, (u64, Digest)>;
+
+/// Reads manifest.toml.
+fn read_manifest(dir: &Path) -> Result<(PathBuf, String), DigestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
-    let before = match std::fs::read_to_string(&manifest_path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(DigestError::NoManifest(dir.to_path_buf())),
-        Err(source) => return Err(DigestError::Io { path: manifest_path, source }),
-    };
-    let mut doc: DocumentMut = before.parse().map_err(|e: toml_edit::TomlError| DigestError::Syntax {
-        path: manifest_path.clone(),
-        message: e.to_string(),
-    })?;
-    let inventory = Inventory::scan(dir).map_err(|source| DigestError::Io { path: dir.to_path_buf(), source })?;
-    if let Some(refused) = inventory.refused.first() {
+    match std::fs::read_to_string(&manifest_path) {
+        Ok(text) => Ok((manifest_path, text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DigestError::NoManifest(dir.to_path_buf())),
+        Err(source) => Err(DigestError::Io { path: manifest_path, source }),
+    }
+}
+
+/// Walks the bundle (one parallel pass: links and devices refused, small
+/// files hashed), then hashes the large files memory-mapped on every core.
+fn hash_all(dir: &Path) -> Result<Hashes, DigestError> {
+    let io = |e: crate::integrity::walk::WalkError| DigestError::Io { path: e.path, source: e.source };
+    let mut found = walk(dir).map_err(io)?;
+    if let Some(refused) = found.refused.first() {
         return Err(DigestError::Refused { path: dir.join(&refused.path), why: refused.why.clone() });
     }
-    let hashes: BTreeMap<String, (u64, Digest)> = inventory
-        .files
-        .par_iter()
-        .map(|f| hash_file(&dir.join(&f.path)).map(|h| (f.path.clone(), h)).map_err(|e| (f.path.clone(), e)))
-        .collect::<Result<_, _>>()
-        .map_err(|(path, source)| DigestError::Io { path: dir.join(path), source })?;
-    let shape = |key: &str| DigestError::Shape { path: manifest_path.clone(), key: key.to_string() };
+    found.hash_large(dir, |_| true).map_err(io)?;
+    Ok(found.files.into_iter().filter_map(|(path, facts)| facts.digest.map(|d| (path, (facts.size, d)))).collect())
+}
 
-    let caps_file =
-        doc.get("caps").and_then(|c| c.get("file")).and_then(Item::as_str).unwrap_or("policy.caps").to_string();
+/// One edit of the manifest document.
+#[derive(Debug)]
+enum Action {
+    /// Update `[agent].<key>` (the entry binary).
+    Entry { key: &'static str, size: u64, digest: Digest },
+    /// Update `[artifacts.<key>]` (and give `tools` its `version`).
+    Update { key: String, size: u64, digest: Digest, add_version: bool },
+    /// Remove `[artifacts.<key>]`.
+    Remove { key: String },
+    /// Add `[artifacts.<key>]`.
+    Add { key: String, path: String, size: u64, digest: Digest },
+}
+
+/// Whether an entry's `blake3` and `size` differ from the file's.
+fn is_stale(entry: &dyn toml_edit::TableLike, size: u64, digest: &Digest) -> bool {
+    let hex = digest.to_string();
+    let same_digest = matches!(entry.get("blake3"), Some(Item::Value(v)) if v.as_str() == Some(hex.as_str()));
+    let same_size = matches!(entry.get("size"), Some(Item::Value(v)) if v.as_integer() == Some(size as i64));
+    !(same_digest && same_size)
+}
+
+/// Decides every change from the manifest as written and the files found.
+fn decide(root: &Table, hashes: &Hashes, manifest_path: &Path) -> Result<(Vec<Change>, Vec<Action>), DigestError> {
+    let shape = |key: &str| DigestError::Shape { path: manifest_path.to_path_buf(), key: key.to_string() };
+    let caps_file = root.get("caps").and_then(|c| c.get("file")).and_then(Item::as_str).unwrap_or("policy.caps");
     let mut changes = Vec::new();
-    let mut listed: HashMap<String, ()> = HashMap::new();
+    let mut actions = Vec::new();
+    let mut listed: HashSet<&str> = HashSet::new();
 
     // The entry binary, inside [agent].
-    if let Some(agent) = doc.get_mut("agent").and_then(Item::as_table_like_mut) {
+    if let Some(agent) = root.get("agent").and_then(Item::as_table_like) {
         for key in ["entry_wasm", "entry_native"] {
-            let Some(entry) = agent.get_mut(key).and_then(Item::as_table_like_mut) else { continue };
-            let Some(path) = entry.get("path").and_then(Item::as_str).map(str::to_string) else { continue };
-            if let Some((size, digest)) = hashes.get(&path) {
-                if set_digest(entry, *size, digest) {
+            let Some(entry) = agent.get(key).and_then(Item::as_table_like) else { continue };
+            let Some(path) = entry.get("path").and_then(Item::as_str) else { continue };
+            if let Some((path, (size, digest))) = hashes.get_key_value(path) {
+                if is_stale(entry, *size, digest) {
                     changes.push(Change::Updated(path.clone()));
+                    actions.push(Action::Entry { key, size: *size, digest: *digest });
                 }
-                listed.insert(path, ());
+                listed.insert(path);
             }
         }
     }
 
+    // Existing entries: update or remove.
+    let artifacts = match root.get("artifacts") {
+        None => None,
+        Some(item) => Some(item.as_table().ok_or_else(|| shape("artifacts"))?),
+    };
+    let mut keys: HashSet<String> =
+        artifacts.map(|t| t.iter().map(|(k, _)| k.to_string()).collect()).unwrap_or_default();
+    for (key, item) in artifacts.iter().flat_map(|t| t.iter()) {
+        let entry = item.as_table_like().ok_or_else(|| shape(&format!("artifacts.{key}")))?;
+        let path = entry.get("path").and_then(Item::as_str).unwrap_or(key);
+        match hashes.get_key_value(path) {
+            Some((path, _)) if listed.contains(path.as_str()) => {
+                keys.remove(key);
+                changes.push(Change::Removed(path.clone()));
+                actions.push(Action::Remove { key: key.to_string() });
+            }
+            Some((path, (size, digest))) => {
+                let add_version = key == TOOLS_KEY && !entry.contains_key("version");
+                let stale = is_stale(entry, *size, digest);
+                if stale {
+                    changes.push(Change::Updated(path.clone()));
+                }
+                if stale || add_version {
+                    actions.push(Action::Update { key: key.to_string(), size: *size, digest: *digest, add_version });
+                }
+                listed.insert(path);
+            }
+            None => {
+                keys.remove(key);
+                changes.push(Change::Removed(path.to_string()));
+                actions.push(Action::Remove { key: key.to_string() });
+            }
+        }
+    }
+
+    // Unlisted files: add, tools.json and the caps file under their reserved keys.
+    for (path, (size, digest)) in hashes {
+        if listed.contains(path.as_str()) {
+            continue;
+        }
+        let key = match path.as_str() {
+            TOOLS_FILE if !keys.contains(TOOLS_KEY) => TOOLS_KEY,
+            p if p == caps_file && !keys.contains(CAPS_KEY) => CAPS_KEY,
+            p => p,
+        };
+        keys.insert(key.to_string());
+        changes.push(Change::Added(path.clone()));
+        actions.push(Action::Add { key: key.to_string(), path: path.clone(), size: *size, digest: *digest });
+    }
+    changes.sort_by(|a, b| a.path().cmp(b.path()));
+    Ok((changes, actions))
+}
+
+/// Applies the decided edits, keeping every other byte's decoration.
+fn apply(doc: &mut DocumentMut, actions: &[Action], manifest_path: &Path) -> Result<(), DigestError> {
+    let shape = |key: &str| DigestError::Shape { path: manifest_path.to_path_buf(), key: key.to_string() };
+    for action in actions {
+        if let Action::Entry { key, size, digest } = action
+            && let Some(entry) =
+                doc.get_mut("agent").and_then(Item::as_table_like_mut).and_then(|a| a.get_mut(key)?.as_table_like_mut())
+        {
+            set_digest(entry, *size, digest);
+        }
+    }
     if !doc.contains_key("artifacts") {
         let mut table = Table::new();
         table.set_implicit(true);
@@ -142,64 +231,64 @@ pub fn plan(dir: &Path) -> Result<Plan, DigestError> {
     }
     let artifacts = doc.get_mut("artifacts").and_then(Item::as_table_mut).ok_or_else(|| shape("artifacts"))?;
     artifacts.set_implicit(true);
-
-    // Existing entries: update or remove.
-    let keys: Vec<String> = artifacts.iter().map(|(k, _)| k.to_string()).collect();
-    for key in keys {
-        let Some(entry) = artifacts.get_mut(&key).and_then(Item::as_table_like_mut) else {
-            return Err(shape(&format!("artifacts.{key}")));
-        };
-        let path = entry.get("path").and_then(Item::as_str).map(str::to_string).unwrap_or_else(|| key.clone());
-        match hashes.get(&path) {
-            Some(_) if listed.contains_key(&path) => {
-                artifacts.remove(&key);
-                changes.push(Change::Removed(path));
-            }
-            Some((size, digest)) => {
-                if key == TOOLS_KEY && !entry.contains_key("version") {
+    for action in actions {
+        match action {
+            Action::Entry { .. } => {}
+            Action::Update { key, size, digest, add_version } => {
+                let entry = artifacts
+                    .get_mut(key)
+                    .and_then(Item::as_table_like_mut)
+                    .ok_or_else(|| shape(&format!("artifacts.{key}")))?;
+                if *add_version {
                     entry.insert("version", toml_edit::value(1));
                 }
-                if set_digest(entry, *size, digest) {
-                    changes.push(Change::Updated(path.clone()));
+                set_digest(entry, *size, digest);
+            }
+            Action::Remove { key } => {
+                artifacts.remove(key);
+            }
+            Action::Add { key, path, size, digest } => {
+                let mut table = Table::new();
+                table.insert("path", toml_edit::value(path.as_str()));
+                table.insert("blake3", toml_edit::value(digest.to_string()));
+                table.insert("size", toml_edit::value(*size as i64));
+                if key == TOOLS_KEY {
+                    table.insert("version", toml_edit::value(1));
                 }
-                listed.insert(path, ());
-            }
-            None => {
-                artifacts.remove(&key);
-                changes.push(Change::Removed(path));
+                artifacts.insert(key, Item::Table(table));
             }
         }
     }
+    Ok(())
+}
 
-    // Unlisted files: add, tools.json and the caps file under their reserved keys.
-    for (path, (size, digest)) in &hashes {
-        if listed.contains_key(path) {
-            continue;
-        }
-        let key = match path.as_str() {
-            TOOLS_FILE if !artifacts.contains_key(TOOLS_KEY) => TOOLS_KEY,
-            p if p == caps_file && !artifacts.contains_key(CAPS_KEY) => CAPS_KEY,
-            p => p,
-        };
-        let mut table = Table::new();
-        table.insert("path", toml_edit::value(path.as_str()));
-        table.insert("blake3", toml_edit::value(digest.to_string()));
-        table.insert("size", toml_edit::value(*size as i64));
-        if key == TOOLS_KEY {
-            table.insert("version", toml_edit::value(1));
-        }
-        artifacts.insert(key, Item::Table(table));
-        changes.push(Change::Added(path.clone()));
+/// Computes the up-to-date manifest without writing anything.
+pub fn plan(dir: &Path) -> Result<Plan, DigestError> {
+    let (manifest_path, before) = read_manifest(dir)?;
+    let (doc, hashes) = rayon::join(|| before.parse::<DocumentMut>(), || hash_all(dir));
+    let mut doc = doc.map_err(|e| DigestError::Syntax { path: manifest_path.clone(), message: e.to_string() })?;
+    let hashes = hashes?;
+    let (changes, actions) = decide(doc.as_table(), &hashes, &manifest_path)?;
+    if changes.is_empty() {
+        return Ok(Plan { changes, after: before.clone(), before });
     }
-    changes.sort_by(|a, b| a.path().cmp(b.path()));
+    apply(&mut doc, &actions, &manifest_path)?;
     let mut after = doc.to_string();
     if !after.ends_with('\n') {
         after.push('\n');
     }
-    if changes.is_empty() {
-        after = before.clone();
-    }
     Ok(Plan { changes, before, after })
+}
+
+/// What [`plan`] would change, without building the new manifest text: the
+/// fast path of `rlp digest --check` (the manifest is parsed while the
+/// bundle is walked and hashed).
+pub fn check(dir: &Path) -> Result<Vec<Change>, DigestError> {
+    let (manifest_path, before) = read_manifest(dir)?;
+    let (doc, hashes) = rayon::join(|| toml_edit::Document::parse(before.as_str()), || hash_all(dir));
+    let doc = doc.map_err(|e| DigestError::Syntax { path: manifest_path.clone(), message: e.to_string() })?;
+    let hashes = hashes?;
+    Ok(decide(doc.as_table(), &hashes, &manifest_path)?.0)
 }
 
 /// Sets `blake3` and `size` on an entry, keeping each value's decoration
@@ -264,5 +353,47 @@ mod tests {
         assert!(findings.is_empty(), "{findings:?}");
         // A second run changes nothing.
         assert!(write(root).unwrap().changes.is_empty());
+    }
+
+    #[test]
+    fn check_agrees_with_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("bin")).unwrap();
+        fs::write(root.join("tools.json"), "{}").unwrap();
+        fs::write(root.join("tools"), "x").unwrap();
+        fs::write(root.join("policy.caps"), "[capabilities]\n").unwrap();
+        fs::write(root.join("bin/a.wasm"), "wasm").unwrap();
+        fs::write(root.join("same.txt"), "same").unwrap();
+        let same = crate::bundle::inventory::hash_bytes(b"same").to_string();
+        let upper = same.to_uppercase();
+        let manifests = [
+            format!(
+                "[agent]\nname = \"d\"\nversion = \"0.1.0\"\nentry_wasm = {{ path = \"bin/a.wasm\", blake3 = \"{same}\" }}\n[artifacts.\"same.txt\"]\npath = \"same.txt\"\nblake3 = \"{same}\"\nsize = 4\n[artifacts.again]\npath = \"same.txt\"\nblake3 = \"{same}\"\nsize = 4\n"
+            ),
+            format!(
+                "[agent]\nname = \"d\"\nversion = \"0.1.0\"\n[artifacts.\"same.txt\"]\npath = \"same.txt\"\nblake3 = \"{upper}\"\nsize = 4\n[artifacts.tools]\npath = \"gone.json\"\nblake3 = \"{same}\"\n"
+            ),
+            format!(
+                "[agent]\nname = \"d\"\nversion = \"0.1.0\"\n[artifacts.\"same.txt\"]\npath = \"same.txt\"\nblake3 = \"{same}\"\n[caps]\nfile = \"tools\"\n"
+            ),
+            format!(
+                "[agent]\nname = \"d\"\nversion = \"0.1.0\"\nentry_native = {{ path = \"bin/missing\", blake3 = \"{same}\" }}\n[artifacts.\"same.txt\"]\nblake3 = \"{same}\"\nsize = 4\n"
+            ),
+            "artifacts = 3\n[agent]\nname = \"d\"\nversion = \"0.1.0\"\n".to_string(),
+        ];
+        for manifest in &manifests {
+            fs::write(root.join(MANIFEST_FILE), manifest).unwrap();
+            match (plan(root), check(root)) {
+                (Ok(plan), Ok(changes)) => {
+                    assert_eq!(plan.changes, changes, "{manifest}");
+                    assert!(!changes.is_empty());
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("{manifest}: {a:?} vs {b:?}"),
+            }
+        }
+        let plan = plan(root).unwrap_err();
+        assert!(plan.to_string().ends_with("`artifacts` must be a table"), "{plan}");
     }
 }

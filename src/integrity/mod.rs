@@ -4,9 +4,11 @@
 pub mod digest;
 pub mod failure;
 pub mod keys;
+pub mod manifest_read;
 pub mod signature;
 pub mod trust;
 pub mod verify;
+pub mod walk;
 
 pub use failure::{Class, Failure, Reason};
 

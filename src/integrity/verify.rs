@@ -12,17 +12,16 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use rayon::prelude::*;
-
 use crate::bundle::capability::Capability;
 use crate::bundle::diag::Severity;
-use crate::bundle::inventory::{Inventory, hash_bytes, hash_file};
-use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest, SIGNATURES_DIR, is_valid_name};
+use crate::bundle::inventory::hash_bytes;
+use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest, SIGNATURES_DIR};
 use crate::bundle::policy::Policy;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::{KeyId, PublicKey};
 use crate::integrity::signature::{MAX_SIGNATURE_BYTES, ManifestSignature, SIGNATURE_FILE};
 use crate::integrity::trust::TrustPolicy;
+use crate::integrity::walk::{Walk, walk};
 
 /// Largest manifest.toml read by verification.
 pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
@@ -97,27 +96,10 @@ pub struct Verified {
     pub capabilities: Vec<Capability>,
 }
 
-/// Parses manifest bytes, refusing anything lint would call an error.
+/// Parses manifest bytes as verification reads them (see
+/// [`crate::integrity::manifest_read`]).
 pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, Failure> {
-    let invalid = |why: String| {
-        Failure::new(Reason::Manifest, format!("{MANIFEST_FILE} is invalid: {why}"))
-            .with_help("run `rlp lint` on the bundle to see where")
-    };
-    let text = std::str::from_utf8(bytes).map_err(|e| invalid(format!("not UTF-8 (at byte {})", e.valid_up_to())))?;
-    let (manifest, findings) = crate::bundle::parse_manifest(text);
-    if let Some(error) = findings.iter().find(|f| f.severity == Severity::Error) {
-        return Err(invalid(error.message.clone()));
-    }
-    let manifest = manifest.ok_or_else(|| invalid("it could not be read".into()))?;
-    match &manifest.name {
-        Some(name) if is_valid_name(name) => {}
-        Some(name) => return Err(invalid(format!("agent name `{name}` does not match ^[a-z][a-z0-9_]*$"))),
-        None => return Err(invalid("[agent] has no name".into())),
-    }
-    if manifest.semver().is_none() {
-        return Err(invalid(format!("version `{}` is not SemVer", manifest.version.as_deref().unwrap_or(""))));
-    }
-    Ok(manifest)
+    crate::integrity::manifest_read::read_manifest(bytes)
 }
 
 /// Reads a regular, singly linked file of at most `limit` bytes (`shown` names it in messages).
@@ -164,22 +146,23 @@ fn read_signatures(dir: &Path) -> Result<Option<Vec<u8>>, Failure> {
     }
 }
 
-/// A bundle folder as found on disk, before any file is hashed.
+/// A bundle folder as found on disk.
 #[derive(Debug)]
 pub struct DirScan {
     /// manifest.toml, byte for byte.
     pub manifest_bytes: Vec<u8>,
     /// The parsed manifest.
     pub manifest: Manifest,
-    /// The files (manifest.toml and SIGNATURES/ excluded).
-    pub inventory: Inventory,
+    /// The files (manifest.toml and SIGNATURES/ excluded), sorted; small
+    /// files already hashed, large ones only measured.
+    pub walk: Walk,
     /// SIGNATURES/manifest.sig, if present.
     pub signature: Option<Vec<u8>>,
 }
 
-/// Reads a bundle folder's manifest, signature and file list: refuses links
-/// and devices, an invalid manifest and sizes that differ from the manifest
-/// (before hashing anything).
+/// Reads a bundle folder: the manifest is parsed while the folder is walked
+/// and its small files hashed (in parallel); links and devices are refused,
+/// then sizes are compared with the manifest. Large files are not hashed yet.
 pub fn scan_dir(dir: &Path) -> Result<DirScan, Failure> {
     match fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => {}
@@ -191,9 +174,17 @@ pub fn scan_dir(dir: &Path) -> Result<DirScan, Failure> {
         return Err(Failure::new(Reason::Unreadable, format!("{} has no {MANIFEST_FILE}", dir.display()))
             .with_help("pass a bundle folder or a .bundle.tar.gz archive"));
     }
-    let manifest_bytes = read_regular(&manifest_path, MANIFEST_FILE, MAX_MANIFEST_BYTES)?;
-    let inventory = Inventory::scan(dir).map_err(|e| Failure::io(dir, &e))?;
-    if let Some(refused) = inventory.refused.first() {
+    let (manifest, walked) = rayon::join(
+        || {
+            let bytes = read_regular(&manifest_path, MANIFEST_FILE, MAX_MANIFEST_BYTES)?;
+            let manifest = parse_manifest(&bytes);
+            Ok::<_, Failure>((bytes, manifest))
+        },
+        || walk(dir),
+    );
+    let (manifest_bytes, manifest) = manifest?;
+    let walk = walked.map_err(|e| Failure::io(&e.path, &e.source))?;
+    if let Some(refused) = walk.refused.first() {
         return Err(Failure::new(
             Reason::NotRegular,
             format!("`{}` cannot be part of a bundle: {}", refused.path, refused.why),
@@ -201,38 +192,28 @@ pub fn scan_dir(dir: &Path) -> Result<DirScan, Failure> {
         .with_help("bundles hold only regular files and folders"));
     }
     let signature = read_signatures(dir)?;
-    let manifest = parse_manifest(&manifest_bytes)?;
-    check_sizes(&manifest, |path| inventory.get(path).map(|f| f.size))?;
-    Ok(DirScan { manifest_bytes, manifest, inventory, signature })
+    let manifest = manifest?;
+    check_sizes(&manifest, |path| walk.get(path).map(|f| f.size))?;
+    Ok(DirScan { manifest_bytes, manifest, walk, signature })
 }
 
-/// Gathers evidence from a bundle folder: [`scan_dir`], then every listed
-/// file hashed in parallel (large files memory-mapped on every core).
+/// Gathers evidence from a bundle folder: [`scan_dir`], then the listed large
+/// files hashed (memory-mapped, on every core).
 pub fn collect_dir(dir: &Path) -> Result<Evidence, Failure> {
-    let DirScan { manifest_bytes, manifest, inventory, signature } = scan_dir(dir)?;
+    let DirScan { manifest_bytes, manifest, mut walk, signature } = scan_dir(dir)?;
     let listed: HashSet<&str> = manifest.listed().map(|a| a.path.as_str()).collect();
+    walk.hash_large(dir, |path| listed.contains(path)).map_err(|e| Failure::io(&e.path, &e.source))?;
     let caps_file = manifest.caps_file.clone();
     let mut policy_text = None;
-    if listed.contains(caps_file.as_str()) && inventory.get(&caps_file).is_some() {
-        policy_text = Some(read_regular(&dir.join(&caps_file), &caps_file, MAX_POLICY_BYTES)?);
+    if listed.contains(caps_file.as_str()) && walk.get(&caps_file).is_some() {
+        let text = read_regular(&dir.join(&caps_file), &caps_file, MAX_POLICY_BYTES)?;
+        if walk.get(&caps_file).and_then(|f| f.digest) != Some(hash_bytes(&text)) {
+            return Err(Failure::new(Reason::Digest, format!("`{caps_file}` changed while it was being verified"))
+                .with_help("verify again once nothing is writing to the bundle"));
+        }
+        policy_text = Some(text);
     }
-    let to_hash: Vec<&str> =
-        inventory.files.iter().map(|f| f.path.as_str()).filter(|p| listed.contains(p) && *p != caps_file).collect();
-    let hashed: Vec<(String, FileFacts)> = to_hash
-        .par_iter()
-        .map(|path| {
-            let full = dir.join(path);
-            hash_file(&full)
-                .map(|(size, digest)| (path.to_string(), FileFacts { size, digest: Some(digest) }))
-                .map_err(|e| Failure::io(&full, &e))
-        })
-        .collect::<Result<_, _>>()?;
-    let mut files: BTreeMap<String, FileFacts> =
-        inventory.files.iter().map(|f| (f.path.clone(), FileFacts { size: f.size, digest: None })).collect();
-    files.extend(hashed);
-    if let Some(text) = &policy_text {
-        files.insert(caps_file, FileFacts { size: text.len() as u64, digest: Some(hash_bytes(text)) });
-    }
+    let files: BTreeMap<String, FileFacts> = walk.files.into_iter().collect();
     Ok(Evidence { manifest_bytes, manifest, signature, files, policy_text })
 }
 

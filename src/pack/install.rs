@@ -189,16 +189,16 @@ pub fn copy_dir(dir: &Path, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
     let mut files = std::collections::BTreeMap::new();
     let mut policy_text = None;
     let mut buffer = vec![0u8; 1 << 16];
-    for entry in &scan.inventory.files {
-        if !listed.contains(entry.path.as_str()) {
-            files.insert(entry.path.clone(), FileFacts { size: entry.size, digest: None });
+    for (path, facts) in &scan.walk.files {
+        if !listed.contains(path.as_str()) {
+            files.insert(path.clone(), FileFacts { size: facts.size, digest: None });
             continue;
         }
-        let full = dir.join(&entry.path);
+        let full = dir.join(path);
         let mut file = File::open(&full).map_err(|e| Failure::io(&full, &e))?;
         let executable = file.metadata().map_err(|e| Failure::io(&full, &e))?.permissions().mode() & 0o100 != 0;
-        sink.begin_file(&entry.path, executable).map_err(|e| sink_err(&entry.path, e))?;
-        let keep = entry.path == caps_file && entry.size <= MAX_POLICY_BYTES;
+        sink.begin_file(path, executable).map_err(|e| sink_err(path, e))?;
+        let keep = path == caps_file && facts.size <= MAX_POLICY_BYTES;
         let mut kept = Vec::new();
         let mut hasher = blake3::Hasher::new();
         let mut size = 0u64;
@@ -213,15 +213,15 @@ pub fn copy_dir(dir: &Path, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
             if keep {
                 kept.extend_from_slice(&buffer[..n]);
             }
-            sink.write(&buffer[..n]).map_err(|e| sink_err(&entry.path, e))?;
+            sink.write(&buffer[..n]).map_err(|e| sink_err(path, e))?;
             size += n as u64;
         }
-        sink.end_file().map_err(|e| sink_err(&entry.path, e))?;
+        sink.end_file().map_err(|e| sink_err(path, e))?;
         if keep {
             policy_text = Some(kept);
         }
         let digest = crate::bundle::manifest::Digest(*hasher.finalize().as_bytes());
-        files.insert(entry.path.clone(), FileFacts { size, digest: Some(digest) });
+        files.insert(path.clone(), FileFacts { size, digest: Some(digest) });
     }
     Ok(Evidence {
         manifest_bytes: scan.manifest_bytes,
