@@ -22,8 +22,10 @@ pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
                 continue;
             }
             let declared = tool.capabilities.iter().find(|(_, c)| *c == cap).map(|(at, _)| at.clone());
+            // The URL's own spelling of its host is used only for the grant the
+            // URL implies, never for a declared `net:` capability.
             let url = match &tool.transport {
-                Some(Transport::Http { url: Some(url), .. }) => Some(url),
+                Some(Transport::Http { url: Some(url), .. }) if declared.is_none() => Some(url),
                 _ => None,
             };
             let (at, why) = match (&cap, declared) {
