@@ -49,9 +49,16 @@ measure() {
   rss="$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/$name.time")"
 }
 
+# commas N: 1234567 -> 1,234,567
+commas() {
+  awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); while (s ~ /[0-9][0-9][0-9][0-9]/) sub(/[0-9][0-9][0-9]($|,)/, ",&", s); print s }'
+}
+
 row() { # NAME SECS RSS_KIB
-  awk -v name="$1" -v s="$2" -v kib="$3" -v n="$frames" \
-    'BEGIN { printf "| %s | %.2f s | %\047.0f | %.1f MiB |\n", name, s, n / s, kib / 1024 }'
+  local rate
+  rate="$(awk -v s="$2" -v n="$frames" 'BEGIN { printf "%.0f", n / s }')"
+  awk -v name="$1" -v s="$2" -v kib="$3" -v rate="$(commas "$rate")" \
+    'BEGIN { printf "| %s | %.2f s | %s | %.1f MiB |\n", name, s, rate, kib / 1024 }'
 }
 
 measure import 0 "$rlp" --home "$home" trace import "$work/trace.jsonl"
@@ -77,8 +84,8 @@ load="$(cut -d' ' -f1-3 /proc/loadavg)"
 section="$(cat <<SECTION
 ## Replay (\`bench/replay.sh\`)
 
-A generated trace of $(printf "%'d" "$frames") frames ($(printf "%'d" "$calls") \`tool.call\` +
-$(printf "%'d" "$calls") \`tool.result\`, four tools, small arguments and results) is imported into a
+A generated trace of $(commas "$frames") frames ($(commas "$calls") \`tool.call\` +
+$(commas "$calls") \`tool.result\`, four tools, small arguments and results) is imported into a
 fresh ledger; then \`rlp trace verify\` (every row hash and the chain), \`rlp trace export\`
 (to a file, atomically) and strict \`rlp replay\` (every call's arguments and result
 validated against the bundle's schemas, JSON report) run on it. Each figure is one

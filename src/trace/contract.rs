@@ -47,6 +47,9 @@ pub enum Check {
 }
 
 fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Check {
+    if validator.is_valid(value) {
+        return Check::Valid;
+    }
     let mut errors: Vec<String> = validator
         .iter_errors(value)
         .map(|e| {

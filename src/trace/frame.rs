@@ -361,6 +361,66 @@ pub fn push_json_string(out: &mut String, s: &str) {
 /// Largest integer JCS writes as plain digits (2^53).
 const MAX_EXACT_INTEGER: i64 = 1 << 53;
 
+/// Appends the RFC 8785 (JCS) canonical form of `value` to `out`: the same
+/// text as [`crate::trace::event::canonical_json`], written directly
+/// (members sorted by their UTF-16 code units, strings as in
+/// [`push_json_string`], integers up to 2^53 as digits, every other number in
+/// the ES6 form the canonicalizer gives).
+pub fn push_canonical(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => {
+            let limit = MAX_EXACT_INTEGER.unsigned_abs();
+            match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) if i.unsigned_abs() <= limit => out.push_str(&i.to_string()),
+                (_, Some(u)) if u <= limit => out.push_str(&u.to_string()),
+                _ => match crate::trace::event::canonical_json(value) {
+                    Ok(text) => out.push_str(&text),
+                    Err(_) => out.push_str("null"),
+                },
+            }
+        }
+        Value::String(s) => push_json_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_canonical(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            if members.iter().all(|(k, _)| k.is_ascii()) {
+                members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            } else {
+                members.sort_unstable_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            }
+            out.push('{');
+            for (i, (key, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_json_string(out, key);
+                out.push(':');
+                push_canonical(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// The RFC 8785 canonical text of `value` (see [`push_canonical`]).
+pub fn canonical_text(value: &Value) -> String {
+    let mut out = String::new();
+    push_canonical(&mut out, value);
+    out
+}
+
 /// `ts_ms` as RFC 8785 writes it (plain digits up to 2^53, ES6 number form beyond).
 pub fn push_json_integer(out: &mut String, n: i64) {
     if n.unsigned_abs() <= MAX_EXACT_INTEGER.unsigned_abs() {
@@ -494,6 +554,22 @@ mod tests {
             let mut out = String::new();
             push_json_string(&mut out, s);
             assert_eq!(out, canonical_json(&Value::from(s)).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn canonical_text_matches_the_canonicalizer() {
+        let values = [
+            json!({"b": [1, -2, 1.5, 1e21, 1e-7, 0.1, 9007199254740993u64, -9007199254740993i64, 123456789012345680000.0],
+                   "a": {"z": null, "é": true, "\u{10000}": "x", "\u{ffff}": "y", "": false}, "A": "\u{1}\"\\"}),
+            json!([]),
+            json!({}),
+            json!(-0.0),
+            json!(9007199254740992u64),
+            json!("plain"),
+        ];
+        for value in values {
+            assert_eq!(canonical_text(&value), canonical_json(&value).unwrap(), "{value}");
         }
     }
 

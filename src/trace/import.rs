@@ -1,10 +1,12 @@
 //! Importing a JSON Lines trace into a ledger: all or nothing.
 //!
-//! The file is read once. Every line is checked by
+//! The file is read once, on a thread of its own. Every line is checked by
 //! [`crate::trace::jsonl::JsonlReader`], and every `tool.result` must answer
 //! a `tool.call` earlier in the file that is still waiting for its final
-//! result. Rows are inserted as they are read, with one prepared statement,
-//! inside a single `BEGIN IMMEDIATE` transaction on the ledger (WAL,
+//! result. Rows are inserted as they are read (in batches handed over a
+//! bounded channel, so reading and inserting overlap and memory stays flat),
+//! with one prepared statement, inside a single `BEGIN IMMEDIATE` transaction
+//! on the ledger (WAL,
 //! `synchronous=FULL`, the chain continued from the ledger's last row); the
 //! transaction commits only when the whole file is good. Any problem rolls it
 //! back, so a refused file leaves the ledger exactly as it was. Up to
@@ -12,6 +14,7 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -19,12 +22,16 @@ use uuid::Uuid;
 
 use crate::trace::event::{GENESIS, chain_hash, from_hex, to_hex};
 use crate::trace::frame::Body;
-use crate::trace::jsonl::{JsonlReader, LineError, ReadError};
+use crate::trace::jsonl::{JsonlReader, LineError, ReadError, ReadFrame};
 use crate::trace::ledger::{Ledger, LedgerError};
 use crate::trace::pending::PendingCalls;
 
 /// Problems listed in a refusal; the rest are counted.
 pub const MAX_LISTED_PROBLEMS: usize = 20;
+/// Frames handed from the reading thread to the writer at a time.
+const BATCH: usize = 1024;
+/// Batches on their way to the writer at most.
+const IN_FLIGHT_BATCHES: usize = 8;
 /// How long the import waits for another writer to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -107,7 +114,11 @@ pub fn import_file(ledger_path: &Path, file: &Path) -> Result<ImportSummary, Imp
 ///
 /// When the ledger did not exist before and nothing is imported, the files
 /// created for it are removed again, so a refused import writes nothing.
-pub fn import_reader(ledger_path: &Path, reader: impl BufRead, source: &Path) -> Result<ImportSummary, ImportError> {
+pub fn import_reader(
+    ledger_path: &Path,
+    reader: impl BufRead + Send,
+    source: &Path,
+) -> Result<ImportSummary, ImportError> {
     let created_dir = ledger_path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists());
     let existed = ledger_path.exists();
     let result = import_into(ledger_path, reader, source);
@@ -124,13 +135,67 @@ pub fn import_reader(ledger_path: &Path, reader: impl BufRead, source: &Path) ->
     result
 }
 
-fn import_into(ledger_path: &Path, reader: impl BufRead, source: &Path) -> Result<ImportSummary, ImportError> {
+/// One thing the reading thread found.
+enum Item {
+    /// A good frame.
+    Frame(Box<ReadFrame>),
+    /// A bad line; reading goes on.
+    Problem(LineError),
+    /// A line that stops reading.
+    Fatal(LineError),
+    /// The file could not be read.
+    Io(std::io::Error),
+}
+
+/// Reads, checks, canonicalises and hashes frames on its own thread, handing
+/// them over in batches (the channel is bounded, so memory stays flat).
+fn read_batches(reader: impl BufRead, to_writer: SyncSender<Vec<Item>>) {
+    let mut reader = JsonlReader::new(reader);
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        let (item, last) = match reader.next_frame() {
+            Ok(Some(read)) => (Item::Frame(Box::new(read)), false),
+            Ok(None) => break,
+            Err(ReadError::Line(e)) => (Item::Problem(e), false),
+            Err(ReadError::Fatal(e)) => (Item::Fatal(e), true),
+            Err(ReadError::Io(e)) => (Item::Io(e), true),
+        };
+        batch.push(item);
+        if last {
+            break;
+        }
+        if batch.len() == BATCH && to_writer.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() {
+            // The writer stopped; nothing more is wanted.
+            return;
+        }
+    }
+    if !batch.is_empty() {
+        let _ = to_writer.send(batch);
+    }
+}
+
+fn import_into(ledger_path: &Path, reader: impl BufRead + Send, source: &Path) -> Result<ImportSummary, ImportError> {
     // Creates the ledger and its schema (or migrates an upstream one).
     drop(Ledger::open(ledger_path)?);
     let sqlite = |source| LedgerError::Sqlite { path: ledger_path.to_path_buf(), source };
     let mut conn = Connection::open(ledger_path).map_err(sqlite)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
     conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
+    std::thread::scope(|scope| {
+        let (to_writer, from_reader) = std::sync::mpsc::sync_channel(IN_FLIGHT_BATCHES);
+        scope.spawn(move || read_batches(reader, to_writer));
+        // `from_reader` is dropped when `write` returns, which stops the reader.
+        write(&mut conn, ledger_path, from_reader, source)
+    })
+}
+
+fn write(
+    conn: &mut Connection,
+    ledger_path: &Path,
+    from_reader: Receiver<Vec<Item>>,
+    source: &Path,
+) -> Result<ImportSummary, ImportError> {
+    let sqlite = |source| LedgerError::Sqlite { path: ledger_path.to_path_buf(), source };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
     let last: Option<String> = tx
         .query_row("SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1", [], |r| {
@@ -145,7 +210,6 @@ fn import_into(ledger_path: &Path, reader: impl BufRead, source: &Path) -> Resul
             message: format!("the last row's chain value `{text}` is not 64 hex digits; the ledger was edited"),
         })?,
     };
-    let mut reader = JsonlReader::new(reader);
     let mut problems = Problems { listed: Vec::new(), more: 0 };
     let mut pending: PendingCalls<()> = PendingCalls::new();
     let mut summary = ImportSummary { trace_id: Uuid::nil(), frames: 0, calls: 0, first_row: 0, last_row: 0 };
@@ -156,19 +220,14 @@ fn import_into(ledger_path: &Path, reader: impl BufRead, source: &Path) -> Resul
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .map_err(sqlite)?;
-        loop {
-            let read = match reader.next_frame() {
-                Ok(Some(read)) => read,
-                Ok(None) => break,
-                Err(ReadError::Line(e)) => {
+        for item in from_reader.iter().flatten() {
+            let read = match item {
+                Item::Frame(read) => read,
+                Item::Problem(e) | Item::Fatal(e) => {
                     problems.push(e);
                     continue;
                 }
-                Err(ReadError::Fatal(e)) => {
-                    problems.push(e);
-                    break;
-                }
-                Err(ReadError::Io(e)) => return Err(ImportError::Io { path: source.to_path_buf(), source: e }),
+                Item::Io(e) => return Err(ImportError::Io { path: source.to_path_buf(), source: e }),
             };
             let line = read.frame.position;
             if summary.frames == 0 && problems.is_empty() {

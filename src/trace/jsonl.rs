@@ -22,8 +22,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::trace::event::{GENESIS, canonical_json, chain_hash, from_hex, to_hex};
-use crate::trace::frame::{Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, frame_hash};
+use crate::trace::event::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::trace::frame::{Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, canonical_text, frame_hash};
 
 /// Longest line read (a frame carries at most one tool result).
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -200,8 +200,8 @@ impl<R: BufRead> JsonlReader<R> {
             }
             Some(_) => {}
         }
-        let payload_json = canonical_json(&raw.payload)?;
-        let provenance_json = canonical_json(&raw.provenance)?;
+        let payload_json = canonical_text(&raw.payload);
+        let provenance_json = canonical_text(&raw.provenance);
         let hash =
             frame_hash(&mut self.scratch, raw.ts_ms, &raw.actor, kind, &raw.scope, &payload_json, &provenance_json);
         let stored_hash = match &raw.hash_blake3 {
@@ -252,6 +252,7 @@ impl<R: BufRead> JsonlReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::event::canonical_json;
     use crate::trace::frame::{FrameLine, write_frame_line};
     use serde_json::json;
 

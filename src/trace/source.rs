@@ -24,8 +24,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::trace::divergence::{Divergence, DivergenceKind};
-use crate::trace::event::canonical_json;
-use crate::trace::frame::{Body, Outcome, TraceFrame};
+use crate::trace::frame::{Body, Outcome, TraceFrame, canonical_text};
 use crate::trace::pending::PendingCalls;
 use crate::trace::query::{InputError, TraceInput, for_each_frame};
 
@@ -83,7 +82,7 @@ impl std::fmt::Debug for ReplaySource {
 }
 
 fn key(tool: &str, args: &Value) -> (String, String) {
-    (tool.to_string(), canonical_json(args).unwrap_or_else(|_| args.to_string()))
+    (tool.to_string(), canonical_text(args))
 }
 
 impl ReplaySource {
