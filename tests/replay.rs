@@ -603,6 +603,19 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     assert_eq!(first["payload"]["replay_of"], TRACE);
     assert_eq!(first["payload"]["mode"], "live");
 
+    // Replaying from the ledger itself (read while the new calls are written) finds the same.
+    let by_id = sb
+        .rlp("home")
+        .args(["replay", TRACE, "--bundle"])
+        .arg(&bundle)
+        .args(["--mode", "live", "--format", "json", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(by_id.status.code(), Some(1), "{}", stderr(&by_id));
+    let by_id: Value = serde_json::from_slice(&by_id.stdout).unwrap();
+    assert_eq!(by_id["divergences"], doc["divergences"]);
+    assert_ne!(by_id["new_trace_id"], doc["new_trace_id"]);
+
     // The human report names the changed fields too.
     let human = sb
         .rlp("home")
