@@ -223,9 +223,7 @@ impl Server {
                     }
                     let Ok(stream) = stream else { continue };
                     connections.fetch_add(1, Ordering::SeqCst);
-                    if let Some(request) = serve(stream, &handler) {
-                        requests.lock().unwrap().push(request);
-                    }
+                    serve(stream, &handler, &requests);
                 }
             })
         };
@@ -251,7 +249,9 @@ impl Drop for Server {
     }
 }
 
-fn serve(stream: TcpStream, handler: &Handler) -> Option<Request> {
+/// Reads one request, records it, then replies: the record is in place
+/// before the client can see the reply, so a test never races it.
+fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>>) -> Option<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
@@ -277,6 +277,7 @@ fn serve(stream: TcpStream, handler: &Handler) -> Option<Request> {
     reader.read_exact(&mut body).ok()?;
     let request = Request { line, headers, body };
     let answer = handler(&request);
+    requests.lock().unwrap().push(request);
     let mut out = stream;
     let mut text =
         format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n", answer.status, answer.body.len());
@@ -287,7 +288,7 @@ fn serve(stream: TcpStream, handler: &Handler) -> Option<Request> {
     text.push_str(&answer.body);
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-    Some(request)
+    Some(())
 }
 
 // ------------------------------------------------------------------ tests

@@ -219,8 +219,20 @@ pub fn collect_dir(dir: &Path) -> Result<Evidence, Failure> {
 
 /// The first listed file whose size differs from the manifest, in path order.
 pub fn check_sizes(manifest: &Manifest, size_of: impl Fn(&str) -> Option<u64>) -> Result<(), Failure> {
+    sizes_match(&sorted_listed(manifest), size_of)
+}
+
+/// Every listed file (artifacts and the entry binary), sorted by path.
+fn sorted_listed(manifest: &Manifest) -> Vec<&crate::bundle::manifest::Artifact> {
     let mut listed: Vec<_> = manifest.listed().collect();
-    listed.sort_by(|a, b| a.path.cmp(&b.path));
+    listed.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    listed
+}
+
+fn sizes_match(
+    listed: &[&crate::bundle::manifest::Artifact],
+    size_of: impl Fn(&str) -> Option<u64>,
+) -> Result<(), Failure> {
     for artifact in listed {
         if let (Some(want), Some(found)) = (artifact.size, size_of(&artifact.path))
             && want != found
@@ -263,10 +275,8 @@ pub fn check_digest(path: &str, want: Option<Digest>, found: Option<Digest>) -> 
 /// Runs every check on gathered evidence.
 pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Failure> {
     let manifest = &evidence.manifest;
-    check_sizes(manifest, |path| evidence.files.get(path).map(|f| f.size))?;
-
-    let mut listed: Vec<_> = manifest.listed().collect();
-    listed.sort_by(|a, b| a.path.cmp(&b.path));
+    let listed = sorted_listed(manifest);
+    sizes_match(&listed, |path| evidence.files.get(path).map(|f| f.size))?;
     for artifact in &listed {
         if let Some(facts) = evidence.files.get(&artifact.path) {
             check_digest(&artifact.path, artifact.blake3, facts.digest)?;

@@ -83,53 +83,59 @@ pub fn walk(dir: &Path) -> Result<Walk, WalkError> {
 fn walk_dir(dir: &Path, prefix: &str, depth: usize) -> Result<Walk, WalkError> {
     let entries: Vec<DirEntry> =
         fs::read_dir(dir).and_then(|entries| entries.collect::<io::Result<_>>()).map_err(at(dir))?;
-    entries.par_iter().map(|entry| visit(entry, prefix, depth)).try_reduce(Walk::default, |mut a, b| {
-        a.merge(b);
-        Ok(a)
-    })
+    entries
+        .par_iter()
+        .try_fold(Walk::default, |mut found, entry| visit(entry, prefix, depth, &mut found).map(|()| found))
+        .try_reduce(Walk::default, |mut a, b| {
+            a.merge(b);
+            Ok(a)
+        })
 }
 
-fn visit(entry: &DirEntry, prefix: &str, depth: usize) -> Result<Walk, WalkError> {
-    let mut out = Walk::default();
+/// Classifies one entry into `out` (recursing into folders).
+fn visit(entry: &DirEntry, prefix: &str, depth: usize, out: &mut Walk) -> Result<(), WalkError> {
     let name = entry.file_name();
     let Some(name) = name.to_str() else {
         let path = format!("{prefix}{}", name.to_string_lossy());
         out.refused.push(Refused { path, why: "its name is not UTF-8".into() });
-        return Ok(out);
+        return Ok(());
     };
     let path = format!("{prefix}{name}");
     if depth == 0 && (path == MANIFEST_FILE || path == SIGNATURES_DIR) {
-        return Ok(out);
+        return Ok(());
     }
-    let refuse = |out: &mut Walk, why: &str| out.refused.push(Refused { path: path.clone(), why: why.to_string() });
     let kind = entry.file_type().map_err(at(&entry.path()))?; // from the directory entry; never follows a link
-    if kind.is_symlink() {
-        refuse(&mut out, "it is a symbolic link");
+    let why = if kind.is_symlink() {
+        "it is a symbolic link"
     } else if kind.is_dir() {
         if depth >= MAX_DEPTH {
-            refuse(&mut out, "it is nested too deeply");
+            "it is nested too deeply"
         } else {
-            return walk_dir(&entry.path(), &format!("{path}/"), depth + 1);
+            let sub = walk_dir(&entry.path(), &format!("{path}/"), depth + 1)?;
+            out.merge(sub);
+            return Ok(());
         }
     } else if kind.is_file() {
         let full = entry.path();
         match measure(&full).map_err(at(&full))? {
-            Opened::File(_) if !is_valid_artifact_path(&path) => {
-                refuse(&mut out, "its name has characters outside [A-Za-z0-9._-]");
+            Opened::File(_) if !is_valid_artifact_path(&path) => "its name has characters outside [A-Za-z0-9._-]",
+            Opened::File(facts) => {
+                out.files.push((path, facts));
+                return Ok(());
             }
-            Opened::File(facts) => out.files.push((path, facts)),
-            Opened::Refused(why) => refuse(&mut out, why),
+            Opened::Refused(why) => why,
         }
     } else if kind.is_fifo() {
-        refuse(&mut out, "it is a FIFO");
+        "it is a FIFO"
     } else if kind.is_socket() {
-        refuse(&mut out, "it is a socket");
+        "it is a socket"
     } else if kind.is_block_device() || kind.is_char_device() {
-        refuse(&mut out, "it is a device file");
+        "it is a device file"
     } else {
-        refuse(&mut out, "it is not a regular file");
-    }
-    Ok(out)
+        "it is not a regular file"
+    };
+    out.refused.push(Refused { path, why: why.to_string() });
+    Ok(())
 }
 
 enum Opened {
