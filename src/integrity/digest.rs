@@ -239,10 +239,10 @@ fn apply(doc: &mut DocumentMut, actions: &[Action], manifest_path: &Path) -> Res
                     .get_mut(key)
                     .and_then(Item::as_table_like_mut)
                     .ok_or_else(|| shape(&format!("artifacts.{key}")))?;
-                if *add_version {
-                    entry.insert("version", toml_edit::value(1));
-                }
                 set_digest(entry, *size, digest);
+                if *add_version {
+                    append_value(entry, "version", Value::from(1));
+                }
             }
             Action::Remove { key } => {
                 artifacts.remove(key);
@@ -313,9 +313,39 @@ fn set_value(entry: &mut dyn toml_edit::TableLike, key: &str, new: Value, same: 
             true
         }
         _ => {
-            entry.insert(key, Item::Value(new));
+            append_value(entry, key, new);
             true
         }
+    }
+}
+
+/// A decoration that is only whitespace (never a comment), as text.
+fn blank(raw: Option<&toml_edit::RawString>) -> Option<&str> {
+    raw.and_then(|r| r.as_str()).filter(|s| s.trim().is_empty())
+}
+
+/// Adds `key = value` after an entry's last value, spaced like it: the
+/// new key and value take the last one's whitespace around the key and after
+/// `=`, and in an inline table the space before the closing brace (the last
+/// value's suffix) moves to the new value — `{a=1}` becomes `{a=1,b=2}` and
+/// `{ a = 1 }` becomes `{ a = 1, b = 2 }`. Comments are never copied.
+fn append_value(entry: &mut dyn toml_edit::TableLike, key: &str, mut value: Value) {
+    let mut key_decor = None;
+    if let Some((last_key, Item::Value(last))) = entry.iter_mut().last() {
+        let leaf = last_key.leaf_decor();
+        key_decor = blank(leaf.prefix()).zip(blank(leaf.suffix())).map(|(p, s)| (p.to_owned(), s.to_owned()));
+        if let Some(prefix) = blank(last.decor().prefix()) {
+            value.decor_mut().set_prefix(prefix.to_owned());
+        }
+        if let Some(trailing) = blank(last.decor().suffix()).map(str::to_owned) {
+            last.decor_mut().set_suffix("");
+            value.decor_mut().set_suffix(trailing);
+        }
+    }
+    entry.insert(key, Item::Value(value));
+    if let (Some((prefix, suffix)), Some(mut new_key)) = (key_decor, entry.key_mut(key)) {
+        new_key.leaf_decor_mut().set_prefix(prefix);
+        new_key.leaf_decor_mut().set_suffix(suffix);
     }
 }
 
@@ -353,6 +383,36 @@ mod tests {
         assert!(findings.is_empty(), "{findings:?}");
         // A second run changes nothing.
         assert!(write(root).unwrap().changes.is_empty());
+    }
+
+    #[test]
+    fn keys_added_to_an_entry_follow_its_spacing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("tools.json"), "{\"version\": 1, \"tools\": []}").unwrap();
+        fs::write(root.join("policy.caps"), "[capabilities]\n").unwrap();
+        let digest = |name: &str| crate::bundle::inventory::hash_bytes(&fs::read(root.join(name)).unwrap()).to_string();
+        let (tools, caps) = (digest("tools.json"), digest("policy.caps"));
+        for (entries, want) in [
+            (
+                "tools = { path = \"tools.json\", blake3 = \"00\" }\ncaps = {path=\"policy.caps\",blake3=\"00\"}\n",
+                format!(
+                    "tools = {{ path = \"tools.json\", blake3 = \"{tools}\", size = 27, version = 1 }}\ncaps = {{path=\"policy.caps\",blake3=\"{caps}\",size=15}}\n"
+                ),
+            ),
+            (
+                "[artifacts.tools]\npath = \"tools.json\"\n# the digest\nblake3 = \"00\" # stale\n[artifacts.caps]\n  path = \"policy.caps\"\n  blake3 = \"00\"\n",
+                format!(
+                    "[artifacts.tools]\npath = \"tools.json\"\n# the digest\nblake3 = \"{tools}\" # stale\nsize = 27\nversion = 1\n[artifacts.caps]\n  path = \"policy.caps\"\n  blake3 = \"{caps}\"\n  size = 15\n"
+                ),
+            ),
+        ] {
+            let table = if entries.starts_with('[') { "" } else { "[artifacts]\n" };
+            let head = "[agent]\nname = \"d\"\nversion = \"0.1.0\"\n";
+            fs::write(root.join(MANIFEST_FILE), format!("{head}{table}{entries}")).unwrap();
+            write(root).unwrap();
+            assert_eq!(fs::read_to_string(root.join(MANIFEST_FILE)).unwrap(), format!("{head}{table}{want}"));
+        }
     }
 
     #[test]
