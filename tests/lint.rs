@@ -509,6 +509,23 @@ fn human_output_is_rustc_style() {
 }
 
 #[test]
+fn minified_json_is_quoted_as_a_window_around_the_marker() {
+    let fixture = broken_fixture();
+    let tools: Value = serde_json::from_str(&fixture.read("tools.json")).unwrap();
+    fs::write(fixture.path("tools.json"), serde_json::to_string(&tools).unwrap()).unwrap();
+    fixture.digest();
+    let (status, text) = run_format(&fixture, "human");
+    assert_eq!(status, 1);
+    assert!(text.lines().all(|line| line.chars().count() < 200), "{text}");
+    let (_, findings) = fixture.lint_json(&[]);
+    for finding in findings.iter().filter(|f| f["file"] == "mailer/tools.json") {
+        let header = format!("mailer/tools.json:{}:{}\n", finding["line"], finding["column"]);
+        assert!(text.contains(&header), "{header} not in\n{text}");
+    }
+    insta::assert_snapshot!("human_report_minified", text);
+}
+
+#[test]
 fn json_sarif_and_github_carry_the_same_findings() {
     let fixture = broken_fixture();
     let (status, json) = run_format(&fixture, "json");

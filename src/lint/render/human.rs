@@ -1,11 +1,14 @@
 //! rustc-style output: the source line, a marker under the offending value,
 //! and the hint.
 
+use std::ops::Range;
+
 use codespan_reporting::diagnostic::{Diagnostic, Label, Severity as CsSeverity};
-use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::files::{Files, SimpleFiles};
 use codespan_reporting::term::{self, Config, Styles, StylesWriter, termcolor};
 
 use crate::bundle::diag::Severity;
+use crate::lint::render::excerpt::Excerpt;
 use crate::lint::{BundleReport, Located};
 
 /// Renders every finding of every report.
@@ -25,32 +28,44 @@ fn render_report(report: &BundleReport, color: bool, out: &mut String) {
         .values()
         .map(|s| (s.path().to_path_buf(), files.add(s.path().display().to_string(), s.text())))
         .collect();
-    let config = Config::default();
-    let styles = Styles::default();
     for located in &report.findings {
         let file_id = ids.iter().find(|(p, _)| *p == located.finding.file).map(|(_, id)| *id);
-        match (file_id, &located.span) {
+        let rendered = match (file_id, &located.span) {
             (Some(id), Some(span)) => {
-                let diagnostic = diagnostic(located).with_labels(vec![Label::primary(id, span.clone())]);
-                let rendered = if color {
-                    let mut buffer = termcolor::Buffer::ansi();
-                    let mut writer = StylesWriter::new(&mut buffer, &styles);
-                    term::emit_to_write_style(&mut writer, &config, &files, &diagnostic)
-                        .map(|_| String::from_utf8_lossy(buffer.as_slice()).into_owned())
-                } else {
-                    term::emit_into_string(&config, &files, &diagnostic)
-                };
-                match rendered {
-                    Ok(text) => out.push_str(&text),
-                    Err(_) => out.push_str(&plain(located, color)),
+                let file = files.get(id).ok();
+                match file.and_then(|f| Excerpt::cut(f.name(), f.source(), span)) {
+                    Some((excerpt, span)) => emit(&excerpt, (), span, located, color),
+                    None => emit(&files, id, span.clone(), located, color),
                 }
             }
-            _ => out.push_str(&plain(located, color)),
-        }
+            _ => None,
+        };
+        out.push_str(&rendered.unwrap_or_else(|| plain(located, color)));
     }
 }
 
-fn diagnostic(located: &Located) -> Diagnostic<usize> {
+/// One finding quoting `span` of `file`, or `None` if codespan cannot render it.
+fn emit<'f, F: Files<'f>>(
+    files: &'f F,
+    file: F::FileId,
+    span: Range<usize>,
+    located: &Located,
+    color: bool,
+) -> Option<String> {
+    let diagnostic = diagnostic(located).with_labels(vec![Label::primary(file, span)]);
+    let config = Config::default();
+    if color {
+        let mut buffer = termcolor::Buffer::ansi();
+        let styles = Styles::default();
+        let mut writer = StylesWriter::new(&mut buffer, &styles);
+        term::emit_to_write_style(&mut writer, &config, files, &diagnostic).ok()?;
+        Some(String::from_utf8_lossy(buffer.as_slice()).into_owned())
+    } else {
+        term::emit_into_string(&config, files, &diagnostic).ok()
+    }
+}
+
+fn diagnostic<Id>(located: &Located) -> Diagnostic<Id> {
     let f = &located.finding;
     let severity = match f.severity {
         Severity::Error => CsSeverity::Error,

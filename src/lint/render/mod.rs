@@ -1,5 +1,6 @@
 //! Renderers for lint findings: human (rustc-style), json, sarif, github.
 
+mod excerpt;
 mod github;
 mod human;
 mod json;
