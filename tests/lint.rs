@@ -252,6 +252,7 @@ const CASES: &[Case] = &[
         &[("tools.json", "\"requires_confirmation\": false", "\"requires_confirmation\": \"no\"")],
         "\"no\"",
     ),
+    case("RLP003", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"", "version = 1979-05-27")], "1979-05-27"),
     case("RLP005", "tools.json", &[("tools.json", "\"version\": 1,", "\"version\": 2,")], "2,"),
     case("RLP006", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"\n", "")], "agent]"),
     case("RLP007", "tools.json", &[("tools.json", "\"timeout_ms\": 5000", "\"timeout_ms\": 0")], "0\n"),

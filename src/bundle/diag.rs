@@ -172,6 +172,12 @@ impl Diagnostics {
         self.findings.last_mut().expect("just pushed")
     }
 
+    /// Whether a finding already points at `at`: a value refused while
+    /// parsing (a TOML datetime) is not reported again by the field readers.
+    pub fn reported_at(&self, at: &At) -> bool {
+        self.findings.iter().any(|f| f.at == *at)
+    }
+
     /// Whether any error (not warning) was recorded.
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.severity == Severity::Error)

@@ -93,13 +93,10 @@ impl<'v> Fields<'v> {
         match self.map.get(key) {
             // JSON null stands for "absent"; for a required key that is an error.
             Some(Value::Null) => {
-                if required {
+                let at = At::Value(self.at(key));
+                if required && !diags.reported_at(&at) {
                     diags
-                        .report(
-                            Code::MissingField,
-                            At::Value(self.at(key)),
-                            format!("`{key}` in {} is null", self.what),
-                        )
+                        .report(Code::MissingField, at, format!("`{key}` in {} is null", self.what))
                         .help(format!("give `{key}` a value"));
                 }
                 None
