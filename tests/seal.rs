@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use assert_cmd::Command;
-use flate2::{Compress, Compression, Crc, FlushCompress, GzBuilder, Status};
+use flate2::Crc;
+use rlp::pack::canonical::{CHUNK, GzipWriter, encode_chunk};
 use tempfile::TempDir;
 
 const MANIFEST: &str = "# The mailer agent: sends drafts.\n[agent]\nname    = \"mailer\"   # must match the folder\nversion = \"VERSION\"\ndescription = \"Sends drafts\"\n\n[caps]\nfile = \"policy.caps\"\n";
@@ -357,6 +358,44 @@ fn one_changed_byte_in_any_bundle_file_fails_verification() {
         stderr,
         "error: `notes.txt` is in the bundle but not listed in manifest.toml\n  help: remove it, or list it with `rlp digest` and sign again\n"
     );
+}
+
+#[test]
+fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
+    let w = Work::new();
+    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    // 1.5 MiB that barely compresses: the archive spans two chunks.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..3 << 19)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    fs::write(w.path(&format!("{bundle}/noise.bin")), &noise).unwrap();
+    w.expect(0, &["digest", &bundle]);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "two.tar.gz"]);
+    let good = fs::read(w.path("two.tar.gz")).unwrap();
+    assert!(rlp::pack::reader::scan_archive(&good, &Default::default()).is_ok());
+    let mut tar = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&good[..]), &mut tar).unwrap();
+    assert!(tar.len() > CHUNK && tar.len() < 2 * CHUNK);
+    // The first chunk's encoding ends with a sync flush: an empty stored
+    // block whose padding bits any inflater ignores.
+    let boundary = 10 + encode_chunk(&tar[..CHUNK], false).unwrap().len();
+    assert_eq!(&good[boundary - 4..boundary], &[0, 0, 0xff, 0xff]);
+    for offset in boundary - 24..boundary + 24 {
+        for flip in [0x01u8, 0x02, 0x80, 0xff] {
+            let mut bytes = good.clone();
+            bytes[offset] ^= flip;
+            match rlp::pack::reader::scan_archive(&bytes, &Default::default()) {
+                Ok(_) => panic!("byte {offset} ^ {flip:#x} went unnoticed"),
+                Err(f) => assert_eq!(f.class(), rlp::integrity::Class::Failed, "byte {offset}: {f:?}"),
+            }
+        }
+    }
 }
 
 #[test]
@@ -726,11 +765,11 @@ fn manifest_for(files: &[(String, u64, String)]) -> String {
     text
 }
 
-/// Writes a gzip file with the fixed header `rlp bundle pack` uses.
+/// Writes a gzip file exactly as `rlp bundle pack` encodes it (fixed header,
+/// canonical chunked deflate), so only the hostile content can be refused.
 fn gzip_to(path: &Path, build: impl FnOnce(&mut dyn Write)) {
     let file = fs::File::create(path).unwrap();
-    let mut gz =
-        GzBuilder::new().mtime(0).operating_system(255).write(std::io::BufWriter::new(file), Compression::new(6));
+    let mut gz = GzipWriter::new(std::io::BufWriter::new(file)).unwrap();
     build(&mut gz);
     gz.finish().unwrap().flush().unwrap();
 }
@@ -746,66 +785,42 @@ fn archive_with(path: &Path, rest: impl FnOnce(&mut dyn Write)) {
     });
 }
 
-/// Raw-deflates `input`, flushing as asked.
-fn deflate(compress: &mut Compress, mut input: &[u8], flush: FlushCompress) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        out.reserve(1 << 16);
-        let before = compress.total_in();
-        let status = compress.compress_vec(input, &mut out, flush).unwrap();
-        input = &input[(compress.total_in() - before) as usize..];
-        let done = match flush {
-            FlushCompress::Finish => status == Status::StreamEnd,
-            _ => input.is_empty() && out.len() < out.capacity(),
-        };
-        if done {
-            return out;
-        }
-    }
-}
-
 /// A well-formed gzip file whose tar stream is a manifest listing a 1 GiB
-/// file, that file's header, then 2 GiB of zeros: about 2 MB on disk, written
-/// chunk by chunk. The first 32 MiB are compressed exactly as `rlp bundle
-/// pack` would (so the reader's canonical-encoding check does not stop it
-/// first); after a sync flush, each further 1 MiB of zeros deflates to the
-/// same bytes, which are repeated.
+/// file, that file's header, then 2 GiB of zeros: about 2 MB on disk. It is
+/// the canonical encoding `rlp bundle pack` would write — each 1 MiB chunk of
+/// zeros compresses on its own to the same bytes, which are repeated — so only
+/// the expansion limit can stop it.
 fn write_bomb(path: &Path) {
     let gib = 1u64 << 30;
     let digest = blake3::hash(b"not reached").to_hex().to_string();
     let manifest = manifest_for(&[("zeros.bin".into(), gib, digest)]);
-    let mut prefix = Vec::new();
-    entry(&mut prefix, "manifest.toml", tar::EntryType::Regular, manifest.as_bytes());
-    prefix.extend_from_slice(header(b"zeros.bin", tar::EntryType::Regular, gib, 0o644).as_bytes());
+    let mut first = Vec::new();
+    entry(&mut first, "manifest.toml", tar::EntryType::Regular, manifest.as_bytes());
+    first.extend_from_slice(header(b"zeros.bin", tar::EntryType::Regular, gib, 0o644).as_bytes());
+    let content_len = first.len() as u64 + 2 * gib;
+    first.resize(CHUNK, 0);
+    let chunks = content_len.div_ceil(CHUNK as u64);
+    let zeros = vec![0u8; CHUNK];
 
     let mut file = std::io::BufWriter::new(fs::File::create(path).unwrap());
     file.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]).unwrap();
-    let mut compress = Compress::new(Compression::new(6), false);
-    let zeros = vec![0u8; 1 << 20];
-    let mut crc = Crc::new();
-    let mut zero_crc = Crc::new();
-    zero_crc.update(&zeros);
-    crc.update(&prefix);
-    file.write_all(&deflate(&mut compress, &prefix, FlushCompress::None)).unwrap();
-    let chunks = 2048;
-    let canonical = 32;
-    for _ in 0..canonical {
-        file.write_all(&deflate(&mut compress, &zeros, FlushCompress::None)).unwrap();
-    }
-    file.write_all(&deflate(&mut compress, &zeros, FlushCompress::Sync)).unwrap();
-    let steady = deflate(&mut compress, &zeros, FlushCompress::Sync);
-    assert_eq!(steady, deflate(&mut compress, &zeros, FlushCompress::Sync), "deflate of zeros is not periodic");
-    for _ in canonical + 3..chunks {
+    file.write_all(&encode_chunk(&first, false).unwrap()).unwrap();
+    let steady = encode_chunk(&zeros, false).unwrap();
+    for _ in 1..chunks - 1 {
         file.write_all(&steady).unwrap();
     }
-    file.write_all(&steady).unwrap();
-    file.write_all(&steady).unwrap();
-    for _ in 0..chunks {
+    let tail = (content_len - (chunks - 1) * CHUNK as u64) as usize;
+    file.write_all(&encode_chunk(&zeros[..tail], true).unwrap()).unwrap();
+    let mut crc = Crc::new();
+    crc.update(&first);
+    let mut zero_crc = Crc::new();
+    zero_crc.update(&zeros);
+    for _ in 1..chunks - 1 {
         crc.combine(&zero_crc);
     }
-    file.write_all(&deflate(&mut compress, &[], FlushCompress::Finish)).unwrap();
+    crc.update(&zeros[..tail]);
     file.write_all(&crc.sum().to_le_bytes()).unwrap();
-    file.write_all(&((prefix.len() as u64 + chunks * (1 << 20)) as u32).to_le_bytes()).unwrap();
+    file.write_all(&(content_len as u32).to_le_bytes()).unwrap();
     file.flush().unwrap();
 }
 

@@ -2,12 +2,15 @@
 //! accepts exactly this form and nothing else.
 //!
 //! - gzip: one member with the fixed 10-byte header [`GZIP_HEADER`] (no file
-//!   name, mtime 0, XFL 0, OS 255 "unknown"), deflate at level 6 by
-//!   miniz_oxide (flate2's pure-Rust backend, pinned): its output depends only
-//!   on the input bytes — not on the CPU, nor on how the input is split into
+//!   name, mtime 0, XFL 0, OS 255 "unknown"); the deflate stream is the tar
+//!   stream cut into 1 MiB chunks, each compressed on its own at level 6 and
+//!   ended by a sync flush, the last by the final block (see
+//!   [`crate::pack::canonical`]). The compressor is miniz_oxide (flate2's
+//!   pure-Rust backend, pinned): its output depends only on the input bytes —
+//!   not on the CPU, the number of cores or how the input is split into
 //!   writes — which is what makes archives byte-identical across machines and
-//!   lets the reader check the encoding. Changing the compressor is a format
-//!   change.
+//!   lets the reader check the encoding. Changing the compressor or the chunk
+//!   size is a format change.
 //! - tar: ustar headers only (no GNU or PAX extensions); entry names are
 //!   bundle paths, directories end with `/`; names longer than 100 bytes
 //!   are split into ustar's prefix field at the leftmost `/` that fits.

@@ -20,7 +20,7 @@ use crate::bundle::manifest::{Digest, MANIFEST_FILE, SIGNATURES_DIR, is_valid_ar
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::signature::{MAX_SIGNATURE_BYTES, SIGNATURE_FILE};
 use crate::integrity::verify::{self, Evidence, FileFacts, MAX_MANIFEST_BYTES, MAX_POLICY_BYTES};
-use crate::pack::canonical::{MAX_LAG, Reencoder};
+use crate::pack::canonical::Checker;
 use crate::pack::format::{BLOCK, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
 
 /// Bounds on what an archive may hold.
@@ -120,13 +120,17 @@ fn not_canonical() -> Failure {
     )
 }
 
+fn cannot_reencode(e: io::Error) -> Failure {
+    bad(format!("cannot re-encode the archive: {e}"))
+}
+
 /// The decompressed tar stream, with its CRC, length, ratio and encoding checks.
 struct Inflater<R: Read> {
     decoder: DeflateDecoder<BufReader<Recording<R>>>,
     crc: flate2::Crc,
     out: u64,
     limits: Limits,
-    reencoder: Option<Reencoder>,
+    checker: Option<Checker>,
 }
 
 impl<R: Read> Inflater<R> {
@@ -150,10 +154,9 @@ impl<R: Read> Inflater<R> {
                 ),
             ));
         }
-        if let Some(reencoder) = &mut self.reencoder {
-            reencoder.feed(&buf[..n]).map_err(|e| bad(format!("cannot re-encode the archive: {e}")))?;
+        if let Some(checker) = &mut self.checker {
             let record = self.decoder.get_mut().get_mut().record.get_or_insert_default();
-            if !reencoder.matches(record) || record.len() > MAX_LAG {
+            if !checker.feed(&buf[..n], record).map_err(cannot_reencode)? {
                 return Err(not_canonical());
             }
         }
@@ -182,11 +185,10 @@ impl<R: Read> Inflater<R> {
         if self.read_some(&mut probe)? != 0 {
             return Err(bad("the archive has data after its end-of-archive marker"));
         }
-        if let Some(mut reencoder) = self.reencoder.take() {
-            reencoder.finish().map_err(|e| bad(format!("cannot re-encode the archive: {e}")))?;
+        if let Some(checker) = self.checker.take() {
             let consumed = self.decoder.total_in();
             let record = self.decoder.get_mut().get_mut().record.get_or_insert_default();
-            if !reencoder.matches(record) || reencoder.pending() > 0 || reencoder.total_out() != consumed {
+            if !checker.finish(record, consumed).map_err(cannot_reencode)? {
                 return Err(not_canonical());
             }
         }
@@ -298,9 +300,9 @@ fn read<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink, encoding: Encod
     if let Some(record) = &mut raw.get_mut().record {
         record.drain(..GZIP_HEADER.len());
     }
-    let reencoder = (encoding == Encoding::Canonical).then(Reencoder::default);
+    let checker = (encoding == Encoding::Canonical).then(Checker::default);
     let mut tar =
-        Inflater { decoder: DeflateDecoder::new(raw), crc: flate2::Crc::new(), out: 0, limits: *limits, reencoder };
+        Inflater { decoder: DeflateDecoder::new(raw), crc: flate2::Crc::new(), out: 0, limits: *limits, checker };
 
     let mut block = [0u8; BLOCK];
     let mut count = 0usize;

@@ -14,8 +14,6 @@ use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use flate2::{Compression, GzBuilder};
-
 use crate::bundle::diag::Severity;
 use crate::bundle::inventory::hash_bytes;
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest};
@@ -24,7 +22,8 @@ use crate::integrity::keys::{KeyId, SecretKey};
 use crate::integrity::signature::{SIGNATURE_FILE, sign_bundle};
 use crate::integrity::verify;
 use crate::pack::Progress;
-use crate::pack::format::{BLOCK, COMPRESSION_LEVEL, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
+use crate::pack::canonical::GzipWriter;
+use crate::pack::format::{BLOCK, Kind, canonical_header, padding, tar_name};
 use crate::pack::reader::Limits;
 
 /// How to pack.
@@ -212,8 +211,7 @@ impl<W: Write> Write for Hashing<W> {
 /// Writes the archive of `entries` to `out`.
 fn write_archive<W: Write>(dir: &Path, entries: &[Entry], out: W, progress: &dyn Progress) -> Result<W, Failure> {
     let io_err = |e: io::Error| Failure::new(Reason::Unreadable, format!("cannot write the archive: {e}"));
-    let mut gz =
-        GzBuilder::new().mtime(0).operating_system(GZIP_HEADER[9]).write(out, Compression::new(COMPRESSION_LEVEL));
+    let mut gz = GzipWriter::new(out).map_err(io_err)?;
     let mut buffer = vec![0u8; 1 << 16];
     for entry in entries {
         let header = canonical_header(&entry.path, entry.kind, entry.size)
