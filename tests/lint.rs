@@ -2,6 +2,8 @@
 //! bundle at the exact file:line:col, every output format carries the same
 //! findings, and hostile input never panics or hangs.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -660,15 +662,7 @@ mod hostile {
 
     #[test]
     fn binary_garbage() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let garbage: Vec<u8> = (0..4096)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed as u8
-            })
-            .collect();
+        let garbage = common::noise(4096, 0x2545_f491_4f6c_dd1d);
         for file in ["manifest.toml", "policy.caps", "tools.json"] {
             let fixture = Fixture::new();
             fs::write(fixture.path(file), &garbage).unwrap();

@@ -3,6 +3,8 @@
 //! run as real processes on real files. Every test builds its own bundles,
 //! keys, archives and runtime home in its own temporary folder.
 
+mod common;
+
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -365,15 +367,7 @@ fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
     let w = Work::new();
     let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
     // 1.5 MiB that barely compresses: the archive spans two chunks.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let noise: Vec<u8> = (0..3 << 19)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect();
+    let noise = common::noise(3 << 19, 0x9e37_79b9_7f4a_7c15);
     fs::write(w.path(&format!("{bundle}/noise.bin")), &noise).unwrap();
     w.expect(0, &["digest", &bundle]);
     w.expect(0, &["bundle", "pack", &bundle, "-o", "two.tar.gz"]);

@@ -365,12 +365,18 @@ mod tests {
     use super::*;
     use std::fs;
 
+    /// A folder with an empty tools.json and policy.caps (no manifest yet).
+    fn two_file_bundle() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("tools.json"), "{\"version\": 1, \"tools\": []}").unwrap();
+        fs::write(dir.path().join("policy.caps"), "[capabilities]\n").unwrap();
+        dir
+    }
+
     #[test]
     fn keeps_comments_and_only_changes_digest_values() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = two_file_bundle();
         let root = dir.path();
-        fs::write(root.join("tools.json"), "{\"version\": 1, \"tools\": []}").unwrap();
-        fs::write(root.join("policy.caps"), "[capabilities]\n").unwrap();
         let manifest = "# identity\n[agent]\nname   =  \"demo\"   # the name\nversion = \"0.1.0\"\n\n[artifacts.tools]\npath = \"tools.json\"\nblake3 = \"0000000000000000000000000000000000000000000000000000000000000000\"   # placeholder\nversion = 1\n";
         fs::write(root.join(MANIFEST_FILE), manifest).unwrap();
         let plan = write(root).unwrap();
@@ -387,10 +393,8 @@ mod tests {
 
     #[test]
     fn keys_added_to_an_entry_follow_its_spacing() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = two_file_bundle();
         let root = dir.path();
-        fs::write(root.join("tools.json"), "{\"version\": 1, \"tools\": []}").unwrap();
-        fs::write(root.join("policy.caps"), "[capabilities]\n").unwrap();
         let digest = |name: &str| crate::bundle::inventory::hash_bytes(&fs::read(root.join(name)).unwrap()).to_string();
         let (tools, caps) = (digest("tools.json"), digest("policy.caps"));
         for (entries, want) in [

@@ -244,16 +244,13 @@ mod tests {
     use super::*;
     use std::io::Read;
 
+    /// Half text-like (compressible) runs, half noise, alternating every 4 KiB.
     fn sample(len: usize) -> Vec<u8> {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        (0..len)
-            .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                // Half text-like (compressible), half noise.
-                if (i / 4096) % 2 == 0 { b"abcdefgh"[(state % 8) as usize] } else { state as u8 }
-            })
+        let noise: Vec<u8> = (0..len as u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8).collect();
+        noise
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| if (i / 4096) % 2 == 0 { b"abcdefgh"[usize::from(b % 8)] } else { b })
             .collect()
     }
 
