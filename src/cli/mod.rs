@@ -136,8 +136,8 @@ pub fn print_error(error: &CliError, color: bool) {
     let (red, cyan, bold, reset) =
         if color { ("\x1b[1;31m", "\x1b[1;36m", "\x1b[1m", "\x1b[0m") } else { ("", "", "", "") };
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{red}error{reset}{bold}: {}{reset}", error.message);
+    let _ = writeln!(err, "{red}error{reset}{bold}: {}{reset}", output::terminal_safe(&error.message));
     if let Some(help) = &error.help {
-        let _ = writeln!(err, "  {cyan}help{reset}: {help}");
+        let _ = writeln!(err, "  {cyan}help{reset}: {}", output::terminal_safe(help));
     }
 }

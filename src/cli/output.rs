@@ -1,5 +1,6 @@
 //! Output conventions: formats, colour, JSON on stdout.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use clap::ValueEnum;
@@ -56,4 +57,35 @@ pub fn print_json(value: &serde_json::Value) -> std::io::Result<()> {
 /// Whether standard input is a terminal a person can answer prompts on.
 pub fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()
+}
+
+/// Text that came from outside rlp (a tool's output, a server's body, an
+/// imported trace), made safe to print on a terminal: control characters
+/// other than newline and tab — escape sequences that could clear the screen,
+/// retitle the window or fake output — are written as `\u{1b}`.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            safe.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            safe.push(c);
+        }
+    }
+    Cow::Owned(safe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_plain_text_is_borrowed() {
+        assert!(matches!(terminal_safe("plain\ttext\n"), Cow::Borrowed(_)));
+        assert_eq!(terminal_safe("a\x1b[2Jb\x07\u{9b}c\r"), "a\\u{1b}[2Jb\\u{7}\\u{9b}c\\u{d}");
+    }
 }
