@@ -680,6 +680,33 @@ fn secret_never_leaks_from_exec_tools() {
     assert_eq!(call["args"], json!({"echo": "[redacted]"}));
 }
 
+#[test]
+fn a_short_secret_value_leaves_the_trace_readable() {
+    let sb = Sandbox::new();
+    let tools = json!([with(exec_tool("sec.result", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN_ID]}))]);
+    let bundle = sb.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
+    let trace = "0197b0ff-0000-7000-8000-000000000002";
+    let output = sb
+        .call(&bundle, "sec.result", json!({"n": 100}))
+        .args(["--trace-id", trace])
+        .env(TOKEN_ENV, "0")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"token": "[redacted]", "len": 1}));
+    let events = sb.events();
+    let of_kind = |kind: &str| events.iter().find(|e| e.kind == kind).map(payload).unwrap();
+    let call = of_kind("tool.call");
+    assert_eq!(call["args"], json!({"n": "[redacted]"}), "tool data is scrubbed");
+    assert!(call["invocation_id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok(), "{call}");
+    assert_eq!(call["input_schema_blake3"].as_str().unwrap().len(), 64, "{call}");
+    assert_eq!(of_kind("tool.result")["invocation_id"], call["invocation_id"]);
+    for args in [vec!["trace", "show", trace], vec!["trace", "export", trace]] {
+        let output = sb.rlp().args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+    }
+}
+
 fn assert_no_secret(bytes: &[u8], what: &str) {
     let needle = SECRET.as_bytes();
     assert!(!bytes.windows(needle.len()).any(|w| w == needle), "the secret appears in {what}");

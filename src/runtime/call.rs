@@ -127,7 +127,7 @@ struct Journal<'r> {
 impl<'r> Journal<'r> {
     fn push(&mut self, kind: EventKind, actor: String, payload: impl Serialize) {
         let mut payload = serde_json::to_value(payload).unwrap_or(Value::Null);
-        self.scrubber.scrub_value(&mut payload);
+        self.scrubber.scrub_payload(&mut payload);
         self.pending.push(Record {
             ts_ms: now_ms(),
             actor,

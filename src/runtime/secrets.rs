@@ -187,6 +187,40 @@ impl Scrubber {
         }
     }
 
+    /// Scrubs a ledger payload. Tool data — `args` and `result` — is scrubbed
+    /// entirely ([`Scrubber::scrub_value`]); elsewhere every string is
+    /// scrubbed except the identifiers and digests rlp makes itself
+    /// (`invocation_id`, `*_blake3`), and numbers (counters, durations,
+    /// status codes) are left alone: a short secret value, a PIN such as `0`,
+    /// must not turn an invocation id into something that is no longer a UUID.
+    pub fn scrub_payload(&self, payload: &mut Value) {
+        let Value::Object(fields) = payload else {
+            return self.scrub_value(payload);
+        };
+        for (key, value) in fields.iter_mut() {
+            match key.as_str() {
+                "args" | "result" => self.scrub_value(value),
+                "invocation_id" => {}
+                key if key.ends_with("_blake3") => {}
+                _ => self.scrub_strings(value),
+            }
+        }
+    }
+
+    /// Scrubs every string (not object keys, not numbers) in a JSON value.
+    fn scrub_strings(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(clean) = self.scrub(s) {
+                    *s = clean;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.scrub_strings(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.scrub_strings(v)),
+            Value::Number(_) | Value::Null | Value::Bool(_) => {}
+        }
+    }
+
     /// A scrubbed copy of a JSON value.
     pub fn scrubbed(&self, value: &Value) -> Value {
         let mut copy = value.clone();
@@ -253,6 +287,27 @@ mod tests {
         let mut v = json!({"k": ["x s3cr3t", {"s3cr3t": 1}], "n": 424242, "m": 7});
         s.scrub_value(&mut v);
         assert_eq!(v, json!({"k": ["x [redacted]", {"[redacted]": 1}], "n": "[redacted]", "m": 7}));
+    }
+
+    #[test]
+    fn payloads_keep_the_ids_digests_and_counters_rlp_makes() {
+        let s = scrubber(&["0"]);
+        let id = "0197b0ff-0000-7000-8000-000000000001";
+        let digest = "a0".repeat(32);
+        let mut v = json!({
+            "v": 1, "tool": "t0", "invocation_id": id, "input_schema_blake3": digest,
+            "args": {"pin": "0", "n": 100}, "result": [10],
+            "error": {"message": "bad pin 0", "status": 500, "retry_after_ms": 100}, "duration_ms": 30
+        });
+        s.scrub_payload(&mut v);
+        assert_eq!(
+            v,
+            json!({
+                "v": 1, "tool": "t[redacted]", "invocation_id": id, "input_schema_blake3": digest,
+                "args": {"pin": "[redacted]", "n": "[redacted]"}, "result": ["[redacted]"],
+                "error": {"message": "bad pin [redacted]", "status": 500, "retry_after_ms": 100}, "duration_ms": 30
+            })
+        );
     }
 
     #[test]
