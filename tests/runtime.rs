@@ -156,6 +156,15 @@ fn payload(event: &Event) -> Value {
     event.payload().unwrap()
 }
 
+/// Waits (bounded, as a hang guard) until process `pid` has exited.
+fn wait_until_gone(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::process_is_running(&pid.to_string()) {
+        assert!(Instant::now() < deadline, "process {pid} is still running");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn wait_for_file(path: &Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
@@ -1154,7 +1163,8 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     let tool_pid: i32 = wait_for_file(&pid_file).trim().parse().unwrap();
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    // The orphaned tool leads its own group; end it.
+    // The kernel kills the tool when rlp dies; what it forked is orphaned: end it.
+    wait_until_gone(tool_pid);
     unsafe {
         libc::kill(-tool_pid, libc::SIGKILL);
     }
@@ -1167,6 +1177,41 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     drop(ledger);
     sb.call(&bundle, "ok", json!({})).assert().code(0);
     assert!(rlp::trace::verify_chain(&sb.ledger_path()).unwrap().is_intact());
+}
+
+#[test]
+fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
+    use std::os::unix::process::ExitStatusExt;
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let sb = Sandbox::new();
+        let pids = sb.path().join("pids");
+        std::fs::create_dir_all(&pids).unwrap();
+        let bundle = sb.bundle(
+            "sleeper",
+            json!([exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()])]),
+            "[capabilities]\nexec = true\n",
+        );
+        let mut rlp = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
+            .arg("--home")
+            .arg(sb.home())
+            .args(["tools", "call"])
+            .arg(&bundle)
+            .arg("sleep")
+            .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let parent: i32 = wait_for_file(&pids.join("parent.pid")).trim().parse().unwrap();
+        let child: i32 = wait_for_file(&pids.join("child.pid")).trim().parse().unwrap();
+        unsafe {
+            libc::kill(rlp.id() as i32, signal);
+        }
+        let status = rlp.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "rlp ends by the signal it got: {status:?}");
+        wait_until_gone(parent);
+        wait_until_gone(child);
+    }
 }
 
 #[test]

@@ -184,7 +184,7 @@ fn live_runtime(args: &ReplayArgs, ctx: &Context) -> Result<(Runtime, Arc<dyn Re
     } else {
         Arc::new(NoTerminal)
     };
-    let _ = process::become_subreaper();
+    process::supervise_tools();
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,

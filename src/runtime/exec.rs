@@ -186,6 +186,11 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // SAFETY: getpid has no preconditions.
+    let rlp = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child and only makes
+    // async-signal-safe calls (prctl, getppid).
+    unsafe { command.pre_exec(move || process::die_with_parent(rlp)) };
     for (id, value) in attempt.secrets {
         command.env(id.env_var(), value.expose());
     }
@@ -196,6 +201,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
         )
     })?;
     let pid = i32::try_from(child.id()).unwrap_or(0);
+    let _running = process::track(pid);
     let (tx, rx) = mpsc::channel::<Event>();
 
     let stdout = child.stdout.take();

@@ -147,8 +147,7 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     } else {
         Arc::new(NoTerminal)
     };
-    // Members of a tool's process group that outlive it are reparented here and reaped.
-    let _ = process::become_subreaper();
+    process::supervise_tools();
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,
