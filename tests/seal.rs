@@ -401,7 +401,7 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
     let good = fs::read(w.path("good.tar.gz")).unwrap();
     let trusted = rlp::integrity::keys::PublicKey::load(&w.path(&public)).unwrap();
     let options = rlp::integrity::verify::Options {
-        trust: rlp::integrity::verify::Trust::Key(&trusted),
+        trust: rlp::integrity::verify::Trust::Key(&trusted, &Default::default()),
         require_signature: true,
     };
     let verify = |bytes: &[u8]| {
@@ -484,6 +484,8 @@ fn untrusted_revoked_and_unsigned_bundles_are_refused() {
     assert_eq!(stdout, format!("key {key_id} was already revoked\n"));
     let (_, stderr) = w.expect(3, &["bundle", "verify", &bundle]);
     assert!(stderr.contains(&format!("signed by key {key_id} (anchor `release`), which is revoked")), "{stderr}");
+    let (_, stderr) = w.expect(3, &["bundle", "verify", &bundle, "--key", &release_pub]);
+    assert!(stderr.contains("which is revoked"), "--key does not bypass revocation: {stderr}");
     w.expect(3, &["agent", "install", &bundle, "--force"]);
     let (stdout, _) = w.expect(1, &["agent", "list"]);
     assert_eq!(

@@ -49,7 +49,8 @@ pub struct PackArgs {
 pub struct VerifyArgs {
     /// A bundle folder or a .bundle.tar.gz archive.
     pub source: PathBuf,
-    /// Verify against this public key (`.pub` file) instead of the trust policy.
+    /// Verify against this public key (`.pub` file) instead of the trust anchors and rules
+    /// (keys revoked in the trust policy are still refused).
     #[arg(long, value_name = "PUB")]
     pub key: Option<PathBuf>,
     /// Refuse a bundle without a signature (implied by --key).
@@ -177,12 +178,10 @@ pub(crate) fn failure_json(failure: &Failure) -> Value {
 fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
     let source = args.source.display().to_string();
     let key = args.key.as_deref().map(PublicKey::load).transpose().map_err(CliError::from)?;
-    let policy = match &key {
-        Some(_) => TrustPolicy::default(),
-        None => TrustPolicy::load(&ctx.home.trust_policy_file()).map_err(CliError::from)?,
-    };
+    // With --key the anchors and rules do not apply, but revocations do.
+    let policy = TrustPolicy::load(&ctx.home.trust_policy_file()).map_err(CliError::from)?;
     let trust = match &key {
-        Some(key) => Trust::Key(key),
+        Some(key) => Trust::Key(key, &policy),
         None => Trust::Policy(&policy),
     };
     let result = verify_path(&args.source, &Options { trust, require_signature: args.require_signature });

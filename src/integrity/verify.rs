@@ -57,8 +57,10 @@ pub struct Evidence {
 pub enum Trust<'a> {
     /// Anchors, rules and revocations of a trust policy.
     Policy(&'a TrustPolicy),
-    /// Exactly this key (`--key PUB`), no trust policy; implies a signature is required.
-    Key(&'a PublicKey),
+    /// Exactly this key (`--key PUB`) instead of the anchors and rules;
+    /// implies a signature is required. The policy's revocations still apply:
+    /// a revoked key is refused whichever way it is named.
+    Key(&'a PublicKey, &'a TrustPolicy),
 }
 
 /// How to verify.
@@ -305,7 +307,7 @@ pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Fai
 
     let signer = match &evidence.signature {
         None => {
-            if options.require_signature || matches!(options.trust, Trust::Key(_)) {
+            if options.require_signature || matches!(options.trust, Trust::Key(..)) {
                 return Err(Failure::new(Reason::Unsigned, format!("the bundle is not signed (no {SIGNATURE_FILE})"))
                     .with_help("sign it with `rlp sign <bundle> --key <file.key>`"));
             }
@@ -372,7 +374,7 @@ pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Fai
 fn check_trust(signature: &ManifestSignature, options: &Options<'_>) -> Result<Signer, Failure> {
     let id = signature.key_id();
     match options.trust {
-        Trust::Key(expected) => {
+        Trust::Key(expected, policy) => {
             if signature.public != *expected {
                 return Err(Failure::new(
                     Reason::Untrusted,
@@ -380,17 +382,11 @@ fn check_trust(signature: &ManifestSignature, options: &Options<'_>) -> Result<S
                 )
                 .with_help("check that --key names the signer's public key"));
             }
+            check_not_revoked(id, policy)?;
             Ok(Signer { key_id: id, anchor: None })
         }
         Trust::Policy(policy) => {
-            if policy.is_revoked(id) {
-                let named = policy.anchor_for(id).map(|a| format!(" (anchor `{}`)", a.name)).unwrap_or_default();
-                return Err(Failure::new(
-                    Reason::Revoked,
-                    format!("the bundle is signed by key {id}{named}, which is revoked in trust-policy.toml"),
-                )
-                .with_help("ask the publisher for a bundle signed with a key that is not revoked"));
-            }
+            check_not_revoked(id, policy)?;
             let Some(anchor) = policy.anchor_for(id) else {
                 return Err(Failure::new(
                     Reason::Untrusted,
@@ -401,6 +397,19 @@ fn check_trust(signature: &ManifestSignature, options: &Options<'_>) -> Result<S
             Ok(Signer { key_id: id, anchor: Some(anchor.name.clone()) })
         }
     }
+}
+
+/// Refuses a key the trust policy revokes.
+fn check_not_revoked(id: KeyId, policy: &TrustPolicy) -> Result<(), Failure> {
+    if !policy.is_revoked(id) {
+        return Ok(());
+    }
+    let named = policy.anchor_for(id).map(|a| format!(" (anchor `{}`)", a.name)).unwrap_or_default();
+    Err(Failure::new(
+        Reason::Revoked,
+        format!("the bundle is signed by key {id}{named}, which is revoked in trust-policy.toml"),
+    )
+    .with_help("ask the publisher for a bundle signed with a key that is not revoked"))
 }
 
 /// The capabilities the bundle's policy file requests (none without one).
