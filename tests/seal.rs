@@ -659,6 +659,8 @@ fn trust_policy_is_strict_and_listed_as_json() {
     assert!(stderr.starts_with(&format!("error: {}:3:7: expected 32 bytes of base64", policy.display())), "{stderr}");
     w.expect(2, &["trust", "add", &public, "--name", "release"]);
     fs::write(&policy, "# operators: keep this list short\nversion = 1\n").unwrap();
+    let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "deadbeefdeadbeef"]);
+    assert!(stderr.starts_with("error: anchor name `deadbeefdeadbeef` looks like a key id\n"), "{stderr}");
     w.expect(0, &["trust", "add", &public, "--name", "release", "--allow-caps", "kb_read,exec"]);
     let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "again"]);
     assert!(stderr.contains("is already trusted as anchor `release`"), "{stderr}");

@@ -77,22 +77,20 @@ pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
             Ok(Exit::Success)
         }
         TrustCommand::Revoke(args) => {
-            let id = match args.key.parse::<KeyId>() {
-                Ok(id) => id,
-                Err(why) => {
-                    let policy = TrustPolicy::load(&path).map_err(CliError::from)?;
-                    match policy.anchor_named(&args.key) {
-                        Some(anchor) => anchor.key_id(),
-                        None => {
-                            return Err(CliError::usage(why)
-                                .with_help("pass a key id (see `rlp trust list`) or an anchor's name"));
-                        }
-                    }
-                }
+            let policy = TrustPolicy::load(&path).map_err(CliError::from)?;
+            // An anchor's name first: a name is never taken for a key id.
+            let id = match policy.anchor_named(&args.key) {
+                Some(anchor) => anchor.key_id(),
+                None => args.key.parse::<KeyId>().map_err(|why| {
+                    CliError::usage(why).with_help("pass a key id (see `rlp trust list`) or an anchor's name")
+                })?,
             };
             let (_, newly) = trust::revoke(&path, id).map_err(CliError::from)?;
             if newly {
                 println!("revoked key {id} in {}", path.display());
+                if policy.anchor_for(id).is_none() {
+                    println!("(no anchor uses this key yet; bundles it signs are refused from now on)");
+                }
             } else {
                 println!("key {id} was already revoked");
             }

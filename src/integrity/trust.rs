@@ -380,7 +380,13 @@ fn implicit_table<'d>(doc: &'d mut DocumentMut, key: &str, path: &Path) -> Resul
 /// Adds an anchor and its rule, keeping the rest of the file as written.
 pub fn add_anchor(path: &Path, name: &str, key: &PublicKey, rule: &Rule) -> Result<TrustPolicy, Failure> {
     if !is_valid_anchor_name(name) {
-        return Err(Failure::new(Reason::Usage, format!("anchor name `{name}` must match ^[a-z][a-z0-9_-]*$")));
+        return Err(Failure::new(Reason::Usage, format!("anchor name `{name}` must match ^[a-z][a-z0-9_-]*$"))
+            .with_help("use lower-case letters, digits, `-` and `_`, starting with a letter, e.g. `release`"));
+    }
+    if name.parse::<KeyId>().is_ok() {
+        return Err(Failure::new(Reason::Usage, format!("anchor name `{name}` looks like a key id")).with_help(
+            "`rlp trust revoke` takes a key id or an anchor name, so the two must not look alike: choose a name such as `release`",
+        ));
     }
     let (policy, mut doc) = open_for_edit(path)?;
     let id = key.key_id();
