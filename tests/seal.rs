@@ -626,6 +626,19 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     let (_, stderr) = w.expect(2, &["sign", &bundle, "--key", "keys/release.pub"]);
     assert!(stderr.contains("keys/release.pub holds a public key"), "{stderr}");
 
+    // A signature the bundle has outgrown stops pack: the archive could never be verified.
+    w.expect(0, &["sign", &bundle, "--key", &key]);
+    fs::write(w.path(&bundle).join("README.md"), "# Mailer, edited\n").unwrap();
+    let (_, stderr) = w.expect(0, &["digest", &bundle]);
+    assert!(stderr.contains("warning: SIGNATURES/manifest.sig no longer matches manifest.toml"), "{stderr}");
+    let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
+    assert!(
+        stderr.contains("SIGNATURES/manifest.sig (key ") && stderr.contains("no longer matches manifest.toml"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("or pack with --key"), "{stderr}");
+    w.expect(0, &["bundle", "pack", &bundle, "--key", &key, "-o", "resigned.tar.gz"]);
+
     // Lint errors stop pack.
     fs::write(w.path(&bundle).join("tools.json"), "{\"version\": 7, \"tools\": []}\n").unwrap();
     w.expect(0, &["digest", &bundle]);

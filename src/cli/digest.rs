@@ -10,6 +10,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, print_json};
 use crate::integrity::digest::{self, Change};
+use crate::integrity::signature::SIGNATURE_FILE;
 
 /// Flags of `rlp digest`.
 #[derive(Debug, Args)]
@@ -48,6 +49,13 @@ pub fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
     let result = if args.check { digest::check(&args.bundle) } else { digest::write(&args.bundle).map(|p| p.changes) };
     let changes = result.map_err(|e| CliError::from(crate::integrity::digest_failure(e)))?;
     let stale = args.check && !changes.is_empty();
+    let signature = args.bundle.join(SIGNATURE_FILE);
+    if !args.check && !changes.is_empty() && signature.exists() {
+        eprintln!(
+            "warning: {SIGNATURE_FILE} no longer matches manifest.toml; sign again: `rlp sign {} --key <file.key>`",
+            args.bundle.display()
+        );
+    }
     match args.format {
         Format::Json => {
             let items: Vec<_> =

@@ -19,7 +19,7 @@ use crate::bundle::inventory::hash_bytes;
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest};
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::{KeyId, SecretKey};
-use crate::integrity::signature::{SIGNATURE_FILE, sign_bundle};
+use crate::integrity::signature::{ManifestSignature, SIGNATURE_FILE, sign_bundle};
 use crate::integrity::verify;
 use crate::pack::Progress;
 use crate::pack::canonical::GzipWriter;
@@ -266,6 +266,32 @@ fn is_inside(inner: &Path, outer: &Path) -> bool {
     }
 }
 
+/// The signer of the bundle's existing signature, refusing one that no
+/// longer matches the manifest: such an archive could never be verified.
+fn existing_signer(dir: &Path, manifest_bytes: &[u8]) -> Result<Option<KeyId>, Failure> {
+    let path = dir.join(SIGNATURE_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Failure::io(&path, &e)),
+    };
+    let resign = || format!("sign it again (`rlp sign {} --key <file.key>`) or pack with --key", dir.display());
+    let signature = ManifestSignature::parse(&bytes).map_err(|why| {
+        Failure::new(Reason::Signature, format!("{SIGNATURE_FILE} is malformed: {why}")).with_help(resign())
+    })?;
+    if !signature.verify(manifest_bytes) {
+        return Err(Failure::new(
+            Reason::Signature,
+            format!(
+                "{SIGNATURE_FILE} (key {}) no longer matches manifest.toml: the bundle changed after it was signed",
+                signature.key_id()
+            ),
+        )
+        .with_help(resign()));
+    }
+    Ok(Some(signature.key_id()))
+}
+
 /// Packs a bundle folder.
 pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
     if !crate::lint::is_bundle(dir) {
@@ -275,15 +301,12 @@ pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> R
         ));
     }
     check_packable(dir)?;
-    let signed_by = match options.key {
-        Some(key) => Some(sign_bundle(dir, key)?.signature.key_id()),
-        None => match fs::read(dir.join(SIGNATURE_FILE)) {
-            Ok(bytes) => crate::integrity::signature::ManifestSignature::parse(&bytes).ok().map(|s| s.key_id()),
-            Err(_) => None,
-        },
-    };
+    if let Some(key) = options.key {
+        sign_bundle(dir, key)?;
+    }
     let manifest_path = dir.join(MANIFEST_FILE);
     let manifest_bytes = fs::read(&manifest_path).map_err(|e| Failure::io(&manifest_path, &e))?;
+    let signed_by = existing_signer(dir, &manifest_bytes)?;
     let manifest = verify::parse_manifest(&manifest_bytes)?;
     let name = manifest.name.clone().unwrap_or_default();
     let version = manifest.version.clone().unwrap_or_default();
