@@ -6,7 +6,8 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder
 /// is written, flushed to disk and renamed over the target, then the folder
-/// is synced. An interrupted write leaves the old file intact.
+/// is synced. An interrupted write leaves the old file intact, and no
+/// temporary file once [`crate::interrupt`]'s handler is installed.
 ///
 /// `mode` sets the new file's permission bits (e.g. `0o600` for secret keys);
 /// `None` keeps the old file's mode, or uses 0644 for a new file.
@@ -22,6 +23,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
         None => fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644),
     };
     let mut temp = tempfile::Builder::new().prefix(".rlp-").suffix(".tmp").tempfile_in(dir)?;
+    let _tracked = crate::interrupt::track_file(temp.path());
     temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;

@@ -12,6 +12,7 @@ pub mod config;
 pub mod fsutil;
 pub mod home;
 pub mod integrity;
+pub mod interrupt;
 pub mod lint;
 pub mod pack;
 pub mod runtime;

@@ -247,6 +247,90 @@ fn round_trip_from_folder_to_installed_agent() {
     assert_eq!(w.agents(), ["mailer"], "no staging or old copy left behind");
 }
 
+#[test]
+fn install_sweeps_what_killed_installs_left_and_replaces_a_stray_file() {
+    let w = Work::new();
+    let (public, key) = w.keygen("release");
+    w.expect(0, &["trust", "add", &public, "--name", "release"]);
+    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let agents = w.home().join("agents");
+    fs::create_dir_all(&agents).unwrap();
+    let gone = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        child.id()
+    };
+    let alive = std::process::id();
+    fs::create_dir_all(agents.join(format!(".staging-{gone}-abc/schemas"))).unwrap();
+    fs::write(agents.join(format!(".staging-{gone}-abc/schemas/x.json")), "{}").unwrap();
+    fs::write(agents.join(format!(".old-{gone}-0123")), "aside").unwrap();
+    fs::create_dir(agents.join(format!(".staging-{alive}-running"))).unwrap();
+    fs::write(agents.join("mailer"), "not a bundle").unwrap();
+    w.expect(0, &["agent", "install", &bundle, "--force"]);
+    assert_eq!(w.agents(), [format!(".staging-{alive}-running"), "mailer".to_string()]);
+}
+
+#[test]
+fn pack_writes_to_standard_output_and_never_replaces_what_is_not_a_file() {
+    let w = Work::new();
+    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    w.expect(0, &["digest", &bundle]);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "file.tar.gz"]);
+    let output = w.rlp(&["bundle", "pack", &bundle, "-o", "-"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.stdout, fs::read(w.path("file.tar.gz")).unwrap(), "the same bytes on standard output");
+    assert!(String::from_utf8_lossy(&output.stderr).starts_with("wrote - (mailer 0.1.0: "));
+    assert!(!w.path("-").exists());
+
+    std::os::unix::fs::symlink("file.tar.gz", w.path("link.tar.gz")).unwrap();
+    fs::create_dir(w.path("folder")).unwrap();
+    for target in ["link.tar.gz", "folder", "/dev/null"] {
+        let (_, stderr) = w.expect(2, &["bundle", "pack", &bundle, "-o", target]);
+        assert!(stderr.starts_with(&format!("error: {target} exists and is not a regular file")), "{stderr}");
+    }
+    assert!(fs::symlink_metadata(w.path("link.tar.gz")).unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn an_interrupted_pack_leaves_the_old_archive_and_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let w = Work::new();
+    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    // Enough incompressible bytes that packing is still running when interrupted.
+    fs::write(w.path(&bundle).join("noise.bin"), common::noise(96 << 20, 7)).unwrap();
+    w.expect(0, &["digest", &bundle]);
+    fs::create_dir(w.path("out")).unwrap();
+    fs::write(w.path("out/a.tar.gz"), "old").unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut pack = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
+            .current_dir(w.root())
+            .args(["--home", w.home().to_str().unwrap(), "bundle", "pack", &bundle, "-o", "out/a.tar.gz"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let temp = || {
+            fs::read_dir(w.path("out"))
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !temp() {
+            assert!(std::time::Instant::now() < deadline, "pack never started writing");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        unsafe {
+            libc::kill(pack.id() as i32, signal);
+        }
+        let status = pack.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert_eq!(fs::read_to_string(w.path("out/a.tar.gz")).unwrap(), "old");
+        let left: Vec<_> = fs::read_dir(w.path("out")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["a.tar.gz"], "only the old archive is left");
+    }
+}
+
 /// Builds the same bundle content twice with different metadata and checks
 /// the archives are byte-identical.
 #[test]

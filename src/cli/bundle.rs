@@ -1,7 +1,7 @@
 //! `rlp bundle pack` and `rlp bundle verify`.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use crate::integrity::failure::{Class, Failure};
 use crate::integrity::keys::{PublicKey, SecretKey};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{Options, Trust, Verified};
-use crate::pack::writer::{PackOptions, pack};
+use crate::pack::writer::{PackOptions, STDOUT, pack};
 use crate::pack::{NoProgress, Progress, verify_path};
 
 /// `rlp bundle …`
@@ -28,12 +28,13 @@ pub enum BundleCommand {
 /// Flags of `rlp bundle pack`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp bundle pack agents/mailer                        ./mailer-0.1.0.bundle.tar.gz\n  rlp bundle pack agents/mailer --key keys/release.key -o dist/mailer.bundle.tar.gz\n\nRefuses a bundle with lint errors, stale digests or all-zero placeholder digests.\nExit codes: 0 written, 1 bundle not ready, 2 unreadable input."
+    after_help = "Examples:\n  rlp bundle pack agents/mailer                        ./mailer-0.1.0.bundle.tar.gz\n  rlp bundle pack agents/mailer --key keys/release.key -o dist/mailer.bundle.tar.gz\n  rlp bundle pack agents/mailer -o - | ssh host 'cat > mailer.bundle.tar.gz'\n\nRefuses a bundle with lint errors, stale digests, all-zero placeholder digests, or a\nsignature that no longer matches manifest.toml.\nExit codes: 0 written, 1 bundle not ready, 2 unreadable input."
 )]
 pub struct PackArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
-    /// The archive to write (default `<name>-<version>.bundle.tar.gz` in the current folder).
+    /// The archive to write (default `<name>-<version>.bundle.tar.gz` in the current folder;
+    /// `-` for standard output, with the summary on standard error).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Sign the bundle with this secret key before packing.
@@ -143,15 +144,20 @@ fn run_pack(args: &PackArgs) -> CliResult {
         Some(id) => format!("signed by key {id}"),
         None => "unsigned".to_string(),
     };
-    println!(
-        "wrote {} ({} {}: {} files, {} bytes, {signed})",
+    let summary = format!(
+        "wrote {} ({} {}: {} files, {} bytes, {signed})\nblake3 {}",
         packed.path.display(),
         packed.name,
         packed.version,
         packed.files,
-        packed.bytes
+        packed.bytes,
+        packed.digest
     );
-    println!("blake3 {}", packed.digest);
+    if packed.path == Path::new(STDOUT) {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
     Ok(Exit::Success)
 }
 

@@ -95,6 +95,8 @@ pub enum Command {
 
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> ExitCode {
+    // Interrupted, rlp kills the tools it runs and removes its temporary files.
+    let _ = crate::interrupt::install();
     let cli = Cli::parse();
     let context = Context { home: Home::resolve(cli.home.as_deref()), color: cli.color };
     let result = run(cli.command, &context);

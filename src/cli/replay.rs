@@ -184,7 +184,8 @@ fn live_runtime(args: &ReplayArgs, ctx: &Context) -> Result<(Runtime, Arc<dyn Re
     } else {
         Arc::new(NoTerminal)
     };
-    process::supervise_tools();
+    // Members of a tool's process group that outlive it are reparented here and reaped.
+    let _ = process::become_subreaper();
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,

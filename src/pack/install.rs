@@ -7,16 +7,18 @@
 //!    digests, file set, signature, trust policy, version) without writing
 //!    anything: a hostile or refused archive never touches the disk.
 //! 2. The source (folder or archive) is copied or extracted into a fresh
-//!    private staging folder `agents/.staging-<random>`, every file hashed on
+//!    private staging folder `agents/.staging-<pid>-<random>`, every file hashed on
 //!    the way in; the staged copy — not the source — is verified again.
 //! 3. The version is compared with the installed one: a lower version is a
 //!    rollback and refused; the same one needs `--force`.
 //! 4. The staged files and folders are synced to disk; the staging folder is
 //!    renamed to `agents/<name>` (an older copy is first renamed aside to
-//!    `agents/.old-<random>`, then removed) and `agents/` is synced.
+//!    `agents/.old-<pid>-<random>`, then removed) and `agents/` is synced.
 //!
 //! On any failure the staging folder is removed (it is a temporary folder
-//! that deletes itself, also when the process unwinds).
+//! that deletes itself, also when the process unwinds). One left by an
+//! install that was killed is removed by the next install, once no process
+//! has the pid its name records.
 
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -73,8 +75,12 @@ pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<In
         replaced_version(&agents.join(&verified.name), &verified, options.force)?;
         Some(evidence.manifest_bytes)
     };
-    let staging =
-        tempfile::Builder::new().prefix(".staging-").tempdir_in(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    sweep_leftovers(&agents);
+    let staging = tempfile::Builder::new()
+        .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
+        .permissions(fs::Permissions::from_mode(0o700))
+        .tempdir_in(&agents)
+        .map_err(|e| Failure::io(&agents, &e))?;
     let mut sink = DirSink::new(staging.path());
     let evidence = if meta.is_dir() {
         copy_dir(source, &mut sink)?
@@ -159,16 +165,54 @@ fn move_into_place(staged: &Path, target: &Path, agents: &Path) -> Result<(), Fa
         return fs::rename(staged, target).map_err(|e| Failure::io(target, &e));
     }
     let random = getrandom::u64().map_err(|e| Failure::new(Reason::Unreadable, format!("no random source: {e}")))?;
-    let aside_path = agents.join(format!(".old-{random:016x}"));
+    let aside_path = agents.join(format!("{ASIDE_PREFIX}{}-{random:016x}", std::process::id()));
     fs::rename(target, &aside_path).map_err(|e| Failure::io(target, &e))?;
     if let Err(e) = fs::rename(staged, target) {
         let _ = fs::rename(&aside_path, target);
         return Err(Failure::io(target, &e));
     }
     crate::fsutil::sync_dir(agents).map_err(|e| Failure::io(agents, &e))?;
-    // The new copy is in place; a leftover `.old-*` folder is skipped by `agent list`.
-    let _ = fs::remove_dir_all(&aside_path);
+    // The new copy is in place; a leftover is skipped by `agent list` and swept later.
+    remove_entry(&aside_path);
     Ok(())
+}
+
+/// Prefix of a staging folder: `.staging-<pid>-<random>`.
+const STAGING_PREFIX: &str = ".staging-";
+/// Prefix of a replaced copy being removed: `.old-<pid>-<random>`.
+const ASIDE_PREFIX: &str = ".old-";
+
+/// Removes the staging folders and replaced copies that an install
+/// interrupted for good (killed, power lost) left in `agents/`: those whose
+/// process, named in the entry, no longer runs.
+fn sweep_leftovers(agents: &Path) {
+    let Ok(entries) = fs::read_dir(agents) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX).or(n.strip_prefix(ASIDE_PREFIX)))
+        else {
+            continue;
+        };
+        let pid = rest.split_once('-').and_then(|(pid, _)| pid.parse::<i32>().ok());
+        if pid.is_some_and(|pid| !process_exists(pid)) {
+            remove_entry(&entry.path());
+        }
+    }
+}
+
+/// Whether a process with this pid exists (signal 0 checks without sending).
+fn process_exists(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// Removes a folder with its contents, or a file.
+fn remove_entry(path: &Path) {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => drop(fs::remove_dir_all(path)),
+        Ok(_) => drop(fs::remove_file(path)),
+        Err(_) => {}
+    }
 }
 
 /// Copies a bundle folder into `sink`, hashing every listed file on the way

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -292,6 +292,66 @@ fn existing_signer(dir: &Path, manifest_bytes: &[u8]) -> Result<Option<KeyId>, F
     Ok(Some(signature.key_id()))
 }
 
+/// The output path that stands for standard output.
+pub const STDOUT: &str = "-";
+
+/// Writes the archive to a temporary file next to `path`, syncs it and
+/// renames it into place; returns its size and BLAKE3.
+fn write_to_file(
+    dir: &Path,
+    entries: &[Entry],
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<(u64, Digest), Failure> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if is_inside(&parent, dir) {
+        return Err(Failure::new(Reason::Usage, format!("{} lies inside the bundle folder", path.display()))
+            .with_help("write the archive outside the bundle, e.g. `-o ../name.bundle.tar.gz`"));
+    }
+    if let Ok(meta) = fs::symlink_metadata(path)
+        && !meta.is_file()
+    {
+        return Err(Failure::new(
+            Reason::Usage,
+            format!("{} exists and is not a regular file; the archive would replace it", path.display()),
+        )
+        .with_help(format!("give the path of a new or existing archive file, or `-o {STDOUT}` for standard output")));
+    }
+    let temp = tempfile::Builder::new()
+        .prefix(".rlp-pack-")
+        .suffix(".tmp")
+        .tempfile_in(&parent)
+        .map_err(|e| Failure::io(&parent, &e))?;
+    let _tracked = crate::interrupt::track_file(temp.path());
+    let out = Hashing { inner: BufWriter::with_capacity(1 << 20, temp), hasher: blake3::Hasher::new(), bytes: 0 };
+    let written = write_archive(dir, entries, out, progress)?;
+    let write_err = |e: io::Error| Failure::io(path, &e);
+    let digest = Digest(*written.hasher.finalize().as_bytes());
+    let temp = written.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
+    temp.as_file().set_permissions(fs::Permissions::from_mode(0o644)).map_err(write_err)?;
+    temp.as_file().sync_all().map_err(write_err)?;
+    temp.persist(path).map_err(|e| write_err(e.error))?;
+    crate::fsutil::sync_dir(&parent).map_err(|e| Failure::io(&parent, &e))?;
+    Ok((written.bytes, digest))
+}
+
+/// Streams the archive to standard output (never a terminal).
+fn write_to_stdout(dir: &Path, entries: &[Entry], progress: &dyn Progress) -> Result<(u64, Digest), Failure> {
+    let stdout = io::stdout();
+    if stdout.is_terminal() {
+        return Err(Failure::new(Reason::Usage, "refusing to write a binary archive to a terminal")
+            .with_help("redirect standard output to a file or a pipe, or give `-o FILE`"));
+    }
+    let out =
+        Hashing { inner: BufWriter::with_capacity(1 << 20, stdout.lock()), hasher: blake3::Hasher::new(), bytes: 0 };
+    let mut written = write_archive(dir, entries, out, progress)?;
+    written.inner.flush().map_err(|e| Failure::new(Reason::Unreadable, format!("cannot write the archive: {e}")))?;
+    Ok((written.bytes, Digest(*written.hasher.finalize().as_bytes())))
+}
+
 /// Packs a bundle folder.
 pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
     if !crate::lint::is_bundle(dir) {
@@ -314,32 +374,14 @@ pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> R
     check_limits(&entries, &Limits::default())?;
 
     let path = options.output.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{version}.bundle.tar.gz")));
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if is_inside(&parent, dir) {
-        return Err(Failure::new(Reason::Usage, format!("{} lies inside the bundle folder", path.display()))
-            .with_help("write the archive outside the bundle, e.g. `-o ../name.bundle.tar.gz`"));
-    }
-    let temp = tempfile::Builder::new()
-        .prefix(".rlp-pack-")
-        .suffix(".tmp")
-        .tempfile_in(&parent)
-        .map_err(|e| Failure::io(&parent, &e))?;
-    let out = Hashing { inner: BufWriter::with_capacity(1 << 20, temp), hasher: blake3::Hasher::new(), bytes: 0 };
     progress.start(entries.iter().map(|e| e.size).sum());
-    let written = write_archive(dir, &entries, out, progress);
+    let written = if path == Path::new(STDOUT) {
+        write_to_stdout(dir, &entries, progress)
+    } else {
+        write_to_file(dir, &entries, &path, progress)
+    };
     progress.finish();
-    let written = written?;
-    let write_err = |e: io::Error| Failure::io(&path, &e);
-    let digest = Digest(*written.hasher.finalize().as_bytes());
-    let bytes = written.bytes;
-    let temp = written.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
-    temp.as_file().set_permissions(fs::Permissions::from_mode(0o644)).map_err(write_err)?;
-    temp.as_file().sync_all().map_err(write_err)?;
-    temp.persist(&path).map_err(|e| write_err(e.error))?;
-    crate::fsutil::sync_dir(&parent).map_err(|e| Failure::io(&parent, &e))?;
+    let (bytes, digest) = written?;
     Ok(Packed {
         path,
         name,

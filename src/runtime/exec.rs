@@ -201,7 +201,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
         )
     })?;
     let pid = i32::try_from(child.id()).unwrap_or(0);
-    let _running = process::track(pid);
+    let _running = crate::interrupt::track_group(pid);
     let (tx, rx) = mpsc::channel::<Event>();
 
     let stdout = child.stdout.take();

@@ -1,20 +1,12 @@
 //! Process-group plumbing for the exec transport: wait without reaping,
 //! kill a whole group, reap what is left of it, and make sure a tool does
-//! not outlive rlp when rlp itself is interrupted, terminated or killed.
+//! not outlive rlp when rlp is killed (see also [`crate::interrupt`]).
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long [`reap_group`] waits for killed group members to exit.
 const REAP_GRACE: Duration = Duration::from_millis(500);
-
-/// What a command that runs tools sets up once: [`become_subreaper`] and
-/// [`kill_tools_on_signal`]. Errors are ignored: both only tighten clean-up.
-pub fn supervise_tools() {
-    let _ = become_subreaper();
-    let _ = kill_tools_on_signal();
-}
 
 /// Makes this process the reaper of its orphaned descendants
 /// (`PR_SET_CHILD_SUBREAPER`), so the members of a tool's process group that
@@ -93,83 +85,6 @@ pub fn reap_group(pgid: i32) {
             continue;
         }
         return;
-    }
-}
-
-/// Process groups of the tools running now, for the signal handler. A slot
-/// holds a group id, or 0 when free.
-static RUNNING: [AtomicI32; MAX_TRACKED] = [const { AtomicI32::new(0) }; MAX_TRACKED];
-/// Most tools tracked at once (a library running more calls in parallel
-/// still kills each at its timeout; only the signal path misses the rest).
-const MAX_TRACKED: usize = 64;
-
-/// Marks a tool's process group as running until dropped.
-#[derive(Debug)]
-pub struct Running {
-    slot: Option<usize>,
-}
-
-/// Tracks the process group `pgid` so that [`kill_tools_on_signal`]'s handler
-/// kills it if rlp is interrupted or terminated while the tool runs.
-pub fn track(pgid: i32) -> Running {
-    let slot = RUNNING.iter().position(|s| s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst).is_ok());
-    Running { slot }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            RUNNING[slot].store(0, Ordering::SeqCst);
-        }
-    }
-}
-
-/// Installs a handler for SIGINT, SIGTERM and SIGHUP that kills the process
-/// group of every tool running (see [`track`]), then lets the signal take
-/// its default course, so rlp ends as it would have without the handler. A
-/// signal that is ignored (`nohup`) stays ignored.
-///
-/// Process-wide; `rlp tools call` and `rlp replay` install it. A library
-/// user that embeds [`crate::runtime::Runtime`] may install it once at start-up.
-pub fn kill_tools_on_signal() -> io::Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: sigaction with a zeroed struct and a handler that only
-        // calls async-signal-safe functions (kill, signal, raise) and reads
-        // atomics; `old` receives the previous disposition.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if old.sa_sigaction == libc::SIG_IGN {
-                continue;
-            }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-    }
-    Ok(())
-}
-
-extern "C" fn on_signal(signal: libc::c_int) {
-    for slot in &RUNNING {
-        let pgid = slot.load(Ordering::SeqCst);
-        if pgid > 1 {
-            // SAFETY: kill is async-signal-safe; a negative pid names a group.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
-    }
-    // SAFETY: signal and raise are async-signal-safe; the default action
-    // of these signals ends the process.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-        libc::raise(signal);
     }
 }
 

@@ -147,7 +147,8 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     } else {
         Arc::new(NoTerminal)
     };
-    process::supervise_tools();
+    // Members of a tool's process group that outlive it are reparented here and reaped.
+    let _ = process::become_subreaper();
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,
