@@ -924,3 +924,102 @@ fn replay_source_answers_calls_from_a_recording() {
     );
     assert_eq!(divergences[2].message, "the recorded call of `notes.read` at #2 was never made");
 }
+
+/// Gives each line the `id` and `msg_id` of its place in the file (after
+/// lines were added or removed).
+fn renumber(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let id = i as u64 + 1;
+            let mut frame: Value = serde_json::from_str(line).unwrap();
+            frame["id"] = json!(id);
+            frame["provenance"]["msg_id"] = json!(format!("0197a000-0000-7000-8000-{id:012}"));
+            format!("{frame}\n")
+        })
+        .collect()
+}
+
+/// Strict replay of `file` against `bundle` as JSON; asserts the exit code.
+fn replay_json(sb: &Sandbox, file: &Path, bundle: &Path, code: i32) -> Value {
+    let output =
+        sb.rlp("home").arg("replay").arg(file).arg("--bundle").arg(bundle).args(["--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(code), "{}{}", stdout(&output), stderr(&output));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// A call whose arguments and result both no longer validate has both
+/// divergences reported.
+#[test]
+fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool(
+                "notes.read",
+                &notes,
+                json!({"type": "object", "required": ["id"]}),
+                json!({"type": "object", "required": ["body"]})
+            ),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let doc = replay_json(&sb, &file, &bundle, 1);
+    let found: Vec<(&str, u64, &str)> = doc["divergences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["kind"].as_str().unwrap(), d["position"].as_u64().unwrap(), d["details"][0].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("args_mismatch", 2, "(root): \"id\" is a required property"),
+            ("schema_mismatch", 3, "(root): \"body\" is a required property"),
+        ]
+    );
+    assert_eq!(doc["calls"][0]["divergences"], json!(["args_mismatch", "schema_mismatch"]));
+    assert_eq!(doc["calls"][0]["status"], "diverged");
+    assert_eq!(doc["summary"]["by_kind"], json!({"args_mismatch": 1, "schema_mismatch": 1}));
+}
+
+/// A second `tool.call` for an invocation still waiting is an
+/// `invalid_trace`, not another call: the counts add up to the calls listed.
+#[test]
+fn strict_replay_counts_each_listed_call_once() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let mut lines = written_trace();
+    lines.insert(2, lines[1].clone());
+    let file = write_lines(&sb, "twice.jsonl", &renumber(&lines));
+    let doc = replay_json(&sb, &file, &bundle, 1);
+    let summary = &doc["summary"];
+    assert_eq!(
+        json!([
+            summary["frames"],
+            summary["calls"],
+            summary["ok"],
+            summary["errors"],
+            summary["diverged"],
+            summary["no_result"]
+        ]),
+        json!([7, 2, 2, 0, 0, 0])
+    );
+    assert_eq!(doc["calls"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["divergences"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["divergences"][0]["kind"], "invalid_trace");
+    assert_eq!(doc["divergences"][0]["position"], 3);
+}
