@@ -1023,3 +1023,172 @@ fn strict_replay_counts_each_listed_call_once() {
     assert_eq!(doc["divergences"][0]["kind"], "invalid_trace");
     assert_eq!(doc["divergences"][0]["position"], 3);
 }
+
+/// Imports the hand-written trace into `home`; asserts success.
+fn import_written(sb: &Sandbox, home: &str) -> PathBuf {
+    let file = write_lines(sb, "written.jsonl", &written_trace());
+    let output = sb.rlp(home).args(["trace", "import"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    file
+}
+
+/// A ledger file that is not an SQLite database is unreadable input (exit
+/// 2), named as not a ledger, with what to do; verify still prints its JSON
+/// document.
+#[test]
+fn a_file_that_is_not_a_ledger_is_unreadable_input() {
+    let sb = Sandbox::new();
+    let ledger = sb.ledger("junk");
+    std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
+    std::fs::write(&ledger, "garbage\n").unwrap();
+    let expected = format!(
+        "error: {0} is not an rlp ledger: ledger {0}: file is not a database\n  help: restore the file from a backup, \
+         or move it aside to start a new ledger; pass --home to use another runtime home\n",
+        ledger.display()
+    );
+    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let runs: [&[&str]; 5] = [
+        &["trace", "verify"],
+        &["trace", "list"],
+        &["trace", "show", TRACE],
+        &["trace", "export", TRACE],
+        &["trace", "import", file.to_str().unwrap()],
+    ];
+    for args in runs {
+        let output = sb.rlp("junk").args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert_eq!(stderr(&output), expected, "{args:?}");
+        assert_eq!(stdout(&output), "", "{args:?}");
+    }
+    let output = sb.rlp("junk").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr(&output), expected);
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["ledger"], ledger.display().to_string());
+    assert_eq!(doc["intact"], false);
+    assert_eq!(doc["error"]["message"], expected.lines().next().unwrap().trim_start_matches("error: "));
+    assert_eq!(std::fs::read(&ledger).unwrap(), b"garbage\n", "the file is left as it was");
+
+    // No ledger at all: the JSON document too.
+    let output = sb.rlp("none").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["intact"], false);
+    assert!(doc["error"]["message"].as_str().unwrap().starts_with("there is no ledger at "), "{doc}");
+}
+
+/// `trace export -o` to a folder, or into a folder that does not exist, is a
+/// usage error (exit 2) naming the path.
+#[test]
+fn export_refuses_an_output_path_it_cannot_write() {
+    let sb = Sandbox::new();
+    import_written(&sb, "home");
+    let folder = sb.path().join("out");
+    std::fs::create_dir(&folder).unwrap();
+    let missing = sb.path().join("no-such-folder/x.jsonl");
+    let export = |path: &Path| {
+        let output = sb.rlp("home").args(["trace", "export", TRACE, "-o"]).arg(path).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        stderr(&output)
+    };
+    assert_eq!(
+        export(&folder),
+        format!(
+            "error: cannot write {}: it is a folder\n  help: pass the file to write with -o, e.g. -o golden.jsonl\n",
+            folder.display()
+        )
+    );
+    assert_eq!(
+        export(&missing),
+        format!(
+            "error: cannot write {}: the folder {} does not exist\n  help: create the folder first, or pass another \
+             path with -o\n",
+            missing.display(),
+            missing.parent().unwrap().display()
+        )
+    );
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0, "nothing was left in the folder");
+}
+
+/// Show and replay from the ledger check each row's hash as they read it,
+/// and refuse an edited row as export does (exit 1, naming the row).
+#[test]
+fn show_and_replay_refuse_an_edited_row_like_export() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    import_written(&sb, "home");
+    let conn = rusqlite::Connection::open(sb.ledger("home")).unwrap();
+    let changed = conn
+        .execute("UPDATE events SET payload_json = replace(payload_json, '\"hello\"', '\"HELLO\"') WHERE id = 3", [])
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let refused = "error: ledger row 3: the row does not match its hash_blake3: the ledger was edited";
+    let help = "\n  help: run `rlp trace verify` to see every row that was changed\n";
+    let run = |args: &[&str]| {
+        let output = sb.rlp("home").args(args).arg("--bundle").arg(&bundle).output().unwrap();
+        (output.status.code(), stderr(&output), stdout(&output))
+    };
+    let (code, err, out) = run(&["replay", TRACE, "--format", "json"]);
+    assert_eq!((code, err, out), (Some(1), format!("{refused}{help}"), String::new()));
+    let output = sb.rlp("home").args(["trace", "show", TRACE]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), format!("{refused}{help}"));
+    assert!(!stdout(&output).contains("HELLO"), "{}", stdout(&output));
+    let output = sb.rlp("home").args(["trace", "export", TRACE]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), format!("{refused}; nothing was exported{help}"));
+}
+
+/// Runs `rlp --home <home> ARGS` with stdout a pipe whose reader is already
+/// gone, as in `rlp … | head -3`.
+fn into_closed_pipe(sb: &Sandbox, home: &str, args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
+        .arg("--home")
+        .arg(sb.home(home))
+        .args(args)
+        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("no-system-config.toml"))
+        .env_remove("RUNLOOP_HOME")
+        .stdout(writer)
+        .output()
+        .unwrap()
+}
+
+/// A reader that goes away (EPIPE) ends the command quietly.
+#[test]
+fn a_closed_stdout_ends_commands_quietly() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let file = import_written(&sb, "home");
+    let bundle_arg = bundle.display().to_string();
+    let runs: [(&[&str], i32); 6] = [
+        (&["trace", "list"], 0),
+        (&["trace", "show", TRACE], 0),
+        (&["trace", "show", TRACE, "--format", "json"], 0),
+        (&["trace", "export", TRACE], 0),
+        (&["trace", "verify"], 0),
+        (&["replay", file.to_str().unwrap(), "--bundle", &bundle_arg], 0),
+    ];
+    for (args, code) in runs {
+        let output = into_closed_pipe(&sb, "home", args);
+        assert_eq!((output.status.code(), stderr(&output)), (Some(code), String::new()), "{args:?}");
+    }
+}

@@ -155,6 +155,14 @@ pub enum InputError {
         /// The line and what is wrong.
         error: LineError,
     },
+    /// A ledger row of the trace does not match its hash (the ledger was edited).
+    #[error("ledger row {row}: {message}")]
+    Edited {
+        /// The row id.
+        row: i64,
+        /// What is wrong.
+        message: String,
+    },
     /// A ledger row of the trace cannot be read as a frame.
     #[error("ledger row {row}: {message}")]
     BadRow {
@@ -186,7 +194,8 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
 
 /// Calls `f` with every frame of the trace, in order (streaming; stops on
 /// `Break`); returns the number of frames read. An unknown trace, an empty
-/// file, and a frame that cannot be read are errors.
+/// file, a frame that cannot be read, and a ledger row that does not match
+/// its hash (checked as each row is read) are errors.
 pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> ControlFlow<()>) -> Result<u64, InputError> {
     match input {
         TraceInput::Ledger { path, trace_id } => {
@@ -196,10 +205,15 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
             let ledger = Ledger::open_existing(path).map_err(InputError::Ledger)?;
             let mut position = 0u64;
             let mut failure = None;
+            let mut scratch = String::new();
             ledger
                 .for_each_in_trace(trace_id, |event| {
                     position += 1;
-                    match frame_from_event(event, position) {
+                    let checked = event
+                        .check_hash(&mut scratch)
+                        .map_err(|message| InputError::Edited { row: event.id, message })
+                        .and_then(|_| frame_from_event(event, position));
+                    match checked {
                         Ok(frame) => f(frame),
                         Err(e) => {
                             failure = Some(e);
