@@ -1192,3 +1192,76 @@ fn a_closed_stdout_ends_commands_quietly() {
         assert_eq!((output.status.code(), stderr(&output)), (Some(code), String::new()), "{args:?}");
     }
 }
+
+/// `trace show` gives the wait before a retry from `retry_after_ms`, and
+/// claims no wait when none was recorded.
+#[test]
+fn show_states_the_recorded_retry_wait() {
+    let sb = Sandbox::new();
+    let mut lines = written_trace();
+    lines[4] = frame_line(
+        5,
+        "tool.result",
+        "tool:weather.get",
+        json!({"v": 1, "invocation_id": INV_B, "error": {"message": "busy", "kind": "tool", "transient": true, "retry_after_ms": 100, "will_retry": true}, "attempt": 1, "duration_ms": 3}),
+    );
+    let with_wait = write_lines(&sb, "wait.jsonl", &lines);
+    let without_wait = write_lines(&sb, "written.jsonl", &written_trace());
+    let show = |file: &Path| {
+        let output = sb.rlp("home").args(["trace", "show"]).arg(file).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output).lines().nth(5).unwrap().to_string()
+    };
+    assert_eq!(
+        show(&with_wait),
+        "  #5        +0.028s  tool.result  weather.get              failed in 3 ms, will retry after 100 ms → busy  (call #4, attempt 1)"
+    );
+    assert_eq!(
+        show(&without_wait),
+        "  #5        +0.028s  tool.result  weather.get              failed in 9 ms, will retry → busy  (call #4, attempt 1)"
+    );
+}
+
+/// Control characters from a trace (escape sequences, BEL) are escaped in
+/// the human output of `trace show` and `replay`.
+#[test]
+fn human_output_escapes_control_characters_from_the_trace() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["x"]})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let hostile = "boom\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}31m";
+    let mut lines = written_trace();
+    lines[2] = frame_line(
+        3,
+        "tool.result",
+        "tool:notes.read",
+        json!({"v": 1, "invocation_id": INV_A, "error": {"message": hostile, "kind": "tool", "will_retry": false}, "attempt": 1}),
+    );
+    lines[5] = frame_line(
+        6,
+        "tool.result",
+        "tool:weather.get",
+        json!({"v": 1, "invocation_id": INV_B, "result": {"temp": hostile}, "attempt": 2}),
+    );
+    let file = write_lines(&sb, "hostile.jsonl", &lines);
+    let escaped = "boom\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{9b}31m";
+    let show = sb.rlp("home").args(["trace", "show"]).arg(&file).output().unwrap();
+    let replay = sb.rlp("home").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    assert_eq!(replay.status.code(), Some(1), "{}", stderr(&replay));
+    for text in [stdout(&show), stdout(&replay)] {
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
+    }
+    let text = stdout(&show);
+    assert!(text.contains(&format!("error → {escaped}  (call #2, attempt 1)\n")), "{text}");
+    let text = stdout(&replay);
+    assert!(text.contains(&format!("error     error: {escaped}\n")), "{text}");
+    // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
+    assert!(text.contains("{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}"), "{text}");
+}

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::Format;
+use crate::cli::output::{Format, terminal_safe};
 use crate::home::Home;
 use crate::trace::export::{ExportError, export_trace};
 use crate::trace::frame::{ellipsize, format_ts};
@@ -267,6 +267,8 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
 
 // ------------------------------------------------------------------ show
 
+/// One timeline line; text from the trace (tool output, names) is made
+/// terminal-safe.
 fn human_entry(entry: &TimelineEntry, start: i64) -> String {
     let offset = entry.ts_ms.saturating_sub(start) as f64 / 1000.0;
     let tool = entry.tool.as_deref().unwrap_or("-");
@@ -283,8 +285,14 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
             text
         }
         Detail::Result { call_position, outcome, attempt, duration_ms, will_retry } => {
-            let status = if *will_retry { "failed, will retry" } else { entry.status() };
             let took = duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
+            let status = match (will_retry, outcome) {
+                (true, crate::trace::frame::Outcome::Error(e)) => {
+                    let wait = e.retry_after_ms().map(|ms| format!(" after {ms} ms")).unwrap_or_default();
+                    format!("failed{took}, will retry{wait}")
+                }
+                _ => format!("{}{took}", entry.status()),
+            };
             let value = match outcome {
                 crate::trace::frame::Outcome::Result(v) => compact(v),
                 crate::trace::frame::Outcome::Error(e) => ellipsize(&e.message, SHOWN_VALUE),
@@ -293,7 +301,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
                 Some(p) => format!("call #{p}"),
                 None => "no call before it".to_string(),
             };
-            format!("{status}{took} → {value}  ({call}, attempt {attempt})")
+            format!("{status} → {value}  ({call}, attempt {attempt})")
         }
         Detail::Audit { capability, decision, reason } => format!("{decision} {capability}: {reason}"),
         Detail::Confirm { approved, by, how } => {
@@ -301,7 +309,9 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
         }
         Detail::ReplayLink { replay_of, mode } => format!("{mode} replay of trace {replay_of}"),
     };
-    format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool)
+    let line =
+        format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
+    terminal_safe(&line).into_owned()
 }
 
 fn human_footer(summary: &TimelineSummary) -> String {
@@ -331,28 +341,31 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let mut timeline = Timeline::new();
     let mut start = None;
     let mut failure = None;
-    let mut write_entry =
-        |out: &mut BufWriter<std::io::StdoutLock<'_>>, frame: crate::trace::frame::TraceFrame| -> std::io::Result<()> {
-            let first = start.is_none();
-            let start_ts = *start.get_or_insert(frame.ts_ms);
-            if first {
-                let (trace, agent) = (frame.provenance.trace_id, frame.provenance.agent.clone());
-                match args.format {
-                    Format::Human => writeln!(out, "Trace {trace} (agent `{agent}`), from {}", format_ts(start_ts))?,
-                    Format::Json => write!(
-                        out,
-                        "{{\n  \"trace_id\": {},\n  \"agent\": {},\n  \"frames\": [",
-                        json!(trace),
-                        json!(agent)
-                    )?,
-                }
-            }
-            let entry = timeline.entry(frame);
+    let mut write_entry = |out: &mut BufWriter<std::io::StdoutLock<'_>>,
+                           frame: crate::trace::frame::TraceFrame|
+     -> std::io::Result<()> {
+        let first = start.is_none();
+        let start_ts = *start.get_or_insert(frame.ts_ms);
+        if first {
+            let (trace, agent) = (frame.provenance.trace_id, frame.provenance.agent.clone());
             match args.format {
-                Format::Human => writeln!(out, "{}", human_entry(&entry, start_ts)),
-                Format::Json => write!(out, "{}\n    {}", if first { "" } else { "," }, entry.to_json()),
+                Format::Human => {
+                    writeln!(out, "Trace {trace} (agent `{}`), from {}", terminal_safe(&agent), format_ts(start_ts))?
+                }
+                Format::Json => write!(
+                    out,
+                    "{{\n  \"trace_id\": {},\n  \"agent\": {},\n  \"frames\": [",
+                    json!(trace),
+                    json!(agent)
+                )?,
             }
-        };
+        }
+        let entry = timeline.entry(frame);
+        match args.format {
+            Format::Human => writeln!(out, "{}", human_entry(&entry, start_ts)),
+            Format::Json => write!(out, "{}\n    {}", if first { "" } else { "," }, entry.to_json()),
+        }
+    };
     for_each_frame(&input, |frame| match write_entry(&mut out, frame) {
         Ok(()) => ControlFlow::Continue(()),
         Err(e) => {

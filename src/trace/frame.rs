@@ -98,6 +98,13 @@ pub struct RecordedError {
     pub raw: Value,
 }
 
+impl RecordedError {
+    /// `retry_after_ms`: how long the runtime waited before the next attempt, when recorded.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        self.raw.get("retry_after_ms").and_then(Value::as_u64)
+    }
+}
+
 /// What a call produced: a result or an error.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
