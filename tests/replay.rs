@@ -1265,3 +1265,141 @@ fn human_output_escapes_control_characters_from_the_trace() {
     // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
     assert!(text.contains("{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}"), "{text}");
 }
+
+/// A frame line changed by `f`.
+fn edit_line(line: &str, f: impl FnOnce(&mut Value)) -> String {
+    let mut frame: Value = serde_json::from_str(line).unwrap();
+    f(&mut frame);
+    format!("{frame}\n")
+}
+
+/// Import refuses what the format forbids, each with its line number (exit
+/// 2); replay of the file refuses the same frames.
+#[test]
+fn import_refuses_frames_the_format_forbids() {
+    let sb = Sandbox::new();
+    let good = written_trace();
+    let msg_id = |id: u64| format!("0197a000-0000-7000-8000-{id:012}");
+    let mut cases: Vec<(&str, Vec<String>, String)> = Vec::new();
+
+    let mut lines = good.clone();
+    lines[2] = edit_line(&lines[2], |f| f["provenance"]["msg_id"] = json!(msg_id(2)));
+    cases.push((
+        "msg_id",
+        lines,
+        format!(
+            "line 3: `provenance.msg_id` {} is also the msg_id of an earlier frame: every frame has its own msg_id",
+            msg_id(2)
+        ),
+    ));
+
+    let other_call = edit_line(&good[3], |f| f["payload"]["invocation_id"] = json!(INV_A));
+    let lines = renumber(&[good[1].clone(), other_call, good[2].clone()]);
+    cases.push((
+        "shared",
+        lines,
+        format!("line 2: tool.call for invocation {INV_A} while the call at line 1 is still waiting for its result: every call has its own invocation_id"),
+    ));
+
+    let mut lines = good.clone();
+    lines.push(good[1].clone());
+    cases.push((
+        "repeated",
+        renumber(&lines),
+        format!("line 7: tool.call for invocation {INV_A} after that call's final result: every call has its own invocation_id"),
+    ));
+
+    for actor in ["robot", "tool:", "tool:Not An Id"] {
+        let mut lines = good.clone();
+        lines[0] = edit_line(&lines[0], |f| f["actor"] = json!(actor));
+        cases.push((
+            "actor",
+            lines,
+            format!("line 1: `actor` is `{actor}`; it must be `runtime`, `operator`, `config` or `tool:<tool id>`"),
+        ));
+    }
+
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["scope"] = json!("other"));
+    cases.push((
+        "scope",
+        lines,
+        "line 1: `scope` is `other` but `provenance.agent` is `desk`; both name the agent that made the frame".into(),
+    ));
+
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["ts_ms"] = json!(-5));
+    cases.push((
+        "ts",
+        lines,
+        "line 1: `ts_ms` is -5: a time is milliseconds since the Unix epoch and cannot be negative".into(),
+    ));
+
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["provenance"]["host"] = json!("x"));
+    cases.push((
+        "provenance",
+        lines,
+        "line 1: `provenance` is not {trace_id, msg_id, agent}: unknown field `host`, expected one of `trace_id`, \
+         `msg_id`, `agent`"
+            .into(),
+    ));
+
+    for (name, lines, expected) in cases {
+        let file = write_lines(&sb, &format!("{name}.jsonl"), &lines);
+        let output = sb.rlp("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: {}: 1 problem; nothing was imported:\n  {expected}\n  help: fix the file or export the trace \
+                 again; the ledger is unchanged\n",
+                file.display()
+            ),
+            "{name}"
+        );
+        assert!(!sb.ledger("fresh").exists(), "{name}");
+    }
+
+    // Replay reads files with the same reader: the same frames are refused.
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["actor"] = json!("robot"));
+    let file = write_lines(&sb, "actor.jsonl", &lines);
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.rlp("fresh").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(&format!(
+            "error: {}: line 1: `actor` is `robot`; it must be `runtime`, `operator`, `config` or `tool:<tool id>`\n",
+            file.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A malformed file is refused for its problems (exit 2) even when the
+/// ledger already holds its trace; a good one then for the duplicate (exit 1).
+#[test]
+fn import_reports_file_problems_before_a_trace_already_held() {
+    let sb = Sandbox::new();
+    import_written(&sb, "home");
+    let mut lines = written_trace();
+    lines[3] = "{\"id\": 4,\n".to_string();
+    let file = write_lines(&sb, "broken.jsonl", &lines);
+    let output = sb.rlp("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains(": 3 problems; nothing was imported:\n  line 4: not valid JSON: "), "{text}");
+    assert!(!text.contains("already holds"), "{text}");
+    let file = write_lines(&sb, "good.jsonl", &written_trace());
+    let output = sb.rlp("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains(&format!("already holds trace {TRACE}; nothing was imported")));
+    assert_eq!(sb.rows("home"), 6);
+}

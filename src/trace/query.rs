@@ -11,7 +11,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::trace::event::Event;
-use crate::trace::frame::{Body, FrameProvenance, Origin, TraceFrame};
+use crate::trace::frame::{Body, FrameProvenance, Origin, TraceFrame, check_columns};
 use crate::trace::jsonl::{JsonlReader, LineError, ReadError};
 use crate::trace::ledger::{Ledger, LedgerError};
 
@@ -173,13 +173,15 @@ pub enum InputError {
     },
 }
 
-/// Interprets a ledger row as the frame at `position`.
+/// Interprets a ledger row as the frame at `position`, with the checks a
+/// line of an export gets (payload shape, provenance fields, shared columns).
 pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, InputError> {
     let bad = |message: String| InputError::BadRow { row: event.id, message };
     let payload: Value =
         serde_json::from_str(&event.payload_json).map_err(|e| bad(format!("payload_json is not JSON: {e}")))?;
     let provenance: FrameProvenance = serde_json::from_str(&event.provenance_json)
         .map_err(|e| bad(format!("provenance_json is not {{trace_id, msg_id, agent}}: {e}")))?;
+    check_columns(event.ts_ms, &event.actor, &event.scope, &provenance).map_err(bad)?;
     let body = Body::parse(&event.kind, payload).map_err(bad)?;
     Ok(TraceFrame {
         position,
