@@ -924,3 +924,482 @@ fn replay_source_answers_calls_from_a_recording() {
     );
     assert_eq!(divergences[2].message, "the recorded call of `notes.read` at #2 was never made");
 }
+
+/// Gives each line the `id` and `msg_id` of its place in the file (after
+/// lines were added or removed).
+fn renumber(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let id = i as u64 + 1;
+            let mut frame: Value = serde_json::from_str(line).unwrap();
+            frame["id"] = json!(id);
+            frame["provenance"]["msg_id"] = json!(format!("0197a000-0000-7000-8000-{id:012}"));
+            format!("{frame}\n")
+        })
+        .collect()
+}
+
+/// Strict replay of `file` against `bundle` as JSON; asserts the exit code.
+fn replay_json(sb: &Sandbox, file: &Path, bundle: &Path, code: i32) -> Value {
+    let output =
+        sb.rlp("home").arg("replay").arg(file).arg("--bundle").arg(bundle).args(["--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(code), "{}{}", stdout(&output), stderr(&output));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// A call whose arguments and result both no longer validate has both
+/// divergences reported.
+#[test]
+fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool(
+                "notes.read",
+                &notes,
+                json!({"type": "object", "required": ["id"]}),
+                json!({"type": "object", "required": ["body"]})
+            ),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let doc = replay_json(&sb, &file, &bundle, 1);
+    let found: Vec<(&str, u64, &str)> = doc["divergences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["kind"].as_str().unwrap(), d["position"].as_u64().unwrap(), d["details"][0].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("args_mismatch", 2, "(root): \"id\" is a required property"),
+            ("schema_mismatch", 3, "(root): \"body\" is a required property"),
+        ]
+    );
+    assert_eq!(doc["calls"][0]["divergences"], json!(["args_mismatch", "schema_mismatch"]));
+    assert_eq!(doc["calls"][0]["status"], "diverged");
+    assert_eq!(doc["summary"]["by_kind"], json!({"args_mismatch": 1, "schema_mismatch": 1}));
+}
+
+/// A second `tool.call` for an invocation still waiting is an
+/// `invalid_trace`, not another call: the counts add up to the calls listed.
+#[test]
+fn strict_replay_counts_each_listed_call_once() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let mut lines = written_trace();
+    lines.insert(2, lines[1].clone());
+    let file = write_lines(&sb, "twice.jsonl", &renumber(&lines));
+    let doc = replay_json(&sb, &file, &bundle, 1);
+    let summary = &doc["summary"];
+    assert_eq!(
+        json!([
+            summary["frames"],
+            summary["calls"],
+            summary["ok"],
+            summary["errors"],
+            summary["diverged"],
+            summary["no_result"]
+        ]),
+        json!([7, 2, 2, 0, 0, 0])
+    );
+    assert_eq!(doc["calls"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["divergences"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["divergences"][0]["kind"], "invalid_trace");
+    assert_eq!(doc["divergences"][0]["position"], 3);
+}
+
+/// Imports the hand-written trace into `home`; asserts success.
+fn import_written(sb: &Sandbox, home: &str) -> PathBuf {
+    let file = write_lines(sb, "written.jsonl", &written_trace());
+    let output = sb.rlp(home).args(["trace", "import"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    file
+}
+
+/// A ledger file that is not an SQLite database is unreadable input (exit
+/// 2), named as not a ledger, with what to do; verify still prints its JSON
+/// document.
+#[test]
+fn a_file_that_is_not_a_ledger_is_unreadable_input() {
+    let sb = Sandbox::new();
+    let ledger = sb.ledger("junk");
+    std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
+    std::fs::write(&ledger, "garbage\n").unwrap();
+    let expected = format!(
+        "error: {0} is not an rlp ledger: ledger {0}: file is not a database\n  help: restore the file from a backup, \
+         or move it aside to start a new ledger; pass --home to use another runtime home\n",
+        ledger.display()
+    );
+    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let runs: [&[&str]; 5] = [
+        &["trace", "verify"],
+        &["trace", "list"],
+        &["trace", "show", TRACE],
+        &["trace", "export", TRACE],
+        &["trace", "import", file.to_str().unwrap()],
+    ];
+    for args in runs {
+        let output = sb.rlp("junk").args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert_eq!(stderr(&output), expected, "{args:?}");
+        assert_eq!(stdout(&output), "", "{args:?}");
+    }
+    let output = sb.rlp("junk").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr(&output), expected);
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["ledger"], ledger.display().to_string());
+    assert_eq!(doc["intact"], false);
+    assert_eq!(doc["error"]["message"], expected.lines().next().unwrap().trim_start_matches("error: "));
+    assert_eq!(std::fs::read(&ledger).unwrap(), b"garbage\n", "the file is left as it was");
+
+    // No ledger at all: the JSON document too.
+    let output = sb.rlp("none").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["intact"], false);
+    assert!(doc["error"]["message"].as_str().unwrap().starts_with("there is no ledger at "), "{doc}");
+}
+
+/// `trace export -o` to a folder, or into a folder that does not exist, is a
+/// usage error (exit 2) naming the path.
+#[test]
+fn export_refuses_an_output_path_it_cannot_write() {
+    let sb = Sandbox::new();
+    import_written(&sb, "home");
+    let folder = sb.path().join("out");
+    std::fs::create_dir(&folder).unwrap();
+    let missing = sb.path().join("no-such-folder/x.jsonl");
+    let export = |path: &Path| {
+        let output = sb.rlp("home").args(["trace", "export", TRACE, "-o"]).arg(path).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        stderr(&output)
+    };
+    assert_eq!(
+        export(&folder),
+        format!(
+            "error: cannot write {}: it is a folder\n  help: pass the file to write with -o, e.g. -o golden.jsonl\n",
+            folder.display()
+        )
+    );
+    assert_eq!(
+        export(&missing),
+        format!(
+            "error: cannot write {}: the folder {} does not exist\n  help: create the folder first, or pass another \
+             path with -o\n",
+            missing.display(),
+            missing.parent().unwrap().display()
+        )
+    );
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0, "nothing was left in the folder");
+}
+
+/// Show and replay from the ledger check each row's hash as they read it,
+/// and refuse an edited row as export does (exit 1, naming the row).
+#[test]
+fn show_and_replay_refuse_an_edited_row_like_export() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    import_written(&sb, "home");
+    let conn = rusqlite::Connection::open(sb.ledger("home")).unwrap();
+    let changed = conn
+        .execute("UPDATE events SET payload_json = replace(payload_json, '\"hello\"', '\"HELLO\"') WHERE id = 3", [])
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let refused = "error: ledger row 3: the row does not match its hash_blake3: the ledger was edited";
+    let help = "\n  help: run `rlp trace verify` to see every row that was changed\n";
+    let run = |args: &[&str]| {
+        let output = sb.rlp("home").args(args).arg("--bundle").arg(&bundle).output().unwrap();
+        (output.status.code(), stderr(&output), stdout(&output))
+    };
+    let (code, err, out) = run(&["replay", TRACE, "--format", "json"]);
+    assert_eq!((code, err, out), (Some(1), format!("{refused}{help}"), String::new()));
+    let output = sb.rlp("home").args(["trace", "show", TRACE]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), format!("{refused}{help}"));
+    assert!(!stdout(&output).contains("HELLO"), "{}", stdout(&output));
+    let output = sb.rlp("home").args(["trace", "export", TRACE]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), format!("{refused}; nothing was exported{help}"));
+}
+
+/// Runs `rlp --home <home> ARGS` with stdout a pipe whose reader is already
+/// gone, as in `rlp … | head -3`.
+fn into_closed_pipe(sb: &Sandbox, home: &str, args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
+        .arg("--home")
+        .arg(sb.home(home))
+        .args(args)
+        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("no-system-config.toml"))
+        .env_remove("RUNLOOP_HOME")
+        .stdout(writer)
+        .output()
+        .unwrap()
+}
+
+/// A reader that goes away (EPIPE) ends the command quietly.
+#[test]
+fn a_closed_stdout_ends_commands_quietly() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let file = import_written(&sb, "home");
+    let bundle_arg = bundle.display().to_string();
+    let runs: [(&[&str], i32); 6] = [
+        (&["trace", "list"], 0),
+        (&["trace", "show", TRACE], 0),
+        (&["trace", "show", TRACE, "--format", "json"], 0),
+        (&["trace", "export", TRACE], 0),
+        (&["trace", "verify"], 0),
+        (&["replay", file.to_str().unwrap(), "--bundle", &bundle_arg], 0),
+    ];
+    for (args, code) in runs {
+        let output = into_closed_pipe(&sb, "home", args);
+        assert_eq!((output.status.code(), stderr(&output)), (Some(code), String::new()), "{args:?}");
+    }
+}
+
+/// `trace show` gives the wait before a retry from `retry_after_ms`, and
+/// claims no wait when none was recorded.
+#[test]
+fn show_states_the_recorded_retry_wait() {
+    let sb = Sandbox::new();
+    let mut lines = written_trace();
+    lines[4] = frame_line(
+        5,
+        "tool.result",
+        "tool:weather.get",
+        json!({"v": 1, "invocation_id": INV_B, "error": {"message": "busy", "kind": "tool", "transient": true, "retry_after_ms": 100, "will_retry": true}, "attempt": 1, "duration_ms": 3}),
+    );
+    let with_wait = write_lines(&sb, "wait.jsonl", &lines);
+    let without_wait = write_lines(&sb, "written.jsonl", &written_trace());
+    let show = |file: &Path| {
+        let output = sb.rlp("home").args(["trace", "show"]).arg(file).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output).lines().nth(5).unwrap().to_string()
+    };
+    assert_eq!(
+        show(&with_wait),
+        "  #5        +0.028s  tool.result  weather.get              failed in 3 ms, will retry after 100 ms → busy  (call #4, attempt 1)"
+    );
+    assert_eq!(
+        show(&without_wait),
+        "  #5        +0.028s  tool.result  weather.get              failed in 9 ms, will retry → busy  (call #4, attempt 1)"
+    );
+}
+
+/// Control characters from a trace (escape sequences, BEL) are escaped in
+/// the human output of `trace show` and `replay`.
+#[test]
+fn human_output_escapes_control_characters_from_the_trace() {
+    let sb = Sandbox::new();
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([
+            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
+            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["x"]})),
+        ]),
+        "[capabilities]\nexec = true\n",
+    );
+    let hostile = "boom\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}31m";
+    let mut lines = written_trace();
+    lines[2] = frame_line(
+        3,
+        "tool.result",
+        "tool:notes.read",
+        json!({"v": 1, "invocation_id": INV_A, "error": {"message": hostile, "kind": "tool", "will_retry": false}, "attempt": 1}),
+    );
+    lines[5] = frame_line(
+        6,
+        "tool.result",
+        "tool:weather.get",
+        json!({"v": 1, "invocation_id": INV_B, "result": {"temp": hostile}, "attempt": 2}),
+    );
+    let file = write_lines(&sb, "hostile.jsonl", &lines);
+    let escaped = "boom\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{9b}31m";
+    let show = sb.rlp("home").args(["trace", "show"]).arg(&file).output().unwrap();
+    let replay = sb.rlp("home").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    assert_eq!(replay.status.code(), Some(1), "{}", stderr(&replay));
+    for text in [stdout(&show), stdout(&replay)] {
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
+    }
+    let text = stdout(&show);
+    assert!(text.contains(&format!("error → {escaped}  (call #2, attempt 1)\n")), "{text}");
+    let text = stdout(&replay);
+    assert!(text.contains(&format!("error     error: {escaped}\n")), "{text}");
+    // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
+    assert!(text.contains("{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}"), "{text}");
+}
+
+/// A frame line changed by `f`.
+fn edit_line(line: &str, f: impl FnOnce(&mut Value)) -> String {
+    let mut frame: Value = serde_json::from_str(line).unwrap();
+    f(&mut frame);
+    format!("{frame}\n")
+}
+
+/// Import refuses what the format forbids, each with its line number (exit
+/// 2); replay of the file refuses the same frames.
+#[test]
+fn import_refuses_frames_the_format_forbids() {
+    let sb = Sandbox::new();
+    let good = written_trace();
+    let msg_id = |id: u64| format!("0197a000-0000-7000-8000-{id:012}");
+    let mut cases: Vec<(&str, Vec<String>, String)> = Vec::new();
+
+    let mut lines = good.clone();
+    lines[2] = edit_line(&lines[2], |f| f["provenance"]["msg_id"] = json!(msg_id(2)));
+    cases.push((
+        "msg_id",
+        lines,
+        format!(
+            "line 3: `provenance.msg_id` {} is also the msg_id of an earlier frame: every frame has its own msg_id",
+            msg_id(2)
+        ),
+    ));
+
+    let other_call = edit_line(&good[3], |f| f["payload"]["invocation_id"] = json!(INV_A));
+    let lines = renumber(&[good[1].clone(), other_call, good[2].clone()]);
+    cases.push((
+        "shared",
+        lines,
+        format!("line 2: tool.call for invocation {INV_A} while the call at line 1 is still waiting for its result: every call has its own invocation_id"),
+    ));
+
+    let mut lines = good.clone();
+    lines.push(good[1].clone());
+    cases.push((
+        "repeated",
+        renumber(&lines),
+        format!("line 7: tool.call for invocation {INV_A} after that call's final result: every call has its own invocation_id"),
+    ));
+
+    for actor in ["robot", "tool:", "tool:Not An Id"] {
+        let mut lines = good.clone();
+        lines[0] = edit_line(&lines[0], |f| f["actor"] = json!(actor));
+        cases.push((
+            "actor",
+            lines,
+            format!("line 1: `actor` is `{actor}`; it must be `runtime`, `operator`, `config` or `tool:<tool id>`"),
+        ));
+    }
+
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["scope"] = json!("other"));
+    cases.push((
+        "scope",
+        lines,
+        "line 1: `scope` is `other` but `provenance.agent` is `desk`; both name the agent that made the frame".into(),
+    ));
+
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["ts_ms"] = json!(-5));
+    cases.push((
+        "ts",
+        lines,
+        "line 1: `ts_ms` is -5: a time is milliseconds since the Unix epoch and cannot be negative".into(),
+    ));
+
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["provenance"]["host"] = json!("x"));
+    cases.push((
+        "provenance",
+        lines,
+        "line 1: `provenance` is not {trace_id, msg_id, agent}: unknown field `host`, expected one of `trace_id`, \
+         `msg_id`, `agent`"
+            .into(),
+    ));
+
+    for (name, lines, expected) in cases {
+        let file = write_lines(&sb, &format!("{name}.jsonl"), &lines);
+        let output = sb.rlp("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: {}: 1 problem; nothing was imported:\n  {expected}\n  help: fix the file or export the trace \
+                 again; the ledger is unchanged\n",
+                file.display()
+            ),
+            "{name}"
+        );
+        assert!(!sb.ledger("fresh").exists(), "{name}");
+    }
+
+    // Replay reads files with the same reader: the same frames are refused.
+    let mut lines = good.clone();
+    lines[0] = edit_line(&lines[0], |f| f["actor"] = json!("robot"));
+    let file = write_lines(&sb, "actor.jsonl", &lines);
+    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let bundle = sb.bundle(
+        "desk",
+        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.rlp("fresh").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(&format!(
+            "error: {}: line 1: `actor` is `robot`; it must be `runtime`, `operator`, `config` or `tool:<tool id>`\n",
+            file.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A malformed file is refused for its problems (exit 2) even when the
+/// ledger already holds its trace; a good one then for the duplicate (exit 1).
+#[test]
+fn import_reports_file_problems_before_a_trace_already_held() {
+    let sb = Sandbox::new();
+    import_written(&sb, "home");
+    let mut lines = written_trace();
+    lines[3] = "{\"id\": 4,\n".to_string();
+    let file = write_lines(&sb, "broken.jsonl", &lines);
+    let output = sb.rlp("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains(": 3 problems; nothing was imported:\n  line 4: not valid JSON: "), "{text}");
+    assert!(!text.contains("already holds"), "{text}");
+    let file = write_lines(&sb, "good.jsonl", &written_trace());
+    let output = sb.rlp("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains(&format!("already holds trace {TRACE}; nothing was imported")));
+    assert_eq!(sb.rows("home"), 6);
+}

@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, stdin_is_terminal};
-use crate::cli::trace::{input_error, parse_input};
+use crate::cli::trace::{input_error, parse_input, stdout_failed};
 use crate::config::{self, Flags};
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
 use crate::runtime::recorder::Recorder;
@@ -226,10 +226,10 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
             })?
         }
     };
+    let exit = if summary.is_clean() { Exit::Success } else { Exit::Problems };
     let mut out = std::io::stdout().lock();
-    report
-        .write_to(&mut out)
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::problem(format!("cannot write the report: {e}")))?;
-    Ok(if summary.is_clean() { Exit::Success } else { Exit::Problems })
+    match report.write_to(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(exit),
+        Err(e) => stdout_failed(e, exit, "the report"),
+    }
 }

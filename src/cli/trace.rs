@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::Format;
+use crate::cli::output::{Format, terminal_safe};
 use crate::home::Home;
 use crate::trace::export::{ExportError, export_trace};
 use crate::trace::frame::{ellipsize, format_ts};
@@ -106,7 +106,8 @@ Examples:
   rlp trace verify
   rlp trace verify --format json --home /srv/runloop
 
-Exit codes: 0 every row checks out, 1 a row was edited, removed or reordered, 2 no ledger.")]
+Exit codes: 0 every row checks out, 1 a row was edited, removed or reordered,
+2 no ledger, or a file SQLite cannot read (not a ledger, or damaged).")]
 pub struct VerifyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -124,14 +125,33 @@ pub fn run(command: TraceCommand, ctx: &Context) -> CliResult {
     }
 }
 
-fn write_error(e: std::io::Error) -> CliError {
-    CliError::problem(format!("cannot write the output: {e}"))
+/// Ends a command whose write to stdout failed: quietly, with `done`, when
+/// the reader went away (a broken pipe, as in `rlp trace show … | head`);
+/// with an error naming `what` otherwise.
+pub(crate) fn stdout_failed(e: std::io::Error, done: Exit, what: &str) -> CliResult {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return Ok(done);
+    }
+    Err(CliError::problem(format!("cannot write {what}: {e}")))
 }
 
-/// A ledger problem as a command error (exit 1: the ledger exists but fails).
+/// A ledger that cannot be read, as a command error (exit 2: unreadable
+/// input). A file SQLite cannot read at all is named as not a ledger.
 pub(crate) fn ledger_error(e: LedgerError) -> CliError {
-    CliError::problem(format!("cannot read the ledger: {e}"))
-        .with_help("run `rlp trace verify`; check the runtime home (--home or $RUNLOOP_HOME)")
+    if e.is_not_a_database() {
+        return CliError::usage(format!("{} is not an rlp ledger: {e}", e.path().display())).with_help(
+            "restore the file from a backup, or move it aside to start a new ledger; pass --home to use another \
+             runtime home",
+        );
+    }
+    CliError::usage(format!("cannot read the ledger: {e}"))
+        .with_help("check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable")
+}
+
+/// A ledger row that does not match its hash (exit 1), as export, show and
+/// replay report it; `message` names the row.
+fn edited_row(message: String) -> CliError {
+    CliError::problem(message).with_help("run `rlp trace verify` to see every row that was changed")
 }
 
 /// Parses a trace id argument.
@@ -156,7 +176,8 @@ pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliErro
     }
 }
 
-/// An input problem as a command error (exit 2, except a broken ledger: 1).
+/// An input problem as a command error (exit 2, except a row that does not
+/// match its hash: 1).
 pub(crate) fn input_error(e: InputError) -> CliError {
     match e {
         InputError::NoLedger(_) => CliError::usage(e.to_string())
@@ -168,6 +189,7 @@ pub(crate) fn input_error(e: InputError) -> CliError {
         }
         InputError::BadLine { .. } => CliError::usage(e.to_string())
             .with_help("export the trace again; `rlp trace import` lists every problem of a file"),
+        InputError::Edited { .. } => edited_row(e.to_string()),
         InputError::BadRow { .. } => {
             CliError::usage(e.to_string()).with_help("run `rlp trace verify` to see what was changed in the ledger")
         }
@@ -227,19 +249,26 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
     })
     .map_err(ledger_error)?;
     if let Some(e) = failure {
-        return Err(write_error(e));
+        return stdout_failed(e, Exit::Success, "the output");
     }
-    match args.format {
-        Format::Json => writeln!(out, "{}", if count == 0 { "[]" } else { "\n]" }).map_err(write_error)?,
-        Format::Human if count == 0 => eprintln!("No traces in {}.", path.display()),
-        Format::Human => {}
+    let end = match args.format {
+        Format::Json => writeln!(out, "{}", if count == 0 { "[]" } else { "\n]" }),
+        Format::Human if count == 0 => {
+            eprintln!("No traces in {}.", path.display());
+            Ok(())
+        }
+        Format::Human => Ok(()),
+    };
+    match end.and_then(|()| out.flush()) {
+        Ok(()) => Ok(Exit::Success),
+        Err(e) => stdout_failed(e, Exit::Success, "the output"),
     }
-    out.flush().map_err(write_error)?;
-    Ok(Exit::Success)
 }
 
 // ------------------------------------------------------------------ show
 
+/// One timeline line; text from the trace (tool output, names) is made
+/// terminal-safe.
 fn human_entry(entry: &TimelineEntry, start: i64) -> String {
     let offset = entry.ts_ms.saturating_sub(start) as f64 / 1000.0;
     let tool = entry.tool.as_deref().unwrap_or("-");
@@ -256,8 +285,14 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
             text
         }
         Detail::Result { call_position, outcome, attempt, duration_ms, will_retry } => {
-            let status = if *will_retry { "failed, will retry" } else { entry.status() };
             let took = duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
+            let status = match (will_retry, outcome) {
+                (true, crate::trace::frame::Outcome::Error(e)) => {
+                    let wait = e.retry_after_ms().map(|ms| format!(" after {ms} ms")).unwrap_or_default();
+                    format!("failed{took}, will retry{wait}")
+                }
+                _ => format!("{}{took}", entry.status()),
+            };
             let value = match outcome {
                 crate::trace::frame::Outcome::Result(v) => compact(v),
                 crate::trace::frame::Outcome::Error(e) => ellipsize(&e.message, SHOWN_VALUE),
@@ -266,7 +301,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
                 Some(p) => format!("call #{p}"),
                 None => "no call before it".to_string(),
             };
-            format!("{status}{took} → {value}  ({call}, attempt {attempt})")
+            format!("{status} → {value}  ({call}, attempt {attempt})")
         }
         Detail::Audit { capability, decision, reason } => format!("{decision} {capability}: {reason}"),
         Detail::Confirm { approved, by, how } => {
@@ -274,7 +309,9 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
         }
         Detail::ReplayLink { replay_of, mode } => format!("{mode} replay of trace {replay_of}"),
     };
-    format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool)
+    let line =
+        format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
+    terminal_safe(&line).into_owned()
 }
 
 fn human_footer(summary: &TimelineSummary) -> String {
@@ -304,28 +341,31 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let mut timeline = Timeline::new();
     let mut start = None;
     let mut failure = None;
-    let mut write_entry =
-        |out: &mut BufWriter<std::io::StdoutLock<'_>>, frame: crate::trace::frame::TraceFrame| -> std::io::Result<()> {
-            let first = start.is_none();
-            let start_ts = *start.get_or_insert(frame.ts_ms);
-            if first {
-                let (trace, agent) = (frame.provenance.trace_id, frame.provenance.agent.clone());
-                match args.format {
-                    Format::Human => writeln!(out, "Trace {trace} (agent `{agent}`), from {}", format_ts(start_ts))?,
-                    Format::Json => write!(
-                        out,
-                        "{{\n  \"trace_id\": {},\n  \"agent\": {},\n  \"frames\": [",
-                        json!(trace),
-                        json!(agent)
-                    )?,
-                }
-            }
-            let entry = timeline.entry(frame);
+    let mut write_entry = |out: &mut BufWriter<std::io::StdoutLock<'_>>,
+                           frame: crate::trace::frame::TraceFrame|
+     -> std::io::Result<()> {
+        let first = start.is_none();
+        let start_ts = *start.get_or_insert(frame.ts_ms);
+        if first {
+            let (trace, agent) = (frame.provenance.trace_id, frame.provenance.agent.clone());
             match args.format {
-                Format::Human => writeln!(out, "{}", human_entry(&entry, start_ts)),
-                Format::Json => write!(out, "{}\n    {}", if first { "" } else { "," }, entry.to_json()),
+                Format::Human => {
+                    writeln!(out, "Trace {trace} (agent `{}`), from {}", terminal_safe(&agent), format_ts(start_ts))?
+                }
+                Format::Json => write!(
+                    out,
+                    "{{\n  \"trace_id\": {},\n  \"agent\": {},\n  \"frames\": [",
+                    json!(trace),
+                    json!(agent)
+                )?,
             }
-        };
+        }
+        let entry = timeline.entry(frame);
+        match args.format {
+            Format::Human => writeln!(out, "{}", human_entry(&entry, start_ts)),
+            Format::Json => write!(out, "{}\n    {}", if first { "" } else { "," }, entry.to_json()),
+        }
+    };
     for_each_frame(&input, |frame| match write_entry(&mut out, frame) {
         Ok(()) => ControlFlow::Continue(()),
         Err(e) => {
@@ -335,18 +375,19 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     })
     .map_err(input_error)?;
     if let Some(e) = failure {
-        return Err(write_error(e));
+        return stdout_failed(e, Exit::Success, "the output");
     }
     let summary = timeline.finish();
-    match args.format {
+    let end = match args.format {
         Format::Human => writeln!(out, "{}", human_footer(&summary)),
         Format::Json => {
             writeln!(out, "\n  ],\n  \"summary\": {}\n}}", serde_json::to_value(&summary).unwrap_or(Value::Null))
         }
+    };
+    match end.and_then(|()| out.flush()) {
+        Ok(()) => Ok(Exit::Success),
+        Err(e) => stdout_failed(e, Exit::Success, "the output"),
     }
-    .and_then(|()| out.flush())
-    .map_err(write_error)?;
-    Ok(Exit::Success)
 }
 
 // ---------------------------------------------------------------- export
@@ -359,35 +400,56 @@ fn open_ledger(home: &Home) -> Result<Ledger, CliError> {
     Ledger::open_existing(&path).map_err(ledger_error)
 }
 
-fn export_failure(e: ExportError) -> CliError {
+/// An export that stopped; `write` maps a failure to write the output.
+fn export_failure(e: ExportError, write: impl FnOnce(std::io::Error) -> CliResult) -> CliResult {
     match e {
-        ExportError::Ledger(e) => ledger_error(e),
-        ExportError::NoSuchTrace(_) => CliError::usage(e.to_string())
-            .with_help("`rlp trace list` shows the traces of this home; pass --home for another"),
-        ExportError::Edited { .. } => CliError::problem(format!("{e}; nothing was exported"))
-            .with_help("run `rlp trace verify` to see every row that was changed"),
-        ExportError::Write(_) => CliError::problem(e.to_string()),
+        ExportError::Ledger(e) => Err(ledger_error(e)),
+        ExportError::NoSuchTrace(_) => Err(CliError::usage(e.to_string())
+            .with_help("`rlp trace list` shows the traces of this home; pass --home for another")),
+        ExportError::Edited { .. } => Err(edited_row(format!("{e}; nothing was exported"))),
+        ExportError::Write(e) => write(e),
     }
+}
+
+/// The folder `-o FILE` is written in (the temporary file goes there too),
+/// once FILE is known not to be a folder and its folder to exist (exit 2).
+fn output_dir(path: &Path) -> Result<&Path, CliError> {
+    if path.is_dir() {
+        return Err(CliError::usage(format!("cannot write {}: it is a folder", path.display()))
+            .with_help("pass the file to write with -o, e.g. -o golden.jsonl"));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "cannot write {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        ))
+        .with_help("create the folder first, or pass another path with -o"));
+    }
+    Ok(dir)
 }
 
 fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
     let trace_id = parse_trace_id(&args.trace_id)?;
+    let dir = args.output.as_deref().map(output_dir).transpose()?;
     let ledger = open_ledger(&ctx.home)?;
-    match &args.output {
-        None => {
-            let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-            export_trace(&ledger, &trace_id, &mut out).map_err(export_failure)?;
-        }
-        Some(path) => {
-            let cannot = |e: std::io::Error| CliError::problem(format!("cannot write {}: {e}", path.display()));
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
+    match (&args.output, dir) {
+        (Some(path), Some(dir)) => {
+            let cannot = |e: std::io::Error| {
+                CliError::usage(format!("cannot write {}: {e}", path.display()))
+                    .with_help("check that the folder is writable and has room; nothing was exported")
             };
             let temp =
                 tempfile::Builder::new().prefix(".rlp-export-").suffix(".tmp").tempfile_in(dir).map_err(cannot)?;
             let mut out = BufWriter::with_capacity(1 << 20, temp);
-            let frames = export_trace(&ledger, &trace_id, &mut out).map_err(export_failure)?;
+            let frames = match export_trace(&ledger, &trace_id, &mut out) {
+                Ok(frames) => frames,
+                Err(e) => return export_failure(e, |e| Err(cannot(e))),
+            };
             let temp = out.into_inner().map_err(|e| cannot(e.into_error()))?;
             temp.as_file().sync_all().map_err(cannot)?;
             temp.persist(path).map_err(|e| cannot(e.error))?;
@@ -397,6 +459,12 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
                 if frames == 1 { "" } else { "s" },
                 path.display()
             );
+        }
+        _ => {
+            let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+            if let Err(e) = export_trace(&ledger, &trace_id, &mut out) {
+                return export_failure(e, |e| stdout_failed(e, Exit::Success, "the export"));
+            }
         }
     }
     Ok(Exit::Success)
@@ -456,6 +524,7 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
         Err(e @ ImportError::Io { .. }) => {
             Err(CliError::usage(e.to_string()).with_help("pass a file written by `rlp trace export`"))
         }
+        Err(ImportError::Ledger(e)) if e.is_not_a_database() => Err(ledger_error(e)),
         Err(ImportError::Ledger(e)) => Err(CliError::problem(format!("cannot write the ledger: {e}"))
             .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")),
     }
@@ -501,12 +570,31 @@ fn human_verify(report: &VerifyReport) -> String {
     text
 }
 
+/// Verifies the ledger at `path`; a missing or unreadable ledger is an error (exit 2).
+fn verify_report(path: &Path) -> Result<VerifyReport, CliError> {
+    if !path.exists() {
+        return Err(input_error(InputError::NoLedger(path.to_path_buf())));
+    }
+    verify_ledger(path).map_err(ledger_error)
+}
+
 fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
     let path = ctx.home.ledger_file();
-    if !path.exists() {
-        return Err(input_error(InputError::NoLedger(path)));
-    }
-    let report = verify_ledger(&path).map_err(ledger_error)?;
+    let report = match verify_report(&path) {
+        Ok(report) => report,
+        Err(error) if args.format == Format::Json => {
+            // Still one JSON document on stdout, as documented; the error goes to stderr too.
+            let doc = json!({
+                "ledger": path.display().to_string(),
+                "intact": false,
+                "error": {"message": error.message, "help": error.help},
+            });
+            // A failure to print it changes nothing: the error is the outcome.
+            let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            return Err(error);
+        }
+        Err(error) => return Err(error),
+    };
     let text = match args.format {
         Format::Human => human_verify(&report),
         Format::Json => {
@@ -515,7 +603,10 @@ fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
             format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default())
         }
     };
+    let exit = if report.is_intact() { Exit::Success } else { Exit::Problems };
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(write_error)?;
-    Ok(if report.is_intact() { Exit::Success } else { Exit::Problems })
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(exit),
+        Err(e) => stdout_failed(e, exit, "the output"),
+    }
 }

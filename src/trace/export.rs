@@ -14,8 +14,8 @@ use std::ops::ControlFlow;
 use serde::de::IgnoredAny;
 use uuid::Uuid;
 
-use crate::trace::event::{GENESIS, chain_hash, from_hex};
-use crate::trace::frame::{FrameLine, frame_hash, write_frame_line};
+use crate::trace::event::{GENESIS, chain_hash};
+use crate::trace::frame::{FrameLine, write_frame_line};
 use crate::trace::ledger::{Ledger, LedgerError};
 
 /// Why an export stopped.
@@ -49,22 +49,13 @@ pub fn export_trace(ledger: &Ledger, trace_id: &Uuid, out: &mut dyn Write) -> Re
     let mut line = String::new();
     let mut failure = None;
     ledger.for_each_in_trace(trace_id, |event| {
-        let hash = frame_hash(
-            &mut scratch,
-            event.ts_ms,
-            &event.actor,
-            &event.kind,
-            &event.scope,
-            &event.payload_json,
-            &event.provenance_json,
-        );
-        if from_hex(&event.hash_blake3) != Some(hash) {
-            failure = Some(ExportError::Edited {
-                row: event.id,
-                message: "the row does not match its hash_blake3: the ledger was edited".into(),
-            });
-            return ControlFlow::Break(());
-        }
+        let hash = match event.check_hash(&mut scratch) {
+            Ok(hash) => hash,
+            Err(message) => {
+                failure = Some(ExportError::Edited { row: event.id, message });
+                return ControlFlow::Break(());
+            }
+        };
         for (column, text) in [("payload_json", &event.payload_json), ("provenance_json", &event.provenance_json)] {
             if let Err(e) = serde_json::from_str::<IgnoredAny>(text) {
                 failure = Some(ExportError::Edited { row: event.id, message: format!("{column} is not JSON: {e}") });

@@ -49,9 +49,9 @@ impl fmt::Display for Origin {
     }
 }
 
-/// `{trace_id, msg_id, agent}` as read from a frame; other keys are allowed
-/// (and hashed) but not interpreted.
+/// `{trace_id, msg_id, agent}` as read from a frame; any other key is refused.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FrameProvenance {
     /// The trace the frame belongs to.
     pub trace_id: Uuid,
@@ -59,6 +59,31 @@ pub struct FrameProvenance {
     pub msg_id: Uuid,
     /// The agent (bundle name).
     pub agent: String,
+}
+
+/// Actors other than `tool:<id>`.
+pub const ACTORS: &[&str] = &["runtime", "operator", "config"];
+
+/// Checks the columns every frame shares, wherever it was read from: `ts_ms`
+/// is not negative, `actor` is `runtime`, `operator`, `config` or
+/// `tool:<tool id>`, and `scope` is the agent of the provenance (both name
+/// the agent that made the frame). The message names the field.
+pub fn check_columns(ts_ms: i64, actor: &str, scope: &str, provenance: &FrameProvenance) -> Result<(), String> {
+    if ts_ms < 0 {
+        return Err(format!("`ts_ms` is {ts_ms}: a time is milliseconds since the Unix epoch and cannot be negative"));
+    }
+    let known =
+        ACTORS.contains(&actor) || actor.strip_prefix("tool:").is_some_and(crate::bundle::tools::is_valid_tool_id);
+    if !known {
+        return Err(format!("`actor` is `{actor}`; it must be `runtime`, `operator`, `config` or `tool:<tool id>`"));
+    }
+    if scope != provenance.agent {
+        return Err(format!(
+            "`scope` is `{scope}` but `provenance.agent` is `{}`; both name the agent that made the frame",
+            provenance.agent
+        ));
+    }
+    Ok(())
 }
 
 /// One frame with its payload interpreted.
@@ -96,6 +121,13 @@ pub struct RecordedError {
     pub kind: Option<String>,
     /// The whole `error` object as recorded.
     pub raw: Value,
+}
+
+impl RecordedError {
+    /// `retry_after_ms`: how long the runtime waited before the next attempt, when recorded.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        self.raw.get("retry_after_ms").and_then(Value::as_u64)
+    }
 }
 
 /// What a call produced: a result or an error.

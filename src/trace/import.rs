@@ -1,9 +1,11 @@
 //! Importing a JSON Lines trace into a ledger: all or nothing.
 //!
 //! The file is read once, on a thread of its own. Every line is checked by
-//! [`crate::trace::jsonl::JsonlReader`], and every `tool.result` must answer
-//! a `tool.call` earlier in the file that is still waiting for its final
-//! result. Rows are inserted as they are read (in batches handed over a
+//! [`crate::trace::jsonl::JsonlReader`], and across lines every frame must
+//! have its own `msg_id`, every call its own `invocation_id`, and every
+//! `tool.result` must answer a `tool.call` earlier in the file that is still
+//! waiting for its final result. A trace the ledger already holds is refused
+//! after the file's own problems (which are reported first). Rows are inserted as they are read (in batches handed over a
 //! bounded channel, so reading and inserting overlap and memory stays flat),
 //! with one prepared statement, inside a single `BEGIN IMMEDIATE` transaction
 //! on the ledger (WAL,
@@ -12,6 +14,7 @@
 //! back, so a refused file leaves the ledger exactly as it was. Up to
 //! [`MAX_LISTED_PROBLEMS`] problems are listed, each with its line number.
 
+use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -21,7 +24,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use uuid::Uuid;
 
 use crate::trace::event::{GENESIS, chain_hash, from_hex, to_hex};
-use crate::trace::frame::Body;
+use crate::trace::frame::{Body, TraceFrame};
 use crate::trace::jsonl::{JsonlReader, LineError, ReadError, ReadFrame};
 use crate::trace::ledger::{Ledger, LedgerError};
 use crate::trace::pending::PendingCalls;
@@ -96,6 +99,67 @@ impl Problems {
 
     fn is_empty(&self) -> bool {
         self.listed.is_empty()
+    }
+}
+
+/// What the frames of a file must not share, checked across lines: every
+/// frame has its own `msg_id`, every call its own `invocation_id` (a second
+/// `tool.call` for an invocation, while it waits or after its final result,
+/// is refused), and every `tool.result` answers a call still waiting.
+///
+/// The ids seen are kept (16 bytes per frame and per call), so a repeat is
+/// found however far apart the two lines are.
+#[derive(Default)]
+struct FrameIds {
+    msg_ids: HashSet<Uuid>,
+    calls: HashSet<Uuid>,
+    pending: PendingCalls<()>,
+}
+
+impl FrameIds {
+    /// Checks the next frame (in file order) against the ones before it.
+    fn check(&mut self, frame: &TraceFrame) -> Result<(), String> {
+        let msg_id = frame.provenance.msg_id;
+        if !self.msg_ids.insert(msg_id) {
+            return Err(format!(
+                "`provenance.msg_id` {msg_id} is also the msg_id of an earlier frame: every frame has its own msg_id"
+            ));
+        }
+        match &frame.body {
+            Body::Call(call) => {
+                let id = call.invocation_id;
+                if self.calls.insert(id) {
+                    // The first call of the invocation: it cannot be waiting already.
+                    let _ = self.pending.open(id, frame.position, ());
+                    return Ok(());
+                }
+                Err(match self.pending.get(&id) {
+                    Some(earlier) => format!(
+                        "tool.call for invocation {id} while the call at line {} is still waiting for its result: \
+                         every call has its own invocation_id",
+                        earlier.position
+                    ),
+                    None => format!(
+                        "tool.call for invocation {id} after that call's final result: every call has its own \
+                         invocation_id"
+                    ),
+                })
+            }
+            Body::Result(result) => {
+                let id = result.invocation_id;
+                if self.pending.get(&id).is_none() {
+                    return Err(format!(
+                        "tool.result for invocation {id} has no tool.call before it (or that call already has its \
+                         final result): a result without its call"
+                    ));
+                }
+                if !result.will_retry {
+                    self.pending.close(&id);
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -211,7 +275,10 @@ fn write(
         })?,
     };
     let mut problems = Problems { listed: Vec::new(), more: 0 };
-    let mut pending: PendingCalls<()> = PendingCalls::new();
+    let mut ids = FrameIds::default();
+    // Whether the ledger already holds the trace: known at the first frame,
+    // reported only when the file itself has no problem.
+    let mut present = None;
     let mut summary = ImportSummary { trace_id: Uuid::nil(), frames: 0, calls: 0, first_row: 0, last_row: 0 };
     {
         let mut insert = tx
@@ -229,10 +296,9 @@ fn write(
                 }
                 Item::Io(e) => return Err(ImportError::Io { path: source.to_path_buf(), source: e }),
             };
-            let line = read.frame.position;
-            if summary.frames == 0 && problems.is_empty() {
+            if present.is_none() {
                 let trace_id = read.frame.provenance.trace_id;
-                let present = tx
+                let found = tx
                     .query_row(
                         "SELECT 1 FROM events WHERE json_extract(provenance_json, '$.trace_id') = ?1 LIMIT 1",
                         [trace_id.to_string()],
@@ -240,42 +306,16 @@ fn write(
                     )
                     .optional()
                     .map_err(sqlite)?;
-                if present.is_some() {
-                    return Err(ImportError::AlreadyPresent(trace_id));
-                }
+                present = Some(found.is_some());
                 summary.trace_id = trace_id;
             }
-            match &read.frame.body {
-                Body::Call(call) => {
-                    summary.calls += 1;
-                    if let Err(earlier) = pending.open(call.invocation_id, line, ()) {
-                        problems.push(LineError {
-                            line,
-                            message: format!(
-                                "tool.call for invocation {} while the call at line {earlier} is still waiting for \
-                                 its result",
-                                call.invocation_id
-                            ),
-                        });
-                    }
-                }
-                Body::Result(result) => {
-                    if pending.get(&result.invocation_id).is_none() {
-                        problems.push(LineError {
-                            line,
-                            message: format!(
-                                "tool.result for invocation {} has no tool.call before it (or that call already has \
-                                 its final result): a result without its call",
-                                result.invocation_id
-                            ),
-                        });
-                    } else if !result.will_retry {
-                        pending.close(&result.invocation_id);
-                    }
-                }
-                _ => {}
+            if matches!(read.frame.body, Body::Call(_)) {
+                summary.calls += 1;
             }
-            if !problems.is_empty() {
+            if let Err(message) = ids.check(&read.frame) {
+                problems.push(LineError { line: read.frame.position, message });
+            }
+            if !problems.is_empty() || present == Some(true) {
                 continue;
             }
             let chain = chain_hash(&prev, &read.hash);
@@ -302,6 +342,9 @@ fn write(
     }
     if !problems.is_empty() {
         return Err(ImportError::Malformed { problems: problems.listed, more: problems.more });
+    }
+    if present == Some(true) {
+        return Err(ImportError::AlreadyPresent(summary.trace_id));
     }
     if summary.frames == 0 {
         return Err(ImportError::Empty);

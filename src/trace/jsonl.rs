@@ -9,7 +9,9 @@
 //! ```
 //!
 //! [`JsonlReader`] checks every line on its own: UTF-8, JSON syntax, no
-//! unknown or missing field, a known kind, a payload of the right shape, one
+//! unknown or missing field (in the frame and in its provenance), a known
+//! kind, a payload of the right shape, the shared columns
+//! ([`crate::trace::frame::check_columns`]: `ts_ms`, `actor`, `scope`), one
 //! trace per file, `id` equal to the line number, and — when present —
 //! `hash_blake3` equal to the recomputed row hash and `chain_blake3` equal to
 //! the chain over the file's frames. Pairing calls with results is the
@@ -23,7 +25,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::trace::event::{GENESIS, chain_hash, from_hex, to_hex};
-use crate::trace::frame::{Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, canonical_text, frame_hash};
+use crate::trace::frame::{
+    Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, canonical_text, check_columns, frame_hash,
+};
 
 /// Longest line read (a frame carries at most one tool result).
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -190,6 +194,7 @@ impl<R: BufRead> JsonlReader<R> {
         }
         let provenance = FrameProvenance::deserialize(&raw.provenance)
             .map_err(|e| format!("`provenance` is not {{trace_id, msg_id, agent}}: {}", json_message(&e)))?;
+        check_columns(raw.ts_ms, &raw.actor, &raw.scope, &provenance)?;
         match self.trace {
             None => self.trace = Some((provenance.trace_id, line)),
             Some((trace, first)) if trace != provenance.trace_id => {

@@ -72,6 +72,25 @@ pub enum LedgerError {
     },
 }
 
+impl LedgerError {
+    /// The database file concerned.
+    pub fn path(&self) -> &Path {
+        match self {
+            LedgerError::Sqlite { path, .. } | LedgerError::Io { path, .. } | LedgerError::Invalid { path, .. } => path,
+        }
+    }
+
+    /// Whether SQLite cannot read the file as a database at all (it is not
+    /// one, or it is damaged): the file is not a ledger rlp can use.
+    pub fn is_not_a_database(&self) -> bool {
+        matches!(
+            self,
+            LedgerError::Sqlite { source, .. }
+                if matches!(source.sqlite_error_code(), Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt))
+        )
+    }
+}
+
 /// An open ledger. Safe to share between threads; appends from one process
 /// are serialised by a mutex, appends from several processes by SQLite.
 #[derive(Debug)]

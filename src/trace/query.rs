@@ -11,7 +11,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::trace::event::Event;
-use crate::trace::frame::{Body, FrameProvenance, Origin, TraceFrame};
+use crate::trace::frame::{Body, FrameProvenance, Origin, TraceFrame, check_columns};
 use crate::trace::jsonl::{JsonlReader, LineError, ReadError};
 use crate::trace::ledger::{Ledger, LedgerError};
 
@@ -155,6 +155,14 @@ pub enum InputError {
         /// The line and what is wrong.
         error: LineError,
     },
+    /// A ledger row of the trace does not match its hash (the ledger was edited).
+    #[error("ledger row {row}: {message}")]
+    Edited {
+        /// The row id.
+        row: i64,
+        /// What is wrong.
+        message: String,
+    },
     /// A ledger row of the trace cannot be read as a frame.
     #[error("ledger row {row}: {message}")]
     BadRow {
@@ -165,13 +173,15 @@ pub enum InputError {
     },
 }
 
-/// Interprets a ledger row as the frame at `position`.
+/// Interprets a ledger row as the frame at `position`, with the checks a
+/// line of an export gets (payload shape, provenance fields, shared columns).
 pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, InputError> {
     let bad = |message: String| InputError::BadRow { row: event.id, message };
     let payload: Value =
         serde_json::from_str(&event.payload_json).map_err(|e| bad(format!("payload_json is not JSON: {e}")))?;
     let provenance: FrameProvenance = serde_json::from_str(&event.provenance_json)
         .map_err(|e| bad(format!("provenance_json is not {{trace_id, msg_id, agent}}: {e}")))?;
+    check_columns(event.ts_ms, &event.actor, &event.scope, &provenance).map_err(bad)?;
     let body = Body::parse(&event.kind, payload).map_err(bad)?;
     Ok(TraceFrame {
         position,
@@ -186,7 +196,8 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
 
 /// Calls `f` with every frame of the trace, in order (streaming; stops on
 /// `Break`); returns the number of frames read. An unknown trace, an empty
-/// file, and a frame that cannot be read are errors.
+/// file, a frame that cannot be read, and a ledger row that does not match
+/// its hash (checked as each row is read) are errors.
 pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> ControlFlow<()>) -> Result<u64, InputError> {
     match input {
         TraceInput::Ledger { path, trace_id } => {
@@ -196,10 +207,15 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
             let ledger = Ledger::open_existing(path).map_err(InputError::Ledger)?;
             let mut position = 0u64;
             let mut failure = None;
+            let mut scratch = String::new();
             ledger
                 .for_each_in_trace(trace_id, |event| {
                     position += 1;
-                    match frame_from_event(event, position) {
+                    let checked = event
+                        .check_hash(&mut scratch)
+                        .map_err(|message| InputError::Edited { row: event.id, message })
+                        .and_then(|_| frame_from_event(event, position));
+                    match checked {
                         Ok(frame) => f(frame),
                         Err(e) => {
                             failure = Some(e);

@@ -9,8 +9,8 @@
 //!   must exist (`missing_tool`) and the recorded arguments must validate
 //!   against today's `input_schema` (`args_mismatch`); at the call's final
 //!   `tool.result`, a recorded result must validate against today's
-//!   `result_schema` (`schema_mismatch`). The recorded outcome is the replayed
-//!   output.
+//!   `result_schema` (`schema_mismatch`, also for a call whose arguments
+//!   diverged). The recorded outcome is the replayed output.
 //! - **live** ([`Mode::Live`]): at each call's final recorded result, the call
 //!   runs again through an [`Executor`] (the full runtime), unless the tool is
 //!   missing or the arguments no longer validate; the new outcome is compared
@@ -135,7 +135,9 @@ pub struct CallReplay {
 pub struct Summary {
     /// Frames read.
     pub frames: u64,
-    /// `tool.call` frames.
+    /// Calls replayed, each listed once: `ok + errors + diverged + no_result`
+    /// (a second `tool.call` for an invocation still waiting is an
+    /// `invalid_trace`, not another call).
     pub calls: u64,
     /// Calls replayed with a result and no divergence.
     pub ok: u64,
@@ -304,7 +306,6 @@ impl<'a> Replayer<'a> {
         let position = frame.position;
         match frame.body {
             Body::Call(call) => {
-                self.summary.calls += 1;
                 let id = call.invocation_id;
                 if let Some(earlier) = self.pending.get(&id).map(|p| p.position) {
                     return self.diverge(
@@ -349,6 +350,7 @@ impl<'a> Replayer<'a> {
                 };
                 // Registered first: the invocation id is not waiting (checked above).
                 let _ = self.pending.open(id, position, pending);
+                self.summary.calls += 1;
                 for divergence in found {
                     self.diverge(divergence)?;
                 }
@@ -390,7 +392,8 @@ impl<'a> Replayer<'a> {
     ) -> Result<(), ReplayError> {
         let output = match self.mode {
             Mode::Strict => {
-                if let (false, Outcome::Result(value)) = (call.blocked, &recorded)
+                // Checked even when the arguments no longer validate: every divergence is reported.
+                if let Outcome::Result(value) = &recorded
                     && let Check::Invalid(errors) = self.contract.check_result(&call.tool, value)
                 {
                     call.divergences.push(DivergenceKind::SchemaMismatch);

@@ -21,12 +21,17 @@
 //!
 //! with one call or divergence per line. Live reports add `recorded` (the
 //! recorded outcome) to each call; `output` is then the new outcome.
+//!
+//! Human reports quote text from the trace and from tools (names, messages,
+//! values); control characters in it are escaped
+//! ([`crate::cli::output::terminal_safe`]) so they cannot drive the terminal.
 
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 
 use serde_json::{Value, json};
 use tempfile::SpooledTempFile;
 
+use crate::cli::output::terminal_safe;
 use crate::trace::divergence::Divergence;
 use crate::trace::frame::{Outcome, ellipsize};
 use crate::trace::replay::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
@@ -103,7 +108,7 @@ impl Report {
         if let Some(new) = h.new_trace_id {
             text.push_str(&format!(", recorded as trace {new}"));
         }
-        text
+        terminal_safe(&text).into_owned()
     }
 
     fn header_json(&self) -> Value {
@@ -175,7 +180,7 @@ impl Report {
         if d.more_changes > 0 {
             text.push_str(&format!("            … and {} more changes\n", d.more_changes));
         }
-        text
+        terminal_safe(&text).into_owned()
     }
 
     fn human_call(call: &CallReplay) -> String {
@@ -190,7 +195,7 @@ impl Report {
             text.push_str(&format!("  [{}]", kinds.join(", ")));
         }
         text.push('\n');
-        text
+        terminal_safe(&text).into_owned()
     }
 
     fn json_call(&self, call: &CallReplay) -> Value {
