@@ -3,10 +3,10 @@
 //! is writing are removed, then the signal takes its default course, so rlp
 //! ends as it would have without the handler.
 //!
-//! Work registers what must not outlive it with [`track_group`] and
-//! [`track_file`]; the returned [`Tracked`] guard unregisters on drop. The
-//! handler only makes async-signal-safe calls (`kill`, `unlink`, `signal`,
-//! `raise`) on data prepared beforehand.
+//! Work registers what must not outlive it with [`track_group`],
+//! [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
+//! unregisters on drop. The handler only makes async-signal-safe calls
+//! (`kill`, `unlink`, `rmdir`, `signal`, `raise`) on data prepared beforehand.
 //!
 //! `rlp` installs the handler at start-up ([`install`]); a library user that
 //! embeds the runtime may do the same. Without it, nothing is tracked.
@@ -27,6 +27,8 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 /// Temporary files being written, as C strings (null: a free slot).
 static FILES: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+/// Private temporary folders, removed when empty (after the files).
+static DIRS: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
 /// Installs the handler for SIGINT, SIGTERM and SIGHUP. A signal that is
 /// ignored (`nohup`) stays ignored.
@@ -64,13 +66,15 @@ extern "C" fn on_signal(signal: libc::c_int) {
             }
         }
     }
-    for slot in &FILES {
-        let path = slot.load(Ordering::SeqCst);
-        if !path.is_null() {
-            // SAFETY: unlink is async-signal-safe; `path` is a C string that
-            // is never freed (see `track_file`).
-            unsafe {
-                libc::unlink(path);
+    for (slots, remove) in [(&FILES, libc::unlink as unsafe extern "C" fn(_) -> _), (&DIRS, libc::rmdir)] {
+        for slot in slots {
+            let path = slot.load(Ordering::SeqCst);
+            if !path.is_null() {
+                // SAFETY: unlink and rmdir are async-signal-safe; `path` is a
+                // C string that is never freed (see `track_path`).
+                unsafe {
+                    remove(path);
+                }
             }
         }
     }
@@ -91,7 +95,7 @@ pub struct Tracked {
 #[derive(Debug)]
 enum Slot {
     Group(usize),
-    File(usize),
+    Path(&'static [AtomicPtr<libc::c_char>; SLOTS], usize),
 }
 
 impl Drop for Tracked {
@@ -100,7 +104,7 @@ impl Drop for Tracked {
             Some(Slot::Group(i)) => GROUPS[i].store(0, Ordering::SeqCst),
             // The string stays allocated: the handler may be reading it on
             // another thread. A process writes few temporary files.
-            Some(Slot::File(i)) => FILES[i].store(std::ptr::null_mut(), Ordering::SeqCst),
+            Some(Slot::Path(slots, i)) => slots[i].store(std::ptr::null_mut(), Ordering::SeqCst),
             None => {}
         }
     }
@@ -116,19 +120,29 @@ pub fn track_group(pgid: i32) -> Tracked {
 }
 
 /// Has the handler remove the file at `path` until the guard is dropped
-/// (call it once the file is renamed into place, or removed).
+/// (drop it once the file is renamed into place, or removed).
 pub fn track_file(path: &Path) -> Tracked {
+    track_path(&FILES, path)
+}
+
+/// Has the handler remove the folder at `path` — if it is empty by then,
+/// once tracked files are gone — until the guard is dropped.
+pub fn track_dir(path: &Path) -> Tracked {
+    track_path(&DIRS, path)
+}
+
+fn track_path(slots: &'static [AtomicPtr<libc::c_char>; SLOTS], path: &Path) -> Tracked {
     if !INSTALLED.load(Ordering::SeqCst) {
         return Tracked { slot: None };
     }
     let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else { return Tracked { slot: None } };
     let raw = c_path.into_raw();
-    let slot = FILES
+    let slot = slots
         .iter()
         .position(|s| s.compare_exchange(std::ptr::null_mut(), raw, Ordering::SeqCst, Ordering::SeqCst).is_ok());
     if slot.is_none() {
         // SAFETY: `raw` came from `into_raw` above and was never shared.
         drop(unsafe { CString::from_raw(raw) });
     }
-    Tracked { slot: slot.map(Slot::File) }
+    Tracked { slot: slot.map(|i| Slot::Path(slots, i)) }
 }

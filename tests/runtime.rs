@@ -1185,7 +1185,9 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let sb = Sandbox::new();
         let pids = sb.path().join("pids");
+        let tmp = sb.path().join("tmp");
         std::fs::create_dir_all(&pids).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
         let bundle = sb.bundle(
             "sleeper",
             json!([exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()])]),
@@ -1198,6 +1200,7 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
             .arg(&bundle)
             .arg("sleep")
             .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
+            .env("TMPDIR", &tmp)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -1211,6 +1214,8 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
         assert_eq!(status.signal(), Some(signal), "rlp ends by the signal it got: {status:?}");
         wait_until_gone(parent);
         wait_until_gone(child);
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "the call's private folder is removed: {left:?}");
     }
 }
 

@@ -445,6 +445,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
             };
             let temp =
                 tempfile::Builder::new().prefix(".rlp-export-").suffix(".tmp").tempfile_in(dir).map_err(cannot)?;
+            let _tracked = crate::interrupt::track_file(temp.path());
             let mut out = BufWriter::with_capacity(1 << 20, temp);
             let frames = match export_trace(&ledger, &trace_id, &mut out) {
                 Ok(frames) => frames,

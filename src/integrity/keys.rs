@@ -280,6 +280,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
         .permissions(fs::Permissions::from_mode(mode))
         .tempfile_in(dir)
         .map_err(io)?;
+    let _tracked = crate::interrupt::track_file(temp.path());
     temp.as_file().set_permissions(fs::Permissions::from_mode(mode)).map_err(io)?;
     temp.write_all(bytes).map_err(io)?;
     temp.as_file().sync_all().map_err(io)?;
