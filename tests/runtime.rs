@@ -690,6 +690,31 @@ fn secret_never_leaks_from_exec_tools() {
 }
 
 #[test]
+fn json_format_reports_a_failed_call_as_one_document() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle(
+        "failing",
+        json!([exec_tool("fail", "secret_echo.sh", &["stderr"])]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&bundle, "fail", json!({})).args(["--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let document = stdout_json(&output);
+    assert_eq!(document["tool"], "fail");
+    assert_eq!(document["error"]["exit"], 1);
+    assert_eq!(document["error"]["message"], "tool `fail` exited with status 4; stderr: the token is , failing");
+    let call = sb.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
+    assert_eq!(document["invocation_id"], call["invocation_id"]);
+    assert!(document["trace_id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
+    assert!(stderr(&output).starts_with("error: tool `fail` exited with status 4"), "{}", stderr(&output));
+
+    let output = sb.call(&bundle, "nope", json!({})).args(["--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let document = stdout_json(&output);
+    assert_eq!((document["error"]["exit"].clone(), document["invocation_id"].clone()), (json!(2), Value::Null));
+}
+
+#[test]
 fn a_short_secret_value_leaves_the_trace_readable() {
     let sb = Sandbox::new();
     let tools = json!([with(exec_tool("sec.result", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN_ID]}))]);

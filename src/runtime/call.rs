@@ -93,6 +93,8 @@ pub struct CallError {
     pub help: Option<String>,
     /// The invocation id, once one was assigned.
     pub invocation_id: Option<Uuid>,
+    /// The trace the call was recorded in, once it was recorded.
+    pub trace_id: Option<Uuid>,
 }
 
 impl fmt::Display for CallError {
@@ -105,7 +107,7 @@ impl std::error::Error for CallError {}
 
 impl CallError {
     fn new(kind: CallErrorKind, message: impl Into<String>) -> Self {
-        CallError { kind, message: message.into(), help: None, invocation_id: None }
+        CallError { kind, message: message.into(), help: None, invocation_id: None, trace_id: None }
     }
 
     fn help(mut self, help: impl Into<String>) -> Self {
@@ -176,6 +178,7 @@ impl<'r> Journal<'r> {
         }
         error.message = self.scrubber.scrub_string(&error.message);
         error.invocation_id = Some(self.invocation_id);
+        error.trace_id = Some(self.trace_id);
         error
     }
 }
@@ -349,6 +352,7 @@ impl Runtime {
                         _ => format!("see the tool's message; the call is recorded under invocation {}", journal.invocation_id),
                     });
                     error.invocation_id = Some(journal.invocation_id);
+                    error.trace_id = Some(journal.trace_id);
                     return Err(error);
                 }
             }

@@ -182,6 +182,14 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
             Ok(Exit::Success)
         }
         Err(e) => {
+            if args.format == Format::Json {
+                let _ = print_json(&json!({
+                    "tool": args.tool,
+                    "invocation_id": e.invocation_id.map(|id| id.to_string()),
+                    "trace_id": e.trace_id.map(|id| id.to_string()),
+                    "error": {"exit": e.kind.exit_code(), "message": e.message, "help": e.help},
+                }));
+            }
             let error = match e.kind {
                 CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => CliError::usage(e.message),
                 CallErrorKind::Refused => CliError::refused(e.message),
