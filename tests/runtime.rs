@@ -690,6 +690,39 @@ fn secret_never_leaks_from_exec_tools() {
 }
 
 #[test]
+fn a_response_body_that_stalls_is_a_timeout() {
+    // Sends the headers and one byte of a 100-byte body, then stalls.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 2 {
+            line.clear();
+        }
+        let mut out = stream;
+        out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{").unwrap();
+        out.flush().unwrap();
+        let mut rest = Vec::new();
+        let _ = reader.read_to_end(&mut rest); // until rlp hangs up
+    });
+    let sb = Sandbox::new();
+    let url = format!("http://127.0.0.1:{port}/slow");
+    let bundle = sb.bundle(
+        "stalled",
+        json!([with(http_tool("slow.get", "GET", &url), json!({"timeout_ms": 500}))]),
+        &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"),
+    );
+    let output = sb.call(&bundle, "slow.get", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("timed out after 500 ms (timeout_ms)"), "{}", stderr(&output));
+    let result = sb.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
+    assert_eq!(result["error"]["kind"], "timeout");
+    server.join().unwrap();
+}
+
+#[test]
 fn json_format_reports_a_failed_call_as_one_document() {
     let sb = Sandbox::new();
     let bundle = sb.bundle(

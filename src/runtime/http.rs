@@ -342,7 +342,13 @@ fn read_response(
     let retry_after = retry_after_ms(&response);
     let mut bytes = Vec::new();
     if let Err(e) = response.take(limit.saturating_add(1)).read_to_end(&mut bytes) {
-        if e.kind() == std::io::ErrorKind::TimedOut {
+        // A body that stalls past the deadline surfaces as a read error.
+        let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+            || e.get_ref()
+                .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                .is_some_and(reqwest::Error::is_timeout)
+            || std::time::Instant::now() >= attempt.deadline;
+        if timed_out {
             return Err(timeout(attempt));
         }
         return Err(AttemptError::new(
