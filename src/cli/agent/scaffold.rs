@@ -27,7 +27,8 @@ use crate::cli::output::stdin_is_terminal;
 #[command(after_help = "\
 Examples:
   rlp agent scaffold mailer
-  rlp agent scaffold mailer --non-interactive --description 'Sends drafts' --cap-net api.mail.example
+  rlp agent scaffold mailer --non-interactive --description 'Sends drafts' \\
+      --cap-net api.mail.example
   rlp agent scaffold demo --non-interactive --root /tmp/agents \\
       --tool 'id=demo.greet;desc=Greets someone;exec=/usr/local/bin/greet_tool'
 

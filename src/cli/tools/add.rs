@@ -21,7 +21,8 @@ use crate::cli::output::stdin_is_terminal;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp tools add agents/demo --id demo.greet --description 'Greets someone' --exec /usr/local/bin/greet_tool
+  rlp tools add agents/demo --id demo.greet --description 'Greets someone' \\
+      --exec /usr/local/bin/greet_tool
   rlp tools add agents/mailer --id mail.send --description 'Sends a draft' \\
       --http POST https://api.mail.example/send \\
       --header 'Authorization: Bearer ${secret:runloop/mail/key}' --confirm --grant

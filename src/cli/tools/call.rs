@@ -31,7 +31,8 @@ Examples:
 Secrets come from the environment: runloop/mail/smtp_api_key is read from RUNLOOP_MAIL_SMTP_API_KEY.
 Every call is recorded in $RUNLOOP_HOME/pog/events.sqlite (see docs/runtime.md).
 
-Exit codes: 0 success, 1 the tool failed or its result is invalid, 2 bad arguments or an invalid bundle,
+Exit codes: 0 success, 1 the tool failed or its result is invalid,
+2 bad arguments or an invalid bundle,
 3 refused by policy (capability not granted, secret missing, confirmation denied).")]
 pub struct CallArgs {
     /// The bundle folder.
