@@ -606,6 +606,17 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
     w.expect(3, &["agent", "install", "old.tar.gz", "--force"]);
     assert_eq!(w.agents(), ["mailer"]);
 
+    // Build metadata does not order versions: 0.2.0+build.5 is 0.2.0 again.
+    let rebuilt = "rebuilt/mailer";
+    copy_tree(&w.path(&old), &w.path(rebuilt));
+    let manifest = fs::read_to_string(w.path(rebuilt).join("manifest.toml")).unwrap();
+    fs::write(w.path(rebuilt).join("manifest.toml"), manifest.replace("\"0.1.0\"", "\"0.2.0+build.5\"")).unwrap();
+    w.expect(0, &["sign", rebuilt, "--key", &key]);
+    let (_, stderr) = w.expect(2, &["agent", "install", rebuilt]);
+    assert!(stderr.contains("mailer 0.2.0 is already installed"), "{stderr}");
+    w.expect(0, &["agent", "install", rebuilt, "--force"]);
+    w.expect(0, &["agent", "install", "new.tar.gz", "--force"]);
+
     // A bundle asking for more than the rule allows.
     let greedy = w.write_bundle("greedy", "0.1.0", "[capabilities]\nkb_read = true\nkb_write = [\"drafts\"]\n");
     w.expect(0, &["digest", &greedy]);

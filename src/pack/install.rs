@@ -115,14 +115,15 @@ pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<In
 fn replaced_version(target: &Path, verified: &Verified, force: bool) -> Result<Option<semver::Version>, Failure> {
     Ok(match installed_version(target)? {
         None => None,
-        Some(Ok(old)) if verified.version < old => {
+        // SemVer precedence: build metadata (`+build.5`) does not order versions.
+        Some(Ok(old)) if verified.version.cmp_precedence(&old).is_lt() => {
             return Err(Failure::new(
                 Reason::Rollback,
                 format!("{} {old} is installed; refusing to roll back to {}", verified.name, verified.version),
             )
             .with_help(format!("to downgrade on purpose, remove {} first", target.display())));
         }
-        Some(Ok(old)) if verified.version == old && !force => {
+        Some(Ok(old)) if verified.version.cmp_precedence(&old).is_eq() && !force => {
             return Err(Failure::new(Reason::Usage, format!("{} {old} is already installed", verified.name))
                 .with_help("pass --force to install it again"));
         }
