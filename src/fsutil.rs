@@ -31,6 +31,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
     sync_dir(dir)
 }
 
+/// `text` with the line endings of `original`: CRLF throughout when every
+/// line of `original` ends with CRLF, `text` unchanged otherwise. Editors
+/// of TOML files use it to keep a Windows checkout's layout.
+pub fn with_line_endings_of(original: &str, text: String) -> String {
+    let lines = original.matches('\n').count();
+    if lines == 0 || original.matches("\r\n").count() != lines {
+        return text;
+    }
+    text.replace("\r\n", "\n").replace('\n', "\r\n")
+}
+
 /// Flushes a folder's entries (after a rename into it) to disk.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
@@ -40,6 +51,14 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn crlf_files_stay_crlf() {
+        assert_eq!(with_line_endings_of("a\r\nb\r\n", "a\nb\nc\n".into()), "a\r\nb\r\nc\r\n");
+        assert_eq!(with_line_endings_of("a\r\nb\n", "a\nb\n".into()), "a\nb\n");
+        assert_eq!(with_line_endings_of("a\nb\n", "a\nb\r\n".into()), "a\nb\r\n");
+        assert_eq!(with_line_endings_of("", "a\n".into()), "a\n");
+    }
 
     #[test]
     fn replaces_content_and_sets_mode() {

@@ -642,6 +642,13 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
     assert!(stderr.contains("requests `exec`") && stderr.contains("any capability except exec"), "{stderr}");
 }
 
+/// The blake3 value of `[artifacts.caps]` in a manifest's text.
+fn caps_before(manifest: &str) -> String {
+    let entry = &manifest[manifest.find("[artifacts.caps]").unwrap()..];
+    let start = entry.find("blake3 = \"").unwrap() + "blake3 = \"".len();
+    entry[start..start + 64].to_string()
+}
+
 #[test]
 fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
     let w = Work::new();
@@ -687,6 +694,15 @@ fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
         json,
         serde_json::json!({"bundle": "agents/notes", "up_to_date": true, "written": false, "changes": []})
     );
+
+    // A manifest with CRLF line endings keeps them.
+    let crlf = fs::read_to_string(dir.join("manifest.toml")).unwrap().replace('\n', "\r\n");
+    fs::write(dir.join("manifest.toml"), &crlf).unwrap();
+    fs::write(dir.join("policy.caps"), "[capabilities]\n").unwrap();
+    w.expect(0, &["digest", "agents/notes"]);
+    let caps = blake3::hash(b"[capabilities]\n").to_hex().to_string();
+    let expected = crlf.replace(&caps_before(&crlf), &caps).replace("size = 27\r\n", "size = 15\r\n");
+    assert_eq!(fs::read_to_string(dir.join("manifest.toml")).unwrap(), expected);
 
     // Links are refused, naming the entry.
     std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();

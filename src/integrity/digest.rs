@@ -277,6 +277,7 @@ pub fn plan(dir: &Path) -> Result<Plan, DigestError> {
     if !after.ends_with('\n') {
         after.push('\n');
     }
+    let after = crate::fsutil::with_line_endings_of(&before, after);
     Ok(Plan { changes, before, after })
 }
 
