@@ -737,6 +737,18 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     let (_, stderr) = w.expect(2, &["sign", &bundle, "--key", "keys/release.pub"]);
     assert!(stderr.contains("keys/release.pub holds a public key"), "{stderr}");
 
+    // Sign refuses what verify would refuse: stray signature files, lint errors.
+    fs::create_dir_all(w.path(&bundle).join("SIGNATURES")).unwrap();
+    fs::write(w.path(&bundle).join("SIGNATURES/junk"), "x").unwrap();
+    let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
+    assert!(stderr.starts_with("error: `SIGNATURES/junk` is not part of a bundle"), "{stderr}");
+    fs::remove_file(w.path(&bundle).join("SIGNATURES/junk")).unwrap();
+    let manifest = fs::read_to_string(w.path(&bundle).join("manifest.toml")).unwrap();
+    fs::write(w.path(&bundle).join("manifest.toml"), manifest.replace("\"mailer\"", "\"Mailer\"")).unwrap();
+    let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
+    assert!(stderr.contains("the bundle does not lint clean: agents/mailer/manifest.toml:"), "{stderr}");
+    fs::write(w.path(&bundle).join("manifest.toml"), manifest).unwrap();
+
     // A signature the bundle has outgrown stops pack: the archive could never be verified.
     w.expect(0, &["sign", &bundle, "--key", &key]);
     fs::write(w.path(&bundle).join("README.md"), "# Mailer, edited\n").unwrap();

@@ -5,6 +5,7 @@ pub mod digest;
 pub mod failure;
 pub mod keys;
 pub mod manifest_read;
+pub mod ready;
 pub mod signature;
 pub mod trust;
 pub mod verify;

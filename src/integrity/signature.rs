@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use crate::bundle::manifest::{MANIFEST_FILE, SIGNATURES_DIR};
+use crate::bundle::manifest::SIGNATURES_DIR;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::{KeyId, PublicKey, SecretKey, b64_decode_exact, b64_encode};
 
@@ -123,24 +123,24 @@ pub struct Signed {
 /// Signs a bundle folder: refuses stale digests, then writes
 /// `SIGNATURES/manifest.sig` atomically over the exact manifest bytes checked.
 pub fn sign_bundle(dir: &Path, key: &SecretKey) -> Result<Signed, Failure> {
-    let plan = crate::integrity::digest::plan(dir).map_err(crate::integrity::digest_failure)?;
-    if !plan.changes.is_empty() {
-        let names: Vec<String> =
-            plan.changes.iter().take(5).map(|c| format!("{} {}", c.check_word(), c.path())).collect();
-        let more = if plan.changes.len() > 5 { format!(" and {} more", plan.changes.len() - 5) } else { String::new() };
-        return Err(Failure::new(
-            Reason::Stale,
-            format!("{}: the digests in {MANIFEST_FILE} are out of date ({}{more})", dir.display(), names.join(", ")),
-        )
-        .with_help(format!("run `rlp digest {}`, then sign again", dir.display())));
-    }
+    let plan = crate::integrity::ready::check_ready(dir, "sign")?;
     let signatures = dir.join(SIGNATURES_DIR);
     match std::fs::symlink_metadata(&signatures) {
         Ok(meta) if !meta.file_type().is_dir() => {
             return Err(Failure::new(Reason::NotRegular, format!("{} is not a folder", signatures.display()))
                 .with_help("remove it; `rlp sign` creates SIGNATURES/ itself"));
         }
-        Ok(_) => {}
+        Ok(_) => {
+            let entries = std::fs::read_dir(&signatures).map_err(|e| Failure::io(&signatures, &e))?;
+            if let Some(extra) = entries.filter_map(Result::ok).find(|e| e.path() != dir.join(SIGNATURE_FILE)) {
+                let name = format!("{SIGNATURES_DIR}/{}", extra.file_name().to_string_lossy());
+                return Err(Failure::new(
+                    Reason::FileSet,
+                    format!("`{name}` is not part of a bundle: {SIGNATURES_DIR}/ holds only manifest.sig"),
+                )
+                .with_help(format!("remove `{name}`; `rlp bundle verify` would refuse the bundle with it")));
+            }
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir(&signatures).map_err(|e| Failure::io(&signatures, &e))?;
         }

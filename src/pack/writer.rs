@@ -14,7 +14,6 @@ use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::bundle::diag::Severity;
 use crate::bundle::inventory::hash_bytes;
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest};
 use crate::integrity::failure::{Failure, Reason};
@@ -66,36 +65,7 @@ struct Entry {
 
 /// Checks that a bundle may be packed: digests up to date, lint clean, no placeholder digests.
 pub fn check_packable(dir: &Path) -> Result<(), Failure> {
-    let plan = crate::integrity::digest::plan(dir).map_err(crate::integrity::digest_failure)?;
-    if let Some(change) = plan.changes.first() {
-        return Err(Failure::new(
-            Reason::Stale,
-            format!(
-                "{}: the digests in {MANIFEST_FILE} are out of date ({} {}{})",
-                dir.display(),
-                change.check_word(),
-                change.path(),
-                if plan.changes.len() > 1 { format!(" and {} more", plan.changes.len() - 1) } else { String::new() }
-            ),
-        )
-        .with_help(format!("run `rlp digest {}` (and sign again), then pack", dir.display())));
-    }
-    let report = crate::lint::lint_bundle(dir);
-    let errors: Vec<_> = report.findings.iter().filter(|l| l.finding.severity == Severity::Error).collect();
-    if let Some(first) = errors.first() {
-        let more = if errors.len() > 1 { format!(" (and {} more)", errors.len() - 1) } else { String::new() };
-        return Err(Failure::new(
-            Reason::Lint,
-            format!(
-                "the bundle does not lint clean: {}:{}:{}: {}{more}",
-                first.finding.file.display(),
-                first.position.line,
-                first.position.column,
-                first.finding.message
-            ),
-        )
-        .with_help(format!("run `rlp lint {}` and fix every error", dir.display())));
-    }
+    let plan = crate::integrity::ready::check_ready(dir, "pack")?;
     let manifest = verify::parse_manifest(plan.before.as_bytes())?;
     if let Some(artifact) = manifest.listed().find(|a| a.blake3.is_some_and(|d| d.is_placeholder())) {
         return Err(Failure::new(
