@@ -727,3 +727,49 @@ mod hostile {
         assert!(listener.accept().is_err(), "lint connected to the schema URL");
     }
 }
+
+/// Placing findings costs one pass over the file, however many there are:
+/// 50,000 findings in one tools.json are each reported at their own line and
+/// column. Placing each one by rescanning the text took about ten minutes
+/// here; the limit only stops a regression from running that long.
+#[test]
+fn fifty_thousand_findings_are_each_placed_exactly() {
+    const TOOLS: usize = 50_000;
+    let fixture = Fixture::new();
+    fixture.edit("policy.caps", "exec = true\n", "");
+    let tools: Vec<Value> = (0..TOOLS)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("t.n{i}"), "description": "d",
+                "transport": {"kind": "exec", "command": "/bin/true"},
+                "input_schema": {}, "result_schema": {}, "requires_confirmation": false,
+            })
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&serde_json::json!({"version": 1, "tools": tools})).unwrap();
+    fs::write(fixture.path("tools.json"), &text).unwrap();
+    fixture.digest();
+    let output = Command::cargo_bin("rlp")
+        .unwrap()
+        .current_dir(fixture.root.parent().unwrap())
+        .args(["lint", "mailer", "--format", "json"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("lint finishes");
+    assert_eq!(output.status.code(), Some(1));
+    let findings: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let expected: Vec<(u64, u64)> = text
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| line.find("\"exec\"").map(|c| (i as u64 + 1, c as u64 + 1)))
+        .collect();
+    let placed: Vec<(u64, u64)> = findings
+        .iter()
+        .map(|f| {
+            assert_eq!(f["code"], "RLP401", "{f:#?}");
+            (f["line"].as_u64().unwrap(), f["column"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(placed.len(), TOOLS);
+    assert!(placed == expected, "findings are not at the `exec` values");
+}

@@ -33,7 +33,7 @@ fn render_report(report: &BundleReport, color: bool, out: &mut String) {
         let rendered = match (file_id, &located.span) {
             (Some(id), Some(span)) => {
                 let file = files.get(id).ok();
-                match file.and_then(|f| Excerpt::cut(f.name(), f.source(), span)) {
+                match file.and_then(|f| Excerpt::cut(f.name(), f.source(), span, located.position.line)) {
                     Some((excerpt, span)) => emit(&excerpt, (), span, located, color),
                     None => emit(&files, id, span.clone(), located, color),
                 }
