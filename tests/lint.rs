@@ -457,6 +457,15 @@ fn artifact_rules() {
     assert_eq!((status, findings[0]["code"].as_str()), (0, Some("RLP505")));
     assert_single(&fixture, &["--deny-warnings"], "RLP505", "manifest.toml", Some(&format!("\"{}\"", "0".repeat(64))));
 
+    // An entry binary not built yet: the placeholder is the only finding.
+    let fixture = Fixture::new();
+    let zeros = format!("\"{}\"", "0".repeat(64));
+    let entry = format!("kind = \"wasm32-wasip1\"\nentry_wasm = {{ path = \"bin/mailer.wasm\", blake3 = {zeros} }}\n");
+    fixture.edit("manifest.toml", "\n[caps]", &format!("{entry}\n[caps]"));
+    let finding = assert_single(&fixture, &["--deny-warnings"], "RLP505", "manifest.toml", Some(&zeros));
+    assert_eq!(finding["message"], "`bin/mailer.wasm` carries the all-zero placeholder digest");
+    assert_eq!(fixture.lint_json(&[]).0, 0);
+
     // A symlink inside the bundle.
     let fixture = Fixture::new();
     std::os::unix::fs::symlink("/etc/hostname", fixture.path("link")).unwrap();
