@@ -849,3 +849,19 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
     );
     assert!(!space.bundle("other").exists());
 }
+
+#[test]
+fn tools_list_escapes_control_characters() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let tools = json!({"version": 1, "tools": [{
+        "id": "demo.run", "description": "Runs",
+        "transport": {"kind": "exec", "command": "/usr/bin/x\u{1b}[2J\ny", "args": ["\t-v"]},
+        "input_schema": {}, "result_schema": {}, "requires_confirmation": false,
+    }]});
+    std::fs::write(bundle.join("tools.json"), serde_json::to_string_pretty(&tools).unwrap()).unwrap();
+    let out = space.rlp(&["tools", "list", "agents/demo"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(!stdout(&out).contains(['\u{1b}', '\t']), "{}", text(&out));
+    insta::assert_snapshot!("tools_list_control_characters", stdout(&out));
+}

@@ -782,3 +782,21 @@ fn fifty_thousand_findings_are_each_placed_exactly() {
     assert_eq!(placed.len(), TOOLS);
     assert!(placed == expected, "findings are not at the `exec` values");
 }
+
+/// Control characters from a bundle file never reach the terminal or a CI
+/// log raw: human output escapes them, github annotations percent-encode them.
+#[test]
+fn control_characters_in_findings_are_escaped() {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"notes.search\"", "\"notes\\u001b[31m\\nsearch\"");
+    fixture.digest();
+    let (status, human) = run_format(&fixture, "human");
+    assert_eq!(status, 1);
+    assert!(!human.contains('\u{1b}'), "{human:?}");
+    assert!(human.contains("error[RLP201]: tool id `notes\\u{1b}[31m\\u{a}search` does not match"), "{human}");
+    let (status, github) = run_format(&fixture, "github");
+    assert_eq!(status, 1);
+    assert!(!github.contains('\u{1b}'), "{github:?}");
+    assert_eq!(github.lines().count(), 1, "{github}");
+    assert!(github.contains("::tool id `notes%1B[31m%0Asearch` does not match"), "{github}");
+}
