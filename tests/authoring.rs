@@ -603,6 +603,14 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
             vec!["--id", "c", "--description", "C", "--exec", "/bin/true", "--secret", "nope"],
             "--secret: `nope` is not a secret id",
         ),
+        (
+            vec!["--id", "c", "--description", "C", "--exec", "/bin/true", "--header", "X: y"],
+            "the argument '--exec <CMD>' cannot be used with '--header <K:V>'",
+        ),
+        (
+            vec!["--id", "c", "--description", "C", "--http", "GET", "https://h.example/x", "--arg", "-v"],
+            "the argument '--http <METHOD> <URL>' cannot be used with '--arg <A>'",
+        ),
         (vec!["--id", "c", "--description", "C"], "missing --exec or --http, and there is no terminal to ask on"),
         (vec!["--exec", "/bin/true"], "missing --id, --description, and there is no terminal to ask on"),
     ] {
