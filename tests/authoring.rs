@@ -603,6 +603,14 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
             vec!["--id", "c", "--description", "C", "--exec", "/bin/true", "--secret", "nope"],
             "--secret: `nope` is not a secret id",
         ),
+        (
+            vec!["--id", "c", "--description", "C", "--exec", "/bin/true", "--header", "X: y"],
+            "the argument '--exec <CMD>' cannot be used with '--header <K:V>'",
+        ),
+        (
+            vec!["--id", "c", "--description", "C", "--http", "GET", "https://h.example/x", "--arg", "-v"],
+            "the argument '--http <METHOD> <URL>' cannot be used with '--arg <A>'",
+        ),
         (vec!["--id", "c", "--description", "C"], "missing --exec or --http, and there is no terminal to ask on"),
         (vec!["--exec", "/bin/true"], "missing --id, --description, and there is no terminal to ask on"),
     ] {
@@ -786,4 +794,82 @@ fn tools_list_shows_transport_needs_and_exposure() {
     let out = space.rlp(&["tools", "list", "agents/demo"]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).contains("is not a valid override"), "{}", text(&out));
+}
+
+// ---------------------------------------------------------------- duplicate keys
+
+/// JSON with a key given twice is refused wherever authoring reads it, as lint
+/// refuses it (RLP002), instead of silently keeping the last value.
+#[test]
+fn json_with_a_duplicate_key_is_refused_everywhere() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let b = bundle.to_str().unwrap();
+    let tools = bundle.join("tools.json");
+    std::fs::write(&tools, "{\n  \"version\": 1,\n  \"version\": 1,\n  \"tools\": []\n}\n").unwrap();
+    assert_eq!(code(&space.rlp(&["digest", b])), 0);
+    let before = snapshot(&bundle);
+    let add = ["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true"];
+    let answer = space.script("answer.sh", "echo '{\"tools\": []}'");
+    for args in [&add[..], &["tools", "import", b, "--exec", answer.to_str().unwrap()][..]] {
+        let out = space.rlp(args);
+        assert_eq!(code(&out), 2, "{}", text(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "error: {b}/tools.json cannot be edited: duplicate key `version` at line 3 column 11 (RLP002: JSON readers disagree on which of the two values wins)\n  help: fix it first; `rlp lint {b}` shows where\n"
+            )
+        );
+        assert_eq!(snapshot(&bundle), before);
+    }
+
+    std::fs::write(&tools, "{\"version\": 1, \"tools\": []}\n").unwrap();
+    assert_eq!(code(&space.rlp(&["digest", b])), 0);
+    let before = snapshot(&bundle);
+    let mut schema = add.to_vec();
+    schema.extend(["--input-schema", "{\"type\": \"object\", \"type\": \"string\"}"]);
+    let out = space.rlp(&schema);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        stderr(&out).contains("--input-schema: duplicate key `type` at line 1 column 25 (RLP002"),
+        "{}",
+        text(&out)
+    );
+    let twice =
+        space.script("twice.sh", "echo '{\"tools\": [{\"id\": \"a.b\", \"id\": \"c.d\", \"description\": \"x\"}]}'");
+    let out = space.rlp(&["tools", "import", b, "--exec", twice.to_str().unwrap()]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(
+        stderr(&out).contains("its answer is ambiguous: duplicate key `id` at line 1 column 29 (RLP002"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(snapshot(&bundle), before);
+
+    let spec =
+        r#"{"id": "a.b", "id": "c.d", "description": "x", "transport": {"kind": "exec", "command": "/bin/true"}}"#;
+    let out = space.rlp(&["agent", "scaffold", "other", "--non-interactive", "--root", "agents", "--tool", spec]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        stderr(&out).contains("the tool JSON is refused: duplicate key `id` at line 1 column 18 (RLP002"),
+        "{}",
+        text(&out)
+    );
+    assert!(!space.bundle("other").exists());
+}
+
+#[test]
+fn tools_list_escapes_control_characters() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let tools = json!({"version": 1, "tools": [{
+        "id": "demo.run", "description": "Runs",
+        "transport": {"kind": "exec", "command": "/usr/bin/x\u{1b}[2J\ny", "args": ["\t-v"]},
+        "input_schema": {}, "result_schema": {}, "requires_confirmation": false,
+    }]});
+    std::fs::write(bundle.join("tools.json"), serde_json::to_string_pretty(&tools).unwrap()).unwrap();
+    let out = space.rlp(&["tools", "list", "agents/demo"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(!stdout(&out).contains(['\u{1b}', '\t']), "{}", text(&out));
+    insta::assert_snapshot!("tools_list_control_characters", stdout(&out));
 }

@@ -457,6 +457,15 @@ fn artifact_rules() {
     assert_eq!((status, findings[0]["code"].as_str()), (0, Some("RLP505")));
     assert_single(&fixture, &["--deny-warnings"], "RLP505", "manifest.toml", Some(&format!("\"{}\"", "0".repeat(64))));
 
+    // An entry binary not built yet: the placeholder is the only finding.
+    let fixture = Fixture::new();
+    let zeros = format!("\"{}\"", "0".repeat(64));
+    let entry = format!("kind = \"wasm32-wasip1\"\nentry_wasm = {{ path = \"bin/mailer.wasm\", blake3 = {zeros} }}\n");
+    fixture.edit("manifest.toml", "\n[caps]", &format!("{entry}\n[caps]"));
+    let finding = assert_single(&fixture, &["--deny-warnings"], "RLP505", "manifest.toml", Some(&zeros));
+    assert_eq!(finding["message"], "`bin/mailer.wasm` carries the all-zero placeholder digest");
+    assert_eq!(fixture.lint_json(&[]).0, 0);
+
     // A symlink inside the bundle.
     let fixture = Fixture::new();
     std::os::unix::fs::symlink("/etc/hostname", fixture.path("link")).unwrap();
@@ -726,4 +735,68 @@ mod hostile {
         assert_single(&fixture, &[], "RLP304", "tools.json", Some(&format!("\"{url}\"")));
         assert!(listener.accept().is_err(), "lint connected to the schema URL");
     }
+}
+
+/// Placing findings costs one pass over the file, however many there are:
+/// 50,000 findings in one tools.json are each reported at their own line and
+/// column. Placing each one by rescanning the text took about ten minutes
+/// here; the limit only stops a regression from running that long.
+#[test]
+fn fifty_thousand_findings_are_each_placed_exactly() {
+    const TOOLS: usize = 50_000;
+    let fixture = Fixture::new();
+    fixture.edit("policy.caps", "exec = true\n", "");
+    let tools: Vec<Value> = (0..TOOLS)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("t.n{i}"), "description": "d",
+                "transport": {"kind": "exec", "command": "/bin/true"},
+                "input_schema": {}, "result_schema": {}, "requires_confirmation": false,
+            })
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&serde_json::json!({"version": 1, "tools": tools})).unwrap();
+    fs::write(fixture.path("tools.json"), &text).unwrap();
+    fixture.digest();
+    let output = Command::cargo_bin("rlp")
+        .unwrap()
+        .current_dir(fixture.root.parent().unwrap())
+        .args(["lint", "mailer", "--format", "json"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("lint finishes");
+    assert_eq!(output.status.code(), Some(1));
+    let findings: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let expected: Vec<(u64, u64)> = text
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| line.find("\"exec\"").map(|c| (i as u64 + 1, c as u64 + 1)))
+        .collect();
+    let placed: Vec<(u64, u64)> = findings
+        .iter()
+        .map(|f| {
+            assert_eq!(f["code"], "RLP401", "{f:#?}");
+            (f["line"].as_u64().unwrap(), f["column"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(placed.len(), TOOLS);
+    assert!(placed == expected, "findings are not at the `exec` values");
+}
+
+/// Control characters from a bundle file never reach the terminal or a CI
+/// log raw: human output escapes them, github annotations percent-encode them.
+#[test]
+fn control_characters_in_findings_are_escaped() {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"notes.search\"", "\"notes\\u001b[31m\\nsearch\"");
+    fixture.digest();
+    let (status, human) = run_format(&fixture, "human");
+    assert_eq!(status, 1);
+    assert!(!human.contains('\u{1b}'), "{human:?}");
+    assert!(human.contains("error[RLP201]: tool id `notes\\u{1b}[31m\\u{a}search` does not match"), "{human}");
+    let (status, github) = run_format(&fixture, "github");
+    assert_eq!(status, 1);
+    assert!(!github.contains('\u{1b}'), "{github:?}");
+    assert_eq!(github.lines().count(), 1, "{github}");
+    assert!(github.contains("::tool id `notes%1B[31m%0Asearch` does not match"), "{github}");
 }

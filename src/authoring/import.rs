@@ -20,6 +20,7 @@ use crate::authoring::runner::{self, Limits};
 use crate::authoring::spec::ToolDraft;
 use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::{Change, ToolsDoc};
+use crate::bundle::value;
 
 /// The binary to ask.
 #[derive(Clone, Debug)]
@@ -60,7 +61,12 @@ pub fn check_command(command: &Path) -> Result<(), AuthoringError> {
 pub fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<String, Value>>, String> {
     let root = bundle_root.canonicalize().unwrap_or_else(|_| bundle_root.to_path_buf());
     let output = runner::ask_schema(&source.command, &source.args, &root, source.limits).map_err(|e| e.to_string())?;
-    let parsed: Option<Value> = serde_json::from_slice(&output.stdout).ok();
+    let parsed = match std::str::from_utf8(&output.stdout).map(value::parse_json_text) {
+        Ok(Err(e)) if e.is_data() => {
+            return Err(format!("its answer is ambiguous: {}", value::json_error_message(&e)));
+        }
+        parsed => parsed.ok().and_then(Result::ok),
+    };
     let answer = match parsed {
         Some(Value::Object(mut envelope)) if envelope.contains_key("outcome") => {
             match envelope.get("outcome").and_then(Value::as_str) {

@@ -11,6 +11,7 @@ use crate::authoring::policy_edit::needed_by;
 use crate::bundle::diag::Severity;
 use crate::bundle::policy::Policy;
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
+use crate::cli::output::terminal_safe_line;
 use crate::home::Home;
 
 /// One tool, as listed.
@@ -134,17 +135,21 @@ impl Listing {
             return "no tools (add one with `rlp tools add` or `rlp tools import`)\n".to_string();
         }
         let dash = |items: &[String]| if items.is_empty() { "-".to_string() } else { items.join(", ") };
+        let safe = |cell: String| terminal_safe_line(&cell).into_owned();
         let mut table: Vec<[String; 6]> =
             vec![["ID", "TRANSPORT", "CAPABILITIES", "SECRETS", "CONFIRM", "EXPOSED"].map(str::to_string)];
         for row in &self.rows {
-            table.push([
-                row.id.clone(),
-                row.transport.clone(),
-                dash(&row.capabilities),
-                dash(&row.secrets),
-                if row.confirm { "yes" } else { "no" }.to_string(),
-                row.exposed(),
-            ]);
+            table.push(
+                [
+                    row.id.clone(),
+                    row.transport.clone(),
+                    dash(&row.capabilities),
+                    dash(&row.secrets),
+                    if row.confirm { "yes" } else { "no" }.to_string(),
+                    row.exposed(),
+                ]
+                .map(safe),
+            );
         }
         let widths: Vec<usize> =
             (0..6).map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();

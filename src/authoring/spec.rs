@@ -25,6 +25,7 @@ use crate::authoring::validate;
 use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::tools::header_secret_refs;
 use crate::bundle::url_template::UrlTemplate;
+use crate::bundle::value;
 
 /// Where a tool's input or result schema comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,7 +141,8 @@ impl ToolDefinition {
     /// Parses a `--tool` argument.
     pub fn parse(text: &str) -> Result<ToolDefinition, String> {
         if text.trim_start().starts_with('{') {
-            let value: Value = serde_json::from_str(text).map_err(|e| format!("the tool JSON is not valid: {e}"))?;
+            let value = value::parse_json_text(text)
+                .map_err(|e| format!("the tool JSON is refused: {}", value::json_error_message(&e)))?;
             match value {
                 Value::Object(map) => Ok(ToolDefinition::Entry(map)),
                 _ => Err("the tool JSON must be an object (a tools.json entry)".into()),

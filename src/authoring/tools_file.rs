@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::authoring::AuthoringError;
 use crate::bundle::tools::TOOLS_FILE;
+use crate::bundle::value;
 
 /// What an upsert did to one tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,8 +61,9 @@ impl ToolsDoc {
             Err(e) => return Err(AuthoringError::io("read", &path, &e)),
         };
         let fix = format!("fix it first; `rlp lint {}` shows where", bundle_dir.display());
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
-            AuthoringError::usage(format!("{} is not valid JSON: {e}", path.display())).with_help(fix.clone())
+        let value = value::parse_json_text(&text).map_err(|e| {
+            AuthoringError::usage(format!("{} cannot be edited: {}", path.display(), value::json_error_message(&e)))
+                .with_help(fix.clone())
         })?;
         let Value::Object(mut root) = value else {
             return Err(AuthoringError::usage(format!("{} is not a JSON object", path.display())).with_help(fix));

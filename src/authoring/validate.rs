@@ -14,6 +14,7 @@ use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, pars
 use crate::bundle::manifest::{NAME_PATTERN, is_valid_artifact_path, is_valid_name};
 use crate::bundle::tools::{HTTP_METHODS, TOOL_ID_PATTERN, header_secret_refs, is_header_name, is_valid_tool_id};
 use crate::bundle::url_template::UrlTemplate;
+use crate::bundle::value;
 
 /// An agent name: `^[a-z][a-z0-9_]*$`.
 pub fn agent_name(text: &str) -> Result<String, String> {
@@ -171,7 +172,7 @@ pub fn usd(text: &str) -> Result<f64, String> {
 /// A JSON Schema written inline: a JSON object (or `true`/`false`) that is a
 /// valid JSON Schema 2020-12.
 pub fn inline_schema(text: &str) -> Result<Value, String> {
-    let value: Value = serde_json::from_str(text.trim()).map_err(|e| format!("not valid JSON: {e}"))?;
+    let value = value::parse_json_text(text.trim()).map_err(|e| value::json_error_message(&e))?;
     if !matches!(value, Value::Object(_) | Value::Bool(_)) {
         return Err("a schema must be a JSON object, e.g. {\"type\": \"object\"}".into());
     }

@@ -52,12 +52,13 @@ pub struct SourceFile {
     text: String,
     syntax: Syntax,
     spans: OnceLock<SpanIndex>,
+    lines: OnceLock<Vec<Line>>,
 }
 
 impl SourceFile {
     /// A file whose spans are computed on first use (JSON).
     pub fn new(path: impl Into<PathBuf>, text: String, syntax: Syntax) -> Self {
-        Self { path: path.into(), text, syntax, spans: OnceLock::new() }
+        Self { path: path.into(), text, syntax, spans: OnceLock::new(), lines: OnceLock::new() }
     }
 
     /// A file whose parser already produced its span index (TOML).
@@ -111,18 +112,48 @@ impl SourceFile {
     }
 
     /// Line and column of a byte offset.
+    ///
+    /// Lines are found by binary search in an index built once per file, so
+    /// placing many findings costs no more than reading the file once.
     pub fn position(&self, offset: usize) -> Position {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
-        let before = &self.text[..offset];
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        Position { line: before.matches('\n').count() + 1, column: before[line_start..].chars().count() + 1 }
+        let lines = self.lines();
+        let number = lines.partition_point(|line| line.start <= offset);
+        let line = &lines[number - 1];
+        let before = &self.text[line.start..offset];
+        let column = if line.ascii { before.len() } else { before.chars().count() } + 1;
+        Position { line: number, column }
     }
 
     /// The byte offset of a 1-based line and (byte) column, clamped to the text.
     pub fn offset_of(&self, line: usize, byte_column: usize) -> usize {
-        let line_start: usize = self.text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+        let line_start = self.lines().get(line.saturating_sub(1)).map_or(self.text.len(), |l| l.start);
         floor_char_boundary(&self.text, (line_start + byte_column.saturating_sub(1)).min(self.text.len()))
     }
+
+    /// Every line of the text, in order.
+    fn lines(&self) -> &[Line] {
+        self.lines.get_or_init(|| {
+            let ends = self.text.match_indices('\n').map(|(i, _)| i + 1).chain(std::iter::once(self.text.len()));
+            let mut start = 0;
+            ends.map(|end| {
+                let line = Line { start, ascii: self.text[start..end].is_ascii() };
+                start = end;
+                line
+            })
+            .collect()
+        })
+    }
+}
+
+/// Where a line starts, and whether its columns are plain byte counts.
+#[derive(Debug)]
+struct Line {
+    /// Byte offset of its first character.
+    start: usize,
+    /// Whether it is all ASCII (a column is then its byte offset plus one,
+    /// even on a minified line millions of characters long).
+    ascii: bool,
 }
 
 fn clamp(range: Range<usize>, len: usize) -> Range<usize> {
@@ -227,5 +258,15 @@ mod tests {
         let file = SourceFile::new("x", "é\nab€c".to_string(), Syntax::Json);
         assert_eq!(file.position(6), Position { line: 2, column: 3 });
         assert_eq!(file.offset_of(2, 3), 5);
+    }
+
+    #[test]
+    fn positions_at_the_ends_of_the_text() {
+        let empty = SourceFile::new("x", String::new(), Syntax::Json);
+        assert_eq!(empty.position(0), Position { line: 1, column: 1 });
+        let file = SourceFile::new("x", "ab\n".to_string(), Syntax::Json);
+        assert_eq!(file.position(3), Position { line: 2, column: 1 });
+        assert_eq!(file.position(99), Position { line: 2, column: 1 });
+        assert_eq!(file.offset_of(9, 1), 3);
     }
 }

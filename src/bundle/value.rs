@@ -76,15 +76,32 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// Parses JSON text as strictly as lint reads bundle files: a key repeated in
+/// one object is an error (RLP002), never "the last one wins". Such an error
+/// is the only one for which [`serde_json::Error::is_data`] holds.
+pub fn parse_json_text(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<StrictJson>(text).map(|StrictJson(value)| value)
+}
+
+/// One line saying why [`parse_json_text`] refused a text, with the line and
+/// column: a repeated key (RLP002) or invalid JSON (RLP001).
+pub fn json_error_message(error: &serde_json::Error) -> String {
+    if error.is_data() {
+        format!("{error} (RLP002: JSON readers disagree on which of the two values wins)")
+    } else {
+        format!("invalid JSON: {error}")
+    }
+}
+
 /// Parses a JSON document strictly, reporting a syntax error or the first
 /// duplicate key with its exact position.
 pub fn parse_json(file: &SourceFile, diags: &mut Diagnostics) -> Option<Value> {
-    match serde_json::from_str::<StrictJson>(file.text()) {
-        Ok(StrictJson(value)) => Some(value),
+    match parse_json_text(file.text()) {
+        Ok(value) => Some(value),
         Err(error) => {
             let offset = file.offset_of(error.line(), error.column());
             let message = error.to_string();
-            if message.starts_with("duplicate key") {
+            if error.is_data() {
                 let duplicates = json_duplicate_keys(file.text());
                 if duplicates.is_empty() {
                     diags.report(Code::DuplicateKey, At::Span(offset..offset), strip_position(&message));

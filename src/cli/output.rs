@@ -79,6 +79,15 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(safe)
 }
 
+/// [`terminal_safe`] for text that must stay on one line (a table cell, a
+/// lint message, a file name): newlines and tabs are escaped too.
+pub fn terminal_safe_line(text: &str) -> Cow<'_, str> {
+    if !text.contains(['\n', '\t']) {
+        return terminal_safe(text);
+    }
+    Cow::Owned(terminal_safe(&text.replace('\n', "\\u{a}").replace('\t', "\\u{9}")).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +96,11 @@ mod tests {
     fn control_characters_are_escaped_and_plain_text_is_borrowed() {
         assert!(matches!(terminal_safe("plain\ttext\n"), Cow::Borrowed(_)));
         assert_eq!(terminal_safe("a\x1b[2Jb\x07\u{9b}c\r"), "a\\u{1b}[2Jb\\u{7}\\u{9b}c\\u{d}");
+    }
+
+    #[test]
+    fn one_line_text_escapes_newlines_and_tabs_too() {
+        assert!(matches!(terminal_safe_line("plain text"), Cow::Borrowed(_)));
+        assert_eq!(terminal_safe_line("a\nb\tc\x1b"), "a\\u{a}b\\u{9}c\\u{1b}");
     }
 }

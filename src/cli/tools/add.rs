@@ -53,13 +53,13 @@ pub struct ToolFlags {
     #[arg(long, value_name = "CMD", conflicts_with = "http")]
     pub exec: Option<String>,
     /// An argument passed after the blob path (repeatable; exec only).
-    #[arg(long = "arg", value_name = "A", allow_hyphen_values = true, requires = "exec")]
+    #[arg(long = "arg", value_name = "A", allow_hyphen_values = true, conflicts_with = "http")]
     pub args: Vec<String>,
     /// http transport: method and URL template, e.g. `--http GET https://api.x/items/{id}`.
     #[arg(long, num_args = 2, value_names = ["METHOD", "URL"])]
     pub http: Option<Vec<String>>,
     /// A static header `Name: value`, may hold `${secret:<id>}` (repeatable; http only).
-    #[arg(long = "header", value_name = "K:V", requires = "http")]
+    #[arg(long = "header", value_name = "K:V", conflicts_with = "exec")]
     pub headers: Vec<String>,
     /// Input schema: inline JSON, @FILE, or schema:<id> (default: a starter schema).
     #[arg(long, value_name = "JSON|@FILE")]

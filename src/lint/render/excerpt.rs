@@ -32,9 +32,15 @@ pub struct Excerpt<'a> {
 }
 
 impl<'a> Excerpt<'a> {
-    /// The window of `span`'s line in `source` when that line is overlong,
-    /// with the span mapped into the window; `None` for an ordinary line.
-    pub fn cut(name: &'a str, source: &str, span: &Range<usize>) -> Option<(Excerpt<'a>, Range<usize>)> {
+    /// The window of `span`'s line (number `line_number`) in `source` when
+    /// that line is overlong, with the span mapped into the window; `None`
+    /// for an ordinary line.
+    pub fn cut(
+        name: &'a str,
+        source: &str,
+        span: &Range<usize>,
+        line_number: usize,
+    ) -> Option<(Excerpt<'a>, Range<usize>)> {
         let start = floor_boundary(source, span.start.min(source.len()));
         let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
@@ -48,13 +54,7 @@ impl<'a> Excerpt<'a> {
         let lead = if from > line_start { CUT.len() } else { 0 };
         let tail = if to < line_end { CUT } else { "" };
         let text = format!("{}{}{tail}", &CUT[..lead], &source[from..to]);
-        let excerpt = Excerpt {
-            name,
-            text,
-            line_number: source[..line_start].matches('\n').count() + 1,
-            first_column: source[line_start..from].chars().count(),
-            lead,
-        };
+        let excerpt = Excerpt { name, text, line_number, first_column: source[line_start..from].chars().count(), lead };
         Some((excerpt, lead + start - from..lead + end - from))
     }
 }
@@ -116,7 +116,7 @@ mod tests {
 
     #[test]
     fn short_lines_are_quoted_whole() {
-        assert!(Excerpt::cut("f", "{\"a\": 1}\n", &(6..7)).is_none());
+        assert!(Excerpt::cut("f", "{\"a\": 1}\n", &(6..7), 1).is_none());
     }
 
     #[test]
@@ -124,7 +124,7 @@ mod tests {
         let line = format!("{}\"Bad Id\"{}", "x".repeat(300), "y".repeat(300));
         let source = format!("first\n{line}\nlast\n");
         let start = 6 + 300;
-        let (excerpt, span) = Excerpt::cut("tools.json", &source, &(start..start + 8)).unwrap();
+        let (excerpt, span) = Excerpt::cut("tools.json", &source, &(start..start + 8), 2).unwrap();
         assert_eq!(&excerpt.text[span.clone()], "\"Bad Id\"");
         assert!(excerpt.text.starts_with(CUT) && excerpt.text.ends_with(CUT));
         assert_eq!(excerpt.text.chars().count(), 1 + 120 + 1);
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn a_span_at_the_line_start_has_no_leading_cut() {
         let source = format!("\"é\"{}", "z".repeat(400));
-        let (excerpt, span) = Excerpt::cut("f", &source, &(0..4)).unwrap();
+        let (excerpt, span) = Excerpt::cut("f", &source, &(0..4), 1).unwrap();
         assert_eq!(&excerpt.text[span.clone()], "\"é\"");
         assert!(!excerpt.text.starts_with(CUT));
         assert_eq!(excerpt.location((), span.start).unwrap().column_number, 1);
@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn a_span_running_past_the_line_is_clamped_to_it() {
         let source = format!("{}\n}}\n", "w".repeat(200));
-        let (excerpt, span) = Excerpt::cut("f", &source, &(190..source.len())).unwrap();
+        let (excerpt, span) = Excerpt::cut("f", &source, &(190..source.len()), 1).unwrap();
         assert_eq!(span.end, excerpt.text.len());
         assert_eq!(excerpt.location((), span.start).unwrap().column_number, 191);
     }

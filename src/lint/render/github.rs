@@ -2,9 +2,19 @@
 
 use crate::lint::BundleReport;
 
-/// Escapes the message part of a workflow command.
+/// Escapes the message part of a workflow command: `%` and every control
+/// character (CR and LF as the runner expects, ESC and the rest so they never
+/// reach a log viewer raw) are percent-encoded.
 fn escape_data(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '%' || c.is_control() {
+            out.push_str(&format!("%{:02X}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Escapes a property value of a workflow command.

@@ -8,6 +8,7 @@ use codespan_reporting::files::{Files, SimpleFiles};
 use codespan_reporting::term::{self, Config, Styles, StylesWriter, termcolor};
 
 use crate::bundle::diag::Severity;
+use crate::cli::output::terminal_safe_line;
 use crate::lint::render::excerpt::Excerpt;
 use crate::lint::{BundleReport, Located};
 
@@ -26,14 +27,19 @@ fn render_report(report: &BundleReport, color: bool, out: &mut String) {
         .bundle
         .sources
         .values()
-        .map(|s| (s.path().to_path_buf(), files.add(s.path().display().to_string(), s.text())))
+        .map(|s| {
+            (
+                s.path().to_path_buf(),
+                files.add(terminal_safe_line(&s.path().display().to_string()).into_owned(), s.text()),
+            )
+        })
         .collect();
     for located in &report.findings {
         let file_id = ids.iter().find(|(p, _)| *p == located.finding.file).map(|(_, id)| *id);
         let rendered = match (file_id, &located.span) {
             (Some(id), Some(span)) => {
                 let file = files.get(id).ok();
-                match file.and_then(|f| Excerpt::cut(f.name(), f.source(), span)) {
+                match file.and_then(|f| Excerpt::cut(f.name(), f.source(), span, located.position.line)) {
                     Some((excerpt, span)) => emit(&excerpt, (), span, located, color),
                     None => emit(&files, id, span.clone(), located, color),
                 }
@@ -73,9 +79,9 @@ fn diagnostic<Id>(located: &Located) -> Diagnostic<Id> {
     };
     let mut notes = Vec::new();
     if let Some(help) = &f.help {
-        notes.push(format!("help: {help}"));
+        notes.push(format!("help: {}", terminal_safe_line(help)));
     }
-    Diagnostic::new(severity).with_code(f.code.as_str()).with_message(&f.message).with_notes(notes)
+    Diagnostic::new(severity).with_code(f.code.as_str()).with_message(terminal_safe_line(&f.message)).with_notes(notes)
 }
 
 /// A finding without a source line to quote (a whole file, an unreadable one).
@@ -90,11 +96,11 @@ fn plain(located: &Located, color: bool) -> String {
         "{sev}{}[{}]{reset}{bold}: {}{reset}\n  {blue}┌─{reset} {}\n",
         f.severity.as_str(),
         f.code,
-        f.message,
-        f.file.display()
+        terminal_safe_line(&f.message),
+        terminal_safe_line(&f.file.display().to_string())
     );
     if let Some(help) = &f.help {
-        text.push_str(&format!("  {blue}={reset} help: {help}\n"));
+        text.push_str(&format!("  {blue}={reset} help: {}\n", terminal_safe_line(help)));
     }
     text.push('\n');
     text

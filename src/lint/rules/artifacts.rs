@@ -10,6 +10,31 @@ use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::inventory::hash_file;
 use crate::bundle::manifest::{Artifact, MANIFEST_FILE, is_valid_artifact_path};
 
+/// A listed file with the all-zero placeholder digest is one not built yet:
+/// RLP505 (a warning) whether or not it exists. Any other listed file that
+/// is absent is RLP501.
+fn report_placeholder_or_missing(bundle: &LoadedBundle, artifact: &Artifact, diags: &mut Diagnostics) {
+    if artifact.blake3.is_some_and(|d| d.is_placeholder()) {
+        diags
+            .report(
+                Code::ArtifactPlaceholderDigest,
+                At::Value(artifact.at.key("blake3")),
+                format!("`{}` carries the all-zero placeholder digest", artifact.path),
+            )
+            .help("build the file and run `rlp digest`; `rlp bundle pack` refuses placeholders");
+    } else if bundle.inventory.get(&artifact.path).is_none()
+        && !bundle.inventory.refused.iter().any(|r| r.path == artifact.path)
+    {
+        diags
+            .report(
+                Code::ArtifactMissing,
+                At::Value(artifact.at.key("path")),
+                format!("`{}` is listed but not in the bundle", artifact.path),
+            )
+            .help("restore the file, or remove its entry and run `rlp digest`");
+    }
+}
+
 /// Checks the file set, sizes and digests against the manifest.
 pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     for refused in &bundle.inventory.refused {
@@ -25,40 +50,15 @@ pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     }
     let Some(manifest) = &bundle.manifest else { return };
     let mut diags = Diagnostics::new(bundle.display_path(MANIFEST_FILE));
-    let present: Vec<&Artifact> = manifest
-        .listed()
-        .filter(|artifact| is_valid_artifact_path(&artifact.path))
-        .filter(|artifact| {
-            let found = bundle.inventory.get(&artifact.path).is_some();
-            let refused = bundle.inventory.refused.iter().any(|r| r.path == artifact.path);
-            if !found && !refused {
-                diags
-                    .report(
-                        Code::ArtifactMissing,
-                        At::Value(artifact.at.key("path")),
-                        format!("`{}` is listed but not in the bundle", artifact.path),
-                    )
-                    .help("restore the file, or remove its entry and run `rlp digest`");
-            }
-            found
-        })
-        .collect();
-    let hashed: Vec<_> = present
+    let listed: Vec<&Artifact> = manifest.listed().filter(|artifact| is_valid_artifact_path(&artifact.path)).collect();
+    for artifact in &listed {
+        report_placeholder_or_missing(bundle, artifact, &mut diags);
+    }
+    let hashed: Vec<_> = listed
         .par_iter()
-        .filter(|a| a.blake3.is_some_and(|d| !d.is_placeholder()))
+        .filter(|a| a.blake3.is_some_and(|d| !d.is_placeholder()) && bundle.inventory.get(&a.path).is_some())
         .map(|a| (*a, hash_file(&bundle.dir.join(&a.path))))
         .collect();
-    for artifact in &present {
-        if artifact.blake3.is_some_and(|d| d.is_placeholder()) {
-            diags
-                .report(
-                    Code::ArtifactPlaceholderDigest,
-                    At::Value(artifact.at.key("blake3")),
-                    format!("`{}` carries the all-zero placeholder digest", artifact.path),
-                )
-                .help("build the file and run `rlp digest`; `rlp bundle pack` refuses placeholders");
-        }
-    }
     for (artifact, result) in hashed {
         match result {
             Err(e) => {
