@@ -99,7 +99,9 @@ fn read_manifest(dir: &Path) -> Result<(PathBuf, String), DigestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
     match std::fs::read_to_string(&manifest_path) {
         Ok(text) => Ok((manifest_path, text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DigestError::NoManifest(dir.to_path_buf())),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            Err(DigestError::NoManifest(dir.to_path_buf()))
+        }
         Err(source) => Err(DigestError::Io { path: manifest_path, source }),
     }
 }

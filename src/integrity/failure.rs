@@ -115,9 +115,31 @@ impl Failure {
         Failure { reason, message: message.into(), help: None }
     }
 
-    /// An I/O problem on `path`.
+    /// An I/O problem on `path`, with a hint for the common causes. The
+    /// operating system's message is used as it is, without any temporary
+    /// file name a library added to it.
     pub fn io(path: &std::path::Path, error: &std::io::Error) -> Self {
-        Failure::new(Reason::Unreadable, format!("{}: {error}", path.display()))
+        use std::io::ErrorKind;
+        // tempfile appends ` at path "<temporary name>"`: a name the user never chose.
+        let text = error.to_string();
+        let reason = text.split(" at path \"").next().unwrap_or_default();
+        let failure = Failure::new(Reason::Unreadable, format!("{}: {reason}", path.display()));
+        let shown = path.display();
+        match error.kind() {
+            ErrorKind::NotFound => failure.with_help(format!("check the path: {shown} does not exist")),
+            ErrorKind::PermissionDenied => {
+                failure.with_help(format!("check the permissions of {shown} and its folder"))
+            }
+            ErrorKind::NotADirectory => {
+                failure.with_help(format!("a part of {shown} is a file where a folder is expected"))
+            }
+            ErrorKind::IsADirectory => failure.with_help(format!("{shown} is a folder; give a file")),
+            ErrorKind::StorageFull | ErrorKind::QuotaExceeded => {
+                failure.with_help("free some disk space, then try again")
+            }
+            ErrorKind::ReadOnlyFilesystem => failure.with_help(format!("{shown} is on a read-only file system")),
+            _ => failure,
+        }
     }
 
     /// Adds a hint line.
@@ -139,3 +161,19 @@ impl fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
+
+#[cfg(test)]
+mod io_tests {
+    use super::*;
+
+    #[test]
+    fn io_failures_quote_the_system_message_without_temporary_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("afile");
+        std::fs::write(&file, "x").unwrap();
+        let error = tempfile::Builder::new().prefix(".rlp-").tempfile_in(&file).unwrap_err();
+        let failure = Failure::io(&file.join("key"), &error);
+        assert_eq!(failure.message, format!("{}: Not a directory (os error 20)", file.join("key").display()));
+        assert!(failure.help.unwrap().contains("is a file where a folder is expected"));
+    }
+}

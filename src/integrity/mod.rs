@@ -19,12 +19,21 @@ pub use failure::{Class, Failure, Reason};
 pub fn digest_failure(error: digest::DigestError) -> Failure {
     use digest::DigestError;
     match &error {
+        DigestError::Refused { why, .. } if why.contains("name") => Failure::new(Reason::NotRegular, error.to_string())
+            .with_help("rename it using only letters, digits, `.`, `_` and `-` in each part of its path"),
         DigestError::Refused { .. } => Failure::new(Reason::NotRegular, error.to_string())
             .with_help("bundles hold only regular files and folders: replace it with a regular file, or remove it"),
-        DigestError::NoManifest(_) => Failure::new(Reason::Unreadable, error.to_string())
-            .with_help("pass a bundle folder (one with a manifest.toml), e.g. agents/<name>"),
+        DigestError::NoManifest(dir) => {
+            let message = match std::fs::metadata(dir) {
+                Err(_) => format!("{} does not exist", dir.display()),
+                Ok(meta) if !meta.is_dir() => format!("{} is a file, not a bundle folder", dir.display()),
+                Ok(_) => error.to_string(),
+            };
+            Failure::new(Reason::Unreadable, message)
+                .with_help("pass a bundle folder (one with a manifest.toml), e.g. agents/<name>")
+        }
         DigestError::Syntax { .. } | DigestError::Shape { .. } => Failure::new(Reason::Unreadable, error.to_string())
             .with_help("fix manifest.toml (`rlp lint` shows where), then run the command again"),
-        DigestError::Io { .. } => Failure::new(Reason::Unreadable, error.to_string()),
+        DigestError::Io { path, source } => Failure::io(path, source),
     }
 }
