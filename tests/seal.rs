@@ -713,7 +713,12 @@ fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
     let (_, stderr) = w.expect(1, &["digest", "agents/notes", "--check"]);
     assert!(stderr.contains("tools.json cannot be part of a bundle: it is a hard link"), "{stderr}");
     let (_, stderr) = w.expect(2, &["digest", "agents/none"]);
-    assert!(stderr.contains("agents/none has no manifest.toml"), "{stderr}");
+    assert!(stderr.starts_with("error: agents/none does not exist\n"), "{stderr}");
+    let (_, stderr) = w.expect(2, &["digest", "agents/notes/tools.json"]);
+    assert!(stderr.starts_with("error: agents/notes/tools.json is a file, not a bundle folder\n"), "{stderr}");
+    fs::create_dir_all(w.path("agents/empty")).unwrap();
+    let (_, stderr) = w.expect(2, &["digest", "agents/empty"]);
+    assert!(stderr.starts_with("error: agents/empty has no manifest.toml\n"), "{stderr}");
 }
 
 #[test]
