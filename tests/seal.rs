@@ -754,6 +754,10 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     assert!(stderr.contains("the bundle does not lint clean: agents/mailer/manifest.toml:"), "{stderr}");
     fs::write(w.path(&bundle).join("manifest.toml"), manifest).unwrap();
 
+    // A mounted secret is a symbolic link: it is followed, and its target checked.
+    std::os::unix::fs::symlink(w.path(&key), w.path("linked.key")).unwrap();
+    w.expect(0, &["sign", &bundle, "--key", "linked.key"]);
+
     // A signature the bundle has outgrown stops pack: the archive could never be verified.
     w.expect(0, &["sign", &bundle, "--key", &key]);
     fs::write(w.path(&bundle).join("README.md"), "# Mailer, edited\n").unwrap();

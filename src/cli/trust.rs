@@ -26,7 +26,7 @@ pub enum TrustCommand {
 /// Flags of `rlp trust add`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp trust add keys/release.pub --name release\n  rlp trust add dev.pub --name dev --allow-caps kb_read,kb_write,net:localhost\n\nWithout --allow-caps the rule is `allow_caps = \"any\"`; exec needs --allow-exec either way.\nExit codes: 0 added, 2 bad key file, name taken or malformed policy, 3 the key is revoked."
+    after_help = "Examples:\n  rlp trust add keys/release.pub --name release\n  rlp trust add dev.pub --name dev --allow-caps kb_read,kb_write,net:localhost\n\nWithout --allow-caps the rule is `allow_caps = \"any\"`, which leaves out exec: exec needs\n--allow-exec, or `exec` in the --allow-caps list.\nExit codes: 0 added, 2 bad key file, name taken or malformed policy, 3 the key is revoked."
 )]
 pub struct AddArgs {
     /// The signer's `.pub` file (`ed25519:<base64>`).
@@ -47,7 +47,7 @@ pub struct AddArgs {
 /// Flags of `rlp trust revoke`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp trust revoke 0123456789abcdef\n  rlp trust revoke dev      (an anchor's name stands for its key)"
+    after_help = "Examples:\n  rlp trust revoke 0123456789abcdef\n  rlp trust revoke dev      (an anchor's name stands for its key)\n\nExit codes: 0 revoked (or already revoked), 2 not a key id or anchor name, or a malformed policy."
 )]
 pub struct RevokeArgs {
     /// A key id (16 hex digits), or the name of an anchor.
@@ -57,7 +57,9 @@ pub struct RevokeArgs {
 
 /// Flags of `rlp trust list`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  rlp trust list\n  rlp trust list --format json")]
+#[command(
+    after_help = "Examples:\n  rlp trust list\n  rlp trust list --format json\n\nExit codes: 0 listed, 2 a malformed policy."
+)]
 pub struct ListArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]

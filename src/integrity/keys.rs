@@ -170,11 +170,14 @@ impl SecretKey {
         Ok(key)
     }
 
-    /// Reads a `.key` file, refusing one that group or others may read.
+    /// Reads a `.key` file, refusing one that group or others may read. A
+    /// symbolic link (a mounted secret) is followed: the file it points to
+    /// is what is checked and read.
     pub fn load(path: &Path) -> Result<SecretKey, Failure> {
-        let meta = fs::symlink_metadata(path).map_err(|e| Failure::io(path, &e))?;
+        let meta = fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
         if !meta.file_type().is_file() {
-            return Err(Failure::new(Reason::Key, format!("{} is not a regular file", path.display())));
+            return Err(Failure::new(Reason::Key, format!("{} is not a regular file", path.display()))
+                .with_help("pass the `.key` file written by `rlp keygen`"));
         }
         let text = read_small(path)?;
         let line = text.strip_suffix('\n').unwrap_or(&text);
