@@ -145,7 +145,7 @@ fn run_pack(args: &PackArgs) -> CliResult {
         None => "unsigned".to_string(),
     };
     let summary = format!(
-        "wrote {} ({} {}: {} files, {} bytes, {signed})\nblake3 {}",
+        "wrote {} ({} {}: {} files, {signed}): {} bytes\nblake3 {}",
         packed.path.display(),
         packed.name,
         packed.version,

@@ -43,7 +43,8 @@ pub struct Packed {
     pub name: String,
     /// `[agent].version`.
     pub version: String,
-    /// Number of files (manifest and signature included).
+    /// Number of files the manifest lists (as `rlp bundle verify` counts them:
+    /// the manifest and its signature aside).
     pub files: usize,
     /// Archive size in bytes.
     pub bytes: u64,
@@ -352,13 +353,5 @@ pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> R
     };
     progress.finish();
     let (bytes, digest) = written?;
-    Ok(Packed {
-        path,
-        name,
-        version,
-        files: entries.iter().filter(|e| e.kind != Kind::Dir).count(),
-        bytes,
-        digest,
-        signed_by,
-    })
+    Ok(Packed { path, name, version, files: manifest.listed().count(), bytes, digest, signed_by })
 }
