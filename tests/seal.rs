@@ -174,6 +174,33 @@ fn round_trip_from_folder_to_installed_agent() {
     assert!(stdout.starts_with("wrote mailer-0.1.0.bundle.tar.gz (mailer 0.1.0: 5 files, signed by key "), "{stdout}");
     assert!(stdout.contains(&format!("signed by key {key_id})")), "{stdout}");
 
+    // Every sealing command can report as JSON for scripts.
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut args = args.to_vec();
+        args.extend(["--format", "json"]);
+        serde_json::from_str(&w.expect(0, &args).0).unwrap()
+    };
+    let archive = fs::read(w.path("mailer-0.1.0.bundle.tar.gz")).unwrap();
+    let packed = json(&["bundle", "pack", &bundle, "-o", "again.tar.gz"]);
+    assert_eq!(
+        packed,
+        serde_json::json!({
+            "archive": "again.tar.gz", "name": "mailer", "version": "0.1.0", "files": 5,
+            "bytes": archive.len(), "blake3": blake3::hash(&archive).to_hex().to_string(), "signed_by": key_id,
+        })
+    );
+    let signed = json(&["sign", &bundle, "--key", "keys/release.key"]);
+    assert_eq!(
+        signed,
+        serde_json::json!({"bundle": "agents/mailer", "signature": "agents/mailer/SIGNATURES/manifest.sig", "key_id": key_id})
+    );
+    let generated = json(&["keygen", "--out", "keys", "--name", "spare"]);
+    assert_eq!(
+        (&generated["public_file"], &generated["secret_file"]),
+        (&serde_json::json!("keys/spare.pub"), &serde_json::json!("keys/spare.key"))
+    );
+    assert_eq!(generated["key_id"].as_str().unwrap().len(), 16);
+
     let (stdout, _) = w.expect(0, &["bundle", "verify", &bundle, "--key", "keys/release.pub"]);
     assert_eq!(
         stdout,
@@ -209,6 +236,14 @@ fn round_trip_from_folder_to_installed_agent() {
     assert_eq!(
         stdout,
         format!("installed mailer 0.1.0 (signed by `release`, key {key_id}) in {}\n", installed.display())
+    );
+    let (stdout, _) = w.expect(0, &["agent", "install", "mailer-0.1.0.bundle.tar.gz", "--force", "--format", "json"]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
+        serde_json::json!({
+            "name": "mailer", "version": "0.1.0", "path": installed, "replaced": "0.1.0",
+            "signer": {"key_id": key_id, "anchor": "release"},
+        })
     );
     assert_eq!(w.agents(), ["mailer"]);
     let mut installed_files = Vec::new();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json};
+use crate::cli::output::{Format, print_json, report};
 use crate::integrity::failure::{Class, Failure};
 use crate::integrity::keys::{PublicKey, SecretKey};
 use crate::integrity::trust::TrustPolicy;
@@ -40,6 +40,9 @@ pub struct PackArgs {
     /// Sign the bundle with this secret key before packing.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Flags of `rlp bundle verify`.
@@ -153,10 +156,20 @@ fn run_pack(args: &PackArgs) -> CliResult {
         packed.bytes,
         packed.digest
     );
+    let json = json!({
+        "archive": packed.path,
+        "name": packed.name,
+        "version": packed.version,
+        "files": packed.files,
+        "bytes": packed.bytes,
+        "blake3": packed.digest.to_string(),
+        "signed_by": packed.signed_by.map(|id| id.to_string()),
+    });
     if packed.path == Path::new(STDOUT) {
+        // Standard output carries the archive.
         eprintln!("{summary}");
     } else {
-        println!("{summary}");
+        let _ = report(args.format, &summary, &json);
     }
     Ok(Exit::Success)
 }

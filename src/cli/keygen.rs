@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, report};
 use crate::integrity::keys::write_key_pair;
 
 /// Flags of `rlp keygen`.
@@ -20,13 +22,22 @@ pub struct KeygenArgs {
     /// Base name of the files.
     #[arg(long, default_value = "rlp", value_name = "NAME")]
     pub name: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Runs `rlp keygen`.
 pub fn run(args: &KeygenArgs, _ctx: &Context) -> CliResult {
     let files = write_key_pair(&args.out, &args.name).map_err(CliError::from)?;
-    println!("wrote {} (public key: share it)", files.public_file.display());
-    println!("wrote {} (secret key, mode 0600: keep it private)", files.secret_file.display());
-    println!("key id {}", files.public.key_id());
+    let key_id = files.public.key_id();
+    let human = format!(
+        "wrote {} (public key: share it)\nwrote {} (secret key, mode 0600: keep it private)\nkey id {key_id}",
+        files.public_file.display(),
+        files.secret_file.display()
+    );
+    let json =
+        json!({"public_file": files.public_file, "secret_file": files.secret_file, "key_id": key_id.to_string()});
+    let _ = report(args.format, &human, &json);
     Ok(Exit::Success)
 }

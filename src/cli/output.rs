@@ -54,6 +54,15 @@ pub fn print_json(value: &serde_json::Value) -> std::io::Result<()> {
     writeln!(out)
 }
 
+/// Prints what a command did: `human` as lines of text, or `json` as one
+/// document, as `format` asks.
+pub fn report(format: Format, human: &str, json: &serde_json::Value) -> std::io::Result<()> {
+    match format {
+        Format::Json => print_json(json),
+        Format::Human => writeln!(std::io::stdout().lock(), "{human}"),
+    }
+}
+
 /// Whether standard input is a terminal a person can answer prompts on.
 pub fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()

@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, report};
 use crate::integrity::keys::SecretKey;
 use crate::integrity::signature::sign_bundle;
 
@@ -20,12 +22,18 @@ pub struct SignArgs {
     /// The secret key file written by `rlp keygen` (mode 0600).
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Runs `rlp sign`.
 pub fn run(args: &SignArgs, _ctx: &Context) -> CliResult {
     let key = SecretKey::load(&args.key).map_err(CliError::from)?;
     let signed = sign_bundle(&args.bundle, &key).map_err(CliError::from)?;
-    println!("signed {} with key {}", signed.path.display(), signed.signature.key_id());
+    let key_id = signed.signature.key_id();
+    let human = format!("signed {} with key {key_id}", signed.path.display());
+    let json = json!({"bundle": args.bundle, "signature": signed.path, "key_id": key_id.to_string()});
+    let _ = report(args.format, &human, &json);
     Ok(Exit::Success)
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json};
+use crate::cli::output::{Format, print_json, report};
 use crate::pack::install::{InstallOptions, install, list};
 
 /// Flags of `rlp agent install`.
@@ -24,6 +24,9 @@ pub struct InstallArgs {
     /// Replace an installed bundle of the same version.
     #[arg(long)]
     pub force: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Flags of `rlp agent list`.
@@ -49,10 +52,18 @@ pub fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
             "unsigned".to_string()
         }
     };
-    println!("installed {} {} ({signer}) in {}", v.name, v.version, installed.path.display());
+    let mut human = format!("installed {} {} ({signer}) in {}", v.name, v.version, installed.path.display());
     if let Some(old) = &installed.replaced {
-        println!("replaced {old}");
+        human.push_str(&format!("\nreplaced {old}"));
     }
+    let json = json!({
+        "name": v.name,
+        "version": v.version.to_string(),
+        "path": installed.path,
+        "signer": v.signer.as_ref().map(|s| json!({"key_id": s.key_id.to_string(), "anchor": s.anchor})),
+        "replaced": installed.replaced.as_ref().map(ToString::to_string),
+    });
+    let _ = report(args.format, &human, &json);
     Ok(Exit::Success)
 }
 
