@@ -113,9 +113,13 @@ call/result pairing), canonicalises the payloads and computes each row hash and
 the chain.
 
 Targets: strict replay and verify of 1M frames each under 10 s with peak memory
-under 100 MiB; import within 2× of the raw bulk insert. Memory stays flat in the
-length of the trace: every command streams rows (replay keeps only the calls
-waiting for their result; reports are spooled to a temporary file past 4 MiB).
+under 100 MiB; import within 2× of the raw bulk insert. Verify, export and
+replay stay flat in the length of the trace: they stream rows (replay keeps
+only the calls waiting for their result; reports are spooled to a temporary
+file past 4 MiB). Import is the exception by design: to refuse a repeated
+\`msg_id\` or \`invocation_id\` however far apart the two lines are, it keeps
+every id it has seen (16 bytes each, in hash sets), about 50 MiB for this
+trace.
 SECTION
 )"
 

@@ -537,7 +537,7 @@ fn override_cannot_add_grants() {
     assert!(!marker.exists());
     assert!(
         stderr(&output).contains(&format!(
-            "warning: {}: `exec = true` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+            "warning: {}: `exec = true` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
             override_file.display()
         )),
         "{}",

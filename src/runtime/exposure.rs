@@ -46,7 +46,7 @@ impl EffectivePolicy {
 /// Reads an override file's text and intersects it with the bundle policy.
 ///
 /// Returns the effective policy and warnings for override entries that
-/// would grant more than the bundle does (they are ignored).
+/// reach beyond what the bundle grants (only their overlap applies).
 pub fn apply_override(bundle: Policy, path: &Path, text: &str) -> Result<(EffectivePolicy, Vec<String>), String> {
     let (grants, findings) = crate::bundle::parse_policy(text);
     if let Some(error) = findings.iter().find(|f| f.severity == Severity::Error) {
@@ -57,7 +57,7 @@ pub fn apply_override(bundle: Policy, path: &Path, text: &str) -> Result<(Effect
         .into_iter()
         .map(|entry| {
             format!(
-                "{}: `{entry}` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+                "{}: `{entry}` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
                 path.display()
             )
         })
@@ -125,10 +125,10 @@ mod tests {
         assert_eq!(
             warnings,
             [
-                "/h/caps/overrides/m.toml: `net = [\"api.x\"]` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
-                "/h/caps/overrides/m.toml: `net = [\"evil.example\"]` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
-                "/h/caps/overrides/m.toml: `model = true` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
-                "/h/caps/overrides/m.toml: `kb_read = true` would grant more than the bundle's policy.caps; an override can only revoke, so it is ignored",
+                "/h/caps/overrides/m.toml: `net = [\"api.x\"]` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
+                "/h/caps/overrides/m.toml: `net = [\"evil.example\"]` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
+                "/h/caps/overrides/m.toml: `model = true` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
+                "/h/caps/overrides/m.toml: `kb_read = true` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
             ]
         );
         assert!(!policy.effective.model);
