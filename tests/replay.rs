@@ -859,19 +859,25 @@ fn replay_refuses_unreadable_input() {
     assert!(text.contains("cannot be loaded") || text.contains("manifest.toml"), "{text}");
 }
 
-/// A trace where calls have no result (or results no call) is `invalid_trace`.
-#[test]
-fn strict_replay_flags_an_inconsistent_trace() {
-    let sb = Sandbox::new();
+/// A bundle `desk` with the two tools of [`written_trace`], both answering
+/// with a fixed note and accepting any object.
+fn desk_bundle(sb: &Sandbox) -> PathBuf {
     let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
+    sb.bundle(
         "desk",
         json!([
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
         ]),
         "[capabilities]\nexec = true\n",
-    );
+    )
+}
+
+/// A trace where calls have no result (or results no call) is `invalid_trace`.
+#[test]
+fn strict_replay_flags_an_inconsistent_trace() {
+    let sb = Sandbox::new();
+    let bundle = desk_bundle(&sb);
     let mut lines = written_trace();
     lines.truncate(5); // weather.get's final result is gone: its retry is the last frame.
     let file = write_lines(&sb, "cut.jsonl", &lines);
@@ -993,15 +999,7 @@ fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
 #[test]
 fn strict_replay_counts_each_listed_call_once() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([
-            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
-            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
-        ]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = desk_bundle(&sb);
     let mut lines = written_trace();
     lines.insert(2, lines[1].clone());
     let file = write_lines(&sb, "twice.jsonl", &renumber(&lines));
@@ -1115,15 +1113,7 @@ fn export_refuses_an_output_path_it_cannot_write() {
 #[test]
 fn show_and_replay_refuse_an_edited_row_like_export() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([
-            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
-            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
-        ]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = desk_bundle(&sb);
     import_written(&sb, "home");
     let conn = rusqlite::Connection::open(sb.ledger("home")).unwrap();
     let changed = conn
@@ -1168,15 +1158,7 @@ fn into_closed_pipe(sb: &Sandbox, home: &str, args: &[&str]) -> std::process::Ou
 #[test]
 fn a_closed_stdout_ends_commands_quietly() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([
-            exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
-            exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
-        ]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = desk_bundle(&sb);
     let file = import_written(&sb, "home");
     let bundle_arg = bundle.display().to_string();
     let runs: [(&[&str], i32); 6] = [
