@@ -838,6 +838,10 @@ fn trust_policy_is_strict_and_listed_as_json() {
     let (_, stderr) = w.expect(2, &["trust", "list"]);
     assert!(stderr.starts_with(&format!("error: {}:3:7: expected 32 bytes of base64", policy.display())), "{stderr}");
     w.expect(2, &["trust", "add", &public, "--name", "release"]);
+    let (stdout, _) = w.expect(2, &["bundle", "verify", "agents", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert!(report["error"]["message"].as_str().unwrap().contains("expected 32 bytes of base64"), "{report}");
     fs::write(&policy, "# operators: keep this list short\nversion = 1\n").unwrap();
     let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "deadbeefdeadbeef"]);
     assert!(stderr.starts_with("error: anchor name `deadbeefdeadbeef` looks like a key id\n"), "{stderr}");

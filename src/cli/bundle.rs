@@ -196,14 +196,15 @@ pub(crate) fn failure_json(failure: &Failure) -> Value {
 
 fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
     let source = args.source.display().to_string();
-    let key = args.key.as_deref().map(PublicKey::load).transpose().map_err(CliError::from)?;
-    // With --key the anchors and rules do not apply, but revocations do.
-    let policy = TrustPolicy::load(&ctx.home.trust_policy_file()).map_err(CliError::from)?;
-    let trust = match &key {
-        Some(key) => Trust::Key(key, &policy),
-        None => Trust::Policy(&policy),
-    };
-    let result = verify_path(&args.source, &Options { trust, require_signature: args.require_signature });
+    let result = args.key.as_deref().map(PublicKey::load).transpose().and_then(|key| {
+        // With --key the anchors and rules do not apply, but revocations do.
+        let policy = TrustPolicy::load(&ctx.home.trust_policy_file())?;
+        let trust = match &key {
+            Some(key) => Trust::Key(key, &policy),
+            None => Trust::Policy(&policy),
+        };
+        verify_path(&args.source, &Options { trust, require_signature: args.require_signature })
+    });
     match (args.format, result) {
         (Format::Json, Ok(v)) => {
             let _ = print_json(&verified_json(&source, &v));
