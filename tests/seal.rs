@@ -749,6 +749,9 @@ fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
     assert!(stderr.contains("tools.json cannot be part of a bundle: it is a hard link"), "{stderr}");
     let (_, stderr) = w.expect(2, &["digest", "agents/none"]);
     assert!(stderr.starts_with("error: agents/none does not exist\n"), "{stderr}");
+    let (stdout, _) = w.expect(2, &["digest", "agents/none", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["error"]["message"], "agents/none does not exist");
     let (_, stderr) = w.expect(2, &["digest", "agents/notes/tools.json"]);
     assert!(stderr.starts_with("error: agents/notes/tools.json is a file, not a bundle folder\n"), "{stderr}");
     fs::create_dir_all(w.path("agents/empty")).unwrap();

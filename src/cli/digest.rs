@@ -47,7 +47,19 @@ fn why(change: &Change) -> &'static str {
 /// Runs `rlp digest`.
 pub fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
     let result = if args.check { digest::check(&args.bundle) } else { digest::write(&args.bundle).map(|p| p.changes) };
-    let changes = result.map_err(|e| CliError::from(crate::integrity::digest_failure(e)))?;
+    let changes = match result {
+        Ok(changes) => changes,
+        Err(e) => {
+            let failure = crate::integrity::digest_failure(e);
+            if args.format == Format::Json {
+                let _ = print_json(&json!({
+                    "bundle": args.bundle.display().to_string(),
+                    "error": crate::cli::bundle::failure_json(&failure),
+                }));
+            }
+            return Err(CliError::from(failure));
+        }
+    };
     let stale = args.check && !changes.is_empty();
     let signature = args.bundle.join(SIGNATURE_FILE);
     if !args.check && !changes.is_empty() && signature.exists() {
