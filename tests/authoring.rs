@@ -304,6 +304,10 @@ fn scaffold_refuses_bad_answers_before_writing_anything() {
     for (args, message) in [
         (vec!["--tool", "id=x.y;desc=X;exec=bin/x"], "--tool #1: `exec`: command `bin/x` is not an absolute path"),
         (vec!["--tool", "id=x;desc=X;http=GET https://{host}/a"], "scheme, host or port"),
+        (
+            vec!["--tool", "id=x;desc=X;http=GET https://x.example/{id}#{frag}"],
+            "a placeholder in the fragment (after `#`) is never sent to the server",
+        ),
         (vec!["--cap-net", "http://x.example"], "--cap-net:"),
         (vec!["--model-secret", "mail/key"], "--model-secret: `mail/key` is not a secret id"),
         (
@@ -595,6 +599,10 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
         ),
         (vec!["--id", "C", "--description", "C", "--exec", "/bin/true"], "--id: `C` is not a valid tool id"),
         (vec!["--id", "c", "--description", "C", "--http", "GET", "https://{h}.example/x"], "scheme, host or port"),
+        (
+            vec!["--id", "c", "--description", "C", "--http", "GET", "https://h.example/{id}#{frag}"],
+            "--http: URL `https://h.example/{id}#{frag}` is refused: a placeholder in the fragment",
+        ),
         (
             vec!["--id", "c", "--description", "C", "--exec", "/bin/true", "--input-schema", "{\"type\": 3}"],
             "--input-schema: not a valid JSON Schema",

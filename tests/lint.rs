@@ -280,6 +280,12 @@ const CASES: &[Case] = &[
         &[("tools.json", "\"https://api.mail.example/send/{user}\"", "\"api.mail.example/send/{user}\"")],
         "\"api.mail.example/send/{user}\"",
     ),
+    case(
+        "RLP205",
+        "tools.json",
+        &[("tools.json", "/send/{user}\"", "/send/{user}#{part}\"")],
+        "\"https://api.mail.example/send/{user}#{part}\"",
+    ),
     case("RLP206", "tools.json", &[("tools.json", "\"POST\"", "\"FETCH\"")], "\"FETCH\""),
     case(
         "RLP207",

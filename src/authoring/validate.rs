@@ -75,15 +75,7 @@ pub fn method(text: &str) -> Result<String, String> {
 
 /// A URL template: absolute http(s), placeholders only in path and query.
 pub fn url(text: &str) -> Result<UrlTemplate, String> {
-    UrlTemplate::parse(text.trim()).map_err(|e| {
-        let hint = match e.code {
-            crate::bundle::diag::Code::UrlPlaceholderInAuthority => {
-                "placeholders may appear only in the path and query, e.g. https://api.example.com/users/{id}"
-            }
-            _ => "write an absolute http:// or https:// URL, e.g. https://api.example.com/users/{id}",
-        };
-        format!("URL `{}` is refused: {}; {hint}", text.trim(), e.message)
-    })
+    UrlTemplate::parse(text.trim()).map_err(|e| format!("URL `{}` is refused: {}; {}", text.trim(), e.message, e.help))
 }
 
 /// A header `Name: value`; the value may hold `${secret:<id>}`.
@@ -205,6 +197,7 @@ mod tests {
         assert!(tool_id("Mail").unwrap_err().contains("is not a valid tool id"));
         assert!(command("bin/tool").unwrap_err().contains("is not an absolute path"));
         assert!(url("https://{host}/x").unwrap_err().contains("scheme, host or port"));
+        assert!(url("https://x.com/{id}#{frag}").unwrap_err().contains("in the fragment"));
         assert_eq!(url("http://LocalHost:8080/a/{b}").unwrap().suggested_grant(), "localhost:8080");
         assert_eq!(method("post").unwrap(), "POST");
         assert!(header("X-Key: ${secret:nope}").is_err());

@@ -417,11 +417,7 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
             let url = t.string("url", true, diags).and_then(|raw| match UrlTemplate::parse(raw) {
                 Ok(url) => Some(url),
                 Err(e) => {
-                    let help = match e.code {
-                        Code::UrlPlaceholderInAuthority => "fix the scheme, host and port in the template; only the path and query may hold placeholders",
-                        _ => "write an absolute http:// or https:// URL; `{name}` placeholders may appear in the path and query",
-                    };
-                    diags.report(e.code, At::Value(t.at("url")), e.message).help(help);
+                    diags.report(e.code, At::Value(t.at("url")), e.message).help(e.help);
                     None
                 }
             });
