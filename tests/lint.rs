@@ -306,6 +306,18 @@ const CASES: &[Case] = &[
         "\"a\\r\\nb\"",
     ),
     case(
+        "RLP209",
+        "tools.json",
+        &[("tools.json", "\"Authorization\": \"Bearer", "\"X-Trace\": \"a\\u0001b\", \"Authorization\": \"Bearer")],
+        "\"a\\u0001b\"",
+    ),
+    case(
+        "RLP209",
+        "tools.json",
+        &[("tools.json", "\"Authorization\": \"Bearer", "\"X-Trace\": \"a\\u007f\", \"Authorization\": \"Bearer")],
+        "\"a\\u007f\"",
+    ),
+    case(
         "RLP210",
         "tools.json",
         &[("tools.json", "${secret:runloop/mail/smtp_api_key}", "${secret:runloop/mail/other_key}")],

@@ -12,7 +12,10 @@ use serde_json::Value;
 
 use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, parse_fs_path};
 use crate::bundle::manifest::{NAME_PATTERN, is_valid_artifact_path, is_valid_name};
-use crate::bundle::tools::{HTTP_METHODS, TOOL_ID_PATTERN, header_secret_refs, is_header_name, is_valid_tool_id};
+use crate::bundle::tools::{
+    HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, header_secret_refs, header_value_control, is_header_name,
+    is_valid_tool_id,
+};
 use crate::bundle::url_template::UrlTemplate;
 use crate::bundle::value;
 
@@ -86,8 +89,8 @@ pub fn header(text: &str) -> Result<(String, String), String> {
     if !is_header_name(name) {
         return Err(format!("`{name}` is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)"));
     }
-    if value.contains(['\r', '\n', '\0']) {
-        return Err(format!("header `{name}` contains CR, LF or NUL"));
+    if let Some(c) = header_value_control(value) {
+        return Err(header_control_message(name, c));
     }
     for id in header_secret_refs(value)? {
         secret(&id)?;
@@ -201,6 +204,8 @@ mod tests {
         assert_eq!(url("http://LocalHost:8080/a/{b}").unwrap().suggested_grant(), "localhost:8080");
         assert_eq!(method("post").unwrap(), "POST");
         assert!(header("X-Key: ${secret:nope}").is_err());
+        assert!(header("X-Key: a\u{1}b").unwrap_err().contains("control character U+0001"));
+        assert!(header("X-Key: a\tb").is_ok());
         assert_eq!(header("Authorization: Bearer ${secret:runloop/a/b}").unwrap().0, "Authorization");
         assert!(schema_id("../x").is_err());
         assert_eq!(schema_id("mail.send.v1").unwrap(), "mail.send.v1");
