@@ -649,6 +649,23 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
     assert_eq!(snapshot(&bundle), before);
 }
 
+#[test]
+fn tools_add_names_a_byte_order_mark_in_tools_json() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let tools = bundle.join("tools.json");
+    std::fs::write(&tools, format!("\u{feff}{}", read(&tools))).unwrap();
+    let before = snapshot(&bundle);
+    let out = space.rlp(&["tools", "add", "agents/demo", "--id", "a.b", "--description", "A", "--exec", "/bin/true"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert_eq!(
+        stderr(&out),
+        "error: agents/demo/tools.json cannot be edited: the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow\n  \
+         help: save the file as UTF-8 without a byte-order mark, or delete its first 3 bytes: `sed -i '1s/^\\xEF\\xBB\\xBF//' agents/demo/tools.json`\n"
+    );
+    assert_eq!(snapshot(&bundle), before);
+}
+
 // ---------------------------------------------------------------- tools import
 
 #[test]

@@ -409,6 +409,19 @@ fn each_rule_fires_alone_at_the_offending_value() {
 }
 
 #[test]
+fn a_byte_order_mark_in_tools_json_is_named_with_the_way_to_remove_it() {
+    let fixture = Fixture::new();
+    fs::write(fixture.path("tools.json"), format!("\u{feff}{}", fixture.read("tools.json"))).unwrap();
+    fixture.digest();
+    let finding = assert_single(&fixture, &[], "RLP001", "tools.json", None);
+    assert_eq!(finding["message"], "the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow");
+    assert_eq!(
+        finding["help"],
+        "save the file as UTF-8 without a byte-order mark, or delete its first 3 bytes: `sed -i '1s/^\\xEF\\xBB\\xBF//' mailer/tools.json`"
+    );
+}
+
+#[test]
 fn warnings_pass_unless_denied() {
     let cases: &[(&str, &str, &str, &str)] = &[
         ("RLP004", "\"timeout_ms\": 5000", "\"timeout_ms\": 5000, \"colour\": \"blue\"", "\"colour\""),

@@ -61,6 +61,10 @@ impl ToolsDoc {
             Err(e) => return Err(AuthoringError::io("read", &path, &e)),
         };
         let fix = format!("fix it first; `rlp lint {}` shows where", bundle_dir.display());
+        if let Some(problem) = value::bom_problem(&text) {
+            return Err(AuthoringError::usage(format!("{} cannot be edited: {problem}", path.display()))
+                .with_help(value::bom_help(&path)));
+        }
         let value = value::parse_json_text(&text).map_err(|e| {
             AuthoringError::usage(format!("{} cannot be edited: {}", path.display(), value::json_error_message(&e)))
                 .with_help(fix.clone())
