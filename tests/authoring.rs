@@ -699,7 +699,7 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     assert_eq!(
         stdout(&out),
         format!(
-            "1 bundle checked: no problems\ndrift: {b}: tool `demo.word_count`: `description` differs from what {tool} describes\n"
+            "drift: {b}: tool `demo.word_count`: `description` differs from what {tool} describes\n1 bundle checked: 0 errors, 0 warnings and 1 drift\n"
         )
     );
     let out = space.rlp(&["tools", "import", b, "--exec", tool]);
@@ -711,6 +711,40 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     let out = space.rlp(&["lint", b, "--check-tools"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(stdout(&out), "1 bundle checked: no problems\n");
+}
+
+#[test]
+fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let b = bundle.to_str().unwrap();
+    let liar = space.script("liar.sh", r#"printf '%s\n' '{"tools": [{"id": "x\u001b[2Jy", "description": "d"}]}'"#);
+    let plain = space.path().join("plain.txt");
+    std::fs::write(&plain, "not a program\n").unwrap();
+    let (liar, plain) = (liar.to_str().unwrap(), plain.to_str().unwrap());
+    for (id, command) in
+        [("a.liar", liar), ("a.gone", "/nonexistent/tool"), ("a.plain", plain), ("a.false", "/bin/false")]
+    {
+        let out = space.rlp(&["tools", "add", b, "--id", id, "--description", "D", "--exec", command, "--grant"]);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+    }
+    let out = space.rlp(&["lint", b, "--check-tools"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let report = format!(
+        "drift: {b}: tool `x\\u{{1b}}[2Jy` is described by {liar} but not in tools.json\n\
+         drift: {b}: tool `a.liar` runs {liar}, which no longer describes it\n\
+         note: {b}: /nonexistent/tool was not checked: it could not be started: No such file or directory (os error 2)\n\
+         note: {b}: {plain} was not checked: it could not be started: Permission denied (os error 13)\n\
+         note: {b}: /bin/false was not checked: it exited with status 1\n"
+    );
+    assert_eq!(
+        stdout(&out),
+        format!("{report}1 bundle checked: 0 errors, 0 warnings and 2 drifts (3 tool binaries not checked)\n")
+    );
+    let out = space.rlp(&["lint", b, "--check-tools", "--format", "json"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert_eq!(stdout(&out), "[]\n");
+    assert_eq!(stderr(&out), report);
 }
 
 #[test]
