@@ -569,6 +569,30 @@ fn minified_json_is_quoted_as_a_window_around_the_marker() {
 }
 
 #[test]
+fn sarif_artifact_uris_are_percent_encoded() {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"/usr/local/bin/notes\"", "\"notes\"");
+    fixture.digest();
+    let odd = fixture.root.parent().unwrap().join("we,ird:dir\n");
+    fs::create_dir(&odd).unwrap();
+    fs::rename(&fixture.root, odd.join("mailer")).unwrap();
+    let output = Command::cargo_bin("rlp")
+        .unwrap()
+        .current_dir(fixture.root.parent().unwrap())
+        .args(["lint", "we,ird:dir\n/mailer", "--format", "sarif"])
+        .output()
+        .unwrap();
+    let sarif: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let uris: std::collections::BTreeSet<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris.into_iter().collect::<Vec<_>>(), ["we%2Cird%3Adir%0A/mailer/tools.json"]);
+}
+
+#[test]
 fn json_sarif_and_github_carry_the_same_findings() {
     let fixture = broken_fixture();
     let (status, json) = run_format(&fixture, "json");
