@@ -241,6 +241,67 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
 }
 
 #[test]
+fn flags_default_requires_confirmation_as_the_wizard_does() {
+    let space = Space::new();
+    let out = space.rlp(&[
+        "agent",
+        "scaffold",
+        "demo",
+        "--non-interactive",
+        "--root",
+        "agents",
+        "--tool",
+        "id=a.web;desc=x;http=GET https://h.example/x",
+        "--tool",
+        "id=a.quiet;desc=x;http=GET https://h.example/y;confirm=false",
+        "--tool",
+        "id=a.local;desc=x;exec=/bin/true",
+        "--tool",
+        "id=a.keyed;desc=x;exec=/bin/true;secret=runloop/a/key",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let bundle = space.bundle("demo");
+    let confirm = |bundle: &Path| -> Vec<(String, Value)> {
+        read_json(&bundle.join("tools.json"))["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["id"].as_str().unwrap().to_string(), t["requires_confirmation"].clone()))
+            .collect()
+    };
+    let expected = |pairs: &[(&str, bool)]| -> Vec<(String, Value)> {
+        pairs.iter().map(|(id, c)| (id.to_string(), json!(c))).collect()
+    };
+    assert_eq!(
+        confirm(&bundle),
+        expected(&[("a.web", true), ("a.quiet", false), ("a.local", false), ("a.keyed", true)])
+    );
+    let b = bundle.to_str().unwrap();
+    for (id, flag) in [("b.web", None), ("b.quiet", Some("--no-confirm"))] {
+        let mut args =
+            vec!["tools", "add", b, "--id", id, "--description", "x", "--http", "GET", "https://h.example/z"];
+        args.extend(flag);
+        let out = space.rlp(&args);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+    }
+    assert_eq!(confirm(&bundle)[4..], expected(&[("b.web", true), ("b.quiet", false)]));
+    let out = space.rlp(&[
+        "tools",
+        "add",
+        b,
+        "--id",
+        "c",
+        "--description",
+        "x",
+        "--exec",
+        "/bin/true",
+        "--confirm",
+        "--no-confirm",
+    ]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+}
+
+#[test]
 fn scaffold_summary_names_the_files_the_lint_result_and_the_next_steps() {
     let space = Space::new();
     let out = space.rlp(&["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"]);
