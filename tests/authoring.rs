@@ -727,6 +727,29 @@ fn tools_add_names_a_byte_order_mark_in_tools_json() {
     assert_eq!(snapshot(&bundle), before);
 }
 
+#[test]
+fn tools_add_and_import_keep_crlf_line_endings() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let b = bundle.to_str().unwrap();
+    for file in ["policy.caps", "tools.json"] {
+        let path = bundle.join(file);
+        std::fs::write(&path, read(&path).replace('\n', "\r\n")).unwrap();
+    }
+    assert_eq!(code(&space.rlp(&["digest", b])), 0);
+    let out = space.rlp(&["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let tool = greet_tool().to_str().unwrap();
+    let out = space.rlp(&["tools", "import", b, "--exec", tool]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    for (file, added) in [("policy.caps", "exec = true\r\n"), ("tools.json", "\"id\": \"demo.greet\",\r\n")] {
+        let written = read(&bundle.join(file));
+        assert!(written.contains(added), "{file}: {written:?}");
+        assert_eq!(written.matches('\n').count(), written.matches("\r\n").count(), "{file} keeps CRLF: {written:?}");
+    }
+    assert_lints_clean(&space, &bundle);
+}
+
 // ---------------------------------------------------------------- tools import
 
 #[test]

@@ -144,13 +144,14 @@ impl ToolsDoc {
         }
     }
 
-    /// The document as written: pretty, two-space indent, final newline.
+    /// The document as written: pretty, two-space indent, final newline, and
+    /// the line endings of the file as it was read (CRLF stays CRLF).
     pub fn to_text(&self) -> String {
         let mut root = self.root.clone();
         root.insert("tools".into(), Value::Array(self.tools.clone()));
         let mut text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
         text.push('\n');
-        text
+        crate::fsutil::with_line_endings_of(self.original.as_deref().unwrap_or_default(), text)
     }
 
     /// Whether the text differs from what was read.
