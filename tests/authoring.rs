@@ -391,6 +391,25 @@ fn scaffold_refuses_bad_answers_before_writing_anything() {
     assert!(stderr(&out).contains("`Demo` is not a valid agent name"), "{}", text(&out));
 }
 
+#[test]
+fn a_failed_scaffold_leaves_no_root_folder_behind() {
+    let space = Space::new();
+    let long = "a".repeat(300);
+    let out = space.rlp(&["agent", "scaffold", &long, "--non-interactive", "--root", "new/agents"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert_eq!(
+        stderr(&out),
+        "error: the agent name is 300 characters long; at most 64 are allowed (it names the bundle's folder and archive)\n  \
+         help: e.g. `rlp agent scaffold mailer`\n"
+    );
+    let relative = r#"{"id": "x", "description": "X", "transport": {"kind": "exec", "command": "rel"}}"#;
+    let out =
+        space.rlp(&["agent", "scaffold", "demo", "--non-interactive", "--root", "new/agents", "--tool", relative]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(stderr(&out).contains("command `rel` is not an absolute path"), "{}", text(&out));
+    assert!(!space.path().join("new").exists(), "nothing is created");
+}
+
 /// The wizard on a real pseudo-terminal: one exec tool and one http tool,
 /// with a relative command and a placeholder host refused and asked again.
 #[test]

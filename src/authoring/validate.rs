@@ -19,12 +19,21 @@ use crate::bundle::tools::{
 use crate::bundle::url_template::UrlTemplate;
 use crate::bundle::value;
 
-/// An agent name: `^[a-z][a-z0-9_]*$`.
+/// The longest agent name the scaffold accepts: it is a folder name, and
+/// part of the archive name `<name>-<version>.bundle.tar.gz`.
+pub const MAX_AGENT_NAME: usize = 64;
+
+/// An agent name: `^[a-z][a-z0-9_]*$`, at most [`MAX_AGENT_NAME`] characters.
 pub fn agent_name(text: &str) -> Result<String, String> {
-    if is_valid_name(text) {
-        Ok(text.to_string())
-    } else {
+    if !is_valid_name(text) {
         Err(format!("`{text}` is not a valid agent name: it must match {NAME_PATTERN} (lower-case letters, digits, _)"))
+    } else if text.len() > MAX_AGENT_NAME {
+        Err(format!(
+            "the agent name is {} characters long; at most {MAX_AGENT_NAME} are allowed (it names the bundle's folder and archive)",
+            text.len()
+        ))
+    } else {
+        Ok(text.to_string())
     }
 }
 
