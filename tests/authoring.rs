@@ -241,6 +241,67 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
 }
 
 #[test]
+fn flags_default_requires_confirmation_as_the_wizard_does() {
+    let space = Space::new();
+    let out = space.rlp(&[
+        "agent",
+        "scaffold",
+        "demo",
+        "--non-interactive",
+        "--root",
+        "agents",
+        "--tool",
+        "id=a.web;desc=x;http=GET https://h.example/x",
+        "--tool",
+        "id=a.quiet;desc=x;http=GET https://h.example/y;confirm=false",
+        "--tool",
+        "id=a.local;desc=x;exec=/bin/true",
+        "--tool",
+        "id=a.keyed;desc=x;exec=/bin/true;secret=runloop/a/key",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let bundle = space.bundle("demo");
+    let confirm = |bundle: &Path| -> Vec<(String, Value)> {
+        read_json(&bundle.join("tools.json"))["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["id"].as_str().unwrap().to_string(), t["requires_confirmation"].clone()))
+            .collect()
+    };
+    let expected = |pairs: &[(&str, bool)]| -> Vec<(String, Value)> {
+        pairs.iter().map(|(id, c)| (id.to_string(), json!(c))).collect()
+    };
+    assert_eq!(
+        confirm(&bundle),
+        expected(&[("a.web", true), ("a.quiet", false), ("a.local", false), ("a.keyed", true)])
+    );
+    let b = bundle.to_str().unwrap();
+    for (id, flag) in [("b.web", None), ("b.quiet", Some("--no-confirm"))] {
+        let mut args =
+            vec!["tools", "add", b, "--id", id, "--description", "x", "--http", "GET", "https://h.example/z"];
+        args.extend(flag);
+        let out = space.rlp(&args);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+    }
+    assert_eq!(confirm(&bundle)[4..], expected(&[("b.web", true), ("b.quiet", false)]));
+    let out = space.rlp(&[
+        "tools",
+        "add",
+        b,
+        "--id",
+        "c",
+        "--description",
+        "x",
+        "--exec",
+        "/bin/true",
+        "--confirm",
+        "--no-confirm",
+    ]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+}
+
+#[test]
 fn scaffold_summary_names_the_files_the_lint_result_and_the_next_steps() {
     let space = Space::new();
     let out = space.rlp(&["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"]);
@@ -304,6 +365,10 @@ fn scaffold_refuses_bad_answers_before_writing_anything() {
     for (args, message) in [
         (vec!["--tool", "id=x.y;desc=X;exec=bin/x"], "--tool #1: `exec`: command `bin/x` is not an absolute path"),
         (vec!["--tool", "id=x;desc=X;http=GET https://{host}/a"], "scheme, host or port"),
+        (
+            vec!["--tool", "id=x;desc=X;http=GET https://x.example/{id}#{frag}"],
+            "a placeholder in the fragment (after `#`) is never sent to the server",
+        ),
         (vec!["--cap-net", "http://x.example"], "--cap-net:"),
         (vec!["--model-secret", "mail/key"], "--model-secret: `mail/key` is not a secret id"),
         (
@@ -324,6 +389,25 @@ fn scaffold_refuses_bad_answers_before_writing_anything() {
     let out = space.rlp(&["agent", "scaffold", "Demo", "--non-interactive"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("`Demo` is not a valid agent name"), "{}", text(&out));
+}
+
+#[test]
+fn a_failed_scaffold_leaves_no_root_folder_behind() {
+    let space = Space::new();
+    let long = "a".repeat(300);
+    let out = space.rlp(&["agent", "scaffold", &long, "--non-interactive", "--root", "new/agents"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert_eq!(
+        stderr(&out),
+        "error: the agent name is 300 characters long; at most 64 are allowed (it names the bundle's folder and archive)\n  \
+         help: e.g. `rlp agent scaffold mailer`\n"
+    );
+    let relative = r#"{"id": "x", "description": "X", "transport": {"kind": "exec", "command": "rel"}}"#;
+    let out =
+        space.rlp(&["agent", "scaffold", "demo", "--non-interactive", "--root", "new/agents", "--tool", relative]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(stderr(&out).contains("command `rel` is not an absolute path"), "{}", text(&out));
+    assert!(!space.path().join("new").exists(), "nothing is created");
 }
 
 /// The wizard on a real pseudo-terminal: one exec tool and one http tool,
@@ -596,6 +680,10 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
         (vec!["--id", "C", "--description", "C", "--exec", "/bin/true"], "--id: `C` is not a valid tool id"),
         (vec!["--id", "c", "--description", "C", "--http", "GET", "https://{h}.example/x"], "scheme, host or port"),
         (
+            vec!["--id", "c", "--description", "C", "--http", "GET", "https://h.example/{id}#{frag}"],
+            "--http: URL `https://h.example/{id}#{frag}` is refused: a placeholder in the fragment",
+        ),
+        (
             vec!["--id", "c", "--description", "C", "--exec", "/bin/true", "--input-schema", "{\"type\": 3}"],
             "--input-schema: not a valid JSON Schema",
         ),
@@ -641,6 +729,46 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
     assert_eq!(snapshot(&bundle), before);
 }
 
+#[test]
+fn tools_add_names_a_byte_order_mark_in_tools_json() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let tools = bundle.join("tools.json");
+    std::fs::write(&tools, format!("\u{feff}{}", read(&tools))).unwrap();
+    let before = snapshot(&bundle);
+    let out = space.rlp(&["tools", "add", "agents/demo", "--id", "a.b", "--description", "A", "--exec", "/bin/true"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert_eq!(
+        stderr(&out),
+        "error: agents/demo/tools.json cannot be edited: the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow\n  \
+         help: save the file as UTF-8 without a byte-order mark, or delete its first 3 bytes: `sed -i '1s/^\\xEF\\xBB\\xBF//' agents/demo/tools.json`\n"
+    );
+    assert_eq!(snapshot(&bundle), before);
+}
+
+#[test]
+fn tools_add_and_import_keep_crlf_line_endings() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let b = bundle.to_str().unwrap();
+    for file in ["policy.caps", "tools.json"] {
+        let path = bundle.join(file);
+        std::fs::write(&path, read(&path).replace('\n', "\r\n")).unwrap();
+    }
+    assert_eq!(code(&space.rlp(&["digest", b])), 0);
+    let out = space.rlp(&["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let tool = greet_tool().to_str().unwrap();
+    let out = space.rlp(&["tools", "import", b, "--exec", tool]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    for (file, added) in [("policy.caps", "exec = true\r\n"), ("tools.json", "\"id\": \"demo.greet\",\r\n")] {
+        let written = read(&bundle.join(file));
+        assert!(written.contains(added), "{file}: {written:?}");
+        assert_eq!(written.matches('\n').count(), written.matches("\r\n").count(), "{file} keeps CRLF: {written:?}");
+    }
+    assert_lints_clean(&space, &bundle);
+}
+
 // ---------------------------------------------------------------- tools import
 
 #[test]
@@ -674,7 +802,7 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     assert_eq!(
         stdout(&out),
         format!(
-            "1 bundle checked: no problems\ndrift: {b}: tool `demo.word_count`: `description` differs from what {tool} describes\n"
+            "drift: {b}: tool `demo.word_count`: `description` differs from what {tool} describes\n1 bundle checked: 0 errors, 0 warnings and 1 drift\n"
         )
     );
     let out = space.rlp(&["tools", "import", b, "--exec", tool]);
@@ -686,6 +814,40 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     let out = space.rlp(&["lint", b, "--check-tools"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(stdout(&out), "1 bundle checked: no problems\n");
+}
+
+#[test]
+fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let b = bundle.to_str().unwrap();
+    let liar = space.script("liar.sh", r#"printf '%s\n' '{"tools": [{"id": "x\u001b[2Jy", "description": "d"}]}'"#);
+    let plain = space.path().join("plain.txt");
+    std::fs::write(&plain, "not a program\n").unwrap();
+    let (liar, plain) = (liar.to_str().unwrap(), plain.to_str().unwrap());
+    for (id, command) in
+        [("a.liar", liar), ("a.gone", "/nonexistent/tool"), ("a.plain", plain), ("a.false", "/bin/false")]
+    {
+        let out = space.rlp(&["tools", "add", b, "--id", id, "--description", "D", "--exec", command, "--grant"]);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+    }
+    let out = space.rlp(&["lint", b, "--check-tools"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let report = format!(
+        "drift: {b}: tool `x\\u{{1b}}[2Jy` is described by {liar} but not in tools.json\n\
+         drift: {b}: tool `a.liar` runs {liar}, which no longer describes it\n\
+         note: {b}: /nonexistent/tool was not checked: it could not be started: No such file or directory (os error 2)\n\
+         note: {b}: {plain} was not checked: it could not be started: Permission denied (os error 13)\n\
+         note: {b}: /bin/false was not checked: it exited with status 1\n"
+    );
+    assert_eq!(
+        stdout(&out),
+        format!("{report}1 bundle checked: 0 errors, 0 warnings and 2 drifts (3 tool binaries not checked)\n")
+    );
+    let out = space.rlp(&["lint", b, "--check-tools", "--format", "json"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert_eq!(stdout(&out), "[]\n");
+    assert_eq!(stderr(&out), report);
 }
 
 #[test]

@@ -280,6 +280,12 @@ const CASES: &[Case] = &[
         &[("tools.json", "\"https://api.mail.example/send/{user}\"", "\"api.mail.example/send/{user}\"")],
         "\"api.mail.example/send/{user}\"",
     ),
+    case(
+        "RLP205",
+        "tools.json",
+        &[("tools.json", "/send/{user}\"", "/send/{user}#{part}\"")],
+        "\"https://api.mail.example/send/{user}#{part}\"",
+    ),
     case("RLP206", "tools.json", &[("tools.json", "\"POST\"", "\"FETCH\"")], "\"FETCH\""),
     case(
         "RLP207",
@@ -298,6 +304,18 @@ const CASES: &[Case] = &[
         "tools.json",
         &[("tools.json", "\"Authorization\": \"Bearer", "\"X-Trace\": \"a\\r\\nb\", \"Authorization\": \"Bearer")],
         "\"a\\r\\nb\"",
+    ),
+    case(
+        "RLP209",
+        "tools.json",
+        &[("tools.json", "\"Authorization\": \"Bearer", "\"X-Trace\": \"a\\u0001b\", \"Authorization\": \"Bearer")],
+        "\"a\\u0001b\"",
+    ),
+    case(
+        "RLP209",
+        "tools.json",
+        &[("tools.json", "\"Authorization\": \"Bearer", "\"X-Trace\": \"a\\u007f\", \"Authorization\": \"Bearer")],
+        "\"a\\u007f\"",
     ),
     case(
         "RLP210",
@@ -388,6 +406,19 @@ fn each_rule_fires_alone_at_the_offending_value() {
         let extra: &[&str] = if case.warning { &["--deny-warnings"] } else { &[] };
         assert_single(&fixture, extra, case.code, case.file, case.at);
     }
+}
+
+#[test]
+fn a_byte_order_mark_in_tools_json_is_named_with_the_way_to_remove_it() {
+    let fixture = Fixture::new();
+    fs::write(fixture.path("tools.json"), format!("\u{feff}{}", fixture.read("tools.json"))).unwrap();
+    fixture.digest();
+    let finding = assert_single(&fixture, &[], "RLP001", "tools.json", None);
+    assert_eq!(finding["message"], "the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow");
+    assert_eq!(
+        finding["help"],
+        "save the file as UTF-8 without a byte-order mark, or delete its first 3 bytes: `sed -i '1s/^\\xEF\\xBB\\xBF//' mailer/tools.json`"
+    );
 }
 
 #[test]
@@ -535,6 +566,30 @@ fn minified_json_is_quoted_as_a_window_around_the_marker() {
         assert!(text.contains(&header), "{header} not in\n{text}");
     }
     insta::assert_snapshot!("human_report_minified", text);
+}
+
+#[test]
+fn sarif_artifact_uris_are_percent_encoded() {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"/usr/local/bin/notes\"", "\"notes\"");
+    fixture.digest();
+    let odd = fixture.root.parent().unwrap().join("we,ird:dir\n");
+    fs::create_dir(&odd).unwrap();
+    fs::rename(&fixture.root, odd.join("mailer")).unwrap();
+    let output = Command::cargo_bin("rlp")
+        .unwrap()
+        .current_dir(fixture.root.parent().unwrap())
+        .args(["lint", "we,ird:dir\n/mailer", "--format", "sarif"])
+        .output()
+        .unwrap();
+    let sarif: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let uris: std::collections::BTreeSet<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris.into_iter().collect::<Vec<_>>(), ["we%2Cird%3Adir%0A/mailer/tools.json"]);
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! definitions (the `schema` action) and report where tools.json differs.
 //!
 //! Binaries are asked once per distinct command and arguments. A binary that
-//! does not answer the action is skipped (it is not required to support it).
+//! does not answer the action (missing, not executable, not supporting it) is
+//! not an error, but it is reported as not checked, so nobody takes its
+//! silence for agreement.
 //! Only the fields the binary states are compared, so fields an author adds in
 //! tools.json (`requires_confirmation`, tags, …) are never drift.
 
@@ -14,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::authoring::import::{Source, describe};
 use crate::authoring::runner::Limits;
 use crate::authoring::tools_file::ToolsDoc;
+use crate::cli::output::terminal_safe_line;
 
 /// How a bundle's tool and its binary's answer differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,9 +57,29 @@ impl fmt::Display for Drift {
     }
 }
 
-/// Asks every exec binary of the bundle and reports each difference.
-pub fn check(bundle_dir: &Path) -> Vec<Drift> {
-    let Ok(tools) = ToolsDoc::read(bundle_dir) else { return Vec::new() };
+/// A binary that gave no usable `schema` answer, so its tools were not checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unchecked {
+    /// The binary asked.
+    pub command: PathBuf,
+    /// Why its answer could not be used.
+    pub why: String,
+}
+
+/// What `--check-tools` found in one bundle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolCheck {
+    /// Each difference between tools.json and the binaries' answers.
+    pub drifts: Vec<Drift>,
+    /// Each binary that could not be asked.
+    pub unchecked: Vec<Unchecked>,
+}
+
+/// Asks every exec binary of the bundle; reports each difference and each
+/// binary that gave no usable answer.
+pub fn check(bundle_dir: &Path) -> ToolCheck {
+    let mut report = ToolCheck::default();
+    let Ok(tools) = ToolsDoc::read(bundle_dir) else { return report };
     let mut sources: Vec<(PathBuf, Vec<String>)> = Vec::new();
     for entry in tools.entries() {
         if let Some(source) = exec_source(entry)
@@ -65,10 +88,16 @@ pub fn check(bundle_dir: &Path) -> Vec<Drift> {
             sources.push(source);
         }
     }
-    let mut out = Vec::new();
+    let out = &mut report.drifts;
     for (command, args) in sources {
         let source = Source { command: command.clone(), args: args.clone(), limits: Limits::default() };
-        let Ok(described) = describe(&source, bundle_dir) else { continue };
+        let described = match describe(&source, bundle_dir) {
+            Ok(described) => described,
+            Err(why) => {
+                report.unchecked.push(Unchecked { command, why });
+                continue;
+            }
+        };
         for answer in &described {
             let id = answer.get("id").and_then(Value::as_str).unwrap_or_default();
             match tools.get(id) {
@@ -98,7 +127,7 @@ pub fn check(bundle_dir: &Path) -> Vec<Drift> {
             }
         }
     }
-    out
+    report
 }
 
 /// The command and arguments of an exec entry with an absolute command.
@@ -116,7 +145,14 @@ fn exec_source(entry: &Map<String, Value>) -> Option<(PathBuf, Vec<String>)> {
     Some((PathBuf::from(command), args))
 }
 
-/// The drift report of one bundle, one line per difference (empty when none).
-pub fn render(bundle_dir: &Path, drifts: &[Drift]) -> String {
-    drifts.iter().map(|d| format!("drift: {}: {d}\n", bundle_dir.display())).collect()
+/// The report of one bundle: a `drift:` line per difference, then a `note:`
+/// line per binary not checked (empty when there is neither). Everything is
+/// escaped for a terminal: ids, paths and reasons come from the bundle and
+/// the binaries.
+pub fn render(bundle_dir: &Path, check: &ToolCheck) -> String {
+    let bundle = bundle_dir.display();
+    let drifts = check.drifts.iter().map(|d| format!("drift: {bundle}: {d}"));
+    let unchecked =
+        check.unchecked.iter().map(|u| format!("note: {bundle}: {} was not checked: {}", u.command.display(), u.why));
+    drifts.chain(unchecked).map(|line| format!("{}\n", terminal_safe_line(&line))).collect()
 }

@@ -163,13 +163,14 @@ impl PolicyDoc {
             .ok_or_else(|| AuthoringError::usage(format!("{path}: `capabilities` is not a table")))
     }
 
-    /// The text as it would be written.
+    /// The text as it would be written, with the line endings of the file
+    /// as it was read (CRLF stays CRLF).
     pub fn to_text(&self) -> String {
         let mut text = self.doc.to_string();
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        text
+        crate::fsutil::with_line_endings_of(self.original.as_deref().unwrap_or_default(), text)
     }
 
     /// Whether the text differs from what was read.

@@ -117,17 +117,35 @@ pub fn scaffold(plan: &AgentPlan, root: &Path, force: bool) -> Result<Scaffolded
     let target = root.join(&plan.name);
     let replaced = check_target(&target, force)?;
     let drafts = plan.drafts()?;
-    std::fs::create_dir_all(root).map_err(|e| AuthoringError::io("create", root, &e))?;
+    let created = missing_folders(root);
     let staging = root.join(format!(".rlp-scaffold-{}", uuid::Uuid::now_v7().simple()));
-    std::fs::create_dir(&staging).map_err(|e| AuthoringError::io("create", &staging, &e))?;
-    let result = build_and_swap(plan, &drafts, &staging, &target, replaced);
+    let result = std::fs::create_dir_all(root)
+        .map_err(|e| AuthoringError::io("create", root, &e))
+        .and_then(|()| std::fs::create_dir(&staging).map_err(|e| AuthoringError::io("create", &staging, &e)))
+        .and_then(|()| build_and_swap(plan, &drafts, &staging, &target, replaced));
     let _ = std::fs::remove_dir_all(&staging);
+    if result.is_err() {
+        // Only folders this call created, and only while empty.
+        for dir in &created {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
     result?;
     let _ = crate::fsutil::sync_dir(root);
     let report = crate::lint::lint_bundle(&target);
     let mut files = vec![MANIFEST_FILE.to_string()];
     files.extend(report.bundle.inventory.files.iter().map(|f| f.path.clone()));
     Ok(Scaffolded { dir: target, files, replaced, report })
+}
+
+/// The folders of `dir` and its ancestors that do not exist yet, deepest
+/// first: what `create_dir_all(dir)` would create.
+fn missing_folders(dir: &Path) -> Vec<PathBuf> {
+    dir.ancestors()
+        .filter(|d| !d.as_os_str().is_empty())
+        .take_while(|d| std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect()
 }
 
 /// Refuses an existing target unless `force` and it is a bundle (or empty

@@ -96,7 +96,7 @@ pub struct ToolSpec {
     pub capabilities: Vec<Capability>,
     /// `secrets` (ids used in headers are added automatically).
     pub secrets: Vec<SecretId>,
-    /// `requires_confirmation` (absent: false).
+    /// `requires_confirmation` (not given: [`confirm_by_default`]).
     pub confirm: bool,
     /// `budget.tokens`.
     pub budget_tokens: Option<u64>,
@@ -177,6 +177,16 @@ impl ToolDefinition {
     }
 }
 
+/// Whether a tool's calls need an operator's approval when the author did
+/// not say: yes for one that reaches the network (http, or a `net:`
+/// capability) or uses secrets. The wizard offers it as the default answer;
+/// flags and specs that leave it out get the same.
+pub fn confirm_by_default(transport: &TransportSpec, secrets: &[SecretId], capabilities: &[Capability]) -> bool {
+    matches!(transport, TransportSpec::Http { .. })
+        || !secrets.is_empty()
+        || capabilities.iter().any(|c| matches!(c, Capability::Net(_)))
+}
+
 /// The starter input schema: an object, with a required string property for
 /// each URL placeholder.
 pub fn starter_input(placeholders: &[String]) -> Value {
@@ -211,7 +221,7 @@ impl ToolSpec {
         let mut result = SchemaSource::Starter;
         let mut capabilities = Vec::new();
         let mut secrets = Vec::new();
-        let mut confirm = false;
+        let mut confirm = None;
         let mut budget_tokens = None;
         let mut budget_usd = None;
         let mut tags = Vec::new();
@@ -247,8 +257,8 @@ impl ToolSpec {
                 "secret" => secrets.push(validate::secret(need()?).map_err(field)?),
                 "confirm" => {
                     confirm = match value {
-                        None | Some("true" | "yes") => true,
-                        Some("false" | "no") => false,
+                        None | Some("true" | "yes") => Some(true),
+                        Some("false" | "no") => Some(false),
                         Some(other) => return Err(format!("`confirm` is true or false, not `{other}`")),
                     }
                 }
@@ -277,6 +287,7 @@ impl ToolSpec {
                 return Err("the tool spec has no transport: add `exec=/abs/path` or `http=METHOD URL`".into());
             }
         };
+        let confirm = confirm.unwrap_or_else(|| confirm_by_default(&transport, &secrets, &capabilities));
         Ok(ToolSpec {
             id: id.ok_or("the tool spec has no `id=…`")?,
             description: description.ok_or("the tool spec has no `desc=…`")?,

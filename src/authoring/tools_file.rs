@@ -61,6 +61,10 @@ impl ToolsDoc {
             Err(e) => return Err(AuthoringError::io("read", &path, &e)),
         };
         let fix = format!("fix it first; `rlp lint {}` shows where", bundle_dir.display());
+        if let Some(problem) = value::bom_problem(&text) {
+            return Err(AuthoringError::usage(format!("{} cannot be edited: {problem}", path.display()))
+                .with_help(value::bom_help(&path)));
+        }
         let value = value::parse_json_text(&text).map_err(|e| {
             AuthoringError::usage(format!("{} cannot be edited: {}", path.display(), value::json_error_message(&e)))
                 .with_help(fix.clone())
@@ -140,13 +144,14 @@ impl ToolsDoc {
         }
     }
 
-    /// The document as written: pretty, two-space indent, final newline.
+    /// The document as written: pretty, two-space indent, final newline, and
+    /// the line endings of the file as it was read (CRLF stays CRLF).
     pub fn to_text(&self) -> String {
         let mut root = self.root.clone();
         root.insert("tools".into(), Value::Array(self.tools.clone()));
         let mut text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
         text.push('\n');
-        text
+        crate::fsutil::with_line_endings_of(self.original.as_deref().unwrap_or_default(), text)
     }
 
     /// Whether the text differs from what was read.

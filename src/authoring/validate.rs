@@ -12,16 +12,28 @@ use serde_json::Value;
 
 use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, parse_fs_path};
 use crate::bundle::manifest::{NAME_PATTERN, is_valid_artifact_path, is_valid_name};
-use crate::bundle::tools::{HTTP_METHODS, TOOL_ID_PATTERN, header_secret_refs, is_header_name, is_valid_tool_id};
+use crate::bundle::tools::{
+    HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, header_secret_refs, header_value_control, is_header_name,
+    is_valid_tool_id,
+};
 use crate::bundle::url_template::UrlTemplate;
 use crate::bundle::value;
 
-/// An agent name: `^[a-z][a-z0-9_]*$`.
+/// The longest agent name the scaffold accepts: it is a folder name, and
+/// part of the archive name `<name>-<version>.bundle.tar.gz`.
+pub const MAX_AGENT_NAME: usize = 64;
+
+/// An agent name: `^[a-z][a-z0-9_]*$`, at most [`MAX_AGENT_NAME`] characters.
 pub fn agent_name(text: &str) -> Result<String, String> {
-    if is_valid_name(text) {
-        Ok(text.to_string())
-    } else {
+    if !is_valid_name(text) {
         Err(format!("`{text}` is not a valid agent name: it must match {NAME_PATTERN} (lower-case letters, digits, _)"))
+    } else if text.len() > MAX_AGENT_NAME {
+        Err(format!(
+            "the agent name is {} characters long; at most {MAX_AGENT_NAME} are allowed (it names the bundle's folder and archive)",
+            text.len()
+        ))
+    } else {
+        Ok(text.to_string())
     }
 }
 
@@ -75,15 +87,7 @@ pub fn method(text: &str) -> Result<String, String> {
 
 /// A URL template: absolute http(s), placeholders only in path and query.
 pub fn url(text: &str) -> Result<UrlTemplate, String> {
-    UrlTemplate::parse(text.trim()).map_err(|e| {
-        let hint = match e.code {
-            crate::bundle::diag::Code::UrlPlaceholderInAuthority => {
-                "placeholders may appear only in the path and query, e.g. https://api.example.com/users/{id}"
-            }
-            _ => "write an absolute http:// or https:// URL, e.g. https://api.example.com/users/{id}",
-        };
-        format!("URL `{}` is refused: {}; {hint}", text.trim(), e.message)
-    })
+    UrlTemplate::parse(text.trim()).map_err(|e| format!("URL `{}` is refused: {}; {}", text.trim(), e.message, e.help))
 }
 
 /// A header `Name: value`; the value may hold `${secret:<id>}`.
@@ -94,8 +98,8 @@ pub fn header(text: &str) -> Result<(String, String), String> {
     if !is_header_name(name) {
         return Err(format!("`{name}` is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)"));
     }
-    if value.contains(['\r', '\n', '\0']) {
-        return Err(format!("header `{name}` contains CR, LF or NUL"));
+    if let Some(c) = header_value_control(value) {
+        return Err(header_control_message(name, c));
     }
     for id in header_secret_refs(value)? {
         secret(&id)?;
@@ -205,9 +209,12 @@ mod tests {
         assert!(tool_id("Mail").unwrap_err().contains("is not a valid tool id"));
         assert!(command("bin/tool").unwrap_err().contains("is not an absolute path"));
         assert!(url("https://{host}/x").unwrap_err().contains("scheme, host or port"));
+        assert!(url("https://x.com/{id}#{frag}").unwrap_err().contains("in the fragment"));
         assert_eq!(url("http://LocalHost:8080/a/{b}").unwrap().suggested_grant(), "localhost:8080");
         assert_eq!(method("post").unwrap(), "POST");
         assert!(header("X-Key: ${secret:nope}").is_err());
+        assert!(header("X-Key: a\u{1}b").unwrap_err().contains("control character U+0001"));
+        assert!(header("X-Key: a\tb").is_ok());
         assert_eq!(header("Authorization: Bearer ${secret:runloop/a/b}").unwrap().0, "Authorization");
         assert!(schema_id("../x").is_err());
         assert_eq!(schema_id("mail.send.v1").unwrap(), "mail.send.v1");

@@ -9,7 +9,7 @@ use crate::authoring::ask::Ask;
 use crate::authoring::check::check_drafts;
 use crate::authoring::policy_edit::Needed;
 use crate::authoring::scaffold::{AgentPlan, default_description};
-use crate::authoring::spec::{SchemaSource, ToolDefinition, ToolDraft, ToolSpec, TransportSpec};
+use crate::authoring::spec::{SchemaSource, ToolDefinition, ToolDraft, ToolSpec, TransportSpec, confirm_by_default};
 use crate::authoring::validate;
 use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::tools::HTTP_METHODS;
@@ -264,12 +264,12 @@ pub fn tool(ask: &mut dyn Ask, taken: &[String], preset: ToolPreset) -> Result<T
             validate::each(&answer, validate::capability).map_err(AuthoringError::usage)?
         }
     };
-    let reaches_out = matches!(transport, TransportSpec::Http { .. })
-        || !secrets.is_empty()
-        || capabilities.iter().any(|c| matches!(c, Capability::Net(_)));
     let confirm = match preset.confirm {
         Some(c) => c,
-        None => ask.confirm("Ask an operator to approve each call (requires_confirmation)?", reaches_out)?,
+        None => ask.confirm(
+            "Ask an operator to approve each call (requires_confirmation)?",
+            confirm_by_default(&transport, &secrets, &capabilities),
+        )?,
     };
     let (budget_tokens, budget_usd) = match preset.budget {
         Some(budget) => budget,

@@ -83,7 +83,7 @@ rule_catalog! {
     HttpMethodInvalid = "RLP206", "http-method-invalid", Error, "An http transport's `method` is not a supported HTTP method.";
     UrlPlaceholderInAuthority = "RLP207", "url-placeholder-in-authority", Error, "A `{placeholder}` sits in the URL's scheme, host or port.";
     UrlPlaceholderUnknown = "RLP208", "url-placeholder-unknown", Error, "A URL `{placeholder}` names no property of the tool's `input_schema`.";
-    HeaderInvalid = "RLP209", "header-invalid", Error, "A header name or value is malformed or contains CR, LF or NUL.";
+    HeaderInvalid = "RLP209", "header-invalid", Error, "A header name or value is malformed or contains a control character.";
     HeaderSecretUndeclared = "RLP210", "header-secret-undeclared", Error, "A `${secret:<id>}` in a header is not in the tool's `secrets`.";
     SecretIdInvalid = "RLP211", "secret-id-invalid", Error, "A secret id is not of the form `runloop/<scope>/<name>`.";
     CapabilityInvalid = "RLP212", "capability-invalid", Error, "A capability string is malformed.";

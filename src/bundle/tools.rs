@@ -51,6 +51,17 @@ pub fn is_header_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
+/// The first character a header value may not hold, if any: RFC 9110 allows
+/// no control character in a field value but horizontal tab.
+pub fn header_value_control(value: &str) -> Option<char> {
+    value.chars().find(|&c| c.is_ascii_control() && c != '\t')
+}
+
+/// What is wrong with a header value holding the control character `c`.
+pub fn header_control_message(name: &str, c: char) -> String {
+    format!("header `{name}` contains the control character U+{:04X}, which HTTP does not allow in a value", c as u32)
+}
+
 /// Splits a header value into literal text and `${secret:<id>}` references.
 ///
 /// Returns the ids referenced, or the malformed reference text.
@@ -417,11 +428,7 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
             let url = t.string("url", true, diags).and_then(|raw| match UrlTemplate::parse(raw) {
                 Ok(url) => Some(url),
                 Err(e) => {
-                    let help = match e.code {
-                        Code::UrlPlaceholderInAuthority => "fix the scheme, host and port in the template; only the path and query may hold placeholders",
-                        _ => "write an absolute http:// or https:// URL; `{name}` placeholders may appear in the path and query",
-                    };
-                    diags.report(e.code, At::Value(t.at("url")), e.message).help(help);
+                    diags.report(e.code, At::Value(t.at("url")), e.message).help(e.help);
                     None
                 }
             });
@@ -453,14 +460,10 @@ fn read_headers(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)
                 .help("header names are letters, digits and !#$%&'*+-.^_`|~");
             continue;
         }
-        if text.contains(['\r', '\n', '\0']) {
-            diags
-                .report(
-                    Code::HeaderInvalid,
-                    At::Value(headers.at(name)),
-                    format!("header `{name}` contains CR, LF or NUL"),
-                )
-                .help("remove the control characters; they would let a value inject headers");
+        if let Some(c) = header_value_control(text) {
+            diags.report(Code::HeaderInvalid, At::Value(headers.at(name)), header_control_message(name, c)).help(
+                "remove the control characters (CR and LF would let a value inject headers); only tab is allowed",
+            );
             continue;
         }
         if let Err(why) = header_secret_refs(text) {

@@ -31,17 +31,41 @@ pub struct UrlTemplate {
     written_authority: String,
 }
 
-/// Why a template was refused: a rule code and a message.
+/// Why a template was refused: a rule code, a message and a fix hint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TemplateError {
     /// The lint rule this maps to.
     pub code: Code,
     /// What is wrong.
     pub message: String,
+    /// How to fix it.
+    pub help: &'static str,
 }
 
 fn refuse(code: Code, message: impl Into<String>) -> TemplateError {
-    TemplateError { code, message: message.into() }
+    let help = match code {
+        Code::UrlPlaceholderInAuthority => {
+            "fix the scheme, host and port in the template; only the path and query may hold placeholders"
+        }
+        _ => "write an absolute http:// or https:// URL; `{name}` placeholders may appear in the path and query",
+    };
+    TemplateError { code, message: message.into(), help }
+}
+
+/// Refuses a placeholder after the first `#`: the fragment is never sent, so
+/// an argument there would be dropped without a word.
+fn check_fragment(raw: &str, after_scheme: usize) -> Result<(), TemplateError> {
+    let Some(hash) = raw[after_scheme..].find('#') else { return Ok(()) };
+    if !raw[after_scheme + hash..].contains('{') {
+        return Ok(());
+    }
+    Err(TemplateError {
+        help: "move the placeholder into the path or the query, or drop the fragment",
+        ..refuse(
+            Code::HttpUrlInvalid,
+            "a placeholder in the fragment (after `#`) is never sent to the server; placeholders may appear only in the path and query",
+        )
+    })
 }
 
 fn is_placeholder_name(name: &str) -> bool {
@@ -89,6 +113,7 @@ impl UrlTemplate {
                 "a placeholder in the scheme, host or port would let arguments choose where the call goes",
             ));
         }
+        check_fragment(raw, after_scheme)?;
         let sample: String = pieces
             .iter()
             .map(|p| match p {
@@ -210,6 +235,9 @@ mod tests {
         assert_eq!(code("ftp://x/"), Code::HttpUrlInvalid);
         assert_eq!(code("https://u:p@x/"), Code::HttpUrlInvalid);
         assert_eq!(code("https://x/{a"), Code::HttpUrlInvalid);
+        assert_eq!(code("https://x.com/{id}#{frag}"), Code::HttpUrlInvalid);
+        assert_eq!(code("https://x.com/a#b{frag}"), Code::HttpUrlInvalid);
+        assert!(UrlTemplate::parse("https://x.com/{id}?q={q}#top").is_ok());
         assert_eq!(UrlTemplate::parse("http://LocalHost:8080/a").unwrap().suggested_grant(), "localhost:8080");
     }
 }

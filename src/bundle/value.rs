@@ -93,9 +93,28 @@ pub fn json_error_message(error: &serde_json::Error) -> String {
     }
 }
 
+/// What is wrong with a JSON text that starts with a UTF-8 byte-order mark
+/// (RFC 8259 forbids one), when it does.
+pub fn bom_problem(text: &str) -> Option<&'static str> {
+    text.starts_with('\u{feff}')
+        .then_some("the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow")
+}
+
+/// How to remove the byte-order mark from `path`.
+pub fn bom_help(path: &std::path::Path) -> String {
+    format!(
+        "save the file as UTF-8 without a byte-order mark, or delete its first 3 bytes: `sed -i '1s/^\\xEF\\xBB\\xBF//' {}`",
+        path.display()
+    )
+}
+
 /// Parses a JSON document strictly, reporting a syntax error or the first
 /// duplicate key with its exact position.
 pub fn parse_json(file: &SourceFile, diags: &mut Diagnostics) -> Option<Value> {
+    if let Some(problem) = bom_problem(file.text()) {
+        diags.report(Code::Syntax, At::Span(0..'\u{feff}'.len_utf8()), problem).help(bom_help(file.path()));
+        return None;
+    }
     match parse_json_text(file.text()) {
         Ok(value) => Some(value),
         Err(error) => {
@@ -294,6 +313,14 @@ mod tests {
         assert!(value.is_none());
         assert_eq!(findings[0].code, Code::DuplicateKey);
         assert_eq!(findings[0].at, At::Span(10..13));
+    }
+
+    #[test]
+    fn json_byte_order_mark_is_named() {
+        let (value, findings) = json("\u{feff}{}");
+        assert!(value.is_none());
+        assert_eq!(findings[0].at, At::Span(0..3));
+        assert!(findings[0].message.contains("byte-order mark"), "{}", findings[0].message);
     }
 
     #[test]

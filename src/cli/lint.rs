@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::authoring::drift::{self, ToolCheck};
 use crate::bundle::diag::Severity;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
@@ -14,7 +15,7 @@ use crate::lint::{discover, lint_all};
 /// Flags of `rlp lint`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp lint                       the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings), 2 unreadable path.\nEvery rule is described in docs/lint.md."
+    after_help = "Examples:\n  rlp lint                       the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings, or drift with --check-tools),\n2 unreadable path.\nEvery rule is described in docs/lint.md."
 )]
 pub struct LintArgs {
     /// Bundle folders, or folders holding bundles (e.g. `agents/`).
@@ -38,39 +39,58 @@ pub fn run(args: &LintArgs, ctx: &Context) -> CliResult {
         CliError::usage(e).with_help("pass a bundle folder (with manifest.toml) or a folder of bundles")
     })?;
     let reports = lint_all(&dirs);
-    let errors: usize = reports.iter().map(|r| r.count(Severity::Error)).sum();
-    let warnings: usize = reports.iter().map(|r| r.count(Severity::Warning)).sum();
-    let text = match args.format {
-        LintFormat::Human => {
-            let mut text = render::human(&reports, ctx.color.stdout());
-            let bundles = match reports.len() {
-                1 => "1 bundle".to_string(),
-                n => format!("{n} bundles"),
-            };
-            text.push_str(&match (errors, warnings) {
-                (0, 0) => format!("{bundles} checked: no problems\n"),
-                _ => format!("{bundles} checked: {} and {}\n", plural(errors, "error"), plural(warnings, "warning")),
-            });
-            text
-        }
-        format => render::machine(format, &reports),
+    let checks: Vec<ToolCheck> =
+        if args.check_tools { dirs.iter().map(|d| drift::check(d)).collect() } else { Vec::new() };
+    let notes: String = dirs.iter().zip(&checks).map(|(dir, check)| drift::render(dir, check)).collect();
+    let count = Counts {
+        bundles: reports.len(),
+        errors: reports.iter().map(|r| r.count(Severity::Error)).sum(),
+        warnings: reports.iter().map(|r| r.count(Severity::Warning)).sum(),
+        drifts: checks.iter().map(|c| c.drifts.len()).sum(),
+        unchecked: checks.iter().map(|c| c.unchecked.len()).sum(),
     };
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    let mut drifted = false;
-    if args.check_tools {
-        for dir in &dirs {
-            let drifts = crate::authoring::drift::check(dir);
-            drifted |= !drifts.is_empty();
-            let text = crate::authoring::drift::render(dir, &drifts);
-            if args.format == LintFormat::Human {
-                let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            } else {
-                let _ = std::io::stderr().lock().write_all(text.as_bytes());
-            }
+    match args.format {
+        LintFormat::Human => {
+            let text = render::human(&reports, ctx.color.stdout()) + &notes + &count.summary();
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+        format => {
+            let _ = std::io::stdout().lock().write_all(render::machine(format, &reports).as_bytes());
+            let _ = std::io::stderr().lock().write_all(notes.as_bytes());
         }
     }
-    let failed = errors > 0 || (args.deny_warnings && warnings > 0) || drifted;
+    let failed = count.errors > 0 || (args.deny_warnings && count.warnings > 0) || count.drifts > 0;
     Ok(if failed { Exit::Problems } else { Exit::Success })
+}
+
+/// What one run found, for the last line of the human report.
+struct Counts {
+    bundles: usize,
+    errors: usize,
+    warnings: usize,
+    drifts: usize,
+    unchecked: usize,
+}
+
+impl Counts {
+    /// `2 bundles checked: 1 error and 0 warnings`, with the drift (and the
+    /// binaries not checked) counted when `--check-tools` found any.
+    fn summary(&self) -> String {
+        let bundles = plural(self.bundles, "bundle");
+        let problems = match (self.errors, self.warnings, self.drifts) {
+            (0, 0, 0) => "no problems".to_string(),
+            (errors, warnings, 0) => format!("{} and {}", plural(errors, "error"), plural(warnings, "warning")),
+            (errors, warnings, drifts) => {
+                format!("{}, {} and {}", plural(errors, "error"), plural(warnings, "warning"), plural(drifts, "drift"))
+            }
+        };
+        let unchecked = match self.unchecked {
+            0 => String::new(),
+            1 => " (1 tool binary not checked)".to_string(),
+            n => format!(" ({n} tool binaries not checked)"),
+        };
+        format!("{bundles} checked: {problems}{unchecked}\n")
+    }
 }
 
 fn plural(n: usize, word: &str) -> String {

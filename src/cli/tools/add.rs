@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::authoring::add::{GrantOutcome, add};
 use crate::authoring::check::EntryFinding;
-use crate::authoring::spec::{SchemaSource, ToolSpec, TransportSpec};
+use crate::authoring::spec::{SchemaSource, ToolSpec, TransportSpec, confirm_by_default};
 use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::ToolsDoc;
 use crate::authoring::validate;
@@ -73,9 +73,13 @@ pub struct ToolFlags {
     /// A secret id the tool uses, `runloop/<scope>/<name>` (repeatable).
     #[arg(long = "secret", value_name = "ID")]
     pub secrets: Vec<String>,
-    /// Ask an operator to approve each call (`requires_confirmation`).
+    /// Ask an operator to approve each call (`requires_confirmation`; the
+    /// default for http tools and tools with secrets).
     #[arg(long)]
     pub confirm: bool,
+    /// Record that calls need no approval (`"requires_confirmation": false`).
+    #[arg(long, conflicts_with = "confirm")]
+    pub no_confirm: bool,
     /// A tag for traces and audit records (repeatable).
     #[arg(long = "tag", value_name = "T")]
     pub tags: Vec<String>,
@@ -187,7 +191,7 @@ fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
             .map(|_| args.secrets.iter().map(|s| validate::secret(s)).collect::<Result<Vec<_>, _>>())
             .transpose()
             .map_err(flag("secret"))?,
-        confirm: args.confirm.then_some(true),
+        confirm: args.confirm.then_some(true).or(args.no_confirm.then_some(false)),
         tags: some_if(!args.tags.is_empty())
             .map(|_| args.tags.iter().map(|t| validate::tag(t)).collect::<Result<Vec<_>, _>>())
             .transpose()
@@ -203,15 +207,18 @@ fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
 /// The tool, when the flags give everything required (the rest defaults).
 fn complete(preset: &ToolPreset) -> Option<ToolSpec> {
     let (budget_tokens, budget_usd) = preset.budget.unwrap_or((None, None));
+    let transport = preset.transport.clone()?;
+    let capabilities = preset.capabilities.clone().unwrap_or_default();
+    let secrets = preset.secrets.clone().unwrap_or_default();
     Some(ToolSpec {
         id: preset.id.clone()?,
         description: preset.description.clone()?,
-        transport: preset.transport.clone()?,
+        confirm: preset.confirm.unwrap_or_else(|| confirm_by_default(&transport, &secrets, &capabilities)),
+        transport,
         input: preset.input.clone().unwrap_or(SchemaSource::Starter),
         result: preset.result.clone().unwrap_or(SchemaSource::Starter),
-        capabilities: preset.capabilities.clone().unwrap_or_default(),
-        secrets: preset.secrets.clone().unwrap_or_default(),
-        confirm: preset.confirm.unwrap_or(false),
+        capabilities,
+        secrets,
         budget_tokens,
         budget_usd,
         tags: preset.tags.clone().unwrap_or_default(),

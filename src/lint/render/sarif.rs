@@ -1,9 +1,24 @@
 //! `--format sarif`: SARIF 2.1.0, for code-scanning dashboards.
 
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_encode};
 use serde_json::{Value, json};
 
 use crate::bundle::diag::{Code, Severity};
 use crate::lint::BundleReport;
+
+/// Bytes kept as they are in an artifact URI: RFC 3986 unreserved characters
+/// and the `/` between segments. Everything else — `:` included, which would
+/// read as a scheme in a relative reference — is percent-encoded.
+const URI_KEPT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b'/');
+
+/// `path` as a URI reference (relative when the path is): every byte of a
+/// segment outside the unreserved set is percent-encoded, `/` is kept.
+fn artifact_uri(path: &Path) -> String {
+    percent_encode(path.as_os_str().as_bytes(), URI_KEPT).to_string()
+}
 
 /// The SARIF log of every report, as one JSON document.
 pub fn render(reports: &[BundleReport]) -> String {
@@ -36,7 +51,7 @@ pub fn render(reports: &[BundleReport]) -> String {
                 "message": {"text": text},
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.file.display().to_string()},
+                        "artifactLocation": {"uri": artifact_uri(&f.file)},
                         "region": {"startLine": located.position.line, "startColumn": located.position.column},
                     }
                 }],
@@ -66,5 +81,17 @@ fn level(severity: Severity) -> &'static str {
     match severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_uris_are_percent_encoded_path_segments() {
+        assert_eq!(artifact_uri(Path::new("agents/demo/tools.json")), "agents/demo/tools.json");
+        assert_eq!(artifact_uri(Path::new("we,ird:dir\n/s1/tools.json")), "we%2Cird%3Adir%0A/s1/tools.json");
+        assert_eq!(artifact_uri(Path::new("a b/%/ü.json")), "a%20b/%25/%C3%BC.json");
     }
 }
