@@ -452,6 +452,65 @@ fn duplicate_tool_ids_point_at_the_second() {
     assert_eq!(finding["message"], "tool id `notes.search` is already used by tool #0");
 }
 
+/// Points `notes.search`'s `result_schema` at `schema:<id>`, mapped by
+/// `schema_refs` where `mapping` is given, and lints for one finding.
+fn lint_schema_ref(fixture: &Fixture, id: &str, mapping: Option<&str>, file: &str, at: &str) -> Value {
+    let refs = mapping.map_or(String::new(), |path| format!(" \"schema_refs\": {{\"schema:{id}\": \"{path}\"}},"));
+    fixture.edit("tools.json", "{\"type\": \"array\"},", &format!("{{\"$ref\": \"schema:{id}\"}},{refs}"));
+    fixture.digest();
+    assert_single(fixture, &[], if file == "tools.json" { "RLP303" } else { "RLP001" }, file, Some(at))
+}
+
+#[test]
+fn a_schema_that_is_not_json_is_reported_only_as_a_syntax_error() {
+    let fixture = Fixture::new();
+    fs::write(fixture.path("schemas/a.json"), "{\"type\": ,}").unwrap();
+    let finding = lint_schema_ref(&fixture, "a", None, "schemas/a.json", ",}");
+    assert_eq!(finding["message"], "invalid JSON: expected value");
+}
+
+#[test]
+fn a_schema_refs_target_that_cannot_hold_a_schema_is_named_once_at_the_mapping() {
+    let cases = [
+        (
+            "tools.json",
+            "is the bundle's tool list, not a schema",
+            "map the id to a JSON Schema file of the bundle, e.g. `schemas/<id>.json`",
+        ),
+        (
+            "policy.caps",
+            "is not a `.json` file",
+            "map the id to a JSON Schema file of the bundle, e.g. `schemas/<id>.json`",
+        ),
+        (
+            "schemas/../../outside.json",
+            "is not a path inside the bundle",
+            "use a relative path of `/`-separated [A-Za-z0-9._-] segments, without `.` or `..`, e.g. `schemas/<id>.json`",
+        ),
+        ("schemas/gone.json", "is not in the bundle", "create `schemas/gone.json`, or fix the path"),
+    ];
+    for (path, why, help) in cases {
+        let fixture = Fixture::new();
+        let finding = lint_schema_ref(&fixture, "m", Some(path), "tools.json", &format!("\"{path}\""));
+        assert_eq!(finding["message"], format!("`schema:m` maps to `{path}`, which {why}"));
+        assert_eq!(finding["help"], help);
+    }
+}
+
+#[test]
+fn a_schema_ref_with_an_invalid_id_is_refused_as_such() {
+    let fixture = Fixture::new();
+    let finding = lint_schema_ref(&fixture, "../../outside", None, "tools.json", "\"schema:../../outside\"");
+    assert_eq!(
+        finding["message"],
+        "`schema:../../outside` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`"
+    );
+    assert_eq!(
+        finding["help"],
+        "name a file of `schemas/` without its `.json`, or map the id in the tool's `schema_refs`"
+    );
+}
+
 #[test]
 fn artifact_rules() {
     // Listed but missing.

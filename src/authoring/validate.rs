@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, parse_fs_path};
-use crate::bundle::manifest::{NAME_PATTERN, is_valid_artifact_path, is_valid_name};
+use crate::bundle::manifest::{NAME_PATTERN, is_valid_name};
+use crate::bundle::schema::{invalid_schema_id, is_valid_schema_id};
 use crate::bundle::tools::{
     HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, header_secret_refs, header_value_control, is_header_name,
     is_valid_tool_id,
@@ -150,11 +151,7 @@ pub fn tag(text: &str) -> Result<String, String> {
 /// A `schema:<id>` id: one file name segment, so it maps to `schemas/<id>.json`.
 pub fn schema_id(text: &str) -> Result<String, String> {
     let id = text.trim();
-    if !id.contains('/') && is_valid_artifact_path(&format!("schemas/{id}.json")) && !id.is_empty() {
-        Ok(id.to_string())
-    } else {
-        Err(format!("`schema:{id}` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`"))
-    }
+    if is_valid_schema_id(id) { Ok(id.to_string()) } else { Err(invalid_schema_id(id)) }
 }
 
 /// A positive integer.

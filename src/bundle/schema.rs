@@ -6,19 +6,90 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::bundle::inventory::Inventory;
+use crate::bundle::manifest::is_valid_artifact_path;
 use crate::bundle::pointer::Pointer;
-use crate::bundle::tools::Tool;
+use crate::bundle::tools::{TOOLS_FILE, Tool};
 
 /// The scheme of bundle-local schema ids.
 pub const SCHEMA_SCHEME: &str = "schema:";
+
+/// Whether `id` (the part after `schema:`) is a schema id: one file name
+/// segment, so that it maps to `schemas/<id>.json`.
+pub fn is_valid_schema_id(id: &str) -> bool {
+    !id.is_empty() && !id.contains('/') && is_valid_artifact_path(&format!("schemas/{id}.json"))
+}
+
+/// The message for a `schema:<id>` whose id is not a schema id.
+pub fn invalid_schema_id(id: &str) -> String {
+    format!("`schema:{id}` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`")
+}
 
 /// The bundle path a `schema:<id>` resolves to for `tool`: its
 /// `schema_refs` entry, or `schemas/<id>.json`.
 pub fn schema_path(tool: Option<&Tool>, reference: &str) -> String {
     let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
-    tool.and_then(|t| t.schema_refs.iter().find(|(k, _)| k.strip_prefix(SCHEMA_SCHEME) == Some(id)))
-        .map(|(_, path)| path.clone())
-        .unwrap_or_else(|| format!("schemas/{id}.json"))
+    mapped_path(tool, reference).map_or_else(|| format!("schemas/{id}.json"), str::to_string)
+}
+
+/// The path `tool`'s `schema_refs` maps `reference` (`schema:<id>`) to, if any.
+pub fn mapped_path<'a>(tool: Option<&'a Tool>, reference: &str) -> Option<&'a str> {
+    let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
+    tool?.schema_refs.iter().find(|(k, _)| k.strip_prefix(SCHEMA_SCHEME) == Some(id)).map(|(_, path)| path.as_str())
+}
+
+/// Why a `schema_refs` target cannot hold a schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetProblem {
+    /// Not a `/`-separated path inside the bundle (`..`, absolute, odd characters).
+    Outside,
+    /// The bundle's tools.json.
+    ToolsFile,
+    /// Not a `.json` file.
+    NotJson,
+    /// No such file in the bundle.
+    Missing,
+}
+
+impl TargetProblem {
+    /// What is wrong, to follow "`schema:<id>` maps to `<path>`, which …".
+    pub fn why(self) -> &'static str {
+        match self {
+            TargetProblem::Outside => "is not a path inside the bundle",
+            TargetProblem::ToolsFile => "is the bundle's tool list, not a schema",
+            TargetProblem::NotJson => "is not a `.json` file",
+            TargetProblem::Missing => "is not in the bundle",
+        }
+    }
+
+    /// How to fix it.
+    pub fn help(self, path: &str) -> String {
+        match self {
+            TargetProblem::Outside => {
+                "use a relative path of `/`-separated [A-Za-z0-9._-] segments, without `.` or `..`, e.g. `schemas/<id>.json`"
+                    .to_string()
+            }
+            TargetProblem::ToolsFile | TargetProblem::NotJson => {
+                "map the id to a JSON Schema file of the bundle, e.g. `schemas/<id>.json`".to_string()
+            }
+            TargetProblem::Missing => format!("create `{path}`, or fix the path"),
+        }
+    }
+}
+
+/// Why the `schema_refs` target `path` cannot be read as a schema, if it cannot.
+pub fn target_problem(path: &str, inventory: &Inventory) -> Option<TargetProblem> {
+    if !is_valid_artifact_path(path) {
+        Some(TargetProblem::Outside)
+    } else if path == TOOLS_FILE {
+        Some(TargetProblem::ToolsFile)
+    } else if !path.ends_with(".json") {
+        Some(TargetProblem::NotJson)
+    } else if inventory.get(path).is_none() {
+        Some(TargetProblem::Missing)
+    } else {
+        None
+    }
 }
 
 /// One `$ref` found in a schema.
