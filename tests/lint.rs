@@ -512,6 +512,38 @@ fn a_schema_ref_with_an_invalid_id_is_refused_as_such() {
 }
 
 #[test]
+fn a_schema_of_another_dialect_is_named_at_its_dollar_schema() {
+    let cases = [
+        (
+            "http://json-schema.org/draft-04/schema#",
+            "`$schema` is JSON Schema draft-04 (`http://json-schema.org/draft-04/schema#`)",
+        ),
+        (
+            "http://json-schema.org/draft-07/schema#",
+            "`$schema` is JSON Schema draft-07 (`http://json-schema.org/draft-07/schema#`)",
+        ),
+        ("https://example.com/mine", "`$schema` is `https://example.com/mine`, an unknown meta-schema"),
+    ];
+    for (uri, what) in cases {
+        let fixture = Fixture::new();
+        fixture.edit("schemas/mail.send.request.v1.json", "{\n", &format!("{{\n  \"$schema\": \"{uri}\",\n"));
+        fixture.digest();
+        let at = format!("\"{uri}\"");
+        let finding = assert_single(&fixture, &[], "RLP302", "schemas/mail.send.request.v1.json", Some(&at));
+        assert_eq!(finding["message"], format!("{what}; schemas are JSON Schema 2020-12"));
+        assert_eq!(finding["help"], "remove `$schema`, or set it to `https://json-schema.org/draft/2020-12/schema`");
+    }
+    let fixture = Fixture::new();
+    fixture.edit(
+        "tools.json",
+        "{\"type\": \"array\"}",
+        "{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\"}",
+    );
+    fixture.digest();
+    assert_eq!(fixture.lint_json(&[]), (0, vec![]));
+}
+
+#[test]
 fn artifact_rules() {
     // Listed but missing.
     let fixture = Fixture::new();

@@ -92,36 +92,70 @@ pub fn target_problem(path: &str, inventory: &Inventory) -> Option<TargetProblem
     }
 }
 
-/// One `$ref` found in a schema.
+/// One `$ref` (or other keyword holding a string) found in a schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefSite {
-    /// Pointer of the `$ref` value inside the document that holds it.
+    /// Pointer of the value inside the document that holds it.
     pub at: Pointer,
-    /// The reference as written.
+    /// The value as written.
     pub target: String,
 }
 
 /// Every `$ref` / `$dynamicRef` in a schema document, with its pointer.
 pub fn find_refs(schema: &Value, at: &Pointer, out: &mut Vec<RefSite>) {
+    find_keywords(schema, at, &["$ref", "$dynamicRef"], out);
+}
+
+/// Every string value of one of `keywords` in a schema document, with its pointer.
+fn find_keywords(schema: &Value, at: &Pointer, keywords: &[&str], out: &mut Vec<RefSite>) {
     match schema {
         Value::Object(map) => {
             for (key, value) in map {
                 match (key.as_str(), value) {
-                    ("$ref" | "$dynamicRef", Value::String(target)) => {
+                    (keyword, Value::String(target)) if keywords.contains(&keyword) => {
                         out.push(RefSite { at: at.key(key), target: target.clone() })
                     }
                     // `enum`, `const` and `examples` hold data, not schemas.
                     ("enum" | "const" | "examples" | "default", _) => {}
-                    _ => find_refs(value, &at.key(key), out),
+                    _ => find_keywords(value, &at.key(key), keywords, out),
                 }
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                find_refs(item, &at.index(i), out);
+                find_keywords(item, &at.index(i), keywords, out);
             }
         }
         _ => {}
+    }
+}
+
+/// The meta-schema of the only JSON Schema dialect rlp reads.
+pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// Every `$schema` in a schema document that names a dialect other than
+/// 2020-12, with why: rlp never resolves another meta-schema.
+pub fn foreign_dialects(schema: &Value, at: &Pointer) -> Vec<(Pointer, String)> {
+    let mut sites = Vec::new();
+    find_keywords(schema, at, &["$schema"], &mut sites);
+    sites
+        .into_iter()
+        .filter(|site| site.target.strip_suffix('#').unwrap_or(&site.target) != DIALECT)
+        .map(|site| (site.at, foreign_dialect(&site.target)))
+        .collect()
+}
+
+/// The message for a `$schema` of another dialect.
+pub fn foreign_dialect(uri: &str) -> String {
+    let draft = ["draft-03", "draft-04", "draft-06", "draft-07", "2019-09", "2020-12"]
+        .into_iter()
+        .find(|draft| uri.contains(draft));
+    match draft {
+        Some("2020-12") => {
+            format!("`$schema` is `{uri}`, not the 2020-12 meta-schema's URI; schemas are JSON Schema 2020-12")
+        }
+        Some(draft) => format!("`$schema` is JSON Schema {draft} (`{uri}`); schemas are JSON Schema 2020-12"),
+        None => format!("`$schema` is `{uri}`, an unknown meta-schema; schemas are JSON Schema 2020-12"),
     }
 }
 
@@ -198,6 +232,9 @@ impl jsonschema::Retrieve for BundleRetriever {
 /// Builds a 2020-12 validator for `schema`, resolving `schema:<id>` from
 /// `documents` (keyed by the full `schema:<id>` reference).
 pub fn compile(schema: &Value, documents: Arc<HashMap<String, Value>>) -> Result<jsonschema::Validator, String> {
+    if let Some((_, why)) = foreign_dialects(schema, &Pointer::root()).into_iter().next() {
+        return Err(why);
+    }
     jsonschema::draft202012::options()
         .with_retriever(BundleRetriever { documents })
         .should_validate_formats(false)
@@ -232,5 +269,10 @@ mod tests {
         assert!(!validator.is_valid(&json!({"n": 1})));
         let err = compile(&json!({"$ref": "http://127.0.0.1:1/x.json"}), docs).unwrap_err();
         assert!(err.contains("never fetches"), "{err}");
+        let err = compile(&json!({"$schema": "http://json-schema.org/draft-07/schema#"}), Arc::default()).unwrap_err();
+        assert_eq!(
+            err,
+            "`$schema` is JSON Schema draft-07 (`http://json-schema.org/draft-07/schema#`); schemas are JSON Schema 2020-12"
+        );
     }
 }

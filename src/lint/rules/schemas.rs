@@ -7,8 +7,8 @@ use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::pointer::Pointer;
 use crate::bundle::schema::{
-    RefKind, SCHEMA_SCHEME, classify_ref, find_refs, fragment_resolves, invalid_schema_id, is_valid_schema_id,
-    mapped_path, schema_path, target_problem,
+    DIALECT, RefKind, SCHEMA_SCHEME, classify_ref, find_refs, foreign_dialects, fragment_resolves, invalid_schema_id,
+    is_valid_schema_id, mapped_path, schema_path, target_problem,
 };
 use crate::bundle::tools::{TOOLS_FILE, Tool};
 
@@ -95,6 +95,15 @@ fn check_bundle_ref(
 
 /// Checks one schema document found at `at` in the current file.
 fn check_document(bundle: &LoadedBundle, tool: Option<&Tool>, schema: &Value, at: &Pointer, diags: &mut Diagnostics) {
+    let foreign = foreign_dialects(schema, at);
+    for (pointer, why) in &foreign {
+        diags
+            .report(Code::SchemaInvalid, At::Value(pointer.clone()), why.clone())
+            .help(format!("remove `$schema`, or set it to `{DIALECT}`"));
+    }
+    if !foreign.is_empty() {
+        return;
+    }
     if let Err(error) = jsonschema::meta::validate(schema) {
         let inner = Pointer::parse(error.instance_path().as_str()).unwrap_or_default();
         let mut pointer = at.clone();
