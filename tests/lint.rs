@@ -544,6 +544,15 @@ fn a_schema_of_another_dialect_is_named_at_its_dollar_schema() {
 }
 
 #[test]
+fn a_key_of_the_other_transport_is_named_with_its_article() {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"args\": [\"--json\"]", "\"args\": [\"--json\"], \"method\": \"GET\"");
+    fixture.digest();
+    let finding = assert_single(&fixture, &["--deny-warnings"], "RLP004", "tools.json", Some("\"method\": \"GET\"}"));
+    assert_eq!(finding["message"], "`method` has no meaning for an `exec` transport");
+}
+
+#[test]
 fn artifact_rules() {
     // Listed but missing.
     let fixture = Fixture::new();
@@ -792,6 +801,12 @@ fn unreadable_paths_exit_2() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("holds no bundle"));
+    let nested = temp.path().join("nest/sub/b");
+    fs::create_dir_all(&nested).unwrap();
+    fs::write(nested.join("manifest.toml"), MANIFEST).unwrap();
+    Command::cargo_bin("rlp").unwrap().args(["lint"]).arg(temp.path().join("nest")).assert().code(2).stderr(
+        predicates::str::contains("nest holds no bundle (no manifest.toml in it or in the folders directly inside it)"),
+    );
 }
 
 use predicates::prelude::PredicateBooleanExt;

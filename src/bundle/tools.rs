@@ -390,7 +390,7 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
                     .report(
                         Code::UnknownField,
                         At::Key(t.at(key)),
-                        format!("`{key}` has no meaning for a `{kind}` transport"),
+                        format!("`{key}` has no meaning for an `{kind}` transport"),
                     )
                     .help("remove it");
             }
