@@ -47,11 +47,11 @@ pub fn tool_id(text: &str) -> Result<String, String> {
     }
 }
 
-/// A non-empty one-line description.
-pub fn description(text: &str) -> Result<String, String> {
+/// A non-empty one-line description of `subject` (`the tool`, `the agent`).
+pub fn description(text: &str, subject: &str) -> Result<String, String> {
     let text = text.trim();
     if text.is_empty() {
-        Err("the description is empty; write one line saying what the tool does".into())
+        Err(format!("the description is empty; write one line saying what {subject} does"))
     } else if text.contains(['\n', '\r']) {
         Err("the description must be one line".into())
     } else {
