@@ -440,6 +440,29 @@ fn scaffold_summary_counts_findings_as_lint_does() {
 }
 
 #[test]
+fn descriptions_follow_the_format_a_tools_may_span_lines_the_agents_may_not() {
+    let space = Space::new();
+    let out = scaffold_with(&space, &["--description", "Sends drafts\nand archives them"]);
+    assert_eq!(stderr(&out), "error: --description: the agent description must be one line\n");
+    let bundle = space.scaffold("demo");
+    let out = space.rlp(&[
+        "tools",
+        "add",
+        "agents/demo",
+        "--id",
+        "a.b",
+        "--description",
+        "Line one.\nLine two.",
+        "--exec",
+        "/bin/true",
+        "--grant",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(read_json(&bundle.join("tools.json"))["tools"][0]["description"], "Line one.\nLine two.");
+    assert_lints_clean(&space, &bundle);
+}
+
+#[test]
 fn a_failed_scaffold_leaves_no_root_folder_behind() {
     let space = Space::new();
     let long = "a".repeat(300);

@@ -255,9 +255,7 @@ impl ToolSpec {
             let field = |e: String| format!("`{key}`: {e}");
             match key {
                 "id" => id = Some(validate::tool_id(need()?).map_err(field)?),
-                "desc" | "description" => {
-                    description = Some(validate::description(need()?, "the tool").map_err(field)?)
-                }
+                "desc" | "description" => description = Some(validate::tool_description(need()?).map_err(field)?),
                 "exec" => exec = Some(validate::command(need()?).map_err(field)?),
                 "arg" => args.push(need()?.to_string()),
                 "http" => {

@@ -47,13 +47,21 @@ pub fn tool_id(text: &str) -> Result<String, String> {
     }
 }
 
-/// A non-empty one-line description of `subject` (`the tool`, `the agent`).
-pub fn description(text: &str, subject: &str) -> Result<String, String> {
+/// A tool's description: non-empty; it may span lines, the model reads it all.
+pub fn tool_description(text: &str) -> Result<String, String> {
+    non_empty_description(text, "the tool")
+}
+
+/// The agent's description: non-empty and one line.
+pub fn agent_description(text: &str) -> Result<String, String> {
+    let text = non_empty_description(text, "the agent")?;
+    if text.contains(['\n', '\r']) { Err("the agent description must be one line".into()) } else { Ok(text) }
+}
+
+fn non_empty_description(text: &str, subject: &str) -> Result<String, String> {
     let text = text.trim();
     if text.is_empty() {
         Err(format!("the description is empty; write one line saying what {subject} does"))
-    } else if text.contains(['\n', '\r']) {
-        Err("the description must be one line".into())
     } else {
         Ok(text.to_string())
     }

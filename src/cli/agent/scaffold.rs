@@ -134,7 +134,7 @@ fn preset(args: &AgentAnswers) -> Result<AgentPreset, CliError> {
         description: args
             .description
             .as_deref()
-            .map(|d| validate::description(d, "the agent"))
+            .map(validate::agent_description)
             .transpose()
             .map_err(flag("description"))?,
         model: args.model.as_deref().map(wizard::model_id).transpose().map_err(flag("model"))?,

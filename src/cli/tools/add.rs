@@ -182,7 +182,7 @@ fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
         description: args
             .description
             .as_deref()
-            .map(|d| validate::description(d, "the tool"))
+            .map(validate::tool_description)
             .transpose()
             .map_err(flag("description"))?,
         transport,
