@@ -258,6 +258,7 @@ const CASES: &[Case] = &[
     case("RLP005", "tools.json", &[("tools.json", "\"version\": 1,", "\"version\": 2,")], "2,"),
     case("RLP006", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"\n", "")], "agent]"),
     case("RLP007", "tools.json", &[("tools.json", "\"timeout_ms\": 5000", "\"timeout_ms\": 0")], "0\n"),
+    case("RLP007", "tools.json", &[("tools.json", "\"timeout_ms\": 5000", "\"budget\": {\"tokens\": 0}")], "0}"),
     case("RLP101", "manifest.toml", &[("manifest.toml", "name = \"mailer\"", "name = \"sender\"")], "\"sender\""),
     case("RLP102", "manifest.toml", &[("manifest.toml", "name = \"mailer\"", "name = \"Mailer\"")], "\"Mailer\""),
     case("RLP103", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"", "version = \"1.0\"")], "\"1.0\""),
