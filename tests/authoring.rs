@@ -391,6 +391,77 @@ fn scaffold_refuses_bad_answers_before_writing_anything() {
     assert!(stderr(&out).contains("`Demo` is not a valid agent name"), "{}", text(&out));
 }
 
+/// `rlp agent scaffold demo --non-interactive --root agents <args>`.
+fn scaffold_with(space: &Space, args: &[&str]) -> Output {
+    let mut all = vec!["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"];
+    all.extend(args);
+    space.rlp(&all)
+}
+
+#[test]
+fn scaffold_messages_name_what_they_are_about() {
+    let space = Space::new();
+    let out = scaffold_with(&space, &["--description", ""]);
+    assert_eq!(
+        stderr(&out),
+        "error: --description: the description is empty; write one line saying what the agent does\n"
+    );
+    let exec = "{\"id\": \"x\", \"description\": \"X\", \"transport\": {\"kind\": \"exec\", \"command\": \"rel\"}}";
+    let out = scaffold_with(&space, &["--tool", "id=a.one;desc=X;exec=/bin/true", "--tool", exec]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(stderr(&out).starts_with("error: the tool `x` would not pass lint:\n"), "{}", text(&out));
+    for (spec, help) in [
+        (
+            "id=x;desc=X;http=GET ftp://x.example/",
+            "write `id=…;desc=…;http=METHOD https://host/path`, adding `header=Name: value` as needed (see `rlp agent scaffold --help`)",
+        ),
+        (
+            "id=x;desc=X;exec=bin/x",
+            "write `id=…;desc=…;exec=/abs/path`, adding `arg=…` as needed (see `rlp agent scaffold --help`)",
+        ),
+        (
+            "id=X;desc=X;exec=/bin/true",
+            "write `id=…;desc=…;exec=/abs/path` or `id=…;desc=…;http=METHOD URL` (see `rlp agent scaffold --help`)",
+        ),
+    ] {
+        let out = scaffold_with(&space, &["--tool", spec]);
+        assert!(stderr(&out).ends_with(&format!("\n  help: {help}\n")), "{}", text(&out));
+    }
+    assert!(!space.bundle("demo").exists());
+}
+
+#[test]
+fn scaffold_summary_counts_findings_as_lint_does() {
+    let space = Space::new();
+    let entry = "{\"id\": \"x\", \"description\": \"X\", \"colour\": 1, \"transport\": {\"kind\": \"exec\", \"command\": \"/bin/true\"}}";
+    let out = scaffold_with(&space, &["--tool", entry]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(stdout(&out).contains("\nLint: 0 errors and 1 warning\n"), "{}", text(&out));
+}
+
+#[test]
+fn descriptions_follow_the_format_a_tools_may_span_lines_the_agents_may_not() {
+    let space = Space::new();
+    let out = scaffold_with(&space, &["--description", "Sends drafts\nand archives them"]);
+    assert_eq!(stderr(&out), "error: --description: the agent description must be one line\n");
+    let bundle = space.scaffold("demo");
+    let out = space.rlp(&[
+        "tools",
+        "add",
+        "agents/demo",
+        "--id",
+        "a.b",
+        "--description",
+        "Line one.\nLine two.",
+        "--exec",
+        "/bin/true",
+        "--grant",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(read_json(&bundle.join("tools.json"))["tools"][0]["description"], "Line one.\nLine two.");
+    assert_lints_clean(&space, &bundle);
+}
+
 #[test]
 fn a_failed_scaffold_leaves_no_root_folder_behind() {
     let space = Space::new();

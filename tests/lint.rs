@@ -258,6 +258,7 @@ const CASES: &[Case] = &[
     case("RLP005", "tools.json", &[("tools.json", "\"version\": 1,", "\"version\": 2,")], "2,"),
     case("RLP006", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"\n", "")], "agent]"),
     case("RLP007", "tools.json", &[("tools.json", "\"timeout_ms\": 5000", "\"timeout_ms\": 0")], "0\n"),
+    case("RLP007", "tools.json", &[("tools.json", "\"timeout_ms\": 5000", "\"budget\": {\"tokens\": 0}")], "0}"),
     case("RLP101", "manifest.toml", &[("manifest.toml", "name = \"mailer\"", "name = \"sender\"")], "\"sender\""),
     case("RLP102", "manifest.toml", &[("manifest.toml", "name = \"mailer\"", "name = \"Mailer\"")], "\"Mailer\""),
     case("RLP103", "manifest.toml", &[("manifest.toml", "version = \"0.1.0\"", "version = \"1.0\"")], "\"1.0\""),
@@ -271,6 +272,14 @@ const CASES: &[Case] = &[
         )],
         "\"wasm32-wasip1\"",
     ),
+    Case {
+        code: "RLP105",
+        file: "manifest.toml",
+        edit: &[("manifest.toml", "\"Sends drafts\"", "\"Sends drafts\\nand archives them\"")],
+        at: Some("\"Sends drafts"),
+        redigest: true,
+        warning: true,
+    },
     case("RLP201", "tools.json", &[("tools.json", "\"notes.search\"", "\"Notes.Search\"")], "\"Notes.Search\""),
     case("RLP203", "tools.json", &[("tools.json", "\"Search local notes.\"", "\"  \"")], "\"  \""),
     case("RLP204", "tools.json", &[("tools.json", "\"/usr/local/bin/notes\"", "\"bin/notes\"")], "\"bin/notes\""),
@@ -450,6 +459,106 @@ fn duplicate_tool_ids_point_at_the_second() {
     fixture.digest();
     let finding = assert_single(&fixture, &[], "RLP202", "tools.json", Some("\"notes.search\" ,"));
     assert_eq!(finding["message"], "tool id `notes.search` is already used by tool #0");
+}
+
+/// Points `notes.search`'s `result_schema` at `schema:<id>`, mapped by
+/// `schema_refs` where `mapping` is given, and lints for one finding.
+fn lint_schema_ref(fixture: &Fixture, id: &str, mapping: Option<&str>, file: &str, at: &str) -> Value {
+    let refs = mapping.map_or(String::new(), |path| format!(" \"schema_refs\": {{\"schema:{id}\": \"{path}\"}},"));
+    fixture.edit("tools.json", "{\"type\": \"array\"},", &format!("{{\"$ref\": \"schema:{id}\"}},{refs}"));
+    fixture.digest();
+    assert_single(fixture, &[], if file == "tools.json" { "RLP303" } else { "RLP001" }, file, Some(at))
+}
+
+#[test]
+fn a_schema_that_is_not_json_is_reported_only_as_a_syntax_error() {
+    let fixture = Fixture::new();
+    fs::write(fixture.path("schemas/a.json"), "{\"type\": ,}").unwrap();
+    let finding = lint_schema_ref(&fixture, "a", None, "schemas/a.json", ",}");
+    assert_eq!(finding["message"], "invalid JSON: expected value");
+}
+
+#[test]
+fn a_schema_refs_target_that_cannot_hold_a_schema_is_named_once_at_the_mapping() {
+    let cases = [
+        (
+            "tools.json",
+            "is the bundle's tool list, not a schema",
+            "map the id to a JSON Schema file of the bundle, e.g. `schemas/<id>.json`",
+        ),
+        (
+            "policy.caps",
+            "is not a `.json` file",
+            "map the id to a JSON Schema file of the bundle, e.g. `schemas/<id>.json`",
+        ),
+        (
+            "schemas/../../outside.json",
+            "is not a path inside the bundle",
+            "use a relative path of `/`-separated [A-Za-z0-9._-] segments, without `.` or `..`, e.g. `schemas/<id>.json`",
+        ),
+        ("schemas/gone.json", "is not in the bundle", "create `schemas/gone.json`, or fix the path"),
+    ];
+    for (path, why, help) in cases {
+        let fixture = Fixture::new();
+        let finding = lint_schema_ref(&fixture, "m", Some(path), "tools.json", &format!("\"{path}\""));
+        assert_eq!(finding["message"], format!("`schema:m` maps to `{path}`, which {why}"));
+        assert_eq!(finding["help"], help);
+    }
+}
+
+#[test]
+fn a_schema_ref_with_an_invalid_id_is_refused_as_such() {
+    let fixture = Fixture::new();
+    let finding = lint_schema_ref(&fixture, "../../outside", None, "tools.json", "\"schema:../../outside\"");
+    assert_eq!(
+        finding["message"],
+        "`schema:../../outside` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`"
+    );
+    assert_eq!(
+        finding["help"],
+        "name a file of `schemas/` without its `.json`, or map the id in the tool's `schema_refs`"
+    );
+}
+
+#[test]
+fn a_schema_of_another_dialect_is_named_at_its_dollar_schema() {
+    let cases = [
+        (
+            "http://json-schema.org/draft-04/schema#",
+            "`$schema` is JSON Schema draft-04 (`http://json-schema.org/draft-04/schema#`)",
+        ),
+        (
+            "http://json-schema.org/draft-07/schema#",
+            "`$schema` is JSON Schema draft-07 (`http://json-schema.org/draft-07/schema#`)",
+        ),
+        ("https://example.com/mine", "`$schema` is `https://example.com/mine`, an unknown meta-schema"),
+    ];
+    for (uri, what) in cases {
+        let fixture = Fixture::new();
+        fixture.edit("schemas/mail.send.request.v1.json", "{\n", &format!("{{\n  \"$schema\": \"{uri}\",\n"));
+        fixture.digest();
+        let at = format!("\"{uri}\"");
+        let finding = assert_single(&fixture, &[], "RLP302", "schemas/mail.send.request.v1.json", Some(&at));
+        assert_eq!(finding["message"], format!("{what}; schemas are JSON Schema 2020-12"));
+        assert_eq!(finding["help"], "remove `$schema`, or set it to `https://json-schema.org/draft/2020-12/schema`");
+    }
+    let fixture = Fixture::new();
+    fixture.edit(
+        "tools.json",
+        "{\"type\": \"array\"}",
+        "{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\"}",
+    );
+    fixture.digest();
+    assert_eq!(fixture.lint_json(&[]), (0, vec![]));
+}
+
+#[test]
+fn a_key_of_the_other_transport_is_named_with_its_article() {
+    let fixture = Fixture::new();
+    fixture.edit("tools.json", "\"args\": [\"--json\"]", "\"args\": [\"--json\"], \"method\": \"GET\"");
+    fixture.digest();
+    let finding = assert_single(&fixture, &["--deny-warnings"], "RLP004", "tools.json", Some("\"method\": \"GET\"}"));
+    assert_eq!(finding["message"], "`method` has no meaning for an `exec` transport");
 }
 
 #[test]
@@ -701,6 +810,12 @@ fn unreadable_paths_exit_2() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("holds no bundle"));
+    let nested = temp.path().join("nest/sub/b");
+    fs::create_dir_all(&nested).unwrap();
+    fs::write(nested.join("manifest.toml"), MANIFEST).unwrap();
+    Command::cargo_bin("rlp").unwrap().args(["lint"]).arg(temp.path().join("nest")).assert().code(2).stderr(
+        predicates::str::contains("nest holds no bundle (no manifest.toml in it or in the folders directly inside it)"),
+    );
 }
 
 use predicates::prelude::PredicateBooleanExt;

@@ -34,6 +34,8 @@ pub struct EntryFinding {
     pub severity: Severity,
     /// The rule.
     pub code: Code,
+    /// The id of the draft it is about, where it is about one.
+    pub tool: Option<String>,
     /// `tool `<id>`, transport/url: message`.
     pub text: String,
     /// How to fix it.
@@ -95,12 +97,20 @@ pub fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<Entry
         .filter(|f| !IGNORED.contains(&f.code))
         .filter(|f| f.file == tools_path || new_files.contains(&f.file))
         .map(|f| {
-            let place = if f.file == tools_path {
-                describe_place(&f.at, drafts)
+            let (place, draft) = if f.file == tools_path {
+                (describe_place(&f.at, drafts), draft_index(&f.at).and_then(|i| drafts.get(i)))
             } else {
-                f.file.strip_prefix(&root).unwrap_or(&f.file).display().to_string()
+                let path = f.file.strip_prefix(&root).unwrap_or(&f.file).display().to_string();
+                let draft = drafts.iter().find(|d| d.schema_files.iter().any(|(p, _)| *p == path));
+                (path, draft)
             };
-            EntryFinding { severity: f.severity, code: f.code, text: format!("{place}: {}", f.message), help: f.help }
+            EntryFinding {
+                severity: f.severity,
+                code: f.code,
+                tool: draft.map(|d| d.id().to_string()),
+                text: format!("{place}: {}", f.message),
+                help: f.help,
+            }
         })
         .collect())
 }
@@ -110,16 +120,33 @@ pub fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<Entry
 pub fn check_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<EntryFinding>, AuthoringError> {
     let findings = lint_drafts(bundle_dir, drafts)?;
     if findings.iter().any(|f| f.severity == Severity::Error) {
-        let ids: Vec<String> = drafts.iter().map(|d| format!("`{}`", d.id())).collect();
+        let failing = |d: &&&ToolDraft| {
+            findings.iter().any(|f| f.severity == Severity::Error && f.tool.as_deref() == Some(d.id()))
+        };
+        let named: Vec<&&ToolDraft> = drafts.iter().filter(failing).collect();
+        let named = if named.is_empty() { drafts.iter().collect() } else { named };
+        let ids: Vec<String> = named.iter().map(|d| format!("`{}`", d.id())).collect();
         let lines: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
         return Err(AuthoringError::usage(format!(
-            "the tool {} would not pass lint:\n{}",
+            "the {} {} would not pass lint:\n{}",
+            if ids.len() == 1 { "tool" } else { "tools" },
             ids.join(", "),
             lines.join("\n")
         ))
         .with_help("fix the values named above; nothing was written"));
     }
     Ok(findings)
+}
+
+/// The index of the draft a pointer into the staged tools.json is in.
+fn draft_index(at: &At) -> Option<usize> {
+    match at {
+        At::Value(p) | At::Key(p) => match p.segments() {
+            [Segment::Key(tools), Segment::Index(i), ..] if tools == "tools" => Some(*i),
+            _ => None,
+        },
+        At::File | At::Span(_) => None,
+    }
 }
 
 /// `tool `<id>`, transport/url` for a pointer into the staged tools.json.

@@ -137,6 +137,23 @@ impl ToolDraft {
 pub const SPEC_KEYS: &str =
     "id, desc, exec, arg, http, header, input, result, cap, secret, confirm, tag, tokens, usd, timeout_ms";
 
+/// The help line for a `--tool` error: an example of the part it is about
+/// (errors about a key start with that key in backticks).
+pub fn definition_help(error: &str) -> &'static str {
+    if error.starts_with("the tool JSON") {
+        return "give one tools.json entry as a JSON object, e.g. `{\"id\": \"…\", \"description\": \"…\", \"transport\": {…}}`";
+    }
+    match error.strip_prefix('`').and_then(|rest| rest.split_once('`')).map(|(key, _)| key) {
+        Some("http" | "header") => {
+            "write `id=…;desc=…;http=METHOD https://host/path`, adding `header=Name: value` as needed (see `rlp agent scaffold --help`)"
+        }
+        Some("exec" | "arg") => {
+            "write `id=…;desc=…;exec=/abs/path`, adding `arg=…` as needed (see `rlp agent scaffold --help`)"
+        }
+        _ => "write `id=…;desc=…;exec=/abs/path` or `id=…;desc=…;http=METHOD URL` (see `rlp agent scaffold --help`)",
+    }
+}
+
 impl ToolDefinition {
     /// Parses a `--tool` argument.
     pub fn parse(text: &str) -> Result<ToolDefinition, String> {
@@ -238,7 +255,7 @@ impl ToolSpec {
             let field = |e: String| format!("`{key}`: {e}");
             match key {
                 "id" => id = Some(validate::tool_id(need()?).map_err(field)?),
-                "desc" | "description" => description = Some(validate::description(need()?).map_err(field)?),
+                "desc" | "description" => description = Some(validate::tool_description(need()?).map_err(field)?),
                 "exec" => exec = Some(validate::command(need()?).map_err(field)?),
                 "arg" => args.push(need()?.to_string()),
                 "http" => {

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, parse_fs_path};
-use crate::bundle::manifest::{NAME_PATTERN, is_valid_artifact_path, is_valid_name};
+use crate::bundle::manifest::{NAME_PATTERN, is_valid_name};
+use crate::bundle::schema::{invalid_schema_id, is_valid_schema_id};
 use crate::bundle::tools::{
     HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, header_secret_refs, header_value_control, is_header_name,
     is_valid_tool_id,
@@ -46,13 +47,21 @@ pub fn tool_id(text: &str) -> Result<String, String> {
     }
 }
 
-/// A non-empty one-line description.
-pub fn description(text: &str) -> Result<String, String> {
+/// A tool's description: non-empty; it may span lines, the model reads it all.
+pub fn tool_description(text: &str) -> Result<String, String> {
+    non_empty_description(text, "the tool")
+}
+
+/// The agent's description: non-empty and one line.
+pub fn agent_description(text: &str) -> Result<String, String> {
+    let text = non_empty_description(text, "the agent")?;
+    if text.contains(['\n', '\r']) { Err("the agent description must be one line".into()) } else { Ok(text) }
+}
+
+fn non_empty_description(text: &str, subject: &str) -> Result<String, String> {
     let text = text.trim();
     if text.is_empty() {
-        Err("the description is empty; write one line saying what the tool does".into())
-    } else if text.contains(['\n', '\r']) {
-        Err("the description must be one line".into())
+        Err(format!("the description is empty; write one line saying what {subject} does"))
     } else {
         Ok(text.to_string())
     }
@@ -150,11 +159,7 @@ pub fn tag(text: &str) -> Result<String, String> {
 /// A `schema:<id>` id: one file name segment, so it maps to `schemas/<id>.json`.
 pub fn schema_id(text: &str) -> Result<String, String> {
     let id = text.trim();
-    if !id.contains('/') && is_valid_artifact_path(&format!("schemas/{id}.json")) && !id.is_empty() {
-        Ok(id.to_string())
-    } else {
-        Err(format!("`schema:{id}` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`"))
-    }
+    if is_valid_schema_id(id) { Ok(id.to_string()) } else { Err(invalid_schema_id(id)) }
 }
 
 /// A positive integer.

@@ -97,7 +97,7 @@ pub fn agent(
     ask.say(&format!("Creating the agent bundle `{name}`. Press Enter to take the value in [brackets]."));
     if preset.description.is_none() {
         let default = default_description(name);
-        let answer = ask.text("Description", Some(&default), &|s| ok(validate::description(s)))?;
+        let answer = ask.text("Description", Some(&default), &|s| ok(validate::agent_description(s)))?;
         preset.description = Some(answer.trim().to_string());
     }
     if preset.model.is_none() {
@@ -210,7 +210,7 @@ pub fn tool(ask: &mut dyn Ask, taken: &[String], preset: ToolPreset) -> Result<T
     let id = id.trim().to_string();
     let description = match preset.description {
         Some(d) => d,
-        None => ask.text("What it does (one line)", None, &|s| ok(validate::description(s)))?.trim().to_string(),
+        None => ask.text("What it does (one line)", None, &|s| ok(validate::tool_description(s)))?.trim().to_string(),
     };
     let transport = match preset.transport {
         Some(t) => t,

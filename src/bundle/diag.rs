@@ -75,6 +75,7 @@ rule_catalog! {
     AgentNameInvalid = "RLP102", "agent-name-invalid", Error, "`[agent].name` does not match `^[a-z][a-z0-9_]*$`.";
     AgentVersionInvalid = "RLP103", "agent-version-invalid", Error, "`[agent].version` is not a SemVer version.";
     AgentEntryInvalid = "RLP104", "agent-entry-invalid", Error, "`[agent].kind` and its entry binary disagree.";
+    AgentDescriptionMultiline = "RLP105", "agent-description-multiline", Warning, "`[agent].description` spans more than one line.";
     ToolIdInvalid = "RLP201", "tool-id-invalid", Error, "A tool id does not match `^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$`.";
     ToolIdDuplicate = "RLP202", "tool-id-duplicate", Error, "Two tools share one id.";
     ToolDescriptionEmpty = "RLP203", "tool-description-empty", Error, "A tool has no description, or an empty one.";

@@ -249,7 +249,7 @@ fn load_schemas(bundle: &mut LoadedBundle) {
         .collect();
     for tool in bundle.tool_list() {
         for (_, path) in &tool.schema_refs {
-            if manifest::is_valid_artifact_path(path) && bundle.inventory.get(path).is_some() && !paths.contains(path) {
+            if schema::target_problem(path, &bundle.inventory).is_none() && !paths.contains(path) {
                 paths.push(path.clone());
             }
         }

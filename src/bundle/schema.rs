@@ -6,51 +6,156 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::bundle::inventory::Inventory;
+use crate::bundle::manifest::is_valid_artifact_path;
 use crate::bundle::pointer::Pointer;
-use crate::bundle::tools::Tool;
+use crate::bundle::tools::{TOOLS_FILE, Tool};
 
 /// The scheme of bundle-local schema ids.
 pub const SCHEMA_SCHEME: &str = "schema:";
+
+/// Whether `id` (the part after `schema:`) is a schema id: one file name
+/// segment, so that it maps to `schemas/<id>.json`.
+pub fn is_valid_schema_id(id: &str) -> bool {
+    !id.is_empty() && !id.contains('/') && is_valid_artifact_path(&format!("schemas/{id}.json"))
+}
+
+/// The message for a `schema:<id>` whose id is not a schema id.
+pub fn invalid_schema_id(id: &str) -> String {
+    format!("`schema:{id}` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`")
+}
 
 /// The bundle path a `schema:<id>` resolves to for `tool`: its
 /// `schema_refs` entry, or `schemas/<id>.json`.
 pub fn schema_path(tool: Option<&Tool>, reference: &str) -> String {
     let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
-    tool.and_then(|t| t.schema_refs.iter().find(|(k, _)| k.strip_prefix(SCHEMA_SCHEME) == Some(id)))
-        .map(|(_, path)| path.clone())
-        .unwrap_or_else(|| format!("schemas/{id}.json"))
+    mapped_path(tool, reference).map_or_else(|| format!("schemas/{id}.json"), str::to_string)
 }
 
-/// One `$ref` found in a schema.
+/// The path `tool`'s `schema_refs` maps `reference` (`schema:<id>`) to, if any.
+pub fn mapped_path<'a>(tool: Option<&'a Tool>, reference: &str) -> Option<&'a str> {
+    let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
+    tool?.schema_refs.iter().find(|(k, _)| k.strip_prefix(SCHEMA_SCHEME) == Some(id)).map(|(_, path)| path.as_str())
+}
+
+/// Why a `schema_refs` target cannot hold a schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetProblem {
+    /// Not a `/`-separated path inside the bundle (`..`, absolute, odd characters).
+    Outside,
+    /// The bundle's tools.json.
+    ToolsFile,
+    /// Not a `.json` file.
+    NotJson,
+    /// No such file in the bundle.
+    Missing,
+}
+
+impl TargetProblem {
+    /// What is wrong, to follow "`schema:<id>` maps to `<path>`, which …".
+    pub fn why(self) -> &'static str {
+        match self {
+            TargetProblem::Outside => "is not a path inside the bundle",
+            TargetProblem::ToolsFile => "is the bundle's tool list, not a schema",
+            TargetProblem::NotJson => "is not a `.json` file",
+            TargetProblem::Missing => "is not in the bundle",
+        }
+    }
+
+    /// How to fix it.
+    pub fn help(self, path: &str) -> String {
+        match self {
+            TargetProblem::Outside => {
+                "use a relative path of `/`-separated [A-Za-z0-9._-] segments, without `.` or `..`, e.g. `schemas/<id>.json`"
+                    .to_string()
+            }
+            TargetProblem::ToolsFile | TargetProblem::NotJson => {
+                "map the id to a JSON Schema file of the bundle, e.g. `schemas/<id>.json`".to_string()
+            }
+            TargetProblem::Missing => format!("create `{path}`, or fix the path"),
+        }
+    }
+}
+
+/// Why the `schema_refs` target `path` cannot be read as a schema, if it cannot.
+pub fn target_problem(path: &str, inventory: &Inventory) -> Option<TargetProblem> {
+    if !is_valid_artifact_path(path) {
+        Some(TargetProblem::Outside)
+    } else if path == TOOLS_FILE {
+        Some(TargetProblem::ToolsFile)
+    } else if !path.ends_with(".json") {
+        Some(TargetProblem::NotJson)
+    } else if inventory.get(path).is_none() {
+        Some(TargetProblem::Missing)
+    } else {
+        None
+    }
+}
+
+/// One `$ref` (or other keyword holding a string) found in a schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefSite {
-    /// Pointer of the `$ref` value inside the document that holds it.
+    /// Pointer of the value inside the document that holds it.
     pub at: Pointer,
-    /// The reference as written.
+    /// The value as written.
     pub target: String,
 }
 
 /// Every `$ref` / `$dynamicRef` in a schema document, with its pointer.
 pub fn find_refs(schema: &Value, at: &Pointer, out: &mut Vec<RefSite>) {
+    find_keywords(schema, at, &["$ref", "$dynamicRef"], out);
+}
+
+/// Every string value of one of `keywords` in a schema document, with its pointer.
+fn find_keywords(schema: &Value, at: &Pointer, keywords: &[&str], out: &mut Vec<RefSite>) {
     match schema {
         Value::Object(map) => {
             for (key, value) in map {
                 match (key.as_str(), value) {
-                    ("$ref" | "$dynamicRef", Value::String(target)) => {
+                    (keyword, Value::String(target)) if keywords.contains(&keyword) => {
                         out.push(RefSite { at: at.key(key), target: target.clone() })
                     }
                     // `enum`, `const` and `examples` hold data, not schemas.
                     ("enum" | "const" | "examples" | "default", _) => {}
-                    _ => find_refs(value, &at.key(key), out),
+                    _ => find_keywords(value, &at.key(key), keywords, out),
                 }
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                find_refs(item, &at.index(i), out);
+                find_keywords(item, &at.index(i), keywords, out);
             }
         }
         _ => {}
+    }
+}
+
+/// The meta-schema of the only JSON Schema dialect rlp reads.
+pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// Every `$schema` in a schema document that names a dialect other than
+/// 2020-12, with why: rlp never resolves another meta-schema.
+pub fn foreign_dialects(schema: &Value, at: &Pointer) -> Vec<(Pointer, String)> {
+    let mut sites = Vec::new();
+    find_keywords(schema, at, &["$schema"], &mut sites);
+    sites
+        .into_iter()
+        .filter(|site| site.target.strip_suffix('#').unwrap_or(&site.target) != DIALECT)
+        .map(|site| (site.at, foreign_dialect(&site.target)))
+        .collect()
+}
+
+/// The message for a `$schema` of another dialect.
+pub fn foreign_dialect(uri: &str) -> String {
+    let draft = ["draft-03", "draft-04", "draft-06", "draft-07", "2019-09", "2020-12"]
+        .into_iter()
+        .find(|draft| uri.contains(draft));
+    match draft {
+        Some("2020-12") => {
+            format!("`$schema` is `{uri}`, not the 2020-12 meta-schema's URI; schemas are JSON Schema 2020-12")
+        }
+        Some(draft) => format!("`$schema` is JSON Schema {draft} (`{uri}`); schemas are JSON Schema 2020-12"),
+        None => format!("`$schema` is `{uri}`, an unknown meta-schema; schemas are JSON Schema 2020-12"),
     }
 }
 
@@ -127,6 +232,9 @@ impl jsonschema::Retrieve for BundleRetriever {
 /// Builds a 2020-12 validator for `schema`, resolving `schema:<id>` from
 /// `documents` (keyed by the full `schema:<id>` reference).
 pub fn compile(schema: &Value, documents: Arc<HashMap<String, Value>>) -> Result<jsonschema::Validator, String> {
+    if let Some((_, why)) = foreign_dialects(schema, &Pointer::root()).into_iter().next() {
+        return Err(why);
+    }
     jsonschema::draft202012::options()
         .with_retriever(BundleRetriever { documents })
         .should_validate_formats(false)
@@ -161,5 +269,10 @@ mod tests {
         assert!(!validator.is_valid(&json!({"n": 1})));
         let err = compile(&json!({"$ref": "http://127.0.0.1:1/x.json"}), docs).unwrap_err();
         assert!(err.contains("never fetches"), "{err}");
+        let err = compile(&json!({"$schema": "http://json-schema.org/draft-07/schema#"}), Arc::default()).unwrap_err();
+        assert_eq!(
+            err,
+            "`$schema` is JSON Schema draft-07 (`http://json-schema.org/draft-07/schema#`); schemas are JSON Schema 2020-12"
+        );
     }
 }

@@ -292,7 +292,7 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
     let (mut budget_tokens, mut budget_usd) = (None, None);
     if let Some(budget) = f.table("budget", "`budget`", &["tokens", "usd"], false, diags) {
         budget.finish(diags);
-        budget_tokens = budget.integer("tokens", 0, u64::MAX >> 11, diags);
+        budget_tokens = budget.integer("tokens", 1, u64::MAX >> 11, diags);
         budget_usd = budget.number("usd", diags);
     }
     let mut tags = Vec::new();
@@ -390,7 +390,7 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
                     .report(
                         Code::UnknownField,
                         At::Key(t.at(key)),
-                        format!("`{key}` has no meaning for a `{kind}` transport"),
+                        format!("`{key}` has no meaning for an `{kind}` transport"),
                     )
                     .help("remove it");
             }

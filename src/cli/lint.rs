@@ -76,14 +76,8 @@ impl Counts {
     /// `2 bundles checked: 1 error and 0 warnings`, with the drift (and the
     /// binaries not checked) counted when `--check-tools` found any.
     fn summary(&self) -> String {
-        let bundles = plural(self.bundles, "bundle");
-        let problems = match (self.errors, self.warnings, self.drifts) {
-            (0, 0, 0) => "no problems".to_string(),
-            (errors, warnings, 0) => format!("{} and {}", plural(errors, "error"), plural(warnings, "warning")),
-            (errors, warnings, drifts) => {
-                format!("{}, {} and {}", plural(errors, "error"), plural(warnings, "warning"), plural(drifts, "drift"))
-            }
-        };
+        let bundles = render::plural(self.bundles, "bundle");
+        let problems = render::problems(self.errors, self.warnings, self.drifts);
         let unchecked = match self.unchecked {
             0 => String::new(),
             1 => " (1 tool binary not checked)".to_string(),
@@ -91,8 +85,4 @@ impl Counts {
         };
         format!("{bundles} checked: {problems}{unchecked}\n")
     }
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }

@@ -102,7 +102,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             .filter(|dir| is_bundle(dir))
             .collect();
         if found.is_empty() {
-            return Err(format!("{} holds no bundle (no manifest.toml in it or in its sub-folders)", path.display()));
+            return Err(format!(
+                "{} holds no bundle (no manifest.toml in it or in the folders directly inside it)",
+                path.display()
+            ));
         }
         found.sort();
         bundles.extend(found);

@@ -13,7 +13,7 @@ use dialoguer::{Confirm, Input, Select};
 
 use crate::authoring::ask::{Ask, AskError, Check};
 use crate::authoring::scaffold::{AgentPlan, Scaffolded, scaffold};
-use crate::authoring::spec::ToolDefinition;
+use crate::authoring::spec::{ToolDefinition, definition_help};
 use crate::authoring::validate;
 use crate::authoring::wizard::{self, AgentPreset};
 use crate::authoring::{AuthoringError, ErrorKind};
@@ -21,6 +21,7 @@ use crate::bundle::diag::Severity;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::stdin_is_terminal;
+use crate::lint::render;
 
 /// Flags of `rlp agent scaffold`.
 #[derive(Debug, Args)]
@@ -102,10 +103,8 @@ pub fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
         .iter()
         .enumerate()
         .map(|(i, spec)| {
-            ToolDefinition::parse(spec).map_err(|e| {
-                CliError::usage(format!("--tool #{}: {e}", i + 1))
-                    .with_help("write `id=…;desc=…;exec=/abs/path` (see `rlp agent scaffold --help`)")
-            })
+            ToolDefinition::parse(spec)
+                .map_err(|e| CliError::usage(format!("--tool #{}: {e}", i + 1)).with_help(definition_help(&e)))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let plan: AgentPlan = if args.non_interactive {
@@ -132,7 +131,12 @@ pub fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
 fn preset(args: &AgentAnswers) -> Result<AgentPreset, CliError> {
     let flag = |name: &'static str| move |e: String| CliError::usage(format!("--{name}: {e}"));
     Ok(AgentPreset {
-        description: args.description.as_deref().map(validate::description).transpose().map_err(flag("description"))?,
+        description: args
+            .description
+            .as_deref()
+            .map(validate::agent_description)
+            .transpose()
+            .map_err(flag("description"))?,
         model: args.model.as_deref().map(wizard::model_id).transpose().map_err(flag("model"))?,
         model_secret: args.model_secret.as_deref().map(validate::secret).transpose().map_err(flag("model-secret"))?,
         fs: args.cap_fs.as_deref().map(|s| validate::each(s, validate::fs_root)).transpose().map_err(flag("cap-fs"))?,
@@ -163,15 +167,12 @@ fn print_summary(done: &Scaffolded, plan: &AgentPlan, color: bool) -> Exit {
     }
     let errors = done.report.count(Severity::Error);
     let warnings = done.report.count(Severity::Warning);
-    let exit = if done.report.findings.is_empty() {
-        out.push_str("\nLint: no problems\n");
-        Exit::Success
-    } else {
-        out.push('\n');
-        out.push_str(&crate::lint::render::human(std::slice::from_ref(&done.report), color));
-        out.push_str(&format!("Lint: {errors} error(s), {warnings} warning(s)\n"));
-        if errors > 0 { Exit::Problems } else { Exit::Success }
-    };
+    out.push('\n');
+    if !done.report.findings.is_empty() {
+        out.push_str(&render::human(std::slice::from_ref(&done.report), color));
+    }
+    out.push_str(&format!("Lint: {}\n", render::problems(errors, warnings, 0)));
+    let exit = if errors > 0 { Exit::Problems } else { Exit::Success };
     out.push_str("\nNext:\n");
     let mut steps: Vec<(String, &str)> = Vec::new();
     if plan.tools.is_empty() {

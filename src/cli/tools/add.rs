@@ -179,7 +179,12 @@ fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
     let some_if = |given: bool| given.then_some(());
     Ok(ToolPreset {
         id: args.id.as_deref().map(validate::tool_id).transpose().map_err(flag("id"))?,
-        description: args.description.as_deref().map(validate::description).transpose().map_err(flag("description"))?,
+        description: args
+            .description
+            .as_deref()
+            .map(validate::tool_description)
+            .transpose()
+            .map_err(flag("description"))?,
         transport,
         input: schema(&args.input_schema, "input-schema")?,
         result: schema(&args.result_schema, "result-schema")?,

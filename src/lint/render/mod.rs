@@ -34,3 +34,20 @@ pub fn machine(format: LintFormat, reports: &[BundleReport]) -> String {
         LintFormat::Human => unreachable!("human output is rendered by render::human"),
     }
 }
+
+/// What lint found, as its human report words it: `no problems`,
+/// `1 error and 0 warnings`, or with drift `0 errors, 0 warnings and 2 drifts`.
+pub fn problems(errors: usize, warnings: usize, drifts: usize) -> String {
+    match (errors, warnings, drifts) {
+        (0, 0, 0) => "no problems".to_string(),
+        (errors, warnings, 0) => format!("{} and {}", plural(errors, "error"), plural(warnings, "warning")),
+        (errors, warnings, drifts) => {
+            format!("{}, {} and {}", plural(errors, "error"), plural(warnings, "warning"), plural(drifts, "drift"))
+        }
+    }
+}
+
+/// `1 word` or `n words`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}

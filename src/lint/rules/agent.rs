@@ -1,4 +1,4 @@
-//! RLP101–RLP104: the `[agent]` table.
+//! RLP101–RLP105: the `[agent]` table.
 
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
@@ -40,6 +40,17 @@ pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
                 format!("version `{version}` is not SemVer: {e}"),
             )
             .help("write MAJOR.MINOR.PATCH, e.g. `0.1.0`");
+    }
+    if let Some(description) = &manifest.description
+        && description.trim().contains(['\n', '\r'])
+    {
+        diags
+            .report(
+                Code::AgentDescriptionMultiline,
+                At::Value(agent.key("description")),
+                "the agent description spans more than one line",
+            )
+            .help("write one line saying what the agent does; longer text belongs in README.md");
     }
     let entry_key = manifest.entry.as_ref().and_then(|e| e.at.segments().last().cloned());
     match (manifest.kind, &manifest.entry) {

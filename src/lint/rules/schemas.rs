@@ -6,7 +6,10 @@ use serde_json::Value;
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::pointer::Pointer;
-use crate::bundle::schema::{RefKind, classify_ref, find_refs, fragment_resolves, schema_path};
+use crate::bundle::schema::{
+    DIALECT, RefKind, SCHEMA_SCHEME, classify_ref, find_refs, foreign_dialects, fragment_resolves, invalid_schema_id,
+    is_valid_schema_id, mapped_path, schema_path, target_problem,
+};
 use crate::bundle::tools::{TOOLS_FILE, Tool};
 
 pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
@@ -23,14 +26,14 @@ pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
             }
         }
         for (reference, path) in &tool.schema_refs {
-            if bundle.inventory.get(path).is_none() {
+            if let Some(problem) = target_problem(path, &bundle.inventory) {
                 diags
                     .report(
                         Code::SchemaRefUnresolved,
                         At::Value(tool.at.key("schema_refs").key(reference)),
-                        format!("`{reference}` maps to `{path}`, which is not in the bundle"),
+                        format!("`{reference}` maps to `{path}`, which {}", problem.why()),
                     )
-                    .help(format!("create `{path}`, or fix the path"));
+                    .help(problem.help(path));
             }
         }
     }
@@ -42,8 +45,65 @@ pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     }
 }
 
+/// Checks a `$ref` to `schema:<id>[#fragment]`. A reference through a
+/// broken `schema_refs` mapping is reported once, at the mapping; one to a
+/// file that is not valid JSON, once, as that file's syntax error.
+fn check_bundle_ref(
+    bundle: &LoadedBundle,
+    tool: Option<&Tool>,
+    target: &str,
+    reference: &str,
+    fragment: Option<&str>,
+    at_ref: At,
+    diags: &mut Diagnostics,
+) {
+    let path = match mapped_path(tool, reference) {
+        Some(path) if target_problem(path, &bundle.inventory).is_some() => return,
+        Some(path) => path.to_string(),
+        None => {
+            let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
+            if !is_valid_schema_id(id) {
+                diags
+                    .report(Code::SchemaRefUnresolved, at_ref, invalid_schema_id(id))
+                    .help("name a file of `schemas/` without its `.json`, or map the id in the tool's `schema_refs`");
+                return;
+            }
+            schema_path(None, reference)
+        }
+    };
+    match bundle.schemas.get(&path) {
+        None if bundle.inventory.get(&path).is_some() => {}
+        None => {
+            diags
+                .report(
+                    Code::SchemaRefUnresolved,
+                    at_ref,
+                    format!("`{reference}` resolves to `{path}`, which is not in the bundle"),
+                )
+                .help(format!(
+                    "create `{path}` (and list it with `rlp digest`), or map the id in the tool's `schema_refs`"
+                ));
+        }
+        Some(document) if !fragment_resolves(document, fragment.unwrap_or_default()) => {
+            diags
+                .report(Code::SchemaRefUnresolved, at_ref, format!("`{target}` points at nothing in `{path}`"))
+                .help("fix the fragment after `#`");
+        }
+        Some(_) => {}
+    }
+}
+
 /// Checks one schema document found at `at` in the current file.
 fn check_document(bundle: &LoadedBundle, tool: Option<&Tool>, schema: &Value, at: &Pointer, diags: &mut Diagnostics) {
+    let foreign = foreign_dialects(schema, at);
+    for (pointer, why) in &foreign {
+        diags
+            .report(Code::SchemaInvalid, At::Value(pointer.clone()), why.clone())
+            .help(format!("remove `$schema`, or set it to `{DIALECT}`"));
+    }
+    if !foreign.is_empty() {
+        return;
+    }
     if let Err(error) = jsonschema::meta::validate(schema) {
         let inner = Pointer::parse(error.instance_path().as_str()).unwrap_or_default();
         let mut pointer = at.clone();
@@ -75,24 +135,7 @@ fn check_document(bundle: &LoadedBundle, tool: Option<&Tool>, schema: &Value, at
                 }
             }
             RefKind::Bundle { reference, fragment } => {
-                let path = schema_path(tool, reference);
-                match bundle.schemas.get(&path) {
-                    None => {
-                        diags
-                            .report(Code::SchemaRefUnresolved, at_ref, format!("`{reference}` resolves to `{path}`, which is not in the bundle"))
-                            .help(format!("create `{path}` (and list it with `rlp digest`), or map the id in the tool's `schema_refs`"));
-                    }
-                    Some(document) if !fragment_resolves(document, fragment.unwrap_or_default()) => {
-                        diags
-                            .report(
-                                Code::SchemaRefUnresolved,
-                                at_ref,
-                                format!("`{}` points at nothing in `{path}`", site.target),
-                            )
-                            .help("fix the fragment after `#`");
-                    }
-                    Some(_) => {}
-                }
+                check_bundle_ref(bundle, tool, &site.target, reference, fragment, at_ref, diags)
             }
             RefKind::Remote => {
                 diags
