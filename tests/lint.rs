@@ -431,6 +431,28 @@ fn a_byte_order_mark_in_tools_json_is_named_with_the_way_to_remove_it() {
 }
 
 #[test]
+fn a_path_too_long_for_an_archive_is_named_before_pack_would_fail() {
+    let fixture = Fixture::new();
+    let name = format!("{}.txt", "a".repeat(120));
+    fs::write(fixture.path(&name), "x").unwrap();
+    fixture.digest();
+    let (status, findings) = fixture.lint_json(&[]);
+    assert_eq!((status, findings.len()), (1, 1), "{findings:#?}");
+    assert_eq!(findings[0]["code"], "RLP507");
+    assert_eq!(findings[0]["message"], format!("artifact path `{name}` is too long to be stored in a bundle archive"));
+    let manifest = fixture.read("manifest.toml");
+    let line = manifest.lines().position(|l| l == format!("path = \"{name}\"")).unwrap() + 1;
+    assert_eq!((findings[0]["line"].as_u64(), findings[0]["column"].as_u64()), (Some(line as u64), Some(8)));
+    // Split at a `/`, a long path fits: 150 bytes of folder, 100 of name.
+    fs::remove_file(fixture.path(&name)).unwrap();
+    let folder = "f".repeat(150);
+    fs::create_dir(fixture.path(&folder)).unwrap();
+    fs::write(fixture.path(&format!("{folder}/{}.txt", "b".repeat(96))), "x").unwrap();
+    fixture.digest();
+    assert_eq!(fixture.lint_json(&[]), (0, vec![]));
+}
+
+#[test]
 fn warnings_pass_unless_denied() {
     let cases: &[(&str, &str, &str, &str)] = &[
         ("RLP004", "\"timeout_ms\": 5000", "\"timeout_ms\": 5000, \"colour\": \"blue\"", "\"colour\""),

@@ -102,7 +102,7 @@ rule_catalog! {
     ArtifactDigestMismatch = "RLP504", "artifact-digest-mismatch", Error, "A file's BLAKE3 digest differs from the manifest.";
     ArtifactPlaceholderDigest = "RLP505", "artifact-placeholder-digest", Warning, "An artifact carries the all-zero placeholder digest.";
     NonRegularFile = "RLP506", "non-regular-file", Error, "The bundle holds a symlink, hard link, device, FIFO or socket.";
-    ArtifactPathInvalid = "RLP507", "artifact-path-invalid", Error, "An artifact path is absolute, has `..`, or uses characters outside `[A-Za-z0-9._-]`.";
+    ArtifactPathInvalid = "RLP507", "artifact-path-invalid", Error, "An artifact path is absolute, has `..`, uses characters outside `[A-Za-z0-9._-]`, or is too long for an archive.";
 }
 
 impl fmt::Display for Code {

@@ -78,6 +78,28 @@ pub fn is_valid_artifact_path(path: &str) -> bool {
         })
 }
 
+/// The name field of a ustar header, the only tar form bundle archives use.
+pub const USTAR_NAME_BYTES: usize = 100;
+/// The prefix field of a ustar header.
+pub const USTAR_PREFIX_BYTES: usize = 155;
+
+/// How a tar entry name is stored in a ustar header: `Some(None)` when it
+/// fits the name field whole, `Some(Some(i))` when it is split at the `/`
+/// at byte `i` (the leftmost that leaves at most 100 bytes of name and 155
+/// of prefix; a directory's trailing `/` never splits), `None` when it
+/// cannot be stored at all.
+pub fn ustar_split(name: &str) -> Option<Option<usize>> {
+    let bytes = name.as_bytes();
+    if bytes.len() <= USTAR_NAME_BYTES {
+        return Some(None);
+    }
+    bytes[..bytes.len() - 1]
+        .iter()
+        .enumerate()
+        .find(|(i, b)| **b == b'/' && bytes.len() - i - 1 <= USTAR_NAME_BYTES && *i <= USTAR_PREFIX_BYTES)
+        .map(|(i, _)| Some(i))
+}
+
 /// The agent's entry binary kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryKind {
@@ -262,6 +284,16 @@ fn read_artifact(entry: &Fields<'_>, diags: &mut Diagnostics) -> Option<Artifact
                 format!("artifact path `{path}` is not allowed"),
             )
             .help("use a relative path of `/`-separated [A-Za-z0-9._-] segments, without `.` or `..`");
+    } else if ustar_split(path).is_none() {
+        diags
+            .report(
+                Code::ArtifactPathInvalid,
+                At::Value(entry.at("path")),
+                format!("artifact path `{path}` is too long to be stored in a bundle archive"),
+            )
+            .help(format!(
+                "shorten it: the part after some `/` must fit in {USTAR_NAME_BYTES} bytes and the part before it in {USTAR_PREFIX_BYTES}"
+            ));
     }
     let blake3 = entry.string("blake3", true, diags).and_then(|hex| match hex.parse::<Digest>() {
         Ok(digest) => Some(digest),

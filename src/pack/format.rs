@@ -25,6 +25,8 @@ use std::io;
 
 use tar::{EntryType, Header};
 
+use crate::bundle::manifest::ustar_split;
+
 /// The gzip header every archive starts with.
 pub const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff];
 /// The deflate level (6: zlib's default balance of speed and size).
@@ -76,21 +78,18 @@ pub fn canonical_header(path: &str, kind: Kind, size: u64) -> io::Result<Header>
     header.set_device_minor(0)?;
     let ustar = header.as_ustar_mut().ok_or_else(|| io::Error::other("not a ustar header"))?;
     let bytes = name.as_bytes();
-    if bytes.len() <= ustar.name.len() {
-        ustar.name[..bytes.len()].copy_from_slice(bytes);
-    } else {
-        // The leftmost `/` (not the trailing one of a directory) leaving at most 100 bytes of name.
-        let split = bytes[..bytes.len() - 1]
-            .iter()
-            .enumerate()
-            .filter(|(i, b)| **b == b'/' && bytes.len() - i - 1 <= ustar.name.len() && *i <= ustar.prefix.len())
-            .map(|(i, _)| i)
-            .next()
-            .ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidInput, format!("`{path}` is too long for a ustar header"))
-            })?;
-        ustar.prefix[..split].copy_from_slice(&bytes[..split]);
-        ustar.name[..bytes.len() - split - 1].copy_from_slice(&bytes[split + 1..]);
+    match ustar_split(&name) {
+        Some(None) => ustar.name[..bytes.len()].copy_from_slice(bytes),
+        Some(Some(split)) => {
+            ustar.prefix[..split].copy_from_slice(&bytes[..split]);
+            ustar.name[..bytes.len() - split - 1].copy_from_slice(&bytes[split + 1..]);
+        }
+        None => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{path}` is too long for a ustar header"),
+            ));
+        }
     }
     header.set_cksum();
     Ok(header)
