@@ -843,6 +843,31 @@ fn tools_add_and_import_keep_crlf_line_endings() {
 // ---------------------------------------------------------------- tools import
 
 #[test]
+fn tools_import_warns_when_it_changes_a_tools_transport() {
+    let space = Space::new();
+    let out = space.rlp(&[
+        "agent",
+        "scaffold",
+        "demo",
+        "--non-interactive",
+        "--root",
+        "agents",
+        "--tool",
+        "id=demo.greet;desc=Mine;http=GET https://api.mine.example/g;confirm",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let b = space.bundle("demo");
+    let out = space.rlp(&["tools", "import", b.to_str().unwrap(), "--exec", greet_tool().to_str().unwrap(), "--grant"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(stdout(&out).contains("updated   demo.greet\n"), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("warning: `demo.greet` was an http tool; the binary's answer makes it an exec tool"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn tools_import_adds_the_binarys_tools_and_reports_each() {
     let space = Space::new();
     let bundle = space.scaffold("demo");

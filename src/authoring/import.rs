@@ -42,6 +42,8 @@ pub struct Imported {
     pub grants: GrantOutcome,
     /// Lint warnings about the imported entries.
     pub warnings: Vec<EntryFinding>,
+    /// Tools whose transport kind the answer changed: (id, old kind, new kind).
+    pub retyped: Vec<(String, String, String)>,
 }
 
 /// Checks that `command` is an absolute path to an executable regular file.
@@ -172,10 +174,20 @@ pub fn import(target: &BundleTarget, source: &Source, grant: bool) -> Result<Imp
     let entries = describe(source, &target.dir).map_err(|why| not_supported(source, target, &why))?;
     let mut changes = Vec::new();
     let mut merged = Vec::new();
+    let mut retyped = Vec::new();
+    let kind = |entry: Option<&Map<String, Value>>| {
+        entry.and_then(|e| e.get("transport")?.get("kind")?.as_str()).map(str::to_string)
+    };
     for entry in entries {
         let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let before = kind(tools.get(&id));
         changes.push((id.clone(), tools.upsert(entry)));
         if let Some(now) = tools.get(&id) {
+            if let (Some(old), Some(new)) = (before, kind(Some(now)))
+                && old != new
+            {
+                retyped.push((id.clone(), old, new));
+            }
             merged.push(now.clone());
         }
     }
@@ -193,5 +205,5 @@ pub fn import(target: &BundleTarget, source: &Source, grant: bool) -> Result<Imp
     })?;
     let (grants, policy) = plan_grants(target, &merged, grant)?;
     commit(target, &tools, policy.as_ref(), &[])?;
-    Ok(Imported { changes, grants, warnings })
+    Ok(Imported { changes, grants, warnings, retyped })
 }

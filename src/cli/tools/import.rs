@@ -56,6 +56,11 @@ pub fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
         let _ = writeln!(out, "{:9} {id}", change.as_str());
     }
     drop(out);
+    for (id, old, new) in &imported.retyped {
+        eprintln!(
+            "warning: `{id}` was an {old} tool; the binary's answer makes it an {new} tool (grants it no longer needs stay in policy.caps until you remove them)"
+        );
+    }
     print_warnings(&imported.warnings);
     print_grants(&target, &imported.grants, "rlp tools import");
     Ok(Exit::Success)
