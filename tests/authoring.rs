@@ -52,9 +52,16 @@ impl Space {
             .unwrap()
     }
 
+    /// `rlp agent scaffold <name> --non-interactive --root agents <extra…>`.
+    fn scaffold_with(&self, name: &str, extra: &[&str]) -> Output {
+        let mut args = vec!["agent", "scaffold", name, "--non-interactive", "--root", "agents"];
+        args.extend_from_slice(extra);
+        self.rlp(&args)
+    }
+
     /// A minimal bundle made by the scaffold, with no tools.
     fn scaffold(&self, name: &str) -> PathBuf {
-        let out = self.rlp(&["agent", "scaffold", name, "--non-interactive", "--root", "agents"]);
+        let out = self.scaffold_with(name, &[]);
         assert_eq!(code(&out), 0, "{}", text(&out));
         self.bundle(name)
     }
@@ -148,32 +155,7 @@ fn greet_tool() -> &'static Path {
 #[test]
 fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
     let space = Space::new();
-    let out = space.rlp(&[
-        "agent",
-        "scaffold",
-        "mailer",
-        "--non-interactive",
-        "--root",
-        "agents",
-        "--description",
-        "Sends drafts",
-        "--model",
-        "claude-test-1",
-        "--model-secret",
-        "runloop/model/api_key",
-        "--cap-fs",
-        "/srv/mail,/tmp/out",
-        "--cap-net",
-        "smtp.example.com:587",
-        "--cap-kb-read",
-        "*",
-        "--cap-kb-write",
-        "drafts",
-        "--tool",
-        "id=mail.render;desc=Renders a draft;exec=/usr/local/bin/render;arg=--quiet;input=schema:mail.draft.v1;tag=mail",
-        "--tool",
-        "id=mail.send;desc=Sends a draft;http=POST https://api.mail.example/v1/send/{box};header=Authorization: Bearer ${secret:runloop/mail/key};confirm;tokens=500",
-    ]);
+    let out = space.scaffold_with("mailer", &["--description", "Sends drafts", "--model", "claude-test-1", "--model-secret", "runloop/model/api_key", "--cap-fs", "/srv/mail,/tmp/out", "--cap-net", "smtp.example.com:587", "--cap-kb-read", "*", "--cap-kb-write", "drafts", "--tool", "id=mail.render;desc=Renders a draft;exec=/usr/local/bin/render;arg=--quiet;input=schema:mail.draft.v1;tag=mail", "--tool", "id=mail.send;desc=Sends a draft;http=POST https://api.mail.example/v1/send/{box};header=Authorization: Bearer ${secret:runloop/mail/key};confirm;tokens=500"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let bundle = space.bundle("mailer");
     for file in
@@ -243,22 +225,19 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
 #[test]
 fn flags_default_requires_confirmation_as_the_wizard_does() {
     let space = Space::new();
-    let out = space.rlp(&[
-        "agent",
-        "scaffold",
+    let out = space.scaffold_with(
         "demo",
-        "--non-interactive",
-        "--root",
-        "agents",
-        "--tool",
-        "id=a.web;desc=x;http=GET https://h.example/x",
-        "--tool",
-        "id=a.quiet;desc=x;http=GET https://h.example/y;confirm=false",
-        "--tool",
-        "id=a.local;desc=x;exec=/bin/true",
-        "--tool",
-        "id=a.keyed;desc=x;exec=/bin/true;secret=runloop/a/key",
-    ]);
+        &[
+            "--tool",
+            "id=a.web;desc=x;http=GET https://h.example/x",
+            "--tool",
+            "id=a.quiet;desc=x;http=GET https://h.example/y;confirm=false",
+            "--tool",
+            "id=a.local;desc=x;exec=/bin/true",
+            "--tool",
+            "id=a.keyed;desc=x;exec=/bin/true;secret=runloop/a/key",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", text(&out));
     let bundle = space.bundle("demo");
     let confirm = |bundle: &Path| -> Vec<(String, Value)> {
@@ -304,7 +283,7 @@ fn flags_default_requires_confirmation_as_the_wizard_does() {
 #[test]
 fn scaffold_summary_names_the_files_the_lint_result_and_the_next_steps() {
     let space = Space::new();
-    let out = space.rlp(&["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"]);
+    let out = space.scaffold_with("demo", &[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     insta::assert_snapshot!("scaffold_summary", stdout(&out));
     let bundle = space.bundle("demo");
@@ -329,24 +308,13 @@ fn scaffold_refuses_an_existing_folder_unless_forced() {
     std::fs::write(bundle.join("bin/extra"), b"keep me").unwrap();
     let before = snapshot(&space.path().join("agents"));
 
-    let out =
-        space.rlp(&["agent", "scaffold", "demo", "--non-interactive", "--root", "agents", "--description", "New"]);
+    let out = space.scaffold_with("demo", &["--description", "New"]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).contains("already exists; nothing was changed"), "{}", text(&out));
     assert!(stderr(&out).contains("--force"), "{}", text(&out));
     assert_eq!(snapshot(&space.path().join("agents")), before, "nothing changed");
 
-    let out = space.rlp(&[
-        "agent",
-        "scaffold",
-        "demo",
-        "--non-interactive",
-        "--root",
-        "agents",
-        "--description",
-        "New",
-        "--force",
-    ]);
+    let out = space.scaffold_with("demo", &["--description", "New", "--force"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(stdout(&out).starts_with("Replaced agents/demo/ (0 tools)\n"), "{}", text(&out));
     assert!(read(&bundle.join("manifest.toml")).contains("description = \"New\"\n"));
@@ -845,16 +813,8 @@ fn tools_add_and_import_keep_crlf_line_endings() {
 #[test]
 fn tools_import_warns_when_it_changes_a_tools_transport() {
     let space = Space::new();
-    let out = space.rlp(&[
-        "agent",
-        "scaffold",
-        "demo",
-        "--non-interactive",
-        "--root",
-        "agents",
-        "--tool",
-        "id=demo.greet;desc=Mine;http=GET https://api.mine.example/g;confirm",
-    ]);
+    let out =
+        space.scaffold_with("demo", &["--tool", "id=demo.greet;desc=Mine;http=GET https://api.mine.example/g;confirm"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let b = space.bundle("demo");
     let out = space.rlp(&["tools", "import", b.to_str().unwrap(), "--exec", greet_tool().to_str().unwrap(), "--grant"]);
@@ -1106,7 +1066,7 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
 
     let spec =
         r#"{"id": "a.b", "id": "c.d", "description": "x", "transport": {"kind": "exec", "command": "/bin/true"}}"#;
-    let out = space.rlp(&["agent", "scaffold", "other", "--non-interactive", "--root", "agents", "--tool", spec]);
+    let out = space.scaffold_with("other", &["--tool", spec]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(
         stderr(&out).contains("the tool JSON is refused: duplicate key `id` at line 1 column 18 (RLP002"),
