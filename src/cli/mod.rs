@@ -10,6 +10,7 @@ pub mod keygen;
 pub mod lint;
 pub mod output;
 pub mod replay;
+pub mod runtime_setup;
 pub mod sign;
 pub mod tools;
 pub mod trace;

@@ -3,20 +3,14 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use clap::{Args, ValueEnum};
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, stdin_is_terminal};
+use crate::cli::output::Format;
+use crate::cli::runtime_setup::{RuntimeFlags, load_error, load_runtime};
 use crate::cli::trace::{input_error, parse_input, stdout_failed};
-use crate::config::{self, Flags};
-use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
-use crate::runtime::recorder::Recorder;
-use crate::runtime::secrets::EnvSecretResolver;
-use crate::runtime::{LoadError, Runtime, RuntimeOptions, process};
-use crate::trace::Ledger;
 use crate::trace::contract::Contract;
 use crate::trace::live::LiveExecutor;
 use crate::trace::query::{TraceInput, for_each_frame};
@@ -120,35 +114,6 @@ fn replay_with_progress(
     replayer.finish()
 }
 
-/// Asks on the terminal (stderr), one prompt at a time.
-struct TerminalConfirmer {
-    lock: Mutex<()>,
-}
-
-impl Confirmer for TerminalConfirmer {
-    fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
-        let _guard = self.lock.lock();
-        let text = prompt_text(request);
-        let (details, question) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
-        eprintln!("{details}");
-        match dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt() {
-            Ok(Some(true)) => Confirmation { approved: true, by: "operator".into(), how: "terminal prompt".into() },
-            Ok(_) => {
-                Confirmation { approved: false, by: "operator".into(), how: "declined at the terminal prompt".into() }
-            }
-            Err(e) => Confirmation { approved: false, by: "runtime".into(), how: format!("the prompt failed: {e}") },
-        }
-    }
-}
-
-fn load_error(e: LoadError) -> CliError {
-    let error = CliError::usage(e.message);
-    match e.help {
-        Some(help) => error.with_help(help),
-        None => error,
-    }
-}
-
 fn replay_error(e: ReplayError) -> CliError {
     match e {
         ReplayError::Input(e) => input_error(e),
@@ -167,39 +132,6 @@ fn replay_error(e: ReplayError) -> CliError {
     }
 }
 
-fn live_runtime(args: &ReplayArgs, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
-    let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: args.confirm_external_actions })
-        .map_err(|e| CliError::usage(e.message).with_help(e.help))?;
-    for warning in &loaded.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let ledger: Arc<dyn Recorder> = Arc::new(Ledger::open_home(&ctx.home).map_err(|e| {
-        CliError::problem(format!("cannot open the ledger: {e}"))
-            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
-    })?);
-    let confirmer: Arc<dyn Confirmer> = if args.yes {
-        Arc::new(PreApproved)
-    } else if stdin_is_terminal() && std::io::stderr().is_terminal() {
-        Arc::new(TerminalConfirmer { lock: Mutex::new(()) })
-    } else {
-        Arc::new(NoTerminal)
-    };
-    // Members of a tool's process group that outlive it are reparented here and reaped.
-    let _ = process::become_subreaper();
-    let options = RuntimeOptions {
-        home: ctx.home.clone(),
-        config: loaded.config,
-        secrets: Arc::new(EnvSecretResolver),
-        recorder: ledger.clone(),
-        confirmer,
-    };
-    let runtime = Runtime::load(&args.bundle, options).map_err(load_error)?;
-    for warning in runtime.warnings() {
-        eprintln!("warning: {warning}");
-    }
-    Ok((runtime, ledger))
-}
-
 /// Runs `rlp replay`.
 pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
     let input = parse_input(&args.trace, &ctx.home)?;
@@ -214,7 +146,12 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
             replay_with_progress(&input, &contract, None, &mut report).map_err(replay_error)?
         }
         ReplayMode::Live => {
-            let (runtime, recorder) = live_runtime(args, ctx)?;
+            let flags = RuntimeFlags {
+                bundle: &args.bundle,
+                yes: args.yes,
+                confirm_external_actions: args.confirm_external_actions,
+            };
+            let (runtime, recorder) = load_runtime(flags, ctx)?;
             let contract = Contract::for_runtime(&runtime).map_err(load_error)?;
             let mut executor = LiveExecutor::new(&runtime, recorder);
             let result = replay_with_progress(&input, &contract, Some(&mut executor), &mut report);

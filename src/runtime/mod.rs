@@ -106,6 +106,7 @@ pub(crate) struct Prepared {
 pub struct Runtime {
     root: PathBuf,
     agent: String,
+    version: Option<String>,
     tools: HashMap<String, Arc<Prepared>>,
     tool_ids: Vec<String>,
     policy: EffectivePolicy,
@@ -169,6 +170,7 @@ impl Runtime {
             return Err(LoadError { message, help: Some(format!("run `rlp lint {}` for details", dir.display())) });
         }
         let bundle = report.bundle;
+        let version = bundle.manifest.as_ref().and_then(|m| m.version.clone());
         let agent = bundle.manifest.as_ref().and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
             message: format!("bundle {} has no agent name", dir.display()),
             help: Some("set `name` under [agent] in manifest.toml".into()),
@@ -227,12 +229,17 @@ impl Runtime {
             tool_ids.push(tool.id.clone());
             tools.insert(tool.id.clone(), Arc::new(prepared));
         }
-        Ok(Runtime { root, agent, tools, tool_ids, policy, options, http: OnceLock::new(), warnings })
+        Ok(Runtime { root, agent, version, tools, tool_ids, policy, options, http: OnceLock::new(), warnings })
     }
 
     /// The agent's name.
     pub fn agent(&self) -> &str {
         &self.agent
+    }
+
+    /// The bundle's version, as written in manifest.toml.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
     }
 
     /// The bundle folder (absolute).

@@ -7,24 +7,19 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::bundle::LoadedBundle;
 use crate::home::Home;
 use crate::runtime::recorder::NullRecorder;
-use crate::runtime::{LoadError, Runtime, RuntimeOptions};
+use crate::runtime::{LoadError, Prepared, Runtime, RuntimeOptions};
 
 /// Schema errors quoted for one value.
 const QUOTED_ERRORS: usize = 3;
-
-struct ToolContract {
-    input: jsonschema::Validator,
-    result: jsonschema::Validator,
-}
 
 /// The tools of a bundle with their compiled schemas.
 pub struct Contract {
     agent: String,
     version: Option<String>,
-    tools: HashMap<String, ToolContract>,
+    /// The runtime's own compiled schemas, shared.
+    tools: HashMap<String, Arc<Prepared>>,
 }
 
 impl std::fmt::Debug for Contract {
@@ -79,37 +74,15 @@ impl Contract {
         Self::for_runtime(&runtime)
     }
 
-    /// The contract of the bundle a runtime serves.
+    /// The contract of the bundle a runtime serves, sharing the schemas the
+    /// runtime compiled.
     pub fn for_runtime(runtime: &Runtime) -> Result<Contract, LoadError> {
-        let bundle = crate::bundle::load(runtime.root());
-        Self::from_bundle(&bundle)
-    }
-
-    /// Compiles the schemas of a bundle already read.
-    pub fn from_bundle(bundle: &LoadedBundle) -> Result<Contract, LoadError> {
-        let manifest = bundle.manifest.as_ref();
-        let agent = manifest.and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
-            message: format!("bundle {} has no agent name", bundle.dir.display()),
-            help: Some("set `name` under [agent] in manifest.toml".into()),
-        })?;
-        let mut tools = HashMap::new();
-        for tool in bundle.tool_list() {
-            let documents = bundle.schema_documents(Some(tool));
-            let compile = |key: &str, schema: Option<&Value>| {
-                let schema = schema.ok_or_else(|| LoadError {
-                    message: format!("tool `{}` has no `{key}`", tool.id),
-                    help: Some(format!("add `{key}` to the tool in tools.json")),
-                })?;
-                crate::bundle::schema::compile(schema, documents.clone()).map_err(|e| LoadError {
-                    message: format!("tool `{}`: `{key}` does not compile: {e}", tool.id),
-                    help: Some(format!("run `rlp lint {}`", bundle.dir.display())),
-                })
-            };
-            let input = compile("input_schema", tool.input_schema.as_ref())?;
-            let result = compile("result_schema", tool.result_schema.as_ref())?;
-            tools.insert(tool.id.clone(), ToolContract { input, result });
-        }
-        Ok(Contract { agent, version: manifest.and_then(|m| m.version.clone()), tools })
+        let tools = runtime
+            .tool_ids()
+            .iter()
+            .filter_map(|id| runtime.prepared(id).map(|p| (id.clone(), Arc::clone(p))))
+            .collect();
+        Ok(Contract { agent: runtime.agent().to_string(), version: runtime.version().map(str::to_string), tools })
     }
 
     /// The agent's name.

@@ -1,8 +1,7 @@
 //! `rlp tools call`: one call through the whole runtime.
 
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -10,12 +9,9 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json, stdin_is_terminal};
-use crate::config::{self, Flags};
-use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
-use crate::runtime::secrets::EnvSecretResolver;
-use crate::runtime::{CallErrorKind, CallRequest, Runtime, RuntimeOptions, process};
-use crate::trace::Ledger;
+use crate::cli::output::{Format, print_json};
+use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::runtime::{CallErrorKind, CallRequest};
 
 /// Largest `--args @FILE` read.
 const MAX_ARGS_BYTES: u64 = 16 << 20;
@@ -56,31 +52,6 @@ pub struct CallArgs {
     /// system `[policy]` can still require confirmation).
     #[arg(long, value_name = "BOOL")]
     pub confirm_external_actions: Option<bool>,
-}
-
-/// Asks on the terminal (stderr), one prompt at a time.
-struct TerminalConfirmer {
-    lock: Mutex<()>,
-}
-
-impl Confirmer for TerminalConfirmer {
-    fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
-        let _guard = self.lock.lock();
-        let text = prompt_text(request);
-        let (question, details) = match text.rsplit_once('\n') {
-            Some((details, question)) => (question.to_string(), details.to_string()),
-            None => (text.clone(), String::new()),
-        };
-        eprintln!("{details}");
-        let answer = dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt();
-        match answer {
-            Ok(Some(true)) => Confirmation { approved: true, by: "operator".into(), how: "terminal prompt".into() },
-            Ok(Some(false)) | Ok(None) => {
-                Confirmation { approved: false, by: "operator".into(), how: "declined at the terminal prompt".into() }
-            }
-            Err(e) => Confirmation { approved: false, by: "runtime".into(), how: format!("the prompt failed: {e}") },
-        }
-    }
 }
 
 fn read_arguments(spec: Option<&str>) -> Result<Value, CliError> {
@@ -124,47 +95,13 @@ fn parse_trace_id(text: Option<&str>) -> Result<Option<Uuid>, CliError> {
     }
 }
 
-fn warn(lines: &[String]) {
-    for line in lines {
-        eprintln!("warning: {line}");
-    }
-}
-
 /// Runs `rlp tools call`.
 pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     let arguments = read_arguments(args.args.as_deref())?;
     let trace_id = parse_trace_id(args.trace_id.as_deref())?;
-    let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: args.confirm_external_actions })
-        .map_err(|e| CliError::usage(e.message).with_help(e.help))?;
-    warn(&loaded.warnings);
-    let ledger = Ledger::open_home(&ctx.home).map_err(|e| {
-        CliError::problem(format!("cannot open the ledger: {e}"))
-            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
-    })?;
-    let confirmer: Arc<dyn Confirmer> = if args.yes {
-        Arc::new(PreApproved)
-    } else if stdin_is_terminal() && std::io::stderr().is_terminal() {
-        Arc::new(TerminalConfirmer { lock: Mutex::new(()) })
-    } else {
-        Arc::new(NoTerminal)
-    };
-    // Members of a tool's process group that outlive it are reparented here and reaped.
-    let _ = process::become_subreaper();
-    let options = RuntimeOptions {
-        home: ctx.home.clone(),
-        config: loaded.config,
-        secrets: Arc::new(EnvSecretResolver),
-        recorder: Arc::new(ledger),
-        confirmer,
-    };
-    let runtime = Runtime::load(&args.bundle, options).map_err(|e| {
-        let error = CliError::usage(e.message);
-        match e.help {
-            Some(help) => error.with_help(help),
-            None => error,
-        }
-    })?;
-    warn(runtime.warnings());
+    let flags =
+        RuntimeFlags { bundle: &args.bundle, yes: args.yes, confirm_external_actions: args.confirm_external_actions };
+    let (runtime, _) = load_runtime(flags, ctx)?;
     let request = CallRequest { tool: args.tool.clone(), arguments, trace_id };
     match runtime.call(&request) {
         Ok(outcome) => {
