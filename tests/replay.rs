@@ -3,6 +3,8 @@
 //! real tool processes, real SQLite files and a real HTTP server on
 //! 127.0.0.1. Every test uses its own temporary homes.
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -59,25 +61,7 @@ impl Sandbox {
 
     /// Writes (or rewrites) bundle `agents/<name>` with a manifest listing every file.
     fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
-        let dir = self.path().join("agents").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let tools_text = serde_json::to_string_pretty(&json!({"version": 1, "tools": tools})).unwrap();
-        std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
-        std::fs::write(dir.join("policy.caps"), caps).unwrap();
-        let entry = |path: &str, text: &str| {
-            format!(
-                "path = \"{path}\"\nblake3 = \"{}\"\nsize = {}\n",
-                blake3::hash(text.as_bytes()).to_hex(),
-                text.len()
-            )
-        };
-        let manifest = format!(
-            "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\n{}version = 1\n\n[artifacts.caps]\n{}",
-            entry("tools.json", &tools_text),
-            entry("policy.caps", caps)
-        );
-        std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
-        dir
+        common::write_bundle(&self.path().join("agents"), name, tools, caps)
     }
 
     /// `rlp --home <home>` with a clean configuration environment.

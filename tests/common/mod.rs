@@ -21,3 +21,23 @@ pub fn noise(len: usize, mut seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Writes (or rewrites) bundle `<agents>/<name>`: `tools` as tools.json v1,
+/// `caps` as policy.caps, and a manifest listing both with their digests.
+pub fn write_bundle(agents: &std::path::Path, name: &str, tools: serde_json::Value, caps: &str) -> std::path::PathBuf {
+    let dir = agents.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools_text = serde_json::to_string_pretty(&serde_json::json!({"version": 1, "tools": tools})).unwrap();
+    std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
+    std::fs::write(dir.join("policy.caps"), caps).unwrap();
+    let entry = |path: &str, text: &str| {
+        format!("path = \"{path}\"\nblake3 = \"{}\"\nsize = {}\n", blake3::hash(text.as_bytes()).to_hex(), text.len())
+    };
+    let manifest = format!(
+        "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\n{}version = 1\n\n[artifacts.caps]\n{}",
+        entry("tools.json", &tools_text),
+        entry("policy.caps", caps)
+    );
+    std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
+    dir
+}
