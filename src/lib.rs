@@ -16,4 +16,5 @@ pub mod interrupt;
 pub mod lint;
 pub mod pack;
 pub mod runtime;
+pub mod text;
 pub mod trace;

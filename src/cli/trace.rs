@@ -13,6 +13,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, terminal_safe};
 use crate::home::Home;
+use crate::text::plural;
 use crate::trace::export::{ExportError, export_trace};
 use crate::trace::frame::{ellipsize, format_ts};
 use crate::trace::import::{ImportError, import_file};
@@ -320,18 +321,15 @@ fn human_footer(summary: &TimelineSummary) -> String {
         _ => String::new(),
     };
     format!(
-        "{} frame{}: {} call{} ({} ok, {} error, {} without result), {} retr{}, {} denial{}{span}",
-        summary.frames,
-        if summary.frames == 1 { "" } else { "s" },
-        summary.calls,
-        if summary.calls == 1 { "" } else { "s" },
+        "{}: {} ({} ok, {} error, {} without result), {} retr{}, {}{span}",
+        plural(summary.frames, "frame"),
+        plural(summary.calls, "call"),
         summary.ok,
         summary.errors,
         summary.without_result,
         summary.retries,
         if summary.retries == 1 { "y" } else { "ies" },
-        summary.denials,
-        if summary.denials == 1 { "" } else { "s" },
+        plural(summary.denials, "denial"),
     )
 }
 
@@ -455,11 +453,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
             temp.as_file().sync_all().map_err(cannot)?;
             temp.persist(path).map_err(|e| cannot(e.error))?;
             crate::fsutil::sync_dir(dir).map_err(cannot)?;
-            eprintln!(
-                "Exported {frames} frame{} of trace {trace_id} to {}.",
-                if frames == 1 { "" } else { "s" },
-                path.display()
-            );
+            eprintln!("Exported {} of trace {trace_id} to {}.", plural(frames, "frame"), path.display());
         }
         _ => {
             let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
@@ -480,11 +474,9 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
         Ok(summary) => {
             let text = match args.format {
                 Format::Human => format!(
-                    "Imported {} frame{} ({} call{}) of trace {} into {} (rows {} to {}).",
-                    summary.frames,
-                    if summary.frames == 1 { "" } else { "s" },
-                    summary.calls,
-                    if summary.calls == 1 { "" } else { "s" },
+                    "Imported {} ({}) of trace {} into {} (rows {} to {}).",
+                    plural(summary.frames, "frame"),
+                    plural(summary.calls, "call"),
                     summary.trace_id,
                     ledger.display(),
                     summary.first_row,
@@ -505,8 +497,7 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
         }
         Err(ImportError::Malformed { problems, more }) => {
             let total = problems.len() as u64 + more;
-            let mut message =
-                format!("{file}: {total} problem{}; nothing was imported:", if total == 1 { "" } else { "s" });
+            let mut message = format!("{file}: {}; nothing was imported:", plural(total, "problem"));
             for problem in &problems {
                 message.push_str(&format!("\n  {problem}"));
             }
@@ -534,13 +525,9 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
 // ---------------------------------------------------------------- verify
 
 fn human_verify(report: &VerifyReport) -> String {
-    let rows = format!("{} row{}", report.rows, if report.rows == 1 { "" } else { "s" });
+    let rows = plural(report.rows, "row");
     let unchained = if report.unchained > 0 {
-        format!(
-            " ({} upstream row{} without a chain value, not checked)",
-            report.unchained,
-            if report.unchained == 1 { "" } else { "s" }
-        )
+        format!(" ({} without a chain value, not checked)", plural(report.unchained, "upstream row"))
     } else {
         String::new()
     };
@@ -553,9 +540,9 @@ fn human_verify(report: &VerifyReport) -> String {
     };
     let total = report.problems.len() as u64 + report.more_problems;
     let mut text = format!(
-        "Ledger {}: {rows}{unchained}, {total} problem{}; the first is row {}.\n",
+        "Ledger {}: {rows}{unchained}, {}; the first is row {}.\n",
         report.ledger.display(),
-        if total == 1 { "" } else { "s" },
+        plural(total, "problem"),
         first.row
     );
     for problem in &report.problems {

@@ -43,6 +43,7 @@ use crate::runtime::confirm::{Confirmer, NoTerminal};
 use crate::runtime::exposure::EffectivePolicy;
 use crate::runtime::recorder::Recorder;
 use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
+use crate::text::plural;
 
 pub use crate::runtime::call::{CallError, CallErrorKind, CallOutcome, CallRequest};
 
@@ -148,12 +149,8 @@ impl Runtime {
             .filter(|l| l.finding.severity == Severity::Error && !RUNTIME_ENFORCED.contains(&l.finding.code))
             .collect();
         if !errors.is_empty() {
-            let mut message = format!(
-                "bundle {} has {} lint error{} and cannot be loaded:",
-                dir.display(),
-                errors.len(),
-                if errors.len() == 1 { "" } else { "s" }
-            );
+            let mut message =
+                format!("bundle {} has {} and cannot be loaded:", dir.display(), plural(errors.len(), "lint error"));
             for located in errors.iter().take(QUOTED_FINDINGS) {
                 message.push_str(&format!(
                     "\n  {}:{}:{}: {} {}",

@@ -68,7 +68,7 @@ pub enum ImportError {
         source: std::io::Error,
     },
     /// The file has malformed lines; nothing was imported.
-    #[error("{} problem{} in the file", .problems.len() as u64 + .more, if .problems.len() as u64 + .more == 1 { "" } else { "s" })]
+    #[error("{} in the file", crate::text::plural(.problems.len() as u64 + .more, "problem"))]
     Malformed {
         /// The first problems, in line order.
         problems: Vec<LineError>,

@@ -33,6 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::text::plural;
 use crate::trace::contract::{Check, Contract};
 use crate::trace::diff::{Change, ChangeOp, diff};
 use crate::trace::divergence::{Divergence, DivergenceKind};
@@ -494,8 +495,8 @@ fn compare(recorded: &Outcome, fresh: &Outcome, position: u64, id: Uuid, tool: &
             let paths: Vec<&str> = found.changes.iter().take(5).map(|c| c.path.as_str()).collect();
             let shown = paths.iter().map(|p| if p.is_empty() { "(root)" } else { p }).collect::<Vec<_>>().join(", ");
             let mut divergence = base(format!(
-                "the result of `{tool}` changed ({count} change{}: {shown}{})",
-                if count == 1 { "" } else { "s" },
+                "the result of `{tool}` changed ({}: {shown}{})",
+                plural(count, "change"),
                 if count > 5 { ", …" } else { "" }
             ));
             divergence.changes = found.changes;

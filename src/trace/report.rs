@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use tempfile::SpooledTempFile;
 
 use crate::cli::output::terminal_safe;
+use crate::text::plural;
 use crate::trace::divergence::Divergence;
 use crate::trace::frame::{Outcome, ellipsize};
 use crate::trace::replay::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
@@ -124,11 +125,9 @@ impl Report {
 
     fn summary_text(summary: &Summary) -> String {
         let counts = format!(
-            "{} frame{}, {} call{} ({} ok, {} error, {} diverged, {} without result)",
-            summary.frames,
-            if summary.frames == 1 { "" } else { "s" },
-            summary.calls,
-            if summary.calls == 1 { "" } else { "s" },
+            "{}, {} ({} ok, {} error, {} diverged, {} without result)",
+            plural(summary.frames, "frame"),
+            plural(summary.calls, "call"),
             summary.ok,
             summary.errors,
             summary.diverged,
@@ -138,12 +137,7 @@ impl Report {
             return format!("Result: no divergence in {counts}");
         }
         let kinds: Vec<String> = summary.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
-        format!(
-            "Result: {} divergence{} ({}) in {counts}",
-            summary.divergences,
-            if summary.divergences == 1 { "" } else { "s" },
-            kinds.join(", ")
-        )
+        format!("Result: {} ({}) in {counts}", plural(summary.divergences, "divergence"), kinds.join(", "))
     }
 
     fn human_divergence(d: &Divergence) -> String {

@@ -9,6 +9,7 @@ mod sarif;
 use clap::ValueEnum;
 
 use crate::lint::BundleReport;
+pub use crate::text::plural;
 
 pub use human::render as human;
 
@@ -45,9 +46,4 @@ pub fn problems(errors: usize, warnings: usize, drifts: usize) -> String {
             format!("{}, {} and {}", plural(errors, "error"), plural(warnings, "warning"), plural(drifts, "drift"))
         }
     }
-}
-
-/// `1 word` or `n words`.
-pub fn plural(n: usize, word: &str) -> String {
-    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }
