@@ -10,6 +10,8 @@
 #        UPDATE_DOCS=0 bench/replay.sh   to print without rewriting docs/benchmarks.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 calls="${CALLS:-500000}"
 work="${BENCH_WORK:-bench/work/replay}"
@@ -125,21 +127,4 @@ SECTION
 
 echo "$section"
 
-if [ "${UPDATE_DOCS:-1}" = 1 ]; then
-  doc="${BENCH_DOC:-docs/benchmarks.md}"
-  mkdir -p "$(dirname "$doc")"
-  [ -f "$doc" ] || printf '# Benchmarks\n\nEach section is written by the script it names; rerun it to refresh the numbers.\n' > "$doc"
-  tmp="$(mktemp)"
-  # Keep everything outside our section; replace (or append) the section.
-  SECTION_TEXT="$section" awk '
-    BEGIN { replaced = 0; skipping = 0 }
-    /^## / {
-      if (skipping) { skipping = 0 }
-      if ($0 == "## Replay (`bench/replay.sh`)") { print ENVIRON["SECTION_TEXT"]; print ""; replaced = 1; skipping = 1; next }
-    }
-    !skipping { print }
-    END { if (!replaced) { print ""; print ENVIRON["SECTION_TEXT"] } }
-  ' "$doc" > "$tmp"
-  mv "$tmp" "$doc"
-  echo "updated $doc" >&2
-fi
+update_doc_section "## Replay (\`bench/replay.sh\`)" "$section"
