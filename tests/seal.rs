@@ -481,6 +481,60 @@ fn one_changed_byte_in_any_bundle_file_fails_verification() {
     );
 }
 
+/// Every single-bit change and the all-bits change, plus an ASCII case flip.
+const TAMPER_PATTERNS: [u8; 9] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xff];
+
+#[test]
+fn every_changed_byte_of_every_bundle_file_fails_verification() {
+    let w = Work::new();
+    let (public, key) = w.keygen("release");
+    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let trusted = rlp::integrity::keys::PublicKey::load(&w.path(&public)).unwrap();
+    let options = rlp::integrity::verify::Options {
+        trust: rlp::integrity::verify::Trust::Key(&trusted, &Default::default()),
+        require_signature: true,
+    };
+    let copy = w.path("tampered/mailer");
+    copy_tree(&w.path(&bundle), &copy);
+    assert!(rlp::integrity::verify::verify_dir(&copy, &options).is_ok());
+    let mut files = Vec::new();
+    files_of(&copy, "", &mut files);
+    let mut variants = 0;
+    for file in &files {
+        let path = copy.join(file);
+        let original = fs::read(&path).unwrap();
+        for offset in 0..original.len() {
+            for pattern in TAMPER_PATTERNS {
+                let mut bytes = original.clone();
+                bytes[offset] ^= pattern;
+                fs::write(&path, &bytes).unwrap();
+                if rlp::integrity::verify::verify_dir(&copy, &options).is_ok() {
+                    panic!("{file} byte {offset} ^ {pattern:#04x} was accepted");
+                }
+                variants += 1;
+            }
+        }
+        fs::write(&path, &original).unwrap();
+    }
+    assert!(variants > 2000, "only {variants} variants");
+    assert!(rlp::integrity::verify::verify_dir(&copy, &options).is_ok());
+}
+
+#[test]
+fn an_upper_case_key_id_in_the_signature_is_refused() {
+    let w = Work::new();
+    let (public, key) = w.keygen("release");
+    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let sig_path = w.path(&bundle).join("SIGNATURES/manifest.sig");
+    let sig = fs::read_to_string(&sig_path).unwrap();
+    let id_line = sig.lines().nth(1).unwrap().to_string();
+    let upper = format!("key-id {}", id_line.trim_start_matches("key-id ").to_ascii_uppercase());
+    assert_ne!(upper, id_line, "the key id has hex letters");
+    fs::write(&sig_path, sig.replace(&id_line, &upper)).unwrap();
+    let (_, stderr) = w.expect(1, &["bundle", "verify", &bundle, "--key", &public]);
+    assert!(stderr.contains("16 lower-case hex digits"), "{stderr}");
+}
+
 #[test]
 fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
     let w = Work::new();
@@ -528,9 +582,9 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
             .and_then(|evidence| rlp::integrity::verify::check(&evidence, &options))
     };
     assert!(verify(&good).is_ok());
-    // Every offset, three flips each (lowest bit, highest bit, all bits), in process.
+    // Every offset, every pattern, in process.
     for offset in 0..good.len() {
-        for flip in [0x01u8, 0x80, 0xff] {
+        for flip in TAMPER_PATTERNS {
             let mut bytes = good.clone();
             bytes[offset] ^= flip;
             match verify(&bytes) {

@@ -83,7 +83,8 @@ pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
             // An anchor's name first: a name is never taken for a key id.
             let id = match policy.anchor_named(&args.key) {
                 Some(anchor) => anchor.key_id(),
-                None => args.key.parse::<KeyId>().map_err(|why| {
+                // Typed by a person: either case names the same key.
+                None => args.key.to_ascii_lowercase().parse::<KeyId>().map_err(|why| {
                     CliError::usage(why).with_help("pass a key id (see `rlp trust list`) or an anchor's name")
                 })?,
             };

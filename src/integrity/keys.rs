@@ -66,10 +66,12 @@ impl fmt::Debug for KeyId {
 impl FromStr for KeyId {
     type Err = String;
 
-    /// Parses 16 hex digits (either case).
+    /// Parses exactly 16 lower-case hex digits, the only spelling rlp
+    /// writes: a key id has one spelling, so a signature file or a trust
+    /// policy that spells it otherwise has been tampered with or hand-made.
     fn from_str(text: &str) -> Result<Self, String> {
-        if text.len() != 16 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!("`{text}` is not a key id (16 hex digits)"));
+        if text.len() != 16 || !text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            return Err(format!("`{text}` is not a key id (16 lower-case hex digits)"));
         }
         let mut bytes = [0u8; 8];
         for (i, byte) in bytes.iter_mut().enumerate() {
@@ -329,5 +331,8 @@ mod tests {
         assert!(PublicKey::parse(&format!("{key}=")).is_err());
         assert!(PublicKey::parse(&format!("ed25519:{}", b64_encode(&[0; 32]))).is_err(), "weak key");
         assert!("0123".parse::<KeyId>().is_err());
+        let upper = id.to_string().to_ascii_uppercase();
+        assert_ne!(upper, id.to_string(), "the test id has hex letters");
+        assert_eq!(upper.parse::<KeyId>().unwrap_err(), format!("`{upper}` is not a key id (16 lower-case hex digits)"));
     }
 }
