@@ -360,7 +360,14 @@ fn human_format_prints_the_result_only() {
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "{\n  \"ok\": true\n}\n");
-    assert_eq!(stderr(&output), "");
+    // An unsigned working folder is callable; rlp says once that its trust is not checked.
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "note: {} is an unsigned working folder: it is not checked against the trust policy\n",
+            bundle.canonicalize().unwrap().display()
+        )
+    );
 }
 
 #[test]
@@ -721,7 +728,7 @@ fn json_format_reports_a_failed_call_as_one_document() {
     let call = sb.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
     assert_eq!(document["invocation_id"], call["invocation_id"]);
     assert!(document["trace_id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
-    assert!(stderr(&output).starts_with("error: tool `fail` exited with status 4"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("\nerror: tool `fail` exited with status 4"), "{}", stderr(&output));
 
     let output = sb.call(&bundle, "nope", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
@@ -1410,4 +1417,136 @@ fn confirmation_prompt_on_a_terminal() {
         (&json!(false), &json!("declined at the terminal prompt"))
     );
     assert_eq!((&confirms[1]["approved"], &confirms[1]["how"]), (&json!(true), &json!("terminal prompt")));
+}
+
+// ---------------------------------------------------------------- trust at call time
+
+/// Signs `bundle` with a new key `keys/<name>.key`; returns the public key file.
+fn sign_bundle(sb: &Sandbox, bundle: &Path, name: &str) -> PathBuf {
+    let keys = sb.path().join("keys");
+    sb.rlp().args(["keygen", "--out"]).arg(&keys).args(["--name", name]).assert().success();
+    sb.rlp().arg("sign").arg(bundle).arg("--key").arg(keys.join(format!("{name}.key"))).assert().success();
+    keys.join(format!("{name}.pub"))
+}
+
+/// The trust gate's `cap.audit` events, as (decision, reason).
+fn trust_audits(sb: &Sandbox) -> Vec<(String, String)> {
+    sb.events()
+        .iter()
+        .filter(|e| e.kind == "cap.audit")
+        .map(payload)
+        .filter(|p| p["capability"] == "trust")
+        .map(|p| (p["decision"].as_str().unwrap().to_string(), p["reason"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn tool_calls(sb: &Sandbox) -> usize {
+    if !sb.ledger_path().exists() {
+        return 0;
+    }
+    sb.events().iter().filter(|e| e.kind == "tool.call").count()
+}
+
+/// A signed `marked` bundle (one exec tool) installed under the home, its
+/// signer a trust anchor allowed `exec`; returns (installed folder, public key file).
+fn installed_bundle(sb: &Sandbox) -> (PathBuf, PathBuf) {
+    let bundle = sb.bundle("marked", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let public = sign_bundle(sb, &bundle, "release");
+    sb.rlp()
+        .args(["trust", "add"])
+        .arg(&public)
+        .args(["--name", "release", "--allow-caps", "exec", "--allow-exec"])
+        .assert()
+        .success();
+    sb.rlp().args(["agent", "install"]).arg(&bundle).assert().success();
+    let installed = sb.home().join("agents/marked");
+    let output = sb.call(&installed, "ok", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "", "a checked bundle gets no note");
+    let audits = trust_audits(sb);
+    assert_eq!(audits.len(), 1);
+    assert_eq!(audits[0].0, "allow");
+    assert!(audits[0].1.starts_with("installed bundle verified: signed by trust anchor `release` (key "), "{audits:?}");
+    (installed, public)
+}
+
+/// Calls `ok` in `bundle`, expecting a trust refusal naming `why`; the tool never runs.
+fn assert_refused_by_trust(sb: &Sandbox, bundle: &Path, why: &str) {
+    let calls_before = tool_calls(sb);
+    let output = sb.call(bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.starts_with("error: bundle `marked` is refused by the trust policy: "), "{err}");
+    assert!(err.contains(why), "expected `{why}` in: {err}");
+    assert!(output.stdout.is_empty());
+    assert_eq!(tool_calls(sb), calls_before, "the tool ran");
+    let (decision, reason) = trust_audits(sb).pop().unwrap();
+    assert_eq!(decision, "deny");
+    assert!(reason.contains(why), "{reason}");
+}
+
+#[test]
+fn an_installed_bundle_whose_signer_was_revoked_is_refused_at_call_time() {
+    let sb = Sandbox::new();
+    let (installed, _) = installed_bundle(&sb);
+    sb.rlp().args(["trust", "revoke", "release"]).assert().success();
+    assert_refused_by_trust(&sb, &installed, "which is revoked in trust-policy.toml");
+}
+
+#[test]
+fn an_installed_bundle_beyond_its_signers_narrowed_rule_is_refused_at_call_time() {
+    let sb = Sandbox::new();
+    let (installed, _) = installed_bundle(&sb);
+    let policy_file = sb.home().join("trust-policy.toml");
+    let policy = std::fs::read_to_string(&policy_file).unwrap();
+    let narrowed = policy.replace("allow_caps = [\"exec\"]", "allow_caps = []").replace("allow_exec = true", "");
+    assert_ne!(narrowed, policy);
+    std::fs::write(&policy_file, narrowed).unwrap();
+    assert_refused_by_trust(&sb, &installed, "the bundle requests `exec`, beyond what signer `release`");
+}
+
+#[test]
+fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_time() {
+    let sb = Sandbox::new();
+    let (installed, _) = installed_bundle(&sb);
+    let tools = installed.join("tools.json");
+    let text = std::fs::read_to_string(&tools).unwrap().replace("test tool ok", "now does something else");
+    std::fs::write(&tools, text).unwrap();
+    sb.rlp().arg("digest").arg(&installed).assert().success();
+    assert_refused_by_trust(&sb, &installed, "SIGNATURES/manifest.sig does not match manifest.toml");
+    // Live replay runs nothing of the recorded trace either.
+    let trace = sb.events().iter().find(|e| e.kind == "tool.call").unwrap().provenance().unwrap().trace_id.to_string();
+    let output =
+        sb.rlp().args(["replay", &trace, "--mode", "live", "--bundle"]).arg(&installed).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(stderr(&output).contains("refused by the trust policy"), "{}", stderr(&output));
+    assert_eq!(tool_calls(&sb), 1);
+}
+
+#[test]
+fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("marked", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let public = sign_bundle(&sb, &bundle, "author");
+    // Signed by a key that is not a trust anchor.
+    assert_refused_by_trust(&sb, &bundle, "which is not a trust anchor in trust-policy.toml");
+    sb.rlp()
+        .args(["trust", "add"])
+        .arg(&public)
+        .args(["--name", "author", "--allow-caps", "exec", "--allow-exec"])
+        .assert()
+        .success();
+    sb.call(&bundle, "ok", json!({})).assert().success();
+    // Changed after signing, even with fresh digests.
+    let tools = bundle.join("tools.json");
+    std::fs::write(&tools, std::fs::read_to_string(&tools).unwrap().replace("test tool ok", "changed")).unwrap();
+    sb.rlp().arg("digest").arg(&bundle).assert().success();
+    assert_refused_by_trust(&sb, &bundle, "does not match manifest.toml");
+    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert!(stderr(&output).contains("help: the bundle changed after it was signed"), "{}", stderr(&output));
+    // Without its signature it is an author's working folder again.
+    std::fs::remove_dir_all(bundle.join("SIGNATURES")).unwrap();
+    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).starts_with("note: "), "{}", stderr(&output));
 }

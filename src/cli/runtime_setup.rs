@@ -56,6 +56,9 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
     };
     let runtime = Runtime::load(flags.bundle, options).map_err(load_error)?;
     warn(runtime.warnings());
+    if let Some(note) = runtime.trust_note() {
+        eprintln!("note: {note}");
+    }
     Ok((runtime, ledger))
 }
 

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::policy::grant_line;
 use crate::bundle::tools::Transport;
+use crate::integrity::verify::Signer;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
 use crate::runtime::exec::ExecPlan;
 use crate::runtime::http::{self, HttpPlan, PlanError};
@@ -19,6 +20,7 @@ use crate::runtime::recorder::{
 };
 use crate::runtime::secrets::{Scrubber, SecretValue};
 use crate::runtime::transport::{Attempt, AttemptError};
+use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};
 
 /// Schema errors quoted in a message.
@@ -27,6 +29,8 @@ const QUOTED_SCHEMA_ERRORS: usize = 5;
 const BACKOFF_BASE_MS: u64 = 200;
 /// Longest wait between attempts, whatever the tool asks for.
 const BACKOFF_MAX_MS: u64 = 30_000;
+/// The `capability` of the `cap.audit` event that records the trust gate's decision.
+pub const TRUST_AUDIT: &str = "trust";
 
 /// One call to make.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,6 +149,12 @@ impl<'r> Journal<'r> {
     }
 
     fn audit(&mut self, capability: &Capability, decision: Decision, reason: &str) {
+        self.audit_named(&capability.to_string(), decision, reason);
+    }
+
+    /// An audit event about something other than a capability string
+    /// (`trust`: the bundle's standing with the trust policy).
+    fn audit_named(&mut self, capability: &str, decision: Decision, reason: &str) {
         let payload = CapAuditPayload {
             v: PAYLOAD_VERSION,
             tool: self.tool.to_string(),
@@ -217,6 +227,9 @@ impl Runtime {
     /// Runs one call through the whole pipeline.
     pub fn call(&self, request: &CallRequest) -> Result<CallOutcome, CallError> {
         let started = Instant::now();
+        let mut journal = self.journal(&request.tool, request.trace_id);
+        // 0. Trust: the bundle as it is now, against the trust policy as it is now.
+        self.admit(&mut journal)?;
         let prepared = self.prepared(&request.tool).ok_or_else(|| {
             let known = if self.tool_ids().is_empty() { "none".to_string() } else { self.tool_ids().join(", ") };
             CallError::new(
@@ -226,14 +239,6 @@ impl Runtime {
             .help(format!("the tools are: {known}"))
         })?;
         let tool = &prepared.tool;
-        let mut journal = Journal {
-            runtime: self,
-            tool: &tool.id,
-            trace_id: request.trace_id.unwrap_or_else(Uuid::now_v7),
-            invocation_id: Uuid::now_v7(),
-            pending: Vec::new(),
-            scrubber: Scrubber::default(),
-        };
 
         // 1. Expose.
         let mut denied = Vec::new();
@@ -355,6 +360,59 @@ impl Runtime {
                     error.trace_id = Some(journal.trace_id);
                     return Err(error);
                 }
+            }
+        }
+    }
+
+    /// Checks the bundle against the trust policy before anything of a
+    /// recorded trace runs again (live replay); a refusal is recorded in
+    /// `trace_id` as a `cap.audit` deny event for tool `*`.
+    pub fn check_trust(&self, trace_id: Uuid) -> Result<(), CallError> {
+        let mut journal = self.journal("*", Some(trace_id));
+        self.admit(&mut journal)
+    }
+
+    fn journal<'r>(&'r self, tool: &'r str, trace_id: Option<Uuid>) -> Journal<'r> {
+        Journal {
+            runtime: self,
+            tool,
+            trace_id: trace_id.unwrap_or_else(Uuid::now_v7),
+            invocation_id: Uuid::now_v7(),
+            pending: Vec::new(),
+            scrubber: Scrubber::default(),
+        }
+    }
+
+    /// Step 0: the trust gate. A verified bundle's allow event is recorded
+    /// with the call; a refusal is recorded at once.
+    fn admit(&self, journal: &mut Journal<'_>) -> Result<(), CallError> {
+        match self.gate().check() {
+            Ok(Admission::Unchecked) => Ok(()),
+            Ok(Admission::Verified { checked, signer }) => {
+                let what = match checked {
+                    Checked::Installed => "installed bundle verified",
+                    Checked::Signed => "signed bundle verified",
+                };
+                let by = match signer {
+                    Some(Signer { key_id, anchor: Some(anchor) }) => {
+                        format!("signed by trust anchor `{anchor}` (key {key_id}), within its rule")
+                    }
+                    Some(Signer { key_id, anchor: None }) => format!("signed by key {key_id}"),
+                    None => "unsigned (installed with --allow-unsigned)".to_string(),
+                };
+                journal.audit_named(TRUST_AUDIT, Decision::Allow, &format!("{what}: {by}"));
+                Ok(())
+            }
+            Err(failure) => {
+                journal.audit_named(TRUST_AUDIT, Decision::Deny, &failure.message);
+                let error = CallError::new(
+                    CallErrorKind::Refused,
+                    format!("bundle `{}` is refused by the trust policy: {}", self.agent(), failure.message),
+                );
+                Err(journal.refuse(match failure.help {
+                    Some(help) => error.help(help),
+                    None => error,
+                }))
             }
         }
     }

@@ -26,6 +26,7 @@ pub mod process;
 pub mod recorder;
 pub mod secrets;
 pub mod transport;
+pub mod trust_gate;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -43,6 +44,7 @@ use crate::runtime::confirm::{Confirmer, NoTerminal};
 use crate::runtime::exposure::EffectivePolicy;
 use crate::runtime::recorder::Recorder;
 use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
+use crate::runtime::trust_gate::TrustGate;
 use crate::text::plural;
 
 pub use crate::runtime::call::{CallError, CallErrorKind, CallOutcome, CallRequest};
@@ -114,6 +116,7 @@ pub struct Runtime {
     options: RuntimeOptions,
     http: OnceLock<Result<reqwest::blocking::Client, String>>,
     warnings: Vec<String>,
+    gate: TrustGate,
 }
 
 impl fmt::Debug for Runtime {
@@ -139,9 +142,35 @@ fn schema_ref(schema: &Value) -> String {
 }
 
 impl Runtime {
-    /// Loads the bundle at `dir`: lints it (refusing errors), reads the
-    /// operator override, and compiles every tool's schemas.
+    /// Loads the bundle at `dir`: checks it against the trust policy (see
+    /// [`trust_gate`]), lints it (refusing errors), reads the operator
+    /// override, and compiles every tool's schemas.
+    ///
+    /// A bundle the trust policy refuses still loads, without its tools:
+    /// every call to it is refused (exit 3) and recorded as a `cap.audit`
+    /// deny event, whatever else is wrong with it.
     pub fn load(dir: &Path, options: RuntimeOptions) -> Result<Runtime, LoadError> {
+        let root = dir.canonicalize().map_err(|e| LoadError {
+            message: format!("cannot resolve the bundle folder {}: {e}", dir.display()),
+            help: None,
+        })?;
+        let gate = TrustGate::new(&root, &options.home);
+        if gate.check().is_err() {
+            let agent = agent_name_of(&root);
+            let policy = EffectivePolicy::new(crate::bundle::policy::Policy::empty());
+            return Ok(Runtime {
+                root,
+                agent,
+                version: None,
+                tools: HashMap::new(),
+                tool_ids: Vec::new(),
+                policy,
+                options,
+                http: OnceLock::new(),
+                warnings: Vec::new(),
+                gate,
+            });
+        }
         let report = crate::lint::lint_bundle(dir);
         let errors: Vec<_> = report
             .findings
@@ -171,10 +200,6 @@ impl Runtime {
         let agent = bundle.manifest.as_ref().and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
             message: format!("bundle {} has no agent name", dir.display()),
             help: Some("set `name` under [agent] in manifest.toml".into()),
-        })?;
-        let root = dir.canonicalize().map_err(|e| LoadError {
-            message: format!("cannot resolve the bundle folder {}: {e}", dir.display()),
-            help: None,
         })?;
         let mut warnings = Vec::new();
         let policy = {
@@ -226,7 +251,7 @@ impl Runtime {
             tool_ids.push(tool.id.clone());
             tools.insert(tool.id.clone(), Arc::new(prepared));
         }
-        Ok(Runtime { root, agent, version, tools, tool_ids, policy, options, http: OnceLock::new(), warnings })
+        Ok(Runtime { root, agent, version, tools, tool_ids, policy, options, http: OnceLock::new(), warnings, gate })
     }
 
     /// The agent's name.
@@ -270,6 +295,16 @@ impl Runtime {
         &self.warnings
     }
 
+    /// Says so when the bundle is an unsigned working folder, which is not
+    /// checked against the trust policy.
+    pub fn trust_note(&self) -> Option<String> {
+        self.gate.note()
+    }
+
+    pub(crate) fn gate(&self) -> &TrustGate {
+        &self.gate
+    }
+
     pub(crate) fn prepared(&self, id: &str) -> Option<&Arc<Prepared>> {
         self.tools.get(id)
     }
@@ -281,6 +316,18 @@ impl Runtime {
     pub(crate) fn http_client(&self) -> Result<&reqwest::blocking::Client, String> {
         self.http.get_or_init(http::client).as_ref().map_err(Clone::clone)
     }
+}
+
+/// The agent's name as its manifest says, else the folder's name (for the
+/// records of a bundle refused before it was read).
+fn agent_name_of(root: &Path) -> String {
+    use crate::bundle::manifest::MANIFEST_FILE;
+    use crate::integrity::verify::{MAX_MANIFEST_BYTES, read_regular};
+    read_regular(&root.join(MANIFEST_FILE), MANIFEST_FILE, MAX_MANIFEST_BYTES)
+        .ok()
+        .and_then(|bytes| crate::integrity::verify::parse_manifest(&bytes).ok())
+        .and_then(|m| m.name)
+        .unwrap_or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -1,0 +1,196 @@
+//! Trust at call time: before each call, a bundle that carries a signature,
+//! and every bundle installed under `$RUNLOOP_HOME/agents/`, is verified
+//! again against the trust policy — sizes, digests, the file set, the
+//! signature, revocations and the signer's rule — so that a key revoked,
+//! a rule narrowed or a file changed after install refuses the call.
+//!
+//! An unsigned working folder outside the home is not checked (that is how
+//! authors test); [`TrustGate::note`] says so.
+//!
+//! Verification hashes every file, so its verdict is kept while nothing it
+//! depends on changes: the fingerprint is the inode, size, modification and
+//! change times of every bundle file and of the trust policy. A change time
+//! cannot be set from user space, so any write to any of them is seen.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::bundle::manifest::SIGNATURES_DIR;
+use crate::home::Home;
+use crate::integrity::failure::{Failure, Reason};
+use crate::integrity::trust::TrustPolicy;
+use crate::integrity::verify::{self, Options, Signer, Trust};
+
+/// Deepest folder nesting fingerprinted (deeper bundles are never cached).
+const MAX_FINGERPRINT_DEPTH: usize = 32;
+
+/// Why a bundle is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// It is installed under the home's `agents/`.
+    Installed,
+    /// It is a working folder that carries `SIGNATURES/manifest.sig`.
+    Signed,
+}
+
+/// What the gate found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// An unsigned working folder outside the home: callable, not checked.
+    Unchecked,
+    /// Verified: installed or signed, within the trust policy.
+    Verified {
+        /// Why it was checked.
+        checked: Checked,
+        /// Who signed it (`None`: installed unsigned with `--allow-unsigned`).
+        signer: Option<Signer>,
+    },
+}
+
+/// One bundle's trust check, with its last verdict cached.
+#[derive(Debug)]
+pub struct TrustGate {
+    root: PathBuf,
+    folder_name: String,
+    installed: bool,
+    policy_file: PathBuf,
+    cache: Mutex<Option<(Vec<u64>, Result<Admission, Failure>)>>,
+}
+
+impl TrustGate {
+    /// The gate for the bundle at `root` (absolute, canonical) under `home`.
+    pub fn new(root: &Path, home: &Home) -> TrustGate {
+        let installed = home.agents_dir().canonicalize().is_ok_and(|agents| root.parent() == Some(agents.as_path()));
+        TrustGate {
+            root: root.to_path_buf(),
+            folder_name: root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            installed,
+            policy_file: home.trust_policy_file(),
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// Whether the bundle is installed under the home.
+    pub fn installed(&self) -> bool {
+        self.installed
+    }
+
+    /// A note for the person running an unchecked bundle, if it is one.
+    pub fn note(&self) -> Option<String> {
+        let unsigned = fs::symlink_metadata(self.root.join(SIGNATURES_DIR)).is_err();
+        (!self.installed && unsigned).then(|| {
+            format!(
+                "{} is an unsigned working folder: it is not checked against the trust policy",
+                self.root.display()
+            )
+        })
+    }
+
+    /// Checks the bundle now (or reuses the verdict of an unchanged bundle).
+    pub fn check(&self) -> Result<Admission, Failure> {
+        let fingerprint = self.fingerprint();
+        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let (Some(now), Some((before, verdict))) = (&fingerprint, cache.as_ref())
+            && now == before
+        {
+            return verdict.clone();
+        }
+        let verdict = self.verify();
+        *cache = fingerprint.map(|f| (f, verdict.clone()));
+        verdict
+    }
+
+    fn verify(&self) -> Result<Admission, Failure> {
+        let checked = if self.installed {
+            Checked::Installed
+        } else {
+            match fs::symlink_metadata(self.root.join(SIGNATURES_DIR)) {
+                Ok(_) => Checked::Signed,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Admission::Unchecked),
+                Err(e) => return Err(Failure::io(&self.root.join(SIGNATURES_DIR), &e)),
+            }
+        };
+        let policy = TrustPolicy::load(&self.policy_file)?;
+        let options = Options { trust: Trust::Policy(&policy), require_signature: checked == Checked::Signed };
+        let verified = verify::verify_dir(&self.root, &options).map_err(|f| with_call_help(f, checked))?;
+        if checked == Checked::Installed && verified.name != self.folder_name {
+            return Err(Failure::new(
+                Reason::Manifest,
+                format!("the installed folder `{}` holds bundle `{}`", self.folder_name, verified.name),
+            )
+            .with_help("install the bundle again with `rlp agent install`"));
+        }
+        Ok(Admission::Verified { checked, signer: verified.signer })
+    }
+
+    /// The metadata of every entry of the bundle and of the trust policy, in
+    /// walk order; `None` when the bundle cannot be walked (never cached).
+    fn fingerprint(&self) -> Option<Vec<u64>> {
+        let mut out = Vec::with_capacity(64);
+        push_meta(&mut out, fs::symlink_metadata(&self.policy_file).ok().as_ref());
+        fingerprint_dir(&self.root, 0, &mut out).then_some(out)
+    }
+}
+
+fn push_meta(out: &mut Vec<u64>, meta: Option<&fs::Metadata>) {
+    match meta {
+        None => out.push(u64::MAX),
+        Some(m) => out.extend([
+            m.dev(),
+            m.ino(),
+            m.mode().into(),
+            m.nlink(),
+            m.size(),
+            m.mtime() as u64,
+            m.mtime_nsec() as u64,
+            m.ctime() as u64,
+            m.ctime_nsec() as u64,
+        ]),
+    }
+}
+
+fn fingerprint_dir(dir: &Path, depth: usize, out: &mut Vec<u64>) -> bool {
+    if depth > MAX_FINGERPRINT_DEPTH {
+        return false;
+    }
+    let Ok(meta) = fs::symlink_metadata(dir) else { return false };
+    push_meta(out, Some(&meta));
+    let Ok(entries) = fs::read_dir(dir) else { return false };
+    let mut entries: Vec<_> = match entries.collect::<Result<Vec<_>, _>>() {
+        Ok(entries) => entries,
+        Err(_) => return false,
+    };
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        out.push(u64::MAX - 1);
+        out.extend(entry.file_name().as_encoded_bytes().iter().map(|b| u64::from(*b)));
+        let Ok(meta) = entry.metadata() else { return false };
+        if meta.is_dir() {
+            if !fingerprint_dir(&entry.path(), depth + 1, out) {
+                return false;
+            }
+        } else {
+            push_meta(out, Some(&meta));
+        }
+    }
+    true
+}
+
+/// Adds what to do at call time to a verification failure.
+fn with_call_help(failure: Failure, checked: Checked) -> Failure {
+    let help = match (failure.reason, checked) {
+        (Reason::Untrusted, Checked::Signed) => {
+            "add the signer as a trust anchor (`rlp trust add <their.pub> --name NAME`), or remove SIGNATURES/ to call the folder as an unsigned working copy".to_string()
+        }
+        (Reason::Signature | Reason::Digest | Reason::Size | Reason::FileSet, Checked::Signed) => {
+            "the bundle changed after it was signed: sign it again (`rlp digest`, then `rlp sign`), or remove SIGNATURES/ to call it as an unsigned working copy".to_string()
+        }
+        (Reason::Signature | Reason::Digest | Reason::Size | Reason::FileSet | Reason::NotRegular, Checked::Installed) => {
+            "the installed bundle changed after it was installed: install it again from its signed archive (`rlp agent install --force`)".to_string()
+        }
+        _ => return failure,
+    };
+    failure.with_help(help)
+}
