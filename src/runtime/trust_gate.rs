@@ -56,7 +56,14 @@ pub struct TrustGate {
     folder_name: String,
     installed: bool,
     policy_file: PathBuf,
-    cache: Mutex<Option<(Vec<u64>, Result<Admission, Failure>)>>,
+    cache: Mutex<Option<Verdict>>,
+}
+
+/// A verdict and the fingerprint of what it was reached on.
+#[derive(Debug)]
+struct Verdict {
+    fingerprint: Vec<u64>,
+    outcome: Result<Admission, Failure>,
 }
 
 impl TrustGate {
@@ -92,14 +99,14 @@ impl TrustGate {
     pub fn check(&self) -> Result<Admission, Failure> {
         let fingerprint = self.fingerprint();
         let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let (Some(now), Some((before, verdict))) = (&fingerprint, cache.as_ref())
-            && now == before
+        if let (Some(now), Some(before)) = (&fingerprint, cache.as_ref())
+            && *now == before.fingerprint
         {
-            return verdict.clone();
+            return before.outcome.clone();
         }
-        let verdict = self.verify();
-        *cache = fingerprint.map(|f| (f, verdict.clone()));
-        verdict
+        let outcome = self.verify();
+        *cache = fingerprint.map(|fingerprint| Verdict { fingerprint, outcome: outcome.clone() });
+        outcome
     }
 
     fn verify(&self) -> Result<Admission, Failure> {
