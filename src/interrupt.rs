@@ -1,7 +1,16 @@
-//! What rlp undoes when it is interrupted (SIGINT, SIGTERM, SIGHUP): the
-//! process groups of the tools it runs are killed and the temporary files it
-//! is writing are removed, then the signal takes its default course, so rlp
-//! ends as it would have without the handler.
+//! What rlp undoes when a signal ends it: the process groups of the tools it
+//! runs are killed and the temporary files and private call folders it made
+//! are removed, then the signal takes its default course, so rlp ends as it
+//! would have without the handler.
+//!
+//! Every catchable signal whose default action ends the process is handled
+//! ([`FATAL_SIGNALS`] and the real-time signals), except the faults a
+//! program raises on itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP), whose
+//! handlers belong to the Rust runtime and to debuggers. SIGPIPE is special:
+//! rlp ignores the SIGPIPE its own write to a closed pipe raises (the write
+//! fails with EPIPE, and the command stops quietly), and dies of one sent by
+//! another process like of any other fatal signal. What SIGKILL leaves
+//! behind, a later rlp sweeps ([`crate::leftovers`]).
 //!
 //! Work registers what must not outlive it with [`track_group`],
 //! [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
@@ -30,10 +39,32 @@ static FILES: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::pt
 /// Private temporary folders, removed when empty (after the files).
 static DIRS: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
-/// Installs the handler for SIGINT, SIGTERM and SIGHUP. A signal that is
-/// ignored (`nohup`) stays ignored.
+/// The standard signals whose default action ends the process and that a
+/// handler may catch (besides SIGPIPE, see the module docs).
+pub const FATAL_SIGNALS: [libc::c_int; 16] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGABRT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGTERM,
+    libc::SIGSTKFLT,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGIO,
+    libc::SIGPWR,
+    libc::SIGSYS,
+];
+
+/// Installs the handler for every fatal signal (see the module docs). A
+/// signal that is ignored (`nohup`) stays ignored.
 pub fn install() -> io::Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    let realtime = libc::SIGRTMIN()..=libc::SIGRTMAX();
+    for signal in FATAL_SIGNALS.into_iter().chain(realtime) {
         // SAFETY: sigaction with zeroed structs; the handler only reads
         // atomics and calls async-signal-safe functions.
         unsafe {
@@ -44,16 +75,42 @@ pub fn install() -> io::Result<()> {
             if old.sa_sigaction == libc::SIG_IGN {
                 continue;
             }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            set_handler(signal, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t, 0)?;
         }
     }
+    // Rust ignores SIGPIPE before main; rlp catches it to tell who sent it.
+    let pipe = on_pipe as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+    set_handler(libc::SIGPIPE, pipe as libc::sighandler_t, libc::SA_SIGINFO)?;
     INSTALLED.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// Installs `handler` for `signal`, restarting interrupted system calls.
+fn set_handler(signal: libc::c_int, handler: libc::sighandler_t, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: sigaction with a zeroed struct filled in here; the handlers
+    // only read atomics and call async-signal-safe functions.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        action.sa_flags = flags | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// SIGPIPE: one that rlp's own write raised (the kernel names rlp as the
+/// sender) is ignored — the write fails with EPIPE instead; one that another
+/// process sent is fatal.
+extern "C" fn on_pipe(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler;
+    // getpid is async-signal-safe.
+    let own = !info.is_null() && unsafe { (*info).si_pid() == libc::getpid() };
+    if !own {
+        on_signal(signal);
+    }
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
@@ -66,16 +123,21 @@ extern "C" fn on_signal(signal: libc::c_int) {
             }
         }
     }
-    for (slots, remove) in [(&FILES, libc::unlink as unsafe extern "C" fn(_) -> _), (&DIRS, libc::rmdir)] {
-        for slot in slots {
-            let path = slot.load(Ordering::SeqCst);
-            if !path.is_null() {
-                // SAFETY: unlink and rmdir are async-signal-safe; `path` is a
-                // C string that is never freed (see `track_path`).
-                unsafe {
-                    remove(path);
-                }
+    for slot in &FILES {
+        let path = slot.load(Ordering::SeqCst);
+        if !path.is_null() {
+            // SAFETY: unlink is async-signal-safe; `path` is a C string that
+            // is never freed (see `track_path`).
+            unsafe {
+                libc::unlink(path);
             }
+        }
+    }
+    for slot in &DIRS {
+        let path = slot.load(Ordering::SeqCst);
+        if !path.is_null() {
+            // SAFETY: `path` is a C string that is never freed (see `track_path`).
+            unsafe { remove_tree_at(libc::AT_FDCWD, path, 0) };
         }
     }
     // SAFETY: signal and raise are async-signal-safe; the default action of
@@ -83,6 +145,65 @@ extern "C" fn on_signal(signal: libc::c_int) {
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
+    }
+}
+
+/// Deepest folder nesting the handler removes; what lies deeper is left
+/// for the sweep of a later run ([`crate::leftovers`]).
+const MAX_REMOVE_DEPTH: u32 = 8;
+/// How many times the handler re-reads a folder it is emptying.
+const MAX_REMOVE_PASSES: u32 = 64;
+
+/// Removes `name` (relative to the folder `dirfd`): a file, or a folder
+/// with everything in it, never following a link. Only system calls, on a
+/// buffer on the stack: safe in a signal handler.
+///
+/// # Safety
+///
+/// `name` must be a NUL-terminated string that stays valid for the call.
+unsafe fn remove_tree_at(dirfd: libc::c_int, name: *const libc::c_char, depth: u32) {
+    // SAFETY (whole body): unlinkat, openat, lseek, getdents64 and close are
+    // async-signal-safe system calls; every pointer passed points into
+    // `name` (valid by contract) or into `buffer`, which outlives the calls,
+    // and each dirent read lies within the bytes getdents64 filled in.
+    unsafe {
+        if libc::unlinkat(dirfd, name, 0) == 0 {
+            return;
+        }
+        let fd = libc::openat(dirfd, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        if depth < MAX_REMOVE_DEPTH {
+            // u64 elements: dirent64 records are 8-byte aligned.
+            let mut buffer = [0u64; 256];
+            let size = std::mem::size_of_val(&buffer);
+            for _ in 0..MAX_REMOVE_PASSES {
+                libc::lseek(fd, 0, libc::SEEK_SET);
+                let read = libc::syscall(libc::SYS_getdents64, fd, buffer.as_mut_ptr(), size);
+                let Ok(read) = usize::try_from(read) else { break };
+                let base = buffer.as_ptr().cast::<u8>();
+                let mut offset = 0;
+                let mut others = false;
+                while offset < read {
+                    let entry = base.add(offset).cast::<libc::dirent64>();
+                    let entry_name = (*entry).d_name.as_ptr();
+                    let dot = *entry_name == b'.' as libc::c_char
+                        && (*entry_name.add(1) == 0
+                            || (*entry_name.add(1) == b'.' as libc::c_char && *entry_name.add(2) == 0));
+                    if !dot {
+                        others = true;
+                        remove_tree_at(fd, entry_name, depth + 1);
+                    }
+                    offset += usize::from((*entry).d_reclen);
+                }
+                if !others {
+                    break;
+                }
+            }
+        }
+        libc::close(fd);
+        libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR);
     }
 }
 
@@ -125,8 +246,8 @@ pub fn track_file(path: &Path) -> Tracked {
     track_path(&FILES, path)
 }
 
-/// Has the handler remove the folder at `path` — if it is empty by then,
-/// once tracked files are gone — until the guard is dropped.
+/// Has the handler remove the folder at `path`, with everything in it,
+/// until the guard is dropped.
 pub fn track_dir(path: &Path) -> Tracked {
     track_path(&DIRS, path)
 }

@@ -13,6 +13,7 @@ pub mod fsutil;
 pub mod home;
 pub mod integrity;
 pub mod interrupt;
+pub mod leftovers;
 pub mod lint;
 pub mod pack;
 pub mod runtime;

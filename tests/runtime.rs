@@ -1229,7 +1229,18 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
 #[test]
 fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
     use std::os::unix::process::ExitStatusExt;
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    // Every catchable fatal signal, SIGPIPE from another process included.
+    let signals = [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGPIPE,
+        libc::SIGRTMIN() + 1,
+    ];
+    for signal in signals {
         let sb = Sandbox::new();
         let pids = sb.path().join("pids");
         let tmp = sb.path().join("tmp");
@@ -1262,8 +1273,84 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
         wait_until_gone(parent);
         wait_until_gone(child);
         let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert!(left.is_empty(), "the call's private folder is removed: {left:?}");
+        assert!(left.is_empty(), "signal {signal}: the call's private folder is removed: {left:?}");
     }
+}
+
+#[test]
+fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
+    let sb = Sandbox::new();
+    let tmp = sb.path().join("tmp");
+    // A pid no process has (above the kernel's pid_max), and this test's own.
+    let dead = tmp.join("rlp-call-99999999-AbCdEf");
+    let alive = tmp.join(format!("rlp-call-{}-GhIjKl", std::process::id()));
+    for folder in [&dead, &alive] {
+        std::fs::create_dir_all(folder.join("scratch")).unwrap();
+        std::fs::write(folder.join("call.json"), "{\"tool\": {\"arguments\": {\"card\": \"4111\"}}}").unwrap();
+    }
+    let bundle = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    sb.call(&bundle, "ok", json!({})).env("TMPDIR", &tmp).assert().success();
+    assert!(!dead.exists(), "the folder of a dead rlp is swept");
+    assert!(alive.exists(), "the folder of a live process is kept");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [alive.file_name().unwrap()]);
+}
+
+#[test]
+fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
+    let sb = Sandbox::new();
+    let pids = sb.path().join("pids");
+    let bundle = sb.bundle(
+        "escaper",
+        json!([with(exec_tool("escape", "leave_group.pl", &[pids.to_str().unwrap()]), json!({"timeout_ms": 1000}))]),
+        "[capabilities]\nexec = true\n",
+    );
+    // Before the fix rlp waited for the tool (1000 s): the hang guard fails the test.
+    let output = sb.call(&bundle, "escape", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "error: tool `escape` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    let text = std::fs::read_to_string(&pids).unwrap();
+    let (tool, child) = text.trim().split_once(' ').unwrap();
+    assert!(!common::process_is_running(tool), "the tool {tool} is still there");
+    assert!(!common::process_is_running(child), "its child {child}, in a session of its own, is still there");
+}
+
+#[test]
+fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
+    let sb = Sandbox::new();
+    let pid_file = sb.path().join("background.pid");
+    let bundle = sb.bundle(
+        "holder",
+        json!([exec_tool("hold", "background_holds_stdout.sh", &[pid_file.to_str().unwrap()])]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&bundle, "hold", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"answer": 42}));
+    let background = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(!common::process_is_running(background.trim()), "the background process outlived the call");
+
+    // Embedded in a process that is not the subreaper, the background process
+    // escapes rlp and holds the pipe: what the tool printed still counts.
+    std::fs::remove_file(&pid_file).unwrap();
+    let runtime = Runtime::load(
+        &bundle,
+        RuntimeOptions::new(rlp::home::Home::new(sb.home()), Arc::new(MemoryRecorder::default())),
+    )
+    .unwrap();
+    let request = CallRequest { tool: "hold".into(), arguments: json!({}), trace_id: None };
+    let outcome = runtime.call(&request);
+    let background: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    unsafe {
+        libc::kill(background, libc::SIGKILL);
+    }
+    assert_eq!(outcome.unwrap().result, json!({"answer": 42}));
 }
 
 #[test]
@@ -1516,8 +1603,7 @@ fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_t
     assert_refused_by_trust(&sb, &installed, "SIGNATURES/manifest.sig does not match manifest.toml");
     // Live replay runs nothing of the recorded trace either.
     let trace = sb.events().iter().find(|e| e.kind == "tool.call").unwrap().provenance().unwrap().trace_id.to_string();
-    let output =
-        sb.rlp().args(["replay", &trace, "--mode", "live", "--bundle"]).arg(&installed).output().unwrap();
+    let output = sb.rlp().args(["replay", &trace, "--mode", "live", "--bundle"]).arg(&installed).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(stderr(&output).contains("refused by the trust policy"), "{}", stderr(&output));
     assert_eq!(tool_calls(&sb), 1);

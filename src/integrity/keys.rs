@@ -333,6 +333,9 @@ mod tests {
         assert!("0123".parse::<KeyId>().is_err());
         let upper = id.to_string().to_ascii_uppercase();
         assert_ne!(upper, id.to_string(), "the test id has hex letters");
-        assert_eq!(upper.parse::<KeyId>().unwrap_err(), format!("`{upper}` is not a key id (16 lower-case hex digits)"));
+        assert_eq!(
+            upper.parse::<KeyId>().unwrap_err(),
+            format!("`{upper}` is not a key id (16 lower-case hex digits)")
+        );
     }
 }

@@ -187,24 +187,7 @@ const ASIDE_PREFIX: &str = ".old-";
 /// interrupted for good (killed, power lost) left in `agents/`: those whose
 /// process, named in the entry, no longer runs.
 fn sweep_leftovers(agents: &Path) {
-    let Ok(entries) = fs::read_dir(agents) else { return };
-    for entry in entries.filter_map(Result::ok) {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX).or(n.strip_prefix(ASIDE_PREFIX)))
-        else {
-            continue;
-        };
-        let pid = rest.split_once('-').and_then(|(pid, _)| pid.parse::<i32>().ok());
-        if pid.is_some_and(|pid| !process_exists(pid)) {
-            remove_entry(&entry.path());
-        }
-    }
-}
-
-/// Whether a process with this pid exists (signal 0 checks without sending).
-fn process_exists(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
-    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    crate::leftovers::sweep(agents, &[STAGING_PREFIX, ASIDE_PREFIX]);
 }
 
 /// Removes a folder with its contents, or a file.

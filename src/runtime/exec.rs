@@ -9,16 +9,17 @@
 //! children never outlive the call).
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Once, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::runtime::capture::{Capture, Captured, Keep};
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::process;
 use crate::runtime::transport::{Attempt, AttemptError};
@@ -33,9 +34,15 @@ pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
 const STDERR_QUOTE_BYTES: usize = 4 * 1024;
 /// How much of a non-JSON stdout an error message quotes.
 const STDOUT_QUOTE_BYTES: usize = 512;
-/// How long the pipes may stay open after the group was killed (a process
-/// that left the group may hold them); then the call ends without them.
+/// How long the pipes may stay open after the tool exited and everything it
+/// started was killed (a process that escaped may hold them); then the call
+/// ends with what they carried so far.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
+/// How long a killed tool may take to exit before rlp gives up waiting.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// The environment variable holding the invocation id (also how the orphan
+/// sweep recognises a call's processes).
+pub const INVOCATION_ENV: &str = "RLP_INVOCATION_ID";
 /// Stack size of the helper threads (they only copy bytes).
 const HELPER_STACK: usize = 64 * 1024;
 
@@ -100,23 +107,39 @@ pub fn run_blob(attempt: &Attempt<'_>) -> Value {
     })
 }
 
+/// What the watcher threads report.
 enum Event {
+    /// The tool exited (not reaped yet).
     Exited,
+    /// Waiting for it failed.
     WaitFailed(io::Error),
-    Stdout { bytes: Vec<u8>, overflow: bool },
+    /// stdout reached its end.
+    StdoutClosed,
+    /// stdout went past `max_output_bytes`.
+    StdoutOverflow,
 }
 
 /// How the process ended.
 struct Ended {
     status: Option<ExitStatus>,
-    stdout: Option<Vec<u8>>,
-    stderr: Option<(Vec<u8>, bool)>,
+    stdout: Captured,
+    stderr: Captured,
     timed_out: bool,
     overflow: bool,
+    /// It did not exit even after SIGKILL, within [`KILL_GRACE`].
+    unkillable: bool,
 }
 
+/// Prefix of a call's private folder: `rlp-call-<pid>-<random>`, so that a
+/// later rlp can tell the folders of rlp processes that died.
+const CALL_DIR_PREFIX: &str = "rlp-call-";
+
 fn private_dir() -> io::Result<tempfile::TempDir> {
-    let dir = tempfile::Builder::new().prefix("rlp-call-").tempdir()?;
+    static SWEPT: Once = Once::new();
+    let temp = std::env::temp_dir();
+    SWEPT.call_once(|| crate::leftovers::sweep(&temp, &[CALL_DIR_PREFIX]));
+    let dir =
+        tempfile::Builder::new().prefix(&format!("{CALL_DIR_PREFIX}{}-", std::process::id())).tempdir_in(&temp)?;
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))?;
     Ok(dir)
 }
@@ -127,35 +150,6 @@ fn write_blob(dir: &Path, blob: &Value) -> io::Result<PathBuf> {
     let bytes = serde_json::to_vec(blob).map_err(io::Error::other)?;
     file.write_all(&bytes)?;
     Ok(path)
-}
-
-/// Reads stderr, keeping only the last `keep` bytes (plus `margin`).
-fn read_tail(mut pipe: impl Read, keep: usize, margin: usize) -> (Vec<u8>, bool) {
-    let cap = keep + margin;
-    let mut buf = Vec::with_capacity(8 * 1024);
-    let mut chunk = [0u8; 8 * 1024];
-    let mut truncated = false;
-    loop {
-        match pipe.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                if buf.len() > 2 * cap {
-                    let cut = buf.len() - cap;
-                    buf.drain(..cut);
-                    truncated = true;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if buf.len() > cap {
-        let cut = buf.len() - cap;
-        buf.drain(..cut);
-        truncated = true;
-    }
-    (buf, truncated)
 }
 
 /// Runs one attempt.
@@ -182,7 +176,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
         .env("PATH", TOOL_PATH)
         .env("LANG", TOOL_LANG)
         .env("TMPDIR", dir)
-        .env("RLP_INVOCATION_ID", attempt.invocation_id.to_string())
+        .env(INVOCATION_ENV, attempt.invocation_id.to_string())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -203,98 +197,111 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
         )
     })?;
     let pid = i32::try_from(child.id()).unwrap_or(0);
+    let _registered = process::Running::new(pid);
     let _running = crate::interrupt::track_group(pid);
     let (tx, rx) = mpsc::channel::<Event>();
 
-    let stdout = child.stdout.take();
-    let limit = plan.max_output_bytes;
-    let stdout_tx = tx.clone();
+    let stdout = Capture::default();
+    let stderr = Capture::default();
     let spawn_helper = |name: &str| std::thread::Builder::new().name(name.to_string()).stack_size(HELPER_STACK);
-    let stdout_thread = spawn_helper("rlp-exec-stdout").spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(pipe) = stdout {
-            let _ = pipe.take(limit.saturating_add(1)).read_to_end(&mut bytes);
-        }
-        let overflow = bytes.len() as u64 > limit;
-        let _ = stdout_tx.send(Event::Stdout { bytes, overflow });
-    });
-    let stderr = child.stderr.take();
-    let margin = attempt.scrubber.max_len();
-    let (stderr_tx, stderr_rx) = mpsc::channel::<(Vec<u8>, bool)>();
-    let stderr_thread = spawn_helper("rlp-exec-stderr").spawn(move || {
-        let tail = match stderr {
-            Some(pipe) => read_tail(pipe, STDERR_TAIL_BYTES, margin),
-            None => (Vec::new(), false),
-        };
-        let _ = stderr_tx.send(tail);
-    });
-    let wait_tx = tx;
-    let waiter = spawn_helper("rlp-exec-wait").spawn(move || {
-        let event = match process::wait_exited_keep_zombie(pid) {
-            Ok(()) => Event::Exited,
-            Err(e) => Event::WaitFailed(e),
-        };
-        let _ = wait_tx.send(event);
-    });
+    let stdout_thread = {
+        let (pipe, capture, tx) = (child.stdout.take(), stdout.clone(), tx.clone());
+        let keep = Keep::Head { limit: plan.max_output_bytes };
+        spawn_helper("rlp-exec-stdout").spawn(move || {
+            let overflow = pipe.is_some_and(|pipe| capture.read_from(pipe, keep));
+            let _ = tx.send(if overflow { Event::StdoutOverflow } else { Event::StdoutClosed });
+        })
+    };
+    let stderr_thread = {
+        let (pipe, capture) = (child.stderr.take(), stderr.clone());
+        let keep = Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_len() };
+        spawn_helper("rlp-exec-stderr").spawn(move || {
+            if let Some(pipe) = pipe {
+                capture.read_from(pipe, keep);
+            }
+        })
+    };
+    let waiter = {
+        let tx = tx.clone();
+        spawn_helper("rlp-exec-wait").spawn(move || {
+            let event = match process::wait_exited_keep_zombie(pid) {
+                Ok(()) => Event::Exited,
+                Err(e) => Event::WaitFailed(e),
+            };
+            let _ = tx.send(event);
+        })
+    };
+    drop(tx);
     if stdout_thread.is_err() || stderr_thread.is_err() || waiter.is_err() {
-        process::kill_group(pid);
+        process::kill_tree(pid);
         let _ = child.wait();
         process::reap_group(pid);
         return Err(AttemptError::new("transport", "cannot start the threads that watch the tool"));
     }
 
-    let mut ended = Ended { status: None, stdout: None, stderr: None, timed_out: false, overflow: false };
+    let mut ended = Ended {
+        status: None,
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+        timed_out: false,
+        overflow: false,
+        unkillable: false,
+    };
+    // Until the timeout, then (once everything was killed) a short grace:
+    // rlp never waits without a bound.
+    let mut deadline = attempt.deadline;
+    let mut killed = false;
+    let mut stdout_closed = false;
     let mut exited = false;
     let mut wait_error = None;
     while !exited {
-        let now = Instant::now();
-        let event = if ended.timed_out {
-            rx.recv().ok()
-        } else {
-            match rx.recv_timeout(attempt.deadline.saturating_duration_since(now)) {
-                Ok(event) => Some(event),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    ended.timed_out = true;
-                    process::kill_group(pid);
-                    continue;
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => None,
-            }
-        };
-        match event {
-            Some(Event::Exited) | None => exited = true,
-            Some(Event::WaitFailed(e)) => {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Event::Exited) | Err(mpsc::RecvTimeoutError::Disconnected) => exited = true,
+            Ok(Event::WaitFailed(e)) => {
                 wait_error = Some(e);
                 exited = true;
             }
-            Some(Event::Stdout { bytes, overflow }) => {
-                if overflow {
-                    ended.overflow = true;
-                    process::kill_group(pid);
-                }
-                ended.stdout = Some(bytes);
+            Ok(Event::StdoutClosed) => stdout_closed = true,
+            Ok(Event::StdoutOverflow) if !killed => {
+                ended.overflow = true;
+                killed = true;
+                process::kill_tree(pid);
+                deadline = Instant::now() + KILL_GRACE;
+            }
+            Ok(Event::StdoutOverflow) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) if !killed => {
+                ended.timed_out = true;
+                killed = true;
+                process::kill_tree(pid);
+                deadline = Instant::now() + KILL_GRACE;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                ended.unkillable = true;
+                break;
             }
         }
     }
-    // The tool has exited but is not reaped yet, so its group id is still
-    // ours: kill whatever it forked, then reap it and them.
-    process::kill_group(pid);
-    ended.status = child.wait().ok();
+    // The tool has exited but is not reaped yet, so its pid and group id are
+    // still its own: end whatever it started, whichever group or session
+    // that joined, then reap it and them.
+    process::kill_tree(pid);
+    process::sweep_orphans(&format!("{INVOCATION_ENV}={}", attempt.invocation_id), process::runs_alone(pid));
+    ended.status = if exited { child.wait().ok() } else { child.try_wait().ok().flatten() };
     process::reap_group(pid);
-    if ended.stdout.is_none() {
-        let grace = Instant::now() + PIPE_GRACE;
-        while ended.stdout.is_none() {
-            match rx.recv_timeout(grace.saturating_duration_since(Instant::now())) {
-                Ok(Event::Stdout { bytes, overflow }) => {
-                    ended.overflow |= overflow;
-                    ended.stdout = Some(bytes);
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
+    // What the tool printed before it exited counts, even if a process that
+    // escaped holds the pipe open: wait a short grace for the end, then take
+    // what is there.
+    let grace = Instant::now() + PIPE_GRACE;
+    while !stdout_closed {
+        match rx.recv_timeout(grace.saturating_duration_since(Instant::now())) {
+            Ok(Event::StdoutClosed) => stdout_closed = true,
+            Ok(Event::StdoutOverflow) => ended.overflow = true,
+            Ok(_) => {}
+            Err(_) => break,
         }
     }
-    ended.stderr = stderr_rx.recv_timeout(PIPE_GRACE).ok();
+    ended.stdout = stdout.snapshot();
+    ended.stderr = stderr.snapshot();
     if let Some(e) = wait_error {
         return Err(AttemptError::new("transport", format!("cannot wait for the tool: {e}")));
     }
@@ -302,15 +309,16 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
 }
 
 fn stderr_excerpt(attempt: &Attempt<'_>, ended: &Ended) -> String {
-    match &ended.stderr {
-        Some((bytes, truncated)) if !bytes.is_empty() => {
-            let tail = attempt.scrubber.scrub_tail(bytes, STDERR_QUOTE_BYTES, *truncated);
-            format!("; stderr: {}", tail.trim_end())
-        }
-        Some(_) => "; stderr was empty".to_string(),
-        None => String::new(),
+    let stderr = &ended.stderr;
+    if stderr.bytes.is_empty() {
+        return if stderr.closed { "; stderr was empty".to_string() } else { String::new() };
     }
+    let tail = attempt.scrubber.scrub_tail(&stderr.bytes, STDERR_QUOTE_BYTES, stderr.cut);
+    format!("; stderr: {}", tail.trim_end())
 }
+
+/// Said of a tool whose stdout did not close once it had exited.
+const STDOUT_HELD: &str = "its standard output never closed (a process it started held it open, and was killed), so only what it printed before it exited was read";
 
 fn describe_status(status: Option<ExitStatus>) -> String {
     match status {
@@ -326,10 +334,15 @@ fn describe_status(status: Option<ExitStatus>) -> String {
 fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Ended) -> Result<Value, AttemptError> {
     let scrub = |text: String| attempt.scrubber.scrub_string(&text);
     if ended.timed_out {
+        let fate = if ended.unkillable {
+            format!("it was sent SIGKILL but had not exited {} s later", KILL_GRACE.as_secs())
+        } else {
+            "it and every process it started were killed".to_string()
+        };
         return Err(AttemptError::new(
             "timeout",
             format!(
-                "tool `{}` timed out after {} ms (timeout_ms); it and every process it started were killed{}",
+                "tool `{}` timed out after {} ms (timeout_ms); {fate}{}",
                 attempt.tool,
                 attempt.timeout_ms,
                 stderr_excerpt(attempt, &ended)
@@ -345,7 +358,8 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Ended) -> Result<Val
             ),
         ));
     }
-    let stdout = ended.stdout.as_deref().unwrap_or_default();
+    let stdout = ended.stdout.bytes.as_slice();
+    let held = if ended.stdout.closed { String::new() } else { format!("; {STDOUT_HELD}") };
     let success = ended.status.is_some_and(|s| s.success());
     match envelope::parse(stdout) {
         Stdout::Envelope(Outcome::Success(result)) => Ok(result),
@@ -372,12 +386,17 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Ended) -> Result<Val
             };
             Err(AttemptError::new(
                 "tool",
-                format!("tool `{}` exited with status 0 but {}{quoted}", attempt.tool, scrub(why)),
+                format!("tool `{}` exited with status 0 but {}{held}{quoted}", attempt.tool, scrub(why)),
             ))
         }
         _ => Err(AttemptError::new(
             "tool",
-            format!("tool `{}` {}{}", attempt.tool, describe_status(ended.status), stderr_excerpt(attempt, &ended)),
+            format!(
+                "tool `{}` {}{held}{}",
+                attempt.tool,
+                describe_status(ended.status),
+                stderr_excerpt(attempt, &ended)
+            ),
         )),
     }
 }
@@ -398,15 +417,5 @@ mod tests {
         assert!(ExecPlan::new(file.to_str().unwrap(), &[], 1).unwrap_err().contains("not executable"));
         let plan = ExecPlan::new("/bin/sh", &["-x".into()], 1).unwrap();
         assert_eq!(plan.target(), "/bin/sh <blob> -x");
-    }
-
-    #[test]
-    fn stderr_tail_is_bounded() {
-        let data = vec![b'x'; 300_000];
-        let (tail, truncated) = read_tail(&data[..], 1000, 10);
-        assert_eq!(tail.len(), 1010);
-        assert!(truncated);
-        let (tail, truncated) = read_tail(&b"short"[..], 1000, 10);
-        assert_eq!((tail.as_slice(), truncated), (&b"short"[..], false));
     }
 }

@@ -17,6 +17,7 @@
 //! Secret values are scrubbed from every record, message and result.
 
 pub mod call;
+pub mod capture;
 pub mod confirm;
 pub mod envelope;
 pub mod exec;

@@ -1,8 +1,21 @@
-//! Process-group plumbing for the exec transport: wait without reaping,
-//! kill a whole group, reap what is left of it, and make sure a tool does
-//! not outlive rlp when rlp is killed (see also [`crate::interrupt`]).
+//! Process plumbing for the exec transport: wait without reaping, end a
+//! call's every process — the tool, its process group, every descendant
+//! (even one that left the group or the session) and the orphans it left
+//! behind — reap them, and make sure a tool does not outlive rlp when rlp
+//! is killed (see also [`crate::interrupt`]).
+//!
+//! Descendants are found through `/proc/<pid>/task/<tid>/children` and
+//! frozen top-down (SIGSTOP) before they are killed, so none can fork a new
+//! one in between. Orphans — processes whose parent exited before the call
+//! ended — are reparented to rlp when it is the subreaper
+//! ([`become_subreaper`]); rlp's children that are not a running tool are
+//! such orphans, and a call sweeps those that carry its invocation id in
+//! their environment, or all of them when no other call is running.
 
+use std::collections::BTreeSet;
 use std::io;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long [`reap_group`] waits for killed group members to exit.
@@ -15,12 +28,23 @@ const REAP_GRACE: Duration = Duration::from_millis(500);
 ///
 /// Process-wide; `rlp tools call` sets it. A library user that embeds
 /// [`crate::runtime::Runtime`] may call it once at start-up.
+///
+/// It also makes this process the owner of every orphan it inherits: the
+/// orphan sweep ([`sweep_orphans`]) kills them, so a process whose other
+/// children are not its own to kill must not call it.
 pub fn become_subreaper() -> io::Result<()> {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integer arguments
     // and touches no memory of ours.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    SUBREAPER.store(true, Ordering::SeqCst);
+    Ok(())
 }
+
+/// Set once this process is the subreaper of its descendants.
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
 
 /// Blocks until the child `pid` has exited, without reaping it (so its pid,
 /// and the process group id it leads, cannot be reused before the group is
@@ -55,6 +79,141 @@ pub fn kill_group(pgid: i32) {
     // SAFETY: kill takes plain integers; a negative pid names a process group.
     unsafe {
         libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Sends `signal` to one process; one that is gone is not an error.
+fn signal_process(pid: i32, signal: libc::c_int) {
+    if pid > 1 {
+        // SAFETY: kill takes plain integers.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+}
+
+/// The direct children of `pid` (of every one of its threads).
+fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut children = Vec::new();
+    for task in tasks.filter_map(Result::ok) {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            children.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+        }
+    }
+    children
+}
+
+/// Stops `root` and every process below it, top-down, so that none can
+/// start another; returns them all, `root` first.
+fn freeze_tree(root: i32) -> Vec<i32> {
+    let mut seen = BTreeSet::new();
+    let mut order = Vec::new();
+    let mut queue = vec![root];
+    while let Some(pid) = queue.pop() {
+        if pid <= 1 || !seen.insert(pid) {
+            continue;
+        }
+        signal_process(pid, libc::SIGSTOP);
+        order.push(pid);
+        queue.extend(children_of(pid));
+    }
+    order
+}
+
+/// Kills `pid`, every process below it and its process group `pid` (the
+/// group a tool leads): whether or not they left the group or the session.
+pub fn kill_tree(pid: i32) {
+    let tree = freeze_tree(pid);
+    kill_group(pid);
+    for member in tree {
+        signal_process(member, libc::SIGKILL);
+        // A stopped process dies of SIGKILL as it is, but wake it for certain.
+        signal_process(member, libc::SIGCONT);
+    }
+}
+
+/// The tools running now (their pids), so the orphan sweep never takes one
+/// of them for an orphan.
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Registers a running tool until the guard is dropped.
+#[derive(Debug)]
+pub struct Running {
+    pid: i32,
+}
+
+impl Running {
+    /// Registers `pid`.
+    pub fn new(pid: i32) -> Running {
+        RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(pid);
+        Running { pid }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(i) = running.iter().position(|p| *p == self.pid) {
+            running.swap_remove(i);
+        }
+    }
+}
+
+/// Whether process `pid`'s environment holds `entry` (`NAME=value`).
+fn environment_has(pid: i32, entry: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|environ| environ.split(|b| *b == 0).any(|e| e == entry.as_bytes()))
+}
+
+/// Kills and reaps the orphans a call left (see the module docs): rlp's
+/// children that are not a running tool and either carry `marker` in their
+/// environment or, when `alone` (no other tool runs), any orphan at all.
+/// Does nothing unless this process is the subreaper ([`become_subreaper`]):
+/// otherwise orphans are not reparented here, and its children are not
+/// rlp's to kill.
+pub fn sweep_orphans(marker: &str, alone: bool) {
+    if !SUBREAPER.load(Ordering::SeqCst) {
+        return;
+    }
+    let running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    let orphans: Vec<i32> = children_of(me)
+        .into_iter()
+        .filter(|pid| !running.contains(pid))
+        .filter(|pid| alone || environment_has(*pid, marker))
+        .collect();
+    for &orphan in &orphans {
+        kill_tree(orphan);
+    }
+    let deadline = Instant::now() + REAP_GRACE;
+    for orphan in orphans {
+        reap_one(orphan, deadline);
+    }
+}
+
+/// Whether no tool other than `pid` is running in this process.
+pub fn runs_alone(pid: i32) -> bool {
+    RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().all(|p| *p == pid)
+}
+
+/// Reaps child `pid`, waiting until `deadline` at the most.
+fn reap_one(pid: i32, deadline: Instant) {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a local integer.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if rc != 0 {
+            if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

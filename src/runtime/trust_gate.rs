@@ -88,10 +88,7 @@ impl TrustGate {
     pub fn note(&self) -> Option<String> {
         let unsigned = fs::symlink_metadata(self.root.join(SIGNATURES_DIR)).is_err();
         (!self.installed && unsigned).then(|| {
-            format!(
-                "{} is an unsigned working folder: it is not checked against the trust policy",
-                self.root.display()
-            )
+            format!("{} is an unsigned working folder: it is not checked against the trust policy", self.root.display())
         })
     }
 

@@ -48,9 +48,11 @@ impl<'a> LiveExecutor<'a> {
 
 impl Executor for LiveExecutor<'_> {
     fn begin(&mut self, recorded_trace: Uuid, agent: &str) -> Result<(), ReplayError> {
-        self.runtime
-            .check_trust(self.new_trace)
-            .map_err(|e| ReplayError::Refused { position: 1, message: e.message, help: e.help })?;
+        self.runtime.check_trust(self.new_trace).map_err(|e| ReplayError::Refused {
+            position: 1,
+            message: e.message,
+            help: e.help,
+        })?;
         let record = Record {
             ts_ms: now_ms(),
             actor: "operator".into(),

@@ -1,0 +1,64 @@
+//! Leftovers of rlp processes that died for good (killed with SIGKILL,
+//! power lost): temporary folders whose names carry the pid of the process
+//! that made them (`<prefix><pid>-<random>`), removed by a later run once
+//! that process no longer exists.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// Removes the entries of `dir` named `<prefix><pid>-…` (for any of
+/// `prefixes`) whose process no longer runs. Only folders and files owned
+/// by this user are touched; links are never followed.
+pub fn sweep(dir: &Path, prefixes: &[&str]) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| prefixes.iter().find_map(|p| n.strip_prefix(p))) else {
+            continue;
+        };
+        let pid = rest.split_once('-').and_then(|(pid, _)| pid.parse::<i32>().ok());
+        if pid.is_some_and(|pid| !process_exists(pid)) {
+            remove_owned(&entry.path(), me);
+        }
+    }
+}
+
+/// Whether a process with this pid exists (signal 0 checks without sending).
+pub fn process_exists(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// Removes a folder with its contents, or a file, if `owner` owns it.
+fn remove_owned(path: &Path, owner: u32) {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.uid() != owner => {}
+        Ok(meta) if meta.is_dir() => drop(fs::remove_dir_all(path)),
+        Ok(_) => drop(fs::remove_file(path)),
+        Err(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_only_what_dead_processes_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join("rlp-call-999999999-abc");
+        let alive = dir.path().join(format!("rlp-call-{}-def", std::process::id()));
+        let other = dir.path().join("rlp-call-notapid");
+        for path in [&dead, &alive, &other] {
+            fs::create_dir(path).unwrap();
+            fs::write(path.join("call.json"), "{}").unwrap();
+        }
+        sweep(dir.path(), &["rlp-call-"]);
+        assert!(!dead.exists());
+        assert!(alive.exists() && other.exists());
+    }
+}
