@@ -1,10 +1,12 @@
 //! Configuration layers and the settings the runtime reads.
 //!
 //! Precedence, highest first: command-line flags, `RUNLOOP_*` environment
-//! variables, `$RUNLOOP_HOME/config.toml`, the system config
-//! (`/etc/runloop/config.toml`, or the file named by `RUNLOOP_SYSTEM_CONFIG`),
-//! built-in defaults. A `[policy]` table in the system config is a hard
-//! limit: lower layers may only tighten it (with `[policy]
+//! variables, `$RUNLOOP_HOME/config.toml`, the system config, built-in
+//! defaults. The system config is `/etc/runloop/config.toml`, always read;
+//! `RUNLOOP_SYSTEM_CONFIG` may name a second system file (tests, packaged
+//! installs with another prefix), read after it — it adds a layer and never
+//! replaces or removes the first. A `[policy]` table in either system file
+//! is a hard limit: nothing may loosen it (with `[policy]
 //! confirm_external_actions = true`, nothing turns confirmation off).
 //!
 //! ```toml
@@ -20,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use crate::home::Home;
 
-/// The environment variable that names the system config file (tests,
-/// packaged installs with another prefix). Default [`DEFAULT_SYSTEM_CONFIG`].
+/// The environment variable that names a second system config file, read
+/// after [`DEFAULT_SYSTEM_CONFIG`] (never instead of it).
 pub const SYSTEM_CONFIG_ENV: &str = "RUNLOOP_SYSTEM_CONFIG";
 /// The system config file.
 pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/runloop/config.toml";
@@ -177,40 +179,43 @@ pub fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileLayer, V
     Ok((layer, warnings))
 }
 
-/// Combines the layers (pure: no files or environment read).
-pub fn resolve(system: Option<&FileLayer>, user: Option<&FileLayer>, env: Option<bool>, flags: &Flags) -> Config {
+/// Combines the layers (pure: no files or environment read). `system` holds
+/// the system files that exist, in the order they are read.
+pub fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: Option<bool>, flags: &Flags) -> Config {
     let mut config = Config::default();
     let mut set = |value: Option<bool>, source: Source| {
         if let Some(value) = value {
             config.confirm_external_actions = Setting { value, source };
         }
     };
-    if let Some(system) = system {
-        set(system.confirm_external_actions, Source::SystemConfig(system.path.clone()));
+    for layer in system {
+        set(layer.confirm_external_actions, Source::SystemConfig(layer.path.clone()));
     }
     if let Some(user) = user {
         set(user.confirm_external_actions, Source::UserConfig(user.path.clone()));
     }
     set(env, Source::Env(CONFIRM_ENV.to_string()));
     set(flags.confirm_external_actions, Source::Flag("--confirm-external-actions".to_string()));
-    if let Some(system) = system
-        && system.policy_confirm_external_actions == Some(true)
-    {
-        config.confirm_required_by = Some(system.path.clone());
+    if let Some(layer) = system.iter().find(|l| l.policy_confirm_external_actions == Some(true)) {
+        config.confirm_required_by = Some(layer.path.clone());
         if !config.confirm_external_actions.value {
-            config.confirm_external_actions =
-                Setting { value: true, source: Source::SystemPolicy(system.path.clone()) };
+            config.confirm_external_actions = Setting { value: true, source: Source::SystemPolicy(layer.path.clone()) };
         }
     }
     config
 }
 
-/// The system config path: `$RUNLOOP_SYSTEM_CONFIG`, else `/etc/runloop/config.toml`.
-pub fn system_config_path() -> PathBuf {
-    std::env::var_os(SYSTEM_CONFIG_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SYSTEM_CONFIG))
+/// The system config files, in the order they are read:
+/// `/etc/runloop/config.toml`, then the file `extra` names (the value of
+/// `$RUNLOOP_SYSTEM_CONFIG`), if any and if it is another file.
+pub fn system_config_paths(extra: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    let mut paths = vec![PathBuf::from(DEFAULT_SYSTEM_CONFIG)];
+    if let Some(extra) = extra.filter(|v| !v.is_empty()).map(PathBuf::from)
+        && extra != paths[0]
+    {
+        paths.push(extra);
+    }
+    paths
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
@@ -236,15 +241,14 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
 /// environment and `flags`.
 pub fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
     let mut warnings = Vec::new();
-    let system_path = system_config_path();
-    let system = match read_optional(&system_path)? {
-        Some(text) => {
-            let (layer, w) = parse_file(&system_path, &text, true)?;
+    let mut system = Vec::new();
+    for path in system_config_paths(std::env::var_os(SYSTEM_CONFIG_ENV).as_deref()) {
+        if let Some(text) = read_optional(&path)? {
+            let (layer, w) = parse_file(&path, &text, true)?;
             warnings.extend(w);
-            Some(layer)
+            system.push(layer);
         }
-        None => None,
-    };
+    }
     let user_path = home.config_file();
     let user = match read_optional(&user_path)? {
         Some(text) => {
@@ -261,7 +265,7 @@ pub fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
         })?),
         _ => None,
     };
-    Ok(Loaded { config: resolve(system.as_ref(), user.as_ref(), env, flags), warnings })
+    Ok(Loaded { config: resolve(&system, user.as_ref(), env, flags), warnings })
 }
 
 #[cfg(test)]
@@ -274,7 +278,7 @@ mod tests {
 
     #[test]
     fn defaults_to_confirming() {
-        let config = resolve(None, None, None, &Flags::default());
+        let config = resolve(&[], None, None, &Flags::default());
         assert!(config.confirm_external_actions.value);
         assert_eq!(config.confirm_external_actions.source, Source::Default);
     }
@@ -283,17 +287,17 @@ mod tests {
     fn higher_layers_win() {
         let system = layer("/etc/s.toml", "[security]\nconfirm_external_actions = false\n", true);
         let user = layer("/h/config.toml", "[security]\nconfirm_external_actions = true\n", false);
-        let c = resolve(Some(&system), None, None, &Flags::default());
+        let c = resolve(std::slice::from_ref(&system), None, None, &Flags::default());
         assert_eq!(
             c.confirm_external_actions,
             Setting { value: false, source: Source::SystemConfig("/etc/s.toml".into()) }
         );
-        let c = resolve(Some(&system), Some(&user), None, &Flags::default());
+        let c = resolve(std::slice::from_ref(&system), Some(&user), None, &Flags::default());
         assert!(c.confirm_external_actions.value);
-        let c = resolve(Some(&system), Some(&user), Some(false), &Flags::default());
+        let c = resolve(std::slice::from_ref(&system), Some(&user), Some(false), &Flags::default());
         assert_eq!(c.confirm_external_actions.source, Source::Env(CONFIRM_ENV.into()));
         assert!(!c.confirm_external_actions.value);
-        let c = resolve(None, Some(&user), Some(false), &Flags { confirm_external_actions: Some(true) });
+        let c = resolve(&[], Some(&user), Some(false), &Flags { confirm_external_actions: Some(true) });
         assert!(c.confirm_external_actions.value);
         assert!(matches!(c.confirm_external_actions.source, Source::Flag(_)));
     }
@@ -302,13 +306,38 @@ mod tests {
     fn system_policy_is_a_hard_limit() {
         let system = layer("/etc/s.toml", "[policy]\nconfirm_external_actions = true\n", true);
         let user = layer("/h/config.toml", "[security]\nconfirm_external_actions = false\n", false);
-        let c = resolve(Some(&system), Some(&user), Some(false), &Flags { confirm_external_actions: Some(false) });
+        let c = resolve(
+            std::slice::from_ref(&system),
+            Some(&user),
+            Some(false),
+            &Flags { confirm_external_actions: Some(false) },
+        );
         assert!(c.confirm_external_actions.value);
         assert_eq!(c.confirm_external_actions.source, Source::SystemPolicy("/etc/s.toml".into()));
         assert_eq!(c.confirm_required_by, Some(PathBuf::from("/etc/s.toml")));
         // A policy of `false` limits nothing.
         let lax = layer("/etc/s.toml", "[policy]\nconfirm_external_actions = false\n", true);
-        assert!(!resolve(Some(&lax), Some(&user), None, &Flags::default()).confirm_external_actions.value);
+        assert!(!resolve(&[lax], Some(&user), None, &Flags::default()).confirm_external_actions.value);
+    }
+
+    #[test]
+    fn the_variable_adds_a_system_layer_and_never_drops_the_real_one() {
+        let etc = PathBuf::from(DEFAULT_SYSTEM_CONFIG);
+        assert_eq!(system_config_paths(None), [etc.clone()]);
+        assert_eq!(system_config_paths(Some("".as_ref())), [etc.clone()]);
+        assert_eq!(system_config_paths(Some("/dev/null".as_ref())), [etc.clone(), "/dev/null".into()]);
+        assert_eq!(system_config_paths(Some(DEFAULT_SYSTEM_CONFIG.as_ref())), [etc.clone()]);
+        // /etc requires confirmation; a second system file that says otherwise cannot lift it.
+        let strict = layer(DEFAULT_SYSTEM_CONFIG, "[policy]\nconfirm_external_actions = true\n", true);
+        let lax = layer(
+            "/tmp/x.toml",
+            "[policy]\nconfirm_external_actions = false\n[security]\nconfirm_external_actions = false\n",
+            true,
+        );
+        let c = resolve(&[strict, lax], None, None, &Flags { confirm_external_actions: Some(false) });
+        assert!(c.confirm_external_actions.value);
+        assert_eq!(c.confirm_required_by, Some(etc.clone()));
+        assert_eq!(c.confirm_external_actions.source, Source::SystemPolicy(etc));
     }
 
     #[test]

@@ -1636,3 +1636,100 @@ fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).starts_with("note: "), "{}", stderr(&output));
 }
+
+#[test]
+fn an_override_with_an_unknown_table_or_key_refuses_every_call_of_its_agent() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = sb.bundle(
+        "guarded",
+        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
+        "[capabilities]\nexec = true\n",
+    );
+    let override_file = sb.home().join("caps/overrides/guarded.toml");
+    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
+    for (text, at) in
+        [("exec = false\n", "1:1"), ("[Capabilities]\nexec = false\n", "1:2"), ("[capability]\nexec = false\n", "1:2")]
+    {
+        std::fs::write(&override_file, text).unwrap();
+        let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{text:?}: {}", stderr(&output));
+        let expected = format!("error: {}:{at}: unknown key", override_file.display());
+        assert!(stderr(&output).starts_with(&expected), "{text:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains("help: fix the override file, or remove it"), "{}", stderr(&output));
+        assert!(!marker.exists(), "{text:?}: the tool ran");
+    }
+}
+
+/// Runs `rlp <args>` in a private mount namespace whose /etc (an overlay of
+/// the real one) holds `/etc/runloop/config.toml` = `system_config`: the
+/// real system file, without touching the machine's. Needs root and
+/// unshare(1); fails loudly without them.
+fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let overlay = sb.path().join("etc-overlay");
+    std::fs::create_dir_all(overlay.join("upper")).unwrap();
+    std::fs::create_dir_all(overlay.join("work")).unwrap();
+    std::fs::write(overlay.join("config.toml"), system_config).unwrap();
+    let script = format!(
+        "set -e; mount --make-rprivate /; \
+         mount -t overlay overlay -o lowerdir=/etc,upperdir='{o}/upper',workdir='{o}/work' /etc; \
+         mkdir -p /etc/runloop; cp '{o}/config.toml' /etc/runloop/config.toml; exec \"$@\"",
+        o = overlay.display()
+    );
+    let mut command = Command::new("unshare");
+    command.args(["--mount", "sh", "-c", &script, "sh"]).arg(assert_cmd::cargo::cargo_bin("rlp"));
+    command.arg("--home").arg(sb.home()).args(args).env_remove("RUNLOOP_HOME").timeout(HANG_GUARD);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        !stderr(&output).contains("unshare:") && !stderr(&output).contains("mount:"),
+        "this test needs root and unshare(1): {}",
+        stderr(&output)
+    );
+    output
+}
+
+#[test]
+fn no_variable_or_flag_lifts_the_system_policy() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    let bundle = sb.bundle(
+        "careful",
+        json!([with(
+            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
+            json!({"requires_confirmation": true})
+        )]),
+        "[capabilities]\nexec = true\n",
+    );
+    let bundle = bundle.to_str().unwrap();
+    let policy = "[policy]\nconfirm_external_actions = true\n";
+    let lax = sb.path().join("lax.toml");
+    std::fs::write(&lax, "[policy]\nconfirm_external_actions = false\n[security]\nconfirm_external_actions = false\n")
+        .unwrap();
+    for system_config in ["/dev/null", lax.to_str().unwrap(), "", "/nonexistent/config.toml"] {
+        let output = rlp_with_etc_config(
+            &sb,
+            policy,
+            &[("RUNLOOP_SYSTEM_CONFIG", system_config), ("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "false")],
+            &["tools", "call", bundle, "touch", "--confirm-external-actions", "false"],
+        );
+        assert_eq!(output.status.code(), Some(3), "RUNLOOP_SYSTEM_CONFIG={system_config:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("(/etc/runloop/config.toml requires confirmation)"),
+            "{system_config:?}: {}",
+            stderr(&output)
+        );
+        assert!(!marker.exists(), "RUNLOOP_SYSTEM_CONFIG={system_config:?}: the tool ran unconfirmed");
+    }
+    // The policy asks for confirmation; --yes gives it.
+    let output = rlp_with_etc_config(
+        &sb,
+        policy,
+        &[("RUNLOOP_SYSTEM_CONFIG", "/dev/null")],
+        &["tools", "call", bundle, "touch", "--yes"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(marker.exists());
+}

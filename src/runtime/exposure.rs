@@ -4,8 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::bundle::capability::Capability;
-use crate::bundle::diag::Severity;
+use crate::bundle::diag::Diagnostics;
 use crate::bundle::policy::{Grant, Grants, Policy, Scope};
+use crate::bundle::source::Position;
+use crate::bundle::value::load_toml;
 use crate::runtime::recorder::Decision;
 
 /// The policy a runtime enforces, and where it came from.
@@ -47,10 +49,19 @@ impl EffectivePolicy {
 ///
 /// Returns the effective policy and warnings for override entries that
 /// reach beyond what the bundle grants (only their overlap applies).
+///
+/// Fails closed: every finding is an error, warnings included — an unknown
+/// table or key (`[Capabilities]`, `exec = false` outside `[capabilities]`)
+/// would otherwise be ignored, and the revocation the operator wrote would
+/// silently not happen. The error names the file, line and column.
 pub fn apply_override(bundle: Policy, path: &Path, text: &str) -> Result<(EffectivePolicy, Vec<String>), String> {
-    let (grants, findings) = crate::bundle::parse_policy(text);
-    if let Some(error) = findings.iter().find(|f| f.severity == Severity::Error) {
-        return Err(format!("{}: {}", path.display(), error.message));
+    let mut diags = Diagnostics::new(path);
+    let (source, value) = load_toml(path.to_path_buf(), text.to_string(), &mut diags);
+    let grants = value.map(|v| Grants::from_value(&v, &mut diags));
+    if let Some(finding) = diags.into_findings().into_iter().next() {
+        let position = source.locate(&finding.at).map_or(Position { line: 1, column: 1 }, |s| source.position(s.start));
+        let help = finding.help.map(|h| format!(" ({h})")).unwrap_or_default();
+        return Err(format!("{}:{}:{}: {}{help}", path.display(), position.line, position.column, finding.message));
     }
     let grants = grants.unwrap_or_default();
     let warnings = beyond_bundle(&bundle, &grants)
@@ -147,6 +158,22 @@ mod tests {
     fn bad_override_is_an_error() {
         let err = apply_override(Policy::empty(), Path::new("/o.toml"), "[capabilities]\nnet = [\"http://x\"]\n")
             .unwrap_err();
-        assert!(err.starts_with("/o.toml: invalid `net` grant"), "{err}");
+        assert!(err.starts_with("/o.toml:2:8: invalid `net` grant"), "{err}");
+    }
+
+    #[test]
+    fn an_override_with_unknown_keys_or_tables_fails_closed() {
+        let b = bundle("[capabilities]\nexec = true\n");
+        let path = Path::new("/o.toml");
+        for (text, at) in [
+            ("exec = false\n", "/o.toml:1:1: "),
+            ("[Capabilities]\nexec = false\n", "/o.toml:1:2: "),
+            ("[capability]\nexec = false\n", "/o.toml:1:2: "),
+            ("[capabilities]\nexec = false\nexecute = false\n", "/o.toml:3:1: "),
+        ] {
+            let err = apply_override(b.clone(), path, text).unwrap_err();
+            assert!(err.starts_with(at), "{text:?}: {err}");
+            assert!(err.contains("unknown key"), "{text:?}: {err}");
+        }
     }
 }
