@@ -323,10 +323,10 @@ mod tests {
     #[test]
     fn the_variable_adds_a_system_layer_and_never_drops_the_real_one() {
         let etc = PathBuf::from(DEFAULT_SYSTEM_CONFIG);
-        assert_eq!(system_config_paths(None), [etc.clone()]);
-        assert_eq!(system_config_paths(Some("".as_ref())), [etc.clone()]);
+        assert_eq!(system_config_paths(None), vec![etc.clone()]);
+        assert_eq!(system_config_paths(Some("".as_ref())), vec![etc.clone()]);
         assert_eq!(system_config_paths(Some("/dev/null".as_ref())), [etc.clone(), "/dev/null".into()]);
-        assert_eq!(system_config_paths(Some(DEFAULT_SYSTEM_CONFIG.as_ref())), [etc.clone()]);
+        assert_eq!(system_config_paths(Some(DEFAULT_SYSTEM_CONFIG.as_ref())), vec![etc.clone()]);
         // /etc requires confirmation; a second system file that says otherwise cannot lift it.
         let strict = layer(DEFAULT_SYSTEM_CONFIG, "[policy]\nconfirm_external_actions = true\n", true);
         let lax = layer(
