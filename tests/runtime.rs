@@ -1661,21 +1661,18 @@ fn an_override_with_an_unknown_table_or_key_refuses_every_call_of_its_agent() {
     }
 }
 
-/// Runs `rlp <args>` in a private mount namespace whose /etc (an overlay of
-/// the real one) holds `/etc/runloop/config.toml` = `system_config`: the
-/// real system file, without touching the machine's. Needs root and
-/// unshare(1); fails loudly without them.
-fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
-    let overlay = sb.path().join("etc-overlay");
-    std::fs::create_dir_all(overlay.join("upper")).unwrap();
-    std::fs::create_dir_all(overlay.join("work")).unwrap();
-    std::fs::write(overlay.join("config.toml"), system_config).unwrap();
-    let script = format!(
-        "set -e; mount --make-rprivate /; \
-         mount -t overlay overlay -o lowerdir=/etc,upperdir='{o}/upper',workdir='{o}/work' /etc; \
-         mkdir -p /etc/runloop; cp '{o}/config.toml' /etc/runloop/config.toml; exec \"$@\"",
-        o = overlay.display()
-    );
+/// Runs `rlp <args>` in a private mount namespace, after the shell
+/// commands `setup` (as root; mounts made there are seen by rlp alone) and
+/// followed by `after` (run whatever rlp's exit; the script exits with
+/// rlp's code). Needs root and unshare(1); fails loudly without them.
+fn rlp_in_mount_namespace(
+    sb: &Sandbox,
+    setup: &str,
+    after: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
+    let script = format!("set -e; mount --make-rprivate /; {setup}; set +e; \"$@\"; code=$?; {after}; exit $code");
     let mut command = Command::new("unshare");
     command.args(["--mount", "sh", "-c", &script, "sh"]).arg(assert_cmd::cargo::cargo_bin("rlp"));
     command.arg("--home").arg(sb.home()).args(args).env_remove("RUNLOOP_HOME").timeout(HANG_GUARD);
@@ -1689,6 +1686,22 @@ fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], 
         stderr(&output)
     );
     output
+}
+
+/// Runs `rlp <args>` where /etc (an overlay of the real one) holds
+/// `/etc/runloop/config.toml` = `system_config`: the real system file,
+/// without touching the machine's.
+fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let overlay = sb.path().join("etc-overlay");
+    std::fs::create_dir_all(overlay.join("upper")).unwrap();
+    std::fs::create_dir_all(overlay.join("work")).unwrap();
+    std::fs::write(overlay.join("config.toml"), system_config).unwrap();
+    let setup = format!(
+        "mount -t overlay overlay -o lowerdir=/etc,upperdir='{o}/upper',workdir='{o}/work' /etc; \
+         mkdir -p /etc/runloop; cp '{o}/config.toml' /etc/runloop/config.toml",
+        o = overlay.display()
+    );
+    rlp_in_mount_namespace(sb, &setup, "true", env, args)
 }
 
 #[test]
@@ -1732,4 +1745,58 @@ fn no_variable_or_flag_lifts_the_system_policy() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(marker.exists());
+}
+
+#[test]
+fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
+    let sb = Sandbox::new();
+    let saved = sb.path().join("saved");
+    std::fs::create_dir_all(sb.home()).unwrap();
+    let bundle = sb.bundle(
+        "filler",
+        json!([exec_tool("fill", "fill_disk.sh", &[sb.home().to_str().unwrap()])]),
+        "[capabilities]\nexec = true\n",
+    );
+    // The home is a 1 MiB file system; the tool fills it after its call frame is recorded.
+    let setup = format!("mount -t tmpfs -o size=1m tmpfs '{}'", sb.home().display());
+    let after = format!("mkdir -p '{s}' && cp -r '{}/pog' '{s}/'", sb.home().display(), s = saved.display());
+    for format in ["human", "json"] {
+        let output = rlp_in_mount_namespace(
+            &sb,
+            &setup,
+            &after,
+            &[("RUNLOOP_SYSTEM_CONFIG", "/nonexistent/system.toml")],
+            &["tools", "call", bundle.to_str().unwrap(), "fill", "--format", format],
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let err = stderr(&output);
+        assert!(
+            err.contains("the tool's result, NOT recorded in the ledger:\n{\n  \"sent\": true\n}\n"),
+            "{format}: {err}"
+        );
+        assert!(err.contains("error: tool `fill` ran, but its result was not recorded: "), "{err}");
+        assert!(err.contains("full"), "{err}");
+        // The ids, to find the call frame that was recorded.
+        let ledger = Ledger::open_existing(&saved.join("pog/events.sqlite")).unwrap();
+        let mut calls = Vec::new();
+        ledger
+            .for_each_event(|e| {
+                if e.kind == "tool.call" {
+                    calls.push((e.provenance().unwrap().trace_id, payload(&e)["invocation_id"].clone()));
+                }
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        let (trace, invocation) = calls.pop().unwrap();
+        let invocation = invocation.as_str().unwrap();
+        assert!(err.contains(&format!("the call is invocation {invocation} in trace {trace}")), "{err}");
+        if format == "json" {
+            let document = stdout_json(&output);
+            assert_eq!(document["trace_id"], trace.to_string());
+            assert_eq!(document["invocation_id"], invocation);
+            assert_eq!(document["unrecorded_result"], json!({"sent": true}));
+            assert_eq!(document["error"]["exit"], 1);
+        }
+        std::fs::remove_dir_all(&saved).unwrap();
+    }
 }

@@ -99,6 +99,11 @@ pub struct CallError {
     pub invocation_id: Option<Uuid>,
     /// The trace the call was recorded in, once it was recorded.
     pub trace_id: Option<Uuid>,
+    /// A tool that ran but whose outcome could not be recorded (kind
+    /// [`CallErrorKind::Recording`]): its result, or its error as
+    /// `{"error": message}`, scrubbed — so that nobody re-runs a side effect
+    /// blindly.
+    pub unrecorded: Option<Value>,
 }
 
 impl fmt::Display for CallError {
@@ -111,7 +116,7 @@ impl std::error::Error for CallError {}
 
 impl CallError {
     fn new(kind: CallErrorKind, message: impl Into<String>) -> Self {
-        CallError { kind, message: message.into(), help: None, invocation_id: None, trace_id: None }
+        CallError { kind, message: message.into(), help: None, invocation_id: None, trace_id: None, unrecorded: None }
     }
 
     fn help(mut self, help: impl Into<String>) -> Self {
@@ -288,6 +293,7 @@ impl Runtime {
         journal.push(EventKind::ToolCall, "runtime".into(), call);
         journal.flush().map_err(|mut e| {
             e.invocation_id = Some(journal.invocation_id);
+            e.trace_id = Some(journal.trace_id);
             e
         })?;
 
@@ -323,10 +329,13 @@ impl Runtime {
                 duration_ms,
             };
             journal.push(EventKind::ToolResult, format!("tool:{}", tool.id), frame);
-            journal.flush().map_err(|mut e| {
-                e.invocation_id = Some(journal.invocation_id);
-                e
-            })?;
+            if let Err(failure) = journal.flush() {
+                let shown = match &outcome {
+                    Ok(_) => result.clone().unwrap_or(Value::Null),
+                    Err(e) => serde_json::json!({"error": e.message}),
+                };
+                return Err(self.unrecorded_error(&journal, failure, shown));
+            }
             match outcome {
                 Ok(_) => {
                     return Ok(CallOutcome {
@@ -415,6 +424,24 @@ impl Runtime {
                 }))
             }
         }
+    }
+
+    /// The error of a tool that ran but whose outcome the ledger refused:
+    /// it says so, and carries the outcome and the ids.
+    fn unrecorded_error(&self, journal: &Journal<'_>, failure: CallError, outcome: Value) -> CallError {
+        let mut error = CallError::new(
+            CallErrorKind::Recording,
+            format!("tool `{}` ran, but its result was not recorded: {}", journal.tool, failure.message),
+        )
+        .help(format!(
+            "the result is printed above; the call is invocation {} in trace {}. Calling again runs the tool again \
+             (and repeats what it did); free disk space or fix the ledger first",
+            journal.invocation_id, journal.trace_id
+        ));
+        error.invocation_id = Some(journal.invocation_id);
+        error.trace_id = Some(journal.trace_id);
+        error.unrecorded = Some(outcome);
+        error
     }
 
     fn denied_error(&self, tool: &str, denied: &[(Capability, String)]) -> CallError {

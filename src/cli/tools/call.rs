@@ -121,12 +121,19 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
         }
         Err(e) => {
             if args.format == Format::Json {
-                let _ = print_json(&json!({
+                let mut document = json!({
                     "tool": args.tool,
                     "invocation_id": e.invocation_id.map(|id| id.to_string()),
                     "trace_id": e.trace_id.map(|id| id.to_string()),
                     "error": {"exit": e.kind.exit_code(), "message": e.message, "help": e.help},
-                }));
+                });
+                if let Some(outcome) = &e.unrecorded {
+                    document["unrecorded_result"] = outcome.clone();
+                }
+                let _ = print_json(&document);
+            }
+            if let Some(outcome) = &e.unrecorded {
+                print_unrecorded(outcome);
             }
             let error = match e.kind {
                 CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => CliError::usage(e.message),
@@ -139,6 +146,12 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
             })
         }
     }
+}
+
+/// Shows on stderr the outcome of a call that ran but was not recorded.
+fn print_unrecorded(outcome: &Value) {
+    let text = serde_json::to_string_pretty(outcome).unwrap_or_default();
+    eprintln!("the tool's result, NOT recorded in the ledger:\n{}", crate::cli::output::terminal_safe(&text));
 }
 
 #[cfg(test)]
