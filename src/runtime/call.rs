@@ -103,7 +103,7 @@ pub struct CallError {
     /// [`CallErrorKind::Recording`]): its result, or its error as
     /// `{"error": message}`, scrubbed — so that nobody re-runs a side effect
     /// blindly.
-    pub unrecorded: Option<Value>,
+    pub unrecorded: Option<Box<Value>>,
 }
 
 impl fmt::Display for CallError {
@@ -440,7 +440,7 @@ impl Runtime {
         ));
         error.invocation_id = Some(journal.invocation_id);
         error.trace_id = Some(journal.trace_id);
-        error.unrecorded = Some(outcome);
+        error.unrecorded = Some(Box::new(outcome));
         error
     }
 

@@ -128,7 +128,7 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
                     "error": {"exit": e.kind.exit_code(), "message": e.message, "help": e.help},
                 });
                 if let Some(outcome) = &e.unrecorded {
-                    document["unrecorded_result"] = outcome.clone();
+                    document["unrecorded_result"] = (**outcome).clone();
                 }
                 let _ = print_json(&document);
             }
