@@ -1800,3 +1800,70 @@ fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
         std::fs::remove_dir_all(&saved).unwrap();
     }
 }
+
+/// An object holding arrays nested so that the whole value is `depth` levels deep.
+fn nested(depth: usize) -> Value {
+    let mut value = json!(1);
+    for _ in 1..depth {
+        value = json!([value]);
+    }
+    json!({"deep": value})
+}
+
+#[test]
+fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle(
+        "deep",
+        json!([exec_tool("ok", "ok.sh", &[]), exec_tool("echo", "echo_blob.sh", &[])]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = sb.call(&bundle, "ok", nested(100)).args(["--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let trace = stdout_json(&output)["trace_id"].as_str().unwrap().to_string();
+    // Every reader reads it back, and the round trip through JSONL is lossless.
+    sb.rlp().args(["trace", "show", &trace]).assert().success();
+    sb.rlp().args(["trace", "show", &trace, "--format", "json"]).assert().success();
+    let file = sb.path().join("deep.jsonl");
+    sb.rlp().args(["trace", "export", &trace, "-o"]).arg(&file).assert().success();
+    sb.rlp().args(["replay", &trace, "--bundle"]).arg(&bundle).assert().success();
+    sb.rlp().arg("replay").arg(&file).arg("--bundle").arg(&bundle).assert().success();
+    let other = Sandbox::new();
+    other.rlp().args(["trace", "import"]).arg(&file).assert().success();
+    let again = other.path().join("again.jsonl");
+    other.rlp().args(["trace", "export", &trace, "-o"]).arg(&again).assert().success();
+    assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(&again).unwrap());
+    let call = other.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
+    assert_eq!(call["args"], nested(100));
+
+    // One level more is refused before anything runs.
+    let output = sb.call(&bundle, "ok", nested(101)).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("error: the arguments of `ok` nest arrays and objects 101 levels deep; rlp accepts at most 100"),
+        "{}",
+        stderr(&output)
+    );
+    // A result nested too deeply is an invalid result, recorded as an error.
+    let output = sb.call(&bundle, "echo", nested(99)).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("the result of `echo` nests arrays and objects 101 levels deep; rlp records at most 100"),
+        "{}",
+        stderr(&output)
+    );
+    let result = sb.events().iter().rev().find(|e| e.kind == "tool.result").map(payload).unwrap();
+    assert_eq!(result["error"]["kind"], "invalid_result");
+    sb.rlp().args(["trace", "verify"]).assert().success();
+
+    // A hand-made file with a deeper payload is refused on import, naming the line.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let deeper = text.replace("{\"deep\":", "{\"deep\":[[").replacen("]}", "]]]}", 1);
+    assert_ne!(deeper, text);
+    std::fs::write(sb.path().join("deeper.jsonl"), deeper).unwrap();
+    let output = Sandbox::new().rlp().args(["trace", "import"]).arg(sb.path().join("deeper.jsonl")).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("levels deep; the ledger holds at most 101"), "{}", stderr(&output));
+}

@@ -18,6 +18,21 @@ use crate::bundle::source::{SourceFile, SpanIndex, Spans, Syntax, json_duplicate
 /// The largest integer a manifest may hold: ±(2^53−1), exact in every JSON reader.
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
+/// The deepest nesting of arrays and objects rlp accepts in tool data
+/// (arguments, results) and records. Well below the 128 levels a JSON
+/// reader accepts, so every record — the payload around the data, the JSONL
+/// line around the payload — reads back whole.
+pub const MAX_DATA_DEPTH: usize = 100;
+
+/// How deeply arrays and objects nest in `value` (a scalar: 0, `[]`: 1).
+pub fn json_depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// A JSON value whose objects never repeat a key.
 struct StrictJson(Value);
 
@@ -298,6 +313,14 @@ pub fn load_toml(path: std::path::PathBuf, text: String, diags: &mut Diagnostics
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn depth_counts_containers() {
+        use serde_json::json;
+        assert_eq!(super::json_depth(&json!(1)), 0);
+        assert_eq!(super::json_depth(&json!([])), 1);
+        assert_eq!(super::json_depth(&json!({"a": [1, {"b": {}}], "c": 2})), 4);
+    }
+
     use super::*;
 
     fn json(text: &str) -> (Option<Value>, Vec<crate::bundle::diag::Finding>) {

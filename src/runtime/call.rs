@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::policy::grant_line;
 use crate::bundle::tools::Transport;
+use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::integrity::verify::Signer;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
 use crate::runtime::exec::ExecPlan;
@@ -258,7 +259,20 @@ impl Runtime {
             return Err(journal.refuse(self.denied_error(&tool.id, &denied)));
         }
 
-        // 2. Validate the input.
+        // 2. Validate the input (and its depth: what cannot be read back is not recorded).
+        let depth = json_depth(&request.arguments);
+        if depth > MAX_DATA_DEPTH {
+            return Err(journal.refuse(
+                CallError::new(
+                    CallErrorKind::InvalidInput,
+                    format!(
+                        "the arguments of `{}` nest arrays and objects {depth} levels deep; rlp accepts at most {MAX_DATA_DEPTH}",
+                        tool.id
+                    ),
+                )
+                .help("flatten the arguments"),
+            ));
+        }
         if let Some(errors) = schema_errors(&prepared.input, &request.arguments) {
             return Err(journal.refuse(
                 CallError::new(
@@ -304,6 +318,14 @@ impl Runtime {
             let outcome = self.attempt(prepared, &plan, request, &secrets, &mut journal, attempt);
             // 6. Validate the result.
             let outcome = outcome.and_then(|result| match schema_errors(&prepared.result, &result) {
+                None if json_depth(&result) > MAX_DATA_DEPTH => Err(AttemptError::new(
+                    "invalid_result",
+                    format!(
+                        "the result of `{}` nests arrays and objects {} levels deep; rlp records at most {MAX_DATA_DEPTH}",
+                        tool.id,
+                        json_depth(&result)
+                    ),
+                )),
                 None => Ok(result),
                 Some(errors) => Err(AttemptError::new(
                     "invalid_result",

@@ -12,6 +12,7 @@
 
 use serde_json::{Value, json};
 
+use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::runtime::recorder::{Provenance, Record};
 use crate::trace::frame::frame_hash;
 
@@ -152,9 +153,26 @@ pub struct PreparedRow {
     pub hash: [u8; 32],
 }
 
+/// The deepest payload the ledger records or imports: tool data at its
+/// deepest ([`MAX_DATA_DEPTH`]) inside the payload object.
+pub const MAX_PAYLOAD_DEPTH: usize = MAX_DATA_DEPTH + 1;
+
+/// Refuses a payload nested deeper than [`MAX_PAYLOAD_DEPTH`]: what the
+/// ledger holds must read back whole (trace show, replay, export, import).
+pub fn check_payload_depth(payload: &Value) -> Result<(), String> {
+    let depth = json_depth(payload);
+    if depth > MAX_PAYLOAD_DEPTH {
+        return Err(format!(
+            "the payload nests arrays and objects {depth} levels deep; the ledger holds at most {MAX_PAYLOAD_DEPTH} (tool data at most {MAX_DATA_DEPTH})"
+        ));
+    }
+    Ok(())
+}
+
 impl PreparedRow {
     /// Canonicalizes a record and computes its row hash.
     pub fn from_record(record: &Record) -> Result<PreparedRow, String> {
+        check_payload_depth(&record.payload)?;
         let provenance = serde_json::to_value(&record.provenance).map_err(|e| e.to_string())?;
         let hash = row_hash(record.ts_ms, &record.actor, &record.kind, &record.scope, &record.payload, &provenance)?;
         Ok(PreparedRow {

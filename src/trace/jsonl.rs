@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::trace::event::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::trace::event::{GENESIS, chain_hash, check_payload_depth, from_hex, to_hex};
 use crate::trace::frame::{
     Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, canonical_text, check_columns, frame_hash,
 };
@@ -205,6 +205,7 @@ impl<R: BufRead> JsonlReader<R> {
             }
             Some(_) => {}
         }
+        check_payload_depth(&raw.payload)?;
         let payload_json = canonical_text(&raw.payload);
         let provenance_json = canonical_text(&raw.provenance);
         let hash =
