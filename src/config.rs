@@ -223,18 +223,12 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
         message: format!("cannot read {}: {e}", path.display()),
         help: "fix the file's permissions, or remove it".to_string(),
     };
-    let meta = match std::fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(unreadable(e)),
-    };
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(ConfigError {
-            message: format!("{} is {} bytes; config files are limited to 1 MiB", path.display(), meta.len()),
-            help: "shorten the file".to_string(),
-        });
+    match crate::fsutil::read_text_limited(path, MAX_CONFIG_BYTES) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(crate::fsutil::ReadError::Io(e)) => Err(unreadable(e)),
+        Err(e) => Err(ConfigError { message: e.to_string(), help: "shorten the file".to_string() }),
     }
-    std::fs::read_to_string(path).map(Some).map_err(unreadable)
 }
 
 /// Reads every layer: the system config, the home's config.toml, the

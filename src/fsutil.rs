@@ -1,8 +1,97 @@
-//! File-system helpers shared by every command that writes.
+//! File-system helpers shared by every command: atomic writes, and the one
+//! bounded reader through which rlp reads every file or stream a user, a
+//! bundle or the runtime home hands it.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::path::Path;
+
+/// A bounded read that delivered nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The source could not be opened or read (the operating system's error).
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The source holds more than the limit.
+    #[error("{name} is larger than {}", human_size(*limit))]
+    TooLarge {
+        /// The file's path, or `standard input`.
+        name: String,
+        /// The most rlp reads from it, in bytes.
+        limit: u64,
+    },
+}
+
+impl ReadError {
+    /// Whether the file does not exist (callers that treat a missing file
+    /// as empty or absent ask this).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadError::Io(e) if e.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// What to do about a source that is too large (`None` for an I/O error,
+    /// whose fix depends on the caller).
+    pub fn help(&self) -> Option<String> {
+        match self {
+            ReadError::Io(_) => None,
+            ReadError::TooLarge { limit, .. } => Some(format!(
+                "rlp reads at most {} of it: pass a smaller file, or check that the path names the file you meant",
+                human_size(*limit)
+            )),
+        }
+    }
+}
+
+/// Reads the file at `path`, refusing one larger than `limit` bytes. The
+/// size is found by reading (at most `limit + 1` bytes), never from the
+/// file's metadata, so devices, FIFOs and process substitutions (which all
+/// report a size of 0) are bounded too.
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = fs::File::open(path)?;
+    read_stream_limited(file, limit, &path.display().to_string())
+}
+
+/// [`read_limited`] for UTF-8 text; other bytes are an
+/// [`io::ErrorKind::InvalidData`] error, as with [`fs::read_to_string`].
+pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let bytes = read_limited(path, limit)?;
+    String::from_utf8(bytes)
+        .map_err(|_| ReadError::Io(io::Error::new(io::ErrorKind::InvalidData, "stream did not contain valid UTF-8")))
+}
+
+/// Reads `reader` to its end, refusing more than `limit` bytes; `name` (a
+/// path, or `standard input`) names it in the error.
+pub fn read_stream_limited(reader: impl Read, limit: u64, name: &str) -> Result<Vec<u8>, ReadError> {
+    let mut bytes = Vec::new();
+    reader.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge { name: name.to_string(), limit });
+    }
+    Ok(bytes)
+}
+
+/// Reads one line (up to and including its `\n`) of at most `limit` bytes
+/// from `reader` into `line` (cleared first), streaming: a file of many
+/// lines is never held whole. Returns the number of bytes read, 0 at the
+/// end; a line that goes on past `limit` is `TooLarge` (named `a line`:
+/// the caller knows its number).
+pub fn read_line_limited(reader: &mut impl BufRead, limit: u64, line: &mut Vec<u8>) -> Result<usize, ReadError> {
+    line.clear();
+    let read = reader.take(limit.saturating_add(1)).read_until(b'\n', line)?;
+    if line.last() != Some(&b'\n') && line.len() as u64 > limit {
+        return Err(ReadError::TooLarge { name: "a line".to_string(), limit });
+    }
+    Ok(read)
+}
+
+/// A size limit in the unit people write it in: `16 MiB`, `4 KiB`, `100 bytes`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    match UNITS.iter().find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit)) {
+        Some((unit, name)) => format!("{} {name}", bytes / unit),
+        None => crate::text::plural(bytes, "byte"),
+    }
+}
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder
 /// is written, flushed to disk and renamed over the target, then the folder
@@ -51,6 +140,43 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn bounded_reads_refuse_what_is_past_the_limit_whatever_the_metadata_says() {
+        let err = read_limited(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert_eq!(err.to_string(), "/dev/zero is larger than 1 MiB");
+        assert!(err.help().unwrap().starts_with("rlp reads at most 1 MiB of it"));
+        assert_eq!(read_stream_limited(&b"abcd"[..], 4, "standard input").unwrap(), b"abcd");
+        let err = read_stream_limited(&b"abcde"[..], 4, "standard input").unwrap_err();
+        assert_eq!(err.to_string(), "standard input is larger than 4 bytes");
+        assert!(read_limited(Path::new("/nonexistent/file"), 1).unwrap_err().is_not_found());
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("bad"), b"\xff").unwrap();
+        let err = read_text_limited(&dir.path().join("bad"), 10).unwrap_err();
+        assert!(matches!(err, ReadError::Io(ref e) if e.kind() == io::ErrorKind::InvalidData), "{err}");
+    }
+
+    #[test]
+    fn lines_are_bounded_one_at_a_time() {
+        let mut reader = &b"one\ntwo words\nlast"[..];
+        let mut line = Vec::new();
+        assert_eq!(read_line_limited(&mut reader, 4, &mut line).unwrap(), 4);
+        assert_eq!(line, b"one\n");
+        let err = read_line_limited(&mut reader, 4, &mut line).unwrap_err();
+        assert_eq!(err.to_string(), "a line is larger than 4 bytes");
+        let mut reader = &b"last"[..];
+        assert_eq!(read_line_limited(&mut reader, 4, &mut line).unwrap(), 4);
+        assert_eq!(read_line_limited(&mut reader, 4, &mut line).unwrap(), 0);
+    }
+
+    #[test]
+    fn sizes_are_shown_in_their_unit() {
+        assert_eq!(human_size(16 << 20), "16 MiB");
+        assert_eq!(human_size(4096), "4 KiB");
+        assert_eq!(human_size(1 << 30), "1 GiB");
+        assert_eq!(human_size(1000), "1000 bytes");
+        assert_eq!(human_size(1), "1 byte");
+    }
 
     #[test]
     fn crlf_files_stay_crlf() {

@@ -77,7 +77,7 @@ pub fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<Entry
     for path in existing_schema_files(bundle_dir, drafts) {
         let source = bundle_dir.join(&path);
         let regular = std::fs::symlink_metadata(&source).is_ok_and(|m| m.is_file());
-        if regular && let Ok(bytes) = std::fs::read(&source) {
+        if regular && let Ok(bytes) = crate::fsutil::read_limited(&source, crate::bundle::MAX_TEXT_FILE_BYTES) {
             write(&path, &bytes)?;
         }
     }

@@ -46,6 +46,17 @@ impl AuthoringError {
     pub fn io(action: &str, path: &Path, error: &std::io::Error) -> Self {
         Self::usage(format!("cannot {action} {}: {error}", path.display()))
     }
+
+    /// A bounded read of `path` that failed (exit 2).
+    pub fn read(path: &Path, error: crate::fsutil::ReadError) -> Self {
+        match error {
+            crate::fsutil::ReadError::Io(e) => Self::io("read", path, &e),
+            e @ crate::fsutil::ReadError::TooLarge { .. } => {
+                let help = e.help().unwrap_or_default();
+                Self::usage(e.to_string()).with_help(help)
+            }
+        }
+    }
 }
 
 impl fmt::Display for AuthoringError {

@@ -72,10 +72,10 @@ pub fn list(dir: &Path, home: &Home) -> Result<Listing, AuthoringError> {
 
 /// Reads an operator override; a missing file is `None`.
 fn read_override(path: &Path) -> Result<Option<Policy>, AuthoringError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::fsutil::read_text_limited(path, crate::home::MAX_OVERRIDE_BYTES) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(AuthoringError::io("read", path, &e)),
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(AuthoringError::read(path, e)),
     };
     let (grants, findings) = crate::bundle::parse_policy(&text);
     let errors: Vec<String> = findings

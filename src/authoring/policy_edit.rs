@@ -97,14 +97,14 @@ impl PolicyDoc {
 
     /// Reads a policy file; a missing one starts as an empty `[capabilities]` table.
     pub fn read(path: &Path) -> Result<PolicyDoc, AuthoringError> {
-        match std::fs::read_to_string(path) {
+        match crate::fsutil::read_text_limited(path, crate::bundle::MAX_TEXT_FILE_BYTES) {
             Ok(text) => Self::from_text(path, &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 let mut doc = Self::from_text(path, "[capabilities]\n")?;
                 doc.original = None;
                 Ok(doc)
             }
-            Err(e) => Err(AuthoringError::io("read", path, &e)),
+            Err(e) => Err(AuthoringError::read(path, e)),
         }
     }
 

@@ -18,6 +18,7 @@
 //! with `{` is a tools.json entry in JSON instead.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
@@ -51,7 +52,11 @@ impl SchemaSource {
             return validate::schema_id(id).map(SchemaSource::Shared);
         }
         if let Some(file) = text.strip_prefix('@') {
-            let body = std::fs::read_to_string(file).map_err(|e| format!("cannot read schema file {file}: {e}"))?;
+            let body =
+                crate::fsutil::read_text_limited(Path::new(file), MAX_SCHEMA_FILE_BYTES).map_err(|e| match e {
+                    crate::fsutil::ReadError::Io(e) => format!("cannot read schema file {file}: {e}"),
+                    e => format!("{e}: pass a smaller schema file"),
+                })?;
             return validate::inline_schema(&body).map(SchemaSource::Inline).map_err(|e| format!("{file}: {e}"));
         }
         validate::inline_schema(text).map(SchemaSource::Inline)
@@ -132,6 +137,9 @@ impl ToolDraft {
         self.entry.get("id").and_then(Value::as_str).unwrap_or_default()
     }
 }
+
+/// Largest schema file read for `@FILE`.
+const MAX_SCHEMA_FILE_BYTES: u64 = 16 << 20;
 
 /// The keys a spec string knows, for messages.
 pub const SPEC_KEYS: &str =

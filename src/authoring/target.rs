@@ -21,10 +21,18 @@ impl BundleTarget {
     /// can rewrite.
     pub fn open(dir: &Path) -> Result<BundleTarget, AuthoringError> {
         let manifest = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&manifest).map_err(|e| {
-            AuthoringError::usage(format!("{} is not a bundle: cannot read {}: {e}", dir.display(), manifest.display()))
-                .with_help("name a bundle folder (one with manifest.toml), or create one with `rlp agent scaffold`")
-        })?;
+        let text = match crate::fsutil::read_text_limited(&manifest, crate::integrity::verify::MAX_MANIFEST_BYTES) {
+            Ok(text) => text,
+            Err(crate::fsutil::ReadError::Io(e)) => {
+                return Err(AuthoringError::usage(format!(
+                    "{} is not a bundle: cannot read {}: {e}",
+                    dir.display(),
+                    manifest.display()
+                ))
+                .with_help("name a bundle folder (one with manifest.toml), or create one with `rlp agent scaffold`"));
+            }
+            Err(e) => return Err(AuthoringError::read(&manifest, e)),
+        };
         crate::integrity::digest::plan(dir).map_err(|e| {
             AuthoringError::usage(format!("{e}"))
                 .with_help(format!("fix it first; `rlp lint {}` shows where", dir.display()))

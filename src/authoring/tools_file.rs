@@ -55,10 +55,10 @@ impl ToolsDoc {
     /// Reads `<bundle>/tools.json` (a missing file is an empty document).
     pub fn read(bundle_dir: &Path) -> Result<ToolsDoc, AuthoringError> {
         let path = bundle_dir.join(TOOLS_FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::fsutil::read_text_limited(&path, crate::bundle::MAX_TEXT_FILE_BYTES) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ToolsDoc::empty(bundle_dir)),
-            Err(e) => return Err(AuthoringError::io("read", &path, &e)),
+            Err(e) if e.is_not_found() => return Ok(ToolsDoc::empty(bundle_dir)),
+            Err(e) => return Err(AuthoringError::read(&path, e)),
         };
         let fix = format!("fix it first; `rlp lint {}` shows where", bundle_dir.display());
         if let Some(problem) = value::bom_problem(&text) {

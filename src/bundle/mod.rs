@@ -166,7 +166,8 @@ fn read_text(dir: &Path, relative: &str, optional: bool, diags: &mut Diagnostics
         );
         return None;
     }
-    match std::fs::read(&path).map(String::from_utf8) {
+    // Bounded too: the file may grow between the check and the read.
+    match crate::fsutil::read_limited(&path, MAX_TEXT_FILE_BYTES).map(String::from_utf8) {
         Ok(Ok(text)) => Some(text),
         Ok(Err(e)) => {
             let offset = e.utf8_error().valid_up_to();
@@ -179,8 +180,12 @@ fn read_text(dir: &Path, relative: &str, optional: bool, diags: &mut Diagnostics
                 .help("save the file as UTF-8");
             None
         }
-        Err(e) => {
+        Err(crate::fsutil::ReadError::Io(e)) => {
             diags.report(Code::Unreadable, At::File, format!("cannot read {relative}: {e}"));
+            None
+        }
+        Err(e @ crate::fsutil::ReadError::TooLarge { .. }) => {
+            diags.report(Code::Unreadable, At::File, e.to_string());
             None
         }
     }

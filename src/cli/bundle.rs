@@ -8,12 +8,12 @@ use serde_json::{Value, json};
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json, report};
+use crate::cli::output::{Format, Printer, diagnostic, json_text};
 use crate::integrity::failure::{Class, Failure};
 use crate::integrity::keys::{PublicKey, SecretKey};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{Options, Trust, Verified};
-use crate::pack::writer::{PackOptions, STDOUT, pack};
+use crate::pack::writer::{Destination, PackOptions, STDOUT, pack};
 use crate::pack::{NoProgress, Progress, verify_path};
 
 /// `rlp bundle …`
@@ -139,10 +139,25 @@ impl Progress for TerminalProgress {
 
 fn run_pack(args: &PackArgs) -> CliResult {
     let key = args.key.as_deref().map(SecretKey::load).transpose().map_err(CliError::from)?;
-    let options = PackOptions { output: args.output.clone(), key: key.as_ref() };
+    let mut out = Printer::stdout();
+    let to_stdout = args.output.as_deref() == Some(Path::new(STDOUT));
+    if to_stdout && out.is_terminal() {
+        return Err(CliError::usage("refusing to write a binary archive to a terminal")
+            .with_help("redirect standard output to a file or a pipe, or give `-o FILE`"));
+    }
+    let output = match &args.output {
+        _ if to_stdout => Destination::Stream(&mut out),
+        Some(path) => Destination::File(path.clone()),
+        None => Destination::DefaultFile,
+    };
     let progress: Box<dyn Progress> =
         if std::io::stderr().is_terminal() { Box::new(TerminalProgress::new("packing")) } else { Box::new(NoProgress) };
-    let packed = pack(&args.bundle, &options, progress.as_ref()).map_err(CliError::from)?;
+    let packed = match pack(&args.bundle, PackOptions { output, key: key.as_ref() }, progress.as_ref()) {
+        Ok(packed) => packed,
+        // The archive could not be written to standard output: say so as every command does.
+        Err(_) if out.has_failed() => return out.finish(Exit::Success),
+        Err(failure) => return Err(CliError::from(failure)),
+    };
     let signed = match packed.signed_by {
         Some(id) => format!("signed by key {id}"),
         None => "unsigned".to_string(),
@@ -165,13 +180,13 @@ fn run_pack(args: &PackArgs) -> CliResult {
         "blake3": packed.digest.to_string(),
         "signed_by": packed.signed_by.map(|id| id.to_string()),
     });
-    if packed.path == Path::new(STDOUT) {
+    if to_stdout {
         // Standard output carries the archive.
-        eprintln!("{summary}");
+        diagnostic(&summary);
     } else {
-        let _ = report(args.format, &summary, &json);
+        out.report(args.format, &summary, &json)?;
     }
-    Ok(Exit::Success)
+    out.finish(Exit::Success)
 }
 
 fn verified_json(source: &str, v: &Verified) -> Value {
@@ -205,30 +220,28 @@ fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
         };
         verify_path(&args.source, &Options { trust, require_signature: args.require_signature })
     });
+    let out = Printer::stdout();
     match (args.format, result) {
-        (Format::Json, Ok(v)) => {
-            let _ = print_json(&verified_json(&source, &v));
-            Ok(Exit::Success)
-        }
+        (Format::Json, Ok(v)) => out.finish_with(&json_text(&verified_json(&source, &v)), Exit::Success),
         (Format::Json, Err(f)) => {
-            let _ = print_json(&json!({"source": source, "ok": false, "error": failure_json(&f)}));
-            Ok(exit_of(f.class()))
+            let doc = json!({"source": source, "ok": false, "error": failure_json(&f)});
+            out.finish_with(&json_text(&doc), exit_of(f.class()))
         }
         (Format::Human, Ok(v)) => {
-            println!(
-                "verified {} {}: {} files, {} bytes; sizes, digests and file set match",
+            let mut text = format!(
+                "verified {} {}: {} files, {} bytes; sizes, digests and file set match\n",
                 v.name, v.version, v.files, v.bytes
             );
-            match (&v.signer, &args.key) {
-                (Some(s), Some(file)) => println!("signed by key {} (the key in {})", s.key_id, file.display()),
-                (Some(s), None) => println!(
-                    "signed by key {} (trust anchor `{}`), capabilities within its rule",
+            text.push_str(&match (&v.signer, &args.key) {
+                (Some(s), Some(file)) => format!("signed by key {} (the key in {})\n", s.key_id, file.display()),
+                (Some(s), None) => format!(
+                    "signed by key {} (trust anchor `{}`), capabilities within its rule\n",
                     s.key_id,
                     s.anchor.as_deref().unwrap_or("?")
                 ),
-                (None, _) => println!("not signed"),
-            }
-            Ok(Exit::Success)
+                (None, _) => "not signed\n".to_string(),
+            });
+            out.finish_with(&text, Exit::Success)
         }
         (Format::Human, Err(f)) => Err(CliError::from(f)),
     }

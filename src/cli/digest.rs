@@ -1,6 +1,5 @@
 //! `rlp digest`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -8,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json};
+use crate::cli::output::{Format, Printer, warning};
 use crate::integrity::digest::{self, Change};
 use crate::integrity::signature::SIGNATURE_FILE;
 
@@ -47,68 +46,69 @@ fn why(change: &Change) -> &'static str {
 /// Runs `rlp digest`.
 pub fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
     let result = if args.check { digest::check(&args.bundle) } else { digest::write(&args.bundle).map(|p| p.changes) };
+    let mut out = Printer::stdout();
     let changes = match result {
         Ok(changes) => changes,
         Err(e) => {
             let failure = crate::integrity::digest_failure(e);
             if args.format == Format::Json {
-                let _ = print_json(&json!({
+                let _ = out.json(&json!({
                     "bundle": args.bundle.display().to_string(),
                     "error": crate::cli::bundle::failure_json(&failure),
                 }));
             }
-            return Err(CliError::from(failure));
+            return out.fail(CliError::from(failure));
         }
     };
     let stale = args.check && !changes.is_empty();
     let signature = args.bundle.join(SIGNATURE_FILE);
     if !args.check && !changes.is_empty() && signature.exists() {
-        eprintln!(
-            "warning: {SIGNATURE_FILE} no longer matches manifest.toml; sign again: `rlp sign {} --key <file.key>`",
+        warning(format_args!(
+            "{SIGNATURE_FILE} no longer matches manifest.toml; sign again: `rlp sign {} --key <file.key>`",
             args.bundle.display()
-        );
+        ));
     }
     match args.format {
         Format::Json => {
             let items: Vec<_> =
                 changes.iter().map(|c| json!({"path": c.path(), "change": verb(c), "check": c.check_word()})).collect();
-            let _ = print_json(&json!({
+            out.json(&json!({
                 "bundle": args.bundle.display().to_string(),
                 "up_to_date": changes.is_empty(),
                 "written": !args.check && !changes.is_empty(),
                 "changes": items,
-            }));
+            }))?;
         }
         Format::Human => {
-            let mut out = std::io::stdout().lock();
             for change in &changes {
-                let _ = if args.check {
-                    writeln!(out, "{}: {} ({})", change.check_word(), change.path(), why(change))
+                if args.check {
+                    out.line(format_args!("{}: {} ({})", change.check_word(), change.path(), why(change)))?;
                 } else {
-                    writeln!(out, "{} {}", verb(change), change.path())
-                };
+                    out.line(format_args!("{} {}", verb(change), change.path()))?;
+                }
             }
             if changes.is_empty() {
-                let _ = writeln!(out, "manifest.toml is up to date");
+                out.line("manifest.toml is up to date")?;
             } else if !args.check {
                 let count = |word: &str| changes.iter().filter(|c| verb(c) == word).count();
-                let _ = writeln!(
-                    out,
+                out.line(format_args!(
                     "updated manifest.toml: {} added, {} updated, {} removed",
                     count("added"),
                     count("updated"),
                     count("removed")
-                );
+                ))?;
             }
         }
     }
     if stale {
         let entries = if changes.len() == 1 { "1 entry".to_string() } else { format!("{} entries", changes.len()) };
         if args.format == Format::Human {
-            return Err(CliError::problem(format!("manifest.toml is out of date: {entries}"))
-                .with_help(format!("run `rlp digest {}` to update it", args.bundle.display())));
+            return out.fail(
+                CliError::problem(format!("manifest.toml is out of date: {entries}"))
+                    .with_help(format!("run `rlp digest {}` to update it", args.bundle.display())),
+            );
         }
-        return Ok(Exit::Problems);
+        return out.finish(Exit::Problems);
     }
-    Ok(Exit::Success)
+    out.finish(Exit::Success)
 }

@@ -45,11 +45,25 @@ pub struct CliError {
     pub message: String,
     /// What to do about it.
     pub help: Option<String>,
+    /// Nothing to print: the command stopped because its reader went away.
+    quiet: bool,
 }
 
 impl CliError {
     fn new(exit: Exit, message: impl Into<String>) -> Self {
-        Self { exit, message: message.into(), help: None }
+        Self { exit, message: message.into(), help: None, quiet: false }
+    }
+
+    /// A command that stopped because standard output was closed (a broken
+    /// pipe): it ends with `exit`, the code of what it found so far, and
+    /// prints nothing.
+    pub fn quiet(exit: Exit) -> Self {
+        Self { quiet: true, ..Self::new(exit, "standard output was closed") }
+    }
+
+    /// Whether there is nothing to print (see [`CliError::quiet`]).
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
     }
 
     /// Exit 2: bad arguments or unreadable input.

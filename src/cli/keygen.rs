@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, report};
+use crate::cli::output::{Format, Printer};
 use crate::integrity::keys::write_key_pair;
 
 /// Flags of `rlp keygen`.
@@ -38,6 +38,7 @@ pub fn run(args: &KeygenArgs, _ctx: &Context) -> CliResult {
     );
     let json =
         json!({"public_file": files.public_file, "secret_file": files.secret_file, "key_id": key_id.to_string()});
-    let _ = report(args.format, &human, &json);
-    Ok(Exit::Success)
+    let mut out = Printer::stdout();
+    out.report(args.format, &human, &json)?;
+    out.finish(Exit::Success)
 }

@@ -1,6 +1,5 @@
 //! `rlp lint`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -9,6 +8,7 @@ use crate::authoring::drift::{self, ToolCheck};
 use crate::bundle::diag::Severity;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Printer, diagnostic};
 use crate::lint::render::{self, LintFormat};
 use crate::lint::{discover, lint_all};
 
@@ -49,18 +49,22 @@ pub fn run(args: &LintArgs, ctx: &Context) -> CliResult {
         drifts: checks.iter().map(|c| c.drifts.len()).sum(),
         unchecked: checks.iter().map(|c| c.unchecked.len()).sum(),
     };
+    let failed = count.errors > 0 || (args.deny_warnings && count.warnings > 0) || count.drifts > 0;
+    let exit = if failed { Exit::Problems } else { Exit::Success };
+    let out = Printer::stdout();
     match args.format {
         LintFormat::Human => {
             let text = render::human(&reports, ctx.color.stdout()) + &notes + &count.summary();
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            out.finish_with(&text, exit)
         }
         format => {
-            let _ = std::io::stdout().lock().write_all(render::machine(format, &reports).as_bytes());
-            let _ = std::io::stderr().lock().write_all(notes.as_bytes());
+            let result = out.finish_with(&render::machine(format, &reports), exit);
+            if !notes.is_empty() {
+                diagnostic(notes.strip_suffix('\n').unwrap_or(&notes));
+            }
+            result
         }
     }
-    let failed = count.errors > 0 || (args.deny_warnings && count.warnings > 0) || count.drifts > 0;
-    Ok(if failed { Exit::Problems } else { Exit::Success })
 }
 
 /// What one run found, for the last line of the human report.

@@ -16,14 +16,13 @@ pub mod tools;
 pub mod trace;
 pub mod trust;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::ColorChoice;
+use crate::cli::output::{ColorChoice, Printer, diagnostic};
 use crate::home::Home;
 
 /// rlp: author, check, seal, run and replay agent bundles.
@@ -98,7 +97,10 @@ pub enum Command {
 pub fn main() -> ExitCode {
     // Interrupted, rlp kills the tools it runs and removes its temporary files.
     let _ = crate::interrupt::install();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failed(&e),
+    };
     let context = Context { home: Home::resolve(cli.home.as_deref()), color: cli.color };
     let result = run(cli.command, &context);
     finish(result, context.color)
@@ -117,10 +119,24 @@ fn run(command: Command, ctx: &Context) -> CliResult {
         Command::Trace(cmd) => trace::run(cmd, ctx),
         Command::Replay(args) => replay::run(&args, ctx),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "rlp", &mut std::io::stdout());
-            Ok(Exit::Success)
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "rlp", &mut script);
+            Printer::stdout().finish_with(&String::from_utf8_lossy(&script), Exit::Success)
         }
     }
+}
+
+/// A command line clap did not run: `--help` and `--version` print through
+/// the [`Printer`] (so a closed or full stdout is handled like any result);
+/// usage errors go to stderr with clap's exit code (2).
+fn parse_failed(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    let rendered = e.render();
+    let text = if ColorChoice::Auto.stdout() { rendered.ansi().to_string() } else { rendered.to_string() };
+    finish(Printer::stdout().finish_with(&text, Exit::Success), ColorChoice::Auto)
 }
 
 /// Prints an error (if any) the standard way and maps it to an exit code.
@@ -128,7 +144,9 @@ pub fn finish(result: CliResult, color: ColorChoice) -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(error) => {
-            print_error(&error, color.stderr());
+            if !error.is_quiet() {
+                print_error(&error, color.stderr());
+            }
             error.exit.into()
         }
     }
@@ -138,9 +156,9 @@ pub fn finish(result: CliResult, color: ColorChoice) -> ExitCode {
 pub fn print_error(error: &CliError, color: bool) {
     let (red, cyan, bold, reset) =
         if color { ("\x1b[1;31m", "\x1b[1;36m", "\x1b[1m", "\x1b[0m") } else { ("", "", "", "") };
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{red}error{reset}{bold}: {}{reset}", output::terminal_safe(&error.message));
+    let mut text = format!("{red}error{reset}{bold}: {}{reset}", output::terminal_safe(&error.message));
     if let Some(help) = &error.help {
-        let _ = writeln!(err, "  {cyan}help{reset}: {}", output::terminal_safe(help));
+        text.push_str(&format!("\n  {cyan}help{reset}: {}", output::terminal_safe(help)));
     }
+    diagnostic(&text);
 }

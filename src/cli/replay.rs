@@ -1,16 +1,16 @@
 //! `rlp replay`: replay a recorded trace against a bundle and report every
 //! divergence (see docs/replay.md).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::Format;
+use crate::cli::output::{Format, Printer};
 use crate::cli::runtime_setup::{RuntimeFlags, load_error, load_runtime};
-use crate::cli::trace::{input_error, parse_input, stdout_failed};
+use crate::cli::trace::{input_error, parse_input};
 use crate::trace::contract::Contract;
 use crate::trace::live::LiveExecutor;
 use crate::trace::query::{TraceInput, for_each_frame};
@@ -164,9 +164,8 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
         }
     };
     let exit = if summary.is_clean() { Exit::Success } else { Exit::Problems };
-    let mut out = std::io::stdout().lock();
-    match report.write_to(&mut out).and_then(|()| out.flush()) {
-        Ok(()) => Ok(exit),
-        Err(e) => stdout_failed(e, exit, "the report"),
-    }
+    let mut out = Printer::stdout();
+    // A failure is remembered, and `finish` reports it with `exit`.
+    let _ = report.write_to(&mut out);
+    out.finish(exit)
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::cli::Context;
 use crate::cli::exit::CliError;
-use crate::cli::output::stdin_is_terminal;
+use crate::cli::output::{diagnostic, stdin_is_terminal, warning};
 use crate::config::{self, Flags};
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
 use crate::runtime::recorder::Recorder;
@@ -57,7 +57,7 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
     let runtime = Runtime::load(flags.bundle, options).map_err(load_error)?;
     warn(runtime.warnings());
     if let Some(note) = runtime.trust_note() {
-        eprintln!("note: {note}");
+        diagnostic(&format!("note: {note}"));
     }
     Ok((runtime, ledger))
 }
@@ -73,7 +73,7 @@ pub fn load_error(e: LoadError) -> CliError {
 
 fn warn(lines: &[String]) {
     for line in lines {
-        eprintln!("warning: {line}");
+        warning(line);
     }
 }
 
@@ -87,7 +87,7 @@ impl Confirmer for TerminalConfirmer {
         let _guard = self.lock.lock();
         let text = prompt_text(request);
         let (details, question) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
-        eprintln!("{details}");
+        diagnostic(details);
         match dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt() {
             Ok(Some(true)) => Confirmation { approved: true, by: "operator".into(), how: "terminal prompt".into() },
             Ok(_) => {

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, report};
+use crate::cli::output::{Format, Printer};
 use crate::integrity::keys::SecretKey;
 use crate::integrity::signature::sign_bundle;
 
@@ -34,6 +34,7 @@ pub fn run(args: &SignArgs, _ctx: &Context) -> CliResult {
     let key_id = signed.signature.key_id();
     let human = format!("signed {} with key {key_id}", signed.path.display());
     let json = json!({"bundle": args.bundle, "signature": signed.path, "key_id": key_id.to_string()});
-    let _ = report(args.format, &human, &json);
-    Ok(Exit::Success)
+    let mut out = Printer::stdout();
+    out.report(args.format, &human, &json)?;
+    out.finish(Exit::Success)
 }

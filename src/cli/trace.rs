@@ -1,7 +1,7 @@
 //! `rlp trace`: list, show, export, import and verify the traces in the
 //! knowledge base (`$RUNLOOP_HOME/pog/events.sqlite`).
 
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, terminal_safe};
+use crate::cli::output::{Format, OutputError, Printer, diagnostic, terminal_safe};
 use crate::home::Home;
 use crate::text::plural;
 use crate::trace::export::{ExportError, export_trace};
@@ -126,16 +126,6 @@ pub fn run(command: TraceCommand, ctx: &Context) -> CliResult {
     }
 }
 
-/// Ends a command whose write to stdout failed: quietly, with `done`, when
-/// the reader went away (a broken pipe, as in `rlp trace show … | head`);
-/// with an error naming `what` otherwise.
-pub(crate) fn stdout_failed(e: std::io::Error, done: Exit, what: &str) -> CliResult {
-    if e.kind() == std::io::ErrorKind::BrokenPipe {
-        return Ok(done);
-    }
-    Err(CliError::problem(format!("cannot write {what}: {e}")))
-}
-
 /// A ledger that cannot be read, as a command error (exit 2: unreadable
 /// input). A file SQLite cannot read at all is named as not a ledger.
 pub(crate) fn ledger_error(e: LedgerError) -> CliError {
@@ -202,18 +192,17 @@ pub(crate) fn input_error(e: InputError) -> CliError {
 
 fn list(args: &ListArgs, ctx: &Context) -> CliResult {
     let path = ctx.home.ledger_file();
-    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut out = Printer::stdout();
     let mut failure = None;
     let mut first = true;
-    let mut write_row = |out: &mut BufWriter<std::io::StdoutLock<'_>>, trace: TraceSummary| -> std::io::Result<()> {
+    let mut write_row = |out: &mut Printer, trace: TraceSummary| -> Result<(), OutputError> {
         match args.format {
             Format::Human => {
                 if first {
-                    writeln!(
-                        out,
+                    out.line(format_args!(
                         "{:<36}  {:<16}  {:<24}  {:<24}  {:>7}  {:>6}  {:>6}  {:>7}",
                         "TRACE", "AGENT", "FIRST", "LAST", "FRAMES", "CALLS", "ERRORS", "REFUSED"
-                    )?;
+                    ))?;
                 }
                 let mut line = format!(
                     "{:<36}  {:<16}  {:<24}  {:<24}  {:>7}  {:>6}  {:>6}  {:>7}",
@@ -229,41 +218,35 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
                 if let Some(of) = &trace.replay_of {
                     line.push_str(&format!("  replay of {of}"));
                 }
-                writeln!(out, "{}", line.trim_end())?;
+                out.line(line.trim_end())?;
             }
             Format::Json => {
                 let mut value = serde_json::to_value(&trace).unwrap_or(Value::Null);
                 value["first"] = json!(format_ts(trace.first_ts_ms));
                 value["last"] = json!(format_ts(trace.last_ts_ms));
-                write!(out, "{}\n  {}", if first { "[" } else { "," }, value)?;
+                out.text(&format!("{}\n  {}", if first { "[" } else { "," }, value))?;
             }
         }
         first = false;
         Ok(())
     };
-    let count = list_traces(&path, |trace| {
-        if failure.is_none()
-            && let Err(e) = write_row(&mut out, trace)
-        {
+    let count = list_traces(&path, |trace| match write_row(&mut out, trace) {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(e) => {
             failure = Some(e);
+            ControlFlow::Break(())
         }
     })
     .map_err(ledger_error)?;
     if let Some(e) = failure {
-        return stdout_failed(e, Exit::Success, "the output");
+        return Err(e.into());
     }
-    let end = match args.format {
-        Format::Json => writeln!(out, "{}", if count == 0 { "[]" } else { "\n]" }),
-        Format::Human if count == 0 => {
-            eprintln!("No traces in {}.", path.display());
-            Ok(())
-        }
-        Format::Human => Ok(()),
-    };
-    match end.and_then(|()| out.flush()) {
-        Ok(()) => Ok(Exit::Success),
-        Err(e) => stdout_failed(e, Exit::Success, "the output"),
+    match args.format {
+        Format::Json => out.line(if count == 0 { "[]" } else { "\n]" })?,
+        Format::Human if count == 0 => diagnostic(&format!("No traces in {}.", path.display())),
+        Format::Human => {}
     }
+    out.finish(Exit::Success)
 }
 
 // ------------------------------------------------------------------ show
@@ -335,33 +318,32 @@ fn human_footer(summary: &TimelineSummary) -> String {
 
 fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let input = parse_input(&args.trace, &ctx.home)?;
-    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut out = Printer::stdout();
     let mut timeline = Timeline::new();
     let mut start = None;
     let mut failure = None;
-    let mut write_entry = |out: &mut BufWriter<std::io::StdoutLock<'_>>,
-                           frame: crate::trace::frame::TraceFrame|
-     -> std::io::Result<()> {
+    let mut write_entry = |out: &mut Printer, frame: crate::trace::frame::TraceFrame| -> Result<(), OutputError> {
         let first = start.is_none();
         let start_ts = *start.get_or_insert(frame.ts_ms);
         if first {
             let (trace, agent) = (frame.provenance.trace_id, frame.provenance.agent.clone());
             match args.format {
-                Format::Human => {
-                    writeln!(out, "Trace {trace} (agent `{}`), from {}", terminal_safe(&agent), format_ts(start_ts))?
-                }
-                Format::Json => write!(
-                    out,
+                Format::Human => out.line(format_args!(
+                    "Trace {trace} (agent `{}`), from {}",
+                    terminal_safe(&agent),
+                    format_ts(start_ts)
+                ))?,
+                Format::Json => out.text(&format!(
                     "{{\n  \"trace_id\": {},\n  \"agent\": {},\n  \"frames\": [",
                     json!(trace),
                     json!(agent)
-                )?,
+                ))?,
             }
         }
         let entry = timeline.entry(frame);
         match args.format {
-            Format::Human => writeln!(out, "{}", human_entry(&entry, start_ts)),
-            Format::Json => write!(out, "{}\n    {}", if first { "" } else { "," }, entry.to_json()),
+            Format::Human => out.line(human_entry(&entry, start_ts)),
+            Format::Json => out.text(&format!("{}\n    {}", if first { "" } else { "," }, entry.to_json())),
         }
     };
     for_each_frame(&input, |frame| match write_entry(&mut out, frame) {
@@ -373,19 +355,17 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     })
     .map_err(input_error)?;
     if let Some(e) = failure {
-        return stdout_failed(e, Exit::Success, "the output");
+        return Err(e.into());
     }
     let summary = timeline.finish();
-    let end = match args.format {
-        Format::Human => writeln!(out, "{}", human_footer(&summary)),
-        Format::Json => {
-            writeln!(out, "\n  ],\n  \"summary\": {}\n}}", serde_json::to_value(&summary).unwrap_or(Value::Null))
-        }
-    };
-    match end.and_then(|()| out.flush()) {
-        Ok(()) => Ok(Exit::Success),
-        Err(e) => stdout_failed(e, Exit::Success, "the output"),
+    match args.format {
+        Format::Human => out.line(human_footer(&summary))?,
+        Format::Json => out.line(format_args!(
+            "\n  ],\n  \"summary\": {}\n}}",
+            serde_json::to_value(&summary).unwrap_or(Value::Null)
+        ))?,
     }
+    out.finish(Exit::Success)
 }
 
 // ---------------------------------------------------------------- export
@@ -453,16 +433,17 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
             temp.as_file().sync_all().map_err(cannot)?;
             temp.persist(path).map_err(|e| cannot(e.error))?;
             crate::fsutil::sync_dir(dir).map_err(cannot)?;
-            eprintln!("Exported {} of trace {trace_id} to {}.", plural(frames, "frame"), path.display());
+            diagnostic(&format!("Exported {} of trace {trace_id} to {}.", plural(frames, "frame"), path.display()));
+            Ok(Exit::Success)
         }
         _ => {
-            let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-            if let Err(e) = export_trace(&ledger, &trace_id, &mut out) {
-                return export_failure(e, |e| stdout_failed(e, Exit::Success, "the export"));
+            let mut out = Printer::stdout();
+            match export_trace(&ledger, &trace_id, &mut out) {
+                Ok(_) => out.finish(Exit::Success),
+                Err(e) => export_failure(e, |e| Err(OutputError::from(e).into())),
             }
         }
     }
-    Ok(Exit::Success)
 }
 
 // ---------------------------------------------------------------- import
@@ -492,8 +473,9 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
                 }))
                 .unwrap_or_default(),
             };
-            println!("{text}");
-            Ok(Exit::Success)
+            let mut out = Printer::stdout();
+            out.line(text)?;
+            out.finish(Exit::Success)
         }
         Err(ImportError::Malformed { problems, more }) => {
             let total = problems.len() as u64 + more;
@@ -577,9 +559,9 @@ fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
                 "intact": false,
                 "error": {"message": error.message, "help": error.help},
             });
-            // A failure to print it changes nothing: the error is the outcome.
-            let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-            return Err(error);
+            let mut out = Printer::stdout();
+            let _ = out.json(&doc);
+            return out.fail(error);
         }
         Err(error) => return Err(error),
     };
@@ -592,9 +574,5 @@ fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
         }
     };
     let exit = if report.is_intact() { Exit::Success } else { Exit::Problems };
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(exit),
-        Err(e) => stdout_failed(e, exit, "the output"),
-    }
+    Printer::stdout().finish_with(&text, exit)
 }

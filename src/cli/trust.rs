@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::bundle::capability::Capability;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json};
+use crate::cli::output::{Format, Printer};
 use crate::integrity::keys::{KeyId, PublicKey};
 use crate::integrity::trust::{self, AllowCaps, Rule, TrustPolicy};
 
@@ -74,9 +74,10 @@ pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
             let key = PublicKey::load(&args.pub_file).map_err(CliError::from)?;
             let rule = rule_from(&args)?;
             trust::add_anchor(&path, &args.name, &key, &rule).map_err(CliError::from)?;
-            println!("added anchor `{}` (key {}) to {}", args.name, key.key_id(), path.display());
-            println!("its bundles may request {}", rule.describe());
-            Ok(Exit::Success)
+            let mut out = Printer::stdout();
+            out.line(format_args!("added anchor `{}` (key {}) to {}", args.name, key.key_id(), path.display()))?;
+            out.line(format_args!("its bundles may request {}", rule.describe()))?;
+            out.finish(Exit::Success)
         }
         TrustCommand::Revoke(args) => {
             let policy = TrustPolicy::load(&path).map_err(CliError::from)?;
@@ -89,15 +90,16 @@ pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
                 })?,
             };
             let (_, newly) = trust::revoke(&path, id).map_err(CliError::from)?;
+            let mut out = Printer::stdout();
             if newly {
-                println!("revoked key {id} in {}", path.display());
+                out.line(format_args!("revoked key {id} in {}", path.display()))?;
                 if policy.anchor_for(id).is_none() {
-                    println!("(no anchor uses this key yet; bundles it signs are refused from now on)");
+                    out.line("(no anchor uses this key yet; bundles it signs are refused from now on)")?;
                 }
             } else {
-                println!("key {id} was already revoked");
+                out.line(format_args!("key {id} was already revoked"))?;
             }
-            Ok(Exit::Success)
+            out.finish(Exit::Success)
         }
         TrustCommand::List(args) => list(&path, args.format),
     }
@@ -124,6 +126,7 @@ fn rule_from(args: &AddArgs) -> Result<Rule, CliError> {
 
 fn list(path: &std::path::Path, format: Format) -> CliResult {
     let policy = TrustPolicy::load(path).map_err(CliError::from)?;
+    let mut out = Printer::stdout();
     match format {
         Format::Json => {
             let anchors: Vec<_> = policy
@@ -147,28 +150,28 @@ fn list(path: &std::path::Path, format: Format) -> CliResult {
                 })
                 .collect();
             let revoked: Vec<String> = policy.revoked.iter().map(|id| id.to_string()).collect();
-            let _ = print_json(&json!({"file": path.display().to_string(), "anchors": anchors, "revoked": revoked}));
+            out.json(&json!({"file": path.display().to_string(), "anchors": anchors, "revoked": revoked}))?;
         }
         Format::Human => {
             if policy.anchors.is_empty() {
-                println!("no trust anchors in {}", path.display());
+                out.line(format_args!("no trust anchors in {}", path.display()))?;
             }
             let width = policy.anchors.iter().map(|a| a.name.len()).max().unwrap_or(0);
             for anchor in &policy.anchors {
                 let state = if policy.is_revoked(anchor.key_id()) { "revoked" } else { "trusted" };
-                println!(
+                out.line(format_args!(
                     "{:width$}  {}  {state:7}  may request {}",
                     anchor.name,
                     anchor.key_id(),
                     anchor.effective_rule().describe()
-                );
+                ))?;
             }
             let loose: Vec<String> =
                 policy.revoked.iter().filter(|id| policy.anchor_for(**id).is_none()).map(|id| id.to_string()).collect();
             if !loose.is_empty() {
-                println!("revoked keys: {}", loose.join(", "));
+                out.line(format_args!("revoked keys: {}", loose.join(", ")))?;
             }
         }
     }
-    Ok(Exit::Success)
+    out.finish(Exit::Success)
 }

@@ -70,6 +70,14 @@ pub enum DigestError {
         /// Why.
         why: String,
     },
+    /// manifest.toml could not be read, or is larger than a manifest may be.
+    #[error("{source}")]
+    Read {
+        /// The manifest's path.
+        path: PathBuf,
+        /// The error.
+        source: crate::fsutil::ReadError,
+    },
     /// Reading a file failed.
     #[error("{path}: {source}")]
     Io {
@@ -97,12 +105,14 @@ type Hashes = BTreeMap<String, (u64, Digest)>;
 /// Reads manifest.toml.
 fn read_manifest(dir: &Path) -> Result<(PathBuf, String), DigestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
-    match std::fs::read_to_string(&manifest_path) {
+    match crate::fsutil::read_text_limited(&manifest_path, crate::integrity::verify::MAX_MANIFEST_BYTES) {
         Ok(text) => Ok((manifest_path, text)),
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+        Err(crate::fsutil::ReadError::Io(e))
+            if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) =>
+        {
             Err(DigestError::NoManifest(dir.to_path_buf()))
         }
-        Err(source) => Err(DigestError::Io { path: manifest_path, source }),
+        Err(source) => Err(DigestError::Read { path: manifest_path, source }),
     }
 }
 

@@ -142,6 +142,22 @@ impl Failure {
         }
     }
 
+    /// A bounded read of `path` that failed: an I/O problem as [`Failure::io`]
+    /// says, or a file past its limit as a failure of kind `too_large`.
+    pub fn read(path: &std::path::Path, error: crate::fsutil::ReadError, too_large: Reason) -> Self {
+        match error {
+            crate::fsutil::ReadError::Io(e) => Failure::io(path, &e),
+            e @ crate::fsutil::ReadError::TooLarge { .. } => {
+                let help = e.help();
+                let failure = Failure::new(too_large, e.to_string());
+                match help {
+                    Some(help) => failure.with_help(help),
+                    None => failure,
+                }
+            }
+        }
+    }
+
     /// Adds a hint line.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());

@@ -218,11 +218,7 @@ impl SecretKey {
 }
 
 fn read_small(path: &Path) -> Result<String, Failure> {
-    let meta = fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
-    if meta.len() > MAX_KEY_FILE {
-        return Err(Failure::new(Reason::Key, format!("{} is too large to be a key file", path.display())));
-    }
-    let bytes = fs::read(path).map_err(|e| Failure::io(path, &e))?;
+    let bytes = crate::fsutil::read_limited(path, MAX_KEY_FILE).map_err(|e| Failure::read(path, e, Reason::Key))?;
     String::from_utf8(bytes).map_err(|_| Failure::new(Reason::Key, format!("{} is not UTF-8 text", path.display())))
 }
 

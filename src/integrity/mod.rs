@@ -18,12 +18,14 @@ pub use failure::{Class, Failure, Reason};
 /// malformed manifest stops the command (exit 2).
 pub fn digest_failure(error: digest::DigestError) -> Failure {
     use digest::DigestError;
-    match &error {
-        DigestError::Refused { why, .. } if why.contains("name") => Failure::new(Reason::NotRegular, error.to_string())
-            .with_help("rename it using only letters, digits, `.`, `_` and `-` in each part of its path"),
+    match error {
+        DigestError::Refused { ref why, .. } if why.contains("name") => {
+            Failure::new(Reason::NotRegular, error.to_string())
+                .with_help("rename it using only letters, digits, `.`, `_` and `-` in each part of its path")
+        }
         DigestError::Refused { .. } => Failure::new(Reason::NotRegular, error.to_string())
             .with_help("bundles hold only regular files and folders: replace it with a regular file, or remove it"),
-        DigestError::NoManifest(dir) => {
+        DigestError::NoManifest(ref dir) => {
             let message = match std::fs::metadata(dir) {
                 Err(_) => format!("{} does not exist", dir.display()),
                 Ok(meta) if !meta.is_dir() => format!("{} is a file, not a bundle folder", dir.display()),
@@ -34,6 +36,7 @@ pub fn digest_failure(error: digest::DigestError) -> Failure {
         }
         DigestError::Syntax { .. } | DigestError::Shape { .. } => Failure::new(Reason::Unreadable, error.to_string())
             .with_help("fix manifest.toml (`rlp lint` shows where), then run the command again"),
-        DigestError::Io { path, source } => Failure::io(path, source),
+        DigestError::Read { path, source } => Failure::read(&path, source, Reason::Unreadable),
+        DigestError::Io { path, source } => Failure::io(&path, &source),
     }
 }

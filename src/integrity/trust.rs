@@ -173,15 +173,11 @@ impl TrustPolicy {
 }
 
 fn read(path: &Path) -> Result<Option<String>, Failure> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.len() > MAX_POLICY_BYTES => {
-            return Err(Failure::new(Reason::TrustPolicy, format!("{} is larger than 16 MiB", path.display())));
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Failure::io(path, &e)),
-    }
-    let bytes = std::fs::read(path).map_err(|e| Failure::io(path, &e))?;
+    let bytes = match crate::fsutil::read_limited(path, MAX_POLICY_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(Failure::read(path, e, Reason::TrustPolicy)),
+    };
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| Failure::new(Reason::TrustPolicy, format!("{} is not UTF-8 text", path.display())))

@@ -118,7 +118,8 @@ pub fn read_regular(path: &Path, shown: &str, limit: u64) -> Result<Vec<u8>, Fai
     if meta.len() > limit {
         return Err(Failure::new(Reason::Size, format!("`{shown}` is {} bytes; the limit is {limit}", meta.len())));
     }
-    fs::read(path).map_err(|e| Failure::io(path, &e))
+    // Bounded too: the file may grow between the check and the read.
+    crate::fsutil::read_limited(path, limit).map_err(|e| Failure::read(path, e, Reason::Size))
 }
 
 /// Reads `SIGNATURES/` of a folder: nothing, or exactly `manifest.sig`.

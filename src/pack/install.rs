@@ -352,7 +352,7 @@ pub fn list(home: &Home) -> Result<Vec<Listed>, Failure> {
         .into_iter()
         .map(|name| {
             let dir = agents.join(&name);
-            let version = fs::read(dir.join(MANIFEST_FILE))
+            let version = crate::fsutil::read_limited(&dir.join(MANIFEST_FILE), verify::MAX_MANIFEST_BYTES)
                 .ok()
                 .and_then(|bytes| verify::parse_manifest(&bytes).ok())
                 .and_then(|m| m.version);

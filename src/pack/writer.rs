@@ -6,11 +6,12 @@
 //! bytes whatever the mtimes, owners, umask or creation order. Each file's
 //! size and BLAKE3 are checked against the manifest while it is copied, so a
 //! file changed during packing is caught. The archive is written to a
-//! temporary file next to the target, synced and renamed into place.
+//! temporary file next to the target, synced and renamed into place, or
+//! streamed to a writer the caller gives (standard output, for `-o -`).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,7 @@ use crate::bundle::inventory::hash_bytes;
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest};
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::{KeyId, SecretKey};
-use crate::integrity::signature::{ManifestSignature, SIGNATURE_FILE, sign_bundle};
+use crate::integrity::signature::{MAX_SIGNATURE_BYTES, ManifestSignature, SIGNATURE_FILE, sign_bundle};
 use crate::integrity::verify;
 use crate::pack::Progress;
 use crate::pack::canonical::GzipWriter;
@@ -26,12 +27,24 @@ use crate::pack::format::{BLOCK, Kind, canonical_header, padding, tar_name};
 use crate::pack::reader::Limits;
 
 /// How to pack.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PackOptions<'a> {
-    /// The archive path (default `./<name>-<version>.bundle.tar.gz`).
-    pub output: Option<PathBuf>,
+    /// Where the archive goes.
+    pub output: Destination<'a>,
     /// Sign the bundle with this key first.
     pub key: Option<&'a SecretKey>,
+}
+
+/// Where [`pack`] writes the archive.
+#[derive(Default)]
+pub enum Destination<'a> {
+    /// `./<name>-<version>.bundle.tar.gz`.
+    #[default]
+    DefaultFile,
+    /// This file (written atomically).
+    File(PathBuf),
+    /// This writer (e.g. standard output); [`Packed::path`] is then [`STDOUT`].
+    Stream(&'a mut dyn Write),
 }
 
 /// A written archive.
@@ -109,7 +122,8 @@ fn entries(dir: &Path, manifest: &Manifest, manifest_bytes: &[u8]) -> Result<Vec
         if !meta.file_type().is_file() {
             return Err(Failure::new(Reason::NotRegular, format!("`{SIGNATURE_FILE}` is not a regular file")));
         }
-        let bytes = fs::read(&sig).map_err(|e| Failure::io(&sig, &e))?;
+        let bytes = crate::fsutil::read_limited(&sig, MAX_SIGNATURE_BYTES)
+            .map_err(|e| Failure::read(&sig, e, Reason::Signature))?;
         add_parents(&mut rest, SIGNATURE_FILE);
         rest.insert(
             SIGNATURE_FILE.to_string(),
@@ -241,10 +255,10 @@ fn is_inside(inner: &Path, outer: &Path) -> bool {
 /// longer matches the manifest: such an archive could never be verified.
 fn existing_signer(dir: &Path, manifest_bytes: &[u8]) -> Result<Option<KeyId>, Failure> {
     let path = dir.join(SIGNATURE_FILE);
-    let bytes = match fs::read(&path) {
+    let bytes = match crate::fsutil::read_limited(&path, MAX_SIGNATURE_BYTES) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Failure::io(&path, &e)),
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(Failure::read(&path, e, Reason::Signature)),
     };
     let resign = || format!("sign it again (`rlp sign {} --key <file.key>`) or pack with --key", dir.display());
     let signature = ManifestSignature::parse(&bytes).map_err(|why| {
@@ -309,22 +323,21 @@ fn write_to_file(
     Ok((written.bytes, digest))
 }
 
-/// Streams the archive to standard output (never a terminal).
-fn write_to_stdout(dir: &Path, entries: &[Entry], progress: &dyn Progress) -> Result<(u64, Digest), Failure> {
-    let stdout = io::stdout();
-    if stdout.is_terminal() {
-        return Err(Failure::new(Reason::Usage, "refusing to write a binary archive to a terminal")
-            .with_help("redirect standard output to a file or a pipe, or give `-o FILE`"));
-    }
-    let out =
-        Hashing { inner: BufWriter::with_capacity(1 << 20, stdout.lock()), hasher: blake3::Hasher::new(), bytes: 0 };
-    let mut written = write_archive(dir, entries, out, progress)?;
+/// Streams the archive to `out`.
+fn write_to_stream(
+    dir: &Path,
+    entries: &[Entry],
+    out: &mut dyn Write,
+    progress: &dyn Progress,
+) -> Result<(u64, Digest), Failure> {
+    let out = Hashing { inner: out, hasher: blake3::Hasher::new(), bytes: 0 };
+    let written = write_archive(dir, entries, out, progress)?;
     written.inner.flush().map_err(|e| Failure::new(Reason::Unreadable, format!("cannot write the archive: {e}")))?;
     Ok((written.bytes, Digest(*written.hasher.finalize().as_bytes())))
 }
 
 /// Packs a bundle folder.
-pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
+pub fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
     if !crate::lint::is_bundle(dir) {
         return Err(Failure::new(
             Reason::Unreadable,
@@ -336,7 +349,8 @@ pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> R
         sign_bundle(dir, key)?;
     }
     let manifest_path = dir.join(MANIFEST_FILE);
-    let manifest_bytes = fs::read(&manifest_path).map_err(|e| Failure::io(&manifest_path, &e))?;
+    let manifest_bytes = crate::fsutil::read_limited(&manifest_path, verify::MAX_MANIFEST_BYTES)
+        .map_err(|e| Failure::read(&manifest_path, e, Reason::Size))?;
     let signed_by = existing_signer(dir, &manifest_bytes)?;
     let manifest = verify::parse_manifest(&manifest_bytes)?;
     let name = manifest.name.clone().unwrap_or_default();
@@ -344,12 +358,18 @@ pub fn pack(dir: &Path, options: &PackOptions<'_>, progress: &dyn Progress) -> R
     let entries = entries(dir, &manifest, &manifest_bytes)?;
     check_limits(&entries, &Limits::default())?;
 
-    let path = options.output.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{version}.bundle.tar.gz")));
     progress.start(entries.iter().map(|e| e.size).sum());
-    let written = if path == Path::new(STDOUT) {
-        write_to_stdout(dir, &entries, progress)
-    } else {
-        write_to_file(dir, &entries, &path, progress)
+    let (path, written) = match options.output {
+        Destination::Stream(out) => (PathBuf::from(STDOUT), write_to_stream(dir, &entries, out, progress)),
+        Destination::File(path) => {
+            let written = write_to_file(dir, &entries, &path, progress);
+            (path, written)
+        }
+        Destination::DefaultFile => {
+            let path = PathBuf::from(format!("{name}-{version}.bundle.tar.gz"));
+            let written = write_to_file(dir, &entries, &path, progress);
+            (path, written)
+        }
     };
     progress.finish();
     let (bytes, digest) = written?;

@@ -205,7 +205,7 @@ impl Runtime {
         let mut warnings = Vec::new();
         let policy = {
             let path = options.home.override_file(&agent);
-            match std::fs::read_to_string(&path) {
+            match crate::fsutil::read_text_limited(&path, crate::home::MAX_OVERRIDE_BYTES) {
                 Ok(text) => {
                     let (policy, w) = exposure::apply_override(bundle.policy(), &path, &text).map_err(|message| {
                         LoadError { message, help: Some("fix the override file, or remove it".into()) }
@@ -213,13 +213,14 @@ impl Runtime {
                     warnings.extend(w);
                     policy
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => EffectivePolicy::new(bundle.policy()),
-                Err(e) => {
+                Err(e) if e.is_not_found() => EffectivePolicy::new(bundle.policy()),
+                Err(crate::fsutil::ReadError::Io(e)) => {
                     return Err(LoadError {
                         message: format!("cannot read the operator override {}: {e}", path.display()),
                         help: Some("fix its permissions, or remove it".into()),
                     });
                 }
+                Err(e) => return Err(LoadError { message: format!("the operator override {e}"), help: e.help() }),
             }
         };
         let mut tools = HashMap::new();

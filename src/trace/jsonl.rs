@@ -18,19 +18,20 @@
 //! caller's job ([`crate::trace::pending`]). A bad line is reported with its
 //! number and reading can go on, so a caller can list several problems.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 
 use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::fsutil::{ReadError as BoundedError, human_size, read_line_limited};
 use crate::trace::event::{GENESIS, chain_hash, check_payload_depth, from_hex, to_hex};
 use crate::trace::frame::{
     Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, canonical_text, check_columns, frame_hash,
 };
 
 /// Longest line read (a frame carries at most one tool result).
-pub const MAX_LINE_BYTES: usize = 64 << 20;
+pub const MAX_LINE_BYTES: u64 = 64 << 20;
 
 /// One frame read from a line, with what import stores.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,26 +138,24 @@ impl<R: BufRead> JsonlReader<R> {
         if self.done {
             return Ok(None);
         }
-        self.buf.clear();
-        let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX) + 1;
-        let read = Read::take(&mut self.reader, limit).read_until(b'\n', &mut self.buf).map_err(|e| {
+        let line = self.line + 1;
+        let read = read_line_limited(&mut self.reader, MAX_LINE_BYTES, &mut self.buf);
+        let read = read.map_err(|e| {
             self.done = true;
-            ReadError::Io(e)
+            match e {
+                BoundedError::Io(e) => ReadError::Io(e),
+                BoundedError::TooLarge { limit, .. } => ReadError::Fatal(LineError {
+                    line,
+                    message: format!("the line is larger than {}; this is not a trace export", human_size(limit)),
+                }),
+            }
         })?;
         if read == 0 {
             self.done = true;
             return Ok(None);
         }
-        self.line += 1;
-        let line = self.line;
+        self.line = line;
         let complete = self.buf.last() == Some(&b'\n');
-        if !complete && self.buf.len() > MAX_LINE_BYTES {
-            self.done = true;
-            return Err(ReadError::Fatal(LineError {
-                line,
-                message: format!("the line is longer than {} MiB; this is not a trace export", MAX_LINE_BYTES >> 20),
-            }));
-        }
         let mut bytes = self.buf.as_slice();
         if let Some(rest) = bytes.strip_suffix(b"\n") {
             bytes = rest.strip_suffix(b"\r").unwrap_or(rest);

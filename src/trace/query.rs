@@ -62,8 +62,9 @@ fn count(value: i64) -> u64 {
 }
 
 /// Calls `f` with every trace in the ledger at `path`, oldest first (by
-/// first row); returns how many there are. A missing ledger has none.
-pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary)) -> Result<u64, LedgerError> {
+/// first row), until it breaks; returns how many it was called with. A
+/// missing ledger has none.
+pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
     if !path.exists() {
         return Ok(0);
     }
@@ -80,7 +81,7 @@ pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary)) -> Result<u64, 
         let agents: Option<String> = row.get(1).map_err(sqlite)?;
         let mut agents: Vec<String> = agents.map(|a| a.split(',').map(str::to_string).collect()).unwrap_or_default();
         agents.sort();
-        f(TraceSummary {
+        let flow = f(TraceSummary {
             trace_id: row.get::<_, Option<String>>(0).map_err(sqlite)?.unwrap_or_default(),
             agents,
             first_ts_ms: row.get(2).map_err(sqlite)?,
@@ -92,6 +93,9 @@ pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary)) -> Result<u64, 
             replay_of: row.get(8).map_err(sqlite)?,
         });
         traces += 1;
+        if flow.is_break() {
+            break;
+        }
     }
     Ok(traces)
 }
@@ -304,7 +308,14 @@ mod tests {
             ])
             .unwrap();
         let mut seen = Vec::new();
-        assert_eq!(list_traces(&path, |t| seen.push(t)).unwrap(), 2);
+        assert_eq!(
+            list_traces(&path, |t| {
+                seen.push(t);
+                ControlFlow::Continue(())
+            })
+            .unwrap(),
+            2
+        );
         assert_eq!(seen[0].trace_id, t2.to_string());
         assert_eq!((seen[0].frames, seen[0].calls, seen[0].errors, seen[0].refused), (5, 1, 1, 1));
         assert_eq!((seen[0].first_ts_ms, seen[0].last_ts_ms), (10, 51));

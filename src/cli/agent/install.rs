@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json, report};
+use crate::cli::output::{Format, Printer, warning};
 use crate::pack::install::{InstallOptions, install, list};
 
 /// Flags of `rlp agent install`.
@@ -48,7 +48,7 @@ pub fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
     let signer = match &v.signer {
         Some(s) => format!("signed by `{}`, key {}", s.anchor.as_deref().unwrap_or("-"), s.key_id),
         None => {
-            eprintln!("warning: {} is not signed; installed because of --allow-unsigned", v.name);
+            warning(format_args!("{} is not signed; installed because of --allow-unsigned", v.name));
             "unsigned".to_string()
         }
     };
@@ -63,13 +63,16 @@ pub fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
         "signer": v.signer.as_ref().map(|s| json!({"key_id": s.key_id.to_string(), "anchor": s.anchor})),
         "replaced": installed.replaced.as_ref().map(ToString::to_string),
     });
-    let _ = report(args.format, &human, &json);
-    Ok(Exit::Success)
+    let mut out = Printer::stdout();
+    out.report(args.format, &human, &json)?;
+    out.finish(Exit::Success)
 }
 
 /// Runs `rlp agent list`.
 pub fn run_list(args: &ListArgs, ctx: &Context) -> CliResult {
     let rows = list(&ctx.home).map_err(CliError::from)?;
+    let exit = if rows.iter().all(|r| r.status.is_usable()) { Exit::Success } else { Exit::Problems };
+    let mut out = Printer::stdout();
     match args.format {
         Format::Json => {
             let items: Vec<_> = rows
@@ -84,11 +87,12 @@ pub fn run_list(args: &ListArgs, ctx: &Context) -> CliResult {
                     })
                 })
                 .collect();
-            let _ = print_json(&json!({"agents": items}));
+            out.json(&json!({"agents": items})).map_err(|e| e.ending(exit))?;
         }
         Format::Human => {
             if rows.is_empty() {
-                println!("no agents installed in {}", ctx.home.agents_dir().display());
+                out.line(format_args!("no agents installed in {}", ctx.home.agents_dir().display()))
+                    .map_err(|e| e.ending(exit))?;
             }
             let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
             let version_w = rows.iter().map(|r| r.version.as_deref().map_or(1, str::len)).max().unwrap_or(0);
@@ -98,14 +102,15 @@ pub fn run_list(args: &ListArgs, ctx: &Context) -> CliResult {
                     None => String::new(),
                 };
                 let detail = if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) };
-                println!(
+                out.line(format_args!(
                     "{:name_w$}  {:version_w$}  {}{detail}{signer}",
                     row.name,
                     row.version.as_deref().unwrap_or("?"),
                     row.status.as_str()
-                );
+                ))
+                .map_err(|e| e.ending(exit))?;
             }
         }
     }
-    Ok(if rows.iter().all(|r| r.status.is_usable()) { Exit::Success } else { Exit::Problems })
+    out.finish(exit)
 }

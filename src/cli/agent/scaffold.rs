@@ -4,7 +4,6 @@
 //! ([`TerminalAsk`], dialoguer on stderr) and the mapping of authoring errors
 //! to exit codes, which `rlp tools add|import|list` share.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -20,7 +19,7 @@ use crate::authoring::{AuthoringError, ErrorKind};
 use crate::bundle::diag::Severity;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::stdin_is_terminal;
+use crate::cli::output::{Printer, diagnostic, stdin_is_terminal};
 use crate::lint::render;
 
 /// Flags of `rlp agent scaffold`.
@@ -118,13 +117,13 @@ pub fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
         let mut ask = TerminalAsk::new(ctx.color.stderr());
         let plan = wizard::agent(&mut ask, &args.name, preset, tools)?;
         if !ask.confirm(&format!("Create {}?", target.display()), true)? {
-            eprintln!("Nothing was created.");
+            diagnostic("Nothing was created.");
             return Ok(Exit::Success);
         }
         plan
     };
     let done = scaffold(&plan, &args.root, args.force)?;
-    Ok(print_summary(&done, &plan, ctx.color.stdout()))
+    print_summary(&done, &plan, ctx.color.stdout())
 }
 
 /// The agent-level answers given as flags.
@@ -154,7 +153,7 @@ fn preset(args: &AgentAnswers) -> Result<AgentPreset, CliError> {
 }
 
 /// Prints what was created, the lint result and the next commands.
-fn print_summary(done: &Scaffolded, plan: &AgentPlan, color: bool) -> Exit {
+fn print_summary(done: &Scaffolded, plan: &AgentPlan, color: bool) -> CliResult {
     let dir = done.dir.display().to_string();
     let tools = match plan.tools.len() {
         1 => "1 tool".to_string(),
@@ -190,8 +189,7 @@ fn print_summary(done: &Scaffolded, plan: &AgentPlan, color: bool) -> Exit {
         let pad = " ".repeat(width - command.chars().count());
         out.push_str(&format!("  {command}{pad}   # {why}\n"));
     }
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    exit
+    Printer::stdout().finish_with(&out, exit)
 }
 
 impl From<AuthoringError> for CliError {
@@ -256,6 +254,6 @@ impl Ask for TerminalAsk {
     }
 
     fn say(&mut self, text: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "{text}");
+        diagnostic(text);
     }
 }

@@ -1,6 +1,5 @@
 //! `rlp tools add`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -15,7 +14,7 @@ use crate::authoring::wizard::{self, ToolPreset};
 use crate::cli::Context;
 use crate::cli::agent::scaffold::TerminalAsk;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::stdin_is_terminal;
+use crate::cli::output::{OutputError, Printer, diagnostic, stdin_is_terminal, warning};
 
 /// Flags of `rlp tools add`.
 #[derive(Debug, Args)]
@@ -124,16 +123,15 @@ pub fn run(args: &AddArgs, ctx: &Context) -> CliResult {
         }
     };
     let added = add(&target, draft, args.grant)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = Printer::stdout();
     let tools_file = target.dir.join(crate::bundle::tools::TOOLS_FILE);
-    let _ = writeln!(out, "added tool `{}` to {}", added.id, tools_file.display());
+    out.line(format_args!("added tool `{}` to {}", added.id, tools_file.display()))?;
     for path in &added.schema_files {
-        let _ = writeln!(out, "created {} (a starter schema: fill it in)", target.dir.join(path).display());
+        out.line(format_args!("created {} (a starter schema: fill it in)", target.dir.join(path).display()))?;
     }
-    drop(out);
     print_warnings(&added.warnings);
-    print_grants(&target, &added.grants, "rlp tools add");
-    Ok(Exit::Success)
+    print_grants(&mut out, &target, &added.grants, "rlp tools add")?;
+    out.finish(Exit::Success)
 }
 
 /// The tool answers given as flags, each checked.
@@ -233,38 +231,40 @@ fn complete(preset: &ToolPreset) -> Option<ToolSpec> {
 
 /// Lint warnings about new entries, on stderr.
 pub(crate) fn print_warnings(warnings: &[EntryFinding]) {
-    let mut err = std::io::stderr().lock();
     for warning in warnings {
-        let _ = writeln!(err, "{warning}");
+        diagnostic(&warning.to_string());
     }
 }
 
-/// The grants added (stdout) or still missing (stderr, with the lines to add).
-pub(crate) fn print_grants(target: &BundleTarget, grants: &GrantOutcome, command: &str) {
+/// The grants added (to `out`) or still missing (stderr, with the lines to add).
+pub(crate) fn print_grants(
+    out: &mut Printer,
+    target: &BundleTarget,
+    grants: &GrantOutcome,
+    command: &str,
+) -> Result<(), OutputError> {
     let caps = target.caps_path.display();
     if !grants.added.is_empty() {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "granted in {caps}:");
+        out.line(format_args!("granted in {caps}:"))?;
         for line in &grants.added {
-            let _ = writeln!(out, "  {line}");
+            out.line(format_args!("  {line}"))?;
         }
     }
     if !grants.missing.is_empty() {
-        let mut err = std::io::stderr().lock();
         let shown: Vec<String> = grants.missing.iter().map(|n| format!("`{}`", n.shown())).collect();
-        let _ = writeln!(
-            err,
-            "warning: {caps} does not grant {}: the tool is not exposed until it does, and `rlp lint` reports it",
+        let mut text = format!(
+            "{caps} does not grant {}: the tool is not exposed until it does, and `rlp lint` reports it\n",
             shown.join(", ")
         );
-        let _ = writeln!(err, "  add under [capabilities] in {caps} (merging lists that share a key):");
+        text.push_str(&format!("  add under [capabilities] in {caps} (merging lists that share a key):\n"));
         for needed in &grants.missing {
-            let _ = writeln!(err, "    {}", needed.line());
+            text.push_str(&format!("    {}\n", needed.line()));
         }
-        let _ = writeln!(
-            err,
+        text.push_str(&format!(
             "  then run `rlp digest {}`; or pass --grant to `{command}` to do both",
             target.dir.display()
-        );
+        ));
+        warning(text);
     }
+    Ok(())
 }

@@ -1,7 +1,6 @@
 //! `rlp tools call`: one call through the whole runtime.
 
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -9,11 +8,12 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json};
+use crate::cli::output::{Format, Printer, diagnostic, terminal_safe};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::fsutil::{ReadError, read_limited, read_stream_limited};
 use crate::runtime::{CallErrorKind, CallRequest};
 
-/// Largest `--args @FILE` read.
+/// Largest `--args @FILE` or `@-` read.
 const MAX_ARGS_BYTES: u64 = 16 << 20;
 
 /// Flags of `rlp tools call`.
@@ -54,31 +54,25 @@ pub struct CallArgs {
     pub confirm_external_actions: Option<bool>,
 }
 
+/// The `--args` value: JSON text, `@FILE` or `@-`, read through the bounded
+/// reader (a file's reported size is not trusted: /dev/zero reports 0).
 fn read_arguments(spec: Option<&str>) -> Result<Value, CliError> {
-    let (text, source) = match spec {
+    let (read, source) = match spec {
         None => return Ok(json!({})),
         Some("@-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .take(MAX_ARGS_BYTES)
-                .read_to_string(&mut text)
-                .map_err(|e| CliError::usage(format!("cannot read the arguments from standard input: {e}")))?;
-            (text, "standard input".to_string())
+            (read_stream_limited(std::io::stdin().lock(), MAX_ARGS_BYTES, "standard input"), "standard input")
         }
-        Some(spec) if spec.starts_with('@') => {
-            let path = &spec[1..];
-            let meta = std::fs::metadata(path)
-                .map_err(|e| CliError::usage(format!("cannot read the arguments file {path}: {e}")))?;
-            if meta.len() > MAX_ARGS_BYTES {
-                return Err(CliError::usage(format!("{path} is larger than 16 MiB")));
-            }
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::usage(format!("cannot read the arguments file {path}: {e}")))?;
-            (text, path.to_string())
-        }
-        Some(text) => (text.to_string(), "--args".to_string()),
+        Some(spec) if spec.starts_with('@') => (read_limited(Path::new(&spec[1..]), MAX_ARGS_BYTES), &spec[1..]),
+        Some(text) => (Ok(text.as_bytes().to_vec()), "--args"),
     };
-    serde_json::from_str(&text).map_err(|e| {
+    let bytes = read.map_err(|e| match e {
+        ReadError::Io(e) => CliError::usage(format!("cannot read the arguments from {source}: {e}")),
+        e => {
+            let help = e.help().unwrap_or_default();
+            CliError::usage(format!("--args: {e}")).with_help(help)
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
         CliError::usage(format!("the arguments in {source} are not valid JSON: {e}"))
             .with_help("pass a JSON object, e.g. --args '{\"to\": \"a@b.c\"}', or @FILE to read it from a file")
     })
@@ -116,10 +110,12 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
                     "result": outcome.result,
                 }),
             };
-            print_json(&document).map_err(|e| CliError::problem(format!("cannot write the result: {e}")))?;
-            Ok(Exit::Success)
+            let mut out = Printer::stdout();
+            out.json(&document)?;
+            out.finish(Exit::Success)
         }
         Err(e) => {
+            let mut out = Printer::stdout();
             if args.format == Format::Json {
                 let mut document = json!({
                     "tool": args.tool,
@@ -130,7 +126,7 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
                 if let Some(outcome) = &e.unrecorded {
                     document["unrecorded_result"] = (**outcome).clone();
                 }
-                let _ = print_json(&document);
+                let _ = out.json(&document);
             }
             if let Some(outcome) = &e.unrecorded {
                 print_unrecorded(outcome);
@@ -140,7 +136,7 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
                 CallErrorKind::Refused => CliError::refused(e.message),
                 CallErrorKind::Tool | CallErrorKind::Recording => CliError::problem(e.message),
             };
-            Err(match e.help {
+            out.fail(match e.help {
                 Some(help) => error.with_help(help),
                 None => error,
             })
@@ -151,7 +147,7 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
 /// Shows on stderr the outcome of a call that ran but was not recorded.
 fn print_unrecorded(outcome: &Value) {
     let text = serde_json::to_string_pretty(outcome).unwrap_or_default();
-    eprintln!("the tool's result, NOT recorded in the ledger:\n{}", crate::cli::output::terminal_safe(&text));
+    diagnostic(&format!("the tool's result, NOT recorded in the ledger:\n{}", terminal_safe(&text)));
 }
 
 #[cfg(test)]

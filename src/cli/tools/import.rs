@@ -1,6 +1,5 @@
 //! `rlp tools import`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use crate::authoring::runner::{DEFAULT_MAX_OUTPUT, Limits};
 use crate::authoring::target::BundleTarget;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Printer, warning};
 use crate::cli::tools::add::{print_grants, print_warnings};
 
 /// Flags of `rlp tools import`.
@@ -51,17 +51,16 @@ pub fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
         limits: Limits { timeout: Duration::from_millis(args.timeout_ms), max_output: DEFAULT_MAX_OUTPUT },
     };
     let imported = import(&target, &source, args.grant)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = Printer::stdout();
     for (id, change) in &imported.changes {
-        let _ = writeln!(out, "{:9} {id}", change.as_str());
+        out.line(format_args!("{:9} {id}", change.as_str()))?;
     }
-    drop(out);
     for (id, old, new) in &imported.retyped {
-        eprintln!(
-            "warning: `{id}` was an {old} tool; the binary's answer makes it an {new} tool (grants it no longer needs stay in policy.caps until you remove them)"
-        );
+        warning(format_args!(
+            "`{id}` was an {old} tool; the binary's answer makes it an {new} tool (grants it no longer needs stay in policy.caps until you remove them)"
+        ));
     }
     print_warnings(&imported.warnings);
-    print_grants(&target, &imported.grants, "rlp tools import");
-    Ok(Exit::Success)
+    print_grants(&mut out, &target, &imported.grants, "rlp tools import")?;
+    out.finish(Exit::Success)
 }

@@ -1,14 +1,13 @@
 //! `rlp tools list`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
 use crate::authoring::list::list;
 use crate::cli::Context;
-use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, print_json};
+use crate::cli::exit::{CliResult, Exit};
+use crate::cli::output::{Format, Printer, json_text};
 
 /// Flags of `rlp tools list`.
 #[derive(Debug, Args)]
@@ -30,13 +29,9 @@ pub struct ListArgs {
 /// Runs `rlp tools list`.
 pub fn run(args: &ListArgs, ctx: &Context) -> CliResult {
     let listing = list(&args.bundle, &ctx.home)?;
-    match args.format {
-        Format::Human => {
-            let _ = std::io::stdout().lock().write_all(listing.render_human().as_bytes());
-        }
-        Format::Json => {
-            print_json(&listing.to_json()).map_err(|e| CliError::usage(format!("cannot write to stdout: {e}")))?
-        }
-    }
-    Ok(Exit::Success)
+    let text = match args.format {
+        Format::Human => listing.render_human(),
+        Format::Json => json_text(&listing.to_json()),
+    };
+    Printer::stdout().finish_with(&text, Exit::Success)
 }

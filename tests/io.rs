@@ -1,0 +1,322 @@
+//! Standard output and input at their limits: every command that prints
+//! stops quietly when its reader has gone away and says so when the disk is
+//! full, never with a panic; every file or stream rlp reads is bounded,
+//! whatever size its metadata reports.
+
+mod common;
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use clap::CommandFactory;
+
+const FULL_DISK: &str = "error: cannot write to standard output: No space left on device\n  help: free some disk space, or redirect standard output elsewhere\n";
+
+/// A runtime home with a signed, trusted and installed bundle, a few
+/// recorded traces and one of them exported, in a temporary folder that is
+/// also the working directory of every command.
+struct Fixture {
+    dir: tempfile::TempDir,
+    trace_id: String,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let fx = Fixture { dir, trace_id: String::new() };
+        let tool = "id=demo.echo;desc=Echoes its blob;exec=/bin/cat";
+        fx.ok(&["agent", "scaffold", "demo", "--non-interactive", "--tool", tool]);
+        fx.ok(&["agent", "scaffold", "scratch", "--non-interactive", "--tool", tool]);
+        fx.ok(&["keygen", "--out", "keys", "--name", "release"]);
+        fx.ok(&["sign", "agents/demo", "--key", "keys/release.key"]);
+        fx.ok(&["trust", "add", "keys/release.pub", "--name", "release", "--allow-exec"]);
+        fx.ok(&["bundle", "pack", "agents/demo", "-o", "demo.bundle.tar.gz"]);
+        for n in 0..5 {
+            fx.ok(&["tools", "call", "agents/demo", "demo.echo", "--args", &format!("{{\"n\": {n}}}")]);
+        }
+        // A bundle with a warning (an unknown key), so every lint format prints something.
+        let tool = serde_json::json!([{"id": "w.get", "description": "Gets", "transport": {"kind": "exec",
+            "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"},
+            "requires_confirmation": false, "colour": "blue"}]);
+        common::write_bundle(&fx.path("warned"), "w", tool, "[capabilities]\nexec = true\n");
+        let list = fx.ok(&["trace", "list", "--format", "json"]);
+        let traces: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+        let trace_id = traces[0]["trace_id"].as_str().unwrap().to_string();
+        fx.ok(&["trace", "export", &trace_id, "-o", "golden.jsonl"]);
+        let answer = r#"{"tools": [{"id": "scratch.listed", "description": "Lists", "transport": {"kind": "exec", "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false}]}"#;
+        let script = fx.path("schema_tool");
+        std::fs::write(&script, format!("#!/bin/sh\ncat <<'EOF'\n{answer}\nEOF\n")).unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        Fixture { trace_id, ..fx }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    /// `rlp` in the fixture's folder, with its home.
+    fn rlp(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rlp"));
+        command.current_dir(self.dir.path()).env("RUNLOOP_HOME", self.path("home")).env("NO_COLOR", "1");
+        command
+    }
+
+    /// Runs `args`, which must succeed.
+    fn ok(&self, args: &[&str]) -> Output {
+        let output = self.rlp().args(args).stdin(Stdio::null()).output().unwrap();
+        assert!(output.status.success(), "rlp {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        output
+    }
+
+    /// A valid invocation of every command that prints to stdout, keyed by
+    /// its command path; `run` makes names unique, so each set can run once
+    /// more in the same home (a key, an anchor, a tool, a bundle of its own).
+    fn invocations(&self, run: &str) -> Vec<(&'static str, Vec<String>)> {
+        let list = [
+            ("rlp", "--help"),
+            ("rlp", "--version"),
+            ("rlp", "trace show --help"),
+            ("rlp", "help bundle"),
+            ("agent scaffold", "agent scaffold new_RUN --non-interactive"),
+            ("agent install", "agent install demo.bundle.tar.gz --force"),
+            ("agent list", "agent list"),
+            ("agent list", "agent list --format json"),
+            ("tools add", "tools add agents/scratch --id scratch.RUN --description Added --exec /bin/cat --grant"),
+            ("tools list", "tools list agents/demo"),
+            ("tools list", "tools list agents/demo --format json"),
+            ("tools import", "tools import agents/scratch --exec SCHEMA_TOOL --grant"),
+            ("tools call", "tools call agents/demo demo.echo --args {\"n\":9}"),
+            ("tools call", "tools call agents/demo demo.echo --format json"),
+            ("lint", "lint agents warned"),
+            ("lint", "lint agents warned --format json"),
+            ("lint", "lint agents warned --format sarif"),
+            ("lint", "lint agents warned --format github"),
+            ("digest", "digest agents/demo"),
+            ("digest", "digest agents/demo --check --format json"),
+            ("keygen", "keygen --out keys --name RUN"),
+            ("sign", "sign agents/demo --key keys/release.key"),
+            ("bundle pack", "bundle pack agents/demo -o -"),
+            ("bundle pack", "bundle pack agents/demo -o RUN.bundle.tar.gz"),
+            ("bundle verify", "bundle verify demo.bundle.tar.gz"),
+            ("bundle verify", "bundle verify agents/demo --format json"),
+            ("trust add", "trust add keys/RUN.pub --name RUN"),
+            ("trust revoke", "trust revoke RUN"),
+            ("trust list", "trust list"),
+            ("trust list", "trust list --format json"),
+            ("trace list", "trace list"),
+            ("trace list", "trace list --format json"),
+            ("trace show", "trace show TRACE"),
+            ("trace show", "trace show golden.jsonl --format json"),
+            ("trace export", "trace export TRACE"),
+            ("trace import", "trace import golden.jsonl --home home-RUN"),
+            ("trace verify", "trace verify"),
+            ("replay", "replay golden.jsonl --bundle agents/demo"),
+            ("replay", "replay TRACE --bundle agents/demo --format json"),
+            ("completions", "completions bash"),
+            ("completions", "completions zsh"),
+        ];
+        let schema_tool = self.path("schema_tool").display().to_string();
+        let fill =
+            |word: &str| word.replace("RUN", run).replace("TRACE", &self.trace_id).replace("SCHEMA_TOOL", &schema_tool);
+        list.into_iter().map(|(command, line)| (command, line.split_whitespace().map(fill).collect())).collect()
+    }
+
+    /// Runs `args` with `stdout`; stdin is empty.
+    fn run_with(&self, args: &[String], stdout: Stdio) -> Output {
+        let child = self.rlp().args(args).stdin(Stdio::null()).stdout(stdout).stderr(Stdio::piped()).spawn();
+        child.unwrap().wait_with_output().unwrap()
+    }
+
+    /// No temporary file of rlp's is left anywhere in the fixture.
+    fn assert_no_temporary_files(&self) {
+        fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".rlp-")) {
+                    found.push(path.clone());
+                }
+                if path.is_dir() {
+                    walk(&path, found);
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(self.dir.path(), &mut found);
+        assert!(found.is_empty(), "temporary files left: {found:?}");
+    }
+}
+
+/// Every leaf of the command tree (`agent scaffold`, `lint`, …), `help` aside.
+fn leaf_commands() -> Vec<String> {
+    fn walk(command: &clap::Command, path: &str, leaves: &mut Vec<String>) {
+        let subcommands: Vec<_> = command.get_subcommands().filter(|c| c.get_name() != "help").collect();
+        if subcommands.is_empty() {
+            leaves.push(path.to_string());
+        }
+        for sub in subcommands {
+            let sub_path =
+                if path.is_empty() { sub.get_name().to_string() } else { format!("{path} {}", sub.get_name()) };
+            walk(sub, &sub_path, leaves);
+        }
+    }
+    let mut leaves = Vec::new();
+    walk(&rlp::cli::Cli::command(), "", &mut leaves);
+    leaves
+}
+
+/// A pipe whose reading end is already closed: the first write gets EPIPE.
+fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Stdio::from(writer)
+}
+
+fn dev_full() -> Stdio {
+    Stdio::from(File::options().write(true).open("/dev/full").unwrap())
+}
+
+#[test]
+fn every_command_is_covered() {
+    let fx = Fixture { dir: tempfile::tempdir().unwrap(), trace_id: String::new() };
+    let covered: Vec<&str> = fx.invocations("x").iter().map(|(command, _)| *command).collect();
+    for leaf in leaf_commands() {
+        assert!(covered.contains(&leaf.as_str()), "`rlp {leaf}` has no invocation in tests/io.rs");
+    }
+}
+
+#[test]
+fn a_closed_stdout_stops_every_command_quietly() {
+    let fx = Fixture::new();
+    for (_, args) in fx.invocations("closed") {
+        let output = fx.run_with(&args, closed_pipe());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "rlp {args:?} exited {:?}: {stderr}", output.status);
+        assert_eq!(stderr, "", "rlp {args:?} wrote to stderr");
+    }
+    fx.assert_no_temporary_files();
+}
+
+#[test]
+fn a_full_stdout_is_an_error_of_every_command() {
+    let fx = Fixture::new();
+    for (_, args) in fx.invocations("full") {
+        let output = fx.run_with(&args, dev_full());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "rlp {args:?} exited {:?}: {stderr}", output.status);
+        assert_eq!(stderr, FULL_DISK, "rlp {args:?}");
+    }
+    fx.assert_no_temporary_files();
+}
+
+#[test]
+fn a_closed_stdout_keeps_the_exit_code_of_what_was_found() {
+    let fx = Fixture::new();
+    std::fs::write(fx.path("agents/scratch/tools.json"), "{\"version\": 1, \"tools\": [").unwrap();
+    let output = fx.run_with(&["lint".into(), "agents".into()], closed_pipe());
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
+
+#[test]
+fn a_closed_stderr_is_no_panic_either() {
+    let fx = Fixture { dir: tempfile::tempdir().unwrap(), trace_id: String::new() };
+    // An empty home: `trace list` says so on stderr.
+    let output =
+        fx.rlp().args(["trace", "list"]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(closed_pipe()).output();
+    let output = output.unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.stdout, b"");
+}
+
+// ------------------------------------------------------------ bounded reads
+
+/// Runs `args` with at most 1 GiB of address space (an unbounded read of
+/// an endless source fails instead of filling the machine), with `stdin`.
+fn bounded(fx: &Fixture, args: &[&str], stdin: Stdio) -> Output {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg("ulimit -v 1048576 && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_rlp"))
+        .args(args)
+        .current_dir(fx.dir.path())
+        .env("RUNLOOP_HOME", fx.path("home"))
+        .env("NO_COLOR", "1");
+    command.stdin(stdin).output().unwrap()
+}
+
+const READS_AT_MOST: &str =
+    "  help: rlp reads at most {} of it: pass a smaller file, or check that the path names the file you meant\n";
+
+fn assert_refused(output: &Output, message: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr, message);
+}
+
+fn too_large(what: &str, limit: &str) -> String {
+    format!("error: {what} is larger than {limit}\n{}", READS_AT_MOST.replace("{}", limit))
+}
+
+#[test]
+fn endless_inputs_are_refused_at_their_limit() {
+    let fx = Fixture::new();
+    let call = ["tools", "call", "agents/demo", "demo.echo", "--args"];
+    let output = bounded(&fx, &[&call[..], &["@/dev/zero"]].concat(), Stdio::null());
+    assert_refused(&output, &too_large("--args: /dev/zero", "16 MiB"));
+    let zero = File::open("/dev/zero").unwrap();
+    let output = bounded(&fx, &[&call[..], &["@-"]].concat(), Stdio::from(zero));
+    assert_refused(&output, &too_large("--args: standard input", "16 MiB"));
+    let add = ["tools", "add", "agents/scratch", "--id", "scratch.big", "--description", "Big", "--exec", "/bin/cat"];
+    let output = bounded(&fx, &[&add[..], &["--input-schema", "@/dev/zero"]].concat(), Stdio::null());
+    assert_refused(&output, "error: --input-schema: /dev/zero is larger than 16 MiB: pass a smaller schema file\n");
+    let output = bounded(&fx, &["trust", "add", "/dev/zero", "--name", "zero"], Stdio::null());
+    assert_refused(&output, &too_large("/dev/zero", "4 KiB"));
+    let output = bounded(&fx, &["bundle", "verify", "agents/demo", "--key", "/dev/zero"], Stdio::null());
+    assert_refused(&output, &too_large("/dev/zero", "4 KiB"));
+    let output = bounded(&fx, &["trace", "import", "/dev/zero"], Stdio::null());
+    assert_refused(
+        &output,
+        "error: /dev/zero: 1 problem; nothing was imported:\n  line 1: the line is larger than 64 MiB; this is not a \
+         trace export\n  help: fix the file or export the trace again; the ledger is unchanged\n",
+    );
+}
+
+/// A FIFO at `path`, and a thread writing `bytes` into it (endlessly when
+/// `endless`) until its reader goes away.
+fn fifo_with_writer(path: &Path, bytes: &'static [u8], endless: bool) -> std::thread::JoinHandle<()> {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success());
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let Ok(mut fifo) = File::options().write(true).open(&path) else { return };
+        while fifo.write_all(bytes).is_ok() && endless {}
+    })
+}
+
+#[test]
+fn a_fifo_is_read_to_its_limit_and_no_further() {
+    let fx = Fixture::new();
+    let fifo = fx.path("endless");
+    let writer = fifo_with_writer(&fifo, &[b' '; 1 << 16], true);
+    let spec = format!("@{}", fifo.display());
+    let output = bounded(&fx, &["tools", "call", "agents/demo", "demo.echo", "--args", &spec], Stdio::null());
+    assert_refused(&output, &too_large(&format!("--args: {}", fifo.display()), "16 MiB"));
+    writer.join().unwrap();
+}
+
+#[test]
+fn a_fifo_with_a_small_document_works_like_process_substitution() {
+    let fx = Fixture::new();
+    let fifo = fx.path("args");
+    let writer = fifo_with_writer(&fifo, b"{\"n\": 42}", false);
+    let spec = format!("@{}", fifo.display());
+    let output = bounded(&fx, &["tools", "call", "agents/demo", "demo.echo", "--args", &spec], Stdio::null());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let blob: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(blob["tool"]["arguments"], serde_json::json!({"n": 42}));
+    writer.join().unwrap();
+}
