@@ -136,6 +136,14 @@ fn write_script(dir: &Path) -> PathBuf {
     path
 }
 
+/// tools.json entries: one trivial exec tool running `script`.
+fn exec_tools(script: &Path) -> serde_json::Value {
+    json!([{
+        "id": "ok", "description": "trivial", "transport": {"kind": "exec", "command": script.display().to_string()},
+        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
+    }])
+}
+
 fn write_bundle(root: &Path, name: &str, tools: serde_json::Value, caps: &str) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -152,6 +160,20 @@ fn write_bundle(root: &Path, name: &str, tools: serde_json::Value, caps: &str) -
     );
     std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
     dir
+}
+
+/// `bundle` installed (as `agent install` leaves it) under `home`, signed by
+/// a trust anchor whose rule allows `exec`: every call checks it against
+/// the trust policy.
+fn install_signed(home: &Path, name: &str, tools: serde_json::Value) -> PathBuf {
+    use rlp::integrity::{keys::SecretKey, signature::sign_bundle, trust};
+    let home = Home::new(home);
+    let bundle = write_bundle(&home.agents_dir(), name, tools, "[capabilities]\nexec = true\n");
+    let key = SecretKey::generate().unwrap();
+    sign_bundle(&bundle, &key).unwrap();
+    let rule = trust::Rule { allow_caps: trust::AllowCaps::Only(Vec::new()), allow_exec: Some(true) };
+    trust::add_anchor(&home.trust_policy_file(), "bench", &key.public(), &rule).unwrap();
+    bundle
 }
 
 /// A keep-alive HTTP/1.1 server answering `{"ok":true}` to everything.
@@ -248,11 +270,9 @@ fn main() {
     let script = write_script(disk.path());
     let port = start_server();
 
-    let exec = json!([{
-        "id": "ok", "description": "trivial", "transport": {"kind": "exec", "command": script.display().to_string()},
-        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
-    }]);
-    let exec_bundle = write_bundle(disk.path(), "bench_exec", exec, "[capabilities]\nexec = true\n");
+    let exec = exec_tools(&script);
+    let exec_bundle = write_bundle(disk.path(), "bench_exec", exec.clone(), "[capabilities]\nexec = true\n");
+    let signed_bundle = install_signed(disk.path(), "bench_signed", exec);
     let http = json!([{
         "id": "get", "description": "trivial", "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{port}/ok")},
         "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
@@ -265,6 +285,7 @@ fn main() {
     // affects each of them alike.
     let request = CallRequest { tool: "ok".into(), arguments: json!({}), trace_id: None };
     let null_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
+    let signed_exec = runtime(&signed_bundle, disk.path(), Arc::new(NullRecorder));
     let tmpfs_ledger = Arc::new(Ledger::open(&tmpfs.path().join("exec/events.sqlite")).unwrap());
     let tmpfs_exec = runtime(&exec_bundle, disk.path(), tmpfs_ledger);
     let disk_ledger = Arc::new(Ledger::open(&disk.path().join("exec/events.sqlite")).unwrap());
@@ -277,6 +298,9 @@ fn main() {
                 null_exec.call(&request).unwrap();
             },
             &mut || {
+                signed_exec.call(&request).unwrap();
+            },
+            &mut || {
                 tmpfs_exec.call(&request).unwrap();
             },
             &mut || {
@@ -285,7 +309,8 @@ fn main() {
         ],
     )
     .into_iter();
-    let (raw_exec, rt_null, rt_tmpfs, rt_disk) = (
+    let (raw_exec, rt_null, rt_signed, rt_tmpfs, rt_disk) = (
+        exec_series.next().unwrap(),
         exec_series.next().unwrap(),
         exec_series.next().unwrap(),
         exec_series.next().unwrap(),
@@ -293,12 +318,12 @@ fn main() {
     );
     let cli = args.rlp.as_ref().map(|rlp| {
         let cli_n = (n / 3).max(20);
-        let run = |home: &Path| {
+        let run_bundle = |home: &Path, bundle: &Path| {
             let status = Command::new(rlp)
                 .arg("--home")
                 .arg(home)
                 .args(["tools", "call"])
-                .arg(&exec_bundle)
+                .arg(bundle)
                 .arg("ok")
                 .env("RUNLOOP_SYSTEM_CONFIG", disk.path().join("none.toml"))
                 .stdout(Stdio::null())
@@ -308,10 +333,19 @@ fn main() {
         };
         let tmpfs_home = tmpfs.path().join("cli-home");
         let disk_home = disk.path().join("cli-home");
-        let mut series =
-            interleaved(cli_n, &mut [&mut || raw_spawn(&script), &mut || run(&tmpfs_home), &mut || run(&disk_home)])
-                .into_iter();
-        (series.next().unwrap(), series.next().unwrap(), series.next().unwrap())
+        let signed_home = install_signed(&tmpfs.path().join("signed-home"), "bench_signed", exec_tools(&script));
+        let signed_home_dir = signed_home.parent().and_then(Path::parent).unwrap().to_path_buf();
+        let mut series = interleaved(
+            cli_n,
+            &mut [
+                &mut || raw_spawn(&script),
+                &mut || run_bundle(&tmpfs_home, &exec_bundle),
+                &mut || run_bundle(&disk_home, &exec_bundle),
+                &mut || run_bundle(&signed_home_dir, &signed_home),
+            ],
+        )
+        .into_iter();
+        (series.next().unwrap(), series.next().unwrap(), series.next().unwrap(), series.next().unwrap())
     });
 
     // http, interleaved likewise.
@@ -354,12 +388,14 @@ fn main() {
     out.push_str("| series | median µs | mean µs | CPU µs per call |\n|---|---:|---:|---:|\n");
     row(&mut out, "exec: raw spawn + wait of the tool", &raw_exec);
     row(&mut out, "exec: `Runtime::call`, no-op recorder", &rt_null);
+    row(&mut out, "exec: `Runtime::call`, installed signed bundle (trust checked), no-op recorder", &rt_signed);
     row(&mut out, "exec: `Runtime::call`, ledger on tmpfs", &rt_tmpfs);
     row(&mut out, "exec: `Runtime::call`, ledger on disk", &rt_disk);
-    if let Some((cli_raw, cli_tmpfs, cli_disk)) = &cli {
+    if let Some((cli_raw, cli_tmpfs, cli_disk, cli_signed)) = &cli {
         row(&mut out, "exec: raw spawn + wait (interleaved with the CLI runs)", cli_raw);
         row(&mut out, "exec: `rlp tools call` process, ledger on tmpfs", cli_tmpfs);
         row(&mut out, "exec: `rlp tools call` process, ledger on disk", cli_disk);
+        row(&mut out, "exec: `rlp tools call` process, installed signed bundle, ledger on tmpfs", cli_signed);
     }
     row(&mut out, "http: raw reqwest GET", &raw_http);
     row(&mut out, "http: `Runtime::call`, no-op recorder", &http_null);
@@ -378,6 +414,11 @@ fn main() {
         ratio(&rt_null, &raw_exec)
     ));
     out.push_str(&format!(
+        "| exec in-process, installed signed bundle (trust checked), no-op recorder, over raw spawn | {} | {:.2}× |\n",
+        over(&rt_signed, &raw_exec),
+        ratio(&rt_signed, &raw_exec)
+    ));
+    out.push_str(&format!(
         "| exec in-process, ledger on tmpfs, over raw spawn | {} | {:.2}× |\n",
         over(&rt_tmpfs, &raw_exec),
         ratio(&rt_tmpfs, &raw_exec)
@@ -387,7 +428,12 @@ fn main() {
         over(&rt_disk, &raw_exec),
         ratio(&rt_disk, &raw_exec)
     ));
-    if let Some((cli_raw, cli_tmpfs, cli_disk)) = &cli {
+    if let Some((cli_raw, cli_tmpfs, cli_disk, cli_signed)) = &cli {
+        out.push_str(&format!(
+            "| exec CLI process, installed signed bundle, ledger on tmpfs, over the unsigned working folder | {} | {:.2}× |\n",
+            over(cli_signed, cli_tmpfs),
+            ratio(cli_signed, cli_tmpfs)
+        ));
         out.push_str(&format!(
             "| exec CLI process, ledger on tmpfs, over raw spawn | {} | {:.2}× |\n",
             over(cli_tmpfs, cli_raw),
