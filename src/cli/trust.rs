@@ -50,7 +50,7 @@ pub struct AddArgs {
     after_help = "Examples:\n  rlp trust revoke 0123456789abcdef\n  rlp trust revoke dev      (an anchor's name stands for its key)\n\nExit codes: 0 revoked (or already revoked), 2 not a key id or anchor name, or a malformed policy."
 )]
 pub struct RevokeArgs {
-    /// A key id (16 hex digits), or the name of an anchor.
+    /// A key id (16 hex digits, either case), or the name of an anchor.
     #[arg(value_name = "KEY-ID")]
     pub key: String,
 }

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! rlp-signature v1
-//! key-id <16 hex digits>
+//! key-id <16 lower-case hex digits>
 //! public-key ed25519:<base64 public key>
 //! signature <base64 of the 64-byte signature>
 //! ```
