@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::process;
+use crate::runtime::secrets::tool_environment;
 use crate::runtime::transport::{Attempt, AttemptError};
 
 /// The `PATH` a tool sees.
@@ -193,8 +194,8 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
     // SAFETY: the closure runs in the forked child and only makes
     // async-signal-safe calls (prctl, getppid).
     unsafe { command.pre_exec(move || process::die_with_parent(rlp)) };
-    for (id, value) in attempt.secrets {
-        command.env(id.env_var(), value.expose());
+    for (name, value) in tool_environment(attempt.secrets) {
+        command.env(name, value.expose());
     }
     let mut child = command.spawn().map_err(|e| {
         AttemptError::new(
@@ -219,7 +220,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
         let _ = stdout_tx.send(Event::Stdout { bytes, overflow });
     });
     let stderr = child.stderr.take();
-    let margin = attempt.scrubber.max_len();
+    let margin = attempt.scrubber.max_spelled_len();
     let (stderr_tx, stderr_rx) = mpsc::channel::<(Vec<u8>, bool)>();
     let stderr_thread = spawn_helper("rlp-exec-stderr").spawn(move || {
         let tail = match stderr {
