@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use base64::Engine;
 use rlp::runtime::recorder::MemoryRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
 use rlp::trace::{Event, Ledger};
@@ -613,7 +612,8 @@ fn exec_tool_sees_only_documented_environment() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let doc = stdout_json(&output);
     let result = &doc["result"];
-    let environ = base64::engine::general_purpose::STANDARD.decode(result["environ"].as_str().unwrap()).unwrap();
+    let hex = result["environ"].as_str().unwrap();
+    let environ: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
     let vars: BTreeMap<String, String> = environ
         .split(|b| *b == 0)
         .filter(|entry| !entry.is_empty())
@@ -624,11 +624,12 @@ fn exec_tool_sees_only_documented_environment() {
         })
         .collect();
     let names: Vec<&str> = vars.keys().map(String::as_str).collect();
-    assert_eq!(names, ["LANG", "PATH", "RLP_INVOCATION_ID", TOKEN_ENV, "TMPDIR"]);
+    assert_eq!(names, ["LANG", "PATH", "RLP_INVOCATION_ID", TOKEN_ENV, "RUNLOOP_TEST__TOKEN", "TMPDIR"]);
     assert_eq!(vars["PATH"], "/usr/local/bin:/usr/bin:/bin");
     assert_eq!(vars["LANG"], "C.UTF-8");
     assert_eq!(vars["RLP_INVOCATION_ID"], doc["invocation_id"].as_str().unwrap());
-    assert_eq!(vars[TOKEN_ENV], SECRET, "the secret reaches the tool");
+    assert_eq!(vars["RUNLOOP_TEST__TOKEN"], SECRET, "the secret reaches the tool");
+    assert_eq!(vars[TOKEN_ENV], SECRET, "and under its earlier name");
     let cwd = result["cwd"].as_str().unwrap();
     assert_eq!(vars["TMPDIR"], cwd, "TMPDIR is the private folder and the working directory");
     assert_eq!(result["blob"], format!("{cwd}/call.json").as_str());
@@ -842,7 +843,7 @@ fn missing_secret_names_the_variable() {
     );
     assert!(
         err.contains(
-            "help: set the environment variable RUNLOOP_TEST_TOKEN (secret `runloop/test/token`), then call again"
+            "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again"
         ),
         "{err}"
     );
@@ -851,7 +852,7 @@ fn missing_secret_names_the_variable() {
     let last = payload(&events[2]);
     assert_eq!(last["capability"], "secrets:runloop/test/token");
     assert_eq!(last["decision"], "deny");
-    assert_eq!(last["reason"], "the secret is not available (set the environment variable RUNLOOP_TEST_TOKEN)");
+    assert_eq!(last["reason"], "the secret is not available (set the environment variable RUNLOOP_TEST__TOKEN)");
 }
 
 #[test]

@@ -100,16 +100,67 @@ pub fn normalize_host(host: &str) -> Result<String, String> {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SecretId(String);
 
+/// What the two tiers of environment variable names start with.
+const ENV_PREFIX: &str = "RUNLOOP_";
+
+/// Whether `part` matches `[a-z0-9]+(_[a-z0-9]+)*`: no `-` or `.`, and no
+/// `_` at either end or next to another.
+fn is_simple_part(part: &str) -> bool {
+    part.split('_').all(|word| !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+}
+
 impl SecretId {
     /// The id as written.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
-    /// The environment variable the environment provider reads:
-    /// upper case, every non-alphanumeric character as `_`.
+    /// The scope and the name (the parts after `runloop/`).
+    fn parts(&self) -> (&str, &str) {
+        let rest = self.0.strip_prefix("runloop/").unwrap_or(&self.0);
+        rest.split_once('/').unwrap_or((rest, ""))
+    }
+
+    /// The environment variable the environment provider reads. Distinct ids
+    /// always get distinct names:
+    ///
+    /// - when scope and name each match `[a-z0-9]+(_[a-z0-9]+)*`:
+    ///   `RUNLOOP_<SCOPE>__<NAME>` in upper case (`runloop/mail/smtp_api_key`
+    ///   → `RUNLOOP_MAIL__SMTP_API_KEY`);
+    /// - otherwise `RUNLOOP__` and `scope/name` with a-z upper-cased, digits
+    ///   as they are, and `_` `-` `.` `/` written `_U` `_H` `_D` `_S`
+    ///   (`runloop/mail/api-key` → `RUNLOOP__MAIL_SAPI_HKEY`).
     pub fn env_var(&self) -> String {
+        let (scope, name) = self.parts();
+        if is_simple_part(scope) && is_simple_part(name) {
+            return format!("{ENV_PREFIX}{}__{}", scope.to_ascii_uppercase(), name.to_ascii_uppercase());
+        }
+        let mut out = format!("{ENV_PREFIX}_");
+        for c in scope.chars().chain(['/']).chain(name.chars()) {
+            match c {
+                '_' => out.push_str("_U"),
+                '-' => out.push_str("_H"),
+                '.' => out.push_str("_D"),
+                '/' => out.push_str("_S"),
+                c => out.push(c.to_ascii_uppercase()),
+            }
+        }
+        out
+    }
+
+    /// The name earlier versions read: upper case, every character other
+    /// than a letter or digit as `_`. Several ids can share it
+    /// (`runloop/mail/api_key`, `runloop/mail/api-key`, `runloop/mail_api/key`).
+    pub fn legacy_env_var(&self) -> String {
         self.0.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
+    }
+
+    /// Whether no other id has this id's [`SecretId::legacy_env_var`]: true
+    /// exactly when scope and name are letters and digits only, so the name
+    /// holds one `_` after `RUNLOOP_`. Only then is the legacy name still read.
+    pub fn legacy_env_var_is_unique(&self) -> bool {
+        let (scope, name) = self.parts();
+        [scope, name].iter().all(|part| part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
     }
 }
 
@@ -280,7 +331,89 @@ mod tests {
 
     #[test]
     fn secret_env_names() {
-        let id: SecretId = "runloop/mail/smtp-api.key".parse().unwrap();
-        assert_eq!(id.env_var(), "RUNLOOP_MAIL_SMTP_API_KEY");
+        for (id, new, legacy, unique) in [
+            ("runloop/mail/smtp_api_key", "RUNLOOP_MAIL__SMTP_API_KEY", "RUNLOOP_MAIL_SMTP_API_KEY", false),
+            ("runloop/github/token", "RUNLOOP_GITHUB__TOKEN", "RUNLOOP_GITHUB_TOKEN", true),
+            ("runloop/mail/api_key", "RUNLOOP_MAIL__API_KEY", "RUNLOOP_MAIL_API_KEY", false),
+            ("runloop/mail_api/key", "RUNLOOP_MAIL_API__KEY", "RUNLOOP_MAIL_API_KEY", false),
+            ("runloop/mail/api-key", "RUNLOOP__MAIL_SAPI_HKEY", "RUNLOOP_MAIL_API_KEY", false),
+            ("runloop/mail/api.key", "RUNLOOP__MAIL_SAPI_DKEY", "RUNLOOP_MAIL_API_KEY", false),
+            ("runloop/mail/api__key", "RUNLOOP__MAIL_SAPI_U_UKEY", "RUNLOOP_MAIL_API__KEY", false),
+            ("runloop/_x/y_", "RUNLOOP___UX_SY_U", "RUNLOOP__X_Y_", false),
+            ("runloop/s3/k9", "RUNLOOP_S3__K9", "RUNLOOP_S3_K9", true),
+        ] {
+            let id: SecretId = id.parse().unwrap();
+            assert_eq!(
+                (id.env_var().as_str(), id.legacy_env_var().as_str(), id.legacy_env_var_is_unique()),
+                (new, legacy, unique),
+                "{id}"
+            );
+            assert_eq!(decode_env_var(new).as_ref(), Some(&id), "{new}");
+        }
+    }
+
+    /// The id an environment variable name stands for, if any: the inverse
+    /// of [`SecretId::env_var`] (checked by re-encoding, so a name that is
+    /// not exactly what `env_var` writes decodes to nothing).
+    fn decode_env_var(var: &str) -> Option<SecretId> {
+        let rest = var.strip_prefix(ENV_PREFIX)?;
+        let text = match rest.strip_prefix('_') {
+            Some(escaped) => {
+                let mut text = String::new();
+                let mut chars = escaped.chars();
+                while let Some(c) = chars.next() {
+                    text.push(match c {
+                        '_' => match chars.next()? {
+                            'U' => '_',
+                            'H' => '-',
+                            'D' => '.',
+                            'S' => '/',
+                            _ => return None,
+                        },
+                        c => c.to_ascii_lowercase(),
+                    });
+                }
+                text
+            }
+            None => {
+                let (scope, name) = rest.split_once("__")?;
+                format!("{}/{}", scope.to_ascii_lowercase(), name.to_ascii_lowercase())
+            }
+        };
+        let id: SecretId = format!("runloop/{text}").parse().ok()?;
+        (id.env_var() == var).then_some(id)
+    }
+
+    /// Every id over a small alphabet that holds each special character,
+    /// parts up to three characters long: each name decodes back to its
+    /// own id, so no two ids share a name (and legacy names are unique
+    /// exactly where [`SecretId::legacy_env_var_is_unique`] says so).
+    #[test]
+    fn secret_env_names_are_injective() {
+        let alphabet = ['a', 'z', '0', '9', '_', '-', '.'];
+        let mut parts = Vec::new();
+        let mut frontier = vec![String::new()];
+        for _ in 0..3 {
+            frontier = frontier.iter().flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}"))).collect();
+            parts.extend(frontier.iter().cloned());
+        }
+        let mut names = std::collections::HashMap::new();
+        let mut legacy: std::collections::HashMap<String, Vec<SecretId>> = std::collections::HashMap::new();
+        for scope in &parts {
+            for name in &parts {
+                let id: SecretId = format!("runloop/{scope}/{name}").parse().unwrap();
+                let var = id.env_var();
+                assert!(var.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{var}");
+                assert_eq!(decode_env_var(&var).as_ref(), Some(&id), "{var}");
+                assert!(names.insert(var, id.clone()).is_none());
+                legacy.entry(id.legacy_env_var()).or_default().push(id);
+            }
+        }
+        for ids in legacy.values() {
+            for id in ids {
+                assert_eq!(id.legacy_env_var_is_unique(), ids.len() == 1, "{id} shares with {ids:?}");
+                assert!(!names.contains_key(&id.legacy_env_var()) || !id.legacy_env_var_is_unique());
+            }
+        }
     }
 }

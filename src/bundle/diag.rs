@@ -89,6 +89,7 @@ rule_catalog! {
     SecretIdInvalid = "RLP211", "secret-id-invalid", Error, "A secret id is not of the form `runloop/<scope>/<name>`.";
     CapabilityInvalid = "RLP212", "capability-invalid", Error, "A capability string is malformed.";
     ConfirmationAdvised = "RLP213", "confirmation-advised", Warning, "A tool that reaches the network, or runs a command with secrets, does not set `requires_confirmation`.";
+    SecretEnvNameShared = "RLP214", "secret-env-name-shared", Warning, "Two secret ids shared one environment variable name in earlier versions of rlp; each now has its own.";
     SchemaMissing = "RLP301", "schema-missing", Error, "A tool has no `input_schema` or `result_schema`.";
     SchemaInvalid = "RLP302", "schema-invalid", Error, "A schema is not a valid JSON Schema (2020-12).";
     SchemaRefUnresolved = "RLP303", "schema-ref-unresolved", Error, "A `$ref` names a schema that does not exist in the bundle.";

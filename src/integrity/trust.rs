@@ -279,7 +279,9 @@ impl Parser<'_> {
                 for value in array.iter() {
                     let id = value
                         .as_str()
-                        .ok_or_else(|| self.error(value.span(), "a revoked key must be a string of 16 lower-case hex digits"))?
+                        .ok_or_else(|| {
+                            self.error(value.span(), "a revoked key must be a string of 16 lower-case hex digits")
+                        })?
                         .parse::<KeyId>()
                         .map_err(|why| self.error(value.span(), why))?;
                     policy.revoked.insert(id);

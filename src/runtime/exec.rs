@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::runtime::capture::{Capture, Captured, Keep};
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::process;
+use crate::runtime::secrets::tool_environment;
 use crate::runtime::transport::{Attempt, AttemptError};
 
 /// The `PATH` a tool sees.
@@ -187,8 +188,8 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
     // SAFETY: the closure runs in the forked child and only makes
     // async-signal-safe calls (prctl, getppid).
     unsafe { command.pre_exec(move || process::die_with_parent(rlp)) };
-    for (id, value) in attempt.secrets {
-        command.env(id.env_var(), value.expose());
+    for (name, value) in tool_environment(attempt.secrets) {
+        command.env(name, value.expose());
     }
     let mut child = command.spawn().map_err(|e| {
         AttemptError::new(
@@ -214,7 +215,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
     };
     let stderr_thread = {
         let (pipe, capture) = (child.stderr.take(), stderr.clone());
-        let keep = Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_len() };
+        let keep = Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_spelled_len() };
         spawn_helper("rlp-exec-stderr").spawn(move || {
             if let Some(pipe) = pipe {
                 capture.read_from(pipe, keep);

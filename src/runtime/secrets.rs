@@ -1,12 +1,20 @@
-//! Secrets: resolution by id, a value type that never prints itself, and
-//! scrubbing of resolved values from everything recorded or printed.
+//! Secrets: resolution by id, a value type that never prints itself, the
+//! environment a tool receives them in, and scrubbing of resolved values —
+//! in every spelling a tool or server may echo them back in — from
+//! everything recorded or printed.
+
+mod spelling;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::bundle::capability::SecretId;
+
+pub use spelling::MIN_EMBEDDED_BASE64_BYTES;
+use spelling::Spellings;
 
 /// What a scrubbed secret value is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -58,30 +66,65 @@ pub trait SecretResolver: Send + Sync {
     fn how_to_provide(&self, id: &SecretId) -> String;
 }
 
-/// Reads each secret from an environment variable named after its id:
-/// `runloop/mail/smtp_api_key` → `RUNLOOP_MAIL_SMTP_API_KEY`.
+/// Reads each secret from the environment variable [`SecretId::env_var`]
+/// names (`runloop/mail/smtp_api_key` → `RUNLOOP_MAIL__SMTP_API_KEY`), then,
+/// for an id whose earlier name no other id shares
+/// ([`SecretId::legacy_env_var_is_unique`]), from that name
+/// (`runloop/github/token` → `RUNLOOP_GITHUB_TOKEN`). An empty variable
+/// counts as unset.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EnvSecretResolver;
 
+/// The value of environment variable `name` holding secret `id`.
+fn read_env(name: &str, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
+    match std::env::var_os(name) {
+        None => Ok(None),
+        Some(raw) if raw.is_empty() => Ok(None),
+        Some(raw) => match raw.into_string() {
+            Ok(value) => Ok(Some(SecretValue(value))),
+            Err(_) => Err(SecretError {
+                message: format!("the environment variable {name} holding secret `{id}` is not UTF-8"),
+                help: format!("set {name} to a UTF-8 value"),
+            }),
+        },
+    }
+}
+
 impl SecretResolver for EnvSecretResolver {
     fn resolve(&self, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
-        let name = id.env_var();
-        match std::env::var_os(&name) {
-            None => Ok(None),
-            Some(raw) if raw.is_empty() => Ok(None),
-            Some(raw) => match raw.into_string() {
-                Ok(value) => Ok(Some(SecretValue(value))),
-                Err(_) => Err(SecretError {
-                    message: format!("the environment variable {name} holding secret `{id}` is not UTF-8"),
-                    help: format!("set {name} to a UTF-8 value"),
-                }),
-            },
+        match read_env(&id.env_var(), id)? {
+            None if id.legacy_env_var_is_unique() => read_env(&id.legacy_env_var(), id),
+            found => Ok(found),
         }
     }
 
+    /// Names the variable to set; when the id's earlier, shared name is set,
+    /// says that it is no longer read (without its value).
     fn how_to_provide(&self, id: &SecretId) -> String {
-        format!("set the environment variable {}", id.env_var())
+        let (name, legacy) = (id.env_var(), id.legacy_env_var());
+        if !id.legacy_env_var_is_unique() && std::env::var_os(&legacy).is_some_and(|v| !v.is_empty()) {
+            format!("{legacy} is set but is no longer read for `{id}` (that name is shared by several ids); set {name}")
+        } else {
+            format!("set the environment variable {name}")
+        }
     }
+}
+
+/// The environment variables an exec tool receives its secrets in: each
+/// under [`SecretId::env_var`], and also under its
+/// [`SecretId::legacy_env_var`] where no other secret of the same tool has
+/// that name (old or new), so tools written against the earlier names keep
+/// working. These are the tool's own granted values, so nothing leaks.
+pub fn tool_environment(secrets: &[(SecretId, SecretValue)]) -> Vec<(String, &SecretValue)> {
+    let names: Vec<String> = secrets.iter().map(|(id, _)| id.env_var()).collect();
+    let legacy: Vec<String> = secrets.iter().map(|(id, _)| id.legacy_env_var()).collect();
+    let mut out: Vec<(String, &SecretValue)> = names.iter().cloned().zip(secrets.iter().map(|(_, v)| v)).collect();
+    for (old, (_, value)) in legacy.iter().zip(secrets) {
+        if legacy.iter().filter(|other| *other == old).count() == 1 && !names.contains(old) {
+            out.push((old.clone(), value));
+        }
+    }
+    out
 }
 
 /// Tries each resolver in order; the first that has the secret wins.
@@ -103,49 +146,65 @@ impl SecretResolver for ChainResolver {
     }
 }
 
-/// Replaces every occurrence of the secret values it knows with `[redacted]`.
+/// Replaces every occurrence of the secret values it knows with `[redacted]`,
+/// in each spelling a tool or server may echo one back in: raw,
+/// JSON-escaped (once, or twice for JSON text inside a JSON string),
+/// percent-encoded (any mix of these within one occurrence),
+/// and base64 — standard or URL-safe, padded or not, on its own or inside a
+/// longer base64 text (see [`MIN_EMBEDDED_BASE64_BYTES`]).
+///
+/// Build one per call: the matcher is made once, and clones share it. With
+/// no values, scrubbing returns its input untouched at no cost.
 #[derive(Clone, Default)]
 pub struct Scrubber {
-    /// Values, longest first (so a value inside another is not left half-replaced).
-    values: Vec<String>,
+    spellings: Option<Arc<Spellings>>,
 }
 
 impl fmt::Debug for Scrubber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Scrubber({} values)", self.values.len())
+        f.write_str(if self.is_empty() { "Scrubber(empty)" } else { "Scrubber([redacted])" })
     }
 }
 
 impl Scrubber {
     /// A scrubber for these values (empty values are ignored).
     pub fn new<'a>(values: impl IntoIterator<Item = &'a SecretValue>) -> Self {
-        let mut values: Vec<String> = values.into_iter().map(|v| v.0.clone()).filter(|v| !v.is_empty()).collect();
-        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        let mut values: Vec<&str> = values.into_iter().map(SecretValue::expose).filter(|v| !v.is_empty()).collect();
+        values.sort_unstable();
         values.dedup();
-        Scrubber { values }
+        let spellings = (!values.is_empty()).then(|| Arc::new(Spellings::new(values)));
+        Scrubber { spellings }
     }
 
     /// Whether there is nothing to scrub.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.spellings.is_none()
     }
 
-    /// The length in bytes of the longest value (0 when empty).
-    pub fn max_len(&self) -> usize {
-        self.values.first().map_or(0, String::len)
+    /// The length in bytes of the longest text one spelled occurrence of a
+    /// value can take (0 when empty): the margin a cut stream needs so that
+    /// a value cut in half at the front is dropped ([`Scrubber::scrub_tail`]).
+    pub fn max_spelled_len(&self) -> usize {
+        self.spellings.as_ref().map_or(0, |s| s.max_len())
     }
 
-    /// `text` with every secret value replaced.
+    /// `text` with every spelled occurrence of a value replaced.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if !self.values.iter().any(|v| text.contains(v.as_str())) {
+        let Some(spellings) = &self.spellings else {
+            return Cow::Borrowed(text);
+        };
+        let found = spellings.find(text);
+        if found.is_empty() {
             return Cow::Borrowed(text);
         }
-        let mut out = text.to_string();
-        for value in &self.values {
-            if out.contains(value.as_str()) {
-                out = out.replace(value.as_str(), REDACTED);
-            }
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        for range in found {
+            out.push_str(&text[copied..range.start]);
+            out.push_str(REDACTED);
+            copied = range.end;
         }
+        out.push_str(&text[copied..]);
         Cow::Owned(out)
     }
 
@@ -230,13 +289,13 @@ impl Scrubber {
 
     /// The last `keep` bytes of `bytes` as text, scrubbed.
     ///
-    /// `bytes` must hold up to `max_len() - 1` bytes more than `keep` when it
-    /// was cut from a longer stream: a secret cut in half at the front is
-    /// dropped with that margin instead of leaking its tail.
+    /// `bytes` must hold up to `max_spelled_len() - 1` bytes more than `keep`
+    /// when it was cut from a longer stream: a secret (in any spelling) cut in
+    /// half at the front is dropped with that margin instead of leaking its tail.
     pub fn scrub_tail(&self, bytes: &[u8], keep: usize, truncated: bool) -> String {
         let text = String::from_utf8_lossy(bytes);
         let clean = self.scrub(&text);
-        let margin = if truncated { self.max_len().saturating_sub(1) } else { 0 };
+        let margin = if truncated { self.max_spelled_len().saturating_sub(1) } else { 0 };
         let mut start = margin.min(clean.len());
         if clean.len() - start > keep {
             start = clean.len() - keep;
@@ -265,11 +324,38 @@ impl Scrubber {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
     use serde_json::json;
+
+    /// Holds `"`, `\`, `/`, a tab, a space, a non-ASCII and a non-BMP character.
+    const HARD: &str = "a\"b\\c/d\te f\u{e9}\u{1F600}z";
 
     fn scrubber(values: &[&str]) -> Scrubber {
         let values: Vec<SecretValue> = values.iter().map(|v| SecretValue::new(*v)).collect();
         Scrubber::new(&values)
+    }
+
+    /// `value` with each character written by `spell`.
+    fn spelled(value: &str, spell: impl Fn(usize, char) -> String) -> String {
+        value.chars().enumerate().map(|(i, c)| spell(i, c)).collect()
+    }
+
+    fn json_u(c: char, upper: bool) -> String {
+        let mut units = [0; 2];
+        let text: String = c.encode_utf16(&mut units).iter().map(|u| format!("\\u{u:04x}")).collect();
+        if upper { text.to_uppercase().replace("\\U", "\\u") } else { text }
+    }
+
+    fn percent(c: char, upper: bool) -> String {
+        let mut buf = [0; 4];
+        c.encode_utf8(&mut buf).bytes().map(|b| if upper { format!("%{b:02X}") } else { format!("%{b:02x}") }).collect()
+    }
+
+    /// Asserts that `text` around the value comes out as `[redacted]` alone.
+    fn assert_scrubbed(s: &Scrubber, spelling: &str) {
+        let text = format!("<{spelling}>");
+        assert_eq!(s.scrub(&text), "<[redacted]>", "{spelling:?}");
     }
 
     #[test]
@@ -277,6 +363,7 @@ mod tests {
         let secret = SecretValue::new("hunter2");
         assert_eq!(format!("{secret} {secret:?}"), "[redacted] [redacted]");
         assert_eq!(secret.expose(), "hunter2");
+        assert_eq!(format!("{:?}", scrubber(&["hunter2"])), "Scrubber([redacted])");
     }
 
     #[test]
@@ -287,6 +374,138 @@ mod tests {
         let mut v = json!({"k": ["x s3cr3t", {"s3cr3t": 1}], "n": 424242, "m": 7});
         s.scrub_value(&mut v);
         assert_eq!(v, json!({"k": ["x [redacted]", {"[redacted]": 1}], "n": "[redacted]", "m": 7}));
+    }
+
+    #[test]
+    fn nothing_to_scrub_costs_nothing() {
+        let s = Scrubber::new(&[SecretValue::new("")]);
+        assert!(s.is_empty());
+        assert_eq!(s.max_spelled_len(), 0);
+        assert!(matches!(s.scrub("anything \\u0041 %41"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn overlapping_occurrences_are_covered_whole() {
+        let s = scrubber(&["aba", "xab"]);
+        assert_eq!(s.scrub("-ababa-"), "-[redacted]-");
+        assert_eq!(s.scrub("-xaba-"), "-[redacted]-");
+        assert_eq!(s.scrub("abaaba"), "[redacted][redacted]");
+    }
+
+    #[test]
+    fn json_escaped_spellings() {
+        let s = scrubber(&[HARD]);
+        let encoded = serde_json::to_string(HARD).unwrap();
+        assert_scrubbed(&s, &encoded[1..encoded.len() - 1]);
+        let php = serde_json::to_string(HARD).unwrap().replace('/', "\\/");
+        assert_scrubbed(&s, &php[1..php.len() - 1]);
+        assert_scrubbed(&s, &spelled(HARD, |_, c| json_u(c, false)));
+        assert_scrubbed(&s, &spelled(HARD, |_, c| json_u(c, true)));
+        // Any character may be escaped, or only some, in either case.
+        assert_scrubbed(&s, &spelled(HARD, |i, c| if i % 2 == 0 { json_u(c, i % 4 == 0) } else { c.to_string() }));
+        assert_scrubbed(&s, "a\\\"b\\\\c\\/d\\u0009e f\\u00E9\\ud83d\\uDE00z");
+        let controls = scrubber(&["\u{8}\u{c}\n\r\t"]);
+        assert_scrubbed(&controls, "\\b\\f\\n\\r\\t");
+        assert_scrubbed(&controls, "\\u0008\\u000C\\n\\u000d\\t");
+        // JSON text inside a JSON string, as a tool may print it (escaped twice).
+        let twice = serde_json::to_string(&serde_json::to_string(&json!({"token": HARD})).unwrap()).unwrap();
+        assert_eq!(s.scrub(&twice), r#""{\"token\":\"[redacted]\"}""#);
+        let php_twice = serde_json::to_string(&php[1..php.len() - 1]).unwrap().replace('/', "\\/");
+        assert_scrubbed(&s, &php_twice[1..php_twice.len() - 1]);
+        assert_scrubbed(&s, &spelled(HARD, |i, c| json_u(c, i % 2 == 0).replace('\\', "\\\\")));
+        // The value inside a JSON string that holds JSON text, once decoded.
+        let inner = serde_json::to_string(&json!({"token": HARD})).unwrap();
+        let outer: Value = json!({"body": inner});
+        let mut scrubbed = outer.clone();
+        s.scrub_value(&mut scrubbed);
+        assert_eq!(scrubbed, json!({"body": "{\"token\":\"[redacted]\"}"}));
+    }
+
+    /// The examples of docs/security.md.
+    #[test]
+    fn documented_examples() {
+        let s = scrubber(&["p/w\"é"]);
+        for spelling in [
+            "p/w\"é",
+            r#"p\/w\"\u00E9"#,
+            r#"\u0070/w\"é"#,
+            r#"p/w\\\"\\u00e9"#,
+            "p%2Fw%22%C3%A9",
+            "p/w%22%c3%a9",
+            "cC93IsOp",
+        ] {
+            assert_scrubbed(&s, spelling);
+        }
+        assert_eq!(s.scrub("dXNlcjpwL3ciw6k="), "dXNlcjp[redacted]k=");
+    }
+
+    #[test]
+    fn percent_encoded_spellings() {
+        let s = scrubber(&[HARD]);
+        assert_scrubbed(&s, &spelled(HARD, |_, c| percent(c, true)));
+        assert_scrubbed(&s, &spelled(HARD, |_, c| percent(c, false)));
+        assert_scrubbed(
+            &s,
+            &spelled(HARD, |i, c| {
+                if c == ' ' {
+                    "+".into()
+                } else if i % 3 == 0 {
+                    percent(c, i % 2 == 0)
+                } else {
+                    c.to_string()
+                }
+            }),
+        );
+        let form: String = url::form_urlencoded::byte_serialize(HARD.as_bytes()).collect();
+        assert_scrubbed(&s, &form);
+    }
+
+    #[test]
+    fn base64_spellings_on_their_own() {
+        for value in [HARD, "0", "ab", "abc", "hunter22"] {
+            let s = scrubber(&[value]);
+            let standard = STANDARD.encode(value);
+            assert_scrubbed(&s, &standard);
+            assert_scrubbed(&s, standard.trim_end_matches('='));
+            assert_scrubbed(&s, &URL_SAFE_NO_PAD.encode(value));
+            assert_scrubbed(&s, &standard.replace('/', "\\/"));
+        }
+    }
+
+    /// `base64(prefix + value + suffix)` keeps only the characters that
+    /// carry bits of the prefix or the suffix.
+    #[test]
+    fn base64_spellings_inside_longer_base64_text() {
+        let value = "p4ss/w0rd+\u{e9}?";
+        let s = scrubber(&[value]);
+        for prefix in ["", "u:", "us:", "use:", "user:", "basic-user:"] {
+            for suffix in ["", ":x", ":more data"] {
+                let plain = format!("{prefix}{value}{suffix}");
+                for encoded in [STANDARD.encode(&plain), URL_SAFE_NO_PAD.encode(&plain)] {
+                    let scrubbed = s.scrub(&encoded).into_owned();
+                    let (p, n) = (prefix.len(), value.len());
+                    let kept_before = if p == 0 { 0 } else { (8 * p).div_ceil(6) };
+                    let kept_after = if suffix.is_empty() && p % 3 == 0 {
+                        // The value's own base64 text: matched to its end, padding included.
+                        &encoded[encoded.len()..]
+                    } else {
+                        &encoded[8 * (p + n) / 6..]
+                    };
+                    let expected = format!("{}[redacted]{kept_after}", &encoded[..kept_before]);
+                    assert_eq!(scrubbed, expected, "{plain:?} as {encoded}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_values_are_not_searched_for_inside_longer_base64_text() {
+        let short = "abc12";
+        assert_eq!(short.len() + 1, MIN_EMBEDDED_BASE64_BYTES);
+        let s = scrubber(&[short]);
+        let embedded = STANDARD.encode(format!("u:{short}"));
+        assert_eq!(s.scrub(&embedded), embedded);
+        assert_scrubbed(&s, &STANDARD.encode(short));
     }
 
     #[test]
@@ -313,9 +532,15 @@ mod tests {
     #[test]
     fn tails_and_heads_do_not_leak_halves() {
         let s = scrubber(&["ABCDEFGH"]);
-        // A tail cut in the middle of the secret: "EFGH" must not survive.
-        let tail = s.scrub_tail(b"EFGH and more ABCDEFGH end", 100, true);
-        assert_eq!(tail, "…d more [redacted] end");
+        // The longest spelling is the base64 text with every character
+        // `\u`-escaped twice (`\\u0051`): 12 units of 7 bytes.
+        assert_eq!(s.max_spelled_len(), 84);
+        let longest = spelled(&STANDARD.encode("ABCDEFGH"), |_, c| format!("\\{}", json_u(c, false)));
+        assert_eq!(longest.len(), 84);
+        // A tail cut in the middle of the longest spelling: none of it survives.
+        let stream = format!("{longest} and then {}", "x".repeat(100));
+        let tail = s.scrub_tail(&stream.as_bytes()[3..], 1000, true);
+        assert_eq!(tail, format!("…{}", &stream[3 + 83..]));
         assert_eq!(s.scrub_tail(b"0123456789", 4, false), "…6789");
         assert_eq!(s.scrub_tail(b"0123", 4, false), "0123");
         assert_eq!(s.scrub_head(b"xx ABCDEFGH yy", 6), "xx [re…");
@@ -328,7 +553,32 @@ mod tests {
         assert_eq!(EnvSecretResolver.resolve(&id), Ok(None));
         assert_eq!(
             EnvSecretResolver.how_to_provide(&id),
-            "set the environment variable RUNLOOP_TEST_UNSET_SECRET_FOR_UNIT_TEST"
+            "set the environment variable RUNLOOP_TEST__UNSET_SECRET_FOR_UNIT_TEST"
         );
+    }
+
+    #[test]
+    fn tools_get_new_names_and_unshared_old_ones() {
+        let secrets: Vec<(SecretId, SecretValue)> =
+            ["runloop/mail/api_key", "runloop/mail/api-key", "runloop/github/token", "runloop/a_/b", "runloop/a/b"]
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.parse().unwrap(), SecretValue::new(format!("v{i}"))))
+                .collect();
+        let env: Vec<(String, &str)> =
+            tool_environment(&secrets).into_iter().map(|(name, v)| (name, v.expose())).collect();
+        let expected = [
+            ("RUNLOOP_MAIL__API_KEY", "v0"),
+            ("RUNLOOP__MAIL_SAPI_HKEY", "v1"),
+            ("RUNLOOP_GITHUB__TOKEN", "v2"),
+            ("RUNLOOP__A_U_SB", "v3"),
+            ("RUNLOOP_A__B", "v4"),
+            // RUNLOOP_MAIL_API_KEY is shared by two of them; RUNLOOP_A__B
+            // (the old name of runloop/a_/b) is the new name of runloop/a/b.
+            ("RUNLOOP_GITHUB_TOKEN", "v2"),
+            ("RUNLOOP_A_B", "v4"),
+        ];
+        let expected: Vec<(String, &str)> = expected.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        assert_eq!(env, expected);
     }
 }

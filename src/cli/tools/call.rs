@@ -24,7 +24,7 @@ Examples:
   rlp tools call agents/mailer mail.send --args @request.json --yes
   rlp tools call agents/mailer mail.send --args @- < request.json --format json
 
-Secrets come from the environment: runloop/mail/smtp_api_key is read from RUNLOOP_MAIL_SMTP_API_KEY.
+Secrets come from the environment: runloop/mail/smtp_api_key is read from RUNLOOP_MAIL__SMTP_API_KEY.
 Every call is recorded in $RUNLOOP_HOME/pog/events.sqlite (see docs/runtime.md).
 
 Exit codes: 0 success, 1 the tool failed or its result is invalid,

@@ -4,6 +4,7 @@ mod agent;
 mod artifacts;
 mod grants;
 mod schemas;
+mod secrets;
 mod tools;
 
 use crate::bundle::LoadedBundle;
@@ -17,5 +18,6 @@ pub fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     tools::check(bundle, out);
     schemas::check(bundle, out);
     grants::check(bundle, out);
+    secrets::check(bundle, out);
     artifacts::check(bundle, out);
 }
