@@ -90,10 +90,19 @@ fn read_env(name: &str, id: &SecretId) -> Result<Option<SecretValue>, SecretErro
     }
 }
 
+/// rlp's own settings: never read as a secret, whatever id names them
+/// (`runloop/system/config` once read `RUNLOOP_SYSTEM_CONFIG`).
+const SETTINGS: [&str; 3] = [crate::home::HOME_ENV, crate::config::SYSTEM_CONFIG_ENV, crate::config::CONFIRM_ENV];
+
+/// Whether `id`'s earlier, shared variable name is still read for it.
+fn reads_legacy_name(id: &SecretId) -> bool {
+    id.legacy_env_var_is_unique() && !SETTINGS.contains(&id.legacy_env_var().as_str())
+}
+
 impl SecretResolver for EnvSecretResolver {
     fn resolve(&self, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
         match read_env(&id.env_var(), id)? {
-            None if id.legacy_env_var_is_unique() => read_env(&id.legacy_env_var(), id),
+            None if reads_legacy_name(id) => read_env(&id.legacy_env_var(), id),
             found => Ok(found),
         }
     }
@@ -102,7 +111,7 @@ impl SecretResolver for EnvSecretResolver {
     /// says that it is no longer read (without its value).
     fn how_to_provide(&self, id: &SecretId) -> String {
         let (name, legacy) = (id.env_var(), id.legacy_env_var());
-        if !id.legacy_env_var_is_unique() && std::env::var_os(&legacy).is_some_and(|v| !v.is_empty()) {
+        if !reads_legacy_name(id) && std::env::var_os(&legacy).is_some_and(|v| !v.is_empty()) {
             format!("{legacy} is set but is no longer read for `{id}` (that name is shared by several ids); set {name}")
         } else {
             format!("set the environment variable {name}")
@@ -382,6 +391,15 @@ mod tests {
         assert!(s.is_empty());
         assert_eq!(s.max_spelled_len(), 0);
         assert!(matches!(s.scrub("anything \\u0041 %41"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn rlp_settings_are_never_read_as_secrets() {
+        let id: SecretId = "runloop/system/config".parse().unwrap();
+        assert!(id.legacy_env_var_is_unique());
+        assert_eq!(id.legacy_env_var(), crate::config::SYSTEM_CONFIG_ENV);
+        assert!(!reads_legacy_name(&id));
+        assert!(reads_legacy_name(&"runloop/github/token".parse().unwrap()));
     }
 
     #[test]
