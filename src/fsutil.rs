@@ -111,8 +111,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
         Some(mode) => mode,
         None => fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644),
     };
-    let mut temp = tempfile::Builder::new().prefix(".rlp-").suffix(".tmp").tempfile_in(dir)?;
-    let _tracked = crate::interrupt::track_file(temp.path());
+    let (mut temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-")?;
     temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;

@@ -246,6 +246,19 @@ pub fn track_file(path: &Path) -> Tracked {
     track_path(&FILES, path)
 }
 
+/// Creates a new temporary file `<prefix><random>.tmp` (mode 0600) in `dir`,
+/// tracked from before it exists: whenever a fatal signal arrives, no file
+/// is left behind. Keep the guard until the file is renamed into place.
+pub fn temp_file_in(dir: &Path, prefix: &str) -> io::Result<(tempfile::NamedTempFile, Tracked)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut tracked = Tracked { slot: None };
+    let file = tempfile::Builder::new().prefix(prefix).suffix(".tmp").make_in(dir, |path| {
+        tracked = track_file(path);
+        std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(path)
+    })?;
+    Ok((file, tracked))
+}
+
 /// Has the handler remove the folder at `path`, with everything in it,
 /// until the guard is dropped.
 pub fn track_dir(path: &Path) -> Tracked {

@@ -421,9 +421,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
                 CliError::usage(format!("cannot write {}: {e}", path.display()))
                     .with_help("check that the folder is writable and has room; nothing was exported")
             };
-            let temp =
-                tempfile::Builder::new().prefix(".rlp-export-").suffix(".tmp").tempfile_in(dir).map_err(cannot)?;
-            let _tracked = crate::interrupt::track_file(temp.path());
+            let (temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-export-").map_err(cannot)?;
             let mut out = BufWriter::with_capacity(1 << 20, temp);
             let frames = match export_trace(&ledger, &trace_id, &mut out) {
                 Ok(frames) => frames,

@@ -275,13 +275,7 @@ pub fn write_key_pair(dir: &Path, name: &str) -> Result<KeyPairFiles, Failure> {
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let io = |e: std::io::Error| Failure::io(path, &e);
-    let mut temp = tempfile::Builder::new()
-        .prefix(".rlp-")
-        .suffix(".tmp")
-        .permissions(fs::Permissions::from_mode(mode))
-        .tempfile_in(dir)
-        .map_err(io)?;
-    let _tracked = crate::interrupt::track_file(temp.path());
+    let (mut temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-").map_err(io)?;
     temp.as_file().set_permissions(fs::Permissions::from_mode(mode)).map_err(io)?;
     temp.write_all(bytes).map_err(io)?;
     temp.as_file().sync_all().map_err(io)?;

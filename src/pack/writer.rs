@@ -305,12 +305,8 @@ fn write_to_file(
         )
         .with_help(format!("give the path of a new or existing archive file, or `-o {STDOUT}` for standard output")));
     }
-    let temp = tempfile::Builder::new()
-        .prefix(".rlp-pack-")
-        .suffix(".tmp")
-        .tempfile_in(&parent)
-        .map_err(|e| Failure::io(&parent, &e))?;
-    let _tracked = crate::interrupt::track_file(temp.path());
+    let (temp, _tracked) =
+        crate::interrupt::temp_file_in(&parent, ".rlp-pack-").map_err(|e| Failure::io(&parent, &e))?;
     let out = Hashing { inner: BufWriter::with_capacity(1 << 20, temp), hasher: blake3::Hasher::new(), bytes: 0 };
     let written = write_archive(dir, entries, out, progress)?;
     let write_err = |e: io::Error| Failure::io(path, &e);

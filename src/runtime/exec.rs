@@ -159,9 +159,9 @@ pub fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, AttemptError
         AttemptError::new("transport", attempt.scrubber.scrub_string(&format!("{what}: {e}")))
     };
     let dir = private_dir().map_err(|e| transport("cannot create the private folder for the call", e))?;
+    // The handler removes the folder with the blob and whatever the tool leaves in it.
     let _tracked_dir = crate::interrupt::track_dir(dir.path());
     let blob = write_blob(dir.path(), &run_blob(attempt)).map_err(|e| transport("cannot write the call blob", e))?;
-    let _tracked_blob = crate::interrupt::track_file(&blob);
     let ended = spawn_and_wait(plan, attempt, dir.path(), &blob)?;
     // Removing the folder also removes anything the tool left in it.
     let _ = dir.close();
