@@ -139,8 +139,11 @@ fn payload(event: &Event) -> Value {
 
 /// Waits (bounded, as a hang guard) until process `pid` has exited.
 fn wait_until_gone(pid: i32) {
+    let pid = pid.to_string();
+    let started = common::process_start_time(&pid);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while common::process_is_running(&pid.to_string()) {
+    // Gone, a zombie, or its pid already taken by a later process.
+    while common::process_is_running(&pid) && common::process_start_time(&pid) == started {
         assert!(Instant::now() < deadline, "process {pid} is still running");
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -9,6 +9,15 @@ pub fn process_is_running(pid: &str) -> bool {
         .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, state)| !state.starts_with('Z')))
 }
 
+/// When process `pid` started (clock ticks since boot), if it exists: tells
+/// a process from a later one that reused its pid.
+pub fn process_start_time(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    // Field 22 of stat; `rest` starts at field 3.
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
 /// `len` pseudo-random bytes (xorshift64 from `seed`): incompressible,
 /// rarely valid UTF-8, and the same on every run.
 pub fn noise(len: usize, mut seed: u64) -> Vec<u8> {
