@@ -282,10 +282,16 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
             }
         }
     }
-    // The tool has exited but is not reaped yet, so its pid and group id are
-    // still its own: end whatever it started, whichever group or session
-    // that joined, then reap it and them.
-    process::kill_tree(pid);
+    // The tool has exited but is not reaped yet, so its group id is still its
+    // own: end its group, and the processes it left, whichever group or
+    // session they joined (orphaned at its exit, they are now rlp's
+    // children), then reap it and them. A tool that could not be killed
+    // still has its descendants below it.
+    if exited {
+        process::kill_group(pid);
+    } else {
+        process::kill_tree(pid);
+    }
     process::sweep_orphans(&format!("{INVOCATION_ENV}={}", attempt.invocation_id), process::runs_alone(pid));
     ended.status = if exited { child.wait().ok() } else { child.try_wait().ok().flatten() };
     process::reap_group(pid);

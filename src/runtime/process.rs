@@ -95,13 +95,15 @@ fn signal_process(pid: i32, signal: libc::c_int) {
 /// The direct children of `pid` (of every one of its threads).
 fn children_of(pid: i32) -> Vec<i32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
-    let mut children = Vec::new();
-    for task in tasks.filter_map(Result::ok) {
-        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            children.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-        }
-    }
-    children
+    let tids = tasks.filter_map(Result::ok).filter_map(|t| t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()));
+    tids.flat_map(|tid| task_children(pid, tid)).collect()
+}
+
+/// The direct children of thread `tid` of process `pid`.
+fn task_children(pid: i32, tid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
+        .map(|text| text.split_ascii_whitespace().filter_map(|p| p.parse::<i32>().ok()).collect())
+        .unwrap_or_default()
 }
 
 /// Stops `root` and every process below it, top-down, so that none can
@@ -179,7 +181,9 @@ pub fn sweep_orphans(marker: &str, alone: bool) {
     let running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
-    let orphans: Vec<i32> = children_of(me)
+    // The kernel hands an orphan to the subreaper's first live thread: the
+    // main thread, which lives as long as the process.
+    let orphans: Vec<i32> = task_children(me, me)
         .into_iter()
         .filter(|pid| !running.contains(pid))
         .filter(|pid| alone || environment_has(*pid, marker))

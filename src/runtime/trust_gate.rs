@@ -94,6 +94,13 @@ impl TrustGate {
 
     /// Checks the bundle now (or reuses the verdict of an unchanged bundle).
     pub fn check(&self) -> Result<Admission, Failure> {
+        // An unsigned working folder costs one look for a signature.
+        if !self.installed
+            && fs::symlink_metadata(self.root.join(SIGNATURES_DIR))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Ok(Admission::Unchecked);
+        }
         let fingerprint = self.fingerprint();
         let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let (Some(now), Some(before)) = (&fingerprint, cache.as_ref())
