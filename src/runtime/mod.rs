@@ -27,6 +27,7 @@ pub mod process;
 pub mod recorder;
 pub mod secrets;
 pub mod transport;
+pub mod trust_cache;
 pub mod trust_gate;
 
 use std::collections::HashMap;

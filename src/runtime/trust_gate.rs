@@ -10,7 +10,9 @@
 //! Verification hashes every file, so its verdict is kept while nothing it
 //! depends on changes: the fingerprint is the inode, size, modification and
 //! change times of every bundle file and of the trust policy. A change time
-//! cannot be set from user space, so any write to any of them is seen.
+//! cannot be set from user space, so any write to any of them is seen. A
+//! verdict is kept in the process, and a successful one also in the home
+//! for the next process ([`crate::runtime::trust_cache`]).
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -22,6 +24,7 @@ use crate::home::Home;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{self, Options, Signer, Trust};
+use crate::runtime::trust_cache::{TrustCache, cache_key};
 
 /// Deepest folder nesting fingerprinted (deeper bundles are never cached).
 const MAX_FINGERPRINT_DEPTH: usize = 32;
@@ -57,6 +60,7 @@ pub struct TrustGate {
     installed: bool,
     policy_file: PathBuf,
     cache: Mutex<Option<Verdict>>,
+    persisted: TrustCache,
 }
 
 /// A verdict and the fingerprint of what it was reached on.
@@ -76,12 +80,8 @@ impl TrustGate {
             installed,
             policy_file: home.trust_policy_file(),
             cache: Mutex::new(None),
+            persisted: TrustCache::new(home, root),
         }
-    }
-
-    /// Whether the bundle is installed under the home.
-    pub fn installed(&self) -> bool {
-        self.installed
     }
 
     /// A note for the person running an unchecked bundle, if it is one.
@@ -108,7 +108,18 @@ impl TrustGate {
         {
             return before.outcome.clone();
         }
-        let outcome = self.verify();
+        // Another process may have verified the bundle as it is now.
+        let key = fingerprint.as_deref().map(|f| cache_key(&self.root, f));
+        let outcome = match key.as_ref().and_then(|key| self.persisted.load(key)) {
+            Some(admission) => Ok(admission),
+            None => {
+                let outcome = self.verify();
+                if let (Some(key), Ok(admission)) = (&key, &outcome) {
+                    self.persisted.store(key, admission);
+                }
+                outcome
+            }
+        };
         *cache = fingerprint.map(|fingerprint| Verdict { fingerprint, outcome: outcome.clone() });
         outcome
     }
