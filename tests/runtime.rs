@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{HANG_GUARD, Sandbox};
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -22,73 +24,11 @@ use serde_json::{Value, json};
 const SECRET: &str = "sk-live-7f3a9c1e-RECOGNISABLE";
 const TOKEN_ENV: &str = "RUNLOOP_TEST_TOKEN";
 const TOKEN_ID: &str = "runloop/test/token";
-/// Guards against a hang; not a timing assertion.
-const HANG_GUARD: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------- helpers
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runtime").join(name).display().to_string()
-}
-
-/// A temporary folder holding a runtime home and bundles.
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        Sandbox { dir: tempfile::tempdir().unwrap() }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path().join("home")
-    }
-
-    fn ledger_path(&self) -> PathBuf {
-        self.home().join("pog/events.sqlite")
-    }
-
-    /// Writes (or rewrites) bundle `agents/<name>` with a manifest listing every file.
-    fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
-        common::write_bundle(&self.path().join("agents"), name, tools, caps)
-    }
-
-    /// `rlp --home <home>` with a clean configuration environment.
-    fn rlp(&self) -> Command {
-        let mut cmd = Command::cargo_bin("rlp").unwrap();
-        cmd.arg("--home")
-            .arg(self.home())
-            .env("RUNLOOP_SYSTEM_CONFIG", self.path().join("no-system-config.toml"))
-            .env_remove("RUNLOOP_HOME")
-            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS")
-            .env_remove(TOKEN_ENV)
-            .timeout(HANG_GUARD);
-        cmd
-    }
-
-    /// `rlp tools call <bundle> <tool> --args <args>`.
-    fn call(&self, bundle: &Path, tool: &str, args: Value) -> Command {
-        let mut cmd = self.rlp();
-        cmd.args(["tools", "call"]).arg(bundle).arg(tool).arg("--args").arg(args.to_string());
-        cmd
-    }
-
-    fn events(&self) -> Vec<Event> {
-        let ledger = Ledger::open_existing(&self.ledger_path()).unwrap();
-        let mut events = Vec::new();
-        ledger
-            .for_each_event(|e| {
-                events.push(e);
-                ControlFlow::Continue(())
-            })
-            .unwrap();
-        events
-    }
 }
 
 fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {

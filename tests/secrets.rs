@@ -5,20 +5,17 @@
 
 mod common;
 
+use common::Sandbox;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use assert_cmd::Command;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-/// Guards against a hang; not a timing assertion.
-const HANG_GUARD: Duration = Duration::from_secs(60);
 /// Holds `"`, `\`, `/`, a tab, a space, `+`, `=`, a non-ASCII and a non-BMP character.
 const SECRET: &str = "Qx9k\"Zr\\7w/Pv\tm\u{e9}\u{1F600} Lt3Nb8+=";
 const SECRET_ID: &str = "runloop/test/token";
@@ -31,62 +28,14 @@ const TRACE: &str = "0197b0ff-0000-7000-8000-00000000c0de";
 
 // ---------------------------------------------------------------- helpers
 
-/// A temporary runtime home, bundles and tool scripts.
-struct Sandbox {
-    dir: tempfile::TempDir,
+/// What a sandbox's ledger and trace commands hold, for scanning.
+trait Scanned {
+    fn ledger_bytes(&self) -> Vec<(String, Vec<u8>)>;
+    fn payloads(&self) -> Vec<Value>;
+    fn trace_outputs(&self) -> Vec<(String, Vec<u8>)>;
 }
 
-impl Sandbox {
-    fn new() -> Self {
-        Sandbox { dir: tempfile::tempdir().unwrap() }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn ledger_path(&self) -> PathBuf {
-        self.path().join("home/pog/events.sqlite")
-    }
-
-    fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
-        common::write_bundle(&self.path().join("agents"), name, tools, caps)
-    }
-
-    /// Writes an executable shell script and returns its absolute path.
-    fn script(&self, name: &str, body: &str) -> String {
-        let path = self.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path.display().to_string()
-    }
-
-    /// `rlp --home <home>` with no secret or configuration in its environment.
-    fn rlp(&self) -> Command {
-        let mut cmd = Command::cargo_bin("rlp").unwrap();
-        cmd.current_dir(self.path())
-            .arg("--home")
-            .arg(self.path().join("home"))
-            .env("RUNLOOP_SYSTEM_CONFIG", self.path().join("no-system-config.toml"))
-            .env_remove("RUNLOOP_HOME")
-            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS")
-            .timeout(HANG_GUARD);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("RUNLOOP_") {
-                cmd.env_remove(name);
-            }
-        }
-        cmd
-    }
-
-    /// `rlp tools call <bundle> <tool> --args <args> --trace-id TRACE`.
-    fn call(&self, bundle: &Path, tool: &str, args: Value) -> Command {
-        let mut cmd = self.rlp();
-        cmd.args(["tools", "call"]).arg(bundle).arg(tool).arg("--args").arg(args.to_string());
-        cmd.args(["--trace-id", TRACE]);
-        cmd
-    }
-
+impl Scanned for Sandbox {
     /// Everything the ledger files hold, byte for byte.
     fn ledger_bytes(&self) -> Vec<(String, Vec<u8>)> {
         let files: Vec<(String, Vec<u8>)> = ["", "-wal", "-shm"]
@@ -287,8 +236,11 @@ fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
 
     let mut printed = Vec::new();
     let mut run = |mode: &str, code: i32| {
-        let output =
-            sb.call(&bundle, &format!("echo.{mode}"), json!({"echo": SECRET})).env(SECRET_ENV, SECRET).output();
+        let output = sb
+            .call(&bundle, &format!("echo.{mode}"), json!({"echo": SECRET}))
+            .args(["--trace-id", TRACE])
+            .env(SECRET_ENV, SECRET)
+            .output();
         let output = output.unwrap();
         assert_eq!(output.status.code(), Some(code), "{mode}: {}", text(&output.stderr));
         printed.push((format!("`tools call echo.{mode}`"), [output.stdout.clone(), output.stderr.clone()].concat()));
@@ -389,6 +341,7 @@ fn an_http_server_echoing_the_header_secret_encoded_leaks_nothing() {
     for kind in ["json", "pct-upper", "pct-lower", "pct-form", "b64", "b64-url", "basic", "basic-url"] {
         let output = sb
             .call(&bundle, "echo.http", json!({"kind": kind}))
+            .args(["--trace-id", TRACE])
             .env(HEADER_SECRET_ENV, HEADER_SECRET)
             .output()
             .unwrap();
@@ -420,6 +373,7 @@ const COLLIDING: [(&str, &str); 4] = [
 /// Calls tool `env` of `bundle` and returns the environment it saw.
 fn environment_seen(sb: &Sandbox, bundle: &Path, env: &[(&str, &str)]) -> BTreeMap<String, String> {
     let mut cmd = sb.call(bundle, "env", json!({}));
+    cmd.args(["--trace-id", TRACE]);
     for (name, value) in env {
         cmd.env(name, value);
     }
@@ -470,7 +424,12 @@ fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     let id = "runloop/mail/api-key";
     let bundle = sb.bundle("hyphen", json!([exec_tool("touch", &script, &[], &[id])]), &exec_caps(&[id]));
     let value = "only-the-shared-name-holds-this";
-    let output = sb.call(&bundle, "touch", json!({})).env("RUNLOOP_MAIL_API_KEY", value).output().unwrap();
+    let output = sb
+        .call(&bundle, "touch", json!({}))
+        .args(["--trace-id", TRACE])
+        .env("RUNLOOP_MAIL_API_KEY", value)
+        .output()
+        .unwrap();
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(!marker.exists(), "the tool never ran");

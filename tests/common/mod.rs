@@ -2,6 +2,87 @@
 //! module on its own and uses only some of it.
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// Guards against a hang; not a timing assertion.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// A temporary folder holding a runtime home (`home/`), bundles
+/// (`agents/`) and tool scripts; `rlp` runs in it with a clean environment.
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Sandbox { dir: tempfile::tempdir().unwrap() }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.path().join("home")
+    }
+
+    pub fn ledger_path(&self) -> PathBuf {
+        self.home().join("pog/events.sqlite")
+    }
+
+    /// Writes (or rewrites) bundle `agents/<name>` with a manifest listing every file.
+    pub fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
+        write_bundle(&self.path().join("agents"), name, tools, caps)
+    }
+
+    /// Writes an executable shell script and returns its absolute path.
+    pub fn script(&self, name: &str, body: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    /// `rlp --home <home>`, in the sandbox, with no `RUNLOOP_*` variable of
+    /// the caller's environment and no system config of the sandbox's.
+    pub fn rlp(&self) -> Command {
+        let mut cmd = Command::cargo_bin("rlp").unwrap();
+        cmd.current_dir(self.path()).arg("--home").arg(self.home()).timeout(HANG_GUARD);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("RUNLOOP_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.env("RUNLOOP_SYSTEM_CONFIG", self.path().join("no-system-config.toml"));
+        cmd
+    }
+
+    /// `rlp tools call <bundle> <tool> --args <args>`.
+    pub fn call(&self, bundle: &Path, tool: &str, args: Value) -> Command {
+        let mut cmd = self.rlp();
+        cmd.args(["tools", "call"]).arg(bundle).arg(tool).arg("--args").arg(args.to_string());
+        cmd
+    }
+
+    /// Every event of the ledger, in order.
+    pub fn events(&self) -> Vec<rlp::trace::Event> {
+        let ledger = rlp::trace::Ledger::open_existing(&self.ledger_path()).unwrap();
+        let mut events = Vec::new();
+        ledger
+            .for_each_event(|e| {
+                events.push(e);
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        events
+    }
+}
+
 /// Whether process `pid` exists and has not exited: a zombie waiting to be
 /// reaped (by init, once its parent is gone) counts as gone.
 pub fn process_is_running(pid: &str) -> bool {
