@@ -1551,6 +1551,9 @@ fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_t
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(stderr(&output).contains("refused by the trust policy"), "{}", stderr(&output));
     assert_eq!(tool_calls(&sb), 1);
+    // Strict replay runs nothing: it still reads the bundle's tools.
+    let output = sb.rlp().args(["replay", &trace, "--bundle"]).arg(&installed).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
 #[test]

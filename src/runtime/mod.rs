@@ -148,112 +148,24 @@ impl Runtime {
     /// [`trust_gate`]), lints it (refusing errors), reads the operator
     /// override, and compiles every tool's schemas.
     ///
-    /// A bundle the trust policy refuses still loads, without its tools:
-    /// every call to it is refused (exit 3) and recorded as a `cap.audit`
-    /// deny event, whatever else is wrong with it.
+    /// A bundle the trust policy refuses still loads (without its tools when
+    /// it cannot be read): every call to it is refused (exit 3) and recorded
+    /// as a `cap.audit` deny event, whatever else is wrong with it; strict
+    /// replay, which runs nothing, still sees its tools.
     pub fn load(dir: &Path, options: RuntimeOptions) -> Result<Runtime, LoadError> {
         let root = dir.canonicalize().map_err(|e| LoadError {
             message: format!("cannot resolve the bundle folder {}: {e}", dir.display()),
             help: None,
         })?;
         let gate = TrustGate::new(&root, &options.home);
-        if gate.check().is_err() {
-            let agent = agent_name_of(&root);
-            let policy = EffectivePolicy::new(crate::bundle::policy::Policy::empty());
-            return Ok(Runtime {
-                root,
-                agent,
-                version: None,
-                tools: HashMap::new(),
-                tool_ids: Vec::new(),
-                policy,
-                options,
-                http: OnceLock::new(),
-                warnings: Vec::new(),
-                gate,
-            });
-        }
-        let report = crate::lint::lint_bundle(dir);
-        let errors: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|l| l.finding.severity == Severity::Error && !RUNTIME_ENFORCED.contains(&l.finding.code))
-            .collect();
-        if !errors.is_empty() {
-            let mut message =
-                format!("bundle {} has {} and cannot be loaded:", dir.display(), plural(errors.len(), "lint error"));
-            for located in errors.iter().take(QUOTED_FINDINGS) {
-                message.push_str(&format!(
-                    "\n  {}:{}:{}: {} {}",
-                    located.finding.file.display(),
-                    located.position.line,
-                    located.position.column,
-                    located.finding.code,
-                    located.finding.message
-                ));
-            }
-            if errors.len() > QUOTED_FINDINGS {
-                message.push_str(&format!("\n  … and {} more", errors.len() - QUOTED_FINDINGS));
-            }
-            return Err(LoadError { message, help: Some(format!("run `rlp lint {}` for details", dir.display())) });
-        }
-        let bundle = report.bundle;
-        let version = bundle.manifest.as_ref().and_then(|m| m.version.clone());
-        let agent = bundle.manifest.as_ref().and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
-            message: format!("bundle {} has no agent name", dir.display()),
-            help: Some("set `name` under [agent] in manifest.toml".into()),
-        })?;
-        let mut warnings = Vec::new();
-        let policy = {
-            let path = options.home.override_file(&agent);
-            match crate::fsutil::read_text_limited(&path, crate::home::MAX_OVERRIDE_BYTES) {
-                Ok(text) => {
-                    let (policy, w) = exposure::apply_override(bundle.policy(), &path, &text).map_err(|message| {
-                        LoadError { message, help: Some("fix the override file, or remove it".into()) }
-                    })?;
-                    warnings.extend(w);
-                    policy
-                }
-                Err(e) if e.is_not_found() => EffectivePolicy::new(bundle.policy()),
-                Err(crate::fsutil::ReadError::Io(e)) => {
-                    return Err(LoadError {
-                        message: format!("cannot read the operator override {}: {e}", path.display()),
-                        help: Some("fix its permissions, or remove it".into()),
-                    });
-                }
-                Err(e) => return Err(LoadError { message: format!("the operator override {e}"), help: e.help() }),
-            }
+        let refused = gate.check().is_err();
+        let contents = match Contents::read(dir, &options.home) {
+            Ok(contents) => contents,
+            // Refused at every call, with a `cap.audit` event, whatever else is wrong with it.
+            Err(_) if refused => Contents::unread(&root),
+            Err(e) => return Err(e),
         };
-        let mut tools = HashMap::new();
-        let mut tool_ids = Vec::new();
-        for tool in bundle.tool_list() {
-            let documents = bundle.schema_documents(Some(tool));
-            let compile = |key: &str, schema: Option<&Value>| {
-                let schema = schema.ok_or_else(|| LoadError {
-                    message: format!("tool `{}` has no `{key}`", tool.id),
-                    help: Some(format!("add `{key}` to the tool in tools.json")),
-                })?;
-                crate::bundle::schema::compile(schema, documents.clone()).map_err(|e| LoadError {
-                    message: format!("tool `{}`: `{key}` does not compile: {e}", tool.id),
-                    help: Some(format!("run `rlp lint {}`", dir.display())),
-                })
-            };
-            let input = compile("input_schema", tool.input_schema.as_ref())?;
-            let result = compile("result_schema", tool.result_schema.as_ref())?;
-            let input_schema = tool.input_schema.clone().unwrap_or(Value::Bool(true));
-            let resolved = bundle.resolve_schema(tool, &input_schema).cloned().unwrap_or(input_schema.clone());
-            let canonical =
-                crate::trace::event::canonical_json(&resolved).map_err(|message| LoadError { message, help: None })?;
-            let prepared = Prepared {
-                tool: tool.clone(),
-                input,
-                result,
-                input_schema_ref: schema_ref(&input_schema),
-                input_schema_blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
-            };
-            tool_ids.push(tool.id.clone());
-            tools.insert(tool.id.clone(), Arc::new(prepared));
-        }
+        let Contents { agent, version, tools, tool_ids, policy, warnings } = contents;
         Ok(Runtime { root, agent, version, tools, tool_ids, policy, options, http: OnceLock::new(), warnings, gate })
     }
 
@@ -318,6 +230,119 @@ impl Runtime {
 
     pub(crate) fn http_client(&self) -> Result<&reqwest::blocking::Client, String> {
         self.http.get_or_init(http::client).as_ref().map_err(Clone::clone)
+    }
+}
+
+/// What a runtime reads from a bundle: its identity, its tools with their
+/// compiled schemas, and the policy in force.
+struct Contents {
+    agent: String,
+    version: Option<String>,
+    tools: HashMap<String, Arc<Prepared>>,
+    tool_ids: Vec<String>,
+    policy: EffectivePolicy,
+    warnings: Vec<String>,
+}
+
+impl Contents {
+    /// Lints the bundle at `dir` (refusing errors), reads the operator
+    /// override in `home`, and compiles every tool's schemas.
+    fn read(dir: &Path, home: &Home) -> Result<Contents, LoadError> {
+        let report = crate::lint::lint_bundle(dir);
+        let errors: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|l| l.finding.severity == Severity::Error && !RUNTIME_ENFORCED.contains(&l.finding.code))
+            .collect();
+        if !errors.is_empty() {
+            let mut message =
+                format!("bundle {} has {} and cannot be loaded:", dir.display(), plural(errors.len(), "lint error"));
+            for located in errors.iter().take(QUOTED_FINDINGS) {
+                message.push_str(&format!(
+                    "\n  {}:{}:{}: {} {}",
+                    located.finding.file.display(),
+                    located.position.line,
+                    located.position.column,
+                    located.finding.code,
+                    located.finding.message
+                ));
+            }
+            if errors.len() > QUOTED_FINDINGS {
+                message.push_str(&format!("\n  … and {} more", errors.len() - QUOTED_FINDINGS));
+            }
+            return Err(LoadError { message, help: Some(format!("run `rlp lint {}` for details", dir.display())) });
+        }
+        let bundle = report.bundle;
+        let version = bundle.manifest.as_ref().and_then(|m| m.version.clone());
+        let agent = bundle.manifest.as_ref().and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
+            message: format!("bundle {} has no agent name", dir.display()),
+            help: Some("set `name` under [agent] in manifest.toml".into()),
+        })?;
+        let mut warnings = Vec::new();
+        let policy = {
+            let path = home.override_file(&agent);
+            match crate::fsutil::read_text_limited(&path, crate::home::MAX_OVERRIDE_BYTES) {
+                Ok(text) => {
+                    let (policy, w) = exposure::apply_override(bundle.policy(), &path, &text).map_err(|message| {
+                        LoadError { message, help: Some("fix the override file, or remove it".into()) }
+                    })?;
+                    warnings.extend(w);
+                    policy
+                }
+                Err(e) if e.is_not_found() => EffectivePolicy::new(bundle.policy()),
+                Err(crate::fsutil::ReadError::Io(e)) => {
+                    return Err(LoadError {
+                        message: format!("cannot read the operator override {}: {e}", path.display()),
+                        help: Some("fix its permissions, or remove it".into()),
+                    });
+                }
+                Err(e) => return Err(LoadError { message: format!("the operator override {e}"), help: e.help() }),
+            }
+        };
+        let mut tools = HashMap::new();
+        let mut tool_ids = Vec::new();
+        for tool in bundle.tool_list() {
+            let documents = bundle.schema_documents(Some(tool));
+            let compile = |key: &str, schema: Option<&Value>| {
+                let schema = schema.ok_or_else(|| LoadError {
+                    message: format!("tool `{}` has no `{key}`", tool.id),
+                    help: Some(format!("add `{key}` to the tool in tools.json")),
+                })?;
+                crate::bundle::schema::compile(schema, documents.clone()).map_err(|e| LoadError {
+                    message: format!("tool `{}`: `{key}` does not compile: {e}", tool.id),
+                    help: Some(format!("run `rlp lint {}`", dir.display())),
+                })
+            };
+            let input = compile("input_schema", tool.input_schema.as_ref())?;
+            let result = compile("result_schema", tool.result_schema.as_ref())?;
+            let input_schema = tool.input_schema.clone().unwrap_or(Value::Bool(true));
+            let resolved = bundle.resolve_schema(tool, &input_schema).cloned().unwrap_or(input_schema.clone());
+            let canonical =
+                crate::trace::event::canonical_json(&resolved).map_err(|message| LoadError { message, help: None })?;
+            let prepared = Prepared {
+                tool: tool.clone(),
+                input,
+                result,
+                input_schema_ref: schema_ref(&input_schema),
+                input_schema_blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
+            };
+            tool_ids.push(tool.id.clone());
+            tools.insert(tool.id.clone(), Arc::new(prepared));
+        }
+        Ok(Contents { agent, version, tools, tool_ids, policy, warnings })
+    }
+
+    /// Nothing of a bundle that could not be read: its agent named after its
+    /// manifest or its folder, no tools.
+    fn unread(root: &Path) -> Contents {
+        Contents {
+            agent: agent_name_of(root),
+            version: None,
+            tools: HashMap::new(),
+            tool_ids: Vec::new(),
+            policy: EffectivePolicy::new(crate::bundle::policy::Policy::empty()),
+            warnings: Vec::new(),
+        }
     }
 }
 
