@@ -798,6 +798,17 @@ fn missing_secret_names_the_variable() {
     assert_eq!(last["reason"], "the secret is not available (set the environment variable RUNLOOP_TEST__TOKEN)");
 }
 
+/// Calls `tool` of `bundle` (its `timeout_ms` 1000), expecting the timeout
+/// error that says the tool and everything it started were killed.
+fn call_expecting_timeout(sb: &Sandbox, bundle: &Path, tool: &str) {
+    let output = sb.call(bundle, tool, json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let expected = format!(
+        "error: tool `{tool}` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
+    );
+    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+}
+
 #[test]
 fn timeout_kills_the_whole_process_group() {
     let sb = Sandbox::new();
@@ -808,15 +819,7 @@ fn timeout_kills_the_whole_process_group() {
         json!([with(exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()]), json!({"timeout_ms": 1000}))]),
         "[capabilities]\nexec = true\n",
     );
-    let output = sb.call(&bundle, "sleep", json!({})).output().unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(
-            "error: tool `sleep` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
-        ),
-        "{}",
-        stderr(&output)
-    );
+    call_expecting_timeout(&sb, &bundle, "sleep");
     let parent = std::fs::read_to_string(pids.join("parent.pid")).unwrap();
     let child = std::fs::read_to_string(pids.join("child.pid")).unwrap();
     assert!(!common::process_is_running(parent.trim()), "the tool {parent} is still there");
@@ -1250,15 +1253,7 @@ fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
         "[capabilities]\nexec = true\n",
     );
     // Before the fix rlp waited for the tool (1000 s): the hang guard fails the test.
-    let output = sb.call(&bundle, "escape", json!({})).output().unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(
-            "error: tool `escape` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
-        ),
-        "{}",
-        stderr(&output)
-    );
+    call_expecting_timeout(&sb, &bundle, "escape");
     let text = std::fs::read_to_string(&pids).unwrap();
     let (tool, child) = text.trim().split_once(' ').unwrap();
     assert!(!common::process_is_running(tool), "the tool {tool} is still there");
