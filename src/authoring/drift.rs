@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::authoring::import::{Source, describe};
 use crate::authoring::runner::Limits;
 use crate::authoring::tools_file::ToolsDoc;
-use crate::cli::output::terminal_safe_line;
+use crate::text::terminal_safe_line;
 
 /// How a bundle's tool and its binary's answer differ.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use crate::authoring::policy_edit::needed_by;
 use crate::bundle::diag::Severity;
 use crate::bundle::policy::Policy;
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
-use crate::cli::output::terminal_safe_line;
 use crate::home::Home;
+use crate::text::terminal_safe_line;
 
 /// One tool, as listed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -156,9 +156,9 @@ pub fn finish(result: CliResult, color: ColorChoice) -> ExitCode {
 pub fn print_error(error: &CliError, color: bool) {
     let (red, cyan, bold, reset) =
         if color { ("\x1b[1;31m", "\x1b[1;36m", "\x1b[1m", "\x1b[0m") } else { ("", "", "", "") };
-    let mut text = format!("{red}error{reset}{bold}: {}{reset}", output::terminal_safe(&error.message));
+    let mut text = format!("{red}error{reset}{bold}: {}{reset}", crate::text::terminal_safe(&error.message));
     if let Some(help) = &error.help {
-        text.push_str(&format!("\n  {cyan}help{reset}: {}", output::terminal_safe(help)));
+        text.push_str(&format!("\n  {cyan}help{reset}: {}", crate::text::terminal_safe(help)));
     }
     diagnostic(&text);
 }

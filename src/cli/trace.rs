@@ -11,9 +11,10 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, OutputError, Printer, diagnostic, terminal_safe};
+use crate::cli::output::{Format, OutputError, Printer, diagnostic};
 use crate::home::Home;
 use crate::text::plural;
+use crate::text::terminal_safe;
 use crate::trace::export::{ExportError, export_trace};
 use crate::trace::frame::{ellipsize, format_ts};
 use crate::trace::import::{ImportError, import_file};

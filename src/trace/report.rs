@@ -24,15 +24,15 @@
 //!
 //! Human reports quote text from the trace and from tools (names, messages,
 //! values); control characters in it are escaped
-//! ([`crate::cli::output::terminal_safe`]) so they cannot drive the terminal.
+//! ([`crate::text::terminal_safe`]) so they cannot drive the terminal.
 
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 
 use serde_json::{Value, json};
 use tempfile::SpooledTempFile;
 
-use crate::cli::output::terminal_safe;
 use crate::text::plural;
+use crate::text::terminal_safe;
 use crate::trace::divergence::Divergence;
 use crate::trace::frame::{Outcome, ellipsize};
 use crate::trace::replay::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};

@@ -8,10 +8,11 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer, diagnostic, terminal_safe};
+use crate::cli::output::{Format, Printer, diagnostic};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::fsutil::{ReadError, read_limited, read_stream_limited};
 use crate::runtime::{CallErrorKind, CallRequest};
+use crate::text::terminal_safe;
 
 /// Largest `--args @FILE` or `@-` read.
 const MAX_ARGS_BYTES: u64 = 16 << 20;

@@ -8,9 +8,9 @@ use codespan_reporting::files::{Files, SimpleFiles};
 use codespan_reporting::term::{self, Config, Styles, StylesWriter, termcolor};
 
 use crate::bundle::diag::Severity;
-use crate::cli::output::terminal_safe_line;
 use crate::lint::render::excerpt::Excerpt;
 use crate::lint::{BundleReport, Located};
+use crate::text::terminal_safe_line;
 
 /// Renders every finding of every report.
 pub fn render(reports: &[BundleReport], color: bool) -> String {
