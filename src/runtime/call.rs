@@ -375,7 +375,8 @@ impl Runtime {
                 }
                 Err(e) => {
                     let kind = if e.refused { CallErrorKind::Refused } else { CallErrorKind::Tool };
-                    let mut error = CallError::new(kind, e.message);
+                    // Scrubbed here too, whichever transport wrote it.
+                    let mut error = CallError::new(kind, journal.scrubber.scrub_string(&e.message));
                     if attempt > 1 {
                         error.message.push_str(&format!(" (after {attempt} attempts)"));
                     }

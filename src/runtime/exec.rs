@@ -118,6 +118,8 @@ enum Event {
     StdoutClosed,
     /// stdout went past `max_output_bytes`.
     StdoutOverflow,
+    /// stderr reached its end.
+    StderrClosed,
 }
 
 /// How the process ended.
@@ -214,12 +216,13 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
         })
     };
     let stderr_thread = {
-        let (pipe, capture) = (child.stderr.take(), stderr.clone());
+        let (pipe, capture, tx) = (child.stderr.take(), stderr.clone(), tx.clone());
         let keep = Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_spelled_len() };
         spawn_helper("rlp-exec-stderr").spawn(move || {
             if let Some(pipe) = pipe {
                 capture.read_from(pipe, keep);
             }
+            let _ = tx.send(Event::StderrClosed);
         })
     };
     let waiter = {
@@ -252,7 +255,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
     // rlp never waits without a bound.
     let mut deadline = attempt.deadline;
     let mut killed = false;
-    let mut stdout_closed = false;
+    let (mut stdout_closed, mut stderr_closed) = (false, false);
     let mut exited = false;
     let mut wait_error = None;
     while !exited {
@@ -263,6 +266,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
                 exited = true;
             }
             Ok(Event::StdoutClosed) => stdout_closed = true,
+            Ok(Event::StderrClosed) => stderr_closed = true,
             Ok(Event::StdoutOverflow) if !killed => {
                 ended.overflow = true;
                 killed = true;
@@ -299,9 +303,10 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
     // escaped holds the pipe open: wait a short grace for the end, then take
     // what is there.
     let grace = Instant::now() + PIPE_GRACE;
-    while !stdout_closed {
+    while !(stdout_closed && stderr_closed) {
         match rx.recv_timeout(grace.saturating_duration_since(Instant::now())) {
             Ok(Event::StdoutClosed) => stdout_closed = true,
+            Ok(Event::StderrClosed) => stderr_closed = true,
             Ok(Event::StdoutOverflow) => ended.overflow = true,
             Ok(_) => {}
             Err(_) => break,
@@ -320,7 +325,11 @@ fn stderr_excerpt(attempt: &Attempt<'_>, ended: &Ended) -> String {
     if stderr.bytes.is_empty() {
         return if stderr.closed { "; stderr was empty".to_string() } else { String::new() };
     }
-    let tail = attempt.scrubber.scrub_tail(&stderr.bytes, STDERR_QUOTE_BYTES, stderr.cut);
+    // A pipe that never closed may stop inside a value: its end is dropped
+    // as its cut front is.
+    let end = if stderr.closed { 0 } else { attempt.scrubber.max_spelled_len().saturating_sub(1) };
+    let bytes = &stderr.bytes[..stderr.bytes.len().saturating_sub(end)];
+    let tail = attempt.scrubber.scrub_tail(bytes, STDERR_QUOTE_BYTES, stderr.cut);
     format!("; stderr: {}", tail.trim_end())
 }
 

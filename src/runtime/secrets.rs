@@ -167,6 +167,11 @@ impl SecretResolver for ChainResolver {
 #[derive(Clone, Default)]
 pub struct Scrubber {
     spellings: Option<Arc<Spellings>>,
+    /// The values that read as JSON numbers, as the numbers they read as: a
+    /// tool that echoes one as a number gets it rounded by the JSON reader
+    /// (`98765432109876543210` becomes `9.876543210987654e19`, `1.50`
+    /// becomes `1.5`), where no spelling of its text matches.
+    numbers: Arc<[f64]>,
 }
 
 impl fmt::Debug for Scrubber {
@@ -181,8 +186,13 @@ impl Scrubber {
         let mut values: Vec<&str> = values.into_iter().map(SecretValue::expose).filter(|v| !v.is_empty()).collect();
         values.sort_unstable();
         values.dedup();
+        let numbers = values
+            .iter()
+            .filter_map(|v| serde_json::from_str::<serde_json::Number>(v).ok())
+            .filter_map(|n| n.as_f64())
+            .collect();
         let spellings = (!values.is_empty()).then(|| Arc::new(Spellings::new(values)));
-        Scrubber { spellings }
+        Scrubber { spellings, numbers }
     }
 
     /// Whether there is nothing to scrub.
@@ -236,7 +246,8 @@ impl Scrubber {
             }
             Value::Number(n) => {
                 let text = n.to_string();
-                if matches!(self.scrub(&text), Cow::Owned(_)) {
+                let rounded = n.as_f64().is_some_and(|x| self.numbers.contains(&x));
+                if rounded || matches!(self.scrub(&text), Cow::Owned(_)) {
                     *value = Value::String(REDACTED.to_string());
                 }
             }
@@ -302,13 +313,12 @@ impl Scrubber {
     /// when it was cut from a longer stream: a secret (in any spelling) cut in
     /// half at the front is dropped with that margin instead of leaking its tail.
     pub fn scrub_tail(&self, bytes: &[u8], keep: usize, truncated: bool) -> String {
-        let text = String::from_utf8_lossy(bytes);
+        // The margin is dropped before scrubbing: what is left of a value cut
+        // at the front lies wholly inside it.
+        let margin = if truncated { self.max_spelled_len().saturating_sub(1).min(bytes.len()) } else { 0 };
+        let text = String::from_utf8_lossy(&bytes[margin..]);
         let clean = self.scrub(&text);
-        let margin = if truncated { self.max_spelled_len().saturating_sub(1) } else { 0 };
-        let mut start = margin.min(clean.len());
-        if clean.len() - start > keep {
-            start = clean.len() - keep;
-        }
+        let mut start = clean.len().saturating_sub(keep);
         while !clean.is_char_boundary(start) {
             start += 1;
         }
@@ -391,6 +401,35 @@ mod tests {
         assert!(s.is_empty());
         assert_eq!(s.max_spelled_len(), 0);
         assert!(matches!(s.scrub("anything \\u0041 %41"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_numeric_value_echoed_as_a_rounded_number_is_scrubbed() {
+        let s = scrubber(&["98765432109876543210", "1.50"]);
+        let mut v: Value =
+            serde_json::from_str("{\"account\": 98765432109876543210, \"rate\": 1.50, \"n\": 7}").unwrap();
+        s.scrub_value(&mut v);
+        assert_eq!(v, json!({"account": "[redacted]", "rate": "[redacted]", "n": 7}));
+    }
+
+    #[test]
+    fn a_value_written_as_a_json_pointer_is_scrubbed() {
+        let s = scrubber(&["AKIA/abc~def+ghi"]);
+        assert_eq!(
+            s.scrub("/AKIA~1abc~0def+ghi: 1 is not of type \"string\""),
+            "/[redacted]: 1 is not of type \"string\""
+        );
+    }
+
+    #[test]
+    fn a_cut_front_is_dropped_before_scrubbing() {
+        // A one-byte value scrubbed first would lengthen the text past the margin.
+        let long = format!("{}WXYZ", "0".repeat(200));
+        let s = scrubber(&[long.as_str(), "0"]);
+        let stream = format!("{long} then {} log line\n", "z".repeat(4 * s.max_spelled_len()));
+        let tail = s.scrub_tail(&stream.as_bytes()[1..], 4096, true);
+        assert!(!tail.contains("WXYZ"), "{tail}");
+        assert!(tail.starts_with("…z") && tail.ends_with("z log line\n"), "{tail}");
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! - the value's characters: raw, JSON-escaped (`\"`, `\\`, `\/`, `\b`,
 //!   `\f`, `\n`, `\r`, `\t`, and `\uXXXX` for any character, non-BMP ones as a
 //!   surrogate pair), JSON-escaped twice (JSON text inside a JSON string:
-//!   `\\\"`, `\\u00e9`), or percent-encoded (`%XX` per UTF-8 byte, `+` for
-//!   space), hex digits in either case;
+//!   `\\\"`, `\\u00e9`), percent-encoded (`%XX` per UTF-8 byte, `+` for
+//!   space), hex digits in either case, or as a JSON Pointer writes a key
+//!   (`~1` for `/`, `~0` for `~`);
 //! - the characters of the value's base64 text, standard or URL-safe, with
 //!   or without padding, each of them also raw, JSON-escaped or
 //!   percent-encoded (`\/`, `%2F`);
@@ -134,6 +135,15 @@ fn escaped_once(c: char, out: &mut Vec<Spelling>) {
     };
     if let Some(short) = short {
         out.push(Spelling::literal(short));
+    }
+    // A JSON Pointer (a schema error's path to a key) writes `/` and `~` so.
+    let pointer = match c {
+        '/' => Some("~1"),
+        '~' => Some("~0"),
+        _ => None,
+    };
+    if let Some(pointer) = pointer {
+        out.push(Spelling::literal(pointer));
     }
     let mut utf16 = [0; 2];
     let units = c.encode_utf16(&mut utf16);
