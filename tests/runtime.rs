@@ -1809,3 +1809,15 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("levels deep; the ledger holds at most 101"), "{}", stderr(&output));
 }
+
+#[test]
+fn a_bundle_path_cannot_drive_the_terminal() {
+    let sb = Sandbox::new();
+    let parent = sb.path().join("clear\x1b[2Jscreen");
+    let bundle =
+        common::write_bundle(&parent, "plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stderr(&output).contains('\x1b'), "{:?}", stderr(&output));
+    assert!(stderr(&output).contains("clear\\u{1b}[2Jscreen"), "{}", stderr(&output));
+}

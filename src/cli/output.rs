@@ -230,9 +230,10 @@ pub fn diagnostic(text: &str) {
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n"));
 }
 
-/// `warning: …` on stderr, through [`diagnostic`].
+/// `warning: …` on stderr, through [`diagnostic`]; the text (which may name
+/// a file or quote one) cannot drive the terminal.
 pub fn warning(text: impl std::fmt::Display) {
-    diagnostic(&format!("warning: {text}"));
+    diagnostic(&format!("warning: {}", crate::text::terminal_safe(&text.to_string())));
 }
 
 /// Whether standard input is a terminal a person can answer prompts on.

@@ -57,7 +57,7 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
     let runtime = Runtime::load(flags.bundle, options).map_err(load_error)?;
     warn(runtime.warnings());
     if let Some(note) = runtime.trust_note() {
-        diagnostic(&format!("note: {note}"));
+        diagnostic(&format!("note: {}", crate::text::terminal_safe(&note)));
     }
     Ok((runtime, ledger))
 }
@@ -87,7 +87,7 @@ impl Confirmer for TerminalConfirmer {
         let _guard = self.lock.lock();
         let text = prompt_text(request);
         let (details, question) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
-        diagnostic(details);
+        diagnostic(&crate::text::terminal_safe(details));
         match dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt() {
             Ok(Some(true)) => Confirmation { approved: true, by: "operator".into(), how: "terminal prompt".into() },
             Ok(_) => {
