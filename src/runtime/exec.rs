@@ -296,7 +296,7 @@ fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Pat
     } else {
         process::kill_tree(pid);
     }
-    process::sweep_orphans(&format!("{INVOCATION_ENV}={}", attempt.invocation_id), process::runs_alone(pid));
+    process::sweep_orphans(pid, &format!("{INVOCATION_ENV}={}", attempt.invocation_id));
     ended.status = if exited { child.wait().ok() } else { child.try_wait().ok().flatten() };
     process::reap_group(pid);
     // What the tool printed before it exited counts, even if a process that

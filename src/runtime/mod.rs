@@ -158,11 +158,12 @@ impl Runtime {
             help: None,
         })?;
         let gate = TrustGate::new(&root, &options.home);
-        let refused = gate.check().is_err();
+        // The gate runs at every call; here it only decides what a bundle
+        // that cannot be read becomes: refused at every call, with a
+        // `cap.audit` event, when the trust policy refuses it too.
         let contents = match Contents::read(dir, &options.home) {
             Ok(contents) => contents,
-            // Refused at every call, with a `cap.audit` event, whatever else is wrong with it.
-            Err(_) if refused => Contents::unread(&root),
+            Err(_) if gate.check().is_err() => Contents::unread(&root),
             Err(e) => return Err(e),
         };
         let Contents { agent, version, tools, tool_ids, policy, warnings } = contents;

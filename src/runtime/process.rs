@@ -168,17 +168,18 @@ fn environment_has(pid: i32, entry: &str) -> bool {
         .is_ok_and(|environ| environ.split(|b| *b == 0).any(|e| e == entry.as_bytes()))
 }
 
-/// Kills and reaps the orphans a call left (see the module docs): rlp's
-/// children that are not a running tool and either carry `marker` in their
-/// environment or, when `alone` (no other tool runs), any orphan at all.
-/// Does nothing unless this process is the subreaper ([`become_subreaper`]):
-/// otherwise orphans are not reparented here, and its children are not
-/// rlp's to kill.
-pub fn sweep_orphans(marker: &str, alone: bool) {
+/// Kills and reaps the orphans the call of tool `pid` left (see the module
+/// docs): rlp's children that are not a running tool and either carry
+/// `marker` in their environment or, when no other tool runs, any orphan at
+/// all. Does nothing unless this process is the subreaper
+/// ([`become_subreaper`]): otherwise orphans are not reparented here, and its
+/// children are not rlp's to kill.
+pub fn sweep_orphans(pid: i32, marker: &str) {
     if !SUBREAPER.load(Ordering::SeqCst) {
         return;
     }
     let running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let alone = running.iter().all(|p| *p == pid);
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
     // The kernel hands an orphan to the subreaper's first live thread: the
@@ -193,31 +194,7 @@ pub fn sweep_orphans(marker: &str, alone: bool) {
     }
     let deadline = Instant::now() + REAP_GRACE;
     for orphan in orphans {
-        reap_one(orphan, deadline);
-    }
-}
-
-/// Whether no tool other than `pid` is running in this process.
-pub fn runs_alone(pid: i32) -> bool {
-    RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().all(|p| *p == pid)
-}
-
-/// Reaps child `pid`, waiting until `deadline` at the most.
-fn reap_one(pid: i32, deadline: Instant) {
-    loop {
-        let mut status = 0;
-        // SAFETY: waitpid writes the status into a local integer.
-        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if rc != 0 {
-            if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return;
-        }
-        if Instant::now() >= deadline {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(1));
+        reap(orphan, deadline);
     }
 }
 
@@ -226,15 +203,19 @@ fn reap_one(pid: i32, deadline: Instant) {
 /// Without [`become_subreaper`], orphans are not our children and this
 /// returns at once.
 pub fn reap_group(pgid: i32) {
-    if pgid <= 1 {
-        return;
+    if pgid > 1 {
+        reap(-pgid, Instant::now() + REAP_GRACE);
     }
-    let deadline = Instant::now() + REAP_GRACE;
+}
+
+/// Reaps what `waitpid(target)` names (a child, or with a negative target a
+/// process group), until none is left or `deadline` passes.
+fn reap(target: i32, deadline: Instant) {
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes the status into a local integer.
-        let rc = unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) };
-        if rc > 0 {
+        let rc = unsafe { libc::waitpid(target, &mut status, libc::WNOHANG) };
+        if rc > 0 && target < 0 {
             continue;
         }
         if rc == 0 {
@@ -244,7 +225,7 @@ pub fn reap_group(pgid: i32) {
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
-        if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+        if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
             continue;
         }
         return;

@@ -35,14 +35,14 @@ pub struct TrustCache {
 }
 
 /// What a verdict was reached on: the bundle's path and its fingerprint.
-pub fn cache_key(root: &Path, fingerprint: &[u64]) -> [u8; 32] {
+pub fn cache_key(root: &Path, fingerprint: &[u64]) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(root.as_os_str().as_encoded_bytes());
     hasher.update(&[0]);
     for value in fingerprint {
         hasher.update(&value.to_le_bytes());
     }
-    *hasher.finalize().as_bytes()
+    hasher.finalize()
 }
 
 impl TrustCache {
@@ -53,12 +53,12 @@ impl TrustCache {
     }
 
     /// The verdict stored for `key`, if there is one.
-    pub fn load(&self, key: &[u8; 32]) -> Option<Admission> {
+    pub fn load(&self, key: &blake3::Hash) -> Option<Admission> {
         let bytes = crate::fsutil::read_limited(&self.file, MAX_CACHE_BYTES).ok()?;
         let text = std::str::from_utf8(&bytes).ok()?;
         let mut lines = text.strip_suffix('\n')?.split('\n');
         let (magic, stored, checked, signer) = (lines.next()?, lines.next()?, lines.next()?, lines.next()?);
-        if magic != MAGIC || lines.next().is_some() || stored != format!("key {}", hex(key)) {
+        if magic != MAGIC || lines.next().is_some() || stored != format!("key {}", key.to_hex()) {
             return None;
         }
         let checked = match checked {
@@ -88,7 +88,7 @@ impl TrustCache {
 
     /// Stores a verdict for `key`; a cache that cannot be written is no
     /// error (the next call verifies again).
-    pub fn store(&self, key: &[u8; 32], admission: &Admission) {
+    pub fn store(&self, key: &blake3::Hash, admission: &Admission) {
         let Admission::Verified { checked, signer } = admission else { return };
         let checked = match checked {
             Checked::Installed => "installed",
@@ -98,7 +98,7 @@ impl TrustCache {
             None => "-".to_string(),
             Some(Signer { key_id, anchor }) => format!("{key_id} {}", anchor.as_deref().unwrap_or("-")),
         };
-        let text = format!("{MAGIC}\nkey {}\nchecked {checked}\nsigner {signer}\n", hex(key));
+        let text = format!("{MAGIC}\nkey {}\nchecked {checked}\nsigner {signer}\n", key.to_hex());
         let _ = self.write(text.as_bytes());
     }
 
@@ -110,10 +110,6 @@ impl TrustCache {
         temp.persist(&self.file).map_err(|e| e.error)?;
         Ok(())
     }
-}
-
-fn hex(bytes: &[u8; 32]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -84,23 +84,31 @@ impl TrustGate {
         }
     }
 
+    /// Why the bundle is checked; `None` for an unsigned working folder (one
+    /// look for `SIGNATURES/`). A folder that cannot be looked at is checked,
+    /// and refused.
+    fn checked(&self) -> Result<Option<Checked>, Failure> {
+        if self.installed {
+            return Ok(Some(Checked::Installed));
+        }
+        let signatures = self.root.join(SIGNATURES_DIR);
+        match fs::symlink_metadata(&signatures) {
+            Ok(_) => Ok(Some(Checked::Signed)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Failure::io(&signatures, &e)),
+        }
+    }
+
     /// A note for the person running an unchecked bundle, if it is one.
     pub fn note(&self) -> Option<String> {
-        let unsigned = fs::symlink_metadata(self.root.join(SIGNATURES_DIR)).is_err();
-        (!self.installed && unsigned).then(|| {
+        matches!(self.checked(), Ok(None)).then(|| {
             format!("{} is an unsigned working folder: it is not checked against the trust policy", self.root.display())
         })
     }
 
     /// Checks the bundle now (or reuses the verdict of an unchanged bundle).
     pub fn check(&self) -> Result<Admission, Failure> {
-        // An unsigned working folder costs one look for a signature.
-        if !self.installed
-            && fs::symlink_metadata(self.root.join(SIGNATURES_DIR))
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-        {
-            return Ok(Admission::Unchecked);
-        }
+        let Some(checked) = self.checked()? else { return Ok(Admission::Unchecked) };
         let fingerprint = self.fingerprint();
         let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let (Some(now), Some(before)) = (&fingerprint, cache.as_ref())
@@ -113,7 +121,7 @@ impl TrustGate {
         let outcome = match key.as_ref().and_then(|key| self.persisted.load(key)) {
             Some(admission) => Ok(admission),
             None => {
-                let outcome = self.verify();
+                let outcome = self.verify(checked);
                 if let (Some(key), Ok(admission)) = (&key, &outcome) {
                     self.persisted.store(key, admission);
                 }
@@ -124,16 +132,7 @@ impl TrustGate {
         outcome
     }
 
-    fn verify(&self) -> Result<Admission, Failure> {
-        let checked = if self.installed {
-            Checked::Installed
-        } else {
-            match fs::symlink_metadata(self.root.join(SIGNATURES_DIR)) {
-                Ok(_) => Checked::Signed,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Admission::Unchecked),
-                Err(e) => return Err(Failure::io(&self.root.join(SIGNATURES_DIR), &e)),
-            }
-        };
+    fn verify(&self, checked: Checked) -> Result<Admission, Failure> {
         let policy = TrustPolicy::load(&self.policy_file)?;
         let options = Options { trust: Trust::Policy(&policy), require_signature: checked == Checked::Signed };
         let verified = verify::verify_dir(&self.root, &options).map_err(|f| with_call_help(f, checked))?;
