@@ -32,25 +32,11 @@ fn fixture(name: &str) -> String {
 }
 
 fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
-    json!({
-        "id": id,
-        "description": format!("test tool {id}"),
-        "transport": {"kind": "exec", "command": fixture(script), "args": args},
-        "input_schema": {"type": "object"},
-        "result_schema": {},
-        "requires_confirmation": false,
-    })
+    common::tool(id, json!({"kind": "exec", "command": fixture(script), "args": args}))
 }
 
 fn http_tool(id: &str, method: &str, url: &str) -> Value {
-    json!({
-        "id": id,
-        "description": format!("test tool {id}"),
-        "transport": {"kind": "http", "method": method, "url": url},
-        "input_schema": {"type": "object"},
-        "result_schema": {},
-        "requires_confirmation": false,
-    })
+    common::tool(id, json!({"kind": "http", "method": method, "url": url}))
 }
 
 fn with(mut tool: Value, extra: Value) -> Value {

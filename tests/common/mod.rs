@@ -11,6 +11,19 @@ use serde_json::Value;
 /// Guards against a hang; not a timing assertion.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
+/// A tools.json entry `id` over `transport`: objects in, anything out, no
+/// confirmation.
+pub fn tool(id: &str, transport: Value) -> Value {
+    serde_json::json!({
+        "id": id,
+        "description": format!("test tool {id}"),
+        "transport": transport,
+        "input_schema": {"type": "object"},
+        "result_schema": {},
+        "requires_confirmation": false,
+    })
+}
+
 /// A temporary folder holding a runtime home (`home/`), bundles
 /// (`agents/`) and tool scripts; `rlp` runs in it with a clean environment.
 pub struct Sandbox {
