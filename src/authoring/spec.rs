@@ -233,24 +233,99 @@ pub fn starter_result() -> Value {
     json!({"type": "object"})
 }
 
+/// A tool being put together from flags, a spec string or the wizard's
+/// answers: every field is `None` until given. [`ToolSpecBuilder::build`]
+/// fills in the defaults (starter schemas, nothing declared, the
+/// confirmation [`confirm_by_default`] gives) once the required fields are
+/// there. The one way a [`ToolSpec`] is made.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolSpecBuilder {
+    /// `id` (required).
+    pub id: Option<String>,
+    /// `description` (required).
+    pub description: Option<String>,
+    /// `transport` (required).
+    pub transport: Option<TransportSpec>,
+    /// `input_schema`.
+    pub input: Option<SchemaSource>,
+    /// `result_schema`.
+    pub result: Option<SchemaSource>,
+    /// Declared `capabilities`.
+    pub capabilities: Option<Vec<Capability>>,
+    /// `secrets`.
+    pub secrets: Option<Vec<SecretId>>,
+    /// `requires_confirmation`.
+    pub confirm: Option<bool>,
+    /// `observability.tags`.
+    pub tags: Option<Vec<String>>,
+    /// `budget.tokens` and `budget.usd` (given together: either may be empty).
+    pub budget: Option<(Option<u64>, Option<f64>)>,
+    /// `timeout_ms`.
+    pub timeout_ms: Option<u64>,
+}
+
+/// A field a [`ToolSpec`] cannot do without.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequiredField {
+    /// `id`.
+    Id,
+    /// `description`.
+    Description,
+    /// `transport`.
+    Transport,
+}
+
+impl ToolSpecBuilder {
+    /// The required fields not given yet, in the order of the entry.
+    pub fn missing(&self) -> Vec<RequiredField> {
+        let mut missing = Vec::new();
+        if self.id.is_none() {
+            missing.push(RequiredField::Id);
+        }
+        if self.description.is_none() {
+            missing.push(RequiredField::Description);
+        }
+        if self.transport.is_none() {
+            missing.push(RequiredField::Transport);
+        }
+        missing
+    }
+
+    /// The tool, with defaults for what was not given; the required fields
+    /// still missing otherwise.
+    pub fn build(self) -> Result<ToolSpec, Vec<RequiredField>> {
+        let missing = self.missing();
+        let (Some(id), Some(description), Some(transport)) = (self.id, self.description, self.transport) else {
+            return Err(missing);
+        };
+        let capabilities = self.capabilities.unwrap_or_default();
+        let secrets = self.secrets.unwrap_or_default();
+        let (budget_tokens, budget_usd) = self.budget.unwrap_or_default();
+        Ok(ToolSpec {
+            id,
+            description,
+            confirm: self.confirm.unwrap_or_else(|| confirm_by_default(&transport, &secrets, &capabilities)),
+            transport,
+            input: self.input.unwrap_or(SchemaSource::Starter),
+            result: self.result.unwrap_or(SchemaSource::Starter),
+            capabilities,
+            secrets,
+            budget_tokens,
+            budget_usd,
+            tags: self.tags.unwrap_or_default(),
+            timeout_ms: self.timeout_ms,
+        })
+    }
+}
+
 impl ToolSpec {
     /// Parses a compact spec string (see the module docs).
     pub fn parse(text: &str) -> Result<ToolSpec, String> {
-        let mut id = None;
-        let mut description = None;
+        let mut tool = ToolSpecBuilder::default();
         let mut exec: Option<String> = None;
         let mut args = Vec::new();
         let mut http: Option<(String, String)> = None;
         let mut headers = Vec::new();
-        let mut input = SchemaSource::Starter;
-        let mut result = SchemaSource::Starter;
-        let mut capabilities = Vec::new();
-        let mut secrets = Vec::new();
-        let mut confirm = None;
-        let mut budget_tokens = None;
-        let mut budget_usd = None;
-        let mut tags = Vec::new();
-        let mut timeout_ms = None;
         for item in split_items(text)? {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -262,8 +337,10 @@ impl ToolSpec {
             let need = || value.ok_or_else(|| format!("`{key}` needs a value: `{key}=…`"));
             let field = |e: String| format!("`{key}`: {e}");
             match key {
-                "id" => id = Some(validate::tool_id(need()?).map_err(field)?),
-                "desc" | "description" => description = Some(validate::tool_description(need()?).map_err(field)?),
+                "id" => tool.id = Some(validate::tool_id(need()?).map_err(field)?),
+                "desc" | "description" => {
+                    tool.description = Some(validate::tool_description(need()?).map_err(field)?);
+                }
                 "exec" => exec = Some(validate::command(need()?).map_err(field)?),
                 "arg" => args.push(need()?.to_string()),
                 "http" => {
@@ -276,25 +353,27 @@ impl ToolSpec {
                     http = Some((method, u.trim().to_string()));
                 }
                 "header" => headers.push(validate::header(need()?).map_err(field)?),
-                "input" => input = SchemaSource::parse(need()?).map_err(field)?,
-                "result" => result = SchemaSource::parse(need()?).map_err(field)?,
-                "cap" => capabilities.push(validate::capability(need()?).map_err(field)?),
-                "secret" => secrets.push(validate::secret(need()?).map_err(field)?),
+                "input" => tool.input = Some(SchemaSource::parse(need()?).map_err(field)?),
+                "result" => tool.result = Some(SchemaSource::parse(need()?).map_err(field)?),
+                "cap" => tool.capabilities.get_or_insert_default().push(validate::capability(need()?).map_err(field)?),
+                "secret" => tool.secrets.get_or_insert_default().push(validate::secret(need()?).map_err(field)?),
                 "confirm" => {
-                    confirm = match value {
+                    tool.confirm = match value {
                         None | Some("true" | "yes") => Some(true),
                         Some("false" | "no") => Some(false),
                         Some(other) => return Err(format!("`confirm` is true or false, not `{other}`")),
                     }
                 }
-                "tag" => tags.push(validate::tag(need()?).map_err(field)?),
-                "tokens" => budget_tokens = Some(validate::positive(need()?, "tokens").map_err(field)?),
-                "usd" => budget_usd = Some(validate::usd(need()?).map_err(field)?),
-                "timeout_ms" => timeout_ms = Some(validate::positive(need()?, "timeout_ms").map_err(field)?),
+                "tag" => tool.tags.get_or_insert_default().push(validate::tag(need()?).map_err(field)?),
+                "tokens" => {
+                    tool.budget.get_or_insert_default().0 = Some(validate::positive(need()?, "tokens").map_err(field)?)
+                }
+                "usd" => tool.budget.get_or_insert_default().1 = Some(validate::usd(need()?).map_err(field)?),
+                "timeout_ms" => tool.timeout_ms = Some(validate::positive(need()?, "timeout_ms").map_err(field)?),
                 other => return Err(format!("unknown key `{other}` in the tool spec; known keys: {SPEC_KEYS}")),
             }
         }
-        let transport = match (exec, http) {
+        tool.transport = Some(match (exec, http) {
             (Some(command), None) => {
                 if !headers.is_empty() {
                     return Err("`header` only applies to an http tool".into());
@@ -311,21 +390,10 @@ impl ToolSpec {
             (None, None) => {
                 return Err("the tool spec has no transport: add `exec=/abs/path` or `http=METHOD URL`".into());
             }
-        };
-        let confirm = confirm.unwrap_or_else(|| confirm_by_default(&transport, &secrets, &capabilities));
-        Ok(ToolSpec {
-            id: id.ok_or("the tool spec has no `id=…`")?,
-            description: description.ok_or("the tool spec has no `desc=…`")?,
-            transport,
-            input,
-            result,
-            capabilities,
-            secrets,
-            confirm,
-            budget_tokens,
-            budget_usd,
-            tags,
-            timeout_ms,
+        });
+        tool.build().map_err(|missing| match missing.first() {
+            Some(RequiredField::Id) => "the tool spec has no `id=…`".to_string(),
+            _ => "the tool spec has no `desc=…`".to_string(),
         })
     }
 

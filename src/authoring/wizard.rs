@@ -9,7 +9,9 @@ use crate::authoring::ask::Ask;
 use crate::authoring::check::check_drafts;
 use crate::authoring::policy_edit::Needed;
 use crate::authoring::scaffold::{AgentPlan, default_description};
-use crate::authoring::spec::{SchemaSource, ToolDefinition, ToolDraft, ToolSpec, TransportSpec, confirm_by_default};
+use crate::authoring::spec::{
+    SchemaSource, ToolDefinition, ToolDraft, ToolSpec, ToolSpecBuilder, TransportSpec, confirm_by_default,
+};
 use crate::authoring::validate;
 use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::tools::HTTP_METHODS;
@@ -147,7 +149,7 @@ pub fn agent(
         let taken: Vec<String> = drafts.iter().map(|d| d.id().to_string()).collect();
         let planned: Vec<String> = drafts.iter().flat_map(|d| d.schema_files.iter().map(|(p, _)| p.clone())).collect();
         let exists = |id: &str| planned.contains(&format!("schemas/{id}.json"));
-        let spec = tool(ask, &taken, ToolPreset::default())?;
+        let spec = tool(ask, &taken, ToolSpecBuilder::default())?;
         let draft = spec.to_draft(&exists);
         let shown = serde_json::to_string_pretty(&serde_json::Value::Object(draft.entry.clone())).unwrap_or_default();
         ask.say(&shown);
@@ -170,49 +172,21 @@ pub fn agent(
     Ok(plan)
 }
 
-/// Tool fields given as flags; `None` (or empty) means "ask".
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ToolPreset {
-    /// `--id`.
-    pub id: Option<String>,
-    /// `--description`.
-    pub description: Option<String>,
-    /// `--exec` / `--http`.
-    pub transport: Option<TransportSpec>,
-    /// `--input-schema`.
-    pub input: Option<SchemaSource>,
-    /// `--result-schema`.
-    pub result: Option<SchemaSource>,
-    /// `--cap`.
-    pub capabilities: Option<Vec<Capability>>,
-    /// `--secret`.
-    pub secrets: Option<Vec<SecretId>>,
-    /// `--confirm`.
-    pub confirm: Option<bool>,
-    /// `--tag`.
-    pub tags: Option<Vec<String>>,
-    /// `--budget-tokens`, `--budget-usd`.
-    pub budget: Option<(Option<u64>, Option<f64>)>,
-    /// `--timeout-ms`.
-    pub timeout_ms: Option<u64>,
-}
-
-/// Asks for one tool, skipping what the preset gives. `taken` are the ids
-/// already in use.
-pub fn tool(ask: &mut dyn Ask, taken: &[String], preset: ToolPreset) -> Result<ToolSpec, AuthoringError> {
-    let id = match preset.id {
-        Some(id) => id,
-        None => ask.text("Tool id (e.g. mail.send)", None, &|s| {
+/// Asks for one tool, skipping the fields `tool` already holds. `taken` are
+/// the ids already in use.
+pub fn tool(ask: &mut dyn Ask, taken: &[String], mut tool: ToolSpecBuilder) -> Result<ToolSpec, AuthoringError> {
+    if tool.id.is_none() {
+        let id = ask.text("Tool id (e.g. mail.send)", None, &|s| {
             let id = validate::tool_id(s.trim())?;
             if taken.contains(&id) { Err(format!("a tool `{id}` already exists; choose another id")) } else { Ok(()) }
-        })?,
-    };
-    let id = id.trim().to_string();
-    let description = match preset.description {
-        Some(d) => d,
-        None => ask.text("What it does (one line)", None, &|s| ok(validate::tool_description(s)))?.trim().to_string(),
-    };
-    let transport = match preset.transport {
+        })?;
+        tool.id = Some(id.trim().to_string());
+    }
+    if tool.description.is_none() {
+        let answer = ask.text("What it does (one line)", None, &|s| ok(validate::tool_description(s)))?;
+        tool.description = Some(answer.trim().to_string());
+    }
+    let transport = match tool.transport.take() {
         Some(t) => t,
         None => ask_transport(ask)?,
     };
@@ -224,88 +198,57 @@ pub fn tool(ask: &mut dyn Ask, taken: &[String], preset: ToolPreset) -> Result<T
     };
     let schema_prompt =
         |what: &str| format!("{what} schema (Enter: a starter schema; schema:<id>: a shared file; or inline JSON)");
-    let input = match preset.input {
-        Some(s) => s,
-        None => {
-            if !placeholders.is_empty() {
-                ask.say(&format!(
-                    "The starter input schema has a string property for each URL placeholder: {}.",
-                    placeholders.join(", ")
-                ));
-            }
-            let answer = ask.text(&schema_prompt("Input"), None, &|s| ok(SchemaSource::parse(s)))?;
-            SchemaSource::parse(&answer).map_err(AuthoringError::usage)?
+    if tool.input.is_none() {
+        if !placeholders.is_empty() {
+            ask.say(&format!(
+                "The starter input schema has a string property for each URL placeholder: {}.",
+                placeholders.join(", ")
+            ));
         }
-    };
-    let result = match preset.result {
-        Some(s) => s,
-        None => {
-            let answer = ask.text(&schema_prompt("Result"), None, &|s| ok(SchemaSource::parse(s)))?;
-            SchemaSource::parse(&answer).map_err(AuthoringError::usage)?
-        }
-    };
-    let secrets = match preset.secrets {
-        Some(s) => s,
-        None => {
-            let answer = ask.text("Secrets it uses (runloop/<scope>/<name>, comma-separated)", None, &|s| {
-                ok(validate::each(s, validate::secret))
-            })?;
-            validate::each(&answer, validate::secret).map_err(AuthoringError::usage)?
-        }
-    };
-    let capabilities = match preset.capabilities {
-        Some(c) => c,
-        None => {
-            let answer = ask.text(
-                "Other capabilities it needs (e.g. fs:/data, kb_read:notes; its transport and secrets are added for you)",
-                None,
-                &|s| ok(validate::each(s, validate::capability)),
-            )?;
-            validate::each(&answer, validate::capability).map_err(AuthoringError::usage)?
-        }
-    };
-    let confirm = match preset.confirm {
-        Some(c) => c,
-        None => ask.confirm(
+        let answer = ask.text(&schema_prompt("Input"), None, &|s| ok(SchemaSource::parse(s)))?;
+        tool.input = Some(SchemaSource::parse(&answer).map_err(AuthoringError::usage)?);
+    }
+    if tool.result.is_none() {
+        let answer = ask.text(&schema_prompt("Result"), None, &|s| ok(SchemaSource::parse(s)))?;
+        tool.result = Some(SchemaSource::parse(&answer).map_err(AuthoringError::usage)?);
+    }
+    if tool.secrets.is_none() {
+        let answer = ask.text("Secrets it uses (runloop/<scope>/<name>, comma-separated)", None, &|s| {
+            ok(validate::each(s, validate::secret))
+        })?;
+        tool.secrets = Some(validate::each(&answer, validate::secret).map_err(AuthoringError::usage)?);
+    }
+    if tool.capabilities.is_none() {
+        let answer = ask.text(
+            "Other capabilities it needs (e.g. fs:/data, kb_read:notes; its transport and secrets are added for you)",
+            None,
+            &|s| ok(validate::each(s, validate::capability)),
+        )?;
+        tool.capabilities = Some(validate::each(&answer, validate::capability).map_err(AuthoringError::usage)?);
+    }
+    if tool.confirm.is_none() {
+        let secrets = tool.secrets.as_deref().unwrap_or_default();
+        let capabilities = tool.capabilities.as_deref().unwrap_or_default();
+        tool.confirm = Some(ask.confirm(
             "Ask an operator to approve each call (requires_confirmation)?",
-            confirm_by_default(&transport, &secrets, &capabilities),
-        )?,
-    };
-    let (budget_tokens, budget_usd) = match preset.budget {
-        Some(budget) => budget,
-        None => {
-            let tokens = ask.text("Budget: tokens per call (empty for none)", None, &|s| {
-                if s.trim().is_empty() { Ok(()) } else { ok(validate::positive(s, "tokens")) }
-            })?;
-            let usd = ask.text("Budget: US dollars per call (empty for none)", None, &|s| {
-                if s.trim().is_empty() { Ok(()) } else { ok(validate::usd(s)) }
-            })?;
-            (validate::positive(&tokens, "tokens").ok(), validate::usd(&usd).ok())
-        }
-    };
-    let tags = match preset.tags {
-        Some(tags) => tags,
-        None => {
-            let answer =
-                ask.text("Tags for traces (comma-separated)", None, &|s| ok(validate::each(s, validate::tag)))?;
-            validate::each(&answer, validate::tag).map_err(AuthoringError::usage)?
-        }
-    };
-    let spec = ToolSpec {
-        id,
-        description,
-        transport,
-        input,
-        result,
-        capabilities,
-        secrets,
-        confirm,
-        budget_tokens,
-        budget_usd,
-        tags,
-        timeout_ms: preset.timeout_ms,
-    };
-    Ok(spec)
+            confirm_by_default(&transport, secrets, capabilities),
+        )?);
+    }
+    if tool.budget.is_none() {
+        let tokens = ask.text("Budget: tokens per call (empty for none)", None, &|s| {
+            if s.trim().is_empty() { Ok(()) } else { ok(validate::positive(s, "tokens")) }
+        })?;
+        let usd = ask.text("Budget: US dollars per call (empty for none)", None, &|s| {
+            if s.trim().is_empty() { Ok(()) } else { ok(validate::usd(s)) }
+        })?;
+        tool.budget = Some((validate::positive(&tokens, "tokens").ok(), validate::usd(&usd).ok()));
+    }
+    if tool.tags.is_none() {
+        let answer = ask.text("Tags for traces (comma-separated)", None, &|s| ok(validate::each(s, validate::tag)))?;
+        tool.tags = Some(validate::each(&answer, validate::tag).map_err(AuthoringError::usage)?);
+    }
+    tool.transport = Some(transport);
+    tool.build().map_err(|_| AuthoringError::usage("the tool is missing its id, description or transport"))
 }
 
 fn ask_transport(ask: &mut dyn Ask) -> Result<TransportSpec, AuthoringError> {
@@ -339,9 +282,9 @@ pub fn tool_for_bundle(
     ask: &mut dyn Ask,
     bundle_dir: &Path,
     taken: &[String],
-    preset: ToolPreset,
+    given: ToolSpecBuilder,
 ) -> Result<ToolDraft, AuthoringError> {
-    let spec = tool(ask, taken, preset)?;
+    let spec = tool(ask, taken, given)?;
     let draft = spec.to_draft(&|id| bundle_dir.join("schemas").join(format!("{id}.json")).exists());
     check_drafts(bundle_dir, &[&draft])?;
     Ok(draft)

@@ -1,6 +1,5 @@
 //! `rlp bundle pack` and `rlp bundle verify`.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -9,12 +8,13 @@ use serde_json::{Value, json};
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic, json_text};
+use crate::cli::terminal::ByteProgress;
 use crate::integrity::failure::{Class, Failure};
 use crate::integrity::keys::{PublicKey, SecretKey};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{Options, Trust, Verified};
+use crate::pack::verify_path;
 use crate::pack::writer::{Destination, PackOptions, STDOUT, pack};
-use crate::pack::{NoProgress, Progress, verify_path};
 
 /// `rlp bundle …`
 #[derive(Debug, Subcommand)]
@@ -97,46 +97,6 @@ pub fn run(command: BundleCommand, ctx: &Context) -> CliResult {
     }
 }
 
-/// Bundles smaller than this pack without a progress bar.
-const PROGRESS_THRESHOLD: u64 = 16 << 20;
-
-/// A progress bar on stderr, drawn only for large work on a terminal.
-pub(crate) struct TerminalProgress {
-    bar: std::cell::OnceCell<indicatif::ProgressBar>,
-    label: &'static str,
-}
-
-impl TerminalProgress {
-    /// A bar labelled `label` (e.g. "packing").
-    pub(crate) fn new(label: &'static str) -> Self {
-        TerminalProgress { bar: std::cell::OnceCell::new(), label }
-    }
-}
-
-impl Progress for TerminalProgress {
-    fn start(&self, total: u64) {
-        if total < PROGRESS_THRESHOLD || !std::io::stderr().is_terminal() {
-            return;
-        }
-        let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})") {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.set_message(self.label);
-        let _ = self.bar.set(bar);
-    }
-    fn advance(&self, bytes: u64) {
-        if let Some(bar) = self.bar.get() {
-            bar.inc(bytes);
-        }
-    }
-    fn finish(&self) {
-        if let Some(bar) = self.bar.get() {
-            bar.finish_and_clear();
-        }
-    }
-}
-
 fn run_pack(args: &PackArgs) -> CliResult {
     let key = args.key.as_deref().map(SecretKey::load).transpose().map_err(CliError::from)?;
     let mut out = Printer::stdout();
@@ -150,8 +110,7 @@ fn run_pack(args: &PackArgs) -> CliResult {
         Some(path) => Destination::File(path.clone()),
         None => Destination::DefaultFile,
     };
-    let progress: Box<dyn Progress> =
-        if std::io::stderr().is_terminal() { Box::new(TerminalProgress::new("packing")) } else { Box::new(NoProgress) };
+    let progress = ByteProgress::on_terminal("packing");
     let packed = match pack(&args.bundle, PackOptions { output, key: key.as_ref() }, progress.as_ref()) {
         Ok(packed) => packed,
         // The archive could not be written to standard output: say so as every command does.

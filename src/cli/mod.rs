@@ -12,6 +12,7 @@ pub mod output;
 pub mod replay;
 pub mod runtime_setup;
 pub mod sign;
+pub mod terminal;
 pub mod tools;
 pub mod trace;
 pub mod trust;

@@ -235,8 +235,3 @@ pub fn diagnostic(text: &str) {
 pub fn warning(text: impl std::fmt::Display) {
     diagnostic(&format!("warning: {}", crate::text::terminal_safe(&text.to_string())));
 }
-
-/// Whether standard input is a terminal a person can answer prompts on.
-pub fn stdin_is_terminal() -> bool {
-    std::io::stdin().is_terminal()
-}

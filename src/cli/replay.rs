@@ -1,7 +1,6 @@
 //! `rlp replay`: replay a recorded trace against a bundle and report every
 //! divergence (see docs/replay.md).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -10,6 +9,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer};
 use crate::cli::runtime_setup::{RuntimeFlags, load_error, load_runtime};
+use crate::cli::terminal::FrameCounter;
 use crate::cli::trace::{input_error, parse_input};
 use crate::trace::contract::Contract;
 use crate::trace::live::LiveExecutor;
@@ -60,21 +60,6 @@ pub struct ReplayArgs {
     pub confirm_external_actions: Option<bool>,
 }
 
-/// Frames between two updates of the progress line.
-const PROGRESS_STEP: u64 = 4096;
-
-/// A frame counter on stderr, drawn only when stderr is a terminal.
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} replaying: {human_pos} frames ({per_sec})") {
-        bar.set_style(style);
-    }
-    Some(bar)
-}
-
 /// Replays `input` into `report`, with a progress line on a terminal.
 fn replay_with_progress(
     input: &TraceInput,
@@ -86,16 +71,10 @@ fn replay_with_progress(
         Some(executor) => Replayer::live(contract, executor, report),
         None => Replayer::strict(contract, report),
     };
-    let bar = progress_bar();
-    let mut frames = 0u64;
+    let mut counter = FrameCounter::new("replaying");
     let mut failure = None;
     let read = for_each_frame(input, |frame| {
-        frames += 1;
-        if frames.is_multiple_of(PROGRESS_STEP)
-            && let Some(bar) = &bar
-        {
-            bar.set_position(frames);
-        }
+        counter.tick();
         match replayer.frame(frame) {
             Ok(()) => std::ops::ControlFlow::Continue(()),
             Err(e) => {
@@ -104,9 +83,7 @@ fn replay_with_progress(
             }
         }
     });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    drop(counter);
     read?;
     if let Some(failure) = failure {
         return Err(failure);

@@ -2,15 +2,14 @@
 //! from the configuration layers, the home's ledger, a confirmer that fits
 //! the terminal, and the bundle.
 
-use std::io::IsTerminal;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::cli::Context;
 use crate::cli::exit::CliError;
-use crate::cli::output::{diagnostic, stdin_is_terminal, warning};
+use crate::cli::output::{diagnostic, warning};
+use crate::cli::terminal;
 use crate::config::{self, Flags};
-use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
 use crate::runtime::recorder::Recorder;
 use crate::runtime::secrets::EnvSecretResolver;
 use crate::runtime::{LoadError, Runtime, RuntimeOptions, process};
@@ -38,13 +37,6 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
         CliError::problem(format!("cannot open the ledger: {e}"))
             .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
     })?);
-    let confirmer: Arc<dyn Confirmer> = if flags.yes {
-        Arc::new(PreApproved)
-    } else if stdin_is_terminal() && std::io::stderr().is_terminal() {
-        Arc::new(TerminalConfirmer { lock: Mutex::new(()) })
-    } else {
-        Arc::new(NoTerminal)
-    };
     // Members of a tool's process group that outlive it are reparented here and reaped.
     let _ = process::become_subreaper();
     let options = RuntimeOptions {
@@ -52,7 +44,7 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
         config: loaded.config,
         secrets: Arc::new(EnvSecretResolver),
         recorder: ledger.clone(),
-        confirmer,
+        confirmer: terminal::confirmer(flags.yes),
     };
     let runtime = Runtime::load(flags.bundle, options).map_err(load_error)?;
     warn(runtime.warnings());
@@ -74,26 +66,5 @@ pub fn load_error(e: LoadError) -> CliError {
 fn warn(lines: &[String]) {
     for line in lines {
         warning(line);
-    }
-}
-
-/// Asks on the terminal (stderr), one prompt at a time.
-struct TerminalConfirmer {
-    lock: Mutex<()>,
-}
-
-impl Confirmer for TerminalConfirmer {
-    fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
-        let _guard = self.lock.lock();
-        let text = prompt_text(request);
-        let (details, question) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
-        diagnostic(&crate::text::terminal_safe(details));
-        match dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt() {
-            Ok(Some(true)) => Confirmation { approved: true, by: "operator".into(), how: "terminal prompt".into() },
-            Ok(_) => {
-                Confirmation { approved: false, by: "operator".into(), how: "declined at the terminal prompt".into() }
-            }
-            Err(e) => Confirmation { approved: false, by: "runtime".into(), how: format!("the prompt failed: {e}") },
-        }
     }
 }

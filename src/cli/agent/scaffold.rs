@@ -1,16 +1,11 @@
 //! `rlp agent scaffold`: the wizard (or flags) → a new bundle folder.
 //!
-//! Also home to the terminal side of the authoring questions
-//! ([`TerminalAsk`], dialoguer on stderr) and the mapping of authoring errors
-//! to exit codes, which `rlp tools add|import|list` share.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
-use dialoguer::{Confirm, Input, Select};
 
-use crate::authoring::ask::{Ask, AskError, Check};
+use crate::authoring::ask::{Ask, AskError};
 use crate::authoring::scaffold::{AgentPlan, Scaffolded, scaffold};
 use crate::authoring::spec::{ToolDefinition, definition_help};
 use crate::authoring::validate;
@@ -19,7 +14,8 @@ use crate::authoring::{AuthoringError, ErrorKind};
 use crate::bundle::diag::Severity;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Printer, diagnostic, stdin_is_terminal};
+use crate::cli::output::{Printer, diagnostic};
+use crate::cli::terminal::{TerminalAsk, stdin_is_terminal};
 use crate::lint::render;
 
 /// Flags of `rlp agent scaffold`.
@@ -208,52 +204,5 @@ impl From<AuthoringError> for CliError {
 impl From<AskError> for CliError {
     fn from(e: AskError) -> Self {
         AuthoringError::from(e).into()
-    }
-}
-
-/// The wizard's questions on the terminal (dialoguer, rendered on stderr).
-pub struct TerminalAsk {
-    theme: Box<dyn Theme>,
-}
-
-impl TerminalAsk {
-    /// Colourful prompts when `color`, plain ones otherwise.
-    pub fn new(color: bool) -> Self {
-        let theme: Box<dyn Theme> = if color { Box::new(ColorfulTheme::default()) } else { Box::new(SimpleTheme) };
-        TerminalAsk { theme }
-    }
-}
-
-fn ask_error(e: dialoguer::Error) -> AskError {
-    AskError(e.to_string())
-}
-
-impl Ask for TerminalAsk {
-    fn text(&mut self, prompt: &str, default: Option<&str>, check: Check<'_>) -> Result<String, AskError> {
-        let mut input = Input::<String>::with_theme(&*self.theme)
-            .with_prompt(prompt)
-            .allow_empty(true)
-            .validate_with(|answer: &String| check(answer));
-        if let Some(default) = default {
-            input = input.default(default.to_string());
-        }
-        input.interact_text().map_err(ask_error)
-    }
-
-    fn confirm(&mut self, prompt: &str, default: bool) -> Result<bool, AskError> {
-        Confirm::with_theme(&*self.theme)
-            .with_prompt(prompt)
-            .default(default)
-            .wait_for_newline(true)
-            .interact()
-            .map_err(ask_error)
-    }
-
-    fn select(&mut self, prompt: &str, items: &[&str], default: usize) -> Result<usize, AskError> {
-        Select::with_theme(&*self.theme).with_prompt(prompt).items(items).default(default).interact().map_err(ask_error)
-    }
-
-    fn say(&mut self, text: &str) {
-        diagnostic(text);
     }
 }

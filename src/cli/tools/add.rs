@@ -6,15 +6,15 @@ use clap::Args;
 
 use crate::authoring::add::{GrantOutcome, add};
 use crate::authoring::check::EntryFinding;
-use crate::authoring::spec::{SchemaSource, ToolSpec, TransportSpec, confirm_by_default};
+use crate::authoring::spec::{RequiredField, SchemaSource, ToolSpecBuilder, TransportSpec};
 use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::ToolsDoc;
 use crate::authoring::validate;
-use crate::authoring::wizard::{self, ToolPreset};
+use crate::authoring::wizard;
 use crate::cli::Context;
-use crate::cli::agent::scaffold::TerminalAsk;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{OutputError, Printer, diagnostic, stdin_is_terminal, warning};
+use crate::cli::output::{OutputError, Printer, diagnostic, warning};
+use crate::cli::terminal::{TerminalAsk, stdin_is_terminal};
 
 /// Flags of `rlp tools add`.
 #[derive(Debug, Args)]
@@ -96,29 +96,27 @@ pub struct ToolFlags {
 /// Runs `rlp tools add`.
 pub fn run(args: &AddArgs, ctx: &Context) -> CliResult {
     let target = BundleTarget::open(&args.bundle)?;
-    let preset = preset(&args.tool)?;
+    let given = given(&args.tool)?;
     let taken: Vec<String> = ToolsDoc::read(&target.dir)?
         .entries()
         .filter_map(|e| e.get("id").and_then(|v| v.as_str()).map(str::to_string))
         .collect();
-    let draft = match complete(&preset) {
-        Some(spec) => spec.to_draft(&|id| target.dir.join("schemas").join(format!("{id}.json")).exists()),
-        None if stdin_is_terminal() => {
+    let draft = match given.clone().build() {
+        Ok(spec) => spec.to_draft(&|id| target.dir.join("schemas").join(format!("{id}.json")).exists()),
+        Err(_) if stdin_is_terminal() => {
             let mut ask = TerminalAsk::new(ctx.color.stderr());
-            wizard::tool_for_bundle(&mut ask, &target.dir, &taken, preset)?
+            wizard::tool_for_bundle(&mut ask, &target.dir, &taken, given)?
         }
-        None => {
-            let mut missing = Vec::new();
-            if preset.id.is_none() {
-                missing.push("--id");
-            }
-            if preset.description.is_none() {
-                missing.push("--description");
-            }
-            if preset.transport.is_none() {
-                missing.push("--exec or --http");
-            }
-            return Err(CliError::usage(format!("missing {}, and there is no terminal to ask on", missing.join(", ")))
+        Err(missing) => {
+            let flags: Vec<&str> = missing
+                .iter()
+                .map(|field| match field {
+                    RequiredField::Id => "--id",
+                    RequiredField::Description => "--description",
+                    RequiredField::Transport => "--exec or --http",
+                })
+                .collect();
+            return Err(CliError::usage(format!("missing {}, and there is no terminal to ask on", flags.join(", ")))
                 .with_help("pass --id, --description and --exec CMD (or --http METHOD URL)"));
         }
     };
@@ -134,8 +132,8 @@ pub fn run(args: &AddArgs, ctx: &Context) -> CliResult {
     out.finish(Exit::Success)
 }
 
-/// The tool answers given as flags, each checked.
-fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
+/// The tool fields given as flags, each checked.
+fn given(args: &ToolFlags) -> Result<ToolSpecBuilder, CliError> {
     let flag = |name: &'static str| move |e: String| CliError::usage(format!("--{name}: {e}"));
     let transport = match (&args.exec, &args.http) {
         (Some(command), _) => Some(TransportSpec::Exec {
@@ -175,7 +173,7 @@ fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
         }
     };
     let some_if = |given: bool| given.then_some(());
-    Ok(ToolPreset {
+    Ok(ToolSpecBuilder {
         id: args.id.as_deref().map(validate::tool_id).transpose().map_err(flag("id"))?,
         description: args
             .description
@@ -204,28 +202,6 @@ fn preset(args: &ToolFlags) -> Result<ToolPreset, CliError> {
             Some(0) => return Err(CliError::usage("--timeout-ms: must be a positive whole number")),
             other => other,
         },
-    })
-}
-
-/// The tool, when the flags give everything required (the rest defaults).
-fn complete(preset: &ToolPreset) -> Option<ToolSpec> {
-    let (budget_tokens, budget_usd) = preset.budget.unwrap_or((None, None));
-    let transport = preset.transport.clone()?;
-    let capabilities = preset.capabilities.clone().unwrap_or_default();
-    let secrets = preset.secrets.clone().unwrap_or_default();
-    Some(ToolSpec {
-        id: preset.id.clone()?,
-        description: preset.description.clone()?,
-        confirm: preset.confirm.unwrap_or_else(|| confirm_by_default(&transport, &secrets, &capabilities)),
-        transport,
-        input: preset.input.clone().unwrap_or(SchemaSource::Starter),
-        result: preset.result.clone().unwrap_or(SchemaSource::Starter),
-        capabilities,
-        secrets,
-        budget_tokens,
-        budget_usd,
-        tags: preset.tags.clone().unwrap_or_default(),
-        timeout_ms: preset.timeout_ms,
     })
 }
 
