@@ -20,6 +20,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::error::{Class, Reportable};
 use crate::home::Home;
 
 /// The environment variable that names a second system config file, read
@@ -106,7 +107,7 @@ pub struct FileLayer {
     pub policy_confirm_external_actions: Option<bool>,
 }
 
-/// A config problem that stops the command.
+/// A config problem that stops the command (exit 2).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ConfigError {
@@ -114,6 +115,16 @@ pub struct ConfigError {
     pub message: String,
     /// How to fix it.
     pub help: String,
+}
+
+impl Reportable for ConfigError {
+    fn class(&self) -> Class {
+        Class::Usage
+    }
+
+    fn help(&self) -> Option<String> {
+        Some(self.help.clone())
+    }
 }
 
 /// The settings and any warnings met while reading them.

@@ -576,7 +576,7 @@ fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
             bytes[offset] ^= flip;
             match rlp::pack::reader::scan_archive(&bytes, &Default::default()) {
                 Ok(_) => panic!("byte {offset} ^ {flip:#x} went unnoticed"),
-                Err(f) => assert_eq!(f.class(), rlp::integrity::Class::Failed, "byte {offset}: {f:?}"),
+                Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "byte {offset}: {f:?}"),
             }
         }
     }
@@ -606,7 +606,7 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
             bytes[offset] ^= flip;
             match verify(&bytes) {
                 Ok(_) => panic!("byte {offset} ^ {flip:#x} of {} went unnoticed", good.len()),
-                Err(f) => assert_eq!(f.class(), rlp::integrity::Class::Failed, "byte {offset}: {f:?}"),
+                Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "byte {offset}: {f:?}"),
             }
         }
     }

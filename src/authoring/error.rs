@@ -4,21 +4,15 @@
 use std::fmt;
 use std::path::Path;
 
-/// Which exit code an error maps to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// Bad arguments, unreadable or invalid input: nothing was changed (exit 2).
-    Usage,
-    /// The command ran and found a problem, e.g. a tool binary that did not
-    /// answer (exit 1). Nothing was changed.
-    Failed,
-}
+use crate::error::{Class, Reportable};
 
 /// An authoring command that could not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthoringError {
-    /// Exit-code class.
-    pub kind: ErrorKind,
+    /// Exit-code class: [`Class::Usage`] for bad arguments, unreadable or
+    /// invalid input; [`Class::Problem`] for a problem found while running
+    /// (a tool binary that did not answer). Either way nothing was changed.
+    pub class: Class,
     /// What is wrong; names the file, flag or field.
     pub message: String,
     /// What to do about it.
@@ -28,12 +22,12 @@ pub struct AuthoringError {
 impl AuthoringError {
     /// An input error (exit 2).
     pub fn usage(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Usage, message: message.into(), help: None }
+        Self { class: Class::Usage, message: message.into(), help: None }
     }
 
     /// A problem found while running (exit 1).
     pub fn failed(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Failed, message: message.into(), help: None }
+        Self { class: Class::Problem, message: message.into(), help: None }
     }
 
     /// Adds a hint line.
@@ -66,3 +60,13 @@ impl fmt::Display for AuthoringError {
 }
 
 impl std::error::Error for AuthoringError {}
+
+impl Reportable for AuthoringError {
+    fn class(&self) -> Class {
+        self.class
+    }
+
+    fn help(&self) -> Option<String> {
+        self.help.clone()
+    }
+}

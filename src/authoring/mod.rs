@@ -29,4 +29,4 @@ pub mod tools_file;
 pub mod validate;
 pub mod wizard;
 
-pub use error::{AuthoringError, ErrorKind};
+pub use error::AuthoringError;

@@ -18,6 +18,7 @@
 //! with `{` is a tools.json entry in JSON instead.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
@@ -145,32 +146,58 @@ const MAX_SCHEMA_FILE_BYTES: u64 = 16 << 20;
 pub const SPEC_KEYS: &str =
     "id, desc, exec, arg, http, header, input, result, cap, secret, confirm, tag, tokens, usd, timeout_ms";
 
-/// The help line for a `--tool` error: an example of the part it is about
-/// (errors about a key start with that key in backticks).
-pub fn definition_help(error: &str) -> &'static str {
-    if error.starts_with("the tool JSON") {
-        return "give one tools.json entry as a JSON object, e.g. `{\"id\": \"…\", \"description\": \"…\", \"transport\": {…}}`";
+/// A `--tool` definition that cannot be used: what is wrong, and an example
+/// of the part it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefinitionError {
+    /// What is wrong; errors about a key start with that key in backticks.
+    pub message: String,
+    /// An example of a correct definition of that part.
+    pub help: &'static str,
+}
+
+impl DefinitionError {
+    /// An error in the JSON form.
+    fn json(message: String) -> Self {
+        DefinitionError {
+            message,
+            help: "give one tools.json entry as a JSON object, e.g. `{\"id\": \"…\", \"description\": \"…\", \"transport\": {…}}`",
+        }
     }
-    match error.strip_prefix('`').and_then(|rest| rest.split_once('`')).map(|(key, _)| key) {
-        Some("http" | "header") => {
-            "write `id=…;desc=…;http=METHOD https://host/path`, adding `header=Name: value` as needed (see `rlp agent scaffold --help`)"
-        }
-        Some("exec" | "arg") => {
-            "write `id=…;desc=…;exec=/abs/path`, adding `arg=…` as needed (see `rlp agent scaffold --help`)"
-        }
-        _ => "write `id=…;desc=…;exec=/abs/path` or `id=…;desc=…;http=METHOD URL` (see `rlp agent scaffold --help`)",
+
+    /// An error about the spec string's `key` (empty: about the whole string).
+    fn about(key: &str, message: String) -> Self {
+        let help = match key {
+            "http" | "header" => {
+                "write `id=…;desc=…;http=METHOD https://host/path`, adding `header=Name: value` as needed (see `rlp agent scaffold --help`)"
+            }
+            "exec" | "arg" => {
+                "write `id=…;desc=…;exec=/abs/path`, adding `arg=…` as needed (see `rlp agent scaffold --help`)"
+            }
+            _ => {
+                "write `id=…;desc=…;exec=/abs/path` or `id=…;desc=…;http=METHOD URL` (see `rlp agent scaffold --help`)"
+            }
+        };
+        DefinitionError { message, help }
+    }
+}
+
+impl fmt::Display for DefinitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
     }
 }
 
 impl ToolDefinition {
     /// Parses a `--tool` argument.
-    pub fn parse(text: &str) -> Result<ToolDefinition, String> {
+    pub fn parse(text: &str) -> Result<ToolDefinition, DefinitionError> {
         if text.trim_start().starts_with('{') {
-            let value = value::parse_json_text(text)
-                .map_err(|e| format!("the tool JSON is refused: {}", value::json_error_message(&e)))?;
+            let value = value::parse_json_text(text).map_err(|e| {
+                DefinitionError::json(format!("the tool JSON is refused: {}", value::json_error_message(&e)))
+            })?;
             match value {
                 Value::Object(map) => Ok(ToolDefinition::Entry(map)),
-                _ => Err("the tool JSON must be an object (a tools.json entry)".into()),
+                _ => Err(DefinitionError::json("the tool JSON must be an object (a tools.json entry)".into())),
             }
         } else {
             ToolSpec::parse(text).map(|s| ToolDefinition::Spec(Box::new(s)))
@@ -318,15 +345,99 @@ impl ToolSpecBuilder {
     }
 }
 
+/// The items of a spec string read so far: the tool, and the transport's
+/// parts, which are put together once every item is read.
+#[derive(Default)]
+struct SpecItems {
+    tool: ToolSpecBuilder,
+    exec: Option<String>,
+    args: Vec<String>,
+    http: Option<(String, String)>,
+    headers: Vec<(String, String)>,
+}
+
+impl SpecItems {
+    /// Reads one `key=value` (or bare `key`) item.
+    fn apply(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
+        let need = || value.ok_or_else(|| format!("`{key}` needs a value: `{key}=…`"));
+        let field = |e: String| format!("`{key}`: {e}");
+        let tool = &mut self.tool;
+        match key {
+            "id" => tool.id = Some(validate::tool_id(need()?).map_err(field)?),
+            "desc" | "description" => tool.description = Some(validate::tool_description(need()?).map_err(field)?),
+            "exec" => self.exec = Some(validate::command(need()?).map_err(field)?),
+            "arg" => self.args.push(need()?.to_string()),
+            "http" => {
+                let v = need()?;
+                let (m, u) = v.split_once(char::is_whitespace).ok_or_else(|| {
+                    format!("`http` takes `METHOD URL`, e.g. `http=GET https://api.example.com/x`, not `{v}`")
+                })?;
+                let method = validate::method(m).map_err(field)?;
+                validate::url(u).map_err(field)?;
+                self.http = Some((method, u.trim().to_string()));
+            }
+            "header" => self.headers.push(validate::header(need()?).map_err(field)?),
+            "input" => tool.input = Some(SchemaSource::parse(need()?).map_err(field)?),
+            "result" => tool.result = Some(SchemaSource::parse(need()?).map_err(field)?),
+            "cap" => tool.capabilities.get_or_insert_default().push(validate::capability(need()?).map_err(field)?),
+            "secret" => tool.secrets.get_or_insert_default().push(validate::secret(need()?).map_err(field)?),
+            "confirm" => {
+                tool.confirm = match value {
+                    None | Some("true" | "yes") => Some(true),
+                    Some("false" | "no") => Some(false),
+                    Some(other) => return Err(format!("`confirm` is true or false, not `{other}`")),
+                }
+            }
+            "tag" => tool.tags.get_or_insert_default().push(validate::tag(need()?).map_err(field)?),
+            "tokens" => {
+                tool.budget.get_or_insert_default().0 = Some(validate::positive(need()?, "tokens").map_err(field)?)
+            }
+            "usd" => tool.budget.get_or_insert_default().1 = Some(validate::usd(need()?).map_err(field)?),
+            "timeout_ms" => tool.timeout_ms = Some(validate::positive(need()?, "timeout_ms").map_err(field)?),
+            other => return Err(format!("unknown key `{other}` in the tool spec; known keys: {SPEC_KEYS}")),
+        }
+        Ok(())
+    }
+
+    /// The tool, once every item is read.
+    fn finish(mut self) -> Result<ToolSpec, DefinitionError> {
+        self.tool.transport = Some(match (self.exec, self.http) {
+            (Some(command), None) => {
+                if !self.headers.is_empty() {
+                    return Err(DefinitionError::about("header", "`header` only applies to an http tool".into()));
+                }
+                TransportSpec::Exec { command, args: self.args }
+            }
+            (None, Some((method, url))) => {
+                if !self.args.is_empty() {
+                    return Err(DefinitionError::about("arg", "`arg` only applies to an exec tool".into()));
+                }
+                TransportSpec::Http { method, url, headers: self.headers }
+            }
+            (Some(_), Some(_)) => {
+                let message = "a tool has one transport: give `exec=…` or `http=…`, not both";
+                return Err(DefinitionError::about("", message.into()));
+            }
+            (None, None) => {
+                let message = "the tool spec has no transport: add `exec=/abs/path` or `http=METHOD URL`";
+                return Err(DefinitionError::about("", message.into()));
+            }
+        });
+        self.tool.build().map_err(|missing| {
+            let message = match missing.first() {
+                Some(RequiredField::Id) => "the tool spec has no `id=…`",
+                _ => "the tool spec has no `desc=…`",
+            };
+            DefinitionError::about("", message.into())
+        })
+    }
+}
+
 impl ToolSpec {
     /// Parses a compact spec string (see the module docs).
-    pub fn parse(text: &str) -> Result<ToolSpec, String> {
-        let mut tool = ToolSpecBuilder::default();
-        let mut exec: Option<String> = None;
-        let mut args = Vec::new();
-        let mut http: Option<(String, String)> = None;
-        let mut headers = Vec::new();
-        for item in split_items(text)? {
+    pub fn parse(text: &str) -> Result<ToolSpec, DefinitionError> {
+        let mut items = SpecItems::default();
+        for item in split_items(text).map_err(|message| DefinitionError::about("", message))? {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
                 None => (item.trim(), None),
@@ -334,67 +445,9 @@ impl ToolSpec {
             if key.is_empty() && value.is_none() {
                 continue;
             }
-            let need = || value.ok_or_else(|| format!("`{key}` needs a value: `{key}=…`"));
-            let field = |e: String| format!("`{key}`: {e}");
-            match key {
-                "id" => tool.id = Some(validate::tool_id(need()?).map_err(field)?),
-                "desc" | "description" => {
-                    tool.description = Some(validate::tool_description(need()?).map_err(field)?);
-                }
-                "exec" => exec = Some(validate::command(need()?).map_err(field)?),
-                "arg" => args.push(need()?.to_string()),
-                "http" => {
-                    let v = need()?;
-                    let (m, u) = v.split_once(char::is_whitespace).ok_or_else(|| {
-                        format!("`http` takes `METHOD URL`, e.g. `http=GET https://api.example.com/x`, not `{v}`")
-                    })?;
-                    let method = validate::method(m).map_err(field)?;
-                    validate::url(u).map_err(field)?;
-                    http = Some((method, u.trim().to_string()));
-                }
-                "header" => headers.push(validate::header(need()?).map_err(field)?),
-                "input" => tool.input = Some(SchemaSource::parse(need()?).map_err(field)?),
-                "result" => tool.result = Some(SchemaSource::parse(need()?).map_err(field)?),
-                "cap" => tool.capabilities.get_or_insert_default().push(validate::capability(need()?).map_err(field)?),
-                "secret" => tool.secrets.get_or_insert_default().push(validate::secret(need()?).map_err(field)?),
-                "confirm" => {
-                    tool.confirm = match value {
-                        None | Some("true" | "yes") => Some(true),
-                        Some("false" | "no") => Some(false),
-                        Some(other) => return Err(format!("`confirm` is true or false, not `{other}`")),
-                    }
-                }
-                "tag" => tool.tags.get_or_insert_default().push(validate::tag(need()?).map_err(field)?),
-                "tokens" => {
-                    tool.budget.get_or_insert_default().0 = Some(validate::positive(need()?, "tokens").map_err(field)?)
-                }
-                "usd" => tool.budget.get_or_insert_default().1 = Some(validate::usd(need()?).map_err(field)?),
-                "timeout_ms" => tool.timeout_ms = Some(validate::positive(need()?, "timeout_ms").map_err(field)?),
-                other => return Err(format!("unknown key `{other}` in the tool spec; known keys: {SPEC_KEYS}")),
-            }
+            items.apply(key, value).map_err(|message| DefinitionError::about(key, message))?;
         }
-        tool.transport = Some(match (exec, http) {
-            (Some(command), None) => {
-                if !headers.is_empty() {
-                    return Err("`header` only applies to an http tool".into());
-                }
-                TransportSpec::Exec { command, args }
-            }
-            (None, Some((method, url))) => {
-                if !args.is_empty() {
-                    return Err("`arg` only applies to an exec tool".into());
-                }
-                TransportSpec::Http { method, url, headers }
-            }
-            (Some(_), Some(_)) => return Err("a tool has one transport: give `exec=…` or `http=…`, not both".into()),
-            (None, None) => {
-                return Err("the tool spec has no transport: add `exec=/abs/path` or `http=METHOD URL`".into());
-            }
-        });
-        tool.build().map_err(|missing| match missing.first() {
-            Some(RequiredField::Id) => "the tool spec has no `id=…`".to_string(),
-            _ => "the tool spec has no `desc=…`".to_string(),
-        })
+        items.finish()
     }
 
     /// The URL placeholders of an http tool.
@@ -558,7 +611,7 @@ mod tests {
 
     #[test]
     fn refuses_bad_specs() {
-        let err = |s: &str| ToolSpec::parse(s).unwrap_err();
+        let err = |s: &str| ToolSpec::parse(s).unwrap_err().message;
         assert!(err("id=a;desc=A;exec=rel/path").contains("not an absolute path"));
         assert!(err("id=a;desc=A").contains("no transport"));
         assert!(err("id=a;desc=A;exec=/x;colour=red").contains("unknown key `colour`"));

@@ -9,7 +9,8 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic, json_text};
 use crate::cli::terminal::ByteProgress;
-use crate::integrity::failure::{Class, Failure};
+use crate::error::Reportable;
+use crate::integrity::failure::Failure;
 use crate::integrity::keys::{PublicKey, SecretKey};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{Options, Trust, Verified};
@@ -63,30 +64,6 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-}
-
-impl From<Failure> for CliError {
-    /// Maps a sealing failure onto the exit-code contract.
-    fn from(failure: Failure) -> CliError {
-        let error = match failure.class() {
-            Class::Failed => CliError::problem(failure.message),
-            Class::Refused => CliError::refused(failure.message),
-            Class::Unreadable => CliError::usage(failure.message),
-        };
-        match failure.help {
-            Some(help) => error.with_help(help),
-            None => error,
-        }
-    }
-}
-
-/// The exit code of a failure class.
-pub(crate) fn exit_of(class: Class) -> Exit {
-    match class {
-        Class::Failed => Exit::Problems,
-        Class::Refused => Exit::Refused,
-        Class::Unreadable => Exit::Usage,
-    }
 }
 
 /// Runs a `bundle` subcommand.
@@ -184,7 +161,7 @@ fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
         (Format::Json, Ok(v)) => out.finish_with(&json_text(&verified_json(&source, &v)), Exit::Success),
         (Format::Json, Err(f)) => {
             let doc = json!({"source": source, "ok": false, "error": failure_json(&f)});
-            out.finish_with(&json_text(&doc), exit_of(f.class()))
+            out.finish_with(&json_text(&doc), Exit::from(f.class()))
         }
         (Format::Human, Ok(v)) => {
             let mut text = format!(

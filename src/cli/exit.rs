@@ -3,6 +3,8 @@
 use std::fmt;
 use std::process::ExitCode;
 
+use crate::error::{Class, Reportable};
+
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
@@ -25,6 +27,16 @@ impl Exit {
             Exit::Problems => 1,
             Exit::Usage => 2,
             Exit::Refused => 3,
+        }
+    }
+}
+
+impl From<Class> for Exit {
+    fn from(class: Class) -> Exit {
+        match class {
+            Class::Problem => Exit::Problems,
+            Class::Usage => Exit::Usage,
+            Class::Refused => Exit::Refused,
         }
     }
 }
@@ -95,6 +107,14 @@ impl fmt::Display for CliError {
 }
 
 impl std::error::Error for CliError {}
+
+impl<E: Reportable> From<E> for CliError {
+    /// The one conversion from a library error: its class picks the exit
+    /// code, its message and hint are printed as they are.
+    fn from(error: E) -> CliError {
+        CliError { exit: error.class().into(), message: error.to_string(), help: error.help(), quiet: false }
+    }
+}
 
 /// What every command returns.
 pub type CliResult = Result<Exit, CliError>;

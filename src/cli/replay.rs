@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer};
-use crate::cli::runtime_setup::{RuntimeFlags, load_error, load_runtime};
+use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::cli::terminal::FrameCounter;
 use crate::cli::trace::{input_error, parse_input};
 use crate::trace::contract::Contract;
@@ -119,7 +119,7 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
     let mut report = Report::new(format);
     let summary = match args.mode {
         ReplayMode::Strict => {
-            let contract = Contract::load(&args.bundle, &ctx.home).map_err(load_error)?;
+            let contract = Contract::load(&args.bundle, &ctx.home)?;
             replay_with_progress(&input, &contract, None, &mut report).map_err(replay_error)?
         }
         ReplayMode::Live => {
@@ -129,7 +129,7 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
                 confirm_external_actions: args.confirm_external_actions,
             };
             let (runtime, recorder) = load_runtime(flags, ctx)?;
-            let contract = Contract::for_runtime(&runtime).map_err(load_error)?;
+            let contract = Contract::for_runtime(&runtime)?;
             let mut executor = LiveExecutor::new(&runtime, recorder);
             let result = replay_with_progress(&input, &contract, Some(&mut executor), &mut report);
             let new_trace = executor.trace_id();

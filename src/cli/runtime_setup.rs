@@ -12,7 +12,7 @@ use crate::cli::terminal;
 use crate::config::{self, Flags};
 use crate::runtime::recorder::Recorder;
 use crate::runtime::secrets::EnvSecretResolver;
-use crate::runtime::{LoadError, Runtime, RuntimeOptions, process};
+use crate::runtime::{Runtime, RuntimeOptions, process};
 use crate::trace::Ledger;
 
 /// The flags that shape a runtime.
@@ -30,8 +30,7 @@ pub struct RuntimeFlags<'a> {
 /// the home's ledger; prints the configuration's and the bundle's warnings.
 /// Returns the ledger too, for commands that read back what they recorded.
 pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
-    let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })
-        .map_err(|e| CliError::usage(e.message).with_help(e.help))?;
+    let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })?;
     warn(&loaded.warnings);
     let ledger: Arc<dyn Recorder> = Arc::new(Ledger::open_home(&ctx.home).map_err(|e| {
         CliError::problem(format!("cannot open the ledger: {e}"))
@@ -46,21 +45,12 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
         recorder: ledger.clone(),
         confirmer: terminal::confirmer(flags.yes),
     };
-    let runtime = Runtime::load(flags.bundle, options).map_err(load_error)?;
+    let runtime = Runtime::load(flags.bundle, options)?;
     warn(runtime.warnings());
     if let Some(note) = runtime.trust_note() {
         diagnostic(&format!("note: {}", crate::text::terminal_safe(&note)));
     }
     Ok((runtime, ledger))
-}
-
-/// A bundle that cannot be loaded is a usage error (exit 2).
-pub fn load_error(e: LoadError) -> CliError {
-    let error = CliError::usage(e.message);
-    match e.help {
-        Some(help) => error.with_help(help),
-        None => error,
-    }
 }
 
 fn warn(lines: &[String]) {

@@ -42,6 +42,9 @@ pub struct AddArgs {
     /// Let its bundles request `exec`.
     #[arg(long)]
     pub allow_exec: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Flags of `rlp trust revoke`.
@@ -53,6 +56,9 @@ pub struct RevokeArgs {
     /// A key id (16 hex digits, either case), or the name of an anchor.
     #[arg(value_name = "KEY-ID")]
     pub key: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Flags of `rlp trust list`.
@@ -74,9 +80,22 @@ pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
             let key = PublicKey::load(&args.pub_file).map_err(CliError::from)?;
             let rule = rule_from(&args)?;
             trust::add_anchor(&path, &args.name, &key, &rule).map_err(CliError::from)?;
+            let human = format!(
+                "added anchor `{}` (key {}) to {}\nits bundles may request {}",
+                args.name,
+                key.key_id(),
+                path.display(),
+                rule.describe()
+            );
+            let json = json!({
+                "anchor": args.name,
+                "key_id": key.key_id().to_string(),
+                "policy": path,
+                "allow_caps": allow_caps_json(&rule.allow_caps),
+                "allow_exec": rule.exec_allowed(),
+            });
             let mut out = Printer::stdout();
-            out.line(format_args!("added anchor `{}` (key {}) to {}", args.name, key.key_id(), path.display()))?;
-            out.line(format_args!("its bundles may request {}", rule.describe()))?;
+            out.report(args.format, &human, &json)?;
             out.finish(Exit::Success)
         }
         TrustCommand::Revoke(args) => {
@@ -90,15 +109,18 @@ pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
                 })?,
             };
             let (_, newly) = trust::revoke(&path, id).map_err(CliError::from)?;
+            let anchor = policy.anchor_for(id).map(|a| a.name.clone());
+            let human = match (newly, &anchor) {
+                (false, _) => format!("key {id} was already revoked"),
+                (true, Some(_)) => format!("revoked key {id} in {}", path.display()),
+                (true, None) => format!(
+                    "revoked key {id} in {}\n(no anchor uses this key yet; bundles it signs are refused from now on)",
+                    path.display()
+                ),
+            };
+            let json = json!({"key_id": id.to_string(), "policy": path, "newly_revoked": newly, "anchor": anchor});
             let mut out = Printer::stdout();
-            if newly {
-                out.line(format_args!("revoked key {id} in {}", path.display()))?;
-                if policy.anchor_for(id).is_none() {
-                    out.line("(no anchor uses this key yet; bundles it signs are refused from now on)")?;
-                }
-            } else {
-                out.line(format_args!("key {id} was already revoked"))?;
-            }
+            out.report(args.format, &human, &json)?;
             out.finish(Exit::Success)
         }
         TrustCommand::List(args) => list(&path, args.format),
@@ -124,6 +146,14 @@ fn rule_from(args: &AddArgs) -> Result<Rule, CliError> {
     Ok(Rule { allow_caps, allow_exec: Some(args.allow_exec || listed_exec) })
 }
 
+/// `allow_caps` in JSON reports: `"any"` or the list of capability strings.
+fn allow_caps_json(allow_caps: &AllowCaps) -> serde_json::Value {
+    match allow_caps {
+        AllowCaps::Any => json!("any"),
+        AllowCaps::Only(list) => json!(list.iter().map(|c| c.to_string()).collect::<Vec<_>>()),
+    }
+}
+
 fn list(path: &std::path::Path, format: Format) -> CliResult {
     let policy = TrustPolicy::load(path).map_err(CliError::from)?;
     let mut out = Printer::stdout();
@@ -134,15 +164,11 @@ fn list(path: &std::path::Path, format: Format) -> CliResult {
                 .iter()
                 .map(|a| {
                     let rule = a.effective_rule();
-                    let caps = match &rule.allow_caps {
-                        AllowCaps::Any => json!("any"),
-                        AllowCaps::Only(list) => json!(list.iter().map(|c| c.to_string()).collect::<Vec<_>>()),
-                    };
                     json!({
                         "name": a.name,
                         "key": a.key.to_string(),
                         "key_id": a.key_id().to_string(),
-                        "allow_caps": caps,
+                        "allow_caps": allow_caps_json(&rule.allow_caps),
                         "allow_exec": rule.exec_allowed(),
                         "has_rule": a.rule.is_some(),
                         "revoked": policy.is_revoked(a.key_id()),

@@ -3,18 +3,7 @@
 
 use std::fmt;
 
-/// How a failure maps to the exit-code contract (docs/cli.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Class {
-    /// Exit 1: the command ran and found a problem (tampering, bad signature,
-    /// stale digests, lint errors).
-    Failed,
-    /// Exit 3: refused by policy (unsigned, untrusted or revoked signer,
-    /// capabilities beyond the signer's rule, rollback).
-    Refused,
-    /// Exit 2: unreadable input or a usage problem that stops the command.
-    Unreadable,
-}
+use crate::error::{Class, Reportable};
 
 /// What kind of problem stopped the command (stable names, used in JSON output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,11 +52,11 @@ impl Reason {
     /// The exit-code class.
     pub fn class(self) -> Class {
         match self {
-            Reason::Unreadable | Reason::Usage | Reason::Key | Reason::TrustPolicy => Class::Unreadable,
+            Reason::Unreadable | Reason::Usage | Reason::Key | Reason::TrustPolicy => Class::Usage,
             Reason::Unsigned | Reason::Untrusted | Reason::Revoked | Reason::Capability | Reason::Rollback => {
                 Class::Refused
             }
-            _ => Class::Failed,
+            _ => Class::Problem,
         }
     }
 
@@ -163,11 +152,6 @@ impl Failure {
         self.help = Some(help.into());
         self
     }
-
-    /// The exit-code class.
-    pub fn class(&self) -> Class {
-        self.reason.class()
-    }
 }
 
 impl fmt::Display for Failure {
@@ -177,6 +161,16 @@ impl fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
+
+impl Reportable for Failure {
+    fn class(&self) -> Class {
+        self.reason.class()
+    }
+
+    fn help(&self) -> Option<String> {
+        self.help.clone()
+    }
+}
 
 #[cfg(test)]
 mod io_tests {

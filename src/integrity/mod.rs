@@ -11,7 +11,7 @@ pub mod trust;
 pub mod verify;
 pub mod walk;
 
-pub use failure::{Class, Failure, Reason};
+pub use failure::{Failure, Reason};
 
 /// Turns a digest error into a [`Failure`]: a link, device or other
 /// non-regular entry is a problem with the bundle (exit 1); an unreadable or

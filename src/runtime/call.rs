@@ -11,6 +11,7 @@ use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::policy::grant_line;
 use crate::bundle::tools::Transport;
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
+use crate::error::{Class, Reportable};
 use crate::integrity::verify::Signer;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
 use crate::runtime::exec::ExecPlan;
@@ -77,12 +78,12 @@ pub enum CallErrorKind {
 }
 
 impl CallErrorKind {
-    /// The exit code of docs/cli.md.
-    pub fn exit_code(self) -> u8 {
+    /// The exit-code class of docs/cli.md.
+    pub fn class(self) -> Class {
         match self {
-            CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => 2,
-            CallErrorKind::Refused => 3,
-            CallErrorKind::Tool | CallErrorKind::Recording => 1,
+            CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => Class::Usage,
+            CallErrorKind::Refused => Class::Refused,
+            CallErrorKind::Tool | CallErrorKind::Recording => Class::Problem,
         }
     }
 }
@@ -114,6 +115,16 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+impl Reportable for CallError {
+    fn class(&self) -> Class {
+        self.kind.class()
+    }
+
+    fn help(&self) -> Option<String> {
+        self.help.clone()
+    }
+}
 
 impl CallError {
     fn new(kind: CallErrorKind, message: impl Into<String>) -> Self {
@@ -684,9 +695,9 @@ mod tests {
 
     #[test]
     fn exit_codes() {
-        assert_eq!(CallErrorKind::Refused.exit_code(), 3);
-        assert_eq!(CallErrorKind::InvalidInput.exit_code(), 2);
-        assert_eq!(CallErrorKind::UnknownTool.exit_code(), 2);
-        assert_eq!(CallErrorKind::Tool.exit_code(), 1);
+        assert_eq!(CallErrorKind::Refused.class().exit_code(), 3);
+        assert_eq!(CallErrorKind::InvalidInput.class().exit_code(), 2);
+        assert_eq!(CallErrorKind::UnknownTool.class().exit_code(), 2);
+        assert_eq!(CallErrorKind::Tool.class().exit_code(), 1);
     }
 }

@@ -41,6 +41,7 @@ use crate::bundle::capability::Capability;
 use crate::bundle::diag::{Code, Severity};
 use crate::bundle::tools::Tool;
 use crate::config::Config;
+use crate::error::{Class, Reportable};
 use crate::home::Home;
 use crate::runtime::confirm::{Confirmer, NoTerminal};
 use crate::runtime::exposure::EffectivePolicy;
@@ -88,7 +89,7 @@ impl fmt::Debug for RuntimeOptions {
     }
 }
 
-/// Why a bundle could not be loaded.
+/// Why a bundle could not be loaded (exit 2).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LoadError {
@@ -96,6 +97,16 @@ pub struct LoadError {
     pub message: String,
     /// What to do.
     pub help: Option<String>,
+}
+
+impl Reportable for LoadError {
+    fn class(&self) -> Class {
+        Class::Usage
+    }
+
+    fn help(&self) -> Option<String> {
+        self.help.clone()
+    }
 }
 
 /// A tool ready to call: its entry and its compiled schemas.

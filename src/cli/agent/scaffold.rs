@@ -4,17 +4,18 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use serde_json::json;
 
-use crate::authoring::ask::{Ask, AskError};
+use crate::authoring::AuthoringError;
+use crate::authoring::ask::Ask;
 use crate::authoring::scaffold::{AgentPlan, Scaffolded, scaffold};
-use crate::authoring::spec::{ToolDefinition, definition_help};
+use crate::authoring::spec::ToolDefinition;
 use crate::authoring::validate;
 use crate::authoring::wizard::{self, AgentPreset};
-use crate::authoring::{AuthoringError, ErrorKind};
 use crate::bundle::diag::Severity;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Printer, diagnostic};
+use crate::cli::output::{Format, Printer, diagnostic};
 use crate::cli::terminal::{TerminalAsk, stdin_is_terminal};
 use crate::lint::render;
 
@@ -50,6 +51,9 @@ pub struct ScaffoldArgs {
     /// A tool to add (repeatable): a `key=value;…` spec or a JSON tools.json entry.
     #[arg(long = "tool", value_name = "SPEC")]
     pub tools: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// The wizard's agent-level answers as flags.
@@ -99,7 +103,7 @@ pub fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
         .enumerate()
         .map(|(i, spec)| {
             ToolDefinition::parse(spec)
-                .map_err(|e| CliError::usage(format!("--tool #{}: {e}", i + 1)).with_help(definition_help(&e)))
+                .map_err(|e| CliError::usage(format!("--tool #{}: {e}", i + 1)).with_help(e.help))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let plan: AgentPlan = if args.non_interactive {
@@ -112,14 +116,37 @@ pub fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
     } else {
         let mut ask = TerminalAsk::new(ctx.color.stderr());
         let plan = wizard::agent(&mut ask, &args.name, preset, tools)?;
-        if !ask.confirm(&format!("Create {}?", target.display()), true)? {
+        if !ask.confirm(&format!("Create {}?", target.display()), true).map_err(AuthoringError::from)? {
             diagnostic("Nothing was created.");
             return Ok(Exit::Success);
         }
         plan
     };
     let done = scaffold(&plan, &args.root, args.force)?;
-    print_summary(&done, &plan, ctx.color.stdout())
+    match args.format {
+        Format::Human => print_summary(&done, &plan, ctx.color.stdout()),
+        Format::Json => print_json(&done, &plan),
+    }
+}
+
+/// The summary as one JSON document: the folder, its files, its tools and
+/// the lint findings.
+fn print_json(done: &Scaffolded, plan: &AgentPlan) -> CliResult {
+    let errors = done.report.count(Severity::Error);
+    let document = json!({
+        "bundle": done.dir,
+        "replaced": done.replaced,
+        "files": done.files,
+        "tools": plan.tools.len(),
+        "lint": {
+            "errors": errors,
+            "warnings": done.report.count(Severity::Warning),
+            "findings": done.report.findings.iter().map(render::finding_json).collect::<Vec<_>>(),
+        },
+    });
+    let mut out = Printer::stdout();
+    out.json(&document)?;
+    out.finish(if errors > 0 { Exit::Problems } else { Exit::Success })
 }
 
 /// The agent-level answers given as flags.
@@ -186,23 +213,4 @@ fn print_summary(done: &Scaffolded, plan: &AgentPlan, color: bool) -> CliResult 
         out.push_str(&format!("  {command}{pad}   # {why}\n"));
     }
     Printer::stdout().finish_with(&out, exit)
-}
-
-impl From<AuthoringError> for CliError {
-    fn from(e: AuthoringError) -> Self {
-        let error = match e.kind {
-            ErrorKind::Usage => CliError::usage(e.message),
-            ErrorKind::Failed => CliError::problem(e.message),
-        };
-        match e.help {
-            Some(help) => error.with_help(help),
-            None => error,
-        }
-    }
-}
-
-impl From<AskError> for CliError {
-    fn from(e: AskError) -> Self {
-        AuthoringError::from(e).into()
-    }
 }

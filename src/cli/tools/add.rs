@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use serde_json::{Value, json};
 
 use crate::authoring::add::{GrantOutcome, add};
 use crate::authoring::check::EntryFinding;
@@ -13,7 +14,7 @@ use crate::authoring::validate;
 use crate::authoring::wizard;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{OutputError, Printer, diagnostic, warning};
+use crate::cli::output::{Format, OutputError, Printer, diagnostic, warning};
 use crate::cli::terminal::{TerminalAsk, stdin_is_terminal};
 
 /// Flags of `rlp tools add`.
@@ -37,6 +38,9 @@ pub struct AddArgs {
     /// Also grant what the tool needs in policy.caps (otherwise the lines to add are printed).
     #[arg(long)]
     pub grant: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// The fields of the new tool, as flags.
@@ -121,14 +125,26 @@ pub fn run(args: &AddArgs, ctx: &Context) -> CliResult {
         }
     };
     let added = add(&target, draft, args.grant)?;
-    let mut out = Printer::stdout();
     let tools_file = target.dir.join(crate::bundle::tools::TOOLS_FILE);
-    out.line(format_args!("added tool `{}` to {}", added.id, tools_file.display()))?;
-    for path in &added.schema_files {
-        out.line(format_args!("created {} (a starter schema: fill it in)", target.dir.join(path).display()))?;
-    }
     print_warnings(&added.warnings);
-    print_grants(&mut out, &target, &added.grants, "rlp tools add")?;
+    warn_missing_grants(&target, &added.grants, "rlp tools add");
+    let mut out = Printer::stdout();
+    match args.format {
+        Format::Json => out.json(&json!({
+            "bundle": target.dir,
+            "tool": added.id,
+            "tools_file": tools_file,
+            "schema_files": added.schema_files.iter().map(|p| target.dir.join(p)).collect::<Vec<_>>(),
+            "grants": grants_json(&target, &added.grants),
+        }))?,
+        Format::Human => {
+            out.line(format_args!("added tool `{}` to {}", added.id, tools_file.display()))?;
+            for path in &added.schema_files {
+                out.line(format_args!("created {} (a starter schema: fill it in)", target.dir.join(path).display()))?;
+            }
+            print_added_grants(&mut out, &target, &added.grants)?;
+        }
+    }
     out.finish(Exit::Success)
 }
 
@@ -212,35 +228,50 @@ pub(crate) fn print_warnings(warnings: &[EntryFinding]) {
     }
 }
 
-/// The grants added (to `out`) or still missing (stderr, with the lines to add).
-pub(crate) fn print_grants(
+/// The grants written to policy.caps (with `--grant`), for people.
+pub(crate) fn print_added_grants(
     out: &mut Printer,
     target: &BundleTarget,
     grants: &GrantOutcome,
-    command: &str,
 ) -> Result<(), OutputError> {
-    let caps = target.caps_path.display();
     if !grants.added.is_empty() {
-        out.line(format_args!("granted in {caps}:"))?;
+        out.line(format_args!("granted in {}:", target.caps_path.display()))?;
         for line in &grants.added {
             out.line(format_args!("  {line}"))?;
         }
     }
-    if !grants.missing.is_empty() {
-        let shown: Vec<String> = grants.missing.iter().map(|n| format!("`{}`", n.shown())).collect();
-        let mut text = format!(
-            "{caps} does not grant {}: the tool is not exposed until it does, and `rlp lint` reports it\n",
-            shown.join(", ")
-        );
-        text.push_str(&format!("  add under [capabilities] in {caps} (merging lists that share a key):\n"));
-        for needed in &grants.missing {
-            text.push_str(&format!("    {}\n", needed.line()));
-        }
-        text.push_str(&format!(
-            "  then run `rlp digest {}`; or pass --grant to `{command}` to do both",
-            target.dir.display()
-        ));
-        warning(text);
-    }
     Ok(())
+}
+
+/// The grants added and still missing, as the `grants` object of the JSON
+/// report.
+pub(crate) fn grants_json(target: &BundleTarget, grants: &GrantOutcome) -> Value {
+    json!({
+        "policy": target.caps_path,
+        "added": grants.added,
+        "missing": grants.missing.iter().map(|n| json!({"capability": n.shown(), "line": n.line()})).collect::<Vec<_>>(),
+    })
+}
+
+/// A warning on stderr naming the grants still missing, with the lines to
+/// add and the flag that does it for you.
+pub(crate) fn warn_missing_grants(target: &BundleTarget, grants: &GrantOutcome, command: &str) {
+    if grants.missing.is_empty() {
+        return;
+    }
+    let caps = target.caps_path.display();
+    let shown: Vec<String> = grants.missing.iter().map(|n| format!("`{}`", n.shown())).collect();
+    let mut text = format!(
+        "{caps} does not grant {}: the tool is not exposed until it does, and `rlp lint` reports it\n",
+        shown.join(", ")
+    );
+    text.push_str(&format!("  add under [capabilities] in {caps} (merging lists that share a key):\n"));
+    for needed in &grants.missing {
+        text.push_str(&format!("    {}\n", needed.line()));
+    }
+    text.push_str(&format!(
+        "  then run `rlp digest {}`; or pass --grant to `{command}` to do both",
+        target.dir.display()
+    ));
+    warning(text);
 }

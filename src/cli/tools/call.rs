@@ -11,7 +11,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::fsutil::{ReadError, read_limited, read_stream_limited};
-use crate::runtime::{CallErrorKind, CallRequest};
+use crate::runtime::CallRequest;
 use crate::text::terminal_safe;
 
 /// Largest `--args @FILE` or `@-` read.
@@ -122,7 +122,7 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
                     "tool": args.tool,
                     "invocation_id": e.invocation_id.map(|id| id.to_string()),
                     "trace_id": e.trace_id.map(|id| id.to_string()),
-                    "error": {"exit": e.kind.exit_code(), "message": e.message, "help": e.help},
+                    "error": {"exit": e.kind.class().exit_code(), "message": e.message, "help": e.help},
                 });
                 if let Some(outcome) = &e.unrecorded {
                     document["unrecorded_result"] = (**outcome).clone();
@@ -132,15 +132,7 @@ pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
             if let Some(outcome) = &e.unrecorded {
                 print_unrecorded(outcome);
             }
-            let error = match e.kind {
-                CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => CliError::usage(e.message),
-                CallErrorKind::Refused => CliError::refused(e.message),
-                CallErrorKind::Tool | CallErrorKind::Recording => CliError::problem(e.message),
-            };
-            out.fail(match e.help {
-                Some(help) => error.with_help(help),
-                None => error,
-            })
+            out.fail(e.into())
         }
     }
 }

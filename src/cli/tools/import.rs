@@ -4,14 +4,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use serde_json::json;
 
 use crate::authoring::import::{Source, import};
 use crate::authoring::runner::{DEFAULT_MAX_OUTPUT, Limits};
 use crate::authoring::target::BundleTarget;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Printer, warning};
-use crate::cli::tools::add::{print_grants, print_warnings};
+use crate::cli::output::{Format, Printer, warning};
+use crate::cli::tools::add::{grants_json, print_added_grants, print_warnings, warn_missing_grants};
 
 /// Flags of `rlp tools import`.
 #[derive(Debug, Args)]
@@ -37,6 +38,9 @@ pub struct ImportArgs {
     /// Also grant what the tools need in policy.caps (otherwise the lines to add are printed).
     #[arg(long)]
     pub grant: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Runs `rlp tools import`.
@@ -51,16 +55,27 @@ pub fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
         limits: Limits { timeout: Duration::from_millis(args.timeout_ms), max_output: DEFAULT_MAX_OUTPUT },
     };
     let imported = import(&target, &source, args.grant)?;
-    let mut out = Printer::stdout();
-    for (id, change) in &imported.changes {
-        out.line(format_args!("{:9} {id}", change.as_str()))?;
-    }
     for (id, old, new) in &imported.retyped {
         warning(format_args!(
             "`{id}` was an {old} tool; the binary's answer makes it an {new} tool (grants it no longer needs stay in policy.caps until you remove them)"
         ));
     }
     print_warnings(&imported.warnings);
-    print_grants(&mut out, &target, &imported.grants, "rlp tools import")?;
+    warn_missing_grants(&target, &imported.grants, "rlp tools import");
+    let mut out = Printer::stdout();
+    match args.format {
+        Format::Json => out.json(&json!({
+            "bundle": target.dir,
+            "tools": imported.changes.iter().map(|(id, change)| json!({"id": id, "change": change.as_str()})).collect::<Vec<_>>(),
+            "retyped": imported.retyped.iter().map(|(id, old, new)| json!({"id": id, "from": old, "to": new})).collect::<Vec<_>>(),
+            "grants": grants_json(&target, &imported.grants),
+        }))?,
+        Format::Human => {
+            for (id, change) in &imported.changes {
+                out.line(format_args!("{:9} {id}", change.as_str()))?;
+            }
+            print_added_grants(&mut out, &target, &imported.grants)?;
+        }
+    }
     out.finish(Exit::Success)
 }

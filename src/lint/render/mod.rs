@@ -12,6 +12,7 @@ use crate::lint::BundleReport;
 pub use crate::text::plural;
 
 pub use human::render as human;
+pub use json::finding_json;
 
 /// `--format` of `rlp lint`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
