@@ -1091,3 +1091,67 @@ fn tools_list_escapes_control_characters() {
     assert!(!stdout(&out).contains(['\u{1b}', '\t']), "{}", text(&out));
     insta::assert_snapshot!("tools_list_control_characters", stdout(&out));
 }
+
+#[test]
+fn authoring_commands_report_as_json() {
+    let space = Space::new();
+    let out = space.scaffold_with("demo", &["--format", "json", "--tool", "id=demo.run;desc=Runs;exec=/bin/true"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let bundle = space.bundle("demo");
+    let b = bundle.to_str().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["bundle"], json!("agents/demo"));
+    assert_eq!(report["replaced"], json!(false));
+    assert_eq!(report["tools"], json!(1));
+    assert_eq!(report["files"][0], json!("manifest.toml"));
+    assert_eq!(report["lint"], json!({"errors": 0, "warnings": 0, "findings": []}));
+
+    let out = space.rlp(&[
+        "tools",
+        "add",
+        b,
+        "--id",
+        "demo.fetch",
+        "--description",
+        "Fetches",
+        "--http",
+        "GET",
+        "https://api.example.com/items/{id}",
+        "--input-schema",
+        "schema:demo.item",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report,
+        json!({
+            "bundle": b,
+            "tool": "demo.fetch",
+            "tools_file": format!("{b}/tools.json"),
+            "schema_files": [format!("{b}/schemas/demo.item.json")],
+            "grants": {
+                "policy": format!("{b}/policy.caps"),
+                "added": [],
+                "missing": [{"capability": "net:api.example.com", "line": "net = [\"api.example.com\"]"}],
+            },
+        })
+    );
+    // The missing grant is explained on stderr all the same.
+    assert!(stderr(&out).contains("does not grant `net:api.example.com`"), "{}", text(&out));
+
+    let tool = greet_tool().to_str().unwrap();
+    let out = space.rlp(&["tools", "import", b, "--exec", tool, "--grant", "--format", "json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report,
+        json!({
+            "bundle": b,
+            "tools": [{"id": "demo.greet", "change": "added"}, {"id": "demo.word_count", "change": "added"}],
+            "retyped": [],
+            "grants": {"policy": format!("{b}/policy.caps"), "added": [], "missing": []},
+        })
+    );
+}

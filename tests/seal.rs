@@ -1204,3 +1204,39 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
     assert_eq!(w.agents(), ["evil"]);
     assert_eq!(fs::read(w.home().join("agents/evil/notes.txt")).unwrap(), notes);
 }
+
+#[test]
+fn trust_add_and_revoke_report_as_json() {
+    let w = Work::new();
+    let (public, _) = w.keygen("release");
+    let policy = w.home().join("trust-policy.toml");
+    let (stdout, _) =
+        w.expect(0, &["trust", "add", &public, "--name", "release", "--allow-caps", "kb_read", "--format", "json"]);
+    let added: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let key_id = added["key_id"].as_str().unwrap().to_string();
+    assert_eq!(key_id.len(), 16, "{added}");
+    assert_eq!(
+        added,
+        serde_json::json!({"anchor": "release", "key_id": key_id, "policy": policy, "allow_caps": ["kb_read"], "allow_exec": false})
+    );
+    let (stdout, _) = w.expect(0, &["trust", "revoke", "release", "--format", "json"]);
+    let revoked: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        revoked,
+        serde_json::json!({"key_id": key_id, "policy": policy, "newly_revoked": true, "anchor": "release"})
+    );
+    let (stdout, _) = w.expect(0, &["trust", "revoke", &key_id, "--format", "json"]);
+    let again: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(again["newly_revoked"], false);
+    let (stdout, _) = w.expect(0, &["trust", "revoke", "0123456789abcdef", "--format", "json"]);
+    let loose: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(loose["anchor"], serde_json::Value::Null);
+    let (stdout, _) = w.expect(0, &["trust", "revoke", "fedcba9876543210"]);
+    assert_eq!(
+        stdout,
+        format!(
+            "revoked key fedcba9876543210 in {}\n(no anchor uses this key yet; bundles it signs are refused from now on)\n",
+            policy.display()
+        )
+    );
+}
