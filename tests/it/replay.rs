@@ -3,7 +3,7 @@
 //! real tool processes, real SQLite files and a real HTTP server on
 //! 127.0.0.1. Every test uses its own temporary homes.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -3,7 +3,7 @@
 //! full, never with a panic; every file or stream rlp reads is bounded,
 //! whatever size its metadata reports.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::io::Write;
@@ -182,7 +182,7 @@ fn every_command_is_covered() {
     let fx = Fixture { dir: tempfile::tempdir().unwrap(), trace_id: String::new() };
     let covered: Vec<&str> = fx.invocations("x").iter().map(|(command, _)| *command).collect();
     for leaf in leaf_commands() {
-        assert!(covered.contains(&leaf.as_str()), "`rlp {leaf}` has no invocation in tests/io.rs");
+        assert!(covered.contains(&leaf.as_str()), "`rlp {leaf}` has no invocation in tests/it/io.rs");
     }
 }
 

@@ -2,7 +2,7 @@
 //! bundle at the exact file:line:col, every output format carries the same
 //! findings, and hostile input never panics or hangs.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! real tool processes, a real SQLite ledger and a real HTTP server on
 //! 127.0.0.1. Every test uses its own temporary home.
 
-mod common;
+use crate::common;
 
 use common::{HANG_GUARD, Sandbox};
 

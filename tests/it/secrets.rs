@@ -3,7 +3,7 @@
 //! rlp's output, the ledger or the trace commands; and each secret id is read
 //! from an environment variable of its own.
 
-mod common;
+use crate::common;
 
 use common::Sandbox;
 

@@ -3,7 +3,7 @@
 //! run as real processes on real files. Every test builds its own bundles,
 //! keys, archives and runtime home in its own temporary folder.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

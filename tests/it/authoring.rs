@@ -2,7 +2,7 @@
 //! pseudo-terminal), `rlp tools add|import|list`, and `rlp lint --check-tools`.
 //! Every test runs the real binary in its own temporary folders and home.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
