@@ -4,7 +4,7 @@
 //! Run one area with `cargo test --test it <area>::`, e.g.
 //! `cargo test --test it runtime::`.
 
-mod common;
+mod support;
 
 mod authoring;
 mod cli;

@@ -2,24 +2,25 @@
 //! real tool processes, a real SQLite ledger and a real HTTP server on
 //! 127.0.0.1. Every test uses its own temporary home.
 
-use crate::common;
-
-use common::{HANG_GUARD, Sandbox};
-
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use assert_cmd::Command;
 use rlp::runtime::recorder::MemoryRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
-use rlp::trace::{Event, Ledger};
+use rlp::trace::Ledger;
 use serde_json::{Value, json};
+
+use crate::support::bundle::{self, with};
+use crate::support::http::{Reply, Server, reply};
+use crate::support::ledger::{self, kinds, payload};
+use crate::support::output::{stderr, stdout_json};
+use crate::support::process::{self, wait_for_file, wait_until_gone};
+use crate::support::pty::Terminal;
+use crate::support::{HANG_GUARD, Sandbox, files};
 
 const SECRET: &str = "sk-live-7f3a9c1e-RECOGNISABLE";
 const TOKEN_ENV: &str = "RUNLOOP_TEST_TOKEN";
@@ -27,185 +28,13 @@ const TOKEN_ID: &str = "runloop/test/token";
 
 // ---------------------------------------------------------------- helpers
 
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runtime").join(name).display().to_string()
-}
-
+/// Tool `id` running the fixture script `script` with `args`.
 fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
-    common::tool(id, json!({"kind": "exec", "command": fixture(script), "args": args}))
+    bundle::tool(id, bundle::exec(&files::fixture(&format!("runtime/{script}")), args))
 }
 
 fn http_tool(id: &str, method: &str, url: &str) -> Value {
-    common::tool(id, json!({"kind": "http", "method": method, "url": url}))
-}
-
-fn with(mut tool: Value, extra: Value) -> Value {
-    for (k, v) in extra.as_object().unwrap() {
-        tool[k] = v.clone();
-    }
-    tool
-}
-
-fn stdout_json(output: &std::process::Output) -> Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn kinds(events: &[Event]) -> Vec<&str> {
-    events.iter().map(|e| e.kind.as_str()).collect()
-}
-
-fn payload(event: &Event) -> Value {
-    event.payload().unwrap()
-}
-
-/// Waits (bounded, as a hang guard) until process `pid` has exited.
-fn wait_until_gone(pid: i32) {
-    let pid = pid.to_string();
-    let started = common::process_start_time(&pid);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    // Gone, a zombie, or its pid already taken by a later process.
-    while common::process_is_running(&pid) && common::process_start_time(&pid) == started {
-        assert!(Instant::now() < deadline, "process {pid} is still running");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn wait_for_file(path: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("{} never appeared", path.display());
-}
-
-// ------------------------------------------------------------ HTTP server
-
-#[derive(Clone, Debug)]
-struct Request {
-    line: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-}
-
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-fn reply(status: u16, body: &str) -> Reply {
-    Reply { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
-}
-
-type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
-
-/// A one-connection-at-a-time HTTP/1.1 server on 127.0.0.1 that records
-/// every request and closes each connection after one reply.
-struct Server {
-    port: u16,
-    requests: Arc<Mutex<Vec<Request>>>,
-    connections: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let connections = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let handler: Handler = Arc::new(handler);
-        let thread = {
-            let (requests, connections, stop) = (requests.clone(), connections.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    connections.fetch_add(1, Ordering::SeqCst);
-                    serve(stream, &handler, &requests);
-                }
-            })
-        };
-        Server { port, requests, connections, stop, thread: Some(thread) }
-    }
-
-    fn requests(&self) -> Vec<Request> {
-        self.requests.lock().unwrap().clone()
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Reads one request, records it, then replies: the record is in place
-/// before the client can see the reply, so a test never races it.
-fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>>) -> Option<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let line = line.trim_end().to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).ok()?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (k, v) = header.split_once(':')?;
-        headers.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    let request = Request { line, headers, body };
-    let answer = handler(&request);
-    requests.lock().unwrap().push(request);
-    let mut out = stream;
-    let mut text =
-        format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n", answer.status, answer.body.len());
-    for (k, v) in &answer.headers {
-        text.push_str(&format!("{k}: {v}\r\n"));
-    }
-    text.push_str("\r\n");
-    text.push_str(&answer.body);
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-    Some(())
+    bundle::tool(id, bundle::http(method, url))
 }
 
 // ------------------------------------------------------------------ tests
@@ -541,17 +370,7 @@ fn exec_tool_sees_only_documented_environment() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let doc = stdout_json(&output);
     let result = &doc["result"];
-    let hex = result["environ"].as_str().unwrap();
-    let environ: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
-    let vars: BTreeMap<String, String> = environ
-        .split(|b| *b == 0)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            let text = String::from_utf8(entry.to_vec()).unwrap();
-            let (k, v) = text.split_once('=').unwrap();
-            (k.to_string(), v.to_string())
-        })
-        .collect();
+    let vars = process::decode_environ(result["environ"].as_str().unwrap());
     let names: Vec<&str> = vars.keys().map(String::as_str).collect();
     assert_eq!(names, ["LANG", "PATH", "RLP_INVOCATION_ID", TOKEN_ENV, "RUNLOOP_TEST__TOKEN", "TMPDIR"]);
     assert_eq!(vars["PATH"], "/usr/local/bin:/usr/bin:/bin");
@@ -699,15 +518,11 @@ fn assert_no_secret(bytes: &[u8], what: &str) {
 }
 
 fn assert_ledger_has_no_secret(sb: &Sandbox) {
-    let mut scanned = 0;
-    for suffix in ["", "-wal", "-shm"] {
-        let path = PathBuf::from(format!("{}{suffix}", sb.ledger_path().display()));
-        if let Ok(bytes) = std::fs::read(&path) {
-            scanned += 1;
-            assert_no_secret(&bytes, &path.display().to_string());
-        }
+    let files = ledger::files(&sb.ledger_path());
+    assert!(!files.is_empty(), "no ledger file to scan");
+    for (path, bytes) in files {
+        assert_no_secret(&bytes, &path.display().to_string());
     }
-    assert!(scanned >= 1, "no ledger file to scan");
 }
 
 #[test]
@@ -808,8 +623,8 @@ fn timeout_kills_the_whole_process_group() {
     call_expecting_timeout(&sb, &bundle, "sleep");
     let parent = std::fs::read_to_string(pids.join("parent.pid")).unwrap();
     let child = std::fs::read_to_string(pids.join("child.pid")).unwrap();
-    assert!(!common::process_is_running(parent.trim()), "the tool {parent} is still there");
-    assert!(!common::process_is_running(child.trim()), "its child {child} is still there");
+    assert!(!process::is_running(parent.trim()), "the tool {parent} is still there");
+    assert!(!process::is_running(child.trim()), "its child {child} is still there");
     let result = payload(&sb.events()[2]);
     assert_eq!(result["error"]["kind"], "timeout");
 }
@@ -820,19 +635,9 @@ fn huge_stdout_is_refused_with_memory_bounded() {
     let bundle =
         sb.bundle("flood", json!([exec_tool("flood", "flood_stdout.sh", &[])]), "[capabilities]\nexec = true\n");
     // rlp runs with its address space capped at 1 GiB: buffering 5 GB would fail.
-    let rlp = assert_cmd::cargo::cargo_bin("rlp");
-    let script = format!(
-        "ulimit -v 1048576; exec '{}' --home '{}' tools call '{}' flood",
-        rlp.display(),
-        sb.home().display(),
-        bundle.display()
-    );
-    let output = Command::new("/bin/sh")
-        .args(["-c", &script])
-        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
+    let mut command = sb.shell("ulimit -v 1048576");
+    command.args(["tools", "call"]).arg(&bundle).arg("flood");
+    let output = assert_cmd::Command::from_std(command).timeout(HANG_GUARD).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
         stderr(&output).contains(
@@ -1129,13 +934,11 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
         "[capabilities]\nexec = true\n",
     );
     sb.call(&bundle, "ok", json!({})).assert().code(0);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
-        .arg("--home")
-        .arg(sb.home())
+    let mut child = sb
+        .command()
         .args(["tools", "call"])
         .arg(&bundle)
         .arg("slow")
-        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1145,9 +948,7 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     child.wait().unwrap();
     // The kernel kills the tool when rlp dies; what it forked is orphaned: end it.
     wait_until_gone(tool_pid);
-    unsafe {
-        libc::kill(-tool_pid, libc::SIGKILL);
-    }
+    process::signal(-tool_pid, libc::SIGKILL);
     let ledger = Ledger::open(&sb.ledger_path()).unwrap();
     assert_eq!(ledger.integrity_check().unwrap(), "ok");
     let report = ledger.verify_chain().unwrap();
@@ -1184,13 +985,11 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
             json!([exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()])]),
             "[capabilities]\nexec = true\n",
         );
-        let mut rlp = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
-            .arg("--home")
-            .arg(sb.home())
+        let mut rlp = sb
+            .command()
             .args(["tools", "call"])
             .arg(&bundle)
             .arg("sleep")
-            .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
             .env("TMPDIR", &tmp)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -1198,9 +997,7 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
             .unwrap();
         let parent: i32 = wait_for_file(&pids.join("parent.pid")).trim().parse().unwrap();
         let child: i32 = wait_for_file(&pids.join("child.pid")).trim().parse().unwrap();
-        unsafe {
-            libc::kill(rlp.id() as i32, signal);
-        }
+        process::signal(rlp.id() as i32, signal);
         let status = rlp.wait().unwrap();
         assert_eq!(status.signal(), Some(signal), "rlp ends by the signal it got: {status:?}");
         wait_until_gone(parent);
@@ -1242,8 +1039,8 @@ fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
     call_expecting_timeout(&sb, &bundle, "escape");
     let text = std::fs::read_to_string(&pids).unwrap();
     let (tool, child) = text.trim().split_once(' ').unwrap();
-    assert!(!common::process_is_running(tool), "the tool {tool} is still there");
-    assert!(!common::process_is_running(child), "its child {child}, in a session of its own, is still there");
+    assert!(!process::is_running(tool), "the tool {tool} is still there");
+    assert!(!process::is_running(child), "its child {child}, in a session of its own, is still there");
 }
 
 #[test]
@@ -1259,7 +1056,7 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"answer": 42}));
     let background = std::fs::read_to_string(&pid_file).unwrap();
-    assert!(!common::process_is_running(background.trim()), "the background process outlived the call");
+    assert!(!process::is_running(background.trim()), "the background process outlived the call");
 
     // Embedded in a process that is not the subreaper, the background process
     // escapes rlp and holds the pipe: what the tool printed still counts.
@@ -1272,9 +1069,7 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     let request = CallRequest { tool: "hold".into(), arguments: json!({}), trace_id: None };
     let outcome = runtime.call(&request);
     let background: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    unsafe {
-        libc::kill(background, libc::SIGKILL);
-    }
+    process::signal(background, libc::SIGKILL);
     assert_eq!(outcome.unwrap().result, json!({"answer": 42}));
 }
 
@@ -1393,34 +1188,26 @@ fn confirmation_prompt_on_a_terminal() {
     let marker = sb.path().join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     let spawn = || {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"));
-        cmd.arg("--home")
-            .arg(sb.home())
-            .args(["tools", "call"])
-            .arg(&bundle)
-            .args(["touch", "--args", r#"{"to": "a@b.c"}"#])
-            .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
-            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS");
-        rexpect::session::spawn_command(cmd, Some(20_000)).unwrap()
+        let mut cmd = sb.command();
+        cmd.args(["tools", "call"]).arg(&bundle).args(["touch", "--args", r#"{"to": "a@b.c"}"#]);
+        Terminal::spawn(cmd, Duration::from_secs(20))
     };
     // Declined: the tool does not run.
-    let mut session = spawn();
-    session.exp_string("Tool `touch` wants to run: test tool touch").unwrap();
-    session.exp_string(&format!("target: {} <blob> {}", fixture("marker.sh"), marker.display())).unwrap();
-    session.exp_string("\"to\": \"a@b.c\"").unwrap();
-    session.exp_string("Allow this call?").unwrap();
-    session.send("n").unwrap();
-    session.flush().unwrap();
-    session.exp_string("requires confirmation and the call was not approved: declined at the terminal prompt").unwrap();
-    session.exp_eof().unwrap();
+    let mut terminal = spawn();
+    terminal.expect("Tool `touch` wants to run: test tool touch");
+    terminal.expect(&format!("target: {} <blob> {}", files::fixture("runtime/marker.sh"), marker.display()));
+    terminal.expect("\"to\": \"a@b.c\"");
+    terminal.expect("Allow this call?");
+    terminal.press("n");
+    terminal.expect("requires confirmation and the call was not approved: declined at the terminal prompt");
+    terminal.expect_end();
     assert!(!marker.exists());
     // Approved: it runs and the result is printed.
-    let mut session = spawn();
-    session.exp_string("Allow this call?").unwrap();
-    session.send("y").unwrap();
-    session.flush().unwrap();
-    session.exp_string("\"ok\": true").unwrap();
-    session.exp_eof().unwrap();
+    let mut terminal = spawn();
+    terminal.expect("Allow this call?");
+    terminal.press("y");
+    terminal.expect("\"ok\": true");
+    terminal.expect_end();
     assert!(marker.exists());
     let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
     assert_eq!(confirms.len(), 2);
@@ -1601,13 +1388,9 @@ fn rlp_in_mount_namespace(
     args: &[&str],
 ) -> std::process::Output {
     let script = format!("set -e; mount --make-rprivate /; {setup}; set +e; \"$@\"; code=$?; {after}; exit $code");
-    let mut command = Command::new("unshare");
-    command.args(["--mount", "sh", "-c", &script, "sh"]).arg(assert_cmd::cargo::cargo_bin("rlp"));
-    command.arg("--home").arg(sb.home()).args(args).env_remove("RUNLOOP_HOME").timeout(HANG_GUARD);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().unwrap();
+    let mut command = sb.wrapped(&["unshare", "--mount", "sh", "-c", &script, "sh"]);
+    command.args(args).envs(env.iter().copied());
+    let output = assert_cmd::Command::from_std(command).timeout(HANG_GUARD).output().unwrap();
     assert!(
         !stderr(&output).contains("unshare:") && !stderr(&output).contains("mount:"),
         "this test needs root and unshare(1): {}",
@@ -1705,17 +1488,8 @@ fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
         assert!(err.contains("error: tool `fill` ran, but its result was not recorded: "), "{err}");
         assert!(err.contains("full"), "{err}");
         // The ids, to find the call frame that was recorded.
-        let ledger = Ledger::open_existing(&saved.join("pog/events.sqlite")).unwrap();
-        let mut calls = Vec::new();
-        ledger
-            .for_each_event(|e| {
-                if e.kind == "tool.call" {
-                    calls.push((e.provenance().unwrap().trace_id, payload(&e)["invocation_id"].clone()));
-                }
-                ControlFlow::Continue(())
-            })
-            .unwrap();
-        let (trace, invocation) = calls.pop().unwrap();
+        let call = ledger::events(&ledger::path(&saved)).into_iter().rfind(|e| e.kind == "tool.call").unwrap();
+        let (trace, invocation) = (call.provenance().unwrap().trace_id, payload(&call)["invocation_id"].clone());
         let invocation = invocation.as_str().unwrap();
         assert!(err.contains(&format!("the call is invocation {invocation} in trace {trace}")), "{err}");
         if format == "json" {
@@ -1801,7 +1575,7 @@ fn a_bundle_path_cannot_drive_the_terminal() {
     let sb = Sandbox::new();
     let parent = sb.path().join("clear\x1b[2Jscreen");
     let bundle =
-        common::write_bundle(&parent, "plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+        bundle::write(&parent, "plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!stderr(&output).contains('\x1b'), "{:?}", stderr(&output));
