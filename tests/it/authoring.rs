@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::Sandbox;
 use crate::support::files::{contents as snapshot, read, read_json};
-use crate::support::output::{code, stderr, stdout, text};
+use crate::support::output::{assert_contains, code, stderr, stdout, text};
 use crate::support::process;
 use crate::support::pty::Terminal;
 
@@ -31,8 +31,7 @@ fn scaffold(space: &Sandbox, name: &str) -> PathBuf {
 
 /// `rlp lint <bundle>` must exit 0 with no finding at all.
 fn assert_lints_clean(space: &Sandbox, bundle: &Path) {
-    let out = space.run(&["lint", bundle.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["lint", bundle.to_str().unwrap(), "--format", "json"]);
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), json!([]), "{}", text(&out));
 }
 
@@ -145,13 +144,13 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
         "{policy}"
     );
     let manifest = read(&bundle.join("manifest.toml"));
-    assert!(manifest.contains("# `name` must equal the bundle's folder name."), "{manifest}");
-    assert!(manifest.contains("name = \"mailer\"\nversion = \"0.1.0\"\n"), "{manifest}");
-    assert!(manifest.contains("description = \"Sends drafts\"\n"), "{manifest}");
-    assert!(manifest.contains("# model: claude-test-1 (secret runloop/model/api_key)"), "{manifest}");
-    assert!(manifest.contains("[artifacts.\"bin/.gitkeep\"]"), "{manifest}");
+    assert_contains(&manifest, "# `name` must equal the bundle's folder name.");
+    assert_contains(&manifest, "name = \"mailer\"\nversion = \"0.1.0\"\n");
+    assert_contains(&manifest, "description = \"Sends drafts\"\n");
+    assert_contains(&manifest, "# model: claude-test-1 (secret runloop/model/api_key)");
+    assert_contains(&manifest, "[artifacts.\"bin/.gitkeep\"]");
     let readme = read(&bundle.join("README.md"));
-    assert!(readme.contains("| model | `claude-test-1` |"), "{readme}");
+    assert_contains(&readme, "| model | `claude-test-1` |");
     assert!(readme.contains("- `mail.send`: Sends a draft (http POST `https://api.mail.example/v1/send/{box}`)"));
     // Digests are correct as written: `rlp digest --check` agrees with lint.
     assert_eq!(read_json(&bundle.join("schemas/mail.draft.v1.json")), json!({"type": "object", "properties": {}}));
@@ -196,24 +195,13 @@ fn flags_default_requires_confirmation_as_the_wizard_does() {
         let mut args =
             vec!["tools", "add", b, "--id", id, "--description", "x", "--http", "GET", "https://h.example/z"];
         args.extend(flag);
-        let out = space.run(&args);
-        assert_eq!(code(&out), 0, "{}", text(&out));
+        space.expect_output(0, &args);
     }
     assert_eq!(confirm(&bundle)[4..], expected(&[("b.web", true), ("b.quiet", false)]));
-    let out = space.run(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "c",
-        "--description",
-        "x",
-        "--exec",
-        "/bin/true",
-        "--confirm",
-        "--no-confirm",
-    ]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    space.expect_output(
+        2,
+        &["tools", "add", b, "--id", "c", "--description", "x", "--exec", "/bin/true", "--confirm", "--no-confirm"],
+    );
 }
 
 #[test]
@@ -231,8 +219,7 @@ fn scaffold_summary_names_the_files_the_lint_result_and_the_next_steps() {
 #[test]
 fn scaffold_without_a_terminal_fails_fast_and_names_the_flag() {
     let space = Sandbox::new();
-    let out = space.run(&["agent", "scaffold", "demo", "--root", "agents"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space.expect_output(2, &["agent", "scaffold", "demo", "--root", "agents"]);
     assert!(stderr(&out).contains("--non-interactive"), "{}", text(&out));
     assert!(!space.path().join("agents").exists(), "nothing is created");
 }
@@ -285,8 +272,7 @@ fn scaffold_refuses_bad_answers_before_writing_anything() {
     ] {
         let mut all = vec!["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"];
         all.extend(args);
-        let out = space.run(&all);
-        assert_eq!(code(&out), 2, "{}", text(&out));
+        let out = space.expect_output(2, &all);
         assert!(stderr(&out).contains(message), "{message}\n{}", text(&out));
         assert!(!space.bundle_path("demo").exists());
     }
@@ -342,19 +328,21 @@ fn descriptions_follow_the_format_a_tools_may_span_lines_the_agents_may_not() {
     let out = scaffold_with(&space, "demo", &["--description", "Sends drafts\nand archives them"]);
     assert_eq!(stderr(&out), "error: --description: the agent description must be one line\n");
     let bundle = scaffold(&space, "demo");
-    let out = space.run(&[
-        "tools",
-        "add",
-        "agents/demo",
-        "--id",
-        "a.b",
-        "--description",
-        "Line one.\nLine two.",
-        "--exec",
-        "/bin/true",
-        "--grant",
-    ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    space.expect_output(
+        0,
+        &[
+            "tools",
+            "add",
+            "agents/demo",
+            "--id",
+            "a.b",
+            "--description",
+            "Line one.\nLine two.",
+            "--exec",
+            "/bin/true",
+            "--grant",
+        ],
+    );
     assert_eq!(read_json(&bundle.join("tools.json"))["tools"][0]["description"], "Line one.\nLine two.");
     assert_lints_clean(&space, &bundle);
 }
@@ -363,8 +351,7 @@ fn descriptions_follow_the_format_a_tools_may_span_lines_the_agents_may_not() {
 fn a_failed_scaffold_leaves_no_root_folder_behind() {
     let space = Sandbox::new();
     let long = "a".repeat(300);
-    let out = space.run(&["agent", "scaffold", &long, "--non-interactive", "--root", "new/agents"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space.expect_output(2, &["agent", "scaffold", &long, "--non-interactive", "--root", "new/agents"]);
     assert_eq!(
         stderr(&out),
         "error: the agent name is 300 characters long; at most 64 are allowed (it names the bundle's folder and archive)\n  \
@@ -502,8 +489,10 @@ fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
     let space = Sandbox::new();
     let bundle = scaffold(&space, "demo");
     let b = bundle.to_str().unwrap();
-    let out = space.run(&["tools", "add", b, "--id", "demo.one", "--description", "First", "--exec", "/usr/bin/true"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(
+        0,
+        &["tools", "add", b, "--id", "demo.one", "--description", "First", "--exec", "/usr/bin/true"],
+    );
     assert_eq!(stdout(&out), format!("added tool `demo.one` to {b}/tools.json\n"));
     assert_eq!(
         stderr(&out),
@@ -522,21 +511,23 @@ fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
     let policy = bundle.join("policy.caps");
     std::fs::write(&policy, read(&policy).replace("[capabilities]\n", "[capabilities]\ntime = true   # keep me\n"))
         .unwrap();
-    let out = space.run(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "demo.two",
-        "--description",
-        "Second",
-        "--exec",
-        "/usr/bin/env",
-        "--arg",
-        "-i",
-        "--grant",
-    ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(
+        0,
+        &[
+            "tools",
+            "add",
+            b,
+            "--id",
+            "demo.two",
+            "--description",
+            "Second",
+            "--exec",
+            "/usr/bin/env",
+            "--arg",
+            "-i",
+            "--grant",
+        ],
+    );
     assert_eq!(
         stdout(&out),
         format!("added tool `demo.two` to {b}/tools.json\ngranted in {b}/policy.caps:\n  exec = true\n")
@@ -554,31 +545,33 @@ fn tools_add_http_with_secret_and_shared_schema() {
     let space = Sandbox::new();
     let bundle = scaffold(&space, "demo");
     let b = bundle.to_str().unwrap();
-    let out = space.run(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "mail.send",
-        "--description",
-        "Sends a draft",
-        "--http",
-        "post",
-        "https://api.mail.example:8443/v1/boxes/{box}/send",
-        "--header",
-        "Authorization: Bearer ${secret:runloop/mail/key}",
-        "--input-schema",
-        "schema:mail.send.v1",
-        "--result-schema",
-        "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}}}",
-        "--confirm",
-        "--tag",
-        "mail",
-        "--timeout-ms",
-        "5000",
-        "--grant",
-    ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(
+        0,
+        &[
+            "tools",
+            "add",
+            b,
+            "--id",
+            "mail.send",
+            "--description",
+            "Sends a draft",
+            "--http",
+            "post",
+            "https://api.mail.example:8443/v1/boxes/{box}/send",
+            "--header",
+            "Authorization: Bearer ${secret:runloop/mail/key}",
+            "--input-schema",
+            "schema:mail.send.v1",
+            "--result-schema",
+            "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}}}",
+            "--confirm",
+            "--tag",
+            "mail",
+            "--timeout-ms",
+            "5000",
+            "--grant",
+        ],
+    );
     assert_eq!(
         stdout(&out),
         format!(
@@ -618,8 +611,7 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
     let space = Sandbox::new();
     let bundle = scaffold(&space, "demo");
     let b = bundle.to_str().unwrap();
-    let out = space.run(&["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    space.expect_output(0, &["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
     let before = snapshot(&bundle);
     for (args, message) in [
         (
@@ -663,21 +655,23 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
         assert_eq!(snapshot(&bundle), before, "{message}: nothing changed");
     }
     // A URL placeholder the given input schema lacks: lint's RLP208, refused up front.
-    let out = space.run(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "c",
-        "--description",
-        "C",
-        "--http",
-        "GET",
-        "https://api.example.com/{item}",
-        "--input-schema",
-        "{\"type\": \"object\"}",
-    ]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space.expect_output(
+        2,
+        &[
+            "tools",
+            "add",
+            b,
+            "--id",
+            "c",
+            "--description",
+            "C",
+            "--http",
+            "GET",
+            "https://api.example.com/{item}",
+            "--input-schema",
+            "{\"type\": \"object\"}",
+        ],
+    );
     assert!(stderr(&out).contains("error[RLP208] tool `c`, transport/url: URL placeholder `{item}`"), "{}", text(&out));
     assert_eq!(snapshot(&bundle), before);
 }
@@ -689,8 +683,8 @@ fn tools_add_names_a_byte_order_mark_in_tools_json() {
     let tools = bundle.join("tools.json");
     std::fs::write(&tools, format!("\u{feff}{}", read(&tools))).unwrap();
     let before = snapshot(&bundle);
-    let out = space.run(&["tools", "add", "agents/demo", "--id", "a.b", "--description", "A", "--exec", "/bin/true"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space
+        .expect_output(2, &["tools", "add", "agents/demo", "--id", "a.b", "--description", "A", "--exec", "/bin/true"]);
     assert_eq!(
         stderr(&out),
         "error: agents/demo/tools.json cannot be edited: the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow\n  \
@@ -709,11 +703,9 @@ fn tools_add_and_import_keep_crlf_line_endings() {
         std::fs::write(&path, read(&path).replace('\n', "\r\n")).unwrap();
     }
     assert_eq!(code(&space.run(&["digest", b])), 0);
-    let out = space.run(&["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    space.expect_output(0, &["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
     let tool = greet_tool().to_str().unwrap();
-    let out = space.run(&["tools", "import", b, "--exec", tool]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    space.expect_output(0, &["tools", "import", b, "--exec", tool]);
     for (file, added) in [("policy.caps", "exec = true\r\n"), ("tools.json", "\"id\": \"demo.greet\",\r\n")] {
         let written = read(&bundle.join(file));
         assert!(written.contains(added), "{file}: {written:?}");
@@ -734,8 +726,10 @@ fn tools_import_warns_when_it_changes_a_tools_transport() {
     );
     assert_eq!(code(&out), 0, "{}", text(&out));
     let b = space.bundle_path("demo");
-    let out = space.run(&["tools", "import", b.to_str().unwrap(), "--exec", greet_tool().to_str().unwrap(), "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(
+        0,
+        &["tools", "import", b.to_str().unwrap(), "--exec", greet_tool().to_str().unwrap(), "--grant"],
+    );
     assert!(stdout(&out).contains("updated   demo.greet\n"), "{}", text(&out));
     assert!(
         stderr(&out).contains("warning: `demo.greet` was an http tool; the binary's answer makes it an exec tool"),
@@ -750,8 +744,7 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     let bundle = scaffold(&space, "demo");
     let b = bundle.to_str().unwrap();
     let tool = greet_tool().to_str().unwrap();
-    let out = space.run(&["tools", "import", b, "--exec", tool, "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", tool, "--grant"]);
     assert_eq!(
         stdout(&out),
         format!("added     demo.greet\nadded     demo.word_count\ngranted in {b}/policy.caps:\n  exec = true\n")
@@ -770,22 +763,19 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     edited["tools"][1]["description"] = json!("Counts words, roughly.");
     std::fs::write(&path, serde_json::to_string_pretty(&edited).unwrap() + "\n").unwrap();
     assert_eq!(code(&space.run(&["digest", b])), 0);
-    let out = space.run(&["lint", b, "--check-tools"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    let out = space.expect_output(1, &["lint", b, "--check-tools"]);
     assert_eq!(
         stdout(&out),
         format!(
             "drift: {b}: tool `demo.word_count`: `description` differs from what {tool} describes\n1 bundle checked: 0 errors, 0 warnings and 1 drift\n"
         )
     );
-    let out = space.run(&["tools", "import", b, "--exec", tool]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", tool]);
     assert_eq!(stdout(&out), "unchanged demo.greet\nupdated   demo.word_count\n");
     let tools = read_json(&path);
     assert_eq!(tools["tools"][0]["requires_confirmation"], true);
     assert_eq!(tools["tools"][1]["description"], "Counts the words of a text.");
-    let out = space.run(&["lint", b, "--check-tools"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["lint", b, "--check-tools"]);
     assert_eq!(stdout(&out), "1 bundle checked: no problems\n");
 }
 
@@ -801,11 +791,9 @@ fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask(
     for (id, command) in
         [("a.liar", liar), ("a.gone", "/nonexistent/tool"), ("a.plain", plain), ("a.false", "/bin/false")]
     {
-        let out = space.run(&["tools", "add", b, "--id", id, "--description", "D", "--exec", command, "--grant"]);
-        assert_eq!(code(&out), 0, "{}", text(&out));
+        space.expect_output(0, &["tools", "add", b, "--id", id, "--description", "D", "--exec", command, "--grant"]);
     }
-    let out = space.run(&["lint", b, "--check-tools"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    let out = space.expect_output(1, &["lint", b, "--check-tools"]);
     let report = format!(
         "drift: {b}: tool `x\\u{{1b}}[2Jy` is described by {liar} but not in tools.json\n\
          drift: {b}: tool `a.liar` runs {liar}, which no longer describes it\n\
@@ -817,8 +805,7 @@ fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask(
         stdout(&out),
         format!("{report}1 bundle checked: 0 errors, 0 warnings and 2 drifts (3 tool binaries not checked)\n")
     );
-    let out = space.run(&["lint", b, "--check-tools", "--format", "json"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    let out = space.expect_output(1, &["lint", b, "--check-tools", "--format", "json"]);
     assert_eq!(stdout(&out), "[]\n");
     assert_eq!(stderr(&out), report);
 }
@@ -888,15 +875,12 @@ fn tools_list_shows_transport_needs_and_exposure() {
     ] {
         let mut all = vec!["tools", "add", b];
         all.extend(args);
-        let out = space.run(&all);
-        assert_eq!(code(&out), 0, "{}", text(&out));
+        space.expect_output(0, &all);
     }
-    let out = space.run(&["tools", "list", "agents/demo"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "list", "agents/demo"]);
     insta::assert_snapshot!("tools_list_human", stdout(&out));
 
-    let out = space.run(&["tools", "list", "agents/demo", "--format", "json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "list", "agents/demo", "--format", "json"]);
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         listing["tools"][1],
@@ -914,9 +898,7 @@ fn tools_list_shows_transport_needs_and_exposure() {
     assert_eq!(listing["override"], Value::Null);
 
     // An operator override that revokes exec hides the exec tools.
-    let overrides = space.home().join("caps/overrides");
-    std::fs::create_dir_all(&overrides).unwrap();
-    std::fs::write(overrides.join("demo.toml"), "[capabilities]\nexec = false\n").unwrap();
+    space.write_override("demo", "[capabilities]\nexec = false\n");
     let out = space.run(&["tools", "list", "agents/demo", "--format", "json"]);
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listing["tools"][0]["missing"], json!(["exec"]));
@@ -925,9 +907,8 @@ fn tools_list_shows_transport_needs_and_exposure() {
     assert!(stdout(&out).contains("no: missing exec"), "{}", text(&out));
     assert!(stdout(&out).ends_with("caps/overrides/demo.toml\n"), "{}", text(&out));
 
-    std::fs::write(overrides.join("demo.toml"), "[capabilities]\nexec = \"no\"\n").unwrap();
-    let out = space.run(&["tools", "list", "agents/demo"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    space.write_override("demo", "[capabilities]\nexec = \"no\"\n");
+    let out = space.expect_output(2, &["tools", "list", "agents/demo"]);
     assert!(stderr(&out).contains("is not a valid override"), "{}", text(&out));
 }
 
@@ -947,8 +928,7 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
     let add = ["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true"];
     let answer = space.script("answer.sh", "echo '{\"tools\": []}'");
     for args in [&add[..], &["tools", "import", b, "--exec", answer.to_str().unwrap()][..]] {
-        let out = space.run(args);
-        assert_eq!(code(&out), 2, "{}", text(&out));
+        let out = space.expect_output(2, args);
         assert_eq!(
             stderr(&out),
             format!(
@@ -963,8 +943,7 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
     let before = snapshot(&bundle);
     let mut schema = add.to_vec();
     schema.extend(["--input-schema", "{\"type\": \"object\", \"type\": \"string\"}"]);
-    let out = space.run(&schema);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space.expect_output(2, &schema);
     assert!(
         stderr(&out).contains("--input-schema: duplicate key `type` at line 1 column 25 (RLP002"),
         "{}",
@@ -972,8 +951,7 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
     );
     let twice =
         space.script("twice.sh", "echo '{\"tools\": [{\"id\": \"a.b\", \"id\": \"c.d\", \"description\": \"x\"}]}'");
-    let out = space.run(&["tools", "import", b, "--exec", twice.to_str().unwrap()]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    let out = space.expect_output(1, &["tools", "import", b, "--exec", twice.to_str().unwrap()]);
     assert!(
         stderr(&out).contains("its answer is ambiguous: duplicate key `id` at line 1 column 29 (RLP002"),
         "{}",
@@ -1003,8 +981,7 @@ fn tools_list_escapes_control_characters() {
         "input_schema": {}, "result_schema": {}, "requires_confirmation": false,
     }]});
     std::fs::write(bundle.join("tools.json"), serde_json::to_string_pretty(&tools).unwrap()).unwrap();
-    let out = space.run(&["tools", "list", "agents/demo"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "list", "agents/demo"]);
     assert!(!stdout(&out).contains(['\u{1b}', '\t']), "{}", text(&out));
     insta::assert_snapshot!("tools_list_control_characters", stdout(&out));
 }

@@ -171,28 +171,28 @@ fn every_command_is_covered() {
     }
 }
 
-#[test]
-fn a_closed_stdout_stops_every_command_quietly() {
+/// Runs every invocation (names made unique by `run`) with its stdout from
+/// `stdout`, expecting exit code `code` and exactly `message` on stderr;
+/// no temporary file may be left behind.
+fn every_command_with(run: &str, stdout: fn() -> Stdio, code: i32, message: &str) {
     let fx = Fixture::new();
-    for (_, args) in fx.invocations("closed") {
-        let output = fx.run_with(&args, closed_pipe());
+    for (_, args) in fx.invocations(run) {
+        let output = fx.run_with(&args, stdout());
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(0), "rlp {args:?} exited {:?}: {stderr}", output.status);
-        assert_eq!(stderr, "", "rlp {args:?} wrote to stderr");
+        assert_eq!(output.status.code(), Some(code), "rlp {args:?} exited {:?}: {stderr}", output.status);
+        assert_eq!(stderr, message, "rlp {args:?}");
     }
     fx.assert_no_temporary_files();
 }
 
 #[test]
+fn a_closed_stdout_stops_every_command_quietly() {
+    every_command_with("closed", closed_pipe, 0, "");
+}
+
+#[test]
 fn a_full_stdout_is_an_error_of_every_command() {
-    let fx = Fixture::new();
-    for (_, args) in fx.invocations("full") {
-        let output = fx.run_with(&args, dev_full());
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "rlp {args:?} exited {:?}: {stderr}", output.status);
-        assert_eq!(stderr, FULL_DISK, "rlp {args:?}");
-    }
-    fx.assert_no_temporary_files();
+    every_command_with("full", dev_full, 2, FULL_DISK);
 }
 
 #[test]

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::support::Sandbox;
 use crate::support::files::{copy_tree, noise};
+use crate::support::output::assert_contains;
 
 const MANIFEST: &str = r#"# The mailer agent.
 [agent]
@@ -751,7 +752,7 @@ fn json_sarif_and_github_carry_the_same_findings() {
     assert_eq!(lines.len(), keys.len());
     for (line, (code, file, l, c)) in lines.iter().zip(&keys) {
         assert!(line.starts_with("::"), "{line}");
-        assert!(line.contains(&format!(" file={file},line={l},col={c},title={code} ")), "{line}");
+        assert_contains(line, &format!(" file={file},line={l},col={c},title={code} "));
     }
     insta::assert_snapshot!("github_report", github);
 }
@@ -941,10 +942,10 @@ fn control_characters_in_findings_are_escaped() {
     let (status, human) = run_format(&fixture, "human");
     assert_eq!(status, 1);
     assert!(!human.contains('\u{1b}'), "{human:?}");
-    assert!(human.contains("error[RLP201]: tool id `notes\\u{1b}[31m\\u{a}search` does not match"), "{human}");
+    assert_contains(&human, "error[RLP201]: tool id `notes\\u{1b}[31m\\u{a}search` does not match");
     let (status, github) = run_format(&fixture, "github");
     assert_eq!(status, 1);
     assert!(!github.contains('\u{1b}'), "{github:?}");
     assert_eq!(github.lines().count(), 1, "{github}");
-    assert!(github.contains("::tool id `notes%1B[31m%0Asearch` does not match"), "{github}");
+    assert_contains(&github, "::tool id `notes%1B[31m%0Asearch` does not match");
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::support::http::{Server, reply};
 use crate::support::ledger;
-use crate::support::output::{stderr, stdout};
+use crate::support::output::{assert_contains, stderr, stdout};
 use crate::support::process::closed_pipe;
 use crate::support::{Sandbox, files};
 
@@ -220,11 +220,7 @@ fn record_export_import_and_replay_strictly() {
     // A second import of the same trace is refused, and changes nothing.
     let twice = sb.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
     assert_eq!(twice.status.code(), Some(1));
-    assert!(
-        stderr(&twice).contains(&format!("already holds trace {TRACE}; nothing was imported")),
-        "{}",
-        stderr(&twice)
-    );
+    assert_contains(&stderr(&twice), &format!("already holds trace {TRACE}; nothing was imported"));
     assert_eq!(rows(&sb, "b"), 10);
 
     // Strict replay: exit 0, every result identical to the recorded one.
@@ -419,11 +415,7 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     // Without --yes and without a terminal, the call that needs confirmation is refused.
     let refused = live(&[]);
     assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains("replay stopped at frame #3: tool `weather.now` requires confirmation"),
-        "{}",
-        stderr(&refused)
-    );
+    assert_contains(&stderr(&refused), "replay stopped at frame #3: tool `weather.now` requires confirmation");
     assert_eq!(stdout(&refused), "");
 
     // The tools' outputs change.
@@ -491,21 +483,16 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
         .unwrap();
     assert_eq!(human.status.code(), Some(1));
     let text = stdout(&human);
-    assert!(text.contains("            changed /temp: 21 → 25\n"), "{text}");
-    assert!(text.contains("            added   /wind: 3\n"), "{text}");
-    assert!(text.contains("            removed /days/0: {\"high\":7}\n"), "{text}");
+    assert_contains(&text, "            changed /temp: 21 → 25\n");
+    assert_contains(&text, "            added   /wind: 3\n");
+    assert_contains(&text, "            removed /days/0: {\"high\":7}\n");
 }
 
 /// `rlp trace verify` names the row that was edited or removed (exit 1).
 #[test]
 fn verify_names_the_edited_or_removed_row() {
     let sb = Sandbox::new();
-    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = notes_bundle(&sb);
     for n in 0..3 {
         record(&sb, "a", &bundle, "notes.read", json!({"n": n}));
     }
@@ -518,7 +505,7 @@ fn verify_names_the_edited_or_removed_row() {
 
     let intact = verify("a", "human");
     assert_eq!(intact.status.code(), Some(0), "{}", stdout(&intact));
-    assert!(stdout(&intact).contains(": 9 rows, every hash and the chain check out.\nHead: "), "{}", stdout(&intact));
+    assert_contains(&stdout(&intact), ": 9 rows, every hash and the chain check out.\nHead: ");
 
     // Edit one row's payload in place.
     let conn = rusqlite::Connection::open(sb.ledger_path_in("a")).unwrap();
@@ -530,10 +517,12 @@ fn verify_names_the_edited_or_removed_row() {
     let edited = verify("a", "human");
     assert_eq!(edited.status.code(), Some(1));
     let text = stdout(&edited);
-    assert!(text.contains(": 9 rows, 1 problem; the first is row 5.\n"), "{text}");
-    assert!(
-        text.contains(&format!("  row 5 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n")),
-        "{text}"
+    assert_contains(&text, ": 9 rows, 1 problem; the first is row 5.\n");
+    assert_contains(
+        &text,
+        &format!(
+            "  row 5 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n"
+        ),
     );
     let doc: Value = serde_json::from_slice(&verify("a", "json").stdout).unwrap();
     assert_eq!(doc["intact"], false);
@@ -559,18 +548,15 @@ fn verify_names_the_edited_or_removed_row() {
     // Export refuses an edited trace.
     let export = sb.rlp_in("a").args(["trace", "export", TRACE]).output().unwrap();
     assert_eq!(export.status.code(), Some(1));
-    assert!(
-        stderr(&export).contains(
-            "ledger row 5: the row does not match its hash_blake3: the ledger was edited; nothing was exported"
-        ),
-        "{}",
-        stderr(&export)
+    assert_contains(
+        &stderr(&export),
+        "ledger row 5: the row does not match its hash_blake3: the ledger was edited; nothing was exported",
     );
 
     // No ledger at all: exit 2.
     let none = verify("empty", "human");
     assert_eq!(none.status.code(), Some(2));
-    assert!(stderr(&none).contains("there is no ledger at"), "{}", stderr(&none));
+    assert_contains(&stderr(&none), "there is no ledger at");
 }
 
 /// Malformed files are refused whole, with line numbers (exit 2); nothing is imported.
@@ -587,11 +573,8 @@ fn import_refuses_malformed_files_with_line_numbers() {
     let output = import("fresh", &write_lines(&sb, "truncated.jsonl", &truncated));
     assert_eq!(output.status.code(), Some(2));
     let text = stderr(&output);
-    assert!(
-        text.contains("truncated.jsonl: 1 problem; nothing was imported:\n  line 6: the frame is cut short ("),
-        "{text}"
-    );
-    assert!(text.contains("): the file is truncated; export the trace again\n"), "{text}");
+    assert_contains(&text, "truncated.jsonl: 1 problem; nothing was imported:\n  line 6: the frame is cut short (");
+    assert_contains(&text, "): the file is truncated; export the trace again\n");
     assert!(!sb.ledger_path_in("fresh").exists(), "a refused import into a new home leaves no ledger");
 
     // An unknown kind, a result without its call, and bad JSON: all listed.
@@ -624,8 +607,8 @@ fn import_refuses_malformed_files_with_line_numbers() {
         ],
         "{text}"
     );
-    assert!(text.contains("bad.jsonl: 6 problems; nothing was imported:"), "{text}");
-    assert!(text.contains("help: fix the file or export the trace again; the ledger is unchanged"), "{text}");
+    assert_contains(&text, "bad.jsonl: 6 problems; nothing was imported:");
+    assert_contains(&text, "help: fix the file or export the trace again; the ledger is unchanged");
     assert!(!sb.ledger_path_in("fresh").exists());
 
     // An edited frame whose hash no longer matches.
@@ -642,11 +625,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
     assert_eq!(import("busy", &write_lines(&sb, "other.jsonl", &other)).status.code(), Some(0));
     let output = import("busy", &edited_file);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("  line 3: `hash_blake3` does not match the frame's content (recomputed "),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "  line 3: `hash_blake3` does not match the frame's content (recomputed ");
     assert_eq!(rows(&sb, "busy"), 6);
     let list = sb.rlp_in("busy").args(["trace", "list", "--format", "json"]).output().unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&list.stdout).unwrap().as_array().unwrap().len(), 1);
@@ -693,12 +672,7 @@ fn list_and_show_a_trace() {
 #[test]
 fn replay_refuses_unreadable_input() {
     let sb = Sandbox::new();
-    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = notes_bundle(&sb);
     let file = write_lines(&sb, "written.jsonl", &written_trace());
     let replay = |trace: &str, bundle: &Path| {
         let output = sb.rlp_in("home").args(["replay", trace, "--bundle"]).arg(bundle).output().unwrap();
@@ -720,6 +694,17 @@ fn replay_refuses_unreadable_input() {
     std::fs::remove_file(bundle.join("manifest.toml")).unwrap();
     let text = replay(file.to_str().unwrap(), &bundle);
     assert!(text.contains("cannot be loaded") || text.contains("manifest.toml"), "{text}");
+}
+
+/// A bundle `desk` with tool `notes.read` alone, answering with a fixed
+/// note and accepting any object.
+fn notes_bundle(sb: &Sandbox) -> PathBuf {
+    let notes = data(sb, "notes.json", json!({"note": "hello"}));
+    sb.bundle(
+        "desk",
+        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
+        "[capabilities]\nexec = true\n",
+    )
 }
 
 /// A bundle `desk` with the two tools of [`written_trace`], both answering
@@ -1096,11 +1081,11 @@ fn human_output_escapes_control_characters_from_the_trace() {
         assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
     }
     let text = stdout(&show);
-    assert!(text.contains(&format!("error → {escaped}  (call #2, attempt 1)\n")), "{text}");
+    assert_contains(&text, &format!("error → {escaped}  (call #2, attempt 1)\n"));
     let text = stdout(&replay);
-    assert!(text.contains(&format!("error     error: {escaped}\n")), "{text}");
+    assert_contains(&text, &format!("error     error: {escaped}\n"));
     // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
-    assert!(text.contains("{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}"), "{text}");
+    assert_contains(&text, "{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}");
 }
 
 /// A frame line changed by `f`.
@@ -1202,12 +1187,7 @@ fn import_refuses_frames_the_format_forbids() {
     let mut lines = good.clone();
     lines[0] = edit_line(&lines[0], |f| f["actor"] = json!("robot"));
     let file = write_lines(&sb, "actor.jsonl", &lines);
-    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = notes_bundle(&sb);
     let output = sb.rlp_in("fresh").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(
@@ -1232,7 +1212,7 @@ fn import_reports_file_problems_before_a_trace_already_held() {
     let output = sb.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stderr(&output);
-    assert!(text.contains(": 3 problems; nothing was imported:\n  line 4: not valid JSON: "), "{text}");
+    assert_contains(&text, ": 3 problems; nothing was imported:\n  line 4: not valid JSON: ");
     assert!(!text.contains("already holds"), "{text}");
     let file = write_lines(&sb, "good.jsonl", &written_trace());
     let output = sb.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();

@@ -15,9 +15,9 @@ use rlp::trace::Ledger;
 use serde_json::{Value, json};
 
 use crate::support::bundle::{self, with};
-use crate::support::http::{Reply, Server, reply};
+use crate::support::http::{Server, redirect, reply};
 use crate::support::ledger::{self, kinds, payload};
-use crate::support::output::{stderr, stdout_json};
+use crate::support::output::{assert_contains, stderr, stdout_json};
 use crate::support::process::{self, wait_for_file, wait_until_gone};
 use crate::support::pty::Terminal;
 use crate::support::{HANG_GUARD, Sandbox, files};
@@ -33,8 +33,24 @@ fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
     bundle::tool(id, bundle::exec(&files::fixture(&format!("runtime/{script}")), args))
 }
 
+/// Tool `touch`, which creates the file `marker`: a test sees whether it ran.
+fn touch_tool(marker: &Path) -> Value {
+    exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])
+}
+
 fn http_tool(id: &str, method: &str, url: &str) -> Value {
     bundle::tool(id, bundle::http(method, url))
+}
+
+/// [`http_tool`] taking the string argument `arg` (a placeholder of `url`).
+fn http_tool_taking(id: &str, method: &str, url: &str, arg: &str) -> Value {
+    let schema = json!({"type": "object", "properties": {arg: {"type": "string"}}});
+    with(http_tool(id, method, url), json!({"input_schema": schema}))
+}
+
+/// A policy granting `net` to 127.0.0.1:`port` alone.
+fn net_caps(port: u16) -> String {
+    format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n")
 }
 
 // ------------------------------------------------------------------ tests
@@ -132,14 +148,8 @@ fn http_tool_call_records_frames_in_order() {
     let server = Server::start(|_| reply(200, r#"{"id": 7, "status": "queued"}"#));
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{}/v1/items/{{item}}", server.port);
-    let bundle = sb.bundle(
-        "poster",
-        json!([with(
-            http_tool("items.put", "POST", &url),
-            json!({"input_schema": {"type": "object", "properties": {"item": {"type": "string"}}}})
-        )]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
-    );
+    let bundle =
+        sb.bundle("poster", json!([http_tool_taking("items.put", "POST", &url, "item")]), &net_caps(server.port));
     let output = sb
         .call(&bundle, "items.put", json!({"item": "a b", "note": "hi", "n": 1}))
         .args(["--format", "json"])
@@ -190,27 +200,20 @@ fn trace_id_groups_calls() {
 
     let output = sb.call(&bundle, "ok", json!({})).args(["--trace-id", "not-a-uuid"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("--trace-id `not-a-uuid` is not a UUID"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "--trace-id `not-a-uuid` is not a UUID");
 }
 
 #[test]
 fn ungranted_exec_is_refused_without_running() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
-    let bundle = sb.bundle(
-        "noexec",
-        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
-        "[capabilities]\ntime = true\n",
-    );
+    let marker = sb.join("ran");
+    let bundle = sb.bundle("noexec", json!([touch_tool(&marker)]), "[capabilities]\ntime = true\n");
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool ran");
     let err = stderr(&output);
-    assert!(
-        err.contains("error: tool `touch` is not exposed: it needs `exec` (policy.caps does not grant it)"),
-        "{err}"
-    );
-    assert!(err.contains("help: grant it under [capabilities] in policy.caps (exec = true)"), "{err}");
+    assert_contains(&err, "error: tool `touch` is not exposed: it needs `exec` (policy.caps does not grant it)");
+    assert_contains(&err, "help: grant it under [capabilities] in policy.caps (exec = true)");
     let events = sb.events();
     assert_eq!(kinds(&events), ["cap.audit"]);
     let audit = payload(&events[0]);
@@ -237,7 +240,7 @@ fn ungranted_net_host_is_refused() {
     assert_eq!(denied.len(), 2, "{denied:?}");
     assert_eq!(denied[0]["capability"], "net:api.example.com");
     assert_eq!(denied[1]["capability"], "net:api.example.com:443");
-    assert!(stderr(&output).contains("help: grant it under [capabilities] in policy.caps"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "help: grant it under [capabilities] in policy.caps");
 }
 
 #[test]
@@ -245,14 +248,8 @@ fn override_revokes_net_without_connecting() {
     let server = Server::start(|_| reply(200, "{}"));
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{}/x", server.port);
-    let bundle = sb.bundle(
-        "revoked",
-        json!([http_tool("x.get", "GET", &url)]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
-    );
-    let override_file = sb.home().join("caps/overrides/revoked.toml");
-    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
-    std::fs::write(&override_file, "[capabilities]\nnet = []\n").unwrap();
+    let bundle = sb.bundle("revoked", json!([http_tool("x.get", "GET", &url)]), &net_caps(server.port));
+    let override_file = sb.write_override("revoked", "[capabilities]\nnet = []\n");
     let output = sb.call(&bundle, "x.get", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert_eq!(server.connections(), 0, "a connection was made");
@@ -263,42 +260,35 @@ fn override_revokes_net_without_connecting() {
         payload(&events[0])["reason"],
         format!("revoked by the operator override {}", override_file.display()).as_str()
     );
-    assert!(stderr(&output).contains("help: the operator override revokes it"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "help: the operator override revokes it");
 }
 
 #[test]
 fn override_cannot_add_grants() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
-    let bundle = sb.bundle(
-        "adder",
-        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
-        "[capabilities]\ntime = true\n",
-    );
-    let override_file = sb.home().join("caps/overrides/adder.toml");
-    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
-    std::fs::write(&override_file, "[capabilities]\nexec = true\n").unwrap();
+    let marker = sb.join("ran");
+    let bundle = sb.bundle("adder", json!([touch_tool(&marker)]), "[capabilities]\ntime = true\n");
+    let override_file = sb.write_override("adder", "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3));
     assert!(!marker.exists());
-    assert!(
-        stderr(&output).contains(&format!(
+    assert_contains(
+        &stderr(&output),
+        &format!(
             "warning: {}: `exec = true` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
             override_file.display()
-        )),
-        "{}",
-        stderr(&output)
+        ),
     );
 }
 
 #[test]
 fn invalid_input_never_runs_the_tool() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = sb.bundle(
         "strict",
         json!([with(
-            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
+            touch_tool(&marker),
             json!({"input_schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}})
         )]),
         "[capabilities]\nexec = true\n",
@@ -306,18 +296,15 @@ fn invalid_input_never_runs_the_tool() {
     let output = sb.call(&bundle, "touch", json!({"n": "seven"})).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool ran");
-    assert!(
-        stderr(&output).contains(
-            "error: the arguments do not match the input_schema of `touch`: /n: \"seven\" is not of type \"integer\""
-        ),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: the arguments do not match the input_schema of `touch`: /n: \"seven\" is not of type \"integer\"",
     );
     assert!(!kinds(&sb.events()).contains(&"tool.call"));
 
     let output = sb.rlp().args(["tools", "call"]).arg(&bundle).args(["touch", "--args", "{nope"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("the arguments in --args are not valid JSON"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "the arguments in --args are not valid JSON");
 
     sb.call(&bundle, "touch", json!({"n": 7})).assert().code(0);
     assert!(marker.exists());
@@ -337,10 +324,9 @@ fn result_failing_result_schema_is_an_error() {
     let output = sb.call(&bundle, "bad", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(output.stdout.is_empty());
-    assert!(
-        stderr(&output).contains("error: the result of `bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\""),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: the result of `bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\"",
     );
     let events = sb.events();
     assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result"]);
@@ -408,18 +394,12 @@ fn secret_never_leaks_from_exec_tools() {
     let output = run("sec.result", json!({"echo": SECRET}), 0);
     assert_eq!(stdout_json(&output), json!({"token": "[redacted]", "len": SECRET.len()}));
     let output = run("sec.stderr", json!({}), 1);
-    assert!(
-        stderr(&output)
-            .contains("error: tool `sec.stderr` exited with status 4; stderr: the token is [redacted], failing"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `sec.stderr` exited with status 4; stderr: the token is [redacted], failing",
     );
     let output = run("sec.envelope", json!({}), 1);
-    assert!(
-        stderr(&output).contains("error: tool `sec.envelope` failed: rejected token [redacted]"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "error: tool `sec.envelope` failed: rejected token [redacted]");
     assert_no_secret(&transcript, "rlp's output");
     assert_ledger_has_no_secret(&sb);
     let events = sb.events();
@@ -450,11 +430,11 @@ fn a_response_body_that_stalls_is_a_timeout() {
     let bundle = sb.bundle(
         "stalled",
         json!([with(http_tool("slow.get", "GET", &url), json!({"timeout_ms": 500}))]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"),
+        &net_caps(port),
     );
     let output = sb.call(&bundle, "slow.get", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stderr(&output).contains("timed out after 500 ms (timeout_ms)"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "timed out after 500 ms (timeout_ms)");
     let result = sb.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "timeout");
     server.join().unwrap();
@@ -477,7 +457,7 @@ fn json_format_reports_a_failed_call_as_one_document() {
     let call = sb.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
     assert_eq!(document["invocation_id"], call["invocation_id"]);
     assert!(document["trace_id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
-    assert!(stderr(&output).contains("\nerror: tool `fail` exited with status 4"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "\nerror: tool `fail` exited with status 4");
 
     let output = sb.call(&bundle, "nope", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
@@ -571,25 +551,20 @@ fn secret_never_leaks_from_http_tools() {
 #[test]
 fn missing_secret_names_the_variable() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = sb.bundle(
         "nosecret",
-        json!([with(exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]), json!({"secrets": [TOKEN_ID]}))]),
+        json!([with(touch_tool(&marker), json!({"secrets": [TOKEN_ID]}))]),
         &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"),
     );
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
     let err = stderr(&output);
-    assert!(
-        err.contains("error: tool `touch` needs secrets that are not available (it uses `runloop/test/token`)"),
-        "{err}"
-    );
-    assert!(
-        err.contains(
-            "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again"
-        ),
-        "{err}"
+    assert_contains(&err, "error: tool `touch` needs secrets that are not available (it uses `runloop/test/token`)");
+    assert_contains(
+        &err,
+        "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again",
     );
     let events = sb.events();
     assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit"]);
@@ -607,7 +582,7 @@ fn call_expecting_timeout(sb: &Sandbox, bundle: &Path, tool: &str) {
     let expected = format!(
         "error: tool `{tool}` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
     );
-    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+    assert_contains(&stderr(&output), &expected);
 }
 
 #[test]
@@ -639,12 +614,9 @@ fn huge_stdout_is_refused_with_memory_bounded() {
     command.args(["tools", "call"]).arg(&bundle).arg("flood");
     let output = assert_cmd::Command::from_std(command).timeout(HANG_GUARD).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(
-            "error: tool `flood` output too large: more than 1048576 bytes on stdout (max_output_bytes); it was killed"
-        ),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `flood` output too large: more than 1048576 bytes on stdout (max_output_bytes); it was killed",
     );
     assert_eq!(payload(&sb.events()[2])["error"]["kind"], "output_too_large");
 }
@@ -664,14 +636,8 @@ fn http_argument_stays_inside_its_path_segment() {
     let server = Server::start(|_| reply(200, "{}"));
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{}/users/{{user}}/mail", server.port);
-    let bundle = sb.bundle(
-        "traversal",
-        json!([with(
-            http_tool("mail.get", "GET", &url),
-            json!({"input_schema": {"type": "object", "properties": {"user": {"type": "string"}}}})
-        )]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
-    );
+    let bundle =
+        sb.bundle("traversal", json!([http_tool_taking("mail.get", "GET", &url, "user")]), &net_caps(server.port));
     let output =
         sb.call(&bundle, "mail.get", json!({"user": "../../admin?x=1#@evil.example", "q": "a b"})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -682,7 +648,7 @@ fn http_argument_stays_inside_its_path_segment() {
 
     let output = sb.call(&bundle, "mail.get", json!({"user": ".."})).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("argument `user` cannot be `..`"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "argument `user` cannot be `..`");
     assert_eq!(server.connections(), 1);
 }
 
@@ -710,22 +676,17 @@ fn redirect_bundle(sb: &Sandbox, from: &Server, grants: &[u16]) -> PathBuf {
 fn redirect_to_an_ungranted_host_is_not_followed() {
     let other = Server::start(|_| reply(200, r#"{"stolen": true}"#));
     let location = format!("http://127.0.0.1:{}/steal", other.port);
-    let first = Server::start(move |_| Reply {
-        status: 302,
-        headers: vec![("Location".into(), location.clone())],
-        body: String::new(),
-    });
+    let first = Server::start(move |_| redirect(302, &location));
     let sb = Sandbox::new();
     let bundle = redirect_bundle(&sb, &first, &[first.port]);
     let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(&format!(
+    assert_contains(
+        &stderr(&output),
+        &format!(
             "error: HTTP 302 Found: redirect to 127.0.0.1:{0} not followed: the policy does not grant `net:127.0.0.1:{0}`",
             other.port
-        )),
-        "{}",
-        stderr(&output)
+        ),
     );
     assert_eq!(other.connections(), 0, "the redirect was followed");
     assert_eq!(first.requests()[0].header("authorization"), Some(format!("Bearer {SECRET}").as_str()));
@@ -738,11 +699,7 @@ fn redirect_to_an_ungranted_host_is_not_followed() {
 fn granted_redirect_drops_the_secret_header() {
     let other = Server::start(|_| reply(200, r#"{"landed": true}"#));
     let location = format!("http://127.0.0.1:{}/landing", other.port);
-    let first = Server::start(move |_| Reply {
-        status: 307,
-        headers: vec![("Location".into(), location.clone())],
-        body: String::new(),
-    });
+    let first = Server::start(move |_| redirect(307, &location));
     let sb = Sandbox::new();
     let bundle = redirect_bundle(&sb, &first, &[first.port, other.port]);
     let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
@@ -765,10 +722,9 @@ fn header_producing_crlf_is_refused() {
     let bundle = redirect_bundle(&sb, &server, &[server.port]);
     let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, "abc\r\nX-Injected: 1").output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("error: tool `hop`: header `Authorization` would contain CR, LF or NUL after its placeholders were filled; the call is refused"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `hop`: header `Authorization` would contain CR, LF or NUL after its placeholders were filled; the call is refused",
     );
     assert!(!stderr(&output).contains("X-Injected"));
     assert_eq!(server.connections(), 0);
@@ -777,10 +733,7 @@ fn header_producing_crlf_is_refused() {
 fn confirm_bundle(sb: &Sandbox, marker: &Path) -> PathBuf {
     sb.bundle(
         "careful",
-        json!([with(
-            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
-            json!({"requires_confirmation": true})
-        )]),
+        json!([with(touch_tool(marker), json!({"requires_confirmation": true}))]),
         "[capabilities]\nexec = true\n",
     )
 }
@@ -788,17 +741,17 @@ fn confirm_bundle(sb: &Sandbox, marker: &Path) -> PathBuf {
 #[test]
 fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
     let err = stderr(&output);
-    assert!(
-        err.contains("error: tool `touch` requires confirmation and the call was not approved: no terminal to ask on, and no --yes"),
-        "{err}"
+    assert_contains(
+        &err,
+        "error: tool `touch` requires confirmation and the call was not approved: no terminal to ask on, and no --yes",
     );
-    assert!(err.contains("help: pass --yes to approve the call"), "{err}");
+    assert_contains(&err, "help: pass --yes to approve the call");
     let confirm = sb.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
     assert_eq!(confirm["approved"], false);
 
@@ -817,7 +770,7 @@ fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
 #[test]
 fn user_config_or_environment_can_waive_confirmation() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     std::fs::create_dir_all(sb.home()).unwrap();
     std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
@@ -847,17 +800,13 @@ fn user_config_or_environment_can_waive_confirmation() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS=`maybe` is not a boolean"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS=`maybe` is not a boolean");
 }
 
 #[test]
 fn system_policy_confirmation_cannot_be_switched_off() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     let system = sb.path().join("system.toml");
     std::fs::write(&system, "[policy]\nconfirm_external_actions = true\n").unwrap();
@@ -872,11 +821,9 @@ fn system_policy_confirmation_cannot_be_switched_off() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
-    assert!(
-        stderr(&output)
-            .contains(&format!("help: pass --yes to approve the call ({} requires confirmation)", system.display())),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        &format!("help: pass --yes to approve the call ({} requires confirmation)", system.display()),
     );
     sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).arg("--yes").assert().code(0);
     assert!(marker.exists());
@@ -1108,7 +1055,7 @@ fn transient_errors_are_retried_and_each_attempt_recorded() {
     );
     let output = sb.call(&once, "flaky", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains("error: tool `flaky` failed: busy, try again"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "error: tool `flaky` failed: busy, try again");
 }
 
 #[test]
@@ -1117,12 +1064,9 @@ fn a_question_from_the_tool_is_an_error() {
     let bundle = sb.bundle("asker", json!([exec_tool("ask", "question.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ask", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains(
-            "error: tool `ask` asked a question (\"Which folder?\"), and this rlp cannot answer tool questions yet"
-        ),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `ask` asked a question (\"Which folder?\"), and this rlp cannot answer tool questions yet",
     );
 }
 
@@ -1132,21 +1076,17 @@ fn unknown_tools_and_invalid_bundles_are_usage_errors() {
     let bundle = sb.bundle("known", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "nope", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("error: bundle `known` has no tool `nope`\n  help: the tools are: ok"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "error: bundle `known` has no tool `nope`\n  help: the tools are: ok");
 
     // A stale digest is a lint error: the bundle is refused at load.
     std::fs::write(bundle.join("policy.caps"), "[capabilities]\nexec = true\ntime = true\n").unwrap();
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
-    assert!(err.contains("has 1 lint error and cannot be loaded:"), "{err}");
-    assert!(err.contains(&format!("{}:", bundle.join("manifest.toml").display())), "{err}");
-    assert!(err.contains("RLP503"), "{err}");
-    assert!(err.contains(&format!("help: run `rlp lint {}` for details", bundle.display())), "{err}");
+    assert_contains(&err, "has 1 lint error and cannot be loaded:");
+    assert_contains(&err, &format!("{}:", bundle.join("manifest.toml").display()));
+    assert_contains(&err, "RLP503");
+    assert_contains(&err, &format!("help: run `rlp lint {}` for details", bundle.display()));
 }
 
 #[test]
@@ -1185,7 +1125,7 @@ fn library_runtime_serves_calls_from_several_threads() {
 #[test]
 fn confirmation_prompt_on_a_terminal() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     let spawn = || {
         let mut cmd = sb.command();
@@ -1281,7 +1221,7 @@ fn assert_refused_by_trust(sb: &Sandbox, bundle: &Path, why: &str) {
     assert_eq!(tool_calls(sb), calls_before, "the tool ran");
     let (decision, reason) = trust_audits(sb).pop().unwrap();
     assert_eq!(decision, "deny");
-    assert!(reason.contains(why), "{reason}");
+    assert_contains(&reason, why);
 }
 
 #[test]
@@ -1317,7 +1257,7 @@ fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_t
     let trace = sb.events().iter().find(|e| e.kind == "tool.call").unwrap().provenance().unwrap().trace_id.to_string();
     let output = sb.rlp().args(["replay", &trace, "--mode", "live", "--bundle"]).arg(&installed).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert!(stderr(&output).contains("refused by the trust policy"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "refused by the trust policy");
     assert_eq!(tool_calls(&sb), 1);
     // Strict replay runs nothing: it still reads the bundle's tools.
     let output = sb.rlp().args(["replay", &trace, "--bundle"]).arg(&installed).output().unwrap();
@@ -1344,7 +1284,7 @@ fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
     sb.rlp().arg("digest").arg(&bundle).assert().success();
     assert_refused_by_trust(&sb, &bundle, "does not match manifest.toml");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
-    assert!(stderr(&output).contains("help: the bundle changed after it was signed"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "help: the bundle changed after it was signed");
     // Without its signature it is an author's working folder again.
     std::fs::remove_dir_all(bundle.join("SIGNATURES")).unwrap();
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
@@ -1355,23 +1295,17 @@ fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
 #[test]
 fn an_override_with_an_unknown_table_or_key_refuses_every_call_of_its_agent() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
-    let bundle = sb.bundle(
-        "guarded",
-        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
-        "[capabilities]\nexec = true\n",
-    );
-    let override_file = sb.home().join("caps/overrides/guarded.toml");
-    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
+    let marker = sb.join("ran");
+    let bundle = sb.bundle("guarded", json!([touch_tool(&marker)]), "[capabilities]\nexec = true\n");
     for (text, at) in
         [("exec = false\n", "1:1"), ("[Capabilities]\nexec = false\n", "1:2"), ("[capability]\nexec = false\n", "1:2")]
     {
-        std::fs::write(&override_file, text).unwrap();
+        let override_file = sb.write_override("guarded", text);
         let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{text:?}: {}", stderr(&output));
         let expected = format!("error: {}:{at}: unknown key", override_file.display());
         assert!(stderr(&output).starts_with(&expected), "{text:?}: {}", stderr(&output));
-        assert!(stderr(&output).contains("help: fix the override file, or remove it"), "{}", stderr(&output));
+        assert_contains(&stderr(&output), "help: fix the override file, or remove it");
         assert!(!marker.exists(), "{text:?}: the tool ran");
     }
 }
@@ -1418,13 +1352,10 @@ fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], 
 #[test]
 fn no_variable_or_flag_lifts_the_system_policy() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = sb.bundle(
         "careful",
-        json!([with(
-            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
-            json!({"requires_confirmation": true})
-        )]),
+        json!([with(touch_tool(&marker), json!({"requires_confirmation": true}))]),
         "[capabilities]\nexec = true\n",
     );
     let bundle = bundle.to_str().unwrap();
@@ -1485,13 +1416,13 @@ fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
             err.contains("the tool's result, NOT recorded in the ledger:\n{\n  \"sent\": true\n}\n"),
             "{format}: {err}"
         );
-        assert!(err.contains("error: tool `fill` ran, but its result was not recorded: "), "{err}");
-        assert!(err.contains("full"), "{err}");
+        assert_contains(&err, "error: tool `fill` ran, but its result was not recorded: ");
+        assert_contains(&err, "full");
         // The ids, to find the call frame that was recorded.
         let call = ledger::events(&ledger::path(&saved)).into_iter().rfind(|e| e.kind == "tool.call").unwrap();
         let (trace, invocation) = (call.provenance().unwrap().trace_id, payload(&call)["invocation_id"].clone());
         let invocation = invocation.as_str().unwrap();
-        assert!(err.contains(&format!("the call is invocation {invocation} in trace {trace}")), "{err}");
+        assert_contains(&err, &format!("the call is invocation {invocation} in trace {trace}"));
         if format == "json" {
             let document = stdout_json(&output);
             assert_eq!(document["trace_id"], trace.to_string());
@@ -1541,20 +1472,16 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     // One level more is refused before anything runs.
     let output = sb.call(&bundle, "ok", nested(101)).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output)
-            .contains("error: the arguments of `ok` nest arrays and objects 101 levels deep; rlp accepts at most 100"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: the arguments of `ok` nest arrays and objects 101 levels deep; rlp accepts at most 100",
     );
     // A result nested too deeply is an invalid result, recorded as an error.
     let output = sb.call(&bundle, "echo", nested(99)).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output)
-            .contains("the result of `echo` nests arrays and objects 101 levels deep; rlp records at most 100"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "the result of `echo` nests arrays and objects 101 levels deep; rlp records at most 100",
     );
     let result = sb.events().iter().rev().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "invalid_result");
@@ -1567,7 +1494,7 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     std::fs::write(sb.path().join("deeper.jsonl"), deeper).unwrap();
     let output = Sandbox::new().rlp().args(["trace", "import"]).arg(sb.path().join("deeper.jsonl")).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("levels deep; the ledger holds at most 101"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "levels deep; the ledger holds at most 101");
 }
 
 #[test]
@@ -1579,5 +1506,5 @@ fn a_bundle_path_cannot_drive_the_terminal() {
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!stderr(&output).contains('\x1b'), "{:?}", stderr(&output));
-    assert!(stderr(&output).contains("clear\\u{1b}[2Jscreen"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "clear\\u{1b}[2Jscreen");
 }

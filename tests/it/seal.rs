@@ -14,6 +14,7 @@ use rlp::pack::canonical::{CHUNK, GzipWriter, encode_chunk};
 
 use crate::support::Sandbox;
 use crate::support::files::{copy_tree, file_names, noise};
+use crate::support::output::assert_contains;
 use crate::support::process;
 
 const MANIFEST: &str = "# The mailer agent: sends drafts.\n[agent]\nname    = \"mailer\"   # must match the folder\nversion = \"VERSION\"\ndescription = \"Sends drafts\"\n\n[caps]\nfile = \"policy.caps\"\n";
@@ -98,7 +99,7 @@ fn round_trip_from_folder_to_installed_agent() {
 
     let (stdout, _) = w.expect(0, &["bundle", "pack", &bundle]);
     assert!(stdout.starts_with("wrote mailer-0.1.0.bundle.tar.gz (mailer 0.1.0: 5 files, signed by key "), "{stdout}");
-    assert!(stdout.contains(&format!("signed by key {key_id})")), "{stdout}");
+    assert_contains(&stdout, &format!("signed by key {key_id})"));
 
     // Every sealing command can report as JSON for scripts.
     let json = |args: &[&str]| -> serde_json::Value {
@@ -200,7 +201,7 @@ fn round_trip_from_folder_to_installed_agent() {
 
     // Installing the folder itself works the same way (same version needs --force).
     let (_, stderr) = w.expect(2, &["agent", "install", &bundle]);
-    assert!(stderr.contains("mailer 0.1.0 is already installed"), "{stderr}");
+    assert_contains(&stderr, "mailer 0.1.0 is already installed");
     let (stdout, _) = w.expect(0, &["agent", "install", &bundle, "--force"]);
     assert!(stdout.ends_with("replaced 0.1.0\n"), "{stdout}");
     assert_eq!(installed_names(&w), ["mailer"], "no staging or old copy left behind");
@@ -463,7 +464,7 @@ fn an_upper_case_key_id_in_the_signature_is_refused() {
     assert_ne!(upper, id_line, "the key id has hex letters");
     fs::write(&sig_path, sig.replace(&id_line, &upper)).unwrap();
     let (_, stderr) = w.expect(1, &["bundle", "verify", &bundle, "--key", &public]);
-    assert!(stderr.contains("16 lower-case hex digits"), "{stderr}");
+    assert_contains(&stderr, "16 lower-case hex digits");
 }
 
 #[test]
@@ -541,10 +542,10 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
     long.push(0);
     fs::write(w.join("long.tar.gz"), &long).unwrap();
     let (_, stderr) = w.expect(1, &["bundle", "verify", "long.tar.gz", "--key", &public]);
-    assert!(stderr.contains("bytes after the end of its gzip stream"), "{stderr}");
+    assert_contains(&stderr, "bytes after the end of its gzip stream");
     // Unreadable input is exit 2.
     let (_, stderr) = w.expect(2, &["bundle", "verify", "missing.tar.gz"]);
-    assert!(stderr.contains("missing.tar.gz"), "{stderr}");
+    assert_contains(&stderr, "missing.tar.gz");
 }
 
 #[test]
@@ -559,13 +560,13 @@ fn untrusted_revoked_and_unsigned_bundles_are_refused() {
     // Signed by a key that is not an anchor.
     let other = signed_bundle(&w, "stranger", "0.1.0", &stranger_key);
     let (_, stderr) = w.expect(3, &["bundle", "verify", &other]);
-    assert!(stderr.contains("which is not a trust anchor in trust-policy.toml"), "{stderr}");
+    assert_contains(&stderr, "which is not a trust anchor in trust-policy.toml");
     w.expect(3, &["agent", "install", &other]);
     assert!(installed_names(&w).is_empty(), "{:?}", installed_names(&w));
 
     // Verified against a different explicit key.
     let (_, stderr) = w.expect(3, &["bundle", "verify", &other, "--key", &release_pub]);
-    assert!(stderr.contains("not by the expected key"), "{stderr}");
+    assert_contains(&stderr, "not by the expected key");
 
     // Unsigned: accepted by plain verify, refused with --require-signature and by install.
     let unsigned = write_mailer(&w, "plain", "0.1.0", CAPS);
@@ -573,11 +574,11 @@ fn untrusted_revoked_and_unsigned_bundles_are_refused() {
     let (stdout, _) = w.expect(0, &["bundle", "verify", &unsigned]);
     assert!(stdout.ends_with("not signed\n"), "{stdout}");
     let (_, stderr) = w.expect(3, &["bundle", "verify", &unsigned, "--require-signature"]);
-    assert!(stderr.contains("the bundle is not signed"), "{stderr}");
+    assert_contains(&stderr, "the bundle is not signed");
     let (_, stderr) = w.expect(3, &["agent", "install", &unsigned]);
-    assert!(stderr.contains("--allow-unsigned"), "{stderr}");
+    assert_contains(&stderr, "--allow-unsigned");
     let (_, stderr) = w.expect(0, &["agent", "install", &unsigned, "--allow-unsigned"]);
-    assert!(stderr.contains("warning: plain is not signed"), "{stderr}");
+    assert_contains(&stderr, "warning: plain is not signed");
 
     // Install the signed one, then revoke its key: verify, install and list all refuse it.
     w.expect(0, &["agent", "install", &bundle]);
@@ -587,7 +588,7 @@ fn untrusted_revoked_and_unsigned_bundles_are_refused() {
     let (stdout, _) = w.expect(0, &["trust", "revoke", "release"]);
     assert_eq!(stdout, format!("key {key_id} was already revoked\n"));
     let (_, stderr) = w.expect(3, &["bundle", "verify", &bundle]);
-    assert!(stderr.contains(&format!("signed by key {key_id} (anchor `release`), which is revoked")), "{stderr}");
+    assert_contains(&stderr, &format!("signed by key {key_id} (anchor `release`), which is revoked"));
     let (_, stderr) = w.expect(3, &["bundle", "verify", &bundle, "--key", &release_pub]);
     assert!(stderr.contains("which is revoked"), "--key does not bypass revocation: {stderr}");
     w.expect(3, &["agent", "install", &bundle, "--force"]);
@@ -633,7 +634,7 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
     fs::write(w.join(rebuilt).join("manifest.toml"), manifest.replace("\"0.1.0\"", "\"0.2.0+build.5\"")).unwrap();
     w.expect(0, &["sign", rebuilt, "--key", &key]);
     let (_, stderr) = w.expect(2, &["agent", "install", rebuilt]);
-    assert!(stderr.contains("mailer 0.2.0 is already installed"), "{stderr}");
+    assert_contains(&stderr, "mailer 0.2.0 is already installed");
     w.expect(0, &["agent", "install", rebuilt, "--force"]);
     w.expect(0, &["agent", "install", "new.tar.gz", "--force"]);
 
@@ -727,11 +728,11 @@ fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
     // Links are refused, naming the entry.
     std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
     let (_, stderr) = w.expect(1, &["digest", "agents/notes"]);
-    assert!(stderr.contains("agents/notes/passwd cannot be part of a bundle: it is a symbolic link"), "{stderr}");
+    assert_contains(&stderr, "agents/notes/passwd cannot be part of a bundle: it is a symbolic link");
     fs::remove_file(dir.join("passwd")).unwrap();
     fs::hard_link(dir.join("tools.json"), w.join("elsewhere.json")).unwrap();
     let (_, stderr) = w.expect(1, &["digest", "agents/notes", "--check"]);
-    assert!(stderr.contains("tools.json cannot be part of a bundle: it is a hard link"), "{stderr}");
+    assert_contains(&stderr, "tools.json cannot be part of a bundle: it is a hard link");
     let (_, stderr) = w.expect(2, &["digest", "agents/none"]);
     assert!(stderr.starts_with("error: agents/none does not exist\n"), "{stderr}");
     let (stdout, _) = w.expect(2, &["digest", "agents/none", "--format", "json"]);
@@ -749,13 +750,13 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     let w = Sandbox::new();
     let (_, key) = keygen(&w, "release");
     let (_, stderr) = w.expect(2, &["keygen", "--out", "keys", "--name", "release"]);
-    assert!(stderr.contains("keys/release.pub already exists; refusing to overwrite it"), "{stderr}");
+    assert_contains(&stderr, "keys/release.pub already exists; refusing to overwrite it");
 
     let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
     let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
     assert!(stderr.contains("are out of date") && stderr.contains("run `rlp digest agents/mailer`"), "{stderr}");
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
-    assert!(stderr.contains("are out of date"), "{stderr}");
+    assert_contains(&stderr, "are out of date");
     w.expect(0, &["digest", &bundle]);
 
     fs::set_permissions(w.join(&key), fs::Permissions::from_mode(0o644)).unwrap();
@@ -763,7 +764,7 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     assert!(stderr.contains("is readable by other users (mode 0644)") && stderr.contains("chmod 600"), "{stderr}");
     fs::set_permissions(w.join(&key), fs::Permissions::from_mode(0o600)).unwrap();
     let (_, stderr) = w.expect(2, &["sign", &bundle, "--key", "keys/release.pub"]);
-    assert!(stderr.contains("keys/release.pub holds a public key"), "{stderr}");
+    assert_contains(&stderr, "keys/release.pub holds a public key");
 
     // Sign refuses what verify would refuse: stray signature files, lint errors.
     fs::create_dir_all(w.join(&bundle).join("SIGNATURES")).unwrap();
@@ -774,7 +775,7 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     let manifest = fs::read_to_string(w.join(&bundle).join("manifest.toml")).unwrap();
     fs::write(w.join(&bundle).join("manifest.toml"), manifest.replace("\"mailer\"", "\"Mailer\"")).unwrap();
     let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
-    assert!(stderr.contains("the bundle does not lint clean: agents/mailer/manifest.toml:"), "{stderr}");
+    assert_contains(&stderr, "the bundle does not lint clean: agents/mailer/manifest.toml:");
     fs::write(w.join(&bundle).join("manifest.toml"), manifest).unwrap();
 
     // A mounted secret is a symbolic link: it is followed, and its target checked.
@@ -785,20 +786,20 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     w.expect(0, &["sign", &bundle, "--key", &key]);
     fs::write(w.join(&bundle).join("README.md"), "# Mailer, edited\n").unwrap();
     let (_, stderr) = w.expect(0, &["digest", &bundle]);
-    assert!(stderr.contains("warning: SIGNATURES/manifest.sig no longer matches manifest.toml"), "{stderr}");
+    assert_contains(&stderr, "warning: SIGNATURES/manifest.sig no longer matches manifest.toml");
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
     assert!(
         stderr.contains("SIGNATURES/manifest.sig (key ") && stderr.contains("no longer matches manifest.toml"),
         "{stderr}"
     );
-    assert!(stderr.contains("or pack with --key"), "{stderr}");
+    assert_contains(&stderr, "or pack with --key");
     w.expect(0, &["bundle", "pack", &bundle, "--key", &key, "-o", "resigned.tar.gz"]);
 
     // Lint errors stop pack.
     fs::write(w.join(&bundle).join("tools.json"), "{\"version\": 7, \"tools\": []}\n").unwrap();
     w.expect(0, &["digest", &bundle]);
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
-    assert!(stderr.contains("the bundle does not lint clean: agents/mailer/tools.json:1:"), "{stderr}");
+    assert_contains(&stderr, "the bundle does not lint clean: agents/mailer/tools.json:1:");
 
     // A placeholder digest for a not-yet-built entry binary stops pack.
     fs::write(w.join(&bundle).join("tools.json"), TOOLS).unwrap();
@@ -812,7 +813,7 @@ fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
     fs::write(w.join(&bundle).join("manifest.toml"), manifest).unwrap();
     w.expect(0, &["digest", &bundle]);
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
-    assert!(stderr.contains("bin/mailer.wasm"), "{stderr}");
+    assert_contains(&stderr, "bin/mailer.wasm");
     assert!(!w.join("mailer-0.1.0.bundle.tar.gz").exists());
 }
 
@@ -835,12 +836,12 @@ fn trust_policy_is_strict_and_listed_as_json() {
     assert!(stderr.starts_with("error: anchor name `deadbeefdeadbeef` looks like a key id\n"), "{stderr}");
     w.expect(0, &["trust", "add", &public, "--name", "release", "--allow-caps", "kb_read,exec"]);
     let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "again"]);
-    assert!(stderr.contains("is already trusted as anchor `release`"), "{stderr}");
+    assert_contains(&stderr, "is already trusted as anchor `release`");
     let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "x", "--allow-caps", "teleport"]);
-    assert!(stderr.contains("--allow-caps: unknown capability `teleport`"), "{stderr}");
+    assert_contains(&stderr, "--allow-caps: unknown capability `teleport`");
     let text = fs::read_to_string(&policy).unwrap();
     assert!(text.starts_with("# operators: keep this list short\nversion = 1\n"), "{text}");
-    assert!(text.contains("[rules.release]\nallow_caps = [\"kb_read\", \"exec\"]\nallow_exec = true\n"), "{text}");
+    assert_contains(&text, "[rules.release]\nallow_caps = [\"kb_read\", \"exec\"]\nallow_exec = true\n");
     let (stdout, _) = w.expect(0, &["trust", "list", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["anchors"][0]["name"], "release");
@@ -1012,6 +1013,11 @@ fn write_many_entries(path: &Path) {
 /// Writes one hostile archive.
 type Build = Box<dyn Fn(&Path)>;
 
+/// An archive of manifest.toml (listing `notes.txt`) and one more entry.
+fn one_entry(name: &'static str, entry_type: tar::EntryType, data: &'static [u8]) -> Build {
+    Box::new(move |p: &Path| archive_with(p, |out| entry(out, name, entry_type, data)))
+}
+
 #[test]
 fn hostile_archives_are_refused_and_leave_nothing_behind() {
     let w = Sandbox::new();
@@ -1019,7 +1025,7 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
     let cases: Vec<(&str, Build, &str)> = vec![
         (
             "dotdot",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "../evil", tar::EntryType::Regular, notes))),
+            one_entry("../evil", tar::EntryType::Regular, notes),
             "entry `../evil` climbs out of the bundle with `..`",
         ),
         (
@@ -1029,32 +1035,16 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
         ),
         (
             "absolute",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "/tmp/rlp-evil", tar::EntryType::Regular, notes))),
+            one_entry("/tmp/rlp-evil", tar::EntryType::Regular, notes),
             "entry `/tmp/rlp-evil` has an absolute path",
         ),
-        (
-            "symlink",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Symlink, b""))),
-            "entry `notes.txt` is a symbolic link",
-        ),
-        (
-            "hardlink",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Link, b""))),
-            "entry `notes.txt` is a hard link",
-        ),
-        (
-            "device",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Char, b""))),
-            "entry `notes.txt` is a device file",
-        ),
-        (
-            "fifo",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Fifo, b""))),
-            "entry `notes.txt` is a FIFO",
-        ),
+        ("symlink", one_entry("notes.txt", tar::EntryType::Symlink, b""), "entry `notes.txt` is a symbolic link"),
+        ("hardlink", one_entry("notes.txt", tar::EntryType::Link, b""), "entry `notes.txt` is a hard link"),
+        ("device", one_entry("notes.txt", tar::EntryType::Char, b""), "entry `notes.txt` is a device file"),
+        ("fifo", one_entry("notes.txt", tar::EntryType::Fifo, b""), "entry `notes.txt` is a FIFO"),
         (
             "pax",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::XHeader, b"9 a=b\n"))),
+            one_entry("notes.txt", tar::EntryType::XHeader, b"9 a=b\n"),
             "entry `notes.txt` is a tar extension header",
         ),
         (

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::support::Sandbox;
 use crate::support::http::{Request, Server, reply};
 use crate::support::ledger::{self, payload};
+use crate::support::output::assert_contains;
 use crate::support::process::decode_environ;
 
 /// Holds `"`, `\`, `/`, a tab, a space, `+`, `=`, a non-ASCII and a non-BMP character.
@@ -211,12 +212,12 @@ fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     }
     for (label, _, _) in &embedded {
         let line = stderr.lines().find(|l| l.starts_with(label.as_str())).unwrap_or_else(|| panic!("{label}"));
-        assert!(line.contains("[redacted]"), "{line}");
+        assert_contains(line, "[redacted]");
     }
 
     let stderr = text(&run("envelope", 1).stderr);
     let scrubbed = whole.iter().map(|(label, _)| format!("{label}: [redacted]")).collect::<Vec<_>>().join(" | ");
-    assert!(stderr.contains(&format!("error: tool `echo.envelope` failed: {scrubbed}")), "{stderr}");
+    assert_contains(&stderr, &format!("error: tool `echo.envelope` failed: {scrubbed}"));
 
     let output = run("nested", 0);
     let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -366,12 +367,10 @@ fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(!marker.exists(), "the tool never ran");
-    assert!(
-        stderr.contains(
-            "help: RUNLOOP_MAIL_API_KEY is set but is no longer read for `runloop/mail/api-key` (that name is \
-             shared by several ids); set RUNLOOP__MAIL_SAPI_HKEY (secret `runloop/mail/api-key`), then call again"
-        ),
-        "{stderr}"
+    assert_contains(
+        &stderr,
+        "help: RUNLOOP_MAIL_API_KEY is set but is no longer read for `runloop/mail/api-key` (that name is \
+             shared by several ids); set RUNLOOP__MAIL_SAPI_HKEY (secret `runloop/mail/api-key`), then call again",
     );
     let audits: Vec<Value> = sb.events().iter().map(payload).collect();
     let denial = audits.iter().rev().find(|a| a["capability"] == format!("secrets:{id}")).unwrap();

@@ -39,6 +39,11 @@ pub fn reply(status: u16, body: &str) -> Reply {
     Reply { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
 }
 
+/// A redirect with status `status` to `location`.
+pub fn redirect(status: u16, location: &str) -> Reply {
+    Reply { status, headers: vec![("Location".into(), location.into())], body: String::new() }
+}
+
 type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 
 /// A one-connection-at-a-time server that answers each request with what

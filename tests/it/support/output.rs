@@ -29,3 +29,9 @@ pub fn stdout_json(out: &Output) -> Value {
 pub fn text(out: &Output) -> String {
     format!("status {:?}\n--- stdout\n{}--- stderr\n{}", out.status, String::from_utf8_lossy(&out.stdout), stderr(out))
 }
+
+/// Asserts that `text` holds `needle`, showing both if not.
+#[track_caller]
+pub fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "expected {needle:?} in:\n{text}");
+}

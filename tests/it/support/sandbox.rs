@@ -119,11 +119,16 @@ impl Sandbox {
         self.command().args(args).stdin(Stdio::null()).output().unwrap()
     }
 
-    /// Runs `rlp --home <home> <args>`, asserting its exit code; returns its
-    /// stdout and stderr.
-    pub fn expect(&self, code: i32, args: &[&str]) -> (String, String) {
+    /// Runs `rlp --home <home> <args>`, asserting its exit code.
+    pub fn expect_output(&self, code: i32, args: &[&str]) -> Output {
         let out = self.run(args);
         assert_eq!(out.status.code(), Some(code), "rlp {args:?}\n{}", output::text(&out));
+        out
+    }
+
+    /// [`Sandbox::expect_output`], returning stdout and stderr as text.
+    pub fn expect(&self, code: i32, args: &[&str]) -> (String, String) {
+        let out = self.expect_output(code, args);
         (output::stdout(&out), output::stderr(&out))
     }
 
@@ -152,6 +157,15 @@ impl Sandbox {
         let mut command = self.rlp();
         command.args(["tools", "call"]).arg(bundle).arg(tool).arg("--args").arg(args.to_string());
         command
+    }
+
+    /// Writes the operator override of agent `agent` in the default home;
+    /// returns its path.
+    pub fn write_override(&self, agent: &str, text: &str) -> PathBuf {
+        let path = self.home().join("caps/overrides").join(format!("{agent}.toml"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
     }
 
     /// Every event of the default home's ledger, in order.
