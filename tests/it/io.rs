@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 use clap::CommandFactory;
 
 use crate::support::files::entries;
+use crate::support::output::stderr;
 use crate::support::process::closed_pipe;
 use crate::support::{Sandbox, bundle};
 
@@ -67,7 +68,7 @@ impl Fixture {
     /// Runs `args`, which must succeed.
     fn ok(&self, args: &[&str]) -> Output {
         let output = self.rlp().args(args).stdin(Stdio::null()).output().unwrap();
-        assert!(output.status.success(), "rlp {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "rlp {args:?}: {}", stderr(&output));
         output
     }
 
@@ -178,7 +179,7 @@ fn every_command_with(run: &str, stdout: fn() -> Stdio, code: i32, message: &str
     let fx = Fixture::new();
     for (_, args) in fx.invocations(run) {
         let output = fx.run_with(&args, stdout());
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = stderr(&output);
         assert_eq!(output.status.code(), Some(code), "rlp {args:?} exited {:?}: {stderr}", output.status);
         assert_eq!(stderr, message, "rlp {args:?}");
     }
@@ -200,8 +201,8 @@ fn a_closed_stdout_keeps_the_exit_code_of_what_was_found() {
     let fx = Fixture::new();
     std::fs::write(fx.sb.join("agents/scratch/tools.json"), "{\"version\": 1, \"tools\": [").unwrap();
     let output = fx.run_with(&["lint".into(), "agents".into()], closed_pipe());
-    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
-    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
 }
 
 #[test]
@@ -227,7 +228,7 @@ const READS_AT_MOST: &str =
     "  help: rlp reads at most {} of it: pass a smaller file, or check that the path names the file you meant\n";
 
 fn assert_refused(output: &Output, message: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = stderr(output);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr, message);
 }
@@ -290,7 +291,7 @@ fn a_fifo_with_a_small_document_works_like_process_substitution() {
     let writer = fifo_with_writer(&fifo, b"{\"n\": 42}", false);
     let spec = format!("@{}", fifo.display());
     let output = bounded(&fx, &["tools", "call", "agents/demo", "demo.echo", "--args", &spec], Stdio::null());
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{}", stderr(&output));
     let blob: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(blob["tool"]["arguments"], serde_json::json!({"n": 42}));
     writer.join().unwrap();

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::support::Sandbox;
 use crate::support::files::{copy_tree, noise};
-use crate::support::output::assert_contains;
+use crate::support::output::{assert_contains, stdout};
 
 const MANIFEST: &str = r#"# The mailer agent.
 [agent]
@@ -655,7 +655,7 @@ fn broken_fixture() -> Fixture {
 
 fn run_format(fixture: &Fixture, format: &str) -> (i32, String) {
     let output = fixture.sb.rlp().args(["lint", "mailer", "--format", format]).output().unwrap();
-    (output.status.code().unwrap(), String::from_utf8(output.stdout).unwrap())
+    (output.status.code().unwrap(), stdout(&output))
 }
 
 #[test]

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::support::bundle::{self, with};
 use crate::support::http::{Server, redirect, reply};
 use crate::support::ledger::{self, kinds, payload};
-use crate::support::output::{assert_contains, stderr, stdout_json};
+use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
 use crate::support::process::{self, wait_for_file, wait_until_gone};
 use crate::support::pty::Terminal;
 use crate::support::{HANG_GUARD, Sandbox, files};
@@ -132,7 +132,7 @@ fn human_format_prints_the_result_only() {
     let bundle = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "{\n  \"ok\": true\n}\n");
+    assert_eq!(stdout(&output), "{\n  \"ok\": true\n}\n");
     // An unsigned working folder is callable; rlp says once that its trust is not checked.
     assert_eq!(
         stderr(&output),

@@ -14,7 +14,7 @@ use rlp::pack::canonical::{CHUNK, GzipWriter, encode_chunk};
 
 use crate::support::Sandbox;
 use crate::support::files::{copy_tree, file_names, noise};
-use crate::support::output::assert_contains;
+use crate::support::output::{assert_contains, stderr};
 use crate::support::process;
 
 const MANIFEST: &str = "# The mailer agent: sends drafts.\n[agent]\nname    = \"mailer\"   # must match the folder\nversion = \"VERSION\"\ndescription = \"Sends drafts\"\n\n[caps]\nfile = \"policy.caps\"\n";
@@ -239,7 +239,7 @@ fn pack_writes_to_standard_output_and_never_replaces_what_is_not_a_file() {
     let output = w.rlp().args(["bundle", "pack", &bundle, "-o", "-"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(output.stdout, fs::read(w.join("file.tar.gz")).unwrap(), "the same bytes on standard output");
-    assert!(String::from_utf8_lossy(&output.stderr).starts_with("wrote - (mailer 0.1.0: "));
+    assert!(stderr(&output).starts_with("wrote - (mailer 0.1.0: "));
     assert!(!w.join("-").exists());
 
     std::os::unix::fs::symlink("file.tar.gz", w.join("link.tar.gz")).unwrap();
@@ -340,7 +340,7 @@ fn pack_is_byte_identical_whatever_the_metadata() {
     // The second pack runs under another umask.
     let output =
         w.shell("umask 077").args(["bundle", "pack", "other/agents/mailer", "-o", "two.tar.gz"]).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{}", stderr(&output));
     w.expect(0, &["bundle", "pack", &first, "-o", "three.tar.gz"]);
     let one = fs::read(w.join("one.tar.gz")).unwrap();
     assert_eq!(one, fs::read(w.join("two.tar.gz")).unwrap(), "metadata leaked into the archive");

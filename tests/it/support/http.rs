@@ -11,7 +11,9 @@ use std::time::Duration;
 pub struct Request {
     /// The request line, e.g. `GET /x HTTP/1.1`.
     pub line: String,
+    /// Each header as sent, name and value trimmed.
     pub headers: Vec<(String, String)>,
+    /// The body, as long as `Content-Length` said.
     pub body: Vec<u8>,
 }
 
@@ -29,8 +31,11 @@ impl Request {
 
 /// What the server answers.
 pub struct Reply {
+    /// The status code (the reason phrase sent is always `X`).
     pub status: u16,
+    /// Headers besides `Content-Length` and `Connection: close`.
     pub headers: Vec<(String, String)>,
+    /// The body, sent as it is.
     pub body: String,
 }
 
@@ -50,6 +55,7 @@ type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 /// its handler makes of it, records every request and closes each
 /// connection after one reply. Dropping it stops it.
 pub struct Server {
+    /// The port it listens on.
     pub port: u16,
     requests: Arc<Mutex<Vec<Request>>>,
     connections: Arc<AtomicUsize>,
@@ -58,6 +64,7 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts serving on a free port, each request answered by `handler`.
     pub fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{bundle, ledger, output};
 
 /// The `rlp` binary under test.
-pub const RLP: &str = env!("CARGO_BIN_EXE_rlp");
+const RLP: &str = env!("CARGO_BIN_EXE_rlp");
 
 /// Guards against a hang; not a timing assertion.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
@@ -21,13 +21,15 @@ const HOME: &str = "home";
 
 /// A temporary folder holding runtime homes (`home/` unless a test names
 /// others), bundles (`agents/`), keys and tool scripts. `rlp` runs in it with
-/// no `RUNLOOP_*` variable of the caller's environment and no system config
-/// of the sandbox's, so nothing of the machine's leaks into a test.
+/// no `RUNLOOP_*` variable of the caller's environment, and
+/// `RUNLOOP_SYSTEM_CONFIG` names a file the sandbox does not hold: the
+/// caller's settings never leak into a test.
 pub struct Sandbox {
     dir: tempfile::TempDir,
 }
 
 impl Sandbox {
+    /// A new, empty sandbox (its home is made by the first command that needs it).
     pub fn new() -> Self {
         Sandbox { dir: tempfile::tempdir().unwrap() }
     }
