@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::Sandbox;
-use crate::support::files::{contents as snapshot, read, read_json};
+use crate::support::files::{contents as snapshot, read, read_json, repo};
 use crate::support::output::{assert_contains, code, stderr, stdout, text};
 use crate::support::process;
 use crate::support::pty::Terminal;
@@ -42,7 +42,7 @@ fn greet_tool() -> &'static Path {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().and_then(Path::parent).unwrap();
         let path = profile_dir.join("examples").join("greet_tool");
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/greet_tool.rs");
+        let source = repo("examples/greet_tool.rs");
         let stale = |p: &Path| {
             let built = std::fs::metadata(p).and_then(|m| m.modified());
             let written = std::fs::metadata(&source).and_then(|m| m.modified());
@@ -221,7 +221,7 @@ fn scaffold_without_a_terminal_fails_fast_and_names_the_flag() {
     let space = Sandbox::new();
     let out = space.expect_output(2, &["agent", "scaffold", "demo", "--root", "agents"]);
     assert!(stderr(&out).contains("--non-interactive"), "{}", text(&out));
-    assert!(!space.path().join("agents").exists(), "nothing is created");
+    assert!(!space.join("agents").exists(), "nothing is created");
 }
 
 #[test]
@@ -229,20 +229,20 @@ fn scaffold_refuses_an_existing_folder_unless_forced() {
     let space = Sandbox::new();
     let bundle = scaffold(&space, "demo");
     std::fs::write(bundle.join("bin/extra"), b"keep me").unwrap();
-    let before = snapshot(&space.path().join("agents"));
+    let before = snapshot(&space.join("agents"));
 
     let out = scaffold_with(&space, "demo", &["--description", "New"]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).contains("already exists; nothing was changed"), "{}", text(&out));
     assert!(stderr(&out).contains("--force"), "{}", text(&out));
-    assert_eq!(snapshot(&space.path().join("agents")), before, "nothing changed");
+    assert_eq!(snapshot(&space.join("agents")), before, "nothing changed");
 
     let out = scaffold_with(&space, "demo", &["--description", "New", "--force"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(stdout(&out).starts_with("Replaced agents/demo/ (0 tools)\n"), "{}", text(&out));
     assert!(read(&bundle.join("manifest.toml")).contains("description = \"New\"\n"));
     assert!(!bundle.join("bin/extra").exists(), "the old folder is gone");
-    let names: Vec<String> = std::fs::read_dir(space.path().join("agents"))
+    let names: Vec<String> = std::fs::read_dir(space.join("agents"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -362,7 +362,7 @@ fn a_failed_scaffold_leaves_no_root_folder_behind() {
         space.run(&["agent", "scaffold", "demo", "--non-interactive", "--root", "new/agents", "--tool", relative]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).contains("command `rel` is not an absolute path"), "{}", text(&out));
-    assert!(!space.path().join("new").exists(), "nothing is created");
+    assert!(!space.join("new").exists(), "nothing is created");
 }
 
 /// `rlp <args> --color never` on a pseudo-terminal with a plain `TERM`.
@@ -785,7 +785,7 @@ fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask(
     let bundle = scaffold(&space, "demo");
     let b = bundle.to_str().unwrap();
     let liar = space.script("liar.sh", r#"printf '%s\n' '{"tools": [{"id": "x\u001b[2Jy", "description": "d"}]}'"#);
-    let plain = space.path().join("plain.txt");
+    let plain = space.join("plain.txt");
     std::fs::write(&plain, "not a program\n").unwrap();
     let (liar, plain) = (liar.to_str().unwrap(), plain.to_str().unwrap());
     for (id, command) in
@@ -817,7 +817,7 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
     let b = bundle.to_str().unwrap();
     let before = snapshot(&bundle);
     let garbage = space.script("garbage.sh", "echo 'this is not json'");
-    let sleeper_pid = space.path().join("sleeper.pid");
+    let sleeper_pid = space.join("sleeper.pid");
     let sleeper = space.script("sleeper.sh", &format!("echo $$ > {}\nexec sleep 600", sleeper_pid.display()));
     let shape = space.script("shape.sh", "echo '{\"tools\": 5}'");
     let invalid = space.script("invalid.sh", "echo '{\"tools\": [{\"id\": \"Bad Id\", \"description\": \"x\", \"input_schema\": {}, \"result_schema\": {}}]}'");

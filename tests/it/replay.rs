@@ -149,7 +149,7 @@ fn written_trace() -> Vec<String> {
 }
 
 fn write_lines(sb: &Sandbox, name: &str, lines: &[String]) -> PathBuf {
-    let path = sb.path().join(name);
+    let path = sb.join(name);
     std::fs::write(&path, lines.concat()).unwrap();
     path
 }
@@ -617,7 +617,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
     assert_eq!(import(exported_home, &good_file).status.code(), Some(0));
     let hashed = export(&sb, exported_home, "hashed.jsonl");
     let edited = std::fs::read_to_string(&hashed).unwrap().replace("\"note\":\"hello\"", "\"note\":\"HELLO\"");
-    let edited_file = sb.path().join("edited.jsonl");
+    let edited_file = sb.join("edited.jsonl");
     std::fs::write(&edited_file, edited).unwrap();
 
     // Into a ledger that already holds a trace: refused, and the ledger is unchanged.
@@ -936,9 +936,9 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
 fn export_refuses_an_output_path_it_cannot_write() {
     let sb = Sandbox::new();
     import_written(&sb, "home");
-    let folder = sb.path().join("out");
+    let folder = sb.join("out");
     std::fs::create_dir(&folder).unwrap();
-    let missing = sb.path().join("no-such-folder/x.jsonl");
+    let missing = sb.join("no-such-folder/x.jsonl");
     let export = |path: &Path| {
         let output = sb.rlp_in("home").args(["trace", "export", TRACE, "-o"]).arg(path).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));

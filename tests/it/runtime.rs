@@ -588,7 +588,7 @@ fn call_expecting_timeout(sb: &Sandbox, bundle: &Path, tool: &str) {
 #[test]
 fn timeout_kills_the_whole_process_group() {
     let sb = Sandbox::new();
-    let pids = sb.path().join("pids");
+    let pids = sb.join("pids");
     std::fs::create_dir_all(&pids).unwrap();
     let bundle = sb.bundle(
         "sleeper",
@@ -808,7 +808,7 @@ fn system_policy_confirmation_cannot_be_switched_off() {
     let sb = Sandbox::new();
     let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
-    let system = sb.path().join("system.toml");
+    let system = sb.join("system.toml");
     std::fs::write(&system, "[policy]\nconfirm_external_actions = true\n").unwrap();
     std::fs::create_dir_all(sb.home()).unwrap();
     std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
@@ -874,7 +874,7 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
 #[test]
 fn kill_during_a_call_leaves_a_sound_ledger() {
     let sb = Sandbox::new();
-    let pid_file = sb.path().join("tool.pid");
+    let pid_file = sb.join("tool.pid");
     let bundle = sb.bundle(
         "victim",
         json!([exec_tool("slow", "slow.sh", &[pid_file.to_str().unwrap()]), exec_tool("ok", "ok.sh", &[])]),
@@ -923,8 +923,8 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
     ];
     for signal in signals {
         let sb = Sandbox::new();
-        let pids = sb.path().join("pids");
-        let tmp = sb.path().join("tmp");
+        let pids = sb.join("pids");
+        let tmp = sb.join("tmp");
         std::fs::create_dir_all(&pids).unwrap();
         std::fs::create_dir_all(&tmp).unwrap();
         let bundle = sb.bundle(
@@ -957,7 +957,7 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
 #[test]
 fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
     let sb = Sandbox::new();
-    let tmp = sb.path().join("tmp");
+    let tmp = sb.join("tmp");
     // A pid no process has (above the kernel's pid_max), and this test's own.
     let dead = tmp.join("rlp-call-99999999-AbCdEf");
     let alive = tmp.join(format!("rlp-call-{}-GhIjKl", std::process::id()));
@@ -976,7 +976,7 @@ fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
 #[test]
 fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
     let sb = Sandbox::new();
-    let pids = sb.path().join("pids");
+    let pids = sb.join("pids");
     let bundle = sb.bundle(
         "escaper",
         json!([with(exec_tool("escape", "leave_group.pl", &[pids.to_str().unwrap()]), json!({"timeout_ms": 1000}))]),
@@ -993,7 +993,7 @@ fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
 #[test]
 fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     let sb = Sandbox::new();
-    let pid_file = sb.path().join("background.pid");
+    let pid_file = sb.join("background.pid");
     let bundle = sb.bundle(
         "holder",
         json!([exec_tool("hold", "background_holds_stdout.sh", &[pid_file.to_str().unwrap()])]),
@@ -1023,7 +1023,7 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
 #[test]
 fn transient_errors_are_retried_and_each_attempt_recorded() {
     let sb = Sandbox::new();
-    let counter = sb.path().join("attempts");
+    let counter = sb.join("attempts");
     let bundle = sb.bundle(
         "flaky",
         json!([with(
@@ -1162,7 +1162,7 @@ fn confirmation_prompt_on_a_terminal() {
 
 /// Signs `bundle` with a new key `keys/<name>.key`; returns the public key file.
 fn sign_bundle(sb: &Sandbox, bundle: &Path, name: &str) -> PathBuf {
-    let keys = sb.path().join("keys");
+    let keys = sb.join("keys");
     sb.rlp().args(["keygen", "--out"]).arg(&keys).args(["--name", name]).assert().success();
     sb.rlp().arg("sign").arg(bundle).arg("--key").arg(keys.join(format!("{name}.key"))).assert().success();
     keys.join(format!("{name}.pub"))
@@ -1337,7 +1337,7 @@ fn rlp_in_mount_namespace(
 /// `/etc/runloop/config.toml` = `system_config`: the real system file,
 /// without touching the machine's.
 fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
-    let overlay = sb.path().join("etc-overlay");
+    let overlay = sb.join("etc-overlay");
     std::fs::create_dir_all(overlay.join("upper")).unwrap();
     std::fs::create_dir_all(overlay.join("work")).unwrap();
     std::fs::write(overlay.join("config.toml"), system_config).unwrap();
@@ -1360,7 +1360,7 @@ fn no_variable_or_flag_lifts_the_system_policy() {
     );
     let bundle = bundle.to_str().unwrap();
     let policy = "[policy]\nconfirm_external_actions = true\n";
-    let lax = sb.path().join("lax.toml");
+    let lax = sb.join("lax.toml");
     std::fs::write(&lax, "[policy]\nconfirm_external_actions = false\n[security]\nconfirm_external_actions = false\n")
         .unwrap();
     for system_config in ["/dev/null", lax.to_str().unwrap(), "", "/nonexistent/config.toml"] {
@@ -1392,7 +1392,7 @@ fn no_variable_or_flag_lifts_the_system_policy() {
 #[test]
 fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
     let sb = Sandbox::new();
-    let saved = sb.path().join("saved");
+    let saved = sb.join("saved");
     std::fs::create_dir_all(sb.home()).unwrap();
     let bundle = sb.bundle(
         "filler",
@@ -1457,13 +1457,13 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     // Every reader reads it back, and the round trip through JSONL is lossless.
     sb.rlp().args(["trace", "show", &trace]).assert().success();
     sb.rlp().args(["trace", "show", &trace, "--format", "json"]).assert().success();
-    let file = sb.path().join("deep.jsonl");
+    let file = sb.join("deep.jsonl");
     sb.rlp().args(["trace", "export", &trace, "-o"]).arg(&file).assert().success();
     sb.rlp().args(["replay", &trace, "--bundle"]).arg(&bundle).assert().success();
     sb.rlp().arg("replay").arg(&file).arg("--bundle").arg(&bundle).assert().success();
     let other = Sandbox::new();
     other.rlp().args(["trace", "import"]).arg(&file).assert().success();
-    let again = other.path().join("again.jsonl");
+    let again = other.join("again.jsonl");
     other.rlp().args(["trace", "export", &trace, "-o"]).arg(&again).assert().success();
     assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(&again).unwrap());
     let call = other.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
@@ -1491,8 +1491,8 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     let text = std::fs::read_to_string(&file).unwrap();
     let deeper = text.replace("{\"deep\":", "{\"deep\":[[").replacen("]}", "]]]}", 1);
     assert_ne!(deeper, text);
-    std::fs::write(sb.path().join("deeper.jsonl"), deeper).unwrap();
-    let output = Sandbox::new().rlp().args(["trace", "import"]).arg(sb.path().join("deeper.jsonl")).output().unwrap();
+    std::fs::write(sb.join("deeper.jsonl"), deeper).unwrap();
+    let output = Sandbox::new().rlp().args(["trace", "import"]).arg(sb.join("deeper.jsonl")).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert_contains(&stderr(&output), "levels deep; the ledger holds at most 101");
 }
@@ -1500,7 +1500,7 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
 #[test]
 fn a_bundle_path_cannot_drive_the_terminal() {
     let sb = Sandbox::new();
-    let parent = sb.path().join("clear\x1b[2Jscreen");
+    let parent = sb.join("clear\x1b[2Jscreen");
     let bundle =
         bundle::write(&parent, "plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();

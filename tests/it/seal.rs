@@ -1098,7 +1098,7 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
         let (_, stderr) = w.expect(1, &["agent", "install", &file, "--allow-unsigned"]);
         assert!(stderr.starts_with(&format!("error: {message}")), "{name}: {stderr}");
         assert!(installed_names(&w).is_empty(), "{name}: left {:?}", installed_names(&w));
-        assert!(!w.home().join("evil").exists() && !w.path().join("evil").exists(), "{name} escaped");
+        assert!(!w.home().join("evil").exists() && !w.join("evil").exists(), "{name} escaped");
         assert!(!Path::new("/tmp/rlp-evil").exists(), "{name} wrote an absolute path");
     }
     // A well-formed hand-made archive is accepted (unsigned) and installed.

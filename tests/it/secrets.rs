@@ -174,7 +174,7 @@ esac
 #[test]
 fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     let sb = Sandbox::new();
-    let data = sb.path().join("data");
+    let data = sb.join("data");
     std::fs::create_dir_all(&data).unwrap();
     let whole = whole_spellings(SECRET);
     let embedded = embedded_spellings(SECRET);
@@ -353,7 +353,7 @@ fn ids_that_shared_one_variable_each_read_their_own() {
 #[test]
 fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let script = sb.script("touch.sh", &format!("touch '{}'\necho '{{}}'\n", marker.display()));
     let id = "runloop/mail/api-key";
     let bundle = sb.bundle("hyphen", json!([exec_tool("touch", &script, &[], &[id])]), &exec_caps(&[id]));
