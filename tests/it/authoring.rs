@@ -29,6 +29,13 @@ fn scaffold(space: &Sandbox, name: &str) -> PathBuf {
     space.bundle_path(name)
 }
 
+/// A sandbox holding the scaffold's bundle `agents/demo`, and its path.
+fn demo() -> (Sandbox, PathBuf) {
+    let space = Sandbox::new();
+    let bundle = scaffold(&space, "demo");
+    (space, bundle)
+}
+
 /// `rlp lint <bundle>` must exit 0 with no finding at all.
 fn assert_lints_clean(space: &Sandbox, bundle: &Path) {
     let out = space.expect_output(0, &["lint", bundle.to_str().unwrap(), "--format", "json"]);
@@ -226,8 +233,7 @@ fn scaffold_without_a_terminal_fails_fast_and_names_the_flag() {
 
 #[test]
 fn scaffold_refuses_an_existing_folder_unless_forced() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     std::fs::write(bundle.join("bin/extra"), b"keep me").unwrap();
     let before = snapshot(&space.join("agents"));
 
@@ -451,8 +457,7 @@ fn wizard_on_a_terminal_adds_an_exec_and_an_http_tool() {
 /// `rlp tools add` on a terminal asks only for what the flags leave open.
 #[test]
 fn tools_add_on_a_terminal_asks_for_what_is_missing() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let mut p = on_terminal(&space, &["tools", "add", "agents/demo", "--exec", "/bin/true", "--grant"]);
     p.answer("Tool id", "Not.Valid");
     p.answer("is not a valid tool id", "demo.true");
@@ -486,8 +491,7 @@ fn tools_add_on_a_terminal_asks_for_what_is_missing() {
 
 #[test]
 fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let out = space.expect_output(
         0,
@@ -542,8 +546,7 @@ fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
 
 #[test]
 fn tools_add_http_with_secret_and_shared_schema() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let out = space.expect_output(
         0,
@@ -608,8 +611,7 @@ fn tools_add_http_with_secret_and_shared_schema() {
 
 #[test]
 fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     space.expect_output(0, &["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
     let before = snapshot(&bundle);
@@ -678,8 +680,7 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
 
 #[test]
 fn tools_add_names_a_byte_order_mark_in_tools_json() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let tools = bundle.join("tools.json");
     std::fs::write(&tools, format!("\u{feff}{}", read(&tools))).unwrap();
     let before = snapshot(&bundle);
@@ -695,8 +696,7 @@ fn tools_add_names_a_byte_order_mark_in_tools_json() {
 
 #[test]
 fn tools_add_and_import_keep_crlf_line_endings() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     for file in ["policy.caps", "tools.json"] {
         let path = bundle.join(file);
@@ -740,8 +740,7 @@ fn tools_import_warns_when_it_changes_a_tools_transport() {
 
 #[test]
 fn tools_import_adds_the_binarys_tools_and_reports_each() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let tool = greet_tool().to_str().unwrap();
     let out = space.expect_output(0, &["tools", "import", b, "--exec", tool, "--grant"]);
@@ -781,8 +780,7 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
 
 #[test]
 fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let liar = space.script("liar.sh", r#"printf '%s\n' '{"tools": [{"id": "x\u001b[2Jy", "description": "d"}]}'"#);
     let plain = space.join("plain.txt");
@@ -812,8 +810,7 @@ fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask(
 
 #[test]
 fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let before = snapshot(&bundle);
     let garbage = space.script("garbage.sh", "echo 'this is not json'");
@@ -854,8 +851,7 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
 
 #[test]
 fn tools_list_shows_transport_needs_and_exposure() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     for args in [
         vec!["--id", "demo.run", "--description", "Runs", "--exec", "/usr/bin/true", "--arg", "-v", "--grant"],
@@ -918,8 +914,7 @@ fn tools_list_shows_transport_needs_and_exposure() {
 /// refuses it (RLP002), instead of silently keeping the last value.
 #[test]
 fn json_with_a_duplicate_key_is_refused_everywhere() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let tools = bundle.join("tools.json");
     std::fs::write(&tools, "{\n  \"version\": 1,\n  \"version\": 1,\n  \"tools\": []\n}\n").unwrap();
@@ -973,8 +968,7 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
 
 #[test]
 fn tools_list_escapes_control_characters() {
-    let space = Sandbox::new();
-    let bundle = scaffold(&space, "demo");
+    let (space, bundle) = demo();
     let tools = json!({"version": 1, "tools": [{
         "id": "demo.run", "description": "Runs",
         "transport": {"kind": "exec", "command": "/usr/bin/x\u{1b}[2J\ny", "args": ["\t-v"]},
