@@ -2,24 +2,25 @@
 //! real tool processes, a real SQLite ledger and a real HTTP server on
 //! 127.0.0.1. Every test uses its own temporary home.
 
-mod common;
-
-use common::{HANG_GUARD, Sandbox};
-
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use assert_cmd::Command;
 use rlp::runtime::recorder::MemoryRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
-use rlp::trace::{Event, Ledger};
+use rlp::trace::Ledger;
 use serde_json::{Value, json};
+
+use crate::support::bundle::{self, with};
+use crate::support::http::{Server, redirect, reply};
+use crate::support::ledger::{self, kinds, payload};
+use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
+use crate::support::process::{self, wait_for_file, wait_until_gone};
+use crate::support::pty::Terminal;
+use crate::support::{HANG_GUARD, Sandbox, files};
 
 const SECRET: &str = "sk-live-7f3a9c1e-RECOGNISABLE";
 const TOKEN_ENV: &str = "RUNLOOP_TEST_TOKEN";
@@ -27,185 +28,29 @@ const TOKEN_ID: &str = "runloop/test/token";
 
 // ---------------------------------------------------------------- helpers
 
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runtime").join(name).display().to_string()
+/// Tool `id` running the fixture script `script` with `args`.
+fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
+    bundle::tool(id, bundle::exec(&files::fixture(&format!("runtime/{script}")), args))
 }
 
-fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
-    common::tool(id, json!({"kind": "exec", "command": fixture(script), "args": args}))
+/// Tool `touch`, which creates the file `marker`: a test sees whether it ran.
+fn touch_tool(marker: &Path) -> Value {
+    exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])
 }
 
 fn http_tool(id: &str, method: &str, url: &str) -> Value {
-    common::tool(id, json!({"kind": "http", "method": method, "url": url}))
+    bundle::tool(id, bundle::http(method, url))
 }
 
-fn with(mut tool: Value, extra: Value) -> Value {
-    for (k, v) in extra.as_object().unwrap() {
-        tool[k] = v.clone();
-    }
-    tool
+/// [`http_tool`] taking the string argument `arg` (a placeholder of `url`).
+fn http_tool_taking(id: &str, method: &str, url: &str, arg: &str) -> Value {
+    let schema = json!({"type": "object", "properties": {arg: {"type": "string"}}});
+    with(http_tool(id, method, url), json!({"input_schema": schema}))
 }
 
-fn stdout_json(output: &std::process::Output) -> Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn kinds(events: &[Event]) -> Vec<&str> {
-    events.iter().map(|e| e.kind.as_str()).collect()
-}
-
-fn payload(event: &Event) -> Value {
-    event.payload().unwrap()
-}
-
-/// Waits (bounded, as a hang guard) until process `pid` has exited.
-fn wait_until_gone(pid: i32) {
-    let pid = pid.to_string();
-    let started = common::process_start_time(&pid);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    // Gone, a zombie, or its pid already taken by a later process.
-    while common::process_is_running(&pid) && common::process_start_time(&pid) == started {
-        assert!(Instant::now() < deadline, "process {pid} is still running");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn wait_for_file(path: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("{} never appeared", path.display());
-}
-
-// ------------------------------------------------------------ HTTP server
-
-#[derive(Clone, Debug)]
-struct Request {
-    line: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-}
-
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-fn reply(status: u16, body: &str) -> Reply {
-    Reply { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
-}
-
-type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
-
-/// A one-connection-at-a-time HTTP/1.1 server on 127.0.0.1 that records
-/// every request and closes each connection after one reply.
-struct Server {
-    port: u16,
-    requests: Arc<Mutex<Vec<Request>>>,
-    connections: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let connections = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let handler: Handler = Arc::new(handler);
-        let thread = {
-            let (requests, connections, stop) = (requests.clone(), connections.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    connections.fetch_add(1, Ordering::SeqCst);
-                    serve(stream, &handler, &requests);
-                }
-            })
-        };
-        Server { port, requests, connections, stop, thread: Some(thread) }
-    }
-
-    fn requests(&self) -> Vec<Request> {
-        self.requests.lock().unwrap().clone()
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Reads one request, records it, then replies: the record is in place
-/// before the client can see the reply, so a test never races it.
-fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>>) -> Option<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let line = line.trim_end().to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).ok()?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (k, v) = header.split_once(':')?;
-        headers.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    let request = Request { line, headers, body };
-    let answer = handler(&request);
-    requests.lock().unwrap().push(request);
-    let mut out = stream;
-    let mut text =
-        format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n", answer.status, answer.body.len());
-    for (k, v) in &answer.headers {
-        text.push_str(&format!("{k}: {v}\r\n"));
-    }
-    text.push_str("\r\n");
-    text.push_str(&answer.body);
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-    Some(())
+/// A policy granting `net` to 127.0.0.1:`port` alone.
+fn net_caps(port: u16) -> String {
+    format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n")
 }
 
 // ------------------------------------------------------------------ tests
@@ -287,7 +132,7 @@ fn human_format_prints_the_result_only() {
     let bundle = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "{\n  \"ok\": true\n}\n");
+    assert_eq!(stdout(&output), "{\n  \"ok\": true\n}\n");
     // An unsigned working folder is callable; rlp says once that its trust is not checked.
     assert_eq!(
         stderr(&output),
@@ -303,14 +148,8 @@ fn http_tool_call_records_frames_in_order() {
     let server = Server::start(|_| reply(200, r#"{"id": 7, "status": "queued"}"#));
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{}/v1/items/{{item}}", server.port);
-    let bundle = sb.bundle(
-        "poster",
-        json!([with(
-            http_tool("items.put", "POST", &url),
-            json!({"input_schema": {"type": "object", "properties": {"item": {"type": "string"}}}})
-        )]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
-    );
+    let bundle =
+        sb.bundle("poster", json!([http_tool_taking("items.put", "POST", &url, "item")]), &net_caps(server.port));
     let output = sb
         .call(&bundle, "items.put", json!({"item": "a b", "note": "hi", "n": 1}))
         .args(["--format", "json"])
@@ -361,27 +200,20 @@ fn trace_id_groups_calls() {
 
     let output = sb.call(&bundle, "ok", json!({})).args(["--trace-id", "not-a-uuid"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("--trace-id `not-a-uuid` is not a UUID"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "--trace-id `not-a-uuid` is not a UUID");
 }
 
 #[test]
 fn ungranted_exec_is_refused_without_running() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
-    let bundle = sb.bundle(
-        "noexec",
-        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
-        "[capabilities]\ntime = true\n",
-    );
+    let marker = sb.join("ran");
+    let bundle = sb.bundle("noexec", json!([touch_tool(&marker)]), "[capabilities]\ntime = true\n");
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool ran");
     let err = stderr(&output);
-    assert!(
-        err.contains("error: tool `touch` is not exposed: it needs `exec` (policy.caps does not grant it)"),
-        "{err}"
-    );
-    assert!(err.contains("help: grant it under [capabilities] in policy.caps (exec = true)"), "{err}");
+    assert_contains(&err, "error: tool `touch` is not exposed: it needs `exec` (policy.caps does not grant it)");
+    assert_contains(&err, "help: grant it under [capabilities] in policy.caps (exec = true)");
     let events = sb.events();
     assert_eq!(kinds(&events), ["cap.audit"]);
     let audit = payload(&events[0]);
@@ -408,7 +240,7 @@ fn ungranted_net_host_is_refused() {
     assert_eq!(denied.len(), 2, "{denied:?}");
     assert_eq!(denied[0]["capability"], "net:api.example.com");
     assert_eq!(denied[1]["capability"], "net:api.example.com:443");
-    assert!(stderr(&output).contains("help: grant it under [capabilities] in policy.caps"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "help: grant it under [capabilities] in policy.caps");
 }
 
 #[test]
@@ -416,14 +248,8 @@ fn override_revokes_net_without_connecting() {
     let server = Server::start(|_| reply(200, "{}"));
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{}/x", server.port);
-    let bundle = sb.bundle(
-        "revoked",
-        json!([http_tool("x.get", "GET", &url)]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
-    );
-    let override_file = sb.home().join("caps/overrides/revoked.toml");
-    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
-    std::fs::write(&override_file, "[capabilities]\nnet = []\n").unwrap();
+    let bundle = sb.bundle("revoked", json!([http_tool("x.get", "GET", &url)]), &net_caps(server.port));
+    let override_file = sb.write_override("revoked", "[capabilities]\nnet = []\n");
     let output = sb.call(&bundle, "x.get", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert_eq!(server.connections(), 0, "a connection was made");
@@ -434,42 +260,35 @@ fn override_revokes_net_without_connecting() {
         payload(&events[0])["reason"],
         format!("revoked by the operator override {}", override_file.display()).as_str()
     );
-    assert!(stderr(&output).contains("help: the operator override revokes it"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "help: the operator override revokes it");
 }
 
 #[test]
 fn override_cannot_add_grants() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
-    let bundle = sb.bundle(
-        "adder",
-        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
-        "[capabilities]\ntime = true\n",
-    );
-    let override_file = sb.home().join("caps/overrides/adder.toml");
-    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
-    std::fs::write(&override_file, "[capabilities]\nexec = true\n").unwrap();
+    let marker = sb.join("ran");
+    let bundle = sb.bundle("adder", json!([touch_tool(&marker)]), "[capabilities]\ntime = true\n");
+    let override_file = sb.write_override("adder", "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3));
     assert!(!marker.exists());
-    assert!(
-        stderr(&output).contains(&format!(
+    assert_contains(
+        &stderr(&output),
+        &format!(
             "warning: {}: `exec = true` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
             override_file.display()
-        )),
-        "{}",
-        stderr(&output)
+        ),
     );
 }
 
 #[test]
 fn invalid_input_never_runs_the_tool() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = sb.bundle(
         "strict",
         json!([with(
-            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
+            touch_tool(&marker),
             json!({"input_schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}})
         )]),
         "[capabilities]\nexec = true\n",
@@ -477,18 +296,15 @@ fn invalid_input_never_runs_the_tool() {
     let output = sb.call(&bundle, "touch", json!({"n": "seven"})).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool ran");
-    assert!(
-        stderr(&output).contains(
-            "error: the arguments do not match the input_schema of `touch`: /n: \"seven\" is not of type \"integer\""
-        ),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: the arguments do not match the input_schema of `touch`: /n: \"seven\" is not of type \"integer\"",
     );
     assert!(!kinds(&sb.events()).contains(&"tool.call"));
 
     let output = sb.rlp().args(["tools", "call"]).arg(&bundle).args(["touch", "--args", "{nope"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("the arguments in --args are not valid JSON"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "the arguments in --args are not valid JSON");
 
     sb.call(&bundle, "touch", json!({"n": 7})).assert().code(0);
     assert!(marker.exists());
@@ -508,10 +324,9 @@ fn result_failing_result_schema_is_an_error() {
     let output = sb.call(&bundle, "bad", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(output.stdout.is_empty());
-    assert!(
-        stderr(&output).contains("error: the result of `bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\""),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: the result of `bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\"",
     );
     let events = sb.events();
     assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result"]);
@@ -541,17 +356,7 @@ fn exec_tool_sees_only_documented_environment() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let doc = stdout_json(&output);
     let result = &doc["result"];
-    let hex = result["environ"].as_str().unwrap();
-    let environ: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
-    let vars: BTreeMap<String, String> = environ
-        .split(|b| *b == 0)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            let text = String::from_utf8(entry.to_vec()).unwrap();
-            let (k, v) = text.split_once('=').unwrap();
-            (k.to_string(), v.to_string())
-        })
-        .collect();
+    let vars = process::decode_environ(result["environ"].as_str().unwrap());
     let names: Vec<&str> = vars.keys().map(String::as_str).collect();
     assert_eq!(names, ["LANG", "PATH", "RLP_INVOCATION_ID", TOKEN_ENV, "RUNLOOP_TEST__TOKEN", "TMPDIR"]);
     assert_eq!(vars["PATH"], "/usr/local/bin:/usr/bin:/bin");
@@ -589,18 +394,12 @@ fn secret_never_leaks_from_exec_tools() {
     let output = run("sec.result", json!({"echo": SECRET}), 0);
     assert_eq!(stdout_json(&output), json!({"token": "[redacted]", "len": SECRET.len()}));
     let output = run("sec.stderr", json!({}), 1);
-    assert!(
-        stderr(&output)
-            .contains("error: tool `sec.stderr` exited with status 4; stderr: the token is [redacted], failing"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `sec.stderr` exited with status 4; stderr: the token is [redacted], failing",
     );
     let output = run("sec.envelope", json!({}), 1);
-    assert!(
-        stderr(&output).contains("error: tool `sec.envelope` failed: rejected token [redacted]"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "error: tool `sec.envelope` failed: rejected token [redacted]");
     assert_no_secret(&transcript, "rlp's output");
     assert_ledger_has_no_secret(&sb);
     let events = sb.events();
@@ -631,11 +430,11 @@ fn a_response_body_that_stalls_is_a_timeout() {
     let bundle = sb.bundle(
         "stalled",
         json!([with(http_tool("slow.get", "GET", &url), json!({"timeout_ms": 500}))]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"),
+        &net_caps(port),
     );
     let output = sb.call(&bundle, "slow.get", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stderr(&output).contains("timed out after 500 ms (timeout_ms)"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "timed out after 500 ms (timeout_ms)");
     let result = sb.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "timeout");
     server.join().unwrap();
@@ -658,7 +457,7 @@ fn json_format_reports_a_failed_call_as_one_document() {
     let call = sb.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
     assert_eq!(document["invocation_id"], call["invocation_id"]);
     assert!(document["trace_id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
-    assert!(stderr(&output).contains("\nerror: tool `fail` exited with status 4"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "\nerror: tool `fail` exited with status 4");
 
     let output = sb.call(&bundle, "nope", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
@@ -699,15 +498,11 @@ fn assert_no_secret(bytes: &[u8], what: &str) {
 }
 
 fn assert_ledger_has_no_secret(sb: &Sandbox) {
-    let mut scanned = 0;
-    for suffix in ["", "-wal", "-shm"] {
-        let path = PathBuf::from(format!("{}{suffix}", sb.ledger_path().display()));
-        if let Ok(bytes) = std::fs::read(&path) {
-            scanned += 1;
-            assert_no_secret(&bytes, &path.display().to_string());
-        }
+    let files = ledger::files(&sb.ledger_path());
+    assert!(!files.is_empty(), "no ledger file to scan");
+    for (path, bytes) in files {
+        assert_no_secret(&bytes, &path.display().to_string());
     }
-    assert!(scanned >= 1, "no ledger file to scan");
 }
 
 #[test]
@@ -756,25 +551,20 @@ fn secret_never_leaks_from_http_tools() {
 #[test]
 fn missing_secret_names_the_variable() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = sb.bundle(
         "nosecret",
-        json!([with(exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]), json!({"secrets": [TOKEN_ID]}))]),
+        json!([with(touch_tool(&marker), json!({"secrets": [TOKEN_ID]}))]),
         &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"),
     );
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
     let err = stderr(&output);
-    assert!(
-        err.contains("error: tool `touch` needs secrets that are not available (it uses `runloop/test/token`)"),
-        "{err}"
-    );
-    assert!(
-        err.contains(
-            "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again"
-        ),
-        "{err}"
+    assert_contains(&err, "error: tool `touch` needs secrets that are not available (it uses `runloop/test/token`)");
+    assert_contains(
+        &err,
+        "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again",
     );
     let events = sb.events();
     assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit"]);
@@ -792,13 +582,13 @@ fn call_expecting_timeout(sb: &Sandbox, bundle: &Path, tool: &str) {
     let expected = format!(
         "error: tool `{tool}` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
     );
-    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+    assert_contains(&stderr(&output), &expected);
 }
 
 #[test]
 fn timeout_kills_the_whole_process_group() {
     let sb = Sandbox::new();
-    let pids = sb.path().join("pids");
+    let pids = sb.join("pids");
     std::fs::create_dir_all(&pids).unwrap();
     let bundle = sb.bundle(
         "sleeper",
@@ -808,8 +598,8 @@ fn timeout_kills_the_whole_process_group() {
     call_expecting_timeout(&sb, &bundle, "sleep");
     let parent = std::fs::read_to_string(pids.join("parent.pid")).unwrap();
     let child = std::fs::read_to_string(pids.join("child.pid")).unwrap();
-    assert!(!common::process_is_running(parent.trim()), "the tool {parent} is still there");
-    assert!(!common::process_is_running(child.trim()), "its child {child} is still there");
+    assert!(!process::is_running(parent.trim()), "the tool {parent} is still there");
+    assert!(!process::is_running(child.trim()), "its child {child} is still there");
     let result = payload(&sb.events()[2]);
     assert_eq!(result["error"]["kind"], "timeout");
 }
@@ -820,26 +610,13 @@ fn huge_stdout_is_refused_with_memory_bounded() {
     let bundle =
         sb.bundle("flood", json!([exec_tool("flood", "flood_stdout.sh", &[])]), "[capabilities]\nexec = true\n");
     // rlp runs with its address space capped at 1 GiB: buffering 5 GB would fail.
-    let rlp = assert_cmd::cargo::cargo_bin("rlp");
-    let script = format!(
-        "ulimit -v 1048576; exec '{}' --home '{}' tools call '{}' flood",
-        rlp.display(),
-        sb.home().display(),
-        bundle.display()
-    );
-    let output = Command::new("/bin/sh")
-        .args(["-c", &script])
-        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
+    let mut command = sb.shell("ulimit -v 1048576");
+    command.args(["tools", "call"]).arg(&bundle).arg("flood");
+    let output = assert_cmd::Command::from_std(command).timeout(HANG_GUARD).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(
-            "error: tool `flood` output too large: more than 1048576 bytes on stdout (max_output_bytes); it was killed"
-        ),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `flood` output too large: more than 1048576 bytes on stdout (max_output_bytes); it was killed",
     );
     assert_eq!(payload(&sb.events()[2])["error"]["kind"], "output_too_large");
 }
@@ -859,14 +636,8 @@ fn http_argument_stays_inside_its_path_segment() {
     let server = Server::start(|_| reply(200, "{}"));
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{}/users/{{user}}/mail", server.port);
-    let bundle = sb.bundle(
-        "traversal",
-        json!([with(
-            http_tool("mail.get", "GET", &url),
-            json!({"input_schema": {"type": "object", "properties": {"user": {"type": "string"}}}})
-        )]),
-        &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\n", server.port),
-    );
+    let bundle =
+        sb.bundle("traversal", json!([http_tool_taking("mail.get", "GET", &url, "user")]), &net_caps(server.port));
     let output =
         sb.call(&bundle, "mail.get", json!({"user": "../../admin?x=1#@evil.example", "q": "a b"})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -877,7 +648,7 @@ fn http_argument_stays_inside_its_path_segment() {
 
     let output = sb.call(&bundle, "mail.get", json!({"user": ".."})).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("argument `user` cannot be `..`"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "argument `user` cannot be `..`");
     assert_eq!(server.connections(), 1);
 }
 
@@ -905,22 +676,17 @@ fn redirect_bundle(sb: &Sandbox, from: &Server, grants: &[u16]) -> PathBuf {
 fn redirect_to_an_ungranted_host_is_not_followed() {
     let other = Server::start(|_| reply(200, r#"{"stolen": true}"#));
     let location = format!("http://127.0.0.1:{}/steal", other.port);
-    let first = Server::start(move |_| Reply {
-        status: 302,
-        headers: vec![("Location".into(), location.clone())],
-        body: String::new(),
-    });
+    let first = Server::start(move |_| redirect(302, &location));
     let sb = Sandbox::new();
     let bundle = redirect_bundle(&sb, &first, &[first.port]);
     let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(&format!(
+    assert_contains(
+        &stderr(&output),
+        &format!(
             "error: HTTP 302 Found: redirect to 127.0.0.1:{0} not followed: the policy does not grant `net:127.0.0.1:{0}`",
             other.port
-        )),
-        "{}",
-        stderr(&output)
+        ),
     );
     assert_eq!(other.connections(), 0, "the redirect was followed");
     assert_eq!(first.requests()[0].header("authorization"), Some(format!("Bearer {SECRET}").as_str()));
@@ -933,11 +699,7 @@ fn redirect_to_an_ungranted_host_is_not_followed() {
 fn granted_redirect_drops_the_secret_header() {
     let other = Server::start(|_| reply(200, r#"{"landed": true}"#));
     let location = format!("http://127.0.0.1:{}/landing", other.port);
-    let first = Server::start(move |_| Reply {
-        status: 307,
-        headers: vec![("Location".into(), location.clone())],
-        body: String::new(),
-    });
+    let first = Server::start(move |_| redirect(307, &location));
     let sb = Sandbox::new();
     let bundle = redirect_bundle(&sb, &first, &[first.port, other.port]);
     let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
@@ -960,10 +722,9 @@ fn header_producing_crlf_is_refused() {
     let bundle = redirect_bundle(&sb, &server, &[server.port]);
     let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, "abc\r\nX-Injected: 1").output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("error: tool `hop`: header `Authorization` would contain CR, LF or NUL after its placeholders were filled; the call is refused"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `hop`: header `Authorization` would contain CR, LF or NUL after its placeholders were filled; the call is refused",
     );
     assert!(!stderr(&output).contains("X-Injected"));
     assert_eq!(server.connections(), 0);
@@ -972,10 +733,7 @@ fn header_producing_crlf_is_refused() {
 fn confirm_bundle(sb: &Sandbox, marker: &Path) -> PathBuf {
     sb.bundle(
         "careful",
-        json!([with(
-            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
-            json!({"requires_confirmation": true})
-        )]),
+        json!([with(touch_tool(marker), json!({"requires_confirmation": true}))]),
         "[capabilities]\nexec = true\n",
     )
 }
@@ -983,17 +741,17 @@ fn confirm_bundle(sb: &Sandbox, marker: &Path) -> PathBuf {
 #[test]
 fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
     let err = stderr(&output);
-    assert!(
-        err.contains("error: tool `touch` requires confirmation and the call was not approved: no terminal to ask on, and no --yes"),
-        "{err}"
+    assert_contains(
+        &err,
+        "error: tool `touch` requires confirmation and the call was not approved: no terminal to ask on, and no --yes",
     );
-    assert!(err.contains("help: pass --yes to approve the call"), "{err}");
+    assert_contains(&err, "help: pass --yes to approve the call");
     let confirm = sb.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
     assert_eq!(confirm["approved"], false);
 
@@ -1012,7 +770,7 @@ fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
 #[test]
 fn user_config_or_environment_can_waive_confirmation() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     std::fs::create_dir_all(sb.home()).unwrap();
     std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
@@ -1042,19 +800,15 @@ fn user_config_or_environment_can_waive_confirmation() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS=`maybe` is not a boolean"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS=`maybe` is not a boolean");
 }
 
 #[test]
 fn system_policy_confirmation_cannot_be_switched_off() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
-    let system = sb.path().join("system.toml");
+    let system = sb.join("system.toml");
     std::fs::write(&system, "[policy]\nconfirm_external_actions = true\n").unwrap();
     std::fs::create_dir_all(sb.home()).unwrap();
     std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
@@ -1067,11 +821,9 @@ fn system_policy_confirmation_cannot_be_switched_off() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
-    assert!(
-        stderr(&output)
-            .contains(&format!("help: pass --yes to approve the call ({} requires confirmation)", system.display())),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        &format!("help: pass --yes to approve the call ({} requires confirmation)", system.display()),
     );
     sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).arg("--yes").assert().code(0);
     assert!(marker.exists());
@@ -1122,20 +874,18 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
 #[test]
 fn kill_during_a_call_leaves_a_sound_ledger() {
     let sb = Sandbox::new();
-    let pid_file = sb.path().join("tool.pid");
+    let pid_file = sb.join("tool.pid");
     let bundle = sb.bundle(
         "victim",
         json!([exec_tool("slow", "slow.sh", &[pid_file.to_str().unwrap()]), exec_tool("ok", "ok.sh", &[])]),
         "[capabilities]\nexec = true\n",
     );
     sb.call(&bundle, "ok", json!({})).assert().code(0);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
-        .arg("--home")
-        .arg(sb.home())
+    let mut child = sb
+        .command()
         .args(["tools", "call"])
         .arg(&bundle)
         .arg("slow")
-        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1145,9 +895,7 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     child.wait().unwrap();
     // The kernel kills the tool when rlp dies; what it forked is orphaned: end it.
     wait_until_gone(tool_pid);
-    unsafe {
-        libc::kill(-tool_pid, libc::SIGKILL);
-    }
+    process::signal(-tool_pid, libc::SIGKILL);
     let ledger = Ledger::open(&sb.ledger_path()).unwrap();
     assert_eq!(ledger.integrity_check().unwrap(), "ok");
     let report = ledger.verify_chain().unwrap();
@@ -1175,8 +923,8 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
     ];
     for signal in signals {
         let sb = Sandbox::new();
-        let pids = sb.path().join("pids");
-        let tmp = sb.path().join("tmp");
+        let pids = sb.join("pids");
+        let tmp = sb.join("tmp");
         std::fs::create_dir_all(&pids).unwrap();
         std::fs::create_dir_all(&tmp).unwrap();
         let bundle = sb.bundle(
@@ -1184,13 +932,11 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
             json!([exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()])]),
             "[capabilities]\nexec = true\n",
         );
-        let mut rlp = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
-            .arg("--home")
-            .arg(sb.home())
+        let mut rlp = sb
+            .command()
             .args(["tools", "call"])
             .arg(&bundle)
             .arg("sleep")
-            .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
             .env("TMPDIR", &tmp)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -1198,9 +944,7 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
             .unwrap();
         let parent: i32 = wait_for_file(&pids.join("parent.pid")).trim().parse().unwrap();
         let child: i32 = wait_for_file(&pids.join("child.pid")).trim().parse().unwrap();
-        unsafe {
-            libc::kill(rlp.id() as i32, signal);
-        }
+        process::signal(rlp.id() as i32, signal);
         let status = rlp.wait().unwrap();
         assert_eq!(status.signal(), Some(signal), "rlp ends by the signal it got: {status:?}");
         wait_until_gone(parent);
@@ -1213,7 +957,7 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
 #[test]
 fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
     let sb = Sandbox::new();
-    let tmp = sb.path().join("tmp");
+    let tmp = sb.join("tmp");
     // A pid no process has (above the kernel's pid_max), and this test's own.
     let dead = tmp.join("rlp-call-99999999-AbCdEf");
     let alive = tmp.join(format!("rlp-call-{}-GhIjKl", std::process::id()));
@@ -1232,7 +976,7 @@ fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
 #[test]
 fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
     let sb = Sandbox::new();
-    let pids = sb.path().join("pids");
+    let pids = sb.join("pids");
     let bundle = sb.bundle(
         "escaper",
         json!([with(exec_tool("escape", "leave_group.pl", &[pids.to_str().unwrap()]), json!({"timeout_ms": 1000}))]),
@@ -1242,14 +986,14 @@ fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
     call_expecting_timeout(&sb, &bundle, "escape");
     let text = std::fs::read_to_string(&pids).unwrap();
     let (tool, child) = text.trim().split_once(' ').unwrap();
-    assert!(!common::process_is_running(tool), "the tool {tool} is still there");
-    assert!(!common::process_is_running(child), "its child {child}, in a session of its own, is still there");
+    assert!(!process::is_running(tool), "the tool {tool} is still there");
+    assert!(!process::is_running(child), "its child {child}, in a session of its own, is still there");
 }
 
 #[test]
 fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     let sb = Sandbox::new();
-    let pid_file = sb.path().join("background.pid");
+    let pid_file = sb.join("background.pid");
     let bundle = sb.bundle(
         "holder",
         json!([exec_tool("hold", "background_holds_stdout.sh", &[pid_file.to_str().unwrap()])]),
@@ -1259,7 +1003,7 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"answer": 42}));
     let background = std::fs::read_to_string(&pid_file).unwrap();
-    assert!(!common::process_is_running(background.trim()), "the background process outlived the call");
+    assert!(!process::is_running(background.trim()), "the background process outlived the call");
 
     // Embedded in a process that is not the subreaper, the background process
     // escapes rlp and holds the pipe: what the tool printed still counts.
@@ -1272,16 +1016,14 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     let request = CallRequest { tool: "hold".into(), arguments: json!({}), trace_id: None };
     let outcome = runtime.call(&request);
     let background: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    unsafe {
-        libc::kill(background, libc::SIGKILL);
-    }
+    process::signal(background, libc::SIGKILL);
     assert_eq!(outcome.unwrap().result, json!({"answer": 42}));
 }
 
 #[test]
 fn transient_errors_are_retried_and_each_attempt_recorded() {
     let sb = Sandbox::new();
-    let counter = sb.path().join("attempts");
+    let counter = sb.join("attempts");
     let bundle = sb.bundle(
         "flaky",
         json!([with(
@@ -1313,7 +1055,7 @@ fn transient_errors_are_retried_and_each_attempt_recorded() {
     );
     let output = sb.call(&once, "flaky", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains("error: tool `flaky` failed: busy, try again"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "error: tool `flaky` failed: busy, try again");
 }
 
 #[test]
@@ -1322,12 +1064,9 @@ fn a_question_from_the_tool_is_an_error() {
     let bundle = sb.bundle("asker", json!([exec_tool("ask", "question.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ask", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains(
-            "error: tool `ask` asked a question (\"Which folder?\"), and this rlp cannot answer tool questions yet"
-        ),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: tool `ask` asked a question (\"Which folder?\"), and this rlp cannot answer tool questions yet",
     );
 }
 
@@ -1337,21 +1076,17 @@ fn unknown_tools_and_invalid_bundles_are_usage_errors() {
     let bundle = sb.bundle("known", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "nope", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("error: bundle `known` has no tool `nope`\n  help: the tools are: ok"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "error: bundle `known` has no tool `nope`\n  help: the tools are: ok");
 
     // A stale digest is a lint error: the bundle is refused at load.
     std::fs::write(bundle.join("policy.caps"), "[capabilities]\nexec = true\ntime = true\n").unwrap();
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
-    assert!(err.contains("has 1 lint error and cannot be loaded:"), "{err}");
-    assert!(err.contains(&format!("{}:", bundle.join("manifest.toml").display())), "{err}");
-    assert!(err.contains("RLP503"), "{err}");
-    assert!(err.contains(&format!("help: run `rlp lint {}` for details", bundle.display())), "{err}");
+    assert_contains(&err, "has 1 lint error and cannot be loaded:");
+    assert_contains(&err, &format!("{}:", bundle.join("manifest.toml").display()));
+    assert_contains(&err, "RLP503");
+    assert_contains(&err, &format!("help: run `rlp lint {}` for details", bundle.display()));
 }
 
 #[test]
@@ -1390,37 +1125,29 @@ fn library_runtime_serves_calls_from_several_threads() {
 #[test]
 fn confirmation_prompt_on_a_terminal() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = confirm_bundle(&sb, &marker);
     let spawn = || {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"));
-        cmd.arg("--home")
-            .arg(sb.home())
-            .args(["tools", "call"])
-            .arg(&bundle)
-            .args(["touch", "--args", r#"{"to": "a@b.c"}"#])
-            .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("none.toml"))
-            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS");
-        rexpect::session::spawn_command(cmd, Some(20_000)).unwrap()
+        let mut cmd = sb.command();
+        cmd.args(["tools", "call"]).arg(&bundle).args(["touch", "--args", r#"{"to": "a@b.c"}"#]);
+        Terminal::spawn(cmd, Duration::from_secs(20))
     };
     // Declined: the tool does not run.
-    let mut session = spawn();
-    session.exp_string("Tool `touch` wants to run: test tool touch").unwrap();
-    session.exp_string(&format!("target: {} <blob> {}", fixture("marker.sh"), marker.display())).unwrap();
-    session.exp_string("\"to\": \"a@b.c\"").unwrap();
-    session.exp_string("Allow this call?").unwrap();
-    session.send("n").unwrap();
-    session.flush().unwrap();
-    session.exp_string("requires confirmation and the call was not approved: declined at the terminal prompt").unwrap();
-    session.exp_eof().unwrap();
+    let mut terminal = spawn();
+    terminal.expect("Tool `touch` wants to run: test tool touch");
+    terminal.expect(&format!("target: {} <blob> {}", files::fixture("runtime/marker.sh"), marker.display()));
+    terminal.expect("\"to\": \"a@b.c\"");
+    terminal.expect("Allow this call?");
+    terminal.press("n");
+    terminal.expect("requires confirmation and the call was not approved: declined at the terminal prompt");
+    terminal.expect_end();
     assert!(!marker.exists());
     // Approved: it runs and the result is printed.
-    let mut session = spawn();
-    session.exp_string("Allow this call?").unwrap();
-    session.send("y").unwrap();
-    session.flush().unwrap();
-    session.exp_string("\"ok\": true").unwrap();
-    session.exp_eof().unwrap();
+    let mut terminal = spawn();
+    terminal.expect("Allow this call?");
+    terminal.press("y");
+    terminal.expect("\"ok\": true");
+    terminal.expect_end();
     assert!(marker.exists());
     let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
     assert_eq!(confirms.len(), 2);
@@ -1435,7 +1162,7 @@ fn confirmation_prompt_on_a_terminal() {
 
 /// Signs `bundle` with a new key `keys/<name>.key`; returns the public key file.
 fn sign_bundle(sb: &Sandbox, bundle: &Path, name: &str) -> PathBuf {
-    let keys = sb.path().join("keys");
+    let keys = sb.join("keys");
     sb.rlp().args(["keygen", "--out"]).arg(&keys).args(["--name", name]).assert().success();
     sb.rlp().arg("sign").arg(bundle).arg("--key").arg(keys.join(format!("{name}.key"))).assert().success();
     keys.join(format!("{name}.pub"))
@@ -1494,7 +1221,7 @@ fn assert_refused_by_trust(sb: &Sandbox, bundle: &Path, why: &str) {
     assert_eq!(tool_calls(sb), calls_before, "the tool ran");
     let (decision, reason) = trust_audits(sb).pop().unwrap();
     assert_eq!(decision, "deny");
-    assert!(reason.contains(why), "{reason}");
+    assert_contains(&reason, why);
 }
 
 #[test]
@@ -1530,7 +1257,7 @@ fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_t
     let trace = sb.events().iter().find(|e| e.kind == "tool.call").unwrap().provenance().unwrap().trace_id.to_string();
     let output = sb.rlp().args(["replay", &trace, "--mode", "live", "--bundle"]).arg(&installed).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert!(stderr(&output).contains("refused by the trust policy"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "refused by the trust policy");
     assert_eq!(tool_calls(&sb), 1);
     // Strict replay runs nothing: it still reads the bundle's tools.
     let output = sb.rlp().args(["replay", &trace, "--bundle"]).arg(&installed).output().unwrap();
@@ -1557,7 +1284,7 @@ fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
     sb.rlp().arg("digest").arg(&bundle).assert().success();
     assert_refused_by_trust(&sb, &bundle, "does not match manifest.toml");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
-    assert!(stderr(&output).contains("help: the bundle changed after it was signed"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "help: the bundle changed after it was signed");
     // Without its signature it is an author's working folder again.
     std::fs::remove_dir_all(bundle.join("SIGNATURES")).unwrap();
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
@@ -1568,23 +1295,17 @@ fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
 #[test]
 fn an_override_with_an_unknown_table_or_key_refuses_every_call_of_its_agent() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
-    let bundle = sb.bundle(
-        "guarded",
-        json!([exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])]),
-        "[capabilities]\nexec = true\n",
-    );
-    let override_file = sb.home().join("caps/overrides/guarded.toml");
-    std::fs::create_dir_all(override_file.parent().unwrap()).unwrap();
+    let marker = sb.join("ran");
+    let bundle = sb.bundle("guarded", json!([touch_tool(&marker)]), "[capabilities]\nexec = true\n");
     for (text, at) in
         [("exec = false\n", "1:1"), ("[Capabilities]\nexec = false\n", "1:2"), ("[capability]\nexec = false\n", "1:2")]
     {
-        std::fs::write(&override_file, text).unwrap();
+        let override_file = sb.write_override("guarded", text);
         let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{text:?}: {}", stderr(&output));
         let expected = format!("error: {}:{at}: unknown key", override_file.display());
         assert!(stderr(&output).starts_with(&expected), "{text:?}: {}", stderr(&output));
-        assert!(stderr(&output).contains("help: fix the override file, or remove it"), "{}", stderr(&output));
+        assert_contains(&stderr(&output), "help: fix the override file, or remove it");
         assert!(!marker.exists(), "{text:?}: the tool ran");
     }
 }
@@ -1601,13 +1322,9 @@ fn rlp_in_mount_namespace(
     args: &[&str],
 ) -> std::process::Output {
     let script = format!("set -e; mount --make-rprivate /; {setup}; set +e; \"$@\"; code=$?; {after}; exit $code");
-    let mut command = Command::new("unshare");
-    command.args(["--mount", "sh", "-c", &script, "sh"]).arg(assert_cmd::cargo::cargo_bin("rlp"));
-    command.arg("--home").arg(sb.home()).args(args).env_remove("RUNLOOP_HOME").timeout(HANG_GUARD);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().unwrap();
+    let mut command = sb.wrapped(&["unshare", "--mount", "sh", "-c", &script, "sh"]);
+    command.args(args).envs(env.iter().copied());
+    let output = assert_cmd::Command::from_std(command).timeout(HANG_GUARD).output().unwrap();
     assert!(
         !stderr(&output).contains("unshare:") && !stderr(&output).contains("mount:"),
         "this test needs root and unshare(1): {}",
@@ -1620,7 +1337,7 @@ fn rlp_in_mount_namespace(
 /// `/etc/runloop/config.toml` = `system_config`: the real system file,
 /// without touching the machine's.
 fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
-    let overlay = sb.path().join("etc-overlay");
+    let overlay = sb.join("etc-overlay");
     std::fs::create_dir_all(overlay.join("upper")).unwrap();
     std::fs::create_dir_all(overlay.join("work")).unwrap();
     std::fs::write(overlay.join("config.toml"), system_config).unwrap();
@@ -1635,18 +1352,15 @@ fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], 
 #[test]
 fn no_variable_or_flag_lifts_the_system_policy() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let bundle = sb.bundle(
         "careful",
-        json!([with(
-            exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()]),
-            json!({"requires_confirmation": true})
-        )]),
+        json!([with(touch_tool(&marker), json!({"requires_confirmation": true}))]),
         "[capabilities]\nexec = true\n",
     );
     let bundle = bundle.to_str().unwrap();
     let policy = "[policy]\nconfirm_external_actions = true\n";
-    let lax = sb.path().join("lax.toml");
+    let lax = sb.join("lax.toml");
     std::fs::write(&lax, "[policy]\nconfirm_external_actions = false\n[security]\nconfirm_external_actions = false\n")
         .unwrap();
     for system_config in ["/dev/null", lax.to_str().unwrap(), "", "/nonexistent/config.toml"] {
@@ -1678,7 +1392,7 @@ fn no_variable_or_flag_lifts_the_system_policy() {
 #[test]
 fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
     let sb = Sandbox::new();
-    let saved = sb.path().join("saved");
+    let saved = sb.join("saved");
     std::fs::create_dir_all(sb.home()).unwrap();
     let bundle = sb.bundle(
         "filler",
@@ -1702,22 +1416,13 @@ fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
             err.contains("the tool's result, NOT recorded in the ledger:\n{\n  \"sent\": true\n}\n"),
             "{format}: {err}"
         );
-        assert!(err.contains("error: tool `fill` ran, but its result was not recorded: "), "{err}");
-        assert!(err.contains("full"), "{err}");
+        assert_contains(&err, "error: tool `fill` ran, but its result was not recorded: ");
+        assert_contains(&err, "full");
         // The ids, to find the call frame that was recorded.
-        let ledger = Ledger::open_existing(&saved.join("pog/events.sqlite")).unwrap();
-        let mut calls = Vec::new();
-        ledger
-            .for_each_event(|e| {
-                if e.kind == "tool.call" {
-                    calls.push((e.provenance().unwrap().trace_id, payload(&e)["invocation_id"].clone()));
-                }
-                ControlFlow::Continue(())
-            })
-            .unwrap();
-        let (trace, invocation) = calls.pop().unwrap();
+        let call = ledger::events(&ledger::path(&saved)).into_iter().rfind(|e| e.kind == "tool.call").unwrap();
+        let (trace, invocation) = (call.provenance().unwrap().trace_id, payload(&call)["invocation_id"].clone());
         let invocation = invocation.as_str().unwrap();
-        assert!(err.contains(&format!("the call is invocation {invocation} in trace {trace}")), "{err}");
+        assert_contains(&err, &format!("the call is invocation {invocation} in trace {trace}"));
         if format == "json" {
             let document = stdout_json(&output);
             assert_eq!(document["trace_id"], trace.to_string());
@@ -1752,13 +1457,13 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     // Every reader reads it back, and the round trip through JSONL is lossless.
     sb.rlp().args(["trace", "show", &trace]).assert().success();
     sb.rlp().args(["trace", "show", &trace, "--format", "json"]).assert().success();
-    let file = sb.path().join("deep.jsonl");
+    let file = sb.join("deep.jsonl");
     sb.rlp().args(["trace", "export", &trace, "-o"]).arg(&file).assert().success();
     sb.rlp().args(["replay", &trace, "--bundle"]).arg(&bundle).assert().success();
     sb.rlp().arg("replay").arg(&file).arg("--bundle").arg(&bundle).assert().success();
     let other = Sandbox::new();
     other.rlp().args(["trace", "import"]).arg(&file).assert().success();
-    let again = other.path().join("again.jsonl");
+    let again = other.join("again.jsonl");
     other.rlp().args(["trace", "export", &trace, "-o"]).arg(&again).assert().success();
     assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(&again).unwrap());
     let call = other.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
@@ -1767,20 +1472,16 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     // One level more is refused before anything runs.
     let output = sb.call(&bundle, "ok", nested(101)).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output)
-            .contains("error: the arguments of `ok` nest arrays and objects 101 levels deep; rlp accepts at most 100"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "error: the arguments of `ok` nest arrays and objects 101 levels deep; rlp accepts at most 100",
     );
     // A result nested too deeply is an invalid result, recorded as an error.
     let output = sb.call(&bundle, "echo", nested(99)).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output)
-            .contains("the result of `echo` nests arrays and objects 101 levels deep; rlp records at most 100"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "the result of `echo` nests arrays and objects 101 levels deep; rlp records at most 100",
     );
     let result = sb.events().iter().rev().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "invalid_result");
@@ -1790,20 +1491,20 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     let text = std::fs::read_to_string(&file).unwrap();
     let deeper = text.replace("{\"deep\":", "{\"deep\":[[").replacen("]}", "]]]}", 1);
     assert_ne!(deeper, text);
-    std::fs::write(sb.path().join("deeper.jsonl"), deeper).unwrap();
-    let output = Sandbox::new().rlp().args(["trace", "import"]).arg(sb.path().join("deeper.jsonl")).output().unwrap();
+    std::fs::write(sb.join("deeper.jsonl"), deeper).unwrap();
+    let output = Sandbox::new().rlp().args(["trace", "import"]).arg(sb.join("deeper.jsonl")).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("levels deep; the ledger holds at most 101"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "levels deep; the ledger holds at most 101");
 }
 
 #[test]
 fn a_bundle_path_cannot_drive_the_terminal() {
     let sb = Sandbox::new();
-    let parent = sb.path().join("clear\x1b[2Jscreen");
+    let parent = sb.join("clear\x1b[2Jscreen");
     let bundle =
-        common::write_bundle(&parent, "plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+        bundle::write(&parent, "plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!stderr(&output).contains('\x1b'), "{:?}", stderr(&output));
-    assert!(stderr(&output).contains("clear\\u{1b}[2Jscreen"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "clear\\u{1b}[2Jscreen");
 }

@@ -2,125 +2,43 @@
 //! pseudo-terminal), `rlp tools add|import|list`, and `rlp lint --check-tools`.
 //! Every test runs the real binary in its own temporary folders and home.
 
-mod common;
-
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const RLP: &str = env!("CARGO_BIN_EXE_rlp");
+use crate::support::Sandbox;
+use crate::support::files::{contents as snapshot, read, read_json, repo};
+use crate::support::output::{assert_contains, code, stderr, stdout, text};
+use crate::support::process;
+use crate::support::pty::Terminal;
 
-/// A temporary workspace: `agents/` for bundles, `home/` for RUNLOOP_HOME.
-struct Space {
-    dir: tempfile::TempDir,
+/// `rlp agent scaffold <name> --non-interactive --root agents <extra…>`.
+fn scaffold_with(space: &Sandbox, name: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["agent", "scaffold", name, "--non-interactive", "--root", "agents"];
+    args.extend_from_slice(extra);
+    space.run(&args)
 }
 
-impl Space {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("home")).unwrap();
-        Space { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path().join("home")
-    }
-
-    fn bundle(&self, name: &str) -> PathBuf {
-        self.path().join("agents").join(name)
-    }
-
-    /// `rlp <args> --home <home>`, run in the workspace, stdin empty.
-    fn rlp(&self, args: &[&str]) -> Output {
-        Command::new(RLP)
-            .args(args)
-            .arg("--home")
-            .arg(self.home())
-            .env_remove("RUNLOOP_HOME")
-            .env("NO_COLOR", "1")
-            .current_dir(self.path())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    /// `rlp agent scaffold <name> --non-interactive --root agents <extra…>`.
-    fn scaffold_with(&self, name: &str, extra: &[&str]) -> Output {
-        let mut args = vec!["agent", "scaffold", name, "--non-interactive", "--root", "agents"];
-        args.extend_from_slice(extra);
-        self.rlp(&args)
-    }
-
-    /// A minimal bundle made by the scaffold, with no tools.
-    fn scaffold(&self, name: &str) -> PathBuf {
-        let out = self.scaffold_with(name, &[]);
-        assert_eq!(code(&out), 0, "{}", text(&out));
-        self.bundle(name)
-    }
-
-    /// An executable shell script in the workspace.
-    fn script(&self, name: &str, body: &str) -> PathBuf {
-        let path = self.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
-    }
+/// A minimal bundle made by the scaffold, with no tools.
+fn scaffold(space: &Sandbox, name: &str) -> PathBuf {
+    let out = scaffold_with(space, name, &[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    space.bundle_path(name)
 }
 
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn text(out: &Output) -> String {
-    format!("status {:?}\n--- stdout\n{}--- stderr\n{}", out.status, stdout(out), stderr(out))
-}
-
-/// Every file of a folder and its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            if entry.file_type().unwrap().is_dir() {
-                walk(root, &path, out);
-            } else {
-                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap()
+/// A sandbox holding the scaffold's bundle `agents/demo`, and its path.
+fn demo() -> (Sandbox, PathBuf) {
+    let space = Sandbox::new();
+    let bundle = scaffold(&space, "demo");
+    (space, bundle)
 }
 
 /// `rlp lint <bundle>` must exit 0 with no finding at all.
-fn assert_lints_clean(space: &Space, bundle: &Path) {
-    let out = space.rlp(&["lint", bundle.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+fn assert_lints_clean(space: &Sandbox, bundle: &Path) {
+    let out = space.expect_output(0, &["lint", bundle.to_str().unwrap(), "--format", "json"]);
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), json!([]), "{}", text(&out));
 }
 
@@ -131,7 +49,7 @@ fn greet_tool() -> &'static Path {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().and_then(Path::parent).unwrap();
         let path = profile_dir.join("examples").join("greet_tool");
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/greet_tool.rs");
+        let source = repo("examples/greet_tool.rs");
         let stale = |p: &Path| {
             let built = std::fs::metadata(p).and_then(|m| m.modified());
             let written = std::fs::metadata(&source).and_then(|m| m.modified());
@@ -154,17 +72,40 @@ fn greet_tool() -> &'static Path {
 
 #[test]
 fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
-    let space = Space::new();
-    let out = space.scaffold_with("mailer", &["--description", "Sends drafts", "--model", "claude-test-1", "--model-secret", "runloop/model/api_key", "--cap-fs", "/srv/mail,/tmp/out", "--cap-net", "smtp.example.com:587", "--cap-kb-read", "*", "--cap-kb-write", "drafts", "--tool", "id=mail.render;desc=Renders a draft;exec=/usr/local/bin/render;arg=--quiet;input=schema:mail.draft.v1;tag=mail", "--tool", "id=mail.send;desc=Sends a draft;http=POST https://api.mail.example/v1/send/{box};header=Authorization: Bearer ${secret:runloop/mail/key};confirm;tokens=500"]);
+    let space = Sandbox::new();
+    let out = scaffold_with(
+        &space,
+        "mailer",
+        &[
+            "--description",
+            "Sends drafts",
+            "--model",
+            "claude-test-1",
+            "--model-secret",
+            "runloop/model/api_key",
+            "--cap-fs",
+            "/srv/mail,/tmp/out",
+            "--cap-net",
+            "smtp.example.com:587",
+            "--cap-kb-read",
+            "*",
+            "--cap-kb-write",
+            "drafts",
+            "--tool",
+            "id=mail.render;desc=Renders a draft;exec=/usr/local/bin/render;arg=--quiet;input=schema:mail.draft.v1;tag=mail",
+            "--tool",
+            "id=mail.send;desc=Sends a draft;http=POST https://api.mail.example/v1/send/{box};header=Authorization: Bearer ${secret:runloop/mail/key};confirm;tokens=500",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let bundle = space.bundle("mailer");
+    let bundle = space.bundle_path("mailer");
     for file in
         ["manifest.toml", "policy.caps", "tools.json", "README.md", "bin/.gitkeep", "schemas/mail.draft.v1.json"]
     {
         assert!(bundle.join(file).is_file(), "{file} missing");
     }
     assert_lints_clean(&space, &bundle);
-    let out = space.rlp(&["lint", bundle.to_str().unwrap()]);
+    let out = space.run(&["lint", bundle.to_str().unwrap()]);
     assert_eq!(stdout(&out), "1 bundle checked: no problems\n");
 
     let tools = read_json(&bundle.join("tools.json"));
@@ -210,13 +151,13 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
         "{policy}"
     );
     let manifest = read(&bundle.join("manifest.toml"));
-    assert!(manifest.contains("# `name` must equal the bundle's folder name."), "{manifest}");
-    assert!(manifest.contains("name = \"mailer\"\nversion = \"0.1.0\"\n"), "{manifest}");
-    assert!(manifest.contains("description = \"Sends drafts\"\n"), "{manifest}");
-    assert!(manifest.contains("# model: claude-test-1 (secret runloop/model/api_key)"), "{manifest}");
-    assert!(manifest.contains("[artifacts.\"bin/.gitkeep\"]"), "{manifest}");
+    assert_contains(&manifest, "# `name` must equal the bundle's folder name.");
+    assert_contains(&manifest, "name = \"mailer\"\nversion = \"0.1.0\"\n");
+    assert_contains(&manifest, "description = \"Sends drafts\"\n");
+    assert_contains(&manifest, "# model: claude-test-1 (secret runloop/model/api_key)");
+    assert_contains(&manifest, "[artifacts.\"bin/.gitkeep\"]");
     let readme = read(&bundle.join("README.md"));
-    assert!(readme.contains("| model | `claude-test-1` |"), "{readme}");
+    assert_contains(&readme, "| model | `claude-test-1` |");
     assert!(readme.contains("- `mail.send`: Sends a draft (http POST `https://api.mail.example/v1/send/{box}`)"));
     // Digests are correct as written: `rlp digest --check` agrees with lint.
     assert_eq!(read_json(&bundle.join("schemas/mail.draft.v1.json")), json!({"type": "object", "properties": {}}));
@@ -224,8 +165,9 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
 
 #[test]
 fn flags_default_requires_confirmation_as_the_wizard_does() {
-    let space = Space::new();
-    let out = space.scaffold_with(
+    let space = Sandbox::new();
+    let out = scaffold_with(
+        &space,
         "demo",
         &[
             "--tool",
@@ -239,7 +181,7 @@ fn flags_default_requires_confirmation_as_the_wizard_does() {
         ],
     );
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let bundle = space.bundle("demo");
+    let bundle = space.bundle_path("demo");
     let confirm = |bundle: &Path| -> Vec<(String, Value)> {
         read_json(&bundle.join("tools.json"))["tools"]
             .as_array()
@@ -260,33 +202,22 @@ fn flags_default_requires_confirmation_as_the_wizard_does() {
         let mut args =
             vec!["tools", "add", b, "--id", id, "--description", "x", "--http", "GET", "https://h.example/z"];
         args.extend(flag);
-        let out = space.rlp(&args);
-        assert_eq!(code(&out), 0, "{}", text(&out));
+        space.expect_output(0, &args);
     }
     assert_eq!(confirm(&bundle)[4..], expected(&[("b.web", true), ("b.quiet", false)]));
-    let out = space.rlp(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "c",
-        "--description",
-        "x",
-        "--exec",
-        "/bin/true",
-        "--confirm",
-        "--no-confirm",
-    ]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    space.expect_output(
+        2,
+        &["tools", "add", b, "--id", "c", "--description", "x", "--exec", "/bin/true", "--confirm", "--no-confirm"],
+    );
 }
 
 #[test]
 fn scaffold_summary_names_the_files_the_lint_result_and_the_next_steps() {
-    let space = Space::new();
-    let out = space.scaffold_with("demo", &[]);
+    let space = Sandbox::new();
+    let out = scaffold_with(&space, "demo", &[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     insta::assert_snapshot!("scaffold_summary", stdout(&out));
-    let bundle = space.bundle("demo");
+    let bundle = space.bundle_path("demo");
     assert_eq!(read(&bundle.join("tools.json")), "{\n  \"version\": 1,\n  \"tools\": []\n}\n");
     assert_eq!(read(&bundle.join("policy.caps")).lines().last(), Some("[capabilities]"));
     assert_lints_clean(&space, &bundle);
@@ -294,32 +225,30 @@ fn scaffold_summary_names_the_files_the_lint_result_and_the_next_steps() {
 
 #[test]
 fn scaffold_without_a_terminal_fails_fast_and_names_the_flag() {
-    let space = Space::new();
-    let out = space.rlp(&["agent", "scaffold", "demo", "--root", "agents"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let space = Sandbox::new();
+    let out = space.expect_output(2, &["agent", "scaffold", "demo", "--root", "agents"]);
     assert!(stderr(&out).contains("--non-interactive"), "{}", text(&out));
-    assert!(!space.path().join("agents").exists(), "nothing is created");
+    assert!(!space.join("agents").exists(), "nothing is created");
 }
 
 #[test]
 fn scaffold_refuses_an_existing_folder_unless_forced() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     std::fs::write(bundle.join("bin/extra"), b"keep me").unwrap();
-    let before = snapshot(&space.path().join("agents"));
+    let before = snapshot(&space.join("agents"));
 
-    let out = space.scaffold_with("demo", &["--description", "New"]);
+    let out = scaffold_with(&space, "demo", &["--description", "New"]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).contains("already exists; nothing was changed"), "{}", text(&out));
     assert!(stderr(&out).contains("--force"), "{}", text(&out));
-    assert_eq!(snapshot(&space.path().join("agents")), before, "nothing changed");
+    assert_eq!(snapshot(&space.join("agents")), before, "nothing changed");
 
-    let out = space.scaffold_with("demo", &["--description", "New", "--force"]);
+    let out = scaffold_with(&space, "demo", &["--description", "New", "--force"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(stdout(&out).starts_with("Replaced agents/demo/ (0 tools)\n"), "{}", text(&out));
     assert!(read(&bundle.join("manifest.toml")).contains("description = \"New\"\n"));
     assert!(!bundle.join("bin/extra").exists(), "the old folder is gone");
-    let names: Vec<String> = std::fs::read_dir(space.path().join("agents"))
+    let names: Vec<String> = std::fs::read_dir(space.join("agents"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -329,7 +258,7 @@ fn scaffold_refuses_an_existing_folder_unless_forced() {
 
 #[test]
 fn scaffold_refuses_bad_answers_before_writing_anything() {
-    let space = Space::new();
+    let space = Sandbox::new();
     for (args, message) in [
         (vec!["--tool", "id=x.y;desc=X;exec=bin/x"], "--tool #1: `exec`: command `bin/x` is not an absolute path"),
         (vec!["--tool", "id=x;desc=X;http=GET https://{host}/a"], "scheme, host or port"),
@@ -349,33 +278,25 @@ fn scaffold_refuses_bad_answers_before_writing_anything() {
     ] {
         let mut all = vec!["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"];
         all.extend(args);
-        let out = space.rlp(&all);
-        assert_eq!(code(&out), 2, "{}", text(&out));
+        let out = space.expect_output(2, &all);
         assert!(stderr(&out).contains(message), "{message}\n{}", text(&out));
-        assert!(!space.bundle("demo").exists());
+        assert!(!space.bundle_path("demo").exists());
     }
-    let out = space.rlp(&["agent", "scaffold", "Demo", "--non-interactive"]);
+    let out = space.run(&["agent", "scaffold", "Demo", "--non-interactive"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("`Demo` is not a valid agent name"), "{}", text(&out));
 }
 
-/// `rlp agent scaffold demo --non-interactive --root agents <args>`.
-fn scaffold_with(space: &Space, args: &[&str]) -> Output {
-    let mut all = vec!["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"];
-    all.extend(args);
-    space.rlp(&all)
-}
-
 #[test]
 fn scaffold_messages_name_what_they_are_about() {
-    let space = Space::new();
-    let out = scaffold_with(&space, &["--description", ""]);
+    let space = Sandbox::new();
+    let out = scaffold_with(&space, "demo", &["--description", ""]);
     assert_eq!(
         stderr(&out),
         "error: --description: the description is empty; write one line saying what the agent does\n"
     );
     let exec = "{\"id\": \"x\", \"description\": \"X\", \"transport\": {\"kind\": \"exec\", \"command\": \"rel\"}}";
-    let out = scaffold_with(&space, &["--tool", "id=a.one;desc=X;exec=/bin/true", "--tool", exec]);
+    let out = scaffold_with(&space, "demo", &["--tool", "id=a.one;desc=X;exec=/bin/true", "--tool", exec]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).starts_with("error: the tool `x` would not pass lint:\n"), "{}", text(&out));
     for (spec, help) in [
@@ -392,50 +313,51 @@ fn scaffold_messages_name_what_they_are_about() {
             "write `id=…;desc=…;exec=/abs/path` or `id=…;desc=…;http=METHOD URL` (see `rlp agent scaffold --help`)",
         ),
     ] {
-        let out = scaffold_with(&space, &["--tool", spec]);
+        let out = scaffold_with(&space, "demo", &["--tool", spec]);
         assert!(stderr(&out).ends_with(&format!("\n  help: {help}\n")), "{}", text(&out));
     }
-    assert!(!space.bundle("demo").exists());
+    assert!(!space.bundle_path("demo").exists());
 }
 
 #[test]
 fn scaffold_summary_counts_findings_as_lint_does() {
-    let space = Space::new();
+    let space = Sandbox::new();
     let entry = "{\"id\": \"x\", \"description\": \"X\", \"colour\": 1, \"transport\": {\"kind\": \"exec\", \"command\": \"/bin/true\"}}";
-    let out = scaffold_with(&space, &["--tool", entry]);
+    let out = scaffold_with(&space, "demo", &["--tool", entry]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(stdout(&out).contains("\nLint: 0 errors and 1 warning\n"), "{}", text(&out));
 }
 
 #[test]
 fn descriptions_follow_the_format_a_tools_may_span_lines_the_agents_may_not() {
-    let space = Space::new();
-    let out = scaffold_with(&space, &["--description", "Sends drafts\nand archives them"]);
+    let space = Sandbox::new();
+    let out = scaffold_with(&space, "demo", &["--description", "Sends drafts\nand archives them"]);
     assert_eq!(stderr(&out), "error: --description: the agent description must be one line\n");
-    let bundle = space.scaffold("demo");
-    let out = space.rlp(&[
-        "tools",
-        "add",
-        "agents/demo",
-        "--id",
-        "a.b",
-        "--description",
-        "Line one.\nLine two.",
-        "--exec",
-        "/bin/true",
-        "--grant",
-    ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let bundle = scaffold(&space, "demo");
+    space.expect_output(
+        0,
+        &[
+            "tools",
+            "add",
+            "agents/demo",
+            "--id",
+            "a.b",
+            "--description",
+            "Line one.\nLine two.",
+            "--exec",
+            "/bin/true",
+            "--grant",
+        ],
+    );
     assert_eq!(read_json(&bundle.join("tools.json"))["tools"][0]["description"], "Line one.\nLine two.");
     assert_lints_clean(&space, &bundle);
 }
 
 #[test]
 fn a_failed_scaffold_leaves_no_root_folder_behind() {
-    let space = Space::new();
+    let space = Sandbox::new();
     let long = "a".repeat(300);
-    let out = space.rlp(&["agent", "scaffold", &long, "--non-interactive", "--root", "new/agents"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space.expect_output(2, &["agent", "scaffold", &long, "--non-interactive", "--root", "new/agents"]);
     assert_eq!(
         stderr(&out),
         "error: the agent name is 300 characters long; at most 64 are allowed (it names the bundle's folder and archive)\n  \
@@ -443,79 +365,75 @@ fn a_failed_scaffold_leaves_no_root_folder_behind() {
     );
     let relative = r#"{"id": "x", "description": "X", "transport": {"kind": "exec", "command": "rel"}}"#;
     let out =
-        space.rlp(&["agent", "scaffold", "demo", "--non-interactive", "--root", "new/agents", "--tool", relative]);
+        space.run(&["agent", "scaffold", "demo", "--non-interactive", "--root", "new/agents", "--tool", relative]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).contains("command `rel` is not an absolute path"), "{}", text(&out));
-    assert!(!space.path().join("new").exists(), "nothing is created");
+    assert!(!space.join("new").exists(), "nothing is created");
+}
+
+/// `rlp <args> --color never` on a pseudo-terminal with a plain `TERM`.
+fn on_terminal(space: &Sandbox, args: &[&str]) -> Terminal {
+    let mut command = space.command();
+    command.args(args).args(["--color", "never"]).env("TERM", "dumb");
+    Terminal::spawn(command, Duration::from_secs(30))
 }
 
 /// The wizard on a real pseudo-terminal: one exec tool and one http tool,
 /// with a relative command and a placeholder host refused and asked again.
 #[test]
 fn wizard_on_a_terminal_adds_an_exec_and_an_http_tool() {
-    let space = Space::new();
-    let mut command = Command::new(RLP);
-    command
-        .args(["agent", "scaffold", "wiz", "--root", "agents", "--color", "never", "--home"])
-        .arg(space.home())
-        .current_dir(space.path())
-        .env("TERM", "dumb")
-        .env_remove("RUNLOOP_HOME");
-    let mut p = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
-    let mut answer = |prompt: &str, line: &str| {
-        p.exp_string(prompt).unwrap_or_else(|e| panic!("waiting for `{prompt}`: {e}"));
-        p.send_line(line).unwrap();
-    };
-    answer("Description", "");
-    answer("Model id", "claude-test-1");
-    answer("Secret holding the model's API key", "runloop/model/api_key");
-    answer("Directories it may read and write", "");
-    answer("Hosts it may reach", "");
-    answer("Knowledge-base domains it may read", "");
-    answer("Knowledge-base domains it may write", "");
-    answer("May it run exec tools", "n");
-    answer("Add a tool?", "y");
-    answer("Tool id", "wiz.echo");
-    answer("What it does", "Echoes its input");
-    answer("How is it reached?", "");
-    answer("Absolute path of the binary", "bin/echo");
-    answer("command `bin/echo` is not an absolute path", "/bin/echo");
-    answer("Arguments after the blob path", "");
-    answer("Input schema", "");
-    answer("Result schema", "");
-    answer("Secrets it uses", "");
-    answer("Other capabilities it needs", "");
-    answer("Ask an operator to approve each call", "n");
-    answer("Budget: tokens per call", "");
-    answer("Budget: US dollars per call", "");
-    answer("Tags for traces", "demo");
-    answer("Add this tool?", "");
-    answer("Add a tool?", "y");
-    answer("Tool id", "wiz.echo");
-    answer("a tool `wiz.echo` already exists", "wiz.fetch");
-    answer("What it does", "Fetches an item");
-    answer("How is it reached?", "j");
-    answer("HTTP method", "");
-    answer("URL template", "https://{host}/items");
-    answer("scheme, host or port", "https://api.example.com/items/{id}");
-    answer("Header", "Authorization: Bearer ${secret:runloop/api/token}");
-    answer("Header", "");
-    answer("Input schema", "");
-    answer("Result schema", "");
-    answer("Secrets it uses", "");
-    answer("Other capabilities it needs", "");
-    answer("Ask an operator to approve each call", "");
-    answer("Budget: tokens per call", "100");
-    answer("Budget: US dollars per call", "0.25");
-    answer("Tags for traces", "");
-    answer("Add this tool?", "");
-    answer("Add a tool?", "n");
-    answer("Create agents/wiz?", "");
-    p.exp_string("Created agents/wiz/ (2 tools)").unwrap();
-    p.exp_string("Lint: no problems").unwrap();
-    p.exp_eof().unwrap();
+    let space = Sandbox::new();
+    let mut p = on_terminal(&space, &["agent", "scaffold", "wiz", "--root", "agents"]);
+    p.answer("Description", "");
+    p.answer("Model id", "claude-test-1");
+    p.answer("Secret holding the model's API key", "runloop/model/api_key");
+    p.answer("Directories it may read and write", "");
+    p.answer("Hosts it may reach", "");
+    p.answer("Knowledge-base domains it may read", "");
+    p.answer("Knowledge-base domains it may write", "");
+    p.answer("May it run exec tools", "n");
+    p.answer("Add a tool?", "y");
+    p.answer("Tool id", "wiz.echo");
+    p.answer("What it does", "Echoes its input");
+    p.answer("How is it reached?", "");
+    p.answer("Absolute path of the binary", "bin/echo");
+    p.answer("command `bin/echo` is not an absolute path", "/bin/echo");
+    p.answer("Arguments after the blob path", "");
+    p.answer("Input schema", "");
+    p.answer("Result schema", "");
+    p.answer("Secrets it uses", "");
+    p.answer("Other capabilities it needs", "");
+    p.answer("Ask an operator to approve each call", "n");
+    p.answer("Budget: tokens per call", "");
+    p.answer("Budget: US dollars per call", "");
+    p.answer("Tags for traces", "demo");
+    p.answer("Add this tool?", "");
+    p.answer("Add a tool?", "y");
+    p.answer("Tool id", "wiz.echo");
+    p.answer("a tool `wiz.echo` already exists", "wiz.fetch");
+    p.answer("What it does", "Fetches an item");
+    p.answer("How is it reached?", "j");
+    p.answer("HTTP method", "");
+    p.answer("URL template", "https://{host}/items");
+    p.answer("scheme, host or port", "https://api.example.com/items/{id}");
+    p.answer("Header", "Authorization: Bearer ${secret:runloop/api/token}");
+    p.answer("Header", "");
+    p.answer("Input schema", "");
+    p.answer("Result schema", "");
+    p.answer("Secrets it uses", "");
+    p.answer("Other capabilities it needs", "");
+    p.answer("Ask an operator to approve each call", "");
+    p.answer("Budget: tokens per call", "100");
+    p.answer("Budget: US dollars per call", "0.25");
+    p.answer("Tags for traces", "");
+    p.answer("Add this tool?", "");
+    p.answer("Add a tool?", "n");
+    p.answer("Create agents/wiz?", "");
+    p.expect("Created agents/wiz/ (2 tools)");
+    p.expect("Lint: no problems");
+    p.expect_end();
 
-    let bundle = space.bundle("wiz");
+    let bundle = space.bundle_path("wiz");
     assert_lints_clean(&space, &bundle);
     let tools = read_json(&bundle.join("tools.json"));
     assert_eq!(tools["tools"][0]["transport"], json!({"kind": "exec", "command": "/bin/echo"}));
@@ -539,35 +457,23 @@ fn wizard_on_a_terminal_adds_an_exec_and_an_http_tool() {
 /// `rlp tools add` on a terminal asks only for what the flags leave open.
 #[test]
 fn tools_add_on_a_terminal_asks_for_what_is_missing() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
-    let mut command = Command::new(RLP);
-    command
-        .args(["tools", "add", "agents/demo", "--exec", "/bin/true", "--grant", "--color", "never", "--home"])
-        .arg(space.home())
-        .current_dir(space.path())
-        .env("TERM", "dumb")
-        .env_remove("RUNLOOP_HOME");
-    let mut p = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
-    let mut answer = |prompt: &str, line: &str| {
-        p.exp_string(prompt).unwrap_or_else(|e| panic!("waiting for `{prompt}`: {e}"));
-        p.send_line(line).unwrap();
-    };
-    answer("Tool id", "Not.Valid");
-    answer("is not a valid tool id", "demo.true");
-    answer("What it does", "Always succeeds");
-    answer("Input schema", "{\"type\": 5}");
-    answer("not a valid JSON Schema", "");
-    answer("Result schema", "");
-    answer("Secrets it uses", "");
-    answer("Other capabilities it needs", "");
-    answer("Ask an operator to approve each call", "");
-    answer("Budget: tokens per call", "");
-    answer("Budget: US dollars per call", "");
-    answer("Tags for traces", "");
-    p.exp_string("added tool `demo.true` to agents/demo/tools.json").unwrap();
-    p.exp_string("exec = true").unwrap();
-    p.exp_eof().unwrap();
+    let (space, bundle) = demo();
+    let mut p = on_terminal(&space, &["tools", "add", "agents/demo", "--exec", "/bin/true", "--grant"]);
+    p.answer("Tool id", "Not.Valid");
+    p.answer("is not a valid tool id", "demo.true");
+    p.answer("What it does", "Always succeeds");
+    p.answer("Input schema", "{\"type\": 5}");
+    p.answer("not a valid JSON Schema", "");
+    p.answer("Result schema", "");
+    p.answer("Secrets it uses", "");
+    p.answer("Other capabilities it needs", "");
+    p.answer("Ask an operator to approve each call", "");
+    p.answer("Budget: tokens per call", "");
+    p.answer("Budget: US dollars per call", "");
+    p.answer("Tags for traces", "");
+    p.expect("added tool `demo.true` to agents/demo/tools.json");
+    p.expect("exec = true");
+    p.expect_end();
     assert_lints_clean(&space, &bundle);
     let tools = read_json(&bundle.join("tools.json"));
     assert_eq!(
@@ -585,11 +491,12 @@ fn tools_add_on_a_terminal_asks_for_what_is_missing() {
 
 #[test]
 fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
-    let out = space.rlp(&["tools", "add", b, "--id", "demo.one", "--description", "First", "--exec", "/usr/bin/true"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(
+        0,
+        &["tools", "add", b, "--id", "demo.one", "--description", "First", "--exec", "/usr/bin/true"],
+    );
     assert_eq!(stdout(&out), format!("added tool `demo.one` to {b}/tools.json\n"));
     assert_eq!(
         stderr(&out),
@@ -599,7 +506,7 @@ fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
              then run `rlp digest {b}`; or pass --grant to `rlp tools add` to do both\n"
         )
     );
-    let out = space.rlp(&["lint", b]);
+    let out = space.run(&["lint", b]);
     assert_eq!(code(&out), 1);
     assert!(stdout(&out).contains("error[RLP401]"), "{}", text(&out));
     assert!(stdout(&out).contains("help: add `exec = true` under [capabilities] in policy.caps"), "{}", text(&out));
@@ -608,21 +515,23 @@ fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
     let policy = bundle.join("policy.caps");
     std::fs::write(&policy, read(&policy).replace("[capabilities]\n", "[capabilities]\ntime = true   # keep me\n"))
         .unwrap();
-    let out = space.rlp(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "demo.two",
-        "--description",
-        "Second",
-        "--exec",
-        "/usr/bin/env",
-        "--arg",
-        "-i",
-        "--grant",
-    ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(
+        0,
+        &[
+            "tools",
+            "add",
+            b,
+            "--id",
+            "demo.two",
+            "--description",
+            "Second",
+            "--exec",
+            "/usr/bin/env",
+            "--arg",
+            "-i",
+            "--grant",
+        ],
+    );
     assert_eq!(
         stdout(&out),
         format!("added tool `demo.two` to {b}/tools.json\ngranted in {b}/policy.caps:\n  exec = true\n")
@@ -637,34 +546,35 @@ fn tools_add_exec_prints_the_missing_grant_then_grant_adds_it() {
 
 #[test]
 fn tools_add_http_with_secret_and_shared_schema() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
-    let out = space.rlp(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "mail.send",
-        "--description",
-        "Sends a draft",
-        "--http",
-        "post",
-        "https://api.mail.example:8443/v1/boxes/{box}/send",
-        "--header",
-        "Authorization: Bearer ${secret:runloop/mail/key}",
-        "--input-schema",
-        "schema:mail.send.v1",
-        "--result-schema",
-        "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}}}",
-        "--confirm",
-        "--tag",
-        "mail",
-        "--timeout-ms",
-        "5000",
-        "--grant",
-    ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(
+        0,
+        &[
+            "tools",
+            "add",
+            b,
+            "--id",
+            "mail.send",
+            "--description",
+            "Sends a draft",
+            "--http",
+            "post",
+            "https://api.mail.example:8443/v1/boxes/{box}/send",
+            "--header",
+            "Authorization: Bearer ${secret:runloop/mail/key}",
+            "--input-schema",
+            "schema:mail.send.v1",
+            "--result-schema",
+            "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}}}",
+            "--confirm",
+            "--tag",
+            "mail",
+            "--timeout-ms",
+            "5000",
+            "--grant",
+        ],
+    );
     assert_eq!(
         stdout(&out),
         format!(
@@ -701,11 +611,9 @@ fn tools_add_http_with_secret_and_shared_schema() {
 
 #[test]
 fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
-    let out = space.rlp(&["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    space.expect_output(0, &["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
     let before = snapshot(&bundle);
     for (args, message) in [
         (
@@ -743,40 +651,41 @@ fn tools_add_refuses_duplicates_bad_input_and_missing_flags() {
     ] {
         let mut all = vec!["tools", "add", b];
         all.extend(args);
-        let out = space.rlp(&all);
+        let out = space.run(&all);
         assert_eq!(code(&out), 2, "{message}\n{}", text(&out));
         assert!(stderr(&out).contains(message), "{message}\n{}", text(&out));
         assert_eq!(snapshot(&bundle), before, "{message}: nothing changed");
     }
     // A URL placeholder the given input schema lacks: lint's RLP208, refused up front.
-    let out = space.rlp(&[
-        "tools",
-        "add",
-        b,
-        "--id",
-        "c",
-        "--description",
-        "C",
-        "--http",
-        "GET",
-        "https://api.example.com/{item}",
-        "--input-schema",
-        "{\"type\": \"object\"}",
-    ]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space.expect_output(
+        2,
+        &[
+            "tools",
+            "add",
+            b,
+            "--id",
+            "c",
+            "--description",
+            "C",
+            "--http",
+            "GET",
+            "https://api.example.com/{item}",
+            "--input-schema",
+            "{\"type\": \"object\"}",
+        ],
+    );
     assert!(stderr(&out).contains("error[RLP208] tool `c`, transport/url: URL placeholder `{item}`"), "{}", text(&out));
     assert_eq!(snapshot(&bundle), before);
 }
 
 #[test]
 fn tools_add_names_a_byte_order_mark_in_tools_json() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let tools = bundle.join("tools.json");
     std::fs::write(&tools, format!("\u{feff}{}", read(&tools))).unwrap();
     let before = snapshot(&bundle);
-    let out = space.rlp(&["tools", "add", "agents/demo", "--id", "a.b", "--description", "A", "--exec", "/bin/true"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space
+        .expect_output(2, &["tools", "add", "agents/demo", "--id", "a.b", "--description", "A", "--exec", "/bin/true"]);
     assert_eq!(
         stderr(&out),
         "error: agents/demo/tools.json cannot be edited: the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow\n  \
@@ -787,19 +696,16 @@ fn tools_add_names_a_byte_order_mark_in_tools_json() {
 
 #[test]
 fn tools_add_and_import_keep_crlf_line_endings() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     for file in ["policy.caps", "tools.json"] {
         let path = bundle.join(file);
         std::fs::write(&path, read(&path).replace('\n', "\r\n")).unwrap();
     }
-    assert_eq!(code(&space.rlp(&["digest", b])), 0);
-    let out = space.rlp(&["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(code(&space.run(&["digest", b])), 0);
+    space.expect_output(0, &["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true", "--grant"]);
     let tool = greet_tool().to_str().unwrap();
-    let out = space.rlp(&["tools", "import", b, "--exec", tool]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    space.expect_output(0, &["tools", "import", b, "--exec", tool]);
     for (file, added) in [("policy.caps", "exec = true\r\n"), ("tools.json", "\"id\": \"demo.greet\",\r\n")] {
         let written = read(&bundle.join(file));
         assert!(written.contains(added), "{file}: {written:?}");
@@ -812,13 +718,18 @@ fn tools_add_and_import_keep_crlf_line_endings() {
 
 #[test]
 fn tools_import_warns_when_it_changes_a_tools_transport() {
-    let space = Space::new();
-    let out =
-        space.scaffold_with("demo", &["--tool", "id=demo.greet;desc=Mine;http=GET https://api.mine.example/g;confirm"]);
+    let space = Sandbox::new();
+    let out = scaffold_with(
+        &space,
+        "demo",
+        &["--tool", "id=demo.greet;desc=Mine;http=GET https://api.mine.example/g;confirm"],
+    );
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let b = space.bundle("demo");
-    let out = space.rlp(&["tools", "import", b.to_str().unwrap(), "--exec", greet_tool().to_str().unwrap(), "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let b = space.bundle_path("demo");
+    let out = space.expect_output(
+        0,
+        &["tools", "import", b.to_str().unwrap(), "--exec", greet_tool().to_str().unwrap(), "--grant"],
+    );
     assert!(stdout(&out).contains("updated   demo.greet\n"), "{}", text(&out));
     assert!(
         stderr(&out).contains("warning: `demo.greet` was an http tool; the binary's answer makes it an exec tool"),
@@ -829,12 +740,10 @@ fn tools_import_warns_when_it_changes_a_tools_transport() {
 
 #[test]
 fn tools_import_adds_the_binarys_tools_and_reports_each() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let tool = greet_tool().to_str().unwrap();
-    let out = space.rlp(&["tools", "import", b, "--exec", tool, "--grant"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", tool, "--grant"]);
     assert_eq!(
         stdout(&out),
         format!("added     demo.greet\nadded     demo.word_count\ngranted in {b}/policy.caps:\n  exec = true\n")
@@ -852,43 +761,37 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     edited["tools"][0]["requires_confirmation"] = json!(true);
     edited["tools"][1]["description"] = json!("Counts words, roughly.");
     std::fs::write(&path, serde_json::to_string_pretty(&edited).unwrap() + "\n").unwrap();
-    assert_eq!(code(&space.rlp(&["digest", b])), 0);
-    let out = space.rlp(&["lint", b, "--check-tools"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert_eq!(code(&space.run(&["digest", b])), 0);
+    let out = space.expect_output(1, &["lint", b, "--check-tools"]);
     assert_eq!(
         stdout(&out),
         format!(
             "drift: {b}: tool `demo.word_count`: `description` differs from what {tool} describes\n1 bundle checked: 0 errors, 0 warnings and 1 drift\n"
         )
     );
-    let out = space.rlp(&["tools", "import", b, "--exec", tool]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", tool]);
     assert_eq!(stdout(&out), "unchanged demo.greet\nupdated   demo.word_count\n");
     let tools = read_json(&path);
     assert_eq!(tools["tools"][0]["requires_confirmation"], true);
     assert_eq!(tools["tools"][1]["description"], "Counts the words of a text.");
-    let out = space.rlp(&["lint", b, "--check-tools"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["lint", b, "--check-tools"]);
     assert_eq!(stdout(&out), "1 bundle checked: no problems\n");
 }
 
 #[test]
 fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let liar = space.script("liar.sh", r#"printf '%s\n' '{"tools": [{"id": "x\u001b[2Jy", "description": "d"}]}'"#);
-    let plain = space.path().join("plain.txt");
+    let plain = space.join("plain.txt");
     std::fs::write(&plain, "not a program\n").unwrap();
     let (liar, plain) = (liar.to_str().unwrap(), plain.to_str().unwrap());
     for (id, command) in
         [("a.liar", liar), ("a.gone", "/nonexistent/tool"), ("a.plain", plain), ("a.false", "/bin/false")]
     {
-        let out = space.rlp(&["tools", "add", b, "--id", id, "--description", "D", "--exec", command, "--grant"]);
-        assert_eq!(code(&out), 0, "{}", text(&out));
+        space.expect_output(0, &["tools", "add", b, "--id", id, "--description", "D", "--exec", command, "--grant"]);
     }
-    let out = space.rlp(&["lint", b, "--check-tools"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    let out = space.expect_output(1, &["lint", b, "--check-tools"]);
     let report = format!(
         "drift: {b}: tool `x\\u{{1b}}[2Jy` is described by {liar} but not in tools.json\n\
          drift: {b}: tool `a.liar` runs {liar}, which no longer describes it\n\
@@ -900,20 +803,18 @@ fn lint_check_tools_counts_drift_escapes_it_and_names_binaries_it_could_not_ask(
         stdout(&out),
         format!("{report}1 bundle checked: 0 errors, 0 warnings and 2 drifts (3 tool binaries not checked)\n")
     );
-    let out = space.rlp(&["lint", b, "--check-tools", "--format", "json"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    let out = space.expect_output(1, &["lint", b, "--check-tools", "--format", "json"]);
     assert_eq!(stdout(&out), "[]\n");
     assert_eq!(stderr(&out), report);
 }
 
 #[test]
 fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let before = snapshot(&bundle);
     let garbage = space.script("garbage.sh", "echo 'this is not json'");
-    let sleeper_pid = space.path().join("sleeper.pid");
+    let sleeper_pid = space.join("sleeper.pid");
     let sleeper = space.script("sleeper.sh", &format!("echo $$ > {}\nexec sleep 600", sleeper_pid.display()));
     let shape = space.script("shape.sh", "echo '{\"tools\": 5}'");
     let invalid = space.script("invalid.sh", "echo '{\"tools\": [{\"id\": \"Bad Id\", \"description\": \"x\", \"input_schema\": {}, \"result_schema\": {}}]}'");
@@ -928,7 +829,7 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
         if let Some(ms) = extra {
             args.extend(["--timeout-ms", ms]);
         }
-        let out = space.rlp(&args);
+        let out = space.run(&args);
         assert_eq!(code(&out), 1, "{why}\n{}", text(&out));
         let err = stderr(&out);
         assert!(err.contains(why), "{why}\n{}", text(&out));
@@ -940,8 +841,8 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
         assert_eq!(snapshot(&bundle), before, "{why}: bundle unchanged");
     }
     let pid = std::fs::read_to_string(&sleeper_pid).unwrap();
-    assert!(!common::process_is_running(pid.trim()), "the tool that did not answer is still running");
-    let out = space.rlp(&["tools", "import", b, "--exec", "greet_tool"]);
+    assert!(!process::is_running(pid.trim()), "the tool that did not answer is still running");
+    let out = space.run(&["tools", "import", b, "--exec", "greet_tool"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("--exec `greet_tool` is not an absolute path"), "{}", text(&out));
 }
@@ -950,8 +851,7 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
 
 #[test]
 fn tools_list_shows_transport_needs_and_exposure() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     for args in [
         vec!["--id", "demo.run", "--description", "Runs", "--exec", "/usr/bin/true", "--arg", "-v", "--grant"],
@@ -971,15 +871,12 @@ fn tools_list_shows_transport_needs_and_exposure() {
     ] {
         let mut all = vec!["tools", "add", b];
         all.extend(args);
-        let out = space.rlp(&all);
-        assert_eq!(code(&out), 0, "{}", text(&out));
+        space.expect_output(0, &all);
     }
-    let out = space.rlp(&["tools", "list", "agents/demo"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "list", "agents/demo"]);
     insta::assert_snapshot!("tools_list_human", stdout(&out));
 
-    let out = space.rlp(&["tools", "list", "agents/demo", "--format", "json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "list", "agents/demo", "--format", "json"]);
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         listing["tools"][1],
@@ -997,20 +894,17 @@ fn tools_list_shows_transport_needs_and_exposure() {
     assert_eq!(listing["override"], Value::Null);
 
     // An operator override that revokes exec hides the exec tools.
-    let overrides = space.home().join("caps/overrides");
-    std::fs::create_dir_all(&overrides).unwrap();
-    std::fs::write(overrides.join("demo.toml"), "[capabilities]\nexec = false\n").unwrap();
-    let out = space.rlp(&["tools", "list", "agents/demo", "--format", "json"]);
+    space.write_override("demo", "[capabilities]\nexec = false\n");
+    let out = space.run(&["tools", "list", "agents/demo", "--format", "json"]);
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listing["tools"][0]["missing"], json!(["exec"]));
     assert!(listing["override"].as_str().unwrap().ends_with("caps/overrides/demo.toml"));
-    let out = space.rlp(&["tools", "list", "agents/demo"]);
+    let out = space.run(&["tools", "list", "agents/demo"]);
     assert!(stdout(&out).contains("no: missing exec"), "{}", text(&out));
     assert!(stdout(&out).ends_with("caps/overrides/demo.toml\n"), "{}", text(&out));
 
-    std::fs::write(overrides.join("demo.toml"), "[capabilities]\nexec = \"no\"\n").unwrap();
-    let out = space.rlp(&["tools", "list", "agents/demo"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    space.write_override("demo", "[capabilities]\nexec = \"no\"\n");
+    let out = space.expect_output(2, &["tools", "list", "agents/demo"]);
     assert!(stderr(&out).contains("is not a valid override"), "{}", text(&out));
 }
 
@@ -1020,18 +914,16 @@ fn tools_list_shows_transport_needs_and_exposure() {
 /// refuses it (RLP002), instead of silently keeping the last value.
 #[test]
 fn json_with_a_duplicate_key_is_refused_everywhere() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let b = bundle.to_str().unwrap();
     let tools = bundle.join("tools.json");
     std::fs::write(&tools, "{\n  \"version\": 1,\n  \"version\": 1,\n  \"tools\": []\n}\n").unwrap();
-    assert_eq!(code(&space.rlp(&["digest", b])), 0);
+    assert_eq!(code(&space.run(&["digest", b])), 0);
     let before = snapshot(&bundle);
     let add = ["tools", "add", b, "--id", "a.b", "--description", "A", "--exec", "/bin/true"];
     let answer = space.script("answer.sh", "echo '{\"tools\": []}'");
     for args in [&add[..], &["tools", "import", b, "--exec", answer.to_str().unwrap()][..]] {
-        let out = space.rlp(args);
-        assert_eq!(code(&out), 2, "{}", text(&out));
+        let out = space.expect_output(2, args);
         assert_eq!(
             stderr(&out),
             format!(
@@ -1042,12 +934,11 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
     }
 
     std::fs::write(&tools, "{\"version\": 1, \"tools\": []}\n").unwrap();
-    assert_eq!(code(&space.rlp(&["digest", b])), 0);
+    assert_eq!(code(&space.run(&["digest", b])), 0);
     let before = snapshot(&bundle);
     let mut schema = add.to_vec();
     schema.extend(["--input-schema", "{\"type\": \"object\", \"type\": \"string\"}"]);
-    let out = space.rlp(&schema);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = space.expect_output(2, &schema);
     assert!(
         stderr(&out).contains("--input-schema: duplicate key `type` at line 1 column 25 (RLP002"),
         "{}",
@@ -1055,8 +946,7 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
     );
     let twice =
         space.script("twice.sh", "echo '{\"tools\": [{\"id\": \"a.b\", \"id\": \"c.d\", \"description\": \"x\"}]}'");
-    let out = space.rlp(&["tools", "import", b, "--exec", twice.to_str().unwrap()]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    let out = space.expect_output(1, &["tools", "import", b, "--exec", twice.to_str().unwrap()]);
     assert!(
         stderr(&out).contains("its answer is ambiguous: duplicate key `id` at line 1 column 29 (RLP002"),
         "{}",
@@ -1066,28 +956,26 @@ fn json_with_a_duplicate_key_is_refused_everywhere() {
 
     let spec =
         r#"{"id": "a.b", "id": "c.d", "description": "x", "transport": {"kind": "exec", "command": "/bin/true"}}"#;
-    let out = space.scaffold_with("other", &["--tool", spec]);
+    let out = scaffold_with(&space, "other", &["--tool", spec]);
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(
         stderr(&out).contains("the tool JSON is refused: duplicate key `id` at line 1 column 18 (RLP002"),
         "{}",
         text(&out)
     );
-    assert!(!space.bundle("other").exists());
+    assert!(!space.bundle_path("other").exists());
 }
 
 #[test]
 fn tools_list_escapes_control_characters() {
-    let space = Space::new();
-    let bundle = space.scaffold("demo");
+    let (space, bundle) = demo();
     let tools = json!({"version": 1, "tools": [{
         "id": "demo.run", "description": "Runs",
         "transport": {"kind": "exec", "command": "/usr/bin/x\u{1b}[2J\ny", "args": ["\t-v"]},
         "input_schema": {}, "result_schema": {}, "requires_confirmation": false,
     }]});
     std::fs::write(bundle.join("tools.json"), serde_json::to_string_pretty(&tools).unwrap()).unwrap();
-    let out = space.rlp(&["tools", "list", "agents/demo"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = space.expect_output(0, &["tools", "list", "agents/demo"]);
     assert!(!stdout(&out).contains(['\u{1b}', '\t']), "{}", text(&out));
     insta::assert_snapshot!("tools_list_control_characters", stdout(&out));
 }

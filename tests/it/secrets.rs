@@ -3,18 +3,18 @@
 //! rlp's output, the ledger or the trace commands; and each secret id is read
 //! from an environment variable of its own.
 
-mod common;
-
-use common::Sandbox;
-
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::Path;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
+
+use crate::support::Sandbox;
+use crate::support::http::{Request, Server, reply};
+use crate::support::ledger::{self, payload};
+use crate::support::output::assert_contains;
+use crate::support::process::decode_environ;
 
 /// Holds `"`, `\`, `/`, a tab, a space, `+`, `=`, a non-ASCII and a non-BMP character.
 const SECRET: &str = "Qx9k\"Zr\\7w/Pv\tm\u{e9}\u{1F600} Lt3Nb8+=";
@@ -28,63 +28,36 @@ const TRACE: &str = "0197b0ff-0000-7000-8000-00000000c0de";
 
 // ---------------------------------------------------------------- helpers
 
-/// What a sandbox's ledger and trace commands hold, for scanning.
-trait Scanned {
-    fn ledger_bytes(&self) -> Vec<(String, Vec<u8>)>;
-    fn payloads(&self) -> Vec<Value>;
-    fn trace_outputs(&self) -> Vec<(String, Vec<u8>)>;
+/// Everything the ledger files hold, byte for byte.
+fn ledger_bytes(sb: &Sandbox) -> Vec<(String, Vec<u8>)> {
+    let files: Vec<(String, Vec<u8>)> =
+        ledger::files(&sb.ledger_path()).into_iter().map(|(path, bytes)| (path.display().to_string(), bytes)).collect();
+    assert!(files.iter().any(|(path, _)| path.ends_with("-wal")), "no -wal file to scan");
+    files
 }
 
-impl Scanned for Sandbox {
-    /// Everything the ledger files hold, byte for byte.
-    fn ledger_bytes(&self) -> Vec<(String, Vec<u8>)> {
-        let files: Vec<(String, Vec<u8>)> = ["", "-wal", "-shm"]
-            .iter()
-            .filter_map(|suffix| {
-                let path = format!("{}{suffix}", self.ledger_path().display());
-                std::fs::read(&path).ok().map(|bytes| (path, bytes))
-            })
-            .collect();
-        assert!(files.iter().any(|(path, _)| path.ends_with("-wal")), "no -wal file to scan");
-        files
-    }
-
-    /// The payload of every event in the ledger, in order.
-    fn payloads(&self) -> Vec<Value> {
-        let ledger = rlp::trace::Ledger::open_existing(&self.ledger_path()).unwrap();
-        let mut payloads = Vec::new();
-        ledger
-            .for_each_event(|event| {
-                payloads.push(event.payload().unwrap());
-                std::ops::ControlFlow::Continue(())
-            })
-            .unwrap();
-        payloads
-    }
-
-    /// What `trace show` (human and json) and `trace export` print for TRACE.
-    fn trace_outputs(&self) -> Vec<(String, Vec<u8>)> {
-        [vec!["trace", "show", TRACE], vec!["trace", "show", TRACE, "--format", "json"], vec!["trace", "export", TRACE]]
-            .into_iter()
-            .map(|args| {
-                let output = self.rlp().args(&args).output().unwrap();
-                assert_eq!(output.status.code(), Some(0), "{args:?}: {}", text(&output.stderr));
-                assert!(text(&output.stdout).contains("[redacted]"), "{args:?}: {}", text(&output.stdout));
-                (args.join(" "), [output.stdout, output.stderr].concat())
-            })
-            .collect()
-    }
+/// What `trace show` (human and json) and `trace export` print for TRACE.
+fn trace_outputs(sb: &Sandbox) -> Vec<(String, Vec<u8>)> {
+    [vec!["trace", "show", TRACE], vec!["trace", "show", TRACE, "--format", "json"], vec!["trace", "export", TRACE]]
+        .into_iter()
+        .map(|args| {
+            let output = sb.rlp().args(&args).output().unwrap();
+            assert_eq!(output.status.code(), Some(0), "{args:?}: {}", text(&output.stderr));
+            assert!(text(&output.stdout).contains("[redacted]"), "{args:?}: {}", text(&output.stdout));
+            (args.join(" "), [output.stdout, output.stderr].concat())
+        })
+        .collect()
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn exec_tool(id: &str, command: &str, args: &[&str], secrets: &[&str]) -> Value {
+fn exec_tool(id: &str, command: impl AsRef<Path>, args: &[&str], secrets: &[&str]) -> Value {
     json!({
         "id": id,
         "description": format!("test tool {id}"),
-        "transport": {"kind": "exec", "command": command, "args": args},
+        "transport": {"kind": "exec", "command": command.as_ref(), "args": args},
         "input_schema": {"type": "object"},
         "result_schema": {},
         "secrets": secrets,
@@ -182,20 +155,6 @@ fn assert_absent(needles: &[String], what: &str, bytes: &[u8]) {
     }
 }
 
-/// The NUL-separated environment a tool reported as hex, by name.
-fn decode_environ(hex: &str) -> BTreeMap<String, String> {
-    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
-    bytes
-        .split(|b| *b == 0)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            let entry = String::from_utf8(entry.to_vec()).unwrap();
-            let (name, value) = entry.split_once('=').unwrap();
-            (name.to_string(), value.to_string())
-        })
-        .collect()
-}
-
 /// A tool that reports its initial environment (hex, so values survive scrubbing).
 const ENV_SCRIPT: &str = "printf '{\"environ\":\"%s\"}\\n' \"$(od -An -v -tx1 < /proc/$$/environ | tr -d ' \\n')\"\n";
 
@@ -215,7 +174,7 @@ esac
 #[test]
 fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     let sb = Sandbox::new();
-    let data = sb.path().join("data");
+    let data = sb.join("data");
     std::fs::create_dir_all(&data).unwrap();
     let whole = whole_spellings(SECRET);
     let embedded = embedded_spellings(SECRET);
@@ -253,12 +212,12 @@ fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     }
     for (label, _, _) in &embedded {
         let line = stderr.lines().find(|l| l.starts_with(label.as_str())).unwrap_or_else(|| panic!("{label}"));
-        assert!(line.contains("[redacted]"), "{line}");
+        assert_contains(line, "[redacted]");
     }
 
     let stderr = text(&run("envelope", 1).stderr);
     let scrubbed = whole.iter().map(|(label, _)| format!("{label}: [redacted]")).collect::<Vec<_>>().join(" | ");
-    assert!(stderr.contains(&format!("error: tool `echo.envelope` failed: {scrubbed}")), "{stderr}");
+    assert_contains(&stderr, &format!("error: tool `echo.envelope` failed: {scrubbed}"));
 
     let output = run("nested", 0);
     let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -271,59 +230,34 @@ fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     }
 
     let needles = needles(SECRET, &["Qx9k", "Lt3Nb8"]);
-    for (what, bytes) in printed.iter().chain(&sb.ledger_bytes()).chain(&sb.trace_outputs()) {
+    for (what, bytes) in printed.iter().chain(&ledger_bytes(&sb)).chain(&trace_outputs(&sb)) {
         assert_absent(&needles, what, bytes);
     }
 }
 
 // ------------------------------------------------------------ point A: http
 
-/// Serves every connection on 127.0.0.1 with `401` and a body that echoes the
-/// request's bearer token in the spelling its path names (`/echo/<kind>`).
-fn start_echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let (mut line, mut token) = (String::new(), String::new());
-            reader.read_line(&mut line).unwrap();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim_end().is_empty() {
-                    break;
-                }
-                if let Some(value) = header.trim_end().strip_prefix("authorization: Bearer ") {
-                    token = value.to_string();
-                }
-            }
-            let kind = line.split(' ').nth(1).unwrap_or_default().trim_start_matches("/echo/");
-            let echoed = match kind {
-                "pct-upper" => percent(&token, true),
-                "pct-lower" => percent(&token, false),
-                "pct-form" => url::form_urlencoded::byte_serialize(token.as_bytes()).collect(),
-                "b64" => STANDARD.encode(&token),
-                "b64-url" => URL_SAFE_NO_PAD.encode(&token),
-                "basic" => STANDARD.encode(format!("user:{token}")),
-                "basic-url" => URL_SAFE.encode(format!("api:{token}:x")),
-                _ => token.clone(), // "json": as it is, which the JSON body escapes
-            };
-            let body = json!({"error": format!("bad token {echoed}")}).to_string();
-            let reply = format!(
-                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let mut stream = stream;
-            let _ = stream.write_all(reply.as_bytes());
-        }
-    });
-    port
+/// A `401` body echoing the request's bearer token in the spelling its path
+/// names (`/echo/<kind>`).
+fn echo_token(request: &Request) -> String {
+    let token = request.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
+    let echoed = match request.path().trim_start_matches("/echo/") {
+        "pct-upper" => percent(token, true),
+        "pct-lower" => percent(token, false),
+        "pct-form" => url::form_urlencoded::byte_serialize(token.as_bytes()).collect(),
+        "b64" => STANDARD.encode(token),
+        "b64-url" => URL_SAFE_NO_PAD.encode(token),
+        "basic" => STANDARD.encode(format!("user:{token}")),
+        "basic-url" => URL_SAFE.encode(format!("api:{token}:x")),
+        _ => token.to_string(), // "json": as it is, which the JSON body escapes
+    };
+    json!({"error": format!("bad token {echoed}")}).to_string()
 }
 
 #[test]
 fn an_http_server_echoing_the_header_secret_encoded_leaks_nothing() {
-    let port = start_echo_server();
+    let server = Server::start(|request| reply(401, &echo_token(request)));
+    let port = server.port;
     let sb = Sandbox::new();
     let tool = json!({
         "id": "echo.http",
@@ -356,7 +290,7 @@ fn an_http_server_echoing_the_header_secret_encoded_leaks_nothing() {
         printed.push((format!("`tools call` ({kind})"), [output.stdout, output.stderr].concat()));
     }
     let needles = needles(HEADER_SECRET, &["Hx7q", "Q9 +z"]);
-    for (what, bytes) in printed.iter().chain(&sb.ledger_bytes()).chain(&sb.trace_outputs()) {
+    for (what, bytes) in printed.iter().chain(&ledger_bytes(&sb)).chain(&trace_outputs(&sb)) {
         assert_absent(&needles, what, bytes);
     }
 }
@@ -419,7 +353,7 @@ fn ids_that_shared_one_variable_each_read_their_own() {
 #[test]
 fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     let sb = Sandbox::new();
-    let marker = sb.path().join("ran");
+    let marker = sb.join("ran");
     let script = sb.script("touch.sh", &format!("touch '{}'\necho '{{}}'\n", marker.display()));
     let id = "runloop/mail/api-key";
     let bundle = sb.bundle("hyphen", json!([exec_tool("touch", &script, &[], &[id])]), &exec_caps(&[id]));
@@ -433,14 +367,12 @@ fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(!marker.exists(), "the tool never ran");
-    assert!(
-        stderr.contains(
-            "help: RUNLOOP_MAIL_API_KEY is set but is no longer read for `runloop/mail/api-key` (that name is \
-             shared by several ids); set RUNLOOP__MAIL_SAPI_HKEY (secret `runloop/mail/api-key`), then call again"
-        ),
-        "{stderr}"
+    assert_contains(
+        &stderr,
+        "help: RUNLOOP_MAIL_API_KEY is set but is no longer read for `runloop/mail/api-key` (that name is \
+             shared by several ids); set RUNLOOP__MAIL_SAPI_HKEY (secret `runloop/mail/api-key`), then call again",
     );
-    let audits = sb.payloads();
+    let audits: Vec<Value> = sb.events().iter().map(payload).collect();
     let denial = audits.iter().rev().find(|a| a["capability"] == format!("secrets:{id}")).unwrap();
     assert_eq!(denial["decision"], "deny");
     assert_eq!(
@@ -450,7 +382,7 @@ fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     );
     let needles = vec![value.to_string()];
     assert_absent(&needles, "rlp's output", &[output.stdout, output.stderr].concat());
-    for (what, bytes) in sb.ledger_bytes() {
+    for (what, bytes) in ledger_bytes(&sb) {
         assert_absent(&needles, &what, &bytes);
     }
 }

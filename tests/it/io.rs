@@ -3,14 +3,17 @@
 //! full, never with a panic; every file or stream rlp reads is bounded,
 //! whatever size its metadata reports.
 
-mod common;
-
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use clap::CommandFactory;
+
+use crate::support::files::entries;
+use crate::support::output::stderr;
+use crate::support::process::closed_pipe;
+use crate::support::{Sandbox, bundle};
 
 const FULL_DISK: &str = "error: cannot write to standard output: No space left on device\n  help: free some disk space, or redirect standard output elsewhere\n";
 
@@ -18,14 +21,18 @@ const FULL_DISK: &str = "error: cannot write to standard output: No space left o
 /// recorded traces and one of them exported, in a temporary folder that is
 /// also the working directory of every command.
 struct Fixture {
-    dir: tempfile::TempDir,
+    sb: Sandbox,
     trace_id: String,
 }
 
 impl Fixture {
+    /// The sandbox alone: an empty home.
+    fn empty() -> Fixture {
+        Fixture { sb: Sandbox::new(), trace_id: String::new() }
+    }
+
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let fx = Fixture { dir, trace_id: String::new() };
+        let fx = Fixture::empty();
         let tool = "id=demo.echo;desc=Echoes its blob;exec=/bin/cat";
         fx.ok(&["agent", "scaffold", "demo", "--non-interactive", "--tool", tool]);
         fx.ok(&["agent", "scaffold", "scratch", "--non-interactive", "--tool", tool]);
@@ -40,33 +47,28 @@ impl Fixture {
         let tool = serde_json::json!([{"id": "w.get", "description": "Gets", "transport": {"kind": "exec",
             "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"},
             "requires_confirmation": false, "colour": "blue"}]);
-        common::write_bundle(&fx.path("warned"), "w", tool, "[capabilities]\nexec = true\n");
+        bundle::write(&fx.sb.join("warned"), "w", tool, "[capabilities]\nexec = true\n");
         let list = fx.ok(&["trace", "list", "--format", "json"]);
         let traces: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
         let trace_id = traces[0]["trace_id"].as_str().unwrap().to_string();
         fx.ok(&["trace", "export", &trace_id, "-o", "golden.jsonl"]);
         let answer = r#"{"tools": [{"id": "scratch.listed", "description": "Lists", "transport": {"kind": "exec", "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false}]}"#;
-        let script = fx.path("schema_tool");
-        std::fs::write(&script, format!("#!/bin/sh\ncat <<'EOF'\n{answer}\nEOF\n")).unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        fx.sb.script("schema_tool", &format!("cat <<'EOF'\n{answer}\nEOF"));
         Fixture { trace_id, ..fx }
     }
 
-    fn path(&self, relative: &str) -> PathBuf {
-        self.dir.path().join(relative)
-    }
-
-    /// `rlp` in the fixture's folder, with its home.
+    /// `rlp` in the fixture's folder, its home given by the environment (an
+    /// invocation may name another with `--home`).
     fn rlp(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_rlp"));
-        command.current_dir(self.dir.path()).env("RUNLOOP_HOME", self.path("home")).env("NO_COLOR", "1");
+        let mut command = self.sb.command_without_home();
+        command.env("RUNLOOP_HOME", self.sb.home());
         command
     }
 
     /// Runs `args`, which must succeed.
     fn ok(&self, args: &[&str]) -> Output {
         let output = self.rlp().args(args).stdin(Stdio::null()).output().unwrap();
-        assert!(output.status.success(), "rlp {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "rlp {args:?}: {}", stderr(&output));
         output
     }
 
@@ -117,7 +119,7 @@ impl Fixture {
             ("completions", "completions bash"),
             ("completions", "completions zsh"),
         ];
-        let schema_tool = self.path("schema_tool").display().to_string();
+        let schema_tool = self.sb.join("schema_tool").display().to_string();
         let fill =
             |word: &str| word.replace("RUN", run).replace("TRACE", &self.trace_id).replace("SCHEMA_TOOL", &schema_tool);
         list.into_iter().map(|(command, line)| (command, line.split_whitespace().map(fill).collect())).collect()
@@ -131,19 +133,10 @@ impl Fixture {
 
     /// No temporary file of rlp's is left anywhere in the fixture.
     fn assert_no_temporary_files(&self) {
-        fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".rlp-")) {
-                    found.push(path.clone());
-                }
-                if path.is_dir() {
-                    walk(&path, found);
-                }
-            }
-        }
-        let mut found = Vec::new();
-        walk(self.dir.path(), &mut found);
+        let found: Vec<_> = entries(self.sb.path())
+            .into_iter()
+            .filter(|path| path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".rlp-")))
+            .collect();
         assert!(found.is_empty(), "temporary files left: {found:?}");
     }
 }
@@ -166,62 +159,55 @@ fn leaf_commands() -> Vec<String> {
     leaves
 }
 
-/// A pipe whose reading end is already closed: the first write gets EPIPE.
-fn closed_pipe() -> Stdio {
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    Stdio::from(writer)
-}
-
 fn dev_full() -> Stdio {
     Stdio::from(File::options().write(true).open("/dev/full").unwrap())
 }
 
 #[test]
 fn every_command_is_covered() {
-    let fx = Fixture { dir: tempfile::tempdir().unwrap(), trace_id: String::new() };
+    let fx = Fixture::empty();
     let covered: Vec<&str> = fx.invocations("x").iter().map(|(command, _)| *command).collect();
     for leaf in leaf_commands() {
-        assert!(covered.contains(&leaf.as_str()), "`rlp {leaf}` has no invocation in tests/io.rs");
+        assert!(covered.contains(&leaf.as_str()), "`rlp {leaf}` has no invocation in tests/it/io.rs");
     }
+}
+
+/// Runs every invocation (names made unique by `run`) with its stdout from
+/// `stdout`, expecting exit code `code` and exactly `message` on stderr;
+/// no temporary file may be left behind.
+fn every_command_with(run: &str, stdout: fn() -> Stdio, code: i32, message: &str) {
+    let fx = Fixture::new();
+    for (_, args) in fx.invocations(run) {
+        let output = fx.run_with(&args, stdout());
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(code), "rlp {args:?} exited {:?}: {stderr}", output.status);
+        assert_eq!(stderr, message, "rlp {args:?}");
+    }
+    fx.assert_no_temporary_files();
 }
 
 #[test]
 fn a_closed_stdout_stops_every_command_quietly() {
-    let fx = Fixture::new();
-    for (_, args) in fx.invocations("closed") {
-        let output = fx.run_with(&args, closed_pipe());
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(0), "rlp {args:?} exited {:?}: {stderr}", output.status);
-        assert_eq!(stderr, "", "rlp {args:?} wrote to stderr");
-    }
-    fx.assert_no_temporary_files();
+    every_command_with("closed", closed_pipe, 0, "");
 }
 
 #[test]
 fn a_full_stdout_is_an_error_of_every_command() {
-    let fx = Fixture::new();
-    for (_, args) in fx.invocations("full") {
-        let output = fx.run_with(&args, dev_full());
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "rlp {args:?} exited {:?}: {stderr}", output.status);
-        assert_eq!(stderr, FULL_DISK, "rlp {args:?}");
-    }
-    fx.assert_no_temporary_files();
+    every_command_with("full", dev_full, 2, FULL_DISK);
 }
 
 #[test]
 fn a_closed_stdout_keeps_the_exit_code_of_what_was_found() {
     let fx = Fixture::new();
-    std::fs::write(fx.path("agents/scratch/tools.json"), "{\"version\": 1, \"tools\": [").unwrap();
+    std::fs::write(fx.sb.join("agents/scratch/tools.json"), "{\"version\": 1, \"tools\": [").unwrap();
     let output = fx.run_with(&["lint".into(), "agents".into()], closed_pipe());
-    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
-    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
 }
 
 #[test]
 fn a_closed_stderr_is_no_panic_either() {
-    let fx = Fixture { dir: tempfile::tempdir().unwrap(), trace_id: String::new() };
+    let fx = Fixture::empty();
     // An empty home: `trace list` says so on stderr.
     let output =
         fx.rlp().args(["trace", "list"]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(closed_pipe()).output();
@@ -235,24 +221,14 @@ fn a_closed_stderr_is_no_panic_either() {
 /// Runs `args` with at most 1 GiB of address space (an unbounded read of
 /// an endless source fails instead of filling the machine), with `stdin`.
 fn bounded(fx: &Fixture, args: &[&str], stdin: Stdio) -> Output {
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg("ulimit -v 1048576 && exec \"$@\"")
-        .arg("sh")
-        .arg(env!("CARGO_BIN_EXE_rlp"))
-        .args(args)
-        .current_dir(fx.dir.path())
-        .env("RUNLOOP_HOME", fx.path("home"))
-        .env("NO_COLOR", "1");
-    command.stdin(stdin).output().unwrap()
+    fx.sb.shell("ulimit -v 1048576").args(args).stdin(stdin).output().unwrap()
 }
 
 const READS_AT_MOST: &str =
     "  help: rlp reads at most {} of it: pass a smaller file, or check that the path names the file you meant\n";
 
 fn assert_refused(output: &Output, message: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = stderr(output);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr, message);
 }
@@ -300,7 +276,7 @@ fn fifo_with_writer(path: &Path, bytes: &'static [u8], endless: bool) -> std::th
 #[test]
 fn a_fifo_is_read_to_its_limit_and_no_further() {
     let fx = Fixture::new();
-    let fifo = fx.path("endless");
+    let fifo = fx.sb.join("endless");
     let writer = fifo_with_writer(&fifo, &[b' '; 1 << 16], true);
     let spec = format!("@{}", fifo.display());
     let output = bounded(&fx, &["tools", "call", "agents/demo", "demo.echo", "--args", &spec], Stdio::null());
@@ -311,11 +287,11 @@ fn a_fifo_is_read_to_its_limit_and_no_further() {
 #[test]
 fn a_fifo_with_a_small_document_works_like_process_substitution() {
     let fx = Fixture::new();
-    let fifo = fx.path("args");
+    let fifo = fx.sb.join("args");
     let writer = fifo_with_writer(&fifo, b"{\"n\": 42}", false);
     let spec = format!("@{}", fifo.display());
     let output = bounded(&fx, &["tools", "call", "agents/demo", "demo.echo", "--args", &spec], Stdio::null());
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{}", stderr(&output));
     let blob: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(blob["tool"]["arguments"], serde_json::json!({"n": 42}));
     writer.join().unwrap();

@@ -3,119 +3,65 @@
 //! real tool processes, real SQLite files and a real HTTP server on
 //! 127.0.0.1. Every test uses its own temporary homes.
 
-mod common;
-
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use assert_cmd::Command;
 use rlp::trace::divergence::DivergenceKind;
 use rlp::trace::frame::Outcome;
 use rlp::trace::query::TraceInput;
 use rlp::trace::source::{Answer, ReplaySource};
 use serde_json::{Value, json};
 
-/// Guards against a hang; not a timing assertion.
-const HANG_GUARD: Duration = Duration::from_secs(60);
+use crate::support::http::{Server, reply};
+use crate::support::ledger;
+use crate::support::output::{assert_contains, stderr, stdout};
+use crate::support::process::closed_pipe;
+use crate::support::{Sandbox, files};
+
 const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
 
 // ---------------------------------------------------------------- helpers
 
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay").join(name).display().to_string()
+/// Writes a data file a `cat_file.sh` tool prints.
+fn data(sb: &Sandbox, name: &str, value: Value) -> String {
+    let path = sb.join("data").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, value.to_string()).unwrap();
+    path.display().to_string()
 }
 
-struct Sandbox {
-    dir: tempfile::TempDir,
+/// `rlp tools call` into trace [`TRACE`] with runtime home `home`; asserts success.
+fn record(sb: &Sandbox, home: &str, bundle: &Path, tool: &str, args: Value) {
+    let output = sb
+        .rlp_in(home)
+        .args(["tools", "call"])
+        .arg(bundle)
+        .arg(tool)
+        .args(["--args", &args.to_string(), "--trace-id", TRACE, "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "call {tool}: {}", stderr(&output));
 }
 
-impl Sandbox {
-    fn new() -> Self {
-        Sandbox { dir: tempfile::tempdir().unwrap() }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn home(&self, name: &str) -> PathBuf {
-        self.path().join(name)
-    }
-
-    fn ledger(&self, home: &str) -> PathBuf {
-        self.home(home).join("pog/events.sqlite")
-    }
-
-    /// Writes a data file a `cat_file.sh` tool prints.
-    fn data(&self, name: &str, value: Value) -> String {
-        let path = self.path().join("data").join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, value.to_string()).unwrap();
-        path.display().to_string()
-    }
-
-    /// Writes (or rewrites) bundle `agents/<name>` with a manifest listing every file.
-    fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
-        common::write_bundle(&self.path().join("agents"), name, tools, caps)
-    }
-
-    /// `rlp --home <home>` with a clean configuration environment.
-    fn rlp(&self, home: &str) -> Command {
-        let mut cmd = Command::cargo_bin("rlp").unwrap();
-        cmd.arg("--home")
-            .arg(self.home(home))
-            .env("RUNLOOP_SYSTEM_CONFIG", self.path().join("no-system-config.toml"))
-            .env_remove("RUNLOOP_HOME")
-            .env_remove("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS")
-            .timeout(HANG_GUARD);
-        cmd
-    }
-
-    /// `rlp tools call` into trace [`TRACE`]; asserts success.
-    fn call(&self, home: &str, bundle: &Path, tool: &str, args: Value) {
-        let output = self
-            .rlp(home)
-            .args(["tools", "call"])
-            .arg(bundle)
-            .arg(tool)
-            .args(["--args", &args.to_string(), "--trace-id", TRACE, "--yes"])
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(0), "call {tool}: {}", stderr(&output));
-    }
-
-    /// `rlp trace export TRACE -o <file>` from `home`; returns the file.
-    fn export(&self, home: &str, name: &str) -> PathBuf {
-        let file = self.path().join(name);
-        let output = self.rlp(home).args(["trace", "export", TRACE, "-o"]).arg(&file).output().unwrap();
-        assert_eq!(output.status.code(), Some(0), "export: {}", stderr(&output));
-        file
-    }
-
-    fn rows(&self, home: &str) -> i64 {
-        let conn = rusqlite::Connection::open(self.ledger(home)).unwrap();
-        conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0)).unwrap()
-    }
+/// `rlp trace export TRACE -o <file>` from `home`; returns the file.
+fn export(sb: &Sandbox, home: &str, name: &str) -> PathBuf {
+    let file = sb.join(name);
+    let output = sb.rlp_in(home).args(["trace", "export", TRACE, "-o"]).arg(&file).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "export: {}", stderr(&output));
+    file
 }
 
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+/// The rows of the ledger of `home`.
+fn rows(sb: &Sandbox, home: &str) -> i64 {
+    ledger::rows(&sb.ledger_path_in(home))
 }
 
 fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
     json!({
         "id": id,
         "description": format!("test tool {id}"),
-        "transport": {"kind": "exec", "command": fixture("cat_file.sh"), "args": [data_file]},
+        "transport": {"kind": "exec", "command": files::fixture("replay/cat_file.sh"), "args": [data_file]},
         "input_schema": input_schema,
         "result_schema": result_schema,
         "observability": {"tags": ["test"]},
@@ -139,84 +85,6 @@ fn redact(text: &str, export: &Path) -> String {
         }
     }
     text
-}
-
-// -------------------------------------------------------------- HTTP server
-
-/// A one-connection-at-a-time HTTP/1.1 server on 127.0.0.1 answering
-/// `GET /forecast/<city>` with the JSON body currently set.
-struct Server {
-    port: u16,
-    body: Arc<Mutex<String>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(body: Value) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let body = Arc::new(Mutex::new(body.to_string()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (body, stop) = (body.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
-                        let text = body.lock().unwrap().clone();
-                        serve(stream, &text);
-                    }
-                }
-            })
-        };
-        Server { port, body, stop, thread: Some(thread) }
-    }
-
-    fn set(&self, body: Value) {
-        *self.body.lock().unwrap() = body.to_string();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn serve(stream: TcpStream, body: &str) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let Ok(clone) = stream.try_clone() else { return };
-    let mut reader = BufReader::new(clone);
-    let mut line = String::new();
-    let _ = reader.read_line(&mut line);
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).is_err() || header.trim_end().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = header.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut discard = vec![0; length];
-    let _ = reader.read_exact(&mut discard);
-    let mut out = stream;
-    let reply = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = out.write_all(reply.as_bytes());
-    let _ = out.flush();
 }
 
 // --------------------------------------------------- a hand-written trace
@@ -281,7 +149,7 @@ fn written_trace() -> Vec<String> {
 }
 
 fn write_lines(sb: &Sandbox, name: &str, lines: &[String]) -> PathBuf {
-    let path = sb.path().join(name);
+    let path = sb.join(name);
     std::fs::write(&path, lines.concat()).unwrap();
     path
 }
@@ -294,8 +162,9 @@ fn write_lines(sb: &Sandbox, name: &str, lines: &[String]) -> PathBuf {
 #[test]
 fn record_export_import_and_replay_strictly() {
     let sb = Sandbox::new();
-    let server = Server::start(json!({"city": "Oslo", "days": [{"high": 7}, {"high": 9}]}));
-    let notes = sb.data("notes.json", json!({"note": "hello", "n": 1.5}));
+    let forecast = json!({"city": "Oslo", "days": [{"high": 7}, {"high": 9}]}).to_string();
+    let server = Server::start(move |_| reply(200, &forecast));
+    let notes = data(&sb, "notes.json", json!({"note": "hello", "n": 1.5}));
     let tools = json!([
         exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["note"]})),
         {
@@ -307,11 +176,11 @@ fn record_export_import_and_replay_strictly() {
         }
     ]);
     let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
-    sb.call("a", &bundle, "notes.read", json!({}));
-    sb.call("a", &bundle, "forecast.get", json!({"city": "Oslo"}));
-    sb.call("a", &bundle, "notes.read", json!({"again": true}));
+    record(&sb, "a", &bundle, "notes.read", json!({}));
+    record(&sb, "a", &bundle, "forecast.get", json!({"city": "Oslo"}));
+    record(&sb, "a", &bundle, "notes.read", json!({"again": true}));
 
-    let golden = sb.export("a", "golden.jsonl");
+    let golden = export(&sb, "a", "golden.jsonl");
     let lines = frames(&golden);
     let kinds: Vec<&str> = lines.iter().map(|f| f["kind"].as_str().unwrap()).collect();
     assert_eq!(
@@ -340,28 +209,29 @@ fn record_export_import_and_replay_strictly() {
     }
 
     // Import into another home, export again: byte for byte the same.
-    let imported = sb.rlp("b").args(["trace", "import"]).arg(&golden).output().unwrap();
+    let imported = sb.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
     assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
     assert_eq!(
         stdout(&imported).trim_end().rsplit_once(" into ").unwrap().0,
         format!("Imported 10 frames (3 calls) of trace {TRACE}")
     );
-    let again = sb.export("b", "again.jsonl");
+    let again = export(&sb, "b", "again.jsonl");
     assert_eq!(std::fs::read(&golden).unwrap(), std::fs::read(&again).unwrap());
     // A second import of the same trace is refused, and changes nothing.
-    let twice = sb.rlp("b").args(["trace", "import"]).arg(&golden).output().unwrap();
+    let twice = sb.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
     assert_eq!(twice.status.code(), Some(1));
-    assert!(
-        stderr(&twice).contains(&format!("already holds trace {TRACE}; nothing was imported")),
-        "{}",
-        stderr(&twice)
-    );
-    assert_eq!(sb.rows("b"), 10);
+    assert_contains(&stderr(&twice), &format!("already holds trace {TRACE}; nothing was imported"));
+    assert_eq!(rows(&sb, "b"), 10);
 
     // Strict replay: exit 0, every result identical to the recorded one.
     let replay = |home: &str, source: &str, format: &str| {
-        let output =
-            sb.rlp(home).args(["replay", source, "--bundle"]).arg(&bundle).args(["--format", format]).output().unwrap();
+        let output = sb
+            .rlp_in(home)
+            .args(["replay", source, "--bundle"])
+            .arg(&bundle)
+            .args(["--format", format])
+            .output()
+            .unwrap();
         assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
         output.stdout
     };
@@ -402,8 +272,8 @@ fn record_export_import_and_replay_strictly() {
         "{human}"
     );
     // Strict replay runs nothing: no request reached the server, no row was added.
-    assert_eq!(sb.rows("a"), 10);
-    assert_eq!(sb.rows("b"), 10);
+    assert_eq!(rows(&sb, "a"), 10);
+    assert_eq!(rows(&sb, "b"), 10);
 }
 
 /// A tool removed, an input schema tightened, a result schema changed: every
@@ -411,9 +281,9 @@ fn record_export_import_and_replay_strictly() {
 #[test]
 fn strict_replay_reports_every_divergence_at_its_frame() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let weather = sb.data("weather.json", json!({"temp": 21}));
-    let stats = sb.data("stats.json", json!({"min": 1}));
+    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
+    let weather = data(&sb, "weather.json", json!({"temp": 21}));
+    let stats = data(&sb, "stats.json", json!({"min": 1}));
     let city = |extra: Value| {
         let mut schema = json!({"type": "string"});
         for (k, v) in extra.as_object().unwrap() {
@@ -431,11 +301,11 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
         ]),
         caps,
     );
-    sb.call("home", &bundle, "notes.read", json!({}));
-    sb.call("home", &bundle, "weather.get", json!({"city": "Oslo"}));
-    sb.call("home", &bundle, "stats.get", json!({}));
-    sb.call("home", &bundle, "weather.get", json!({"city": "Bergen"}));
-    let golden = sb.export("home", "golden.jsonl");
+    record(&sb, "home", &bundle, "notes.read", json!({}));
+    record(&sb, "home", &bundle, "weather.get", json!({"city": "Oslo"}));
+    record(&sb, "home", &bundle, "stats.get", json!({}));
+    record(&sb, "home", &bundle, "weather.get", json!({"city": "Bergen"}));
+    let golden = export(&sb, "home", "golden.jsonl");
 
     // Today's bundle: notes.read is gone, city is at most 4 characters, stats need `max` too.
     sb.bundle(
@@ -458,7 +328,7 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
     );
     let run = |format: &str| {
         let output = sb
-            .rlp("home")
+            .rlp_in("home")
             .args(["replay"])
             .arg(&golden)
             .arg("--bundle")
@@ -503,8 +373,13 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
 #[test]
 fn live_replay_diffs_new_results_and_links_the_new_trace() {
     let sb = Sandbox::new();
-    let server = Server::start(json!({"city": "Oslo", "days": [{"high": 7}]}));
-    let weather = sb.data("weather.json", json!({"temp": 21, "sky": "clear"}));
+    // The forecast every request (`GET /forecast/<city>`) gets, changed below.
+    let forecast = Arc::new(Mutex::new(json!({"city": "Oslo", "days": [{"high": 7}]}).to_string()));
+    let server = {
+        let forecast = forecast.clone();
+        Server::start(move |_| reply(200, &forecast.lock().unwrap()))
+    };
+    let weather = data(&sb, "weather.json", json!({"temp": 21, "sky": "clear"}));
     let mut now = exec_tool("weather.now", &weather, json!({"type": "object"}), json!({"type": "object"}));
     now["requires_confirmation"] = json!(true);
     let tools = json!([
@@ -518,11 +393,11 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
         }
     ]);
     let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
-    sb.call("home", &bundle, "weather.now", json!({}));
-    sb.call("home", &bundle, "forecast.get", json!({"city": "Oslo"}));
-    let golden = sb.export("home", "golden.jsonl");
+    record(&sb, "home", &bundle, "weather.now", json!({}));
+    record(&sb, "home", &bundle, "forecast.get", json!({"city": "Oslo"}));
+    let golden = export(&sb, "home", "golden.jsonl");
     let live = |extra: &[&str]| {
-        sb.rlp("home")
+        sb.rlp_in("home")
             .arg("replay")
             .arg(&golden)
             .arg("--bundle")
@@ -540,16 +415,12 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     // Without --yes and without a terminal, the call that needs confirmation is refused.
     let refused = live(&[]);
     assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains("replay stopped at frame #3: tool `weather.now` requires confirmation"),
-        "{}",
-        stderr(&refused)
-    );
+    assert_contains(&stderr(&refused), "replay stopped at frame #3: tool `weather.now` requires confirmation");
     assert_eq!(stdout(&refused), "");
 
     // The tools' outputs change.
-    sb.data("weather.json", json!({"temp": 25, "sky": "clear", "wind": 3}));
-    server.set(json!({"city": "Oslo", "days": []}));
+    data(&sb, "weather.json", json!({"temp": 25, "sky": "clear", "wind": 3}));
+    *forecast.lock().unwrap() = json!({"city": "Oslo", "days": []}).to_string();
     let changed = live(&["--yes"]);
     assert_eq!(changed.status.code(), Some(1), "{}", stderr(&changed));
     let doc: Value = serde_json::from_slice(&changed.stdout).unwrap();
@@ -576,12 +447,12 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     // The new trace is in the ledger, linked to the old one by its first frame.
     let new_trace = doc["new_trace_id"].as_str().unwrap().to_string();
     assert_ne!(new_trace, TRACE);
-    let list = sb.rlp("home").args(["trace", "list", "--format", "json"]).output().unwrap();
+    let list = sb.rlp_in("home").args(["trace", "list", "--format", "json"]).output().unwrap();
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     let entry = list.as_array().unwrap().iter().find(|t| t["trace_id"] == new_trace.as_str()).unwrap();
     assert_eq!(entry["replay_of"], TRACE);
     assert_eq!(entry["calls"], 2);
-    let export = sb.rlp("home").args(["trace", "export", &new_trace]).output().unwrap();
+    let export = sb.rlp_in("home").args(["trace", "export", &new_trace]).output().unwrap();
     let first: Value = serde_json::from_str(stdout(&export).lines().next().unwrap()).unwrap();
     assert_eq!(first["kind"], "trace.replay");
     assert_eq!(first["payload"]["replay_of"], TRACE);
@@ -589,7 +460,7 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
 
     // Replaying from the ledger itself (read while the new calls are written) finds the same.
     let by_id = sb
-        .rlp("home")
+        .rlp_in("home")
         .args(["replay", TRACE, "--bundle"])
         .arg(&bundle)
         .args(["--mode", "live", "--format", "json", "--yes"])
@@ -602,7 +473,7 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
 
     // The human report names the changed fields too.
     let human = sb
-        .rlp("home")
+        .rlp_in("home")
         .arg("replay")
         .arg(&golden)
         .arg("--bundle")
@@ -612,37 +483,32 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
         .unwrap();
     assert_eq!(human.status.code(), Some(1));
     let text = stdout(&human);
-    assert!(text.contains("            changed /temp: 21 → 25\n"), "{text}");
-    assert!(text.contains("            added   /wind: 3\n"), "{text}");
-    assert!(text.contains("            removed /days/0: {\"high\":7}\n"), "{text}");
+    assert_contains(&text, "            changed /temp: 21 → 25\n");
+    assert_contains(&text, "            added   /wind: 3\n");
+    assert_contains(&text, "            removed /days/0: {\"high\":7}\n");
 }
 
 /// `rlp trace verify` names the row that was edited or removed (exit 1).
 #[test]
 fn verify_names_the_edited_or_removed_row() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = notes_bundle(&sb);
     for n in 0..3 {
-        sb.call("a", &bundle, "notes.read", json!({"n": n}));
+        record(&sb, "a", &bundle, "notes.read", json!({"n": n}));
     }
-    std::fs::create_dir_all(sb.home("b").join("pog")).unwrap();
-    let conn = rusqlite::Connection::open(sb.ledger("a")).unwrap();
-    conn.execute("VACUUM INTO ?1", [sb.ledger("b").display().to_string()]).unwrap();
+    std::fs::create_dir_all(sb.join("b/pog")).unwrap();
+    let conn = rusqlite::Connection::open(sb.ledger_path_in("a")).unwrap();
+    conn.execute("VACUUM INTO ?1", [sb.ledger_path_in("b").display().to_string()]).unwrap();
     drop(conn);
     let verify =
-        |home: &str, format: &str| sb.rlp(home).args(["trace", "verify", "--format", format]).output().unwrap();
+        |home: &str, format: &str| sb.rlp_in(home).args(["trace", "verify", "--format", format]).output().unwrap();
 
     let intact = verify("a", "human");
     assert_eq!(intact.status.code(), Some(0), "{}", stdout(&intact));
-    assert!(stdout(&intact).contains(": 9 rows, every hash and the chain check out.\nHead: "), "{}", stdout(&intact));
+    assert_contains(&stdout(&intact), ": 9 rows, every hash and the chain check out.\nHead: ");
 
     // Edit one row's payload in place.
-    let conn = rusqlite::Connection::open(sb.ledger("a")).unwrap();
+    let conn = rusqlite::Connection::open(sb.ledger_path_in("a")).unwrap();
     let changed = conn
         .execute("UPDATE events SET payload_json = replace(payload_json, '\"n\":1', '\"n\":7') WHERE id = 5", [])
         .unwrap();
@@ -651,10 +517,12 @@ fn verify_names_the_edited_or_removed_row() {
     let edited = verify("a", "human");
     assert_eq!(edited.status.code(), Some(1));
     let text = stdout(&edited);
-    assert!(text.contains(": 9 rows, 1 problem; the first is row 5.\n"), "{text}");
-    assert!(
-        text.contains(&format!("  row 5 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n")),
-        "{text}"
+    assert_contains(&text, ": 9 rows, 1 problem; the first is row 5.\n");
+    assert_contains(
+        &text,
+        &format!(
+            "  row 5 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n"
+        ),
     );
     let doc: Value = serde_json::from_slice(&verify("a", "json").stdout).unwrap();
     assert_eq!(doc["intact"], false);
@@ -662,7 +530,7 @@ fn verify_names_the_edited_or_removed_row() {
     assert_eq!(doc["problems"][0]["problem"], "edited");
 
     // Delete a row in the copy.
-    let conn = rusqlite::Connection::open(sb.ledger("b")).unwrap();
+    let conn = rusqlite::Connection::open(sb.ledger_path_in("b")).unwrap();
     conn.execute("DELETE FROM events WHERE id = 4", []).unwrap();
     drop(conn);
     let removed = verify("b", "json");
@@ -678,20 +546,17 @@ fn verify_names_the_edited_or_removed_row() {
     );
 
     // Export refuses an edited trace.
-    let export = sb.rlp("a").args(["trace", "export", TRACE]).output().unwrap();
+    let export = sb.rlp_in("a").args(["trace", "export", TRACE]).output().unwrap();
     assert_eq!(export.status.code(), Some(1));
-    assert!(
-        stderr(&export).contains(
-            "ledger row 5: the row does not match its hash_blake3: the ledger was edited; nothing was exported"
-        ),
-        "{}",
-        stderr(&export)
+    assert_contains(
+        &stderr(&export),
+        "ledger row 5: the row does not match its hash_blake3: the ledger was edited; nothing was exported",
     );
 
     // No ledger at all: exit 2.
     let none = verify("empty", "human");
     assert_eq!(none.status.code(), Some(2));
-    assert!(stderr(&none).contains("there is no ledger at"), "{}", stderr(&none));
+    assert_contains(&stderr(&none), "there is no ledger at");
 }
 
 /// Malformed files are refused whole, with line numbers (exit 2); nothing is imported.
@@ -699,7 +564,7 @@ fn verify_names_the_edited_or_removed_row() {
 fn import_refuses_malformed_files_with_line_numbers() {
     let sb = Sandbox::new();
     let good = written_trace();
-    let import = |home: &str, file: &Path| sb.rlp(home).args(["trace", "import"]).arg(file).output().unwrap();
+    let import = |home: &str, file: &Path| sb.rlp_in(home).args(["trace", "import"]).arg(file).output().unwrap();
 
     // A truncated last line.
     let mut truncated = good.clone();
@@ -708,12 +573,9 @@ fn import_refuses_malformed_files_with_line_numbers() {
     let output = import("fresh", &write_lines(&sb, "truncated.jsonl", &truncated));
     assert_eq!(output.status.code(), Some(2));
     let text = stderr(&output);
-    assert!(
-        text.contains("truncated.jsonl: 1 problem; nothing was imported:\n  line 6: the frame is cut short ("),
-        "{text}"
-    );
-    assert!(text.contains("): the file is truncated; export the trace again\n"), "{text}");
-    assert!(!sb.ledger("fresh").exists(), "a refused import into a new home leaves no ledger");
+    assert_contains(&text, "truncated.jsonl: 1 problem; nothing was imported:\n  line 6: the frame is cut short (");
+    assert_contains(&text, "): the file is truncated; export the trace again\n");
+    assert!(!sb.ledger_path_in("fresh").exists(), "a refused import into a new home leaves no ledger");
 
     // An unknown kind, a result without its call, and bad JSON: all listed.
     let mut bad = good.clone();
@@ -745,17 +607,17 @@ fn import_refuses_malformed_files_with_line_numbers() {
         ],
         "{text}"
     );
-    assert!(text.contains("bad.jsonl: 6 problems; nothing was imported:"), "{text}");
-    assert!(text.contains("help: fix the file or export the trace again; the ledger is unchanged"), "{text}");
-    assert!(!sb.ledger("fresh").exists());
+    assert_contains(&text, "bad.jsonl: 6 problems; nothing was imported:");
+    assert_contains(&text, "help: fix the file or export the trace again; the ledger is unchanged");
+    assert!(!sb.ledger_path_in("fresh").exists());
 
     // An edited frame whose hash no longer matches.
     let exported_home = "src";
     let good_file = write_lines(&sb, "good.jsonl", &good);
     assert_eq!(import(exported_home, &good_file).status.code(), Some(0));
-    let hashed = sb.export(exported_home, "hashed.jsonl");
+    let hashed = export(&sb, exported_home, "hashed.jsonl");
     let edited = std::fs::read_to_string(&hashed).unwrap().replace("\"note\":\"hello\"", "\"note\":\"HELLO\"");
-    let edited_file = sb.path().join("edited.jsonl");
+    let edited_file = sb.join("edited.jsonl");
     std::fs::write(&edited_file, edited).unwrap();
 
     // Into a ledger that already holds a trace: refused, and the ledger is unchanged.
@@ -763,13 +625,9 @@ fn import_refuses_malformed_files_with_line_numbers() {
     assert_eq!(import("busy", &write_lines(&sb, "other.jsonl", &other)).status.code(), Some(0));
     let output = import("busy", &edited_file);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("  line 3: `hash_blake3` does not match the frame's content (recomputed "),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(sb.rows("busy"), 6);
-    let list = sb.rlp("busy").args(["trace", "list", "--format", "json"]).output().unwrap();
+    assert_contains(&stderr(&output), "  line 3: `hash_blake3` does not match the frame's content (recomputed ");
+    assert_eq!(rows(&sb, "busy"), 6);
+    let list = sb.rlp_in("busy").args(["trace", "list", "--format", "json"]).output().unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&list.stdout).unwrap().as_array().unwrap().len(), 1);
 }
 
@@ -778,7 +636,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
 fn list_and_show_a_trace() {
     let sb = Sandbox::new();
     let file = write_lines(&sb, "written.jsonl", &written_trace());
-    let output = sb.rlp("home").args(["trace", "import", "--format", "json"]).arg(&file).output().unwrap();
+    let output = sb.rlp_in("home").args(["trace", "import", "--format", "json"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
@@ -787,7 +645,7 @@ fn list_and_show_a_trace() {
     );
 
     let run = |args: &[&str]| {
-        let output = sb.rlp("home").args(args).output().unwrap();
+        let output = sb.rlp_in("home").args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         stdout(&output)
     };
@@ -806,7 +664,7 @@ fn list_and_show_a_trace() {
     assert_eq!(from_file["frames"][5]["result"], json!({"temp": 21}));
 
     // An empty home lists nothing.
-    let empty = sb.rlp("empty").args(["trace", "list", "--format", "json"]).output().unwrap();
+    let empty = sb.rlp_in("empty").args(["trace", "list", "--format", "json"]).output().unwrap();
     assert_eq!(stdout(&empty), "[]\n");
 }
 
@@ -814,21 +672,16 @@ fn list_and_show_a_trace() {
 #[test]
 fn replay_refuses_unreadable_input() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = notes_bundle(&sb);
     let file = write_lines(&sb, "written.jsonl", &written_trace());
     let replay = |trace: &str, bundle: &Path| {
-        let output = sb.rlp("home").args(["replay", trace, "--bundle"]).arg(bundle).output().unwrap();
+        let output = sb.rlp_in("home").args(["replay", trace, "--bundle"]).arg(bundle).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{trace}: {}", stdout(&output));
         assert_eq!(stdout(&output), "");
         stderr(&output)
     };
     assert!(replay(TRACE, &bundle).contains("there is no ledger at"));
-    sb.call("home", &bundle, "notes.read", json!({}));
+    record(&sb, "home", &bundle, "notes.read", json!({}));
     let unknown = "0197a000-0000-7000-8000-00000000cccc";
     assert!(replay(unknown, &bundle).contains(&format!("has no trace {unknown}")));
     assert!(replay("nope.jsonl", &bundle).contains("error: `nope.jsonl` is neither a file nor a trace id"));
@@ -843,10 +696,21 @@ fn replay_refuses_unreadable_input() {
     assert!(text.contains("cannot be loaded") || text.contains("manifest.toml"), "{text}");
 }
 
+/// A bundle `desk` with tool `notes.read` alone, answering with a fixed
+/// note and accepting any object.
+fn notes_bundle(sb: &Sandbox) -> PathBuf {
+    let notes = data(sb, "notes.json", json!({"note": "hello"}));
+    sb.bundle(
+        "desk",
+        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
+        "[capabilities]\nexec = true\n",
+    )
+}
+
 /// A bundle `desk` with the two tools of [`written_trace`], both answering
 /// with a fixed note and accepting any object.
 fn desk_bundle(sb: &Sandbox) -> PathBuf {
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let notes = data(sb, "notes.json", json!({"note": "hello"}));
     sb.bundle(
         "desk",
         json!([
@@ -866,7 +730,7 @@ fn strict_replay_flags_an_inconsistent_trace() {
     lines.truncate(5); // weather.get's final result is gone: its retry is the last frame.
     let file = write_lines(&sb, "cut.jsonl", &lines);
     let output = sb
-        .rlp("home")
+        .rlp_in("home")
         .args(["replay"])
         .arg(&file)
         .arg("--bundle")
@@ -933,8 +797,15 @@ fn renumber(lines: &[String]) -> Vec<String> {
 
 /// Strict replay of `file` against `bundle` as JSON; asserts the exit code.
 fn replay_json(sb: &Sandbox, file: &Path, bundle: &Path, code: i32) -> Value {
-    let output =
-        sb.rlp("home").arg("replay").arg(file).arg("--bundle").arg(bundle).args(["--format", "json"]).output().unwrap();
+    let output = sb
+        .rlp_in("home")
+        .arg("replay")
+        .arg(file)
+        .arg("--bundle")
+        .arg(bundle)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(code), "{}{}", stdout(&output), stderr(&output));
     serde_json::from_slice(&output.stdout).unwrap()
 }
@@ -944,7 +815,7 @@ fn replay_json(sb: &Sandbox, file: &Path, bundle: &Path, code: i32) -> Value {
 #[test]
 fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
     let bundle = sb.bundle(
         "desk",
         json!([
@@ -1009,7 +880,7 @@ fn strict_replay_counts_each_listed_call_once() {
 /// Imports the hand-written trace into `home`; asserts success.
 fn import_written(sb: &Sandbox, home: &str) -> PathBuf {
     let file = write_lines(sb, "written.jsonl", &written_trace());
-    let output = sb.rlp(home).args(["trace", "import"]).arg(&file).output().unwrap();
+    let output = sb.rlp_in(home).args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     file
 }
@@ -1020,7 +891,7 @@ fn import_written(sb: &Sandbox, home: &str) -> PathBuf {
 #[test]
 fn a_file_that_is_not_a_ledger_is_unreadable_input() {
     let sb = Sandbox::new();
-    let ledger = sb.ledger("junk");
+    let ledger = sb.ledger_path_in("junk");
     std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
     std::fs::write(&ledger, "garbage\n").unwrap();
     let expected = format!(
@@ -1037,12 +908,12 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
         &["trace", "import", file.to_str().unwrap()],
     ];
     for args in runs {
-        let output = sb.rlp("junk").args(args).output().unwrap();
+        let output = sb.rlp_in("junk").args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
         assert_eq!(stderr(&output), expected, "{args:?}");
         assert_eq!(stdout(&output), "", "{args:?}");
     }
-    let output = sb.rlp("junk").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    let output = sb.rlp_in("junk").args(["trace", "verify", "--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(stderr(&output), expected);
     let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -1052,7 +923,7 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
     assert_eq!(std::fs::read(&ledger).unwrap(), b"garbage\n", "the file is left as it was");
 
     // No ledger at all: the JSON document too.
-    let output = sb.rlp("none").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    let output = sb.rlp_in("none").args(["trace", "verify", "--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(doc["intact"], false);
@@ -1065,11 +936,11 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
 fn export_refuses_an_output_path_it_cannot_write() {
     let sb = Sandbox::new();
     import_written(&sb, "home");
-    let folder = sb.path().join("out");
+    let folder = sb.join("out");
     std::fs::create_dir(&folder).unwrap();
-    let missing = sb.path().join("no-such-folder/x.jsonl");
+    let missing = sb.join("no-such-folder/x.jsonl");
     let export = |path: &Path| {
-        let output = sb.rlp("home").args(["trace", "export", TRACE, "-o"]).arg(path).output().unwrap();
+        let output = sb.rlp_in("home").args(["trace", "export", TRACE, "-o"]).arg(path).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
         stderr(&output)
     };
@@ -1099,7 +970,7 @@ fn show_and_replay_refuse_an_edited_row_like_export() {
     let sb = Sandbox::new();
     let bundle = desk_bundle(&sb);
     import_written(&sb, "home");
-    let conn = rusqlite::Connection::open(sb.ledger("home")).unwrap();
+    let conn = rusqlite::Connection::open(sb.ledger_path_in("home")).unwrap();
     let changed = conn
         .execute("UPDATE events SET payload_json = replace(payload_json, '\"hello\"', '\"HELLO\"') WHERE id = 3", [])
         .unwrap();
@@ -1108,34 +979,18 @@ fn show_and_replay_refuse_an_edited_row_like_export() {
     let refused = "error: ledger row 3: the row does not match its hash_blake3: the ledger was edited";
     let help = "\n  help: run `rlp trace verify` to see every row that was changed\n";
     let run = |args: &[&str]| {
-        let output = sb.rlp("home").args(args).arg("--bundle").arg(&bundle).output().unwrap();
+        let output = sb.rlp_in("home").args(args).arg("--bundle").arg(&bundle).output().unwrap();
         (output.status.code(), stderr(&output), stdout(&output))
     };
     let (code, err, out) = run(&["replay", TRACE, "--format", "json"]);
     assert_eq!((code, err, out), (Some(1), format!("{refused}{help}"), String::new()));
-    let output = sb.rlp("home").args(["trace", "show", TRACE]).output().unwrap();
+    let output = sb.rlp_in("home").args(["trace", "show", TRACE]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), format!("{refused}{help}"));
     assert!(!stdout(&output).contains("HELLO"), "{}", stdout(&output));
-    let output = sb.rlp("home").args(["trace", "export", TRACE]).output().unwrap();
+    let output = sb.rlp_in("home").args(["trace", "export", TRACE]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), format!("{refused}; nothing was exported{help}"));
-}
-
-/// Runs `rlp --home <home> ARGS` with stdout a pipe whose reader is already
-/// gone, as in `rlp … | head -3`.
-fn into_closed_pipe(sb: &Sandbox, home: &str, args: &[&str]) -> std::process::Output {
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
-        .arg("--home")
-        .arg(sb.home(home))
-        .args(args)
-        .env("RUNLOOP_SYSTEM_CONFIG", sb.path().join("no-system-config.toml"))
-        .env_remove("RUNLOOP_HOME")
-        .stdout(writer)
-        .output()
-        .unwrap()
 }
 
 /// A reader that goes away (EPIPE) ends the command quietly.
@@ -1154,7 +1009,8 @@ fn a_closed_stdout_ends_commands_quietly() {
         (&["replay", file.to_str().unwrap(), "--bundle", &bundle_arg], 0),
     ];
     for (args, code) in runs {
-        let output = into_closed_pipe(&sb, "home", args);
+        // As in `rlp … | head -3`.
+        let output = sb.command().args(args).stdout(closed_pipe()).output().unwrap();
         assert_eq!((output.status.code(), stderr(&output)), (Some(code), String::new()), "{args:?}");
     }
 }
@@ -1174,7 +1030,7 @@ fn show_states_the_recorded_retry_wait() {
     let with_wait = write_lines(&sb, "wait.jsonl", &lines);
     let without_wait = write_lines(&sb, "written.jsonl", &written_trace());
     let show = |file: &Path| {
-        let output = sb.rlp("home").args(["trace", "show"]).arg(file).output().unwrap();
+        let output = sb.rlp_in("home").args(["trace", "show"]).arg(file).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         stdout(&output).lines().nth(5).unwrap().to_string()
     };
@@ -1193,7 +1049,7 @@ fn show_states_the_recorded_retry_wait() {
 #[test]
 fn human_output_escapes_control_characters_from_the_trace() {
     let sb = Sandbox::new();
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
+    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
     let bundle = sb.bundle(
         "desk",
         json!([
@@ -1218,18 +1074,18 @@ fn human_output_escapes_control_characters_from_the_trace() {
     );
     let file = write_lines(&sb, "hostile.jsonl", &lines);
     let escaped = "boom\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{9b}31m";
-    let show = sb.rlp("home").args(["trace", "show"]).arg(&file).output().unwrap();
-    let replay = sb.rlp("home").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    let show = sb.rlp_in("home").args(["trace", "show"]).arg(&file).output().unwrap();
+    let replay = sb.rlp_in("home").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
     assert_eq!(replay.status.code(), Some(1), "{}", stderr(&replay));
     for text in [stdout(&show), stdout(&replay)] {
         assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
     }
     let text = stdout(&show);
-    assert!(text.contains(&format!("error → {escaped}  (call #2, attempt 1)\n")), "{text}");
+    assert_contains(&text, &format!("error → {escaped}  (call #2, attempt 1)\n"));
     let text = stdout(&replay);
-    assert!(text.contains(&format!("error     error: {escaped}\n")), "{text}");
+    assert_contains(&text, &format!("error     error: {escaped}\n"));
     // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
-    assert!(text.contains("{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}"), "{text}");
+    assert_contains(&text, "{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}");
 }
 
 /// A frame line changed by `f`.
@@ -1313,7 +1169,7 @@ fn import_refuses_frames_the_format_forbids() {
 
     for (name, lines, expected) in cases {
         let file = write_lines(&sb, &format!("{name}.jsonl"), &lines);
-        let output = sb.rlp("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
+        let output = sb.rlp_in("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
         assert_eq!(
             stderr(&output),
@@ -1324,20 +1180,15 @@ fn import_refuses_frames_the_format_forbids() {
             ),
             "{name}"
         );
-        assert!(!sb.ledger("fresh").exists(), "{name}");
+        assert!(!sb.ledger_path_in("fresh").exists(), "{name}");
     }
 
     // Replay reads files with the same reader: the same frames are refused.
     let mut lines = good.clone();
     lines[0] = edit_line(&lines[0], |f| f["actor"] = json!("robot"));
     let file = write_lines(&sb, "actor.jsonl", &lines);
-    let notes = sb.data("notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
-        "desk",
-        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
-    );
-    let output = sb.rlp("fresh").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    let bundle = notes_bundle(&sb);
+    let output = sb.rlp_in("fresh").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).starts_with(&format!(
@@ -1358,14 +1209,14 @@ fn import_reports_file_problems_before_a_trace_already_held() {
     let mut lines = written_trace();
     lines[3] = "{\"id\": 4,\n".to_string();
     let file = write_lines(&sb, "broken.jsonl", &lines);
-    let output = sb.rlp("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    let output = sb.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stderr(&output);
-    assert!(text.contains(": 3 problems; nothing was imported:\n  line 4: not valid JSON: "), "{text}");
+    assert_contains(&text, ": 3 problems; nothing was imported:\n  line 4: not valid JSON: ");
     assert!(!text.contains("already holds"), "{text}");
     let file = write_lines(&sb, "good.jsonl", &written_trace());
-    let output = sb.rlp("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    let output = sb.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains(&format!("already holds trace {TRACE}; nothing was imported")));
-    assert_eq!(sb.rows("home"), 6);
+    assert_eq!(rows(&sb, "home"), 6);
 }

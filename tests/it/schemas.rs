@@ -6,26 +6,19 @@
 //! whether it is valid. Unknown keys are the one designed difference: the
 //! schemas flag them for editors, the loaders only warn.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rlp::bundle::diag::{Code, Finding, Severity};
 use serde_json::{Value, json};
+
+use crate::support::files::{read, read_json, repo};
 
 const TOOLS_SCHEMA: &str = "tools.v1.schema.json";
 const MANIFEST_SCHEMA: &str = "manifest.schema.json";
 const POLICY_SCHEMA: &str = "policy.caps.schema.json";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn schema(name: &str) -> Value {
-    read_json(&root().join("schemas").join(name))
+    read_json(&repo("schemas").join(name))
 }
 
 fn validator(name: &str) -> jsonschema::Validator {
@@ -244,7 +237,7 @@ fn http_with(field: &str, value: Value) -> String {
 
 #[test]
 fn every_schema_is_a_valid_2020_12_schema() {
-    let mut names: Vec<String> = std::fs::read_dir(root().join("schemas"))
+    let mut names: Vec<String> = std::fs::read_dir(repo("schemas"))
         .expect("schemas/ exists")
         .map(|e| e.expect("readable entry").file_name().to_string_lossy().into_owned())
         .filter(|name| name.ends_with(".json"))
@@ -622,7 +615,7 @@ fn unknown_policy_keys_are_schema_errors_but_loader_warnings() {
 #[test]
 fn fuzz_seeds_agree_with_their_schema() {
     for (folder, kind) in [("tools", Kind::Tools), ("manifest", Kind::Manifest), ("policy", Kind::Policy)] {
-        let dir = root().join("fuzz/seeds").join(folder);
+        let dir = repo("fuzz/seeds").join(folder);
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|e| e.expect("readable entry").path())
@@ -651,8 +644,7 @@ fn fenced_block<'a>(text: &'a str, heading: &str, lang: &str) -> &'a str {
 /// The complete examples of docs/formats.md are valid for schema and loader.
 #[test]
 fn format_docs_examples_are_valid() {
-    let path = root().join("docs/formats.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = read(&repo("docs/formats.md"));
     assert_valid(Kind::Manifest, "manifest example", fenced_block(&text, "## manifest.toml", "toml"));
     assert_valid(Kind::Manifest, "upstream example", fenced_block(&text, "## Upstream Runloop manifests", "toml"));
     assert_valid(Kind::Policy, "policy example", fenced_block(&text, "## policy.caps", "toml"));
@@ -661,8 +653,7 @@ fn format_docs_examples_are_valid() {
 
 #[test]
 fn lint_docs_have_a_section_per_rule() {
-    let path = root().join("docs/lint.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = read(&repo("docs/lint.md"));
     let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("### RLP")).collect();
     for code in Code::ALL {
         let heading = format!("### {} {}", code.as_str(), code.name());

@@ -2,13 +2,14 @@
 //! bundle at the exact file:line:col, every output format carries the same
 //! findings, and hostile input never panics or hangs.
 
-mod common;
-
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use assert_cmd::Command;
 use serde_json::Value;
+
+use crate::support::Sandbox;
+use crate::support::files::{copy_tree, noise};
+use crate::support::output::{assert_contains, stdout};
 
 const MANIFEST: &str = r#"# The mailer agent.
 [agent]
@@ -68,23 +69,23 @@ const REQUEST_SCHEMA: &str = r##"{
 }
 "##;
 
-/// A valid full-form bundle `mailer` inside a fresh temporary folder.
+/// A valid full-form bundle `mailer` inside a fresh sandbox.
 struct Fixture {
-    _temp: tempfile::TempDir,
+    sb: Sandbox,
     root: PathBuf,
 }
 
 impl Fixture {
     fn new() -> Self {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().join("mailer");
+        let sb = Sandbox::new();
+        let root = sb.join("mailer");
         fs::create_dir_all(root.join("schemas")).unwrap();
         fs::write(root.join("manifest.toml"), MANIFEST).unwrap();
         fs::write(root.join("policy.caps"), POLICY).unwrap();
         fs::write(root.join("tools.json"), TOOLS).unwrap();
         fs::write(root.join("schemas/mail.send.request.v1.json"), REQUEST_SCHEMA).unwrap();
         fs::write(root.join("README.md"), "# mailer\n").unwrap();
-        let fixture = Fixture { _temp: temp, root };
+        let fixture = Fixture { sb, root };
         fixture.digest();
         fixture
     }
@@ -115,13 +116,7 @@ impl Fixture {
 
     /// Runs `rlp lint --format json` in the bundle's parent folder on `mailer`.
     fn lint_json(&self, extra: &[&str]) -> (i32, Vec<Value>) {
-        let output = Command::cargo_bin("rlp")
-            .unwrap()
-            .current_dir(self.root.parent().unwrap())
-            .args(["lint", "mailer", "--format", "json"])
-            .args(extra)
-            .output()
-            .unwrap();
+        let output = self.sb.rlp().args(["lint", "mailer", "--format", "json"]).args(extra).output().unwrap();
         let findings: Vec<Value> = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
         (output.status.code().unwrap(), findings)
@@ -178,13 +173,7 @@ fn valid_full_form_bundle_lints_clean() {
 #[test]
 fn human_output_for_a_clean_bundle() {
     let fixture = Fixture::new();
-    Command::cargo_bin("rlp")
-        .unwrap()
-        .current_dir(fixture.root.parent().unwrap())
-        .args(["lint", "mailer"])
-        .assert()
-        .success()
-        .stdout("1 bundle checked: no problems\n");
+    fixture.sb.rlp().args(["lint", "mailer"]).assert().success().stdout("1 bundle checked: no problems\n");
 }
 
 #[test]
@@ -665,13 +654,8 @@ fn broken_fixture() -> Fixture {
 }
 
 fn run_format(fixture: &Fixture, format: &str) -> (i32, String) {
-    let output = Command::cargo_bin("rlp")
-        .unwrap()
-        .current_dir(fixture.root.parent().unwrap())
-        .args(["lint", "mailer", "--format", format])
-        .output()
-        .unwrap();
-    (output.status.code().unwrap(), String::from_utf8(output.stdout).unwrap())
+    let output = fixture.sb.rlp().args(["lint", "mailer", "--format", format]).output().unwrap();
+    (output.status.code().unwrap(), stdout(&output))
 }
 
 #[test]
@@ -707,12 +691,7 @@ fn sarif_artifact_uris_are_percent_encoded() {
     let odd = fixture.root.parent().unwrap().join("we,ird:dir\n");
     fs::create_dir(&odd).unwrap();
     fs::rename(&fixture.root, odd.join("mailer")).unwrap();
-    let output = Command::cargo_bin("rlp")
-        .unwrap()
-        .current_dir(fixture.root.parent().unwrap())
-        .args(["lint", "we,ird:dir\n/mailer", "--format", "sarif"])
-        .output()
-        .unwrap();
+    let output = fixture.sb.rlp().args(["lint", "we,ird:dir\n/mailer", "--format", "sarif"]).output().unwrap();
     let sarif: Value = serde_json::from_slice(&output.stdout).unwrap();
     let uris: std::collections::BTreeSet<&str> = sarif["runs"][0]["results"]
         .as_array()
@@ -773,71 +752,49 @@ fn json_sarif_and_github_carry_the_same_findings() {
     assert_eq!(lines.len(), keys.len());
     for (line, (code, file, l, c)) in lines.iter().zip(&keys) {
         assert!(line.starts_with("::"), "{line}");
-        assert!(line.contains(&format!(" file={file},line={l},col={c},title={code} ")), "{line}");
+        assert_contains(line, &format!(" file={file},line={l},col={c},title={code} "));
     }
     insta::assert_snapshot!("github_report", github);
 }
 
 #[test]
 fn a_folder_of_bundles_is_linted_in_name_order() {
-    let temp = tempfile::tempdir().unwrap();
+    let sb = Sandbox::new();
     for name in ["zeta", "alpha"] {
         let fixture = Fixture::new();
-        let dest = temp.path().join(name);
-        copy_dir(&fixture.root, &dest);
+        let dest = sb.join(name);
+        copy_tree(&fixture.root, &dest);
         let manifest = fs::read_to_string(dest.join("manifest.toml")).unwrap();
         fs::write(dest.join("manifest.toml"), manifest.replace("name = \"mailer\"", &format!("name = \"{name}\"")))
             .unwrap();
         rlp::integrity::digest::write(&dest).unwrap();
     }
-    fs::write(temp.path().join("alpha/stray"), "x").unwrap();
-    fs::create_dir(temp.path().join("not_a_bundle")).unwrap();
-    Command::cargo_bin("rlp")
-        .unwrap()
-        .current_dir(temp.path())
+    fs::write(sb.join("alpha/stray"), "x").unwrap();
+    fs::create_dir(sb.join("not_a_bundle")).unwrap();
+    sb.rlp()
         .args(["lint", ".", "--format", "github"])
         .assert()
         .code(1)
         .stdout("::error file=./alpha/stray,line=1,col=1,title=RLP502 artifact-unlisted::`stray` is in the bundle but not listed in manifest.toml (help%3A run `rlp digest ./alpha` to list it with its digest)\n".replace("(help%3A", "(help:"));
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn unreadable_paths_exit_2() {
-    let temp = tempfile::tempdir().unwrap();
-    let missing = temp.path().join("nope");
-    Command::cargo_bin("rlp")
-        .unwrap()
+    let sb = Sandbox::new();
+    let missing = sb.join("nope");
+    sb.rlp()
         .args(["lint"])
         .arg(&missing)
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot read").and(predicates::str::contains("help: pass a bundle folder")));
-    Command::cargo_bin("rlp")
-        .unwrap()
-        .args(["lint"])
-        .arg(temp.path())
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("holds no bundle"));
-    let nested = temp.path().join("nest/sub/b");
+    sb.rlp().args(["lint"]).arg(sb.path()).assert().code(2).stderr(predicates::str::contains("holds no bundle"));
+    let nested = sb.join("nest/sub/b");
     fs::create_dir_all(&nested).unwrap();
     fs::write(nested.join("manifest.toml"), MANIFEST).unwrap();
-    Command::cargo_bin("rlp").unwrap().args(["lint"]).arg(temp.path().join("nest")).assert().code(2).stderr(
-        predicates::str::contains("nest holds no bundle (no manifest.toml in it or in the folders directly inside it)"),
-    );
+    sb.rlp().args(["lint"]).arg(sb.join("nest")).assert().code(2).stderr(predicates::str::contains(
+        "nest holds no bundle (no manifest.toml in it or in the folders directly inside it)",
+    ));
 }
 
 use predicates::prelude::PredicateBooleanExt;
@@ -863,7 +820,7 @@ mod hostile {
 
     #[test]
     fn binary_garbage() {
-        let garbage = common::noise(4096, 0x2545_f491_4f6c_dd1d);
+        let garbage = noise(4096, 0x2545_f491_4f6c_dd1d);
         for file in ["manifest.toml", "policy.caps", "tools.json"] {
             let fixture = Fixture::new();
             fs::write(fixture.path(file), &garbage).unwrap();
@@ -950,9 +907,9 @@ fn fifty_thousand_findings_are_each_placed_exactly() {
     let text = serde_json::to_string_pretty(&serde_json::json!({"version": 1, "tools": tools})).unwrap();
     fs::write(fixture.path("tools.json"), &text).unwrap();
     fixture.digest();
-    let output = Command::cargo_bin("rlp")
-        .unwrap()
-        .current_dir(fixture.root.parent().unwrap())
+    let output = fixture
+        .sb
+        .rlp()
         .args(["lint", "mailer", "--format", "json"])
         .timeout(std::time::Duration::from_secs(120))
         .output()
@@ -985,10 +942,10 @@ fn control_characters_in_findings_are_escaped() {
     let (status, human) = run_format(&fixture, "human");
     assert_eq!(status, 1);
     assert!(!human.contains('\u{1b}'), "{human:?}");
-    assert!(human.contains("error[RLP201]: tool id `notes\\u{1b}[31m\\u{a}search` does not match"), "{human}");
+    assert_contains(&human, "error[RLP201]: tool id `notes\\u{1b}[31m\\u{a}search` does not match");
     let (status, github) = run_format(&fixture, "github");
     assert_eq!(status, 1);
     assert!(!github.contains('\u{1b}'), "{github:?}");
     assert_eq!(github.lines().count(), 1, "{github}");
-    assert!(github.contains("::tool id `notes%1B[31m%0Asearch` does not match"), "{github}");
+    assert_contains(&github, "::tool id `notes%1B[31m%0Asearch` does not match");
 }

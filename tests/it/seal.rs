@@ -3,146 +3,73 @@
 //! run as real processes on real files. Every test builds its own bundles,
 //! keys, archives and runtime home in its own temporary folder.
 
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use assert_cmd::Command;
 use flate2::Crc;
 use rlp::pack::canonical::{CHUNK, GzipWriter, encode_chunk};
-use tempfile::TempDir;
+
+use crate::support::Sandbox;
+use crate::support::files::{copy_tree, file_names, noise};
+use crate::support::output::{assert_contains, stderr};
+use crate::support::process;
 
 const MANIFEST: &str = "# The mailer agent: sends drafts.\n[agent]\nname    = \"mailer\"   # must match the folder\nversion = \"VERSION\"\ndescription = \"Sends drafts\"\n\n[caps]\nfile = \"policy.caps\"\n";
 const CAPS: &str = "[capabilities]\nkb_read = true\nnet = [\"api.mail.example\"]\n";
 const TOOLS: &str = "{\"version\": 1, \"tools\": []}\n";
 
-/// A temporary workspace: bundles under `agents/`, keys under `keys/`, the
-/// runtime home under `home/`. Commands run with the workspace as their
-/// current folder, so outputs name relative paths.
-struct Work {
-    dir: TempDir,
+// A sandbox holds bundles under `agents/`, keys under `keys/` and the
+// runtime home under `home/`. Commands run with the sandbox as their current
+// folder, so outputs name relative paths.
+
+/// Writes a bundle `agents/<name>` at `version` without digests; returns its
+/// path relative to the sandbox.
+fn write_mailer(w: &Sandbox, name: &str, version: &str, caps: &str) -> String {
+    let rel = format!("agents/{name}");
+    let dir = w.join(&rel);
+    fs::create_dir_all(dir.join("schemas")).unwrap();
+    fs::create_dir_all(dir.join("bin")).unwrap();
+    fs::write(dir.join("manifest.toml"), MANIFEST.replace("mailer", name).replace("VERSION", version)).unwrap();
+    fs::write(dir.join("policy.caps"), caps).unwrap();
+    fs::write(dir.join("tools.json"), TOOLS).unwrap();
+    fs::write(dir.join("schemas/mail.json"), "{\"type\": \"object\"}\n").unwrap();
+    fs::write(dir.join("bin/helper"), "#!/bin/sh\necho hello\n").unwrap();
+    fs::set_permissions(dir.join("bin/helper"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(dir.join("README.md"), "# Mailer\n").unwrap();
+    rel
 }
 
-impl Work {
-    fn new() -> Work {
-        Work { dir: tempfile::tempdir().unwrap() }
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn path(&self, relative: &str) -> PathBuf {
-        self.root().join(relative)
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path("home")
-    }
-
-    /// `rlp` with `--home home`, no colour, in the workspace.
-    fn rlp(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("rlp").unwrap();
-        cmd.current_dir(self.root())
-            .env_remove("RUNLOOP_HOME")
-            .env("NO_COLOR", "1")
-            .arg("--home")
-            .arg(self.home())
-            .args(args);
-        cmd
-    }
-
-    /// Runs `rlp` and returns (exit code, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.rlp(args).output().unwrap();
-        let code = out.status.code().expect("rlp was killed by a signal");
-        (code, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-
-    /// Runs `rlp`, asserting the exit code; returns stdout and stderr.
-    fn expect(&self, code: i32, args: &[&str]) -> (String, String) {
-        let (got, stdout, stderr) = self.run(args);
-        assert_eq!(got, code, "rlp {args:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        (stdout, stderr)
-    }
-
-    /// Writes a bundle `agents/<name>` at `version` without digests.
-    fn write_bundle(&self, name: &str, version: &str, caps: &str) -> String {
-        let rel = format!("agents/{name}");
-        let dir = self.path(&rel);
-        fs::create_dir_all(dir.join("schemas")).unwrap();
-        fs::create_dir_all(dir.join("bin")).unwrap();
-        fs::write(dir.join("manifest.toml"), MANIFEST.replace("mailer", name).replace("VERSION", version)).unwrap();
-        fs::write(dir.join("policy.caps"), caps).unwrap();
-        fs::write(dir.join("tools.json"), TOOLS).unwrap();
-        fs::write(dir.join("schemas/mail.json"), "{\"type\": \"object\"}\n").unwrap();
-        fs::write(dir.join("bin/helper"), "#!/bin/sh\necho hello\n").unwrap();
-        fs::set_permissions(dir.join("bin/helper"), fs::Permissions::from_mode(0o755)).unwrap();
-        fs::write(dir.join("README.md"), "# Mailer\n").unwrap();
-        rel
-    }
-
-    /// `rlp keygen --out keys --name NAME`; returns (pub, key) paths relative to the workspace.
-    fn keygen(&self, name: &str) -> (String, String) {
-        self.expect(0, &["keygen", "--out", "keys", "--name", name]);
-        (format!("keys/{name}.pub"), format!("keys/{name}.key"))
-    }
-
-    /// A digested and signed bundle; returns its path.
-    fn signed_bundle(&self, name: &str, version: &str, key: &str) -> String {
-        let rel = self.write_bundle(name, version, CAPS);
-        self.expect(0, &["digest", &rel]);
-        self.expect(0, &["sign", &rel, "--key", key]);
-        rel
-    }
-
-    /// Names in `home/agents/` (hidden ones included).
-    fn agents(&self) -> Vec<String> {
-        let mut names: Vec<String> = match fs::read_dir(self.home().join("agents")) {
-            Ok(entries) => entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
-            Err(_) => Vec::new(),
-        };
-        names.sort();
-        names
-    }
+/// `rlp keygen --out keys --name NAME`; returns (pub, key) paths relative to the sandbox.
+fn keygen(w: &Sandbox, name: &str) -> (String, String) {
+    w.expect(0, &["keygen", "--out", "keys", "--name", name]);
+    (format!("keys/{name}.pub"), format!("keys/{name}.key"))
 }
 
-/// Copies a folder tree.
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+/// A digested and signed bundle; returns its path.
+fn signed_bundle(w: &Sandbox, name: &str, version: &str, key: &str) -> String {
+    let rel = write_mailer(w, name, version, CAPS);
+    w.expect(0, &["digest", &rel]);
+    w.expect(0, &["sign", &rel, "--key", key]);
+    rel
 }
 
-/// Every file of a bundle folder, relative, sorted.
-fn files_of(dir: &Path, prefix: &str, out: &mut Vec<String>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
-        if entry.file_type().unwrap().is_dir() {
-            files_of(&entry.path(), &format!("{name}/"), out);
-        } else {
-            out.push(name);
-        }
-    }
-    out.sort();
+/// Names in `home/agents/` (hidden ones included).
+fn installed_names(w: &Sandbox) -> Vec<String> {
+    let mut names: Vec<String> = match fs::read_dir(w.home().join("agents")) {
+        Ok(entries) => entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names
 }
 
 #[test]
 fn round_trip_from_folder_to_installed_agent() {
-    let w = Work::new();
-    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let w = Sandbox::new();
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
     let (stdout, _) = w.expect(0, &["digest", &bundle]);
     assert_eq!(
         stdout,
@@ -152,18 +79,18 @@ fn round_trip_from_folder_to_installed_agent() {
     assert_eq!(stdout, "manifest.toml is up to date\n");
 
     let (stdout, _) = w.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
-    let public = fs::read_to_string(w.path("keys/release.pub")).unwrap();
+    let public = fs::read_to_string(w.join("keys/release.pub")).unwrap();
     assert!(public.starts_with("ed25519:") && public.ends_with('\n') && public.lines().count() == 1, "{public}");
-    let mode = fs::metadata(w.path("keys/release.key")).unwrap().permissions().mode() & 0o777;
+    let mode = fs::metadata(w.join("keys/release.key")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let key_id = stdout.lines().last().unwrap().strip_prefix("key id ").unwrap().to_string();
     assert_eq!(key_id.len(), 16);
-    let secret = fs::read_to_string(w.path("keys/release.key")).unwrap();
+    let secret = fs::read_to_string(w.join("keys/release.key")).unwrap();
     assert!(!stdout.contains(secret.trim().trim_start_matches("ed25519-secret:")), "keygen printed the secret");
 
     let (stdout, _) = w.expect(0, &["sign", &bundle, "--key", "keys/release.key"]);
     assert_eq!(stdout, format!("signed agents/mailer/SIGNATURES/manifest.sig with key {key_id}\n"));
-    let sig = fs::read_to_string(w.path("agents/mailer/SIGNATURES/manifest.sig")).unwrap();
+    let sig = fs::read_to_string(w.join("agents/mailer/SIGNATURES/manifest.sig")).unwrap();
     let lines: Vec<&str> = sig.lines().collect();
     assert_eq!(lines[0], "rlp-signature v1");
     assert_eq!(lines[1], format!("key-id {key_id}"));
@@ -172,7 +99,7 @@ fn round_trip_from_folder_to_installed_agent() {
 
     let (stdout, _) = w.expect(0, &["bundle", "pack", &bundle]);
     assert!(stdout.starts_with("wrote mailer-0.1.0.bundle.tar.gz (mailer 0.1.0: 5 files, signed by key "), "{stdout}");
-    assert!(stdout.contains(&format!("signed by key {key_id})")), "{stdout}");
+    assert_contains(&stdout, &format!("signed by key {key_id})"));
 
     // Every sealing command can report as JSON for scripts.
     let json = |args: &[&str]| -> serde_json::Value {
@@ -180,7 +107,7 @@ fn round_trip_from_folder_to_installed_agent() {
         args.extend(["--format", "json"]);
         serde_json::from_str(&w.expect(0, &args).0).unwrap()
     };
-    let archive = fs::read(w.path("mailer-0.1.0.bundle.tar.gz")).unwrap();
+    let archive = fs::read(w.join("mailer-0.1.0.bundle.tar.gz")).unwrap();
     let packed = json(&["bundle", "pack", &bundle, "-o", "again.tar.gz"]);
     assert_eq!(
         packed,
@@ -245,11 +172,9 @@ fn round_trip_from_folder_to_installed_agent() {
             "signer": {"key_id": key_id, "anchor": "release"},
         })
     );
-    assert_eq!(w.agents(), ["mailer"]);
-    let mut installed_files = Vec::new();
-    files_of(&installed, "", &mut installed_files);
+    assert_eq!(installed_names(&w), ["mailer"]);
     assert_eq!(
-        installed_files,
+        file_names(&installed),
         [
             "README.md",
             "SIGNATURES/manifest.sig",
@@ -264,7 +189,7 @@ fn round_trip_from_folder_to_installed_agent() {
     assert_eq!(helper_mode, 0o755);
     assert_eq!(
         fs::read(installed.join("manifest.toml")).unwrap(),
-        fs::read(w.path("agents/mailer/manifest.toml")).unwrap()
+        fs::read(w.join("agents/mailer/manifest.toml")).unwrap()
     );
 
     let (stdout, _) = w.expect(0, &["agent", "list"]);
@@ -276,18 +201,18 @@ fn round_trip_from_folder_to_installed_agent() {
 
     // Installing the folder itself works the same way (same version needs --force).
     let (_, stderr) = w.expect(2, &["agent", "install", &bundle]);
-    assert!(stderr.contains("mailer 0.1.0 is already installed"), "{stderr}");
+    assert_contains(&stderr, "mailer 0.1.0 is already installed");
     let (stdout, _) = w.expect(0, &["agent", "install", &bundle, "--force"]);
     assert!(stdout.ends_with("replaced 0.1.0\n"), "{stdout}");
-    assert_eq!(w.agents(), ["mailer"], "no staging or old copy left behind");
+    assert_eq!(installed_names(&w), ["mailer"], "no staging or old copy left behind");
 }
 
 #[test]
 fn install_sweeps_what_killed_installs_left_and_replaces_a_stray_file() {
-    let w = Work::new();
-    let (public, key) = w.keygen("release");
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
     w.expect(0, &["trust", "add", &public, "--name", "release"]);
-    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
     let agents = w.home().join("agents");
     fs::create_dir_all(&agents).unwrap();
     let gone = {
@@ -302,50 +227,50 @@ fn install_sweeps_what_killed_installs_left_and_replaces_a_stray_file() {
     fs::create_dir(agents.join(format!(".staging-{alive}-running"))).unwrap();
     fs::write(agents.join("mailer"), "not a bundle").unwrap();
     w.expect(0, &["agent", "install", &bundle, "--force"]);
-    assert_eq!(w.agents(), [format!(".staging-{alive}-running"), "mailer".to_string()]);
+    assert_eq!(installed_names(&w), [format!(".staging-{alive}-running"), "mailer".to_string()]);
 }
 
 #[test]
 fn pack_writes_to_standard_output_and_never_replaces_what_is_not_a_file() {
-    let w = Work::new();
-    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let w = Sandbox::new();
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
     w.expect(0, &["digest", &bundle]);
     w.expect(0, &["bundle", "pack", &bundle, "-o", "file.tar.gz"]);
-    let output = w.rlp(&["bundle", "pack", &bundle, "-o", "-"]).output().unwrap();
+    let output = w.rlp().args(["bundle", "pack", &bundle, "-o", "-"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0));
-    assert_eq!(output.stdout, fs::read(w.path("file.tar.gz")).unwrap(), "the same bytes on standard output");
-    assert!(String::from_utf8_lossy(&output.stderr).starts_with("wrote - (mailer 0.1.0: "));
-    assert!(!w.path("-").exists());
+    assert_eq!(output.stdout, fs::read(w.join("file.tar.gz")).unwrap(), "the same bytes on standard output");
+    assert!(stderr(&output).starts_with("wrote - (mailer 0.1.0: "));
+    assert!(!w.join("-").exists());
 
-    std::os::unix::fs::symlink("file.tar.gz", w.path("link.tar.gz")).unwrap();
-    fs::create_dir(w.path("folder")).unwrap();
+    std::os::unix::fs::symlink("file.tar.gz", w.join("link.tar.gz")).unwrap();
+    fs::create_dir(w.join("folder")).unwrap();
     for target in ["link.tar.gz", "folder", "/dev/null"] {
         let (_, stderr) = w.expect(2, &["bundle", "pack", &bundle, "-o", target]);
         assert!(stderr.starts_with(&format!("error: {target} exists and is not a regular file")), "{stderr}");
     }
-    assert!(fs::symlink_metadata(w.path("link.tar.gz")).unwrap().file_type().is_symlink());
+    assert!(fs::symlink_metadata(w.join("link.tar.gz")).unwrap().file_type().is_symlink());
 }
 
 #[test]
 fn an_interrupted_pack_leaves_the_old_archive_and_no_temporary_file() {
     use std::os::unix::process::ExitStatusExt;
-    let w = Work::new();
-    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let w = Sandbox::new();
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
     // Enough incompressible bytes that packing is still running when interrupted.
-    fs::write(w.path(&bundle).join("noise.bin"), common::noise(96 << 20, 7)).unwrap();
+    fs::write(w.join(&bundle).join("noise.bin"), noise(96 << 20, 7)).unwrap();
     w.expect(0, &["digest", &bundle]);
-    fs::create_dir(w.path("out")).unwrap();
-    fs::write(w.path("out/a.tar.gz"), "old").unwrap();
+    fs::create_dir(w.join("out")).unwrap();
+    fs::write(w.join("out/a.tar.gz"), "old").unwrap();
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        let mut pack = std::process::Command::new(assert_cmd::cargo::cargo_bin("rlp"))
-            .current_dir(w.root())
-            .args(["--home", w.home().to_str().unwrap(), "bundle", "pack", &bundle, "-o", "out/a.tar.gz"])
+        let mut pack = w
+            .command()
+            .args(["bundle", "pack", &bundle, "-o", "out/a.tar.gz"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let temp = || {
-            fs::read_dir(w.path("out"))
+            fs::read_dir(w.join("out"))
                 .unwrap()
                 .filter_map(Result::ok)
                 .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
@@ -355,20 +280,18 @@ fn an_interrupted_pack_leaves_the_old_archive_and_no_temporary_file() {
             assert!(std::time::Instant::now() < deadline, "pack never started writing");
             std::thread::sleep(Duration::from_millis(5));
         }
-        unsafe {
-            libc::kill(pack.id() as i32, signal);
-        }
+        process::signal(pack.id() as i32, signal);
         let status = pack.wait().unwrap();
         assert_eq!(status.signal(), Some(signal), "{status:?}");
-        assert_eq!(fs::read_to_string(w.path("out/a.tar.gz")).unwrap(), "old");
-        let left: Vec<_> = fs::read_dir(w.path("out")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(fs::read_to_string(w.join("out/a.tar.gz")).unwrap(), "old");
+        let left: Vec<_> = fs::read_dir(w.join("out")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, ["a.tar.gz"], "only the old archive is left");
     }
 }
 
 /// Builds the same bundle content twice with different metadata and checks
 /// the archives are byte-identical.
-/// The BLAKE3 of the archive of `Work::write_bundle("mailer", "0.1.0", CAPS)`
+/// The BLAKE3 of the archive of `write_mailer(w, "mailer", "0.1.0", CAPS)`
 /// as every rlp since the format was fixed has packed it. A change of this
 /// value breaks the promise that the same content always packs to the same
 /// bytes (a newer deflate encoder, a tar header change): it must be a
@@ -377,28 +300,27 @@ const GOLDEN_ARCHIVE_BLAKE3: &str = "4f78f8e648c79e880769e6f1d7828b112e94cfd8b7e
 
 #[test]
 fn a_fixed_bundle_packs_to_the_same_bytes_as_ever() {
-    let w = Work::new();
-    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let w = Sandbox::new();
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
     w.expect(0, &["digest", &bundle]);
     w.expect(0, &["bundle", "pack", &bundle, "-o", "golden.tar.gz"]);
-    let archive = fs::read(w.path("golden.tar.gz")).unwrap();
+    let archive = fs::read(w.join("golden.tar.gz")).unwrap();
     assert_eq!(blake3::hash(&archive).to_hex().as_str(), GOLDEN_ARCHIVE_BLAKE3);
 }
 
 #[test]
 fn pack_is_byte_identical_whatever_the_metadata() {
-    let w = Work::new();
-    let (_, key) = w.keygen("release");
-    let first = w.signed_bundle("mailer", "0.1.0", &key);
+    let w = Sandbox::new();
+    let (_, key) = keygen(&w, "release");
+    let first = signed_bundle(&w, "mailer", "0.1.0", &key);
 
     // A second copy, files created in reverse order, other mtimes, modes and owners.
-    let second = w.path("other/agents/mailer");
-    let mut files = Vec::new();
-    files_of(&w.path(&first), "", &mut files);
+    let second = w.join("other/agents/mailer");
+    let files = file_names(&w.join(&first));
     for file in files.iter().rev() {
         let target = second.join(file);
         fs::create_dir_all(target.parent().unwrap()).unwrap();
-        fs::write(&target, fs::read(w.path(&first).join(file)).unwrap()).unwrap();
+        fs::write(&target, fs::read(w.join(&first).join(file)).unwrap()).unwrap();
         let mode = if file == "bin/helper" { 0o700 } else { 0o600 };
         fs::set_permissions(&target, fs::Permissions::from_mode(mode)).unwrap();
         let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + file.len() as u64 * 7919);
@@ -416,20 +338,15 @@ fn pack_is_byte_identical_whatever_the_metadata() {
 
     w.expect(0, &["bundle", "pack", &first, "-o", "one.tar.gz"]);
     // The second pack runs under another umask.
-    let rlp = assert_cmd::cargo::cargo_bin("rlp");
-    let output = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("umask 077 && exec '{}' --home home bundle pack other/agents/mailer -o two.tar.gz", rlp.display()))
-        .current_dir(w.root())
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output =
+        w.shell("umask 077").args(["bundle", "pack", "other/agents/mailer", "-o", "two.tar.gz"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
     w.expect(0, &["bundle", "pack", &first, "-o", "three.tar.gz"]);
-    let one = fs::read(w.path("one.tar.gz")).unwrap();
-    assert_eq!(one, fs::read(w.path("two.tar.gz")).unwrap(), "metadata leaked into the archive");
-    assert_eq!(one, fs::read(w.path("three.tar.gz")).unwrap(), "packing twice differs");
+    let one = fs::read(w.join("one.tar.gz")).unwrap();
+    assert_eq!(one, fs::read(w.join("two.tar.gz")).unwrap(), "metadata leaked into the archive");
+    assert_eq!(one, fs::read(w.join("three.tar.gz")).unwrap(), "packing twice differs");
     assert_eq!(&one[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff], "fixed gzip header");
-    let mode = fs::metadata(w.path("two.tar.gz")).unwrap().permissions().mode() & 0o777;
+    let mode = fs::metadata(w.join("two.tar.gz")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o644);
 
     // The tar inside: manifest first, sorted, canonical metadata.
@@ -461,19 +378,18 @@ fn pack_is_byte_identical_whatever_the_metadata() {
 
 #[test]
 fn one_changed_byte_in_any_bundle_file_fails_verification() {
-    let w = Work::new();
-    let (public, key) = w.keygen("release");
-    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
-    let mut files = Vec::new();
-    files_of(&w.path(&bundle), "", &mut files);
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
+    let files = file_names(&w.join(&bundle));
     assert_eq!(files.len(), 7);
     for file in &files {
-        let original = fs::read(w.path(&bundle).join(file)).unwrap();
+        let original = fs::read(w.join(&bundle).join(file)).unwrap();
         for offset in [0, original.len() / 2, original.len() - 1] {
             for flip in [0x01u8, 0xff] {
-                let copy = w.path("tampered/mailer");
+                let copy = w.join("tampered/mailer");
                 let _ = fs::remove_dir_all(&copy);
-                copy_tree(&w.path(&bundle), &copy);
+                copy_tree(&w.join(&bundle), &copy);
                 let mut bytes = original.clone();
                 bytes[offset] ^= flip;
                 fs::write(copy.join(file), &bytes).unwrap();
@@ -490,7 +406,7 @@ fn one_changed_byte_in_any_bundle_file_fails_verification() {
         }
     }
     // An extra, unlisted file.
-    fs::write(w.path(&bundle).join("notes.txt"), "hi").unwrap();
+    fs::write(w.join(&bundle).join("notes.txt"), "hi").unwrap();
     let (_, stderr) = w.expect(1, &["bundle", "verify", &bundle, "--key", &public]);
     assert_eq!(
         stderr,
@@ -503,19 +419,18 @@ const TAMPER_PATTERNS: [u8; 9] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
 
 #[test]
 fn every_changed_byte_of_every_bundle_file_fails_verification() {
-    let w = Work::new();
-    let (public, key) = w.keygen("release");
-    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
-    let trusted = rlp::integrity::keys::PublicKey::load(&w.path(&public)).unwrap();
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
+    let trusted = rlp::integrity::keys::PublicKey::load(&w.join(&public)).unwrap();
     let options = rlp::integrity::verify::Options {
         trust: rlp::integrity::verify::Trust::Key(&trusted, &Default::default()),
         require_signature: true,
     };
-    let copy = w.path("tampered/mailer");
-    copy_tree(&w.path(&bundle), &copy);
+    let copy = w.join("tampered/mailer");
+    copy_tree(&w.join(&bundle), &copy);
     assert!(rlp::integrity::verify::verify_dir(&copy, &options).is_ok());
-    let mut files = Vec::new();
-    files_of(&copy, "", &mut files);
+    let files = file_names(&copy);
     let mut variants = 0;
     for file in &files {
         let path = copy.join(file);
@@ -539,29 +454,29 @@ fn every_changed_byte_of_every_bundle_file_fails_verification() {
 
 #[test]
 fn an_upper_case_key_id_in_the_signature_is_refused() {
-    let w = Work::new();
-    let (public, key) = w.keygen("release");
-    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
-    let sig_path = w.path(&bundle).join("SIGNATURES/manifest.sig");
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
+    let sig_path = w.join(&bundle).join("SIGNATURES/manifest.sig");
     let sig = fs::read_to_string(&sig_path).unwrap();
     let id_line = sig.lines().nth(1).unwrap().to_string();
     let upper = format!("key-id {}", id_line.trim_start_matches("key-id ").to_ascii_uppercase());
     assert_ne!(upper, id_line, "the key id has hex letters");
     fs::write(&sig_path, sig.replace(&id_line, &upper)).unwrap();
     let (_, stderr) = w.expect(1, &["bundle", "verify", &bundle, "--key", &public]);
-    assert!(stderr.contains("16 lower-case hex digits"), "{stderr}");
+    assert_contains(&stderr, "16 lower-case hex digits");
 }
 
 #[test]
 fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
-    let w = Work::new();
-    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let w = Sandbox::new();
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
     // 1.5 MiB that barely compresses: the archive spans two chunks.
-    let noise = common::noise(3 << 19, 0x9e37_79b9_7f4a_7c15);
-    fs::write(w.path(&format!("{bundle}/noise.bin")), &noise).unwrap();
+    let noise = noise(3 << 19, 0x9e37_79b9_7f4a_7c15);
+    fs::write(w.join(format!("{bundle}/noise.bin")), &noise).unwrap();
     w.expect(0, &["digest", &bundle]);
     w.expect(0, &["bundle", "pack", &bundle, "-o", "two.tar.gz"]);
-    let good = fs::read(w.path("two.tar.gz")).unwrap();
+    let good = fs::read(w.join("two.tar.gz")).unwrap();
     assert!(rlp::pack::reader::scan_archive(&good, &Default::default()).is_ok());
     let mut tar = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&good[..]), &mut tar).unwrap();
@@ -584,12 +499,12 @@ fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
 
 #[test]
 fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
-    let w = Work::new();
-    let (public, key) = w.keygen("release");
-    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
     w.expect(0, &["bundle", "pack", &bundle, "-o", "good.tar.gz"]);
-    let good = fs::read(w.path("good.tar.gz")).unwrap();
-    let trusted = rlp::integrity::keys::PublicKey::load(&w.path(&public)).unwrap();
+    let good = fs::read(w.join("good.tar.gz")).unwrap();
+    let trusted = rlp::integrity::keys::PublicKey::load(&w.join(&public)).unwrap();
     let options = rlp::integrity::verify::Options {
         trust: rlp::integrity::verify::Trust::Key(&trusted, &Default::default()),
         require_signature: true,
@@ -615,65 +530,65 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
     for offset in [0, 1, 3, 4, 9, 10, 12, 40, len / 3, len / 2, 2 * len / 3, len - 9, len - 8, len - 5, len - 1] {
         let mut bytes = good.clone();
         bytes[offset] ^= 0x01;
-        fs::write(w.path("bad.tar.gz"), &bytes).unwrap();
+        fs::write(w.join("bad.tar.gz"), &bytes).unwrap();
         let (_, stderr) = w.expect(1, &["bundle", "verify", "bad.tar.gz", "--key", &public]);
         assert!(stderr.starts_with("error: ") && !stderr.contains("panicked"), "byte {offset}: {stderr}");
     }
     // Truncated and extended archives.
-    fs::write(w.path("short.tar.gz"), &good[..len - 1]).unwrap();
+    fs::write(w.join("short.tar.gz"), &good[..len - 1]).unwrap();
     let (_, stderr) = w.expect(1, &["bundle", "verify", "short.tar.gz", "--key", &public]);
     assert!(stderr.contains("gzip trailer"), "{stderr}");
     let mut long = good.clone();
     long.push(0);
-    fs::write(w.path("long.tar.gz"), &long).unwrap();
+    fs::write(w.join("long.tar.gz"), &long).unwrap();
     let (_, stderr) = w.expect(1, &["bundle", "verify", "long.tar.gz", "--key", &public]);
-    assert!(stderr.contains("bytes after the end of its gzip stream"), "{stderr}");
+    assert_contains(&stderr, "bytes after the end of its gzip stream");
     // Unreadable input is exit 2.
     let (_, stderr) = w.expect(2, &["bundle", "verify", "missing.tar.gz"]);
-    assert!(stderr.contains("missing.tar.gz"), "{stderr}");
+    assert_contains(&stderr, "missing.tar.gz");
 }
 
 #[test]
 fn untrusted_revoked_and_unsigned_bundles_are_refused() {
-    let w = Work::new();
-    let (release_pub, release_key) = w.keygen("release");
-    let (_, stranger_key) = w.keygen("stranger");
-    let bundle = w.signed_bundle("mailer", "0.1.0", &release_key);
+    let w = Sandbox::new();
+    let (release_pub, release_key) = keygen(&w, "release");
+    let (_, stranger_key) = keygen(&w, "stranger");
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &release_key);
     w.expect(0, &["trust", "add", &release_pub, "--name", "release"]);
     w.expect(0, &["bundle", "verify", &bundle]);
 
     // Signed by a key that is not an anchor.
-    let other = w.signed_bundle("stranger", "0.1.0", &stranger_key);
+    let other = signed_bundle(&w, "stranger", "0.1.0", &stranger_key);
     let (_, stderr) = w.expect(3, &["bundle", "verify", &other]);
-    assert!(stderr.contains("which is not a trust anchor in trust-policy.toml"), "{stderr}");
+    assert_contains(&stderr, "which is not a trust anchor in trust-policy.toml");
     w.expect(3, &["agent", "install", &other]);
-    assert!(w.agents().is_empty(), "{:?}", w.agents());
+    assert!(installed_names(&w).is_empty(), "{:?}", installed_names(&w));
 
     // Verified against a different explicit key.
     let (_, stderr) = w.expect(3, &["bundle", "verify", &other, "--key", &release_pub]);
-    assert!(stderr.contains("not by the expected key"), "{stderr}");
+    assert_contains(&stderr, "not by the expected key");
 
     // Unsigned: accepted by plain verify, refused with --require-signature and by install.
-    let unsigned = w.write_bundle("plain", "0.1.0", CAPS);
+    let unsigned = write_mailer(&w, "plain", "0.1.0", CAPS);
     w.expect(0, &["digest", &unsigned]);
     let (stdout, _) = w.expect(0, &["bundle", "verify", &unsigned]);
     assert!(stdout.ends_with("not signed\n"), "{stdout}");
     let (_, stderr) = w.expect(3, &["bundle", "verify", &unsigned, "--require-signature"]);
-    assert!(stderr.contains("the bundle is not signed"), "{stderr}");
+    assert_contains(&stderr, "the bundle is not signed");
     let (_, stderr) = w.expect(3, &["agent", "install", &unsigned]);
-    assert!(stderr.contains("--allow-unsigned"), "{stderr}");
+    assert_contains(&stderr, "--allow-unsigned");
     let (_, stderr) = w.expect(0, &["agent", "install", &unsigned, "--allow-unsigned"]);
-    assert!(stderr.contains("warning: plain is not signed"), "{stderr}");
+    assert_contains(&stderr, "warning: plain is not signed");
 
     // Install the signed one, then revoke its key: verify, install and list all refuse it.
     w.expect(0, &["agent", "install", &bundle]);
-    let key_id = rlp::integrity::keys::PublicKey::load(&w.path(&release_pub)).unwrap().key_id().to_string();
+    let key_id = rlp::integrity::keys::PublicKey::load(&w.join(&release_pub)).unwrap().key_id().to_string();
     let (stdout, _) = w.expect(0, &["trust", "revoke", &key_id]);
     assert_eq!(stdout, format!("revoked key {key_id} in {}\n", w.home().join("trust-policy.toml").display()));
     let (stdout, _) = w.expect(0, &["trust", "revoke", "release"]);
     assert_eq!(stdout, format!("key {key_id} was already revoked\n"));
     let (_, stderr) = w.expect(3, &["bundle", "verify", &bundle]);
-    assert!(stderr.contains(&format!("signed by key {key_id} (anchor `release`), which is revoked")), "{stderr}");
+    assert_contains(&stderr, &format!("signed by key {key_id} (anchor `release`), which is revoked"));
     let (_, stderr) = w.expect(3, &["bundle", "verify", &bundle, "--key", &release_pub]);
     assert!(stderr.contains("which is revoked"), "--key does not bypass revocation: {stderr}");
     w.expect(3, &["agent", "install", &bundle, "--force"]);
@@ -686,20 +601,20 @@ fn untrusted_revoked_and_unsigned_bundles_are_refused() {
     );
     let (stdout, _) = w.expect(0, &["trust", "list"]);
     assert_eq!(stdout, format!("release  {key_id}  revoked  may request any capability except exec\n"));
-    assert_eq!(w.agents(), ["mailer", "plain"]);
+    assert_eq!(installed_names(&w), ["mailer", "plain"]);
 }
 
 #[test]
 fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
-    let w = Work::new();
-    let (public, key) = w.keygen("dev");
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "dev");
     w.expect(0, &["trust", "add", &public, "--name", "dev", "--allow-caps", "kb_read,net:api.mail.example"]);
-    let bundle = w.signed_bundle("mailer", "0.2.0", &key);
+    let bundle = signed_bundle(&w, "mailer", "0.2.0", &key);
     w.expect(0, &["bundle", "pack", &bundle, "-o", "new.tar.gz"]);
     w.expect(0, &["agent", "install", "new.tar.gz"]);
 
-    fs::remove_dir_all(w.path(&bundle)).unwrap();
-    let old = w.signed_bundle("mailer", "0.1.0", &key);
+    fs::remove_dir_all(w.join(&bundle)).unwrap();
+    let old = signed_bundle(&w, "mailer", "0.1.0", &key);
     w.expect(0, &["bundle", "pack", &old, "-o", "old.tar.gz"]);
     let (_, stderr) = w.expect(3, &["agent", "install", "old.tar.gz"]);
     assert_eq!(
@@ -710,24 +625,24 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
         )
     );
     w.expect(3, &["agent", "install", "old.tar.gz", "--force"]);
-    assert_eq!(w.agents(), ["mailer"]);
+    assert_eq!(installed_names(&w), ["mailer"]);
 
     // Build metadata does not order versions: 0.2.0+build.5 is 0.2.0 again.
     let rebuilt = "rebuilt/mailer";
-    copy_tree(&w.path(&old), &w.path(rebuilt));
-    let manifest = fs::read_to_string(w.path(rebuilt).join("manifest.toml")).unwrap();
-    fs::write(w.path(rebuilt).join("manifest.toml"), manifest.replace("\"0.1.0\"", "\"0.2.0+build.5\"")).unwrap();
+    copy_tree(&w.join(&old), &w.join(rebuilt));
+    let manifest = fs::read_to_string(w.join(rebuilt).join("manifest.toml")).unwrap();
+    fs::write(w.join(rebuilt).join("manifest.toml"), manifest.replace("\"0.1.0\"", "\"0.2.0+build.5\"")).unwrap();
     w.expect(0, &["sign", rebuilt, "--key", &key]);
     let (_, stderr) = w.expect(2, &["agent", "install", rebuilt]);
-    assert!(stderr.contains("mailer 0.2.0 is already installed"), "{stderr}");
+    assert_contains(&stderr, "mailer 0.2.0 is already installed");
     w.expect(0, &["agent", "install", rebuilt, "--force"]);
     w.expect(0, &["agent", "install", "new.tar.gz", "--force"]);
 
     // A bundle asking for more than the rule allows.
-    let greedy = w.write_bundle("greedy", "0.1.0", "[capabilities]\nkb_read = true\nkb_write = [\"drafts\"]\n");
+    let greedy = write_mailer(&w, "greedy", "0.1.0", "[capabilities]\nkb_read = true\nkb_write = [\"drafts\"]\n");
     w.expect(0, &["digest", &greedy]);
     w.expect(0, &["sign", &greedy, "--key", &key]);
-    let key_id = rlp::integrity::keys::PublicKey::load(&w.path(&public)).unwrap().key_id().to_string();
+    let key_id = rlp::integrity::keys::PublicKey::load(&w.join(&public)).unwrap().key_id().to_string();
     let (_, stderr) = w.expect(3, &["bundle", "verify", &greedy]);
     assert_eq!(
         stderr,
@@ -736,12 +651,12 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
         )
     );
     w.expect(3, &["agent", "install", &greedy]);
-    assert_eq!(w.agents(), ["mailer"]);
+    assert_eq!(installed_names(&w), ["mailer"]);
 
     // exec needs --allow-exec even when the list is "any".
-    let (public2, key2) = w.keygen("ops");
+    let (public2, key2) = keygen(&w, "ops");
     w.expect(0, &["trust", "add", &public2, "--name", "ops", "--allow-caps", "any"]);
-    let runner = w.write_bundle("runner", "0.1.0", "[capabilities]\nexec = true\n");
+    let runner = write_mailer(&w, "runner", "0.1.0", "[capabilities]\nexec = true\n");
     w.expect(0, &["digest", &runner]);
     w.expect(0, &["sign", &runner, "--key", &key2]);
     let (_, stderr) = w.expect(3, &["agent", "install", &runner]);
@@ -757,8 +672,8 @@ fn caps_before(manifest: &str) -> String {
 
 #[test]
 fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
-    let w = Work::new();
-    let dir = w.path("agents/notes");
+    let w = Sandbox::new();
+    let dir = w.join("agents/notes");
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("tools.json"), TOOLS).unwrap();
     fs::write(dir.join("policy.caps"), "[capabilities]\ntime = true\n").unwrap();
@@ -813,11 +728,11 @@ fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
     // Links are refused, naming the entry.
     std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
     let (_, stderr) = w.expect(1, &["digest", "agents/notes"]);
-    assert!(stderr.contains("agents/notes/passwd cannot be part of a bundle: it is a symbolic link"), "{stderr}");
+    assert_contains(&stderr, "agents/notes/passwd cannot be part of a bundle: it is a symbolic link");
     fs::remove_file(dir.join("passwd")).unwrap();
-    fs::hard_link(dir.join("tools.json"), w.path("elsewhere.json")).unwrap();
+    fs::hard_link(dir.join("tools.json"), w.join("elsewhere.json")).unwrap();
     let (_, stderr) = w.expect(1, &["digest", "agents/notes", "--check"]);
-    assert!(stderr.contains("tools.json cannot be part of a bundle: it is a hard link"), "{stderr}");
+    assert_contains(&stderr, "tools.json cannot be part of a bundle: it is a hard link");
     let (_, stderr) = w.expect(2, &["digest", "agents/none"]);
     assert!(stderr.starts_with("error: agents/none does not exist\n"), "{stderr}");
     let (stdout, _) = w.expect(2, &["digest", "agents/none", "--format", "json"]);
@@ -825,87 +740,87 @@ fn digest_rewrites_only_digest_values_and_check_names_each_problem() {
     assert_eq!(report["error"]["message"], "agents/none does not exist");
     let (_, stderr) = w.expect(2, &["digest", "agents/notes/tools.json"]);
     assert!(stderr.starts_with("error: agents/notes/tools.json is a file, not a bundle folder\n"), "{stderr}");
-    fs::create_dir_all(w.path("agents/empty")).unwrap();
+    fs::create_dir_all(w.join("agents/empty")).unwrap();
     let (_, stderr) = w.expect(2, &["digest", "agents/empty"]);
     assert!(stderr.starts_with("error: agents/empty has no manifest.toml\n"), "{stderr}");
 }
 
 #[test]
 fn keys_signing_and_packing_refuse_unsafe_or_stale_input() {
-    let w = Work::new();
-    let (_, key) = w.keygen("release");
+    let w = Sandbox::new();
+    let (_, key) = keygen(&w, "release");
     let (_, stderr) = w.expect(2, &["keygen", "--out", "keys", "--name", "release"]);
-    assert!(stderr.contains("keys/release.pub already exists; refusing to overwrite it"), "{stderr}");
+    assert_contains(&stderr, "keys/release.pub already exists; refusing to overwrite it");
 
-    let bundle = w.write_bundle("mailer", "0.1.0", CAPS);
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
     let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
     assert!(stderr.contains("are out of date") && stderr.contains("run `rlp digest agents/mailer`"), "{stderr}");
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
-    assert!(stderr.contains("are out of date"), "{stderr}");
+    assert_contains(&stderr, "are out of date");
     w.expect(0, &["digest", &bundle]);
 
-    fs::set_permissions(w.path(&key), fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(w.join(&key), fs::Permissions::from_mode(0o644)).unwrap();
     let (_, stderr) = w.expect(2, &["sign", &bundle, "--key", &key]);
     assert!(stderr.contains("is readable by other users (mode 0644)") && stderr.contains("chmod 600"), "{stderr}");
-    fs::set_permissions(w.path(&key), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::set_permissions(w.join(&key), fs::Permissions::from_mode(0o600)).unwrap();
     let (_, stderr) = w.expect(2, &["sign", &bundle, "--key", "keys/release.pub"]);
-    assert!(stderr.contains("keys/release.pub holds a public key"), "{stderr}");
+    assert_contains(&stderr, "keys/release.pub holds a public key");
 
     // Sign refuses what verify would refuse: stray signature files, lint errors.
-    fs::create_dir_all(w.path(&bundle).join("SIGNATURES")).unwrap();
-    fs::write(w.path(&bundle).join("SIGNATURES/junk"), "x").unwrap();
+    fs::create_dir_all(w.join(&bundle).join("SIGNATURES")).unwrap();
+    fs::write(w.join(&bundle).join("SIGNATURES/junk"), "x").unwrap();
     let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
     assert!(stderr.starts_with("error: `SIGNATURES/junk` is not part of a bundle"), "{stderr}");
-    fs::remove_file(w.path(&bundle).join("SIGNATURES/junk")).unwrap();
-    let manifest = fs::read_to_string(w.path(&bundle).join("manifest.toml")).unwrap();
-    fs::write(w.path(&bundle).join("manifest.toml"), manifest.replace("\"mailer\"", "\"Mailer\"")).unwrap();
+    fs::remove_file(w.join(&bundle).join("SIGNATURES/junk")).unwrap();
+    let manifest = fs::read_to_string(w.join(&bundle).join("manifest.toml")).unwrap();
+    fs::write(w.join(&bundle).join("manifest.toml"), manifest.replace("\"mailer\"", "\"Mailer\"")).unwrap();
     let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
-    assert!(stderr.contains("the bundle does not lint clean: agents/mailer/manifest.toml:"), "{stderr}");
-    fs::write(w.path(&bundle).join("manifest.toml"), manifest).unwrap();
+    assert_contains(&stderr, "the bundle does not lint clean: agents/mailer/manifest.toml:");
+    fs::write(w.join(&bundle).join("manifest.toml"), manifest).unwrap();
 
     // A mounted secret is a symbolic link: it is followed, and its target checked.
-    std::os::unix::fs::symlink(w.path(&key), w.path("linked.key")).unwrap();
+    std::os::unix::fs::symlink(w.join(&key), w.join("linked.key")).unwrap();
     w.expect(0, &["sign", &bundle, "--key", "linked.key"]);
 
     // A signature the bundle has outgrown stops pack: the archive could never be verified.
     w.expect(0, &["sign", &bundle, "--key", &key]);
-    fs::write(w.path(&bundle).join("README.md"), "# Mailer, edited\n").unwrap();
+    fs::write(w.join(&bundle).join("README.md"), "# Mailer, edited\n").unwrap();
     let (_, stderr) = w.expect(0, &["digest", &bundle]);
-    assert!(stderr.contains("warning: SIGNATURES/manifest.sig no longer matches manifest.toml"), "{stderr}");
+    assert_contains(&stderr, "warning: SIGNATURES/manifest.sig no longer matches manifest.toml");
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
     assert!(
         stderr.contains("SIGNATURES/manifest.sig (key ") && stderr.contains("no longer matches manifest.toml"),
         "{stderr}"
     );
-    assert!(stderr.contains("or pack with --key"), "{stderr}");
+    assert_contains(&stderr, "or pack with --key");
     w.expect(0, &["bundle", "pack", &bundle, "--key", &key, "-o", "resigned.tar.gz"]);
 
     // Lint errors stop pack.
-    fs::write(w.path(&bundle).join("tools.json"), "{\"version\": 7, \"tools\": []}\n").unwrap();
+    fs::write(w.join(&bundle).join("tools.json"), "{\"version\": 7, \"tools\": []}\n").unwrap();
     w.expect(0, &["digest", &bundle]);
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
-    assert!(stderr.contains("the bundle does not lint clean: agents/mailer/tools.json:1:"), "{stderr}");
+    assert_contains(&stderr, "the bundle does not lint clean: agents/mailer/tools.json:1:");
 
     // A placeholder digest for a not-yet-built entry binary stops pack.
-    fs::write(w.path(&bundle).join("tools.json"), TOOLS).unwrap();
-    let manifest = fs::read_to_string(w.path(&bundle).join("manifest.toml")).unwrap().replace(
+    fs::write(w.join(&bundle).join("tools.json"), TOOLS).unwrap();
+    let manifest = fs::read_to_string(w.join(&bundle).join("manifest.toml")).unwrap().replace(
         "description = \"Sends drafts\"\n",
         &format!(
             "description = \"Sends drafts\"\nkind = \"wasm32-wasip1\"\nentry_wasm = {{ path = \"bin/mailer.wasm\", blake3 = \"{}\" }}\n",
             "0".repeat(64)
         ),
     );
-    fs::write(w.path(&bundle).join("manifest.toml"), manifest).unwrap();
+    fs::write(w.join(&bundle).join("manifest.toml"), manifest).unwrap();
     w.expect(0, &["digest", &bundle]);
     let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle]);
-    assert!(stderr.contains("bin/mailer.wasm"), "{stderr}");
-    assert!(!w.path("mailer-0.1.0.bundle.tar.gz").exists());
+    assert_contains(&stderr, "bin/mailer.wasm");
+    assert!(!w.join("mailer-0.1.0.bundle.tar.gz").exists());
 }
 
 #[test]
 fn trust_policy_is_strict_and_listed_as_json() {
-    let w = Work::new();
-    let (public, _) = w.keygen("release");
+    let w = Sandbox::new();
+    let (public, _) = keygen(&w, "release");
     fs::create_dir_all(w.home()).unwrap();
     let policy = w.home().join("trust-policy.toml");
     fs::write(&policy, "version = 1\n[anchors.release]\nkey = \"ed25519:AAAA\"\n").unwrap();
@@ -921,12 +836,12 @@ fn trust_policy_is_strict_and_listed_as_json() {
     assert!(stderr.starts_with("error: anchor name `deadbeefdeadbeef` looks like a key id\n"), "{stderr}");
     w.expect(0, &["trust", "add", &public, "--name", "release", "--allow-caps", "kb_read,exec"]);
     let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "again"]);
-    assert!(stderr.contains("is already trusted as anchor `release`"), "{stderr}");
+    assert_contains(&stderr, "is already trusted as anchor `release`");
     let (_, stderr) = w.expect(2, &["trust", "add", &public, "--name", "x", "--allow-caps", "teleport"]);
-    assert!(stderr.contains("--allow-caps: unknown capability `teleport`"), "{stderr}");
+    assert_contains(&stderr, "--allow-caps: unknown capability `teleport`");
     let text = fs::read_to_string(&policy).unwrap();
     assert!(text.starts_with("# operators: keep this list short\nversion = 1\n"), "{text}");
-    assert!(text.contains("[rules.release]\nallow_caps = [\"kb_read\", \"exec\"]\nallow_exec = true\n"), "{text}");
+    assert_contains(&text, "[rules.release]\nallow_caps = [\"kb_read\", \"exec\"]\nallow_exec = true\n");
     let (stdout, _) = w.expect(0, &["trust", "list", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["anchors"][0]["name"], "release");
@@ -937,10 +852,10 @@ fn trust_policy_is_strict_and_listed_as_json() {
 
 #[test]
 fn installed_bundles_are_re_verified_by_list() {
-    let w = Work::new();
-    let (public, key) = w.keygen("release");
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
     w.expect(0, &["trust", "add", &public, "--name", "release"]);
-    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
     w.expect(0, &["agent", "install", &bundle]);
     let installed = w.home().join("agents/mailer");
     fs::write(installed.join("tools.json"), TOOLS.replace("[]", "[ ]")).unwrap();
@@ -956,29 +871,29 @@ fn installed_bundles_are_re_verified_by_list() {
 
 #[test]
 fn snapshots_of_tampered_verify_and_digest_check() {
-    let w = Work::new();
-    let (public, key) = w.keygen("release");
-    let bundle = w.signed_bundle("mailer", "0.1.0", &key);
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
     w.expect(0, &["bundle", "pack", &bundle, "-o", "mailer.tar.gz"]);
-    fs::write(w.path(&bundle).join("tools.json"), TOOLS.replace("\"tools\"", "\"tooly\"")).unwrap();
+    fs::write(w.join(&bundle).join("tools.json"), TOOLS.replace("\"tools\"", "\"tooly\"")).unwrap();
     let (stdout, stderr) = w.expect(1, &["bundle", "verify", &bundle, "--key", &public]);
     insta::assert_snapshot!("verify_tampered_folder", format!("stdout:\n{stdout}stderr:\n{stderr}"));
 
     // The archive with tools.json changed inside, recompressed the way pack does.
     let mut tar_bytes = Vec::new();
     std::io::Read::read_to_end(
-        &mut flate2::read::GzDecoder::new(fs::File::open(w.path("mailer.tar.gz")).unwrap()),
+        &mut flate2::read::GzDecoder::new(fs::File::open(w.join("mailer.tar.gz")).unwrap()),
         &mut tar_bytes,
     )
     .unwrap();
     let at = tar_bytes.windows(7).position(|x| x == b"\"tools\"").unwrap();
     tar_bytes[at + 5] = b'y';
-    gzip_to(&w.path("mailer.tar.gz"), |out| out.write_all(&tar_bytes).unwrap());
+    gzip_to(&w.join("mailer.tar.gz"), |out| out.write_all(&tar_bytes).unwrap());
     let (stdout, stderr) = w.expect(1, &["bundle", "verify", "mailer.tar.gz", "--key", &public]);
     insta::assert_snapshot!("verify_tampered_archive", format!("stdout:\n{stdout}stderr:\n{stderr}"));
 
-    fs::write(w.path(&bundle).join("extra.md"), "x").unwrap();
-    fs::remove_file(w.path(&bundle).join("README.md")).unwrap();
+    fs::write(w.join(&bundle).join("extra.md"), "x").unwrap();
+    fs::remove_file(w.join(&bundle).join("README.md")).unwrap();
     let (stdout, stderr) = w.expect(1, &["digest", &bundle, "--check"]);
     insta::assert_snapshot!("digest_check", format!("stdout:\n{stdout}stderr:\n{stderr}"));
 }
@@ -1098,14 +1013,19 @@ fn write_many_entries(path: &Path) {
 /// Writes one hostile archive.
 type Build = Box<dyn Fn(&Path)>;
 
+/// An archive of manifest.toml (listing `notes.txt`) and one more entry.
+fn one_entry(name: &'static str, entry_type: tar::EntryType, data: &'static [u8]) -> Build {
+    Box::new(move |p: &Path| archive_with(p, |out| entry(out, name, entry_type, data)))
+}
+
 #[test]
 fn hostile_archives_are_refused_and_leave_nothing_behind() {
-    let w = Work::new();
+    let w = Sandbox::new();
     let notes = b"hello\n";
     let cases: Vec<(&str, Build, &str)> = vec![
         (
             "dotdot",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "../evil", tar::EntryType::Regular, notes))),
+            one_entry("../evil", tar::EntryType::Regular, notes),
             "entry `../evil` climbs out of the bundle with `..`",
         ),
         (
@@ -1115,32 +1035,16 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
         ),
         (
             "absolute",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "/tmp/rlp-evil", tar::EntryType::Regular, notes))),
+            one_entry("/tmp/rlp-evil", tar::EntryType::Regular, notes),
             "entry `/tmp/rlp-evil` has an absolute path",
         ),
-        (
-            "symlink",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Symlink, b""))),
-            "entry `notes.txt` is a symbolic link",
-        ),
-        (
-            "hardlink",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Link, b""))),
-            "entry `notes.txt` is a hard link",
-        ),
-        (
-            "device",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Char, b""))),
-            "entry `notes.txt` is a device file",
-        ),
-        (
-            "fifo",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::Fifo, b""))),
-            "entry `notes.txt` is a FIFO",
-        ),
+        ("symlink", one_entry("notes.txt", tar::EntryType::Symlink, b""), "entry `notes.txt` is a symbolic link"),
+        ("hardlink", one_entry("notes.txt", tar::EntryType::Link, b""), "entry `notes.txt` is a hard link"),
+        ("device", one_entry("notes.txt", tar::EntryType::Char, b""), "entry `notes.txt` is a device file"),
+        ("fifo", one_entry("notes.txt", tar::EntryType::Fifo, b""), "entry `notes.txt` is a FIFO"),
         (
             "pax",
-            Box::new(|p: &Path| archive_with(p, |out| entry(out, "notes.txt", tar::EntryType::XHeader, b"9 a=b\n"))),
+            one_entry("notes.txt", tar::EntryType::XHeader, b"9 a=b\n"),
             "entry `notes.txt` is a tar extension header",
         ),
         (
@@ -1186,22 +1090,22 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
     ];
     for (name, build, message) in &cases {
         let file = format!("{name}.tar.gz");
-        build(&w.path(&file));
-        let size = fs::metadata(w.path(&file)).unwrap().len();
+        build(&w.join(&file));
+        let size = fs::metadata(w.join(&file)).unwrap().len();
         assert!(size < 4 << 20, "{name} is {size} bytes");
         let (_, stderr) = w.expect(1, &["bundle", "verify", &file]);
         assert!(stderr.starts_with(&format!("error: {message}")), "{name}: {stderr}");
         let (_, stderr) = w.expect(1, &["agent", "install", &file, "--allow-unsigned"]);
         assert!(stderr.starts_with(&format!("error: {message}")), "{name}: {stderr}");
-        assert!(w.agents().is_empty(), "{name}: left {:?}", w.agents());
-        assert!(!w.home().join("evil").exists() && !w.root().join("evil").exists(), "{name} escaped");
+        assert!(installed_names(&w).is_empty(), "{name}: left {:?}", installed_names(&w));
+        assert!(!w.home().join("evil").exists() && !w.join("evil").exists(), "{name} escaped");
         assert!(!Path::new("/tmp/rlp-evil").exists(), "{name} wrote an absolute path");
     }
     // A well-formed hand-made archive is accepted (unsigned) and installed.
-    archive_with(&w.path("fine.tar.gz"), |out| entry(out, "notes.txt", tar::EntryType::Regular, notes));
+    archive_with(&w.join("fine.tar.gz"), |out| entry(out, "notes.txt", tar::EntryType::Regular, notes));
     w.expect(0, &["bundle", "verify", "fine.tar.gz"]);
     w.expect(0, &["agent", "install", "fine.tar.gz", "--allow-unsigned"]);
-    assert_eq!(w.agents(), ["evil"]);
+    assert_eq!(installed_names(&w), ["evil"]);
     assert_eq!(fs::read(w.home().join("agents/evil/notes.txt")).unwrap(), notes);
 }
 

@@ -1,0 +1,17 @@
+//! The integration tests of rlp, in one test binary: each module covers one
+//! area end to end with real `rlp` processes on real files.
+//!
+//! Run one area with `cargo test --test it <area>::`, e.g.
+//! `cargo test --test it runtime::`.
+
+mod support;
+
+mod authoring;
+mod cli;
+mod io;
+mod lint;
+mod replay;
+mod runtime;
+mod schemas;
+mod seal;
+mod secrets;

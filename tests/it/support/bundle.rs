@@ -1,0 +1,56 @@
+//! Bundles written straight to disk, and the tools.json entries they hold.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// Writes (or rewrites) bundle `<agents>/<name>`: `tools` as tools.json v1,
+/// `caps` as policy.caps, and a manifest listing both with their digests.
+pub fn write(agents: &Path, name: &str, tools: Value, caps: &str) -> PathBuf {
+    let dir = agents.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools_text = serde_json::to_string_pretty(&json!({"version": 1, "tools": tools})).unwrap();
+    std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
+    std::fs::write(dir.join("policy.caps"), caps).unwrap();
+    let entry = |path: &str, text: &str| {
+        format!("path = \"{path}\"\nblake3 = \"{}\"\nsize = {}\n", blake3::hash(text.as_bytes()).to_hex(), text.len())
+    };
+    let manifest = format!(
+        "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\n{}version = 1\n\n[artifacts.caps]\n{}",
+        entry("tools.json", &tools_text),
+        entry("policy.caps", caps)
+    );
+    std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
+    dir
+}
+
+/// A tools.json entry `id` over `transport`: objects in, anything out, no
+/// confirmation.
+pub fn tool(id: &str, transport: Value) -> Value {
+    json!({
+        "id": id,
+        "description": format!("test tool {id}"),
+        "transport": transport,
+        "input_schema": {"type": "object"},
+        "result_schema": {},
+        "requires_confirmation": false,
+    })
+}
+
+/// An exec transport running `command` with `args` after the blob path.
+pub fn exec(command: &str, args: &[&str]) -> Value {
+    json!({"kind": "exec", "command": command, "args": args})
+}
+
+/// An http transport sending `method` to `url`.
+pub fn http(method: &str, url: &str) -> Value {
+    json!({"kind": "http", "method": method, "url": url})
+}
+
+/// `tool` with the keys of `extra` set (replaced or added).
+pub fn with(mut tool: Value, extra: Value) -> Value {
+    for (k, v) in extra.as_object().unwrap() {
+        tool[k] = v.clone();
+    }
+    tool
+}

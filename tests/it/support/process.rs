@@ -1,0 +1,80 @@
+//! Processes rlp and its tools start: whether they still run, signals, and
+//! what they report of themselves.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// How long a test waits for a process to end or a file to appear.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Whether process `pid` exists and has not exited: a zombie waiting to be
+/// reaped (by init, once its parent is gone) counts as gone.
+pub fn is_running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, state)| !state.starts_with('Z')))
+}
+
+/// When process `pid` started (clock ticks since boot), if it exists: tells
+/// a process from a later one that reused its pid.
+fn start_time(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    // Field 22 of stat; `rest` starts at field 3.
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+/// Waits (bounded, as a hang guard) until process `pid` has exited.
+pub fn wait_until_gone(pid: i32) {
+    let pid = pid.to_string();
+    let started = start_time(&pid);
+    let deadline = Instant::now() + PATIENCE;
+    // Gone, a zombie, or its pid already taken by a later process.
+    while is_running(&pid) && start_time(&pid) == started {
+        assert!(Instant::now() < deadline, "process {pid} is still running");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits (bounded) until the file at `path` can be read; returns its text.
+pub fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Sends `signal` to process `pid` (to process group `-pid` if negative).
+pub fn signal(pid: i32, signal: i32) {
+    // SAFETY: kill(2) takes two integers and touches no memory of this
+    // process; its result is not needed (the target may be gone already).
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// A pipe whose reading end is already closed: the first write gets EPIPE.
+pub fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Stdio::from(writer)
+}
+
+/// The NUL-separated environment a tool reported as hex, by name.
+pub fn decode_environ(hex: &str) -> BTreeMap<String, String> {
+    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    bytes
+        .split(|b| *b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let entry = String::from_utf8(entry.to_vec()).unwrap();
+            let (name, value) = entry.split_once('=').unwrap();
+            (name.to_string(), value.to_string())
+        })
+        .collect()
+}

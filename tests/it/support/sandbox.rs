@@ -1,0 +1,177 @@
+//! The temporary folder every test runs `rlp` in, and the commands that run
+//! it there with a clean environment.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{bundle, ledger, output};
+
+/// The `rlp` binary under test.
+const RLP: &str = env!("CARGO_BIN_EXE_rlp");
+
+/// Guards against a hang; not a timing assertion.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// The runtime home of a sandbox, unless a test names another one.
+const HOME: &str = "home";
+
+/// A temporary folder holding runtime homes (`home/` unless a test names
+/// others), bundles (`agents/`), keys and tool scripts. `rlp` runs in it with
+/// no `RUNLOOP_*` variable of the caller's environment, and
+/// `RUNLOOP_SYSTEM_CONFIG` names a file the sandbox does not hold: the
+/// caller's settings never leak into a test.
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// A new, empty sandbox (its home is made by the first command that needs it).
+    pub fn new() -> Self {
+        Sandbox { dir: tempfile::tempdir().unwrap() }
+    }
+
+    /// The sandbox folder, the working directory of every command.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `relative` inside the sandbox.
+    pub fn join(&self, relative: impl AsRef<Path>) -> PathBuf {
+        self.path().join(relative)
+    }
+
+    /// The default runtime home.
+    pub fn home(&self) -> PathBuf {
+        self.join(HOME)
+    }
+
+    /// The ledger of the default runtime home.
+    pub fn ledger_path(&self) -> PathBuf {
+        self.ledger_path_in(HOME)
+    }
+
+    /// The ledger of runtime home `home` (a folder of the sandbox).
+    pub fn ledger_path_in(&self, home: &str) -> PathBuf {
+        ledger::path(&self.join(home))
+    }
+
+    /// `program` in the sandbox with the clean environment.
+    fn program(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut command = Command::new(program);
+        command.current_dir(self.path());
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("RUNLOOP_") {
+                command.env_remove(name);
+            }
+        }
+        command.env("RUNLOOP_SYSTEM_CONFIG", self.join("no-system-config.toml"));
+        command
+    }
+
+    /// `rlp` with no `--home`, for a test that gives the home another way.
+    pub fn command_without_home(&self) -> Command {
+        self.program(RLP)
+    }
+
+    /// `rlp --home <home>` as a process to spawn, to run on a terminal or to
+    /// give other standard streams (its stdio is left as the caller sets it).
+    pub fn command(&self) -> Command {
+        self.command_in(HOME)
+    }
+
+    /// `rlp --home <sandbox>/<home>` as [`Sandbox::command`].
+    pub fn command_in(&self, home: &str) -> Command {
+        let mut command = self.command_without_home();
+        command.arg("--home").arg(self.join(home));
+        command
+    }
+
+    /// `<wrapper…> rlp --home <home>`: rlp started by another program (a
+    /// shell, `unshare`) with the clean environment.
+    pub fn wrapped(&self, wrapper: &[&str]) -> Command {
+        let (program, args) = wrapper.split_first().expect("a wrapper program");
+        let mut command = self.program(program);
+        command.args(args).arg(RLP).arg("--home").arg(self.home());
+        command
+    }
+
+    /// `rlp --home <home>` run by `sh` once `setup` (a limit, a umask) succeeded.
+    pub fn shell(&self, setup: &str) -> Command {
+        self.wrapped(&["sh", "-c", &format!("{setup} && exec \"$@\""), "sh"])
+    }
+
+    /// `rlp --home <home>` with assertions, stopped by the hang guard.
+    pub fn rlp(&self) -> assert_cmd::Command {
+        self.rlp_in(HOME)
+    }
+
+    /// `rlp --home <sandbox>/<home>` as [`Sandbox::rlp`].
+    pub fn rlp_in(&self, home: &str) -> assert_cmd::Command {
+        let mut command = assert_cmd::Command::from_std(self.command_in(home));
+        command.timeout(HANG_GUARD);
+        command
+    }
+
+    /// Runs `rlp --home <home> <args>` with an empty stdin.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    /// Runs `rlp --home <home> <args>`, asserting its exit code.
+    pub fn expect_output(&self, code: i32, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(code), "rlp {args:?}\n{}", output::text(&out));
+        out
+    }
+
+    /// [`Sandbox::expect_output`], returning stdout and stderr as text.
+    pub fn expect(&self, code: i32, args: &[&str]) -> (String, String) {
+        let out = self.expect_output(code, args);
+        (output::stdout(&out), output::stderr(&out))
+    }
+
+    /// `relative` inside the sandbox as an executable shell script running
+    /// `body`; returns its absolute path.
+    pub fn script(&self, relative: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.join(relative);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    /// Where bundle `name` lives: `agents/<name>`.
+    pub fn bundle_path(&self, name: &str) -> PathBuf {
+        self.join("agents").join(name)
+    }
+
+    /// Writes (or rewrites) bundle `agents/<name>` as [`bundle::write`] does.
+    pub fn bundle(&self, name: &str, tools: Value, caps: &str) -> PathBuf {
+        bundle::write(&self.join("agents"), name, tools, caps)
+    }
+
+    /// `rlp tools call <bundle> <tool> --args <args>`.
+    pub fn call(&self, bundle: &Path, tool: &str, args: Value) -> assert_cmd::Command {
+        let mut command = self.rlp();
+        command.args(["tools", "call"]).arg(bundle).arg(tool).arg("--args").arg(args.to_string());
+        command
+    }
+
+    /// Writes the operator override of agent `agent` in the default home;
+    /// returns its path.
+    pub fn write_override(&self, agent: &str, text: &str) -> PathBuf {
+        let path = self.home().join("caps/overrides").join(format!("{agent}.toml"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Every event of the default home's ledger, in order.
+    pub fn events(&self) -> Vec<rlp::trace::Event> {
+        ledger::events(&self.ledger_path())
+    }
+}
