@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::Sandbox;
 use crate::support::files::{contents as snapshot, read, read_json, repo};
-use crate::support::output::{assert_contains, code, stderr, stdout, text};
+use crate::support::output::{assert_contains, code, stderr, stdout, stdout_json, text};
 use crate::support::process;
 use crate::support::pty::Terminal;
 
@@ -982,19 +982,19 @@ fn tools_list_escapes_control_characters() {
 
 #[test]
 fn authoring_commands_report_as_json() {
-    let space = Space::new();
-    let out = space.scaffold_with("demo", &["--format", "json", "--tool", "id=demo.run;desc=Runs;exec=/bin/true"]);
+    let space = Sandbox::new();
+    let out = scaffold_with(&space, "demo", &["--format", "json", "--tool", "id=demo.run;desc=Runs;exec=/bin/true"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let bundle = space.bundle("demo");
+    let bundle = space.bundle_path("demo");
     let b = bundle.to_str().unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: Value = stdout_json(&out);
     assert_eq!(report["bundle"], json!("agents/demo"));
     assert_eq!(report["replaced"], json!(false));
     assert_eq!(report["tools"], json!(1));
     assert_eq!(report["files"][0], json!("manifest.toml"));
     assert_eq!(report["lint"], json!({"errors": 0, "warnings": 0, "findings": []}));
 
-    let out = space.rlp(&[
+    let out = space.run(&[
         "tools",
         "add",
         b,
@@ -1011,7 +1011,7 @@ fn authoring_commands_report_as_json() {
         "json",
     ]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: Value = stdout_json(&out);
     assert_eq!(
         report,
         json!({
@@ -1027,12 +1027,12 @@ fn authoring_commands_report_as_json() {
         })
     );
     // The missing grant is explained on stderr all the same.
-    assert!(stderr(&out).contains("does not grant `net:api.example.com`"), "{}", text(&out));
+    assert_contains(&stderr(&out), "does not grant `net:api.example.com`");
 
     let tool = greet_tool().to_str().unwrap();
-    let out = space.rlp(&["tools", "import", b, "--exec", tool, "--grant", "--format", "json"]);
+    let out = space.run(&["tools", "import", b, "--exec", tool, "--grant", "--format", "json"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: Value = stdout_json(&out);
     assert_eq!(
         report,
         json!({

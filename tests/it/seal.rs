@@ -1111,8 +1111,8 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
 
 #[test]
 fn trust_add_and_revoke_report_as_json() {
-    let w = Work::new();
-    let (public, _) = w.keygen("release");
+    let w = Sandbox::new();
+    let (public, _) = keygen(&w, "release");
     let policy = w.home().join("trust-policy.toml");
     let (stdout, _) =
         w.expect(0, &["trust", "add", &public, "--name", "release", "--allow-caps", "kb_read", "--format", "json"]);
