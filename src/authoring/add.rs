@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::authoring::AuthoringError;
 use crate::authoring::check::{EntryFinding, check_drafts};
+use crate::authoring::edited::Editable;
 use crate::authoring::policy_edit::{Needed, PolicyDoc, needed_by_entries};
 use crate::authoring::spec::ToolDraft;
 use crate::authoring::target::BundleTarget;

@@ -7,7 +7,8 @@
 //!
 //! - [`spec`]: one tool to add, from flags, a `--tool` spec string or JSON.
 //! - [`check`]: lint rules applied to would-be tool entries.
-//! - [`tools_file`], [`policy_edit`]: edits of tools.json and policy.caps.
+//! - [`tools_file`], [`policy_edit`]: edits of tools.json and policy.caps
+//!   (what they share: [`edited`]).
 //! - [`scaffold`], [`templates`], [`wizard`]: `rlp agent scaffold`.
 //! - [`add`]: `rlp tools add`; [`import`], [`runner`]: `rlp tools import`.
 //! - [`drift`]: `rlp lint --check-tools`; [`list`]: `rlp tools list`.
@@ -16,6 +17,7 @@ pub mod add;
 pub mod ask;
 pub mod check;
 pub mod drift;
+pub mod edited;
 pub mod error;
 pub mod import;
 pub mod list;

@@ -7,6 +7,7 @@ use serde_json::Map;
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
 use crate::authoring::AuthoringError;
+use crate::authoring::edited::Editable;
 use crate::bundle::capability::Capability;
 use crate::bundle::policy::{Policy, grant_line};
 use crate::bundle::tools::{Tool, Transport};
@@ -108,11 +109,6 @@ impl PolicyDoc {
         }
     }
 
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// What the file grants now.
     pub fn policy(&self) -> Policy {
         let (grants, _) = crate::bundle::parse_policy(&self.doc.to_string());
@@ -162,26 +158,23 @@ impl PolicyDoc {
             .and_then(Item::as_table_mut)
             .ok_or_else(|| AuthoringError::usage(format!("{path}: `capabilities` is not a table")))
     }
+}
 
-    /// The text as it would be written, with the line endings of the file
-    /// as it was read (CRLF stays CRLF).
-    pub fn to_text(&self) -> String {
+impl Editable for PolicyDoc {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn original(&self) -> Option<&str> {
+        self.original.as_deref()
+    }
+
+    fn render(&self) -> String {
         let mut text = self.doc.to_string();
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        crate::fsutil::with_line_endings_of(self.original.as_deref().unwrap_or_default(), text)
-    }
-
-    /// Whether the text differs from what was read.
-    pub fn changed(&self) -> bool {
-        self.original.as_deref() != Some(self.to_text().as_str())
-    }
-
-    /// Writes the file atomically.
-    pub fn write(&self) -> Result<(), AuthoringError> {
-        crate::fsutil::write_atomic(&self.path, self.to_text().as_bytes(), None)
-            .map_err(|e| AuthoringError::io("write", &self.path, &e))
+        text
     }
 }
 

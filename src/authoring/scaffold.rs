@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::authoring::AuthoringError;
 use crate::authoring::check::check_drafts;
+use crate::authoring::edited::Editable;
 use crate::authoring::policy_edit::{Needed, PolicyDoc, needed_by_entries};
 use crate::authoring::spec::{ToolDefinition, ToolDraft};
 use crate::authoring::templates;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::authoring::AuthoringError;
+use crate::authoring::edited::Editable;
 use crate::bundle::tools::TOOLS_FILE;
 use crate::bundle::value;
 
@@ -93,11 +94,6 @@ impl ToolsDoc {
         Ok(ToolsDoc { path, root, tools, original: Some(text) })
     }
 
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The entries, in file order.
     pub fn entries(&self) -> impl Iterator<Item = &Map<String, Value>> {
         self.tools.iter().filter_map(Value::as_object)
@@ -143,26 +139,24 @@ impl ToolsDoc {
             }
         }
     }
+}
 
-    /// The document as written: pretty, two-space indent, final newline, and
-    /// the line endings of the file as it was read (CRLF stays CRLF).
-    pub fn to_text(&self) -> String {
+impl Editable for ToolsDoc {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn original(&self) -> Option<&str> {
+        self.original.as_deref()
+    }
+
+    /// Pretty, two-space indent, final newline.
+    fn render(&self) -> String {
         let mut root = self.root.clone();
         root.insert("tools".into(), Value::Array(self.tools.clone()));
         let mut text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
         text.push('\n');
-        crate::fsutil::with_line_endings_of(self.original.as_deref().unwrap_or_default(), text)
-    }
-
-    /// Whether the text differs from what was read.
-    pub fn changed(&self) -> bool {
-        self.original.as_deref() != Some(self.to_text().as_str())
-    }
-
-    /// Writes the document atomically.
-    pub fn write(&self) -> Result<(), AuthoringError> {
-        crate::fsutil::write_atomic(&self.path, self.to_text().as_bytes(), None)
-            .map_err(|e| AuthoringError::io("write", &self.path, &e))
+        text
     }
 }
 

@@ -4,7 +4,7 @@
 //! devices, FIFOs and sockets are reported and never followed.
 
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
@@ -124,19 +124,8 @@ pub fn hash_file(path: &Path) -> io::Result<(u64, Digest)> {
         hasher.update_mmap_rayon(path)?;
         return Ok((meta.len(), Digest(*hasher.finalize().as_bytes())));
     }
-    let mut file = fs::File::open(path)?;
-    let mut buffer = vec![0u8; (meta.len() as usize).clamp(1, 1 << 16)];
-    let mut size = 0u64;
-    loop {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buffer[..n]);
-        size += n as u64;
-    }
+    let capacity = (meta.len() as usize).clamp(1, 1 << 16);
+    let size = io::copy(&mut io::BufReader::with_capacity(capacity, fs::File::open(path)?), &mut hasher)?;
     Ok((size, Digest(*hasher.finalize().as_bytes())))
 }
 
