@@ -9,6 +9,7 @@ pub mod authoring;
 pub mod bundle;
 pub mod cli;
 pub mod config;
+pub mod event;
 pub mod fsutil;
 pub mod home;
 pub mod integrity;

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assert_cmd::Command;
+use rlp::event::Outcome;
 use rlp::trace::divergence::DivergenceKind;
-use rlp::trace::frame::Outcome;
 use rlp::trace::query::TraceInput;
 use rlp::trace::source::{Answer, ReplaySource};
 use serde_json::{Value, json};

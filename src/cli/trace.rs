@@ -12,11 +12,11 @@ use uuid::Uuid;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, OutputError, Printer, diagnostic};
+use crate::event::Outcome;
+use crate::event::frame::TraceFrame;
 use crate::home::Home;
-use crate::text::plural;
-use crate::text::terminal_safe;
+use crate::text::{ellipsize, format_ts, plural, terminal_safe};
 use crate::trace::export::{ExportError, export_trace};
-use crate::trace::frame::{ellipsize, format_ts};
 use crate::trace::import::{ImportError, import_file};
 use crate::trace::ledger::{Ledger, LedgerError};
 use crate::trace::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
@@ -272,15 +272,15 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
         Detail::Result { call_position, outcome, attempt, duration_ms, will_retry } => {
             let took = duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
             let status = match (will_retry, outcome) {
-                (true, crate::trace::frame::Outcome::Error(e)) => {
-                    let wait = e.retry_after_ms().map(|ms| format!(" after {ms} ms")).unwrap_or_default();
+                (true, Outcome::Error(e)) => {
+                    let wait = e.error.retry_after_ms.map(|ms| format!(" after {ms} ms")).unwrap_or_default();
                     format!("failed{took}, will retry{wait}")
                 }
                 _ => format!("{}{took}", entry.status()),
             };
             let value = match outcome {
-                crate::trace::frame::Outcome::Result(v) => compact(v),
-                crate::trace::frame::Outcome::Error(e) => ellipsize(&e.message, SHOWN_VALUE),
+                Outcome::Result(v) => compact(v),
+                Outcome::Error(e) => ellipsize(&e.error.message, SHOWN_VALUE),
             };
             let call = match call_position {
                 Some(p) => format!("call #{p}"),
@@ -323,7 +323,7 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let mut timeline = Timeline::new();
     let mut start = None;
     let mut failure = None;
-    let mut write_entry = |out: &mut Printer, frame: crate::trace::frame::TraceFrame| -> Result<(), OutputError> {
+    let mut write_entry = |out: &mut Printer, frame: TraceFrame| -> Result<(), OutputError> {
         let first = start.is_none();
         let start_ts = *start.get_or_insert(frame.ts_ms);
         if first {

@@ -5,7 +5,7 @@
 //! | `missing_tool` | strict, live | a recorded call names a tool the bundle no longer has |
 //! | `args_mismatch` | strict, live | the recorded arguments no longer validate against the tool's `input_schema` |
 //! | `schema_mismatch` | strict | the recorded result no longer validates against the tool's `result_schema` |
-//! | `invalid_trace` | strict, live, source | the trace itself is inconsistent: a `tool.result` with no waiting `tool.call` before it, a `tool.call` with no final `tool.result`, or a second `tool.call` for an invocation still waiting |
+//! | `invalid_trace` | strict, live, source | the trace itself is inconsistent: a result with no waiting call before it, a call with no final result, or a second call for an invocation still waiting |
 //! | `result_changed` | live | running the call again gave another outcome than the recorded one (the changes are listed as JSON Pointer paths) |
 //! | `extra_call` | source | the agent made a call (tool + canonical arguments) that no recording answers |
 //! | `unused_recording` | source | a recorded call was never made by the agent |

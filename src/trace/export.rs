@@ -14,8 +14,8 @@ use std::ops::ControlFlow;
 use serde::de::IgnoredAny;
 use uuid::Uuid;
 
-use crate::trace::event::{GENESIS, chain_hash};
-use crate::trace::frame::{FrameLine, write_frame_line};
+use crate::event::hash::{GENESIS, chain_hash};
+use crate::trace::jsonl::{FrameLine, write_frame_line};
 use crate::trace::ledger::{Ledger, LedgerError};
 
 /// Why an export stopped.

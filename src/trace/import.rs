@@ -3,8 +3,8 @@
 //! The file is read once, on a thread of its own. Every line is checked by
 //! [`crate::trace::jsonl::JsonlReader`], and across lines every frame must
 //! have its own `msg_id`, every call its own `invocation_id`, and every
-//! `tool.result` must answer a `tool.call` earlier in the file that is still
-//! waiting for its final result. A trace the ledger already holds is refused
+//! result must answer a call earlier in the file that is still waiting for
+//! its final result. A trace the ledger already holds is refused
 //! after the file's own problems (which are reported first). Rows are inserted as they are read (in batches handed over a
 //! bounded channel, so reading and inserting overlap and memory stays flat),
 //! with one prepared statement, inside a single `BEGIN IMMEDIATE` transaction
@@ -23,8 +23,9 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use uuid::Uuid;
 
-use crate::trace::event::{GENESIS, chain_hash, from_hex, to_hex};
-use crate::trace::frame::{Body, TraceFrame};
+use crate::event::frame::TraceFrame;
+use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::event::{EventKind, Payload};
 use crate::trace::jsonl::{JsonlReader, LineError, ReadError, ReadFrame};
 use crate::trace::ledger::{Ledger, LedgerError};
 use crate::trace::pending::PendingCalls;
@@ -45,7 +46,7 @@ pub struct ImportSummary {
     pub trace_id: Uuid,
     /// Frames (rows) added.
     pub frames: u64,
-    /// `tool.call` frames among them.
+    /// Call frames among them.
     pub calls: u64,
     /// Row id of the first row added.
     pub first_row: i64,
@@ -104,8 +105,8 @@ impl Problems {
 
 /// What the frames of a file must not share, checked across lines: every
 /// frame has its own `msg_id`, every call its own `invocation_id` (a second
-/// `tool.call` for an invocation, while it waits or after its final result,
-/// is refused), and every `tool.result` answers a call still waiting.
+/// call for an invocation, while it waits or after its final result, is
+/// refused), and every result answers a call still waiting.
 ///
 /// The ids seen are kept (16 bytes per frame and per call), so a repeat is
 /// found however far apart the two lines are.
@@ -126,7 +127,7 @@ impl FrameIds {
             ));
         }
         match &frame.body {
-            Body::Call(call) => {
+            Payload::ToolCall(call) => {
                 let id = call.invocation_id;
                 if self.calls.insert(id) {
                     // The first call of the invocation: it cannot be waiting already.
@@ -135,25 +136,29 @@ impl FrameIds {
                 }
                 Err(match self.pending.get(&id) {
                     Some(earlier) => format!(
-                        "tool.call for invocation {id} while the call at line {} is still waiting for its result: \
+                        "{} for invocation {id} while the call at line {} is still waiting for its result: \
                          every call has its own invocation_id",
+                        EventKind::ToolCall,
                         earlier.position
                     ),
                     None => format!(
-                        "tool.call for invocation {id} after that call's final result: every call has its own \
-                         invocation_id"
+                        "{} for invocation {id} after that call's final result: every call has its own \
+                         invocation_id",
+                        EventKind::ToolCall
                     ),
                 })
             }
-            Body::Result(result) => {
+            Payload::ToolResult(result) => {
                 let id = result.invocation_id;
                 if self.pending.get(&id).is_none() {
                     return Err(format!(
-                        "tool.result for invocation {id} has no tool.call before it (or that call already has its \
-                         final result): a result without its call"
+                        "{} for invocation {id} has no {} before it (or that call already has its final result): \
+                         a result without its call",
+                        EventKind::ToolResult,
+                        EventKind::ToolCall
                     ));
                 }
-                if !result.will_retry {
+                if !result.will_retry() {
                     self.pending.close(&id);
                 }
                 Ok(())
@@ -309,7 +314,7 @@ fn write(
                 present = Some(found.is_some());
                 summary.trace_id = trace_id;
             }
-            if matches!(read.frame.body, Body::Call(_)) {
+            if matches!(read.frame.body, Payload::ToolCall(_)) {
                 summary.calls += 1;
             }
             if let Err(message) = ids.check(&read.frame) {
@@ -324,7 +329,7 @@ fn write(
                 .execute(params![
                     read.frame.ts_ms,
                     read.frame.actor,
-                    read.frame.body.kind(),
+                    read.frame.body.kind().as_str(),
                     read.frame.scope,
                     read.payload_json,
                     read.provenance_json,

@@ -15,9 +15,9 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use uuid::Uuid;
 
+use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::event::{Event, PreparedRow, Record, RecordError, Recorder};
 use crate::home::Home;
-use crate::runtime::recorder::{Record, RecordError, Recorder};
-use crate::trace::event::{Event, GENESIS, PreparedRow, chain_hash, from_hex, to_hex};
 
 /// How long one statement waits for another writer before SQLITE_BUSY.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,20 +26,8 @@ const BUSY_RETRIES: u32 = 20;
 /// Problems listed by [`Ledger::verify_chain`] before it stops collecting.
 const MAX_PROBLEMS: usize = 100;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    ts_ms INTEGER NOT NULL,
-    actor TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    payload_json TEXT NOT NULL,
-    provenance_json TEXT NOT NULL,
-    hash_blake3 TEXT NOT NULL,
-    chain_blake3 TEXT
-);
-CREATE INDEX IF NOT EXISTS events_by_trace ON events (json_extract(provenance_json, '$.trace_id'), id);
-";
+/// The table definition (shared with the benchmarks).
+const SCHEMA: &str = include_str!("../event/schema.sql");
 
 const COLUMNS: &str = "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
 
@@ -272,7 +260,7 @@ impl Ledger {
                     insert.execute(params![
                         row.ts_ms,
                         row.actor,
-                        row.kind,
+                        row.kind.as_str(),
                         row.scope,
                         row.payload_json,
                         row.provenance_json,
@@ -419,14 +407,14 @@ impl Recorder for Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::recorder::Provenance;
+    use crate::event::{EventKind, Provenance};
     use serde_json::json;
 
     fn record(trace: Uuid, n: i64) -> Record {
         Record {
             ts_ms: 1000 + n,
             actor: "runtime".into(),
-            kind: "tool.call".into(),
+            kind: EventKind::ToolCall,
             scope: "a".into(),
             payload: json!({"n": n}),
             provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },

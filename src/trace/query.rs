@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::trace::event::Event;
-use crate::trace::frame::{Body, FrameProvenance, Origin, TraceFrame, check_columns};
+use crate::event::frame::{Origin, TraceFrame, check_columns};
+use crate::event::{Decision, Event, EventKind, Payload, Provenance};
 use crate::trace::jsonl::{JsonlReader, LineError, ReadError};
 use crate::trace::ledger::{Ledger, LedgerError};
 
@@ -28,7 +28,7 @@ pub struct TraceSummary {
     pub last_ts_ms: i64,
     /// Frames of every kind.
     pub frames: u64,
-    /// `tool.call` frames.
+    /// Call frames.
     pub calls: u64,
     /// Calls whose final result is an error.
     pub errors: u64,
@@ -42,16 +42,16 @@ const LIST_SQL: &str = "
 SELECT json_extract(provenance_json, '$.trace_id') AS trace,
        group_concat(DISTINCT json_extract(provenance_json, '$.agent')),
        min(ts_ms), max(ts_ms), count(*),
-       sum(kind = 'tool.call'),
-       sum(CASE WHEN kind = 'tool.result' AND json_valid(payload_json)
+       sum(kind = :call),
+       sum(CASE WHEN kind = :result AND json_valid(payload_json)
                 THEN json_extract(payload_json, '$.error') IS NOT NULL
                      AND coalesce(json_extract(payload_json, '$.error.will_retry'), 0) = 0
                 ELSE 0 END),
        count(DISTINCT CASE WHEN json_valid(payload_json)
-                            AND ((kind = 'cap.audit' AND json_extract(payload_json, '$.decision') = 'deny')
-                              OR (kind = 'tool.confirm' AND json_extract(payload_json, '$.approved') = 0))
+                            AND ((kind = :audit AND json_extract(payload_json, '$.decision') = :deny)
+                              OR (kind = :confirm AND json_extract(payload_json, '$.approved') = 0))
                            THEN json_extract(payload_json, '$.invocation_id') END),
-       max(CASE WHEN kind = 'trace.replay' AND json_valid(payload_json)
+       max(CASE WHEN kind = :replay AND json_valid(payload_json)
                 THEN json_extract(payload_json, '$.replay_of') END)
 FROM events
 GROUP BY trace
@@ -75,7 +75,16 @@ pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary) -> ControlFlow<(
         .map_err(sqlite)?;
     conn.busy_timeout(Duration::from_secs(10)).map_err(sqlite)?;
     let mut statement = conn.prepare(LIST_SQL).map_err(sqlite)?;
-    let mut rows = statement.query([]).map_err(sqlite)?;
+    let mut rows = statement
+        .query(rusqlite::named_params! {
+            ":call": EventKind::ToolCall.as_str(),
+            ":result": EventKind::ToolResult.as_str(),
+            ":audit": EventKind::CapAudit.as_str(),
+            ":deny": Decision::Deny.as_str(),
+            ":confirm": EventKind::ToolConfirm.as_str(),
+            ":replay": EventKind::TraceReplay.as_str(),
+        })
+        .map_err(sqlite)?;
     let mut traces = 0;
     while let Some(row) = rows.next().map_err(sqlite)? {
         let agents: Option<String> = row.get(1).map_err(sqlite)?;
@@ -183,10 +192,11 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
     let bad = |message: String| InputError::BadRow { row: event.id, message };
     let payload: Value =
         serde_json::from_str(&event.payload_json).map_err(|e| bad(format!("payload_json is not JSON: {e}")))?;
-    let provenance: FrameProvenance = serde_json::from_str(&event.provenance_json)
+    let provenance: Provenance = serde_json::from_str(&event.provenance_json)
         .map_err(|e| bad(format!("provenance_json is not {{trace_id, msg_id, agent}}: {e}")))?;
     check_columns(event.ts_ms, &event.actor, &event.scope, &provenance).map_err(bad)?;
-    let body = Body::parse(&event.kind, payload).map_err(bad)?;
+    let kind: EventKind = event.kind.parse().map_err(bad)?;
+    let body = Payload::read(kind, payload).map_err(bad)?;
     Ok(TraceFrame {
         position,
         origin: Origin::Row(event.id),
@@ -270,14 +280,14 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::recorder::{Provenance, Record};
+    use crate::event::Record;
     use serde_json::json;
 
-    fn record(trace: Uuid, kind: &str, ts: i64, payload: Value) -> Record {
+    fn record(trace: Uuid, kind: EventKind, ts: i64, payload: Value) -> Record {
         Record {
             ts_ms: ts,
             actor: "runtime".into(),
-            kind: kind.into(),
+            kind,
             scope: "a".into(),
             payload,
             provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },
@@ -294,17 +304,17 @@ mod tests {
         let (i1, i2, i3) = (Uuid::from_u128(11), Uuid::from_u128(12), Uuid::from_u128(13));
         ledger
             .append(&[
-                record(t2, "tool.call", 10, json!({"tool": "x", "args": {}, "invocation_id": i1})),
-                record(t1, "tool.call", 20, json!({"tool": "x", "args": {}, "invocation_id": i2})),
+                record(t2, EventKind::ToolCall, 10, json!({"tool": "x", "args": {}, "invocation_id": i1})),
+                record(t1, EventKind::ToolCall, 20, json!({"tool": "x", "args": {}, "invocation_id": i2})),
                 record(
                     t2,
-                    "tool.result",
+                    EventKind::ToolResult,
                     30,
                     json!({"invocation_id": i1, "error": {"message": "m", "will_retry": true}}),
                 ),
-                record(t2, "tool.result", 40, json!({"invocation_id": i1, "error": {"message": "m"}})),
-                record(t2, "cap.audit", 50, json!({"invocation_id": i3, "decision": "deny"})),
-                record(t2, "cap.audit", 51, json!({"invocation_id": i3, "decision": "deny"})),
+                record(t2, EventKind::ToolResult, 40, json!({"invocation_id": i1, "error": {"message": "m"}})),
+                record(t2, EventKind::CapAudit, 50, json!({"invocation_id": i3, "decision": "deny"})),
+                record(t2, EventKind::CapAudit, 51, json!({"invocation_id": i3, "decision": "deny"})),
             ])
             .unwrap();
         let mut seen = Vec::new();

@@ -31,10 +31,9 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use serde_json::{Value, json};
 use tempfile::SpooledTempFile;
 
-use crate::text::plural;
-use crate::text::terminal_safe;
+use crate::event::Outcome;
+use crate::text::{ellipsize, plural, terminal_safe};
 use crate::trace::divergence::Divergence;
-use crate::trace::frame::{Outcome, ellipsize};
 use crate::trace::replay::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
 
 /// Bytes a spool keeps in memory before moving to a temporary file.
@@ -78,7 +77,7 @@ fn shown(outcome: Option<&Outcome>) -> String {
     match outcome {
         None => "(not run)".to_string(),
         Some(Outcome::Result(value)) => ellipsize(&compact(value), SHOWN_OUTPUT),
-        Some(Outcome::Error(error)) => ellipsize(&format!("error: {}", error.message), SHOWN_OUTPUT),
+        Some(Outcome::Error(error)) => ellipsize(&format!("error: {}", error.error.message), SHOWN_OUTPUT),
     }
 }
 

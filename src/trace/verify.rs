@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::trace::event::{Event, GENESIS, chain_hash, from_hex, to_hex};
-use crate::trace::frame::frame_hash;
+use crate::event::Event;
+use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
 use crate::trace::ledger::{Ledger, LedgerError};
 
 /// Problems listed before the rest are only counted.
@@ -118,15 +118,7 @@ impl Walker {
             }
             return;
         }
-        let computed = frame_hash(
-            &mut self.scratch,
-            event.ts_ms,
-            &event.actor,
-            &event.kind,
-            &event.scope,
-            &event.payload_json,
-            &event.provenance_json,
-        );
+        let computed = event.stored_text_hash(&mut self.scratch);
         let stored_hash = from_hex(&event.hash_blake3);
         if stored_hash != Some(computed) {
             let message = match (stored_hash, event.computed_hash()) {
@@ -205,7 +197,7 @@ pub fn verify_ledger(path: &Path) -> Result<VerifyReport, LedgerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::recorder::{Provenance, Record};
+    use crate::event::{EventKind, Provenance, Record};
     use rusqlite::Connection;
     use serde_json::json;
     use uuid::Uuid;
@@ -214,7 +206,7 @@ mod tests {
         Record {
             ts_ms: 1000 + n,
             actor: "runtime".into(),
-            kind: "cap.audit".into(),
+            kind: EventKind::CapAudit,
             scope: "a".into(),
             payload: json!({"n": n, "s": "é\u{1}"}),
             provenance: Provenance {
