@@ -22,9 +22,9 @@ use std::time::Instant;
 
 use rlp::event::{EventKind, Provenance, Record, Recorder, now_ms};
 use rlp::home::Home;
+use rlp::ledger::{LedgerStore, SqliteLedger as Ledger};
 use rlp::runtime::recorder::NullRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
-use rlp::trace::Ledger;
 use serde_json::json;
 
 struct Args {

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 use rlp::event::Outcome;
-use rlp::trace::divergence::DivergenceKind;
-use rlp::trace::query::TraceInput;
-use rlp::trace::source::{Answer, ReplaySource};
+use rlp::ledger::query::TraceInput;
+use rlp::replay::divergence::DivergenceKind;
+use rlp::replay::source::{Answer, ReplaySource};
 use serde_json::{Value, json};
 
 /// Guards against a hang; not a timing assertion.

@@ -16,9 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use rlp::event::Event;
+use rlp::ledger::{LedgerStore, SqliteLedger as Ledger};
 use rlp::runtime::recorder::MemoryRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
-use rlp::trace::{Event, Ledger};
 use serde_json::{Value, json};
 
 const SECRET: &str = "sk-live-7f3a9c1e-RECOGNISABLE";
@@ -277,7 +278,7 @@ fn exec_tool_call_records_frames_in_order() {
     }
     assert_eq!(events[1].actor, "runtime");
     assert_eq!(events[2].actor, "tool:blob.echo");
-    let report = rlp::trace::verify_chain(&sb.ledger_path()).unwrap();
+    let report = rlp::ledger::verify_chain(&sb.ledger_path()).unwrap();
     assert!(report.is_intact() && report.rows == 3, "{report:?}");
 }
 
@@ -1104,7 +1105,7 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
     assert_eq!(count("tool.call"), PROCESSES * CALLS);
     assert_eq!(count("tool.result"), PROCESSES * CALLS);
     assert_eq!(count("cap.audit"), PROCESSES * CALLS);
-    let report = rlp::trace::verify_chain(&sb.ledger_path()).unwrap();
+    let report = rlp::ledger::verify_chain(&sb.ledger_path()).unwrap();
     assert!(report.is_intact(), "{:?}", report.problems);
     assert_eq!(report.rows, (3 * PROCESSES * CALLS) as u64);
     // Within each invocation: call before result.
@@ -1156,7 +1157,7 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result", "cap.audit", "tool.call"]);
     drop(ledger);
     sb.call(&bundle, "ok", json!({})).assert().code(0);
-    assert!(rlp::trace::verify_chain(&sb.ledger_path()).unwrap().is_intact());
+    assert!(rlp::ledger::verify_chain(&sb.ledger_path()).unwrap().is_intact());
 }
 
 #[test]

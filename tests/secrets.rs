@@ -51,7 +51,7 @@ impl Scanned for Sandbox {
 
     /// The payload of every event in the ledger, in order.
     fn payloads(&self) -> Vec<Value> {
-        let ledger = rlp::trace::Ledger::open_existing(&self.ledger_path()).unwrap();
+        let ledger = rlp::ledger::SqliteLedger::open_existing(&self.ledger_path()).unwrap();
         let mut payloads = Vec::new();
         ledger
             .for_each_event(|event| {

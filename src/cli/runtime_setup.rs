@@ -11,10 +11,10 @@ use crate::cli::exit::CliError;
 use crate::cli::output::{diagnostic, stdin_is_terminal, warning};
 use crate::config::{self, Flags};
 use crate::event::Recorder;
+use crate::ledger::{LedgerStore, Location};
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
 use crate::runtime::secrets::EnvSecretResolver;
 use crate::runtime::{LoadError, Runtime, RuntimeOptions, process};
-use crate::trace::Ledger;
 
 /// The flags that shape a runtime.
 #[derive(Clone, Copy, Debug)]
@@ -34,10 +34,14 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
     let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })
         .map_err(|e| CliError::usage(e.message).with_help(e.help))?;
     warn(&loaded.warnings);
-    let ledger: Arc<dyn Recorder> = Arc::new(Ledger::open_home(&ctx.home).map_err(|e| {
-        CliError::problem(format!("cannot open the ledger: {e}"))
-            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
-    })?);
+    let ledger: Arc<dyn LedgerStore> = Location::of_home(&ctx.home)
+        .open()
+        .map_err(|e| {
+            CliError::problem(format!("cannot open the ledger: {e}"))
+                .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
+        })?
+        .into();
+    let ledger: Arc<dyn Recorder> = ledger;
     let confirmer: Arc<dyn Confirmer> = if flags.yes {
         Arc::new(PreApproved)
     } else if stdin_is_terminal() && std::io::stderr().is_terminal() {

@@ -2,8 +2,8 @@
 //! [`Provenance`], and the [`Recorder`] trait the runtime writes through.
 //!
 //! The runtime never touches a database: it hands records to a recorder. A
-//! ledger ([`crate::ledger::LedgerStore`]) is the durable one; every record
-//! of one batch is made durable together (one transaction) before `record`
+//! ledger (a layer above this one) is the durable recorder; every record of
+//! one batch is made durable together (one transaction) before `record`
 //! returns.
 
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! Recorders for running calls without a ledger: [`NullRecorder`]
 //! (benchmarks of the pipeline alone) and [`MemoryRecorder`] (tests). The
-//! durable recorder is a ledger ([`crate::ledger::LedgerStore`]); all of them
-//! implement [`Recorder`].
+//! durable recorder is a ledger, which the caller opens and hands to the
+//! runtime; all of them implement [`Recorder`].
 
 use std::sync::Mutex;
 

@@ -83,8 +83,8 @@ impl Sandbox {
     }
 
     /// Every event of the ledger, in order.
-    pub fn events(&self) -> Vec<rlp::trace::Event> {
-        let ledger = rlp::trace::Ledger::open_existing(&self.ledger_path()).unwrap();
+    pub fn events(&self) -> Vec<rlp::event::Event> {
+        let ledger = rlp::ledger::SqliteLedger::open_existing(&self.ledger_path()).unwrap();
         let mut events = Vec::new();
         ledger
             .for_each_event(|e| {

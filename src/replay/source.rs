@@ -26,9 +26,9 @@ use uuid::Uuid;
 use crate::event::canonical::canonical_text;
 use crate::event::frame::TraceFrame;
 use crate::event::{EventKind, Outcome, Payload};
-use crate::trace::divergence::{Divergence, DivergenceKind};
-use crate::trace::pending::PendingCalls;
-use crate::trace::query::{InputError, TraceInput, for_each_frame};
+use crate::ledger::pending::PendingCalls;
+use crate::ledger::query::{InputError, TraceInput, for_each_frame};
+use crate::replay::divergence::{Divergence, DivergenceKind};
 
 /// One recorded call with its final outcome.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,34 +1,32 @@
 //! Importing a JSON Lines trace into a ledger: all or nothing.
 //!
 //! The file is read once, on a thread of its own. Every line is checked by
-//! [`crate::trace::jsonl::JsonlReader`], and across lines every frame must
+//! [`crate::ledger::jsonl::JsonlReader`], and across lines every frame must
 //! have its own `msg_id`, every call its own `invocation_id`, and every
 //! result must answer a call earlier in the file that is still waiting for
-//! its final result. A trace the ledger already holds is refused
-//! after the file's own problems (which are reported first). Rows are inserted as they are read (in batches handed over a
-//! bounded channel, so reading and inserting overlap and memory stays flat),
-//! with one prepared statement, inside a single `BEGIN IMMEDIATE` transaction
-//! on the ledger (WAL,
-//! `synchronous=FULL`, the chain continued from the ledger's last row); the
-//! transaction commits only when the whole file is good. Any problem rolls it
-//! back, so a refused file leaves the ledger exactly as it was. Up to
-//! [`MAX_LISTED_PROBLEMS`] problems are listed, each with its line number.
+//! its final result. A trace the ledger already holds is refused after the
+//! file's own problems (which are reported first). Rows are appended as they
+//! are read (in batches handed over a bounded channel, so reading and
+//! appending overlap and memory stays flat) in one bulk append on the ledger
+//! ([`crate::ledger::BulkAppend`]: for SQLite a single `BEGIN IMMEDIATE`
+//! transaction, WAL, `synchronous=FULL`, the chain continued from the
+//! ledger's last row), which is committed only when the whole file is good.
+//! Any problem drops it, so a refused file leaves the ledger exactly as it
+//! was. Up to [`MAX_LISTED_PROBLEMS`] problems are listed, each with its line
+//! number.
 
 use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use uuid::Uuid;
 
 use crate::event::frame::TraceFrame;
-use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
-use crate::event::{EventKind, Payload};
-use crate::trace::jsonl::{JsonlReader, LineError, ReadError, ReadFrame};
-use crate::trace::ledger::{Ledger, LedgerError};
-use crate::trace::pending::PendingCalls;
+use crate::event::{EventKind, Payload, PreparedRow};
+use crate::ledger::jsonl::{JsonlReader, LineError, ReadError, ReadFrame};
+use crate::ledger::pending::PendingCalls;
+use crate::ledger::{LedgerError, LedgerStore, Location};
 
 /// Problems listed in a refusal; the rest are counted.
 pub const MAX_LISTED_PROBLEMS: usize = 20;
@@ -36,8 +34,6 @@ pub const MAX_LISTED_PROBLEMS: usize = 20;
 const BATCH: usize = 1024;
 /// Batches on their way to the writer at most.
 const IN_FLIGHT_BATCHES: usize = 8;
-/// How long the import waits for another writer to finish.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What an import added.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,40 +164,41 @@ impl FrameIds {
     }
 }
 
-/// Imports the JSON Lines file at `file` into the ledger at `ledger_path`
-/// (created if needed).
-pub fn import_file(ledger_path: &Path, file: &Path) -> Result<ImportSummary, ImportError> {
+/// Imports the JSON Lines file at `file` into the ledger at `ledger`
+/// (created if needed; see [`import_reader`]).
+pub fn import_file(ledger: &Location, file: &Path) -> Result<ImportSummary, ImportError> {
     let io = |source| ImportError::Io { path: file.to_path_buf(), source };
     let handle = std::fs::File::open(file).map_err(io)?;
     if handle.metadata().map_err(io)?.is_dir() {
         return Err(io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a folder")));
     }
-    import_reader(ledger_path, std::io::BufReader::with_capacity(1 << 20, handle), file)
+    import_reader(ledger, std::io::BufReader::with_capacity(1 << 20, handle), file)
 }
 
-/// Imports frames read from `reader` (`source` names it in messages).
-///
-/// When the ledger did not exist before and nothing is imported, the files
-/// created for it are removed again, so a refused import writes nothing.
+/// Imports frames read from `reader` into the ledger at `ledger` (created if
+/// needed; `source` names the input in messages). When the ledger did not
+/// exist before and nothing is imported, what was created for it is removed
+/// again, so a refused import writes nothing.
 pub fn import_reader(
-    ledger_path: &Path,
+    ledger: &Location,
     reader: impl BufRead + Send,
     source: &Path,
 ) -> Result<ImportSummary, ImportError> {
-    let created_dir = ledger_path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists());
-    let existed = ledger_path.exists();
-    let result = import_into(ledger_path, reader, source);
-    if result.is_err() && !existed {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            let mut name = ledger_path.as_os_str().to_owned();
-            name.push(suffix);
-            let _ = std::fs::remove_file(PathBuf::from(name));
-        }
-        if let Some(dir) = created_dir {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-    result
+    ledger.write_all_or_nothing(|store| import(store, reader, source))
+}
+
+/// Imports frames read from `reader` into `store`, all or nothing.
+pub fn import(
+    store: &dyn LedgerStore,
+    reader: impl BufRead + Send,
+    source: &Path,
+) -> Result<ImportSummary, ImportError> {
+    std::thread::scope(|scope| {
+        let (to_writer, from_reader) = std::sync::mpsc::sync_channel(IN_FLIGHT_BATCHES);
+        scope.spawn(move || read_batches(reader, to_writer));
+        // `from_reader` is dropped when `write` returns, which stops the reader.
+        write(store, from_reader, source)
+    })
 }
 
 /// One thing the reading thread found.
@@ -243,107 +240,55 @@ fn read_batches(reader: impl BufRead, to_writer: SyncSender<Vec<Item>>) {
     }
 }
 
-fn import_into(ledger_path: &Path, reader: impl BufRead + Send, source: &Path) -> Result<ImportSummary, ImportError> {
-    // Creates the ledger and its schema (or migrates an upstream one).
-    drop(Ledger::open(ledger_path)?);
-    let sqlite = |source| LedgerError::Sqlite { path: ledger_path.to_path_buf(), source };
-    let mut conn = Connection::open(ledger_path).map_err(sqlite)?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
-    conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
-    std::thread::scope(|scope| {
-        let (to_writer, from_reader) = std::sync::mpsc::sync_channel(IN_FLIGHT_BATCHES);
-        scope.spawn(move || read_batches(reader, to_writer));
-        // `from_reader` is dropped when `write` returns, which stops the reader.
-        write(&mut conn, ledger_path, from_reader, source)
-    })
-}
-
 fn write(
-    conn: &mut Connection,
-    ledger_path: &Path,
+    store: &dyn LedgerStore,
     from_reader: Receiver<Vec<Item>>,
     source: &Path,
 ) -> Result<ImportSummary, ImportError> {
-    let sqlite = |source| LedgerError::Sqlite { path: ledger_path.to_path_buf(), source };
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
-    let last: Option<String> = tx
-        .query_row("SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1", [], |r| {
-            r.get(0)
-        })
-        .optional()
-        .map_err(sqlite)?;
-    let mut prev = match last.as_deref() {
-        None => GENESIS,
-        Some(text) => from_hex(text).ok_or_else(|| LedgerError::Invalid {
-            path: ledger_path.to_path_buf(),
-            message: format!("the last row's chain value `{text}` is not 64 hex digits; the ledger was edited"),
-        })?,
-    };
+    let mut bulk = store.begin_bulk()?;
     let mut problems = Problems { listed: Vec::new(), more: 0 };
     let mut ids = FrameIds::default();
     // Whether the ledger already holds the trace: known at the first frame,
     // reported only when the file itself has no problem.
     let mut present = None;
     let mut summary = ImportSummary { trace_id: Uuid::nil(), frames: 0, calls: 0, first_row: 0, last_row: 0 };
-    {
-        let mut insert = tx
-            .prepare(
-                "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )
-            .map_err(sqlite)?;
-        for item in from_reader.iter().flatten() {
-            let read = match item {
-                Item::Frame(read) => read,
-                Item::Problem(e) | Item::Fatal(e) => {
-                    problems.push(e);
-                    continue;
-                }
-                Item::Io(e) => return Err(ImportError::Io { path: source.to_path_buf(), source: e }),
-            };
-            if present.is_none() {
-                let trace_id = read.frame.provenance.trace_id;
-                let found = tx
-                    .query_row(
-                        "SELECT 1 FROM events WHERE json_extract(provenance_json, '$.trace_id') = ?1 LIMIT 1",
-                        [trace_id.to_string()],
-                        |_| Ok(()),
-                    )
-                    .optional()
-                    .map_err(sqlite)?;
-                present = Some(found.is_some());
-                summary.trace_id = trace_id;
-            }
-            if matches!(read.frame.body, Payload::ToolCall(_)) {
-                summary.calls += 1;
-            }
-            if let Err(message) = ids.check(&read.frame) {
-                problems.push(LineError { line: read.frame.position, message });
-            }
-            if !problems.is_empty() || present == Some(true) {
+    for item in from_reader.iter().flatten() {
+        let read = match item {
+            Item::Frame(read) => *read,
+            Item::Problem(e) | Item::Fatal(e) => {
+                problems.push(e);
                 continue;
             }
-            let chain = chain_hash(&prev, &read.hash);
-            prev = chain;
-            insert
-                .execute(params![
-                    read.frame.ts_ms,
-                    read.frame.actor,
-                    read.frame.body.kind().as_str(),
-                    read.frame.scope,
-                    read.payload_json,
-                    read.provenance_json,
-                    to_hex(&read.hash),
-                    to_hex(&chain),
-                ])
-                .map_err(sqlite)?;
-            let row = tx.last_insert_rowid();
-            if summary.frames == 0 {
-                summary.first_row = row;
-            }
-            summary.last_row = row;
-            summary.frames += 1;
+            Item::Io(e) => return Err(ImportError::Io { path: source.to_path_buf(), source: e }),
+        };
+        if present.is_none() {
+            let trace_id = read.frame.provenance.trace_id;
+            present = Some(bulk.holds_trace(&trace_id)?);
+            summary.trace_id = trace_id;
         }
+        if matches!(read.frame.body, Payload::ToolCall(_)) {
+            summary.calls += 1;
+        }
+        if let Err(message) = ids.check(&read.frame) {
+            problems.push(LineError { line: read.frame.position, message });
+        }
+        if !problems.is_empty() || present == Some(true) {
+            continue;
+        }
+        let row = bulk.append(&PreparedRow {
+            ts_ms: read.frame.ts_ms,
+            kind: read.frame.kind(),
+            actor: read.frame.actor,
+            scope: read.frame.scope,
+            payload_json: read.payload_json,
+            provenance_json: read.provenance_json,
+            hash: read.hash,
+        })?;
+        if summary.frames == 0 {
+            summary.first_row = row;
+        }
+        summary.last_row = row;
+        summary.frames += 1;
     }
     if !problems.is_empty() {
         return Err(ImportError::Malformed { problems: problems.listed, more: problems.more });
@@ -354,6 +299,6 @@ fn write(
     if summary.frames == 0 {
         return Err(ImportError::Empty);
     }
-    tx.commit().map_err(sqlite)?;
+    bulk.commit()?;
     Ok(summary)
 }

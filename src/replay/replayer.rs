@@ -35,12 +35,12 @@ use uuid::Uuid;
 
 use crate::event::frame::TraceFrame;
 use crate::event::{EventKind, Outcome, Payload};
+use crate::ledger::pending::PendingCalls;
+use crate::ledger::query::{InputError, TraceInput, for_each_frame};
+use crate::replay::contract::{Check, Contract};
+use crate::replay::diff::{Change, ChangeOp, diff};
+use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::text::plural;
-use crate::trace::contract::{Check, Contract};
-use crate::trace::diff::{Change, ChangeOp, diff};
-use crate::trace::divergence::{Divergence, DivergenceKind};
-use crate::trace::pending::PendingCalls;
-use crate::trace::query::{InputError, TraceInput, for_each_frame};
 
 /// Changes listed per `result_changed`; the rest are counted.
 pub const MAX_LISTED_CHANGES: usize = 50;

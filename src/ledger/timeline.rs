@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::event::frame::{Origin, TraceFrame};
 use crate::event::{Decision, EventKind, Outcome, Payload};
-use crate::trace::pending::PendingCalls;
+use crate::ledger::pending::PendingCalls;
 
 /// One frame of the timeline.
 #[derive(Clone, Debug, PartialEq)]

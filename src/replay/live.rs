@@ -15,8 +15,8 @@ use uuid::Uuid;
 use crate::event::{
     EventKind, Outcome, PAYLOAD_VERSION, Provenance, Record, RecordedError, Recorder, ReplayLinkPayload, now_ms,
 };
+use crate::replay::replayer::{Executor, Mode, ReplayError};
 use crate::runtime::{CallErrorKind, CallRequest, Runtime};
-use crate::trace::replay::{Executor, Mode, ReplayError};
 
 /// Runs calls through a [`Runtime`] into a new trace.
 pub struct LiveExecutor<'a> {

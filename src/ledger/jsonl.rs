@@ -19,7 +19,7 @@
 //! trace per file, `id` equal to the line number, and — when present —
 //! `hash_blake3` equal to the recomputed row hash and `chain_blake3` equal to
 //! the chain over the file's frames. Pairing calls with results is the
-//! caller's job ([`crate::trace::pending`]). A bad line is reported with its
+//! caller's job ([`crate::ledger::pending`]). A bad line is reported with its
 //! number and reading can go on, so a caller can list several problems.
 
 use std::io::BufRead;

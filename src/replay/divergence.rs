@@ -11,7 +11,7 @@
 //! | `unused_recording` | source | a recorded call was never made by the agent |
 //! | `order_divergence` | source | the agent's call matches a recording, but not the next one in recorded order |
 //!
-//! "source" is [`crate::trace::source::ReplaySource`], the library API that
+//! "source" is [`crate::replay::source::ReplaySource`], the library API that
 //! answers an agent's calls from a recording.
 
 use std::fmt;
@@ -19,7 +19,7 @@ use std::fmt;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::trace::diff::Change;
+use crate::replay::diff::Change;
 
 /// The class of a divergence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -84,7 +84,7 @@ pub struct Divergence {
     pub kind: DivergenceKind,
     /// The frame's position in the recorded trace (from 1), when one is concerned.
     pub position: Option<u64>,
-    /// For [`crate::trace::source::ReplaySource`]: the agent's call number (from 1).
+    /// For [`crate::replay::source::ReplaySource`]: the agent's call number (from 1).
     pub call_number: Option<u64>,
     /// The recorded invocation id, when known.
     pub invocation_id: Option<Uuid>,
