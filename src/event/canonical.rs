@@ -9,8 +9,9 @@
 //! The writer works straight on a [`Value`] into a `String`; it is written by
 //! hand because importing and replaying a JSON Lines trace canonicalises
 //! every frame, and a general serializer that buffers and re-sorts each object
-//! costs about four times as much there (see docs/benchmarks.md). The tests
-//! hold it to the RFC's own examples and to an independent implementation.
+//! costs two to four times as much there (docs/benchmarks.md, "Canonical
+//! JSON"). The tests hold it to the RFC's own examples and to an independent
+//! implementation.
 
 use serde_json::{Number, Value};
 

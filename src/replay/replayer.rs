@@ -382,7 +382,8 @@ impl<'a> Replayer<'a> {
                 let Some(closed) = self.pending.close(&id) else { return Ok(()) };
                 self.final_result(closed.position, position, id, closed.data, result.outcome)
             }
-            Payload::CapAudit(_) | Payload::ToolConfirm(_) | Payload::TraceReplay(_) => Ok(()),
+            // Only calls and their results are replayed.
+            _ => Ok(()),
         }
     }
 

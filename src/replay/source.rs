@@ -173,7 +173,8 @@ impl ReplaySource {
                     self.used.push(false);
                 }
             }
-            Payload::CapAudit(_) | Payload::ToolConfirm(_) | Payload::TraceReplay(_) => {}
+            // Only calls and their results are replayed.
+            _ => {}
         }
     }
 
