@@ -195,7 +195,7 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
     let mut out = Printer::stdout();
     let mut failure = None;
     let mut first = true;
-    let mut write_row = |out: &mut Printer, trace: TraceSummary| -> Result<(), OutputError> {
+    let mut write_row = |out: &mut Printer, summary: TraceSummary| -> Result<(), OutputError> {
         match args.format {
             Format::Human => {
                 if first {
@@ -206,24 +206,24 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
                 }
                 let mut line = format!(
                     "{:<36}  {:<16}  {:<24}  {:<24}  {:>7}  {:>6}  {:>6}  {:>7}",
-                    trace.trace_id,
-                    trace.agents.join(","),
-                    format_ts(trace.first_ts_ms),
-                    format_ts(trace.last_ts_ms),
-                    trace.frames,
-                    trace.calls,
-                    trace.errors,
-                    trace.refused
+                    summary.trace_id,
+                    summary.agents.join(","),
+                    format_ts(summary.first_ts_ms),
+                    format_ts(summary.last_ts_ms),
+                    summary.frames,
+                    summary.calls,
+                    summary.errors,
+                    summary.refused
                 );
-                if let Some(of) = &trace.replay_of {
+                if let Some(of) = &summary.replay_of {
                     line.push_str(&format!("  replay of {of}"));
                 }
                 out.line(line.trim_end())?;
             }
             Format::Json => {
-                let mut value = serde_json::to_value(&trace).unwrap_or(Value::Null);
-                value["first"] = json!(format_ts(trace.first_ts_ms));
-                value["last"] = json!(format_ts(trace.last_ts_ms));
+                let mut value = serde_json::to_value(&summary).unwrap_or(Value::Null);
+                value["first"] = json!(format_ts(summary.first_ts_ms));
+                value["last"] = json!(format_ts(summary.last_ts_ms));
                 out.text(&format!("{}\n  {}", if first { "[" } else { "," }, value))?;
             }
         }
