@@ -10,9 +10,9 @@ generate: writes a JSON Lines trace of CALLS tool calls (one `tool.call` and
 
 baseline: reads an export written by `rlp trace export` (so exactly the rows
   the ledger holds: canonical payloads, hashes, chain values) and inserts them
-  into a fresh SQLite database with the ledger's schema and durability
-  settings (WAL, synchronous=FULL, one transaction, one prepared statement),
-  timing only the insert and commit. Prints the seconds.
+  into a fresh SQLite database with the ledger's schema (src/event/schema.sql)
+  and durability settings (WAL, synchronous=FULL, one transaction, one
+  prepared statement), timing only the insert and commit. Prints the seconds.
 """
 
 import argparse
@@ -24,20 +24,8 @@ import time
 
 TOOLS = ["bench.echo", "bench.sum", "bench.lookup", "bench.store"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    ts_ms INTEGER NOT NULL,
-    actor TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    payload_json TEXT NOT NULL,
-    provenance_json TEXT NOT NULL,
-    hash_blake3 TEXT NOT NULL,
-    chain_blake3 TEXT
-);
-CREATE INDEX IF NOT EXISTS events_by_trace ON events (json_extract(provenance_json, '$.trace_id'), id);
-"""
+# The ledger's table definition, the same file the ledger code includes.
+SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "event", "schema.sql")
 
 
 def generate(calls, out, bundle, trace_id):
@@ -110,7 +98,8 @@ def baseline(export, db):
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.executescript(SCHEMA)
+    with open(SCHEMA_FILE, encoding="utf-8") as f:
+        conn.executescript(f.read())
     start = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany(

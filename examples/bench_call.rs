@@ -20,10 +20,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
+use rlp::event::{EventKind, Provenance, Record, Recorder, now_ms};
 use rlp::home::Home;
-use rlp::runtime::recorder::{NullRecorder, Provenance, Record, Recorder};
+use rlp::ledger::{LedgerStore, SqliteLedger as Ledger};
+use rlp::runtime::recorder::NullRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
-use rlp::trace::Ledger;
 use serde_json::json;
 
 struct Args {
@@ -246,9 +247,9 @@ fn frames(ledger: &Ledger, iterations: usize) -> Series {
     let provenance = Provenance { trace_id: uuid::Uuid::now_v7(), msg_id: uuid::Uuid::now_v7(), agent: "bench".into() };
     Series::measure(iterations, || {
         let record = Record {
-            ts_ms: rlp::runtime::recorder::now_ms(),
+            ts_ms: now_ms(),
             actor: "runtime".into(),
-            kind: "tool.call".into(),
+            kind: EventKind::ToolCall,
             scope: "bench".into(),
             payload: json!({"v": 1, "tool": "ok", "args": {"n": 1}}),
             provenance: Provenance { msg_id: uuid::Uuid::now_v7(), ..provenance.clone() },

@@ -1,5 +1,5 @@
-//! Small text helpers shared by every report: wording, and text from
-//! outside rlp made safe for a terminal.
+//! Small text helpers shared by every report: wording, shortening, times,
+//! and text from outside rlp made safe for a terminal.
 
 use std::borrow::Cow;
 
@@ -7,6 +7,33 @@ use std::borrow::Cow;
 pub fn plural(n: impl std::fmt::Display, word: &str) -> String {
     let n = n.to_string();
     if n == "1" { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+/// Shortens `text` to at most `max` characters, marking the cut with `…`.
+pub fn ellipsize(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((cut, _)) if text.chars().count() > max => format!("{}…", &text[..cut]),
+        _ => text.to_string(),
+    }
+}
+
+/// `2025-11-24T16:00:00.000Z` for milliseconds since the Unix epoch (UTC).
+pub fn format_ts(ts_ms: i64) -> String {
+    let secs = ts_ms.div_euclid(1000);
+    let millis = ts_ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
 /// Text that came from outside rlp (a tool's output, a server's body, an
@@ -46,6 +73,17 @@ mod tests {
     fn control_characters_are_escaped_and_plain_text_is_borrowed() {
         assert!(matches!(terminal_safe("plain\ttext\n"), Cow::Borrowed(_)));
         assert_eq!(terminal_safe("a\x1b[2Jb\x07\u{9b}c\r"), "a\\u{1b}[2Jb\\u{7}\\u{9b}c\\u{d}");
+    }
+
+    #[test]
+    fn formats_times_and_shortens_text() {
+        assert_eq!(format_ts(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_ts(1_764_000_000_123), "2025-11-24T16:00:00.123Z");
+        assert_eq!(format_ts(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(format_ts(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(ellipsize("abcdef", 4), "abc…");
+        assert_eq!(ellipsize("abcd", 4), "abcd");
+        assert_eq!(ellipsize("ééééé", 3), "éé…");
     }
 
     #[test]

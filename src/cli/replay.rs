@@ -11,11 +11,11 @@ use crate::cli::output::{Format, Printer};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::cli::terminal::FrameCounter;
 use crate::cli::trace::{input_error, parse_input};
-use crate::trace::contract::Contract;
-use crate::trace::live::LiveExecutor;
-use crate::trace::query::{TraceInput, for_each_frame};
-use crate::trace::replay::{Executor, ReplayError, Replayer, Summary};
-use crate::trace::report::{Report, ReportFormat};
+use crate::ledger::query::{TraceInput, for_each_frame};
+use crate::replay::contract::Contract;
+use crate::replay::live::LiveExecutor;
+use crate::replay::replayer::{Executor, ReplayError, Replayer, Summary};
+use crate::replay::report::{Report, ReportFormat};
 
 /// `--mode strict|live`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -10,10 +10,10 @@ use crate::cli::exit::CliError;
 use crate::cli::output::{diagnostic, warning};
 use crate::cli::terminal;
 use crate::config::{self, Flags};
-use crate::runtime::recorder::Recorder;
+use crate::event::Recorder;
+use crate::ledger::{LedgerStore, Location};
 use crate::runtime::secrets::EnvSecretResolver;
 use crate::runtime::{Runtime, RuntimeOptions, process};
-use crate::trace::Ledger;
 
 /// The flags that shape a runtime.
 #[derive(Clone, Copy, Debug)]
@@ -32,10 +32,14 @@ pub struct RuntimeFlags<'a> {
 pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
     let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })?;
     warn(&loaded.warnings);
-    let ledger: Arc<dyn Recorder> = Arc::new(Ledger::open_home(&ctx.home).map_err(|e| {
-        CliError::problem(format!("cannot open the ledger: {e}"))
-            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
-    })?);
+    let ledger: Arc<dyn LedgerStore> = Location::of_home(&ctx.home)
+        .open()
+        .map_err(|e| {
+            CliError::problem(format!("cannot open the ledger: {e}"))
+                .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
+        })?
+        .into();
+    let ledger: Arc<dyn Recorder> = ledger;
     // Members of a tool's process group that outlive it are reparented here and reaped.
     let _ = process::become_subreaper();
     let options = RuntimeOptions {

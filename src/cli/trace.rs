@@ -12,16 +12,15 @@ use uuid::Uuid;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, OutputError, Printer, diagnostic};
+use crate::event::Outcome;
+use crate::event::frame::TraceFrame;
 use crate::home::Home;
-use crate::text::plural;
-use crate::text::terminal_safe;
-use crate::trace::export::{ExportError, export_trace};
-use crate::trace::frame::{ellipsize, format_ts};
-use crate::trace::import::{ImportError, import_file};
-use crate::trace::ledger::{Ledger, LedgerError};
-use crate::trace::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
-use crate::trace::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
-use crate::trace::verify::{VerifyReport, verify_ledger};
+use crate::ledger::export::{ExportError, export_trace};
+use crate::ledger::import::{ImportError, import_file};
+use crate::ledger::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
+use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
+use crate::ledger::{LedgerError, LedgerStore, Location, VerifyReport};
+use crate::text::{ellipsize, format_ts, plural, terminal_safe};
 
 /// Characters of a payload shown on one timeline line.
 const SHOWN_VALUE: usize = 80;
@@ -162,7 +161,7 @@ pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliErro
         return Ok(TraceInput::File(path.to_path_buf()));
     }
     match Uuid::parse_str(text) {
-        Ok(trace_id) => Ok(TraceInput::Ledger { path: home.ledger_file(), trace_id }),
+        Ok(trace_id) => Ok(TraceInput::Ledger { ledger: Location::of_home(home), trace_id }),
         Err(_) => Err(CliError::usage(format!("`{text}` is neither a file nor a trace id"))
             .with_help("pass a trace id from `rlp trace list`, or the path of a file written by `rlp trace export`")),
     }
@@ -192,11 +191,11 @@ pub(crate) fn input_error(e: InputError) -> CliError {
 // ------------------------------------------------------------------ list
 
 fn list(args: &ListArgs, ctx: &Context) -> CliResult {
-    let path = ctx.home.ledger_file();
+    let ledger = Location::of_home(&ctx.home);
     let mut out = Printer::stdout();
     let mut failure = None;
     let mut first = true;
-    let mut write_row = |out: &mut Printer, trace: TraceSummary| -> Result<(), OutputError> {
+    let mut write_row = |out: &mut Printer, summary: TraceSummary| -> Result<(), OutputError> {
         match args.format {
             Format::Human => {
                 if first {
@@ -207,31 +206,31 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
                 }
                 let mut line = format!(
                     "{:<36}  {:<16}  {:<24}  {:<24}  {:>7}  {:>6}  {:>6}  {:>7}",
-                    trace.trace_id,
-                    trace.agents.join(","),
-                    format_ts(trace.first_ts_ms),
-                    format_ts(trace.last_ts_ms),
-                    trace.frames,
-                    trace.calls,
-                    trace.errors,
-                    trace.refused
+                    summary.trace_id,
+                    summary.agents.join(","),
+                    format_ts(summary.first_ts_ms),
+                    format_ts(summary.last_ts_ms),
+                    summary.frames,
+                    summary.calls,
+                    summary.errors,
+                    summary.refused
                 );
-                if let Some(of) = &trace.replay_of {
+                if let Some(of) = &summary.replay_of {
                     line.push_str(&format!("  replay of {of}"));
                 }
                 out.line(line.trim_end())?;
             }
             Format::Json => {
-                let mut value = serde_json::to_value(&trace).unwrap_or(Value::Null);
-                value["first"] = json!(format_ts(trace.first_ts_ms));
-                value["last"] = json!(format_ts(trace.last_ts_ms));
+                let mut value = serde_json::to_value(&summary).unwrap_or(Value::Null);
+                value["first"] = json!(format_ts(summary.first_ts_ms));
+                value["last"] = json!(format_ts(summary.last_ts_ms));
                 out.text(&format!("{}\n  {}", if first { "[" } else { "," }, value))?;
             }
         }
         first = false;
         Ok(())
     };
-    let count = list_traces(&path, |trace| match write_row(&mut out, trace) {
+    let count = list_traces(&ledger, |trace| match write_row(&mut out, trace) {
         Ok(()) => ControlFlow::Continue(()),
         Err(e) => {
             failure = Some(e);
@@ -244,7 +243,7 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
     }
     match args.format {
         Format::Json => out.line(if count == 0 { "[]" } else { "\n]" })?,
-        Format::Human if count == 0 => diagnostic(&format!("No traces in {}.", path.display())),
+        Format::Human if count == 0 => diagnostic(&format!("No traces in {ledger}.")),
         Format::Human => {}
     }
     out.finish(Exit::Success)
@@ -272,15 +271,15 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
         Detail::Result { call_position, outcome, attempt, duration_ms, will_retry } => {
             let took = duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
             let status = match (will_retry, outcome) {
-                (true, crate::trace::frame::Outcome::Error(e)) => {
-                    let wait = e.retry_after_ms().map(|ms| format!(" after {ms} ms")).unwrap_or_default();
+                (true, Outcome::Error(e)) => {
+                    let wait = e.error.retry_after_ms.map(|ms| format!(" after {ms} ms")).unwrap_or_default();
                     format!("failed{took}, will retry{wait}")
                 }
                 _ => format!("{}{took}", entry.status()),
             };
             let value = match outcome {
-                crate::trace::frame::Outcome::Result(v) => compact(v),
-                crate::trace::frame::Outcome::Error(e) => ellipsize(&e.message, SHOWN_VALUE),
+                Outcome::Result(v) => compact(v),
+                Outcome::Error(e) => ellipsize(&e.error.message, SHOWN_VALUE),
             };
             let call = match call_position {
                 Some(p) => format!("call #{p}"),
@@ -323,7 +322,7 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let mut timeline = Timeline::new();
     let mut start = None;
     let mut failure = None;
-    let mut write_entry = |out: &mut Printer, frame: crate::trace::frame::TraceFrame| -> Result<(), OutputError> {
+    let mut write_entry = |out: &mut Printer, frame: TraceFrame| -> Result<(), OutputError> {
         let first = start.is_none();
         let start_ts = *start.get_or_insert(frame.ts_ms);
         if first {
@@ -371,12 +370,12 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
 
 // ---------------------------------------------------------------- export
 
-fn open_ledger(home: &Home) -> Result<Ledger, CliError> {
-    let path = home.ledger_file();
-    if !path.exists() {
-        return Err(input_error(InputError::NoLedger(path)));
+fn open_ledger(home: &Home) -> Result<Box<dyn LedgerStore>, CliError> {
+    let ledger = Location::of_home(home);
+    if !ledger.exists() {
+        return Err(input_error(InputError::NoLedger(ledger)));
     }
-    Ledger::open_existing(&path).map_err(ledger_error)
+    ledger.open_existing().map_err(ledger_error)
 }
 
 /// An export that stopped; `write` maps a failure to write the output.
@@ -424,7 +423,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
             };
             let (temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-export-").map_err(cannot)?;
             let mut out = BufWriter::with_capacity(1 << 20, temp);
-            let frames = match export_trace(&ledger, &trace_id, &mut out) {
+            let frames = match export_trace(&*ledger, &trace_id, &mut out) {
                 Ok(frames) => frames,
                 Err(e) => return export_failure(e, |e| Err(cannot(e))),
             };
@@ -437,7 +436,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
         }
         _ => {
             let mut out = Printer::stdout();
-            match export_trace(&ledger, &trace_id, &mut out) {
+            match export_trace(&*ledger, &trace_id, &mut out) {
                 Ok(_) => out.finish(Exit::Success),
                 Err(e) => export_failure(e, |e| Err(OutputError::from(e).into())),
             }
@@ -448,7 +447,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
 // ---------------------------------------------------------------- import
 
 fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
-    let ledger = ctx.home.ledger_file();
+    let ledger = Location::of_home(&ctx.home);
     let file = args.file.display();
     match import_file(&ledger, &args.file) {
         Ok(summary) => {
@@ -458,7 +457,7 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
                     plural(summary.frames, "frame"),
                     plural(summary.calls, "call"),
                     summary.trace_id,
-                    ledger.display(),
+                    ledger,
                     summary.first_row,
                     summary.last_row
                 ),
@@ -466,7 +465,7 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
                     "trace_id": summary.trace_id,
                     "frames": summary.frames,
                     "calls": summary.calls,
-                    "ledger": ledger.display().to_string(),
+                    "ledger": ledger.to_string(),
                     "first_row": summary.first_row,
                     "last_row": summary.last_row,
                 }))
@@ -487,11 +486,10 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
             }
             Err(CliError::usage(message).with_help("fix the file or export the trace again; the ledger is unchanged"))
         }
-        Err(ImportError::AlreadyPresent(trace)) => Err(CliError::problem(format!(
-            "the ledger {} already holds trace {trace}; nothing was imported",
-            ledger.display()
-        ))
-        .with_help("import into another runtime home (--home), or replay the trace that is there")),
+        Err(ImportError::AlreadyPresent(trace)) => {
+            Err(CliError::problem(format!("the ledger {ledger} already holds trace {trace}; nothing was imported"))
+                .with_help("import into another runtime home (--home), or replay the trace that is there"))
+        }
         Err(ImportError::Empty) => Err(CliError::usage(format!("{file} holds no frame; nothing was imported"))
             .with_help("pass a file written by `rlp trace export`")),
         Err(e @ ImportError::Io { .. }) => {
@@ -516,13 +514,13 @@ fn human_verify(report: &VerifyReport) -> String {
     let Some(first) = report.first_problem() else {
         return format!(
             "Ledger {}: {rows}{unchained}, every hash and the chain check out.\nHead: {head}\n",
-            report.ledger.display()
+            report.ledger
         );
     };
     let total = report.problems.len() as u64 + report.more_problems;
     let mut text = format!(
         "Ledger {}: {rows}{unchained}, {}; the first is row {}.\n",
-        report.ledger.display(),
+        report.ledger,
         plural(total, "problem"),
         first.row
     );
@@ -539,22 +537,22 @@ fn human_verify(report: &VerifyReport) -> String {
     text
 }
 
-/// Verifies the ledger at `path`; a missing or unreadable ledger is an error (exit 2).
-fn verify_report(path: &Path) -> Result<VerifyReport, CliError> {
-    if !path.exists() {
-        return Err(input_error(InputError::NoLedger(path.to_path_buf())));
+/// Verifies `ledger`; a missing or unreadable ledger is an error (exit 2).
+fn verify_report(ledger: &Location) -> Result<VerifyReport, CliError> {
+    if !ledger.exists() {
+        return Err(input_error(InputError::NoLedger(ledger.clone())));
     }
-    verify_ledger(path).map_err(ledger_error)
+    ledger.open_existing().and_then(|store| store.verify_chain()).map_err(ledger_error)
 }
 
 fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
-    let path = ctx.home.ledger_file();
-    let report = match verify_report(&path) {
+    let ledger = Location::of_home(&ctx.home);
+    let report = match verify_report(&ledger) {
         Ok(report) => report,
         Err(error) if args.format == Format::Json => {
             // Still one JSON document on stdout, as documented; the error goes to stderr too.
             let doc = json!({
-                "ledger": path.display().to_string(),
+                "ledger": ledger.to_string(),
                 "intact": false,
                 "error": {"message": error.message, "help": error.help},
             });

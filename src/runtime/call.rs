@@ -12,14 +12,14 @@ use crate::bundle::policy::grant_line;
 use crate::bundle::tools::Transport;
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::error::{Class, Reportable};
+use crate::event::{
+    CapAuditPayload, Decision, EventKind, Outcome, PAYLOAD_VERSION, Provenance, Record, ToolCallPayload,
+    ToolConfirmPayload, ToolResultPayload, now_ms,
+};
 use crate::integrity::verify::Signer;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
 use crate::runtime::exec::ExecPlan;
 use crate::runtime::http::{self, HttpPlan, PlanError};
-use crate::runtime::recorder::{
-    CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Provenance, Record, ToolCallPayload, ToolConfirmPayload,
-    ToolResultPayload, now_ms,
-};
 use crate::runtime::secrets::{Scrubber, SecretValue};
 use crate::runtime::transport::{Attempt, AttemptError};
 use crate::runtime::trust_gate::{Admission, Checked};
@@ -31,7 +31,7 @@ const QUOTED_SCHEMA_ERRORS: usize = 5;
 const BACKOFF_BASE_MS: u64 = 200;
 /// Longest wait between attempts, whatever the tool asks for.
 const BACKOFF_MAX_MS: u64 = 30_000;
-/// The `capability` of the `cap.audit` event that records the trust gate's decision.
+/// The `capability` of the audit frame ([`crate::event::EventKind::CapAudit`]) that records the trust gate's decision.
 pub const TRUST_AUDIT: &str = "trust";
 
 /// One call to make.
@@ -154,7 +154,7 @@ impl<'r> Journal<'r> {
         self.pending.push(Record {
             ts_ms: now_ms(),
             actor,
-            kind: kind.as_str().to_string(),
+            kind,
             scope: self.runtime.agent().to_string(),
             payload,
             provenance: Provenance {
@@ -348,23 +348,26 @@ impl Runtime {
             });
             let duration_ms = u64::try_from(attempt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let will_retry = matches!(&outcome, Err(e) if e.transient) && attempt < max_attempts;
-            let (result, error) = match &outcome {
-                Ok(result) => (Some(journal.scrubber.scrubbed(result)), None),
-                Err(e) => (None, Some(e.to_frame(will_retry))),
+            let recorded = match &outcome {
+                Ok(result) => Outcome::Result(journal.scrubber.scrubbed(result)),
+                Err(e) => Outcome::Error(e.to_frame(will_retry)),
+            };
+            let result = match &recorded {
+                Outcome::Result(result) => result.clone(),
+                Outcome::Error(_) => Value::Null,
             };
             // 7. Record the result, then hand it back.
             let frame = ToolResultPayload {
                 v: PAYLOAD_VERSION,
                 invocation_id: journal.invocation_id,
-                result: result.clone(),
-                error,
-                attempt,
-                duration_ms,
+                outcome: recorded,
+                attempt: attempt.into(),
+                duration_ms: Some(duration_ms),
             };
             journal.push(EventKind::ToolResult, format!("tool:{}", tool.id), frame);
             if let Err(failure) = journal.flush() {
                 let shown = match &outcome {
-                    Ok(_) => result.clone().unwrap_or(Value::Null),
+                    Ok(_) => result.clone(),
                     Err(e) => serde_json::json!({"error": e.message}),
                 };
                 return Err(self.unrecorded_error(&journal, failure, shown));
@@ -375,7 +378,7 @@ impl Runtime {
                         tool: tool.id.clone(),
                         invocation_id: journal.invocation_id,
                         trace_id: journal.trace_id,
-                        result: result.unwrap_or(Value::Null),
+                        result,
                         attempts: attempt,
                         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                     });
@@ -409,7 +412,7 @@ impl Runtime {
 
     /// Checks the bundle against the trust policy before anything of a
     /// recorded trace runs again (live replay); a refusal is recorded in
-    /// `trace_id` as a `cap.audit` deny event for tool `*`.
+    /// `trace_id` as a deny audit frame for tool `*`.
     pub fn check_trust(&self, trace_id: Uuid) -> Result<(), CallError> {
         let mut journal = self.journal("*", Some(trace_id));
         self.admit(&mut journal)
@@ -647,8 +650,7 @@ impl Runtime {
     ) -> Result<Value, AttemptError> {
         let tool = &prepared.tool;
         let timeout = Duration::from_millis(tool.timeout_ms);
-        let deadline_ms =
-            crate::runtime::recorder::now_ms().saturating_add(i64::try_from(tool.timeout_ms).unwrap_or(i64::MAX));
+        let deadline_ms = now_ms().saturating_add(i64::try_from(tool.timeout_ms).unwrap_or(i64::MAX));
         let scrubber = journal.scrubber.clone();
         let attempt = Attempt {
             tool: &tool.id,

@@ -8,7 +8,7 @@ use crate::bundle::diag::Diagnostics;
 use crate::bundle::policy::{Grant, Grants, Policy, Scope};
 use crate::bundle::source::Position;
 use crate::bundle::value::load_toml;
-use crate::runtime::recorder::Decision;
+use crate::event::Decision;
 
 /// The policy a runtime enforces, and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use url::Url;
 
 use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::url_template::{UrlTemplate, target_of};
-use crate::runtime::recorder::Decision;
+use crate::event::Decision;
 use crate::runtime::secrets::SecretValue;
 use crate::runtime::transport::{Attempt, AttemptError};
 
@@ -66,7 +66,7 @@ pub enum PlanError {
     Refused(String),
 }
 
-/// One redirect decision, for a `cap.audit` event.
+/// One redirect decision, for an audit frame ([`crate::event::EventKind::CapAudit`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedirectAudit {
     /// The capability the redirect needs.

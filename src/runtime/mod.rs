@@ -6,13 +6,15 @@
 //! from several threads at once. Each call runs, in order:
 //!
 //! 1. expose: every capability the tool needs is in bundle policy ∩ operator
-//!    override (each decision a `cap.audit` event);
+//!    override (each decision an audit frame);
 //! 2. validate the arguments against `input_schema`;
 //! 3. resolve the tool's secrets;
 //! 4. confirm (when the tool asks for it and the config does not waive it);
-//! 5. record the `tool.call` frame durably, then execute;
+//! 5. record the call frame durably, then execute;
 //! 6. validate the result against `result_schema`;
-//! 7. record the `tool.result` frame durably, then return the result.
+//! 7. record the result frame durably, then return the result.
+//!
+//! Frames ([`crate::event`]) go to a [`Recorder`] given in [`RuntimeOptions`].
 //!
 //! Secret values are scrubbed from every record, message and result.
 
@@ -42,10 +44,11 @@ use crate::bundle::diag::{Code, Severity};
 use crate::bundle::tools::Tool;
 use crate::config::Config;
 use crate::error::{Class, Reportable};
+use crate::event::Recorder;
+use crate::event::canonical::canonical_text;
 use crate::home::Home;
 use crate::runtime::confirm::{Confirmer, NoTerminal};
 use crate::runtime::exposure::EffectivePolicy;
-use crate::runtime::recorder::Recorder;
 use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
 use crate::runtime::trust_gate::TrustGate;
 use crate::text::plural;
@@ -144,7 +147,7 @@ impl fmt::Debug for Runtime {
 
 /// Lint codes that do not stop a load: a tool whose capabilities are not
 /// granted is simply not exposed, and calling it is refused (exit 3) with a
-/// `cap.audit` deny event.
+/// deny audit frame ([`crate::event::EventKind::CapAudit`]).
 const RUNTIME_ENFORCED: &[Code] = &[Code::CapabilityNotGranted, Code::SecretNotGranted];
 
 fn schema_ref(schema: &Value) -> String {
@@ -161,7 +164,7 @@ impl Runtime {
     ///
     /// A bundle the trust policy refuses still loads (without its tools when
     /// it cannot be read): every call to it is refused (exit 3) and recorded
-    /// as a `cap.audit` deny event, whatever else is wrong with it; strict
+    /// as a deny audit frame, whatever else is wrong with it; strict
     /// replay, which runs nothing, still sees its tools.
     pub fn load(dir: &Path, options: RuntimeOptions) -> Result<Runtime, LoadError> {
         let root = dir.canonicalize().map_err(|e| LoadError {
@@ -171,7 +174,7 @@ impl Runtime {
         let gate = TrustGate::new(&root, &options.home);
         // The gate runs at every call; here it only decides what a bundle
         // that cannot be read becomes: refused at every call, with a
-        // `cap.audit` event, when the trust policy refuses it too.
+        // deny audit frame, when the trust policy refuses it too.
         let contents = match Contents::read(dir, &options.home) {
             Ok(contents) => contents,
             Err(_) if gate.check().is_err() => Contents::unread(&root),
@@ -329,8 +332,7 @@ impl Contents {
             let result = compile("result_schema", tool.result_schema.as_ref())?;
             let input_schema = tool.input_schema.clone().unwrap_or(Value::Bool(true));
             let resolved = bundle.resolve_schema(tool, &input_schema).cloned().unwrap_or(input_schema.clone());
-            let canonical =
-                crate::trace::event::canonical_json(&resolved).map_err(|message| LoadError { message, help: None })?;
+            let canonical = canonical_text(&resolved);
             let prepared = Prepared {
                 tool: tool.clone(),
                 input,

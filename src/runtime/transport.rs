@@ -7,7 +7,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::bundle::capability::SecretId;
-use crate::runtime::recorder::ToolError;
+use crate::event::ToolError;
 use crate::runtime::secrets::{Scrubber, SecretValue};
 
 /// Everything one attempt of one call needs.

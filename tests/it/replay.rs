@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rlp::trace::divergence::DivergenceKind;
-use rlp::trace::frame::Outcome;
-use rlp::trace::query::TraceInput;
-use rlp::trace::source::{Answer, ReplaySource};
+use rlp::event::Outcome;
+use rlp::ledger::query::TraceInput;
+use rlp::replay::divergence::DivergenceKind;
+use rlp::replay::source::{Answer, ReplaySource};
 use serde_json::{Value, json};
 
 use crate::support::http::{Server, reply};

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rlp::ledger::{LedgerStore, SqliteLedger as Ledger};
 use rlp::runtime::recorder::MemoryRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
-use rlp::trace::Ledger;
 use serde_json::{Value, json};
 
 use crate::support::bundle::{self, with};
@@ -122,7 +122,7 @@ fn exec_tool_call_records_frames_in_order() {
     }
     assert_eq!(events[1].actor, "runtime");
     assert_eq!(events[2].actor, "tool:blob.echo");
-    let report = rlp::trace::verify_chain(&sb.ledger_path()).unwrap();
+    let report = rlp::ledger::verify_chain(&sb.ledger_path()).unwrap();
     assert!(report.is_intact() && report.rows == 3, "{report:?}");
 }
 
@@ -856,7 +856,7 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
     assert_eq!(count("tool.call"), PROCESSES * CALLS);
     assert_eq!(count("tool.result"), PROCESSES * CALLS);
     assert_eq!(count("cap.audit"), PROCESSES * CALLS);
-    let report = rlp::trace::verify_chain(&sb.ledger_path()).unwrap();
+    let report = rlp::ledger::verify_chain(&sb.ledger_path()).unwrap();
     assert!(report.is_intact(), "{:?}", report.problems);
     assert_eq!(report.rows, (3 * PROCESSES * CALLS) as u64);
     // Within each invocation: call before result.
@@ -904,7 +904,7 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result", "cap.audit", "tool.call"]);
     drop(ledger);
     sb.call(&bundle, "ok", json!({})).assert().code(0);
-    assert!(rlp::trace::verify_chain(&sb.ledger_path()).unwrap().is_intact());
+    assert!(rlp::ledger::verify_chain(&sb.ledger_path()).unwrap().is_intact());
 }
 
 #[test]

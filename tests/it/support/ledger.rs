@@ -3,7 +3,8 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use rlp::trace::{Event, Ledger};
+use rlp::event::Event;
+use rlp::ledger::SqliteLedger;
 use serde_json::Value;
 
 /// The ledger of runtime home `home`.
@@ -13,7 +14,7 @@ pub fn path(home: &Path) -> PathBuf {
 
 /// Every event of the ledger at `ledger`, in order.
 pub fn events(ledger: &Path) -> Vec<Event> {
-    let ledger = Ledger::open_existing(ledger).unwrap();
+    let ledger = SqliteLedger::open_existing(ledger).unwrap();
     let mut events = Vec::new();
     ledger
         .for_each_event(|e| {

@@ -171,7 +171,7 @@ impl Sandbox {
     }
 
     /// Every event of the default home's ledger, in order.
-    pub fn events(&self) -> Vec<rlp::trace::Event> {
+    pub fn events(&self) -> Vec<rlp::event::Event> {
         ledger::events(&self.ledger_path())
     }
 }

@@ -16,13 +16,12 @@
 //! shorter valid chain: compare the reported head with one kept elsewhere.
 
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::trace::event::{Event, GENESIS, chain_hash, from_hex, to_hex};
-use crate::trace::frame::frame_hash;
-use crate::trace::ledger::{Ledger, LedgerError};
+use crate::event::Event;
+use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::ledger::{LedgerError, LedgerStore, Location};
 
 /// Problems listed before the rest are only counted.
 pub const MAX_LISTED_PROBLEMS: usize = 100;
@@ -56,11 +55,11 @@ pub struct RowProblem {
     pub message: String,
 }
 
-/// The outcome of [`verify_ledger`].
+/// The outcome of [`verify`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct VerifyReport {
-    /// The database file.
-    pub ledger: PathBuf,
+    /// The ledger.
+    pub ledger: Location,
     /// Rows read.
     pub rows: u64,
     /// Leading rows without a chain value (upstream databases), not checked.
@@ -118,15 +117,7 @@ impl Walker {
             }
             return;
         }
-        let computed = frame_hash(
-            &mut self.scratch,
-            event.ts_ms,
-            &event.actor,
-            &event.kind,
-            &event.scope,
-            &event.payload_json,
-            &event.provenance_json,
-        );
+        let computed = event.stored_text_hash(&mut self.scratch);
         let stored_hash = from_hex(&event.hash_blake3);
         if stored_hash != Some(computed) {
             let message = match (stored_hash, event.computed_hash()) {
@@ -179,12 +170,11 @@ impl Walker {
     }
 }
 
-/// Verifies the ledger at `path` (which must exist).
-pub fn verify_ledger(path: &Path) -> Result<VerifyReport, LedgerError> {
-    let ledger = Ledger::open_existing(path)?;
+/// Verifies every row of `store`, in order (streaming).
+pub fn verify<S: LedgerStore + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError> {
     let mut walker = Walker {
         report: VerifyReport {
-            ledger: path.to_path_buf(),
+            ledger: store.location().clone(),
             rows: 0,
             unchained: 0,
             head: None,
@@ -195,7 +185,7 @@ pub fn verify_ledger(path: &Path) -> Result<VerifyReport, LedgerError> {
         prev_id: None,
         scratch: String::new(),
     };
-    ledger.for_each_event(|event| {
+    store.for_each_event(&mut |event| {
         walker.row(event);
         ControlFlow::Continue(())
     })?;
@@ -205,16 +195,18 @@ pub fn verify_ledger(path: &Path) -> Result<VerifyReport, LedgerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::recorder::{Provenance, Record};
+    use crate::event::{EventKind, Provenance, Record};
+    use crate::ledger::{SqliteLedger, verify_chain};
     use rusqlite::Connection;
     use serde_json::json;
+    use std::path::PathBuf;
     use uuid::Uuid;
 
     fn record(n: i64) -> Record {
         Record {
             ts_ms: 1000 + n,
             actor: "runtime".into(),
-            kind: "cap.audit".into(),
+            kind: EventKind::CapAudit,
             scope: "a".into(),
             payload: json!({"n": n, "s": "é\u{1}"}),
             provenance: Provenance {
@@ -228,7 +220,7 @@ mod tests {
     fn ledger_with(rows: i64) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.sqlite");
-        let ledger = Ledger::open(&path).unwrap();
+        let ledger = SqliteLedger::open(&path).unwrap();
         let records: Vec<Record> = (1..=rows).map(record).collect();
         ledger.append(&records).unwrap();
         (dir, path)
@@ -237,11 +229,18 @@ mod tests {
     #[test]
     fn intact_ledger_verifies() {
         let (_dir, path) = ledger_with(5);
-        let report = verify_ledger(&path).unwrap();
+        let report = verify_chain(&path).unwrap();
         assert!(report.is_intact(), "{report:?}");
         assert_eq!(report.rows, 5);
-        let reference = crate::trace::ledger::verify_chain(&path).unwrap();
-        assert_eq!(report.head, reference.head);
+        let mut last = None;
+        SqliteLedger::open_existing(&path)
+            .unwrap()
+            .for_each_event(|event| {
+                last = Some(event.chain_blake3);
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(report.head, last);
     }
 
     #[test]
@@ -253,7 +252,7 @@ mod tests {
         conn.execute("DELETE FROM events WHERE id IN (4, 5)", []).unwrap();
         conn.execute("UPDATE events SET payload_json = replace(payload_json, ',', ', ') WHERE id = 7", []).unwrap();
         drop(conn);
-        let report = verify_ledger(&path).unwrap();
+        let report = verify_chain(&path).unwrap();
         let found: Vec<(i64, ProblemKind)> = report.problems.iter().map(|p| (p.row, p.problem)).collect();
         assert_eq!(found, [(2, ProblemKind::Edited), (6, ProblemKind::Removed), (7, ProblemKind::Edited)]);
         assert_eq!(
@@ -273,7 +272,7 @@ mod tests {
         )
         .unwrap();
         drop(conn);
-        let report = verify_ledger(&path).unwrap();
+        let report = verify_chain(&path).unwrap();
         assert_eq!(report.first_problem().map(|p| (p.row, p.problem)), Some((2, ProblemKind::Chain)));
     }
 }

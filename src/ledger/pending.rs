@@ -3,7 +3,7 @@
 //! Import, show and replay walk a trace once, in order; the only state they
 //! keep is this table, so memory follows the number of calls in flight, not
 //! the length of the trace. A call leaves the table at its final result (a
-//! `tool.result` that is not followed by a retry).
+//! result frame that is not followed by a retry).
 
 use std::collections::HashMap;
 

@@ -5,10 +5,10 @@
 //! grow with the length of the trace. Every finding goes to a [`ReplaySink`]
 //! as soon as it is known.
 //!
-//! - **strict** ([`Mode::Strict`]): nothing runs. At each `tool.call` the tool
+//! - **strict** ([`Mode::Strict`]): nothing runs. At each call frame the tool
 //!   must exist (`missing_tool`) and the recorded arguments must validate
 //!   against today's `input_schema` (`args_mismatch`); at the call's final
-//!   `tool.result`, a recorded result must validate against today's
+//!   result frame, a recorded result must validate against today's
 //!   `result_schema` (`schema_mismatch`, also for a call whose arguments
 //!   diverged). The recorded outcome is the replayed output.
 //! - **live** ([`Mode::Live`]): at each call's final recorded result, the call
@@ -16,7 +16,7 @@
 //!   missing or the arguments no longer validate; the new outcome is compared
 //!   with the recorded one (`result_changed`, with JSON Pointer paths).
 //!
-//! In both modes a `tool.result` without a waiting call, a second call for an
+//! In both modes a result without a waiting call, a second call for an
 //! invocation still waiting, and a call left without a final result at the end
 //! are `invalid_trace`. Retried attempts (`error.will_retry`) are counted; the
 //! last attempt is the call's outcome.
@@ -33,13 +33,14 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::event::frame::TraceFrame;
+use crate::event::{EventKind, Outcome, Payload};
+use crate::ledger::pending::PendingCalls;
+use crate::ledger::query::{InputError, TraceInput, for_each_frame};
+use crate::replay::contract::{Check, Contract};
+use crate::replay::diff::{Change, ChangeOp, diff};
+use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::text::plural;
-use crate::trace::contract::{Check, Contract};
-use crate::trace::diff::{Change, ChangeOp, diff};
-use crate::trace::divergence::{Divergence, DivergenceKind};
-use crate::trace::frame::{Body, Outcome, TraceFrame};
-use crate::trace::pending::PendingCalls;
-use crate::trace::query::{InputError, TraceInput, for_each_frame};
 
 /// Changes listed per `result_changed`; the rest are counted.
 pub const MAX_LISTED_CHANGES: usize = 50;
@@ -110,9 +111,9 @@ impl CallStatus {
 /// One replayed call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallReplay {
-    /// Position of the `tool.call` frame.
+    /// Position of the call frame.
     pub position: u64,
-    /// Position of its final `tool.result` frame.
+    /// Position of its final result frame.
     pub result_position: Option<u64>,
     /// The recorded invocation id.
     pub invocation_id: Uuid,
@@ -137,7 +138,7 @@ pub struct Summary {
     /// Frames read.
     pub frames: u64,
     /// Calls replayed, each listed once: `ok + errors + diverged + no_result`
-    /// (a second `tool.call` for an invocation still waiting is an
+    /// (a second call frame for an invocation still waiting is an
     /// `invalid_trace`, not another call).
     pub calls: u64,
     /// Calls replayed with a result and no divergence.
@@ -306,7 +307,7 @@ impl<'a> Replayer<'a> {
         self.summary.frames += 1;
         let position = frame.position;
         match frame.body {
-            Body::Call(call) => {
+            Payload::ToolCall(call) => {
                 let id = call.invocation_id;
                 if let Some(earlier) = self.pending.get(&id).map(|p| p.position) {
                     return self.diverge(
@@ -314,8 +315,9 @@ impl<'a> Replayer<'a> {
                             DivergenceKind::InvalidTrace,
                             position,
                             format!(
-                                "a second tool.call for invocation {id} while the call at #{earlier} is still \
-                                 waiting for its result"
+                                "a second {} for invocation {id} while the call at #{earlier} is still waiting for \
+                                 its result",
+                                EventKind::ToolCall
                             ),
                         )
                         .call(Some(id), Some(&call.tool)),
@@ -357,7 +359,7 @@ impl<'a> Replayer<'a> {
                 }
                 Ok(())
             }
-            Body::Result(result) => {
+            Payload::ToolResult(result) => {
                 let id = result.invocation_id;
                 let Some(waiting) = self.pending.get_mut(&id) else {
                     return self.diverge(
@@ -365,21 +367,23 @@ impl<'a> Replayer<'a> {
                             DivergenceKind::InvalidTrace,
                             position,
                             format!(
-                                "a tool.result for invocation {id} with no tool.call waiting for it: a result \
-                                 without its call"
+                                "a {} for invocation {id} with no {} waiting for it: a result without its call",
+                                EventKind::ToolResult,
+                                EventKind::ToolCall
                             ),
                         )
                         .call(Some(id), None),
                     );
                 };
                 waiting.data.attempts += 1;
-                if result.will_retry {
+                if result.will_retry() {
                     return Ok(());
                 }
                 let Some(closed) = self.pending.close(&id) else { return Ok(()) };
                 self.final_result(closed.position, position, id, closed.data, result.outcome)
             }
-            Body::Audit(_) | Body::Confirm(_) | Body::ReplayLink(_) => Ok(()),
+            // Only calls and their results are replayed.
+            _ => Ok(()),
         }
     }
 
@@ -459,7 +463,11 @@ impl<'a> Replayer<'a> {
                 Divergence::at(
                     DivergenceKind::InvalidTrace,
                     pending.position,
-                    "the tool.call has no final tool.result: the call was interrupted, or the trace is cut short",
+                    format!(
+                        "the {} has no final {}: the call was interrupted, or the trace is cut short",
+                        EventKind::ToolCall,
+                        EventKind::ToolResult
+                    ),
                 )
                 .call(Some(id), Some(&call.tool)),
             )?;
@@ -504,25 +512,26 @@ fn compare(recorded: &Outcome, fresh: &Outcome, position: u64, id: Uuid, tool: &
             Some(divergence)
         }
         (Outcome::Error(old), Outcome::Error(new)) => {
-            if core_message(&old.message) == core_message(&new.message) {
+            if core_message(&old.error.message) == core_message(&new.error.message) {
                 return None;
             }
-            let mut divergence = base(format!("`{tool}` still fails, with another message: {}", new.message));
+            let mut divergence = base(format!("`{tool}` still fails, with another message: {}", new.error.message));
             divergence.changes = vec![Change {
                 op: ChangeOp::Changed,
                 path: "/error/message".into(),
-                recorded: Some(Value::String(old.message.clone())),
-                replayed: Some(Value::String(new.message.clone())),
+                recorded: Some(Value::String(old.error.message.clone())),
+                replayed: Some(Value::String(new.error.message.clone())),
             }];
             Some(divergence)
         }
         (Outcome::Result(_), Outcome::Error(new)) => {
-            let mut divergence = base(format!("`{tool}` succeeded when recorded and now fails: {}", new.message));
+            let mut divergence = base(format!("`{tool}` succeeded when recorded and now fails: {}", new.error.message));
             divergence.changes = diff(&recorded.to_json(), &fresh.to_json(), MAX_LISTED_CHANGES).changes;
             Some(divergence)
         }
         (Outcome::Error(old), Outcome::Result(_)) => {
-            let mut divergence = base(format!("`{tool}` failed when recorded ({}) and now succeeds", old.message));
+            let mut divergence =
+                base(format!("`{tool}` failed when recorded ({}) and now succeeds", old.error.message));
             divergence.changes = diff(&recorded.to_json(), &fresh.to_json(), MAX_LISTED_CHANGES).changes;
             Some(divergence)
         }

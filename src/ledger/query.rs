@@ -2,18 +2,16 @@
 //! trace from a ledger or from a JSON Lines file, streamed in order.
 
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::trace::event::Event;
-use crate::trace::frame::{Body, FrameProvenance, Origin, TraceFrame, check_columns};
-use crate::trace::jsonl::{JsonlReader, LineError, ReadError};
-use crate::trace::ledger::{Ledger, LedgerError};
+use crate::event::frame::{Origin, TraceFrame, check_columns};
+use crate::event::{Event, EventKind, Payload, Provenance};
+use crate::ledger::jsonl::{JsonlReader, LineError, ReadError};
+use crate::ledger::{LedgerError, Location};
 
 /// One trace in the ledger, as `rlp trace list` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -28,7 +26,7 @@ pub struct TraceSummary {
     pub last_ts_ms: i64,
     /// Frames of every kind.
     pub frames: u64,
-    /// `tool.call` frames.
+    /// Call frames.
     pub calls: u64,
     /// Calls whose final result is an error.
     pub errors: u64,
@@ -38,66 +36,14 @@ pub struct TraceSummary {
     pub replay_of: Option<String>,
 }
 
-const LIST_SQL: &str = "
-SELECT json_extract(provenance_json, '$.trace_id') AS trace,
-       group_concat(DISTINCT json_extract(provenance_json, '$.agent')),
-       min(ts_ms), max(ts_ms), count(*),
-       sum(kind = 'tool.call'),
-       sum(CASE WHEN kind = 'tool.result' AND json_valid(payload_json)
-                THEN json_extract(payload_json, '$.error') IS NOT NULL
-                     AND coalesce(json_extract(payload_json, '$.error.will_retry'), 0) = 0
-                ELSE 0 END),
-       count(DISTINCT CASE WHEN json_valid(payload_json)
-                            AND ((kind = 'cap.audit' AND json_extract(payload_json, '$.decision') = 'deny')
-                              OR (kind = 'tool.confirm' AND json_extract(payload_json, '$.approved') = 0))
-                           THEN json_extract(payload_json, '$.invocation_id') END),
-       max(CASE WHEN kind = 'trace.replay' AND json_valid(payload_json)
-                THEN json_extract(payload_json, '$.replay_of') END)
-FROM events
-GROUP BY trace
-ORDER BY min(id)";
-
-fn count(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or(0)
-}
-
-/// Calls `f` with every trace in the ledger at `path`, oldest first (by
-/// first row), until it breaks; returns how many it was called with. A
-/// missing ledger has none.
-pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
-    if !path.exists() {
+/// Calls `f` with every trace in the ledger, oldest first (by first row),
+/// until it breaks; returns how many it was called with. A ledger that does
+/// not exist yet has none.
+pub fn list_traces(ledger: &Location, mut f: impl FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
+    if !ledger.exists() {
         return Ok(0);
     }
-    // Opening through the ledger migrates an upstream database first.
-    drop(Ledger::open_existing(path)?);
-    let sqlite = |source| LedgerError::Sqlite { path: path.to_path_buf(), source };
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(sqlite)?;
-    conn.busy_timeout(Duration::from_secs(10)).map_err(sqlite)?;
-    let mut statement = conn.prepare(LIST_SQL).map_err(sqlite)?;
-    let mut rows = statement.query([]).map_err(sqlite)?;
-    let mut traces = 0;
-    while let Some(row) = rows.next().map_err(sqlite)? {
-        let agents: Option<String> = row.get(1).map_err(sqlite)?;
-        let mut agents: Vec<String> = agents.map(|a| a.split(',').map(str::to_string).collect()).unwrap_or_default();
-        agents.sort();
-        let flow = f(TraceSummary {
-            trace_id: row.get::<_, Option<String>>(0).map_err(sqlite)?.unwrap_or_default(),
-            agents,
-            first_ts_ms: row.get(2).map_err(sqlite)?,
-            last_ts_ms: row.get(3).map_err(sqlite)?,
-            frames: count(row.get(4).map_err(sqlite)?),
-            calls: count(row.get(5).map_err(sqlite)?),
-            errors: count(row.get(6).map_err(sqlite)?),
-            refused: count(row.get(7).map_err(sqlite)?),
-            replay_of: row.get(8).map_err(sqlite)?,
-        });
-        traces += 1;
-        if flow.is_break() {
-            break;
-        }
-    }
-    Ok(traces)
+    ledger.open_existing()?.for_each_trace(&mut f)
 }
 
 /// Where a trace is read from.
@@ -105,8 +51,8 @@ pub fn list_traces(path: &Path, mut f: impl FnMut(TraceSummary) -> ControlFlow<(
 pub enum TraceInput {
     /// One trace of a ledger.
     Ledger {
-        /// The database file.
-        path: PathBuf,
+        /// The ledger.
+        ledger: Location,
         /// The trace.
         trace_id: Uuid,
     },
@@ -128,14 +74,14 @@ impl std::fmt::Display for TraceInput {
 pub enum InputError {
     /// There is no ledger yet.
     #[error("there is no ledger at {0} (no call has been recorded in this home)")]
-    NoLedger(PathBuf),
+    NoLedger(Location),
     /// The ledger has no frame of the trace.
     #[error("the ledger {ledger} has no trace {trace_id}")]
     NoSuchTrace {
         /// The trace asked for.
         trace_id: Uuid,
         /// The ledger.
-        ledger: PathBuf,
+        ledger: Location,
     },
     /// The file holds no frame.
     #[error("{0} holds no frame")]
@@ -183,10 +129,11 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
     let bad = |message: String| InputError::BadRow { row: event.id, message };
     let payload: Value =
         serde_json::from_str(&event.payload_json).map_err(|e| bad(format!("payload_json is not JSON: {e}")))?;
-    let provenance: FrameProvenance = serde_json::from_str(&event.provenance_json)
+    let provenance: Provenance = serde_json::from_str(&event.provenance_json)
         .map_err(|e| bad(format!("provenance_json is not {{trace_id, msg_id, agent}}: {e}")))?;
     check_columns(event.ts_ms, &event.actor, &event.scope, &provenance).map_err(bad)?;
-    let body = Body::parse(&event.kind, payload).map_err(bad)?;
+    let kind: EventKind = event.kind.parse().map_err(bad)?;
+    let body = Payload::read(kind, payload).map_err(bad)?;
     Ok(TraceFrame {
         position,
         origin: Origin::Row(event.id),
@@ -204,16 +151,16 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
 /// its hash (checked as each row is read) are errors.
 pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> ControlFlow<()>) -> Result<u64, InputError> {
     match input {
-        TraceInput::Ledger { path, trace_id } => {
-            if !path.exists() {
-                return Err(InputError::NoLedger(path.clone()));
+        TraceInput::Ledger { ledger, trace_id } => {
+            if !ledger.exists() {
+                return Err(InputError::NoLedger(ledger.clone()));
             }
-            let ledger = Ledger::open_existing(path).map_err(InputError::Ledger)?;
+            let store = ledger.open_existing().map_err(InputError::Ledger)?;
             let mut position = 0u64;
             let mut failure = None;
             let mut scratch = String::new();
-            ledger
-                .for_each_in_trace(trace_id, |event| {
+            store
+                .for_each_in_trace(trace_id, &mut |event| {
                     position += 1;
                     let checked = event
                         .check_hash(&mut scratch)
@@ -232,7 +179,7 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
                 return Err(failure);
             }
             if position == 0 {
-                return Err(InputError::NoSuchTrace { trace_id: *trace_id, ledger: path.clone() });
+                return Err(InputError::NoSuchTrace { trace_id: *trace_id, ledger: ledger.clone() });
             }
             Ok(position)
         }
@@ -270,14 +217,15 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::recorder::{Provenance, Record};
+    use crate::event::Record;
+    use crate::ledger::{LedgerStore, SqliteLedger};
     use serde_json::json;
 
-    fn record(trace: Uuid, kind: &str, ts: i64, payload: Value) -> Record {
+    fn record(trace: Uuid, kind: EventKind, ts: i64, payload: Value) -> Record {
         Record {
             ts_ms: ts,
             actor: "runtime".into(),
-            kind: kind.into(),
+            kind,
             scope: "a".into(),
             payload,
             provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },
@@ -288,28 +236,29 @@ mod tests {
     fn lists_traces_with_counts() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.sqlite");
-        assert_eq!(list_traces(&path, |_| panic!("no trace expected")).unwrap(), 0);
-        let ledger = Ledger::open(&path).unwrap();
+        let location = Location::Sqlite(path.clone());
+        assert_eq!(list_traces(&location, |_| panic!("no trace expected")).unwrap(), 0);
+        let ledger = SqliteLedger::open(&path).unwrap();
         let (t1, t2) = (Uuid::from_u128(1), Uuid::from_u128(2));
         let (i1, i2, i3) = (Uuid::from_u128(11), Uuid::from_u128(12), Uuid::from_u128(13));
         ledger
             .append(&[
-                record(t2, "tool.call", 10, json!({"tool": "x", "args": {}, "invocation_id": i1})),
-                record(t1, "tool.call", 20, json!({"tool": "x", "args": {}, "invocation_id": i2})),
+                record(t2, EventKind::ToolCall, 10, json!({"tool": "x", "args": {}, "invocation_id": i1})),
+                record(t1, EventKind::ToolCall, 20, json!({"tool": "x", "args": {}, "invocation_id": i2})),
                 record(
                     t2,
-                    "tool.result",
+                    EventKind::ToolResult,
                     30,
                     json!({"invocation_id": i1, "error": {"message": "m", "will_retry": true}}),
                 ),
-                record(t2, "tool.result", 40, json!({"invocation_id": i1, "error": {"message": "m"}})),
-                record(t2, "cap.audit", 50, json!({"invocation_id": i3, "decision": "deny"})),
-                record(t2, "cap.audit", 51, json!({"invocation_id": i3, "decision": "deny"})),
+                record(t2, EventKind::ToolResult, 40, json!({"invocation_id": i1, "error": {"message": "m"}})),
+                record(t2, EventKind::CapAudit, 50, json!({"invocation_id": i3, "decision": "deny"})),
+                record(t2, EventKind::CapAudit, 51, json!({"invocation_id": i3, "decision": "deny"})),
             ])
             .unwrap();
         let mut seen = Vec::new();
         assert_eq!(
-            list_traces(&path, |t| {
+            list_traces(&location, |t| {
                 seen.push(t);
                 ControlFlow::Continue(())
             })

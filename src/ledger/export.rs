@@ -1,6 +1,6 @@
 //! Exporting one trace from the ledger as JSON Lines (streaming).
 //!
-//! Each row of the trace becomes one line (see [`crate::trace::jsonl`]):
+//! Each row of the trace becomes one line (see [`crate::ledger::jsonl`]):
 //! the row's columns, with `id` renumbered as the frame's position in the
 //! trace (row ids belong to one ledger; positions survive an import into
 //! another) and `chain_blake3` recomputed over the trace's own frames from 32
@@ -14,9 +14,9 @@ use std::ops::ControlFlow;
 use serde::de::IgnoredAny;
 use uuid::Uuid;
 
-use crate::trace::event::{GENESIS, chain_hash};
-use crate::trace::frame::{FrameLine, write_frame_line};
-use crate::trace::ledger::{Ledger, LedgerError};
+use crate::event::hash::{GENESIS, chain_hash};
+use crate::ledger::jsonl::{FrameLine, write_frame_line};
+use crate::ledger::{LedgerError, LedgerStore};
 
 /// Why an export stopped.
 #[derive(Debug, thiserror::Error)]
@@ -42,13 +42,13 @@ pub enum ExportError {
 
 /// Writes every frame of `trace_id` to `out`, one line each; returns the
 /// number of frames.
-pub fn export_trace(ledger: &Ledger, trace_id: &Uuid, out: &mut dyn Write) -> Result<u64, ExportError> {
+pub fn export_trace(ledger: &dyn LedgerStore, trace_id: &Uuid, out: &mut dyn Write) -> Result<u64, ExportError> {
     let mut frames = 0u64;
     let mut prev = GENESIS;
     let mut scratch = String::new();
     let mut line = String::new();
     let mut failure = None;
-    ledger.for_each_in_trace(trace_id, |event| {
+    ledger.for_each_in_trace(trace_id, &mut |event| {
         let hash = match event.check_hash(&mut scratch) {
             Ok(hash) => hash,
             Err(message) => {

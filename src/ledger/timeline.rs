@@ -6,8 +6,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::trace::frame::{Body, Origin, Outcome, TraceFrame};
-use crate::trace::pending::PendingCalls;
+use crate::event::frame::{Origin, TraceFrame};
+use crate::event::{Decision, EventKind, Outcome, Payload};
+use crate::ledger::pending::PendingCalls;
 
 /// One frame of the timeline.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,8 +19,8 @@ pub struct TimelineEntry {
     pub row: Option<i64>,
     /// Milliseconds since the Unix epoch.
     pub ts_ms: i64,
-    /// The kind column.
-    pub kind: &'static str,
+    /// The kind.
+    pub kind: EventKind,
     /// Who produced the frame.
     pub actor: String,
     /// The invocation, when the frame belongs to one.
@@ -33,14 +34,14 @@ pub struct TimelineEntry {
 /// What a frame says, by kind.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Detail {
-    /// `tool.call`.
+    /// A call.
     Call {
         /// The arguments.
         args: Value,
         /// The tool's tags.
         tags: Vec<String>,
     },
-    /// `tool.result`.
+    /// A result.
     Result {
         /// Position of the call, when it is in the trace.
         call_position: Option<u64>,
@@ -53,16 +54,16 @@ pub enum Detail {
         /// Whether another attempt follows.
         will_retry: bool,
     },
-    /// `cap.audit`.
+    /// An audit.
     Audit {
         /// The capability.
         capability: String,
-        /// `allow` or `deny`.
-        decision: String,
+        /// Allow or deny.
+        decision: Decision,
         /// Why.
         reason: String,
     },
-    /// `tool.confirm`.
+    /// A confirmation.
     Confirm {
         /// Whether approved.
         approved: bool,
@@ -71,7 +72,7 @@ pub enum Detail {
         /// How.
         how: String,
     },
-    /// `trace.replay`.
+    /// A replay link.
     ReplayLink {
         /// The replayed trace.
         replay_of: Uuid,
@@ -88,7 +89,7 @@ impl TimelineEntry {
             Detail::Call { .. } => "call",
             Detail::Result { will_retry: true, .. } => "retry",
             Detail::Result { outcome, .. } => outcome.status(),
-            Detail::Audit { decision, .. } => decision,
+            Detail::Audit { decision, .. } => decision.as_str(),
             Detail::Confirm { approved: true, .. } => "approved",
             Detail::Confirm { approved: false, .. } => "denied",
             Detail::ReplayLink { .. } => "replay",
@@ -101,8 +102,8 @@ impl TimelineEntry {
             "position": self.position,
             "row": self.row,
             "ts_ms": self.ts_ms,
-            "time": crate::trace::frame::format_ts(self.ts_ms),
-            "kind": self.kind,
+            "time": crate::text::format_ts(self.ts_ms),
+            "kind": self.kind.as_str(),
             "actor": self.actor,
             "invocation_id": self.invocation_id,
             "tool": self.tool,
@@ -118,7 +119,7 @@ impl TimelineEntry {
                 value
             }
             Detail::Audit { capability, decision, reason } => {
-                json!({"capability": capability, "decision": decision, "reason": reason})
+                json!({"capability": capability, "decision": decision.as_str(), "reason": reason})
             }
             Detail::Confirm { approved, by, how } => json!({"approved": approved, "by": by, "how": how}),
             Detail::ReplayLink { replay_of, mode } => json!({"replay_of": replay_of, "mode": mode}),
@@ -135,7 +136,7 @@ impl TimelineEntry {
 pub struct TimelineSummary {
     /// Frames.
     pub frames: u64,
-    /// `tool.call` frames.
+    /// Call frames.
     pub calls: u64,
     /// Calls whose final result is a result.
     pub ok: u64,
@@ -177,20 +178,21 @@ impl Timeline {
         let kind = frame.kind();
         let invocation_id = frame.body.invocation_id();
         let (tool, detail) = match frame.body {
-            Body::Call(call) => {
+            Payload::ToolCall(call) => {
                 s.calls += 1;
                 let _ = self.pending.open(call.invocation_id, frame.position, call.tool.clone());
                 (Some(call.tool), Detail::Call { args: call.args, tags: call.tags })
             }
-            Body::Result(result) => {
+            Payload::ToolResult(result) => {
+                let will_retry = result.will_retry();
                 let waiting = self.pending.get(&result.invocation_id).map(|p| (p.position, p.data.clone()));
-                match (&waiting, result.will_retry, &result.outcome) {
+                match (&waiting, will_retry, &result.outcome) {
                     (None, _, _) => s.orphan_results += 1,
                     (Some(_), true, _) => s.retries += 1,
                     (Some(_), false, Outcome::Result(_)) => s.ok += 1,
                     (Some(_), false, Outcome::Error(_)) => s.errors += 1,
                 }
-                if waiting.is_some() && !result.will_retry {
+                if waiting.is_some() && !will_retry {
                     self.pending.close(&result.invocation_id);
                 }
                 let (call_position, tool) = match waiting {
@@ -204,12 +206,12 @@ impl Timeline {
                         outcome: result.outcome,
                         attempt: result.attempt,
                         duration_ms: result.duration_ms,
-                        will_retry: result.will_retry,
+                        will_retry,
                     },
                 )
             }
-            Body::Audit(audit) => {
-                if audit.decision == "deny" {
+            Payload::CapAudit(audit) => {
+                if audit.decision == Decision::Deny {
                     s.denials += 1;
                 }
                 (
@@ -217,13 +219,13 @@ impl Timeline {
                     Detail::Audit { capability: audit.capability, decision: audit.decision, reason: audit.reason },
                 )
             }
-            Body::Confirm(confirm) => {
+            Payload::ToolConfirm(confirm) => {
                 if !confirm.approved {
                     s.denials += 1;
                 }
                 (Some(confirm.tool), Detail::Confirm { approved: confirm.approved, by: confirm.by, how: confirm.how })
             }
-            Body::ReplayLink(link) => (None, Detail::ReplayLink { replay_of: link.replay_of, mode: link.mode }),
+            Payload::TraceReplay(link) => (None, Detail::ReplayLink { replay_of: link.replay_of, mode: link.mode }),
         };
         TimelineEntry {
             position: frame.position,

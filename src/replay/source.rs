@@ -23,17 +23,19 @@ use std::ops::ControlFlow;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::trace::divergence::{Divergence, DivergenceKind};
-use crate::trace::frame::{Body, Outcome, TraceFrame, canonical_text};
-use crate::trace::pending::PendingCalls;
-use crate::trace::query::{InputError, TraceInput, for_each_frame};
+use crate::event::canonical::canonical_text;
+use crate::event::frame::TraceFrame;
+use crate::event::{EventKind, Outcome, Payload};
+use crate::ledger::pending::PendingCalls;
+use crate::ledger::query::{InputError, TraceInput, for_each_frame};
+use crate::replay::divergence::{Divergence, DivergenceKind};
 
 /// One recorded call with its final outcome.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recording {
-    /// Position of the `tool.call` frame in the trace.
+    /// Position of the call frame in the trace.
     pub position: u64,
-    /// Position of its final `tool.result` frame.
+    /// Position of its final result frame.
     pub result_position: u64,
     /// The recorded invocation id.
     pub invocation_id: Uuid,
@@ -120,7 +122,7 @@ impl ReplaySource {
     fn push_frame(&mut self, frame: TraceFrame) {
         let position = frame.position;
         match frame.body {
-            Body::Call(call) => {
+            Payload::ToolCall(call) => {
                 let open = OpenCall { invocation_id: call.invocation_id, tool: call.tool, args: call.args };
                 if let Err(earlier) = self.loading.open(call.invocation_id, position, open) {
                     self.divergences.push(
@@ -128,7 +130,8 @@ impl ReplaySource {
                             DivergenceKind::InvalidTrace,
                             position,
                             format!(
-                                "a second tool.call for invocation {} while the call at #{earlier} is still waiting",
+                                "a second {} for invocation {} while the call at #{earlier} is still waiting",
+                                EventKind::ToolCall,
                                 call.invocation_id
                             ),
                         )
@@ -136,22 +139,24 @@ impl ReplaySource {
                     );
                 }
             }
-            Body::Result(result) => {
+            Payload::ToolResult(result) => {
                 if self.loading.get(&result.invocation_id).is_none() {
                     self.divergences.push(
                         Divergence::at(
                             DivergenceKind::InvalidTrace,
                             position,
                             format!(
-                                "a tool.result for invocation {} with no tool.call waiting for it",
-                                result.invocation_id
+                                "a {} for invocation {} with no {} waiting for it",
+                                EventKind::ToolResult,
+                                result.invocation_id,
+                                EventKind::ToolCall
                             ),
                         )
                         .call(Some(result.invocation_id), None),
                     );
                     return;
                 }
-                if result.will_retry {
+                if result.will_retry() {
                     return;
                 }
                 if let Some(call) = self.loading.close(&result.invocation_id) {
@@ -168,7 +173,8 @@ impl ReplaySource {
                     self.used.push(false);
                 }
             }
-            Body::Audit(_) | Body::Confirm(_) | Body::ReplayLink(_) => {}
+            // Only calls and their results are replayed.
+            _ => {}
         }
     }
 
@@ -178,7 +184,11 @@ impl ReplaySource {
                 Divergence::at(
                     DivergenceKind::InvalidTrace,
                     pending.position,
-                    "the tool.call has no final tool.result, so it cannot answer a call",
+                    format!(
+                        "the {} has no final {}, so it cannot answer a call",
+                        EventKind::ToolCall,
+                        EventKind::ToolResult
+                    ),
                 )
                 .call(Some(id), Some(&pending.data.tool)),
             );
@@ -282,17 +292,18 @@ impl ReplaySource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::frame::{CallBody, FrameProvenance, Origin, ResultBody};
+    use crate::event::frame::Origin;
+    use crate::event::{PAYLOAD_VERSION, Provenance, ToolCallPayload, ToolResultPayload};
     use serde_json::json;
 
-    fn frame(position: u64, body: Body) -> TraceFrame {
+    fn frame(position: u64, body: Payload) -> TraceFrame {
         TraceFrame {
             position,
             origin: Origin::Line(position),
             ts_ms: 0,
             actor: "runtime".into(),
             scope: "a".into(),
-            provenance: FrameProvenance { trace_id: Uuid::nil(), msg_id: Uuid::nil(), agent: "a".into() },
+            provenance: Provenance { trace_id: Uuid::nil(), msg_id: Uuid::nil(), agent: "a".into() },
             body,
         }
     }
@@ -300,19 +311,27 @@ mod tests {
     fn call(position: u64, id: u128, tool: &str, args: Value) -> TraceFrame {
         frame(
             position,
-            Body::Call(CallBody { invocation_id: Uuid::from_u128(id), tool: tool.into(), args, tags: vec![] }),
+            Payload::ToolCall(ToolCallPayload {
+                v: PAYLOAD_VERSION,
+                invocation_id: Uuid::from_u128(id),
+                tool: tool.into(),
+                args,
+                input_schema: String::new(),
+                input_schema_blake3: String::new(),
+                tags: vec![],
+            }),
         )
     }
 
     fn result(position: u64, id: u128, value: Value) -> TraceFrame {
         frame(
             position,
-            Body::Result(ResultBody {
+            Payload::ToolResult(ToolResultPayload {
+                v: PAYLOAD_VERSION,
                 invocation_id: Uuid::from_u128(id),
                 outcome: Outcome::Result(value),
                 attempt: 1,
                 duration_ms: None,
-                will_retry: false,
             }),
         )
     }

@@ -1,23 +1,17 @@
-//! Ledger rows: canonical payloads, the row hash and the hash chain.
+//! Rows of the `events` table (defined in `src/event/schema.sql`): a stored
+//! row as read back ([`Event`]) and a record made ready to insert
+//! ([`PreparedRow`]).
 //!
-//! Definitions (also in docs/runtime.md):
-//!
-//! - `payload_json` and `provenance_json` are RFC 8785 (JCS) canonical JSON.
-//! - `hash_blake3` = hex(BLAKE3(JCS({"actor", "kind", "payload", "provenance",
-//!   "scope", "ts_ms"}))), the object holding the row's columns except `id` and
-//!   the two hashes, with `payload` and `provenance` as JSON values (not strings).
-//! - `chain_blake3` = hex(BLAKE3(prev || row)), where `row` is the 32 raw
-//!   bytes of this row's hash and `prev` the 32 raw bytes of the previous
-//!   row's `chain_blake3` (32 zero bytes for the first row).
+//! `payload_json` and `provenance_json` are RFC 8785 canonical JSON
+//! ([`crate::event::canonical`]); `hash_blake3` and `chain_blake3` are
+//! defined in [`crate::event::hash`].
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
-use crate::runtime::recorder::{Provenance, Record};
-use crate::trace::frame::frame_hash;
-
-/// The chain value before the first row.
-pub const GENESIS: [u8; 32] = [0; 32];
+use crate::event::canonical::canonical_text;
+use crate::event::hash::{frame_hash, from_hex};
+use crate::event::{EventKind, Provenance, Record};
 
 /// One stored row of the `events` table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,9 +20,9 @@ pub struct Event {
     pub id: i64,
     /// Milliseconds since the Unix epoch.
     pub ts_ms: i64,
-    /// Who produced the event.
+    /// Who produced the frame.
     pub actor: String,
-    /// The kind, e.g. `tool.call`.
+    /// The kind, as stored (see [`EventKind`]).
     pub kind: String,
     /// The scope (agent name).
     pub scope: String,
@@ -36,9 +30,9 @@ pub struct Event {
     pub payload_json: String,
     /// The provenance `{trace_id, msg_id, agent}`, RFC 8785 canonical JSON.
     pub provenance_json: String,
-    /// Hex BLAKE3 of the row (see the module documentation).
+    /// Hex BLAKE3 of the row (see [`crate::event::hash`]).
     pub hash_blake3: String,
-    /// Hex BLAKE3 chain value.
+    /// Hex BLAKE3 chain value (empty for rows written before the chain existed).
     pub chain_blake3: String,
 }
 
@@ -54,20 +48,16 @@ impl Event {
             .map_err(|e| format!("event {}: provenance is not valid: {e}", self.id))
     }
 
+    /// The row hash recomputed from the stored texts (one BLAKE3 pass, no
+    /// JSON parsing; `scratch` is reused between rows).
+    pub fn stored_text_hash(&self, scratch: &mut String) -> [u8; 32] {
+        frame_hash(scratch, self.ts_ms, &self.actor, &self.kind, &self.scope, &self.payload_json, &self.provenance_json)
+    }
+
     /// Checks the row against its stored `hash_blake3`, as export, show and
-    /// replay do for each row they read: the hash is recomputed from the
-    /// stored texts with [`frame_hash`] (one BLAKE3 pass, no JSON parsing;
-    /// `scratch` is reused between rows). Returns the hash, or what is wrong.
+    /// replay do for each row they read. Returns the hash, or what is wrong.
     pub fn check_hash(&self, scratch: &mut String) -> Result<[u8; 32], String> {
-        let hash = frame_hash(
-            scratch,
-            self.ts_ms,
-            &self.actor,
-            &self.kind,
-            &self.scope,
-            &self.payload_json,
-            &self.provenance_json,
-        );
+        let hash = self.stored_text_hash(scratch);
         if from_hex(&self.hash_blake3) != Some(hash) {
             return Err("the row does not match its hash_blake3: the ledger was edited".into());
         }
@@ -80,58 +70,14 @@ impl Event {
         let payload = self.payload()?;
         let provenance: Value = serde_json::from_str(&self.provenance_json)
             .map_err(|e| format!("event {}: provenance is not JSON: {e}", self.id))?;
-        if canonical_json(&payload)? != self.payload_json {
+        if canonical_text(&payload) != self.payload_json {
             return Err(format!("event {}: payload_json is not in canonical form", self.id));
         }
-        if canonical_json(&provenance)? != self.provenance_json {
+        if canonical_text(&provenance) != self.provenance_json {
             return Err(format!("event {}: provenance_json is not in canonical form", self.id));
         }
-        row_hash(self.ts_ms, &self.actor, &self.kind, &self.scope, &payload, &provenance)
+        Ok(self.stored_text_hash(&mut String::new()))
     }
-}
-
-/// RFC 8785 canonical JSON text of a value.
-pub fn canonical_json(value: &Value) -> Result<String, String> {
-    serde_json_canonicalizer::to_string(value).map_err(|e| format!("cannot canonicalize JSON: {e}"))
-}
-
-/// The row hash over the columns except `id` and the hashes.
-pub fn row_hash(
-    ts_ms: i64,
-    actor: &str,
-    kind: &str,
-    scope: &str,
-    payload: &Value,
-    provenance: &Value,
-) -> Result<[u8; 32], String> {
-    let preimage = json!({
-        "actor": actor,
-        "kind": kind,
-        "payload": payload,
-        "provenance": provenance,
-        "scope": scope,
-        "ts_ms": ts_ms,
-    });
-    let bytes = serde_json_canonicalizer::to_vec(&preimage).map_err(|e| format!("cannot canonicalize JSON: {e}"))?;
-    Ok(*blake3::hash(&bytes).as_bytes())
-}
-
-/// The chain value after a row: BLAKE3(prev || row).
-pub fn chain_hash(prev: &[u8; 32], row: &[u8; 32]) -> [u8; 32] {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(prev);
-    hasher.update(row);
-    *hasher.finalize().as_bytes()
-}
-
-/// Lower-case hex of 32 bytes.
-pub fn to_hex(bytes: &[u8; 32]) -> String {
-    blake3::Hash::from_bytes(*bytes).to_hex().to_string()
-}
-
-/// Parses 64 hex digits.
-pub fn from_hex(text: &str) -> Option<[u8; 32]> {
-    blake3::Hash::from_hex(text).ok().map(|h| *h.as_bytes())
 }
 
 /// A record's columns, ready to insert: canonical texts and the row hash.
@@ -142,7 +88,7 @@ pub struct PreparedRow {
     /// `actor`.
     pub actor: String,
     /// `kind`.
-    pub kind: String,
+    pub kind: EventKind,
     /// `scope`.
     pub scope: String,
     /// `payload_json`.
@@ -174,14 +120,24 @@ impl PreparedRow {
     pub fn from_record(record: &Record) -> Result<PreparedRow, String> {
         check_payload_depth(&record.payload)?;
         let provenance = serde_json::to_value(&record.provenance).map_err(|e| e.to_string())?;
-        let hash = row_hash(record.ts_ms, &record.actor, &record.kind, &record.scope, &record.payload, &provenance)?;
+        let payload_json = canonical_text(&record.payload);
+        let provenance_json = canonical_text(&provenance);
+        let hash = frame_hash(
+            &mut String::new(),
+            record.ts_ms,
+            &record.actor,
+            record.kind.as_str(),
+            &record.scope,
+            &payload_json,
+            &provenance_json,
+        );
         Ok(PreparedRow {
             ts_ms: record.ts_ms,
             actor: record.actor.clone(),
-            kind: record.kind.clone(),
+            kind: record.kind,
             scope: record.scope.clone(),
-            payload_json: canonical_json(&record.payload)?,
-            provenance_json: canonical_json(&provenance)?,
+            payload_json,
+            provenance_json,
             hash,
         })
     }
@@ -190,13 +146,15 @@ impl PreparedRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::hash::{GENESIS, chain_hash, to_hex};
+    use serde_json::json;
     use uuid::Uuid;
 
     fn record() -> Record {
         Record {
             ts_ms: 1_764_000_000_000,
             actor: "runtime".into(),
-            kind: "tool.call".into(),
+            kind: EventKind::ToolCall,
             scope: "mailer".into(),
             payload: json!({"v": 1, "tool": "t", "args": {"b": 2, "a": [1.0, "é"]}}),
             provenance: Provenance { trace_id: Uuid::from_u128(1), msg_id: Uuid::from_u128(2), agent: "mailer".into() },
@@ -217,15 +175,17 @@ mod tests {
     fn row_hash_is_blake3_of_the_canonical_row() {
         let row = PreparedRow::from_record(&record()).unwrap();
         let preimage = format!(
-            r#"{{"actor":"runtime","kind":"tool.call","payload":{},"provenance":{},"scope":"mailer","ts_ms":1764000000000}}"#,
-            row.payload_json, row.provenance_json
+            r#"{{"actor":"runtime","kind":"{}","payload":{},"provenance":{},"scope":"mailer","ts_ms":1764000000000}}"#,
+            EventKind::ToolCall,
+            row.payload_json,
+            row.provenance_json
         );
         assert_eq!(row.hash, *blake3::hash(preimage.as_bytes()).as_bytes());
         let event = Event {
             id: 1,
             ts_ms: row.ts_ms,
             actor: row.actor.clone(),
-            kind: row.kind.clone(),
+            kind: row.kind.to_string(),
             scope: row.scope.clone(),
             payload_json: row.payload_json.clone(),
             provenance_json: row.provenance_json.clone(),
@@ -233,22 +193,12 @@ mod tests {
             chain_blake3: to_hex(&chain_hash(&GENESIS, &row.hash)),
         };
         assert_eq!(event.computed_hash().unwrap(), row.hash);
+        assert_eq!(event.check_hash(&mut String::new()), Ok(row.hash));
         let mut edited = event.clone();
         edited.payload_json = edited.payload_json.replace("\"b\":2", "\"b\":3");
         assert_ne!(edited.computed_hash().unwrap(), row.hash);
         let mut spaced = event;
         spaced.payload_json = spaced.payload_json.replace(',', ", ");
         assert!(spaced.computed_hash().unwrap_err().contains("canonical"));
-    }
-
-    #[test]
-    fn chain_depends_on_order() {
-        let a = [1u8; 32];
-        let b = [2u8; 32];
-        let ab = chain_hash(&chain_hash(&GENESIS, &a), &b);
-        let ba = chain_hash(&chain_hash(&GENESIS, &b), &a);
-        assert_ne!(ab, ba);
-        assert_eq!(from_hex(&to_hex(&ab)), Some(ab));
-        assert_eq!(from_hex("zz"), None);
     }
 }

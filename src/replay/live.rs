@@ -2,20 +2,21 @@
 //! (exposure, input validation, secrets, confirmation, transports, result
 //! validation), recorded as a new trace linked to the old one.
 //!
-//! The new trace starts with a `trace.replay` frame — payload
-//! `{"v": 1, "replay_of": "<recorded trace id>", "mode": "live", "recorded_agent": "<agent>"}`,
-//! actor `operator` — followed by the frames of every call run again, all
-//! under the new trace id.
+//! The new trace starts with a replay link frame
+//! ([`EventKind::TraceReplay`], payload [`ReplayLinkPayload`]: the recorded
+//! trace, mode `live`, the recorded agent), actor `operator`, followed by the
+//! frames of every call run again, all under the new trace id.
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-use crate::runtime::recorder::{Provenance, Record, Recorder, now_ms};
+use crate::event::{
+    EventKind, Outcome, PAYLOAD_VERSION, Provenance, Record, RecordedError, Recorder, ReplayLinkPayload, now_ms,
+};
+use crate::replay::replayer::{Executor, Mode, ReplayError};
 use crate::runtime::{CallErrorKind, CallRequest, Runtime};
-use crate::trace::frame::{KIND_REPLAY, Outcome, RecordedError};
-use crate::trace::replay::{Executor, ReplayError};
 
 /// Runs calls through a [`Runtime`] into a new trace.
 pub struct LiveExecutor<'a> {
@@ -53,12 +54,18 @@ impl Executor for LiveExecutor<'_> {
             message: e.message,
             help: e.help,
         })?;
+        let link = ReplayLinkPayload {
+            v: PAYLOAD_VERSION,
+            replay_of: recorded_trace,
+            mode: Mode::Live.as_str().into(),
+            recorded_agent: agent.into(),
+        };
         let record = Record {
             ts_ms: now_ms(),
             actor: "operator".into(),
-            kind: KIND_REPLAY.into(),
+            kind: EventKind::TraceReplay,
             scope: self.runtime.agent().to_string(),
-            payload: json!({"v": 1, "replay_of": recorded_trace, "mode": "live", "recorded_agent": agent}),
+            payload: serde_json::to_value(link).unwrap_or(Value::Null),
             provenance: Provenance {
                 trace_id: self.new_trace,
                 msg_id: Uuid::now_v7(),
@@ -80,11 +87,7 @@ impl Executor for LiveExecutor<'_> {
                 CallErrorKind::Refused => Err(ReplayError::Refused { position, message: e.message, help: e.help }),
                 CallErrorKind::Recording => Err(ReplayError::Failed { position, message: e.message, help: e.help }),
                 CallErrorKind::Tool | CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => {
-                    Ok(Outcome::Error(RecordedError {
-                        raw: json!({"message": e.message}),
-                        message: e.message,
-                        kind: None,
-                    }))
+                    Ok(Outcome::Error(RecordedError::from_message(e.message)))
                 }
             },
         }

@@ -1,21 +1,25 @@
-//! Reading a trace from JSON Lines (the export format), one frame at a time.
+//! JSON Lines, the export format of a trace: writing one frame per line
+//! ([`write_frame_line`]) and reading them back, one frame at a time.
 //!
 //! Each line is one frame:
 //!
 //! ```json
-//! {"id":1,"ts_ms":1764000000000,"actor":"runtime","kind":"tool.call","scope":"mailer",
+//! {"id":1,"ts_ms":1764000000000,"actor":"runtime","kind":"<kind>","scope":"mailer",
 //!  "payload":{…},"provenance":{"agent":"mailer","msg_id":"…","trace_id":"…"},
 //!  "hash_blake3":"<64 hex>","chain_blake3":"<64 hex>"}
 //! ```
 //!
+//! with `kind` one of [`crate::event::EventKind`] and the payload of that kind
+//! ([`crate::event::payload`]).
+//!
 //! [`JsonlReader`] checks every line on its own: UTF-8, JSON syntax, no
 //! unknown or missing field (in the frame and in its provenance), a known
 //! kind, a payload of the right shape, the shared columns
-//! ([`crate::trace::frame::check_columns`]: `ts_ms`, `actor`, `scope`), one
+//! ([`crate::event::frame::check_columns`]: `ts_ms`, `actor`, `scope`), one
 //! trace per file, `id` equal to the line number, and — when present —
 //! `hash_blake3` equal to the recomputed row hash and `chain_blake3` equal to
 //! the chain over the file's frames. Pairing calls with results is the
-//! caller's job ([`crate::trace::pending`]). A bad line is reported with its
+//! caller's job ([`crate::ledger::pending`]). A bad line is reported with its
 //! number and reading can go on, so a caller can list several problems.
 
 use std::io::BufRead;
@@ -24,11 +28,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::event::canonical::{canonical_text, push_json_string};
+use crate::event::frame::{Origin, TraceFrame, check_columns};
+use crate::event::hash::{GENESIS, chain_hash, frame_hash, from_hex, to_hex};
+use crate::event::row::check_payload_depth;
+use crate::event::{EventKind, Payload, Provenance};
 use crate::fsutil::{ReadError as BoundedError, human_size, read_line_limited};
-use crate::trace::event::{GENESIS, chain_hash, check_payload_depth, from_hex, to_hex};
-use crate::trace::frame::{
-    Body, FrameProvenance, KNOWN_KINDS, Origin, TraceFrame, canonical_text, check_columns, frame_hash,
-};
 
 /// Longest line read (a frame carries at most one tool result).
 pub const MAX_LINE_BYTES: u64 = 64 << 20;
@@ -84,6 +89,54 @@ struct RawFrame {
     provenance: Value,
     hash_blake3: Option<String>,
     chain_blake3: Option<String>,
+}
+
+/// The columns of one exported frame.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameLine<'a> {
+    /// Position in the trace (the `id` field).
+    pub position: u64,
+    /// `ts_ms`.
+    pub ts_ms: i64,
+    /// `actor`.
+    pub actor: &'a str,
+    /// `kind`.
+    pub kind: &'a str,
+    /// `scope`.
+    pub scope: &'a str,
+    /// Canonical payload text.
+    pub payload_json: &'a str,
+    /// Canonical provenance text.
+    pub provenance_json: &'a str,
+    /// The row hash.
+    pub hash: &'a [u8; 32],
+    /// The trace-local chain value.
+    pub chain: &'a [u8; 32],
+}
+
+/// Appends one export line (with its newline) to `out`:
+/// `{"id","ts_ms","actor","kind","scope","payload","provenance","hash_blake3","chain_blake3"}`,
+/// in that order, with the payload and provenance embedded as JSON.
+pub fn write_frame_line(out: &mut String, frame: &FrameLine<'_>) {
+    out.push_str("{\"id\":");
+    out.push_str(&frame.position.to_string());
+    out.push_str(",\"ts_ms\":");
+    out.push_str(&frame.ts_ms.to_string());
+    out.push_str(",\"actor\":");
+    push_json_string(out, frame.actor);
+    out.push_str(",\"kind\":");
+    push_json_string(out, frame.kind);
+    out.push_str(",\"scope\":");
+    push_json_string(out, frame.scope);
+    out.push_str(",\"payload\":");
+    out.push_str(frame.payload_json);
+    out.push_str(",\"provenance\":");
+    out.push_str(frame.provenance_json);
+    out.push_str(",\"hash_blake3\":\"");
+    out.push_str(&to_hex(frame.hash));
+    out.push_str("\",\"chain_blake3\":\"");
+    out.push_str(&to_hex(frame.chain));
+    out.push_str("\"}\n");
 }
 
 /// Reads frames from JSON Lines, checking each (see the module documentation).
@@ -181,9 +234,7 @@ impl<R: BufRead> JsonlReader<R> {
     }
 
     fn check(&mut self, raw: RawFrame, line: u64) -> Result<ReadFrame, String> {
-        let Some(kind) = KNOWN_KINDS.iter().copied().find(|k| *k == raw.kind) else {
-            return Err(format!("unknown kind `{}` (known: {})", raw.kind, KNOWN_KINDS.join(", ")));
-        };
+        let kind: EventKind = raw.kind.parse()?;
         if let Some(id) = raw.id
             && id != line
         {
@@ -191,7 +242,7 @@ impl<R: BufRead> JsonlReader<R> {
                 "`id` is {id} but this is frame {line} of the file: frames were removed, added or reordered"
             ));
         }
-        let provenance = FrameProvenance::deserialize(&raw.provenance)
+        let provenance = Provenance::deserialize(&raw.provenance)
             .map_err(|e| format!("`provenance` is not {{trace_id, msg_id, agent}}: {}", json_message(&e)))?;
         check_columns(raw.ts_ms, &raw.actor, &raw.scope, &provenance)?;
         match self.trace {
@@ -207,8 +258,15 @@ impl<R: BufRead> JsonlReader<R> {
         check_payload_depth(&raw.payload)?;
         let payload_json = canonical_text(&raw.payload);
         let provenance_json = canonical_text(&raw.provenance);
-        let hash =
-            frame_hash(&mut self.scratch, raw.ts_ms, &raw.actor, kind, &raw.scope, &payload_json, &provenance_json);
+        let hash = frame_hash(
+            &mut self.scratch,
+            raw.ts_ms,
+            &raw.actor,
+            kind.as_str(),
+            &raw.scope,
+            &payload_json,
+            &provenance_json,
+        );
         let stored_hash = match &raw.hash_blake3 {
             None => hash,
             Some(text) => {
@@ -236,7 +294,7 @@ impl<R: BufRead> JsonlReader<R> {
         } else {
             self.prev_chain = chain;
         }
-        let body = Body::parse(kind, raw.payload)?;
+        let body = Payload::read(kind, raw.payload)?;
         Ok(ReadFrame {
             frame: TraceFrame {
                 position: line,
@@ -257,12 +315,13 @@ impl<R: BufRead> JsonlReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::event::canonical_json;
-    use crate::trace::frame::{FrameLine, write_frame_line};
     use serde_json::json;
 
     const TRACE: &str = "0197a000-0000-7000-8000-000000000001";
     const INV: &str = "0197a000-0000-7000-8000-0000000000aa";
+    const CALL: &str = EventKind::ToolCall.as_str();
+    const RESULT: &str = EventKind::ToolResult.as_str();
+    const AUDIT: &str = EventKind::CapAudit.as_str();
 
     fn line(id: u64, kind: &str, payload: Value) -> String {
         let provenance =
@@ -293,14 +352,14 @@ mod tests {
     #[test]
     fn reads_frames_and_reports_bad_lines() {
         let text = [
-            line(1, "tool.call", json!({"tool": "t", "args": {}, "invocation_id": INV})),
+            line(1, CALL, json!({"tool": "t", "args": {}, "invocation_id": INV})),
             "{\"id\": 2, \"ts_ms\": \n".to_string(),
             line(3, "tool.inquiry", json!({})),
-            line(4, "tool.result", json!({"invocation_id": INV})),
-            line(9, "tool.result", json!({"invocation_id": INV, "result": 1})),
+            line(4, RESULT, json!({"invocation_id": INV})),
+            line(9, RESULT, json!({"invocation_id": INV, "result": 1})),
             "\n".to_string(),
-            line(7, "tool.result", json!({"invocation_id": INV, "result": 1})).replace("\"ts_ms\":1007,", ""),
-            line(8, "tool.result", json!({"invocation_id": INV, "result": 1})).replace(TRACE, INV),
+            line(7, RESULT, json!({"invocation_id": INV, "result": 1})).replace("\"ts_ms\":1007,", ""),
+            line(8, RESULT, json!({"invocation_id": INV, "result": 1})).replace(TRACE, INV),
             "{\"id\":9,\"ts_ms\":1".to_string(),
         ]
         .concat();
@@ -311,7 +370,7 @@ mod tests {
             errors,
             [
                 "line 2: not valid JSON: EOF while parsing a value (column 19)",
-                "line 3: unknown kind `tool.inquiry` (known: tool.call, tool.result, cap.audit, tool.confirm, trace.replay)",
+                &format!("line 3: {}", "tool.inquiry".parse::<EventKind>().unwrap_err()),
                 "line 4: the payload has neither `result` nor `error`",
                 "line 5: `id` is 9 but this is frame 5 of the file: frames were removed, added or reordered",
                 "line 6: the line is empty; every line must hold one frame",
@@ -333,11 +392,10 @@ mod tests {
         let mut scratch = String::new();
         for (i, payload) in payloads.iter().enumerate() {
             let position = i as u64 + 1;
-            let payload_json = canonical_json(&json!({"invocation_id": INV, "tool": "t", "capability": "exec",
-                                                      "decision": "allow", "reason": payload.to_string()}))
-            .unwrap();
-            let provenance_json = canonical_json(&json!({"trace_id": TRACE, "msg_id": INV, "agent": "a"})).unwrap();
-            let hash = frame_hash(&mut scratch, 5, "runtime", "cap.audit", "a", &payload_json, &provenance_json);
+            let payload_json = canonical_text(&json!({"invocation_id": INV, "tool": "t", "capability": "exec",
+                                                      "decision": "allow", "reason": payload.to_string()}));
+            let provenance_json = canonical_text(&json!({"trace_id": TRACE, "msg_id": INV, "agent": "a"}));
+            let hash = frame_hash(&mut scratch, 5, "runtime", AUDIT, "a", &payload_json, &provenance_json);
             let chain = chain_hash(&prev, &hash);
             prev = chain;
             write_frame_line(
@@ -346,7 +404,7 @@ mod tests {
                     position,
                     ts_ms: 5,
                     actor: "runtime",
-                    kind: "cap.audit",
+                    kind: AUDIT,
                     scope: "a",
                     payload_json: &payload_json,
                     provenance_json: &provenance_json,

@@ -31,11 +31,10 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use serde_json::{Value, json};
 use tempfile::SpooledTempFile;
 
-use crate::text::plural;
-use crate::text::terminal_safe;
-use crate::trace::divergence::Divergence;
-use crate::trace::frame::{Outcome, ellipsize};
-use crate::trace::replay::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
+use crate::event::Outcome;
+use crate::replay::divergence::Divergence;
+use crate::replay::replayer::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
+use crate::text::{ellipsize, plural, terminal_safe};
 
 /// Bytes a spool keeps in memory before moving to a temporary file.
 const SPOOL_IN_MEMORY: usize = 4 << 20;
@@ -78,7 +77,7 @@ fn shown(outcome: Option<&Outcome>) -> String {
     match outcome {
         None => "(not run)".to_string(),
         Some(Outcome::Result(value)) => ellipsize(&compact(value), SHOWN_OUTPUT),
-        Some(Outcome::Error(error)) => ellipsize(&format!("error: {}", error.message), SHOWN_OUTPUT),
+        Some(Outcome::Error(error)) => ellipsize(&format!("error: {}", error.error.message), SHOWN_OUTPUT),
     }
 }
 
@@ -163,11 +162,11 @@ impl Report {
             let value =
                 |v: &Option<Value>| v.as_ref().map(|v| ellipsize(&compact(v), SHOWN_OUTPUT / 2)).unwrap_or_default();
             let line = match change.op {
-                crate::trace::diff::ChangeOp::Changed => {
+                crate::replay::diff::ChangeOp::Changed => {
                     format!("changed {path}: {} → {}", value(&change.recorded), value(&change.replayed))
                 }
-                crate::trace::diff::ChangeOp::Added => format!("added   {path}: {}", value(&change.replayed)),
-                crate::trace::diff::ChangeOp::Removed => format!("removed {path}: {}", value(&change.recorded)),
+                crate::replay::diff::ChangeOp::Added => format!("added   {path}: {}", value(&change.replayed)),
+                crate::replay::diff::ChangeOp::Removed => format!("removed {path}: {}", value(&change.recorded)),
             };
             text.push_str(&format!("            {line}\n"));
         }

@@ -5,13 +5,13 @@
 //! | `missing_tool` | strict, live | a recorded call names a tool the bundle no longer has |
 //! | `args_mismatch` | strict, live | the recorded arguments no longer validate against the tool's `input_schema` |
 //! | `schema_mismatch` | strict | the recorded result no longer validates against the tool's `result_schema` |
-//! | `invalid_trace` | strict, live, source | the trace itself is inconsistent: a `tool.result` with no waiting `tool.call` before it, a `tool.call` with no final `tool.result`, or a second `tool.call` for an invocation still waiting |
+//! | `invalid_trace` | strict, live, source | the trace itself is inconsistent: a result with no waiting call before it, a call with no final result, or a second call for an invocation still waiting |
 //! | `result_changed` | live | running the call again gave another outcome than the recorded one (the changes are listed as JSON Pointer paths) |
 //! | `extra_call` | source | the agent made a call (tool + canonical arguments) that no recording answers |
 //! | `unused_recording` | source | a recorded call was never made by the agent |
 //! | `order_divergence` | source | the agent's call matches a recording, but not the next one in recorded order |
 //!
-//! "source" is [`crate::trace::source::ReplaySource`], the library API that
+//! "source" is [`crate::replay::source::ReplaySource`], the library API that
 //! answers an agent's calls from a recording.
 
 use std::fmt;
@@ -19,7 +19,7 @@ use std::fmt;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::trace::diff::Change;
+use crate::replay::diff::Change;
 
 /// The class of a divergence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -84,7 +84,7 @@ pub struct Divergence {
     pub kind: DivergenceKind,
     /// The frame's position in the recorded trace (from 1), when one is concerned.
     pub position: Option<u64>,
-    /// For [`crate::trace::source::ReplaySource`]: the agent's call number (from 1).
+    /// For [`crate::replay::source::ReplaySource`]: the agent's call number (from 1).
     pub call_number: Option<u64>,
     /// The recorded invocation id, when known.
     pub invocation_id: Option<Uuid>,

@@ -1,0 +1,34 @@
+//! The event schema: what a frame is, below the runtime that writes frames
+//! and the ledger that keeps them.
+//!
+//! - [`EventKind`] and [`Payload`] ([`kind`]): the kinds of frame, each with
+//!   its payload type, from one table;
+//! - [`payload`]: the payload types, written by the runtime and read back by
+//!   export, `trace show` and replay, with [`Decision`] and [`Outcome`];
+//! - [`record`]: a frame to append ([`Record`], [`Provenance`]) and the
+//!   [`Recorder`] trait the runtime writes through;
+//! - [`canonical`]: RFC 8785 canonical JSON, the one canonicaliser;
+//! - [`hash`]: the frame hash and the hash chain;
+//! - [`row`]: rows of the `events` table (`schema.sql`, the one table
+//!   definition);
+//! - [`frame`]: a frame of a trace as read back.
+//!
+//! The format is described for users in docs/runtime.md ("Ledger") and
+//! docs/replay.md (the export).
+
+pub mod canonical;
+mod fields;
+pub mod frame;
+pub mod hash;
+pub mod kind;
+pub mod payload;
+pub mod record;
+pub mod row;
+
+pub use kind::{EventKind, Payload};
+pub use payload::{
+    CapAuditPayload, Decision, Outcome, PAYLOAD_VERSION, RecordedError, ReplayLinkPayload, ToolCallPayload,
+    ToolConfirmPayload, ToolError, ToolResultPayload,
+};
+pub use record::{Provenance, Record, RecordError, Recorder, now_ms};
+pub use row::{Event, PreparedRow};

@@ -1,0 +1,355 @@
+//! The payload of each kind of frame: what the runtime writes and what
+//! replay, export and `trace show` read back, as one set of types.
+//!
+//! Payloads carry `v` ([`PAYLOAD_VERSION`]). Reading is as forgiving as it
+//! needs to be for traces written by hand or by older versions: `v`,
+//! `input_schema`, `tags`, `attempt`, `duration_ms`, `reason`, `by` and `how`
+//! may be absent, and fields rlp does not read back are ignored when they
+//! have another type. Unknown fields are ignored.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::event::fields;
+
+/// Version of every payload written by this runtime (`v`).
+pub const PAYLOAD_VERSION: u64 = 1;
+
+fn payload_version() -> u64 {
+    PAYLOAD_VERSION
+}
+
+/// Payload of a call frame ([`crate::event::EventKind::ToolCall`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation id (UUIDv7), shared by the call's other frames.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// The tool id.
+    #[serde(deserialize_with = "fields::text")]
+    pub tool: String,
+    /// The arguments (scrubbed).
+    pub args: Value,
+    /// The input schema reference: `schema:<id>` as written, or `inline`.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub input_schema: String,
+    /// BLAKE3 (hex) of the RFC 8785 form of the input schema the arguments
+    /// were validated against (the referenced document for a `$ref`).
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub input_schema_blake3: String,
+    /// The tool's `observability.tags`.
+    #[serde(default, deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
+}
+
+/// The error half of a result payload, as the runtime writes it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolError {
+    /// What went wrong (scrubbed).
+    #[serde(deserialize_with = "fields::text")]
+    pub message: String,
+    /// A stable class: `tool`, `timeout`, `output_too_large`, `invalid_result`,
+    /// `needs_input`, `transport`, `http_status`, `refused`.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub kind: String,
+    /// Whether the tool said a retry may succeed.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub transient: bool,
+    /// How long the tool asked to wait before a retry.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub retry_after_ms: Option<u64>,
+    /// The HTTP status, for http tools.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub status: Option<u16>,
+    /// Whether another attempt follows this one.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub will_retry: bool,
+}
+
+/// A tool error as read back from a result frame: its fields, and the
+/// object exactly as recorded (what reports, `trace show` and live replay
+/// comparisons show).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedError {
+    /// The fields rlp reads.
+    pub error: ToolError,
+    /// The whole `error` object as recorded.
+    pub raw: Value,
+}
+
+impl RecordedError {
+    /// An error that is only a message (`{"message": …}`).
+    pub fn from_message(message: String) -> Self {
+        let raw = serde_json::json!({ "message": message });
+        RecordedError { error: ToolError { message, ..ToolError::default() }, raw }
+    }
+}
+
+impl Serialize for RecordedError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RecordedError {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Value::deserialize(deserializer)?;
+        if !raw.is_object() {
+            return Err(D::Error::custom("is not an object"));
+        }
+        if !raw.get("message").is_some_and(Value::is_string) {
+            return Err(D::Error::custom("has no string `message`"));
+        }
+        let error = ToolError::deserialize(&raw).map_err(D::Error::custom)?;
+        Ok(RecordedError { error, raw })
+    }
+}
+
+/// What one attempt produced: a result or an error (`E`: [`RecordedError`]
+/// when read back, the default; [`ToolError`] when written).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome<E = RecordedError> {
+    /// The tool's result (scrubbed).
+    Result(Value),
+    /// The tool failed.
+    Error(E),
+}
+
+impl<E: Serialize> Outcome<E> {
+    /// `{"result": …}` or `{"error": …}`, the members of the payload.
+    pub fn to_json(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        let (key, value) = match self {
+            Outcome::Result(value) => ("result", value.clone()),
+            Outcome::Error(error) => ("error", serde_json::to_value(error).unwrap_or(Value::Null)),
+        };
+        map.insert(key.into(), value);
+        Value::Object(map)
+    }
+}
+
+impl<E> Outcome<E> {
+    /// `ok` or `error`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Result(_) => "ok",
+            Outcome::Error(_) => "error",
+        }
+    }
+}
+
+/// Payload of a result frame ([`crate::event::EventKind::ToolResult`]):
+/// exactly one of `result` and `error`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(bound(serialize = "E: Serialize", deserialize = "E: DeserializeOwned"))]
+pub struct ToolResultPayload<E = RecordedError> {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation this attempt belongs to.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// `result` or `error`.
+    #[serde(flatten, with = "outcome_members")]
+    pub outcome: Outcome<E>,
+    /// The attempt number, from 1 (1 when absent).
+    #[serde(default = "fields::first_attempt", deserialize_with = "fields::attempt")]
+    pub attempt: u64,
+    /// Wall time of this attempt in milliseconds (absent in some hand-written traces).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::count")]
+    pub duration_ms: Option<u64>,
+}
+
+impl ToolResultPayload {
+    /// Whether another attempt follows this one (`error.will_retry`).
+    pub fn will_retry(&self) -> bool {
+        matches!(&self.outcome, Outcome::Error(e) if e.error.will_retry)
+    }
+}
+
+/// The `result` or `error` member of a result payload.
+mod outcome_members {
+    use super::*;
+
+    pub fn serialize<E: Serialize, S: Serializer>(outcome: &Outcome<E>, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        match outcome {
+            Outcome::Result(value) => map.serialize_entry("result", value)?,
+            Outcome::Error(error) => map.serialize_entry("error", error)?,
+        }
+        map.end()
+    }
+
+    pub fn deserialize<'de, E: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<Outcome<E>, D::Error> {
+        d.deserialize_map(OutcomeVisitor(PhantomData))
+    }
+
+    struct OutcomeVisitor<E>(PhantomData<E>);
+
+    impl<'de, E: DeserializeOwned> Visitor<'de> for OutcomeVisitor<E> {
+        type Value = Outcome<E>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a `result` or an `error`")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Outcome<E>, A::Error> {
+            let (mut result, mut error) = (None, None);
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "result" => result = Some(map.next_value::<Value>()?),
+                    "error" => error = Some(map.next_value::<Value>()?),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            match (result, error) {
+                (Some(result), None) => Ok(Outcome::Result(result)),
+                (None, Some(error)) => E::deserialize(error)
+                    .map(Outcome::Error)
+                    .map_err(|e| A::Error::custom(format!("the payload's `error` {e}"))),
+                (Some(_), Some(_)) => Err(A::Error::custom("the payload has both `result` and `error`")),
+                (None, None) => Err(A::Error::custom("the payload has neither `result` nor `error`")),
+            }
+        }
+    }
+}
+
+/// An allow or deny decision (`allow`, `deny`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed.
+    Allow,
+    /// Denied.
+    Deny,
+}
+
+impl Decision {
+    /// Both decisions.
+    pub const ALL: &'static [Decision] = &[Decision::Allow, Decision::Deny];
+
+    /// `allow` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for Decision {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Decision {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = fields::text(deserializer)?;
+        Decision::ALL.iter().copied().find(|d| d.as_str() == text).ok_or_else(|| {
+            let known: Vec<String> = Decision::ALL.iter().map(|d| format!("`{}`", d.as_str())).collect();
+            D::Error::custom(format!("(`{text}`) is not {}", known.join(" or ")))
+        })
+    }
+}
+
+/// Payload of an audit frame ([`crate::event::EventKind::CapAudit`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CapAuditPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation id.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// The tool id.
+    #[serde(deserialize_with = "fields::text")]
+    pub tool: String,
+    /// The capability string, e.g. `net:api.example.com:443`.
+    #[serde(deserialize_with = "fields::text")]
+    pub capability: String,
+    /// allow or deny.
+    pub decision: Decision,
+    /// Why (which grant allowed it, or what is missing).
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub reason: String,
+}
+
+/// Payload of a confirmation frame ([`crate::event::EventKind::ToolConfirm`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolConfirmPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation id.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// The tool id.
+    #[serde(deserialize_with = "fields::text")]
+    pub tool: String,
+    /// Whether the call may go ahead.
+    #[serde(deserialize_with = "fields::flag")]
+    pub approved: bool,
+    /// Who decided (`operator`, `config`).
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub by: String,
+    /// How (`terminal prompt`, `--yes`, `no terminal`, the setting that waived it).
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub how: String,
+}
+
+/// Payload of a replay link frame ([`crate::event::EventKind::TraceReplay`]),
+/// the first frame of a trace made by a live replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayLinkPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The trace that was replayed.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub replay_of: Uuid,
+    /// The replay mode (`live`).
+    #[serde(deserialize_with = "fields::text")]
+    pub mode: String,
+    /// The agent named by the replayed trace.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub recorded_agent: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_payload_has_result_or_error() {
+        let id = Uuid::now_v7();
+        let ok = ToolResultPayload {
+            v: 1,
+            invocation_id: id,
+            outcome: Outcome::Result(serde_json::json!({"a": 1})),
+            attempt: 1,
+            duration_ms: Some(3),
+        };
+        let value = serde_json::to_value(&ok).unwrap();
+        assert!(value.get("error").is_none());
+        assert_eq!(value["result"]["a"], 1);
+        let back: ToolResultPayload = serde_json::from_value(value).unwrap();
+        assert_eq!(back, ok);
+    }
+}

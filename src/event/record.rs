@@ -1,0 +1,62 @@
+//! What is recorded: a [`Record`] (one frame to append), its
+//! [`Provenance`], and the [`Recorder`] trait the runtime writes through.
+//!
+//! The runtime never touches a database: it hands records to a recorder. A
+//! ledger (a layer above this one) is the durable recorder; every record of
+//! one batch is made durable together (one transaction) before `record`
+//! returns.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::event::EventKind;
+
+/// Where a frame comes from: `{trace_id, msg_id, agent}`; no other key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// The trace (a group of calls); UUIDv7.
+    pub trace_id: Uuid,
+    /// This frame's own id; UUIDv7.
+    pub msg_id: Uuid,
+    /// The agent (bundle name).
+    pub agent: String,
+}
+
+/// One frame to append. Payloads are already scrubbed of secret values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Milliseconds since the Unix epoch when it happened.
+    pub ts_ms: i64,
+    /// Who produced it (`runtime`, `operator`, `config`, `tool:<id>`).
+    pub actor: String,
+    /// The kind.
+    pub kind: EventKind,
+    /// The scope (the agent's name).
+    pub scope: String,
+    /// The payload (see [`crate::event::payload`]).
+    pub payload: Value,
+    /// The provenance.
+    pub provenance: Provenance,
+}
+
+/// Why recording failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RecordError(pub String);
+
+/// Something that makes records durable. Implementations must be safe to
+/// call from several threads at once.
+pub trait Recorder: Send + Sync {
+    /// Appends every record of `batch`, in order, durably and atomically.
+    fn record(&self, batch: &[Record]) -> Result<(), RecordError>;
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

@@ -1,0 +1,526 @@
+//! The SQLite ledger: `$RUNLOOP_HOME/pog/events.sqlite`.
+//!
+//! WAL mode with `synchronous=FULL`; rows are appended, never updated or
+//! deleted. Each append is one `BEGIN IMMEDIATE` transaction that reads the
+//! previous chain value and inserts the new rows, so the hash chain stays
+//! linear however many processes write at once. A busy database is waited
+//! for (busy timeout) and the transaction retried, never reported as
+//! "database is locked" while another writer finishes. The table is
+//! `src/event/schema.sql`.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use uuid::Uuid;
+
+use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::event::{Decision, Event, EventKind, PreparedRow, Record, RecordError, Recorder};
+use crate::ledger::query::TraceSummary;
+use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, VerifyReport};
+
+/// How long one statement waits for another writer before SQLITE_BUSY.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a busy transaction is retried after the busy timeout.
+const BUSY_RETRIES: u32 = 20;
+
+/// The table definition (shared with the benchmarks).
+const SCHEMA: &str = include_str!("../event/schema.sql");
+
+const COLUMNS: &str = "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
+
+const INSERT: &str =
+    "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
+/// One row per trace: `rlp trace list`. Kinds and the deny decision are
+/// bound by name.
+const LIST_SQL: &str = "
+SELECT json_extract(provenance_json, '$.trace_id') AS trace,
+       group_concat(DISTINCT json_extract(provenance_json, '$.agent')),
+       min(ts_ms), max(ts_ms), count(*),
+       sum(kind = :call),
+       sum(CASE WHEN kind = :result AND json_valid(payload_json)
+                THEN json_extract(payload_json, '$.error') IS NOT NULL
+                     AND coalesce(json_extract(payload_json, '$.error.will_retry'), 0) = 0
+                ELSE 0 END),
+       count(DISTINCT CASE WHEN json_valid(payload_json)
+                            AND ((kind = :audit AND json_extract(payload_json, '$.decision') = :deny)
+                              OR (kind = :confirm AND json_extract(payload_json, '$.approved') = 0))
+                           THEN json_extract(payload_json, '$.invocation_id') END),
+       max(CASE WHEN kind = :replay AND json_valid(payload_json)
+                THEN json_extract(payload_json, '$.replay_of') END)
+FROM events
+GROUP BY trace
+ORDER BY min(id)";
+
+/// An open SQLite ledger. Safe to share between threads; appends from one
+/// process are serialised by a mutex, appends from several processes by
+/// SQLite.
+#[derive(Debug)]
+pub struct SqliteLedger {
+    location: Location,
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// Runs `op`, retrying while the database is busy.
+fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let mut attempt = 0;
+    loop {
+        match op() {
+            Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(5 + u64::from(attempt) * 7));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn row_to_event(row: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+    Ok(Event {
+        id: row.get(0)?,
+        ts_ms: row.get(1)?,
+        actor: row.get(2)?,
+        kind: row.get(3)?,
+        scope: row.get(4)?,
+        payload_json: row.get(5)?,
+        provenance_json: row.get(6)?,
+        hash_blake3: row.get(7)?,
+        chain_blake3: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
+    })
+}
+
+fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// The chain value of the last chained row, as stored (`None` before the first).
+fn last_chain(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    conn.query_row("SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1", [], |r| {
+        r.get(0)
+    })
+    .optional()
+}
+
+/// Inserts `row` chained after `prev`; returns the new chain value and the row id.
+fn insert(conn: &Connection, row: &PreparedRow, prev: &[u8; 32]) -> rusqlite::Result<([u8; 32], i64)> {
+    let chain = chain_hash(prev, &row.hash);
+    conn.prepare_cached(INSERT)?.execute(params![
+        row.ts_ms,
+        row.actor,
+        row.kind.as_str(),
+        row.scope,
+        row.payload_json,
+        row.provenance_json,
+        to_hex(&row.hash),
+        to_hex(&chain),
+    ])?;
+    Ok((chain, conn.last_insert_rowid()))
+}
+
+impl SqliteLedger {
+    /// Opens (creating if needed) the ledger at `path`.
+    pub fn open(path: &Path) -> Result<SqliteLedger, LedgerError> {
+        let io = |source| LedgerError::Io { path: path.to_path_buf(), source };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
+        }
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // The database (and so its -wal and -shm files) readable by the owner only.
+            std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io)?;
+        }
+        Self::connect(path)
+    }
+
+    /// Opens an existing ledger; an error if the file does not exist.
+    pub fn open_existing(path: &Path) -> Result<SqliteLedger, LedgerError> {
+        if !path.is_file() {
+            return Err(LedgerError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no ledger here yet"),
+            });
+        }
+        Self::connect(path)
+    }
+
+    fn connect(path: &Path) -> Result<SqliteLedger, LedgerError> {
+        let sqlite = |source| LedgerError::Sqlite { path: path.to_path_buf(), source };
+        let mut conn = Connection::open(path).map_err(sqlite)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
+        retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))).map_err(sqlite)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
+        // Committed frames are durable in the WAL; checkpointing every time a
+        // short-lived `rlp tools call` closes the database would add fsyncs to
+        // each call. SQLite checkpoints on its own as the WAL grows.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(sqlite)?;
+        retry_busy(|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute_batch(SCHEMA)?;
+            let has_chain: bool =
+                tx.prepare("SELECT 1 FROM pragma_table_info('events') WHERE name = 'chain_blake3'")?.exists([])?;
+            if !has_chain {
+                tx.execute_batch("ALTER TABLE events ADD COLUMN chain_blake3 TEXT")?;
+            }
+            tx.commit()
+        })
+        .map_err(sqlite)?;
+        Ok(SqliteLedger {
+            location: Location::Sqlite(path.to_path_buf()),
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
+        LedgerError::Sqlite { path: self.path.clone(), source }
+    }
+
+    fn invalid(&self, message: impl Into<String>) -> LedgerError {
+        LedgerError::Invalid { path: self.path.clone(), message: message.into() }
+    }
+
+    fn bad_chain(&self, text: &str) -> LedgerError {
+        self.invalid(format!("the last row's chain value `{text}` is not 64 hex digits; the ledger was edited"))
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Connection>, LedgerError> {
+        self.conn.lock().map_err(|_| self.invalid("a thread panicked while writing; reopen the ledger"))
+    }
+
+    fn stream(
+        &self,
+        sql: &str,
+        param: Option<String>,
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        let conn = self.lock()?;
+        let mut statement = conn.prepare(sql).map_err(|e| self.sqlite(e))?;
+        let mut rows = match &param {
+            Some(p) => statement.query([p]),
+            None => statement.query([]),
+        }
+        .map_err(|e| self.sqlite(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sqlite(e))? {
+            let event = row_to_event(row).map_err(|e| self.sqlite(e))?;
+            if f(event).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`LedgerStore::for_each_event`] for a closure.
+    pub fn for_each_event(&self, mut f: impl FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        LedgerStore::for_each_event(self, &mut f)
+    }
+
+    /// [`LedgerStore::for_each_in_trace`] for a closure.
+    pub fn for_each_in_trace(
+        &self,
+        trace_id: &Uuid,
+        mut f: impl FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        LedgerStore::for_each_in_trace(self, trace_id, &mut f)
+    }
+}
+
+impl LedgerStore for SqliteLedger {
+    fn location(&self) -> &Location {
+        &self.location
+    }
+
+    fn append(&self, records: &[Record]) -> Result<Vec<i64>, LedgerError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<PreparedRow> =
+            records.iter().map(PreparedRow::from_record).collect::<Result<_, _>>().map_err(|e| self.invalid(e))?;
+        let mut conn = self.lock()?;
+        let mut bad_chain = None;
+        let ids = retry_busy(|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut prev = match last_chain(&tx)? {
+                None => GENESIS,
+                Some(text) => match from_hex(&text) {
+                    Some(bytes) => bytes,
+                    None => {
+                        bad_chain = Some(text);
+                        return Err(rusqlite::Error::InvalidQuery);
+                    }
+                },
+            };
+            let mut ids = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let (chain, id) = insert(&tx, row, &prev)?;
+                ids.push(id);
+                prev = chain;
+            }
+            tx.commit()?;
+            Ok(ids)
+        });
+        match (ids, bad_chain) {
+            (Ok(ids), _) => Ok(ids),
+            (Err(_), Some(text)) => Err(self.bad_chain(&text)),
+            (Err(e), None) => Err(self.sqlite(e)),
+        }
+    }
+
+    fn count(&self) -> Result<u64, LedgerError> {
+        let conn = self.lock()?;
+        retry_busy(|| conn.query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0)))
+            .map(count)
+            .map_err(|e| self.sqlite(e))
+    }
+
+    fn for_each_event(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        self.stream(&format!("SELECT {COLUMNS} FROM events ORDER BY id"), None, f)
+    }
+
+    fn for_each_in_trace(
+        &self,
+        trace_id: &Uuid,
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        self.stream(
+            &format!("SELECT {COLUMNS} FROM events WHERE json_extract(provenance_json, '$.trace_id') = ?1 ORDER BY id"),
+            Some(trace_id.to_string()),
+            f,
+        )
+    }
+
+    fn for_each_trace(&self, f: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
+        let conn = self.lock()?;
+        let sqlite = |e| self.sqlite(e);
+        let mut statement = conn.prepare(LIST_SQL).map_err(sqlite)?;
+        let mut rows = statement
+            .query(rusqlite::named_params! {
+                ":call": EventKind::ToolCall.as_str(),
+                ":result": EventKind::ToolResult.as_str(),
+                ":audit": EventKind::CapAudit.as_str(),
+                ":deny": Decision::Deny.as_str(),
+                ":confirm": EventKind::ToolConfirm.as_str(),
+                ":replay": EventKind::TraceReplay.as_str(),
+            })
+            .map_err(sqlite)?;
+        let mut traces = 0;
+        while let Some(row) = rows.next().map_err(sqlite)? {
+            let agents: Option<String> = row.get(1).map_err(sqlite)?;
+            let mut agents: Vec<String> =
+                agents.map(|a| a.split(',').map(str::to_string).collect()).unwrap_or_default();
+            agents.sort();
+            let flow = f(TraceSummary {
+                trace_id: row.get::<_, Option<String>>(0).map_err(sqlite)?.unwrap_or_default(),
+                agents,
+                first_ts_ms: row.get(2).map_err(sqlite)?,
+                last_ts_ms: row.get(3).map_err(sqlite)?,
+                frames: count(row.get(4).map_err(sqlite)?),
+                calls: count(row.get(5).map_err(sqlite)?),
+                errors: count(row.get(6).map_err(sqlite)?),
+                refused: count(row.get(7).map_err(sqlite)?),
+                replay_of: row.get(8).map_err(sqlite)?,
+            });
+            traces += 1;
+            if flow.is_break() {
+                break;
+            }
+        }
+        Ok(traces)
+    }
+
+    fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError> {
+        let conn = self.lock()?;
+        retry_busy(|| conn.execute_batch("BEGIN IMMEDIATE")).map_err(|e| self.sqlite(e))?;
+        // From here on, dropping the bulk append rolls the transaction back.
+        let mut bulk = SqliteBulk { ledger: self, conn, prev: GENESIS, committed: false };
+        let last = last_chain(&bulk.conn).map_err(|e| self.sqlite(e))?;
+        if let Some(text) = last {
+            bulk.prev = from_hex(&text).ok_or_else(|| self.bad_chain(&text))?;
+        }
+        Ok(Box::new(bulk))
+    }
+
+    fn integrity_check(&self) -> Result<String, LedgerError> {
+        let conn = self.lock()?;
+        let mut statement = conn.prepare("PRAGMA integrity_check").map_err(|e| self.sqlite(e))?;
+        let lines: Vec<String> = statement
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.sqlite(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sqlite(e))?;
+        Ok(lines.join("\n"))
+    }
+}
+
+impl Recorder for SqliteLedger {
+    fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
+        self.append(batch).map(|_| ()).map_err(|e| RecordError(e.to_string()))
+    }
+}
+
+/// An import's transaction on the ledger's connection (held for its length).
+struct SqliteBulk<'a> {
+    ledger: &'a SqliteLedger,
+    conn: MutexGuard<'a, Connection>,
+    prev: [u8; 32],
+    committed: bool,
+}
+
+impl BulkAppend for SqliteBulk<'_> {
+    fn holds_trace(&mut self, trace_id: &Uuid) -> Result<bool, LedgerError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM events WHERE json_extract(provenance_json, '$.trace_id') = ?1 LIMIT 1",
+                [trace_id.to_string()],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| self.ledger.sqlite(e))
+    }
+
+    fn append(&mut self, row: &PreparedRow) -> Result<i64, LedgerError> {
+        let (chain, id) = insert(&self.conn, row, &self.prev).map_err(|e| self.ledger.sqlite(e))?;
+        self.prev = chain;
+        Ok(id)
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<(), LedgerError> {
+        self.conn.execute_batch("COMMIT").map_err(|e| self.ledger.sqlite(e))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for SqliteBulk<'_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            // Nothing of an unfinished import is kept; a failed rollback
+            // leaves the transaction to end with the connection.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+/// See [`Location::write_all_or_nothing`]: the files a failed first write
+/// created (the database, its `-wal`, `-shm` and `-journal`, the folder) are
+/// removed again.
+pub(crate) fn write_all_or_nothing<T, E: From<LedgerError>>(
+    path: &Path,
+    f: impl FnOnce(&SqliteLedger) -> Result<T, E>,
+) -> Result<T, E> {
+    let created_dir = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists());
+    let existed = path.exists();
+    let result = SqliteLedger::open(path).map_err(E::from).and_then(|ledger| f(&ledger));
+    if result.is_err() && !existed {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            let _ = std::fs::remove_file(PathBuf::from(name));
+        }
+        if let Some(dir) = created_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    result
+}
+
+/// Opens the SQLite ledger at `path` (which must exist) and checks its chain
+/// (see [`LedgerStore::verify_chain`]).
+pub fn verify_chain(path: &Path) -> Result<VerifyReport, LedgerError> {
+    SqliteLedger::open_existing(path)?.verify_chain()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Provenance;
+    use crate::ledger::verify::ProblemKind;
+    use serde_json::json;
+
+    fn numbered(trace: Uuid, n: i64) -> Record {
+        Record {
+            ts_ms: 1000 + n,
+            actor: "runtime".into(),
+            kind: EventKind::ToolCall,
+            scope: "a".into(),
+            payload: json!({"n": n}),
+            provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },
+        }
+    }
+
+    #[test]
+    fn appends_iterates_and_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = SqliteLedger::open(&dir.path().join("pog/events.sqlite")).unwrap();
+        let (t1, t2) = (Uuid::now_v7(), Uuid::now_v7());
+        ledger.append(&[numbered(t1, 1), numbered(t2, 2)]).unwrap();
+        ledger.append(&[numbered(t1, 3)]).unwrap();
+        let mut seen = Vec::new();
+        ledger
+            .for_each_in_trace(&t1, |e| {
+                seen.push(e.payload().unwrap()["n"].as_i64().unwrap());
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(seen, [1, 3]);
+        let report = ledger.verify_chain().unwrap();
+        assert_eq!(report.rows, 3);
+        assert!(report.is_intact(), "{report:?}");
+        assert_eq!(ledger.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn detects_edits_and_removals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        let ledger = SqliteLedger::open(&path).unwrap();
+        let t = Uuid::now_v7();
+        ledger.append(&[numbered(t, 1), numbered(t, 2), numbered(t, 3), numbered(t, 4)]).unwrap();
+        drop(ledger);
+        let conn = Connection::open(&path).unwrap();
+        conn.execute("UPDATE events SET payload_json = '{\"n\":9}' WHERE id = 2", []).unwrap();
+        conn.execute("DELETE FROM events WHERE id = 3", []).unwrap();
+        drop(conn);
+        let report = verify_chain(&path).unwrap();
+        let found: Vec<(i64, ProblemKind)> = report.problems.iter().map(|p| (p.row, p.problem)).collect();
+        assert_eq!(found, [(2, ProblemKind::Edited), (4, ProblemKind::Removed)], "{report:?}");
+        assert!(report.problems[0].message.contains("content"));
+        assert!(report.problems[1].message.contains("chain breaks"));
+    }
+
+    #[test]
+    fn a_bulk_append_keeps_nothing_until_it_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = SqliteLedger::open(&dir.path().join("events.sqlite")).unwrap();
+        let t = Uuid::now_v7();
+        ledger.append(&[numbered(t, 1)]).unwrap();
+        let row = PreparedRow::from_record(&numbered(t, 2)).unwrap();
+        {
+            let mut bulk = ledger.begin_bulk().unwrap();
+            assert!(bulk.holds_trace(&t).unwrap());
+            assert!(!bulk.holds_trace(&Uuid::now_v7()).unwrap());
+            bulk.append(&row).unwrap();
+        }
+        assert_eq!(ledger.count().unwrap(), 1);
+        let mut bulk = ledger.begin_bulk().unwrap();
+        assert_eq!(bulk.append(&row).unwrap(), 2);
+        bulk.commit().unwrap();
+        assert_eq!(ledger.count().unwrap(), 2);
+        assert!(ledger.verify_chain().unwrap().is_intact());
+    }
+}

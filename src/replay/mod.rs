@@ -1,0 +1,23 @@
+//! Replay: running a recorded trace again against a bundle, and reporting
+//! every way it diverges.
+//!
+//! - [`replayer`]: strict replay (nothing runs; recorded calls are checked
+//!   against the bundle's schemas) and the engine live replay shares;
+//! - [`live`]: live replay, every call run again through the runtime into a
+//!   new trace;
+//! - [`contract`]: what the bundle promises today (tools and schemas);
+//! - [`divergence`] and [`diff`]: what differs, as JSON Pointer paths;
+//! - [`report`]: the human and JSON reports;
+//! - [`source`]: answering an agent's calls from a recording (library API).
+//!
+//! Traces are read from a ledger or a JSON Lines export through
+//! [`crate::ledger::query`]; replay depends on the runtime and the ledger,
+//! and nothing below it depends on replay.
+
+pub mod contract;
+pub mod diff;
+pub mod divergence;
+pub mod live;
+pub mod replayer;
+pub mod report;
+pub mod source;
