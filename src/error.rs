@@ -35,6 +35,12 @@ pub trait Reportable: fmt::Display {
     /// The exit-code class.
     fn class(&self) -> Class;
 
+    /// What the command line says (by default the error's `Display`); an
+    /// error may say more there, e.g. what the command was doing.
+    fn message(&self) -> String {
+        self.to_string()
+    }
+
     /// What to do about it, when there is something to say.
     fn help(&self) -> Option<String> {
         None

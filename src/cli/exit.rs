@@ -112,7 +112,7 @@ impl<E: Reportable> From<E> for CliError {
     /// The one conversion from a library error: its class picks the exit
     /// code, its message and hint are printed as they are.
     fn from(error: E) -> CliError {
-        CliError { exit: error.class().into(), message: error.to_string(), help: error.help(), quiet: false }
+        CliError { exit: error.class().into(), message: error.message(), help: error.help(), quiet: false }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::cli::terminal::FrameCounter;
-use crate::cli::trace::{input_error, parse_input};
+use crate::cli::trace::parse_input;
 use crate::ledger::query::{TraceInput, for_each_frame};
 use crate::replay::contract::Contract;
 use crate::replay::live::LiveExecutor;
@@ -91,24 +91,6 @@ fn replay_with_progress(
     replayer.finish()
 }
 
-fn replay_error(e: ReplayError) -> CliError {
-    match e {
-        ReplayError::Input(e) => input_error(e),
-        ReplayError::Write(_) => CliError::problem(e.to_string()),
-        ReplayError::Refused { position, message, help } => {
-            let error = CliError::refused(format!("replay stopped at frame #{position}: {message}"));
-            error.with_help(help.unwrap_or_else(|| "pass --yes to approve calls that need confirmation".into()))
-        }
-        ReplayError::Failed { position, message, help } => {
-            let error = CliError::problem(format!("replay stopped at frame #{position}: {message}"));
-            match help {
-                Some(help) => error.with_help(help),
-                None => error,
-            }
-        }
-    }
-}
-
 /// Runs `rlp replay`.
 pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
     let input = parse_input(&args.trace, &ctx.home)?;
@@ -120,7 +102,7 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
     let summary = match args.mode {
         ReplayMode::Strict => {
             let contract = Contract::load(&args.bundle, &ctx.home)?;
-            replay_with_progress(&input, &contract, None, &mut report).map_err(replay_error)?
+            replay_with_progress(&input, &contract, None, &mut report)?
         }
         ReplayMode::Live => {
             let flags = RuntimeFlags {
@@ -134,7 +116,7 @@ pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
             let result = replay_with_progress(&input, &contract, Some(&mut executor), &mut report);
             let new_trace = executor.trace_id();
             result.map_err(|e| {
-                let mut error = replay_error(e);
+                let mut error = CliError::from(e);
                 error.message.push_str(&format!(" (the calls made so far are in trace {new_trace})"));
                 error
             })?

@@ -19,7 +19,7 @@ use crate::ledger::export::{ExportError, export_trace};
 use crate::ledger::import::{ImportError, import_file};
 use crate::ledger::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
 use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
-use crate::ledger::{LedgerError, LedgerStore, Location, VerifyReport};
+use crate::ledger::{LedgerStore, Location, VerifyReport};
 use crate::text::{ellipsize, format_ts, plural, terminal_safe};
 
 /// Characters of a payload shown on one timeline line.
@@ -126,25 +126,6 @@ pub fn run(command: TraceCommand, ctx: &Context) -> CliResult {
     }
 }
 
-/// A ledger that cannot be read, as a command error (exit 2: unreadable
-/// input). A file SQLite cannot read at all is named as not a ledger.
-pub(crate) fn ledger_error(e: LedgerError) -> CliError {
-    if e.is_not_a_database() {
-        return CliError::usage(format!("{} is not an rlp ledger: {e}", e.path().display())).with_help(
-            "restore the file from a backup, or move it aside to start a new ledger; pass --home to use another \
-             runtime home",
-        );
-    }
-    CliError::usage(format!("cannot read the ledger: {e}"))
-        .with_help("check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable")
-}
-
-/// A ledger row that does not match its hash (exit 1), as export, show and
-/// replay report it; `message` names the row.
-fn edited_row(message: String) -> CliError {
-    CliError::problem(message).with_help("run `rlp trace verify` to see every row that was changed")
-}
-
 /// Parses a trace id argument.
 pub(crate) fn parse_trace_id(text: &str) -> Result<Uuid, CliError> {
     Uuid::parse_str(text).map_err(|_| {
@@ -164,27 +145,6 @@ pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliErro
         Ok(trace_id) => Ok(TraceInput::Ledger { ledger: Location::of_home(home), trace_id }),
         Err(_) => Err(CliError::usage(format!("`{text}` is neither a file nor a trace id"))
             .with_help("pass a trace id from `rlp trace list`, or the path of a file written by `rlp trace export`")),
-    }
-}
-
-/// An input problem as a command error (exit 2, except a row that does not
-/// match its hash: 1).
-pub(crate) fn input_error(e: InputError) -> CliError {
-    match e {
-        InputError::NoLedger(_) => CliError::usage(e.to_string())
-            .with_help("record calls with `rlp tools call`, or pass --home to use another runtime home"),
-        InputError::NoSuchTrace { .. } => CliError::usage(e.to_string())
-            .with_help("`rlp trace list` shows the traces of this home; pass --home for another"),
-        InputError::EmptyFile(_) | InputError::Io { .. } => {
-            CliError::usage(e.to_string()).with_help("pass a file written by `rlp trace export`")
-        }
-        InputError::BadLine { .. } => CliError::usage(e.to_string())
-            .with_help("export the trace again; `rlp trace import` lists every problem of a file"),
-        InputError::Edited { .. } => edited_row(e.to_string()),
-        InputError::BadRow { .. } => {
-            CliError::usage(e.to_string()).with_help("run `rlp trace verify` to see what was changed in the ledger")
-        }
-        InputError::Ledger(e) => ledger_error(e),
     }
 }
 
@@ -237,7 +197,7 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
             ControlFlow::Break(())
         }
     })
-    .map_err(ledger_error)?;
+    .map_err(CliError::from)?;
     if let Some(e) = failure {
         return Err(e.into());
     }
@@ -353,7 +313,7 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
             ControlFlow::Break(())
         }
     })
-    .map_err(input_error)?;
+    .map_err(CliError::from)?;
     if let Some(e) = failure {
         return Err(e.into());
     }
@@ -373,19 +333,16 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
 fn open_ledger(home: &Home) -> Result<Box<dyn LedgerStore>, CliError> {
     let ledger = Location::of_home(home);
     if !ledger.exists() {
-        return Err(input_error(InputError::NoLedger(ledger)));
+        return Err(InputError::NoLedger(ledger).into());
     }
-    ledger.open_existing().map_err(ledger_error)
+    ledger.open_existing().map_err(CliError::from)
 }
 
 /// An export that stopped; `write` maps a failure to write the output.
 fn export_failure(e: ExportError, write: impl FnOnce(std::io::Error) -> CliResult) -> CliResult {
     match e {
-        ExportError::Ledger(e) => Err(ledger_error(e)),
-        ExportError::NoSuchTrace(_) => Err(CliError::usage(e.to_string())
-            .with_help("`rlp trace list` shows the traces of this home; pass --home for another")),
-        ExportError::Edited { .. } => Err(edited_row(format!("{e}; nothing was exported"))),
         ExportError::Write(e) => write(e),
+        e => Err(e.into()),
     }
 }
 
@@ -495,7 +452,7 @@ fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
         Err(e @ ImportError::Io { .. }) => {
             Err(CliError::usage(e.to_string()).with_help("pass a file written by `rlp trace export`"))
         }
-        Err(ImportError::Ledger(e)) if e.is_not_a_database() => Err(ledger_error(e)),
+        Err(ImportError::Ledger(e)) if e.is_not_a_database() => Err(e.into()),
         Err(ImportError::Ledger(e)) => Err(CliError::problem(format!("cannot write the ledger: {e}"))
             .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")),
     }
@@ -540,9 +497,9 @@ fn human_verify(report: &VerifyReport) -> String {
 /// Verifies `ledger`; a missing or unreadable ledger is an error (exit 2).
 fn verify_report(ledger: &Location) -> Result<VerifyReport, CliError> {
     if !ledger.exists() {
-        return Err(input_error(InputError::NoLedger(ledger.clone())));
+        return Err(InputError::NoLedger(ledger.clone()).into());
     }
-    ledger.open_existing().and_then(|store| store.verify_chain()).map_err(ledger_error)
+    ledger.open_existing().and_then(|store| store.verify_chain()).map_err(CliError::from)
 }
 
 fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {

@@ -14,6 +14,7 @@ use std::ops::ControlFlow;
 use serde::de::IgnoredAny;
 use uuid::Uuid;
 
+use crate::error::{Class, Reportable};
 use crate::event::hash::{GENESIS, chain_hash};
 use crate::ledger::jsonl::{FrameLine, write_frame_line};
 use crate::ledger::{LedgerError, LedgerStore};
@@ -38,6 +39,36 @@ pub enum ExportError {
     /// The output could not be written.
     #[error("cannot write the export: {0}")]
     Write(std::io::Error),
+}
+
+/// Exit 2 for what cannot be read; 1 for an edited row or an output that
+/// cannot be written.
+impl Reportable for ExportError {
+    fn class(&self) -> Class {
+        match self {
+            ExportError::Ledger(_) | ExportError::NoSuchTrace(_) => Class::Usage,
+            ExportError::Edited { .. } | ExportError::Write(_) => Class::Problem,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ExportError::Ledger(e) => e.message(),
+            ExportError::Edited { .. } => format!("{self}; nothing was exported"),
+            _ => self.to_string(),
+        }
+    }
+
+    fn help(&self) -> Option<String> {
+        match self {
+            ExportError::Ledger(e) => e.help(),
+            ExportError::NoSuchTrace(_) => {
+                Some("`rlp trace list` shows the traces of this home; pass --home for another".into())
+            }
+            ExportError::Edited { .. } => Some(crate::ledger::EDITED_ROW_HELP.into()),
+            ExportError::Write(_) => None,
+        }
+    }
 }
 
 /// Writes every frame of `trace_id` to `out`, one line each; returns the

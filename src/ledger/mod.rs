@@ -30,6 +30,7 @@ use rusqlite::ErrorCode;
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::error::{Class, Reportable};
 use crate::event::{Event, PreparedRow, Record, Recorder};
 use crate::home::Home;
 
@@ -174,6 +175,35 @@ pub enum LedgerError {
         message: String,
     },
 }
+
+/// A ledger that cannot be read stops the command (exit 2); a file that is
+/// no database at all is named as not a ledger.
+impl Reportable for LedgerError {
+    fn class(&self) -> Class {
+        Class::Usage
+    }
+
+    fn message(&self) -> String {
+        if self.is_not_a_database() {
+            format!("{} is not an rlp ledger: {self}", self.path().display())
+        } else {
+            format!("cannot read the ledger: {self}")
+        }
+    }
+
+    fn help(&self) -> Option<String> {
+        Some(if self.is_not_a_database() {
+            "restore the file from a backup, or move it aside to start a new ledger; pass --home to use another \
+             runtime home"
+                .into()
+        } else {
+            "check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable".into()
+        })
+    }
+}
+
+/// The hint for a ledger row that does not match its hash.
+pub(crate) const EDITED_ROW_HELP: &str = "run `rlp trace verify` to see every row that was changed";
 
 impl LedgerError {
     /// The ledger concerned.

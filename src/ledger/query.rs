@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::error::{Class, Reportable};
 use crate::event::frame::{Origin, TraceFrame, check_columns};
 use crate::event::{Event, EventKind, Payload, Provenance};
 use crate::ledger::jsonl::{JsonlReader, LineError, ReadError};
@@ -121,6 +122,36 @@ pub enum InputError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// Exit 2, except a row that does not match its hash (1).
+impl Reportable for InputError {
+    fn class(&self) -> Class {
+        match self {
+            InputError::Edited { .. } => Class::Problem,
+            _ => Class::Usage,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            InputError::Ledger(e) => e.message(),
+            _ => self.to_string(),
+        }
+    }
+
+    fn help(&self) -> Option<String> {
+        let help = match self {
+            InputError::NoLedger(_) => "record calls with `rlp tools call`, or pass --home to use another runtime home",
+            InputError::NoSuchTrace { .. } => "`rlp trace list` shows the traces of this home; pass --home for another",
+            InputError::EmptyFile(_) | InputError::Io { .. } => "pass a file written by `rlp trace export`",
+            InputError::BadLine { .. } => "export the trace again; `rlp trace import` lists every problem of a file",
+            InputError::Edited { .. } => crate::ledger::EDITED_ROW_HELP,
+            InputError::BadRow { .. } => "run `rlp trace verify` to see what was changed in the ledger",
+            InputError::Ledger(e) => return e.help(),
+        };
+        Some(help.into())
+    }
 }
 
 /// Interprets a ledger row as the frame at `position`, with the checks a

@@ -33,6 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::error::{Class, Reportable};
 use crate::event::frame::TraceFrame;
 use crate::event::{EventKind, Outcome, Payload};
 use crate::ledger::pending::PendingCalls;
@@ -203,6 +204,40 @@ pub enum ReplayError {
         /// What to do.
         help: Option<String>,
     },
+}
+
+/// A live call refused is exit 3; a trace that cannot be read, exit 2; a
+/// call that could not run or be recorded, or a report that cannot be
+/// written, exit 1.
+impl Reportable for ReplayError {
+    fn class(&self) -> Class {
+        match self {
+            ReplayError::Input(e) => e.class(),
+            ReplayError::Write(_) | ReplayError::Failed { .. } => Class::Problem,
+            ReplayError::Refused { .. } => Class::Refused,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ReplayError::Input(e) => e.message(),
+            ReplayError::Write(_) => self.to_string(),
+            ReplayError::Refused { position, message, .. } | ReplayError::Failed { position, message, .. } => {
+                format!("replay stopped at frame #{position}: {message}")
+            }
+        }
+    }
+
+    fn help(&self) -> Option<String> {
+        match self {
+            ReplayError::Input(e) => e.help(),
+            ReplayError::Write(_) => None,
+            ReplayError::Refused { help, .. } => {
+                Some(help.clone().unwrap_or_else(|| "pass --yes to approve calls that need confirmation".into()))
+            }
+            ReplayError::Failed { help, .. } => help.clone(),
+        }
+    }
 }
 
 /// Runs recorded calls again (live mode).
