@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 /// The environment variable naming the runtime home.
 pub const HOME_ENV: &str = "RUNLOOP_HOME";
 
-/// Largest operator override file read (`caps/overrides/<agent>.toml`; the
-/// same limit as a bundle's policy file).
-pub const MAX_OVERRIDE_BYTES: u64 = crate::integrity::verify::MAX_POLICY_BYTES;
+/// Largest operator override file read (`caps/overrides/<agent>.toml`): 1 MiB,
+/// like a bundle's policy file.
+pub const MAX_OVERRIDE_BYTES: u64 = 1 << 20;
 
 /// Paths inside one runtime home. Nothing outside it is written by commands
 /// that take `--home`.
