@@ -25,11 +25,11 @@ use crate::home::Home;
 
 /// The environment variable that names a second system config file, read
 /// after [`DEFAULT_SYSTEM_CONFIG`] (never instead of it).
-pub const SYSTEM_CONFIG_ENV: &str = "RUNLOOP_SYSTEM_CONFIG";
+pub(crate) const SYSTEM_CONFIG_ENV: &str = "RUNLOOP_SYSTEM_CONFIG";
 /// The system config file.
-pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/runloop/config.toml";
+pub(crate) const DEFAULT_SYSTEM_CONFIG: &str = "/etc/runloop/config.toml";
 /// The environment variable for `security.confirm_external_actions`.
-pub const CONFIRM_ENV: &str = "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS";
+pub(crate) const CONFIRM_ENV: &str = "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS";
 /// Largest config file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -91,14 +91,14 @@ impl Default for Config {
 
 /// Settings given as command-line flags (the highest layer).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Flags {
+pub(crate) struct Flags {
     /// `--confirm-external-actions true|false`.
     pub confirm_external_actions: Option<bool>,
 }
 
 /// One config file's settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FileLayer {
+pub(crate) struct FileLayer {
     /// The file.
     pub path: PathBuf,
     /// `[security] confirm_external_actions`.
@@ -110,7 +110,7 @@ pub struct FileLayer {
 /// A config problem that stops the command (exit 2).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct ConfigError {
+pub(crate) struct ConfigError {
     /// What is wrong (names the file or variable).
     pub message: String,
     /// How to fix it.
@@ -129,7 +129,7 @@ impl Reportable for ConfigError {
 
 /// The settings and any warnings met while reading them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The settings.
     pub config: Config,
     /// Things ignored (unknown keys, `[policy]` outside the system config).
@@ -137,7 +137,7 @@ pub struct Loaded {
 }
 
 /// Parses a boolean the way environment variables write one.
-pub fn parse_bool(text: &str) -> Option<bool> {
+pub(crate) fn parse_bool(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Some(true),
         "false" | "0" | "no" | "off" => Some(false),
@@ -146,7 +146,7 @@ pub fn parse_bool(text: &str) -> Option<bool> {
 }
 
 /// Parses one config file's text. `system` says whether `[policy]` is honoured.
-pub fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileLayer, Vec<String>), ConfigError> {
+pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileLayer, Vec<String>), ConfigError> {
     let shown = path.display();
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
         message: format!("{shown} is not valid TOML: {}", e.message()),
@@ -192,7 +192,7 @@ pub fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileLayer, V
 
 /// Combines the layers (pure: no files or environment read). `system` holds
 /// the system files that exist, in the order they are read.
-pub fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: Option<bool>, flags: &Flags) -> Config {
+pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: Option<bool>, flags: &Flags) -> Config {
     let mut config = Config::default();
     let mut set = |value: Option<bool>, source: Source| {
         if let Some(value) = value {
@@ -219,7 +219,7 @@ pub fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: Option<bool>
 /// The system config files, in the order they are read:
 /// `/etc/runloop/config.toml`, then the file `extra` names (the value of
 /// `$RUNLOOP_SYSTEM_CONFIG`), if any and if it is another file.
-pub fn system_config_paths(extra: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+pub(crate) fn system_config_paths(extra: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
     let mut paths = vec![PathBuf::from(DEFAULT_SYSTEM_CONFIG)];
     if let Some(extra) = extra.filter(|v| !v.is_empty()).map(PathBuf::from)
         && extra != paths[0]
@@ -244,7 +244,7 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
 
 /// Reads every layer: the system config, the home's config.toml, the
 /// environment and `flags`.
-pub fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
+pub(crate) fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
     let mut warnings = Vec::new();
     let mut system = Vec::new();
     for path in system_config_paths(std::env::var_os(SYSTEM_CONFIG_ENV).as_deref()) {

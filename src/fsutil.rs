@@ -46,14 +46,14 @@ impl ReadError {
 /// size is found by reading (at most `limit + 1` bytes), never from the
 /// file's metadata, so devices, FIFOs and process substitutions (which all
 /// report a size of 0) are bounded too.
-pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let file = fs::File::open(path)?;
     read_stream_limited(file, limit, &path.display().to_string())
 }
 
 /// [`read_limited`] for UTF-8 text; other bytes are an
 /// [`io::ErrorKind::InvalidData`] error, as with [`fs::read_to_string`].
-pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
+pub(crate) fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
     let bytes = read_limited(path, limit)?;
     String::from_utf8(bytes)
         .map_err(|_| ReadError::Io(io::Error::new(io::ErrorKind::InvalidData, "stream did not contain valid UTF-8")))
@@ -61,7 +61,7 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
 
 /// Reads `reader` to its end, refusing more than `limit` bytes; `name` (a
 /// path, or `standard input`) names it in the error.
-pub fn read_stream_limited(reader: impl Read, limit: u64, name: &str) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_stream_limited(reader: impl Read, limit: u64, name: &str) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
     reader.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
@@ -75,7 +75,7 @@ pub fn read_stream_limited(reader: impl Read, limit: u64, name: &str) -> Result<
 /// lines is never held whole. Returns the number of bytes read, 0 at the
 /// end; a line that goes on past `limit` is `TooLarge` (named `a line`:
 /// the caller knows its number).
-pub fn read_line_limited(reader: &mut impl BufRead, limit: u64, line: &mut Vec<u8>) -> Result<usize, ReadError> {
+pub(crate) fn read_line_limited(reader: &mut impl BufRead, limit: u64, line: &mut Vec<u8>) -> Result<usize, ReadError> {
     line.clear();
     let read = reader.take(limit.saturating_add(1)).read_until(b'\n', line)?;
     if line.last() != Some(&b'\n') && line.len() as u64 > limit {
@@ -85,7 +85,7 @@ pub fn read_line_limited(reader: &mut impl BufRead, limit: u64, line: &mut Vec<u
 }
 
 /// A size limit in the unit people write it in: `16 MiB`, `4 KiB`, `100 bytes`.
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     match UNITS.iter().find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit)) {
         Some((unit, name)) => format!("{} {name}", bytes / unit),
@@ -100,7 +100,7 @@ pub fn human_size(bytes: u64) -> String {
 ///
 /// `mode` sets the new file's permission bits (e.g. `0o600` for secret keys);
 /// `None` keeps the old file's mode, or uses 0644 for a new file.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -122,7 +122,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
 /// `text` with the line endings of `original`: CRLF throughout when every
 /// line of `original` ends with CRLF, `text` unchanged otherwise. Editors
 /// of TOML files use it to keep a Windows checkout's layout.
-pub fn with_line_endings_of(original: &str, text: String) -> String {
+pub(crate) fn with_line_endings_of(original: &str, text: String) -> String {
     let lines = original.matches('\n').count();
     if lines == 0 || original.matches("\r\n").count() != lines {
         return text;
@@ -131,7 +131,7 @@ pub fn with_line_endings_of(original: &str, text: String) -> String {
 }
 
 /// Flushes a folder's entries (after a rename into it) to disk.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
 }
 

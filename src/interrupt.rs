@@ -41,7 +41,7 @@ static DIRS: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr
 
 /// The standard signals whose default action ends the process and that a
 /// handler may catch (besides SIGPIPE, see the module docs).
-pub const FATAL_SIGNALS: [libc::c_int; 16] = [
+pub(crate) const FATAL_SIGNALS: [libc::c_int; 16] = [
     libc::SIGHUP,
     libc::SIGINT,
     libc::SIGQUIT,
@@ -62,7 +62,7 @@ pub const FATAL_SIGNALS: [libc::c_int; 16] = [
 
 /// Installs the handler for every fatal signal (see the module docs). A
 /// signal that is ignored (`nohup`) stays ignored.
-pub fn install() -> io::Result<()> {
+pub(crate) fn install() -> io::Result<()> {
     let realtime = libc::SIGRTMIN()..=libc::SIGRTMAX();
     for signal in FATAL_SIGNALS.into_iter().chain(realtime) {
         // SAFETY: sigaction with zeroed structs; the handler only reads
@@ -209,7 +209,7 @@ unsafe fn remove_tree_at(dirfd: libc::c_int, name: *const libc::c_char, depth: u
 
 /// Unregisters what it tracks when dropped.
 #[derive(Debug)]
-pub struct Tracked {
+pub(crate) struct Tracked {
     slot: Option<Slot>,
 }
 
@@ -232,7 +232,7 @@ impl Drop for Tracked {
 }
 
 /// Has the handler kill the process group `pgid` until the guard is dropped.
-pub fn track_group(pgid: i32) -> Tracked {
+pub(crate) fn track_group(pgid: i32) -> Tracked {
     let slot = INSTALLED
         .load(Ordering::SeqCst)
         .then(|| GROUPS.iter().position(|s| s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst).is_ok()))
@@ -242,14 +242,14 @@ pub fn track_group(pgid: i32) -> Tracked {
 
 /// Has the handler remove the file at `path` until the guard is dropped
 /// (drop it once the file is renamed into place, or removed).
-pub fn track_file(path: &Path) -> Tracked {
+pub(crate) fn track_file(path: &Path) -> Tracked {
     track_path(&FILES, path)
 }
 
 /// Creates a new temporary file `<prefix><random>.tmp` (mode 0600) in `dir`,
 /// tracked from before it exists: whenever a fatal signal arrives, no file
 /// is left behind. Keep the guard until the file is renamed into place.
-pub fn temp_file_in(dir: &Path, prefix: &str) -> io::Result<(tempfile::NamedTempFile, Tracked)> {
+pub(crate) fn temp_file_in(dir: &Path, prefix: &str) -> io::Result<(tempfile::NamedTempFile, Tracked)> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut tracked = Tracked { slot: None };
     let file = tempfile::Builder::new().prefix(prefix).suffix(".tmp").make_in(dir, |path| {
@@ -261,7 +261,7 @@ pub fn temp_file_in(dir: &Path, prefix: &str) -> io::Result<(tempfile::NamedTemp
 
 /// Has the handler remove the folder at `path`, with everything in it,
 /// until the guard is dropped.
-pub fn track_dir(path: &Path) -> Tracked {
+pub(crate) fn track_dir(path: &Path) -> Tracked {
     track_path(&DIRS, path)
 }
 

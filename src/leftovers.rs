@@ -11,7 +11,7 @@ use std::path::Path;
 /// Removes the entries of `dir` named `<prefix><pid>-…` (for any of
 /// `prefixes`) whose process no longer runs. Only folders and files owned
 /// by this user are touched; links are never followed.
-pub fn sweep(dir: &Path, prefixes: &[&str]) {
+pub(crate) fn sweep(dir: &Path, prefixes: &[&str]) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
@@ -28,7 +28,7 @@ pub fn sweep(dir: &Path, prefixes: &[&str]) {
 }
 
 /// Whether a process with this pid exists (signal 0 checks without sending).
-pub fn process_exists(pid: i32) -> bool {
+pub(crate) fn process_exists(pid: i32) -> bool {
     // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
     pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }

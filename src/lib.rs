@@ -16,20 +16,20 @@
 //! 6. [`replay`], over the runtime and the ledger;
 //! 7. [`cli`].
 
-pub mod authoring;
+pub(crate) mod authoring;
 pub mod bundle;
 pub mod cli;
-pub mod config;
+pub(crate) mod config;
 pub mod error;
 pub mod event;
-pub mod fsutil;
+pub(crate) mod fsutil;
 pub mod home;
 pub mod integrity;
-pub mod interrupt;
+pub(crate) mod interrupt;
 pub mod ledger;
-pub mod leftovers;
-pub mod lint;
+pub(crate) mod leftovers;
+pub(crate) mod lint;
 pub mod pack;
 pub mod replay;
 pub mod runtime;
-pub mod text;
+pub(crate) mod text;

@@ -4,13 +4,13 @@
 use std::borrow::Cow;
 
 /// `1 word` or `n words`, for any count.
-pub fn plural(n: impl std::fmt::Display, word: &str) -> String {
+pub(crate) fn plural(n: impl std::fmt::Display, word: &str) -> String {
     let n = n.to_string();
     if n == "1" { format!("1 {word}") } else { format!("{n} {word}s") }
 }
 
 /// Shortens `text` to at most `max` characters, marking the cut with `…`.
-pub fn ellipsize(text: &str, max: usize) -> String {
+pub(crate) fn ellipsize(text: &str, max: usize) -> String {
     match text.char_indices().nth(max.saturating_sub(1)) {
         Some((cut, _)) if text.chars().count() > max => format!("{}…", &text[..cut]),
         _ => text.to_string(),
@@ -18,7 +18,7 @@ pub fn ellipsize(text: &str, max: usize) -> String {
 }
 
 /// `2025-11-24T16:00:00.000Z` for milliseconds since the Unix epoch (UTC).
-pub fn format_ts(ts_ms: i64) -> String {
+pub(crate) fn format_ts(ts_ms: i64) -> String {
     let secs = ts_ms.div_euclid(1000);
     let millis = ts_ms.rem_euclid(1000);
     let days = secs.div_euclid(86_400);
@@ -40,7 +40,7 @@ pub fn format_ts(ts_ms: i64) -> String {
 /// imported trace), made safe to print on a terminal: control characters
 /// other than newline and tab — escape sequences that could clear the screen,
 /// retitle the window or fake output — are written as `\u{1b}`.
-pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
     if !text.chars().any(unsafe_char) {
         return Cow::Borrowed(text);
@@ -58,7 +58,7 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
 
 /// [`terminal_safe`] for text that must stay on one line (a table cell, a
 /// lint message, a file name): newlines and tabs are escaped too.
-pub fn terminal_safe_line(text: &str) -> Cow<'_, str> {
+pub(crate) fn terminal_safe_line(text: &str) -> Cow<'_, str> {
     if !text.contains(['\n', '\t']) {
         return terminal_safe(text);
     }

@@ -14,7 +14,7 @@ use crate::authoring::tools_file::ToolsDoc;
 
 /// What adding a tool did.
 #[derive(Debug)]
-pub struct Added {
+pub(crate) struct Added {
     /// The new tool's id.
     pub id: String,
     /// Schema files created (bundle paths).
@@ -27,7 +27,7 @@ pub struct Added {
 
 /// Grants the new tools need, as handled.
 #[derive(Debug, Default)]
-pub struct GrantOutcome {
+pub(crate) struct GrantOutcome {
     /// Lines added to the policy file (with `--grant`).
     pub added: Vec<String>,
     /// Grants still missing (without `--grant`).
@@ -35,7 +35,7 @@ pub struct GrantOutcome {
 }
 
 /// Adds `draft` to the bundle; with `grant`, also what it needs to policy.caps.
-pub fn add(target: &BundleTarget, draft: ToolDraft, grant: bool) -> Result<Added, AuthoringError> {
+pub(crate) fn add(target: &BundleTarget, draft: ToolDraft, grant: bool) -> Result<Added, AuthoringError> {
     let mut tools = ToolsDoc::read(&target.dir)?;
     let id = draft.id().to_string();
     if tools.get(&id).is_some() {
@@ -56,7 +56,7 @@ pub fn add(target: &BundleTarget, draft: ToolDraft, grant: bool) -> Result<Added
 
 /// Works out the grants `entries` need: added to a policy document (returned
 /// for writing) with `grant`, else listed as missing.
-pub fn plan_grants(
+pub(crate) fn plan_grants(
     target: &BundleTarget,
     entries: &[Map<String, Value>],
     grant: bool,
@@ -78,7 +78,7 @@ pub fn plan_grants(
 
 /// Writes new schema files, tools.json and the policy (each atomically),
 /// then brings the digests up to date.
-pub fn commit(
+pub(crate) fn commit(
     target: &BundleTarget,
     tools: &ToolsDoc,
     policy: Option<&PolicyDoc>,

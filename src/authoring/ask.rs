@@ -2,10 +2,10 @@
 //! on the terminal (dialoguer), tests with scripted answers.
 
 /// A checker for a typed answer: `Err(message)` shows the message and asks again.
-pub type Check<'a> = &'a dyn Fn(&str) -> Result<(), String>;
+pub(crate) type Check<'a> = &'a dyn Fn(&str) -> Result<(), String>;
 
 /// The person (or script) answering the wizard.
-pub trait Ask {
+pub(crate) trait Ask {
     /// Asks for a line of text. An empty answer takes `default` when there is
     /// one (shown in brackets). `check` runs on every answer; a refused answer
     /// is shown with its message and asked again.
@@ -23,7 +23,7 @@ pub trait Ask {
 
 /// The answerer could not answer (terminal closed, interrupted).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AskError(pub String);
+pub(crate) struct AskError(pub String);
 
 impl std::fmt::Display for AskError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -40,18 +40,20 @@ impl From<AskError> for crate::authoring::AuthoringError {
     }
 }
 
-/// Scripted answers, in order (for tests and non-terminal front ends).
+/// Scripted answers, in order (for the wizard's tests).
 /// `text` answers that fail the check are an error, not a retry.
+#[cfg(test)]
 #[derive(Debug, Default)]
-pub struct Scripted {
+pub(crate) struct Scripted {
     answers: std::collections::VecDeque<String>,
     /// Everything said or asked, in order.
     pub transcript: Vec<String>,
 }
 
+#[cfg(test)]
 impl Scripted {
     /// Answers taken in order; `confirm` reads `y`/`n`, `select` an index or item.
-    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(answers: I) -> Self {
+    pub(crate) fn new<I: IntoIterator<Item = S>, S: Into<String>>(answers: I) -> Self {
         Scripted { answers: answers.into_iter().map(Into::into).collect(), transcript: Vec::new() }
     }
 
@@ -61,6 +63,7 @@ impl Scripted {
     }
 }
 
+#[cfg(test)]
 impl Ask for Scripted {
     fn text(&mut self, prompt: &str, default: Option<&str>, check: Check<'_>) -> Result<String, AskError> {
         let answer = self.next(prompt)?;

@@ -29,7 +29,7 @@ const IGNORED: &[Code] = &[
 
 /// A finding about a staged entry, as one printable line (plus help).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EntryFinding {
+pub(crate) struct EntryFinding {
     /// Error or warning.
     pub severity: Severity,
     /// The rule.
@@ -55,7 +55,7 @@ impl std::fmt::Display for EntryFinding {
 /// Lints `drafts` as if they were the only tools of the bundle at
 /// `bundle_dir` (whose `schemas/` are visible to them). Returns every finding
 /// about the drafts and the schema files they create.
-pub fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<EntryFinding>, AuthoringError> {
+pub(crate) fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<EntryFinding>, AuthoringError> {
     let stage = tempfile::Builder::new()
         .prefix("rlp-check-")
         .tempdir()
@@ -117,7 +117,7 @@ pub fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<Entry
 
 /// Like [`lint_drafts`], but an error finding refuses the drafts: the
 /// result is the warnings, or an input error listing every finding.
-pub fn check_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<EntryFinding>, AuthoringError> {
+pub(crate) fn check_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Vec<EntryFinding>, AuthoringError> {
     let findings = lint_drafts(bundle_dir, drafts)?;
     if findings.iter().any(|f| f.severity == Severity::Error) {
         let failing = |d: &&&ToolDraft| {

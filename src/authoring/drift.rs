@@ -20,7 +20,7 @@ use crate::text::terminal_safe_line;
 
 /// How a bundle's tool and its binary's answer differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DriftKind {
+pub(crate) enum DriftKind {
     /// The binary describes a tool tools.json does not have.
     MissingFromBundle,
     /// tools.json has a tool (run by this binary) the binary no longer describes.
@@ -31,7 +31,7 @@ pub enum DriftKind {
 
 /// One difference between tools.json and a binary's `schema` answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Drift {
+pub(crate) struct Drift {
     /// The tool id.
     pub tool: String,
     /// The binary asked.
@@ -59,7 +59,7 @@ impl fmt::Display for Drift {
 
 /// A binary that gave no usable `schema` answer, so its tools were not checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unchecked {
+pub(crate) struct Unchecked {
     /// The binary asked.
     pub command: PathBuf,
     /// Why its answer could not be used.
@@ -68,7 +68,7 @@ pub struct Unchecked {
 
 /// What `--check-tools` found in one bundle.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ToolCheck {
+pub(crate) struct ToolCheck {
     /// Each difference between tools.json and the binaries' answers.
     pub drifts: Vec<Drift>,
     /// Each binary that could not be asked.
@@ -77,7 +77,7 @@ pub struct ToolCheck {
 
 /// Asks every exec binary of the bundle; reports each difference and each
 /// binary that gave no usable answer.
-pub fn check(bundle_dir: &Path) -> ToolCheck {
+pub(crate) fn check(bundle_dir: &Path) -> ToolCheck {
     let mut report = ToolCheck::default();
     let Ok(tools) = ToolsDoc::read(bundle_dir) else { return report };
     let mut sources: Vec<(PathBuf, Vec<String>)> = Vec::new();
@@ -149,7 +149,7 @@ fn exec_source(entry: &Map<String, Value>) -> Option<(PathBuf, Vec<String>)> {
 /// line per binary not checked (empty when there is neither). Everything is
 /// escaped for a terminal: ids, paths and reasons come from the bundle and
 /// the binaries.
-pub fn render(bundle_dir: &Path, check: &ToolCheck) -> String {
+pub(crate) fn render(bundle_dir: &Path, check: &ToolCheck) -> String {
     let bundle = bundle_dir.display();
     let drifts = check.drifts.iter().map(|d| format!("drift: {bundle}: {d}"));
     let unchecked =

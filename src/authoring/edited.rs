@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::authoring::AuthoringError;
 
 /// A document of a bundle, open for editing.
-pub trait Editable {
+pub(crate) trait Editable {
     /// The file it is read from and written to.
     fn path(&self) -> &Path;
 

@@ -8,7 +8,7 @@ use crate::error::{Class, Reportable};
 
 /// An authoring command that could not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthoringError {
+pub(crate) struct AuthoringError {
     /// Exit-code class: [`Class::Usage`] for bad arguments, unreadable or
     /// invalid input; [`Class::Problem`] for a problem found while running
     /// (a tool binary that did not answer). Either way nothing was changed.
@@ -21,28 +21,28 @@ pub struct AuthoringError {
 
 impl AuthoringError {
     /// An input error (exit 2).
-    pub fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self { class: Class::Usage, message: message.into(), help: None }
     }
 
     /// A problem found while running (exit 1).
-    pub fn failed(message: impl Into<String>) -> Self {
+    pub(crate) fn failed(message: impl Into<String>) -> Self {
         Self { class: Class::Problem, message: message.into(), help: None }
     }
 
     /// Adds a hint line.
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
 
     /// An I/O error on `path` (exit 2).
-    pub fn io(action: &str, path: &Path, error: &std::io::Error) -> Self {
+    pub(crate) fn io(action: &str, path: &Path, error: &std::io::Error) -> Self {
         Self::usage(format!("cannot {action} {}: {error}", path.display()))
     }
 
     /// A bounded read of `path` that failed (exit 2).
-    pub fn read(path: &Path, error: crate::fsutil::ReadError) -> Self {
+    pub(crate) fn read(path: &Path, error: crate::fsutil::ReadError) -> Self {
         match error {
             crate::fsutil::ReadError::Io(e) => Self::io("read", path, &e),
             e @ crate::fsutil::ReadError::TooLarge { .. } => {

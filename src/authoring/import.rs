@@ -24,7 +24,7 @@ use crate::bundle::value;
 
 /// The binary to ask.
 #[derive(Clone, Debug)]
-pub struct Source {
+pub(crate) struct Source {
     /// Absolute path of the binary.
     pub command: PathBuf,
     /// Arguments after the blob path.
@@ -35,7 +35,7 @@ pub struct Source {
 
 /// What an import did.
 #[derive(Debug)]
-pub struct Imported {
+pub(crate) struct Imported {
     /// Each tool the binary described, with what happened to it.
     pub changes: Vec<(String, Change)>,
     /// Grants outcome.
@@ -47,7 +47,7 @@ pub struct Imported {
 }
 
 /// Checks that `command` is an absolute path to an executable regular file.
-pub fn check_command(command: &Path) -> Result<(), AuthoringError> {
+pub(crate) fn check_command(command: &Path) -> Result<(), AuthoringError> {
     if !command.is_absolute() {
         return Err(AuthoringError::usage(format!("--exec `{}` is not an absolute path", command.display()))
             .with_help("write the full path, e.g. /usr/local/bin/mytool; the runtime never searches PATH"));
@@ -60,7 +60,7 @@ pub fn check_command(command: &Path) -> Result<(), AuthoringError> {
 }
 
 /// Asks the binary for its tools; the error says why it gave none.
-pub fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<String, Value>>, String> {
+pub(crate) fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<String, Value>>, String> {
     let root = bundle_root.canonicalize().unwrap_or_else(|_| bundle_root.to_path_buf());
     let output = runner::ask_schema(&source.command, &source.args, &root, source.limits).map_err(|e| e.to_string())?;
     let parsed = match std::str::from_utf8(&output.stdout).map(value::parse_json_text) {
@@ -154,7 +154,7 @@ fn excerpt(text: &str) -> String {
 }
 
 /// The error for a binary that gave no usable answer.
-pub fn not_supported(source: &Source, target: &BundleTarget, why: &str) -> AuthoringError {
+pub(crate) fn not_supported(source: &Source, target: &BundleTarget, why: &str) -> AuthoringError {
     AuthoringError::failed(format!(
         "{} did not answer the `schema` action: {why}; {} is unchanged",
         source.command.display(),
@@ -168,7 +168,7 @@ pub fn not_supported(source: &Source, target: &BundleTarget, why: &str) -> Autho
 }
 
 /// Imports the binary's tools into the bundle.
-pub fn import(target: &BundleTarget, source: &Source, grant: bool) -> Result<Imported, AuthoringError> {
+pub(crate) fn import(target: &BundleTarget, source: &Source, grant: bool) -> Result<Imported, AuthoringError> {
     check_command(&source.command)?;
     let mut tools = ToolsDoc::read(&target.dir)?;
     let entries = describe(source, &target.dir).map_err(|why| not_supported(source, target, &why))?;

@@ -16,7 +16,7 @@ use crate::text::terminal_safe_line;
 
 /// One tool, as listed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Row {
+pub(crate) struct Row {
     /// The id.
     pub id: String,
     /// `exec /path/cmd args…` or `http METHOD host[:port]`.
@@ -35,7 +35,7 @@ pub struct Row {
 
 /// A bundle's tools and the policy they were checked against.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listing {
+pub(crate) struct Listing {
     /// The rows, in tools.json order.
     pub rows: Vec<Row>,
     /// The bundle's policy file (bundle path).
@@ -45,7 +45,7 @@ pub struct Listing {
 }
 
 /// Lists the tools of the bundle at `dir`.
-pub fn list(dir: &Path, home: &Home) -> Result<Listing, AuthoringError> {
+pub(crate) fn list(dir: &Path, home: &Home) -> Result<Listing, AuthoringError> {
     if !dir.join(crate::bundle::manifest::MANIFEST_FILE).is_file() {
         return Err(AuthoringError::usage(format!("{} is not a bundle (no manifest.toml)", dir.display()))
             .with_help("name a bundle folder, e.g. agents/mailer"));
@@ -123,14 +123,14 @@ fn row(tool: &Tool, policy: &Policy) -> Row {
 
 impl Row {
     /// `yes`, or `no: missing <caps>`.
-    pub fn exposed(&self) -> String {
+    pub(crate) fn exposed(&self) -> String {
         if self.missing.is_empty() { "yes".to_string() } else { format!("no: missing {}", self.missing.join(", ")) }
     }
 }
 
 impl Listing {
     /// The table printed by `--format human`.
-    pub fn render_human(&self) -> String {
+    pub(crate) fn render_human(&self) -> String {
         if self.rows.is_empty() {
             return "no tools (add one with `rlp tools add` or `rlp tools import`)\n".to_string();
         }
@@ -176,7 +176,7 @@ impl Listing {
     }
 
     /// The document printed by `--format json`.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let tools: Vec<Value> = self
             .rows
             .iter()

@@ -13,22 +13,22 @@
 //! - [`add`]: `rlp tools add`; [`import`], [`runner`]: `rlp tools import`.
 //! - [`drift`]: `rlp lint --check-tools`; [`list`]: `rlp tools list`.
 
-pub mod add;
-pub mod ask;
-pub mod check;
-pub mod drift;
-pub mod edited;
-pub mod error;
-pub mod import;
-pub mod list;
-pub mod policy_edit;
-pub mod runner;
-pub mod scaffold;
-pub mod spec;
-pub mod target;
-pub mod templates;
-pub mod tools_file;
-pub mod validate;
-pub mod wizard;
+pub(crate) mod add;
+pub(crate) mod ask;
+pub(crate) mod check;
+pub(crate) mod drift;
+pub(crate) mod edited;
+pub(crate) mod error;
+pub(crate) mod import;
+pub(crate) mod list;
+pub(crate) mod policy_edit;
+pub(crate) mod runner;
+pub(crate) mod scaffold;
+pub(crate) mod spec;
+pub(crate) mod target;
+pub(crate) mod templates;
+pub(crate) mod tools_file;
+pub(crate) mod validate;
+pub(crate) mod wizard;
 
-pub use error::AuthoringError;
+pub(crate) use error::AuthoringError;

@@ -14,7 +14,7 @@ use crate::bundle::tools::{Tool, Transport};
 
 /// A policy file open for editing.
 #[derive(Clone, Debug)]
-pub struct PolicyDoc {
+pub(crate) struct PolicyDoc {
     path: PathBuf,
     doc: DocumentMut,
     original: Option<String>,
@@ -23,7 +23,7 @@ pub struct PolicyDoc {
 /// One grant a tool needs, with the form a net grant should be written in
 /// (a URL's host, with its port only when the URL names one).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Needed {
+pub(crate) struct Needed {
     /// The capability.
     pub capability: Capability,
     /// For `net`, the host (or host:port) to write.
@@ -32,12 +32,12 @@ pub struct Needed {
 
 impl Needed {
     /// The policy.caps line that grants it.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         grant_line(&self.capability, self.net_hint.as_deref())
     }
 
     /// The capability as the user should read it (`net:<hint>`).
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         match (&self.capability, &self.net_hint) {
             (Capability::Net(_), Some(hint)) => format!("net:{hint}"),
             (cap, _) => cap.to_string(),
@@ -46,7 +46,7 @@ impl Needed {
 }
 
 /// Every grant a loaded tool needs (declared and implied), in the tool's order.
-pub fn needed_by(tool: &Tool) -> Vec<Needed> {
+pub(crate) fn needed_by(tool: &Tool) -> Vec<Needed> {
     let hint = match &tool.transport {
         Some(Transport::Http { url: Some(url), .. }) => Some(url.suggested_grant().to_string()),
         _ => None,
@@ -71,7 +71,9 @@ fn url_target(tool: &Tool) -> Option<&crate::bundle::capability::NetTarget> {
 }
 
 /// Every grant the given tools.json entries need, without repeats.
-pub fn needed_by_entries<'a>(entries: impl IntoIterator<Item = &'a Map<String, serde_json::Value>>) -> Vec<Needed> {
+pub(crate) fn needed_by_entries<'a>(
+    entries: impl IntoIterator<Item = &'a Map<String, serde_json::Value>>,
+) -> Vec<Needed> {
     let tools: Vec<serde_json::Value> = entries.into_iter().map(|e| serde_json::Value::Object(e.clone())).collect();
     let text = serde_json::json!({"version": 1, "tools": tools}).to_string();
     let (file, _) = crate::bundle::parse_tools(&text);
@@ -88,7 +90,7 @@ pub fn needed_by_entries<'a>(entries: impl IntoIterator<Item = &'a Map<String, s
 
 impl PolicyDoc {
     /// Parses policy text (the file need not exist yet).
-    pub fn from_text(path: &Path, text: &str) -> Result<PolicyDoc, AuthoringError> {
+    pub(crate) fn from_text(path: &Path, text: &str) -> Result<PolicyDoc, AuthoringError> {
         let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
             AuthoringError::usage(format!("{} is not valid TOML: {e}", path.display()))
                 .with_help("fix the file first; `rlp lint` shows where")
@@ -97,7 +99,7 @@ impl PolicyDoc {
     }
 
     /// Reads a policy file; a missing one starts as an empty `[capabilities]` table.
-    pub fn read(path: &Path) -> Result<PolicyDoc, AuthoringError> {
+    pub(crate) fn read(path: &Path) -> Result<PolicyDoc, AuthoringError> {
         match crate::fsutil::read_text_limited(path, crate::bundle::MAX_TEXT_FILE_BYTES) {
             Ok(text) => Self::from_text(path, &text),
             Err(e) if e.is_not_found() => {
@@ -110,14 +112,14 @@ impl PolicyDoc {
     }
 
     /// What the file grants now.
-    pub fn policy(&self) -> Policy {
+    pub(crate) fn policy(&self) -> Policy {
         let (grants, _) = crate::bundle::parse_policy(&self.doc.to_string());
         grants.as_ref().map_or_else(Policy::empty, Policy::from_bundle)
     }
 
     /// Adds a grant unless the policy already allows it; returns whether the
     /// file changed.
-    pub fn grant(&mut self, needed: &Needed) -> Result<bool, AuthoringError> {
+    pub(crate) fn grant(&mut self, needed: &Needed) -> Result<bool, AuthoringError> {
         if self.policy().allows(&needed.capability) {
             return Ok(false);
         }

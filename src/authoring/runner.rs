@@ -20,9 +20,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::json;
 
 /// Default time a binary gets to answer.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound on stdout.
-pub const DEFAULT_MAX_OUTPUT: usize = 4 << 20;
+pub(crate) const DEFAULT_MAX_OUTPUT: usize = 4 << 20;
 /// How much of stderr is kept.
 const STDERR_TAIL: usize = 64 << 10;
 /// How long to wait for pipes to close after the process is gone.
@@ -30,7 +30,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// Limits of one run.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Killed after this long.
     pub timeout: Duration,
     /// Killed when stdout grows beyond this many bytes.
@@ -45,7 +45,7 @@ impl Default for Limits {
 
 /// What a finished run produced.
 #[derive(Debug)]
-pub struct Output {
+pub(crate) struct Output {
     /// The exit status.
     pub status: ExitStatus,
     /// stdout, complete (within the bound).
@@ -56,7 +56,7 @@ pub struct Output {
 
 /// Why a run produced no output to read.
 #[derive(Debug)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// The binary could not be started (or the blob written).
     Start(String),
     /// It did not finish in time; its process group was killed.
@@ -82,7 +82,7 @@ enum Event {
 }
 
 /// The blob of a `schema` request.
-pub fn schema_blob(bundle_root: &Path, timeout: Duration) -> serde_json::Value {
+pub(crate) fn schema_blob(bundle_root: &Path, timeout: Duration) -> serde_json::Value {
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     json!({
         "v": 1,
@@ -99,13 +99,23 @@ pub fn schema_blob(bundle_root: &Path, timeout: Duration) -> serde_json::Value {
 }
 
 /// Runs `command` with a `schema` blob and returns what it printed.
-pub fn ask_schema(command: &Path, args: &[String], bundle_root: &Path, limits: Limits) -> Result<Output, RunError> {
+pub(crate) fn ask_schema(
+    command: &Path,
+    args: &[String],
+    bundle_root: &Path,
+    limits: Limits,
+) -> Result<Output, RunError> {
     let blob = schema_blob(bundle_root, limits.timeout);
     run(command, args, &blob, limits)
 }
 
 /// Runs `command` with `blob` under the exec protocol's rules.
-pub fn run(command: &Path, args: &[String], blob: &serde_json::Value, limits: Limits) -> Result<Output, RunError> {
+pub(crate) fn run(
+    command: &Path,
+    args: &[String],
+    blob: &serde_json::Value,
+    limits: Limits,
+) -> Result<Output, RunError> {
     let dir = tempfile::Builder::new()
         .prefix("rlp-tool-")
         .tempdir()

@@ -24,7 +24,7 @@ use crate::lint::BundleReport;
 
 /// Everything a new bundle is made from.
 #[derive(Clone, Debug, PartialEq)]
-pub struct AgentPlan {
+pub(crate) struct AgentPlan {
     /// The agent (and folder) name.
     pub name: String,
     /// `[agent].description`.
@@ -41,7 +41,7 @@ pub struct AgentPlan {
 
 impl AgentPlan {
     /// A plan with defaults: description `<name> agent`, nothing else.
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         AgentPlan {
             name: name.to_string(),
             description: default_description(name),
@@ -54,7 +54,7 @@ impl AgentPlan {
 
     /// Every grant policy.caps gets: the plan's, the model's, then what the
     /// tools need, in that order and without repeats.
-    pub fn all_grants(&self, drafts: &[ToolDraft]) -> Vec<Needed> {
+    pub(crate) fn all_grants(&self, drafts: &[ToolDraft]) -> Vec<Needed> {
         let mut out: Vec<Needed> = self.grants.clone();
         if self.model.is_some() {
             out.push(Needed { capability: crate::bundle::capability::Capability::Model, net_hint: None });
@@ -77,7 +77,7 @@ impl AgentPlan {
 
     /// The tool entries and schema files, checked with lint's rules (an error
     /// refuses the plan).
-    pub fn drafts(&self) -> Result<Vec<ToolDraft>, AuthoringError> {
+    pub(crate) fn drafts(&self) -> Result<Vec<ToolDraft>, AuthoringError> {
         let mut drafts: Vec<ToolDraft> = Vec::new();
         for tool in &self.tools {
             let planned: Vec<String> =
@@ -95,13 +95,13 @@ impl AgentPlan {
 }
 
 /// The default description.
-pub fn default_description(name: &str) -> String {
+pub(crate) fn default_description(name: &str) -> String {
     format!("{name} agent")
 }
 
 /// A scaffolded bundle.
 #[derive(Debug)]
-pub struct Scaffolded {
+pub(crate) struct Scaffolded {
     /// The bundle folder.
     pub dir: PathBuf,
     /// Its files, manifest first, then in path order.
@@ -113,7 +113,7 @@ pub struct Scaffolded {
 }
 
 /// Builds the bundle for `plan` in `<root>/<name>/`.
-pub fn scaffold(plan: &AgentPlan, root: &Path, force: bool) -> Result<Scaffolded, AuthoringError> {
+pub(crate) fn scaffold(plan: &AgentPlan, root: &Path, force: bool) -> Result<Scaffolded, AuthoringError> {
     crate::authoring::validate::agent_name(&plan.name).map_err(AuthoringError::usage)?;
     let target = root.join(&plan.name);
     let replaced = check_target(&target, force)?;

@@ -31,7 +31,7 @@ use crate::bundle::value;
 
 /// Where a tool's input or result schema comes from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum SchemaSource {
+pub(crate) enum SchemaSource {
     /// A small starter schema written inline (an object; for an http tool's
     /// input, with a string property per URL placeholder).
     Starter,
@@ -44,7 +44,7 @@ pub enum SchemaSource {
 
 impl SchemaSource {
     /// Parses an answer: empty (starter), `schema:<id>`, `@FILE`, or inline JSON.
-    pub fn parse(text: &str) -> Result<SchemaSource, String> {
+    pub(crate) fn parse(text: &str) -> Result<SchemaSource, String> {
         let text = text.trim();
         if text.is_empty() {
             return Ok(SchemaSource::Starter);
@@ -66,7 +66,7 @@ impl SchemaSource {
 
 /// How the tool is reached.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TransportSpec {
+pub(crate) enum TransportSpec {
     /// A local binary.
     Exec {
         /// Absolute path.
@@ -87,7 +87,7 @@ pub enum TransportSpec {
 
 /// One tool, as the author described it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     /// `id`.
     pub id: String,
     /// `description`.
@@ -116,7 +116,7 @@ pub struct ToolSpec {
 
 /// A `--tool` argument: a spec string or a JSON entry.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ToolDefinition {
+pub(crate) enum ToolDefinition {
     /// Described field by field.
     Spec(Box<ToolSpec>),
     /// A tools.json entry as written (missing schemas get starters).
@@ -125,7 +125,7 @@ pub enum ToolDefinition {
 
 /// A tool entry ready to go into tools.json, with the schema files to create.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolDraft {
+pub(crate) struct ToolDraft {
     /// The tools.json entry.
     pub entry: Map<String, Value>,
     /// New files: bundle path (`schemas/<id>.json`) and content.
@@ -134,7 +134,7 @@ pub struct ToolDraft {
 
 impl ToolDraft {
     /// The entry's id (empty if missing).
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         self.entry.get("id").and_then(Value::as_str).unwrap_or_default()
     }
 }
@@ -143,13 +143,13 @@ impl ToolDraft {
 const MAX_SCHEMA_FILE_BYTES: u64 = 16 << 20;
 
 /// The keys a spec string knows, for messages.
-pub const SPEC_KEYS: &str =
+pub(crate) const SPEC_KEYS: &str =
     "id, desc, exec, arg, http, header, input, result, cap, secret, confirm, tag, tokens, usd, timeout_ms";
 
 /// A `--tool` definition that cannot be used: what is wrong, and an example
 /// of the part it is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DefinitionError {
+pub(crate) struct DefinitionError {
     /// What is wrong; errors about a key start with that key in backticks.
     pub message: String,
     /// An example of a correct definition of that part.
@@ -190,7 +190,7 @@ impl fmt::Display for DefinitionError {
 
 impl ToolDefinition {
     /// Parses a `--tool` argument.
-    pub fn parse(text: &str) -> Result<ToolDefinition, DefinitionError> {
+    pub(crate) fn parse(text: &str) -> Result<ToolDefinition, DefinitionError> {
         if text.trim_start().starts_with('{') {
             let value = value::parse_json_text(text).map_err(|e| {
                 DefinitionError::json(format!("the tool JSON is refused: {}", value::json_error_message(&e)))
@@ -206,7 +206,7 @@ impl ToolDefinition {
 
     /// The entry and its new schema files; `schema_exists(id)` says whether
     /// `schemas/<id>.json` is already in the bundle (or planned).
-    pub fn into_draft(self, schema_exists: &dyn Fn(&str) -> bool) -> ToolDraft {
+    pub(crate) fn into_draft(self, schema_exists: &dyn Fn(&str) -> bool) -> ToolDraft {
         match self {
             ToolDefinition::Spec(spec) => spec.to_draft(schema_exists),
             ToolDefinition::Entry(mut entry) => {
@@ -233,7 +233,7 @@ impl ToolDefinition {
 /// not say: yes for one that reaches the network (http, or a `net:`
 /// capability) or uses secrets. The wizard offers it as the default answer;
 /// flags and specs that leave it out get the same.
-pub fn confirm_by_default(transport: &TransportSpec, secrets: &[SecretId], capabilities: &[Capability]) -> bool {
+pub(crate) fn confirm_by_default(transport: &TransportSpec, secrets: &[SecretId], capabilities: &[Capability]) -> bool {
     matches!(transport, TransportSpec::Http { .. })
         || !secrets.is_empty()
         || capabilities.iter().any(|c| matches!(c, Capability::Net(_)))
@@ -241,7 +241,7 @@ pub fn confirm_by_default(transport: &TransportSpec, secrets: &[SecretId], capab
 
 /// The starter input schema: an object, with a required string property for
 /// each URL placeholder.
-pub fn starter_input(placeholders: &[String]) -> Value {
+pub(crate) fn starter_input(placeholders: &[String]) -> Value {
     let mut properties = Map::new();
     for name in placeholders {
         properties.insert(name.clone(), json!({"type": "string"}));
@@ -256,7 +256,7 @@ pub fn starter_input(placeholders: &[String]) -> Value {
 }
 
 /// The starter result schema: any object.
-pub fn starter_result() -> Value {
+pub(crate) fn starter_result() -> Value {
     json!({"type": "object"})
 }
 
@@ -266,7 +266,7 @@ pub fn starter_result() -> Value {
 /// confirmation [`confirm_by_default`] gives) once the required fields are
 /// there. The one way a [`ToolSpec`] is made.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ToolSpecBuilder {
+pub(crate) struct ToolSpecBuilder {
     /// `id` (required).
     pub id: Option<String>,
     /// `description` (required).
@@ -293,7 +293,7 @@ pub struct ToolSpecBuilder {
 
 /// A field a [`ToolSpec`] cannot do without.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RequiredField {
+pub(crate) enum RequiredField {
     /// `id`.
     Id,
     /// `description`.
@@ -304,7 +304,7 @@ pub enum RequiredField {
 
 impl ToolSpecBuilder {
     /// The required fields not given yet, in the order of the entry.
-    pub fn missing(&self) -> Vec<RequiredField> {
+    pub(crate) fn missing(&self) -> Vec<RequiredField> {
         let mut missing = Vec::new();
         if self.id.is_none() {
             missing.push(RequiredField::Id);
@@ -320,7 +320,7 @@ impl ToolSpecBuilder {
 
     /// The tool, with defaults for what was not given; the required fields
     /// still missing otherwise.
-    pub fn build(self) -> Result<ToolSpec, Vec<RequiredField>> {
+    pub(crate) fn build(self) -> Result<ToolSpec, Vec<RequiredField>> {
         let missing = self.missing();
         let (Some(id), Some(description), Some(transport)) = (self.id, self.description, self.transport) else {
             return Err(missing);
@@ -435,7 +435,7 @@ impl SpecItems {
 
 impl ToolSpec {
     /// Parses a compact spec string (see the module docs).
-    pub fn parse(text: &str) -> Result<ToolSpec, DefinitionError> {
+    pub(crate) fn parse(text: &str) -> Result<ToolSpec, DefinitionError> {
         let mut items = SpecItems::default();
         for item in split_items(text).map_err(|message| DefinitionError::about("", message))? {
             let (key, value) = match item.split_once('=') {
@@ -461,7 +461,7 @@ impl ToolSpec {
     }
 
     /// The secrets: those listed, then those the headers use, without repeats.
-    pub fn all_secrets(&self) -> Vec<SecretId> {
+    pub(crate) fn all_secrets(&self) -> Vec<SecretId> {
         let mut out = self.secrets.clone();
         if let TransportSpec::Http { headers, .. } = &self.transport {
             for (_, value) in headers {
@@ -479,7 +479,7 @@ impl ToolSpec {
 
     /// The tools.json entry, in the documented key order, and the schema
     /// files to create.
-    pub fn to_draft(&self, schema_exists: &dyn Fn(&str) -> bool) -> ToolDraft {
+    pub(crate) fn to_draft(&self, schema_exists: &dyn Fn(&str) -> bool) -> ToolDraft {
         let mut schema_files: Vec<(String, Value)> = Vec::new();
         let placeholders = self.placeholders();
         let mut schema = |source: &SchemaSource, starter: Value| match source {
@@ -533,7 +533,7 @@ impl ToolSpec {
 }
 
 /// The `transport` object of an entry.
-pub fn transport_value(transport: &TransportSpec) -> Value {
+pub(crate) fn transport_value(transport: &TransportSpec) -> Value {
     match transport {
         TransportSpec::Exec { command, args } => {
             let mut t = Map::new();

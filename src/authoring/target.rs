@@ -7,7 +7,7 @@ use crate::bundle::manifest::{MANIFEST_FILE, is_valid_artifact_path};
 
 /// A bundle folder open for editing.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BundleTarget {
+pub(crate) struct BundleTarget {
     /// The folder, as named on the command line.
     pub dir: PathBuf,
     /// `[agent].name`, else the folder name.
@@ -19,7 +19,7 @@ pub struct BundleTarget {
 impl BundleTarget {
     /// Opens `dir`: it must hold a manifest.toml whose digests `rlp digest`
     /// can rewrite.
-    pub fn open(dir: &Path) -> Result<BundleTarget, AuthoringError> {
+    pub(crate) fn open(dir: &Path) -> Result<BundleTarget, AuthoringError> {
         let manifest = dir.join(MANIFEST_FILE);
         let text = match crate::fsutil::read_text_limited(&manifest, crate::integrity::verify::MAX_MANIFEST_BYTES) {
             Ok(text) => text,
@@ -55,7 +55,7 @@ impl BundleTarget {
     }
 
     /// Brings manifest.toml's digests up to date.
-    pub fn redigest(&self) -> Result<(), AuthoringError> {
+    pub(crate) fn redigest(&self) -> Result<(), AuthoringError> {
         crate::integrity::digest::write(&self.dir)
             .map(|_| ())
             .map_err(|e| AuthoringError::failed(format!("the files were written but digest failed: {e}")))

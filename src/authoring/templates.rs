@@ -2,17 +2,17 @@
 //! tiny `{{name}}` placeholder filler.
 
 /// `templates/manifest.toml`.
-pub const MANIFEST: &str = include_str!("../../templates/manifest.toml");
+pub(crate) const MANIFEST: &str = include_str!("../../templates/manifest.toml");
 /// `templates/policy.caps`.
-pub const POLICY: &str = include_str!("../../templates/policy.caps");
+pub(crate) const POLICY: &str = include_str!("../../templates/policy.caps");
 /// `templates/tools.json`.
-pub const TOOLS: &str = include_str!("../../templates/tools.json");
+pub(crate) const TOOLS: &str = include_str!("../../templates/tools.json");
 /// `templates/README.md`.
-pub const README: &str = include_str!("../../templates/README.md");
+pub(crate) const README: &str = include_str!("../../templates/README.md");
 
 /// Replaces every `{{key}}` with its value, in one pass (values are never
 /// scanned again); unknown keys are left as they are.
-pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len() + 256);
     let mut rest = template;
     while let Some(start) = rest.find("{{") {

@@ -14,7 +14,7 @@ use crate::bundle::value;
 
 /// What an upsert did to one tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     /// The id was new.
     Added,
     /// The id existed and its entry changed.
@@ -25,7 +25,7 @@ pub enum Change {
 
 impl Change {
     /// `added`, `updated` or `unchanged`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Change::Added => "added",
             Change::Updated => "updated",
@@ -36,7 +36,7 @@ impl Change {
 
 /// A bundle's tools.json, open for editing.
 #[derive(Clone, Debug)]
-pub struct ToolsDoc {
+pub(crate) struct ToolsDoc {
     path: PathBuf,
     /// The top-level object; its `tools` value is replaced by `tools` when written.
     root: Map<String, Value>,
@@ -46,7 +46,7 @@ pub struct ToolsDoc {
 
 impl ToolsDoc {
     /// A new, empty document (version 1, no tools) for `bundle_dir`.
-    pub fn empty(bundle_dir: &Path) -> ToolsDoc {
+    pub(crate) fn empty(bundle_dir: &Path) -> ToolsDoc {
         let mut root = Map::new();
         root.insert("version".into(), json!(1));
         root.insert("tools".into(), json!([]));
@@ -54,7 +54,7 @@ impl ToolsDoc {
     }
 
     /// Reads `<bundle>/tools.json` (a missing file is an empty document).
-    pub fn read(bundle_dir: &Path) -> Result<ToolsDoc, AuthoringError> {
+    pub(crate) fn read(bundle_dir: &Path) -> Result<ToolsDoc, AuthoringError> {
         let path = bundle_dir.join(TOOLS_FILE);
         let text = match crate::fsutil::read_text_limited(&path, crate::bundle::MAX_TEXT_FILE_BYTES) {
             Ok(text) => text,
@@ -95,17 +95,17 @@ impl ToolsDoc {
     }
 
     /// The entries, in file order.
-    pub fn entries(&self) -> impl Iterator<Item = &Map<String, Value>> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &Map<String, Value>> {
         self.tools.iter().filter_map(Value::as_object)
     }
 
     /// The entry with this id.
-    pub fn get(&self, id: &str) -> Option<&Map<String, Value>> {
+    pub(crate) fn get(&self, id: &str) -> Option<&Map<String, Value>> {
         self.entries().find(|e| e.get("id").and_then(Value::as_str) == Some(id))
     }
 
     /// Appends a new entry; refuses an id that is already used.
-    pub fn add(&mut self, entry: Map<String, Value>) -> Result<(), AuthoringError> {
+    pub(crate) fn add(&mut self, entry: Map<String, Value>) -> Result<(), AuthoringError> {
         let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
         if self.get(&id).is_some() {
             return Err(AuthoringError::usage(format!("{} already has a tool `{id}`", self.path.display()))
@@ -117,7 +117,7 @@ impl ToolsDoc {
 
     /// Adds `entry`, or merges it into the entry with the same id: its fields
     /// replace the old ones, fields it does not have are kept.
-    pub fn upsert(&mut self, entry: Map<String, Value>) -> Change {
+    pub(crate) fn upsert(&mut self, entry: Map<String, Value>) -> Change {
         let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
         let slot = self.tools.iter_mut().find(|v| v.get("id").and_then(Value::as_str) == Some(id.as_str()));
         match slot {

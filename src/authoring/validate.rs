@@ -22,10 +22,10 @@ use crate::bundle::value;
 
 /// The longest agent name the scaffold accepts: it is a folder name, and
 /// part of the archive name `<name>-<version>.bundle.tar.gz`.
-pub const MAX_AGENT_NAME: usize = 64;
+pub(crate) const MAX_AGENT_NAME: usize = 64;
 
 /// An agent name: `^[a-z][a-z0-9_]*$`, at most [`MAX_AGENT_NAME`] characters.
-pub fn agent_name(text: &str) -> Result<String, String> {
+pub(crate) fn agent_name(text: &str) -> Result<String, String> {
     if !is_valid_name(text) {
         Err(format!("`{text}` is not a valid agent name: it must match {NAME_PATTERN} (lower-case letters, digits, _)"))
     } else if text.len() > MAX_AGENT_NAME {
@@ -39,7 +39,7 @@ pub fn agent_name(text: &str) -> Result<String, String> {
 }
 
 /// A tool id: lower-case dot-separated words.
-pub fn tool_id(text: &str) -> Result<String, String> {
+pub(crate) fn tool_id(text: &str) -> Result<String, String> {
     if is_valid_tool_id(text) {
         Ok(text.to_string())
     } else {
@@ -48,12 +48,12 @@ pub fn tool_id(text: &str) -> Result<String, String> {
 }
 
 /// A tool's description: non-empty; it may span lines, the model reads it all.
-pub fn tool_description(text: &str) -> Result<String, String> {
+pub(crate) fn tool_description(text: &str) -> Result<String, String> {
     non_empty_description(text, "the tool")
 }
 
 /// The agent's description: non-empty and one line.
-pub fn agent_description(text: &str) -> Result<String, String> {
+pub(crate) fn agent_description(text: &str) -> Result<String, String> {
     let text = non_empty_description(text, "the agent")?;
     if text.contains(['\n', '\r']) { Err("the agent description must be one line".into()) } else { Ok(text) }
 }
@@ -68,7 +68,7 @@ fn non_empty_description(text: &str, subject: &str) -> Result<String, String> {
 }
 
 /// An exec command: an absolute path (the runtime never searches PATH).
-pub fn command(text: &str) -> Result<String, String> {
+pub(crate) fn command(text: &str) -> Result<String, String> {
     let text = text.trim();
     if text.is_empty() {
         return Err("the command is empty; write the absolute path of the tool binary".into());
@@ -85,7 +85,7 @@ pub fn command(text: &str) -> Result<String, String> {
 }
 
 /// An HTTP method, upper-cased.
-pub fn method(text: &str) -> Result<String, String> {
+pub(crate) fn method(text: &str) -> Result<String, String> {
     let upper = text.trim().to_ascii_uppercase();
     if HTTP_METHODS.contains(&upper.as_str()) {
         Ok(upper)
@@ -95,12 +95,12 @@ pub fn method(text: &str) -> Result<String, String> {
 }
 
 /// A URL template: absolute http(s), placeholders only in path and query.
-pub fn url(text: &str) -> Result<UrlTemplate, String> {
+pub(crate) fn url(text: &str) -> Result<UrlTemplate, String> {
     UrlTemplate::parse(text.trim()).map_err(|e| format!("URL `{}` is refused: {}; {}", text.trim(), e.message, e.help))
 }
 
 /// A header `Name: value`; the value may hold `${secret:<id>}`.
-pub fn header(text: &str) -> Result<(String, String), String> {
+pub(crate) fn header(text: &str) -> Result<(String, String), String> {
     let (name, value) =
         text.split_once(':').ok_or_else(|| format!("header `{text}` is not of the form `Name: value`"))?;
     let (name, value) = (name.trim(), value.trim());
@@ -117,27 +117,27 @@ pub fn header(text: &str) -> Result<(String, String), String> {
 }
 
 /// A secret id: `runloop/<scope>/<name>`.
-pub fn secret(text: &str) -> Result<SecretId, String> {
+pub(crate) fn secret(text: &str) -> Result<SecretId, String> {
     text.trim().parse()
 }
 
 /// A capability string (`exec`, `net:<host>`, `fs:<dir>`, …).
-pub fn capability(text: &str) -> Result<Capability, String> {
+pub(crate) fn capability(text: &str) -> Result<Capability, String> {
     text.trim().parse()
 }
 
 /// An fs grant: an absolute directory without `.` or `..`.
-pub fn fs_root(text: &str) -> Result<PathBuf, String> {
+pub(crate) fn fs_root(text: &str) -> Result<PathBuf, String> {
     parse_fs_path(text.trim())
 }
 
 /// A net grant: `host` or `host:port`.
-pub fn net_host(text: &str) -> Result<NetTarget, String> {
+pub(crate) fn net_host(text: &str) -> Result<NetTarget, String> {
     text.trim().parse()
 }
 
 /// A knowledge-base domain.
-pub fn kb_domain(text: &str) -> Result<String, String> {
+pub(crate) fn kb_domain(text: &str) -> Result<String, String> {
     let text = text.trim();
     if is_domain(text) {
         Ok(text.to_string())
@@ -147,7 +147,7 @@ pub fn kb_domain(text: &str) -> Result<String, String> {
 }
 
 /// A tag: non-empty, no control characters.
-pub fn tag(text: &str) -> Result<String, String> {
+pub(crate) fn tag(text: &str) -> Result<String, String> {
     let text = text.trim();
     if text.is_empty() || text.chars().any(char::is_control) {
         Err(format!("`{text}` is not a tag (non-empty, no control characters)"))
@@ -157,13 +157,13 @@ pub fn tag(text: &str) -> Result<String, String> {
 }
 
 /// A `schema:<id>` id: one file name segment, so it maps to `schemas/<id>.json`.
-pub fn schema_id(text: &str) -> Result<String, String> {
+pub(crate) fn schema_id(text: &str) -> Result<String, String> {
     let id = text.trim();
     if is_valid_schema_id(id) { Ok(id.to_string()) } else { Err(invalid_schema_id(id)) }
 }
 
 /// A positive integer.
-pub fn positive(text: &str, what: &str) -> Result<u64, String> {
+pub(crate) fn positive(text: &str, what: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(n) if n > 0 && n < (1 << 53) => Ok(n),
         _ => Err(format!("{what} `{text}` is not a positive whole number")),
@@ -171,7 +171,7 @@ pub fn positive(text: &str, what: &str) -> Result<u64, String> {
 }
 
 /// A non-negative amount of US dollars.
-pub fn usd(text: &str) -> Result<f64, String> {
+pub(crate) fn usd(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
         _ => Err(format!("budget `{text}` is not an amount of US dollars, e.g. 0.50")),
@@ -180,7 +180,7 @@ pub fn usd(text: &str) -> Result<f64, String> {
 
 /// A JSON Schema written inline: a JSON object (or `true`/`false`) that is a
 /// valid JSON Schema 2020-12.
-pub fn inline_schema(text: &str) -> Result<Value, String> {
+pub(crate) fn inline_schema(text: &str) -> Result<Value, String> {
     let value = value::parse_json_text(text.trim()).map_err(|e| value::json_error_message(&e))?;
     if !matches!(value, Value::Object(_) | Value::Bool(_)) {
         return Err("a schema must be a JSON object, e.g. {\"type\": \"object\"}".into());
@@ -190,17 +190,17 @@ pub fn inline_schema(text: &str) -> Result<Value, String> {
 }
 
 /// Splits a comma-separated list, dropping blanks.
-pub fn list(text: &str) -> Vec<&str> {
+pub(crate) fn list(text: &str) -> Vec<&str> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty()).collect()
 }
 
 /// Parses every item of a comma-separated list.
-pub fn each<T>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+pub(crate) fn each<T>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
     list(text).into_iter().map(parse).collect()
 }
 
 /// A list of knowledge-base domains, or `*` for all of them (`None`).
-pub fn kb_scope(text: &str) -> Result<Option<Vec<String>>, String> {
+pub(crate) fn kb_scope(text: &str) -> Result<Option<Vec<String>>, String> {
     if text.trim() == "*" { Ok(None) } else { each(text, kb_domain).map(Some) }
 }
 

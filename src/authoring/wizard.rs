@@ -18,7 +18,7 @@ use crate::bundle::tools::HTTP_METHODS;
 
 /// Agent-level answers given as flags; `None` means "ask".
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct AgentPreset {
+pub(crate) struct AgentPreset {
     /// `--description`.
     pub description: Option<String>,
     /// `--model` (empty: none).
@@ -41,7 +41,7 @@ pub struct AgentPreset {
 
 impl AgentPreset {
     /// The plan these answers make, with defaults for everything not given.
-    pub fn into_plan(self, name: &str, tools: Vec<ToolDefinition>) -> AgentPlan {
+    pub(crate) fn into_plan(self, name: &str, tools: Vec<ToolDefinition>) -> AgentPlan {
         let mut plan = AgentPlan::new(name);
         if let Some(description) = self.description {
             plan.description = description;
@@ -75,7 +75,7 @@ impl AgentPreset {
 }
 
 /// A model id: one line of printable characters.
-pub fn model_id(text: &str) -> Result<String, String> {
+pub(crate) fn model_id(text: &str) -> Result<String, String> {
     let text = text.trim();
     if text.chars().any(char::is_control) {
         Err("the model id must be one line without control characters".into())
@@ -90,7 +90,7 @@ fn ok<T>(r: Result<T, String>) -> Result<(), String> {
 
 /// Asks the agent-level questions the preset leaves open, then offers to add
 /// tools (after those given as `--tool`), and returns the plan.
-pub fn agent(
+pub(crate) fn agent(
     ask: &mut dyn Ask,
     name: &str,
     mut preset: AgentPreset,
@@ -174,7 +174,7 @@ pub fn agent(
 
 /// Asks for one tool, skipping the fields `tool` already holds. `taken` are
 /// the ids already in use.
-pub fn tool(ask: &mut dyn Ask, taken: &[String], mut tool: ToolSpecBuilder) -> Result<ToolSpec, AuthoringError> {
+pub(crate) fn tool(ask: &mut dyn Ask, taken: &[String], mut tool: ToolSpecBuilder) -> Result<ToolSpec, AuthoringError> {
     if tool.id.is_none() {
         let id = ask.text("Tool id (e.g. mail.send)", None, &|s| {
             let id = validate::tool_id(s.trim())?;
@@ -278,7 +278,7 @@ fn ask_transport(ask: &mut dyn Ask) -> Result<TransportSpec, AuthoringError> {
 }
 
 /// Asks for one tool for `rlp tools add`, and checks it like lint would.
-pub fn tool_for_bundle(
+pub(crate) fn tool_for_bundle(
     ask: &mut dyn Ask,
     bundle_dir: &Path,
     taken: &[String],

@@ -11,7 +11,7 @@ use crate::bundle::diag::{At, Code, Diagnostics};
 use crate::bundle::pointer::Pointer;
 
 /// How a value's type is named in messages.
-pub fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",
@@ -24,7 +24,7 @@ pub fn type_name(value: &Value) -> &'static str {
 }
 
 /// The value as a table/object, or a wrong-type finding.
-pub fn expect_object<'v>(
+pub(crate) fn expect_object<'v>(
     value: &'v Value,
     at: &Pointer,
     what: &str,
@@ -44,7 +44,7 @@ pub fn expect_object<'v>(
 }
 
 /// The keys of one table/object, read one by one.
-pub struct Fields<'v> {
+pub(crate) struct Fields<'v> {
     map: &'v Map<String, Value>,
     at: Pointer,
     what: &'static str,
@@ -54,12 +54,17 @@ pub struct Fields<'v> {
 impl<'v> Fields<'v> {
     /// Reads `map` (found at `at`, described as `what` in messages), where
     /// `known` lists the keys that are not reported as unknown.
-    pub fn new(map: &'v Map<String, Value>, at: Pointer, what: &'static str, known: &'static [&'static str]) -> Self {
+    pub(crate) fn new(
+        map: &'v Map<String, Value>,
+        at: Pointer,
+        what: &'static str,
+        known: &'static [&'static str],
+    ) -> Self {
         Self { map, at, what, known }
     }
 
     /// Like [`Fields::new`] after checking the value is a table.
-    pub fn of(
+    pub(crate) fn of(
         value: &'v Value,
         at: Pointer,
         what: &'static str,
@@ -70,22 +75,22 @@ impl<'v> Fields<'v> {
     }
 
     /// Where this table is.
-    pub fn pointer(&self) -> &Pointer {
+    pub(crate) fn pointer(&self) -> &Pointer {
         &self.at
     }
 
     /// The pointer of one key's value.
-    pub fn at(&self, key: &str) -> Pointer {
+    pub(crate) fn at(&self, key: &str) -> Pointer {
         self.at.key(key)
     }
 
     /// The keys present, in document order.
-    pub fn keys(&self) -> impl Iterator<Item = &'v String> + use<'v> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &'v String> + use<'v> {
         self.map.keys()
     }
 
     /// The raw value of a key.
-    pub fn get(&self, key: &str) -> Option<&'v Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'v Value> {
         self.map.get(key)
     }
 
@@ -122,7 +127,7 @@ impl<'v> Fields<'v> {
     }
 
     /// A string value.
-    pub fn string(&self, key: &str, required: bool, diags: &mut Diagnostics) -> Option<&'v str> {
+    pub(crate) fn string(&self, key: &str, required: bool, diags: &mut Diagnostics) -> Option<&'v str> {
         match self.present(key, required, diags)? {
             Value::String(s) => Some(s),
             other => {
@@ -133,7 +138,7 @@ impl<'v> Fields<'v> {
     }
 
     /// A boolean value.
-    pub fn boolean(&self, key: &str, diags: &mut Diagnostics) -> Option<bool> {
+    pub(crate) fn boolean(&self, key: &str, diags: &mut Diagnostics) -> Option<bool> {
         match self.present(key, false, diags)? {
             Value::Bool(b) => Some(*b),
             other => {
@@ -144,7 +149,7 @@ impl<'v> Fields<'v> {
     }
 
     /// A non-negative integer within `min..=max`.
-    pub fn integer(&self, key: &str, min: u64, max: u64, diags: &mut Diagnostics) -> Option<u64> {
+    pub(crate) fn integer(&self, key: &str, min: u64, max: u64, diags: &mut Diagnostics) -> Option<u64> {
         let value = self.present(key, false, diags)?;
         match value.as_u64() {
             Some(n) if (min..=max).contains(&n) => Some(n),
@@ -174,7 +179,7 @@ impl<'v> Fields<'v> {
     }
 
     /// A non-negative number (integer or decimal).
-    pub fn number(&self, key: &str, diags: &mut Diagnostics) -> Option<f64> {
+    pub(crate) fn number(&self, key: &str, diags: &mut Diagnostics) -> Option<f64> {
         let value = self.present(key, false, diags)?;
         match value.as_f64() {
             Some(n) if n >= 0.0 => Some(n),
@@ -190,7 +195,7 @@ impl<'v> Fields<'v> {
     }
 
     /// A list of strings, each with its pointer; wrong elements are reported and skipped.
-    pub fn strings(&self, key: &str, diags: &mut Diagnostics) -> Vec<(Pointer, &'v str)> {
+    pub(crate) fn strings(&self, key: &str, diags: &mut Diagnostics) -> Vec<(Pointer, &'v str)> {
         let Some(value) = self.present(key, false, diags) else { return Vec::new() };
         let Value::Array(items) = value else {
             self.wrong_type(key, "a list of strings", value, diags);
@@ -215,7 +220,7 @@ impl<'v> Fields<'v> {
     }
 
     /// A nested table, read with its own known keys.
-    pub fn table(
+    pub(crate) fn table(
         &self,
         key: &str,
         what: &'static str,
@@ -228,7 +233,7 @@ impl<'v> Fields<'v> {
     }
 
     /// Reports every key not in the known list, as a warning.
-    pub fn finish(&self, diags: &mut Diagnostics) {
+    pub(crate) fn finish(&self, diags: &mut Diagnostics) {
         for key in self.map.keys() {
             if !self.known.contains(&key.as_str()) {
                 diags

@@ -12,35 +12,35 @@ use crate::bundle::pointer::Pointer;
 use crate::bundle::tools::{TOOLS_FILE, Tool};
 
 /// The scheme of bundle-local schema ids.
-pub const SCHEMA_SCHEME: &str = "schema:";
+pub(crate) const SCHEMA_SCHEME: &str = "schema:";
 
 /// Whether `id` (the part after `schema:`) is a schema id: one file name
 /// segment, so that it maps to `schemas/<id>.json`.
-pub fn is_valid_schema_id(id: &str) -> bool {
+pub(crate) fn is_valid_schema_id(id: &str) -> bool {
     !id.is_empty() && !id.contains('/') && is_valid_artifact_path(&format!("schemas/{id}.json"))
 }
 
 /// The message for a `schema:<id>` whose id is not a schema id.
-pub fn invalid_schema_id(id: &str) -> String {
+pub(crate) fn invalid_schema_id(id: &str) -> String {
     format!("`schema:{id}` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`")
 }
 
 /// The bundle path a `schema:<id>` resolves to for `tool`: its
 /// `schema_refs` entry, or `schemas/<id>.json`.
-pub fn schema_path(tool: Option<&Tool>, reference: &str) -> String {
+pub(crate) fn schema_path(tool: Option<&Tool>, reference: &str) -> String {
     let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
     mapped_path(tool, reference).map_or_else(|| format!("schemas/{id}.json"), str::to_string)
 }
 
 /// The path `tool`'s `schema_refs` maps `reference` (`schema:<id>`) to, if any.
-pub fn mapped_path<'a>(tool: Option<&'a Tool>, reference: &str) -> Option<&'a str> {
+pub(crate) fn mapped_path<'a>(tool: Option<&'a Tool>, reference: &str) -> Option<&'a str> {
     let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
     tool?.schema_refs.iter().find(|(k, _)| k.strip_prefix(SCHEMA_SCHEME) == Some(id)).map(|(_, path)| path.as_str())
 }
 
 /// Why a `schema_refs` target cannot hold a schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TargetProblem {
+pub(crate) enum TargetProblem {
     /// Not a `/`-separated path inside the bundle (`..`, absolute, odd characters).
     Outside,
     /// The bundle's tools.json.
@@ -53,7 +53,7 @@ pub enum TargetProblem {
 
 impl TargetProblem {
     /// What is wrong, to follow "`schema:<id>` maps to `<path>`, which …".
-    pub fn why(self) -> &'static str {
+    pub(crate) fn why(self) -> &'static str {
         match self {
             TargetProblem::Outside => "is not a path inside the bundle",
             TargetProblem::ToolsFile => "is the bundle's tool list, not a schema",
@@ -63,7 +63,7 @@ impl TargetProblem {
     }
 
     /// How to fix it.
-    pub fn help(self, path: &str) -> String {
+    pub(crate) fn help(self, path: &str) -> String {
         match self {
             TargetProblem::Outside => {
                 "use a relative path of `/`-separated [A-Za-z0-9._-] segments, without `.` or `..`, e.g. `schemas/<id>.json`"
@@ -78,7 +78,7 @@ impl TargetProblem {
 }
 
 /// Why the `schema_refs` target `path` cannot be read as a schema, if it cannot.
-pub fn target_problem(path: &str, inventory: &Inventory) -> Option<TargetProblem> {
+pub(crate) fn target_problem(path: &str, inventory: &Inventory) -> Option<TargetProblem> {
     if !is_valid_artifact_path(path) {
         Some(TargetProblem::Outside)
     } else if path == TOOLS_FILE {
@@ -94,7 +94,7 @@ pub fn target_problem(path: &str, inventory: &Inventory) -> Option<TargetProblem
 
 /// One `$ref` (or other keyword holding a string) found in a schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RefSite {
+pub(crate) struct RefSite {
     /// Pointer of the value inside the document that holds it.
     pub at: Pointer,
     /// The value as written.
@@ -102,7 +102,7 @@ pub struct RefSite {
 }
 
 /// Every `$ref` / `$dynamicRef` in a schema document, with its pointer.
-pub fn find_refs(schema: &Value, at: &Pointer, out: &mut Vec<RefSite>) {
+pub(crate) fn find_refs(schema: &Value, at: &Pointer, out: &mut Vec<RefSite>) {
     find_keywords(schema, at, &["$ref", "$dynamicRef"], out);
 }
 
@@ -131,11 +131,11 @@ fn find_keywords(schema: &Value, at: &Pointer, keywords: &[&str], out: &mut Vec<
 }
 
 /// The meta-schema of the only JSON Schema dialect rlp reads.
-pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(crate) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Every `$schema` in a schema document that names a dialect other than
 /// 2020-12, with why: rlp never resolves another meta-schema.
-pub fn foreign_dialects(schema: &Value, at: &Pointer) -> Vec<(Pointer, String)> {
+pub(crate) fn foreign_dialects(schema: &Value, at: &Pointer) -> Vec<(Pointer, String)> {
     let mut sites = Vec::new();
     find_keywords(schema, at, &["$schema"], &mut sites);
     sites
@@ -146,7 +146,7 @@ pub fn foreign_dialects(schema: &Value, at: &Pointer) -> Vec<(Pointer, String)> 
 }
 
 /// The message for a `$schema` of another dialect.
-pub fn foreign_dialect(uri: &str) -> String {
+pub(crate) fn foreign_dialect(uri: &str) -> String {
     let draft = ["draft-03", "draft-04", "draft-06", "draft-07", "2019-09", "2020-12"]
         .into_iter()
         .find(|draft| uri.contains(draft));
@@ -161,7 +161,7 @@ pub fn foreign_dialect(uri: &str) -> String {
 
 /// How a `$ref` resolves.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RefKind<'a> {
+pub(crate) enum RefKind<'a> {
     /// Within the same document: a JSON pointer or an anchor fragment.
     Local(&'a str),
     /// Another schema of the bundle, with an optional fragment.
@@ -176,7 +176,7 @@ pub enum RefKind<'a> {
 }
 
 /// Classifies a `$ref` target.
-pub fn classify_ref(target: &str) -> RefKind<'_> {
+pub(crate) fn classify_ref(target: &str) -> RefKind<'_> {
     if let Some(fragment) = target.strip_prefix('#') {
         return RefKind::Local(fragment);
     }
@@ -191,7 +191,7 @@ pub fn classify_ref(target: &str) -> RefKind<'_> {
 }
 
 /// Whether a fragment (`/a/b` pointer, or a plain anchor name) resolves in `document`.
-pub fn fragment_resolves(document: &Value, fragment: &str) -> bool {
+pub(crate) fn fragment_resolves(document: &Value, fragment: &str) -> bool {
     if fragment.is_empty() {
         return true;
     }
@@ -231,7 +231,7 @@ impl jsonschema::Retrieve for BundleRetriever {
 
 /// Builds a 2020-12 validator for `schema`, resolving `schema:<id>` from
 /// `documents` (keyed by the full `schema:<id>` reference).
-pub fn compile(schema: &Value, documents: Arc<HashMap<String, Value>>) -> Result<jsonschema::Validator, String> {
+pub(crate) fn compile(schema: &Value, documents: Arc<HashMap<String, Value>>) -> Result<jsonschema::Validator, String> {
     if let Some((_, why)) = foreign_dialects(schema, &Pointer::root()).into_iter().next() {
         return Err(why);
     }

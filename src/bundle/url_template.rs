@@ -197,7 +197,7 @@ impl UrlTemplate {
 }
 
 /// The host and effective port of a URL.
-pub fn target_of(url: &Url) -> Option<NetTarget> {
+pub(crate) fn target_of(url: &Url) -> Option<NetTarget> {
     let host = match url.host()? {
         url::Host::Domain(d) => d.to_ascii_lowercase(),
         url::Host::Ipv4(ip) => ip.to_string(),

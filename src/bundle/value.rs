@@ -16,16 +16,16 @@ use crate::bundle::pointer::Pointer;
 use crate::bundle::source::{SourceFile, SpanIndex, Spans, Syntax, json_duplicate_keys};
 
 /// The largest integer a manifest may hold: ±(2^53−1), exact in every JSON reader.
-pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// The deepest nesting of arrays and objects rlp accepts in tool data
 /// (arguments, results) and records. Well below the 128 levels a JSON
 /// reader accepts, so every record — the payload around the data, the JSONL
 /// line around the payload — reads back whole.
-pub const MAX_DATA_DEPTH: usize = 100;
+pub(crate) const MAX_DATA_DEPTH: usize = 100;
 
 /// How deeply arrays and objects nest in `value` (a scalar: 0, `[]`: 1).
-pub fn json_depth(value: &Value) -> usize {
+pub(crate) fn json_depth(value: &Value) -> usize {
     match value {
         Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
         Value::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
@@ -94,13 +94,13 @@ impl<'de> Visitor<'de> for StrictVisitor {
 /// Parses JSON text as strictly as lint reads bundle files: a key repeated in
 /// one object is an error (RLP002), never "the last one wins". Such an error
 /// is the only one for which [`serde_json::Error::is_data`] holds.
-pub fn parse_json_text(text: &str) -> Result<Value, serde_json::Error> {
+pub(crate) fn parse_json_text(text: &str) -> Result<Value, serde_json::Error> {
     serde_json::from_str::<StrictJson>(text).map(|StrictJson(value)| value)
 }
 
 /// One line saying why [`parse_json_text`] refused a text, with the line and
 /// column: a repeated key (RLP002) or invalid JSON (RLP001).
-pub fn json_error_message(error: &serde_json::Error) -> String {
+pub(crate) fn json_error_message(error: &serde_json::Error) -> String {
     if error.is_data() {
         format!("{error} (RLP002: JSON readers disagree on which of the two values wins)")
     } else {
@@ -110,13 +110,13 @@ pub fn json_error_message(error: &serde_json::Error) -> String {
 
 /// What is wrong with a JSON text that starts with a UTF-8 byte-order mark
 /// (RFC 8259 forbids one), when it does.
-pub fn bom_problem(text: &str) -> Option<&'static str> {
+pub(crate) fn bom_problem(text: &str) -> Option<&'static str> {
     text.starts_with('\u{feff}')
         .then_some("the file starts with a UTF-8 byte-order mark (U+FEFF), which JSON does not allow")
 }
 
 /// How to remove the byte-order mark from `path`.
-pub fn bom_help(path: &std::path::Path) -> String {
+pub(crate) fn bom_help(path: &std::path::Path) -> String {
     format!(
         "save the file as UTF-8 without a byte-order mark, or delete its first 3 bytes: `sed -i '1s/^\\xEF\\xBB\\xBF//' {}`",
         path.display()
@@ -125,7 +125,7 @@ pub fn bom_help(path: &std::path::Path) -> String {
 
 /// Parses a JSON document strictly, reporting a syntax error or the first
 /// duplicate key with its exact position.
-pub fn parse_json(file: &SourceFile, diags: &mut Diagnostics) -> Option<Value> {
+pub(crate) fn parse_json(file: &SourceFile, diags: &mut Diagnostics) -> Option<Value> {
     if let Some(problem) = bom_problem(file.text()) {
         diags.report(Code::Syntax, At::Span(0..'\u{feff}'.len_utf8()), problem).help(bom_help(file.path()));
         return None;
@@ -177,7 +177,7 @@ fn strip_position(message: &str) -> String {
 /// Returns `None` (with a finding) when the text is not TOML; otherwise the
 /// tree, where a refused value (datetime, huge integer, NaN) was reported and
 /// replaced by `null`.
-pub fn parse_toml(text: &str, diags: &mut Diagnostics) -> Option<(Value, SpanIndex)> {
+pub(crate) fn parse_toml(text: &str, diags: &mut Diagnostics) -> Option<(Value, SpanIndex)> {
     let document = match toml_edit::Document::parse(text) {
         Ok(document) => document,
         Err(error) => {
@@ -304,7 +304,11 @@ impl TomlConverter<'_> {
 }
 
 /// Reads a TOML file into a source file (with spans) and its tree.
-pub fn load_toml(path: std::path::PathBuf, text: String, diags: &mut Diagnostics) -> (SourceFile, Option<Value>) {
+pub(crate) fn load_toml(
+    path: std::path::PathBuf,
+    text: String,
+    diags: &mut Diagnostics,
+) -> (SourceFile, Option<Value>) {
     match parse_toml(&text, diags) {
         Some((value, spans)) => (SourceFile::with_spans(path, text, Syntax::Toml, spans), Some(value)),
         None => (SourceFile::new(path, text, Syntax::Toml), None),

@@ -67,7 +67,7 @@ pub struct VerifyArgs {
 }
 
 /// Runs a `bundle` subcommand.
-pub fn run(command: BundleCommand, ctx: &Context) -> CliResult {
+pub(crate) fn run(command: BundleCommand, ctx: &Context) -> CliResult {
     match command {
         BundleCommand::Pack(args) => run_pack(&args),
         BundleCommand::Verify(args) => run_verify(&args, ctx),

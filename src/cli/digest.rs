@@ -44,7 +44,7 @@ fn why(change: &Change) -> &'static str {
 }
 
 /// Runs `rlp digest`.
-pub fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
     let result = if args.check { digest::check(&args.bundle) } else { digest::write(&args.bundle).map(|p| p.changes) };
     let mut out = Printer::stdout();
     let changes = match result {

@@ -117,4 +117,4 @@ impl<E: Reportable> From<E> for CliError {
 }
 
 /// What every command returns.
-pub type CliResult = Result<Exit, CliError>;
+pub(crate) type CliResult = Result<Exit, CliError>;

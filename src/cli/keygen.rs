@@ -28,7 +28,7 @@ pub struct KeygenArgs {
 }
 
 /// Runs `rlp keygen`.
-pub fn run(args: &KeygenArgs, _ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &KeygenArgs, _ctx: &Context) -> CliResult {
     let files = write_key_pair(&args.out, &args.name).map_err(CliError::from)?;
     let key_id = files.public.key_id();
     let human = format!(

@@ -34,7 +34,7 @@ pub struct LintArgs {
 }
 
 /// Runs `rlp lint`.
-pub fn run(args: &LintArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
     let dirs = discover(&args.paths).map_err(|e| {
         CliError::usage(e).with_help("pass a bundle folder (with manifest.toml) or a folder of bundles")
     })?;

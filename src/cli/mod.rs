@@ -2,20 +2,20 @@
 //! flags into library calls and renders the outcome; `main.rs` only calls
 //! [`main`].
 
-pub mod agent;
-pub mod bundle;
-pub mod digest;
-pub mod exit;
-pub mod keygen;
-pub mod lint;
-pub mod output;
-pub mod replay;
-pub mod runtime_setup;
-pub mod sign;
-pub mod terminal;
-pub mod tools;
-pub mod trace;
-pub mod trust;
+pub(crate) mod agent;
+pub(crate) mod bundle;
+pub(crate) mod digest;
+pub(crate) mod exit;
+pub(crate) mod keygen;
+pub(crate) mod lint;
+pub(crate) mod output;
+pub(crate) mod replay;
+pub(crate) mod runtime_setup;
+pub(crate) mod sign;
+pub(crate) mod terminal;
+pub(crate) mod tools;
+pub(crate) mod trace;
+pub(crate) mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

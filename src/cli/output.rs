@@ -59,7 +59,7 @@ impl ColorChoice {
 /// a broken pipe) stops the command quietly with the exit code of what it
 /// found so far; any other failure (`> /dev/full`) is an error (exit 2,
 /// like a file named by `-o` that cannot be written).
-pub struct Printer {
+pub(crate) struct Printer {
     out: std::io::BufWriter<std::io::StdoutLock<'static>>,
     terminal: bool,
     failed: Option<std::io::Error>,
@@ -118,41 +118,41 @@ fn os_message(e: &std::io::Error) -> String {
 
 impl Printer {
     /// Standard output, locked until the printer is finished or dropped.
-    pub fn stdout() -> Printer {
+    pub(crate) fn stdout() -> Printer {
         let stdout = std::io::stdout();
         let terminal = stdout.is_terminal();
         Printer { out: std::io::BufWriter::with_capacity(1 << 16, stdout.lock()), terminal, failed: None }
     }
 
     /// Whether standard output is a terminal.
-    pub fn is_terminal(&self) -> bool {
+    pub(crate) fn is_terminal(&self) -> bool {
         self.terminal
     }
 
     /// Whether a write has failed (the reader went away, the disk is full):
     /// a streaming writer's own error is then [`finish`](Printer::finish)'s to report.
-    pub fn has_failed(&self) -> bool {
+    pub(crate) fn has_failed(&self) -> bool {
         self.failed.is_some()
     }
 
     /// Writes `text` as it is.
-    pub fn text(&mut self, text: &str) -> Result<(), OutputError> {
+    pub(crate) fn text(&mut self, text: &str) -> Result<(), OutputError> {
         self.write_all(text.as_bytes()).map_err(OutputError::from)
     }
 
     /// Writes `text` and a newline.
-    pub fn line(&mut self, text: impl std::fmt::Display) -> Result<(), OutputError> {
+    pub(crate) fn line(&mut self, text: impl std::fmt::Display) -> Result<(), OutputError> {
         writeln!(self, "{text}").map_err(OutputError::from)
     }
 
     /// Writes a JSON document, pretty and newline-terminated.
-    pub fn json(&mut self, value: &serde_json::Value) -> Result<(), OutputError> {
+    pub(crate) fn json(&mut self, value: &serde_json::Value) -> Result<(), OutputError> {
         self.text(&json_text(value))
     }
 
     /// Writes what a command did: `human` as lines of text, or `json` as
     /// one document, as `format` asks.
-    pub fn report(&mut self, format: Format, human: &str, json: &serde_json::Value) -> Result<(), OutputError> {
+    pub(crate) fn report(&mut self, format: Format, human: &str, json: &serde_json::Value) -> Result<(), OutputError> {
         match format {
             Format::Json => self.json(json),
             Format::Human => self.line(human),
@@ -161,7 +161,7 @@ impl Printer {
 
     /// Flushes the output and ends the command with `exit`; a write that
     /// failed, now or before, ends it as [`OutputError::ending`] says.
-    pub fn finish(mut self, exit: Exit) -> CliResult {
+    pub(crate) fn finish(mut self, exit: Exit) -> CliResult {
         let _ = self.flush();
         match self.failed.take() {
             Some(e) => Err(OutputError::from(e).ending(exit)),
@@ -171,7 +171,7 @@ impl Printer {
 
     /// Writes `text`, then [`finish`](Printer::finish)es with `exit`: for
     /// a command whose outcome is known before it prints.
-    pub fn finish_with(mut self, text: &str, exit: Exit) -> CliResult {
+    pub(crate) fn finish_with(mut self, text: &str, exit: Exit) -> CliResult {
         // A failure is remembered, and `finish` reports it with `exit`.
         let _ = self.text(text);
         self.finish(exit)
@@ -179,7 +179,7 @@ impl Printer {
 
     /// Flushes what was written and returns `error`, the command's outcome:
     /// a failure to write changes nothing (the error says what went wrong).
-    pub fn fail(mut self, error: CliError) -> CliResult {
+    pub(crate) fn fail(mut self, error: CliError) -> CliResult {
         let _ = self.flush();
         Err(error)
     }
@@ -216,7 +216,7 @@ impl Write for Printer {
 }
 
 /// A JSON document as [`Printer::json`] writes it.
-pub fn json_text(value: &serde_json::Value) -> String {
+pub(crate) fn json_text(value: &serde_json::Value) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
     text
@@ -225,13 +225,13 @@ pub fn json_text(value: &serde_json::Value) -> String {
 /// Writes `text` and a newline to stderr (diagnostics, progress, warnings).
 /// A stderr that cannot be written (a closed pipe) is ignored: there is
 /// nowhere left to say anything.
-pub fn diagnostic(text: &str) {
+pub(crate) fn diagnostic(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n"));
 }
 
 /// `warning: …` on stderr, through [`diagnostic`]; the text (which may name
 /// a file or quote one) cannot drive the terminal.
-pub fn warning(text: impl std::fmt::Display) {
+pub(crate) fn warning(text: impl std::fmt::Display) {
     diagnostic(&format!("warning: {}", crate::text::terminal_safe(&text.to_string())));
 }

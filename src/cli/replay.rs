@@ -11,10 +11,10 @@ use crate::cli::output::{Format, Printer};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::cli::terminal::FrameCounter;
 use crate::cli::trace::parse_input;
-use crate::ledger::query::{TraceInput, for_each_frame};
+use crate::ledger::query::TraceInput;
 use crate::replay::contract::Contract;
 use crate::replay::live::LiveExecutor;
-use crate::replay::replayer::{Executor, ReplayError, Replayer, Summary};
+use crate::replay::replayer::{Executor, ReplayError, Summary, replay};
 use crate::replay::report::{Report, ReportFormat};
 
 /// `--mode strict|live`.
@@ -67,32 +67,12 @@ fn replay_with_progress(
     executor: Option<&mut dyn Executor>,
     report: &mut Report,
 ) -> Result<Summary, ReplayError> {
-    let mut replayer = match executor {
-        Some(executor) => Replayer::live(contract, executor, report),
-        None => Replayer::strict(contract, report),
-    };
     let mut counter = FrameCounter::new("replaying");
-    let mut failure = None;
-    let read = for_each_frame(input, |frame| {
-        counter.tick();
-        match replayer.frame(frame) {
-            Ok(()) => std::ops::ControlFlow::Continue(()),
-            Err(e) => {
-                failure = Some(e);
-                std::ops::ControlFlow::Break(())
-            }
-        }
-    });
-    drop(counter);
-    read?;
-    if let Some(failure) = failure {
-        return Err(failure);
-    }
-    replayer.finish()
+    replay(input, contract, executor, report, &mut || counter.tick())
 }
 
 /// Runs `rlp replay`.
-pub fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
     let input = parse_input(&args.trace, &ctx.home)?;
     let format = match args.format {
         Format::Human => ReportFormat::Human,

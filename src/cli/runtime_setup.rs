@@ -17,7 +17,7 @@ use crate::runtime::{Runtime, RuntimeOptions, process};
 
 /// The flags that shape a runtime.
 #[derive(Clone, Copy, Debug)]
-pub struct RuntimeFlags<'a> {
+pub(crate) struct RuntimeFlags<'a> {
     /// The bundle folder.
     pub bundle: &'a Path,
     /// `--yes`: approve calls that need confirmation.
@@ -29,7 +29,7 @@ pub struct RuntimeFlags<'a> {
 /// Loads the configuration and the bundle into a runtime that records into
 /// the home's ledger; prints the configuration's and the bundle's warnings.
 /// Returns the ledger too, for commands that read back what they recorded.
-pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
+pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
     let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })?;
     warn(&loaded.warnings);
     let ledger: Arc<dyn LedgerStore> = Location::of_home(&ctx.home)

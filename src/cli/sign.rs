@@ -28,7 +28,7 @@ pub struct SignArgs {
 }
 
 /// Runs `rlp sign`.
-pub fn run(args: &SignArgs, _ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &SignArgs, _ctx: &Context) -> CliResult {
     let key = SecretKey::load(&args.key).map_err(CliError::from)?;
     let signed = sign_bundle(&args.bundle, &key).map_err(CliError::from)?;
     let key_id = signed.signature.key_id();

@@ -16,7 +16,7 @@ use crate::pack::{NoProgress, Progress};
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
 
 /// Whether standard input is a terminal a person can answer prompts on.
-pub fn stdin_is_terminal() -> bool {
+pub(crate) fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
 
@@ -26,13 +26,13 @@ fn can_prompt() -> bool {
 }
 
 /// The wizard's questions on the terminal (dialoguer, rendered on stderr).
-pub struct TerminalAsk {
+pub(crate) struct TerminalAsk {
     theme: Box<dyn Theme>,
 }
 
 impl TerminalAsk {
     /// Colourful prompts when `color`, plain ones otherwise.
-    pub fn new(color: bool) -> Self {
+    pub(crate) fn new(color: bool) -> Self {
         let theme: Box<dyn Theme> = if color { Box::new(ColorfulTheme::default()) } else { Box::new(SimpleTheme) };
         TerminalAsk { theme }
     }
@@ -75,7 +75,7 @@ impl Ask for TerminalAsk {
 /// Who approves calls that need confirmation: everyone when `yes` (`--yes`),
 /// the person at the terminal when there is one, else nobody (such calls
 /// are refused).
-pub fn confirmer(yes: bool) -> Arc<dyn Confirmer> {
+pub(crate) fn confirmer(yes: bool) -> Arc<dyn Confirmer> {
     if yes {
         Arc::new(PreApproved)
     } else if can_prompt() {
@@ -110,7 +110,7 @@ impl Confirmer for TerminalConfirmer {
 const PROGRESS_THRESHOLD: u64 = 16 << 20;
 
 /// A byte progress bar on stderr, drawn only for large work on a terminal.
-pub struct ByteProgress {
+pub(crate) struct ByteProgress {
     bar: std::cell::OnceCell<indicatif::ProgressBar>,
     label: &'static str,
 }
@@ -118,7 +118,7 @@ pub struct ByteProgress {
 impl ByteProgress {
     /// A bar labelled `label` (e.g. "packing") when stderr is a terminal,
     /// else no progress at all.
-    pub fn on_terminal(label: &'static str) -> Box<dyn Progress> {
+    pub(crate) fn on_terminal(label: &'static str) -> Box<dyn Progress> {
         if std::io::stderr().is_terminal() {
             Box::new(ByteProgress { bar: std::cell::OnceCell::new(), label })
         } else {
@@ -156,14 +156,14 @@ const COUNTER_STEP: u64 = 4096;
 
 /// A running count of frames on stderr (`replaying: 12,288 frames (…/s)`),
 /// drawn only when stderr is a terminal.
-pub struct FrameCounter {
+pub(crate) struct FrameCounter {
     bar: Option<indicatif::ProgressBar>,
     count: u64,
 }
 
 impl FrameCounter {
     /// A counter whose line starts with `label`.
-    pub fn new(label: &'static str) -> Self {
+    pub(crate) fn new(label: &'static str) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
             if let Ok(style) =
@@ -178,7 +178,7 @@ impl FrameCounter {
     }
 
     /// Counts one frame.
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         self.count += 1;
         if self.count.is_multiple_of(COUNTER_STEP)
             && let Some(bar) = &self.bar

@@ -116,7 +116,7 @@ pub struct VerifyArgs {
 }
 
 /// Runs a `trace` subcommand.
-pub fn run(command: TraceCommand, ctx: &Context) -> CliResult {
+pub(crate) fn run(command: TraceCommand, ctx: &Context) -> CliResult {
     match command {
         TraceCommand::List(args) => list(&args, ctx),
         TraceCommand::Show(args) => show(&args, ctx),

@@ -73,7 +73,7 @@ pub struct ListArgs {
 }
 
 /// Runs a `trust` subcommand.
-pub fn run(command: TrustCommand, ctx: &Context) -> CliResult {
+pub(crate) fn run(command: TrustCommand, ctx: &Context) -> CliResult {
     let path = ctx.home.trust_policy_file();
     match command {
         TrustCommand::Add(args) => {

@@ -29,13 +29,13 @@ impl fmt::Display for Origin {
 }
 
 /// Actors other than `tool:<id>`.
-pub const ACTORS: &[&str] = &["runtime", "operator", "config"];
+pub(crate) const ACTORS: &[&str] = &["runtime", "operator", "config"];
 
 /// Checks the columns every frame shares, wherever it was read from: `ts_ms`
 /// is not negative, `actor` is `runtime`, `operator`, `config` or
 /// `tool:<tool id>`, and `scope` is the agent of the provenance (both name
 /// the agent that made the frame). The message names the field.
-pub fn check_columns(ts_ms: i64, actor: &str, scope: &str, provenance: &Provenance) -> Result<(), String> {
+pub(crate) fn check_columns(ts_ms: i64, actor: &str, scope: &str, provenance: &Provenance) -> Result<(), String> {
     if ts_ms < 0 {
         return Err(format!("`ts_ms` is {ts_ms}: a time is milliseconds since the Unix epoch and cannot be negative"));
     }

@@ -12,7 +12,7 @@
 use crate::event::canonical::{push_json_integer, push_json_string};
 
 /// The chain value before the first frame.
-pub const GENESIS: [u8; 32] = [0; 32];
+pub(crate) const GENESIS: [u8; 32] = [0; 32];
 
 /// The frame hash: BLAKE3 of
 /// `{"actor":…,"kind":…,"payload":<payload_json>,"provenance":<provenance_json>,"scope":…,"ts_ms":…}`.
@@ -21,7 +21,7 @@ pub const GENESIS: [u8; 32] = [0; 32];
 /// the ledger stores them); a text that is not canonical gives another hash,
 /// which is how an edit that only re-formats a payload is noticed. `buf` is
 /// scratch space, reused between calls.
-pub fn frame_hash(
+pub(crate) fn frame_hash(
     buf: &mut String,
     ts_ms: i64,
     actor: &str,
@@ -48,7 +48,7 @@ pub fn frame_hash(
 }
 
 /// The chain value after a frame: BLAKE3(prev || row).
-pub fn chain_hash(prev: &[u8; 32], row: &[u8; 32]) -> [u8; 32] {
+pub(crate) fn chain_hash(prev: &[u8; 32], row: &[u8; 32]) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
     hasher.update(prev);
     hasher.update(row);
@@ -56,12 +56,12 @@ pub fn chain_hash(prev: &[u8; 32], row: &[u8; 32]) -> [u8; 32] {
 }
 
 /// Lower-case hex of 32 bytes.
-pub fn to_hex(bytes: &[u8; 32]) -> String {
+pub(crate) fn to_hex(bytes: &[u8; 32]) -> String {
     blake3::Hash::from_bytes(*bytes).to_hex().to_string()
 }
 
 /// Parses 64 hex digits.
-pub fn from_hex(text: &str) -> Option<[u8; 32]> {
+pub(crate) fn from_hex(text: &str) -> Option<[u8; 32]> {
     blake3::Hash::from_hex(text).ok().map(|h| *h.as_bytes())
 }
 

@@ -14,9 +14,9 @@ use crate::event::payload::{
 };
 
 /// Content type id of a tool call frame (CT_TOOL_CALL).
-pub const CT_TOOL_CALL: u16 = 0x0003;
+pub(crate) const CT_TOOL_CALL: u16 = 0x0003;
 /// Content type id of a tool result frame (CT_TOOL_RESULT).
-pub const CT_TOOL_RESULT: u16 = 0x0004;
+pub(crate) const CT_TOOL_RESULT: u16 = 0x0004;
 
 /// Defines [`EventKind`] and [`Payload`] from one table:
 /// `Variant = "kind column value", content type id, payload type;`.

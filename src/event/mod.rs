@@ -18,12 +18,12 @@
 
 pub mod canonical;
 mod fields;
-pub mod frame;
-pub mod hash;
-pub mod kind;
-pub mod payload;
-pub mod record;
-pub mod row;
+pub(crate) mod frame;
+pub(crate) mod hash;
+pub(crate) mod kind;
+pub(crate) mod payload;
+pub(crate) mod record;
+pub(crate) mod row;
 
 pub use kind::{EventKind, Payload};
 pub use payload::{

@@ -180,7 +180,10 @@ impl ToolResultPayload {
 mod outcome_members {
     use super::*;
 
-    pub fn serialize<E: Serialize, S: Serializer>(outcome: &Outcome<E>, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<E: Serialize, S: Serializer>(
+        outcome: &Outcome<E>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(1))?;
         match outcome {
             Outcome::Result(value) => map.serialize_entry("result", value)?,
@@ -189,7 +192,7 @@ mod outcome_members {
         map.end()
     }
 
-    pub fn deserialize<'de, E: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<Outcome<E>, D::Error> {
+    pub(super) fn deserialize<'de, E: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<Outcome<E>, D::Error> {
         d.deserialize_map(OutcomeVisitor(PhantomData))
     }
 

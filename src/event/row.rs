@@ -101,11 +101,11 @@ pub struct PreparedRow {
 
 /// The deepest payload the ledger records or imports: tool data at its
 /// deepest ([`MAX_DATA_DEPTH`]) inside the payload object.
-pub const MAX_PAYLOAD_DEPTH: usize = MAX_DATA_DEPTH + 1;
+pub(crate) const MAX_PAYLOAD_DEPTH: usize = MAX_DATA_DEPTH + 1;
 
 /// Refuses a payload nested deeper than [`MAX_PAYLOAD_DEPTH`]: what the
 /// ledger holds must read back whole (trace show, replay, export, import).
-pub fn check_payload_depth(payload: &Value) -> Result<(), String> {
+pub(crate) fn check_payload_depth(payload: &Value) -> Result<(), String> {
     let depth = json_depth(payload);
     if depth > MAX_PAYLOAD_DEPTH {
         return Err(format!(

@@ -59,7 +59,7 @@ fn artifact(entry: &dyn TableLike, at: Pointer, what: &str) -> Result<Artifact, 
 }
 
 /// Reads manifest bytes.
-pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, Failure> {
+pub(crate) fn read_manifest(bytes: &[u8]) -> Result<Manifest, Failure> {
     let text = std::str::from_utf8(bytes).map_err(|e| invalid(format!("not UTF-8 (at byte {})", e.valid_up_to())))?;
     let doc = toml_edit::Document::parse(text).map_err(|e| invalid(e.message().trim_end()))?;
     let root = doc.as_table();

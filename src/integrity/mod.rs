@@ -4,12 +4,12 @@
 pub mod digest;
 pub mod failure;
 pub mod keys;
-pub mod manifest_read;
-pub mod ready;
+pub(crate) mod manifest_read;
+pub(crate) mod ready;
 pub mod signature;
 pub mod trust;
 pub mod verify;
-pub mod walk;
+pub(crate) mod walk;
 
 pub use failure::{Failure, Reason};
 

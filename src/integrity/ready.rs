@@ -12,7 +12,7 @@ use crate::integrity::failure::{Failure, Reason};
 /// Checks the bundle in `dir`; `then` names the step that follows (`sign`,
 /// `pack`) for the hints. Returns the digest plan, whose manifest text is
 /// the one to seal.
-pub fn check_ready(dir: &Path, then: &str) -> Result<Plan, Failure> {
+pub(crate) fn check_ready(dir: &Path, then: &str) -> Result<Plan, Failure> {
     let plan = crate::integrity::digest::plan(dir).map_err(crate::integrity::digest_failure)?;
     if !plan.changes.is_empty() {
         let names: Vec<String> =

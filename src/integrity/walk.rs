@@ -20,7 +20,7 @@ use crate::bundle::manifest::{Digest, MANIFEST_FILE, SIGNATURES_DIR, is_valid_ar
 use crate::integrity::verify::FileFacts;
 
 /// Files at least this large are hashed separately (memory-mapped, multi-threaded).
-pub const LARGE_FILE: u64 = 8 << 20;
+pub(crate) const LARGE_FILE: u64 = 8 << 20;
 /// Deepest folder nesting walked.
 const MAX_DEPTH: usize = 64;
 
@@ -73,7 +73,7 @@ impl Walk {
 
 /// Walks a bundle folder (manifest.toml and SIGNATURES/ excluded), hashing
 /// every file smaller than [`LARGE_FILE`].
-pub fn walk(dir: &Path) -> Result<Walk, WalkError> {
+pub(crate) fn walk(dir: &Path) -> Result<Walk, WalkError> {
     let mut found = walk_dir(dir, "", 0)?;
     found.files.sort_by(|a, b| a.0.cmp(&b.0));
     found.refused.sort_by(|a, b| a.path.cmp(&b.path));

@@ -16,11 +16,11 @@
 pub mod export;
 pub mod import;
 pub mod jsonl;
-pub mod pending;
+pub(crate) mod pending;
 pub mod query;
-pub mod sqlite;
-pub mod timeline;
-pub mod verify;
+pub(crate) mod sqlite;
+pub(crate) mod timeline;
+pub(crate) mod verify;
 
 use std::fmt;
 use std::ops::ControlFlow;

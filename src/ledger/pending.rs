@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 /// A call waiting for its result.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Pending<T> {
+pub(crate) struct Pending<T> {
     /// The call frame's position in the trace.
     pub position: u64,
     /// Whatever the walker keeps about the call.
@@ -20,7 +20,7 @@ pub struct Pending<T> {
 
 /// The calls in flight.
 #[derive(Debug)]
-pub struct PendingCalls<T> {
+pub(crate) struct PendingCalls<T> {
     calls: HashMap<Uuid, Pending<T>>,
 }
 
@@ -32,13 +32,13 @@ impl<T> Default for PendingCalls<T> {
 
 impl<T> PendingCalls<T> {
     /// An empty table.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Registers a call; `Err(position)` of the earlier call when the
     /// invocation id is already waiting (the new call is not registered).
-    pub fn open(&mut self, invocation_id: Uuid, position: u64, data: T) -> Result<(), u64> {
+    pub(crate) fn open(&mut self, invocation_id: Uuid, position: u64, data: T) -> Result<(), u64> {
         if let Some(earlier) = self.calls.get(&invocation_id) {
             return Err(earlier.position);
         }
@@ -47,33 +47,28 @@ impl<T> PendingCalls<T> {
     }
 
     /// The waiting call with this id.
-    pub fn get(&self, invocation_id: &Uuid) -> Option<&Pending<T>> {
+    pub(crate) fn get(&self, invocation_id: &Uuid) -> Option<&Pending<T>> {
         self.calls.get(invocation_id)
     }
 
     /// The waiting call with this id, to update.
-    pub fn get_mut(&mut self, invocation_id: &Uuid) -> Option<&mut Pending<T>> {
+    pub(crate) fn get_mut(&mut self, invocation_id: &Uuid) -> Option<&mut Pending<T>> {
         self.calls.get_mut(invocation_id)
     }
 
     /// Removes the call (its final result arrived).
-    pub fn close(&mut self, invocation_id: &Uuid) -> Option<Pending<T>> {
+    pub(crate) fn close(&mut self, invocation_id: &Uuid) -> Option<Pending<T>> {
         self.calls.remove(invocation_id)
     }
 
     /// How many calls wait.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.calls.len()
-    }
-
-    /// Whether no call waits.
-    pub fn is_empty(&self) -> bool {
-        self.calls.is_empty()
     }
 
     /// The calls still waiting, by position (the end of a trace: calls
     /// without a final result).
-    pub fn into_sorted(self) -> Vec<(Uuid, Pending<T>)> {
+    pub(crate) fn into_sorted(self) -> Vec<(Uuid, Pending<T>)> {
         let mut left: Vec<(Uuid, Pending<T>)> = self.calls.into_iter().collect();
         left.sort_by_key(|(id, p)| (p.position, *id));
         left

@@ -12,7 +12,7 @@ use crate::ledger::pending::PendingCalls;
 
 /// One frame of the timeline.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TimelineEntry {
+pub(crate) struct TimelineEntry {
     /// Position in the trace, from 1.
     pub position: u64,
     /// The ledger row, when read from a ledger.
@@ -33,7 +33,7 @@ pub struct TimelineEntry {
 
 /// What a frame says, by kind.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Detail {
+pub(crate) enum Detail {
     /// A call.
     Call {
         /// The arguments.
@@ -84,7 +84,7 @@ pub enum Detail {
 impl TimelineEntry {
     /// `ok`, `error`, `retry` (a failed attempt followed by another),
     /// `allow`, `deny`, `approved`, `denied`, or `call` / `replay`.
-    pub fn status(&self) -> &str {
+    pub(crate) fn status(&self) -> &str {
         match &self.detail {
             Detail::Call { .. } => "call",
             Detail::Result { will_retry: true, .. } => "retry",
@@ -97,7 +97,7 @@ impl TimelineEntry {
     }
 
     /// The entry as one JSON object (the `--format json` shape).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut entry = json!({
             "position": self.position,
             "row": self.row,
@@ -133,7 +133,7 @@ impl TimelineEntry {
 
 /// Totals of a timeline.
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
-pub struct TimelineSummary {
+pub(crate) struct TimelineSummary {
     /// Frames.
     pub frames: u64,
     /// Call frames.
@@ -158,19 +158,19 @@ pub struct TimelineSummary {
 
 /// Builds timeline entries from frames in order.
 #[derive(Debug, Default)]
-pub struct Timeline {
+pub(crate) struct Timeline {
     pending: PendingCalls<String>,
     summary: TimelineSummary,
 }
 
 impl Timeline {
     /// An empty timeline.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The entry for the next frame.
-    pub fn entry(&mut self, frame: TraceFrame) -> TimelineEntry {
+    pub(crate) fn entry(&mut self, frame: TraceFrame) -> TimelineEntry {
         let s = &mut self.summary;
         s.frames += 1;
         s.first_ts_ms.get_or_insert(frame.ts_ms);
@@ -243,7 +243,7 @@ impl Timeline {
     }
 
     /// The totals (calls still waiting count as without result).
-    pub fn finish(mut self) -> TimelineSummary {
+    pub(crate) fn finish(mut self) -> TimelineSummary {
         self.summary.without_result = self.pending.len() as u64;
         self.summary
     }

@@ -24,7 +24,7 @@ use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
 use crate::ledger::{LedgerError, LedgerStore, Location};
 
 /// Problems listed before the rest are only counted.
-pub const MAX_LISTED_PROBLEMS: usize = 100;
+pub(crate) const MAX_LISTED_PROBLEMS: usize = 100;
 
 /// What is wrong with a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -171,7 +171,7 @@ impl Walker {
 }
 
 /// Verifies every row of `store`, in order (streaming).
-pub fn verify<S: LedgerStore + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError> {
+pub(crate) fn verify<S: LedgerStore + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError> {
     let mut walker = Walker {
         report: VerifyReport {
             ledger: store.location().clone(),

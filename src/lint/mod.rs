@@ -5,8 +5,8 @@
 //! in [`rules`] check what spans files and the file system (ids, schemas,
 //! grants, digests). [`render`] prints the findings.
 
-pub mod render;
-pub mod rules;
+pub(crate) mod render;
+pub(crate) mod rules;
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +19,7 @@ use crate::bundle::{self, LoadedBundle};
 
 /// A finding with its position resolved, ready to print.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Located {
+pub(crate) struct Located {
     /// The finding.
     pub finding: Finding,
     /// Byte range in the file, when it points inside one.
@@ -30,7 +30,7 @@ pub struct Located {
 
 /// The lint result of one bundle.
 #[derive(Debug)]
-pub struct BundleReport {
+pub(crate) struct BundleReport {
     /// The bundle as loaded (kept for quoting source lines).
     pub bundle: LoadedBundle,
     /// Findings, sorted by file, line, column and code.
@@ -39,13 +39,13 @@ pub struct BundleReport {
 
 impl BundleReport {
     /// Number of findings at a severity.
-    pub fn count(&self, severity: Severity) -> usize {
+    pub(crate) fn count(&self, severity: Severity) -> usize {
         self.findings.iter().filter(|l| l.finding.severity == severity).count()
     }
 }
 
 /// Loads a bundle and runs every rule on it.
-pub fn lint_bundle(dir: &Path) -> BundleReport {
+pub(crate) fn lint_bundle(dir: &Path) -> BundleReport {
     let mut bundle = bundle::load(dir);
     let mut findings = std::mem::take(&mut bundle.findings);
     rules::check_all(&bundle, &mut findings);
@@ -63,7 +63,7 @@ pub fn lint_bundle(dir: &Path) -> BundleReport {
 }
 
 /// Resolves a finding's position in its file.
-pub fn locate(bundle: &LoadedBundle, finding: Finding) -> Located {
+pub(crate) fn locate(bundle: &LoadedBundle, finding: Finding) -> Located {
     let source = bundle.sources.values().find(|s| s.path() == finding.file);
     let span = source.and_then(|s| s.locate(&finding.at));
     let position = match (source, &span) {
@@ -74,13 +74,13 @@ pub fn locate(bundle: &LoadedBundle, finding: Finding) -> Located {
 }
 
 /// Whether `dir` is a bundle (holds a manifest.toml).
-pub fn is_bundle(dir: &Path) -> bool {
+pub(crate) fn is_bundle(dir: &Path) -> bool {
     dir.join(MANIFEST_FILE).is_file()
 }
 
 /// Expands lint arguments into bundle folders: a bundle stands for itself, a
 /// folder for the bundles directly inside it (sorted by name).
-pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut bundles = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -114,6 +114,6 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Lints many bundles in parallel, keeping their order.
-pub fn lint_all(dirs: &[PathBuf]) -> Vec<BundleReport> {
+pub(crate) fn lint_all(dirs: &[PathBuf]) -> Vec<BundleReport> {
     dirs.par_iter().map(|dir| lint_bundle(dir)).collect()
 }

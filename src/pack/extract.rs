@@ -14,7 +14,7 @@ use crate::pack::reader::Sink;
 /// (a refused archive costs no disk syncs); call [`DirSink::sync`] once the
 /// content is verified to make every file and folder durable.
 #[derive(Debug)]
-pub struct DirSink {
+pub(crate) struct DirSink {
     root: PathBuf,
     current: Option<BufWriter<File>>,
     files: Vec<PathBuf>,
@@ -23,7 +23,7 @@ pub struct DirSink {
 
 impl DirSink {
     /// A sink writing below `root` (an existing, empty, private folder).
-    pub fn new(root: &Path) -> DirSink {
+    pub(crate) fn new(root: &Path) -> DirSink {
         DirSink { root: root.to_path_buf(), current: None, files: Vec::new(), dirs: vec![root.to_path_buf()] }
     }
 
@@ -37,7 +37,7 @@ impl DirSink {
     /// Makes every file and folder written durable: one `syncfs` of the
     /// file system holding the root when there are many entries, otherwise
     /// (or if `syncfs` fails) an `fsync` of each file, then of each folder.
-    pub fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         if self.files.len() + self.dirs.len() > SYNCFS_THRESHOLD && syncfs(&self.root).is_ok() {
             return Ok(());
         }

@@ -28,17 +28,17 @@ use tar::{EntryType, Header};
 use crate::bundle::manifest::ustar_split;
 
 /// The gzip header every archive starts with.
-pub const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff];
+pub(crate) const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff];
 /// The deflate level (6: zlib's default balance of speed and size).
-pub const COMPRESSION_LEVEL: u32 = 6;
+pub(crate) const COMPRESSION_LEVEL: u32 = 6;
 /// The mtime of every entry.
-pub const MTIME: u64 = 0;
+pub(crate) const MTIME: u64 = 0;
 /// Tar block size.
-pub const BLOCK: usize = 512;
+pub(crate) const BLOCK: usize = 512;
 
 /// An entry's kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A regular file.
     File {
         /// Whether it is executable (mode 0755 rather than 0644).
@@ -49,7 +49,7 @@ pub enum Kind {
 }
 
 /// The tar name of an entry: the bundle path, with `/` after a directory.
-pub fn tar_name(path: &str, kind: Kind) -> String {
+pub(crate) fn tar_name(path: &str, kind: Kind) -> String {
     match kind {
         Kind::Dir => format!("{path}/"),
         Kind::File { .. } => path.to_string(),
@@ -58,7 +58,7 @@ pub fn tar_name(path: &str, kind: Kind) -> String {
 
 /// The canonical header of an entry. Fails if the name cannot be stored in
 /// a ustar header (longer than 255 bytes, or no `/` that splits it).
-pub fn canonical_header(path: &str, kind: Kind, size: u64) -> io::Result<Header> {
+pub(crate) fn canonical_header(path: &str, kind: Kind, size: u64) -> io::Result<Header> {
     let name = tar_name(path, kind);
     let mut header = Header::new_ustar();
     let (entry_type, mode) = match kind {
@@ -96,7 +96,7 @@ pub fn canonical_header(path: &str, kind: Kind, size: u64) -> io::Result<Header>
 }
 
 /// Zero bytes that pad `size` to a whole number of blocks.
-pub fn padding(size: u64) -> usize {
+pub(crate) fn padding(size: u64) -> usize {
     ((BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64) as usize
 }
 

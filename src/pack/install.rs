@@ -36,7 +36,7 @@ use crate::pack::reader::{self, Limits, Sink};
 
 /// How to install.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct InstallOptions {
+pub(crate) struct InstallOptions {
     /// Accept a bundle without a signature.
     pub allow_unsigned: bool,
     /// Replace an installed copy of the same version.
@@ -45,7 +45,7 @@ pub struct InstallOptions {
 
 /// An installed bundle.
 #[derive(Debug)]
-pub struct Installed {
+pub(crate) struct Installed {
     /// What was verified.
     pub verified: Verified,
     /// Where it now lives.
@@ -55,7 +55,7 @@ pub struct Installed {
 }
 
 /// Installs a bundle folder or archive into `home`.
-pub fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<Installed, Failure> {
+pub(crate) fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<Installed, Failure> {
     let meta = fs::metadata(source).map_err(|e| Failure::io(source, &e))?;
     let policy = TrustPolicy::load(&home.trust_policy_file())?;
     let agents = home.agents_dir();
@@ -201,7 +201,7 @@ fn remove_entry(path: &Path) {
 
 /// Copies a bundle folder into `sink`, hashing every listed file on the way
 /// (unlisted files are not copied; verification reports them).
-pub fn copy_dir(dir: &Path, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
+pub(crate) fn copy_dir(dir: &Path, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
     let scan = verify::scan_dir(dir)?;
     let sink_err = |path: &str, e: io::Error| Failure::new(Reason::Unreadable, format!("cannot stage `{path}`: {e}"));
     sink.begin_file(MANIFEST_FILE, false).map_err(|e| sink_err(MANIFEST_FILE, e))?;
@@ -262,7 +262,7 @@ pub fn copy_dir(dir: &Path, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
 
 /// The state of one installed bundle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     /// Verified and signed by a trusted, unrevoked key within its rule.
     Ok,
     /// Verified, but carries no signature.
@@ -285,7 +285,7 @@ pub enum Status {
 
 impl Status {
     /// The label shown and written to JSON.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Unsigned => "unsigned",
@@ -300,7 +300,7 @@ impl Status {
     }
 
     /// Whether the bundle may be used as it is (ok, or unsigned).
-    pub fn is_usable(self) -> bool {
+    pub(crate) fn is_usable(self) -> bool {
         matches!(self, Status::Ok | Status::Unsigned)
     }
 
@@ -319,7 +319,7 @@ impl Status {
 
 /// One row of `rlp agent list`.
 #[derive(Debug)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The folder name under `agents/`.
     pub name: String,
     /// The manifest's version, if readable.
@@ -333,7 +333,7 @@ pub struct Listed {
 }
 
 /// Re-verifies every installed bundle against the trust policy.
-pub fn list(home: &Home) -> Result<Vec<Listed>, Failure> {
+pub(crate) fn list(home: &Home) -> Result<Vec<Listed>, Failure> {
     let policy = TrustPolicy::load(&home.trust_policy_file())?;
     let agents = home.agents_dir();
     let mut names: Vec<String> = match fs::read_dir(&agents) {

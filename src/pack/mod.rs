@@ -2,11 +2,11 @@
 //! and installation into the runtime home.
 
 pub mod canonical;
-pub mod extract;
-pub mod format;
-pub mod install;
+pub(crate) mod extract;
+pub(crate) mod format;
+pub(crate) mod install;
 pub mod reader;
-pub mod writer;
+pub(crate) mod writer;
 
 use std::path::Path;
 

@@ -28,7 +28,7 @@ use crate::pack::reader::Limits;
 
 /// How to pack.
 #[derive(Default)]
-pub struct PackOptions<'a> {
+pub(crate) struct PackOptions<'a> {
     /// Where the archive goes.
     pub output: Destination<'a>,
     /// Sign the bundle with this key first.
@@ -37,7 +37,7 @@ pub struct PackOptions<'a> {
 
 /// Where [`pack`] writes the archive.
 #[derive(Default)]
-pub enum Destination<'a> {
+pub(crate) enum Destination<'a> {
     /// `./<name>-<version>.bundle.tar.gz`.
     #[default]
     DefaultFile,
@@ -49,7 +49,7 @@ pub enum Destination<'a> {
 
 /// A written archive.
 #[derive(Debug)]
-pub struct Packed {
+pub(crate) struct Packed {
     /// Where it was written.
     pub path: PathBuf,
     /// `[agent].name`.
@@ -78,7 +78,7 @@ struct Entry {
 }
 
 /// Checks that a bundle may be packed: digests up to date, lint clean, no placeholder digests.
-pub fn check_packable(dir: &Path) -> Result<(), Failure> {
+pub(crate) fn check_packable(dir: &Path) -> Result<(), Failure> {
     let plan = crate::integrity::ready::check_ready(dir, "pack")?;
     let manifest = verify::parse_manifest(plan.before.as_bytes())?;
     if let Some(artifact) = manifest.listed().find(|a| a.blake3.is_some_and(|d| d.is_placeholder())) {
@@ -278,7 +278,7 @@ fn existing_signer(dir: &Path, manifest_bytes: &[u8]) -> Result<Option<KeyId>, F
 }
 
 /// The output path that stands for standard output.
-pub const STDOUT: &str = "-";
+pub(crate) const STDOUT: &str = "-";
 
 /// Writes the archive to a temporary file next to `path`, syncs it and
 /// renames it into place; returns its size and BLAKE3.
@@ -333,7 +333,7 @@ fn write_to_stream(
 }
 
 /// Packs a bundle folder.
-pub fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
+pub(crate) fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
     if !crate::lint::is_bundle(dir) {
         return Err(Failure::new(
             Reason::Unreadable,

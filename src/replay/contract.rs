@@ -15,7 +15,7 @@ use crate::runtime::{LoadError, Prepared, Runtime, RuntimeOptions};
 const QUOTED_ERRORS: usize = 3;
 
 /// The tools of a bundle with their compiled schemas.
-pub struct Contract {
+pub(crate) struct Contract {
     agent: String,
     version: Option<String>,
     /// The runtime's own compiled schemas, shared.
@@ -32,7 +32,7 @@ impl std::fmt::Debug for Contract {
 
 /// The outcome of checking a value against a tool's schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Check {
+pub(crate) enum Check {
     /// The value is valid.
     Valid,
     /// The value is not valid: the first errors, as `<pointer>: <message>`, sorted.
@@ -69,14 +69,14 @@ impl Contract {
     /// Loads the bundle at `dir` the way the runtime does (a bundle with lint
     /// errors is refused; tools whose capabilities are not granted still
     /// count), then compiles every tool's schemas.
-    pub fn load(dir: &Path, home: &Home) -> Result<Contract, LoadError> {
+    pub(crate) fn load(dir: &Path, home: &Home) -> Result<Contract, LoadError> {
         let runtime = Runtime::load(dir, RuntimeOptions::new(home.clone(), Arc::new(NullRecorder)))?;
         Self::for_runtime(&runtime)
     }
 
     /// The contract of the bundle a runtime serves, sharing the schemas the
     /// runtime compiled.
-    pub fn for_runtime(runtime: &Runtime) -> Result<Contract, LoadError> {
+    pub(crate) fn for_runtime(runtime: &Runtime) -> Result<Contract, LoadError> {
         let tools = runtime
             .tool_ids()
             .iter()
@@ -86,22 +86,17 @@ impl Contract {
     }
 
     /// The agent's name.
-    pub fn agent(&self) -> &str {
+    pub(crate) fn agent(&self) -> &str {
         &self.agent
     }
 
     /// The bundle's version, as written in manifest.toml.
-    pub fn version(&self) -> Option<&str> {
+    pub(crate) fn version(&self) -> Option<&str> {
         self.version.as_deref()
     }
 
-    /// Whether the bundle has the tool.
-    pub fn has_tool(&self, id: &str) -> bool {
-        self.tools.contains_key(id)
-    }
-
     /// Checks arguments against the tool's `input_schema`.
-    pub fn check_args(&self, tool: &str, args: &Value) -> Check {
+    pub(crate) fn check_args(&self, tool: &str, args: &Value) -> Check {
         match self.tools.get(tool) {
             Some(t) => schema_errors(&t.input, args),
             None => Check::MissingTool,
@@ -109,7 +104,7 @@ impl Contract {
     }
 
     /// Checks a result against the tool's `result_schema`.
-    pub fn check_result(&self, tool: &str, result: &Value) -> Check {
+    pub(crate) fn check_result(&self, tool: &str, result: &Value) -> Check {
         match self.tools.get(tool) {
             Some(t) => schema_errors(&t.result, result),
             None => Check::MissingTool,

@@ -51,7 +51,7 @@ pub struct Change {
 
 /// The differences found, the first `limit` of them listed.
 #[derive(Clone, Debug, PartialEq, Default)]
-pub struct Diff {
+pub(crate) struct Diff {
     /// The differences, in document order.
     pub changes: Vec<Change>,
     /// How many more were found beyond the limit.
@@ -60,13 +60,13 @@ pub struct Diff {
 
 impl Diff {
     /// Whether the two values are equal.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.changes.is_empty() && self.more == 0
     }
 }
 
 /// Appends one reference token to a JSON Pointer (`~` → `~0`, `/` → `~1`).
-pub fn push_token(path: &mut String, token: &str) {
+pub(crate) fn push_token(path: &mut String, token: &str) {
     path.push('/');
     for c in token.chars() {
         match c {
@@ -78,7 +78,7 @@ pub fn push_token(path: &mut String, token: &str) {
 }
 
 /// Whether two JSON values are equal (numbers by value).
-pub fn json_equal(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
@@ -151,7 +151,7 @@ impl Collector {
 }
 
 /// The differences from `recorded` to `replayed`, at most `limit` listed.
-pub fn diff(recorded: &Value, replayed: &Value, limit: usize) -> Diff {
+pub(crate) fn diff(recorded: &Value, replayed: &Value, limit: usize) -> Diff {
     let mut collector = Collector { diff: Diff::default(), limit };
     collector.walk(&mut String::new(), recorded, replayed);
     collector.diff

@@ -19,7 +19,7 @@ use crate::replay::replayer::{Executor, Mode, ReplayError};
 use crate::runtime::{CallErrorKind, CallRequest, Runtime};
 
 /// Runs calls through a [`Runtime`] into a new trace.
-pub struct LiveExecutor<'a> {
+pub(crate) struct LiveExecutor<'a> {
     runtime: &'a Runtime,
     recorder: Arc<dyn Recorder>,
     new_trace: Uuid,
@@ -37,12 +37,12 @@ impl std::fmt::Debug for LiveExecutor<'_> {
 impl<'a> LiveExecutor<'a> {
     /// An executor over `runtime`; the link frame goes to `recorder` (the
     /// same ledger the runtime records into).
-    pub fn new(runtime: &'a Runtime, recorder: Arc<dyn Recorder>) -> Self {
+    pub(crate) fn new(runtime: &'a Runtime, recorder: Arc<dyn Recorder>) -> Self {
         LiveExecutor { runtime, recorder, new_trace: Uuid::now_v7() }
     }
 
     /// The trace the new calls are recorded in.
-    pub fn trace_id(&self) -> Uuid {
+    pub(crate) fn trace_id(&self) -> Uuid {
         self.new_trace
     }
 }

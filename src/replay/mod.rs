@@ -14,10 +14,10 @@
 //! [`crate::ledger::query`]; replay depends on the runtime and the ledger,
 //! and nothing below it depends on replay.
 
-pub mod contract;
-pub mod diff;
+pub(crate) mod contract;
+pub(crate) mod diff;
 pub mod divergence;
-pub mod live;
-pub mod replayer;
-pub mod report;
+pub(crate) mod live;
+pub(crate) mod replayer;
+pub(crate) mod report;
 pub mod source;

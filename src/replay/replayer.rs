@@ -44,12 +44,12 @@ use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::text::plural;
 
 /// Changes listed per `result_changed`; the rest are counted.
-pub const MAX_LISTED_CHANGES: usize = 50;
+pub(crate) const MAX_LISTED_CHANGES: usize = 50;
 
 /// How the calls are replayed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Nothing runs; recorded results are returned.
     Strict,
     /// Every call runs again through the runtime.
@@ -58,7 +58,7 @@ pub enum Mode {
 
 impl Mode {
     /// `strict` or `live`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Strict => "strict",
             Mode::Live => "live",
@@ -68,7 +68,7 @@ impl Mode {
 
 /// What the report starts with.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReplayHeader {
+pub(crate) struct ReplayHeader {
     /// The mode.
     pub mode: Mode,
     /// The recorded trace.
@@ -86,7 +86,7 @@ pub struct ReplayHeader {
 /// How a call came out of the replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CallStatus {
+pub(crate) enum CallStatus {
     /// Replayed without divergence; the output is a result.
     Ok,
     /// Replayed without divergence; the output is an error (as recorded).
@@ -99,7 +99,7 @@ pub enum CallStatus {
 
 impl CallStatus {
     /// The stable name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CallStatus::Ok => "ok",
             CallStatus::Error => "error",
@@ -111,7 +111,7 @@ impl CallStatus {
 
 /// One replayed call.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CallReplay {
+pub(crate) struct CallReplay {
     /// Position of the call frame.
     pub position: u64,
     /// Position of its final result frame.
@@ -135,7 +135,7 @@ pub struct CallReplay {
 
 /// The totals at the end of a replay.
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Frames read.
     pub frames: u64,
     /// Calls replayed, each listed once: `ok + errors + diverged + no_result`
@@ -158,13 +158,13 @@ pub struct Summary {
 
 impl Summary {
     /// Whether nothing diverged.
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         self.divergences == 0
     }
 }
 
 /// Where the findings of a replay go (a report renderer, a test).
-pub trait ReplaySink {
+pub(crate) trait ReplaySink {
     /// Called once, at the first frame.
     fn start(&mut self, header: &ReplayHeader) -> std::io::Result<()>;
     /// A call is done.
@@ -177,7 +177,7 @@ pub trait ReplaySink {
 
 /// Why a replay stopped before the end.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
+pub(crate) enum ReplayError {
     /// The trace could not be read (exit 2).
     #[error(transparent)]
     Input(#[from] InputError),
@@ -241,7 +241,7 @@ impl Reportable for ReplayError {
 }
 
 /// Runs recorded calls again (live mode).
-pub trait Executor {
+pub(crate) trait Executor {
     /// Called once before the first call, with the recorded trace's id.
     fn begin(&mut self, recorded_trace: Uuid, agent: &str) -> Result<(), ReplayError>;
     /// Runs one call; the outcome of the tool (a tool failure is an
@@ -261,7 +261,7 @@ struct PendingCall {
 }
 
 /// The replay of one trace; feed it frames in order, then [`Replayer::finish`].
-pub struct Replayer<'a> {
+pub(crate) struct Replayer<'a> {
     mode: Mode,
     contract: &'a Contract,
     executor: Option<&'a mut dyn Executor>,
@@ -286,12 +286,12 @@ fn core_message(message: &str) -> &str {
 
 impl<'a> Replayer<'a> {
     /// A strict replay against `contract`.
-    pub fn strict(contract: &'a Contract, sink: &'a mut dyn ReplaySink) -> Self {
+    pub(crate) fn strict(contract: &'a Contract, sink: &'a mut dyn ReplaySink) -> Self {
         Self::new(Mode::Strict, contract, None, sink)
     }
 
     /// A live replay: calls run through `executor`.
-    pub fn live(contract: &'a Contract, executor: &'a mut dyn Executor, sink: &'a mut dyn ReplaySink) -> Self {
+    pub(crate) fn live(contract: &'a Contract, executor: &'a mut dyn Executor, sink: &'a mut dyn ReplaySink) -> Self {
         Self::new(Mode::Live, contract, Some(executor), sink)
     }
 
@@ -335,7 +335,7 @@ impl<'a> Replayer<'a> {
     }
 
     /// Takes the next frame of the trace.
-    pub fn frame(&mut self, frame: TraceFrame) -> Result<(), ReplayError> {
+    pub(crate) fn frame(&mut self, frame: TraceFrame) -> Result<(), ReplayError> {
         if !self.started {
             self.start(&frame)?;
         }
@@ -487,7 +487,7 @@ impl<'a> Replayer<'a> {
     }
 
     /// Reports the calls left without a result, then the totals.
-    pub fn finish(mut self) -> Result<Summary, ReplayError> {
+    pub(crate) fn finish(mut self) -> Result<Summary, ReplayError> {
         let left = std::mem::take(&mut self.pending).into_sorted();
         for (id, pending) in left {
             let call = pending.data;
@@ -574,23 +574,28 @@ fn compare(recorded: &Outcome, fresh: &Outcome, position: u64, id: Uuid, tool: &
 }
 
 /// Replays the trace read from `input` into `sink` (strict when `executor`
-/// is `None`, live otherwise).
-pub fn replay(
+/// is `None`, live otherwise); `on_frame` is told of each frame read (a
+/// progress line).
+pub(crate) fn replay(
     input: &TraceInput,
     contract: &Contract,
     executor: Option<&mut dyn Executor>,
     sink: &mut dyn ReplaySink,
+    on_frame: &mut dyn FnMut(),
 ) -> Result<Summary, ReplayError> {
     let mut replayer = match executor {
         Some(executor) => Replayer::live(contract, executor, sink),
         None => Replayer::strict(contract, sink),
     };
     let mut failure = None;
-    for_each_frame(input, |frame| match replayer.frame(frame) {
-        Ok(()) => ControlFlow::Continue(()),
-        Err(e) => {
-            failure = Some(e);
-            ControlFlow::Break(())
+    for_each_frame(input, |frame| {
+        on_frame();
+        match replayer.frame(frame) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
+            }
         }
     })?;
     if let Some(failure) = failure {

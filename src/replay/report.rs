@@ -45,7 +45,7 @@ const SHOWN_OUTPUT: usize = 96;
 
 /// `human` or `json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     /// Readable text.
     Human,
     /// One JSON document.
@@ -53,7 +53,7 @@ pub enum ReportFormat {
 }
 
 /// A replay report being built.
-pub struct Report {
+pub(crate) struct Report {
     format: ReportFormat,
     header: Option<ReplayHeader>,
     calls: BufWriter<SpooledTempFile>,
@@ -83,7 +83,7 @@ fn shown(outcome: Option<&Outcome>) -> String {
 
 impl Report {
     /// An empty report.
-    pub fn new(format: ReportFormat) -> Self {
+    pub(crate) fn new(format: ReportFormat) -> Self {
         Report {
             format,
             header: None,
@@ -209,7 +209,7 @@ impl Report {
     }
 
     /// Writes the finished report to `out`.
-    pub fn write_to(mut self, out: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn write_to(mut self, out: &mut dyn Write) -> std::io::Result<()> {
         let summary = self.summary.take().unwrap_or_default();
         match self.format {
             ReportFormat::Human => {

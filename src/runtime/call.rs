@@ -32,7 +32,7 @@ const BACKOFF_BASE_MS: u64 = 200;
 /// Longest wait between attempts, whatever the tool asks for.
 const BACKOFF_MAX_MS: u64 = 30_000;
 /// The `capability` of the audit frame ([`crate::event::EventKind::CapAudit`]) that records the trust gate's decision.
-pub const TRUST_AUDIT: &str = "trust";
+pub(crate) const TRUST_AUDIT: &str = "trust";
 
 /// One call to make.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,7 +12,7 @@ const CHUNK: usize = 8 * 1024;
 
 /// A pipe's bytes as read so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Captured {
+pub(crate) struct Captured {
     /// The bytes kept: all of stdout up to its limit, the tail of stderr.
     pub bytes: Vec<u8>,
     /// stdout: more than the limit was printed. stderr: the front was cut.
@@ -23,7 +23,7 @@ pub struct Captured {
 
 /// How a capture keeps bytes.
 #[derive(Clone, Copy, Debug)]
-pub enum Keep {
+pub(crate) enum Keep {
     /// The first `limit` bytes; one more marks an overflow and stops reading.
     Head { limit: u64 },
     /// The last `keep + margin` bytes.
@@ -32,17 +32,17 @@ pub enum Keep {
 
 /// A capture in progress, shared with the thread that reads the pipe.
 #[derive(Clone, Debug, Default)]
-pub struct Capture(Arc<Mutex<Captured>>);
+pub(crate) struct Capture(Arc<Mutex<Captured>>);
 
 impl Capture {
     /// What was read so far.
-    pub fn snapshot(&self) -> Captured {
+    pub(crate) fn snapshot(&self) -> Captured {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Reads `pipe` to its end (or, for a head, past its limit), keeping
     /// bytes as `keep` says; returns whether the head overflowed.
-    pub fn read_from(&self, mut pipe: impl Read, keep: Keep) -> bool {
+    pub(crate) fn read_from(&self, mut pipe: impl Read, keep: Keep) -> bool {
         let mut chunk = [0u8; CHUNK];
         loop {
             let n = match pipe.read(&mut chunk) {

@@ -41,7 +41,7 @@ pub trait Confirmer: Send + Sync {
 
 /// Approves every call (`--yes`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PreApproved;
+pub(crate) struct PreApproved;
 
 impl Confirmer for PreApproved {
     fn confirm(&self, _request: &ConfirmRequest<'_>) -> Confirmation {
@@ -51,7 +51,7 @@ impl Confirmer for PreApproved {
 
 /// Denies every call: there is nobody to ask.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NoTerminal;
+pub(crate) struct NoTerminal;
 
 impl Confirmer for NoTerminal {
     fn confirm(&self, _request: &ConfirmRequest<'_>) -> Confirmation {
@@ -60,7 +60,7 @@ impl Confirmer for NoTerminal {
 }
 
 /// The text of the question, for prompting implementations.
-pub fn prompt_text(request: &ConfirmRequest<'_>) -> String {
+pub(crate) fn prompt_text(request: &ConfirmRequest<'_>) -> String {
     let args = serde_json::to_string_pretty(request.arguments).unwrap_or_else(|_| request.arguments.to_string());
     let mut shown_args = String::new();
     for line in args.lines() {

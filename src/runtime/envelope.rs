@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// What an envelope says.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The call succeeded with this result.
     Success(Value),
     /// The call failed.
@@ -34,7 +34,7 @@ pub enum Outcome {
 
 /// How a tool's stdout reads.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Stdout {
+pub(crate) enum Stdout {
     /// An outcome envelope.
     Envelope(Outcome),
     /// One JSON value that is not an envelope.
@@ -46,7 +46,7 @@ pub enum Stdout {
 }
 
 /// Reads a tool's stdout.
-pub fn parse(stdout: &[u8]) -> Stdout {
+pub(crate) fn parse(stdout: &[u8]) -> Stdout {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Stdout::NotJson("the tool printed nothing on stdout".to_string());
     }

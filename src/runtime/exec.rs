@@ -26,11 +26,11 @@ use crate::runtime::secrets::tool_environment;
 use crate::runtime::transport::{Attempt, AttemptError};
 
 /// The `PATH` a tool sees.
-pub const TOOL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const TOOL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The `LANG` a tool sees.
-pub const TOOL_LANG: &str = "C.UTF-8";
+pub(crate) const TOOL_LANG: &str = "C.UTF-8";
 /// How much of stderr is kept for error messages (the tail).
-pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
 /// How much of stderr an error message quotes.
 const STDERR_QUOTE_BYTES: usize = 4 * 1024;
 /// How much of a non-JSON stdout an error message quotes.
@@ -43,13 +43,13 @@ const PIPE_GRACE: Duration = Duration::from_millis(500);
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// The environment variable holding the invocation id (also how the orphan
 /// sweep recognises a call's processes).
-pub const INVOCATION_ENV: &str = "RLP_INVOCATION_ID";
+pub(crate) const INVOCATION_ENV: &str = "RLP_INVOCATION_ID";
 /// Stack size of the helper threads (they only copy bytes).
 const HELPER_STACK: usize = 64 * 1024;
 
 /// A checked exec transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExecPlan {
+pub(crate) struct ExecPlan {
     /// The executable (absolute).
     pub command: PathBuf,
     /// Arguments after the blob path.
@@ -60,7 +60,7 @@ pub struct ExecPlan {
 
 impl ExecPlan {
     /// Checks that `command` is an absolute path to an executable regular file.
-    pub fn new(command: &str, args: &[String], max_output_bytes: u64) -> Result<ExecPlan, String> {
+    pub(crate) fn new(command: &str, args: &[String], max_output_bytes: u64) -> Result<ExecPlan, String> {
         let path = Path::new(command);
         if !path.is_absolute() {
             return Err(format!("command `{command}` is not an absolute path; rlp never searches PATH"));
@@ -76,7 +76,7 @@ impl ExecPlan {
     }
 
     /// How the call is shown for confirmation: the command and its arguments.
-    pub fn target(&self) -> String {
+    pub(crate) fn target(&self) -> String {
         let mut shown = self.command.display().to_string();
         shown.push_str(" <blob>");
         for arg in &self.args {
@@ -88,7 +88,7 @@ impl ExecPlan {
 }
 
 /// The JSON blob handed to the tool for the `run` action.
-pub fn run_blob(attempt: &Attempt<'_>) -> Value {
+pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
     json!({
         "v": 1,
         "action": "run",
@@ -156,7 +156,7 @@ fn write_blob(dir: &Path, blob: &Value) -> io::Result<PathBuf> {
 }
 
 /// Runs one attempt.
-pub fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, AttemptError> {
+pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, AttemptError> {
     let transport = |what: &str, e: io::Error| {
         AttemptError::new("transport", attempt.scrubber.scrub_string(&format!("{what}: {e}")))
     };

@@ -23,7 +23,7 @@ use crate::runtime::secrets::SecretValue;
 use crate::runtime::transport::{Attempt, AttemptError};
 
 /// Redirects followed at most.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 /// How much of an error response body a message quotes.
 const BODY_QUOTE_BYTES: usize = 512;
 /// Connect timeout (the call's own deadline still applies).
@@ -31,7 +31,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One header to send.
 #[derive(Clone, Debug)]
-pub struct PlannedHeader {
+pub(crate) struct PlannedHeader {
     /// The name.
     pub name: HeaderName,
     /// The value (marked sensitive when built from a secret).
@@ -42,7 +42,7 @@ pub struct PlannedHeader {
 
 /// A request ready to send.
 #[derive(Clone, Debug)]
-pub struct HttpPlan {
+pub(crate) struct HttpPlan {
     /// The method.
     pub method: Method,
     /// The final URL (placeholders filled, query added).
@@ -59,7 +59,7 @@ pub struct HttpPlan {
 
 /// Why a request could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     /// The arguments cannot fill the URL (a usage error).
     Input(String),
     /// A header value would be unsafe to send (refused by policy).
@@ -68,7 +68,7 @@ pub enum PlanError {
 
 /// One redirect decision, for an audit frame ([`crate::event::EventKind::CapAudit`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RedirectAudit {
+pub(crate) struct RedirectAudit {
     /// The capability the redirect needs.
     pub capability: Capability,
     /// allow or deny.
@@ -79,7 +79,7 @@ pub struct RedirectAudit {
 
 /// The HTTP client every call shares: no redirects, no proxies from the
 /// environment (a call goes only where its grant says).
-pub fn client() -> Result<Client, String> {
+pub(crate) fn client() -> Result<Client, String> {
     Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -129,7 +129,7 @@ fn substitute(name: &str, template: &str, secrets: &[(SecretId, SecretValue)]) -
 }
 
 /// Builds the request for one call.
-pub fn plan(
+pub(crate) fn plan(
     method: &str,
     template: &UrlTemplate,
     headers: &[(String, String)],
@@ -179,7 +179,7 @@ pub fn plan(
 
 impl HttpPlan {
     /// How the call is shown for confirmation: method and URL.
-    pub fn target_text(&self) -> String {
+    pub(crate) fn target_text(&self) -> String {
         format!("{} {}", self.method, self.url)
     }
 }
@@ -197,7 +197,7 @@ fn retry_after_ms(response: &reqwest::blocking::Response) -> Option<u64> {
 ///
 /// `allows` says whether a redirect target is granted; each redirect
 /// decision is appended to `audits`.
-pub fn run(
+pub(crate) fn run(
     client: &Client,
     plan: &HttpPlan,
     attempt: &Attempt<'_>,

@@ -18,19 +18,19 @@
 //!
 //! Secret values are scrubbed from every record, message and result.
 
-pub mod call;
-pub mod capture;
-pub mod confirm;
-pub mod envelope;
-pub mod exec;
+pub(crate) mod call;
+pub(crate) mod capture;
+pub(crate) mod confirm;
+pub(crate) mod envelope;
+pub(crate) mod exec;
 pub mod exposure;
-pub mod http;
+pub(crate) mod http;
 pub mod process;
 pub mod recorder;
-pub mod secrets;
-pub mod transport;
-pub mod trust_cache;
-pub mod trust_gate;
+pub(crate) mod secrets;
+pub(crate) mod transport;
+pub(crate) mod trust_cache;
+pub(crate) mod trust_gate;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -13,11 +13,10 @@ use serde_json::Value;
 
 use crate::bundle::capability::SecretId;
 
-pub use spelling::MIN_EMBEDDED_BASE64_BYTES;
 use spelling::Spellings;
 
 /// What a scrubbed secret value is replaced with.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// A secret's value. `Debug` and `Display` print `[redacted]`; the value is
 /// reachable only through [`SecretValue::expose`].
@@ -73,7 +72,7 @@ pub trait SecretResolver: Send + Sync {
 /// (`runloop/github/token` → `RUNLOOP_GITHUB_TOKEN`). An empty variable
 /// counts as unset.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct EnvSecretResolver;
+pub(crate) struct EnvSecretResolver;
 
 /// The value of environment variable `name` holding secret `id`.
 fn read_env(name: &str, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
@@ -124,7 +123,7 @@ impl SecretResolver for EnvSecretResolver {
 /// [`SecretId::legacy_env_var`] where no other secret of the same tool has
 /// that name (old or new), so tools written against the earlier names keep
 /// working. These are the tool's own granted values, so nothing leaks.
-pub fn tool_environment(secrets: &[(SecretId, SecretValue)]) -> Vec<(String, &SecretValue)> {
+pub(crate) fn tool_environment(secrets: &[(SecretId, SecretValue)]) -> Vec<(String, &SecretValue)> {
     let names: Vec<String> = secrets.iter().map(|(id, _)| id.env_var()).collect();
     let legacy: Vec<String> = secrets.iter().map(|(id, _)| id.legacy_env_var()).collect();
     let mut out: Vec<(String, &SecretValue)> = names.iter().cloned().zip(secrets.iter().map(|(_, v)| v)).collect();
@@ -134,25 +133,6 @@ pub fn tool_environment(secrets: &[(SecretId, SecretValue)]) -> Vec<(String, &Se
         }
     }
     out
-}
-
-/// Tries each resolver in order; the first that has the secret wins.
-pub struct ChainResolver(pub Vec<Box<dyn SecretResolver>>);
-
-impl SecretResolver for ChainResolver {
-    fn resolve(&self, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
-        for resolver in &self.0 {
-            if let Some(value) = resolver.resolve(id)? {
-                return Ok(Some(value));
-            }
-        }
-        Ok(None)
-    }
-
-    fn how_to_provide(&self, id: &SecretId) -> String {
-        let ways: Vec<String> = self.0.iter().map(|r| r.how_to_provide(id)).collect();
-        ways.join(", or ")
-    }
 }
 
 /// Replaces every occurrence of the secret values it knows with `[redacted]`,
@@ -165,7 +145,7 @@ impl SecretResolver for ChainResolver {
 /// Build one per call: the matcher is made once, and clones share it. With
 /// no values, scrubbing returns its input untouched at no cost.
 #[derive(Clone, Default)]
-pub struct Scrubber {
+pub(crate) struct Scrubber {
     spellings: Option<Arc<Spellings>>,
     /// The values that read as JSON numbers, as the numbers they read as: a
     /// tool that echoes one as a number gets it rounded by the JSON reader
@@ -182,7 +162,7 @@ impl fmt::Debug for Scrubber {
 
 impl Scrubber {
     /// A scrubber for these values (empty values are ignored).
-    pub fn new<'a>(values: impl IntoIterator<Item = &'a SecretValue>) -> Self {
+    pub(crate) fn new<'a>(values: impl IntoIterator<Item = &'a SecretValue>) -> Self {
         let mut values: Vec<&str> = values.into_iter().map(SecretValue::expose).filter(|v| !v.is_empty()).collect();
         values.sort_unstable();
         values.dedup();
@@ -196,19 +176,19 @@ impl Scrubber {
     }
 
     /// Whether there is nothing to scrub.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.spellings.is_none()
     }
 
     /// The length in bytes of the longest text one spelled occurrence of a
     /// value can take (0 when empty): the margin a cut stream needs so that
     /// a value cut in half at the front is dropped ([`Scrubber::scrub_tail`]).
-    pub fn max_spelled_len(&self) -> usize {
+    pub(crate) fn max_spelled_len(&self) -> usize {
         self.spellings.as_ref().map_or(0, |s| s.max_len())
     }
 
     /// `text` with every spelled occurrence of a value replaced.
-    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let Some(spellings) = &self.spellings else {
             return Cow::Borrowed(text);
         };
@@ -228,13 +208,13 @@ impl Scrubber {
     }
 
     /// `text` scrubbed, as an owned string.
-    pub fn scrub_string(&self, text: &str) -> String {
+    pub(crate) fn scrub_string(&self, text: &str) -> String {
         self.scrub(text).into_owned()
     }
 
     /// Scrubs every string and object key in a JSON value; a number whose
     /// text contains a secret becomes the string `[redacted]`.
-    pub fn scrub_value(&self, value: &mut Value) {
+    pub(crate) fn scrub_value(&self, value: &mut Value) {
         if self.is_empty() {
             return;
         }
@@ -272,7 +252,7 @@ impl Scrubber {
     /// (`invocation_id`, `*_blake3`), and numbers (counters, durations,
     /// status codes) are left alone: a short secret value, a PIN such as `0`,
     /// must not turn an invocation id into something that is no longer a UUID.
-    pub fn scrub_payload(&self, payload: &mut Value) {
+    pub(crate) fn scrub_payload(&self, payload: &mut Value) {
         let Value::Object(fields) = payload else {
             return self.scrub_value(payload);
         };
@@ -301,7 +281,7 @@ impl Scrubber {
     }
 
     /// A scrubbed copy of a JSON value.
-    pub fn scrubbed(&self, value: &Value) -> Value {
+    pub(crate) fn scrubbed(&self, value: &Value) -> Value {
         let mut copy = value.clone();
         self.scrub_value(&mut copy);
         copy
@@ -312,7 +292,7 @@ impl Scrubber {
     /// `bytes` must hold up to `max_spelled_len() - 1` bytes more than `keep`
     /// when it was cut from a longer stream: a secret (in any spelling) cut in
     /// half at the front is dropped with that margin instead of leaking its tail.
-    pub fn scrub_tail(&self, bytes: &[u8], keep: usize, truncated: bool) -> String {
+    pub(crate) fn scrub_tail(&self, bytes: &[u8], keep: usize, truncated: bool) -> String {
         // The margin is dropped before scrubbing: what is left of a value cut
         // at the front lies wholly inside it.
         let margin = if truncated { self.max_spelled_len().saturating_sub(1).min(bytes.len()) } else { 0 };
@@ -326,7 +306,7 @@ impl Scrubber {
     }
 
     /// The first `keep` bytes of `bytes` as text (the whole buffer scrubbed first).
-    pub fn scrub_head(&self, bytes: &[u8], keep: usize) -> String {
+    pub(crate) fn scrub_head(&self, bytes: &[u8], keep: usize) -> String {
         let text = String::from_utf8_lossy(bytes);
         let clean = self.scrub(&text);
         if clean.len() <= keep {
@@ -342,6 +322,7 @@ impl Scrubber {
 
 #[cfg(test)]
 mod tests {
+    use super::spelling::MIN_EMBEDDED_BASE64_BYTES;
     use super::*;
     use base64::Engine;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};

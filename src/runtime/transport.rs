@@ -11,7 +11,7 @@ use crate::event::ToolError;
 use crate::runtime::secrets::{Scrubber, SecretValue};
 
 /// Everything one attempt of one call needs.
-pub struct Attempt<'a> {
+pub(crate) struct Attempt<'a> {
     /// The tool id.
     pub tool: &'a str,
     /// The invocation id.
@@ -38,7 +38,7 @@ pub struct Attempt<'a> {
 
 /// Why an attempt failed. Messages are already scrubbed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AttemptError {
+pub(crate) struct AttemptError {
     /// A stable class (see [`ToolError::kind`]).
     pub kind: &'static str,
     /// What went wrong.
@@ -55,7 +55,7 @@ pub struct AttemptError {
 
 impl AttemptError {
     /// A failure of class `kind`.
-    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: &'static str, message: impl Into<String>) -> Self {
         AttemptError {
             kind,
             message: message.into(),
@@ -67,20 +67,20 @@ impl AttemptError {
     }
 
     /// Marks it transient, with an optional wait.
-    pub fn transient(mut self, retry_after_ms: Option<u64>) -> Self {
+    pub(crate) fn transient(mut self, retry_after_ms: Option<u64>) -> Self {
         self.transient = true;
         self.retry_after_ms = retry_after_ms;
         self
     }
 
     /// Marks it as a policy refusal.
-    pub fn refused(mut self) -> Self {
+    pub(crate) fn refused(mut self) -> Self {
         self.refused = true;
         self
     }
 
     /// The error half of the result frame.
-    pub fn to_frame(&self, will_retry: bool) -> ToolError {
+    pub(crate) fn to_frame(&self, will_retry: bool) -> ToolError {
         ToolError {
             message: self.message.clone(),
             kind: self.kind.to_string(),

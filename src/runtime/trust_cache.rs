@@ -30,12 +30,12 @@ const MAX_CACHE_BYTES: u64 = 1024;
 
 /// The persisted verdict of one bundle.
 #[derive(Debug)]
-pub struct TrustCache {
+pub(crate) struct TrustCache {
     file: PathBuf,
 }
 
 /// What a verdict was reached on: the bundle's path and its fingerprint.
-pub fn cache_key(root: &Path, fingerprint: &[u64]) -> blake3::Hash {
+pub(crate) fn cache_key(root: &Path, fingerprint: &[u64]) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(root.as_os_str().as_encoded_bytes());
     hasher.update(&[0]);
@@ -47,13 +47,13 @@ pub fn cache_key(root: &Path, fingerprint: &[u64]) -> blake3::Hash {
 
 impl TrustCache {
     /// The cache of the bundle at `root` in `home`.
-    pub fn new(home: &Home, root: &Path) -> TrustCache {
+    pub(crate) fn new(home: &Home, root: &Path) -> TrustCache {
         let name = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
         TrustCache { file: home.root().join("cache").join("trust").join(&name[..32]) }
     }
 
     /// The verdict stored for `key`, if there is one.
-    pub fn load(&self, key: &blake3::Hash) -> Option<Admission> {
+    pub(crate) fn load(&self, key: &blake3::Hash) -> Option<Admission> {
         let bytes = crate::fsutil::read_limited(&self.file, MAX_CACHE_BYTES).ok()?;
         let text = std::str::from_utf8(&bytes).ok()?;
         let mut lines = text.strip_suffix('\n')?.split('\n');
@@ -88,7 +88,7 @@ impl TrustCache {
 
     /// Stores a verdict for `key`; a cache that cannot be written is no
     /// error (the next call verifies again).
-    pub fn store(&self, key: &blake3::Hash, admission: &Admission) {
+    pub(crate) fn store(&self, key: &blake3::Hash, admission: &Admission) {
         let Admission::Verified { checked, signer } = admission else { return };
         let checked = match checked {
             Checked::Installed => "installed",

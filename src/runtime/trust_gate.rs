@@ -31,7 +31,7 @@ const MAX_FINGERPRINT_DEPTH: usize = 32;
 
 /// Why a bundle is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Checked {
+pub(crate) enum Checked {
     /// It is installed under the home's `agents/`.
     Installed,
     /// It is a working folder that carries `SIGNATURES/manifest.sig`.
@@ -40,7 +40,7 @@ pub enum Checked {
 
 /// What the gate found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// An unsigned working folder outside the home: callable, not checked.
     Unchecked,
     /// Verified: installed or signed, within the trust policy.
@@ -54,7 +54,7 @@ pub enum Admission {
 
 /// One bundle's trust check, with its last verdict cached.
 #[derive(Debug)]
-pub struct TrustGate {
+pub(crate) struct TrustGate {
     root: PathBuf,
     folder_name: String,
     installed: bool,
@@ -72,7 +72,7 @@ struct Verdict {
 
 impl TrustGate {
     /// The gate for the bundle at `root` (absolute, canonical) under `home`.
-    pub fn new(root: &Path, home: &Home) -> TrustGate {
+    pub(crate) fn new(root: &Path, home: &Home) -> TrustGate {
         let installed = home.agents_dir().canonicalize().is_ok_and(|agents| root.parent() == Some(agents.as_path()));
         TrustGate {
             root: root.to_path_buf(),
@@ -100,14 +100,14 @@ impl TrustGate {
     }
 
     /// A note for the person running an unchecked bundle, if it is one.
-    pub fn note(&self) -> Option<String> {
+    pub(crate) fn note(&self) -> Option<String> {
         matches!(self.checked(), Ok(None)).then(|| {
             format!("{} is an unsigned working folder: it is not checked against the trust policy", self.root.display())
         })
     }
 
     /// Checks the bundle now (or reuses the verdict of an unchanged bundle).
-    pub fn check(&self) -> Result<Admission, Failure> {
+    pub(crate) fn check(&self) -> Result<Admission, Failure> {
         let Some(checked) = self.checked()? else { return Ok(Admission::Unchecked) };
         let fingerprint = self.fingerprint();
         let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

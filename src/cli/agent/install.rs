@@ -41,7 +41,7 @@ pub struct ListArgs {
 }
 
 /// Runs `rlp agent install`.
-pub fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
     let options = InstallOptions { allow_unsigned: args.allow_unsigned, force: args.force };
     let installed = install(&ctx.home, &args.source, options).map_err(CliError::from)?;
     let v = &installed.verified;
@@ -69,7 +69,7 @@ pub fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
 }
 
 /// Runs `rlp agent list`.
-pub fn run_list(args: &ListArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run_list(args: &ListArgs, ctx: &Context) -> CliResult {
     let rows = list(&ctx.home).map_err(CliError::from)?;
     let exit = if rows.iter().all(|r| r.status.is_usable()) { Exit::Success } else { Exit::Problems };
     let mut out = Printer::stdout();

@@ -1,7 +1,7 @@
 //! `rlp agent`: scaffold, install, list.
 
-pub mod install;
-pub mod scaffold;
+pub(crate) mod install;
+pub(crate) mod scaffold;
 
 use clap::Subcommand;
 
@@ -20,7 +20,7 @@ pub enum AgentCommand {
 }
 
 /// Runs an `agent` subcommand.
-pub fn run(command: AgentCommand, ctx: &Context) -> CliResult {
+pub(crate) fn run(command: AgentCommand, ctx: &Context) -> CliResult {
     match command {
         AgentCommand::Scaffold(args) => scaffold::run(&args, ctx),
         AgentCommand::Install(args) => install::run_install(&args, ctx),

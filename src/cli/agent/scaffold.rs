@@ -89,7 +89,7 @@ pub struct AgentAnswers {
 }
 
 /// Runs `rlp agent scaffold`.
-pub fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
     validate::agent_name(&args.name).map_err(|e| CliError::usage(e).with_help("e.g. `rlp agent scaffold mailer`"))?;
     let target = args.root.join(&args.name);
     if !args.force && std::fs::symlink_metadata(&target).is_ok() {

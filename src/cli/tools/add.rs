@@ -98,7 +98,7 @@ pub struct ToolFlags {
 }
 
 /// Runs `rlp tools add`.
-pub fn run(args: &AddArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &AddArgs, ctx: &Context) -> CliResult {
     let target = BundleTarget::open(&args.bundle)?;
     let given = given(&args.tool)?;
     let taken: Vec<String> = ToolsDoc::read(&target.dir)?

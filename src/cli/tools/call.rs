@@ -91,7 +91,7 @@ fn parse_trace_id(text: Option<&str>) -> Result<Option<Uuid>, CliError> {
 }
 
 /// Runs `rlp tools call`.
-pub fn run(args: &CallArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     let arguments = read_arguments(args.args.as_deref())?;
     let trace_id = parse_trace_id(args.trace_id.as_deref())?;
     let flags =

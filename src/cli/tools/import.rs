@@ -44,7 +44,7 @@ pub struct ImportArgs {
 }
 
 /// Runs `rlp tools import`.
-pub fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
     if args.timeout_ms == 0 {
         return Err(CliError::usage("--timeout-ms must be at least 1"));
     }

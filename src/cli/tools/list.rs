@@ -27,7 +27,7 @@ pub struct ListArgs {
 }
 
 /// Runs `rlp tools list`.
-pub fn run(args: &ListArgs, ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
     let listing = list(&args.bundle, &ctx.home)?;
     let text = match args.format {
         Format::Human => listing.render_human(),

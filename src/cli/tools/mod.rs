@@ -1,9 +1,9 @@
 //! `rlp tools`: add, list, import, call.
 
-pub mod add;
-pub mod call;
-pub mod import;
-pub mod list;
+pub(crate) mod add;
+pub(crate) mod call;
+pub(crate) mod import;
+pub(crate) mod list;
 
 use clap::Subcommand;
 
@@ -24,7 +24,7 @@ pub enum ToolsCommand {
 }
 
 /// Runs a `tools` subcommand.
-pub fn run(command: ToolsCommand, ctx: &Context) -> CliResult {
+pub(crate) fn run(command: ToolsCommand, ctx: &Context) -> CliResult {
     match command {
         ToolsCommand::Add(args) => add::run(&args, ctx),
         ToolsCommand::List(args) => list::run(&args, ctx),

@@ -10,7 +10,7 @@ use std::ops::Range;
 use codespan_reporting::files::{Error, Files};
 
 /// Lines longer than this many characters are quoted as a window.
-pub const MAX_LINE_CHARS: usize = 160;
+pub(super) const MAX_LINE_CHARS: usize = 160;
 /// Characters of context kept before the marker.
 const BEFORE_CHARS: usize = 40;
 /// Characters a window holds at least (context after a short marker).
@@ -20,7 +20,7 @@ const CUT: &str = "…";
 
 /// One cut line of a file, standing in for the file in a diagnostic.
 #[derive(Debug)]
-pub struct Excerpt<'a> {
+pub(super) struct Excerpt<'a> {
     name: &'a str,
     text: String,
     /// The real line number (1-based).
@@ -35,7 +35,7 @@ impl<'a> Excerpt<'a> {
     /// The window of `span`'s line (number `line_number`) in `source` when
     /// that line is overlong, with the span mapped into the window; `None`
     /// for an ordinary line.
-    pub fn cut(
+    pub(super) fn cut(
         name: &'a str,
         source: &str,
         span: &Range<usize>,

@@ -23,7 +23,7 @@ fn escape_property(text: &str) -> String {
 }
 
 /// `::error file=…,line=…,col=…,title=…::message` lines.
-pub fn render(reports: &[BundleReport]) -> String {
+pub(super) fn render(reports: &[BundleReport]) -> String {
     let mut out = String::new();
     for located in reports.iter().flat_map(|r| r.findings.iter()) {
         let f = &located.finding;

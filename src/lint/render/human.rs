@@ -13,7 +13,7 @@ use crate::lint::{BundleReport, Located};
 use crate::text::terminal_safe_line;
 
 /// Renders every finding of every report.
-pub fn render(reports: &[BundleReport], color: bool) -> String {
+pub(crate) fn render(reports: &[BundleReport], color: bool) -> String {
     let mut out = String::new();
     for report in reports {
         render_report(report, color, &mut out);

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::lint::{BundleReport, Located};
 
 /// One finding as the documented JSON object.
-pub fn finding_json(located: &Located) -> Value {
+pub(crate) fn finding_json(located: &Located) -> Value {
     let f = &located.finding;
     json!({
         "code": f.code.as_str(),
@@ -20,7 +20,7 @@ pub fn finding_json(located: &Located) -> Value {
 }
 
 /// Every finding of every report, as a pretty JSON array.
-pub fn render(reports: &[BundleReport]) -> String {
+pub(super) fn render(reports: &[BundleReport]) -> String {
     let all: Vec<Value> = reports.iter().flat_map(|r| r.findings.iter().map(finding_json)).collect();
     let mut text = serde_json::to_string_pretty(&all).expect("JSON values serialize");
     text.push('\n');

@@ -9,10 +9,10 @@ mod sarif;
 use clap::ValueEnum;
 
 use crate::lint::BundleReport;
-pub use crate::text::plural;
+pub(crate) use crate::text::plural;
 
-pub use human::render as human;
-pub use json::finding_json;
+pub(crate) use human::render as human;
+pub(crate) use json::finding_json;
 
 /// `--format` of `rlp lint`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -28,7 +28,7 @@ pub enum LintFormat {
 }
 
 /// Renders the reports in a machine format (everything but human).
-pub fn machine(format: LintFormat, reports: &[BundleReport]) -> String {
+pub(crate) fn machine(format: LintFormat, reports: &[BundleReport]) -> String {
     match format {
         LintFormat::Json => json::render(reports),
         LintFormat::Sarif => sarif::render(reports),
@@ -39,7 +39,7 @@ pub fn machine(format: LintFormat, reports: &[BundleReport]) -> String {
 
 /// What lint found, as its human report words it: `no problems`,
 /// `1 error and 0 warnings`, or with drift `0 errors, 0 warnings and 2 drifts`.
-pub fn problems(errors: usize, warnings: usize, drifts: usize) -> String {
+pub(crate) fn problems(errors: usize, warnings: usize, drifts: usize) -> String {
     match (errors, warnings, drifts) {
         (0, 0, 0) => "no problems".to_string(),
         (errors, warnings, 0) => format!("{} and {}", plural(errors, "error"), plural(warnings, "warning")),

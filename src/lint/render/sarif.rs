@@ -21,7 +21,7 @@ fn artifact_uri(path: &Path) -> String {
 }
 
 /// The SARIF log of every report, as one JSON document.
-pub fn render(reports: &[BundleReport]) -> String {
+pub(super) fn render(reports: &[BundleReport]) -> String {
     let rules: Vec<Value> = Code::ALL
         .iter()
         .map(|code| {

@@ -5,7 +5,7 @@ use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::manifest::{EntryKind, MANIFEST_FILE, NAME_PATTERN, is_valid_name};
 use crate::bundle::pointer::Pointer;
 
-pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let Some(manifest) = &bundle.manifest else { return };
     let mut diags = Diagnostics::new(bundle.display_path(MANIFEST_FILE));
     let agent = Pointer::root().key("agent");

@@ -36,7 +36,7 @@ fn report_placeholder_or_missing(bundle: &LoadedBundle, artifact: &Artifact, dia
 }
 
 /// Checks the file set, sizes and digests against the manifest.
-pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(crate) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     for refused in &bundle.inventory.refused {
         let mut diags = Diagnostics::new(bundle.display_path(&refused.path));
         diags

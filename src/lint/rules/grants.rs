@@ -6,7 +6,7 @@ use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::policy::grant_line;
 use crate::bundle::tools::{TOOLS_FILE, Transport};
 
-pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let Some(manifest) = &bundle.manifest else { return };
     if bundle.grants.is_none() && bundle.sources.contains_key(&manifest.caps_file) {
         // The policy file exists but did not parse: that is reported already,

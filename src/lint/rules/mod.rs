@@ -10,10 +10,8 @@ mod tools;
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::Finding;
 
-pub use artifacts::check as check_artifacts;
-
 /// Runs every rule, appending to `out`.
-pub fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(crate) fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     agent::check(bundle, out);
     tools::check(bundle, out);
     schemas::check(bundle, out);

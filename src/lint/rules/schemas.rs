@@ -12,7 +12,7 @@ use crate::bundle::schema::{
 };
 use crate::bundle::tools::{TOOLS_FILE, Tool};
 
-pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
     for tool in bundle.tool_list() {
         for key in ["input_schema", "result_schema", "options_schema"] {

@@ -13,7 +13,7 @@ use crate::bundle::tools::TOOLS_FILE;
 use crate::bundle::value::parse_toml;
 use serde_json::Value;
 
-pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let listed: Vec<(Pointer, SecretId)> = bundle.tool_list().iter().flat_map(|tool| tool.secrets.clone()).collect();
     let mut files = vec![(TOOLS_FILE, listed)];
     if let Some(manifest) = &bundle.manifest {

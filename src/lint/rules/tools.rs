@@ -7,7 +7,7 @@ use crate::bundle::capability::Capability;
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport, header_secret_refs};
 
-pub fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
     let mut first_seen: HashMap<&str, usize> = HashMap::new();
     for (i, tool) in bundle.tool_list().iter().enumerate() {

@@ -34,7 +34,7 @@ use base64::engine::general_purpose::STANDARD_NO_PAD;
 /// each run is then at least 7 base64 characters long, which ordinary text
 /// does not hold by chance. Shorter values are still matched as their own
 /// base64 text.
-pub const MIN_EMBEDDED_BASE64_BYTES: usize = 6;
+pub(crate) const MIN_EMBEDDED_BASE64_BYTES: usize = 6;
 
 /// Room for the longest single spelling: a surrogate pair escaped twice
 /// (`\\uD83D\\uDE00`, 14 bytes).
@@ -262,7 +262,7 @@ impl Builder {
 }
 
 /// Finds every spelling of a set of values.
-pub struct Spellings {
+pub(super) struct Spellings {
     /// The spellings of every distinct unit, each unit's side by side.
     table: Vec<Spelling>,
     forms: Vec<Form>,
@@ -273,7 +273,7 @@ pub struct Spellings {
 
 impl Spellings {
     /// A matcher for `values` (none empty).
-    pub fn new<'a>(values: impl IntoIterator<Item = &'a str>) -> Spellings {
+    pub(super) fn new<'a>(values: impl IntoIterator<Item = &'a str>) -> Spellings {
         let mut builder = Builder::default();
         for value in values {
             builder.form(value.chars().map(Unit::Char));
@@ -326,14 +326,14 @@ impl Spellings {
     }
 
     /// The longest text one occurrence can take, in bytes.
-    pub fn max_len(&self) -> usize {
+    pub(super) fn max_len(&self) -> usize {
         self.max_len
     }
 
     /// The byte ranges of `text` covered by an occurrence, in order; ranges
     /// that overlap (one occurrence inside or across another) are merged.
     /// Each starts and ends on a character boundary.
-    pub fn find(&self, text: &str) -> Vec<Range<usize>> {
+    pub(super) fn find(&self, text: &str) -> Vec<Range<usize>> {
         let bytes = text.as_bytes();
         let mut found: Vec<Range<usize>> = Vec::new();
         let mut reach = Reach::default();
