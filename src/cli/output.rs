@@ -2,6 +2,7 @@
 //! stdout, and diagnostics on stderr.
 
 use std::io::{IsTerminal, Write};
+use std::ops::ControlFlow;
 
 use clap::ValueEnum;
 
@@ -234,4 +235,28 @@ pub(crate) fn diagnostic(text: &str) {
 /// a file or quote one) cannot drive the terminal.
 pub(crate) fn warning(text: impl std::fmt::Display) {
     diagnostic(&format!("warning: {}", crate::text::terminal_safe(&text.to_string())));
+}
+
+/// Reads items with `visit` (a reader that calls back once per item and
+/// stops at `Break`) and writes each with `write`; the first write that
+/// fails stops the reading and becomes the command's error.
+pub(crate) fn write_each<T, R, E>(
+    visit: impl FnOnce(&mut dyn FnMut(T) -> ControlFlow<()>) -> Result<R, E>,
+    mut write: impl FnMut(T) -> Result<(), OutputError>,
+) -> Result<R, CliError>
+where
+    CliError: From<E>,
+{
+    let mut failure = None;
+    let read = visit(&mut |item| match write(item) {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(e) => {
+            failure = Some(e);
+            ControlFlow::Break(())
+        }
+    })?;
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(read),
+    }
 }

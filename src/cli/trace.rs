@@ -2,7 +2,6 @@
 //! knowledge base (`$RUNLOOP_HOME/pog/events.sqlite`).
 
 use std::io::BufWriter;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -11,7 +10,7 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, OutputError, Printer, diagnostic};
+use crate::cli::output::{Format, OutputError, Printer, diagnostic, write_each};
 use crate::event::Outcome;
 use crate::event::frame::TraceFrame;
 use crate::home::Home;
@@ -153,7 +152,6 @@ pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliErro
 fn list(args: &ListArgs, ctx: &Context) -> CliResult {
     let ledger = Location::of_home(&ctx.home);
     let mut out = Printer::stdout();
-    let mut failure = None;
     let mut first = true;
     let mut write_row = |out: &mut Printer, summary: TraceSummary| -> Result<(), OutputError> {
         match args.format {
@@ -190,17 +188,7 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
         first = false;
         Ok(())
     };
-    let count = list_traces(&ledger, |trace| match write_row(&mut out, trace) {
-        Ok(()) => ControlFlow::Continue(()),
-        Err(e) => {
-            failure = Some(e);
-            ControlFlow::Break(())
-        }
-    })
-    .map_err(CliError::from)?;
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
+    let count = write_each(|each| list_traces(&ledger, each), |trace| write_row(&mut out, trace))?;
     match args.format {
         Format::Json => out.line(if count == 0 { "[]" } else { "\n]" })?,
         Format::Human if count == 0 => diagnostic(&format!("No traces in {ledger}.")),
@@ -281,7 +269,6 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let mut out = Printer::stdout();
     let mut timeline = Timeline::new();
     let mut start = None;
-    let mut failure = None;
     let mut write_entry = |out: &mut Printer, frame: TraceFrame| -> Result<(), OutputError> {
         let first = start.is_none();
         let start_ts = *start.get_or_insert(frame.ts_ms);
@@ -306,17 +293,7 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
             Format::Json => out.text(&format!("{}\n    {}", if first { "" } else { "," }, entry.to_json())),
         }
     };
-    for_each_frame(&input, |frame| match write_entry(&mut out, frame) {
-        Ok(()) => ControlFlow::Continue(()),
-        Err(e) => {
-            failure = Some(e);
-            ControlFlow::Break(())
-        }
-    })
-    .map_err(CliError::from)?;
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
+    write_each(|each| for_each_frame(&input, each), |frame| write_entry(&mut out, frame))?;
     let summary = timeline.finish();
     match args.format {
         Format::Human => out.line(human_footer(&summary))?,
