@@ -16,6 +16,7 @@ pub mod interrupt;
 pub mod leftovers;
 pub mod lint;
 pub mod pack;
+pub mod process;
 pub mod runtime;
 pub mod text;
 pub mod trace;

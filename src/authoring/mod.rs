@@ -9,7 +9,7 @@
 //! - [`check`]: lint rules applied to would-be tool entries.
 //! - [`tools_file`], [`policy_edit`]: edits of tools.json and policy.caps.
 //! - [`scaffold`], [`templates`], [`wizard`]: `rlp agent scaffold`.
-//! - [`add`]: `rlp tools add`; [`import`], [`runner`]: `rlp tools import`.
+//! - [`add`]: `rlp tools add`; [`import`]: `rlp tools import`.
 //! - [`drift`]: `rlp lint --check-tools`; [`list`]: `rlp tools list`.
 
 pub mod add;
@@ -20,7 +20,6 @@ pub mod error;
 pub mod import;
 pub mod list;
 pub mod policy_edit;
-pub mod runner;
 pub mod scaffold;
 pub mod spec;
 pub mod target;

@@ -13,7 +13,7 @@ use crate::config::{self, Flags};
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
 use crate::runtime::recorder::Recorder;
 use crate::runtime::secrets::EnvSecretResolver;
-use crate::runtime::{LoadError, Runtime, RuntimeOptions, process};
+use crate::runtime::{LoadError, Runtime, RuntimeOptions};
 use crate::trace::Ledger;
 
 /// The flags that shape a runtime.
@@ -45,8 +45,6 @@ pub fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, 
     } else {
         Arc::new(NoTerminal)
     };
-    // Members of a tool's process group that outlive it are reparented here and reaped.
-    let _ = process::become_subreaper();
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,

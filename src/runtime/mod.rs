@@ -17,13 +17,11 @@
 //! Secret values are scrubbed from every record, message and result.
 
 pub mod call;
-pub mod capture;
 pub mod confirm;
 pub mod envelope;
 pub mod exec;
 pub mod exposure;
 pub mod http;
-pub mod process;
 pub mod recorder;
 pub mod secrets;
 pub mod transport;
