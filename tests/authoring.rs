@@ -1091,3 +1091,96 @@ fn tools_list_escapes_control_characters() {
     assert!(!stdout(&out).contains(['\u{1b}', '\t']), "{}", text(&out));
     insta::assert_snapshot!("tools_list_control_characters", stdout(&out));
 }
+
+// ------------------------------------------- tools import: the binary never stays
+
+/// A `schema` binary that never answers: it ignores SIGTERM, starts a child
+/// in its process group and one in a session of its own (which holds its
+/// stdout), writes "<own pid> <group child> <session child>" to `pids`, and
+/// sleeps.
+fn stubborn_binary(space: &Space, pids: &Path) -> PathBuf {
+    space.script(
+        "stubborn.sh",
+        &format!(
+            "trap '' TERM\nsleep 600 &\ngroup=$!\nsetsid sleep 600 &\necho \"$$ $group $!\" > {p}.tmp && mv {p}.tmp {p}\nsleep 600",
+            p = pids.display()
+        ),
+    )
+}
+
+/// The three pids `stubborn_binary` wrote, once it wrote them.
+fn stubborn_pids(pids: &Path) -> Vec<String> {
+    let deadline = std::time::Instant::now() + common::HANG_GUARD;
+    while !pids.exists() {
+        assert!(std::time::Instant::now() < deadline, "the binary never wrote {}", pids.display());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    read(pids).split_whitespace().map(str::to_string).collect()
+}
+
+/// Waits (within the hang guard) until process `pid` is gone.
+fn assert_ends(pid: &str, what: &str) {
+    let deadline = std::time::Instant::now() + common::HANG_GUARD;
+    while common::process_is_running(pid) {
+        assert!(std::time::Instant::now() < deadline, "{what} {pid} is still running");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Kills what a test left running (on purpose, or because it failed).
+fn kill_left(pid: &str) {
+    if common::process_is_running(pid) {
+        unsafe {
+            libc::kill(pid.parse().unwrap(), libc::SIGKILL);
+        }
+    }
+}
+
+#[test]
+fn tools_import_kills_a_binary_that_does_not_answer_with_everything_it_started() {
+    let space = Space::new();
+    let bundle = space.scaffold("demo");
+    let b = bundle.to_str().unwrap();
+    let pids = space.path().join("pids");
+    let stubborn = stubborn_binary(&space, &pids);
+    let out = space.rlp(&["tools", "import", b, "--exec", stubborn.to_str().unwrap(), "--timeout-ms", "500"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(stderr(&out).contains("it did not answer within 500 ms and was killed"), "{}", text(&out));
+    // Killed by the time rlp returns: the binary that ignores SIGTERM, its
+    // child, and the child that left its group and session.
+    let running: Vec<_> = stubborn_pids(&pids).into_iter().filter(|pid| common::process_is_running(pid)).collect();
+    running.iter().for_each(|pid| kill_left(pid));
+    assert!(running.is_empty(), "still running after the import: {running:?}");
+}
+
+#[test]
+fn tools_import_never_leaves_its_binary_running_when_rlp_is_interrupted_or_killed() {
+    use std::os::unix::process::ExitStatusExt;
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        let space = Space::new();
+        let bundle = space.scaffold("demo");
+        let pids = space.path().join("pids");
+        let stubborn = stubborn_binary(&space, &pids);
+        let mut rlp = Command::new(RLP)
+            .args(["tools", "import", bundle.to_str().unwrap(), "--exec", stubborn.to_str().unwrap()])
+            .arg("--home")
+            .arg(space.home())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let found = stubborn_pids(&pids);
+        unsafe {
+            libc::kill(rlp.id() as i32, signal);
+        }
+        assert_eq!(rlp.wait().unwrap().signal(), Some(signal));
+        // Interrupted, rlp kills the binary's process group; SIGKILLed, it
+        // runs nothing, and the kernel kills the binary it started.
+        let ended = if signal == libc::SIGKILL { &found[..1] } else { &found[..2] };
+        for pid in ended {
+            assert_ends(pid, &format!("signal {signal}: the binary or its child"));
+        }
+        found.iter().for_each(|pid| kill_left(pid));
+    }
+}
