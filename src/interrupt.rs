@@ -30,6 +30,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 
 use rustix::fs::{AtFlags, CWD, Mode, OFlags, RawDir, SeekFrom, openat, seek, unlinkat};
+use rustix::process::getpid;
 
 use crate::process::kill::kill_group;
 
@@ -112,10 +113,9 @@ fn set_handler(signal: libc::c_int, handler: libc::sighandler_t, flags: libc::c_
 /// sender) is ignored — the write fails with EPIPE instead; one that another
 /// process sent is fatal.
 extern "C" fn on_pipe(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler;
-    // getpid is async-signal-safe.
-    let own = !info.is_null() && unsafe { (*info).si_pid() == libc::getpid() };
-    if !own {
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let sender = (!info.is_null()).then(|| unsafe { (*info).si_pid() });
+    if sender != Some(getpid().as_raw_nonzero().get()) {
         on_signal(signal);
     }
 }

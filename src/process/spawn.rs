@@ -112,9 +112,8 @@ impl Program {
             parent: getpid(),
             error: AtomicI32::new(0),
         };
-        let mut stack = Vec::<u8>::with_capacity(CHILD_STACK);
         let blocked = BlockedSignals::all()?;
-        let pid = clone_child(&plan, &mut stack)?;
+        let pid = clone_child(&plan)?;
         let error = plan.error.load(Ordering::SeqCst);
         if error != 0 {
             reap_child(pid, true);
@@ -169,18 +168,19 @@ struct ChildPlan<'a> {
     error: AtomicI32,
 }
 
-/// Clones the child that runs [`child_main`] on `stack`; returns once it
-/// has executed the tool or exited.
-fn clone_child(plan: &ChildPlan<'_>, stack: &mut Vec<u8>) -> io::Result<i32> {
+/// Clones the child that runs [`child_main`]; returns once it has executed
+/// the tool or exited.
+fn clone_child(plan: &ChildPlan<'_>) -> io::Result<i32> {
+    let mut stack = Vec::<u8>::with_capacity(CHILD_STACK);
     // Stacks grow down on the targets rlp runs on; the top is 16-byte aligned.
     let top = stack.as_mut_ptr().wrapping_add(stack.capacity());
     let top = top.wrapping_sub(top as usize % 16);
     let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
     let arg = std::ptr::from_ref(plan).cast_mut().cast::<c_void>();
-    // SAFETY: `top` is the aligned end of a CHILD_STACK-byte allocation that
-    // outlives the child's use of it: CLONE_VFORK suspends this thread until
-    // the child has executed the tool or exited, and the caller keeps `stack`
-    // until then. `child_main` only reads `plan` (alive for the same reason)
+    // SAFETY: `top` is the aligned end of the CHILD_STACK bytes `stack`
+    // owns, which outlive the child's use of them: CLONE_VFORK suspends this
+    // thread (and keeps `stack` alive) until the child has executed the tool
+    // or exited. `child_main` only reads `plan` (alive for the same reason)
     // and makes async-signal-safe system calls; it never returns into this
     // frame (it ends in execve or _exit).
     let pid = unsafe { libc::clone(child_main, top.cast::<c_void>(), flags, arg) };
