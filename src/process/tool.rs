@@ -13,11 +13,14 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Once;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Once, OnceLock};
 use std::time::Instant;
 
+use rustix::fs::{Mode, OFlags};
 use serde_json::Value;
 
 use crate::process::capture::Keep;
@@ -98,10 +101,38 @@ pub fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeError> {
         RunError::Start(e) => InvokeError::Start(e),
         RunError::Wait(e) => InvokeError::Wait(e),
     })?;
-    // Removing the folder also removes anything the tool left in it.
-    let _ = dir.close();
+    remove_private_dir(dir);
     Ok(finished)
 }
+
+/// Removes the call's private folder with anything the tool left in it.
+///
+/// Its name is gone when this returns; the folder itself is let go (its last
+/// descriptor closed) on a background thread: on a file system mounted with
+/// `discard`, freeing a new folder's block waits for the disk to discard it,
+/// which can take milliseconds that are no part of the call. When that
+/// thread falls behind by [`PENDING_RELEASES`] folders, or cannot be
+/// started, the call lets go of its folder itself.
+fn remove_private_dir(dir: tempfile::TempDir) {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let held = rustix::fs::open(dir.path(), flags, Mode::empty()).ok();
+    let _ = dir.close();
+    static RELEASER: OnceLock<Option<SyncSender<OwnedFd>>> = OnceLock::new();
+    let releaser = RELEASER.get_or_init(|| {
+        let (sender, receiver) = sync_channel::<OwnedFd>(PENDING_RELEASES);
+        let thread = std::thread::Builder::new().name("rlp-release".into()).stack_size(RELEASER_STACK);
+        thread.spawn(move || receiver.into_iter().for_each(drop)).ok().map(|_| sender)
+    });
+    if let (Some(folder), Some(releaser)) = (held, releaser) {
+        // A full queue hands the descriptor back, and dropping it lets go here.
+        let _ = releaser.try_send(folder);
+    }
+}
+
+/// Most folders waiting to be let go on the background thread.
+const PENDING_RELEASES: usize = 64;
+/// Stack size of that thread (it only closes descriptors).
+const RELEASER_STACK: usize = 64 * 1024;
 
 fn private_dir() -> io::Result<tempfile::TempDir> {
     static SWEPT: Once = Once::new();
@@ -163,6 +194,8 @@ mod tests {
         assert!(text.contains("RLP_INVOCATION_ID=0192-test\nTMPDIR="), "{text}");
         assert!(!text.contains("HOME="), "{text}");
         assert!(text.trim_end().ends_with("drwx------"), "{text}");
+        let folder = text.lines().find_map(|l| l.strip_prefix("TMPDIR=")).unwrap();
+        assert!(folder.contains("/rlp-call-") && !Path::new(folder).exists(), "{folder} is left");
     }
 
     #[test]
