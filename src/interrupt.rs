@@ -15,8 +15,9 @@
 //! Work registers what must not outlive it with [`track_group`],
 //! [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
 //! unregisters on drop. The handler only makes async-signal-safe calls
-//! (`kill` through [`crate::process::kill::kill_group`], `unlink`, `rmdir`,
-//! `signal`, `raise`) on data prepared beforehand.
+//! (`kill` through [`crate::process::kill::kill_group`], `unlink`, `openat`,
+//! `getdents64`, `close`, `rmdir`, `signal`, `raise`) on data prepared
+//! beforehand.
 //!
 //! `rlp` installs the handler at start-up ([`install`]); a library user that
 //! embeds the runtime may do the same. Without it, nothing is tracked.
