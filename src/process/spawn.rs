@@ -234,21 +234,22 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
 
 /// In the child: every signal with a handler gets its default action back,
 /// and SIGPIPE too (Rust programs ignore it; the tool must not inherit that).
-/// An ignored signal stays ignored, as across any exec.
+/// An ignored signal stays ignored, as across any exec. One system call per
+/// signal: each is set to its default, and the rare ignored one set back.
 fn default_signal_actions() {
     for signal in 1..SIGNAL_END {
-        // SAFETY: sigaction only reads and writes the struct on this frame
+        // SAFETY: sigaction only reads and writes the structs on this frame
         // and is async-signal-safe; without CLONE_SIGHAND the child changes
-        // its own copy of the handler table, never rlp's.
+        // its own copy of the handler table, never rlp's. Every signal is
+        // blocked meanwhile, so none is handled between the two calls.
         unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut action) != 0 {
-                continue;
-            }
-            let handled = action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN;
-            if handled || (signal == libc::SIGPIPE && action.sa_sigaction != libc::SIG_DFL) {
-                let default: libc::sigaction = std::mem::zeroed();
-                libc::sigaction(signal, &default, std::ptr::null_mut());
+            let default: libc::sigaction = std::mem::zeroed();
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, &default, &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+                && signal != libc::SIGPIPE
+            {
+                libc::sigaction(signal, &old, std::ptr::null_mut());
             }
         }
     }
