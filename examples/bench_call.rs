@@ -280,7 +280,7 @@ fn main() {
     }]);
     let http_bundle =
         write_bundle(disk.path(), "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"));
-    let _ = rlp::runtime::process::become_subreaper();
+    let _ = rlp::process::become_subreaper();
 
     // exec: the series run interleaved, so load from elsewhere on the machine
     // affects each of them alike.

@@ -15,16 +15,25 @@
 //! Work registers what must not outlive it with [`track_group`],
 //! [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
 //! unregisters on drop. The handler only makes async-signal-safe calls
-//! (`kill`, `unlink`, `rmdir`, `signal`, `raise`) on data prepared beforehand.
+//! (`kill` through [`crate::process::kill::kill_group`], `unlink`, `openat`,
+//! `getdents64`, `close`, `rmdir`, `signal`, `raise`) on data prepared
+//! beforehand.
 //!
 //! `rlp` installs the handler at start-up ([`install`]); a library user that
 //! embeds the runtime may do the same. Without it, nothing is tracked.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString, c_char};
 use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
+
+use rustix::fs::{AtFlags, CWD, Mode, OFlags, RawDir, SeekFrom, openat, seek, unlinkat};
+use rustix::process::getpid;
+
+use crate::process::kill::kill_group;
 
 /// Most process groups and files tracked at once; past that, work runs
 /// untracked (a tool is still killed at its timeout, a temporary file is
@@ -35,9 +44,9 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// Process groups of running tools (0: a free slot).
 static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 /// Temporary files being written, as C strings (null: a free slot).
-static FILES: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+static FILES: [AtomicPtr<c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 /// Private temporary folders, removed when empty (after the files).
-static DIRS: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+static DIRS: [AtomicPtr<c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
 /// The standard signals whose default action ends the process and that a
 /// handler may catch (besides SIGPIPE, see the module docs).
@@ -105,40 +114,22 @@ fn set_handler(signal: libc::c_int, handler: libc::sighandler_t, flags: libc::c_
 /// sender) is ignored — the write fails with EPIPE instead; one that another
 /// process sent is fatal.
 extern "C" fn on_pipe(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler;
-    // getpid is async-signal-safe.
-    let own = !info.is_null() && unsafe { (*info).si_pid() == libc::getpid() };
-    if !own {
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let sender = (!info.is_null()).then(|| unsafe { (*info).si_pid() });
+    if sender != Some(getpid().as_raw_nonzero().get()) {
         on_signal(signal);
     }
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
     for slot in &GROUPS {
-        let pgid = slot.load(Ordering::SeqCst);
-        if pgid > 1 {
-            // SAFETY: kill is async-signal-safe; a negative pid names a group.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
+        kill_group(slot.load(Ordering::SeqCst));
     }
-    for slot in &FILES {
-        let path = slot.load(Ordering::SeqCst);
-        if !path.is_null() {
-            // SAFETY: unlink is async-signal-safe; `path` is a C string that
-            // is never freed (see `track_path`).
-            unsafe {
-                libc::unlink(path);
-            }
-        }
+    for path in FILES.iter().filter_map(slot_path) {
+        let _ = unlinkat(CWD, path, AtFlags::empty());
     }
-    for slot in &DIRS {
-        let path = slot.load(Ordering::SeqCst);
-        if !path.is_null() {
-            // SAFETY: `path` is a C string that is never freed (see `track_path`).
-            unsafe { remove_tree_at(libc::AT_FDCWD, path, 0) };
-        }
+    for path in DIRS.iter().filter_map(slot_path) {
+        remove_tree_at(CWD, path, 0);
     }
     // SAFETY: signal and raise are async-signal-safe; the default action of
     // these signals ends the process.
@@ -146,6 +137,14 @@ extern "C" fn on_signal(signal: libc::c_int) {
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
     }
+}
+
+/// The path a slot of [`FILES`] or [`DIRS`] holds, if any.
+fn slot_path(slot: &AtomicPtr<c_char>) -> Option<&'static CStr> {
+    let path = slot.load(Ordering::SeqCst);
+    // SAFETY: a slot holds null or a C string from `CString::into_raw` that
+    // is never freed (see `track_path`).
+    (!path.is_null()).then(|| unsafe { CStr::from_ptr(path) })
 }
 
 /// Deepest folder nesting the handler removes; what lies deeper is left
@@ -157,54 +156,34 @@ const MAX_REMOVE_PASSES: u32 = 64;
 /// Removes `name` (relative to the folder `dirfd`): a file, or a folder
 /// with everything in it, never following a link. Only system calls, on a
 /// buffer on the stack: safe in a signal handler.
-///
-/// # Safety
-///
-/// `name` must be a NUL-terminated string that stays valid for the call.
-unsafe fn remove_tree_at(dirfd: libc::c_int, name: *const libc::c_char, depth: u32) {
-    // SAFETY (whole body): unlinkat, openat, lseek, getdents64 and close are
-    // async-signal-safe system calls; every pointer passed points into
-    // `name` (valid by contract) or into `buffer`, which outlives the calls,
-    // and each dirent read lies within the bytes getdents64 filled in.
-    unsafe {
-        if libc::unlinkat(dirfd, name, 0) == 0 {
-            return;
-        }
-        let fd = libc::openat(dirfd, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        if fd < 0 {
-            return;
-        }
-        if depth < MAX_REMOVE_DEPTH {
-            // u64 elements: dirent64 records are 8-byte aligned.
-            let mut buffer = [0u64; 256];
-            let size = std::mem::size_of_val(&buffer);
-            for _ in 0..MAX_REMOVE_PASSES {
-                libc::lseek(fd, 0, libc::SEEK_SET);
-                let read = libc::syscall(libc::SYS_getdents64, fd, buffer.as_mut_ptr(), size);
-                let Ok(read) = usize::try_from(read) else { break };
-                let base = buffer.as_ptr().cast::<u8>();
-                let mut offset = 0;
-                let mut others = false;
-                while offset < read {
-                    let entry = base.add(offset).cast::<libc::dirent64>();
-                    let entry_name = (*entry).d_name.as_ptr();
-                    let dot = *entry_name == b'.' as libc::c_char
-                        && (*entry_name.add(1) == 0
-                            || (*entry_name.add(1) == b'.' as libc::c_char && *entry_name.add(2) == 0));
-                    if !dot {
-                        others = true;
-                        remove_tree_at(fd, entry_name, depth + 1);
-                    }
-                    offset += usize::from((*entry).d_reclen);
-                }
-                if !others {
-                    break;
+fn remove_tree_at(dirfd: BorrowedFd<'_>, name: &CStr, depth: u32) {
+    if unlinkat(dirfd, name, AtFlags::empty()).is_ok() {
+        return;
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(dir) = openat(dirfd, name, flags, Mode::empty()) else { return };
+    if depth < MAX_REMOVE_DEPTH {
+        let mut buffer = [MaybeUninit::<u8>::uninit(); 2048];
+        for _ in 0..MAX_REMOVE_PASSES {
+            if seek(&dir, SeekFrom::Start(0)).is_err() {
+                break;
+            }
+            let mut entries = RawDir::new(dir.as_fd(), &mut buffer);
+            let mut others = false;
+            while let Some(Ok(entry)) = entries.next() {
+                let entry_name = entry.file_name();
+                if entry_name != c"." && entry_name != c".." {
+                    others = true;
+                    remove_tree_at(dir.as_fd(), entry_name, depth + 1);
                 }
             }
+            if !others {
+                break;
+            }
         }
-        libc::close(fd);
-        libc::unlinkat(dirfd, name, libc::AT_REMOVEDIR);
     }
+    drop(dir);
+    let _ = unlinkat(dirfd, name, AtFlags::REMOVEDIR);
 }
 
 /// Unregisters what it tracks when dropped.
@@ -216,7 +195,7 @@ pub(crate) struct Tracked {
 #[derive(Debug)]
 enum Slot {
     Group(usize),
-    Path(&'static [AtomicPtr<libc::c_char>; SLOTS], usize),
+    Path(&'static [AtomicPtr<c_char>; SLOTS], usize),
 }
 
 impl Drop for Tracked {
@@ -265,7 +244,7 @@ pub(crate) fn track_dir(path: &Path) -> Tracked {
     track_path(&DIRS, path)
 }
 
-fn track_path(slots: &'static [AtomicPtr<libc::c_char>; SLOTS], path: &Path) -> Tracked {
+fn track_path(slots: &'static [AtomicPtr<c_char>; SLOTS], path: &Path) -> Tracked {
     if !INSTALLED.load(Ordering::SeqCst) {
         return Tracked { slot: None };
     }

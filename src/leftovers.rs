@@ -4,17 +4,18 @@
 //! that process no longer exists.
 
 use std::fs;
-use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+
+use rustix::io::Errno;
+use rustix::process::{Pid, geteuid, test_kill_process};
 
 /// Removes the entries of `dir` named `<prefix><pid>-…` (for any of
 /// `prefixes`) whose process no longer runs. Only folders and files owned
 /// by this user are touched; links are never followed.
 pub(crate) fn sweep(dir: &Path, prefixes: &[&str]) {
     let Ok(entries) = fs::read_dir(dir) else { return };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = geteuid().as_raw();
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name();
         let Some(rest) = name.to_str().and_then(|n| prefixes.iter().find_map(|p| n.strip_prefix(p))) else {
@@ -29,8 +30,7 @@ pub(crate) fn sweep(dir: &Path, prefixes: &[&str]) {
 
 /// Whether a process with this pid exists (signal 0 checks without sending).
 pub(crate) fn process_exists(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
-    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    pid > 0 && Pid::from_raw(pid).is_some_and(|pid| matches!(test_kill_process(pid), Ok(()) | Err(Errno::PERM)))
 }
 
 /// Removes a folder with its contents, or a file, if `owner` owns it.

@@ -30,6 +30,7 @@ pub mod ledger;
 pub(crate) mod leftovers;
 pub(crate) mod lint;
 pub mod pack;
+pub mod process;
 pub mod replay;
 pub mod runtime;
 pub(crate) mod text;

@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::authoring::import::{Source, describe};
-use crate::authoring::runner::Limits;
+use crate::authoring::import::{Limits, Source, describe};
 use crate::authoring::tools_file::ToolsDoc;
 use crate::text::terminal_safe_line;
 

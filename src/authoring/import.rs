@@ -7,20 +7,50 @@
 //! "args": [...]}`. Entries are matched by id: a new id is added; an existing
 //! one is merged (the binary's fields replace the old ones, fields only the
 //! bundle has — `requires_confirmation`, tags, … — are kept).
+//!
+//! The binary is run the way the runtime runs tools, by the same runner
+//! ([`crate::process::tool`]), with a blob whose action is `schema`: its own
+//! process group, killed with everything it started at the timeout or when
+//! stdout passes its bound; killed too when rlp is interrupted or dies.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
 use crate::authoring::AuthoringError;
 use crate::authoring::add::{GrantOutcome, commit, plan_grants};
 use crate::authoring::check::{EntryFinding, check_drafts};
-use crate::authoring::runner::{self, Limits};
 use crate::authoring::spec::ToolDraft;
 use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::{Change, ToolsDoc};
 use crate::bundle::value;
+use crate::process::capture::Keep;
+use crate::process::tool::{Invocation, InvokeError, invoke};
+
+/// Default time a binary gets to answer.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default bound on stdout.
+pub(crate) const DEFAULT_MAX_OUTPUT: usize = 4 << 20;
+/// How much of stderr is kept.
+const STDERR_TAIL: usize = 64 << 10;
+
+/// Limits of one run of the binary.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Killed after this long.
+    pub timeout: Duration,
+    /// Killed when stdout grows beyond this many bytes.
+    pub max_output: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { timeout: DEFAULT_TIMEOUT, max_output: DEFAULT_MAX_OUTPUT }
+    }
+}
 
 /// The binary to ask.
 #[derive(Clone, Debug)]
@@ -59,10 +89,92 @@ pub(crate) fn check_command(command: &Path) -> Result<(), AuthoringError> {
     Ok(())
 }
 
+/// What the binary printed, when it ended within its limits.
+#[derive(Debug)]
+struct Answer {
+    status: ExitStatus,
+    /// stdout, complete (within the bound).
+    stdout: Vec<u8>,
+    /// The end of stderr, lossily decoded.
+    stderr: String,
+}
+
+/// Why the binary gave no output to read.
+#[derive(Debug)]
+enum AskError {
+    /// It could not be started (or the blob written).
+    Start(String),
+    /// It did not finish in time; it was killed with everything it started.
+    Timeout(Duration),
+    /// stdout went past the bound; it was killed with everything it started.
+    TooLarge(usize),
+}
+
+impl std::fmt::Display for AskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AskError::Start(why) => write!(f, "it could not be started: {why}"),
+            AskError::Timeout(t) => write!(f, "it did not answer within {} ms and was killed", t.as_millis()),
+            AskError::TooLarge(n) => write!(f, "it printed more than {n} bytes and was killed"),
+        }
+    }
+}
+
+/// The blob of a `schema` request.
+fn schema_blob(invocation_id: &str, bundle_root: &Path, timeout: Duration) -> Value {
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    json!({
+        "v": 1,
+        "action": "schema",
+        "invocation_id": invocation_id,
+        "trace_id": uuid::Uuid::now_v7().to_string(),
+        "tool": {"id": null, "arguments": {}, "answers": {}, "options": {}},
+        "context": {
+            "root": bundle_root.display().to_string(),
+            "attempt": 1,
+            "deadline_ms": now_ms + timeout.as_millis() as u64,
+        }
+    })
+}
+
+/// Runs `command` with a `schema` blob and returns what it printed.
+fn ask_schema(command: &Path, args: &[String], bundle_root: &Path, limits: Limits) -> Result<Answer, AskError> {
+    let invocation_id = uuid::Uuid::now_v7().to_string();
+    let blob = schema_blob(&invocation_id, bundle_root, limits.timeout);
+    let invocation = Invocation {
+        command,
+        args,
+        blob: &blob,
+        invocation_id: &invocation_id,
+        env: &[],
+        deadline: Instant::now() + limits.timeout,
+        max_stdout: limits.max_output as u64,
+        stderr: Keep::Tail { keep: STDERR_TAIL, margin: 0 },
+    };
+    let finished = invoke(&invocation).map_err(|e| {
+        AskError::Start(match e {
+            InvokeError::Folder(e) => format!("cannot create a private folder: {e}"),
+            InvokeError::Blob(e) => format!("cannot write the blob: {e}"),
+            InvokeError::Start(e) => e.to_string(),
+            InvokeError::Wait(e) => format!("waiting for it failed: {e}"),
+        })
+    })?;
+    if finished.timed_out {
+        return Err(AskError::Timeout(limits.timeout));
+    }
+    if finished.overflow {
+        return Err(AskError::TooLarge(limits.max_output));
+    }
+    let status = finished.status.ok_or_else(|| AskError::Start("lost track of the process".into()))?;
+    let stderr = &finished.stderr.bytes;
+    let tail = &stderr[stderr.len().saturating_sub(STDERR_TAIL)..];
+    Ok(Answer { status, stdout: finished.stdout.bytes, stderr: String::from_utf8_lossy(tail).into_owned() })
+}
+
 /// Asks the binary for its tools; the error says why it gave none.
 pub(crate) fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<String, Value>>, String> {
     let root = bundle_root.canonicalize().unwrap_or_else(|_| bundle_root.to_path_buf());
-    let output = runner::ask_schema(&source.command, &source.args, &root, source.limits).map_err(|e| e.to_string())?;
+    let output = ask_schema(&source.command, &source.args, &root, source.limits).map_err(|e| e.to_string())?;
     let parsed = match std::str::from_utf8(&output.stdout).map(value::parse_json_text) {
         Ok(Err(e)) if e.is_data() => {
             return Err(format!("its answer is ambiguous: {}", value::json_error_message(&e)));

@@ -10,7 +10,7 @@
 //! - [`tools_file`], [`policy_edit`]: edits of tools.json and policy.caps
 //!   (what they share: [`edited`]).
 //! - [`scaffold`], [`templates`], [`wizard`]: `rlp agent scaffold`.
-//! - [`add`]: `rlp tools add`; [`import`], [`runner`]: `rlp tools import`.
+//! - [`add`]: `rlp tools add`; [`import`]: `rlp tools import`.
 //! - [`drift`]: `rlp lint --check-tools`; [`list`]: `rlp tools list`.
 
 pub(crate) mod add;
@@ -22,7 +22,6 @@ pub(crate) mod error;
 pub(crate) mod import;
 pub(crate) mod list;
 pub(crate) mod policy_edit;
-pub(crate) mod runner;
 pub(crate) mod scaffold;
 pub(crate) mod spec;
 pub(crate) mod target;

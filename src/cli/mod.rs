@@ -98,6 +98,8 @@ pub enum Command {
 pub fn main() -> ExitCode {
     // Interrupted, rlp kills the tools it runs and removes its temporary files.
     let _ = crate::interrupt::install();
+    // What the tools it runs leave behind is reparented to rlp, reaped and swept.
+    let _ = crate::process::become_subreaper();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return parse_failed(&e),

@@ -13,7 +13,7 @@ use crate::config::{self, Flags};
 use crate::event::Recorder;
 use crate::ledger::{LedgerStore, Location};
 use crate::runtime::secrets::EnvSecretResolver;
-use crate::runtime::{Runtime, RuntimeOptions, process};
+use crate::runtime::{Runtime, RuntimeOptions};
 
 /// The flags that shape a runtime.
 #[derive(Clone, Copy, Debug)]
@@ -40,8 +40,6 @@ pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Ru
         })?
         .into();
     let ledger: Arc<dyn Recorder> = ledger;
-    // Members of a tool's process group that outlive it are reparented here and reaped.
-    let _ = process::become_subreaper();
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,

@@ -56,13 +56,7 @@ const SYNCFS_THRESHOLD: usize = 64;
 
 /// `syncfs(2)` on the file system holding `dir`.
 fn syncfs(dir: &Path) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let handle = File::open(dir)?;
-    // SAFETY: the descriptor is valid for the duration of the call.
-    match unsafe { libc::syncfs(handle.as_raw_fd()) } {
-        0 => Ok(()),
-        _ => Err(io::Error::last_os_error()),
-    }
+    Ok(rustix::fs::syncfs(File::open(dir)?)?)
 }
 
 impl Sink for DirSink {

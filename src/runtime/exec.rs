@@ -1,51 +1,33 @@
-//! The exec transport: run a local binary with a JSON blob, no shell.
-//!
-//! argv is `[command, <blob path>, ...args]`; the blob (mode 0600) sits in a
-//! private folder (mode 0700) that is the working directory and `TMPDIR`, and
-//! is removed afterwards. stdin is /dev/null; the environment holds only
-//! `PATH`, `LANG`, `TMPDIR`, `RLP_INVOCATION_ID` and the tool's secrets. The
-//! tool leads its own process group, which is killed when the call ends (at
-//! the timeout, on too much output, and after a normal exit so that forked
-//! children never outlive the call).
+//! The exec transport: run a local binary with a JSON blob, no shell, under
+//! the exec protocol ([`crate::process::tool`]: argv, private folder, blob,
+//! environment) and the process runner's guarantees ([`crate::process`]:
+//! its own process group killed when the call ends, at the timeout, on too
+//! much output, and after a normal exit so that forked children never
+//! outlive the call); then read its stdout as a result or an outcome
+//! envelope.
 
 use std::fs;
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Once, mpsc};
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
 
 use serde_json::{Value, json};
 
-use crate::runtime::capture::{Capture, Captured, Keep};
+use crate::process::capture::Keep;
+use crate::process::run::{Finished, KILL_GRACE};
+use crate::process::tool::{Invocation, InvokeError, invoke};
 use crate::runtime::envelope::{self, Outcome, Stdout};
-use crate::runtime::process;
 use crate::runtime::secrets::tool_environment;
 use crate::runtime::transport::{Attempt, AttemptError};
 
-/// The `PATH` a tool sees.
-pub(crate) const TOOL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// The `LANG` a tool sees.
-pub(crate) const TOOL_LANG: &str = "C.UTF-8";
 /// How much of stderr is kept for error messages (the tail).
 pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
 /// How much of stderr an error message quotes.
 const STDERR_QUOTE_BYTES: usize = 4 * 1024;
 /// How much of a non-JSON stdout an error message quotes.
 const STDOUT_QUOTE_BYTES: usize = 512;
-/// How long the pipes may stay open after the tool exited and everything it
-/// started was killed (a process that escaped may hold them); then the call
-/// ends with what they carried so far.
-const PIPE_GRACE: Duration = Duration::from_millis(500);
-/// How long a killed tool may take to exit before rlp gives up waiting.
-const KILL_GRACE: Duration = Duration::from_secs(2);
-/// The environment variable holding the invocation id (also how the orphan
-/// sweep recognises a call's processes).
-pub(crate) const INVOCATION_ENV: &str = "RLP_INVOCATION_ID";
-/// Stack size of the helper threads (they only copy bytes).
-const HELPER_STACK: usize = 64 * 1024;
 
 /// A checked exec transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,219 +90,35 @@ pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
     })
 }
 
-/// What the watcher threads report.
-enum Event {
-    /// The tool exited (not reaped yet).
-    Exited,
-    /// Waiting for it failed.
-    WaitFailed(io::Error),
-    /// stdout reached its end.
-    StdoutClosed,
-    /// stdout went past `max_output_bytes`.
-    StdoutOverflow,
-    /// stderr reached its end.
-    StderrClosed,
-}
-
-/// How the process ended.
-struct Ended {
-    status: Option<ExitStatus>,
-    stdout: Captured,
-    stderr: Captured,
-    timed_out: bool,
-    overflow: bool,
-    /// It did not exit even after SIGKILL, within [`KILL_GRACE`].
-    unkillable: bool,
-}
-
-/// Prefix of a call's private folder: `rlp-call-<pid>-<random>`, so that a
-/// later rlp can tell the folders of rlp processes that died.
-const CALL_DIR_PREFIX: &str = "rlp-call-";
-
-fn private_dir() -> io::Result<tempfile::TempDir> {
-    static SWEPT: Once = Once::new();
-    let temp = std::env::temp_dir();
-    SWEPT.call_once(|| crate::leftovers::sweep(&temp, &[CALL_DIR_PREFIX]));
-    let dir =
-        tempfile::Builder::new().prefix(&format!("{CALL_DIR_PREFIX}{}-", std::process::id())).tempdir_in(&temp)?;
-    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))?;
-    Ok(dir)
-}
-
-fn write_blob(dir: &Path, blob: &Value) -> io::Result<PathBuf> {
-    let path = dir.join("call.json");
-    let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-    let bytes = serde_json::to_vec(blob).map_err(io::Error::other)?;
-    file.write_all(&bytes)?;
-    Ok(path)
-}
-
 /// Runs one attempt.
 pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, AttemptError> {
     let transport = |what: &str, e: io::Error| {
         AttemptError::new("transport", attempt.scrubber.scrub_string(&format!("{what}: {e}")))
     };
-    let dir = private_dir().map_err(|e| transport("cannot create the private folder for the call", e))?;
-    // The handler removes the folder with the blob and whatever the tool leaves in it.
-    let _tracked_dir = crate::interrupt::track_dir(dir.path());
-    let blob = write_blob(dir.path(), &run_blob(attempt)).map_err(|e| transport("cannot write the call blob", e))?;
-    let ended = spawn_and_wait(plan, attempt, dir.path(), &blob)?;
-    // Removing the folder also removes anything the tool left in it.
-    let _ = dir.close();
-    interpret(plan, attempt, ended)
-}
-
-fn spawn_and_wait(plan: &ExecPlan, attempt: &Attempt<'_>, dir: &Path, blob: &Path) -> Result<Ended, AttemptError> {
-    let mut command = Command::new(&plan.command);
-    command
-        .arg(blob)
-        .args(&plan.args)
-        .env_clear()
-        .env("PATH", TOOL_PATH)
-        .env("LANG", TOOL_LANG)
-        .env("TMPDIR", dir)
-        .env(INVOCATION_ENV, attempt.invocation_id.to_string())
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // SAFETY: getpid has no preconditions.
-    let rlp = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child and only makes
-    // async-signal-safe calls (prctl, getppid).
-    unsafe { command.pre_exec(move || process::die_with_parent(rlp)) };
-    for (name, value) in tool_environment(attempt.secrets) {
-        command.env(name, value.expose());
-    }
-    let mut child = command.spawn().map_err(|e| {
-        AttemptError::new(
-            "transport",
-            attempt.scrubber.scrub_string(&format!("cannot start `{}`: {e}", plan.command.display())),
-        )
+    let blob = run_blob(attempt);
+    let invocation_id = attempt.invocation_id.to_string();
+    let env: Vec<(String, &str)> =
+        tool_environment(attempt.secrets).into_iter().map(|(name, value)| (name, value.expose())).collect();
+    let invocation = Invocation {
+        command: &plan.command,
+        args: &plan.args,
+        blob: &blob,
+        invocation_id: &invocation_id,
+        env: &env,
+        deadline: attempt.deadline,
+        max_stdout: plan.max_output_bytes,
+        stderr: Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_spelled_len() },
+    };
+    let finished = invoke(&invocation).map_err(|e| match e {
+        InvokeError::Folder(e) => transport("cannot create the private folder for the call", e),
+        InvokeError::Blob(e) => transport("cannot write the call blob", e),
+        InvokeError::Start(e) => transport(&format!("cannot start `{}`", plan.command.display()), e),
+        InvokeError::Wait(e) => transport("cannot wait for the tool", e),
     })?;
-    let pid = i32::try_from(child.id()).unwrap_or(0);
-    let _registered = process::Running::new(pid);
-    let _running = crate::interrupt::track_group(pid);
-    let (tx, rx) = mpsc::channel::<Event>();
-
-    let stdout = Capture::default();
-    let stderr = Capture::default();
-    let spawn_helper = |name: &str| std::thread::Builder::new().name(name.to_string()).stack_size(HELPER_STACK);
-    let stdout_thread = {
-        let (pipe, capture, tx) = (child.stdout.take(), stdout.clone(), tx.clone());
-        let keep = Keep::Head { limit: plan.max_output_bytes };
-        spawn_helper("rlp-exec-stdout").spawn(move || {
-            let overflow = pipe.is_some_and(|pipe| capture.read_from(pipe, keep));
-            let _ = tx.send(if overflow { Event::StdoutOverflow } else { Event::StdoutClosed });
-        })
-    };
-    let stderr_thread = {
-        let (pipe, capture, tx) = (child.stderr.take(), stderr.clone(), tx.clone());
-        let keep = Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_spelled_len() };
-        spawn_helper("rlp-exec-stderr").spawn(move || {
-            if let Some(pipe) = pipe {
-                capture.read_from(pipe, keep);
-            }
-            let _ = tx.send(Event::StderrClosed);
-        })
-    };
-    let waiter = {
-        let tx = tx.clone();
-        spawn_helper("rlp-exec-wait").spawn(move || {
-            let event = match process::wait_exited_keep_zombie(pid) {
-                Ok(()) => Event::Exited,
-                Err(e) => Event::WaitFailed(e),
-            };
-            let _ = tx.send(event);
-        })
-    };
-    drop(tx);
-    if stdout_thread.is_err() || stderr_thread.is_err() || waiter.is_err() {
-        process::kill_tree(pid);
-        let _ = child.wait();
-        process::reap_group(pid);
-        return Err(AttemptError::new("transport", "cannot start the threads that watch the tool"));
-    }
-
-    let mut ended = Ended {
-        status: None,
-        stdout: Captured::default(),
-        stderr: Captured::default(),
-        timed_out: false,
-        overflow: false,
-        unkillable: false,
-    };
-    // Until the timeout, then (once everything was killed) a short grace:
-    // rlp never waits without a bound.
-    let mut deadline = attempt.deadline;
-    let mut killed = false;
-    let (mut stdout_closed, mut stderr_closed) = (false, false);
-    let mut exited = false;
-    let mut wait_error = None;
-    while !exited {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Event::Exited) | Err(mpsc::RecvTimeoutError::Disconnected) => exited = true,
-            Ok(Event::WaitFailed(e)) => {
-                wait_error = Some(e);
-                exited = true;
-            }
-            Ok(Event::StdoutClosed) => stdout_closed = true,
-            Ok(Event::StderrClosed) => stderr_closed = true,
-            Ok(Event::StdoutOverflow) if !killed => {
-                ended.overflow = true;
-                killed = true;
-                process::kill_tree(pid);
-                deadline = Instant::now() + KILL_GRACE;
-            }
-            Ok(Event::StdoutOverflow) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) if !killed => {
-                ended.timed_out = true;
-                killed = true;
-                process::kill_tree(pid);
-                deadline = Instant::now() + KILL_GRACE;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                ended.unkillable = true;
-                break;
-            }
-        }
-    }
-    // The tool has exited but is not reaped yet, so its group id is still its
-    // own: end its group, and the processes it left, whichever group or
-    // session they joined (orphaned at its exit, they are now rlp's
-    // children), then reap it and them. A tool that could not be killed
-    // still has its descendants below it.
-    if exited {
-        process::kill_group(pid);
-    } else {
-        process::kill_tree(pid);
-    }
-    process::sweep_orphans(pid, &format!("{INVOCATION_ENV}={}", attempt.invocation_id));
-    ended.status = if exited { child.wait().ok() } else { child.try_wait().ok().flatten() };
-    process::reap_group(pid);
-    // What the tool printed before it exited counts, even if a process that
-    // escaped holds the pipe open: wait a short grace for the end, then take
-    // what is there.
-    let grace = Instant::now() + PIPE_GRACE;
-    while !(stdout_closed && stderr_closed) {
-        match rx.recv_timeout(grace.saturating_duration_since(Instant::now())) {
-            Ok(Event::StdoutClosed) => stdout_closed = true,
-            Ok(Event::StderrClosed) => stderr_closed = true,
-            Ok(Event::StdoutOverflow) => ended.overflow = true,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    ended.stdout = stdout.snapshot();
-    ended.stderr = stderr.snapshot();
-    if let Some(e) = wait_error {
-        return Err(AttemptError::new("transport", format!("cannot wait for the tool: {e}")));
-    }
-    Ok(ended)
+    interpret(plan, attempt, finished)
 }
 
-fn stderr_excerpt(attempt: &Attempt<'_>, ended: &Ended) -> String {
+fn stderr_excerpt(attempt: &Attempt<'_>, ended: &Finished) -> String {
     let stderr = &ended.stderr;
     if stderr.bytes.is_empty() {
         return if stderr.closed { "; stderr was empty".to_string() } else { String::new() };
@@ -347,7 +145,7 @@ fn describe_status(status: Option<ExitStatus>) -> String {
     }
 }
 
-fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Ended) -> Result<Value, AttemptError> {
+fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<Value, AttemptError> {
     let scrub = |text: String| attempt.scrubber.scrub_string(&text);
     if ended.timed_out {
         let fate = if ended.unkillable {

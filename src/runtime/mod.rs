@@ -19,13 +19,11 @@
 //! Secret values are scrubbed from every record, message and result.
 
 pub(crate) mod call;
-pub(crate) mod capture;
 pub(crate) mod confirm;
 pub(crate) mod envelope;
 pub(crate) mod exec;
 pub mod exposure;
 pub(crate) mod http;
-pub mod process;
 pub mod recorder;
 pub(crate) mod secrets;
 pub(crate) mod transport;

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::Sandbox;
 use crate::support::files::{contents as snapshot, read, read_json, repo};
 use crate::support::output::{assert_contains, code, stderr, stdout, stdout_json, text};
 use crate::support::process;
 use crate::support::pty::Terminal;
+use crate::support::{HANG_GUARD, Sandbox};
 
 /// `rlp agent scaffold <name> --non-interactive --root agents <extra…>`.
 fn scaffold_with(space: &Sandbox, name: &str, extra: &[&str]) -> Output {
@@ -1042,4 +1042,83 @@ fn authoring_commands_report_as_json() {
             "grants": {"policy": format!("{b}/policy.caps"), "added": [], "missing": []},
         })
     );
+}
+
+// ------------------------------------------- tools import: the binary never stays
+
+/// A `schema` binary that never answers: it ignores SIGTERM, starts a child
+/// in its process group and one in a session of its own (which holds its
+/// stdout), writes "<own pid> <group child> <session child>" to `pids`, and
+/// sleeps.
+fn stubborn_binary(space: &Sandbox, pids: &Path) -> PathBuf {
+    space.script(
+        "stubborn.sh",
+        &format!(
+            "trap '' TERM\nsleep 600 &\ngroup=$!\nsetsid sleep 600 &\necho \"$$ $group $!\" > {p}.tmp && mv {p}.tmp {p}\nsleep 600",
+            p = pids.display()
+        ),
+    )
+}
+
+/// The three pids `stubborn_binary` wrote, once it wrote them.
+fn stubborn_pids(pids: &Path) -> Vec<String> {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while !pids.exists() {
+        assert!(std::time::Instant::now() < deadline, "the binary never wrote {}", pids.display());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    read(pids).split_whitespace().map(str::to_string).collect()
+}
+
+/// Kills what a test left running (on purpose, or because it failed).
+fn kill_left(pid: &str) {
+    if process::is_running(pid) {
+        process::signal(pid.parse().unwrap(), libc::SIGKILL);
+    }
+}
+
+#[test]
+fn tools_import_kills_a_binary_that_does_not_answer_with_everything_it_started() {
+    let space = Sandbox::new();
+    let bundle = scaffold(&space, "demo");
+    let b = bundle.to_str().unwrap();
+    let pids = space.join("pids");
+    let stubborn = stubborn_binary(&space, &pids);
+    let out = space.run(&["tools", "import", b, "--exec", stubborn.to_str().unwrap(), "--timeout-ms", "500"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert_contains(&stderr(&out), "it did not answer within 500 ms and was killed");
+    // Killed by the time rlp returns: the binary that ignores SIGTERM, its
+    // child, and the child that left its group and session.
+    let running: Vec<_> = stubborn_pids(&pids).into_iter().filter(|pid| process::is_running(pid)).collect();
+    running.iter().for_each(|pid| kill_left(pid));
+    assert!(running.is_empty(), "still running after the import: {running:?}");
+}
+
+#[test]
+fn tools_import_never_leaves_its_binary_running_when_rlp_is_interrupted_or_killed() {
+    use std::os::unix::process::ExitStatusExt;
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        let space = Sandbox::new();
+        let bundle = scaffold(&space, "demo");
+        let pids = space.join("pids");
+        let stubborn = stubborn_binary(&space, &pids);
+        let mut rlp = space
+            .command()
+            .args(["tools", "import", bundle.to_str().unwrap(), "--exec", stubborn.to_str().unwrap()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let found = stubborn_pids(&pids);
+        process::signal(rlp.id() as i32, signal);
+        assert_eq!(rlp.wait().unwrap().signal(), Some(signal));
+        // Interrupted, rlp kills the binary's process group; SIGKILLed, it
+        // runs nothing, and the kernel kills the binary it started.
+        let ended = if signal == libc::SIGKILL { &found[..1] } else { &found[..2] };
+        for pid in ended {
+            process::wait_until_gone(pid.parse().unwrap());
+        }
+        found.iter().for_each(|pid| kill_left(pid));
+    }
 }

@@ -6,8 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use crate::authoring::import::{Source, import};
-use crate::authoring::runner::{DEFAULT_MAX_OUTPUT, Limits};
+use crate::authoring::import::{DEFAULT_MAX_OUTPUT, Limits, Source, import};
 use crate::authoring::target::BundleTarget;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};

@@ -1,0 +1,284 @@
+//! Starting a tool process: quickly, and so that it cannot outlive rlp.
+//!
+//! The child is made with `clone(CLONE_VM | CLONE_VFORK)`, the way
+//! `posix_spawn` makes one: it borrows rlp's memory until it executes the
+//! tool, so nothing of rlp's (page tables, locks) is copied, and rlp's
+//! calling thread waits meanwhile. Between the clone and the exec the child
+//! only makes async-signal-safe system calls on data prepared beforehand —
+//! no allocation, no lock:
+//!
+//! 1. every signal rlp handles gets its default action back (the child has
+//!    its own copy of the handler table), and SIGPIPE too;
+//! 2. `PR_SET_PDEATHSIG(SIGKILL)`, then a check that rlp is still its parent:
+//!    the kernel kills the tool when rlp dies, even of SIGKILL;
+//! 3. `setpgid(0, 0)`: the tool leads its own process group;
+//! 4. stdin, stdout and stderr onto /dev/null and the two pipes;
+//! 5. `chdir` into the tool's folder, the signal mask emptied, `execve`.
+//!
+//! rlp blocks every signal around the clone, so none of its handlers runs
+//! in the child, and until the tool is registered with the interrupt
+//! handler ([`crate::interrupt::track_group`]) and the orphan sweep
+//! ([`Running`]), so a signal that ends rlp always finds the tool.
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString, OsStr, c_char, c_int, c_void};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use rustix::fs::{Mode, OFlags, fcntl_setfl};
+use rustix::io::{Errno, fcntl_dupfd_cloexec};
+use rustix::pipe::{PipeFlags, pipe_with};
+use rustix::process::{
+    Pid, PidfdFlags, Signal, chdir, getpid, getppid, pidfd_open, set_parent_process_death_signal, setpgid,
+};
+use rustix::stdio::{dup2_stderr, dup2_stdin, dup2_stdout};
+
+use crate::interrupt::{self, Tracked};
+use crate::process::reap::{Running, reap_child};
+
+/// Stack of the child between the clone and the exec. It makes a handful
+/// of system calls from shallow frames; this leaves ample room.
+const CHILD_STACK: usize = 64 * 1024;
+/// One above the highest signal number on Linux.
+const SIGNAL_END: c_int = 65;
+/// The exit status of a child that could not execute the tool (its reason
+/// reaches rlp through memory, not through the status).
+const EXEC_FAILED: c_int = 127;
+
+/// A program to start: checked and converted to C strings up front, so the
+/// child has nothing left to prepare.
+#[derive(Debug)]
+pub(crate) struct Program {
+    path: CString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    dir: CString,
+}
+
+/// The error of a string holding a NUL byte (as `std::process::Command` says it).
+fn nul_error() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "nul byte found in provided data")
+}
+
+fn c_string(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| nul_error())
+}
+
+impl Program {
+    /// `command` run as `command args…` in `dir`, with exactly the
+    /// environment `env` (a later entry for a name replaces an earlier one).
+    pub(crate) fn new<'a>(
+        command: &Path,
+        args: impl IntoIterator<Item = &'a OsStr>,
+        env: impl IntoIterator<Item = (&'a OsStr, &'a OsStr)>,
+        dir: &Path,
+    ) -> io::Result<Program> {
+        let path = c_string(command.as_os_str().as_bytes())?;
+        let mut argv = vec![path.clone()];
+        for arg in args {
+            argv.push(c_string(arg.as_bytes())?);
+        }
+        let env: BTreeMap<&OsStr, &OsStr> = env.into_iter().collect();
+        let envp = env
+            .into_iter()
+            .map(|(name, value)| c_string(&[name.as_bytes(), b"=", value.as_bytes()].concat()))
+            .collect::<io::Result<_>>()?;
+        Ok(Program { path, argv, envp, dir: c_string(dir.as_os_str().as_bytes())? })
+    }
+
+    /// Starts the program: its stdin is /dev/null, its stdout and stderr are
+    /// pipes to rlp (see the module docs for the rest).
+    pub(crate) fn start(&self) -> io::Result<Child> {
+        let (stdout, stdout_writer) = pipe_with(PipeFlags::CLOEXEC)?;
+        let (stderr, stderr_writer) = pipe_with(PipeFlags::CLOEXEC)?;
+        fcntl_setfl(&stdout, OFlags::NONBLOCK)?;
+        fcntl_setfl(&stderr, OFlags::NONBLOCK)?;
+        let null = rustix::fs::open(c"/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+        let (null, stdout_writer, stderr_writer) =
+            (above_stdio(null)?, above_stdio(stdout_writer)?, above_stdio(stderr_writer)?);
+        let argv = null_terminated(&self.argv);
+        let envp = null_terminated(&self.envp);
+        let plan = ChildPlan {
+            path: &self.path,
+            argv: &argv,
+            envp: &envp,
+            dir: &self.dir,
+            stdin: null.as_fd(),
+            stdout: stdout_writer.as_fd(),
+            stderr: stderr_writer.as_fd(),
+            parent: getpid(),
+            error: AtomicI32::new(0),
+        };
+        let blocked = BlockedSignals::all()?;
+        let pid = clone_child(&plan)?;
+        let error = plan.error.load(Ordering::SeqCst);
+        if error != 0 {
+            reap_child(pid, true);
+            return Err(io::Error::from_raw_os_error(error));
+        }
+        let guards = (Running::new(pid), interrupt::track_group(pid));
+        drop(blocked);
+        let exit = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok());
+        Ok(Child { pid, exit, stdout, stderr, _guards: guards })
+    }
+}
+
+/// A started tool, registered with the interrupt handler and the orphan
+/// sweep until this is dropped. Reaping it is the caller's job.
+#[derive(Debug)]
+pub(crate) struct Child {
+    /// Its pid, which is also its process group id.
+    pub pid: i32,
+    /// A pidfd that becomes readable when it exits (none on kernels before
+    /// Linux 5.3).
+    pub exit: Option<OwnedFd>,
+    /// The read end of its stdout (non-blocking).
+    pub stdout: OwnedFd,
+    /// The read end of its stderr (non-blocking).
+    pub stderr: OwnedFd,
+    _guards: (Running, Tracked),
+}
+
+/// `fd`, moved above the standard streams if it is one of them, so the
+/// child's `dup2` onto 0, 1 and 2 never overwrites a descriptor it has yet
+/// to copy.
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 { Ok(fd) } else { Ok(fcntl_dupfd_cloexec(&fd, 3)?) }
+}
+
+/// Pointers to `strings`, then a null pointer: an `argv` or `envp`.
+fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
+    strings.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+}
+
+/// What the child reads (and, on failure, writes) in rlp's memory.
+struct ChildPlan<'a> {
+    path: &'a CStr,
+    argv: &'a [*const c_char],
+    envp: &'a [*const c_char],
+    dir: &'a CStr,
+    stdin: BorrowedFd<'a>,
+    stdout: BorrowedFd<'a>,
+    stderr: BorrowedFd<'a>,
+    parent: Pid,
+    /// The errno of the step that failed; 0 when the tool was executed.
+    error: AtomicI32,
+}
+
+/// Clones the child that runs [`child_main`]; returns once it has executed
+/// the tool or exited.
+fn clone_child(plan: &ChildPlan<'_>) -> io::Result<i32> {
+    let mut stack = Vec::<u8>::with_capacity(CHILD_STACK);
+    // Stacks grow down on the targets rlp runs on; the top is 16-byte aligned.
+    let top = stack.as_mut_ptr().wrapping_add(stack.capacity());
+    let top = top.wrapping_sub(top as usize % 16);
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    let arg = std::ptr::from_ref(plan).cast_mut().cast::<c_void>();
+    // SAFETY: `top` is the aligned end of the CHILD_STACK bytes `stack`
+    // owns, which outlive the child's use of them: CLONE_VFORK suspends this
+    // thread (and keeps `stack` alive) until the child has executed the tool
+    // or exited. `child_main` only reads `plan` (alive for the same reason)
+    // and makes async-signal-safe system calls; it never returns into this
+    // frame (it ends in execve or _exit).
+    let pid = unsafe { libc::clone(child_main, top.cast::<c_void>(), flags, arg) };
+    if pid < 0 { Err(io::Error::last_os_error()) } else { Ok(pid) }
+}
+
+/// The child between the clone and the exec (see the module docs).
+extern "C" fn child_main(plan: *mut c_void) -> c_int {
+    // SAFETY: `plan` is the ChildPlan that `clone_child` passed to clone; it
+    // lives in the suspended parent thread's frame until this child has
+    // executed the tool or exited, and only the atomic `error` is written.
+    let plan = unsafe { &*plan.cast::<ChildPlan<'_>>() };
+    let errno = execute(plan);
+    plan.error.store(errno.raw_os_error(), Ordering::SeqCst);
+    // SAFETY: _exit ends the child at once, running nothing of rlp's
+    // (no atexit handlers, no flushing of buffers it shares with rlp).
+    unsafe { libc::_exit(EXEC_FAILED) }
+}
+
+/// Prepares the child and executes the tool; returns only on failure, with
+/// the reason.
+fn execute(plan: &ChildPlan<'_>) -> Errno {
+    default_signal_actions();
+    if let Err(e) = set_parent_process_death_signal(Some(Signal::KILL)) {
+        return e;
+    }
+    // rlp may have died before the death signal was armed.
+    if getppid() != Some(plan.parent) {
+        return Errno::SRCH;
+    }
+    let ready = setpgid(None, None)
+        .and_then(|()| dup2_stdin(plan.stdin))
+        .and_then(|()| dup2_stdout(plan.stdout))
+        .and_then(|()| dup2_stderr(plan.stderr))
+        .and_then(|()| chdir(plan.dir));
+    if let Err(e) = ready {
+        return e;
+    }
+    // SAFETY: an empty set on this frame; sigprocmask is async-signal-safe.
+    // Every handler is the default one by now, so a signal may arrive.
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
+    // SAFETY: `path` is a C string, `argv` and `envp` null-terminated arrays
+    // of C strings, all owned by the suspended parent thread's frame.
+    unsafe { libc::execve(plan.path.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr()) };
+    Errno::from_raw_os_error(io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC))
+}
+
+/// In the child: every signal with a handler gets its default action back,
+/// and SIGPIPE too (Rust programs ignore it; the tool must not inherit that).
+/// An ignored signal stays ignored, as across any exec. One system call per
+/// signal: each is set to its default, and the rare ignored one set back.
+fn default_signal_actions() {
+    for signal in 1..SIGNAL_END {
+        // SAFETY: sigaction only reads and writes the structs on this frame
+        // and is async-signal-safe; without CLONE_SIGHAND the child changes
+        // its own copy of the handler table, never rlp's. Every signal is
+        // blocked meanwhile, so none is handled between the two calls.
+        unsafe {
+            let default: libc::sigaction = std::mem::zeroed();
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, &default, &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+                && signal != libc::SIGPIPE
+            {
+                libc::sigaction(signal, &old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// Every signal blocked in the calling thread until dropped.
+struct BlockedSignals(libc::sigset_t);
+
+impl BlockedSignals {
+    fn all() -> io::Result<BlockedSignals> {
+        // SAFETY: sigfillset and pthread_sigmask only write the two sets on
+        // this frame.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            match libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) {
+                0 => Ok(BlockedSignals(old)),
+                rc => Err(io::Error::from_raw_os_error(rc)),
+            }
+        }
+    }
+}
+
+impl Drop for BlockedSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by `all`; only reads `self.0`.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut());
+        }
+    }
+}
