@@ -21,7 +21,7 @@ use crate::runtime::confirm::{ConfirmRequest, Confirmation};
 use crate::runtime::exec::ExecPlan;
 use crate::runtime::http::{self, HttpPlan, PlanError};
 use crate::runtime::secrets::{Scrubber, SecretValue};
-use crate::runtime::transport::{Attempt, AttemptError};
+use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
 use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};
 
@@ -330,7 +330,7 @@ impl Runtime {
             // 6. Validate the result.
             let outcome = outcome.and_then(|result| match schema_errors(&prepared.result, &result) {
                 None if json_depth(&result) > MAX_DATA_DEPTH => Err(AttemptError::new(
-                    "invalid_result",
+                    FailureKind::InvalidResult,
                     format!(
                         "the result of `{}` nests arrays and objects {} levels deep; rlp records at most {MAX_DATA_DEPTH}",
                         tool.id,
@@ -339,7 +339,7 @@ impl Runtime {
                 )),
                 None => Ok(result),
                 Some(errors) => Err(AttemptError::new(
-                    "invalid_result",
+                    FailureKind::InvalidResult,
                     journal.scrubber.scrub_string(&format!(
                         "the result of `{}` does not match its result_schema: {errors}",
                         tool.id
@@ -395,10 +395,10 @@ impl Runtime {
                         error.message.push_str(&format!(" (after {attempt} attempts)"));
                     }
                     error.help = Some(match e.kind {
-                        "timeout" => "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into(),
-                        "output_too_large" => "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into(),
-                        "invalid_result" => "fix the tool, or its result_schema in tools.json".into(),
-                        "refused" => "grant the redirect target in policy.caps, or point the tool at the final URL".into(),
+                        FailureKind::Timeout => "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into(),
+                        FailureKind::OutputTooLarge => "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into(),
+                        FailureKind::InvalidResult => "fix the tool, or its result_schema in tools.json".into(),
+                        FailureKind::Refused => "grant the redirect target in policy.caps, or point the tool at the final URL".into(),
                         _ if e.transient => "the tool says the failure is transient; retry later, or set retry.max_attempts in tools.json".into(),
                         _ => format!("see the tool's message; the call is recorded under invocation {}", journal.invocation_id),
                     });
@@ -668,7 +668,7 @@ impl Runtime {
         match plan {
             Plan::Exec(plan) => crate::runtime::exec::run(plan, &attempt),
             Plan::Http(plan) => {
-                let client = self.http_client().map_err(|e| AttemptError::new("transport", e))?;
+                let client = self.http_client().map_err(|e| AttemptError::new(FailureKind::Transport, e))?;
                 let policy = self.policy();
                 let allows = |cap: &Capability| policy.effective.allows(cap);
                 let mut audits = Vec::new();

@@ -20,7 +20,7 @@ use crate::process::run::{Finished, KILL_GRACE};
 use crate::process::tool::{Invocation, InvokeError, invoke};
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::secrets::tool_environment;
-use crate::runtime::transport::{Attempt, AttemptError};
+use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
 
 /// How much of stderr is kept for error messages (the tail).
 pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -93,7 +93,7 @@ pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
 /// Runs one attempt.
 pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, AttemptError> {
     let transport = |what: &str, e: io::Error| {
-        AttemptError::new("transport", attempt.scrubber.scrub_string(&format!("{what}: {e}")))
+        AttemptError::new(FailureKind::Transport, attempt.scrubber.scrub_string(&format!("{what}: {e}")))
     };
     let blob = run_blob(attempt);
     let invocation_id = attempt.invocation_id.to_string();
@@ -154,7 +154,7 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<
             "it and every process it started were killed".to_string()
         };
         return Err(AttemptError::new(
-            "timeout",
+            FailureKind::Timeout,
             format!(
                 "tool `{}` timed out after {} ms (timeout_ms); {fate}{}",
                 attempt.tool,
@@ -165,7 +165,7 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<
     }
     if ended.overflow {
         return Err(AttemptError::new(
-            "output_too_large",
+            FailureKind::OutputTooLarge,
             format!(
                 "tool `{}` output too large: more than {} bytes on stdout (max_output_bytes); it was killed",
                 attempt.tool, plan.max_output_bytes
@@ -178,13 +178,14 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<
     match envelope::parse(stdout) {
         Stdout::Envelope(Outcome::Success(result)) => Ok(result),
         Stdout::Envelope(Outcome::Error { message, transient, retry_after_ms }) => {
-            let error = AttemptError::new("tool", scrub(format!("tool `{}` failed: {message}", attempt.tool)));
+            let error =
+                AttemptError::new(FailureKind::Tool, scrub(format!("tool `{}` failed: {message}", attempt.tool)));
             Err(if transient { error.transient(retry_after_ms) } else { error })
         }
         Stdout::Envelope(Outcome::NeedsInput { question }) => {
             let text = question.get("text").and_then(Value::as_str).unwrap_or("(no text)");
             Err(AttemptError::new(
-                "needs_input",
+                FailureKind::NeedsInput,
                 scrub(format!(
                     "tool `{}` asked a question (\"{text}\"), and this rlp cannot answer tool questions yet",
                     attempt.tool
@@ -199,12 +200,12 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<
                 format!("; stdout: {}", attempt.scrubber.scrub_head(stdout, STDOUT_QUOTE_BYTES))
             };
             Err(AttemptError::new(
-                "tool",
+                FailureKind::Tool,
                 format!("tool `{}` exited with status 0 but {}{held}{quoted}", attempt.tool, scrub(why)),
             ))
         }
         _ => Err(AttemptError::new(
-            "tool",
+            FailureKind::Tool,
             format!(
                 "tool `{}` {}{held}{}",
                 attempt.tool,

@@ -20,7 +20,7 @@ use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::url_template::{UrlTemplate, target_of};
 use crate::event::Decision;
 use crate::runtime::secrets::SecretValue;
-use crate::runtime::transport::{Attempt, AttemptError};
+use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
 
 /// Redirects followed at most.
 pub(crate) const MAX_REDIRECTS: usize = 5;
@@ -229,7 +229,7 @@ pub(crate) fn run(
         }
         if let Some(body) = &body {
             let bytes = serde_json::to_vec(body)
-                .map_err(|e| AttemptError::new("transport", format!("cannot encode the body: {e}")))?;
+                .map_err(|e| AttemptError::new(FailureKind::Transport, format!("cannot encode the body: {e}")))?;
             request = request.header(CONTENT_TYPE, "application/json").body(bytes);
         }
         let response = match request.send() {
@@ -237,7 +237,7 @@ pub(crate) fn run(
             Err(e) if e.is_timeout() => return Err(timeout(attempt)),
             Err(e) => {
                 let error = AttemptError::new(
-                    "transport",
+                    FailureKind::Transport,
                     scrub(format!("cannot reach {}: {}", url.host_str().unwrap_or("the host"), error_chain(&e))),
                 );
                 return Err(if e.is_connect() { error.transient(None) } else { error });
@@ -254,12 +254,12 @@ pub(crate) fn run(
                 .filter(|u| matches!(u.scheme(), "http" | "https"))
                 .ok_or_else(|| {
                     AttemptError::new(
-                        "transport",
+                        FailureKind::Transport,
                         format!("HTTP {status}: the redirect's Location is not an http(s) URL"),
                     )
                 })?;
             let Some(target) = target_of(&next) else {
-                return Err(AttemptError::new("transport", "the redirect's Location has no host"));
+                return Err(AttemptError::new(FailureKind::Transport, "the redirect's Location has no host"));
             };
             let capability = Capability::Net(target.clone());
             if !allows(&capability) {
@@ -272,7 +272,7 @@ pub(crate) fn run(
                     ),
                 });
                 let mut error = AttemptError::new(
-                    "refused",
+                    FailureKind::Refused,
                     format!(
                         "HTTP {status}: redirect to {target} not followed: the policy does not grant `{capability}`"
                     ),
@@ -299,12 +299,12 @@ pub(crate) fn run(
         }
         return read_response(response, plan, attempt, status);
     }
-    Err(AttemptError::new("transport", format!("more than {MAX_REDIRECTS} redirects")))
+    Err(AttemptError::new(FailureKind::Transport, format!("more than {MAX_REDIRECTS} redirects")))
 }
 
 fn timeout(attempt: &Attempt<'_>) -> AttemptError {
     AttemptError::new(
-        "timeout",
+        FailureKind::Timeout,
         format!("tool `{}` timed out after {} ms (timeout_ms)", attempt.tool, attempt.timeout_ms),
     )
 }
@@ -329,7 +329,7 @@ fn read_response(
     let limit = plan.max_output_bytes;
     let too_large = || {
         AttemptError::new(
-            "output_too_large",
+            FailureKind::OutputTooLarge,
             format!(
                 "tool `{}` output too large: the response body exceeds {limit} bytes (max_output_bytes)",
                 attempt.tool
@@ -352,14 +352,14 @@ fn read_response(
             return Err(timeout(attempt));
         }
         return Err(AttemptError::new(
-            "transport",
+            FailureKind::Transport,
             attempt.scrubber.scrub_string(&format!("cannot read the response: {e}")),
         ));
     }
     if bytes.len() as u64 > limit {
         return Err(too_large());
     }
-    let failure = |kind: &'static str, text: String| {
+    let failure = |kind: FailureKind, text: String| {
         let mut error = AttemptError::new(kind, text);
         error.status = Some(status.as_u16());
         error
@@ -370,7 +370,7 @@ fn read_response(
         }
         return serde_json::from_slice(&bytes).map_err(|e| {
             failure(
-                "tool",
+                FailureKind::Tool,
                 format!(
                     "HTTP {status}: the response body is not JSON ({e}): {}",
                     attempt.scrubber.scrub_head(&bytes, BODY_QUOTE_BYTES)
@@ -382,9 +382,9 @@ fn read_response(
     let message =
         if excerpt.trim().is_empty() { format!("HTTP {status}") } else { format!("HTTP {status}: {}", excerpt.trim()) };
     if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-        return Err(failure("http_status", message).transient(retry_after));
+        return Err(failure(FailureKind::HttpStatus, message).transient(retry_after));
     }
-    Err(failure("http_status", message))
+    Err(failure(FailureKind::HttpStatus, message))
 }
 
 #[cfg(test)]

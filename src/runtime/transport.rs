@@ -36,11 +36,49 @@ pub(crate) struct Attempt<'a> {
     pub scrubber: &'a Scrubber,
 }
 
+/// The stable class of a failed attempt, recorded as the `kind` of the
+/// result frame's error (see [`ToolError::kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailureKind {
+    /// The tool reported an error, or exited without a result.
+    Tool,
+    /// The tool ran past its `timeout_ms`.
+    Timeout,
+    /// The output exceeded `max_output_bytes`.
+    OutputTooLarge,
+    /// The result does not match the tool's `result_schema`.
+    InvalidResult,
+    /// The tool asked a question.
+    NeedsInput,
+    /// The tool could not be started or reached.
+    Transport,
+    /// An HTTP status outside 2xx.
+    HttpStatus,
+    /// A policy check refused it (an ungranted redirect).
+    Refused,
+}
+
+impl FailureKind {
+    /// The name recorded in the ledger.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Tool => "tool",
+            FailureKind::Timeout => "timeout",
+            FailureKind::OutputTooLarge => "output_too_large",
+            FailureKind::InvalidResult => "invalid_result",
+            FailureKind::NeedsInput => "needs_input",
+            FailureKind::Transport => "transport",
+            FailureKind::HttpStatus => "http_status",
+            FailureKind::Refused => "refused",
+        }
+    }
+}
+
 /// Why an attempt failed. Messages are already scrubbed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct AttemptError {
-    /// A stable class (see [`ToolError::kind`]).
-    pub kind: &'static str,
+    /// Its class.
+    pub kind: FailureKind,
     /// What went wrong.
     pub message: String,
     /// Whether a retry may succeed.
@@ -55,7 +93,7 @@ pub(crate) struct AttemptError {
 
 impl AttemptError {
     /// A failure of class `kind`.
-    pub(crate) fn new(kind: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         AttemptError {
             kind,
             message: message.into(),
@@ -83,7 +121,7 @@ impl AttemptError {
     pub(crate) fn to_frame(&self, will_retry: bool) -> ToolError {
         ToolError {
             message: self.message.clone(),
-            kind: self.kind.to_string(),
+            kind: self.kind.as_str().to_string(),
             transient: self.transient,
             retry_after_ms: self.retry_after_ms,
             status: self.status,
