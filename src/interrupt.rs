@@ -15,7 +15,7 @@
 //! Work registers what must not outlive it with [`track_group`],
 //! [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
 //! unregisters on drop. The handler only makes async-signal-safe calls
-//! (`kill` through [`crate::process::kill::kill_group`], `unlink`, `openat`,
+//! (`kill` through [`crate::kill::kill_group`], `unlink`, `openat`,
 //! `getdents64`, `close`, `rmdir`, `signal`, `raise`) on data prepared
 //! beforehand.
 //!
@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 use rustix::fs::{AtFlags, CWD, Mode, OFlags, RawDir, SeekFrom, openat, seek, unlinkat};
 use rustix::process::getpid;
 
-use crate::process::kill::kill_group;
+use crate::kill::kill_group;
 
 /// Most process groups and files tracked at once; past that, work runs
 /// untracked (a tool is still killed at its timeout, a temporary file is

@@ -1,20 +1,20 @@
 //! rlp: a toolchain and runtime for agent bundles.
 //!
 //! The library does the work; the `rlp` binary parses arguments, calls into
-//! [`cli`], and maps outcomes to exit codes. Layers, lowest first (a module
-//! imports only from layers below it; [`home`] borrows one size limit from
-//! [`integrity`]):
+//! [`cli`], and maps outcomes to exit codes. Modules sit on layers and
+//! import only from layers below them (docs/architecture.md has the map):
 //!
-//! 1. helpers: [`text`], [`fsutil`], [`interrupt`], [`home`], [`config`],
-//!    [`leftovers`];
-//! 2. [`bundle`], the data model;
-//! 3. [`lint`], [`integrity`], [`pack`], [`authoring`], and [`event`] (the
-//!    frame schema);
-//! 4. [`ledger`], the store of frames (queries, verification, export, import);
-//! 5. [`runtime`], the call pipeline, which records through
-//!    [`event::Recorder`] and does not know the ledger;
-//! 6. [`replay`], over the runtime and the ledger;
-//! 7. [`cli`].
+//! - leaves: [`error`], `config`, [`home`], `interrupt`, `kill` (the one
+//!   place that signals a tool), `leftovers`, `fsutil`, `text`;
+//! - 0: [`bundle`], the data model;
+//! - 1: `lint`, the rule catalog;
+//! - 2: [`integrity`], and [`event`] (the frame schema);
+//! - 3: [`pack`], [`ledger`] (the store of frames), [`process`] (the one
+//!   process runner);
+//! - 4: [`runtime`], the call pipeline, which records through
+//!   [`event::Recorder`] and does not know the ledger;
+//! - 5: `authoring`, and [`replay`] over the runtime and the ledger;
+//! - 6: [`cli`].
 
 pub(crate) mod authoring;
 pub mod bundle;
@@ -26,6 +26,7 @@ pub(crate) mod fsutil;
 pub mod home;
 pub mod integrity;
 pub(crate) mod interrupt;
+pub(crate) mod kill;
 pub mod ledger;
 pub(crate) mod leftovers;
 pub(crate) mod lint;

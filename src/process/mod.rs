@@ -10,7 +10,7 @@
 //!   SIGKILLed), and is killed with its group by the signal handler when rlp
 //!   is interrupted ([`crate::interrupt`]);
 //! - timeouts hold: at the deadline the tool, its group and every process
-//!   below it are frozen and killed ([`kill`]), whatever they do with
+//!   below it are frozen and killed ([`crate::kill`], the one place that signals a tool), whatever they do with
 //!   SIGTERM, their group or their session;
 //! - stdout is read up to a bound (beyond it the tool is killed), the tail of
 //!   stderr is kept, and both pipes are drained as the tool writes, so a tool
@@ -18,12 +18,11 @@
 //! - no zombies, no orphans: the tool and the processes it left are reaped,
 //!   and rlp, as subreaper, sweeps the orphans a call leaves ([`reap`]).
 //!
-//! Layers, lowest first: [`kill`] and [`reap`] (signals and waits), [`spawn`]
+//! Layers, lowest first: [`reap`] (waits, over [`crate::kill`]), [`spawn`]
 //! (starting a child), [`capture`] and [`run`] (one child to its end under
 //! limits), [`tool`] (the exec protocol: private folder, blob, environment).
 
 pub(crate) mod capture;
-pub(crate) mod kill;
 pub(crate) mod reap;
 pub(crate) mod run;
 pub(crate) mod spawn;

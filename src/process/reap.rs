@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::process::{Pid, WaitOptions, WaitStatus, getpid, set_child_subreaper, waitpgid, waitpid};
 
-use crate::process::kill::{kill_tree, task_children};
+use crate::kill::{kill_tree, task_children};
 
 /// How long [`reap_group`] waits for killed group members to exit.
 const REAP_GRACE: Duration = Duration::from_millis(500);

@@ -19,8 +19,8 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 
+use crate::kill::{kill_group, kill_tree};
 use crate::process::capture::{Capture, Captured, Keep};
-use crate::process::kill::{kill_group, kill_tree};
 use crate::process::reap::{reap_child, reap_group, sweep_orphans};
 use crate::process::spawn::Program;
 
