@@ -55,8 +55,9 @@ Targets: in-process exec overhead under 0.3 ms per call above the raw spawn, htt
 under 0.5 ms above raw reqwest, both without the ledger's fsync (the no-op
 recorder and tmpfs rows). The exec overhead includes making and removing the
 call's private folder in \$TMPDIR (on a file system mounted with \`discard\`,
-removing it waits for the disk). The CLI rows include process start-up, loading
-and linting the bundle, and opening the ledger.
+freeing its block waits for the disk, which rlp leaves to a background thread
+unless that thread falls behind). The CLI rows include process start-up,
+loading and linting the bundle, and opening the ledger.
 SECTION
 )"
 
