@@ -19,6 +19,8 @@ tmpfs_dir="${BENCH_TMPFS:-/dev/shm}"
 mkdir -p "$disk_dir"
 
 target_dir="${CARGO_TARGET_DIR:-target}"
+# As the docs show it: relative to the repository when it lies inside it.
+shown_target="${target_dir#"$PWD"/}"
 cargo build --release --bin rlp --example bench_call >&2
 report="$("$target_dir/release/examples/bench_call" --iterations "$iterations" --rlp "$target_dir/release/rlp" \
   --disk "$disk_dir" --tmpfs "$tmpfs_dir")"
@@ -43,7 +45,7 @@ shown separately (no-op recorder, ledger on tmpfs, ledger on disk) together
 with the machine's fsync floor measured in the same run.
 
 Reproduce: \`ITERATIONS=$iterations bench/call.sh\` (builds with \`cargo build --release\`,
-then runs \`$target_dir/release/examples/bench_call --iterations $iterations --rlp $target_dir/release/rlp --disk $disk_dir --tmpfs $tmpfs_dir\`).
+then runs \`$shown_target/release/examples/bench_call --iterations $iterations --rlp $shown_target/release/rlp --disk $disk_dir --tmpfs $tmpfs_dir\`).
 
 Machine: $machine. Run: $(date -u +%Y-%m-%d).
 
@@ -53,8 +55,9 @@ Targets: in-process exec overhead under 0.3 ms per call above the raw spawn, htt
 under 0.5 ms above raw reqwest, both without the ledger's fsync (the no-op
 recorder and tmpfs rows). The exec overhead includes making and removing the
 call's private folder in \$TMPDIR (on a file system mounted with \`discard\`,
-removing it waits for the disk). The CLI rows include process start-up, loading
-and linting the bundle, and opening the ledger.
+freeing its block waits for the disk, which rlp leaves to a background thread
+unless that thread falls behind). The CLI rows include process start-up,
+loading and linting the bundle, and opening the ledger.
 SECTION
 )"
 
