@@ -145,21 +145,20 @@ fn exec_tools(script: &Path) -> serde_json::Value {
     }])
 }
 
+/// Writes bundle `<root>/<name>` with `tools` and `caps`; `rlp digest`'s
+/// library call fills in the manifest's sizes and digests.
 fn write_bundle(root: &Path, name: &str, tools: serde_json::Value, caps: &str) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     let tools_text = serde_json::to_string_pretty(&json!({"version": 1, "tools": tools})).unwrap();
-    std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
+    std::fs::write(dir.join("tools.json"), tools_text).unwrap();
     std::fs::write(dir.join("policy.caps"), caps).unwrap();
-    let entry = |path: &str, text: &str| {
-        format!("path = \"{path}\"\nblake3 = \"{}\"\nsize = {}\n", blake3::hash(text.as_bytes()).to_hex(), text.len())
-    };
     let manifest = format!(
-        "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\n{}version = 1\n\n[artifacts.caps]\n{}",
-        entry("tools.json", &tools_text),
-        entry("policy.caps", caps)
+        "[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n\n[artifacts.tools]\npath = \"tools.json\"\nversion = 1\n\n\
+         [artifacts.caps]\npath = \"policy.caps\"\n"
     );
     std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
+    rlp::integrity::digest::write(&dir).unwrap();
     dir
 }
 
