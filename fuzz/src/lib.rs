@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 /// (a ledger, a trust policy), created on first use under the temporary
 /// folder (`TMPDIR`; point it at a tmpfs such as `/dev/shm` to keep the
 /// writes off the disk) and named by the process id, so parallel jobs never
-/// share one. A target empties it after each input; the empty folder is left
-/// when the process ends.
+/// share one. Targets leave at most an empty ledger in it between inputs; it
+/// is not removed when the process ends.
 pub fn scratch_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
