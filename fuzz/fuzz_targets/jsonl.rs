@@ -1,0 +1,86 @@
+//! Fuzzes `rlp trace import`: any bytes as a JSON Lines trace, imported with
+//! the importer the CLI uses into a real SQLite ledger. Every input meets the
+//! same empty ledger in this process's scratch folder: created once, kept
+//! while imports are refused (a refused import rolls back), replaced after an
+//! accepted one. What an import accepts is then checked:
+//!
+//! - the ledger is one that `rlp trace verify` finds intact, with one row per
+//!   frame imported (so no refused import before it left a row either);
+//! - exporting the trace gives a file that reads back as the same frames
+//!   (columns, canonical payload and provenance, row hash);
+//! - importing that export into the same ledger is refused (the trace is
+//!   there) and adds no row.
+
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use rlp::trace::export::export_trace;
+use rlp::trace::import::{ImportError, import_reader};
+use rlp::trace::jsonl::JsonlReader;
+use rlp::trace::ledger::Ledger;
+use rlp::trace::verify::verify_ledger;
+
+/// What a ledger row keeps of a frame.
+#[derive(Debug, PartialEq)]
+struct Row {
+    position: u64,
+    ts_ms: i64,
+    actor: String,
+    kind: &'static str,
+    scope: String,
+    payload_json: String,
+    provenance_json: String,
+    hash: [u8; 32],
+}
+
+/// The frames of a JSON Lines text that imports cleanly, as rows.
+fn rows(text: &[u8]) -> Vec<Row> {
+    let mut reader = JsonlReader::new(text);
+    let mut rows = Vec::new();
+    while let Some(read) = reader.next_frame().unwrap_or_else(|e| panic!("a line of an imported trace: {e:?}")) {
+        rows.push(Row {
+            position: read.frame.position,
+            ts_ms: read.frame.ts_ms,
+            kind: read.frame.body.kind(),
+            actor: read.frame.actor,
+            scope: read.frame.scope,
+            payload_json: read.payload_json,
+            provenance_json: read.provenance_json,
+            hash: read.hash,
+        });
+    }
+    rows
+}
+
+fuzz_target!(|data: &[u8]| {
+    let ledger = rlp_fuzz::scratch_dir().join("events.sqlite");
+    if !ledger.exists() {
+        drop(Ledger::open(&ledger).expect("an empty ledger can be created"));
+    }
+    let source = Path::new("trace.jsonl");
+    let Ok(summary) = import_reader(&ledger, data, source) else { return };
+    let report = verify_ledger(&ledger).expect("the ledger reads back");
+    assert!(report.is_intact(), "an imported trace does not verify: {:?}", report.first_problem());
+    assert_eq!((report.rows, report.unchained), (summary.frames, 0));
+
+    let mut export = Vec::new();
+    let opened = Ledger::open_existing(&ledger).expect("the ledger opens");
+    let exported = export_trace(&opened, &summary.trace_id, &mut export).expect("the trace exports");
+    drop(opened);
+    assert_eq!(exported, summary.frames);
+    assert_eq!(rows(&export), rows(data), "the export does not read back as the frames imported");
+
+    match import_reader(&ledger, export.as_slice(), source) {
+        Err(ImportError::AlreadyPresent(id)) => assert_eq!(id, summary.trace_id),
+        other => panic!("importing the export again gave {other:?}"),
+    }
+    assert_eq!(verify_ledger(&ledger).expect("the ledger reads back").rows, summary.frames);
+
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = ledger.clone().into_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
+});

@@ -1,0 +1,4 @@
+rlp-signature v1
+key-id 8893f933f31cade4
+public-key ed25519:QrAB9KrRkP1+OpkTfjHttwIi7EAL4Ex23tlcb9mGX0g=
+signature wvDn9TvkRSArdAaRLyZLoDQwyItfpJ4w6Dx2NnDmPvGJGTnsT1CVbY0fx0BDITGzou0IvIJE7jZVKUzGD2xBAA==

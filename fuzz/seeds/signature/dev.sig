@@ -1,0 +1,4 @@
+rlp-signature v1
+key-id 5f06001a2a75ccbf
+public-key ed25519:CZPX1s7rIILbvCiat5a7he0saTLc1oO5N2Jie4UD1Ys=
+signature namcr6bumcumc05tzYTZL7EuxXQ1vJ96q52M1L2dzABS8qhgBCgH6DznGGi5AFrWV2vJOtX6h8rho9qlw5JbBg==
