@@ -16,11 +16,11 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use rlp::trace::export::export_trace;
-use rlp::trace::import::{ImportError, import_reader};
-use rlp::trace::jsonl::JsonlReader;
-use rlp::trace::ledger::Ledger;
-use rlp::trace::verify::verify_ledger;
+use rlp::event::EventKind;
+use rlp::ledger::export::export_trace;
+use rlp::ledger::import::{ImportError, import_reader};
+use rlp::ledger::jsonl::JsonlReader;
+use rlp::ledger::{Location, SqliteLedger, verify_chain};
 
 /// What a ledger row keeps of a frame.
 #[derive(Debug, PartialEq)]
@@ -28,7 +28,7 @@ struct Row {
     position: u64,
     ts_ms: i64,
     actor: String,
-    kind: &'static str,
+    kind: EventKind,
     scope: String,
     payload_json: String,
     provenance_json: String,
@@ -43,7 +43,7 @@ fn rows(text: &[u8]) -> Vec<Row> {
         rows.push(Row {
             position: read.frame.position,
             ts_ms: read.frame.ts_ms,
-            kind: read.frame.body.kind(),
+            kind: read.frame.kind(),
             actor: read.frame.actor,
             scope: read.frame.scope,
             payload_json: read.payload_json,
@@ -57,26 +57,27 @@ fn rows(text: &[u8]) -> Vec<Row> {
 fuzz_target!(|data: &[u8]| {
     let ledger = rlp_fuzz::scratch_dir().join("events.sqlite");
     if !ledger.exists() {
-        drop(Ledger::open(&ledger).expect("an empty ledger can be created"));
+        drop(SqliteLedger::open(&ledger).expect("an empty ledger can be created"));
     }
     let source = Path::new("trace.jsonl");
-    let Ok(summary) = import_reader(&ledger, data, source) else { return };
-    let report = verify_ledger(&ledger).expect("the ledger reads back");
+    let location = Location::Sqlite(ledger.clone());
+    let Ok(summary) = import_reader(&location, data, source) else { return };
+    let report = verify_chain(&ledger).expect("the ledger reads back");
     assert!(report.is_intact(), "an imported trace does not verify: {:?}", report.first_problem());
     assert_eq!((report.rows, report.unchained), (summary.frames, 0));
 
     let mut export = Vec::new();
-    let opened = Ledger::open_existing(&ledger).expect("the ledger opens");
+    let opened = SqliteLedger::open_existing(&ledger).expect("the ledger opens");
     let exported = export_trace(&opened, &summary.trace_id, &mut export).expect("the trace exports");
     drop(opened);
     assert_eq!(exported, summary.frames);
     assert_eq!(rows(&export), rows(data), "the export does not read back as the frames imported");
 
-    match import_reader(&ledger, export.as_slice(), source) {
+    match import_reader(&location, export.as_slice(), source) {
         Err(ImportError::AlreadyPresent(id)) => assert_eq!(id, summary.trace_id),
         other => panic!("importing the export again gave {other:?}"),
     }
-    assert_eq!(verify_ledger(&ledger).expect("the ledger reads back").rows, summary.frames);
+    assert_eq!(verify_chain(&ledger).expect("the ledger reads back").rows, summary.frames);
 
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut name = ledger.clone().into_os_string();

@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 use rlp::bundle::capability::Capability;
 use rlp::bundle::policy::Policy;
 use rlp::runtime::exposure::apply_override;
-use rlp::runtime::recorder::Decision;
+use rlp::event::Decision;
 
 const FILE: &str = "/home/op/.runloop/caps/overrides/mailer.toml";
 const BUNDLE_POLICY: &str = include_str!("../seeds/policy/full.caps");
