@@ -41,6 +41,8 @@ use crate::kill::kill_group;
 const SLOTS: usize = 64;
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Set first thing by the handler of a fatal signal (see [`settle`]).
+static ENDING: AtomicBool = AtomicBool::new(false);
 /// Process groups of running tools (0: a free slot).
 static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 /// Temporary files being written, as C strings (null: a free slot).
@@ -122,6 +124,7 @@ extern "C" fn on_pipe(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut l
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    ENDING.store(true, Ordering::SeqCst);
     for slot in &GROUPS {
         kill_group(slot.load(Ordering::SeqCst));
     }
@@ -136,6 +139,18 @@ extern "C" fn on_signal(signal: libc::c_int) {
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
+    }
+}
+
+/// Returns at once, unless a fatal signal is being handled on another
+/// thread: then it waits for the handler to end the process (the handler
+/// re-raises the signal once the tools are killed and the files removed).
+/// Called before the command prints its outcome and exits, so an interrupted
+/// command always ends by its signal, never with an exit code of its own
+/// (e.g. the error of the tool the handler just killed).
+pub(crate) fn settle() {
+    while ENDING.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 

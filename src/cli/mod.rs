@@ -144,6 +144,7 @@ fn parse_failed(e: &clap::Error) -> ExitCode {
 
 /// Prints an error (if any) the standard way and maps it to an exit code.
 pub fn finish(result: CliResult, color: ColorChoice) -> ExitCode {
+    crate::interrupt::settle();
     match result {
         Ok(exit) => exit.into(),
         Err(error) => {
