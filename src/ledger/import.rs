@@ -195,9 +195,15 @@ pub fn import(
 ) -> Result<ImportSummary, ImportError> {
     std::thread::scope(|scope| {
         let (to_writer, from_reader) = std::sync::mpsc::sync_channel(IN_FLIGHT_BATCHES);
-        scope.spawn(move || read_batches(reader, to_writer));
+        let reading = scope.spawn(move || read_batches(reader, to_writer));
         // `from_reader` is dropped when `write` returns, which stops the reader.
-        write(store, from_reader, source)
+        let written = write(store, from_reader, source);
+        // Joined here, the import ends once the reading thread is gone (the
+        // scope alone waits only for its closure to return).
+        if let Err(panic) = reading.join() {
+            std::panic::resume_unwind(panic);
+        }
+        written
     })
 }
 
