@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer, diagnostic, json_text};
+use crate::cli::output::{Format, Printer, diagnostic, json_text, path_json};
 use crate::cli::terminal::ByteProgress;
 use crate::error::Reportable;
 use crate::integrity::failure::Failure;
@@ -108,7 +108,7 @@ fn run_pack(args: &PackArgs) -> CliResult {
         packed.digest
     );
     let json = json!({
-        "archive": packed.path,
+        "archive": path_json(&packed.path),
         "name": packed.name,
         "version": packed.version,
         "files": packed.files,

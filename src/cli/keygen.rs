@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer};
+use crate::cli::output::{Format, Printer, path_json};
 use crate::integrity::keys::write_key_pair;
 
 /// Flags of `rlp keygen`.
@@ -36,8 +36,7 @@ pub(crate) fn run(args: &KeygenArgs, _ctx: &Context) -> CliResult {
         files.public_file.display(),
         files.secret_file.display()
     );
-    let json =
-        json!({"public_file": files.public_file, "secret_file": files.secret_file, "key_id": key_id.to_string()});
+    let json = json!({"public_file": path_json(&files.public_file), "secret_file": path_json(&files.secret_file), "key_id": key_id.to_string()});
     let mut out = Printer::stdout();
     out.report(args.format, &human, &json)?;
     out.finish(Exit::Success)

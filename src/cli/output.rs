@@ -260,3 +260,10 @@ where
         None => Ok(read),
     }
 }
+
+/// A path in a JSON report. JSON strings are Unicode, so bytes of the path
+/// that are not UTF-8 are shown as U+FFFD, as `Path::display` does (a path
+/// serialised as it is would make the report fail).
+pub(crate) fn path_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::Value::String(path.display().to_string())
+}

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer};
+use crate::cli::output::{Format, Printer, path_json};
 use crate::integrity::keys::SecretKey;
 use crate::integrity::signature::sign_bundle;
 
@@ -33,7 +33,8 @@ pub(crate) fn run(args: &SignArgs, _ctx: &Context) -> CliResult {
     let signed = sign_bundle(&args.bundle, &key).map_err(CliError::from)?;
     let key_id = signed.signature.key_id();
     let human = format!("signed {} with key {key_id}", signed.path.display());
-    let json = json!({"bundle": args.bundle, "signature": signed.path, "key_id": key_id.to_string()});
+    let json =
+        json!({"bundle": path_json(&args.bundle), "signature": path_json(&signed.path), "key_id": key_id.to_string()});
     let mut out = Printer::stdout();
     out.report(args.format, &human, &json)?;
     out.finish(Exit::Success)

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::bundle::capability::Capability;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer};
+use crate::cli::output::{Format, Printer, path_json};
 use crate::integrity::keys::{KeyId, PublicKey};
 use crate::integrity::trust::{self, AllowCaps, Rule, TrustPolicy};
 
@@ -90,7 +90,7 @@ pub(crate) fn run(command: TrustCommand, ctx: &Context) -> CliResult {
             let json = json!({
                 "anchor": args.name,
                 "key_id": key.key_id().to_string(),
-                "policy": path,
+                "policy": path_json(&path),
                 "allow_caps": allow_caps_json(&rule.allow_caps),
                 "allow_exec": rule.exec_allowed(),
             });
@@ -118,7 +118,8 @@ pub(crate) fn run(command: TrustCommand, ctx: &Context) -> CliResult {
                     path.display()
                 ),
             };
-            let json = json!({"key_id": id.to_string(), "policy": path, "newly_revoked": newly, "anchor": anchor});
+            let json =
+                json!({"key_id": id.to_string(), "policy": path_json(&path), "newly_revoked": newly, "anchor": anchor});
             let mut out = Printer::stdout();
             out.report(args.format, &human, &json)?;
             out.finish(Exit::Success)
@@ -176,7 +177,7 @@ fn list(path: &std::path::Path, format: Format) -> CliResult {
                 })
                 .collect();
             let revoked: Vec<String> = policy.revoked.iter().map(|id| id.to_string()).collect();
-            out.json(&json!({"file": path.display().to_string(), "anchors": anchors, "revoked": revoked}))?;
+            out.json(&json!({"file": path_json(path), "anchors": anchors, "revoked": revoked}))?;
         }
         Format::Human => {
             if policy.anchors.is_empty() {

@@ -92,11 +92,18 @@ pub trait BulkAppend {
 }
 
 /// Where a ledger is; opening one here is the only place a backend is chosen.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
     /// A SQLite database file.
     Sqlite(PathBuf),
+}
+
+/// In JSON reports a location is its display form: JSON strings are
+/// Unicode, and a path that is not UTF-8 must not make the report fail.
+impl Serialize for Location {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 impl Location {

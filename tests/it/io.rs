@@ -296,3 +296,66 @@ fn a_fifo_with_a_small_document_works_like_process_substitution() {
     assert_eq!(blob["tool"]["arguments"], serde_json::json!({"n": 42}));
     writer.join().unwrap();
 }
+
+#[test]
+fn json_reports_name_paths_that_are_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let sb = Sandbox::new();
+    // A runtime home and a bundle root whose names are not UTF-8.
+    let odd = sb.join(OsStr::from_bytes(b"odd-\xff"));
+    let home = odd.join("home");
+    let run = |args: &[&OsStr]| {
+        let out = sb.command_without_home().arg("--home").arg(&home).args(args).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report
+    };
+    let os = |s: &'static str| OsStr::new(s);
+    let keys = odd.join("keys");
+    let report = run(&[os("keygen"), os("--out"), keys.as_os_str(), os("--name"), os("k"), os("--format"), os("json")]);
+    assert_eq!(report["public_file"], format!("{}/odd-\u{fffd}/keys/k.pub", sb.path().display()));
+    let public = keys.join("k.pub");
+    let report = run(&[os("trust"), os("add"), public.as_os_str(), os("--name"), os("k"), os("--format"), os("json")]);
+    assert_eq!(report["policy"], format!("{}/odd-\u{fffd}/home/trust-policy.toml", sb.path().display()));
+    let report = run(&[os("trust"), os("revoke"), os("k"), os("--format"), os("json")]);
+    assert_eq!(report["newly_revoked"], true);
+    let report = run(&[os("trust"), os("list"), os("--format"), os("json")]);
+    assert_eq!(report["file"], format!("{}/odd-\u{fffd}/home/trust-policy.toml", sb.path().display()));
+    let agents = odd.join("agents");
+    let report = run(&[
+        os("agent"),
+        os("scaffold"),
+        os("demo"),
+        os("--non-interactive"),
+        os("--root"),
+        agents.as_os_str(),
+        os("--format"),
+        os("json"),
+    ]);
+    let bundle = format!("{}/odd-\u{fffd}/agents/demo", sb.path().display());
+    assert_eq!(report["bundle"], bundle);
+    let demo = agents.join("demo");
+    let report = run(&[
+        os("tools"),
+        os("add"),
+        demo.as_os_str(),
+        os("--id"),
+        os("demo.run"),
+        os("--description"),
+        os("Runs"),
+        os("--exec"),
+        os("/bin/true"),
+        os("--grant"),
+        os("--format"),
+        os("json"),
+    ]);
+    assert_eq!(report["tools_file"], format!("{bundle}/tools.json"));
+    assert_eq!(report["grants"]["policy"], format!("{bundle}/policy.caps"));
+    // A call (whatever its outcome) starts the ledger that `trace verify` reports on.
+    let mut call = sb.command_without_home();
+    call.arg("--home").arg(&home).args([os("tools"), os("call"), demo.as_os_str(), os("demo.run")]);
+    call.stdin(Stdio::null()).output().unwrap();
+    let report = run(&[os("trace"), os("verify"), os("--format"), os("json")]);
+    assert_eq!(report["ledger"], format!("{}/odd-\u{fffd}/home/pog/events.sqlite", sb.path().display()));
+}

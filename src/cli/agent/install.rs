@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer, warning};
+use crate::cli::output::{Format, Printer, path_json, warning};
 use crate::pack::install::{InstallOptions, install, list};
 
 /// Flags of `rlp agent install`.
@@ -59,7 +59,7 @@ pub(crate) fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
     let json = json!({
         "name": v.name,
         "version": v.version.to_string(),
-        "path": installed.path,
+        "path": path_json(&installed.path),
         "signer": v.signer.as_ref().map(|s| json!({"key_id": s.key_id.to_string(), "anchor": s.anchor})),
         "replaced": installed.replaced.as_ref().map(ToString::to_string),
     });

@@ -15,7 +15,7 @@ use crate::authoring::wizard::{self, AgentPreset};
 use crate::bundle::diag::Severity;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer, diagnostic};
+use crate::cli::output::{Format, Printer, diagnostic, path_json};
 use crate::cli::terminal::{TerminalAsk, stdin_is_terminal};
 use crate::lint::render;
 
@@ -134,7 +134,7 @@ pub(crate) fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
 fn print_json(done: &Scaffolded, plan: &AgentPlan) -> CliResult {
     let errors = done.report.count(Severity::Error);
     let document = json!({
-        "bundle": done.dir,
+        "bundle": path_json(&done.dir),
         "replaced": done.replaced,
         "files": done.files,
         "tools": plan.tools.len(),

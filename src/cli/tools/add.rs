@@ -14,7 +14,7 @@ use crate::authoring::validate;
 use crate::authoring::wizard;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, OutputError, Printer, diagnostic, warning};
+use crate::cli::output::{Format, OutputError, Printer, diagnostic, path_json, warning};
 use crate::cli::terminal::{TerminalAsk, stdin_is_terminal};
 
 /// Flags of `rlp tools add`.
@@ -131,10 +131,10 @@ pub(crate) fn run(args: &AddArgs, ctx: &Context) -> CliResult {
     let mut out = Printer::stdout();
     match args.format {
         Format::Json => out.json(&json!({
-            "bundle": target.dir,
+            "bundle": path_json(&target.dir),
             "tool": added.id,
-            "tools_file": tools_file,
-            "schema_files": added.schema_files.iter().map(|p| target.dir.join(p)).collect::<Vec<_>>(),
+            "tools_file": path_json(&tools_file),
+            "schema_files": added.schema_files.iter().map(|p| path_json(&target.dir.join(p))).collect::<Vec<_>>(),
             "grants": grants_json(&target, &added.grants),
         }))?,
         Format::Human => {
@@ -247,7 +247,7 @@ pub(crate) fn print_added_grants(
 /// report.
 pub(crate) fn grants_json(target: &BundleTarget, grants: &GrantOutcome) -> Value {
     json!({
-        "policy": target.caps_path,
+        "policy": path_json(&target.caps_path),
         "added": grants.added,
         "missing": grants.missing.iter().map(|n| json!({"capability": n.shown(), "line": n.line()})).collect::<Vec<_>>(),
     })

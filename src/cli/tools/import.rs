@@ -10,7 +10,7 @@ use crate::authoring::import::{DEFAULT_MAX_OUTPUT, Limits, Source, import};
 use crate::authoring::target::BundleTarget;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer, warning};
+use crate::cli::output::{Format, Printer, path_json, warning};
 use crate::cli::tools::add::{grants_json, print_added_grants, print_warnings, warn_missing_grants};
 
 /// Flags of `rlp tools import`.
@@ -64,7 +64,7 @@ pub(crate) fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
     let mut out = Printer::stdout();
     match args.format {
         Format::Json => out.json(&json!({
-            "bundle": target.dir,
+            "bundle": path_json(&target.dir),
             "tools": imported.changes.iter().map(|(id, change)| json!({"id": id, "change": change.as_str()})).collect::<Vec<_>>(),
             "retyped": imported.retyped.iter().map(|(id, old, new)| json!({"id": id, "from": old, "to": new})).collect::<Vec<_>>(),
             "grants": grants_json(&target, &imported.grants),
