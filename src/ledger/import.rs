@@ -23,7 +23,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use uuid::Uuid;
 
 use crate::event::frame::TraceFrame;
-use crate::event::{EventKind, Payload, PreparedRow};
+use crate::event::{EventKind, Payload};
 use crate::ledger::jsonl::{JsonlReader, LineError, ReadError, ReadFrame};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::{LedgerError, LedgerStore, Location};
@@ -281,15 +281,7 @@ fn write(
         if !problems.is_empty() || present == Some(true) {
             continue;
         }
-        let row = bulk.append(&PreparedRow {
-            ts_ms: read.frame.ts_ms,
-            kind: read.frame.kind(),
-            actor: read.frame.actor,
-            scope: read.frame.scope,
-            payload_json: read.payload_json,
-            provenance_json: read.provenance_json,
-            hash: read.hash,
-        })?;
+        let row = bulk.append(&read.into_row())?;
         if summary.frames == 0 {
             summary.first_row = row;
         }

@@ -32,7 +32,7 @@ use crate::event::canonical::{canonical_text, push_json_string};
 use crate::event::frame::{Origin, TraceFrame, check_columns};
 use crate::event::hash::{GENESIS, chain_hash, frame_hash, from_hex, to_hex};
 use crate::event::row::check_payload_depth;
-use crate::event::{EventKind, Payload, Provenance};
+use crate::event::{EventKind, Payload, PreparedRow, Provenance};
 use crate::fsutil::{ReadError as BoundedError, human_size, read_line_limited};
 
 /// Longest line read (a frame carries at most one tool result).
@@ -49,6 +49,21 @@ pub struct ReadFrame {
     pub provenance_json: String,
     /// The row hash, recomputed.
     pub hash: [u8; 32],
+}
+
+impl ReadFrame {
+    /// The columns the ledger stores for the frame.
+    pub fn into_row(self) -> PreparedRow {
+        PreparedRow {
+            ts_ms: self.frame.ts_ms,
+            kind: self.frame.kind(),
+            actor: self.frame.actor,
+            scope: self.frame.scope,
+            payload_json: self.payload_json,
+            provenance_json: self.provenance_json,
+            hash: self.hash,
+        }
+    }
 }
 
 /// A line that cannot be read as a frame.
