@@ -8,7 +8,8 @@
 //!   place that signals a tool), `leftovers`, `fsutil`, `text`;
 //! - 0: [`bundle`], the data model;
 //! - 1: `lint`, the rule catalog;
-//! - 2: [`integrity`], and [`event`] (the frame schema);
+//! - 2: [`integrity`], [`event`] (the frame schema), and [`sandbox`] (the
+//!   seccomp filter and network supervisor of exec tools);
 //! - 3: [`pack`], [`ledger`] (the store of frames), [`process`] (the one
 //!   process runner);
 //! - 4: [`runtime`], the call pipeline, which records through
@@ -34,4 +35,5 @@ pub mod pack;
 pub mod process;
 pub mod replay;
 pub mod runtime;
+pub mod sandbox;
 pub(crate) mod text;

@@ -1,0 +1,263 @@
+//! The filter's rules, one table, and their assembly into classic BPF.
+//!
+//! The program checks the architecture, then compares the system call
+//! number against each [`Rule`] in turn; a rule's block tests arguments and
+//! always ends in a return, and a call no rule names is allowed. Arguments
+//! are compared on their low 32 bits only (every argument tested is a C
+//! `int` or flag word), read at their little-endian offset in
+//! `struct seccomp_data` (both supported architectures are little-endian).
+
+use std::ffi::{c_int, c_long};
+
+use libc::{
+    BPF_ABS, BPF_ALU, BPF_AND, BPF_JA, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W, SECCOMP_RET_ALLOW,
+    SECCOMP_RET_DATA, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_USER_NOTIF, sock_filter,
+};
+
+use crate::sandbox::seccomp::NetFilter;
+
+/// The architecture rlp's syscall numbers belong to, as `seccomp_data.arch`
+/// reports it, and whether x32 numbers (bit 30) must be refused.
+#[cfg(target_arch = "x86_64")]
+pub(super) const ARCH: Option<(u32, bool)> = Some((0xC000_003E, true)); // AUDIT_ARCH_X86_64
+/// The architecture rlp's syscall numbers belong to (see the x86_64 twin).
+#[cfg(target_arch = "aarch64")]
+pub(super) const ARCH: Option<(u32, bool)> = Some((0xC000_00B7, false)); // AUDIT_ARCH_AARCH64
+/// No syscall table for this architecture: no filter.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(super) const ARCH: Option<(u32, bool)> = None;
+
+/// The bit x32 system call numbers carry on x86_64.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+/// Offset of `nr` in `struct seccomp_data`.
+const NR_OFFSET: u32 = 0;
+/// Offset of `arch` in `struct seccomp_data`.
+const ARCH_OFFSET: u32 = 4;
+
+/// Offset of the low 32 bits of argument `index` in `struct seccomp_data`.
+const fn arg_offset(index: u32) -> u32 {
+    16 + 8 * index
+}
+
+/// The action that fails a call with `errno`.
+pub(super) const fn errno(errno: c_int) -> u32 {
+    SECCOMP_RET_ERRNO | (errno as u32 & SECCOMP_RET_DATA)
+}
+
+/// Calls every tool is refused with EPERM, each with why.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const DENIED: &[c_long] = &[
+    libc::SYS_io_uring_setup,    // io_uring performs I/O the filter never sees
+    libc::SYS_io_uring_enter,    // (same)
+    libc::SYS_io_uring_register, // (same)
+    libc::SYS_ptrace,            // reads and writes other processes
+    libc::SYS_process_vm_readv,  // reads another process's memory
+    libc::SYS_process_vm_writev, // writes another process's memory
+    libc::SYS_pidfd_getfd,       // takes another process's file descriptors (rlp's sockets)
+    libc::SYS_bpf,               // loads kernel programs
+    libc::SYS_perf_event_open,   // kernel profiling, a side channel and attack surface
+    libc::SYS_userfaultfd,       // stalls the kernel on a fault, an exploit primitive
+    libc::SYS_kexec_load,        // replaces the running kernel
+    libc::SYS_kexec_file_load,   // (same)
+    libc::SYS_init_module,       // loads kernel modules
+    libc::SYS_finit_module,      // (same)
+    libc::SYS_delete_module,     // unloads kernel modules
+    libc::SYS_mount,             // changes the filesystem tree
+    libc::SYS_umount2,           // (same)
+    libc::SYS_pivot_root,        // (same)
+    libc::SYS_swapon,            // system-wide swap
+    libc::SYS_swapoff,           // (same)
+    libc::SYS_reboot,            // stops the machine
+    libc::SYS_setns,             // enters other namespaces
+    libc::SYS_unshare,           // new namespaces (a user namespace lifts restrictions)
+    libc::SYS_keyctl,            // the kernel keyring holds other programs' secrets
+    libc::SYS_add_key,           // (same)
+    libc::SYS_request_key,       // (same)
+    libc::SYS_open_by_handle_at, // opens files around Landlock's path checks
+    libc::SYS_name_to_handle_at, // (its counterpart)
+    libc::SYS_fanotify_init,     // watches the whole filesystem
+    libc::SYS_acct,              // system-wide process accounting
+    libc::SYS_quotactl,          // filesystem quotas
+    libc::SYS_syslog,            // the kernel log
+    libc::SYS_settimeofday,      // the system clock
+    libc::SYS_clock_settime,     // (same)
+    libc::SYS_clock_adjtime,     // (same)
+    libc::SYS_adjtimex,          // (same)
+    libc::SYS_lookup_dcookie,    // kernel profiling internals
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_iopl, // direct hardware port access
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_ioperm, // (same)
+];
+
+/// When a [`Test`] applies its action.
+#[derive(Clone, Copy)]
+enum When {
+    /// The masked argument is one of the values.
+    In,
+    /// The masked argument is none of the values.
+    NotIn,
+}
+
+/// One test on an argument of a call.
+struct Test {
+    /// Which argument (0 to 5).
+    arg: u32,
+    /// What is kept of its low 32 bits before comparing.
+    mask: u32,
+    /// The values compared against.
+    values: &'static [u32],
+    /// Whether a match or a miss applies `action`.
+    when: When,
+    /// The filter's return value when the test applies.
+    action: u32,
+}
+
+/// What one system call gets: its tests in order, then `otherwise`.
+struct Rule {
+    /// The system call number.
+    nr: c_long,
+    /// Tests on arguments; the first that applies decides.
+    tests: Vec<Test>,
+    /// The action when no test applies.
+    otherwise: u32,
+}
+
+impl Rule {
+    /// A call that always gets `action`.
+    fn always(nr: c_long, action: u32) -> Rule {
+        Rule { nr, tests: Vec::new(), otherwise: action }
+    }
+
+    /// A send call whose flags, argument `arg`, ask for TCP Fast Open, which
+    /// connects from `sendto`/`sendmsg` around `connect`: EOPNOTSUPP.
+    fn no_fast_open(nr: c_long, arg: u32) -> Rule {
+        const FAST_OPEN: u32 = libc::MSG_FASTOPEN as u32;
+        let test = Test { arg, mask: FAST_OPEN, values: &[FAST_OPEN], when: When::In, action: errno(libc::EOPNOTSUPP) };
+        Rule { nr, tests: vec![test], otherwise: SECCOMP_RET_ALLOW }
+    }
+}
+
+/// The rules for `net`: the [`DENIED`] table, then the socket rules.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn rules(net: NetFilter) -> Vec<Rule> {
+    const UNIX_FAMILIES: &[u32] = &[libc::AF_UNIX as u32, libc::AF_NETLINK as u32];
+    const INET_FAMILIES: &[u32] = &[libc::AF_INET as u32, libc::AF_INET6 as u32];
+    const TCP_PROTOCOLS: &[u32] = &[0, libc::IPPROTO_TCP as u32];
+    const TYPE_MASK: u32 = !((libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u32);
+    let eacces = errno(libc::EACCES);
+    let local = Test { arg: 0, mask: u32::MAX, values: UNIX_FAMILIES, when: When::In, action: SECCOMP_RET_ALLOW };
+    let socket = match net {
+        NetFilter::Denied => Rule { nr: libc::SYS_socket, tests: vec![local], otherwise: eacces },
+        NetFilter::Supervised => Rule {
+            nr: libc::SYS_socket,
+            tests: vec![
+                local,
+                Test { arg: 0, mask: u32::MAX, values: INET_FAMILIES, when: When::NotIn, action: eacces },
+                Test {
+                    arg: 1,
+                    mask: TYPE_MASK,
+                    values: &[libc::SOCK_STREAM as u32],
+                    when: When::NotIn,
+                    action: eacces,
+                },
+                Test { arg: 2, mask: u32::MAX, values: TCP_PROTOCOLS, when: When::NotIn, action: eacces },
+            ],
+            otherwise: SECCOMP_RET_ALLOW,
+        },
+    };
+    let socketpair = Rule {
+        nr: libc::SYS_socketpair,
+        tests: vec![Test {
+            arg: 0,
+            mask: u32::MAX,
+            values: &[libc::AF_UNIX as u32],
+            when: When::NotIn,
+            action: eacces,
+        }],
+        otherwise: SECCOMP_RET_ALLOW,
+    };
+    // Terminal injection: pushing input into the controlling terminal.
+    let ioctl = Rule {
+        nr: libc::SYS_ioctl,
+        tests: vec![Test {
+            arg: 1,
+            mask: u32::MAX,
+            values: &[libc::TIOCSTI as u32, libc::TIOCLINUX as u32],
+            when: When::In,
+            action: errno(libc::EPERM),
+        }],
+        otherwise: SECCOMP_RET_ALLOW,
+    };
+    let mut rules = vec![socket, socketpair, ioctl];
+    rules.extend(DENIED.iter().map(|&nr| Rule::always(nr, errno(libc::EPERM))));
+    if let NetFilter::Supervised = net {
+        rules.push(Rule::always(libc::SYS_connect, SECCOMP_RET_USER_NOTIF));
+        rules.push(Rule::no_fast_open(libc::SYS_sendto, 3));
+        rules.push(Rule::no_fast_open(libc::SYS_sendmsg, 2));
+        rules.push(Rule::no_fast_open(libc::SYS_sendmmsg, 3));
+    }
+    rules
+}
+
+/// No rules where rlp has no syscall table.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn rules(_net: NetFilter) -> Vec<Rule> {
+    Vec::new()
+}
+
+/// A statement: `code` with operand `k`.
+fn stmt(code: u32, k: u32) -> sock_filter {
+    sock_filter { code: code as u16, jt: 0, jf: 0, k }
+}
+
+/// A conditional jump: `jt` or `jf` instructions forward.
+fn jump(code: u32, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code: (BPF_JMP | code | BPF_K) as u16, jt, jf, k }
+}
+
+/// The instructions of one rule, after its number matched; they always return.
+fn block(rule: &Rule) -> Option<Vec<sock_filter>> {
+    let mut out = Vec::new();
+    for test in &rule.tests {
+        out.push(stmt(BPF_LD | BPF_W | BPF_ABS, arg_offset(test.arg)));
+        if test.mask != u32::MAX {
+            out.push(stmt(BPF_ALU | BPF_AND | BPF_K, test.mask));
+        }
+        let count = test.values.len();
+        for (index, &value) in test.values.iter().enumerate() {
+            // A match skips the remaining comparisons and one instruction:
+            // the `ja` over the action (In), or the action itself (NotIn).
+            out.push(jump(BPF_JEQ, value, u8::try_from(count - index).ok()?, 0));
+        }
+        if let When::In = test.when {
+            out.push(stmt(BPF_JMP | BPF_JA, 1));
+        }
+        out.push(stmt(BPF_RET | BPF_K, test.action));
+    }
+    out.push(stmt(BPF_RET | BPF_K, rule.otherwise));
+    Some(out)
+}
+
+/// The whole program for `net`; `None` without a syscall table or if it
+/// does not fit classic BPF's jump ranges.
+pub(super) fn assemble(net: NetFilter) -> Option<Vec<sock_filter>> {
+    let (arch, x32) = ARCH?;
+    let mut out = vec![
+        stmt(BPF_LD | BPF_W | BPF_ABS, ARCH_OFFSET),
+        jump(BPF_JEQ, arch, 1, 0),
+        stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        stmt(BPF_LD | BPF_W | BPF_ABS, NR_OFFSET),
+    ];
+    if x32 {
+        out.push(jump(BPF_JSET, X32_SYSCALL_BIT, 0, 1));
+        out.push(stmt(BPF_RET | BPF_K, errno(libc::EACCES)));
+    }
+    for rule in rules(net) {
+        let block = block(&rule)?;
+        out.push(jump(BPF_JEQ, u32::try_from(rule.nr).ok()?, 0, u8::try_from(block.len()).ok()?));
+        out.extend(block);
+    }
+    out.push(stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    Some(out)
+}
