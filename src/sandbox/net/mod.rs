@@ -14,3 +14,6 @@ mod supervisor;
 
 pub use allowlist::Allowlist;
 pub use supervisor::{NetReport, Supervisor};
+
+#[cfg(test)]
+mod tests;

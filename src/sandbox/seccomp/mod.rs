@@ -12,6 +12,10 @@
 
 mod fd_pass;
 mod program;
+#[cfg(test)]
+pub(crate) mod sandboxed;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::c_int;
 use std::sync::OnceLock;
