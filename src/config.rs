@@ -13,15 +13,19 @@
 //! [security]
 //! confirm_external_actions = true   # ask before tools with requires_confirmation run
 //!
+//! [runtime]
+//! sandbox = "best-effort"           # "required" | "best-effort" | "off" (exec tools)
+//!
 //! [policy]                          # system config only
 //! confirm_external_actions = true
+//! sandbox = "required"              # a floor: nothing weaker is used
 //! ```
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Class, Reportable};
 use crate::home::Home;
+use crate::sandbox::SandboxMode;
 
 /// The environment variable that names a second system config file, read
 /// after [`DEFAULT_SYSTEM_CONFIG`] (never instead of it).
@@ -30,6 +34,8 @@ pub(crate) const SYSTEM_CONFIG_ENV: &str = "RUNLOOP_SYSTEM_CONFIG";
 pub(crate) const DEFAULT_SYSTEM_CONFIG: &str = "/etc/runloop/config.toml";
 /// The environment variable for `security.confirm_external_actions`.
 pub(crate) const CONFIRM_ENV: &str = "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS";
+/// The environment variable for `runtime.sandbox`.
+pub(crate) const SANDBOX_ENV: &str = "RUNLOOP_RUNTIME_SANDBOX";
 /// Largest config file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -50,15 +56,15 @@ pub enum Source {
     Flag(String),
 }
 
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Source {
+    /// Where a setting of config table `section` came from, in words.
+    pub fn shown(&self, section: &str) -> String {
         match self {
-            Source::Default => f.write_str("the default"),
-            Source::SystemConfig(p) => write!(f, "[security] in {}", p.display()),
-            Source::SystemPolicy(p) => write!(f, "[policy] in {}", p.display()),
-            Source::UserConfig(p) => write!(f, "[security] in {}", p.display()),
-            Source::Env(name) => write!(f, "the environment variable {name}"),
-            Source::Flag(flag) => write!(f, "the flag {flag}"),
+            Source::Default => "the default".to_string(),
+            Source::SystemConfig(p) | Source::UserConfig(p) => format!("[{section}] in {}", p.display()),
+            Source::SystemPolicy(p) => format!("[policy] in {}", p.display()),
+            Source::Env(name) => format!("the environment variable {name}"),
+            Source::Flag(flag) => format!("the flag {flag}"),
         }
     }
 }
@@ -81,11 +87,17 @@ pub struct Config {
     /// Set when the system `[policy]` requires confirmation (it cannot be
     /// turned off by any lower layer).
     pub confirm_required_by: Option<PathBuf>,
+    /// `runtime.sandbox`: how exec tools are confined (default best-effort).
+    pub sandbox: Setting<SandboxMode>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { confirm_external_actions: Setting { value: true, source: Source::Default }, confirm_required_by: None }
+        Config {
+            confirm_external_actions: Setting { value: true, source: Source::Default },
+            confirm_required_by: None,
+            sandbox: Setting { value: SandboxMode::default(), source: Source::Default },
+        }
     }
 }
 
@@ -105,6 +117,10 @@ pub(crate) struct FileLayer {
     pub confirm_external_actions: Option<bool>,
     /// `[policy] confirm_external_actions`.
     pub policy_confirm_external_actions: Option<bool>,
+    /// `[runtime] sandbox`.
+    pub sandbox: Option<SandboxMode>,
+    /// `[policy] sandbox`: the weakest mode allowed.
+    pub policy_sandbox: Option<SandboxMode>,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -160,31 +176,41 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             help: format!("write `{key} = true` or `{key} = false` under [{section}]"),
         })
     };
+    let mode = |section: &str, value: &toml::Value| -> Result<SandboxMode, ConfigError> {
+        value.as_str().and_then(|text| text.parse().ok()).ok_or_else(|| ConfigError {
+            message: format!(
+                "{shown}: `{section}.sandbox` must be \"required\", \"best-effort\" or \"off\", found {value}"
+            ),
+            help: format!("write `sandbox = \"best-effort\"` (or \"required\", \"off\") under [{section}]"),
+        })
+    };
     for (section, value) in &table {
         let Some(entries) = value.as_table() else {
             warnings.push(format!("{shown}: `{section}` is not a table; ignored"));
             continue;
         };
-        match section.as_str() {
-            "security" | "policy" => {
-                for (key, value) in entries {
-                    if key != "confirm_external_actions" {
-                        warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored"));
-                        continue;
-                    }
-                    let on = flag(section, key, value)?;
-                    if section == "security" {
-                        layer.confirm_external_actions = Some(on);
-                    } else if system {
-                        layer.policy_confirm_external_actions = Some(on);
-                    } else {
-                        warnings.push(format!(
-                            "{shown}: `[policy]` is honoured only in the system config ({DEFAULT_SYSTEM_CONFIG}); ignored"
-                        ));
-                    }
+        if !matches!(section.as_str(), "security" | "runtime" | "policy") {
+            warnings.push(format!("{shown}: unknown table `[{section}]` ignored"));
+            continue;
+        }
+        if section == "policy" && !system {
+            warnings.push(format!(
+                "{shown}: `[policy]` is honoured only in the system config ({DEFAULT_SYSTEM_CONFIG}); ignored"
+            ));
+            continue;
+        }
+        for (key, value) in entries {
+            match (section.as_str(), key.as_str()) {
+                ("security", "confirm_external_actions") => {
+                    layer.confirm_external_actions = Some(flag(section, key, value)?);
                 }
+                ("policy", "confirm_external_actions") => {
+                    layer.policy_confirm_external_actions = Some(flag(section, key, value)?);
+                }
+                ("runtime", "sandbox") => layer.sandbox = Some(mode(section, value)?),
+                ("policy", "sandbox") => layer.policy_sandbox = Some(mode(section, value)?),
+                _ => warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored")),
             }
-            other => warnings.push(format!("{shown}: unknown table `[{other}]` ignored")),
         }
     }
     Ok((layer, warnings))
@@ -192,8 +218,9 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
 
 /// Combines the layers (pure: no files or environment read). `system` holds
 /// the system files that exist, in the order they are read.
-pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: Option<bool>, flags: &Flags) -> Config {
+pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvLayer, flags: &Flags) -> Config {
     let mut config = Config::default();
+    resolve_sandbox(&mut config, system, user, env.sandbox);
     let mut set = |value: Option<bool>, source: Source| {
         if let Some(value) = value {
             config.confirm_external_actions = Setting { value, source };
@@ -205,7 +232,7 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: Optio
     if let Some(user) = user {
         set(user.confirm_external_actions, Source::UserConfig(user.path.clone()));
     }
-    set(env, Source::Env(CONFIRM_ENV.to_string()));
+    set(env.confirm_external_actions, Source::Env(CONFIRM_ENV.to_string()));
     set(flags.confirm_external_actions, Source::Flag("--confirm-external-actions".to_string()));
     if let Some(layer) = system.iter().find(|l| l.policy_confirm_external_actions == Some(true)) {
         config.confirm_required_by = Some(layer.path.clone());
@@ -214,6 +241,36 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: Optio
         }
     }
     config
+}
+
+/// `runtime.sandbox` from the layers; the strongest system `[policy]` floor
+/// wins over any weaker choice.
+fn resolve_sandbox(config: &mut Config, system: &[FileLayer], user: Option<&FileLayer>, env: Option<SandboxMode>) {
+    let layers = system
+        .iter()
+        .map(|l| (l.sandbox, Source::SystemConfig(l.path.clone())))
+        .chain(user.map(|l| (l.sandbox, Source::UserConfig(l.path.clone()))))
+        .chain(std::iter::once((env, Source::Env(SANDBOX_ENV.to_string()))));
+    for (value, source) in layers {
+        if let Some(value) = value {
+            config.sandbox = Setting { value, source };
+        }
+    }
+    let floor = system.iter().filter_map(|l| l.policy_sandbox.map(|mode| (mode, &l.path))).max_by_key(|(m, _)| *m);
+    if let Some((floor, path)) = floor
+        && config.sandbox.value < floor
+    {
+        config.sandbox = Setting { value: floor, source: Source::SystemPolicy(path.clone()) };
+    }
+}
+
+/// Settings read from the environment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EnvLayer {
+    /// `RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS`.
+    pub confirm_external_actions: Option<bool>,
+    /// `RUNLOOP_RUNTIME_SANDBOX`.
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// The system config files, in the order they are read:
@@ -263,19 +320,31 @@ pub(crate) fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
         }
         None => None,
     };
-    let env = match std::env::var(CONFIRM_ENV) {
+    let confirm_external_actions = match std::env::var(CONFIRM_ENV) {
         Ok(text) if !text.is_empty() => Some(parse_bool(&text).ok_or_else(|| ConfigError {
             message: format!("{CONFIRM_ENV}=`{text}` is not a boolean"),
             help: format!("set {CONFIRM_ENV} to true or false, or unset it"),
         })?),
         _ => None,
     };
-    Ok(Loaded { config: resolve(&system, user.as_ref(), env, flags), warnings })
+    let sandbox = match std::env::var(SANDBOX_ENV) {
+        Ok(text) if !text.is_empty() => Some(text.parse().map_err(|why| ConfigError {
+            message: format!("{SANDBOX_ENV}: {why}"),
+            help: format!("set {SANDBOX_ENV} to required, best-effort or off, or unset it"),
+        })?),
+        _ => None,
+    };
+    let env = EnvLayer { confirm_external_actions, sandbox };
+    Ok(Loaded { config: resolve(&system, user.as_ref(), &env, flags), warnings })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env_confirm(on: bool) -> EnvLayer {
+        EnvLayer { confirm_external_actions: Some(on), ..EnvLayer::default() }
+    }
 
     fn layer(path: &str, text: &str, system: bool) -> FileLayer {
         parse_file(Path::new(path), text, system).unwrap().0
@@ -283,7 +352,7 @@ mod tests {
 
     #[test]
     fn defaults_to_confirming() {
-        let config = resolve(&[], None, None, &Flags::default());
+        let config = resolve(&[], None, &EnvLayer::default(), &Flags::default());
         assert!(config.confirm_external_actions.value);
         assert_eq!(config.confirm_external_actions.source, Source::Default);
     }
@@ -292,17 +361,17 @@ mod tests {
     fn higher_layers_win() {
         let system = layer("/etc/s.toml", "[security]\nconfirm_external_actions = false\n", true);
         let user = layer("/h/config.toml", "[security]\nconfirm_external_actions = true\n", false);
-        let c = resolve(std::slice::from_ref(&system), None, None, &Flags::default());
+        let c = resolve(std::slice::from_ref(&system), None, &EnvLayer::default(), &Flags::default());
         assert_eq!(
             c.confirm_external_actions,
             Setting { value: false, source: Source::SystemConfig("/etc/s.toml".into()) }
         );
-        let c = resolve(std::slice::from_ref(&system), Some(&user), None, &Flags::default());
+        let c = resolve(std::slice::from_ref(&system), Some(&user), &EnvLayer::default(), &Flags::default());
         assert!(c.confirm_external_actions.value);
-        let c = resolve(std::slice::from_ref(&system), Some(&user), Some(false), &Flags::default());
+        let c = resolve(std::slice::from_ref(&system), Some(&user), &env_confirm(false), &Flags::default());
         assert_eq!(c.confirm_external_actions.source, Source::Env(CONFIRM_ENV.into()));
         assert!(!c.confirm_external_actions.value);
-        let c = resolve(&[], Some(&user), Some(false), &Flags { confirm_external_actions: Some(true) });
+        let c = resolve(&[], Some(&user), &env_confirm(false), &Flags { confirm_external_actions: Some(true) });
         assert!(c.confirm_external_actions.value);
         assert!(matches!(c.confirm_external_actions.source, Source::Flag(_)));
     }
@@ -314,7 +383,7 @@ mod tests {
         let c = resolve(
             std::slice::from_ref(&system),
             Some(&user),
-            Some(false),
+            &env_confirm(false),
             &Flags { confirm_external_actions: Some(false) },
         );
         assert!(c.confirm_external_actions.value);
@@ -322,7 +391,7 @@ mod tests {
         assert_eq!(c.confirm_required_by, Some(PathBuf::from("/etc/s.toml")));
         // A policy of `false` limits nothing.
         let lax = layer("/etc/s.toml", "[policy]\nconfirm_external_actions = false\n", true);
-        assert!(!resolve(&[lax], Some(&user), None, &Flags::default()).confirm_external_actions.value);
+        assert!(!resolve(&[lax], Some(&user), &EnvLayer::default(), &Flags::default()).confirm_external_actions.value);
     }
 
     #[test]
@@ -339,7 +408,7 @@ mod tests {
             "[policy]\nconfirm_external_actions = false\n[security]\nconfirm_external_actions = false\n",
             true,
         );
-        let c = resolve(&[strict, lax], None, None, &Flags { confirm_external_actions: Some(false) });
+        let c = resolve(&[strict, lax], None, &EnvLayer::default(), &Flags { confirm_external_actions: Some(false) });
         assert!(c.confirm_external_actions.value);
         assert_eq!(c.confirm_required_by, Some(etc.clone()));
         assert_eq!(c.confirm_external_actions.source, Source::SystemPolicy(etc));
@@ -364,5 +433,31 @@ mod tests {
         assert_eq!(warnings.len(), 2);
         assert_eq!(parse_bool("FALSE"), Some(false));
         assert_eq!(parse_bool("maybe"), None);
+    }
+
+    #[test]
+    fn the_sandbox_mode_comes_from_the_highest_layer_above_the_system_floor() {
+        let default = resolve(&[], None, &EnvLayer::default(), &Flags::default());
+        assert_eq!(default.sandbox, Setting { value: SandboxMode::BestEffort, source: Source::Default });
+        let user = layer("/h/config.toml", "[runtime]\nsandbox = \"off\"\n", false);
+        let c = resolve(&[], Some(&user), &EnvLayer::default(), &Flags::default());
+        assert_eq!(c.sandbox, Setting { value: SandboxMode::Off, source: Source::UserConfig("/h/config.toml".into()) });
+        let env = EnvLayer { sandbox: Some(SandboxMode::Required), ..EnvLayer::default() };
+        assert_eq!(resolve(&[], Some(&user), &env, &Flags::default()).sandbox.value, SandboxMode::Required);
+        let floor = layer("/etc/s.toml", "[policy]\nsandbox = \"required\"\n", true);
+        let c = resolve(std::slice::from_ref(&floor), Some(&user), &EnvLayer::default(), &Flags::default());
+        assert_eq!(
+            c.sandbox,
+            Setting { value: SandboxMode::Required, source: Source::SystemPolicy("/etc/s.toml".into()) }
+        );
+        assert_eq!(c.sandbox.source.shown("runtime"), "[policy] in /etc/s.toml");
+        assert_eq!(Source::UserConfig("/h/c.toml".into()).shown("runtime"), "[runtime] in /h/c.toml");
+        let err = parse_file(Path::new("/h/c.toml"), "[runtime]\nsandbox = \"strict\"\n", false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "/h/c.toml: `runtime.sandbox` must be \"required\", \"best-effort\" or \"off\", found \"strict\""
+        );
+        let (user, warnings) = parse_file(Path::new("/h/c.toml"), "[policy]\nsandbox = \"required\"\n", false).unwrap();
+        assert_eq!((user.policy_sandbox, warnings.len()), (None, 1));
     }
 }

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+use crate::sandbox::{Grants, SandboxMode, SandboxPlan};
 use crate::authoring::AuthoringError;
 use crate::authoring::add::{GrantOutcome, commit, plan_grants};
 use crate::authoring::check::{EntryFinding, check_drafts};
@@ -141,6 +142,17 @@ fn schema_blob(invocation_id: &str, bundle_root: &Path, timeout: Duration) -> Va
 fn ask_schema(command: &Path, args: &[String], bundle_root: &Path, limits: Limits) -> Result<Answer, AskError> {
     let invocation_id = uuid::Uuid::now_v7().to_string();
     let blob = schema_blob(&invocation_id, bundle_root, limits.timeout);
+    // Asked for its schema, a tool needs nothing beyond what any program
+    // does: no grant, no network.
+    let grants = Grants {
+        command,
+        bundle: bundle_root,
+        fs: Vec::new(),
+        net: Vec::new(),
+        max_memory_bytes: None,
+        max_processes: None,
+    };
+    let sandbox = SandboxPlan::new(SandboxMode::BestEffort, &grants);
     let invocation = Invocation {
         command,
         args,
@@ -150,11 +162,13 @@ fn ask_schema(command: &Path, args: &[String], bundle_root: &Path, limits: Limit
         deadline: Instant::now() + limits.timeout,
         max_stdout: limits.max_output as u64,
         stderr: Keep::Tail { keep: STDERR_TAIL, margin: 0 },
+        sandbox: Some(&sandbox),
     };
     let finished = invoke(&invocation).map_err(|e| {
         AskError::Start(match e {
             InvokeError::Folder(e) => format!("cannot create a private folder: {e}"),
             InvokeError::Blob(e) => format!("cannot write the blob: {e}"),
+            InvokeError::Sandbox(e) => format!("cannot prepare the sandbox: {e}"),
             InvokeError::Start(e) => e.to_string(),
             InvokeError::Wait(e) => format!("waiting for it failed: {e}"),
         })

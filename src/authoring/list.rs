@@ -11,7 +11,9 @@ use crate::authoring::policy_edit::needed_by;
 use crate::bundle::diag::Severity;
 use crate::bundle::policy::Policy;
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
+use crate::event::SandboxRecord;
 use crate::home::Home;
+use crate::sandbox::{Grants, SandboxMode, SandboxPlan};
 use crate::text::terminal_safe_line;
 
 /// One tool, as listed.
@@ -31,6 +33,9 @@ pub(crate) struct Row {
     pub confirm: bool,
     /// Needed capabilities the effective policy does not grant.
     pub missing: Vec<String>,
+    /// The kernel sandbox of an exec tool: a brief account and the record
+    /// its call frames would carry.
+    pub sandbox: Option<(String, SandboxRecord)>,
 }
 
 /// A bundle's tools and the policy they were checked against.
@@ -44,8 +49,9 @@ pub(crate) struct Listing {
     pub override_file: Option<PathBuf>,
 }
 
-/// Lists the tools of the bundle at `dir`.
-pub(crate) fn list(dir: &Path, home: &Home) -> Result<Listing, AuthoringError> {
+/// Lists the tools of the bundle at `dir`, with the sandbox each exec tool
+/// gets under `sandbox`.
+pub(crate) fn list(dir: &Path, home: &Home, sandbox: SandboxMode) -> Result<Listing, AuthoringError> {
     if !dir.join(crate::bundle::manifest::MANIFEST_FILE).is_file() {
         return Err(AuthoringError::usage(format!("{} is not a bundle (no manifest.toml)", dir.display()))
             .with_help("name a bundle folder, e.g. agents/mailer"));
@@ -65,7 +71,7 @@ pub(crate) fn list(dir: &Path, home: &Home) -> Result<Listing, AuthoringError> {
             override_file = Some(path);
         }
     }
-    let rows = bundle.tool_list().iter().map(|tool| row(tool, &policy)).collect();
+    let rows = bundle.tool_list().iter().map(|tool| row(tool, &policy, dir, sandbox)).collect();
     let policy_file = bundle.manifest.as_ref().map_or("policy.caps".to_string(), |m| m.caps_file.clone());
     Ok(Listing { rows, policy_file, override_file })
 }
@@ -90,7 +96,7 @@ fn read_override(path: &Path) -> Result<Option<Policy>, AuthoringError> {
     }
 }
 
-fn row(tool: &Tool, policy: &Policy) -> Row {
+fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
     let needed = needed_by(tool);
     let (transport, transport_json) = match &tool.transport {
         Some(Transport::Exec { command, args }) => {
@@ -118,6 +124,13 @@ fn row(tool: &Tool, policy: &Policy) -> Row {
         secrets: tool.secrets.iter().map(|(_, s)| s.to_string()).collect(),
         confirm: tool.needs_confirmation(),
         missing: needed.iter().filter(|n| !policy.allows(&n.capability)).map(|n| n.shown()).collect(),
+        sandbox: match &tool.transport {
+            Some(Transport::Exec { command, .. }) => {
+                let plan = SandboxPlan::new(mode, &Grants::of(tool, Path::new(command), bundle));
+                Some((plan.brief(), plan.record().clone()))
+            }
+            _ => None,
+        },
     }
 }
 
@@ -136,8 +149,8 @@ impl Listing {
         }
         let dash = |items: &[String]| if items.is_empty() { "-".to_string() } else { items.join(", ") };
         let safe = |cell: String| terminal_safe_line(&cell).into_owned();
-        let mut table: Vec<[String; 6]> =
-            vec![["ID", "TRANSPORT", "CAPABILITIES", "SECRETS", "CONFIRM", "EXPOSED"].map(str::to_string)];
+        let mut table: Vec<[String; 7]> =
+            vec![["ID", "TRANSPORT", "CAPABILITIES", "SECRETS", "CONFIRM", "EXPOSED", "SANDBOX"].map(str::to_string)];
         for row in &self.rows {
             table.push(
                 [
@@ -147,12 +160,13 @@ impl Listing {
                     dash(&row.secrets),
                     if row.confirm { "yes" } else { "no" }.to_string(),
                     row.exposed(),
+                    row.sandbox.as_ref().map_or_else(|| "-".to_string(), |(brief, _)| brief.clone()),
                 ]
                 .map(safe),
             );
         }
         let widths: Vec<usize> =
-            (0..6).map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+            (0..7).map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
         let mut out = String::new();
         for r in &table {
             let mut line = String::new();
@@ -189,6 +203,7 @@ impl Listing {
                     "requires_confirmation": r.confirm,
                     "exposed": r.missing.is_empty(),
                     "missing": r.missing,
+                    "sandbox": r.sandbox.as_ref().map(|(_, record)| record),
                 })
             })
             .collect();

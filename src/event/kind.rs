@@ -157,6 +157,7 @@ mod tests {
                 input_schema: String::new(),
                 input_schema_blake3: String::new(),
                 tags: vec![],
+                sandbox: None,
             })
         );
         let retry = Payload::read(

@@ -27,7 +27,7 @@ pub(crate) mod row;
 
 pub use kind::{EventKind, Payload};
 pub use payload::{
-    CapAuditPayload, Decision, Outcome, PAYLOAD_VERSION, RecordedError, ReplayLinkPayload, ToolCallPayload,
+    CapAuditPayload, Decision, Outcome, PAYLOAD_VERSION, RecordedError, ReplayLinkPayload, SandboxRecord, ToolCallPayload,
     ToolConfirmPayload, ToolError, ToolResultPayload,
 };
 pub use record::{Provenance, Record, RecordError, Recorder, now_ms};

@@ -49,6 +49,43 @@ pub struct ToolCallPayload {
     /// The tool's `observability.tags`.
     #[serde(default, deserialize_with = "fields::tags")]
     pub tags: Vec<String>,
+    /// The kernel sandbox an exec tool ran in (absent for http tools and in
+    /// traces written before rlp sandboxed tools).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub sandbox: Option<SandboxRecord>,
+}
+
+/// The kernel sandbox of an exec call, as its call frame records it
+/// (docs/sandbox.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxRecord {
+    /// `runtime.sandbox` in force: `required`, `best-effort` or `off`.
+    pub mode: String,
+    /// Whether the tool ran confined at all.
+    pub confined: bool,
+    /// The Landlock ABI applied (0: none).
+    pub landlock_abi: u32,
+    /// What the tool may read (and execute): `system` (the folders
+    /// docs/sandbox.md lists), then its program and the bundle.
+    pub read: Vec<String>,
+    /// What it may read and write: `$TMPDIR` (its private folder), then its
+    /// `fs` grants.
+    pub write: Vec<String>,
+    /// The network: `none`, `allowlist` (only `net_allow`) or `unrestricted`.
+    pub net: String,
+    /// The `net` grants it may reach.
+    pub net_allow: Vec<String>,
+    /// Whether the seccomp filter was loaded.
+    pub seccomp: bool,
+    /// `max_memory_bytes`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory_bytes: Option<u64>,
+    /// `max_processes`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u64>,
+    /// What the kernel could not enforce.
+    pub gaps: Vec<String>,
 }
 
 /// The error half of a result payload, as the runtime writes it.

@@ -23,6 +23,8 @@ use crate::kill::{kill_group, kill_tree};
 use crate::process::capture::{Capture, Captured, Keep};
 use crate::process::reap::{reap_child, reap_group, sweep_orphans};
 use crate::process::spawn::Program;
+use crate::sandbox::Confinement;
+use crate::sandbox::net::NetReport;
 
 /// How long a killed tool may take to exit before rlp gives up waiting.
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -68,6 +70,9 @@ pub(crate) struct Finished {
     pub overflow: bool,
     /// It did not exit even after SIGKILL, within [`KILL_GRACE`].
     pub unkillable: bool,
+    /// What the sandbox's network supervisor allowed and refused, when the
+    /// tool had one.
+    pub net: Option<NetReport>,
 }
 
 /// Why a run gave no [`Finished`].
@@ -79,9 +84,29 @@ pub(crate) enum RunError {
     Wait(io::Error),
 }
 
-/// Starts `program` and watches it to its end (see the module docs).
-pub(crate) fn run(program: &Program, watch: &Watch<'_>) -> Result<Finished, RunError> {
-    let child = program.start().map_err(RunError::Start)?;
+/// Starts `program`, confined by `sandbox` when given, and watches it to
+/// its end (see the module docs).
+pub(crate) fn run(
+    program: &Program,
+    sandbox: Option<&mut Confinement>,
+    watch: &Watch<'_>,
+) -> Result<Finished, RunError> {
+    let (child, supervisor) = match sandbox {
+        Some(sandbox) => {
+            let child = program.start(Some(sandbox.steps())).map_err(RunError::Start)?;
+            // A supervisor that cannot start leaves every connect of the
+            // tool blocked: the tool is ended at once.
+            match sandbox.supervise() {
+                Ok(supervisor) => (child, supervisor),
+                Err(e) => {
+                    kill_tree(child.pid);
+                    reap_child(child.pid, false);
+                    return Err(RunError::Start(e));
+                }
+            }
+        }
+        None => (program.start(None).map_err(RunError::Start)?, None),
+    };
     let pid = child.pid;
     let mut streams =
         [Stream::new(child.stdout, Keep::Head { limit: watch.max_stdout }), Stream::new(child.stderr, watch.stderr)];
@@ -93,6 +118,7 @@ pub(crate) fn run(program: &Program, watch: &Watch<'_>) -> Result<Finished, RunE
         timed_out: false,
         overflow: false,
         unkillable: false,
+        net: None,
     };
     // Until the deadline, then (once everything was killed) a short grace:
     // rlp never waits without a bound.
@@ -151,6 +177,7 @@ pub(crate) fn run(program: &Program, watch: &Watch<'_>) -> Result<Finished, RunE
             break;
         }
     }
+    finished.net = supervisor.map(|s| s.finish());
     let [stdout, stderr] = streams;
     finished.overflow |= stdout.overflow;
     finished.stdout = stdout.capture.into_captured();

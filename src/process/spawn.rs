@@ -11,9 +11,15 @@
 //!    its own copy of the handler table), and SIGPIPE too;
 //! 2. `PR_SET_PDEATHSIG(SIGKILL)`, then a check that rlp is still its parent:
 //!    the kernel kills the tool when rlp dies, even of SIGKILL;
-//! 3. `setpgid(0, 0)`: the tool leads its own process group;
+//! 3. `setpgid(0, 0)`: the tool leads its own process group — or, when it
+//!    is sandboxed, `setsid()`: its own session too, with no controlling
+//!    terminal to read or inject keystrokes into;
 //! 4. stdin, stdout and stderr onto /dev/null and the two pipes;
-//! 5. `chdir` into the tool's folder, the signal mask emptied, `execve`.
+//! 5. `chdir` into the tool's folder;
+//! 6. for a sandboxed tool, the confinement steps
+//!    ([`crate::sandbox::child`]: limits, capabilities, `no_new_privs`,
+//!    Landlock, seccomp);
+//! 7. the signal mask emptied, `execve`.
 //!
 //! rlp blocks every signal around the clone, so none of its handlers runs
 //! in the child, and until the tool is registered with the interrupt
@@ -32,12 +38,13 @@ use rustix::fs::{Mode, OFlags, fcntl_setfl};
 use rustix::io::{Errno, fcntl_dupfd_cloexec};
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{
-    Pid, PidfdFlags, Signal, chdir, getpid, getppid, pidfd_open, set_parent_process_death_signal, setpgid,
+    Pid, PidfdFlags, Signal, chdir, getpid, getppid, pidfd_open, set_parent_process_death_signal, setpgid, setsid,
 };
 use rustix::stdio::{dup2_stderr, dup2_stdin, dup2_stdout};
 
 use crate::interrupt::{self, Tracked};
 use crate::process::reap::{Running, reap_child};
+use crate::sandbox::child::ChildSteps;
 
 /// Stack of the child between the clone and the exec. It makes a handful
 /// of system calls from shallow frames; this leaves ample room.
@@ -90,8 +97,9 @@ impl Program {
     }
 
     /// Starts the program: its stdin is /dev/null, its stdout and stderr are
-    /// pipes to rlp (see the module docs for the rest).
-    pub(crate) fn start(&self) -> io::Result<Child> {
+    /// pipes to rlp, and it is confined by `sandbox` when given (see the
+    /// module docs for the rest).
+    pub(crate) fn start(&self, sandbox: Option<ChildSteps<'_>>) -> io::Result<Child> {
         let (stdout, stdout_writer) = pipe_with(PipeFlags::CLOEXEC)?;
         let (stderr, stderr_writer) = pipe_with(PipeFlags::CLOEXEC)?;
         fcntl_setfl(&stdout, OFlags::NONBLOCK)?;
@@ -110,6 +118,7 @@ impl Program {
             stdout: stdout_writer.as_fd(),
             stderr: stderr_writer.as_fd(),
             parent: getpid(),
+            sandbox,
             error: AtomicI32::new(0),
         };
         let blocked = BlockedSignals::all()?;
@@ -164,6 +173,8 @@ struct ChildPlan<'a> {
     stdout: BorrowedFd<'a>,
     stderr: BorrowedFd<'a>,
     parent: Pid,
+    /// The confinement steps of a sandboxed tool.
+    sandbox: Option<ChildSteps<'a>>,
     /// The errno of the step that failed; 0 when the tool was executed.
     error: AtomicI32,
 }
@@ -211,11 +222,16 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
     if getppid() != Some(plan.parent) {
         return Errno::SRCH;
     }
-    let ready = setpgid(None, None)
+    let lead = match plan.sandbox {
+        Some(_) => setsid().map(drop),
+        None => setpgid(None, None),
+    };
+    let ready = lead
         .and_then(|()| dup2_stdin(plan.stdin))
         .and_then(|()| dup2_stdout(plan.stdout))
         .and_then(|()| dup2_stderr(plan.stderr))
-        .and_then(|()| chdir(plan.dir));
+        .and_then(|()| chdir(plan.dir))
+        .and_then(|()| plan.sandbox.map_or(Ok(()), |steps| steps.apply()));
     if let Err(e) = ready {
         return e;
     }

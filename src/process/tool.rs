@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::process::capture::Keep;
 use crate::process::run::{Finished, RunError, Watch, run};
 use crate::process::spawn::Program;
+use crate::sandbox::SandboxPlan;
 
 /// The `PATH` a tool sees.
 pub(crate) const TOOL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -57,6 +58,9 @@ pub(crate) struct Invocation<'a> {
     pub max_stdout: u64,
     /// How stderr is kept (a tail).
     pub stderr: Keep,
+    /// The kernel sandbox, made around the call's private folder; `None`
+    /// runs the tool unconfined.
+    pub sandbox: Option<&'a SandboxPlan>,
 }
 
 /// Why an invocation gave no [`Finished`].
@@ -66,6 +70,8 @@ pub(crate) enum InvokeError {
     Folder(io::Error),
     /// The blob could not be written.
     Blob(io::Error),
+    /// The sandbox could not be prepared.
+    Sandbox(io::Error),
     /// The tool could not be started.
     Start(io::Error),
     /// Waiting for it failed (it was killed).
@@ -97,7 +103,11 @@ pub(crate) fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeErro
         stderr: invocation.stderr,
         marker: &marker,
     };
-    let finished = run(&program, &watch).map_err(|e| match e {
+    let mut confinement = match invocation.sandbox {
+        Some(plan) => plan.confine(dir.path()).map_err(InvokeError::Sandbox)?,
+        None => None,
+    };
+    let finished = run(&program, confinement.as_mut(), &watch).map_err(|e| match e {
         RunError::Start(e) => InvokeError::Start(e),
         RunError::Wait(e) => InvokeError::Wait(e),
     })?;
@@ -191,6 +201,7 @@ mod tests {
             deadline: Instant::now() + timeout,
             max_stdout,
             stderr: Keep::Tail { keep: 1024, margin: 0 },
+            sandbox: None,
         })
     }
 
@@ -256,6 +267,7 @@ mod tests {
                 deadline: Instant::now() + Duration::from_secs(5),
                 max_stdout: 10,
                 stderr: Keep::Tail { keep: 10, margin: 0 },
+                sandbox: None,
             };
             match invoke(&invocation) {
                 Err(InvokeError::Start(e)) => e.to_string(),

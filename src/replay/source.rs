@@ -319,6 +319,7 @@ mod tests {
                 input_schema: String::new(),
                 input_schema_blake3: String::new(),
                 tags: vec![],
+                sandbox: None,
             }),
         )
     }

@@ -1,6 +1,7 @@
 //! One call through the pipeline (see the [`crate::runtime`] overview).
 
 use std::fmt;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -9,7 +10,7 @@ use uuid::Uuid;
 
 use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::policy::grant_line;
-use crate::bundle::tools::Transport;
+use crate::bundle::tools::{Tool, Transport};
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::error::{Class, Reportable};
 use crate::event::{
@@ -18,12 +19,13 @@ use crate::event::{
 };
 use crate::integrity::verify::Signer;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
-use crate::runtime::exec::ExecPlan;
+use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
 use crate::runtime::secrets::{Scrubber, SecretValue};
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
 use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};
+use crate::sandbox::{Grants, SandboxPlan};
 
 /// Schema errors quoted in a message.
 const QUOTED_SCHEMA_ERRORS: usize = 5;
@@ -31,6 +33,9 @@ const QUOTED_SCHEMA_ERRORS: usize = 5;
 const BACKOFF_BASE_MS: u64 = 200;
 /// Longest wait between attempts, whatever the tool asks for.
 const BACKOFF_MAX_MS: u64 = 30_000;
+/// The `capability` of the audit frame that records a call refused because
+/// the sandbox is required and the kernel cannot confine the tool.
+pub(crate) const SANDBOX_CAPABILITY: &str = "sandbox";
 /// The `capability` of the audit frame ([`crate::event::EventKind::CapAudit`]) that records the trust gate's decision.
 pub(crate) const TRUST_AUDIT: &str = "trust";
 
@@ -314,6 +319,10 @@ impl Runtime {
             input_schema: prepared.input_schema_ref.clone(),
             input_schema_blake3: prepared.input_schema_blake3.clone(),
             tags: tool.tags.clone(),
+            sandbox: match &plan {
+                Plan::Exec(exec) => Some(exec.sandbox.record().clone()),
+                Plan::Http(_) => None,
+            },
         };
         journal.push(EventKind::ToolCall, "runtime".into(), call);
         journal.flush().map_err(|mut e| {
@@ -542,13 +551,16 @@ impl Runtime {
     ) -> Result<Plan, CallError> {
         let tool = &prepared.tool;
         match &tool.transport {
-            Some(Transport::Exec { command, args }) => match ExecPlan::new(command, args, tool.max_output_bytes) {
-                Ok(plan) => Ok(Plan::Exec(plan)),
-                Err(why) => Err(journal.refuse(
-                    CallError::new(CallErrorKind::Tool, format!("tool `{}` cannot run: {why}", tool.id))
-                        .help("install the tool's binary at that path, or fix `transport.command` in tools.json"),
-                )),
-            },
+            Some(Transport::Exec { command, args }) => {
+                let command = check_command(command).map_err(|why| {
+                    journal.refuse(
+                        CallError::new(CallErrorKind::Tool, format!("tool `{}` cannot run: {why}", tool.id))
+                            .help("install the tool's binary at that path, or fix `transport.command` in tools.json"),
+                    )
+                })?;
+                let sandbox = self.sandbox(tool, &command, journal)?;
+                Ok(Plan::Exec(ExecPlan { command, args: args.clone(), max_output_bytes: tool.max_output_bytes, sandbox }))
+            }
             Some(Transport::Http { method, url: Some(template), headers }) => {
                 let plan = match http::plan(method, template, headers, arguments, secrets, tool.max_output_bytes) {
                     Ok(plan) => plan,
@@ -581,6 +593,29 @@ impl Runtime {
         }
     }
 
+    /// The kernel sandbox of an exec tool: what it declares of `fs` and
+    /// `net` (every declared capability is granted by now), under
+    /// `runtime.sandbox`. Under `required`, a kernel that cannot confine the
+    /// tool refuses the call, and the refusal is recorded.
+    fn sandbox(&self, tool: &Tool, command: &Path, journal: &mut Journal<'_>) -> Result<SandboxPlan, CallError> {
+        let grants = Grants::of(tool, command, self.root());
+        let setting = &self.options().config.sandbox;
+        let plan = SandboxPlan::new(setting.value, &grants);
+        let Some(why) = plan.refusal() else { return Ok(plan) };
+        journal.audit_named(SANDBOX_CAPABILITY, Decision::Deny, &why);
+        Err(journal.refuse(
+            CallError::new(
+                CallErrorKind::Refused,
+                format!(
+                    "tool `{}` cannot run: the sandbox is required ({}) and this kernel cannot confine it: {why}",
+                    tool.id,
+                    setting.source.shown("runtime")
+                ),
+            )
+            .help("run on a kernel with Landlock and seccomp (Linux 5.13 or later), or set [runtime] sandbox = \"best-effort\" in config.toml (docs/sandbox.md)"),
+        ))
+    }
+
     fn confirm(
         &self,
         prepared: &Prepared,
@@ -611,7 +646,7 @@ impl Runtime {
             Confirmation {
                 approved: true,
                 by: "config".into(),
-                how: format!("not asked: security.confirm_external_actions = false ({})", setting.source),
+                how: format!("not asked: security.confirm_external_actions = false ({})", setting.source.shown("security")),
             }
         };
         let payload = ToolConfirmPayload {

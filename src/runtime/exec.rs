@@ -21,6 +21,7 @@ use crate::process::tool::{Invocation, InvokeError, invoke};
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::secrets::tool_environment;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
+use crate::sandbox::SandboxPlan;
 
 /// How much of stderr is kept for error messages (the tail).
 pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -30,7 +31,7 @@ const STDERR_QUOTE_BYTES: usize = 4 * 1024;
 const STDOUT_QUOTE_BYTES: usize = 512;
 
 /// A checked exec transport.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct ExecPlan {
     /// The executable (absolute).
     pub command: PathBuf,
@@ -38,11 +39,12 @@ pub(crate) struct ExecPlan {
     pub args: Vec<String>,
     /// Most stdout bytes accepted.
     pub max_output_bytes: u64,
+    /// The kernel sandbox the tool runs in.
+    pub sandbox: SandboxPlan,
 }
 
-impl ExecPlan {
-    /// Checks that `command` is an absolute path to an executable regular file.
-    pub(crate) fn new(command: &str, args: &[String], max_output_bytes: u64) -> Result<ExecPlan, String> {
+/// Checks that `command` is an absolute path to an executable regular file.
+pub(crate) fn check_command(command: &str) -> Result<PathBuf, String> {
         let path = Path::new(command);
         if !path.is_absolute() {
             return Err(format!("command `{command}` is not an absolute path; rlp never searches PATH"));
@@ -54,9 +56,10 @@ impl ExecPlan {
         if meta.permissions().mode() & 0o111 == 0 {
             return Err(format!("command `{command}` is not executable (no execute permission bit)"));
         }
-        Ok(ExecPlan { command: path.to_path_buf(), args: args.to_vec(), max_output_bytes })
-    }
+        Ok(path.to_path_buf())
+}
 
+impl ExecPlan {
     /// How the call is shown for confirmation: the command and its arguments.
     pub(crate) fn target(&self) -> String {
         let mut shown = self.command.display().to_string();
@@ -97,8 +100,13 @@ pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, Attem
     };
     let blob = run_blob(attempt);
     let invocation_id = attempt.invocation_id.to_string();
-    let env: Vec<(String, &str)> =
-        tool_environment(attempt.secrets).into_iter().map(|(name, value)| (name, value.expose())).collect();
+    let sandbox_env = plan.sandbox.environment();
+    let env: Vec<(String, &str)> = tool_environment(attempt.secrets)
+        .into_iter()
+        .map(|(name, value)| (name, value.expose()))
+        .chain(sandbox_env.iter().map(|(name, value)| (name.clone(), value.as_str())))
+        .collect();
+    plan.sandbox.warn_once();
     let invocation = Invocation {
         command: &plan.command,
         args: &plan.args,
@@ -108,10 +116,12 @@ pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, Attem
         deadline: attempt.deadline,
         max_stdout: plan.max_output_bytes,
         stderr: Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_spelled_len() },
+        sandbox: Some(&plan.sandbox),
     };
     let finished = invoke(&invocation).map_err(|e| match e {
         InvokeError::Folder(e) => transport("cannot create the private folder for the call", e),
         InvokeError::Blob(e) => transport("cannot write the call blob", e),
+        InvokeError::Sandbox(e) => transport("cannot prepare the sandbox", e),
         InvokeError::Start(e) => transport(&format!("cannot start `{}`", plan.command.display()), e),
         InvokeError::Wait(e) => transport("cannot wait for the tool", e),
     })?;
@@ -133,6 +143,29 @@ fn stderr_excerpt(attempt: &Attempt<'_>, ended: &Finished) -> String {
 
 /// Said of a tool whose stdout did not close once it had exited.
 const STDOUT_HELD: &str = "its standard output never closed (a process it started held it open, and was killed), so only what it printed before it exited was read";
+
+/// What an error message says of the sandbox when the tool failed the way
+/// a denial makes a program fail (EACCES or EPERM in `said`, its message
+/// and stderr), or when the supervisor refused a connect: the rules that
+/// applied, and the connects refused.
+fn sandbox_note(plan: &ExecPlan, ended: &Finished, said: &str) -> String {
+    let refused = ended.net.as_ref().map(|net| net.refused.as_slice()).unwrap_or_default();
+    let lower = said.to_ascii_lowercase();
+    let denied = DENIAL_WORDS.iter().any(|word| lower.contains(word));
+    if !plan.sandbox.record().confined || (!denied && refused.is_empty()) {
+        return String::new();
+    }
+    let mut note = format!("; {}", plan.sandbox.summary());
+    if !refused.is_empty() {
+        note.push_str(&format!("; it tried to connect to {}, which no net grant covers", refused.join(", ")));
+    }
+    note
+}
+
+/// How EACCES and EPERM read in the messages of programs (C library
+/// strings, errno names, Python's exception names).
+const DENIAL_WORDS: &[&str] =
+    &["permission denied", "operation not permitted", "eacces", "eperm", "permissionerror"];
 
 fn describe_status(status: Option<ExitStatus>) -> String {
     match status {
@@ -178,8 +211,9 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<
     match envelope::parse(stdout) {
         Stdout::Envelope(Outcome::Success(result)) => Ok(result),
         Stdout::Envelope(Outcome::Error { message, transient, retry_after_ms }) => {
+            let note = sandbox_note(plan, &ended, &message);
             let error =
-                AttemptError::new(FailureKind::Tool, scrub(format!("tool `{}` failed: {message}", attempt.tool)));
+                AttemptError::new(FailureKind::Tool, scrub(format!("tool `{}` failed: {message}{note}", attempt.tool)));
             Err(if transient { error.transient(retry_after_ms) } else { error })
         }
         Stdout::Envelope(Outcome::NeedsInput { question }) => {
@@ -204,33 +238,43 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<
                 format!("tool `{}` exited with status 0 but {}{held}{quoted}", attempt.tool, scrub(why)),
             ))
         }
-        _ => Err(AttemptError::new(
-            FailureKind::Tool,
-            format!(
-                "tool `{}` {}{held}{}",
-                attempt.tool,
-                describe_status(ended.status),
-                stderr_excerpt(attempt, &ended)
-            ),
-        )),
+        _ => {
+            let stderr = stderr_excerpt(attempt, &ended);
+            let note = sandbox_note(plan, &ended, &stderr);
+            Err(AttemptError::new(
+                FailureKind::Tool,
+                format!("tool `{}` {}{held}{stderr}{note}", attempt.tool, describe_status(ended.status)),
+            ))
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::{Grants, SandboxMode};
 
     #[test]
     fn checks_the_command() {
-        assert!(ExecPlan::new("sh", &[], 1).unwrap_err().contains("absolute"));
-        assert!(ExecPlan::new("/", &[], 1).unwrap_err().contains("regular file"));
-        assert!(ExecPlan::new("/nonexistent/x", &[], 1).unwrap_err().contains("cannot be used"));
+        assert!(check_command("sh").unwrap_err().contains("absolute"));
+        assert!(check_command("/").unwrap_err().contains("regular file"));
+        assert!(check_command("/nonexistent/x").unwrap_err().contains("cannot be used"));
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         fs::write(&file, "x").unwrap();
         fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(ExecPlan::new(file.to_str().unwrap(), &[], 1).unwrap_err().contains("not executable"));
-        let plan = ExecPlan::new("/bin/sh", &["-x".into()], 1).unwrap();
+        assert!(check_command(file.to_str().unwrap()).unwrap_err().contains("not executable"));
+        let command = check_command("/bin/sh").unwrap();
+        let grants = Grants {
+            command: &command,
+            bundle: dir.path(),
+            fs: vec![],
+            net: vec![],
+            max_memory_bytes: None,
+            max_processes: None,
+        };
+        let sandbox = SandboxPlan::new(SandboxMode::Off, &grants);
+        let plan = ExecPlan { command, args: vec!["-x".into()], max_output_bytes: 1, sandbox };
         assert_eq!(plan.target(), "/bin/sh <blob> -x");
     }
 }

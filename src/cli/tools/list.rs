@@ -17,7 +17,9 @@ Examples:
   rlp tools list agents/mailer --format json
 
 EXPOSED is `yes` when the effective policy (policy.caps ∩ $RUNLOOP_HOME/caps/overrides/<name>.toml,
-when present) grants every capability the tool needs, else `no: missing …`.")]
+when present) grants every capability the tool needs, else `no: missing …`.
+SANDBOX is what an exec tool may write (rw) and reach (net) under [runtime] sandbox
+(docs/sandbox.md), or `off`.")]
 pub struct ListArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
@@ -28,7 +30,8 @@ pub struct ListArgs {
 
 /// Runs `rlp tools list`.
 pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
-    let listing = list(&args.bundle, &ctx.home)?;
+    let config = crate::config::load(&ctx.home, &crate::config::Flags::default())?;
+    let listing = list(&args.bundle, &ctx.home, config.config.sandbox.value)?;
     let text = match args.format {
         Format::Human => listing.render_human(),
         Format::Json => json_text(&listing.to_json()),

@@ -1,0 +1,244 @@
+//! What an exec tool may touch on the filesystem: the paths and rights of
+//! its Landlock ruleset (docs/sandbox.md lists them).
+//!
+//! - read and execute: the system's program and library folders, the
+//!   tool's executable and the interpreters its `#!` line names (with the
+//!   installation each lives in, when that is outside the system folders),
+//!   and the bundle folder;
+//! - read only: the files of `/etc` a program needs (dynamic linker cache,
+//!   locale, time zone, certificates, name service), `/proc` and the CPU
+//!   topology in `/sys`;
+//! - read and write (never execute): `/dev/null`, `/dev/zero` and
+//!   `/dev/full`, the call's private folder, and the `fs:` grants the tool
+//!   declares.
+//!
+//! Everything else is denied, for root too.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use landlock::{ABI, Access as _, AccessFs, BitFlags};
+
+use crate::process::tool::TOOL_PATH;
+
+/// The Landlock ABI whose rights rlp asks for; older kernels get the subset
+/// they know (best-effort compatibility of the `landlock` crate).
+pub(crate) const TARGET_ABI: ABI = ABI::V7;
+
+/// What a rule lets the tool do below a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Read files, list folders, execute programs.
+    ReadExec,
+    /// Read files and list folders.
+    Read,
+    /// Read and write a device file (`/dev/null`).
+    Device,
+    /// Read, write, create, remove and rename; never execute, never make
+    /// device nodes.
+    ReadWrite,
+}
+
+impl Access {
+    /// The Landlock rights (for a folder; the crate keeps the file rights
+    /// of a rule on a file).
+    pub(crate) fn rights(self) -> BitFlags<AccessFs> {
+        match self {
+            Access::ReadExec => AccessFs::from_read(TARGET_ABI),
+            Access::Read => AccessFs::ReadFile | AccessFs::ReadDir,
+            Access::Device => AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev,
+            Access::ReadWrite => {
+                AccessFs::from_all(TARGET_ABI)
+                    & !(AccessFs::Execute | AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
+            }
+        }
+    }
+}
+
+/// One rule: a path (a folder and what is below it, or a file) and its rights.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FsRule {
+    /// The path.
+    pub path: PathBuf,
+    /// What the tool may do there.
+    pub access: Access,
+}
+
+/// Folders of programs and libraries, read and executed by every tool.
+const SYSTEM_PROGRAMS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store"];
+
+/// What of `/etc` a program may need to run, read only: never all of
+/// `/etc` (it holds `shadow`, keys and credentials that root could read).
+const SYSTEM_CONFIG: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/default/locale",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/crypto-policies",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/alternatives",
+    "/etc/os-release",
+    "/etc/inputrc",
+];
+
+/// What the kernel exposes that programs read about themselves.
+const SYSTEM_KERNEL: &[&str] = &["/proc", "/sys/devices/system/cpu"];
+
+/// Device files every program may read and write.
+const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Device files every program may read.
+const SYSTEM_RANDOM: &[&str] = &["/dev/random", "/dev/urandom"];
+
+/// The rules every tool gets (those of its paths that exist here), found once.
+pub(crate) fn system_rules() -> &'static [FsRule] {
+    static RULES: OnceLock<Vec<FsRule>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let groups: [(&[&str], Access); 5] = [
+            (SYSTEM_PROGRAMS, Access::ReadExec),
+            (SYSTEM_CONFIG, Access::Read),
+            (SYSTEM_KERNEL, Access::Read),
+            (SYSTEM_DEVICES, Access::Device),
+            (SYSTEM_RANDOM, Access::Read),
+        ];
+        groups
+            .into_iter()
+            .flat_map(|(paths, access)| paths.iter().map(move |p| FsRule { path: PathBuf::from(p), access }))
+            .filter(|rule| rule.path.exists())
+            .collect()
+    })
+}
+
+/// Whether `path` lies in one of the system program folders.
+fn is_system_program(path: &Path) -> bool {
+    SYSTEM_PROGRAMS.iter().any(|dir| path.starts_with(dir))
+}
+
+/// Most `#!` interpreters followed, as the kernel does (it stops at 4).
+const MAX_INTERPRETERS: usize = 4;
+/// The longest `#!` line read (the kernel reads 256 bytes).
+const SHEBANG_BYTES: usize = 256;
+
+/// The read-and-execute rules a tool's program needs beyond the system
+/// folders: the executable itself and, for a script, its interpreters.
+pub(crate) fn program_rules(command: &Path) -> Vec<FsRule> {
+    let mut rules = Vec::new();
+    let mut program = command.to_path_buf();
+    for depth in 0..=MAX_INTERPRETERS {
+        let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
+        if !is_system_program(&real) {
+            // An interpreter (python, node…) loads its own library tree:
+            // the installation it belongs to goes with it.
+            let path = if depth == 0 { real.clone() } else { installation(&real) };
+            rules.push(FsRule { path, access: Access::ReadExec });
+        }
+        match interpreter(&real) {
+            Some(next) => program = next,
+            None => break,
+        }
+    }
+    rules
+}
+
+/// The installation an interpreter belongs to: the folder above its `bin`
+/// (`/opt/python/3.12` for `/opt/python/3.12/bin/python3`), else its folder.
+fn installation(interpreter: &Path) -> PathBuf {
+    let folder = interpreter.parent().unwrap_or(Path::new("/"));
+    match (folder.file_name(), folder.parent()) {
+        (Some(name), Some(prefix)) if name == "bin" && prefix != Path::new("/") => prefix.to_path_buf(),
+        _ => folder.to_path_buf(),
+    }
+}
+
+/// The interpreter a script's `#!` line names (`/usr/bin/env NAME` is
+/// looked up in the tool's `PATH`), or `None` for a binary.
+fn interpreter(program: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; SHEBANG_BYTES];
+    let mut file = std::fs::File::open(program).ok()?;
+    let read = file.read(&mut head).ok()?;
+    let line = head[..read].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let mut words = line.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty());
+    let first = Path::new(OsStr::from_bytes(words.next()?));
+    if first.file_name() != Some(OsStr::new("env")) {
+        return Some(first.to_path_buf());
+    }
+    let name = words.find(|w| !w.starts_with(b"-"))?;
+    TOOL_PATH.split(':').map(|dir| Path::new(dir).join(OsStr::from_bytes(name))).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn executable(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn the_system_rules_hold_what_programs_need_and_never_all_of_etc() {
+        let rules = system_rules();
+        let find = |p: &str| rules.iter().find(|r| r.path == Path::new(p)).map(|r| r.access);
+        assert_eq!(find("/usr"), Some(Access::ReadExec));
+        assert_eq!(find("/etc/ld.so.cache"), Some(Access::Read));
+        assert_eq!(find("/dev/null"), Some(Access::Device));
+        assert_eq!(find("/etc"), None);
+        assert!(rules.iter().all(|r| !r.path.starts_with("/etc/shadow")));
+    }
+
+    #[test]
+    fn a_script_brings_its_interpreters_installation() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("py/bin/python9");
+        executable(&python, "\x7fELF");
+        let tool = dir.path().join("tools/run.py");
+        executable(&tool, &format!("#!{} -u\nprint(1)\n", python.display()));
+        let rules = program_rules(&tool);
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
+        assert_eq!(
+            rules,
+            vec![
+                FsRule { path: real(&tool), access: Access::ReadExec },
+                FsRule { path: real(&dir.path().join("py")), access: Access::ReadExec },
+            ]
+        );
+        // A system interpreter needs nothing beyond the system rules.
+        let shell = dir.path().join("tool.sh");
+        executable(&shell, "#!/usr/bin/env sh\necho\n");
+        assert_eq!(program_rules(&shell), vec![FsRule { path: real(&shell), access: Access::ReadExec }]);
+        assert!(interpreter(&shell).is_some_and(|sh| sh.ends_with("sh") && is_system_program(&sh)));
+    }
+
+    #[test]
+    fn an_interpreter_outside_a_bin_folder_brings_only_its_folder() {
+        assert_eq!(installation(Path::new("/opt/tools/python")), PathBuf::from("/opt/tools"));
+        assert_eq!(installation(Path::new("/bin/sh")), PathBuf::from("/bin"));
+        assert_eq!(installation(Path::new("/x/bin/node")), PathBuf::from("/x"));
+    }
+}

@@ -1,0 +1,397 @@
+//! The sandbox of one exec tool: worked out before its call is recorded (so
+//! the call frame says what applies), then made anew for each attempt
+//! around that attempt's private folder.
+
+use std::ffi::c_int;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Once, OnceLock};
+
+use landlock::{
+    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope,
+};
+use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+
+use crate::bundle::capability::{Capability, NetTarget};
+use crate::bundle::tools::Tool;
+use crate::event::SandboxRecord;
+use crate::sandbox::SandboxMode;
+use crate::sandbox::child::{ChildSteps, Limit, dropped_capabilities};
+use crate::sandbox::fs::{Access, FsRule, TARGET_ABI, program_rules, system_rules};
+use crate::sandbox::net::{Allowlist, Supervisor};
+use crate::sandbox::seccomp::{self, Filter, NetFilter};
+
+/// What a tool is granted, from its tools.json entry and the policy.
+#[derive(Clone, Debug)]
+pub(crate) struct Grants<'a> {
+    /// The executable (absolute).
+    pub command: &'a Path,
+    /// The bundle folder (read only).
+    pub bundle: &'a Path,
+    /// The `fs:` directories the tool declares (read-write).
+    pub fs: Vec<PathBuf>,
+    /// The `net:` targets the tool declares.
+    pub net: Vec<NetTarget>,
+    /// `max_memory_bytes`.
+    pub max_memory_bytes: Option<u64>,
+    /// `max_processes`.
+    pub max_processes: Option<u64>,
+}
+
+impl<'a> Grants<'a> {
+    /// What `tool` (run as `command`, from the bundle at `bundle`) declares:
+    /// by the time it runs, every declared capability is granted.
+    pub(crate) fn of(tool: &Tool, command: &'a Path, bundle: &'a Path) -> Grants<'a> {
+        let declared = || tool.capabilities.iter().map(|(_, cap)| cap);
+        Grants {
+            command,
+            bundle,
+            fs: declared().filter_map(|cap| if let Capability::Fs(dir) = cap { Some(dir.clone()) } else { None }).collect(),
+            net: declared().filter_map(|cap| if let Capability::Net(t) = cap { Some(t.clone()) } else { None }).collect(),
+            max_memory_bytes: tool.max_memory_bytes_stub(),
+            max_processes: tool.max_processes_stub(),
+        }
+    }
+}
+
+/// The network a tool gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Network {
+    /// No Internet socket at all.
+    None,
+    /// TCP to the granted hosts and ports only (connects checked by rlp).
+    Allow(Vec<NetTarget>),
+    /// Unconfined (sandbox off, or the kernel cannot check connects).
+    Unrestricted,
+}
+
+/// What the kernel offers, probed once per process.
+#[derive(Clone, Copy, Debug)]
+struct Kernel {
+    /// The Landlock ABI (0: none).
+    landlock_abi: u32,
+    /// seccomp filters can be loaded.
+    filter: bool,
+    /// seccomp user notification works (rlp can check connects).
+    user_notif: bool,
+}
+
+fn kernel() -> Kernel {
+    static KERNEL: OnceLock<Kernel> = OnceLock::new();
+    *KERNEL.get_or_init(|| {
+        let seccomp = seccomp::available();
+        Kernel { landlock_abi: landlock_abi(), filter: seccomp.filter, user_notif: seccomp.user_notif }
+    })
+}
+
+/// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the
+/// ABI version, or 0 without Landlock.
+fn landlock_abi() -> u32 {
+    const SYS_LANDLOCK_CREATE_RULESET: libc::c_long = 444;
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: a null attribute pointer with size 0 and the version flag
+    // only asks the kernel for a number.
+    let abi = unsafe {
+        libc::syscall(SYS_LANDLOCK_CREATE_RULESET, std::ptr::null::<u8>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+    };
+    u32::try_from(abi).unwrap_or(0)
+}
+
+/// The sandbox of one tool (see the module docs).
+#[derive(Debug)]
+pub(crate) struct SandboxPlan {
+    mode: SandboxMode,
+    kernel: Kernel,
+    /// Read (and execute) rules: system, program, bundle.
+    rules: Vec<FsRule>,
+    /// Read-write grants.
+    writable: Vec<PathBuf>,
+    network: Network,
+    limits: Vec<Limit>,
+    /// What the kernel cannot enforce, and whether each one matters for
+    /// `required` (a core guarantee) or only narrows the defence.
+    gaps: Vec<(String, bool)>,
+    record: SandboxRecord,
+}
+
+impl SandboxPlan {
+    /// The sandbox `grants` get under `mode` on this kernel.
+    pub(crate) fn new(mode: SandboxMode, grants: &Grants<'_>) -> SandboxPlan {
+        let kernel = kernel();
+        let confined = mode != SandboxMode::Off;
+        let mut rules = Vec::new();
+        let mut writable = Vec::new();
+        let mut limits = Vec::new();
+        let mut network = Network::Unrestricted;
+        let mut gaps = Vec::new();
+        if confined {
+            rules.extend(program_rules(grants.command));
+            rules.push(FsRule { path: grants.bundle.to_path_buf(), access: Access::ReadExec });
+            writable = grants.fs.clone();
+            network = if grants.net.is_empty() { Network::None } else { Network::Allow(grants.net.clone()) };
+            limits.push((libc::RLIMIT_CORE, 0));
+            limits.extend(grants.max_memory_bytes.map(|bytes| (libc::RLIMIT_AS, bytes)));
+            limits.extend(grants.max_processes.map(|count| (libc::RLIMIT_NPROC, count)));
+            gaps = kernel_gaps(kernel, &network, grants.max_processes.is_some());
+            if matches!(network, Network::Allow(_)) && !kernel.user_notif {
+                network = Network::Unrestricted;
+            }
+        }
+        let record = SandboxRecord {
+            mode: mode.to_string(),
+            confined: confined && (kernel.landlock_abi > 0 || kernel.filter),
+            landlock_abi: if confined { kernel.landlock_abi } else { 0 },
+            read: if confined {
+                std::iter::once("system".to_string()).chain(rules.iter().map(|r| r.path.display().to_string())).collect()
+            } else {
+                Vec::new()
+            },
+            write: if confined {
+                std::iter::once("$TMPDIR".to_string()).chain(writable.iter().map(|p| p.display().to_string())).collect()
+            } else {
+                Vec::new()
+            },
+            net: match &network {
+                Network::None => "none",
+                Network::Allow(_) => "allowlist",
+                Network::Unrestricted => "unrestricted",
+            }
+            .to_string(),
+            net_allow: match &network {
+                Network::Allow(targets) => targets.iter().map(NetTarget::to_string).collect(),
+                _ => Vec::new(),
+            },
+            seccomp: confined && kernel.filter,
+            max_memory_bytes: grants.max_memory_bytes.filter(|_| confined),
+            max_processes: grants.max_processes.filter(|_| confined),
+            gaps: gaps.iter().map(|(gap, _)| gap.clone()).collect(),
+        };
+        SandboxPlan { mode, kernel, rules, writable, network, limits, gaps, record }
+    }
+
+    /// What the call frame records.
+    pub(crate) fn record(&self) -> &SandboxRecord {
+        &self.record
+    }
+
+    /// Why the tool may not run: under `required`, a core guarantee the
+    /// kernel cannot give.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        if self.mode != SandboxMode::Required {
+            return None;
+        }
+        let core: Vec<&str> = self.gaps.iter().filter(|(_, core)| *core).map(|(gap, _)| gap.as_str()).collect();
+        (!core.is_empty()).then(|| core.join("; "))
+    }
+
+    /// Under `best-effort`, says once per process on stderr what the kernel
+    /// cannot enforce.
+    pub(crate) fn warn_once(&self) {
+        static WARNED: Once = Once::new();
+        if self.mode == SandboxMode::BestEffort && !self.gaps.is_empty() {
+            WARNED.call_once(|| {
+                let gaps: Vec<&str> = self.gaps.iter().map(|(gap, _)| gap.as_str()).collect();
+                eprintln!(
+                    "warning: the exec tool sandbox is partial on this kernel: {} (docs/sandbox.md; set [runtime] sandbox = \"required\" to refuse such calls)",
+                    gaps.join("; ")
+                );
+            });
+        }
+    }
+
+    /// Environment variables the tool needs under this sandbox: glibc
+    /// resolves names over TCP (the sandbox has no UDP).
+    pub(crate) fn environment(&self) -> Vec<(String, String)> {
+        match &self.network {
+            Network::Allow(targets) if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err() && !t.host.starts_with('[')) => {
+                vec![("RES_OPTIONS".to_string(), "use-vc".to_string())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A short account for `rlp tools list`: `off`, or what the tool may
+    /// write and reach.
+    pub(crate) fn brief(&self) -> String {
+        if !self.record.confined {
+            return "off".to_string();
+        }
+        let net = match &self.network {
+            Network::None => "none".to_string(),
+            Network::Allow(_) => self.record.net_allow.join(", "),
+            Network::Unrestricted => "unrestricted".to_string(),
+        };
+        format!("rw: {}; net: {net}", self.record.write.join(", "))
+    }
+
+    /// A one-line account of the rules, for error messages.
+    pub(crate) fn summary(&self) -> String {
+        if !self.record.confined {
+            return format!("the tool ran unconfined (sandbox = \"{}\")", self.mode);
+        }
+        let net = match &self.network {
+            Network::None => "no network".to_string(),
+            Network::Allow(_) => format!("network only to {}", self.record.net_allow.join(", ")),
+            Network::Unrestricted => "network unrestricted".to_string(),
+        };
+        format!(
+            "the tool ran sandboxed (Landlock ABI {}): read {}; read-write {}; {net}",
+            self.record.landlock_abi,
+            self.record.read.join(", "),
+            self.record.write.join(", ")
+        )
+    }
+
+    /// The confinement of one attempt, around its private folder; `None`
+    /// when the sandbox is off.
+    pub(crate) fn confine(&self, private: &Path) -> io::Result<Option<Confinement>> {
+        if self.mode == SandboxMode::Off {
+            return Ok(None);
+        }
+        let landlock = if self.kernel.landlock_abi > 0 { self.ruleset(private)? } else { None };
+        let filter = if self.kernel.filter {
+            let net = match self.network {
+                Network::None => Some(NetFilter::Denied),
+                Network::Allow(_) => Some(NetFilter::Supervised),
+                Network::Unrestricted => None,
+            };
+            net.and_then(Filter::build)
+        } else {
+            None
+        };
+        let supervised = match (&self.network, &filter) {
+            (Network::Allow(targets), Some(filter)) if filter.supervised() => {
+                let (parent, child) = socketpair(
+                    AddressFamily::UNIX,
+                    SocketType::SEQPACKET,
+                    SocketFlags::CLOEXEC,
+                    None,
+                )?;
+                Some(Supervised { parent, child: Some(child), allow: Some(Allowlist::new(targets)) })
+            }
+            _ => None,
+        };
+        static DROPPED: OnceLock<Vec<c_int>> = OnceLock::new();
+        Ok(Some(Confinement {
+            limits: self.limits.clone(),
+            dropped: DROPPED.get_or_init(dropped_capabilities),
+            landlock,
+            filter,
+            supervised,
+        }))
+    }
+
+    /// The Landlock ruleset: the plan's rules, the private folder and the
+    /// grants read-write, TCP binding denied (and connecting, without a net
+    /// grant), signals and abstract sockets scoped to the tool.
+    fn ruleset(&self, private: &Path) -> io::Result<Option<OwnedFd>> {
+        let landlock_error = |e: landlock::RulesetError| io::Error::other(format!("Landlock: {e}"));
+        let mut net: BitFlags<AccessNet> = AccessNet::BindTcp.into();
+        if self.network == Network::None {
+            net |= AccessNet::ConnectTcp;
+        }
+        let ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(TARGET_ABI))
+            .and_then(|r| r.handle_access(net))
+            .and_then(|r| r.scope(Scope::AbstractUnixSocket | Scope::Signal))
+            .and_then(Ruleset::create)
+            .map_err(landlock_error)?;
+        let writable = std::iter::once(private).chain(self.writable.iter().map(PathBuf::as_path));
+        let rules = system_rules()
+            .iter()
+            .chain(&self.rules)
+            .map(|rule| (rule.path.as_path(), rule.access))
+            .chain(writable.map(|path| (path, Access::ReadWrite)));
+        let mut ruleset = ruleset;
+        for (path, access) in rules {
+            // A path that went away since the plan was made (or a grant
+            // that does not exist) is simply not reachable.
+            let Ok(fd) = PathFd::new(path) else { continue };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, access.rights())).map_err(landlock_error)?;
+        }
+        Ok(ruleset.into())
+    }
+}
+
+/// What the kernel cannot enforce for a tool with `network` (each with
+/// whether `required` refuses over it).
+fn kernel_gaps(kernel: Kernel, network: &Network, process_limit: bool) -> Vec<(String, bool)> {
+    let abi = kernel.landlock_abi;
+    let mut gaps = Vec::new();
+    let mut gap = |text: String, core: bool| gaps.push((text, core));
+    if abi == 0 {
+        gap("Landlock is not available: the filesystem is not confined".into(), true);
+    } else {
+        let missing: [(u32, &str); 4] = [
+            (3, "truncating files"),
+            (4, "TCP binding and connecting by port"),
+            (5, "device ioctls"),
+            (6, "signals and abstract sockets outside the sandbox"),
+        ];
+        for (needed, what) in missing {
+            if abi < needed {
+                gap(format!("Landlock ABI {abi} does not control {what} (ABI {needed} does)"), false);
+            }
+        }
+    }
+    if !kernel.filter {
+        gap("seccomp is not available: sockets and dangerous system calls are not filtered".into(), true);
+    } else if matches!(network, Network::Allow(_)) && !kernel.user_notif {
+        gap("seccomp user notification is not available: net grants cannot be checked per host".into(), true);
+    }
+    // SAFETY: getuid has no failure mode.
+    if process_limit && unsafe { libc::getuid() } == 0 {
+        gap("max_processes is not enforced for root (the kernel exempts uid 0 from RLIMIT_NPROC)".into(), true);
+    }
+    gaps
+}
+
+/// The sandbox of one attempt, prepared in rlp before the clone.
+#[derive(Debug)]
+pub(crate) struct Confinement {
+    limits: Vec<Limit>,
+    dropped: &'static [c_int],
+    landlock: Option<OwnedFd>,
+    filter: Option<Filter>,
+    supervised: Option<Supervised>,
+}
+
+/// The channel of a supervised network.
+#[derive(Debug)]
+struct Supervised {
+    /// rlp's end: the listener arrives here.
+    parent: OwnedFd,
+    /// The child's end, closed once the child has executed the tool.
+    child: Option<OwnedFd>,
+    /// The hosts the supervisor allows (taken when it starts).
+    allow: Option<Allowlist>,
+}
+
+impl Confinement {
+    /// What the child applies.
+    pub(crate) fn steps(&self) -> ChildSteps<'_> {
+        ChildSteps {
+            limits: &self.limits,
+            dropped: self.dropped,
+            landlock: self.landlock.as_ref().map(AsFd::as_fd),
+            filter: self.filter.as_ref(),
+            listener_to: self.supervised.as_ref().and_then(|s| s.child.as_ref()).map(AsFd::as_fd),
+        }
+    }
+
+    /// Once the child has executed the tool: starts the supervisor of its
+    /// connects, if it has one.
+    pub(crate) fn supervise(&mut self) -> io::Result<Option<Supervisor>> {
+        let Some(supervised) = &mut self.supervised else { return Ok(None) };
+        // With the child's end closed, a listener that never came reads as
+        // the end of the socket instead of blocking.
+        supervised.child = None;
+        let listener = seccomp::recv_fd(supervised.parent.as_fd())?;
+        let allow = supervised.allow.take().unwrap_or_else(|| Allowlist::new(&[]));
+        Supervisor::start(listener, allow).map(Some)
+    }
+}
+impl Tool { fn max_memory_bytes_stub(&self) -> Option<u64> { None } fn max_processes_stub(&self) -> Option<u64> { None } }
