@@ -20,7 +20,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::sandbox::{Grants, SandboxMode, SandboxPlan};
 use crate::authoring::AuthoringError;
 use crate::authoring::add::{GrantOutcome, commit, plan_grants};
 use crate::authoring::check::{EntryFinding, check_drafts};
@@ -30,6 +29,7 @@ use crate::authoring::tools_file::{Change, ToolsDoc};
 use crate::bundle::value;
 use crate::process::capture::Keep;
 use crate::process::tool::{Invocation, InvokeError, invoke};
+use crate::sandbox::{Grants, SandboxMode, SandboxPlan};
 
 /// Default time a binary gets to answer.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

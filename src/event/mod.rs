@@ -27,8 +27,8 @@ pub(crate) mod row;
 
 pub use kind::{EventKind, Payload};
 pub use payload::{
-    CapAuditPayload, Decision, Outcome, PAYLOAD_VERSION, RecordedError, ReplayLinkPayload, SandboxRecord, ToolCallPayload,
-    ToolConfirmPayload, ToolError, ToolResultPayload,
+    CapAuditPayload, Decision, Outcome, PAYLOAD_VERSION, RecordedError, ReplayLinkPayload, SandboxRecord,
+    ToolCallPayload, ToolConfirmPayload, ToolError, ToolResultPayload,
 };
 pub use record::{Provenance, Record, RecordError, Recorder, now_ms};
 pub use row::{Event, PreparedRow};

@@ -559,7 +559,12 @@ impl Runtime {
                     )
                 })?;
                 let sandbox = self.sandbox(tool, &command, journal)?;
-                Ok(Plan::Exec(ExecPlan { command, args: args.clone(), max_output_bytes: tool.max_output_bytes, sandbox }))
+                Ok(Plan::Exec(ExecPlan {
+                    command,
+                    args: args.clone(),
+                    max_output_bytes: tool.max_output_bytes,
+                    sandbox,
+                }))
             }
             Some(Transport::Http { method, url: Some(template), headers }) => {
                 let plan = match http::plan(method, template, headers, arguments, secrets, tool.max_output_bytes) {
@@ -646,7 +651,10 @@ impl Runtime {
             Confirmation {
                 approved: true,
                 by: "config".into(),
-                how: format!("not asked: security.confirm_external_actions = false ({})", setting.source.shown("security")),
+                how: format!(
+                    "not asked: security.confirm_external_actions = false ({})",
+                    setting.source.shown("security")
+                ),
             }
         };
         let payload = ToolConfirmPayload {

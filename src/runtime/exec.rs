@@ -45,18 +45,18 @@ pub(crate) struct ExecPlan {
 
 /// Checks that `command` is an absolute path to an executable regular file.
 pub(crate) fn check_command(command: &str) -> Result<PathBuf, String> {
-        let path = Path::new(command);
-        if !path.is_absolute() {
-            return Err(format!("command `{command}` is not an absolute path; rlp never searches PATH"));
-        }
-        let meta = fs::metadata(path).map_err(|e| format!("command `{command}` cannot be used: {e}"))?;
-        if !meta.is_file() {
-            return Err(format!("command `{command}` is not a regular file"));
-        }
-        if meta.permissions().mode() & 0o111 == 0 {
-            return Err(format!("command `{command}` is not executable (no execute permission bit)"));
-        }
-        Ok(path.to_path_buf())
+    let path = Path::new(command);
+    if !path.is_absolute() {
+        return Err(format!("command `{command}` is not an absolute path; rlp never searches PATH"));
+    }
+    let meta = fs::metadata(path).map_err(|e| format!("command `{command}` cannot be used: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("command `{command}` is not a regular file"));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(format!("command `{command}` is not executable (no execute permission bit)"));
+    }
+    Ok(path.to_path_buf())
 }
 
 impl ExecPlan {
@@ -164,8 +164,7 @@ fn sandbox_note(plan: &ExecPlan, ended: &Finished, said: &str) -> String {
 
 /// How EACCES and EPERM read in the messages of programs (C library
 /// strings, errno names, Python's exception names).
-const DENIAL_WORDS: &[&str] =
-    &["permission denied", "operation not permitted", "eacces", "eperm", "permissionerror"];
+const DENIAL_WORDS: &[&str] = &["permission denied", "operation not permitted", "eacces", "eperm", "permissionerror"];
 
 fn describe_status(status: Option<ExitStatus>) -> String {
     match status {

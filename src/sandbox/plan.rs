@@ -48,8 +48,12 @@ impl<'a> Grants<'a> {
         Grants {
             command,
             bundle,
-            fs: declared().filter_map(|cap| if let Capability::Fs(dir) = cap { Some(dir.clone()) } else { None }).collect(),
-            net: declared().filter_map(|cap| if let Capability::Net(t) = cap { Some(t.clone()) } else { None }).collect(),
+            fs: declared()
+                .filter_map(|cap| if let Capability::Fs(dir) = cap { Some(dir.clone()) } else { None })
+                .collect(),
+            net: declared()
+                .filter_map(|cap| if let Capability::Net(t) = cap { Some(t.clone()) } else { None })
+                .collect(),
             max_memory_bytes: tool.max_memory_bytes_stub(),
             max_processes: tool.max_processes_stub(),
         }
@@ -144,7 +148,9 @@ impl SandboxPlan {
             confined: confined && (kernel.landlock_abi > 0 || kernel.filter),
             landlock_abi: if confined { kernel.landlock_abi } else { 0 },
             read: if confined {
-                std::iter::once("system".to_string()).chain(rules.iter().map(|r| r.path.display().to_string())).collect()
+                std::iter::once("system".to_string())
+                    .chain(rules.iter().map(|r| r.path.display().to_string()))
+                    .collect()
             } else {
                 Vec::new()
             },
@@ -205,7 +211,9 @@ impl SandboxPlan {
     /// resolves names over TCP (the sandbox has no UDP).
     pub(crate) fn environment(&self) -> Vec<(String, String)> {
         match &self.network {
-            Network::Allow(targets) if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err() && !t.host.starts_with('[')) => {
+            Network::Allow(targets)
+                if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err() && !t.host.starts_with('[')) =>
+            {
                 vec![("RES_OPTIONS".to_string(), "use-vc".to_string())]
             }
             _ => Vec::new(),
@@ -263,12 +271,8 @@ impl SandboxPlan {
         };
         let supervised = match (&self.network, &filter) {
             (Network::Allow(targets), Some(filter)) if filter.supervised() => {
-                let (parent, child) = socketpair(
-                    AddressFamily::UNIX,
-                    SocketType::SEQPACKET,
-                    SocketFlags::CLOEXEC,
-                    None,
-                )?;
+                let (parent, child) =
+                    socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
                 Some(Supervised { parent, child: Some(child), allow: Some(Allowlist::new(targets)) })
             }
             _ => None,
@@ -394,4 +398,11 @@ impl Confinement {
         Supervisor::start(listener, allow).map(Some)
     }
 }
-impl Tool { fn max_memory_bytes_stub(&self) -> Option<u64> { None } fn max_processes_stub(&self) -> Option<u64> { None } }
+impl Tool {
+    fn max_memory_bytes_stub(&self) -> Option<u64> {
+        None
+    }
+    fn max_processes_stub(&self) -> Option<u64> {
+        None
+    }
+}

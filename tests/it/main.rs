@@ -12,6 +12,7 @@ mod io;
 mod lint;
 mod replay;
 mod runtime;
+mod sandbox;
 mod schemas;
 mod seal;
 mod secrets;

@@ -1,0 +1,361 @@
+//! The kernel sandbox of exec tools (docs/sandbox.md), with real tools
+//! (Python and shell) run by real `rlp tools call` processes: what a tool may
+//! read, write and reach, what the call frame records, and the modes.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+
+use crate::support::Sandbox;
+use crate::support::bundle::{self, with};
+use crate::support::output::{assert_contains, stderr, stdout_json};
+
+/// A Python tool at `<sandbox>/bin/<name>.py` running `body`, where `args`
+/// holds the tool's command-line arguments after the blob and `result`
+/// is printed as its JSON result.
+fn python_tool(sb: &Sandbox, name: &str, body: &str) -> String {
+    let dir = sb.join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.py"));
+    let text = format!(
+        "#!/usr/bin/env python3\nimport errno, json, os, socket, sys\nargs = sys.argv[2:]\nresult = {{}}\n\
+         def attempt(key, action):\n    try:\n        action()\n        result[key] = 'ok'\n    except OSError as e:\n        result[key] = errno.errorcode.get(e.errno, str(e.errno))\n\
+         {body}\nprint(json.dumps(result))\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// An exec tool `id` running `command` with `args`, declaring `caps`.
+fn tool(id: &str, command: &str, args: &[&str], caps: &[String]) -> Value {
+    with(bundle::tool(id, bundle::exec(command, args)), json!({"capabilities": caps}))
+}
+
+/// The payload of the call frame of the last call.
+fn call_frame(sb: &Sandbox) -> Value {
+    let events = sb.events();
+    let call = events.iter().rev().find(|e| e.kind == "tool.call").expect("a call frame");
+    call.payload().unwrap()
+}
+
+/// A TCP server on 127.0.0.1 counting the connections it accepts.
+struct Listener {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl Listener {
+    fn start() -> Listener {
+        let socket = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        std::thread::spawn(move || {
+            for mut stream in socket.incoming().flatten() {
+                count.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.read(&mut [0u8; 16]);
+            }
+        });
+        Listener { port, accepted }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+const FILE_PROBE: &str = "\
+granted, other, outside = args
+def write_granted():
+    with open(os.path.join(granted, 'out.txt'), 'w') as f: f.write('hi')
+attempt('write_granted', write_granted)
+attempt('read_other', lambda: open(os.path.join(other, 'secret.txt')).read())
+attempt('list_other', lambda: os.listdir(other))
+attempt('write_outside', lambda: open(os.path.join(outside, 'escaped.txt'), 'w').close())
+attempt('read_ssh', lambda: os.listdir('/root/.ssh') if os.path.isdir('/root/.ssh') else open('/etc/shadow').read())
+attempt('read_shadow', lambda: open('/etc/shadow').read())";
+
+#[test]
+fn a_tool_writes_inside_its_grant_and_reaches_nothing_else() {
+    let sb = Sandbox::new();
+    let granted = sb.join("granted");
+    let outside = sb.join("outside");
+    std::fs::create_dir_all(&granted).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("secret.txt"), "secret").unwrap();
+    let command = python_tool(&sb, "files", FILE_PROBE);
+    let args = [granted.to_str().unwrap(), other.path().to_str().unwrap(), outside.to_str().unwrap()];
+    let grant = format!("fs:{}", granted.display());
+    let caps = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\n", granted.display());
+    let bundle = sb.bundle("files", json!([tool("probe", &command, &args, &[grant])]), &caps);
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout_json(&output),
+        json!({
+            "write_granted": "ok",
+            "read_other": "EACCES",
+            "list_other": "EACCES",
+            "write_outside": "EACCES",
+            "read_ssh": "EACCES",
+            "read_shadow": "EACCES",
+        })
+    );
+    assert_eq!(std::fs::read_to_string(granted.join("out.txt")).unwrap(), "hi");
+    assert!(!outside.join("escaped.txt").exists());
+}
+
+#[test]
+fn with_no_grant_python_and_shell_tools_run_and_use_their_private_folder() {
+    let sb = Sandbox::new();
+    let python = python_tool(
+        &sb,
+        "private",
+        "tmp = os.environ['TMPDIR']\n\
+         def scratch():\n    p = os.path.join(tmp, 'scratch')\n    open(p, 'w').write('x')\n    assert open(p).read() == 'x'\n    os.mkdir(os.path.join(tmp, 'sub'))\n\
+         attempt('scratch', scratch)\nresult['cwd_is_tmp'] = os.getcwd() == tmp\n\
+         import ssl, locale, tempfile\nresult['tempfile'] = os.path.dirname(tempfile.mkstemp()[1]) == tmp",
+    );
+    let shell = sb.script(
+        "private.sh",
+        "cd \"$TMPDIR\" && echo x > scratch && mkdir sub && ls -d sub >/dev/null && date >/dev/null \
+         && printf '{\"shell\":\"%s\"}\\n' \"$(cat scratch)\"",
+    );
+    let tools = json!([tool("py", &python, &[], &[]), tool("sh", shell.to_str().unwrap(), &[], &[])]);
+    let bundle = sb.bundle("private", tools, "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "py", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"scratch": "ok", "cwd_is_tmp": true, "tempfile": true}));
+    let output = sb.call(&bundle, "sh", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"shell": "x"}));
+}
+
+/// A probe connecting to each port in its arguments, by address and by name.
+const CONNECT_PROBE: &str = "\
+for port in args:
+    attempt('127.0.0.1:' + port, lambda: socket.create_connection(('127.0.0.1', int(port)), timeout=5).close())
+attempt('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())";
+
+#[test]
+fn a_tool_without_net_cannot_connect_even_to_loopback() {
+    let sb = Sandbox::new();
+    let server = Listener::start();
+    let command = python_tool(&sb, "connect", CONNECT_PROBE);
+    let port = server.port.to_string();
+    let bundle = sb.bundle("offline", json!([tool("probe", &command, &[&port], &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({format!("127.0.0.1:{port}"): "EACCES", "udp": "EACCES"}));
+    assert_eq!(server.accepted(), 0);
+    let frame = call_frame(&sb);
+    assert_eq!(frame["sandbox"]["net"], "none");
+}
+
+#[test]
+fn a_tool_granted_one_port_reaches_it_and_not_another() {
+    let sb = Sandbox::new();
+    let (granted, other) = (Listener::start(), Listener::start());
+    let command = python_tool(&sb, "connect", CONNECT_PROBE);
+    let (p, q) = (granted.port.to_string(), other.port.to_string());
+    let grant = format!("net:127.0.0.1:{p}");
+    let caps = format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{p}\"]\n");
+    let bundle = sb.bundle("online", json!([tool("probe", &command, &[&p, &q], &[grant])]), &caps);
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout_json(&output),
+        json!({format!("127.0.0.1:{p}"): "ok", format!("127.0.0.1:{q}"): "EACCES", "udp": "EACCES"})
+    );
+    // The connection that went through reached the server; the other never left.
+    assert_eq!((granted.accepted(), other.accepted()), (1, 0));
+    let frame = call_frame(&sb);
+    assert_eq!(frame["sandbox"]["net"], "allowlist");
+    assert_eq!(frame["sandbox"]["net_allow"], json!([format!("127.0.0.1:{p}")]));
+}
+
+#[test]
+fn a_host_name_grant_reaches_what_the_name_resolves_to() {
+    let sb = Sandbox::new();
+    let server = Listener::start();
+    let port = server.port.to_string();
+    let command = python_tool(
+        &sb,
+        "by_name",
+        "attempt('localhost', lambda: socket.create_connection(('localhost', int(args[0])), timeout=5).close())",
+    );
+    let caps = format!("[capabilities]\nexec = true\nnet = [\"localhost\"]\n");
+    let bundle = sb.bundle("named", json!([tool("probe", &command, &[&port], &["net:localhost".to_string()])]), &caps);
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"localhost": "ok"}));
+    assert_eq!(server.accepted(), 1);
+}
+
+#[test]
+fn a_refused_connect_is_named_in_the_error() {
+    let sb = Sandbox::new();
+    let (granted, other) = (Listener::start(), Listener::start());
+    let script = sb.script(
+        "fetch.sh",
+        &format!("exec python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {}))'", other.port),
+    );
+    let grant = format!("net:127.0.0.1:{}", granted.port);
+    let caps = format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{}\"]\n", granted.port);
+    let bundle = sb.bundle("fetcher", json!([tool("fetch", script.to_str().unwrap(), &[], &[grant])]), &caps);
+    let output = sb.call(&bundle, "fetch", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "PermissionError: [Errno 13] Permission denied");
+    assert_contains(&stderr(&output), "; the tool ran sandboxed (Landlock ABI ");
+    assert_contains(
+        &stderr(&output),
+        &format!("; it tried to connect to 127.0.0.1:{}, which no net grant covers", other.port),
+    );
+    assert_eq!(other.accepted(), 0);
+}
+
+/// A probe of the tool's own process status.
+const STATUS_PROBE: &str = "\
+for line in open('/proc/self/status'):
+    key, _, value = line.partition(':')
+    if key in ('NoNewPrivs', 'Seccomp', 'CapBnd'):
+        result[key] = value.strip()
+result['sid_is_pid'] = os.getsid(0) == os.getpid()
+import resource
+result['core'] = resource.getrlimit(resource.RLIMIT_CORE)[1]
+attempt('tty', lambda: open('/dev/tty').close())";
+
+#[test]
+fn the_tool_runs_without_new_privileges_in_a_session_of_its_own() {
+    let sb = Sandbox::new();
+    let command = python_tool(&sb, "status", STATUS_PROBE);
+    let bundle = sb.bundle("status", json!([tool("probe", &command, &[], &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let status = stdout_json(&output);
+    assert_eq!(status["NoNewPrivs"], "1");
+    assert_eq!(status["Seccomp"], "2");
+    assert_eq!(status["sid_is_pid"], true);
+    assert_eq!(status["core"], 0);
+    // No controlling terminal to open (and /dev/tty is outside the rules).
+    assert_eq!(status["tty"], "EACCES");
+    // Root keeps only the file-ownership capabilities (0 to 7).
+    assert_eq!(status["CapBnd"], "00000000000000ff");
+}
+
+#[test]
+fn the_call_frame_records_the_sandbox_that_applied() {
+    let sb = Sandbox::new();
+    let granted = sb.join("granted");
+    std::fs::create_dir_all(&granted).unwrap();
+    let script = sb.script("ok.sh", "echo '{}'");
+    let grant = format!("fs:{}", granted.display());
+    let caps = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\n", granted.display());
+    let bundle = sb.bundle("recorded", json!([tool("ok", script.to_str().unwrap(), &[], &[grant])]), &caps);
+    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let root = bundle.canonicalize().unwrap();
+    assert_eq!(
+        call_frame(&sb)["sandbox"],
+        json!({
+            "mode": "best-effort",
+            "confined": true,
+            "landlock_abi": landlock_abi(),
+            "read": ["system", script.canonicalize().unwrap(), root],
+            "write": ["$TMPDIR", granted],
+            "net": "none",
+            "net_allow": [],
+            "seccomp": true,
+            "gaps": [],
+        })
+    );
+}
+
+/// The Landlock ABI of this kernel, as the frame should record it.
+fn landlock_abi() -> u32 {
+    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only returns a number.
+    let abi = unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) };
+    u32::try_from(abi).unwrap_or(0)
+}
+
+#[test]
+fn with_the_sandbox_off_the_tool_is_unconfined_and_the_frame_says_so() {
+    let sb = Sandbox::new();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("secret.txt"), "secret").unwrap();
+    let command = python_tool(
+        &sb,
+        "unconfined",
+        "attempt('read_other', lambda: open(os.path.join(args[0], 'secret.txt')).read())\n\
+         result['NoNewPrivs'] = [l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')][0]",
+    );
+    let bundle = sb.bundle(
+        "off",
+        json!([tool("probe", &command, &[other.path().to_str().unwrap()], &[])]),
+        "[capabilities]\nexec = true\n",
+    );
+    std::fs::create_dir_all(sb.home()).unwrap();
+    std::fs::write(sb.home().join("config.toml"), "[runtime]\nsandbox = \"off\"\n").unwrap();
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"read_other": "ok", "NoNewPrivs": "0"}));
+    assert_eq!(
+        call_frame(&sb)["sandbox"],
+        json!({
+            "mode": "off",
+            "confined": false,
+            "landlock_abi": 0,
+            "read": [],
+            "write": [],
+            "net": "unrestricted",
+            "net_allow": [],
+            "seccomp": false,
+            "gaps": [],
+        })
+    );
+    // The environment variable wins over the file.
+    let output = sb.call(&bundle, "probe", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "best-effort").output().unwrap();
+    assert_eq!(stdout_json(&output)["read_other"], "EACCES");
+}
+
+#[test]
+fn tools_list_shows_the_sandbox_of_each_exec_tool() {
+    let sb = Sandbox::new();
+    let granted = sb.join("granted");
+    let script = sb.script("ok.sh", "echo '{}'");
+    let tools = json!([
+        tool("files", script.to_str().unwrap(), &[], &[format!("fs:{}", granted.display())]),
+        tool("net", script.to_str().unwrap(), &[], &["net:127.0.0.1:9".to_string()]),
+    ]);
+    let caps = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\nnet = [\"127.0.0.1:9\"]\n", granted.display());
+    let bundle = sb.bundle("listed", tools, &caps);
+    let (out, _) = sb.expect(0, &["tools", "list", bundle.to_str().unwrap(), "--format", "json"]);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["tools"][0]["sandbox"]["write"], json!(["$TMPDIR", granted]));
+    assert_eq!(listed["tools"][1]["sandbox"]["net_allow"], json!(["127.0.0.1:9"]));
+    let (out, _) = sb.expect(0, &["tools", "list", bundle.to_str().unwrap()]);
+    assert_contains(&out, &format!("rw: $TMPDIR, {}; net: none", granted.display()));
+    assert_contains(&out, "rw: $TMPDIR; net: 127.0.0.1:9");
+    let output = sb.rlp().env("RUNLOOP_RUNTIME_SANDBOX", "off").args(["tools", "list"]).arg(&bundle).output().unwrap();
+    assert_contains(&String::from_utf8(output.stdout).unwrap(), "  off\n");
+}
+
+#[test]
+fn a_bad_sandbox_setting_is_a_usage_error() {
+    let sb = Sandbox::new();
+    let script = sb.script("ok.sh", "echo '{}'");
+    let bundle =
+        sb.bundle("bad", json!([tool("ok", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "ok", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "strict").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_contains(
+        &stderr(&output),
+        "error: RUNLOOP_RUNTIME_SANDBOX: `strict` is not a sandbox mode (required, best-effort or off)",
+    );
+}
