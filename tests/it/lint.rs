@@ -22,7 +22,7 @@ file = "policy.caps"
 "#;
 
 const POLICY: &str = r#"[capabilities]
-net = ["api.mail.example", "localhost:8080"]
+net = ["api.mail.example"]
 secrets = ["runloop/mail/smtp_api_key"]
 exec = true
 kb_read = true
@@ -895,6 +895,8 @@ fn fifty_thousand_findings_are_each_placed_exactly() {
     const TOOLS: usize = 50_000;
     let fixture = Fixture::new();
     fixture.edit("policy.caps", "exec = true\n", "");
+    // Without the http tool, nothing claims the net grant (RLP215).
+    fixture.edit("policy.caps", "net = [\"api.mail.example\"]\n", "");
     let tools: Vec<Value> = (0..TOOLS)
         .map(|i| {
             serde_json::json!({
