@@ -1,5 +1,7 @@
 //! `tools.json` version 1: the host tools an agent may call.
 
+use std::ops::RangeInclusive;
+
 use serde_json::{Map, Value};
 
 use crate::bundle::capability::{Capability, SecretId};
@@ -16,6 +18,10 @@ pub const TOOLS_FILE: &str = "tools.json";
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// Default `max_output_bytes`.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 20;
+/// The values `max_memory_bytes` may take: 1 MiB to 1 TiB.
+pub const MAX_MEMORY_BYTES_RANGE: RangeInclusive<u64> = (1 << 20)..=(1 << 40);
+/// The values `max_processes` may take.
+pub const MAX_PROCESSES_RANGE: RangeInclusive<u64> = 1..=4096;
 /// The tool id pattern, for messages.
 pub const TOOL_ID_PATTERN: &str = "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$";
 /// Methods an http transport may use.
@@ -35,6 +41,8 @@ const TOOL_KEYS: &[&str] = &[
     "observability",
     "timeout_ms",
     "max_output_bytes",
+    "max_memory_bytes",
+    "max_processes",
     "retry",
     "options_schema",
     "category",
@@ -143,6 +151,12 @@ pub struct Tool {
     pub timeout_ms: u64,
     /// `max_output_bytes` (default 1 MiB).
     pub max_output_bytes: u64,
+    /// `max_memory_bytes`: the largest address space of each of an exec
+    /// tool's processes (`RLIMIT_AS`); `None`: no limit.
+    pub max_memory_bytes: Option<u64>,
+    /// `max_processes`: the most processes and threads an exec tool may have
+    /// at once; `None`: no limit.
+    pub max_processes: Option<u64>,
     /// `retry.max_attempts` (default 1).
     pub max_attempts: u32,
     /// `options_schema`.
@@ -335,6 +349,13 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
         tags,
         timeout_ms: f.integer("timeout_ms", 1, 24 * 3600 * 1000, diags).unwrap_or(DEFAULT_TIMEOUT_MS),
         max_output_bytes: f.integer("max_output_bytes", 1, 1 << 32, diags).unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+        max_memory_bytes: f.integer(
+            "max_memory_bytes",
+            *MAX_MEMORY_BYTES_RANGE.start(),
+            *MAX_MEMORY_BYTES_RANGE.end(),
+            diags,
+        ),
+        max_processes: f.integer("max_processes", *MAX_PROCESSES_RANGE.start(), *MAX_PROCESSES_RANGE.end(), diags),
         max_attempts,
         options_schema,
         category: f.string("category", false, diags).map(str::to_string),

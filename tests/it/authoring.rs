@@ -92,7 +92,7 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
             "--cap-kb-write",
             "drafts",
             "--tool",
-            "id=mail.render;desc=Renders a draft;exec=/usr/local/bin/render;arg=--quiet;input=schema:mail.draft.v1;tag=mail",
+            "id=mail.render;desc=Renders a draft;exec=/usr/local/bin/render;arg=--quiet;input=schema:mail.draft.v1;tag=mail;cap=fs:/srv/mail;cap=fs:/tmp/out;cap=net:smtp.example.com:587",
             "--tool",
             "id=mail.send;desc=Sends a draft;http=POST https://api.mail.example/v1/send/{box};header=Authorization: Bearer ${secret:runloop/mail/key};confirm;tokens=500",
         ],
@@ -118,7 +118,8 @@ fn scaffold_from_flags_builds_a_bundle_that_lints_clean() {
             "transport": {"kind": "exec", "command": "/usr/local/bin/render", "args": ["--quiet"]},
             "input_schema": {"$ref": "schema:mail.draft.v1"},
             "result_schema": {"type": "object"},
-            "requires_confirmation": false,
+            "capabilities": ["fs:/srv/mail", "fs:/tmp/out", "net:smtp.example.com:587"],
+            "requires_confirmation": true,
             "observability": {"tags": ["mail"]}
         })
     );

@@ -22,7 +22,7 @@ file = "policy.caps"
 "#;
 
 const POLICY: &str = r#"[capabilities]
-net = ["api.mail.example", "localhost:8080"]
+net = ["api.mail.example"]
 secrets = ["runloop/mail/smtp_api_key"]
 exec = true
 kb_read = true
@@ -895,6 +895,8 @@ fn fifty_thousand_findings_are_each_placed_exactly() {
     const TOOLS: usize = 50_000;
     let fixture = Fixture::new();
     fixture.edit("policy.caps", "exec = true\n", "");
+    // Without the http tool, nothing claims the net grant (RLP215).
+    fixture.edit("policy.caps", "net = [\"api.mail.example\"]\n", "");
     let tools: Vec<Value> = (0..TOOLS)
         .map(|i| {
             serde_json::json!({
@@ -948,4 +950,189 @@ fn control_characters_in_findings_are_escaped() {
     assert!(!github.contains('\u{1b}'), "{github:?}");
     assert_eq!(github.lines().count(), 1, "{github}");
     assert_contains(&github, "::tool id `notes%1B[31m%0Asearch` does not match");
+}
+
+/// RLP215 and RLP216: what an exec tool can reach under the sandbox, and
+/// sandbox limits where there is no sandbox.
+mod sandbox {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Re-digests, then lints as JSON and as human text.
+    fn lint_both(fixture: &Fixture) -> (i32, Vec<Value>, String) {
+        fixture.digest();
+        let (status, findings) = fixture.lint_json(&[]);
+        let (human_status, human) = run_format(fixture, "human");
+        assert_eq!(status, human_status);
+        (status, findings, human)
+    }
+
+    /// The JSON record of a warning in tools.json at the first `needle`.
+    fn warning(fixture: &Fixture, code: &str, rule: &str, needle: &str, message: &str, help: &str) -> Value {
+        let (line, column) = position_of(&fixture.read("tools.json"), needle);
+        json!({
+            "code": code, "rule": rule, "severity": "warning", "file": "mailer/tools.json",
+            "line": line, "column": column, "message": message, "help": help,
+        })
+    }
+
+    fn undeclared(fixture: &Fixture, needle: &str, message: &str, help: &str) -> Value {
+        warning(fixture, "RLP215", "sandbox-grant-undeclared", needle, message, help)
+    }
+
+    #[test]
+    fn grants_no_tool_claims_are_named_at_the_capabilities_key() {
+        let fixture = Fixture::new();
+        fixture.edit("policy.caps", "exec = true", "exec = true\nfs = [\"/srv/mail/outbox\"]");
+        fixture.edit("policy.caps", "\"api.mail.example\"]", "\"api.mail.example\", \"localhost:8080\"]");
+        let (status, findings, human) = lint_both(&fixture);
+        let at = "\"capabilities\": [\"kb_read\"]";
+        assert_eq!(
+            (status, findings),
+            (
+                0,
+                vec![
+                    undeclared(
+                        &fixture,
+                        at,
+                        "exec tool `notes.search` declares no `fs:` capability, so the sandbox keeps it from `/srv/mail/outbox`, which policy.caps grants",
+                        "add \"fs:/srv/mail/outbox\" to \"capabilities\" if the tool uses that folder",
+                    ),
+                    undeclared(
+                        &fixture,
+                        at,
+                        "exec tool `notes.search` declares no `net:` capability, so the sandbox keeps it from `localhost:8080`, which policy.caps grants",
+                        "add \"net:localhost:8080\" to \"capabilities\" if the tool uses that host",
+                    ),
+                ]
+            )
+        );
+        insta::assert_snapshot!("sandbox_grants", human);
+        assert_eq!(fixture.lint_json(&["--deny-warnings"]).0, 1);
+    }
+
+    #[test]
+    fn a_tool_without_capabilities_is_marked_at_its_object() {
+        let fixture = Fixture::new();
+        fixture.edit("tools.json", "      \"capabilities\": [\"kb_read\"],\n", "");
+        fixture.edit("policy.caps", "exec = true", "exec = true\nfs = [\"/srv/mail/outbox\", \"/srv/mail/archive\"]");
+        let (status, findings, human) = lint_both(&fixture);
+        assert_eq!(
+            (status, findings),
+            (
+                0,
+                vec![undeclared(
+                    &fixture,
+                    "{\n      \"id\": \"notes.search\"",
+                    "exec tool `notes.search` declares no `fs:` capability, so the sandbox keeps it from `/srv/mail/outbox` or `/srv/mail/archive`, which policy.caps grants",
+                    "add \"fs:/srv/mail/outbox\", \"fs:/srv/mail/archive\" to \"capabilities\" for the folders the tool uses",
+                )]
+            )
+        );
+        insta::assert_snapshot!("sandbox_no_capabilities_key", human);
+    }
+
+    #[test]
+    fn paths_and_addresses_in_args_are_named() {
+        let fixture = Fixture::new();
+        fixture.edit("policy.caps", "exec = true", "exec = true\nfs = [\"/srv/mail/outbox\"]");
+        fixture.edit(
+            "tools.json",
+            "\"args\": [\"--json\"]",
+            "\"args\": [\"--json\", \"--db=/var/lib/notes/index.db\", \"/srv/mail/outbox/today.eml\", \"https://search.example:9200/notes\"]",
+        );
+        let (status, findings, human) = lint_both(&fixture);
+        let at = "\"capabilities\": [\"kb_read\"]";
+        assert_eq!(
+            (status, findings),
+            (
+                0,
+                vec![
+                    undeclared(
+                        &fixture,
+                        at,
+                        "exec tool `notes.search` declares no `fs:` capability, so the sandbox keeps it from `/srv/mail/outbox`, which policy.caps grants, and from `/var/lib/notes`, which its `transport.args` name",
+                        "add \"fs:/srv/mail/outbox\", \"fs:/var/lib/notes\" to \"capabilities\" for the folders the tool uses",
+                    ),
+                    undeclared(
+                        &fixture,
+                        at,
+                        "exec tool `notes.search` declares no `net:` capability, so the sandbox keeps it from `search.example:9200`, which its `transport.args` name",
+                        "add \"net:search.example:9200\" to \"capabilities\" if the tool uses that host",
+                    ),
+                ]
+            )
+        );
+        insta::assert_snapshot!("sandbox_args", human);
+    }
+
+    #[test]
+    fn limits_on_an_http_tool_are_named_and_on_an_exec_tool_are_not() {
+        let fixture = Fixture::new();
+        // Written without a space on the exec tool, so `"<key>": ` finds the http tool's.
+        let exec_limits = "\"max_memory_bytes\":268435456, \"max_processes\":8";
+        fixture.edit("tools.json", "\"timeout_ms\": 5000", &format!("\"timeout_ms\": 5000, {exec_limits}"));
+        fixture.edit(
+            "tools.json",
+            "\"requires_confirmation\": true,",
+            "\"requires_confirmation\": true, \"max_memory_bytes\": 268435456, \"max_processes\": 8,",
+        );
+        let (status, findings, human) = lint_both(&fixture);
+        let expected = ["max_memory_bytes", "max_processes"].map(|key| {
+            warning(
+                &fixture,
+                "RLP216",
+                "sandbox-limit-on-http-tool",
+                &format!("\"{key}\": "),
+                &format!("`{key}` applies only to exec tools; `mail.send` is an http tool and it is ignored"),
+                &format!("remove `{key}`: an http tool runs no process of its own for the sandbox to limit"),
+            )
+        });
+        assert_eq!((status, findings), (0, expected.to_vec()));
+        insta::assert_snapshot!("sandbox_limits", human);
+    }
+
+    /// RLP215 stays quiet for a grant another tool claims, for a tool that
+    /// declares a capability of the family, without exec tools, for http
+    /// tools, and for a path inside the bundle.
+    #[test]
+    fn grants_and_args_that_need_no_declaration_are_not_named() {
+        let two_fs = ("policy.caps", "exec = true", "exec = true\nfs = [\"/srv/a\", \"/srv/b\"]");
+        let declares_one: &[(&str, &str, &str)] =
+            &[two_fs, ("tools.json", "[\"kb_read\"]", "[\"kb_read\", \"fs:/srv/a\"]")];
+        // The net grant is claimed by the http tool's URL: the fixture as it is.
+        run_quiet(&[]);
+        run_quiet(declares_one);
+        run_quiet(&[
+            ("policy.caps", "\"api.mail.example\"]", "\"api.mail.example\", \"localhost:8080\", \"localhost:9090\"]"),
+            ("tools.json", "[\"kb_read\"]", "[\"kb_read\", \"net:localhost:8080\"]"),
+        ]);
+        // No exec tool: the http tool reaches the network by its URL only.
+        let fixture = Fixture::new();
+        let mut tools: Value = serde_json::from_str(&fixture.read("tools.json")).unwrap();
+        tools["tools"].as_array_mut().unwrap().remove(0);
+        fs::write(fixture.path("tools.json"), serde_json::to_string_pretty(&tools).unwrap()).unwrap();
+        fixture.edit("policy.caps", "exec = true", "exec = true\nfs = [\"/srv/mail/outbox\"]");
+        fixture.edit("policy.caps", "\"api.mail.example\"]", "\"api.mail.example\", \"localhost:8080\"]");
+        fixture.digest();
+        assert_eq!(fixture.lint_json(&["--deny-warnings"]), (0, vec![]));
+        // A path inside the bundle, and the standard streams.
+        let fixture = Fixture::new();
+        let inside = fixture.root.canonicalize().unwrap().join("notes.db");
+        let args = format!("\"args\": [\"--json\", \"{}\", \"--log=/dev/stderr\"]", inside.display());
+        fixture.edit("tools.json", "\"args\": [\"--json\"]", &args);
+        fixture.digest();
+        assert_eq!(fixture.lint_json(&["--deny-warnings"]), (0, vec![]));
+    }
+
+    /// Applies `edits` to the valid bundle and expects no finding at all.
+    fn run_quiet(edits: &[(&str, &str, &str)]) {
+        let fixture = Fixture::new();
+        for (file, from, to) in edits {
+            fixture.edit(file, from, to);
+        }
+        fixture.digest();
+        assert_eq!(fixture.lint_json(&["--deny-warnings"]), (0, vec![]), "{edits:?}");
+    }
 }

@@ -148,6 +148,8 @@ const FULL_TOOLS: &str = r#"{
       "observability": {"tags": []},
       "timeout_ms": 86400000,
       "max_output_bytes": 4294967296,
+      "max_memory_bytes": 1099511627776,
+      "max_processes": 4096,
       "retry": {"max_attempts": 1},
       "category": "notes",
       "discoverability": "discoverable"
@@ -295,12 +297,18 @@ fn every_property_is_described() {
 /// Constants the schemas repeat match the loader's.
 #[test]
 fn schemas_repeat_the_loaders_constants() {
-    use rlp::bundle::tools::{DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, HTTP_METHODS, TOOL_ID_PATTERN};
+    use rlp::bundle::tools::{
+        DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS, HTTP_METHODS, MAX_MEMORY_BYTES_RANGE, MAX_PROCESSES_RANGE,
+        TOOL_ID_PATTERN,
+    };
     let tools = schema(TOOLS_SCHEMA);
     let tool = &tools["$defs"]["tool"]["properties"];
     assert_eq!(tool["id"]["pattern"], TOOL_ID_PATTERN);
     assert_eq!(tool["timeout_ms"]["default"], DEFAULT_TIMEOUT_MS);
     assert_eq!(tool["max_output_bytes"]["default"], DEFAULT_MAX_OUTPUT_BYTES);
+    for (key, range) in [("max_memory_bytes", MAX_MEMORY_BYTES_RANGE), ("max_processes", MAX_PROCESSES_RANGE)] {
+        assert_eq!((&tool[key]["minimum"], &tool[key]["maximum"]), (&json!(range.start()), &json!(range.end())));
+    }
     assert_eq!(tool["retry"]["properties"]["max_attempts"]["default"], 1);
     assert_eq!(tool["discoverability"]["default"], "discoverable");
     assert_eq!(tools["$defs"]["httpTransport"]["properties"]["method"]["enum"], json!(HTTP_METHODS));
@@ -323,6 +331,8 @@ fn valid_tools_documents_pass_schema_and_loader() {
         "minimal http",
         &http_with("headers", json!({"Authorization": "${secret:runloop/api/token}"})),
     );
+    assert_valid(Kind::Tools, "1 MiB of memory", &tool_with("max_memory_bytes", json!(1_048_576)));
+    assert_valid(Kind::Tools, "one process", &tool_with("max_processes", json!(1)));
     assert_valid(Kind::Tools, "root fs grant", &tool_with("capabilities", json!(["fs:/", "fs:/srv/.cache/..x"])));
     assert_valid(Kind::Tools, "upper-case scheme", &http_with("url", json!("HTTPS://Api.Example.com/{id}")));
 }
@@ -374,6 +384,13 @@ fn invalid_tools_documents_fail_schema_and_loader() {
         ("timeout over a day", tool_with("timeout_ms", json!(86_400_001)), InvalidValue),
         ("output over 4 GiB", tool_with("max_output_bytes", json!(4_294_967_297_u64)), InvalidValue),
         ("fractional timeout", tool_with("timeout_ms", json!(1.5)), InvalidValue),
+        ("memory under 1 MiB", tool_with("max_memory_bytes", json!(1_048_575)), InvalidValue),
+        ("memory over 1 TiB", tool_with("max_memory_bytes", json!(1_099_511_627_777_u64)), InvalidValue),
+        ("memory as a string", tool_with("max_memory_bytes", json!("1GiB")), WrongType),
+        ("no processes", tool_with("max_processes", json!(0)), InvalidValue),
+        ("4097 processes", tool_with("max_processes", json!(4097)), InvalidValue),
+        ("fractional processes", tool_with("max_processes", json!(2.5)), InvalidValue),
+        ("processes as a boolean", tool_with("max_processes", json!(true)), WrongType),
         ("11 attempts", tool_with("retry", json!({"max_attempts": 11})), InvalidValue),
         ("negative budget", tool_with("budget", json!({"usd": -1})), InvalidValue),
         ("no tokens", tool_with("budget", json!({"tokens": 0})), InvalidValue),
@@ -386,6 +403,40 @@ fn invalid_tools_documents_fail_schema_and_loader() {
     for (label, text, code) in cases {
         assert_invalid(Kind::Tools, label, &text, code);
     }
+}
+
+/// The sandbox limits reach the loaded tool as written; `null` is the same as
+/// leaving a limit out, and a value out of range is named with the range.
+#[test]
+fn sandbox_limits_load_into_the_tool() {
+    let limits = |document: &Value| {
+        let (tools, findings) = rlp::bundle::parse_tools(&document.to_string());
+        let tool = tools.and_then(|t| t.tools.into_iter().next());
+        (tool.map(|t| (t.max_memory_bytes, t.max_processes)), findings)
+    };
+    let mut document: Value = serde_json::from_str(&tool_with("max_memory_bytes", json!(268_435_456))).unwrap();
+    document["tools"][0]["max_processes"] = json!(64);
+    assert_eq!(limits(&document), (Some((Some(268_435_456), Some(64))), vec![]));
+    document["tools"][0]["max_memory_bytes"] = Value::Null;
+    document["tools"][0]["max_processes"] = Value::Null;
+    assert_eq!(limits(&document), (Some((None, None)), vec![]));
+    document["tools"][0]["max_memory_bytes"] = json!(1_048_575);
+    let (loaded, findings) = limits(&document);
+    assert_eq!(loaded, Some((None, None)));
+    let found: Vec<(Code, &str, Option<&str>)> =
+        findings.iter().map(|f| (f.code, f.message.as_str(), f.help.as_deref())).collect();
+    assert_eq!(
+        found,
+        [(
+            Code::InvalidValue,
+            "`max_memory_bytes` is 1048575, outside 1048576..=1099511627776",
+            Some("use a value from 1048576 to 1099511627776")
+        )]
+    );
+    document["tools"][0]["max_memory_bytes"] = Value::Null;
+    document["tools"][0]["max_processes"] = json!(4097);
+    let messages: Vec<String> = limits(&document).1.into_iter().map(|f| f.message).collect();
+    assert_eq!(messages, ["`max_processes` is 4097, outside 1..=4096"]);
 }
 
 /// A required key written as `null` is as wrong as a missing one; the schema

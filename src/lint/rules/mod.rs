@@ -3,6 +3,7 @@
 mod agent;
 mod artifacts;
 mod grants;
+mod sandbox;
 mod schemas;
 mod secrets;
 mod tools;
@@ -16,6 +17,7 @@ pub(crate) fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     tools::check(bundle, out);
     schemas::check(bundle, out);
     grants::check(bundle, out);
+    sandbox::check(bundle, out);
     secrets::check(bundle, out);
     artifacts::check(bundle, out);
 }
