@@ -54,8 +54,8 @@ impl<'a> Grants<'a> {
             net: declared()
                 .filter_map(|cap| if let Capability::Net(t) = cap { Some(t.clone()) } else { None })
                 .collect(),
-            max_memory_bytes: tool.max_memory_bytes_stub(),
-            max_processes: tool.max_processes_stub(),
+            max_memory_bytes: tool.max_memory_bytes,
+            max_processes: tool.max_processes,
         }
     }
 }
@@ -396,13 +396,5 @@ impl Confinement {
         let listener = seccomp::recv_fd(supervised.parent.as_fd())?;
         let allow = supervised.allow.take().unwrap_or_else(|| Allowlist::new(&[]));
         Supervisor::start(listener, allow).map(Some)
-    }
-}
-impl Tool {
-    fn max_memory_bytes_stub(&self) -> Option<u64> {
-        None
-    }
-    fn max_processes_stub(&self) -> Option<u64> {
-        None
     }
 }

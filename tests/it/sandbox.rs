@@ -359,3 +359,51 @@ fn a_bad_sandbox_setting_is_a_usage_error() {
         "error: RUNLOOP_RUNTIME_SANDBOX: `strict` is not a sandbox mode (required, best-effort or off)",
     );
 }
+
+#[test]
+fn max_memory_bytes_bounds_each_process_of_the_tool() {
+    let sb = Sandbox::new();
+    let command = python_tool(
+        &sb,
+        "memory",
+        "import resource\nresult['limit'] = resource.getrlimit(resource.RLIMIT_AS)[0]\n\
+         try:\n    block = bytearray(512 * 1024 * 1024)\n    result['allocated'] = True\nexcept MemoryError:\n    result['allocated'] = False",
+    );
+    let limited = with(tool("probe", &command, &[], &[]), json!({"max_memory_bytes": 268_435_456}));
+    let bundle = sb.bundle("memory", json!([limited]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"limit": 268_435_456, "allocated": false}));
+    assert_eq!(call_frame(&sb)["sandbox"]["max_memory_bytes"], 268_435_456);
+}
+
+#[test]
+fn required_refuses_a_tool_the_kernel_cannot_fully_confine_and_records_why() {
+    // SAFETY: getuid has no failure mode.
+    if unsafe { libc::getuid() } != 0 {
+        // Only root is exempt from RLIMIT_NPROC: for anyone else this kernel confines the tool fully.
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script("forks.sh", "echo '{}'");
+    let limited = with(tool("forks", script.to_str().unwrap(), &[], &[]), json!({"max_processes": 4}));
+    let bundle = sb.bundle("limited", json!([limited]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "forks", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "required").output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert_contains(
+        &stderr(&output),
+        "error: tool `forks` cannot run: the sandbox is required (the environment variable RUNLOOP_RUNTIME_SANDBOX) and this kernel cannot confine it: max_processes is not enforced for root (the kernel exempts uid 0 from RLIMIT_NPROC)",
+    );
+    let events = sb.events();
+    assert!(events.iter().all(|e| e.kind != "tool.call"), "the tool was called");
+    let audit = events.iter().rev().find(|e| e.kind == "cap.audit").unwrap().payload().unwrap();
+    assert_eq!((audit["capability"].as_str(), audit["decision"].as_str()), (Some("sandbox"), Some("deny")));
+    // Under best-effort the same call runs, and the frame names the gap.
+    let output = sb.call(&bundle, "forks", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "warning: the exec tool sandbox is partial on this kernel: max_processes");
+    assert_eq!(
+        call_frame(&sb)["sandbox"]["gaps"],
+        json!(["max_processes is not enforced for root (the kernel exempts uid 0 from RLIMIT_NPROC)"])
+    );
+}
