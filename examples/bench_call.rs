@@ -25,6 +25,7 @@ use rlp::home::Home;
 use rlp::ledger::{LedgerStore, SqliteLedger as Ledger};
 use rlp::runtime::recorder::NullRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
+use rlp::sandbox::SandboxMode;
 use serde_json::json;
 
 struct Args {
@@ -226,8 +227,13 @@ fn serve(stream: TcpStream) {
 }
 
 fn runtime(bundle: &Path, home: &Path, recorder: Arc<dyn Recorder>) -> Runtime {
+    runtime_in(bundle, home, recorder, SandboxMode::BestEffort)
+}
+
+fn runtime_in(bundle: &Path, home: &Path, recorder: Arc<dyn Recorder>, sandbox: SandboxMode) -> Runtime {
     let mut options = RuntimeOptions::new(Home::new(home), recorder);
     options.config.confirm_external_actions.value = false;
+    options.config.sandbox.value = sandbox;
     Runtime::load(bundle, options).expect("the bench bundle loads")
 }
 
@@ -272,6 +278,14 @@ fn main() {
 
     let exec = exec_tools(&script);
     let exec_bundle = write_bundle(disk.path(), "bench_exec", exec.clone(), "[capabilities]\nexec = true\n");
+    let mut net_exec = exec.clone();
+    net_exec[0]["capabilities"] = json!([format!("net:127.0.0.1:{port}")]);
+    let net_bundle = write_bundle(
+        disk.path(),
+        "bench_net",
+        net_exec,
+        &format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{port}\"]\n"),
+    );
     let signed_bundle = install_signed(disk.path(), "bench_signed", exec);
     let http = json!([{
         "id": "get", "description": "trivial", "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{port}/ok")},
@@ -285,6 +299,8 @@ fn main() {
     // affects each of them alike.
     let request = CallRequest { tool: "ok".into(), arguments: json!({}), trace_id: None };
     let null_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
+    let off_exec = runtime_in(&exec_bundle, disk.path(), Arc::new(NullRecorder), SandboxMode::Off);
+    let supervised_exec = runtime(&net_bundle, disk.path(), Arc::new(NullRecorder));
     let signed_exec = runtime(&signed_bundle, disk.path(), Arc::new(NullRecorder));
     let tmpfs_ledger = Arc::new(Ledger::open(&tmpfs.path().join("exec/events.sqlite")).unwrap());
     let tmpfs_exec = runtime(&exec_bundle, disk.path(), tmpfs_ledger);
@@ -306,10 +322,18 @@ fn main() {
             &mut || {
                 disk_exec.call(&request).unwrap();
             },
+            &mut || {
+                off_exec.call(&request).unwrap();
+            },
+            &mut || {
+                supervised_exec.call(&request).unwrap();
+            },
         ],
     )
     .into_iter();
-    let (raw_exec, rt_null, rt_signed, rt_tmpfs, rt_disk) = (
+    let (raw_exec, rt_null, rt_signed, rt_tmpfs, rt_disk, rt_off, rt_net) = (
+        exec_series.next().unwrap(),
+        exec_series.next().unwrap(),
         exec_series.next().unwrap(),
         exec_series.next().unwrap(),
         exec_series.next().unwrap(),
@@ -387,7 +411,9 @@ fn main() {
     out.push_str(&format!("Iterations: {n} per exec series, {http_n} per http series; times in µs.\n\n"));
     out.push_str("| series | median µs | mean µs | CPU µs per call |\n|---|---:|---:|---:|\n");
     row(&mut out, "exec: raw spawn + wait of the tool", &raw_exec);
-    row(&mut out, "exec: `Runtime::call`, no-op recorder", &rt_null);
+    row(&mut out, "exec: `Runtime::call`, no-op recorder, sandbox off", &rt_off);
+    row(&mut out, "exec: `Runtime::call`, no-op recorder (sandboxed, no net grant)", &rt_null);
+    row(&mut out, "exec: `Runtime::call`, no-op recorder, sandboxed with a net grant (connect supervisor)", &rt_net);
     row(&mut out, "exec: `Runtime::call`, installed signed bundle (trust checked), no-op recorder", &rt_signed);
     row(&mut out, "exec: `Runtime::call`, ledger on tmpfs", &rt_tmpfs);
     row(&mut out, "exec: `Runtime::call`, ledger on disk", &rt_disk);
@@ -412,6 +438,16 @@ fn main() {
         "| exec in-process, no-op recorder, over raw spawn | {} | {:.2}× |\n",
         over(&rt_null, &raw_exec),
         ratio(&rt_null, &raw_exec)
+    ));
+    out.push_str(&format!(
+        "| sandbox (Landlock + seccomp, no net grant) over sandbox off, no-op recorder | {} | {:.2}× |\n",
+        over(&rt_null, &rt_off),
+        ratio(&rt_null, &rt_off)
+    ));
+    out.push_str(&format!(
+        "| sandbox with a net grant (adds the connect supervisor) over sandbox off, no-op recorder | {} | {:.2}× |\n",
+        over(&rt_net, &rt_off),
+        ratio(&rt_net, &rt_off)
     ));
     out.push_str(&format!(
         "| exec in-process, installed signed bundle (trust checked), no-op recorder, over raw spawn | {} | {:.2}× |\n",
