@@ -70,6 +70,7 @@ fn covers(grant: &Capability, wanted: &Capability) -> bool {
     }
 }
 
+/// Runs RLP215 on every exec tool and RLP216 on every http tool.
 pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
     let unclaimed = unclaimed_grants(bundle);
@@ -141,15 +142,12 @@ fn report_undeclared(
     if granted.is_empty() && named.is_empty() {
         return;
     }
-    let targets = |caps: &mut dyn Iterator<Item = &Capability>| {
-        caps.map(|c| format!("`{}`", &c.to_string()[family.prefix().len()..])).collect::<Vec<_>>().join(" or ")
-    };
     let mut reasons = Vec::new();
     if !granted.is_empty() {
-        reasons.push(format!("{}, which {caps_file} grants", targets(&mut granted.iter().copied())));
+        reasons.push(format!("{}, which {caps_file} grants", listed(family, granted.iter().copied())));
     }
     if !named.is_empty() {
-        reasons.push(format!("{}, which its `transport.args` name", targets(&mut named.iter())));
+        reasons.push(format!("{}, which its `transport.args` name", listed(family, named)));
     }
     let all: Vec<String> =
         granted.iter().copied().chain(named).map(|c| serde_json::Value::String(c.to_string()).to_string()).collect();
@@ -171,6 +169,13 @@ fn report_undeclared(
             ),
         )
         .help(help);
+}
+
+/// The folders or hosts of `caps`, each in backquotes, joined by "or".
+fn listed<'a>(family: Family, caps: impl IntoIterator<Item = &'a Capability>) -> String {
+    let shown: Vec<String> =
+        caps.into_iter().map(|c| format!("`{}`", &c.to_string()[family.prefix().len()..])).collect();
+    shown.join(" or ")
 }
 
 /// Reports RLP216 for each sandbox limit set on an http tool.
