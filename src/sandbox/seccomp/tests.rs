@@ -11,7 +11,7 @@ use super::*;
 
 /// Runs `filter` on a call the way the kernel does, on the fields it reads.
 fn decide(filter: &Filter, arch: u32, nr: c_long, args: [u64; 6]) -> u32 {
-    let mut data = vec![0u8; 64];
+    let mut data = [0u8; 64];
     data[0..4].copy_from_slice(&(nr as u32).to_ne_bytes());
     data[4..8].copy_from_slice(&arch.to_ne_bytes());
     for (index, arg) in args.iter().enumerate() {
