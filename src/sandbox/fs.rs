@@ -20,7 +20,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use landlock::{ABI, Access as _, AccessFs, BitFlags};
+use landlock::{ABI, Access as _, AccessFs, BitFlags, PathFd};
 
 use crate::process::tool::TOOL_PATH;
 
@@ -112,9 +112,20 @@ const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 /// Device files every program may read.
 const SYSTEM_RANDOM: &[&str] = &["/dev/random", "/dev/urandom"];
 
-/// The rules every tool gets (those of its paths that exist here), found once.
-pub(crate) fn system_rules() -> &'static [FsRule] {
-    static RULES: OnceLock<Vec<FsRule>> = OnceLock::new();
+/// A rule every tool gets, with its path held open (`O_PATH`) for the life
+/// of the process, so that a call's ruleset is built without a lookup.
+#[derive(Debug)]
+pub(crate) struct SystemRule {
+    /// The rule.
+    pub rule: FsRule,
+    /// The path, open.
+    pub fd: PathFd,
+}
+
+/// The rules every tool gets (those of its paths that exist here), found
+/// and opened once.
+pub(crate) fn system_rules() -> &'static [SystemRule] {
+    static RULES: OnceLock<Vec<SystemRule>> = OnceLock::new();
     RULES.get_or_init(|| {
         let groups: [(&[&str], Access); 5] = [
             (SYSTEM_PROGRAMS, Access::ReadExec),
@@ -126,7 +137,7 @@ pub(crate) fn system_rules() -> &'static [FsRule] {
         groups
             .into_iter()
             .flat_map(|(paths, access)| paths.iter().map(move |p| FsRule { path: PathBuf::from(p), access }))
-            .filter(|rule| rule.path.exists())
+            .filter_map(|rule| PathFd::new(&rule.path).ok().map(|fd| SystemRule { rule, fd }))
             .collect()
     })
 }
@@ -203,7 +214,7 @@ mod tests {
 
     #[test]
     fn the_system_rules_hold_what_programs_need_and_never_all_of_etc() {
-        let rules = system_rules();
+        let rules: Vec<&FsRule> = system_rules().iter().map(|r| &r.rule).collect();
         let find = |p: &str| rules.iter().find(|r| r.path == Path::new(p)).map(|r| r.access);
         assert_eq!(find("/usr"), Some(Access::ReadExec));
         assert_eq!(find("/etc/ld.so.cache"), Some(Access::Read));

@@ -259,17 +259,13 @@ impl SandboxPlan {
             return Ok(None);
         }
         let landlock = if self.kernel.landlock_abi > 0 { self.ruleset(private)? } else { None };
-        let filter = if self.kernel.filter {
-            let net = match self.network {
-                Network::None => Some(NetFilter::Denied),
-                Network::Allow(_) => Some(NetFilter::Supervised),
-                Network::Unrestricted => None,
-            };
-            net.and_then(Filter::build)
-        } else {
-            None
+        let filter = match self.network {
+            _ if !self.kernel.filter => None,
+            Network::None => filter(NetFilter::Denied),
+            Network::Allow(_) => filter(NetFilter::Supervised),
+            Network::Unrestricted => None,
         };
-        let supervised = match (&self.network, &filter) {
+        let supervised = match (&self.network, filter) {
             (Network::Allow(targets), Some(filter)) if filter.supervised() => {
                 let (parent, child) =
                     socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
@@ -303,13 +299,17 @@ impl SandboxPlan {
             .and_then(|r| r.scope(Scope::AbstractUnixSocket | Scope::Signal))
             .and_then(Ruleset::create)
             .map_err(landlock_error)?;
+        let mut ruleset = ruleset;
+        for system in system_rules() {
+            let rule = PathBeneath::new(&system.fd, system.rule.access.rights());
+            ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
+        }
         let writable = std::iter::once(private).chain(self.writable.iter().map(PathBuf::as_path));
-        let rules = system_rules()
+        let rules = self
+            .rules
             .iter()
-            .chain(&self.rules)
             .map(|rule| (rule.path.as_path(), rule.access))
             .chain(writable.map(|path| (path, Access::ReadWrite)));
-        let mut ruleset = ruleset;
         for (path, access) in rules {
             // A path that went away since the plan was made (or a grant
             // that does not exist) is simply not reachable.
@@ -318,6 +318,14 @@ impl SandboxPlan {
         }
         Ok(ruleset.into())
     }
+}
+
+/// The seccomp filter for `net`, assembled once per process.
+fn filter(net: NetFilter) -> Option<&'static Filter> {
+    static DENIED: OnceLock<Option<Filter>> = OnceLock::new();
+    static SUPERVISED: OnceLock<Option<Filter>> = OnceLock::new();
+    let cell = if net == NetFilter::Supervised { &SUPERVISED } else { &DENIED };
+    cell.get_or_init(|| Filter::build(net)).as_ref()
 }
 
 /// What the kernel cannot enforce for a tool with `network` (each with
@@ -359,7 +367,7 @@ pub(crate) struct Confinement {
     limits: Vec<Limit>,
     dropped: &'static [c_int],
     landlock: Option<OwnedFd>,
-    filter: Option<Filter>,
+    filter: Option<&'static Filter>,
     supervised: Option<Supervised>,
 }
 
@@ -381,7 +389,7 @@ impl Confinement {
             limits: &self.limits,
             dropped: self.dropped,
             landlock: self.landlock.as_ref().map(AsFd::as_fd),
-            filter: self.filter.as_ref(),
+            filter: self.filter,
             listener_to: self.supervised.as_ref().and_then(|s| s.child.as_ref()).map(AsFd::as_fd),
         }
     }

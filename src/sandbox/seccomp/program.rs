@@ -1,8 +1,11 @@
 //! The filter's rules, one table, and their assembly into classic BPF.
 //!
-//! The program checks the architecture, then compares the system call
-//! number against each [`Rule`] in turn; a rule's block tests arguments and
-//! always ends in a return, and a call no rule names is allowed. Arguments
+//! The program checks the architecture, then finds the system call number
+//! among the [`Rule`]s by binary search (a few comparisons for any call,
+//! which also keeps loading the filter cheap: the kernel runs it once per
+//! system call number to precompute what it can); a rule's block tests
+//! arguments and always ends in a return, and a call no rule names is
+//! allowed. Arguments
 //! are compared on their low 32 bits only (every argument tested is a C
 //! `int` or flag word), read at their little-endian offset in
 //! `struct seccomp_data` (both supported architectures are little-endian).
@@ -10,8 +13,9 @@
 use std::ffi::{c_int, c_long};
 
 use libc::{
-    BPF_ABS, BPF_ALU, BPF_AND, BPF_JA, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W, SECCOMP_RET_ALLOW,
-    SECCOMP_RET_DATA, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_USER_NOTIF, sock_filter,
+    BPF_ABS, BPF_ALU, BPF_AND, BPF_JA, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W,
+    SECCOMP_RET_ALLOW, SECCOMP_RET_DATA, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_USER_NOTIF,
+    sock_filter,
 };
 
 use crate::sandbox::seccomp::NetFilter;
@@ -46,7 +50,7 @@ pub(super) const fn errno(errno: c_int) -> u32 {
 
 /// Calls every tool is refused with EPERM, each with why.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-const DENIED: &[c_long] = &[
+pub(super) const DENIED: &[c_long] = &[
     libc::SYS_io_uring_setup,    // io_uring performs I/O the filter never sees
     libc::SYS_io_uring_enter,    // (same)
     libc::SYS_io_uring_register, // (same)
@@ -200,6 +204,12 @@ fn rules(net: NetFilter) -> Vec<Rule> {
     rules
 }
 
+/// The numbers of the calls the rules for `net` name.
+#[cfg(test)]
+pub(super) fn named_calls(net: NetFilter) -> Vec<c_long> {
+    rules(net).iter().map(|rule| rule.nr).collect()
+}
+
 /// No rules where rlp has no syscall table.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn rules(_net: NetFilter) -> Vec<Rule> {
@@ -239,6 +249,33 @@ fn block(rule: &Rule) -> Option<Vec<sock_filter>> {
     Some(out)
 }
 
+/// Rules in a list as short as this are compared one by one.
+const LINEAR_RULES: usize = 3;
+
+/// The instructions that find the number (in the accumulator) among
+/// `rules`, sorted by number, and run its block; a number none of them has
+/// is allowed. A binary search: every branch ends in a return.
+fn search(rules: &[Rule], out: &mut Vec<sock_filter>) -> Option<()> {
+    if rules.len() <= LINEAR_RULES {
+        for rule in rules {
+            let block = block(rule)?;
+            out.push(jump(BPF_JEQ, u32::try_from(rule.nr).ok()?, 0, u8::try_from(block.len()).ok()?));
+            out.extend(block);
+        }
+        out.push(stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+        return Some(());
+    }
+    let (below, above) = rules.split_at(rules.len() / 2);
+    // Numbers from the pivot up take the `ja` to the upper half; the rest
+    // skip it into the lower half.
+    out.push(jump(BPF_JGE, u32::try_from(above[0].nr).ok()?, 0, 1));
+    let ja = out.len();
+    out.push(stmt(BPF_JMP | BPF_JA, 0));
+    search(below, out)?;
+    out[ja].k = u32::try_from(out.len() - ja - 1).ok()?;
+    search(above, out)
+}
+
 /// The whole program for `net`; `None` without a syscall table or if it
 /// does not fit classic BPF's jump ranges.
 pub(super) fn assemble(net: NetFilter) -> Option<Vec<sock_filter>> {
@@ -253,11 +290,8 @@ pub(super) fn assemble(net: NetFilter) -> Option<Vec<sock_filter>> {
         out.push(jump(BPF_JSET, X32_SYSCALL_BIT, 0, 1));
         out.push(stmt(BPF_RET | BPF_K, errno(libc::EACCES)));
     }
-    for rule in rules(net) {
-        let block = block(&rule)?;
-        out.push(jump(BPF_JEQ, u32::try_from(rule.nr).ok()?, 0, u8::try_from(block.len()).ok()?));
-        out.extend(block);
-    }
-    out.push(stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    let mut rules = rules(net);
+    rules.sort_by_key(|rule| rule.nr);
+    search(&rules, &mut out)?;
     Some(out)
 }

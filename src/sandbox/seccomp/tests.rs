@@ -1,8 +1,8 @@
 use std::ffi::c_long;
 
 use libc::{
-    BPF_ABS, BPF_ALU, BPF_AND, BPF_JA, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W, SECCOMP_RET_ALLOW,
-    SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_USER_NOTIF,
+    BPF_ABS, BPF_ALU, BPF_AND, BPF_JA, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W,
+    SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_USER_NOTIF,
 };
 
 use super::program::{ARCH, errno};
@@ -29,8 +29,15 @@ fn decide(filter: &Filter, arch: u32, nr: c_long, args: [u64; 6]) -> u32 {
             }
             c if c == BPF_ALU | BPF_AND | BPF_K => acc &= insn.k,
             c if c == BPF_JMP | BPF_JA => pc += insn.k as usize,
-            c if c == BPF_JMP | BPF_JEQ | BPF_K || c == BPF_JMP | BPF_JSET | BPF_K => {
-                let taken = if c & BPF_JSET != 0 { acc & insn.k != 0 } else { acc == insn.k };
+            c if c == BPF_JMP | BPF_JEQ | BPF_K
+                || c == BPF_JMP | BPF_JSET | BPF_K
+                || c == BPF_JMP | BPF_JGE | BPF_K =>
+            {
+                let taken = match c & !(BPF_JMP | BPF_K) {
+                    BPF_JSET => acc & insn.k != 0,
+                    BPF_JGE => acc >= insn.k,
+                    _ => acc == insn.k,
+                };
                 pc += usize::from(if taken { insn.jt } else { insn.jf });
             }
             c if c == BPF_RET | BPF_K => return insn.k,
@@ -118,6 +125,22 @@ fn escapes_and_terminal_injection_are_refused() {
         assert_eq!(ioctl(libc::TIOCSTI), errno(libc::EPERM));
         assert_eq!(ioctl(libc::TIOCLINUX), errno(libc::EPERM));
         assert_eq!(ioctl(libc::TCGETS), SECCOMP_RET_ALLOW);
+    }
+}
+
+#[test]
+fn the_search_finds_every_rule_and_allows_every_other_number() {
+    for net in [NetFilter::Denied, NetFilter::Supervised] {
+        let filter = Filter::build(net).unwrap();
+        let named: Vec<c_long> = super::program::named_calls(net);
+        for nr in 0..1024 {
+            let decision = on_arch(&filter, nr, args(&[]));
+            if super::program::DENIED.contains(&nr) {
+                assert_eq!(decision, errno(libc::EPERM), "call {nr}");
+            } else if !named.contains(&nr) {
+                assert_eq!(decision, SECCOMP_RET_ALLOW, "call {nr}");
+            }
+        }
     }
 }
 
