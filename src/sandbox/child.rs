@@ -5,11 +5,13 @@
 //! beforehand, no allocation, no lock. In order:
 //!
 //! 1. resource limits (core dumps off, `max_memory_bytes`, `max_processes`);
-//! 2. capabilities: the ambient and inheritable sets emptied and every
-//!    capability but a few file-ownership ones dropped from the bounding
-//!    set, so that a tool run as root keeps root's files and loses the
+//! 2. capabilities: a tool run as root keeps root's files and loses the
 //!    power to administer the machine (mount, load modules, trace, raise
-//!    its limits, reconfigure the network);
+//!    its limits, reconfigure the network). The few file-ownership
+//!    capabilities it keeps are made ambient, and the locked securebit
+//!    `SECBIT_NOROOT` stops the exec from granting uid 0 the rest (a
+//!    handful of credential changes, where dropping each capability from
+//!    the bounding set would take one per capability);
 //! 3. `no_new_privs`: no set-user-id program or file capability can give
 //!    the tool more rights;
 //! 4. the Landlock ruleset;
@@ -30,18 +32,12 @@ use crate::sandbox::seccomp::{Filter, send_fd};
 /// CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID (linux/capability.h).
 const KEPT_CAPABILITIES: &[c_int] = &[0, 1, 2, 3, 4, 5, 6, 7];
 
-/// The highest capability number when the kernel does not say.
-const DEFAULT_LAST_CAPABILITY: c_int = 40;
-
-/// The capabilities to drop from the bounding set: every one this kernel
-/// knows but [`KEPT_CAPABILITIES`].
-pub(crate) fn dropped_capabilities() -> Vec<c_int> {
-    let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(DEFAULT_LAST_CAPABILITY);
-    (0..=last).filter(|cap| !KEPT_CAPABILITIES.contains(cap)).collect()
-}
+/// `SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+/// SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED` (linux/securebits.h): an exec gives
+/// uid 0 no capability, and the tool can make no more ambient.
+const SECURE_BITS: libc::c_ulong = (1 << 0) | (1 << 1) | (1 << 6) | (1 << 7);
+/// `PR_SET_SECUREBITS`.
+const PR_SET_SECUREBITS: c_int = 28;
 
 /// One resource limit: the resource and its value (soft and hard).
 pub(crate) type Limit = (libc::__rlimit_resource_t, u64);
@@ -52,8 +48,6 @@ pub(crate) type Limit = (libc::__rlimit_resource_t, u64);
 pub(crate) struct ChildSteps<'a> {
     /// Resource limits.
     pub limits: &'a [Limit],
-    /// Capabilities dropped from the bounding set.
-    pub dropped: &'a [c_int],
     /// The Landlock ruleset, if the kernel has Landlock.
     pub landlock: Option<BorrowedFd<'a>>,
     /// The seccomp filter, if the kernel can load one.
@@ -126,16 +120,15 @@ impl ChildSteps<'_> {
         Ok(())
     }
 
-    /// Empties the ambient and inheritable sets and drops [`Self::dropped`]
-    /// from the bounding set. Without the right to do so (not root), the
-    /// tool has no capability to lose and the bounding set stays as it is.
+    /// Leaves the tool [`KEPT_CAPABILITIES`] at most, through the exec (see
+    /// the module docs). Without capabilities (not root), there is nothing
+    /// to lose and nothing changes.
     fn drop_capabilities(&self) -> Result<(), Errno> {
-        // SAFETY: prctl with integer arguments only.
-        unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
         let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
         let mut data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
-        // SAFETY: capget and capset read and write the structs on this frame,
-        // laid out as the kernel's version-3 structs.
+        let kept_mask = KEPT_CAPABILITIES.iter().fold(0u32, |mask, &cap| mask | (1 << cap));
+        // SAFETY: capget, capset and prctl read and write the structs on this
+        // frame (laid out as the kernel's version-3 structs) or take integers.
         unsafe {
             if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) != 0 {
                 return Err(last_errno());
@@ -143,18 +136,21 @@ impl ChildSteps<'_> {
             if data.iter().all(|d| d.permitted == 0) {
                 return Ok(());
             }
-            for d in &mut data {
-                d.inheritable = 0;
-            }
+            let kept = data[0].permitted & kept_mask;
+            data[0].inheritable = kept;
+            data[1].inheritable = 0;
             if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) != 0 {
                 return Err(last_errno());
             }
-        }
-        for &cap in self.dropped {
-            // SAFETY: prctl with integer arguments only. EINVAL (a number this
-            // kernel does not know) leaves nothing to drop.
-            let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
-            if rc != 0 && last_errno() != Errno::INVAL {
+            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 {
+                return Err(last_errno());
+            }
+            for &cap in KEPT_CAPABILITIES.iter().filter(|&&cap| kept & (1 << cap) != 0) {
+                if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0 {
+                    return Err(last_errno());
+                }
+            }
+            if libc::prctl(PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0) != 0 {
                 return Err(last_errno());
             }
         }

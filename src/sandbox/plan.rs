@@ -2,7 +2,6 @@
 //! the call frame says what applies), then made anew for each attempt
 //! around that attempt's private folder.
 
-use std::ffi::c_int;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -18,7 +17,7 @@ use crate::bundle::capability::{Capability, NetTarget};
 use crate::bundle::tools::Tool;
 use crate::event::SandboxRecord;
 use crate::sandbox::SandboxMode;
-use crate::sandbox::child::{ChildSteps, Limit, dropped_capabilities};
+use crate::sandbox::child::{ChildSteps, Limit};
 use crate::sandbox::fs::{Access, FsRule, TARGET_ABI, program_rules, system_rules};
 use crate::sandbox::net::{Allowlist, Supervisor};
 use crate::sandbox::seccomp::{self, Filter, NetFilter};
@@ -273,14 +272,7 @@ impl SandboxPlan {
             }
             _ => None,
         };
-        static DROPPED: OnceLock<Vec<c_int>> = OnceLock::new();
-        Ok(Some(Confinement {
-            limits: self.limits.clone(),
-            dropped: DROPPED.get_or_init(dropped_capabilities),
-            landlock,
-            filter,
-            supervised,
-        }))
+        Ok(Some(Confinement { limits: self.limits.clone(), landlock, filter, supervised }))
     }
 
     /// The Landlock ruleset: the plan's rules, the private folder and the
@@ -365,7 +357,6 @@ fn kernel_gaps(kernel: Kernel, network: &Network, process_limit: bool) -> Vec<(S
 #[derive(Debug)]
 pub(crate) struct Confinement {
     limits: Vec<Limit>,
-    dropped: &'static [c_int],
     landlock: Option<OwnedFd>,
     filter: Option<&'static Filter>,
     supervised: Option<Supervised>,
@@ -387,7 +378,6 @@ impl Confinement {
     pub(crate) fn steps(&self) -> ChildSteps<'_> {
         ChildSteps {
             limits: &self.limits,
-            dropped: self.dropped,
             landlock: self.landlock.as_ref().map(AsFd::as_fd),
             filter: self.filter,
             listener_to: self.supervised.as_ref().and_then(|s| s.child.as_ref()).map(AsFd::as_fd),
