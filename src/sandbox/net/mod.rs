@@ -9,7 +9,7 @@
 
 mod allowlist;
 mod notif;
-mod sockaddr;
+pub mod sockaddr;
 mod supervisor;
 
 pub use allowlist::Allowlist;

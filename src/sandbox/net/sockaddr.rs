@@ -7,7 +7,7 @@ use rustix::io::Errno;
 
 /// What a copied `connect` address asks for.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Destination {
+pub enum Destination {
     /// An Internet address, IPv4-mapped IPv6 as IPv4: the allowlist decides.
     Inet(SocketAddr),
     /// Not governed here (a disconnect, a Unix path): connect with the copy.
@@ -28,7 +28,7 @@ const SUN_PATH_LEN: usize = size_of::<libc::sockaddr_un>() - SUN_PATH;
 /// calling thread, whose working directory a relative Unix path is in.
 /// Addresses too short for their family are refused with EINVAL, as the
 /// kernel would.
-pub(super) fn classify(addr: &[u8], tid: u32) -> Destination {
+pub fn classify(addr: &[u8], tid: u32) -> Destination {
     let Some(family) = addr.get(..2).map(|bytes| u16::from_ne_bytes([bytes[0], bytes[1]])) else {
         return Destination::Refused(Errno::INVAL);
     };
