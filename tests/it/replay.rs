@@ -13,6 +13,7 @@ use rlp::replay::divergence::DivergenceKind;
 use rlp::replay::source::{Answer, ReplaySource};
 use serde_json::{Value, json};
 
+use crate::support::bundle;
 use crate::support::http::{Server, reply};
 use crate::support::ledger;
 use crate::support::output::{assert_contains, stderr, stdout};
@@ -23,12 +24,18 @@ const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
 
 // ---------------------------------------------------------------- helpers
 
-/// Writes a data file a `cat_file.sh` tool prints.
+/// Writes a data file a `cat_file.sh` tool prints, in the sandbox's state
+/// folder (which [`data_caps`] grants).
 fn data(sb: &Sandbox, name: &str, value: Value) -> String {
-    let path = sb.join("data").join(name);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let path = sb.state_dir().join(name);
     std::fs::write(&path, value.to_string()).unwrap();
     path.display().to_string()
+}
+
+/// A policy granting `grants` (lines under `[capabilities]`) and the folder
+/// of the data files.
+fn data_caps(sb: &Sandbox, grants: &str) -> String {
+    bundle::caps(grants, &sb.state_dir())
 }
 
 /// `rlp tools call` into trace [`TRACE`] with runtime home `home`; asserts success.
@@ -57,15 +64,18 @@ fn rows(sb: &Sandbox, home: &str) -> i64 {
     ledger::rows(&sb.ledger_path_in(home))
 }
 
+/// Tool `id` printing `data_file` with `cat_file.sh`; it declares the
+/// folder of the file (so each call is audited for `exec` and `fs:`).
 fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
-    json!({
+    let tool = json!({
         "id": id,
         "description": format!("test tool {id}"),
         "transport": {"kind": "exec", "command": files::fixture("replay/cat_file.sh"), "args": [data_file]},
         "input_schema": input_schema,
         "result_schema": result_schema,
         "observability": {"tags": ["test"]},
-    })
+    });
+    bundle::with_fs(tool, Path::new(data_file).parent().unwrap())
 }
 
 fn frames(file: &Path) -> Vec<Value> {
@@ -175,7 +185,7 @@ fn record_export_import_and_replay_strictly() {
             "result_schema": {"type": "object", "required": ["days"]},
         }
     ]);
-    let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
+    let bundle = sb.bundle("desk", tools, &data_caps(&sb, "exec = true\nnet = [\"127.0.0.1\"]\n"));
     record(&sb, "a", &bundle, "notes.read", json!({}));
     record(&sb, "a", &bundle, "forecast.get", json!({"city": "Oslo"}));
     record(&sb, "a", &bundle, "notes.read", json!({"again": true}));
@@ -291,7 +301,7 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
         }
         json!({"type": "object", "properties": {"city": schema}, "required": ["city"]})
     };
-    let caps = "[capabilities]\nexec = true\n";
+    let caps = &data_caps(&sb, "exec = true\n");
     let bundle = sb.bundle(
         "desk",
         json!([
@@ -392,7 +402,7 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
             "result_schema": {"type": "object"},
         }
     ]);
-    let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
+    let bundle = sb.bundle("desk", tools, &data_caps(&sb, "exec = true\nnet = [\"127.0.0.1\"]\n"));
     record(&sb, "home", &bundle, "weather.now", json!({}));
     record(&sb, "home", &bundle, "forecast.get", json!({"city": "Oslo"}));
     let golden = export(&sb, "home", "golden.jsonl");
@@ -703,7 +713,7 @@ fn notes_bundle(sb: &Sandbox) -> PathBuf {
     sb.bundle(
         "desk",
         json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(sb, "exec = true\n"),
     )
 }
 
@@ -717,7 +727,7 @@ fn desk_bundle(sb: &Sandbox) -> PathBuf {
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
         ]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(sb, "exec = true\n"),
     )
 }
 
@@ -827,7 +837,7 @@ fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
             ),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
         ]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(&sb, "exec = true\n"),
     );
     let file = write_lines(&sb, "written.jsonl", &written_trace());
     let doc = replay_json(&sb, &file, &bundle, 1);
@@ -1056,7 +1066,7 @@ fn human_output_escapes_control_characters_from_the_trace() {
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["x"]})),
         ]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(&sb, "exec = true\n"),
     );
     let hostile = "boom\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}31m";
     let mut lines = written_trace();
