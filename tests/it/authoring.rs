@@ -891,10 +891,15 @@ fn tools_list_shows_transport_needs_and_exposure() {
             "secrets": ["runloop/mail/key"],
             "requires_confirmation": true,
             "exposed": false,
-            "missing": ["net:api.mail.example", "secrets:runloop/mail/key"]
+            "missing": ["net:api.mail.example", "secrets:runloop/mail/key"],
+            "sandbox": null
         })
     );
     assert_eq!(listing["tools"][0]["exposed"], true);
+    // An exec tool's sandbox: its private folder and the folder it declares, no network.
+    let sandbox = &listing["tools"][2]["sandbox"];
+    assert_eq!((&sandbox["mode"], &sandbox["confined"]), (&json!("best-effort"), &json!(true)), "{sandbox}");
+    assert_eq!((&sandbox["write"], &sandbox["net"]), (&json!(["$TMPDIR", "/srv/notes"]), &json!("none")), "{sandbox}");
     assert_eq!(listing["override"], Value::Null);
 
     // An operator override that revokes exec hides the exec tools.
