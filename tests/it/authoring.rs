@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::Sandbox;
 use crate::support::files::{contents as snapshot, read, read_json, repo};
 use crate::support::output::{assert_contains, code, stderr, stdout, stdout_json, text};
 use crate::support::process;
 use crate::support::pty::Terminal;
-use crate::support::Sandbox;
 
 /// `rlp agent scaffold <name> --non-interactive --root agents <extra…>`.
 fn scaffold_with(space: &Sandbox, name: &str, extra: &[&str]) -> Output {
@@ -817,7 +817,10 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
     // Asked for its schema a binary may write only its private folder: the
     // test reads its pid there while the import waits for it.
     let tmp = space.tmp_dir();
-    let sleeper = space.script("sleeper.sh", "echo $$ > \"$TMPDIR/pid.tmp\" && mv \"$TMPDIR/pid.tmp\" \"$TMPDIR/pid\"\nexec sleep 600");
+    let sleeper = space.script(
+        "sleeper.sh",
+        "echo $$ > \"$TMPDIR/pid.tmp\" && mv \"$TMPDIR/pid.tmp\" \"$TMPDIR/pid\"\nexec sleep 600",
+    );
     let mut sleeper_pid = None;
     let shape = space.script("shape.sh", "echo '{\"tools\": 5}'");
     let invalid = space.script("invalid.sh", "echo '{\"tools\": [{\"id\": \"Bad Id\", \"description\": \"x\", \"input_schema\": {}, \"result_schema\": {}}]}'");

@@ -1078,7 +1078,10 @@ fn transient_errors_are_retried_and_each_attempt_recorded() {
     let counter = sb.state_dir().join("attempts");
     let bundle = sb.bundle(
         "flaky",
-        json!([with(exec_tool_on("flaky", "transient.sh", &counter, &sb.state_dir()), json!({"retry": {"max_attempts": 3}}))]),
+        json!([with(
+            exec_tool_on("flaky", "transient.sh", &counter, &sb.state_dir()),
+            json!({"retry": {"max_attempts": 3}})
+        )]),
         &state_caps(&sb, "exec = true\n"),
     );
     let output = sb.call(&bundle, "flaky", json!({})).output().unwrap();

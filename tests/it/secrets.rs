@@ -10,11 +10,11 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, bundle};
 use crate::support::http::{Request, Server, reply};
 use crate::support::ledger::{self, payload};
 use crate::support::output::assert_contains;
 use crate::support::process::decode_environ;
+use crate::support::{Sandbox, bundle};
 
 /// Holds `"`, `\`, `/`, a tab, a space, `+`, `=`, a non-ASCII and a non-BMP character.
 const SECRET: &str = "Qx9k\"Zr\\7w/Pv\tm\u{e9}\u{1F600} Lt3Nb8+=";
