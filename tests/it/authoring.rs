@@ -3,17 +3,17 @@
 //! Every test runs the real binary in its own temporary folders and home.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::Sandbox;
 use crate::support::files::{contents as snapshot, read, read_json, repo};
 use crate::support::output::{assert_contains, code, stderr, stdout, stdout_json, text};
 use crate::support::process;
 use crate::support::pty::Terminal;
-use crate::support::{HANG_GUARD, Sandbox};
 
 /// `rlp agent scaffold <name> --non-interactive --root agents <extra…>`.
 fn scaffold_with(space: &Sandbox, name: &str, extra: &[&str]) -> Output {
@@ -815,22 +815,29 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
     let b = bundle.to_str().unwrap();
     let before = snapshot(&bundle);
     let garbage = space.script("garbage.sh", "echo 'this is not json'");
-    let sleeper_pid = space.join("sleeper.pid");
-    let sleeper = space.script("sleeper.sh", &format!("echo $$ > {}\nexec sleep 600", sleeper_pid.display()));
+    // Asked for its schema a binary may write only its private folder: the
+    // test reads its pid there while the import waits for it.
+    let tmp = space.tmp_dir();
+    let sleeper = space.script(
+        "sleeper.sh",
+        "echo $$ > \"$TMPDIR/pid.tmp\" && mv \"$TMPDIR/pid.tmp\" \"$TMPDIR/pid\"\nexec sleep 600",
+    );
+    let mut sleeper_pid = None;
     let shape = space.script("shape.sh", "echo '{\"tools\": 5}'");
     let invalid = space.script("invalid.sh", "echo '{\"tools\": [{\"id\": \"Bad Id\", \"description\": \"x\", \"input_schema\": {}, \"result_schema\": {}}]}'");
     for (command, extra, why) in [
         (PathBuf::from("/bin/false"), None, "it exited with status 1"),
         (garbage, None, "it printed something that is not JSON: this is not json"),
-        (sleeper, Some("500"), "it did not answer within 500 ms and was killed"),
+        (sleeper.clone(), Some("3000"), "it did not answer within 3000 ms and was killed"),
         (shape, None, "its answer has no `tools` list"),
         (invalid, None, "tool id `Bad Id` does not match"),
     ] {
-        let mut args = vec!["tools", "import", b, "--exec", command.to_str().unwrap()];
-        if let Some(ms) = extra {
-            args.extend(["--timeout-ms", ms]);
+        let extra: Vec<&str> = extra.map_or_else(Vec::new, |ms| vec!["--timeout-ms", ms]);
+        let import = spawn_import(&space, &bundle, &command, &tmp, &extra);
+        if command == sleeper {
+            sleeper_pid = Some(process::wait_for_private_file(&tmp, "pid"));
         }
-        let out = space.run(&args);
+        let out = import.wait_with_output().unwrap();
         assert_eq!(code(&out), 1, "{why}\n{}", text(&out));
         let err = stderr(&out);
         assert!(err.contains(why), "{why}\n{}", text(&out));
@@ -841,7 +848,7 @@ fn tools_import_refuses_binaries_that_do_not_answer_and_changes_nothing() {
         assert!(err.contains("is unchanged"), "{}", text(&out));
         assert_eq!(snapshot(&bundle), before, "{why}: bundle unchanged");
     }
-    let pid = std::fs::read_to_string(&sleeper_pid).unwrap();
+    let pid = sleeper_pid.unwrap();
     assert!(!process::is_running(pid.trim()), "the tool that did not answer is still running");
     let out = space.run(&["tools", "import", b, "--exec", "greet_tool"]);
     assert_eq!(code(&out), 2);
@@ -888,10 +895,15 @@ fn tools_list_shows_transport_needs_and_exposure() {
             "secrets": ["runloop/mail/key"],
             "requires_confirmation": true,
             "exposed": false,
-            "missing": ["net:api.mail.example", "secrets:runloop/mail/key"]
+            "missing": ["net:api.mail.example", "secrets:runloop/mail/key"],
+            "sandbox": null
         })
     );
     assert_eq!(listing["tools"][0]["exposed"], true);
+    // An exec tool's sandbox: its private folder and the folder it declares, no network.
+    let sandbox = &listing["tools"][2]["sandbox"];
+    assert_eq!((&sandbox["mode"], &sandbox["confined"]), (&json!("best-effort"), &json!(true)), "{sandbox}");
+    assert_eq!((&sandbox["write"], &sandbox["net"]), (&json!(["$TMPDIR", "/srv/notes"]), &json!("none")), "{sandbox}");
     assert_eq!(listing["override"], Value::Null);
 
     // An operator override that revokes exec hides the exec tools.
@@ -1049,26 +1061,28 @@ fn authoring_commands_report_as_json() {
 
 /// A `schema` binary that never answers: it ignores SIGTERM, starts a child
 /// in its process group and one in a session of its own (which holds its
-/// stdout), writes "<own pid> <group child> <session child>" to `pids`, and
-/// sleeps.
-fn stubborn_binary(space: &Sandbox, pids: &Path) -> PathBuf {
+/// stdout), writes "<own pid> <group child> <session child>" to `pids` in its
+/// private folder (the only folder it may write), and sleeps.
+fn stubborn_binary(space: &Sandbox) -> PathBuf {
     space.script(
         "stubborn.sh",
-        &format!(
-            "trap '' TERM\nsleep 600 &\ngroup=$!\nsetsid sleep 600 &\necho \"$$ $group $!\" > {p}.tmp && mv {p}.tmp {p}\nsleep 600",
-            p = pids.display()
-        ),
+        "trap '' TERM\nsleep 600 &\ngroup=$!\nsetsid sleep 600 &\n\
+         echo \"$$ $group $!\" > \"$TMPDIR/pids.tmp\" && mv \"$TMPDIR/pids.tmp\" \"$TMPDIR/pids\"\nsleep 600",
     )
 }
 
-/// The three pids `stubborn_binary` wrote, once it wrote them.
-fn stubborn_pids(pids: &Path) -> Vec<String> {
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while !pids.exists() {
-        assert!(std::time::Instant::now() < deadline, "the binary never wrote {}", pids.display());
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    read(pids).split_whitespace().map(str::to_string).collect()
+/// `rlp tools import <bundle> --exec <binary> <extra…>` started with `TMPDIR`
+/// `tmp` and its output captured.
+fn spawn_import(space: &Sandbox, bundle: &Path, binary: &Path, tmp: &Path, extra: &[&str]) -> std::process::Child {
+    let mut command = space.command();
+    command.args(["tools", "import"]).arg(bundle).arg("--exec").arg(binary).args(extra).env("TMPDIR", tmp);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// The three pids `stubborn_binary` wrote, read from its private folder
+/// below `tmp` while the import runs.
+fn stubborn_pids(tmp: &Path) -> Vec<String> {
+    process::wait_for_private_file(tmp, "pids").split_whitespace().map(str::to_string).collect()
 }
 
 /// Kills what a test left running (on purpose, or because it failed).
@@ -1082,15 +1096,17 @@ fn kill_left(pid: &str) {
 fn tools_import_kills_a_binary_that_does_not_answer_with_everything_it_started() {
     let space = Sandbox::new();
     let bundle = scaffold(&space, "demo");
-    let b = bundle.to_str().unwrap();
-    let pids = space.join("pids");
-    let stubborn = stubborn_binary(&space, &pids);
-    let out = space.run(&["tools", "import", b, "--exec", stubborn.to_str().unwrap(), "--timeout-ms", "500"]);
+    let tmp = space.tmp_dir();
+    let stubborn = stubborn_binary(&space);
+    // Long enough for the test to read the pids before the binary is killed.
+    let import = spawn_import(&space, &bundle, &stubborn, &tmp, &["--timeout-ms", "3000"]);
+    let found = stubborn_pids(&tmp);
+    let out = import.wait_with_output().unwrap();
     assert_eq!(code(&out), 1, "{}", text(&out));
-    assert_contains(&stderr(&out), "it did not answer within 500 ms and was killed");
+    assert_contains(&stderr(&out), "it did not answer within 3000 ms and was killed");
     // Killed by the time rlp returns: the binary that ignores SIGTERM, its
     // child, and the child that left its group and session.
-    let running: Vec<_> = stubborn_pids(&pids).into_iter().filter(|pid| process::is_running(pid)).collect();
+    let running: Vec<_> = found.into_iter().filter(|pid| process::is_running(pid)).collect();
     running.iter().for_each(|pid| kill_left(pid));
     assert!(running.is_empty(), "still running after the import: {running:?}");
 }
@@ -1101,17 +1117,10 @@ fn tools_import_never_leaves_its_binary_running_when_rlp_is_interrupted_or_kille
     for signal in [libc::SIGTERM, libc::SIGKILL] {
         let space = Sandbox::new();
         let bundle = scaffold(&space, "demo");
-        let pids = space.join("pids");
-        let stubborn = stubborn_binary(&space, &pids);
-        let mut rlp = space
-            .command()
-            .args(["tools", "import", bundle.to_str().unwrap(), "--exec", stubborn.to_str().unwrap()])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let found = stubborn_pids(&pids);
+        let tmp = space.tmp_dir();
+        let stubborn = stubborn_binary(&space);
+        let mut rlp = spawn_import(&space, &bundle, &stubborn, &tmp, &[]);
+        let found = stubborn_pids(&tmp);
         process::signal(rlp.id() as i32, signal);
         assert_eq!(rlp.wait().unwrap().signal(), Some(signal));
         // Interrupted, rlp kills the binary's process group; SIGKILLed, it

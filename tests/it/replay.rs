@@ -13,6 +13,7 @@ use rlp::replay::divergence::DivergenceKind;
 use rlp::replay::source::{Answer, ReplaySource};
 use serde_json::{Value, json};
 
+use crate::support::bundle;
 use crate::support::http::{Server, reply};
 use crate::support::ledger;
 use crate::support::output::{assert_contains, stderr, stdout};
@@ -23,12 +24,18 @@ const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
 
 // ---------------------------------------------------------------- helpers
 
-/// Writes a data file a `cat_file.sh` tool prints.
+/// Writes a data file a `cat_file.sh` tool prints, in the sandbox's state
+/// folder (which [`data_caps`] grants).
 fn data(sb: &Sandbox, name: &str, value: Value) -> String {
-    let path = sb.join("data").join(name);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let path = sb.state_dir().join(name);
     std::fs::write(&path, value.to_string()).unwrap();
     path.display().to_string()
+}
+
+/// A policy granting `grants` (lines under `[capabilities]`) and the folder
+/// of the data files.
+fn data_caps(sb: &Sandbox, grants: &str) -> String {
+    bundle::caps(grants, &sb.state_dir())
 }
 
 /// `rlp tools call` into trace [`TRACE`] with runtime home `home`; asserts success.
@@ -57,15 +64,18 @@ fn rows(sb: &Sandbox, home: &str) -> i64 {
     ledger::rows(&sb.ledger_path_in(home))
 }
 
+/// Tool `id` printing `data_file` with `cat_file.sh`; it declares the
+/// folder of the file (so each call is audited for `exec` and `fs:`).
 fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
-    json!({
+    let tool = json!({
         "id": id,
         "description": format!("test tool {id}"),
         "transport": {"kind": "exec", "command": files::fixture("replay/cat_file.sh"), "args": [data_file]},
         "input_schema": input_schema,
         "result_schema": result_schema,
         "observability": {"tags": ["test"]},
-    })
+    });
+    bundle::with_fs(tool, Path::new(data_file).parent().unwrap())
 }
 
 fn frames(file: &Path) -> Vec<Value> {
@@ -175,7 +185,7 @@ fn record_export_import_and_replay_strictly() {
             "result_schema": {"type": "object", "required": ["days"]},
         }
     ]);
-    let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
+    let bundle = sb.bundle("desk", tools, &data_caps(&sb, "exec = true\nnet = [\"127.0.0.1\"]\n"));
     record(&sb, "a", &bundle, "notes.read", json!({}));
     record(&sb, "a", &bundle, "forecast.get", json!({"city": "Oslo"}));
     record(&sb, "a", &bundle, "notes.read", json!({"again": true}));
@@ -187,12 +197,14 @@ fn record_export_import_and_replay_strictly() {
         kinds,
         [
             "cap.audit",
+            "cap.audit",
             "tool.call",
             "tool.result",
             "cap.audit",
             "cap.audit",
             "tool.call",
             "tool.result",
+            "cap.audit",
             "cap.audit",
             "tool.call",
             "tool.result"
@@ -213,7 +225,7 @@ fn record_export_import_and_replay_strictly() {
     assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
     assert_eq!(
         stdout(&imported).trim_end().rsplit_once(" into ").unwrap().0,
-        format!("Imported 10 frames (3 calls) of trace {TRACE}")
+        format!("Imported 12 frames (3 calls) of trace {TRACE}")
     );
     let again = export(&sb, "b", "again.jsonl");
     assert_eq!(std::fs::read(&golden).unwrap(), std::fs::read(&again).unwrap());
@@ -221,7 +233,7 @@ fn record_export_import_and_replay_strictly() {
     let twice = sb.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
     assert_eq!(twice.status.code(), Some(1));
     assert_contains(&stderr(&twice), &format!("already holds trace {TRACE}; nothing was imported"));
-    assert_eq!(rows(&sb, "b"), 10);
+    assert_eq!(rows(&sb, "b"), 12);
 
     // Strict replay: exit 0, every result identical to the recorded one.
     let replay = |home: &str, source: &str, format: &str| {
@@ -254,7 +266,7 @@ fn record_export_import_and_replay_strictly() {
         assert_eq!(call["output"]["result"], recorded[call["invocation_id"].as_str().unwrap()]);
     }
     assert_eq!(calls[1]["output"]["result"], json!({"city": "Oslo", "days": [{"high": 7}, {"high": 9}]}));
-    assert_eq!((calls[1]["position"].as_u64(), calls[1]["result_position"].as_u64()), (Some(6), Some(7)));
+    assert_eq!((calls[1]["position"].as_u64(), calls[1]["result_position"].as_u64()), (Some(7), Some(8)));
 
     // Byte-identical reports: run twice, and from the ledger of either home.
     assert_eq!(replay("b", &golden_arg, "json"), report);
@@ -268,12 +280,12 @@ fn record_export_import_and_replay_strictly() {
         "{human}"
     );
     assert!(
-        human.ends_with("Result: no divergence in 10 frames, 3 calls (3 ok, 0 error, 0 diverged, 0 without result)\n"),
+        human.ends_with("Result: no divergence in 12 frames, 3 calls (3 ok, 0 error, 0 diverged, 0 without result)\n"),
         "{human}"
     );
     // Strict replay runs nothing: no request reached the server, no row was added.
-    assert_eq!(rows(&sb, "a"), 10);
-    assert_eq!(rows(&sb, "b"), 10);
+    assert_eq!(rows(&sb, "a"), 12);
+    assert_eq!(rows(&sb, "b"), 12);
 }
 
 /// A tool removed, an input schema tightened, a result schema changed: every
@@ -291,7 +303,7 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
         }
         json!({"type": "object", "properties": {"city": schema}, "required": ["city"]})
     };
-    let caps = "[capabilities]\nexec = true\n";
+    let caps = &data_caps(&sb, "exec = true\n");
     let bundle = sb.bundle(
         "desk",
         json!([
@@ -357,9 +369,9 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
     assert_eq!(
         found,
         [
-            ("missing_tool".to_string(), 2, "notes.read".to_string()),
-            ("schema_mismatch".to_string(), 9, "stats.get".to_string()),
-            ("args_mismatch".to_string(), 11, "weather.get".to_string()),
+            ("missing_tool".to_string(), 3, "notes.read".to_string()),
+            ("schema_mismatch".to_string(), 12, "stats.get".to_string()),
+            ("args_mismatch".to_string(), 15, "weather.get".to_string()),
         ]
     );
     assert_eq!(doc["summary"]["by_kind"], json!({"args_mismatch": 1, "missing_tool": 1, "schema_mismatch": 1}));
@@ -392,7 +404,7 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
             "result_schema": {"type": "object"},
         }
     ]);
-    let bundle = sb.bundle("desk", tools, "[capabilities]\nexec = true\nnet = [\"127.0.0.1\"]\n");
+    let bundle = sb.bundle("desk", tools, &data_caps(&sb, "exec = true\nnet = [\"127.0.0.1\"]\n"));
     record(&sb, "home", &bundle, "weather.now", json!({}));
     record(&sb, "home", &bundle, "forecast.get", json!({"city": "Oslo"}));
     let golden = export(&sb, "home", "golden.jsonl");
@@ -415,7 +427,7 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     // Without --yes and without a terminal, the call that needs confirmation is refused.
     let refused = live(&[]);
     assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert_contains(&stderr(&refused), "replay stopped at frame #3: tool `weather.now` requires confirmation");
+    assert_contains(&stderr(&refused), "replay stopped at frame #4: tool `weather.now` requires confirmation");
     assert_eq!(stdout(&refused), "");
 
     // The tools' outputs change.
@@ -427,7 +439,7 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     let divergences = doc["divergences"].as_array().unwrap();
     assert_eq!(divergences.len(), 2, "{doc:#}");
     assert_eq!(divergences[0]["kind"], "result_changed");
-    assert_eq!(divergences[0]["position"], 4);
+    assert_eq!(divergences[0]["position"], 5);
     assert_eq!(divergences[0]["tool"], "weather.now");
     assert_eq!(
         divergences[0]["changes"],
@@ -505,28 +517,28 @@ fn verify_names_the_edited_or_removed_row() {
 
     let intact = verify("a", "human");
     assert_eq!(intact.status.code(), Some(0), "{}", stdout(&intact));
-    assert_contains(&stdout(&intact), ": 9 rows, every hash and the chain check out.\nHead: ");
+    assert_contains(&stdout(&intact), ": 12 rows, every hash and the chain check out.\nHead: ");
 
     // Edit one row's payload in place.
     let conn = rusqlite::Connection::open(sb.ledger_path_in("a")).unwrap();
     let changed = conn
-        .execute("UPDATE events SET payload_json = replace(payload_json, '\"n\":1', '\"n\":7') WHERE id = 5", [])
+        .execute("UPDATE events SET payload_json = replace(payload_json, '\"n\":1', '\"n\":7') WHERE id = 7", [])
         .unwrap();
     assert_eq!(changed, 1);
     drop(conn);
     let edited = verify("a", "human");
     assert_eq!(edited.status.code(), Some(1));
     let text = stdout(&edited);
-    assert_contains(&text, ": 9 rows, 1 problem; the first is row 5.\n");
+    assert_contains(&text, ": 12 rows, 1 problem; the first is row 7.\n");
     assert_contains(
         &text,
         &format!(
-            "  row 5 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n"
+            "  row 7 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n"
         ),
     );
     let doc: Value = serde_json::from_slice(&verify("a", "json").stdout).unwrap();
     assert_eq!(doc["intact"], false);
-    assert_eq!(doc["problems"][0]["row"], 5);
+    assert_eq!(doc["problems"][0]["row"], 7);
     assert_eq!(doc["problems"][0]["problem"], "edited");
 
     // Delete a row in the copy.
@@ -536,7 +548,7 @@ fn verify_names_the_edited_or_removed_row() {
     let removed = verify("b", "json");
     assert_eq!(removed.status.code(), Some(1));
     let doc: Value = serde_json::from_slice(&removed.stdout).unwrap();
-    assert_eq!(doc["rows"], 8);
+    assert_eq!(doc["rows"], 11);
     assert_eq!(doc["problems"].as_array().unwrap().len(), 1, "{doc:#}");
     assert_eq!(doc["problems"][0]["row"], 5);
     assert_eq!(doc["problems"][0]["problem"], "removed");
@@ -550,7 +562,7 @@ fn verify_names_the_edited_or_removed_row() {
     assert_eq!(export.status.code(), Some(1));
     assert_contains(
         &stderr(&export),
-        "ledger row 5: the row does not match its hash_blake3: the ledger was edited; nothing was exported",
+        "ledger row 7: the row does not match its hash_blake3: the ledger was edited; nothing was exported",
     );
 
     // No ledger at all: exit 2.
@@ -703,7 +715,7 @@ fn notes_bundle(sb: &Sandbox) -> PathBuf {
     sb.bundle(
         "desk",
         json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(sb, "exec = true\n"),
     )
 }
 
@@ -717,7 +729,7 @@ fn desk_bundle(sb: &Sandbox) -> PathBuf {
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
         ]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(sb, "exec = true\n"),
     )
 }
 
@@ -827,7 +839,7 @@ fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
             ),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
         ]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(&sb, "exec = true\n"),
     );
     let file = write_lines(&sb, "written.jsonl", &written_trace());
     let doc = replay_json(&sb, &file, &bundle, 1);
@@ -1056,7 +1068,7 @@ fn human_output_escapes_control_characters_from_the_trace() {
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["x"]})),
         ]),
-        "[capabilities]\nexec = true\n",
+        &data_caps(&sb, "exec = true\n"),
     );
     let hostile = "boom\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}31m";
     let mut lines = written_trace();

@@ -33,9 +33,28 @@ fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
     bundle::tool(id, bundle::exec(&files::fixture(&format!("runtime/{script}")), args))
 }
 
-/// Tool `touch`, which creates the file `marker`: a test sees whether it ran.
+/// Tool `id` running the fixture script `script` with the argument `path`
+/// (a file or folder below `dir`), declaring `fs:<dir>` so that the sandbox
+/// lets it reach `path`.
+fn exec_tool_on(id: &str, script: &str, path: &Path, dir: &Path) -> Value {
+    bundle::with_fs(exec_tool(id, script, &[path.to_str().unwrap()]), dir)
+}
+
+/// Tool `touch`, which creates the file `marker` (in the folder it declares):
+/// a test sees whether it ran.
 fn touch_tool(marker: &Path) -> Value {
-    exec_tool("touch", "marker.sh", &[marker.to_str().unwrap()])
+    exec_tool_on("touch", "marker.sh", marker, marker.parent().unwrap())
+}
+
+/// Where [`touch_tool`] leaves its marker: in the sandbox's state folder.
+fn marker_of(sb: &Sandbox) -> PathBuf {
+    sb.state_dir().join("ran")
+}
+
+/// A policy granting `grants` (lines under `[capabilities]`) and the
+/// sandbox's state folder.
+fn state_caps(sb: &Sandbox, grants: &str) -> String {
+    bundle::caps(grants, &sb.state_dir())
 }
 
 fn http_tool(id: &str, method: &str, url: &str) -> Value {
@@ -206,8 +225,8 @@ fn trace_id_groups_calls() {
 #[test]
 fn ungranted_exec_is_refused_without_running() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
-    let bundle = sb.bundle("noexec", json!([touch_tool(&marker)]), "[capabilities]\ntime = true\n");
+    let marker = marker_of(&sb);
+    let bundle = sb.bundle("noexec", json!([touch_tool(&marker)]), &state_caps(&sb, "time = true\n"));
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool ran");
@@ -215,8 +234,11 @@ fn ungranted_exec_is_refused_without_running() {
     assert_contains(&err, "error: tool `touch` is not exposed: it needs `exec` (policy.caps does not grant it)");
     assert_contains(&err, "help: grant it under [capabilities] in policy.caps (exec = true)");
     let events = sb.events();
-    assert_eq!(kinds(&events), ["cap.audit"]);
-    let audit = payload(&events[0]);
+    assert_eq!(kinds(&events), ["cap.audit", "cap.audit"]);
+    let folder = payload(&events[0]);
+    assert_eq!(folder["decision"], "allow");
+    assert_eq!(folder["capability"], format!("fs:{}", sb.state_dir().display()).as_str());
+    let audit = payload(&events[1]);
     assert_eq!(audit["decision"], "deny");
     assert_eq!(audit["capability"], "exec");
     assert_eq!(audit["tool"], "touch");
@@ -266,9 +288,9 @@ fn override_revokes_net_without_connecting() {
 #[test]
 fn override_cannot_add_grants() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
-    let bundle = sb.bundle("adder", json!([touch_tool(&marker)]), "[capabilities]\ntime = true\n");
-    let override_file = sb.write_override("adder", "[capabilities]\nexec = true\n");
+    let marker = marker_of(&sb);
+    let bundle = sb.bundle("adder", json!([touch_tool(&marker)]), &state_caps(&sb, "time = true\n"));
+    let override_file = sb.write_override("adder", &state_caps(&sb, "exec = true\n"));
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3));
     assert!(!marker.exists());
@@ -284,14 +306,14 @@ fn override_cannot_add_grants() {
 #[test]
 fn invalid_input_never_runs_the_tool() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
+    let marker = marker_of(&sb);
     let bundle = sb.bundle(
         "strict",
         json!([with(
             touch_tool(&marker),
             json!({"input_schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}})
         )]),
-        "[capabilities]\nexec = true\n",
+        &state_caps(&sb, "exec = true\n"),
     );
     let output = sb.call(&bundle, "touch", json!({"n": "seven"})).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
@@ -551,11 +573,11 @@ fn secret_never_leaks_from_http_tools() {
 #[test]
 fn missing_secret_names_the_variable() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
+    let marker = marker_of(&sb);
     let bundle = sb.bundle(
         "nosecret",
         json!([with(touch_tool(&marker), json!({"secrets": [TOKEN_ID]}))]),
-        &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"),
+        &state_caps(&sb, &format!("exec = true\nsecrets = [\"{TOKEN_ID}\"]\n")),
     );
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
@@ -567,17 +589,17 @@ fn missing_secret_names_the_variable() {
         "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again",
     );
     let events = sb.events();
-    assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit"]);
-    let last = payload(&events[2]);
+    assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit", "cap.audit"]);
+    let last = payload(&events[3]);
     assert_eq!(last["capability"], "secrets:runloop/test/token");
     assert_eq!(last["decision"], "deny");
     assert_eq!(last["reason"], "the secret is not available (set the environment variable RUNLOOP_TEST__TOKEN)");
 }
 
-/// Calls `tool` of `bundle` (its `timeout_ms` 1000), expecting the timeout
+/// Runs `call` of `tool` (its `timeout_ms` 1000), expecting the timeout
 /// error that says the tool and everything it started were killed.
-fn call_expecting_timeout(sb: &Sandbox, bundle: &Path, tool: &str) {
-    let output = sb.call(bundle, tool, json!({})).output().unwrap();
+fn call_expecting_timeout(mut call: assert_cmd::Command, tool: &str) {
+    let output = call.output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let expected = format!(
         "error: tool `{tool}` timed out after 1000 ms (timeout_ms); it and every process it started were killed"
@@ -588,19 +610,18 @@ fn call_expecting_timeout(sb: &Sandbox, bundle: &Path, tool: &str) {
 #[test]
 fn timeout_kills_the_whole_process_group() {
     let sb = Sandbox::new();
-    let pids = sb.join("pids");
-    std::fs::create_dir_all(&pids).unwrap();
+    let pids = sb.state_dir();
     let bundle = sb.bundle(
         "sleeper",
-        json!([with(exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()]), json!({"timeout_ms": 1000}))]),
-        "[capabilities]\nexec = true\n",
+        json!([with(exec_tool_on("sleep", "sleep_fork.sh", &pids, &pids), json!({"timeout_ms": 1000}))]),
+        &state_caps(&sb, "exec = true\n"),
     );
-    call_expecting_timeout(&sb, &bundle, "sleep");
+    call_expecting_timeout(sb.call(&bundle, "sleep", json!({})), "sleep");
     let parent = std::fs::read_to_string(pids.join("parent.pid")).unwrap();
     let child = std::fs::read_to_string(pids.join("child.pid")).unwrap();
     assert!(!process::is_running(parent.trim()), "the tool {parent} is still there");
     assert!(!process::is_running(child.trim()), "its child {child} is still there");
-    let result = payload(&sb.events()[2]);
+    let result = sb.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "timeout");
 }
 
@@ -734,14 +755,14 @@ fn confirm_bundle(sb: &Sandbox, marker: &Path) -> PathBuf {
     sb.bundle(
         "careful",
         json!([with(touch_tool(marker), json!({"requires_confirmation": true}))]),
-        "[capabilities]\nexec = true\n",
+        &state_caps(sb, "exec = true\n"),
     )
 }
 
 #[test]
 fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
+    let marker = marker_of(&sb);
     let bundle = confirm_bundle(&sb, &marker);
     let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
@@ -770,7 +791,7 @@ fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
 #[test]
 fn user_config_or_environment_can_waive_confirmation() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
+    let marker = marker_of(&sb);
     let bundle = confirm_bundle(&sb, &marker);
     std::fs::create_dir_all(sb.home()).unwrap();
     std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
@@ -806,7 +827,7 @@ fn user_config_or_environment_can_waive_confirmation() {
 #[test]
 fn system_policy_confirmation_cannot_be_switched_off() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
+    let marker = marker_of(&sb);
     let bundle = confirm_bundle(&sb, &marker);
     let system = sb.join("system.toml");
     std::fs::write(&system, "[policy]\nconfirm_external_actions = true\n").unwrap();
@@ -874,11 +895,11 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
 #[test]
 fn kill_during_a_call_leaves_a_sound_ledger() {
     let sb = Sandbox::new();
-    let pid_file = sb.join("tool.pid");
+    let pid_file = sb.state_dir().join("tool.pid");
     let bundle = sb.bundle(
         "victim",
-        json!([exec_tool("slow", "slow.sh", &[pid_file.to_str().unwrap()]), exec_tool("ok", "ok.sh", &[])]),
-        "[capabilities]\nexec = true\n",
+        json!([exec_tool_on("slow", "slow.sh", &pid_file, &sb.state_dir()), exec_tool("ok", "ok.sh", &[])]),
+        &state_caps(&sb, "exec = true\n"),
     );
     sb.call(&bundle, "ok", json!({})).assert().code(0);
     let mut child = sb
@@ -901,7 +922,7 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     let report = ledger.verify_chain().unwrap();
     assert!(report.is_intact(), "{report:?}");
     let events = sb.events();
-    assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result", "cap.audit", "tool.call"]);
+    assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result", "cap.audit", "cap.audit", "tool.call"]);
     drop(ledger);
     sb.call(&bundle, "ok", json!({})).assert().code(0);
     assert!(rlp::ledger::verify_chain(&sb.ledger_path()).unwrap().is_intact());
@@ -923,14 +944,12 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
     ];
     for signal in signals {
         let sb = Sandbox::new();
-        let pids = sb.join("pids");
-        let tmp = sb.join("tmp");
-        std::fs::create_dir_all(&pids).unwrap();
-        std::fs::create_dir_all(&tmp).unwrap();
+        let pids = sb.state_dir();
+        let tmp = sb.tmp_dir();
         let bundle = sb.bundle(
             "sleeper",
-            json!([exec_tool("sleep", "sleep_fork.sh", &[pids.to_str().unwrap()])]),
-            "[capabilities]\nexec = true\n",
+            json!([exec_tool_on("sleep", "sleep_fork.sh", &pids, &pids)]),
+            &state_caps(&sb, "exec = true\n"),
         );
         let mut rlp = sb
             .command()
@@ -973,17 +992,27 @@ fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
     assert_eq!(left, [alive.file_name().unwrap()]);
 }
 
+/// Bundle `escaper` with tool `escape` (leave_group.pl, `timeout_ms` 1000),
+/// which joins rlp's process group and records its pids in `pids`.
+fn escaper_bundle(sb: &Sandbox, pids: &Path) -> PathBuf {
+    sb.bundle(
+        "escaper",
+        json!([with(exec_tool_on("escape", "leave_group.pl", pids, &sb.state_dir()), json!({"timeout_ms": 1000}))]),
+        &state_caps(sb, "exec = true\n"),
+    )
+}
+
 #[test]
 fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
     let sb = Sandbox::new();
-    let pids = sb.join("pids");
-    let bundle = sb.bundle(
-        "escaper",
-        json!([with(exec_tool("escape", "leave_group.pl", &[pids.to_str().unwrap()]), json!({"timeout_ms": 1000}))]),
-        "[capabilities]\nexec = true\n",
-    );
+    let pids = sb.state_dir().join("pids");
+    let bundle = escaper_bundle(&sb, &pids);
+    // A sandboxed tool runs in a session of its own and cannot join rlp's
+    // process group at all (see the next test): this is the unconfined path.
+    let mut call = sb.call(&bundle, "escape", json!({}));
+    call.env("RUNLOOP_RUNTIME_SANDBOX", "off");
     // Before the fix rlp waited for the tool (1000 s): the hang guard fails the test.
-    call_expecting_timeout(&sb, &bundle, "escape");
+    call_expecting_timeout(call, "escape");
     let text = std::fs::read_to_string(&pids).unwrap();
     let (tool, child) = text.trim().split_once(' ').unwrap();
     assert!(!process::is_running(tool), "the tool {tool} is still there");
@@ -991,13 +1020,36 @@ fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
 }
 
 #[test]
+fn a_sandboxed_tool_cannot_join_the_process_group_of_rlp() {
+    let sb = Sandbox::new();
+    let pids = sb.state_dir().join("pids");
+    let bundle = escaper_bundle(&sb, &pids);
+    let output = sb.call(&bundle, "escape", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let call = sb.events().into_iter().find(|e| e.kind == "tool.call").map(|e| payload(&e)).unwrap();
+    let record = &call["sandbox"];
+    assert_eq!(record["confined"], true, "{record}");
+    let script = files::fixture("runtime/leave_group.pl");
+    let expected = format!(
+        "error: tool `escape` exited with status 1; stderr: setpgrp: Operation not permitted at {script} line 8.; \
+         the tool ran sandboxed (Landlock ABI {abi}): read system, {script}, {bundle}; read-write $TMPDIR, {state}; \
+         no network\n",
+        abi = record["landlock_abi"],
+        bundle = bundle.display(),
+        state = sb.state_dir().display(),
+    );
+    assert_contains(&stderr(&output), &expected);
+    assert!(!pids.exists(), "the tool went on after setpgrp failed");
+}
+
+#[test]
 fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     let sb = Sandbox::new();
-    let pid_file = sb.join("background.pid");
+    let pid_file = sb.state_dir().join("background.pid");
     let bundle = sb.bundle(
         "holder",
-        json!([exec_tool("hold", "background_holds_stdout.sh", &[pid_file.to_str().unwrap()])]),
-        "[capabilities]\nexec = true\n",
+        json!([exec_tool_on("hold", "background_holds_stdout.sh", &pid_file, &sb.state_dir())]),
+        &state_caps(&sb, "exec = true\n"),
     );
     let output = sb.call(&bundle, "hold", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -1023,14 +1075,14 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
 #[test]
 fn transient_errors_are_retried_and_each_attempt_recorded() {
     let sb = Sandbox::new();
-    let counter = sb.join("attempts");
+    let counter = sb.state_dir().join("attempts");
     let bundle = sb.bundle(
         "flaky",
         json!([with(
-            exec_tool("flaky", "transient.sh", &[counter.to_str().unwrap()]),
+            exec_tool_on("flaky", "transient.sh", &counter, &sb.state_dir()),
             json!({"retry": {"max_attempts": 3}})
         )]),
-        "[capabilities]\nexec = true\n",
+        &state_caps(&sb, "exec = true\n"),
     );
     let output = sb.call(&bundle, "flaky", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -1125,7 +1177,7 @@ fn library_runtime_serves_calls_from_several_threads() {
 #[test]
 fn confirmation_prompt_on_a_terminal() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
+    let marker = marker_of(&sb);
     let bundle = confirm_bundle(&sb, &marker);
     let spawn = || {
         let mut cmd = sb.command();
@@ -1295,8 +1347,8 @@ fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
 #[test]
 fn an_override_with_an_unknown_table_or_key_refuses_every_call_of_its_agent() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
-    let bundle = sb.bundle("guarded", json!([touch_tool(&marker)]), "[capabilities]\nexec = true\n");
+    let marker = marker_of(&sb);
+    let bundle = sb.bundle("guarded", json!([touch_tool(&marker)]), &state_caps(&sb, "exec = true\n"));
     for (text, at) in
         [("exec = false\n", "1:1"), ("[Capabilities]\nexec = false\n", "1:2"), ("[capability]\nexec = false\n", "1:2")]
     {
@@ -1352,11 +1404,11 @@ fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], 
 #[test]
 fn no_variable_or_flag_lifts_the_system_policy() {
     let sb = Sandbox::new();
-    let marker = sb.join("ran");
+    let marker = marker_of(&sb);
     let bundle = sb.bundle(
         "careful",
         json!([with(touch_tool(&marker), json!({"requires_confirmation": true}))]),
-        "[capabilities]\nexec = true\n",
+        &state_caps(&sb, "exec = true\n"),
     );
     let bundle = bundle.to_str().unwrap();
     let policy = "[policy]\nconfirm_external_actions = true\n";
@@ -1394,10 +1446,11 @@ fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
     let sb = Sandbox::new();
     let saved = sb.join("saved");
     std::fs::create_dir_all(sb.home()).unwrap();
+    // The tool writes to the home's file system: it declares the home.
     let bundle = sb.bundle(
         "filler",
-        json!([exec_tool("fill", "fill_disk.sh", &[sb.home().to_str().unwrap()])]),
-        "[capabilities]\nexec = true\n",
+        json!([exec_tool_on("fill", "fill_disk.sh", &sb.home(), &sb.home())]),
+        &bundle::caps("exec = true\n", &sb.home()),
     );
     // The home is a 1 MiB file system; the tool fills it after its call frame is recorded.
     let setup = format!("mount -t tmpfs -o size=1m tmpfs '{}'", sb.home().display());

@@ -10,11 +10,11 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-use crate::support::Sandbox;
 use crate::support::http::{Request, Server, reply};
 use crate::support::ledger::{self, payload};
 use crate::support::output::assert_contains;
 use crate::support::process::decode_environ;
+use crate::support::{Sandbox, bundle};
 
 /// Holds `"`, `\`, `/`, a tab, a space, `+`, `=`, a non-ASCII and a non-BMP character.
 const SECRET: &str = "Qx9k\"Zr\\7w/Pv\tm\u{e9}\u{1F600} Lt3Nb8+=";
@@ -65,9 +65,14 @@ fn exec_tool(id: &str, command: impl AsRef<Path>, args: &[&str], secrets: &[&str
     })
 }
 
+/// The lines of policy.caps granting exec and `secrets`.
+fn exec_grants(secrets: &[&str]) -> String {
+    format!("exec = true\nsecrets = {}\n", json!(secrets))
+}
+
 /// The policy granting exec and `secrets`.
 fn exec_caps(secrets: &[&str]) -> String {
-    format!("[capabilities]\nexec = true\nsecrets = {}\n", json!(secrets))
+    format!("[capabilities]\n{}", exec_grants(secrets))
 }
 
 /// Each character of `value` written by `spell`.
@@ -174,8 +179,7 @@ esac
 #[test]
 fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     let sb = Sandbox::new();
-    let data = sb.join("data");
-    std::fs::create_dir_all(&data).unwrap();
+    let data = sb.state_dir();
     let whole = whole_spellings(SECRET);
     let embedded = embedded_spellings(SECRET);
     let mut lines: Vec<String> = whole.iter().map(|(label, s)| format!("{label}: {s}")).collect();
@@ -190,8 +194,8 @@ fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     std::fs::write(data.join("result.json"), Value::Object(result).to_string()).unwrap();
     let script = sb.script("echo_secret.sh", &ECHO_SCRIPT.replace("DATA", &data.display().to_string()));
     let tools = ["stderr", "envelope", "nested", "result"]
-        .map(|mode| exec_tool(&format!("echo.{mode}"), &script, &[mode], &[SECRET_ID]));
-    let bundle = sb.bundle("echoer", json!(tools), &exec_caps(&[SECRET_ID]));
+        .map(|mode| bundle::with_fs(exec_tool(&format!("echo.{mode}"), &script, &[mode], &[SECRET_ID]), &data));
+    let bundle = sb.bundle("echoer", json!(tools), &bundle::caps(&exec_grants(&[SECRET_ID]), &data));
 
     let mut printed = Vec::new();
     let mut run = |mode: &str, code: i32| {

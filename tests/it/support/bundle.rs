@@ -47,6 +47,23 @@ pub fn http(method: &str, url: &str) -> Value {
     json!({"kind": "http", "method": method, "url": url})
 }
 
+/// `tool` declaring the capability `fs:<dir>` besides those it has: the
+/// sandbox lets it read and write `dir`.
+pub fn with_fs(mut tool: Value, dir: &Path) -> Value {
+    let capability = Value::String(format!("fs:{}", dir.display()));
+    match tool.get_mut("capabilities").and_then(Value::as_array_mut) {
+        Some(capabilities) => capabilities.push(capability),
+        None => tool["capabilities"] = json!([capability]),
+    }
+    tool
+}
+
+/// policy.caps granting `grants` (lines under `[capabilities]`, each ending
+/// in a newline) and `fs = ["<dir>"]`.
+pub fn caps(grants: &str, dir: &Path) -> String {
+    format!("[capabilities]\n{grants}fs = [{}]\n", serde_json::to_string(&dir.display().to_string()).unwrap())
+}
+
 /// `tool` with the keys of `extra` set (replaced or added).
 pub fn with(mut tool: Value, extra: Value) -> Value {
     for (k, v) in extra.as_object().unwrap() {

@@ -49,6 +49,23 @@ pub fn wait_for_file(path: &Path) -> String {
     panic!("{} never appeared", path.display());
 }
 
+/// Waits (bounded) until a call's private folder below `tmp` (the `TMPDIR`
+/// rlp was given) holds the file `name`; returns its text. A tool with no
+/// grant can leave a file nowhere else, and rlp removes the folder when the
+/// call ends: a test reads it while the call runs.
+pub fn wait_for_private_file(tmp: &Path, name: &str) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        for entry in std::fs::read_dir(tmp).unwrap().flatten() {
+            if let Ok(text) = std::fs::read_to_string(entry.path().join(name)) {
+                return text;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no call folder in {} ever held {name}", tmp.display());
+}
+
 /// Sends `signal` to process `pid` (to process group `-pid` if negative).
 pub fn signal(pid: i32, signal: i32) {
     // SAFETY: kill(2) takes two integers and touches no memory of this

@@ -19,6 +19,10 @@ pub const HANG_GUARD: Duration = Duration::from_secs(60);
 /// The runtime home of a sandbox, unless a test names another one.
 const HOME: &str = "home";
 
+/// The folder of a sandbox that tools are granted (`fs:`) for the files they
+/// leave for a test: markers, pids, counters, data they read.
+const STATE: &str = "state";
+
 /// A temporary folder holding runtime homes (`home/` unless a test names
 /// others), bundles (`agents/`), keys and tool scripts. `rlp` runs in it with
 /// no `RUNLOOP_*` variable of the caller's environment, and
@@ -47,6 +51,23 @@ impl Sandbox {
     /// The default runtime home.
     pub fn home(&self) -> PathBuf {
         self.join(HOME)
+    }
+
+    /// `<sandbox>/state`, made if missing: the one folder a test grants its
+    /// tools (see [`bundle::with_fs`] and [`bundle::caps`]) for the files they
+    /// write or read, as an exec tool reaches nothing else of the sandbox.
+    pub fn state_dir(&self) -> PathBuf {
+        let dir = self.join(STATE);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `<sandbox>/tmp`, made if missing: a `TMPDIR` for rlp, below which each
+    /// call gets its private folder (see [`super::process::wait_for_private_file`]).
+    pub fn tmp_dir(&self) -> PathBuf {
+        let dir = self.join("tmp");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 
     /// The ledger of the default runtime home.
