@@ -71,7 +71,9 @@ pub(crate) fn list(dir: &Path, home: &Home, sandbox: SandboxMode) -> Result<List
             override_file = Some(path);
         }
     }
-    let rows = bundle.tool_list().iter().map(|tool| row(tool, &policy, dir, sandbox)).collect();
+    // The sandbox names the bundle as the runtime does: by its absolute path.
+    let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let rows = bundle.tool_list().iter().map(|tool| row(tool, &policy, &root, sandbox)).collect();
     let policy_file = bundle.manifest.as_ref().map_or("policy.caps".to_string(), |m| m.caps_file.clone());
     Ok(Listing { rows, policy_file, override_file })
 }

@@ -15,7 +15,10 @@
 //!    is sandboxed, `setsid()`: its own session too, with no controlling
 //!    terminal to read or inject keystrokes into;
 //! 4. stdin, stdout and stderr onto /dev/null and the two pipes;
-//! 5. `chdir` into the tool's folder;
+//! 5. `chdir` into the tool's folder, and every descriptor above the
+//!    standard streams marked close-on-exec: the tool inherits none that
+//!    rlp's own parent left open (a file outside the tool's grants, a
+//!    socket), whatever the sandbox says;
 //! 6. for a sandboxed tool, the confinement steps
 //!    ([`crate::sandbox::child`]: limits, capabilities, `no_new_privs`,
 //!    Landlock, seccomp);
@@ -231,6 +234,7 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
         .and_then(|()| dup2_stdout(plan.stdout))
         .and_then(|()| dup2_stderr(plan.stderr))
         .and_then(|()| chdir(plan.dir))
+        .and_then(|()| close_inherited())
         .and_then(|()| plan.sandbox.map_or(Ok(()), |steps| steps.apply()));
     if let Err(e) = ready {
         return e;
@@ -246,6 +250,33 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
     // of C strings, all owned by the suspended parent thread's frame.
     unsafe { libc::execve(plan.path.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr()) };
     Errno::from_raw_os_error(io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC))
+}
+
+/// Most descriptors marked one by one where `close_range` is missing
+/// (before Linux 5.11).
+const MAX_MARKED_DESCRIPTORS: c_int = 65_536;
+
+/// In the child: marks every descriptor above the standard streams
+/// close-on-exec (they stay usable until the exec: the sandbox's ruleset
+/// and socket are among them). One `close_range` call, or one `fcntl` per
+/// descriptor number on older kernels.
+fn close_inherited() -> Result<(), Errno> {
+    // SAFETY: close_range with the CLOEXEC flag only changes flags in this
+    // child's own descriptor table (it was copied at the clone).
+    let marked = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if marked == 0 {
+        return Ok(());
+    }
+    let mut limit: libc::rlimit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct on this frame.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    let last = c_int::try_from(limit.rlim_cur).unwrap_or(MAX_MARKED_DESCRIPTORS).min(MAX_MARKED_DESCRIPTORS);
+    for fd in 3..last {
+        // SAFETY: fcntl on a descriptor number; one that is not open fails
+        // with EBADF and changes nothing.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
 }
 
 /// In the child: every signal with a handler gets its default action back,

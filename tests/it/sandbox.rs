@@ -190,8 +190,8 @@ fn a_host_name_grant_reaches_what_the_name_resolves_to() {
         "by_name",
         "attempt('localhost', lambda: socket.create_connection(('localhost', int(args[0])), timeout=5).close())",
     );
-    let caps = format!("[capabilities]\nexec = true\nnet = [\"localhost\"]\n");
-    let bundle = sb.bundle("named", json!([tool("probe", &command, &[&port], &["net:localhost".to_string()])]), &caps);
+    let caps = "[capabilities]\nexec = true\nnet = [\"localhost\"]\n";
+    let bundle = sb.bundle("named", json!([tool("probe", &command, &[&port], &["net:localhost".to_string()])]), caps);
     let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"localhost": "ok"}));
@@ -408,4 +408,29 @@ fn required_refuses_a_tool_the_kernel_cannot_fully_confine_and_records_why() {
         call_frame(&sb)["sandbox"]["gaps"],
         json!(["max_processes is not enforced for root (the kernel exempts uid 0 from RLIMIT_NPROC)"])
     );
+}
+
+#[test]
+fn a_descriptor_rlp_inherited_never_reaches_the_tool() {
+    let sb = Sandbox::new();
+    let leak = sb.join("leak.txt");
+    std::fs::write(&leak, "").unwrap();
+    let script =
+        sb.script("fd.sh", "if echo x >&5; then echo '{\"fd5\":\"open\"}'; else echo '{\"fd5\":\"closed\"}'; fi");
+    let bundle =
+        sb.bundle("fds", json!([tool("fd", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
+    for mode in ["best-effort", "off"] {
+        // rlp is started with descriptor 5 open on a file outside every grant.
+        let output = sb
+            .wrapped(&["sh", "-c", "exec 5>>\"$0\"; exec \"$@\"", leak.to_str().unwrap()])
+            .args(["tools", "call"])
+            .arg(&bundle)
+            .args(["fd", "--args", "{}"])
+            .env("RUNLOOP_RUNTIME_SANDBOX", mode)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stdout_json(&output), json!({"fd5": "closed"}), "{mode}");
+    }
+    assert_eq!(std::fs::read_to_string(&leak).unwrap(), "");
 }
