@@ -37,7 +37,13 @@ pub(crate) fn process_exists(pid: i32) -> bool {
 fn remove_owned(path: &Path, owner: u32) {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.uid() != owner => {}
-        Ok(meta) if meta.is_dir() => drop(fs::remove_dir_all(path)),
+        // An empty folder (or a cgroup, whose files cannot be removed) goes
+        // with one rmdir; anything else with what it holds.
+        Ok(meta) if meta.is_dir() => {
+            if fs::remove_dir(path).is_err() {
+                drop(fs::remove_dir_all(path));
+            }
+        }
         Ok(_) => drop(fs::remove_file(path)),
         Err(_) => {}
     }

@@ -4,7 +4,8 @@
 //! memory ([`crate::process::spawn`]): only system calls on data prepared
 //! beforehand, no allocation, no lock. In order:
 //!
-//! 1. resource limits (core dumps off, `max_memory_bytes`, `max_processes`);
+//! 1. the call's pids cgroup joined (`max_processes`), resource limits
+//!    (core dumps off, `max_memory_bytes`, `max_processes` without a cgroup);
 //! 2. capabilities: a tool run as root keeps root's files and loses the
 //!    power to administer the machine (mount, load modules, trace, raise
 //!    its limits, reconfigure the network). The few file-ownership
@@ -18,7 +19,7 @@
 //! 5. the seccomp filter, whose listener (for a supervised network) goes
 //!    to rlp over a socket.
 
-use std::ffi::c_int;
+use std::ffi::{CStr, c_int};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use rustix::io::Errno;
@@ -46,6 +47,8 @@ pub(crate) type Limit = (libc::__rlimit_resource_t, u64);
 /// [`crate::sandbox::Confinement`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ChildSteps<'a> {
+    /// The `cgroup.procs` file of the call's pids cgroup, joined first.
+    pub cgroup: Option<&'a CStr>,
     /// Resource limits.
     pub limits: &'a [Limit],
     /// The Landlock ruleset, if the kernel has Landlock.
@@ -82,10 +85,33 @@ fn last_errno() -> Errno {
     Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM))
 }
 
+/// Moves the calling process into the cgroup whose `cgroup.procs` is
+/// `procs` (writing `0` names the writer).
+fn join_cgroup(procs: &CStr) -> Result<(), Errno> {
+    // SAFETY: open, write and close on a C string and a byte string that
+    // outlive the calls; the descriptor is closed before returning.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+        let errno = last_errno();
+        libc::close(fd);
+        if written != 1 {
+            return Err(errno);
+        }
+    }
+    Ok(())
+}
+
 impl ChildSteps<'_> {
     /// Applies every step (see the module docs); the first failure ends
     /// the child before it executes anything.
     pub(crate) fn apply(&self) -> Result<(), Errno> {
+        if let Some(procs) = self.cgroup {
+            join_cgroup(procs)?;
+        }
         for &(resource, value) in self.limits {
             let limit = libc::rlimit { rlim_cur: value, rlim_max: value };
             // SAFETY: setrlimit reads the struct on this frame.

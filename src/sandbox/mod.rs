@@ -10,12 +10,14 @@
 //!   calls, letting through only the hosts and ports its `net` grants name;
 //! - [`child`]: the steps the child takes (limits, capabilities,
 //!   `no_new_privs`, Landlock, seccomp);
+//! - [`pids`]: the cgroup that enforces `max_processes`;
 //! - [`mode`]: `[runtime] sandbox`.
 
 pub(crate) mod child;
 pub(crate) mod fs;
 pub(crate) mod mode;
 pub mod net;
+pub(crate) mod pids;
 pub(crate) mod plan;
 pub mod seccomp;
 

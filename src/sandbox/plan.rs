@@ -20,6 +20,7 @@ use crate::sandbox::SandboxMode;
 use crate::sandbox::child::{ChildSteps, Limit};
 use crate::sandbox::fs::{Access, FsRule, TARGET_ABI, program_rules, system_rules};
 use crate::sandbox::net::{Allowlist, Supervisor};
+use crate::sandbox::pids::{self, PidsCgroup};
 use crate::sandbox::seccomp::{self, Filter, NetFilter};
 
 /// What a tool is granted, from its tools.json entry and the policy.
@@ -113,6 +114,8 @@ pub(crate) struct SandboxPlan {
     writable: Vec<PathBuf>,
     network: Network,
     limits: Vec<Limit>,
+    /// `max_processes`, when a pids cgroup enforces it.
+    pids_cgroup: Option<u64>,
     /// What the kernel cannot enforce, and whether each one matters for
     /// `required` (a core guarantee) or only narrows the defence.
     gaps: Vec<(String, bool)>,
@@ -122,13 +125,18 @@ pub(crate) struct SandboxPlan {
 impl SandboxPlan {
     /// The sandbox `grants` get under `mode` on this kernel.
     pub(crate) fn new(mode: SandboxMode, grants: &Grants<'_>) -> SandboxPlan {
-        let kernel = kernel();
+        SandboxPlan::on(kernel(), mode, grants)
+    }
+
+    /// The sandbox `grants` get under `mode` on a kernel offering `kernel`.
+    fn on(kernel: Kernel, mode: SandboxMode, grants: &Grants<'_>) -> SandboxPlan {
         let confined = mode != SandboxMode::Off;
         let mut rules = Vec::new();
         let mut writable = Vec::new();
         let mut limits = Vec::new();
         let mut network = Network::Unrestricted;
         let mut gaps = Vec::new();
+        let mut pids_cgroup = None;
         if confined {
             rules.extend(program_rules(grants.command));
             rules.push(FsRule { path: grants.bundle.to_path_buf(), access: Access::ReadExec });
@@ -136,8 +144,13 @@ impl SandboxPlan {
             network = if grants.net.is_empty() { Network::None } else { Network::Allow(grants.net.clone()) };
             limits.push((libc::RLIMIT_CORE, 0));
             limits.extend(grants.max_memory_bytes.map(|bytes| (libc::RLIMIT_AS, bytes)));
-            limits.extend(grants.max_processes.map(|count| (libc::RLIMIT_NPROC, count)));
-            gaps = kernel_gaps(kernel, &network, grants.max_processes.is_some());
+            // A pids cgroup bounds the tool's own processes, root's too; where
+            // there is none, RLIMIT_NPROC bounds the user's.
+            pids_cgroup = grants.max_processes.filter(|_| pids::available());
+            if pids_cgroup.is_none() {
+                limits.extend(grants.max_processes.map(|count| (libc::RLIMIT_NPROC, count)));
+            }
+            gaps = kernel_gaps(kernel, &network, grants.max_processes.is_some() && pids_cgroup.is_none());
             if matches!(network, Network::Allow(_)) && !kernel.user_notif {
                 network = Network::Unrestricted;
             }
@@ -173,7 +186,7 @@ impl SandboxPlan {
             max_processes: grants.max_processes.filter(|_| confined),
             gaps: gaps.iter().map(|(gap, _)| gap.clone()).collect(),
         };
-        SandboxPlan { mode, kernel, rules, writable, network, limits, gaps, record }
+        SandboxPlan { mode, kernel, rules, writable, network, limits, pids_cgroup, gaps, record }
     }
 
     /// What the call frame records.
@@ -272,7 +285,11 @@ impl SandboxPlan {
             }
             _ => None,
         };
-        Ok(Some(Confinement { limits: self.limits.clone(), landlock, filter, supervised }))
+        let pids = match self.pids_cgroup {
+            Some(max) => PidsCgroup::create(max)?,
+            None => None,
+        };
+        Ok(Some(Confinement { pids, limits: self.limits.clone(), landlock, filter, supervised }))
     }
 
     /// The Landlock ruleset: the plan's rules, the private folder and the
@@ -348,7 +365,11 @@ fn kernel_gaps(kernel: Kernel, network: &Network, process_limit: bool) -> Vec<(S
     }
     // SAFETY: getuid has no failure mode.
     if process_limit && unsafe { libc::getuid() } == 0 {
-        gap("max_processes is not enforced for root (the kernel exempts uid 0 from RLIMIT_NPROC)".into(), true);
+        gap(
+            "max_processes is not enforced for root: no pids cgroup can be made here, and the kernel exempts uid 0 from RLIMIT_NPROC"
+                .into(),
+            true,
+        );
     }
     gaps
 }
@@ -356,6 +377,8 @@ fn kernel_gaps(kernel: Kernel, network: &Network, process_limit: bool) -> Vec<(S
 /// The sandbox of one attempt, prepared in rlp before the clone.
 #[derive(Debug)]
 pub(crate) struct Confinement {
+    /// The call's pids cgroup, removed when the attempt is over.
+    pids: Option<PidsCgroup>,
     limits: Vec<Limit>,
     landlock: Option<OwnedFd>,
     filter: Option<&'static Filter>,
@@ -377,6 +400,7 @@ impl Confinement {
     /// What the child applies.
     pub(crate) fn steps(&self) -> ChildSteps<'_> {
         ChildSteps {
+            cgroup: self.pids.as_ref().map(PidsCgroup::procs),
             limits: &self.limits,
             landlock: self.landlock.as_ref().map(AsFd::as_fd),
             filter: self.filter,
@@ -394,5 +418,54 @@ impl Confinement {
         let listener = seccomp::recv_fd(supervised.parent.as_fd())?;
         let allow = supervised.allow.take().unwrap_or_else(|| Allowlist::new(&[]));
         Supervisor::start(listener, allow).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grants<'a>(command: &'a Path, net: &[&str]) -> Grants<'a> {
+        Grants {
+            command,
+            bundle: Path::new("/"),
+            fs: vec![],
+            net: net.iter().map(|t| NetTarget { host: (*t).to_string(), port: Some(80) }).collect(),
+            max_memory_bytes: None,
+            max_processes: None,
+        }
+    }
+
+    #[test]
+    fn required_refuses_what_the_kernel_cannot_enforce_and_best_effort_records_it() {
+        let sh = Path::new("/bin/sh");
+        let old = Kernel { landlock_abi: 0, filter: true, user_notif: false };
+        let refused = SandboxPlan::on(old, SandboxMode::Required, &grants(sh, &["api.example"]));
+        assert_eq!(
+            refused.refusal().as_deref(),
+            Some(
+                "Landlock is not available: the filesystem is not confined; seccomp user notification is not available: net grants cannot be checked per host"
+            )
+        );
+        let lenient = SandboxPlan::on(old, SandboxMode::BestEffort, &grants(sh, &["api.example"]));
+        assert_eq!(lenient.refusal(), None);
+        assert_eq!(lenient.record().net, "unrestricted");
+        assert_eq!(lenient.record().gaps.len(), 2);
+        // Narrower gaps of an older Landlock are recorded, never refused.
+        let abi3 = Kernel { landlock_abi: 3, filter: true, user_notif: true };
+        let plan = SandboxPlan::on(abi3, SandboxMode::Required, &grants(sh, &[]));
+        assert_eq!(plan.refusal(), None);
+        assert_eq!(
+            plan.record().gaps,
+            vec![
+                "Landlock ABI 3 does not control TCP binding and connecting by port (ABI 4 does)",
+                "Landlock ABI 3 does not control device ioctls (ABI 5 does)",
+                "Landlock ABI 3 does not control signals and abstract sockets outside the sandbox (ABI 6 does)",
+            ]
+        );
+        // Off confines nothing and says so.
+        let off = SandboxPlan::on(abi3, SandboxMode::Off, &grants(sh, &[]));
+        assert!(!off.record().confined && off.record().gaps.is_empty() && off.refusal().is_none());
+        assert_eq!(off.brief(), "off");
     }
 }
