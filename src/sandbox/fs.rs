@@ -152,18 +152,34 @@ const MAX_INTERPRETERS: usize = 4;
 /// The longest `#!` line read (the kernel reads 256 bytes).
 const SHEBANG_BYTES: usize = 256;
 
-/// The read-and-execute rules a tool's program needs beyond the system
-/// folders: the executable itself and, for a script, its interpreters.
+/// The rules a tool's program needs beyond the system folders: the
+/// executable itself and, for a script, each interpreter its `#!` line
+/// names, with that interpreter's library tree.
 pub(crate) fn program_rules(command: &Path) -> Vec<FsRule> {
-    let mut rules = Vec::new();
+    let mut rules: Vec<FsRule> = Vec::new();
     let mut program = command.to_path_buf();
     for depth in 0..=MAX_INTERPRETERS {
         let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
+        if !real.is_file() {
+            break;
+        }
+        let mut found = Vec::new();
         if !is_system_program(&real) {
-            // An interpreter (python, node…) loads its own library tree:
-            // the installation it belongs to goes with it.
-            let path = if depth == 0 { real.clone() } else { installation(&real) };
-            rules.push(FsRule { path, access: Access::ReadExec });
+            found.push(FsRule { path: real.clone(), access: Access::ReadExec });
+        }
+        if depth > 0 {
+            // Both where the interpreter was named (a virtual environment's
+            // `bin/python`) and where it really is.
+            for named in [&program, &real] {
+                if !is_system_program(named) {
+                    found.extend(library_rules(named));
+                }
+            }
+        }
+        for rule in found {
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
         }
         match interpreter(&real) {
             Some(next) => program = next,
@@ -173,14 +189,22 @@ pub(crate) fn program_rules(command: &Path) -> Vec<FsRule> {
     rules
 }
 
-/// The installation an interpreter belongs to: the folder above its `bin`
-/// (`/opt/python/3.12` for `/opt/python/3.12/bin/python3`), else its folder.
-fn installation(interpreter: &Path) -> PathBuf {
-    let folder = interpreter.parent().unwrap_or(Path::new("/"));
-    match (folder.file_name(), folder.parent()) {
-        (Some(name), Some(prefix)) if name == "bin" && prefix != Path::new("/") => prefix.to_path_buf(),
-        _ => folder.to_path_buf(),
-    }
+/// What an interpreter in `<prefix>/bin` loads from its installation:
+/// `<prefix>/lib` and `<prefix>/lib64` (read and execute), and a virtual
+/// environment's `<prefix>/pyvenv.cfg` (read). Never the whole prefix: for
+/// `~/.local/bin/tool` that would be much of a home folder.
+fn library_rules(interpreter: &Path) -> Vec<FsRule> {
+    let prefix = interpreter
+        .parent()
+        .filter(|folder| folder.file_name() == Some(OsStr::new("bin")))
+        .and_then(Path::parent)
+        .filter(|prefix| *prefix != Path::new("/"));
+    let Some(prefix) = prefix else { return Vec::new() };
+    [("lib", Access::ReadExec), ("lib64", Access::ReadExec), ("pyvenv.cfg", Access::Read)]
+        .into_iter()
+        .map(|(name, access)| FsRule { path: prefix.join(name), access })
+        .filter(|rule| rule.path.exists())
+        .collect()
 }
 
 /// The interpreter a script's `#!` line names (`/usr/bin/env NAME` is
@@ -224,19 +248,21 @@ mod tests {
     }
 
     #[test]
-    fn a_script_brings_its_interpreters_installation() {
+    fn a_script_brings_its_interpreter_and_the_interpreters_library_tree() {
         let dir = tempfile::tempdir().unwrap();
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
         let python = dir.path().join("py/bin/python9");
         executable(&python, "\x7fELF");
+        std::fs::create_dir_all(dir.path().join("py/lib/python9")).unwrap();
+        std::fs::write(dir.path().join("py/secret.txt"), "no").unwrap();
         let tool = dir.path().join("tools/run.py");
         executable(&tool, &format!("#!{} -u\nprint(1)\n", python.display()));
-        let rules = program_rules(&tool);
-        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
         assert_eq!(
-            rules,
+            program_rules(&tool),
             vec![
                 FsRule { path: real(&tool), access: Access::ReadExec },
-                FsRule { path: real(&dir.path().join("py")), access: Access::ReadExec },
+                FsRule { path: real(&python), access: Access::ReadExec },
+                FsRule { path: real(&dir.path().join("py/lib")), access: Access::ReadExec },
             ]
         );
         // A system interpreter needs nothing beyond the system rules.
@@ -247,9 +273,23 @@ mod tests {
     }
 
     #[test]
-    fn an_interpreter_outside_a_bin_folder_brings_only_its_folder() {
-        assert_eq!(installation(Path::new("/opt/tools/python")), PathBuf::from("/opt/tools"));
-        assert_eq!(installation(Path::new("/bin/sh")), PathBuf::from("/bin"));
-        assert_eq!(installation(Path::new("/x/bin/node")), PathBuf::from("/x"));
+    fn an_interpreter_never_brings_its_home_or_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
+        // ~/bin/interp, ~/.local/bin/interp: the file, never the home.
+        let home_interp = dir.path().join("home/bin/interp");
+        executable(&home_interp, "\x7fELF");
+        let tool = dir.path().join("tool");
+        executable(&tool, &format!("#!{}\n", home_interp.display()));
+        assert_eq!(
+            program_rules(&tool),
+            vec![
+                FsRule { path: real(&tool), access: Access::ReadExec },
+                FsRule { path: real(&home_interp), access: Access::ReadExec },
+            ]
+        );
+        // `#!/` names a folder: nothing is added (the exec fails anyway).
+        executable(&tool, "#!/ x\n");
+        assert_eq!(program_rules(&tool), vec![FsRule { path: real(&tool), access: Access::ReadExec }]);
     }
 }

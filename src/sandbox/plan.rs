@@ -140,7 +140,9 @@ impl SandboxPlan {
         if confined {
             rules.extend(program_rules(grants.command));
             rules.push(FsRule { path: grants.bundle.to_path_buf(), access: Access::ReadExec });
-            writable = grants.fs.clone();
+            // Granted as the kernel sees them (after symbolic links), and
+            // recorded so.
+            writable = grants.fs.iter().map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone())).collect();
             network = if grants.net.is_empty() { Network::None } else { Network::Allow(grants.net.clone()) };
             limits.push((libc::RLIMIT_CORE, 0));
             limits.extend(grants.max_memory_bytes.map(|bytes| (libc::RLIMIT_AS, bytes)));
