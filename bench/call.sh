@@ -21,10 +21,9 @@ mkdir -p "$disk_dir"
 target_dir="${CARGO_TARGET_DIR:-target}"
 # As the docs show it: relative to the repository when it lies inside it.
 shown_target="${target_dir#"$PWD"/}"
-cargo build --release --bin rlp --example bench_call --example bench_connect >&2
+cargo build --release --bin rlp --example bench_call >&2
 report="$("$target_dir/release/examples/bench_call" --iterations "$iterations" --rlp "$target_dir/release/rlp" \
   --disk "$disk_dir" --tmpfs "$tmpfs_dir")"
-connects="$("$target_dir/release/examples/bench_connect")"
 
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 tmp_dir="${TMPDIR:-/tmp}"
@@ -52,16 +51,12 @@ Machine: $machine. Run: $(date -u +%Y-%m-%d).
 
 $report
 
-Per connection of a tool with a \`net\` grant (\`$shown_target/release/examples/bench_connect\`:
-a sandboxed Python client connecting and closing in a loop, each \`connect\` checked and made by
-rlp's supervisor, against the same client unsupervised; two rounds each, interleaved):
-
-$connects
-
 Targets: the sandbox under 0.3 ms per call over the unsandboxed runner (the "sandbox … over
 sandbox off" rows: building and applying the Landlock ruleset, loading the seccomp filter,
 and, with a net grant, starting the connect supervisor), and under 0.3 ms per connection
-for a tool with a net grant. In-process exec overhead under 0.3 ms per call above the raw spawn, http
+for a tool with a net grant (the connect rows: the benchmark itself runs as a tool that
+connects and closes in a loop, each \`connect\` checked and made by rlp's supervisor, against
+the same tool with the sandbox off). In-process exec overhead under 0.3 ms per call above the raw spawn, http
 under 0.5 ms above raw reqwest, both without the ledger's fsync (the no-op
 recorder and tmpfs rows). The exec overhead includes making and removing the
 call's private folder in \$TMPDIR (on a file system mounted with \`discard\`,

@@ -5,6 +5,11 @@
 //!   ledger on disk) and through the `rlp tools call` binary;
 //! - http: a plain reqwest GET to a local keep-alive server vs the same request
 //!   through the runtime;
+//! - the sandbox: the same exec tool with the sandbox off, sandboxed, and
+//!   sandboxed with a net grant (which adds the connect supervisor); and
+//!   the time per TCP connect of a tool with a net grant (this program run
+//!   as the tool: `bench_call <blob> --connect-client PORT N`), supervised
+//!   and with the sandbox off;
 //! - the ledger: frames per second with one durable transaction per frame, and
 //!   the machine's fsync floor (write + fdatasync of a small file) in the same
 //!   folder.
@@ -28,11 +33,27 @@ use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
 use rlp::sandbox::SandboxMode;
 use serde_json::json;
 
+/// Connects the client tool makes per round.
+const CONNECTS: u32 = 2000;
+
 struct Args {
     iterations: usize,
     rlp: Option<PathBuf>,
     disk: PathBuf,
     tmpfs: PathBuf,
+}
+
+/// As an exec tool (`<blob> --connect-client PORT N`): connects N times to
+/// 127.0.0.1:PORT (connect, then close) and prints `{"us_per_connect": µs}`.
+fn connect_client(port: &str, connects: &str) {
+    let port: u16 = port.parse().expect("port");
+    let connects: u32 = connects.parse().expect("count");
+    let start = Instant::now();
+    for _ in 0..connects {
+        drop(TcpStream::connect(("127.0.0.1", port)).expect("connect"));
+    }
+    let us = start.elapsed().as_secs_f64() * 1e6 / f64::from(connects);
+    println!("{}", json!({ "us_per_connect": us }));
 }
 
 fn parse_args() -> Args {
@@ -181,6 +202,10 @@ fn install_signed(home: &Path, name: &str, tools: serde_json::Value) -> PathBuf 
 fn start_server() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    // A deep accept queue: a connect the queue has no room for is dropped
+    // and retried a second later, which would swamp the per-connect series.
+    // SAFETY: listen only takes the listener's descriptor, which is live.
+    assert_eq!(unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 4096) }, 0, "listen");
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             std::thread::spawn(move || serve(stream));
@@ -269,6 +294,12 @@ fn row(out: &mut String, name: &str, s: &Series) {
 }
 
 fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if let [_, _blob, flag, port, connects] = &argv[..]
+        && flag == "--connect-client"
+    {
+        return connect_client(port, connects);
+    }
     let args = parse_args();
     let n = args.iterations;
     let disk = tempfile::tempdir_in(&args.disk).unwrap();
@@ -280,6 +311,14 @@ fn main() {
     let exec_bundle = write_bundle(disk.path(), "bench_exec", exec.clone(), "[capabilities]\nexec = true\n");
     let mut net_exec = exec.clone();
     net_exec[0]["capabilities"] = json!([format!("net:127.0.0.1:{port}")]);
+    let client = std::env::current_exe().unwrap();
+    let connects = CONNECTS.to_string();
+    net_exec.as_array_mut().unwrap().push(json!({
+        "id": "connect", "description": "connects in a loop",
+        "transport": {"kind": "exec", "command": client.display().to_string(), "args": ["--connect-client", port.to_string(), connects]},
+        "capabilities": [format!("net:127.0.0.1:{port}")],
+        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
+    }));
     let net_bundle = write_bundle(
         disk.path(),
         "bench_net",
@@ -301,6 +340,7 @@ fn main() {
     let null_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
     let off_exec = runtime_in(&exec_bundle, disk.path(), Arc::new(NullRecorder), SandboxMode::Off);
     let supervised_exec = runtime(&net_bundle, disk.path(), Arc::new(NullRecorder));
+    let unsupervised_exec = runtime_in(&net_bundle, disk.path(), Arc::new(NullRecorder), SandboxMode::Off);
     let signed_exec = runtime(&signed_bundle, disk.path(), Arc::new(NullRecorder));
     let tmpfs_ledger = Arc::new(Ledger::open(&tmpfs.path().join("exec/events.sqlite")).unwrap());
     let tmpfs_exec = runtime(&exec_bundle, disk.path(), tmpfs_ledger);
@@ -340,6 +380,11 @@ fn main() {
         exec_series.next().unwrap(),
         exec_series.next().unwrap(),
     );
+    // Per connect: the client tool, supervised and not, each twice, interleaved.
+    let connect = CallRequest { tool: "connect".into(), arguments: json!({}), trace_id: None };
+    let per_connect = |rt: &Runtime| rt.call(&connect).unwrap().result["us_per_connect"].as_f64().unwrap();
+    let connect_rounds: Vec<(f64, f64)> =
+        (0..2).map(|_| (per_connect(&unsupervised_exec), per_connect(&supervised_exec))).collect();
     let cli = args.rlp.as_ref().map(|rlp| {
         let cli_n = (n / 3).max(20);
         let run_bundle = |home: &Path, bundle: &Path| {
@@ -491,6 +536,12 @@ fn main() {
         over(&http_tmpfs, &raw_http),
         ratio(&http_tmpfs, &raw_http)
     ));
+    out.push_str(&format!(
+        "\n| a tool's TCP connect to 127.0.0.1 ({CONNECTS} per round, timed in the tool) | sandbox off µs | sandboxed, net grant (supervised) µs | supervisor overhead µs |\n|---|---:|---:|---:|\n"
+    ));
+    for (round, (off, supervised)) in connect_rounds.iter().enumerate() {
+        out.push_str(&format!("| round {} | {off:.1} | {supervised:.1} | {:.1} |\n", round + 1, supervised - off));
+    }
     out.push_str(&format!(
         "\nLedger: {:.0} frames/s on disk (one durable transaction per frame), {:.0} frames/s on tmpfs; \
          fsync floor {:.0} µs ({:.0} fdatasyncs/s). A call writes two transactions (call frame, result frame).\n\n",
