@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::authoring::import::{Limits, Source, describe};
 use crate::authoring::tools_file::ToolsDoc;
+use crate::sandbox::SandboxMode;
 use crate::text::terminal_safe_line;
 
 /// How a bundle's tool and its binary's answer differ.
@@ -76,7 +77,7 @@ pub(crate) struct ToolCheck {
 
 /// Asks every exec binary of the bundle; reports each difference and each
 /// binary that gave no usable answer.
-pub(crate) fn check(bundle_dir: &Path) -> ToolCheck {
+pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
     let mut report = ToolCheck::default();
     let Ok(tools) = ToolsDoc::read(bundle_dir) else { return report };
     let mut sources: Vec<(PathBuf, Vec<String>)> = Vec::new();
@@ -89,7 +90,7 @@ pub(crate) fn check(bundle_dir: &Path) -> ToolCheck {
     }
     let out = &mut report.drifts;
     for (command, args) in sources {
-        let source = Source { command: command.clone(), args: args.clone(), limits: Limits::default() };
+        let source = Source { command: command.clone(), args: args.clone(), limits: Limits::default(), sandbox };
         let described = match describe(&source, bundle_dir) {
             Ok(described) => described,
             Err(why) => {

@@ -62,6 +62,8 @@ pub(crate) struct Source {
     pub args: Vec<String>,
     /// Time and output limits.
     pub limits: Limits,
+    /// `runtime.sandbox`: the binary is asked under the sandbox, with no grant.
+    pub sandbox: SandboxMode,
 }
 
 /// What an import did.
@@ -139,10 +141,11 @@ fn schema_blob(invocation_id: &str, bundle_root: &Path, timeout: Duration) -> Va
 }
 
 /// Runs `command` with a `schema` blob and returns what it printed.
-fn ask_schema(command: &Path, args: &[String], bundle_root: &Path, limits: Limits) -> Result<Answer, AskError> {
+fn ask_schema(source: &Source, bundle_root: &Path) -> Result<Answer, AskError> {
+    let (command, args, limits) = (source.command.as_path(), source.args.as_slice(), source.limits);
     let invocation_id = uuid::Uuid::now_v7().to_string();
     let blob = schema_blob(&invocation_id, bundle_root, limits.timeout);
-    // Asked for its schema, a tool needs nothing beyond what any program
+    // Asked for its schema, a binary needs nothing beyond what any program
     // does: no grant, no network.
     let grants = Grants {
         command,
@@ -152,7 +155,13 @@ fn ask_schema(command: &Path, args: &[String], bundle_root: &Path, limits: Limit
         max_memory_bytes: None,
         max_processes: None,
     };
-    let sandbox = SandboxPlan::new(SandboxMode::BestEffort, &grants);
+    let sandbox = SandboxPlan::new(source.sandbox, &grants);
+    if let Some(why) = sandbox.refusal() {
+        return Err(AskError::Start(format!(
+            "refused: the sandbox is required and this kernel cannot confine the binary: {why}"
+        )));
+    }
+    sandbox.warn_once();
     let invocation = Invocation {
         command,
         args,
@@ -188,7 +197,7 @@ fn ask_schema(command: &Path, args: &[String], bundle_root: &Path, limits: Limit
 /// Asks the binary for its tools; the error says why it gave none.
 pub(crate) fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<String, Value>>, String> {
     let root = bundle_root.canonicalize().unwrap_or_else(|_| bundle_root.to_path_buf());
-    let output = ask_schema(&source.command, &source.args, &root, source.limits).map_err(|e| e.to_string())?;
+    let output = ask_schema(source, &root).map_err(|e| e.to_string())?;
     let parsed = match std::str::from_utf8(&output.stdout).map(value::parse_json_text) {
         Ok(Err(e)) if e.is_data() => {
             return Err(format!("its answer is ambiguous: {}", value::json_error_message(&e)));

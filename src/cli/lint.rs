@@ -39,8 +39,12 @@ pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
         CliError::usage(e).with_help("pass a bundle folder (with manifest.toml) or a folder of bundles")
     })?;
     let reports = lint_all(&dirs);
-    let checks: Vec<ToolCheck> =
-        if args.check_tools { dirs.iter().map(|d| drift::check(d)).collect() } else { Vec::new() };
+    let checks: Vec<ToolCheck> = if args.check_tools {
+        let sandbox = crate::config::load(&ctx.home, &crate::config::Flags::default())?.config.sandbox.value;
+        dirs.iter().map(|d| drift::check(d, sandbox)).collect()
+    } else {
+        Vec::new()
+    };
     let notes: String = dirs.iter().zip(&checks).map(|(dir, check)| drift::render(dir, check)).collect();
     let count = Counts {
         bundles: reports.len(),

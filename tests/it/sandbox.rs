@@ -424,3 +424,35 @@ fn a_descriptor_rlp_inherited_never_reaches_the_tool() {
     }
     assert_eq!(std::fs::read_to_string(&leak).unwrap(), "");
 }
+
+#[test]
+fn tools_import_asks_a_binary_for_its_schema_under_the_configured_sandbox() {
+    let sb = Sandbox::new();
+    let agents = sb.join("agents");
+    sb.expect(0, &["agent", "scaffold", "imported", "--non-interactive", "--root", agents.to_str().unwrap()]);
+    let escaped = sb.join("escaped");
+    let binary = sb.script(
+        "describe.sh",
+        &format!(
+            "touch {} 2>/dev/null\n\
+             echo '{{\"tools\": [{{\"id\": \"probe.tool\", \"description\": \"probe\", \"input_schema\": {{\"type\": \"object\"}}, \"result_schema\": {{}}}}]}}'",
+            escaped.display()
+        ),
+    );
+    let import = |mode: &str| {
+        let output = sb
+            .rlp()
+            .args(["tools", "import"])
+            .arg(agents.join("imported"))
+            .arg("--exec")
+            .arg(&binary)
+            .env("RUNLOOP_RUNTIME_SANDBOX", mode)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{mode}: {}", stderr(&output));
+    };
+    import("best-effort");
+    assert!(!escaped.exists(), "the sandboxed binary wrote outside its private folder");
+    import("off");
+    assert!(escaped.exists(), "with the sandbox off the binary is unconfined");
+}

@@ -43,7 +43,7 @@ pub struct ImportArgs {
 }
 
 /// Runs `rlp tools import`.
-pub(crate) fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
     if args.timeout_ms == 0 {
         return Err(CliError::usage("--timeout-ms must be at least 1"));
     }
@@ -52,6 +52,7 @@ pub(crate) fn run(args: &ImportArgs, _ctx: &Context) -> CliResult {
         command: args.exec.clone(),
         args: args.args.clone(),
         limits: Limits { timeout: Duration::from_millis(args.timeout_ms), max_output: DEFAULT_MAX_OUTPUT },
+        sandbox: crate::config::load(&ctx.home, &crate::config::Flags::default())?.config.sandbox.value,
     };
     let imported = import(&target, &source, args.grant)?;
     for (id, old, new) in &imported.retyped {
