@@ -456,3 +456,32 @@ fn tools_import_asks_a_binary_for_its_schema_under_the_configured_sandbox() {
     import("off");
     assert!(escaped.exists(), "with the sandbox off the binary is unconfined");
 }
+
+#[test]
+fn a_sandboxed_tool_cannot_reach_a_local_daemons_socket() {
+    let sb = Sandbox::new();
+    let daemon = tempfile::tempdir().unwrap();
+    let path = daemon.path().join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || for _ in listener.incoming() {});
+    let command = python_tool(
+        &sb,
+        "daemon",
+        "attempt('daemon', lambda: socket.socket(socket.AF_UNIX).connect(args[0]))\n\
+         attempt('pair', lambda: socket.socketpair())",
+    );
+    let port = Listener::start().port;
+    let tools = json!([
+        tool("offline", &command, &[path.to_str().unwrap()], &[]),
+        tool("online", &command, &[path.to_str().unwrap()], &[format!("net:127.0.0.1:{port}")]),
+    ]);
+    let caps = format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{port}\"]\n");
+    let bundle = sb.bundle("daemon", tools, &caps);
+    for id in ["offline", "online"] {
+        let output = sb.call(&bundle, id, json!({})).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stdout_json(&output), json!({"daemon": "EACCES", "pair": "ok"}), "{id}");
+    }
+    let output = sb.call(&bundle, "offline", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "off").output().unwrap();
+    assert_eq!(stdout_json(&output), json!({"daemon": "ok", "pair": "ok"}));
+}

@@ -1,6 +1,6 @@
 //! What a `connect` address, copied from a tool's memory, asks for.
 
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use rustix::io::Errno;
@@ -10,25 +10,19 @@ use rustix::io::Errno;
 pub enum Destination {
     /// An Internet address, IPv4-mapped IPv6 as IPv4: the allowlist decides.
     Inet(SocketAddr),
-    /// Not governed here (a disconnect, a Unix path): connect with the copy.
+    /// A disconnect (`AF_UNSPEC`): connect with the copy.
     Pass,
-    /// A relative Unix path, made absolute through the tool's working
-    /// directory: connect with this address instead.
-    Rewritten(Vec<u8>),
     /// Refused with this error.
     Refused(Errno),
 }
 
-/// The offset of `sun_path` in `sockaddr_un`.
-const SUN_PATH: usize = offset_of!(libc::sockaddr_un, sun_path);
-/// The room in `sun_path`.
-const SUN_PATH_LEN: usize = size_of::<libc::sockaddr_un>() - SUN_PATH;
-
-/// What `addr` (the `addrlen` bytes the tool passed) asks for; `tid` is the
-/// calling thread, whose working directory a relative Unix path is in.
-/// Addresses too short for their family are refused with EINVAL, as the
-/// kernel would.
-pub fn classify(addr: &[u8], tid: u32) -> Destination {
+/// What `addr` (the `addrlen` bytes the tool passed) asks for. Addresses
+/// too short for their family are refused with EINVAL, as the kernel would.
+/// A Unix socket, by path or abstract name, is refused with EACCES:
+/// Landlock does not govern connecting to one, and a daemon's socket (a
+/// container engine's, the service manager's) can hand out more than any
+/// grant; a sandboxed tool has `socketpair` for its own processes.
+pub fn classify(addr: &[u8]) -> Destination {
     let Some(family) = addr.get(..2).map(|bytes| u16::from_ne_bytes([bytes[0], bytes[1]])) else {
         return Destination::Refused(Errno::INVAL);
     };
@@ -36,7 +30,7 @@ pub fn classify(addr: &[u8], tid: u32) -> Destination {
         libc::AF_INET => inet4(addr).map_or(Destination::Refused(Errno::INVAL), Destination::Inet),
         libc::AF_INET6 => inet6(addr).map_or(Destination::Refused(Errno::INVAL), Destination::Inet),
         libc::AF_UNSPEC => Destination::Pass,
-        libc::AF_UNIX => unix(addr.get(SUN_PATH..).unwrap_or_default(), tid),
+        libc::AF_UNIX => Destination::Refused(Errno::ACCESS),
         _ => Destination::Refused(Errno::AFNOSUPPORT),
     }
 }
@@ -61,30 +55,6 @@ fn inet6(addr: &[u8]) -> Option<SocketAddr> {
         Some(v4) => SocketAddr::V4(SocketAddrV4::new(v4, port)),
         None => SocketAddr::V6(SocketAddrV6::new(ip, port, 0, 0)),
     })
-}
-
-/// An AF_UNIX address from its `sun_path` bytes: an absolute path passes,
-/// a relative one is rewritten to `/proc/<tid>/cwd/<path>` (ENAMETOOLONG
-/// when that does not fit), an abstract name is refused with EPERM.
-/// Landlock does not govern connecting to a Unix socket by path.
-fn unix(raw: &[u8], tid: u32) -> Destination {
-    match raw.first() {
-        // Unnamed: the kernel refuses it by itself.
-        None => Destination::Pass,
-        Some(0) => Destination::Refused(Errno::PERM),
-        Some(b'/') => Destination::Pass,
-        Some(_) => {
-            let path = raw.split(|&b| b == 0).next().unwrap_or(raw);
-            let absolute = [format!("/proc/{tid}/cwd/").as_bytes(), path].concat();
-            if absolute.len() >= SUN_PATH_LEN {
-                return Destination::Refused(Errno::NAMETOOLONG);
-            }
-            let mut rewritten = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
-            rewritten.extend_from_slice(&absolute);
-            rewritten.push(0);
-            Destination::Rewritten(rewritten)
-        }
-    }
 }
 
 #[cfg(test)]
@@ -118,43 +88,34 @@ mod tests {
 
     #[test]
     fn internet_addresses_are_decoded() {
-        assert_eq!(classify(&inet4_bytes([10, 0, 0, 1], 443), 1), Destination::Inet("10.0.0.1:443".parse().unwrap()));
+        assert_eq!(classify(&inet4_bytes([10, 0, 0, 1], 443)), Destination::Inet("10.0.0.1:443".parse().unwrap()));
         let v6 = inet6_bytes("2001:db8::1".parse().unwrap(), 80, 28);
-        assert_eq!(classify(&v6, 1), Destination::Inet("[2001:db8::1]:80".parse().unwrap()));
+        assert_eq!(classify(&v6), Destination::Inet("[2001:db8::1]:80".parse().unwrap()));
         let mapped = inet6_bytes("::ffff:127.0.0.1".parse().unwrap(), 8080, 24);
-        assert_eq!(classify(&mapped, 1), Destination::Inet("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(classify(&mapped), Destination::Inet("127.0.0.1:8080".parse().unwrap()));
     }
 
     #[test]
     fn short_addresses_are_refused_like_the_kernel_does() {
-        assert_eq!(classify(&[], 1), Destination::Refused(Errno::INVAL));
-        assert_eq!(classify(&inet4_bytes([1, 2, 3, 4], 1)[..15], 1), Destination::Refused(Errno::INVAL));
+        assert_eq!(classify(&[]), Destination::Refused(Errno::INVAL));
+        assert_eq!(classify(&inet4_bytes([1, 2, 3, 4], 80)[..15]), Destination::Refused(Errno::INVAL));
         let v6 = inet6_bytes(Ipv6Addr::LOCALHOST, 1, 23);
-        assert_eq!(classify(&v6, 1), Destination::Refused(Errno::INVAL));
+        assert_eq!(classify(&v6), Destination::Refused(Errno::INVAL));
     }
 
     #[test]
     fn other_families_are_unsupported_and_unspec_passes() {
-        assert_eq!(classify(&family(libc::AF_UNSPEC), 1), Destination::Pass);
+        assert_eq!(classify(&family(libc::AF_UNSPEC)), Destination::Pass);
         assert_eq!(
-            classify(&[family(libc::AF_NETLINK), vec![0; 10]].concat(), 1),
+            classify(&[family(libc::AF_NETLINK), vec![0; 10]].concat()),
             Destination::Refused(Errno::AFNOSUPPORT)
         );
     }
 
     #[test]
-    fn unix_paths_pass_abstract_names_do_not() {
-        assert_eq!(classify(&unix_bytes(b"/run/x.sock\0"), 1), Destination::Pass);
-        assert_eq!(classify(&unix_bytes(b""), 1), Destination::Pass);
-        assert_eq!(classify(&unix_bytes(b"\0abstract"), 1), Destination::Refused(Errno::PERM));
-    }
-
-    #[test]
-    fn relative_unix_paths_go_through_the_callers_working_directory() {
-        let expected = unix_bytes(b"/proc/42/cwd/sock\0");
-        assert_eq!(classify(&unix_bytes(b"sock\0junk"), 42), Destination::Rewritten(expected.clone()));
-        assert_eq!(classify(&unix_bytes(b"sock"), 42), Destination::Rewritten(expected));
-        let long = vec![b'a'; 100];
-        assert_eq!(classify(&unix_bytes(&long), 42), Destination::Refused(Errno::NAMETOOLONG));
+    fn unix_sockets_are_refused_by_path_and_by_name() {
+        for path in [&b"/run/x.sock\0"[..], b"sock", b"", b"\0abstract"] {
+            assert_eq!(classify(&unix_bytes(path)), Destination::Refused(Errno::ACCESS), "{path:?}");
+        }
     }
 }

@@ -151,7 +151,7 @@ impl Session {
             Ok(socket) => socket,
             Err(errno) => return notif::reply(listener, call.id, Err(errno)),
         };
-        match classify(&copy, call.pid) {
+        match classify(&copy) {
             Destination::Inet(addr) if self.allow.allows(addr) => {
                 self.report.allowed = self.report.allowed.saturating_add(1);
                 self.connect(call.id, socket, copy);
@@ -164,7 +164,6 @@ impl Session {
                 notif::reply(listener, call.id, Err(Errno::ACCESS));
             }
             Destination::Pass => self.connect(call.id, socket, copy),
-            Destination::Rewritten(address) => self.connect(call.id, socket, address),
             Destination::Refused(errno) => notif::reply(listener, call.id, Err(errno)),
         }
     }

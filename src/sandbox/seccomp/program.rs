@@ -195,6 +195,11 @@ fn rules(net: NetFilter) -> Vec<Rule> {
     };
     let mut rules = vec![socket, socketpair, ioctl];
     rules.extend(DENIED.iter().map(|&nr| Rule::always(nr, errno(libc::EPERM))));
+    if let NetFilter::Denied = net {
+        // Only Unix sockets remain to connect, and those are refused (see
+        // `net::sockaddr::classify`): no supervisor is needed to say so.
+        rules.push(Rule::always(libc::SYS_connect, eacces));
+    }
     if let NetFilter::Supervised = net {
         rules.push(Rule::always(libc::SYS_connect, SECCOMP_RET_USER_NOTIF));
         rules.push(Rule::no_fast_open(libc::SYS_sendto, 3));

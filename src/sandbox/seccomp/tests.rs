@@ -69,7 +69,7 @@ fn a_foreign_architecture_is_killed_and_x32_calls_refused() {
 }
 
 #[test]
-fn sockets_denied_keep_unix_and_netlink_only() {
+fn sockets_denied_keep_unix_and_netlink_only_and_connect_nothing() {
     let filter = Filter::build(NetFilter::Denied).unwrap();
     let socket = |family: i32, kind: i32, protocol: i32| {
         on_arch(&filter, libc::SYS_socket, args(&[family as u64, kind as u64, protocol as u64]))
@@ -78,7 +78,8 @@ fn sockets_denied_keep_unix_and_netlink_only() {
     assert_eq!(socket(libc::AF_NETLINK, libc::SOCK_RAW, 0), SECCOMP_RET_ALLOW);
     assert_eq!(socket(libc::AF_INET, libc::SOCK_STREAM, 0), errno(libc::EACCES));
     assert_eq!(socket(libc::AF_INET6, libc::SOCK_STREAM, 0), errno(libc::EACCES));
-    assert_eq!(on_arch(&filter, libc::SYS_connect, args(&[3])), SECCOMP_RET_ALLOW);
+    // Only Unix sockets could connect, and they may not.
+    assert_eq!(on_arch(&filter, libc::SYS_connect, args(&[3])), errno(libc::EACCES));
     assert_eq!(on_arch(&filter, libc::SYS_socketpair, args(&[libc::AF_INET as u64])), errno(libc::EACCES));
     assert_eq!(on_arch(&filter, libc::SYS_socketpair, args(&[libc::AF_UNIX as u64])), SECCOMP_RET_ALLOW);
 }
@@ -171,6 +172,7 @@ fn a_denied_tool_has_unix_sockets_and_no_internet_ones() {
 attempt('tcp', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
 attempt('udp6', lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM))
 attempt('unix', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+attempt('unix_connect', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect('/run/nothing.sock'))
 attempt('pair', lambda: socket.socketpair())
 attempt('io_uring', lambda: syscall({}, 8, ctypes.create_string_buffer(256)))
 attempt('tiocsti', lambda: fcntl.ioctl(0, termios.TIOCSTI, b'x'))
@@ -179,7 +181,7 @@ attempt('tiocsti', lambda: fcntl.ioctl(0, termios.TIOCSTI, b'x'))
     );
     let dir = tempfile::tempdir().unwrap();
     let out = python(Filter::build(NetFilter::Denied).unwrap(), &script, dir.path()).stdout();
-    assert_eq!(out, "tcp EACCES\nudp6 EACCES\nunix ok\npair ok\nio_uring EPERM\ntiocsti EPERM\n");
+    assert_eq!(out, "tcp EACCES\nudp6 EACCES\nunix ok\nunix_connect EACCES\npair ok\nio_uring EPERM\ntiocsti EPERM\n");
 }
 
 #[test]
