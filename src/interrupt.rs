@@ -12,7 +12,7 @@
 //! another process like of any other fatal signal. What SIGKILL leaves
 //! behind, a later rlp sweeps ([`crate::leftovers`]).
 //!
-//! Work registers what must not outlive it with [`track_group`],
+//! Work registers what must not outlive it with [`reserve_group`],
 //! [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
 //! unregisters on drop. The handler only makes async-signal-safe calls
 //! (`kill` through [`crate::kill::kill_group`], `unlink`, `openat`,
@@ -225,13 +225,36 @@ impl Drop for Tracked {
     }
 }
 
-/// Has the handler kill the process group `pgid` until the guard is dropped.
-pub(crate) fn track_group(pgid: i32) -> Tracked {
+/// What a reserved slot of [`GROUPS`] holds until its group exists (the
+/// handler kills no group for it: see [`kill_group`]).
+const RESERVED: i32 = -1;
+
+/// Reserves a slot for the process group a child is about to lead; the
+/// child fills it in itself ([`Tracked::group_slot`]) once it leads the
+/// group and before it executes anything. The slot is taken before the
+/// process exists, so a signal that another thread of rlp handles while
+/// the spawning thread has yet to learn the child's pid still finds the
+/// group. The handler kills the group until the guard is dropped.
+pub(crate) fn reserve_group() -> Tracked {
     let slot = INSTALLED
         .load(Ordering::SeqCst)
-        .then(|| GROUPS.iter().position(|s| s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst).is_ok()))
+        .then(|| {
+            GROUPS.iter().position(|s| s.compare_exchange(0, RESERVED, Ordering::SeqCst, Ordering::SeqCst).is_ok())
+        })
         .flatten();
     Tracked { slot: slot.map(Slot::Group) }
+}
+
+impl Tracked {
+    /// The slot of [`reserve_group`] that the group leader stores its pid
+    /// into (an atomic store: safe between a `clone(CLONE_VM)` and the
+    /// exec). `None` when nothing is tracked.
+    pub(crate) fn group_slot(&self) -> Option<&'static AtomicI32> {
+        match self.slot {
+            Some(Slot::Group(i)) => Some(&GROUPS[i]),
+            _ => None,
+        }
+    }
 }
 
 /// Has the handler remove the file at `path` until the guard is dropped

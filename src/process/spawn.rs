@@ -24,10 +24,12 @@
 //!    Landlock, seccomp);
 //! 7. the signal mask emptied, `execve`.
 //!
-//! rlp blocks every signal around the clone, so none of its handlers runs
-//! in the child, and until the tool is registered with the interrupt
-//! handler ([`crate::interrupt::track_group`]) and the orphan sweep
-//! ([`Running`]), so a signal that ends rlp always finds the tool.
+//! rlp blocks every signal on the spawning thread around the clone, so
+//! none of its handlers runs in the child. The child registers its group
+//! with the interrupt handler itself, in a slot reserved before the clone
+//! ([`crate::interrupt::reserve_group`]), right after it becomes the
+//! group's leader: a signal that ends rlp always finds the tool, whichever
+//! thread of rlp handles it, even before the clone has returned.
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsStr, c_char, c_int, c_void};
@@ -112,6 +114,7 @@ impl Program {
             (above_stdio(null)?, above_stdio(stdout_writer)?, above_stdio(stderr_writer)?);
         let argv = null_terminated(&self.argv);
         let envp = null_terminated(&self.envp);
+        let tracked = interrupt::reserve_group();
         let plan = ChildPlan {
             path: &self.path,
             argv: &argv,
@@ -122,6 +125,7 @@ impl Program {
             stderr: stderr_writer.as_fd(),
             parent: getpid(),
             sandbox,
+            group: tracked.group_slot(),
             error: AtomicI32::new(0),
         };
         let blocked = BlockedSignals::all()?;
@@ -131,7 +135,7 @@ impl Program {
             reap_child(pid, true);
             return Err(io::Error::from_raw_os_error(error));
         }
-        let guards = (Running::new(pid), interrupt::track_group(pid));
+        let guards = (Running::new(pid), tracked);
         drop(blocked);
         let exit = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok());
         Ok(Child { pid, exit, stdout, stderr, _guards: guards })
@@ -178,6 +182,8 @@ struct ChildPlan<'a> {
     parent: Pid,
     /// The confinement steps of a sandboxed tool.
     sandbox: Option<ChildSteps<'a>>,
+    /// The interrupt handler's slot for the child's process group.
+    group: Option<&'static AtomicI32>,
     /// The errno of the step that failed; 0 when the tool was executed.
     error: AtomicI32,
 }
@@ -229,6 +235,11 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
         Some(_) => setsid().map(drop),
         None => setpgid(None, None),
     };
+    if lead.is_ok()
+        && let Some(slot) = plan.group
+    {
+        slot.store(getpid().as_raw_nonzero().get(), Ordering::SeqCst);
+    }
     let ready = lead
         .and_then(|()| dup2_stdin(plan.stdin))
         .and_then(|()| dup2_stdout(plan.stdout))
