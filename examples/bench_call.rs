@@ -336,7 +336,7 @@ fn main() {
 
     // exec: the series run interleaved, so load from elsewhere on the machine
     // affects each of them alike.
-    let request = CallRequest { tool: "ok".into(), arguments: json!({}), trace_id: None };
+    let request = CallRequest::new("ok", json!({}));
     let null_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
     let off_exec = runtime_in(&exec_bundle, disk.path(), Arc::new(NullRecorder), SandboxMode::Off);
     let supervised_exec = runtime(&net_bundle, disk.path(), Arc::new(NullRecorder));
@@ -381,7 +381,7 @@ fn main() {
         exec_series.next().unwrap(),
     );
     // Per connect: the client tool, supervised and not, each twice, interleaved.
-    let connect = CallRequest { tool: "connect".into(), arguments: json!({}), trace_id: None };
+    let connect = CallRequest::new("connect", json!({}));
     let per_connect = |rt: &Runtime| rt.call(&connect).unwrap().result["us_per_connect"].as_f64().unwrap();
     let connect_rounds: Vec<(f64, f64)> =
         (0..2).map(|_| (per_connect(&unsupervised_exec), per_connect(&supervised_exec))).collect();
@@ -421,7 +421,7 @@ fn main() {
     let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
     let url = format!("http://127.0.0.1:{port}/ok");
     let http_n = n * 3;
-    let get = CallRequest { tool: "get".into(), arguments: json!({}), trace_id: None };
+    let get = CallRequest::new("get", json!({}));
     let null_http = runtime(&http_bundle, disk.path(), Arc::new(NullRecorder));
     let http_ledger = Arc::new(Ledger::open(&tmpfs.path().join("http/events.sqlite")).unwrap());
     let tmpfs_http = runtime(&http_bundle, disk.path(), http_ledger);

@@ -21,7 +21,10 @@
 //! sandbox = "required"              # a floor: nothing weaker is used
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
 
 use crate::error::{Class, Reportable};
 use crate::home::Home;
@@ -89,6 +92,26 @@ pub struct Config {
     pub confirm_required_by: Option<PathBuf>,
     /// `runtime.sandbox`: how exec tools are confined (default best-effort).
     pub sandbox: Setting<SandboxMode>,
+    /// `[agents.<agent>.tools."<tool id>".options]`: the operator's tool
+    /// options, keyed by agent and tool id (a later file's value for a key
+    /// replaces an earlier one's).
+    pub tool_options: BTreeMap<(String, String), ConfiguredOptions>,
+}
+
+/// The options config files set for one tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfiguredOptions {
+    /// The values, by option name.
+    pub values: Map<String, Value>,
+    /// The files that set them, in the order they were read.
+    pub files: Vec<PathBuf>,
+}
+
+impl Config {
+    /// The options config files set for `tool` of `agent`, if any.
+    pub fn options_of(&self, agent: &str, tool: &str) -> Option<&ConfiguredOptions> {
+        self.tool_options.get(&(agent.to_string(), tool.to_string()))
+    }
 }
 
 impl Default for Config {
@@ -97,6 +120,7 @@ impl Default for Config {
             confirm_external_actions: Setting { value: true, source: Source::Default },
             confirm_required_by: None,
             sandbox: Setting { value: SandboxMode::default(), source: Source::Default },
+            tool_options: BTreeMap::new(),
         }
     }
 }
@@ -121,6 +145,8 @@ pub(crate) struct FileLayer {
     pub sandbox: Option<SandboxMode>,
     /// `[policy] sandbox`: the weakest mode allowed.
     pub policy_sandbox: Option<SandboxMode>,
+    /// `[agents.<agent>.tools."<tool id>".options]`, by (agent, tool id).
+    pub tool_options: BTreeMap<(String, String), Map<String, Value>>,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -189,6 +215,10 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             warnings.push(format!("{shown}: `{section}` is not a table; ignored"));
             continue;
         };
+        if section == "agents" {
+            read_agents(path, entries, &mut layer.tool_options, &mut warnings)?;
+            continue;
+        }
         if !matches!(section.as_str(), "security" | "runtime" | "policy") {
             warnings.push(format!("{shown}: unknown table `[{section}]` ignored"));
             continue;
@@ -216,11 +246,62 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
     Ok((layer, warnings))
 }
 
+/// Reads `[agents.<agent>.tools."<tool id>".options]` tables; anything
+/// else under `[agents]` is ignored with a warning.
+fn read_agents(
+    path: &Path,
+    agents: &toml::Table,
+    options: &mut BTreeMap<(String, String), Map<String, Value>>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let shown = path.display();
+    let not_table = |what: String| ConfigError {
+        message: format!("{shown}: `{what}` must be a table"),
+        help: format!("write it as [{what}] with `name = value` lines below it"),
+    };
+    for (agent, entry) in agents {
+        let entry = entry.as_table().ok_or_else(|| not_table(format!("agents.{agent}")))?;
+        for (key, tools) in entry {
+            if key != "tools" {
+                warnings.push(format!("{shown}: unknown key `agents.{agent}.{key}` ignored"));
+                continue;
+            }
+            let tools = tools.as_table().ok_or_else(|| not_table(format!("agents.{agent}.tools")))?;
+            for (tool, settings) in tools {
+                let at = format!("agents.{agent}.tools.\"{tool}\"");
+                let settings = settings.as_table().ok_or_else(|| not_table(at.clone()))?;
+                for (key, value) in settings {
+                    if key != "options" {
+                        warnings.push(format!("{shown}: unknown key `{at}.{key}` ignored"));
+                        continue;
+                    }
+                    let table = value.as_table().ok_or_else(|| not_table(format!("{at}.options")))?;
+                    let values = serde_json::to_value(table).map_err(|e| ConfigError {
+                        message: format!("{shown}: `{at}.options` cannot be read: {e}"),
+                        help: "write the options as plain TOML values".to_string(),
+                    })?;
+                    if let Value::Object(values) = values {
+                        options.insert((agent.clone(), tool.clone()), values);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Combines the layers (pure: no files or environment read). `system` holds
 /// the system files that exist, in the order they are read.
 pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvLayer, flags: &Flags) -> Config {
     let mut config = Config::default();
     resolve_sandbox(&mut config, system, user, env.sandbox);
+    for layer in system.iter().chain(user) {
+        for (key, values) in &layer.tool_options {
+            let configured = config.tool_options.entry(key.clone()).or_default();
+            configured.values.extend(values.clone());
+            configured.files.push(layer.path.clone());
+        }
+    }
     let mut set = |value: Option<bool>, source: Source| {
         if let Some(value) = value {
             config.confirm_external_actions = Setting { value, source };

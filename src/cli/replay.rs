@@ -89,6 +89,7 @@ pub(crate) fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
                 bundle: &args.bundle,
                 yes: args.yes,
                 confirm_external_actions: args.confirm_external_actions,
+                ask_questions: false,
             };
             let (runtime, recorder) = load_runtime(flags, ctx)?;
             let contract = Contract::for_runtime(&runtime)?;

@@ -24,6 +24,9 @@ pub(crate) struct RuntimeFlags<'a> {
     pub yes: bool,
     /// `--confirm-external-actions`.
     pub confirm_external_actions: Option<bool>,
+    /// Whether the person at the terminal answers tools' questions (live
+    /// replay answers only from the recording).
+    pub ask_questions: bool,
 }
 
 /// Loads the configuration and the bundle into a runtime that records into
@@ -46,6 +49,7 @@ pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Ru
         secrets: Arc::new(EnvSecretResolver),
         recorder: ledger.clone(),
         confirmer: terminal::confirmer(flags.yes),
+        answerer: terminal::answerer(flags.ask_questions),
     };
     let runtime = Runtime::load(flags.bundle, options)?;
     warn(runtime.warnings());

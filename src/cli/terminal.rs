@@ -1,6 +1,6 @@
 //! Everything that talks to a person at a terminal, all on stderr: the
 //! authoring questions ([`TerminalAsk`]), call confirmations
-//! ([`confirmer`]) and progress lines ([`ByteProgress`], [`FrameCounter`]).
+//! ([`confirmer`]), tools' questions ([`answerer`]) and progress lines ([`ByteProgress`], [`FrameCounter`]).
 //! Each is drawn only when there is a terminal to draw on; commands never
 //! reach for dialoguer or indicatif themselves.
 
@@ -13,6 +13,7 @@ use dialoguer::{Confirm, Input, Select};
 use crate::authoring::ask::{Ask, AskError, Check};
 use crate::cli::output::diagnostic;
 use crate::pack::{NoProgress, Progress};
+use crate::runtime::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer, NoAnswerer};
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
 
 /// Whether standard input is a terminal a person can answer prompts on.
@@ -103,6 +104,56 @@ impl Confirmer for TerminalConfirmer {
             }
             Err(e) => Confirmation { approved: false, by: "runtime".into(), how: format!("the prompt failed: {e}") },
         }
+    }
+}
+
+/// Who answers the questions tools ask: the person at the terminal when
+/// `ask` and there is one, else nobody (the call then fails, naming the
+/// questions and the `--answer` flag).
+pub(crate) fn answerer(ask: bool) -> Arc<dyn Answerer> {
+    if ask && can_prompt() { Arc::new(TerminalAnswerer { lock: Mutex::new(()) }) } else { Arc::new(NoAnswerer) }
+}
+
+/// Asks the questions on the terminal (stderr), checking each answer
+/// against its question and asking again until it fits.
+struct TerminalAnswerer {
+    lock: Mutex<()>,
+}
+
+impl Answerer for TerminalAnswerer {
+    fn answer(&self, request: &AnswerRequest<'_>) -> Vec<GivenAnswer> {
+        let _guard = self.lock.lock();
+        diagnostic(&crate::text::terminal_safe(&format!(
+            "Tool `{}` asks {}:",
+            request.tool,
+            crate::text::plural(request.questions.len(), "question")
+        )));
+        let mut answers = Vec::new();
+        for question in request.questions {
+            let prompt = format!(
+                "{} [{}]",
+                crate::text::terminal_safe_line(&question.text),
+                crate::text::terminal_safe_line(&question.expected())
+            );
+            let mut input = Input::<String>::new().with_prompt(prompt).validate_with(|text: &String| {
+                question.check(&question.read_text(text)).map_err(|why| crate::text::terminal_safe_line(&why).into_owned())
+            });
+            if let Some(default) = &question.default {
+                input = input.default(match default {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                });
+            }
+            match input.interact_text() {
+                Ok(text) => answers.push(GivenAnswer {
+                    id: question.id.clone(),
+                    value: question.read_text(&text),
+                    source: AnswerSource::Terminal,
+                }),
+                Err(_) => break,
+            }
+        }
+        answers
     }
 }
 

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, OutputError, Printer, diagnostic, write_each};
-use crate::event::Outcome;
+use crate::event::{Outcome, Usage};
 use crate::event::frame::TraceFrame;
 use crate::home::Home;
 use crate::ledger::export::{ExportError, export_trace};
@@ -216,7 +216,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
             }
             text
         }
-        Detail::Result { call_position, outcome, attempt, duration_ms, will_retry } => {
+        Detail::Result { call_position, outcome, attempt, duration_ms, will_retry, usage } => {
             let took = duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
             let status = match (will_retry, outcome) {
                 (true, Outcome::Error(e)) => {
@@ -233,7 +233,26 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
                 Some(p) => format!("call #{p}"),
                 None => "no call before it".to_string(),
             };
-            format!("{status} → {value}  ({call}, attempt {attempt})")
+            let used = usage.map(|u| format!("  usage: {}", shown_usage(&u))).unwrap_or_default();
+            format!("{status} → {value}  ({call}, attempt {attempt}){used}")
+        }
+        Detail::Inquiry { questions } => {
+            let asked: Vec<String> = questions
+                .iter()
+                .map(|q| {
+                    let id = q.get("id").and_then(Value::as_str).unwrap_or("?");
+                    match q.get("text").and_then(Value::as_str) {
+                        Some(text) => format!("`{id}` ({})", ellipsize(text, SHOWN_VALUE / 2)),
+                        None => format!("`{id}`"),
+                    }
+                })
+                .collect();
+            format!("asks {}", asked.join(", "))
+        }
+        Detail::Answer { answers } => {
+            let given: Vec<String> =
+                answers.iter().map(|a| format!("`{}` = {} ({})", a.id, compact(&a.value), a.source)).collect();
+            given.join(", ")
         }
         Detail::Audit { capability, decision, reason } => format!("{decision} {capability}: {reason}"),
         Detail::Confirm { approved, by, how } => {
@@ -246,13 +265,33 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
     terminal_safe(&line).into_owned()
 }
 
+/// Usage in words: `600 tokens, $0.0031`.
+fn shown_usage(usage: &Usage) -> String {
+    let mut parts = Vec::new();
+    if let Some(tokens) = usage.tokens {
+        parts.push(plural(tokens, "token"));
+    }
+    if let Some(usd) = usage.usd {
+        parts.push(format!("${usd}"));
+    }
+    parts.join(", ")
+}
+
 fn human_footer(summary: &TimelineSummary) -> String {
     let span = match (summary.first_ts_ms, summary.last_ts_ms) {
         (Some(a), Some(b)) => format!(", {:.3} s", b.saturating_sub(a) as f64 / 1000.0),
         _ => String::new(),
     };
+    let mut extra = String::new();
+    if summary.questions > 0 {
+        extra.push_str(&format!(", {}", plural(summary.questions, "round")));
+        extra.push_str(" of questions");
+    }
+    if !summary.usage.is_empty() {
+        extra.push_str(&format!(", usage {}", shown_usage(&summary.usage)));
+    }
     format!(
-        "{}: {} ({} ok, {} error, {} without result), {} retr{}, {}{span}",
+        "{}: {} ({} ok, {} error, {} without result), {} retr{}, {}{extra}{span}",
         plural(summary.frames, "frame"),
         plural(summary.calls, "call"),
         summary.ok,

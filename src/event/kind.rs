@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use crate::event::fields;
 use crate::event::payload::{
-    CapAuditPayload, ReplayLinkPayload, ToolCallPayload, ToolConfirmPayload, ToolResultPayload,
+    CapAuditPayload, ReplayLinkPayload, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolInquiryPayload,
+    ToolResultPayload,
 };
 
 /// Content type id of a tool call frame (CT_TOOL_CALL).
@@ -81,6 +82,10 @@ frame_kinds! {
     CapAudit = "cap.audit", None, CapAuditPayload;
     /// Who approved or denied a call, and how.
     ToolConfirm = "tool.confirm", None, ToolConfirmPayload;
+    /// The questions a tool asked (`needs_input`).
+    ToolInquiry = "tool.inquiry", None, ToolInquiryPayload;
+    /// The answers given to them, and where each came from.
+    ToolAnswer = "tool.answer", None, ToolAnswerPayload;
     /// The first frame of a trace made by a live replay: names the trace it replays.
     TraceReplay = "trace.replay", None, ReplayLinkPayload;
 }
@@ -118,6 +123,8 @@ impl Payload {
             Payload::ToolResult(result) => Some(result.invocation_id),
             Payload::CapAudit(audit) => Some(audit.invocation_id),
             Payload::ToolConfirm(confirm) => Some(confirm.invocation_id),
+            Payload::ToolInquiry(inquiry) => Some(inquiry.invocation_id),
+            Payload::ToolAnswer(answer) => Some(answer.invocation_id),
             Payload::TraceReplay(_) => None,
         }
     }
@@ -136,9 +143,9 @@ mod tests {
         }
         assert_eq!(EventKind::ToolCall.schema_id(), Some(0x0003));
         assert_eq!(EventKind::ToolResult.schema_id(), Some(0x0004));
-        let unknown = "tool.inquiry".parse::<EventKind>().unwrap_err();
+        let unknown = "tool.question".parse::<EventKind>().unwrap_err();
         let known: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
-        assert_eq!(unknown, format!("unknown kind `tool.inquiry` (known: {})", known.join(", ")));
+        assert_eq!(unknown, format!("unknown kind `tool.question` (known: {})", known.join(", ")));
     }
 
     #[test]
@@ -157,6 +164,7 @@ mod tests {
                 input_schema: String::new(),
                 input_schema_blake3: String::new(),
                 tags: vec![],
+                options: None,
                 sandbox: None,
             })
         );

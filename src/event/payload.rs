@@ -46,9 +46,14 @@ pub struct ToolCallPayload {
     /// were validated against (the referenced document for a `$ref`).
     #[serde(default, deserialize_with = "fields::lenient")]
     pub input_schema_blake3: String,
-    /// The tool's `observability.tags`.
+    /// The call's tags: the tool's `observability.tags`, then those given
+    /// for the call (`--tag`).
     #[serde(default, deserialize_with = "fields::tags")]
     pub tags: Vec<String>,
+    /// The operator's options for the tool (`options_schema`), merged and
+    /// validated; absent when the tool takes none.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub options: Option<Value>,
     /// The kernel sandbox an exec tool ran in (absent for http tools and in
     /// traces written before rlp sandboxed tools).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
@@ -86,6 +91,38 @@ pub struct SandboxRecord {
     pub max_processes: Option<u64>,
     /// What the kernel could not enforce.
     pub gaps: Vec<String>,
+}
+
+/// What one attempt consumed, as the tool reported it in its success
+/// envelope (`usage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Model tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Cost in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
+}
+
+impl Usage {
+    /// Whether it reports nothing.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_none() && self.usd.is_none()
+    }
+
+    /// The sum of two usages (a side that reports nothing adds nothing).
+    pub fn plus(self, other: Usage) -> Usage {
+        let sum_tokens = match (self.tokens, other.tokens) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        let sum_usd = match (self.usd, other.usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        Usage { tokens: sum_tokens, usd: sum_usd }
+    }
 }
 
 /// The error half of a result payload, as the runtime writes it.
@@ -195,6 +232,9 @@ pub struct ToolResultPayload<E = RecordedError> {
     /// The invocation this attempt belongs to.
     #[serde(deserialize_with = "fields::uuid")]
     pub invocation_id: Uuid,
+    /// The tool id (empty in traces written before result frames named it).
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub tool: String,
     /// `result` or `error`.
     #[serde(flatten, with = "outcome_members")]
     pub outcome: Outcome<E>,
@@ -204,6 +244,19 @@ pub struct ToolResultPayload<E = RecordedError> {
     /// Wall time of this attempt in milliseconds (absent in some hand-written traces).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::count")]
     pub duration_ms: Option<u64>,
+    /// The result schema reference: `schema:<id>` as written, or `inline`.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub result_schema: String,
+    /// BLAKE3 (hex) of the RFC 8785 form of the result schema the result
+    /// was validated against (the referenced document for a `$ref`).
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub result_schema_blake3: String,
+    /// What the attempt consumed, when the tool said.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub usage: Option<Usage>,
+    /// The call's tags (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
 }
 
 impl ToolResultPayload {
@@ -329,6 +382,9 @@ pub struct CapAuditPayload {
     /// Why (which grant allowed it, or what is missing).
     #[serde(default, deserialize_with = "fields::lenient")]
     pub reason: String,
+    /// The call's tags (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
 }
 
 /// Payload of a confirmation frame ([`crate::event::EventKind::ToolConfirm`]).
@@ -352,6 +408,70 @@ pub struct ToolConfirmPayload {
     /// How (`terminal prompt`, `--yes`, `no terminal`, the setting that waived it).
     #[serde(default, deserialize_with = "fields::lenient")]
     pub how: String,
+    /// The call's tags (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
+}
+
+/// Payload of a question frame ([`crate::event::EventKind::ToolInquiry`]):
+/// what a tool asked before it could go on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolInquiryPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation id.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// The tool id.
+    #[serde(deserialize_with = "fields::text")]
+    pub tool: String,
+    /// The attempt that asked.
+    #[serde(default = "fields::first_attempt", deserialize_with = "fields::attempt")]
+    pub attempt: u64,
+    /// The questions, as the tool wrote them (`id`, `text`, `schema`, `default`).
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub questions: Vec<Value>,
+    /// The call's tags (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
+}
+
+/// One answer to a tool's question, as recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedAnswer {
+    /// The question id.
+    #[serde(deserialize_with = "fields::text")]
+    pub id: String,
+    /// The answer.
+    pub value: Value,
+    /// Where it came from: `flag` (`--answer`), `terminal`, `mcp` or `replay`.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub source: String,
+}
+
+/// Payload of an answer frame ([`crate::event::EventKind::ToolAnswer`]):
+/// the answers to the questions of the inquiry before it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolAnswerPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation id.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// The tool id.
+    #[serde(deserialize_with = "fields::text")]
+    pub tool: String,
+    /// The attempt whose questions these answer.
+    #[serde(default = "fields::first_attempt", deserialize_with = "fields::attempt")]
+    pub attempt: u64,
+    /// The answers, in the order of the questions.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub answers: Vec<RecordedAnswer>,
+    /// The call's tags (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
 }
 
 /// Payload of a replay link frame ([`crate::event::EventKind::TraceReplay`]),
@@ -382,13 +502,19 @@ mod tests {
         let ok = ToolResultPayload {
             v: 1,
             invocation_id: id,
+            tool: "t".into(),
             outcome: Outcome::Result(serde_json::json!({"a": 1})),
             attempt: 1,
             duration_ms: Some(3),
+            result_schema: "inline".into(),
+            result_schema_blake3: "00".into(),
+            usage: Some(Usage { tokens: Some(600), usd: None }),
+            tags: vec!["team=mail".into()],
         };
         let value = serde_json::to_value(&ok).unwrap();
         assert!(value.get("error").is_none());
         assert_eq!(value["result"]["a"], 1);
+        assert_eq!(value["usage"], serde_json::json!({"tokens": 600}));
         let back: ToolResultPayload = serde_json::from_value(value).unwrap();
         assert_eq!(back, ok);
     }

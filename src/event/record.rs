@@ -11,6 +11,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::event::EventKind;
+use crate::event::payload::Usage;
 
 /// Where a frame comes from: `{trace_id, msg_id, agent}`; no other key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +52,10 @@ pub struct RecordError(pub String);
 pub trait Recorder: Send + Sync {
     /// Appends every record of `batch`, in order, durably and atomically.
     fn record(&self, batch: &[Record]) -> Result<(), RecordError>;
+
+    /// The sum of the `usage` recorded on the result frames of `tool` in
+    /// trace `trace_id` (what its budget is checked against).
+    fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError>;
 }
 
 /// Milliseconds since the Unix epoch, now.

@@ -17,7 +17,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, pa
 use uuid::Uuid;
 
 use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
-use crate::event::{Decision, Event, EventKind, PreparedRow, Record, RecordError, Recorder};
+use crate::event::{Decision, Event, EventKind, PreparedRow, Record, RecordError, Recorder, Usage};
 use crate::ledger::query::TraceSummary;
 use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, VerifyReport};
 
@@ -369,6 +369,29 @@ impl LedgerStore for SqliteLedger {
 impl Recorder for SqliteLedger {
     fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
         self.append(batch).map(|_| ()).map_err(|e| RecordError(e.to_string()))
+    }
+
+    fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
+        let conn = self.lock().map_err(|e| RecordError(e.to_string()))?;
+        // Sums in SQL over the trace's rows (the trace index); a frame
+        // without a usage adds nothing, and no usage at all gives NULL.
+        let sums = conn.query_row(
+            "SELECT SUM(CASE json_type(payload_json, '$.usage.tokens') WHEN 'integer'
+                            THEN json_extract(payload_json, '$.usage.tokens') END),
+                    TOTAL(CASE WHEN json_type(payload_json, '$.usage.usd') IN ('integer', 'real')
+                            THEN json_extract(payload_json, '$.usage.usd') END),
+                    COUNT(CASE WHEN json_type(payload_json, '$.usage.usd') IN ('integer', 'real') THEN 1 END)
+             FROM events
+             WHERE json_extract(provenance_json, '$.trace_id') = ?1 AND kind = 'tool.result'
+               AND json_extract(payload_json, '$.tool') = ?2",
+            rusqlite::params![trace_id.to_string(), tool],
+            |row| Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, f64>(1)?, row.get::<_, i64>(2)?)),
+        );
+        let (tokens, usd, usd_count) = sums.map_err(|e| RecordError(self.sqlite(e).to_string()))?;
+        Ok(Usage {
+            tokens: tokens.map(|t| u64::try_from(t).unwrap_or(0)),
+            usd: (usd_count > 0).then_some(usd),
+        })
     }
 }
 

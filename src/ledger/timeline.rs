@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::event::frame::{Origin, TraceFrame};
-use crate::event::{Decision, EventKind, Outcome, Payload};
+use crate::event::{Decision, EventKind, Outcome, Payload, RecordedAnswer, Usage};
 use crate::ledger::pending::PendingCalls;
 
 /// One frame of the timeline.
@@ -53,6 +53,18 @@ pub(crate) enum Detail {
         duration_ms: Option<u64>,
         /// Whether another attempt follows.
         will_retry: bool,
+        /// What the attempt consumed, when the tool said.
+        usage: Option<Usage>,
+    },
+    /// The questions a tool asked.
+    Inquiry {
+        /// The question objects, as recorded.
+        questions: Vec<Value>,
+    },
+    /// The answers given.
+    Answer {
+        /// The answers, with where each came from.
+        answers: Vec<RecordedAnswer>,
     },
     /// An audit.
     Audit {
@@ -93,6 +105,8 @@ impl TimelineEntry {
             Detail::Confirm { approved: true, .. } => "approved",
             Detail::Confirm { approved: false, .. } => "denied",
             Detail::ReplayLink { .. } => "replay",
+            Detail::Inquiry { .. } => "asked",
+            Detail::Answer { .. } => "answered",
         }
     }
 
@@ -111,8 +125,11 @@ impl TimelineEntry {
         });
         let extra = match &self.detail {
             Detail::Call { args, tags } => json!({"args": args, "tags": tags}),
-            Detail::Result { call_position, outcome, attempt, duration_ms, .. } => {
+            Detail::Result { call_position, outcome, attempt, duration_ms, usage, .. } => {
                 let mut value = json!({"call_position": call_position, "attempt": attempt, "duration_ms": duration_ms});
+                if let (Value::Object(map), Some(usage)) = (&mut value, usage) {
+                    map.insert("usage".into(), json!(usage));
+                }
                 if let (Value::Object(map), Value::Object(out)) = (&mut value, outcome.to_json()) {
                     map.extend(out);
                 }
@@ -123,6 +140,8 @@ impl TimelineEntry {
             }
             Detail::Confirm { approved, by, how } => json!({"approved": approved, "by": by, "how": how}),
             Detail::ReplayLink { replay_of, mode } => json!({"replay_of": replay_of, "mode": mode}),
+            Detail::Inquiry { questions } => json!({"questions": questions}),
+            Detail::Answer { answers } => json!({"answers": answers}),
         };
         if let (Value::Object(map), Value::Object(extra)) = (&mut entry, extra) {
             map.extend(extra);
@@ -132,7 +151,7 @@ impl TimelineEntry {
 }
 
 /// Totals of a timeline.
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize)]
 pub(crate) struct TimelineSummary {
     /// Frames.
     pub frames: u64,
@@ -150,6 +169,11 @@ pub(crate) struct TimelineSummary {
     pub orphan_results: u64,
     /// `deny` decisions and unapproved confirmations.
     pub denials: u64,
+    /// Rounds of questions tools asked.
+    pub questions: u64,
+    /// What the results report they consumed, summed (absent when none did).
+    #[serde(skip_serializing_if = "Usage::is_empty")]
+    pub usage: Usage,
     /// Time of the first frame.
     pub first_ts_ms: Option<i64>,
     /// Time of the last frame.
@@ -197,8 +221,11 @@ impl Timeline {
                 }
                 let (call_position, tool) = match waiting {
                     Some((position, tool)) => (Some(position), Some(tool)),
-                    None => (None, None),
+                    None => (None, (!result.tool.is_empty()).then_some(result.tool)),
                 };
+                if let Some(usage) = result.usage {
+                    s.usage = s.usage.plus(usage);
+                }
                 (
                     tool,
                     Detail::Result {
@@ -207,9 +234,15 @@ impl Timeline {
                         attempt: result.attempt,
                         duration_ms: result.duration_ms,
                         will_retry,
+                        usage: result.usage,
                     },
                 )
             }
+            Payload::ToolInquiry(inquiry) => {
+                s.questions += 1;
+                (Some(inquiry.tool), Detail::Inquiry { questions: inquiry.questions })
+            }
+            Payload::ToolAnswer(answer) => (Some(answer.tool), Detail::Answer { answers: answer.answers }),
             Payload::CapAudit(audit) => {
                 if audit.decision == Decision::Deny {
                     s.denials += 1;

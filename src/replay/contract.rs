@@ -103,6 +103,12 @@ impl Contract {
         }
     }
 
+    /// The BLAKE3 of the tool's `input_schema` and `result_schema` today
+    /// (as call and result frames record them), if the tool exists.
+    pub(crate) fn schema_hashes(&self, tool: &str) -> Option<(&str, &str)> {
+        self.tools.get(tool).map(|t| (t.input_schema.blake3.as_str(), t.result_schema.blake3.as_str()))
+    }
+
     /// Checks a result against the tool's `result_schema`.
     pub(crate) fn check_result(&self, tool: &str, result: &Value) -> Check {
         match self.tools.get(tool) {

@@ -41,6 +41,11 @@ pub enum DivergenceKind {
     InvalidTrace,
     /// A live call gave another outcome than the recorded one.
     ResultChanged,
+    /// A tool's `input_schema` or `result_schema` is not the one recorded
+    /// (their BLAKE3 differ), even if the data still validates.
+    SchemaChanged,
+    /// Live: the tool asked a question the recording holds no answer to.
+    UnansweredQuestion,
 }
 
 impl DivergenceKind {
@@ -52,7 +57,9 @@ impl DivergenceKind {
         DivergenceKind::MissingTool,
         DivergenceKind::OrderDivergence,
         DivergenceKind::ResultChanged,
+        DivergenceKind::SchemaChanged,
         DivergenceKind::SchemaMismatch,
+        DivergenceKind::UnansweredQuestion,
         DivergenceKind::UnusedRecording,
     ];
 
@@ -67,6 +74,8 @@ impl DivergenceKind {
             DivergenceKind::OrderDivergence => "order_divergence",
             DivergenceKind::InvalidTrace => "invalid_trace",
             DivergenceKind::ResultChanged => "result_changed",
+            DivergenceKind::SchemaChanged => "schema_changed",
+            DivergenceKind::UnansweredQuestion => "unanswered_question",
         }
     }
 }

@@ -15,7 +15,8 @@ use uuid::Uuid;
 use crate::event::{
     EventKind, Outcome, PAYLOAD_VERSION, Provenance, Record, RecordedError, Recorder, ReplayLinkPayload, now_ms,
 };
-use crate::replay::replayer::{Executor, Mode, ReplayError};
+use crate::replay::replayer::{Executor, Fresh, Mode, RecordedCall, ReplayError};
+use crate::runtime::answer::AnswerSource;
 use crate::runtime::{CallErrorKind, CallRequest, Runtime};
 
 /// Runs calls through a [`Runtime`] into a new trace.
@@ -79,15 +80,19 @@ impl Executor for LiveExecutor<'_> {
         })
     }
 
-    fn execute(&mut self, position: u64, tool: &str, args: &Value) -> Result<Outcome, ReplayError> {
-        let request = CallRequest { tool: tool.to_string(), arguments: args.clone(), trace_id: Some(self.new_trace) };
+    fn execute(&mut self, position: u64, call: &RecordedCall<'_>) -> Result<Fresh, ReplayError> {
+        let mut request = CallRequest::new(call.tool, call.args.clone());
+        request.trace_id = Some(self.new_trace);
+        request.answers = call.answers.clone();
+        request.answer_source = AnswerSource::Replay;
         match self.runtime.call(&request) {
-            Ok(outcome) => Ok(Outcome::Result(outcome.result)),
+            Ok(outcome) => Ok(Fresh::Ran(Outcome::Result(outcome.result))),
             Err(e) => match e.kind {
                 CallErrorKind::Refused => Err(ReplayError::Refused { position, message: e.message, help: e.help }),
                 CallErrorKind::Recording => Err(ReplayError::Failed { position, message: e.message, help: e.help }),
+                CallErrorKind::Unanswered => Ok(Fresh::Unanswered(e.message)),
                 CallErrorKind::Tool | CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => {
-                    Ok(Outcome::Error(RecordedError::from_message(e.message)))
+                    Ok(Fresh::Ran(Outcome::Error(RecordedError::from_message(e.message))))
                 }
             },
         }

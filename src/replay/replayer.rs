@@ -16,6 +16,12 @@
 //!   missing or the arguments no longer validate; the new outcome is compared
 //!   with the recorded one (`result_changed`, with JSON Pointer paths).
 //!
+//! In both modes a tool whose schema's BLAKE3 differs from the one the call
+//! or result frame recorded is `schema_changed`, even when the data still
+//! validates. Live, the answers recorded for a call (`tool.answer`) are
+//! given to it again, and a question the recording does not answer is
+//! `unanswered_question`.
+//!
 //! In both modes a result without a waiting call, a second call for an
 //! invocation still waiting, and a call left without a final result at the end
 //! are `invalid_trace`. Retried attempts (`error.will_retry`) are counted; the
@@ -30,7 +36,7 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::{Class, Reportable};
@@ -244,16 +250,39 @@ impl Reportable for ReplayError {
 pub(crate) trait Executor {
     /// Called once before the first call, with the recorded trace's id.
     fn begin(&mut self, recorded_trace: Uuid, agent: &str) -> Result<(), ReplayError>;
-    /// Runs one call; the outcome of the tool (a tool failure is an
-    /// `Outcome::Error`, not an `Err`). `position` is the call frame's.
-    fn execute(&mut self, position: u64, tool: &str, args: &Value) -> Result<Outcome, ReplayError>;
+    /// Runs one call with the answers recorded for it; the outcome of the
+    /// tool (a tool failure is an `Outcome::Error`, not an `Err`).
+    /// `position` is the call frame's.
+    fn execute(&mut self, position: u64, call: &RecordedCall<'_>) -> Result<Fresh, ReplayError>;
     /// The trace the new calls are recorded in.
     fn new_trace_id(&self) -> Option<Uuid>;
+}
+
+/// A recorded call to run again.
+#[derive(Debug)]
+pub(crate) struct RecordedCall<'a> {
+    /// The tool id.
+    pub tool: &'a str,
+    /// The recorded arguments.
+    pub args: &'a Value,
+    /// Every answer recorded for the call, by question id.
+    pub answers: &'a Map<String, Value>,
+}
+
+/// What running a call again gave.
+#[derive(Debug)]
+pub(crate) enum Fresh {
+    /// It ran to an outcome.
+    Ran(Outcome),
+    /// It asked a question the recording does not answer (the message says which).
+    Unanswered(String),
 }
 
 struct PendingCall {
     tool: String,
     args: Value,
+    /// The answers recorded for the call so far.
+    answers: Map<String, Value>,
     attempts: u64,
     /// The call cannot be replayed (missing tool, invalid arguments).
     blocked: bool,
@@ -379,11 +408,18 @@ impl<'a> Replayer<'a> {
                         .details(errors),
                     ),
                 }
+                if let Some((today, _)) = self.contract.schema_hashes(&call.tool)
+                    && !call.input_schema_blake3.is_empty()
+                    && call.input_schema_blake3 != today
+                {
+                    found.push(schema_changed(position, id, &call.tool, "input_schema", &call.input_schema_blake3, today));
+                }
                 let pending = PendingCall {
-                    blocked: !found.is_empty(),
+                    blocked: found.iter().any(|d| d.kind != DivergenceKind::SchemaChanged),
                     divergences: found.iter().map(|d| d.kind).collect(),
                     tool: call.tool,
                     args: call.args,
+                    answers: Map::new(),
                     attempts: 0,
                 };
                 // Registered first: the invocation id is not waiting (checked above).
@@ -414,10 +450,31 @@ impl<'a> Replayer<'a> {
                 if result.will_retry() {
                     return Ok(());
                 }
-                let Some(closed) = self.pending.close(&id) else { return Ok(()) };
+                let Some(mut closed) = self.pending.close(&id) else { return Ok(()) };
+                if let Some((_, today)) = self.contract.schema_hashes(&closed.data.tool)
+                    && !result.result_schema_blake3.is_empty()
+                    && result.result_schema_blake3 != today
+                {
+                    let divergence = schema_changed(
+                        position,
+                        id,
+                        &closed.data.tool,
+                        "result_schema",
+                        &result.result_schema_blake3,
+                        today,
+                    );
+                    closed.data.divergences.push(divergence.kind);
+                    self.diverge(divergence)?;
+                }
                 self.final_result(closed.position, position, id, closed.data, result.outcome)
             }
-            // Only calls and their results are replayed.
+            Payload::ToolAnswer(answer) => {
+                if let Some(waiting) = self.pending.get_mut(&answer.invocation_id) {
+                    waiting.data.answers.extend(answer.answers.into_iter().map(|a| (a.id, a.value)));
+                }
+                Ok(())
+            }
+            // Only calls, their answers and their results are replayed.
             _ => Ok(()),
         }
     }
@@ -452,12 +509,24 @@ impl<'a> Replayer<'a> {
             Mode::Live if call.blocked => None,
             Mode::Live => {
                 let Some(executor) = self.executor.as_deref_mut() else { return Ok(()) };
-                let fresh = executor.execute(call_position, &call.tool, &call.args)?;
-                if let Some(divergence) = compare(&recorded, &fresh, position, id, &call.tool) {
-                    call.divergences.push(DivergenceKind::ResultChanged);
-                    self.diverge(divergence)?;
+                let recorded_call = RecordedCall { tool: &call.tool, args: &call.args, answers: &call.answers };
+                match executor.execute(call_position, &recorded_call)? {
+                    Fresh::Ran(fresh) => {
+                        if let Some(divergence) = compare(&recorded, &fresh, position, id, &call.tool) {
+                            call.divergences.push(DivergenceKind::ResultChanged);
+                            self.diverge(divergence)?;
+                        }
+                        Some(fresh)
+                    }
+                    Fresh::Unanswered(message) => {
+                        call.divergences.push(DivergenceKind::UnansweredQuestion);
+                        self.diverge(
+                            Divergence::at(DivergenceKind::UnansweredQuestion, call_position, message)
+                                .call(Some(id), Some(&call.tool)),
+                        )?;
+                        None
+                    }
                 }
-                Some(fresh)
             }
         };
         let status = match (&output, call.divergences.is_empty()) {
@@ -522,6 +591,18 @@ impl<'a> Replayer<'a> {
         write(self.sink.finish(&self.summary))?;
         Ok(self.summary)
     }
+}
+
+/// `schema_changed`: the tool's `which` schema hashes to `today`, not to
+/// what the frame at `position` recorded.
+fn schema_changed(position: u64, id: Uuid, tool: &str, which: &str, recorded: &str, today: &str) -> Divergence {
+    Divergence::at(
+        DivergenceKind::SchemaChanged,
+        position,
+        format!("the {which} of `{tool}` changed since the recording"),
+    )
+    .call(Some(id), Some(tool))
+    .details(vec![format!("recorded BLAKE3 {recorded}"), format!("today's BLAKE3 {today}")])
 }
 
 /// `result_changed` when the fresh outcome differs from the recorded one.

@@ -319,6 +319,7 @@ mod tests {
                 input_schema: String::new(),
                 input_schema_blake3: String::new(),
                 tags: vec![],
+                options: None,
                 sandbox: None,
             }),
         )
@@ -330,9 +331,14 @@ mod tests {
             Payload::ToolResult(ToolResultPayload {
                 v: PAYLOAD_VERSION,
                 invocation_id: Uuid::from_u128(id),
+                tool: String::new(),
                 outcome: Outcome::Result(value),
                 attempt: 1,
                 duration_ms: None,
+                result_schema: String::new(),
+                result_schema_blake3: String::new(),
+                usage: None,
+                tags: vec![],
             }),
         )
     }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::bundle::capability::{Capability, SecretId};
@@ -14,15 +14,17 @@ use crate::bundle::tools::{Tool, Transport};
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::error::{Class, Reportable};
 use crate::event::{
-    CapAuditPayload, Decision, EventKind, Outcome, PAYLOAD_VERSION, Provenance, Record, ToolCallPayload,
-    ToolConfirmPayload, ToolResultPayload, now_ms,
+    Decision, EventKind, Outcome, PAYLOAD_VERSION, ToolCallPayload, ToolConfirmPayload, ToolResultPayload, Usage, now_ms,
 };
 use crate::integrity::verify::Signer;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
 use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
 use crate::runtime::secrets::{Scrubber, SecretValue};
-use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
+use crate::runtime::answer::AnswerSource;
+use crate::runtime::ask::Questioning;
+use crate::runtime::journal::{Journal, call_tags, check_tags};
+use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};
 use crate::sandbox::{Grants, SandboxPlan};
@@ -48,6 +50,32 @@ pub struct CallRequest {
     pub arguments: Value,
     /// The trace to add the call to; a new UUIDv7 when `None`.
     pub trace_id: Option<Uuid>,
+    /// Answers given up front to questions the tool may ask, by question
+    /// id; used before the runtime's [`crate::runtime::answer::Answerer`].
+    pub answers: Map<String, Value>,
+    /// Where those answers come from. From [`AnswerSource::Flag`], a string
+    /// is read as the question's type wants (`--answer count=3` answers an
+    /// integer question with 3).
+    pub answer_source: AnswerSource,
+    /// Options given for this call (`--option`), over those of the config.
+    pub options: Map<String, Value>,
+    /// Tags given for this call (`--tag`), recorded after the tool's own.
+    pub tags: Vec<String>,
+}
+
+impl CallRequest {
+    /// A call of `tool` with `arguments` in a new trace, with nothing else given.
+    pub fn new(tool: impl Into<String>, arguments: Value) -> Self {
+        CallRequest {
+            tool: tool.into(),
+            arguments,
+            trace_id: None,
+            answers: Map::new(),
+            answer_source: AnswerSource::Flag,
+            options: Map::new(),
+            tags: Vec::new(),
+        }
+    }
 }
 
 /// A successful call.
@@ -61,6 +89,9 @@ pub struct CallOutcome {
     pub trace_id: Uuid,
     /// The result (valid against `result_schema`, secret values scrubbed).
     pub result: Value,
+    /// What the call consumed, when the tool said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
     /// Attempts made.
     pub attempts: u32,
     /// Wall time of the whole call in milliseconds.
@@ -72,8 +103,10 @@ pub struct CallOutcome {
 pub enum CallErrorKind {
     /// No tool with that id (exit 2).
     UnknownTool,
-    /// The arguments do not fit the tool (exit 2).
+    /// The arguments, options or answers do not fit the tool (exit 2).
     InvalidInput,
+    /// The tool asked questions nobody answered (exit 2: pass `--answer`).
+    Unanswered,
     /// Refused by policy: capability, secret, confirmation, unsafe header (exit 3).
     Refused,
     /// The tool ran and failed, or its result is invalid (exit 1).
@@ -86,7 +119,7 @@ impl CallErrorKind {
     /// The exit-code class of docs/cli.md.
     pub fn class(self) -> Class {
         match self {
-            CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => Class::Usage,
+            CallErrorKind::UnknownTool | CallErrorKind::InvalidInput | CallErrorKind::Unanswered => Class::Usage,
             CallErrorKind::Refused => Class::Refused,
             CallErrorKind::Tool | CallErrorKind::Recording => Class::Problem,
         }
@@ -132,95 +165,34 @@ impl Reportable for CallError {
 }
 
 impl CallError {
-    fn new(kind: CallErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: CallErrorKind, message: impl Into<String>) -> Self {
         CallError { kind, message: message.into(), help: None, invocation_id: None, trace_id: None, unrecorded: None }
     }
 
-    fn help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
 }
 
-/// Collects one call's events and hands them to the recorder in batches.
-struct Journal<'r> {
-    runtime: &'r Runtime,
-    tool: &'r str,
-    trace_id: Uuid,
-    invocation_id: Uuid,
-    pending: Vec<Record>,
-    scrubber: Scrubber,
-}
-
-impl<'r> Journal<'r> {
-    fn push(&mut self, kind: EventKind, actor: String, payload: impl Serialize) {
-        let mut payload = serde_json::to_value(payload).unwrap_or(Value::Null);
-        self.scrubber.scrub_payload(&mut payload);
-        self.pending.push(Record {
-            ts_ms: now_ms(),
-            actor,
-            kind,
-            scope: self.runtime.agent().to_string(),
-            payload,
-            provenance: Provenance {
-                trace_id: self.trace_id,
-                msg_id: Uuid::now_v7(),
-                agent: self.runtime.agent().to_string(),
-            },
-        });
-    }
-
-    fn audit(&mut self, capability: &Capability, decision: Decision, reason: &str) {
-        self.audit_named(&capability.to_string(), decision, reason);
-    }
-
-    /// An audit event about something other than a capability string
-    /// (`trust`: the bundle's standing with the trust policy).
-    fn audit_named(&mut self, capability: &str, decision: Decision, reason: &str) {
-        let payload = CapAuditPayload {
-            v: PAYLOAD_VERSION,
-            tool: self.tool.to_string(),
-            capability: capability.to_string(),
-            decision,
-            reason: reason.to_string(),
-            invocation_id: self.invocation_id,
-        };
-        self.push(EventKind::CapAudit, "runtime".into(), payload);
-    }
-
-    /// Makes everything pending durable.
-    fn flush(&mut self) -> Result<(), CallError> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let batch = std::mem::take(&mut self.pending);
-        self.runtime.options().recorder.record(&batch).map_err(|e| {
-            CallError::new(
-                CallErrorKind::Recording,
-                self.scrubber.scrub_string(&format!("cannot record the call of `{}`: {e}", self.tool)),
-            )
-            .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is writable and the disk is not full")
-        })
-    }
-
-    /// Records what is pending, then returns `error` (noting a recording failure in it).
-    fn refuse(&mut self, mut error: CallError) -> CallError {
-        if let Err(recording) = self.flush() {
-            error.message.push_str(&format!(" (and the decision could not be recorded: {})", recording.message));
-        }
-        error.message = self.scrubber.scrub_string(&error.message);
-        error.invocation_id = Some(self.invocation_id);
-        error.trace_id = Some(self.trace_id);
-        error
-    }
-}
-
-enum Plan {
+pub(crate) enum Plan {
     Exec(ExecPlan),
     Http(HttpPlan),
 }
 
-fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+/// What each attempt of a call runs with.
+#[derive(Clone, Copy)]
+struct RunInputs<'a> {
+    plan: &'a Plan,
+    request: &'a CallRequest,
+    secrets: &'a [(SecretId, SecretValue)],
+    /// Every answer so far.
+    answers: &'a Map<String, Value>,
+    /// The merged, validated options.
+    options: &'a Map<String, Value>,
+}
+
+pub(crate) fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
     let errors: Vec<String> = validator
         .iter_errors(value)
         .take(QUOTED_SCHEMA_ERRORS + 1)
@@ -249,7 +221,12 @@ impl Runtime {
     /// Runs one call through the whole pipeline.
     pub fn call(&self, request: &CallRequest) -> Result<CallOutcome, CallError> {
         let started = Instant::now();
+        if let Err(why) = check_tags(&request.tags) {
+            return Err(CallError::new(CallErrorKind::InvalidInput, why)
+                .help("give tags as KEY=VALUE or a plain word, e.g. --tag team=mail"));
+        }
         let mut journal = self.journal(&request.tool, request.trace_id);
+        journal.tags = call_tags(self.tool(&request.tool), &request.tags);
         // 0. Trust: the bundle as it is now, against the trust policy as it is now.
         self.admit(&mut journal)?;
         let prepared = self.prepared(&request.tool).ok_or_else(|| {
@@ -275,29 +252,11 @@ impl Runtime {
             return Err(journal.refuse(self.denied_error(&tool.id, &denied)));
         }
 
-        // 2. Validate the input (and its depth: what cannot be read back is not recorded).
-        let depth = json_depth(&request.arguments);
-        if depth > MAX_DATA_DEPTH {
-            return Err(journal.refuse(
-                CallError::new(
-                    CallErrorKind::InvalidInput,
-                    format!(
-                        "the arguments of `{}` nest arrays and objects {depth} levels deep; rlp accepts at most {MAX_DATA_DEPTH}",
-                        tool.id
-                    ),
-                )
-                .help("flatten the arguments"),
-            ));
-        }
-        if let Some(errors) = schema_errors(&prepared.input, &request.arguments) {
-            return Err(journal.refuse(
-                CallError::new(
-                    CallErrorKind::InvalidInput,
-                    format!("the arguments do not match the input_schema of `{}`: {errors}", tool.id),
-                )
-                .help("fix --args so it matches the tool's input_schema (see tools.json)"),
-            ));
-        }
+        // 2. Validate the input (and its depth: what cannot be read back is
+        // not recorded), the budget and the options.
+        self.check_arguments(prepared, &request.arguments, &mut journal)?;
+        self.check_budget(tool, request.trace_id.is_none(), &mut journal)?;
+        let options = self.options_of(prepared, &request.options, &mut journal)?;
 
         // 3. Resolve secrets.
         let secrets = self.resolve_secrets(prepared, &mut journal)?;
@@ -316,9 +275,10 @@ impl Runtime {
             tool: tool.id.clone(),
             args: shown_args,
             invocation_id: journal.invocation_id,
-            input_schema: prepared.input_schema_ref.clone(),
-            input_schema_blake3: prepared.input_schema_blake3.clone(),
-            tags: tool.tags.clone(),
+            input_schema: prepared.input_schema.reference.clone(),
+            input_schema_blake3: prepared.input_schema.blake3.clone(),
+            tags: journal.tags.clone(),
+            options: options.as_ref().map(|o| Value::Object(o.clone())),
             sandbox: match &plan {
                 Plan::Exec(exec) => Some(exec.sandbox.record().clone()),
                 Plan::Http(_) => None,
@@ -331,35 +291,31 @@ impl Runtime {
             e
         })?;
 
+        let options = options.unwrap_or_default();
         let max_attempts = tool.max_attempts.max(1);
-        let mut attempt = 1;
+        let mut questions = Questioning::new(request);
+        let (mut attempt, mut tries) = (1, 1);
         loop {
             let attempt_started = Instant::now();
-            let outcome = self.attempt(prepared, &plan, request, &secrets, &mut journal, attempt);
+            let run = RunInputs { plan: &plan, request, secrets: &secrets, answers: &questions.answers, options: &options };
+            let outcome = match self.attempt(prepared, &run, &mut journal, attempt) {
+                Ok(Reply::Questions(asked)) => match self.ask(prepared, &asked, &mut questions, &mut journal, attempt) {
+                    Ok(()) => {
+                        attempt += 1;
+                        continue;
+                    }
+                    Err(failure) => Err(failure),
+                },
+                Ok(Reply::Result { value, usage }) => Ok((value, usage)),
+                Err(e) => Err(e),
+            };
             // 6. Validate the result.
-            let outcome = outcome.and_then(|result| match schema_errors(&prepared.result, &result) {
-                None if json_depth(&result) > MAX_DATA_DEPTH => Err(AttemptError::new(
-                    FailureKind::InvalidResult,
-                    format!(
-                        "the result of `{}` nests arrays and objects {} levels deep; rlp records at most {MAX_DATA_DEPTH}",
-                        tool.id,
-                        json_depth(&result)
-                    ),
-                )),
-                None => Ok(result),
-                Some(errors) => Err(AttemptError::new(
-                    FailureKind::InvalidResult,
-                    journal.scrubber.scrub_string(&format!(
-                        "the result of `{}` does not match its result_schema: {errors}",
-                        tool.id
-                    )),
-                )),
-            });
+            let outcome = outcome.and_then(|(result, usage)| self.check_result(prepared, &journal, result, usage));
             let duration_ms = u64::try_from(attempt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let will_retry = matches!(&outcome, Err(e) if e.transient) && attempt < max_attempts;
-            let recorded = match &outcome {
-                Ok(result) => Outcome::Result(journal.scrubber.scrubbed(result)),
-                Err(e) => Outcome::Error(e.to_frame(will_retry)),
+            let will_retry = matches!(&outcome, Err(e) if e.transient) && tries < max_attempts;
+            let (recorded, usage) = match &outcome {
+                Ok((result, usage)) => (Outcome::Result(journal.scrubber.scrubbed(result)), *usage),
+                Err(e) => (Outcome::Error(e.to_frame(will_retry)), None),
             };
             let result = match &recorded {
                 Outcome::Result(result) => result.clone(),
@@ -369,9 +325,14 @@ impl Runtime {
             let frame = ToolResultPayload {
                 v: PAYLOAD_VERSION,
                 invocation_id: journal.invocation_id,
+                tool: tool.id.clone(),
                 outcome: recorded,
                 attempt: attempt.into(),
                 duration_ms: Some(duration_ms),
+                result_schema: prepared.result_schema.reference.clone(),
+                result_schema_blake3: prepared.result_schema.blake3.clone(),
+                usage,
+                tags: journal.tags.clone(),
             };
             journal.push(EventKind::ToolResult, format!("tool:{}", tool.id), frame);
             if let Err(failure) = journal.flush() {
@@ -382,40 +343,108 @@ impl Runtime {
                 return Err(self.unrecorded_error(&journal, failure, shown));
             }
             match outcome {
-                Ok(_) => {
+                Ok((_, usage)) => {
                     return Ok(CallOutcome {
                         tool: tool.id.clone(),
                         invocation_id: journal.invocation_id,
                         trace_id: journal.trace_id,
                         result,
+                        usage,
                         attempts: attempt,
                         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                     });
                 }
                 Err(e) if will_retry => {
-                    std::thread::sleep(Duration::from_millis(backoff_ms(attempt, e.retry_after_ms)));
+                    std::thread::sleep(Duration::from_millis(backoff_ms(tries, e.retry_after_ms)));
                     attempt += 1;
+                    tries += 1;
                 }
-                Err(e) => {
-                    let kind = if e.refused { CallErrorKind::Refused } else { CallErrorKind::Tool };
-                    // Scrubbed here too, whichever transport wrote it.
-                    let mut error = CallError::new(kind, journal.scrubber.scrub_string(&e.message));
-                    if attempt > 1 {
-                        error.message.push_str(&format!(" (after {attempt} attempts)"));
-                    }
-                    error.help = Some(match e.kind {
-                        FailureKind::Timeout => "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into(),
-                        FailureKind::OutputTooLarge => "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into(),
-                        FailureKind::InvalidResult => "fix the tool, or its result_schema in tools.json".into(),
-                        FailureKind::Refused => "grant the redirect target in policy.caps, or point the tool at the final URL".into(),
-                        _ if e.transient => "the tool says the failure is transient; retry later, or set retry.max_attempts in tools.json".into(),
-                        _ => format!("see the tool's message; the call is recorded under invocation {}", journal.invocation_id),
-                    });
-                    error.invocation_id = Some(journal.invocation_id);
-                    error.trace_id = Some(journal.trace_id);
-                    return Err(error);
-                }
+                Err(e) => return Err(self.failed_error(&journal, &e, attempt, &questions)),
             }
+        }
+    }
+
+    /// The error of a call whose last attempt failed (scrubbed here too,
+    /// whichever transport wrote it).
+    fn failed_error(&self, journal: &Journal<'_>, e: &AttemptError, attempt: u32, questions: &Questioning) -> CallError {
+        let kind = match e.kind {
+            _ if e.refused => CallErrorKind::Refused,
+            FailureKind::NeedsInput if questions.unanswered => CallErrorKind::Unanswered,
+            FailureKind::NeedsInput if questions.bad_answer => CallErrorKind::InvalidInput,
+            _ => CallErrorKind::Tool,
+        };
+        let mut error = CallError::new(kind, journal.scrubber.scrub_string(&e.message));
+        if attempt > 1 && e.kind != FailureKind::NeedsInput {
+            error.message.push_str(&format!(" (after {attempt} attempts)"));
+        }
+        error.help = Some(match e.kind {
+            FailureKind::NeedsInput => questions.help.clone(),
+            FailureKind::Timeout => "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into(),
+            FailureKind::OutputTooLarge => "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into(),
+            FailureKind::InvalidResult => "fix the tool, or its result_schema in tools.json".into(),
+            FailureKind::Refused => "grant the redirect target in policy.caps, or point the tool at the final URL".into(),
+            _ if e.transient => "the tool says the failure is transient; retry later, or set retry.max_attempts in tools.json".into(),
+            _ => format!("see the tool's message; the call is recorded under invocation {}", journal.invocation_id),
+        });
+        error.invocation_id = Some(journal.invocation_id);
+        error.trace_id = Some(journal.trace_id);
+        error
+    }
+
+    /// Step 2: the arguments fit the tool's `input_schema` and can be
+    /// recorded.
+    fn check_arguments(&self, prepared: &Prepared, arguments: &Value, journal: &mut Journal<'_>) -> Result<(), CallError> {
+        let tool = &prepared.tool;
+        let depth = json_depth(arguments);
+        if depth > MAX_DATA_DEPTH {
+            return Err(journal.refuse(
+                CallError::new(
+                    CallErrorKind::InvalidInput,
+                    format!(
+                        "the arguments of `{}` nest arrays and objects {depth} levels deep; rlp accepts at most {MAX_DATA_DEPTH}",
+                        tool.id
+                    ),
+                )
+                .help("flatten the arguments"),
+            ));
+        }
+        if let Some(errors) = schema_errors(&prepared.input, arguments) {
+            return Err(journal.refuse(
+                CallError::new(
+                    CallErrorKind::InvalidInput,
+                    format!("the arguments do not match the input_schema of `{}`: {errors}", tool.id),
+                )
+                .help("fix --args so it matches the tool's input_schema (see tools.json)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Step 6: the result fits the tool's `result_schema` and can be recorded.
+    fn check_result(
+        &self,
+        prepared: &Prepared,
+        journal: &Journal<'_>,
+        result: Value,
+        usage: Option<Usage>,
+    ) -> Result<(Value, Option<Usage>), AttemptError> {
+        let tool = &prepared.tool;
+        match schema_errors(&prepared.result, &result) {
+            None if json_depth(&result) > MAX_DATA_DEPTH => Err(AttemptError::new(
+                FailureKind::InvalidResult,
+                format!(
+                    "the result of `{}` nests arrays and objects {} levels deep; rlp records at most {MAX_DATA_DEPTH}",
+                    tool.id,
+                    json_depth(&result)
+                ),
+            )),
+            None => Ok((result, usage)),
+            Some(errors) => Err(AttemptError::new(
+                FailureKind::InvalidResult,
+                journal
+                    .scrubber
+                    .scrub_string(&format!("the result of `{}` does not match its result_schema: {errors}", tool.id)),
+            )),
         }
     }
 
@@ -435,6 +464,7 @@ impl Runtime {
             invocation_id: Uuid::now_v7(),
             pending: Vec::new(),
             scrubber: Scrubber::default(),
+            tags: Vec::new(),
         }
     }
 
@@ -664,6 +694,7 @@ impl Runtime {
             approved: answer.approved,
             by: answer.by.clone(),
             how: answer.how.clone(),
+            tags: journal.tags.clone(),
         };
         journal.push(EventKind::ToolConfirm, answer.by.clone(), payload);
         if answer.approved {
@@ -685,12 +716,11 @@ impl Runtime {
     fn attempt(
         &self,
         prepared: &Prepared,
-        plan: &Plan,
-        request: &CallRequest,
-        secrets: &[(SecretId, SecretValue)],
+        run: &RunInputs<'_>,
         journal: &mut Journal<'_>,
         number: u32,
-    ) -> Result<Value, AttemptError> {
+    ) -> Result<Reply, AttemptError> {
+        let RunInputs { plan, request, secrets, answers, options } = *run;
         let tool = &prepared.tool;
         let timeout = Duration::from_millis(tool.timeout_ms);
         let deadline_ms = now_ms().saturating_add(i64::try_from(tool.timeout_ms).unwrap_or(i64::MAX));
@@ -701,6 +731,8 @@ impl Runtime {
             trace_id: journal.trace_id,
             number,
             arguments: &request.arguments,
+            answers,
+            options,
             deadline: Instant::now() + timeout,
             timeout_ms: tool.timeout_ms,
             deadline_ms,

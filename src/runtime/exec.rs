@@ -20,7 +20,7 @@ use crate::process::run::{Finished, KILL_GRACE};
 use crate::process::tool::{Invocation, InvokeError, invoke};
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::secrets::tool_environment;
-use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
+use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 use crate::sandbox::SandboxPlan;
 
 /// How much of stderr is kept for error messages (the tail).
@@ -82,8 +82,8 @@ pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
         "tool": {
             "id": attempt.tool,
             "arguments": attempt.arguments,
-            "answers": {},
-            "options": {},
+            "answers": attempt.answers,
+            "options": attempt.options,
         },
         "context": {
             "root": attempt.root.display().to_string(),
@@ -94,7 +94,7 @@ pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
 }
 
 /// Runs one attempt.
-pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Value, AttemptError> {
+pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Reply, AttemptError> {
     let transport = |what: &str, e: io::Error| {
         AttemptError::new(FailureKind::Transport, attempt.scrubber.scrub_string(&format!("{what}: {e}")))
     };
@@ -177,7 +177,7 @@ fn describe_status(status: Option<ExitStatus>) -> String {
     }
 }
 
-fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<Value, AttemptError> {
+fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<Reply, AttemptError> {
     let scrub = |text: String| attempt.scrubber.scrub_string(&text);
     if ended.timed_out {
         let fate = if ended.unkillable {
@@ -208,24 +208,15 @@ fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<
     let held = if ended.stdout.closed { String::new() } else { format!("; {STDOUT_HELD}") };
     let success = ended.status.is_some_and(|s| s.success());
     match envelope::parse(stdout) {
-        Stdout::Envelope(Outcome::Success(result)) => Ok(result),
+        Stdout::Envelope(Outcome::Success { result, usage }) => Ok(Reply::Result { value: result, usage }),
         Stdout::Envelope(Outcome::Error { message, transient, retry_after_ms }) => {
             let note = sandbox_note(plan, &ended, &message);
             let error =
                 AttemptError::new(FailureKind::Tool, scrub(format!("tool `{}` failed: {message}{note}", attempt.tool)));
             Err(if transient { error.transient(retry_after_ms) } else { error })
         }
-        Stdout::Envelope(Outcome::NeedsInput { question }) => {
-            let text = question.get("text").and_then(Value::as_str).unwrap_or("(no text)");
-            Err(AttemptError::new(
-                FailureKind::NeedsInput,
-                scrub(format!(
-                    "tool `{}` asked a question (\"{text}\"), and this rlp cannot answer tool questions yet",
-                    attempt.tool
-                )),
-            ))
-        }
-        Stdout::Plain(result) if success => Ok(result),
+        Stdout::Envelope(Outcome::NeedsInput { questions }) => Ok(Reply::Questions(questions)),
+        Stdout::Plain(result) if success => Ok(Reply::bare(result)),
         Stdout::NotJson(why) | Stdout::Malformed(why) if success => {
             let quoted = if stdout.is_empty() {
                 String::new()

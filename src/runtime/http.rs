@@ -20,7 +20,8 @@ use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::url_template::{UrlTemplate, target_of};
 use crate::event::Decision;
 use crate::runtime::secrets::SecretValue;
-use crate::runtime::transport::{Attempt, AttemptError, FailureKind};
+use crate::runtime::envelope::{self, Outcome, Stdout};
+use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 
 /// Redirects followed at most.
 pub(crate) const MAX_REDIRECTS: usize = 5;
@@ -203,7 +204,7 @@ pub(crate) fn run(
     attempt: &Attempt<'_>,
     allows: &dyn Fn(&Capability) -> bool,
     audits: &mut Vec<RedirectAudit>,
-) -> Result<Value, AttemptError> {
+) -> Result<Reply, AttemptError> {
     let scrub = |text: String| attempt.scrubber.scrub_string(&text);
     let first_origin = origin(&plan.url);
     let mut url = plan.url.clone();
@@ -325,7 +326,7 @@ fn read_response(
     plan: &HttpPlan,
     attempt: &Attempt<'_>,
     status: StatusCode,
-) -> Result<Value, AttemptError> {
+) -> Result<Reply, AttemptError> {
     let limit = plan.max_output_bytes;
     let too_large = || {
         AttemptError::new(
@@ -366,9 +367,9 @@ fn read_response(
     };
     if status.is_success() {
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Value::Null);
+            return Ok(Reply::bare(Value::Null));
         }
-        return serde_json::from_slice(&bytes).map_err(|e| {
+        let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
             failure(
                 FailureKind::Tool,
                 format!(
@@ -376,7 +377,8 @@ fn read_response(
                     attempt.scrubber.scrub_head(&bytes, BODY_QUOTE_BYTES)
                 ),
             )
-        });
+        })?;
+        return body_reply(body, attempt, status);
     }
     let excerpt = attempt.scrubber.scrub_head(&bytes, BODY_QUOTE_BYTES);
     let message =
@@ -385,6 +387,32 @@ fn read_response(
         return Err(failure(FailureKind::HttpStatus, message).transient(retry_after));
     }
     Err(failure(FailureKind::HttpStatus, message))
+}
+
+/// A 2xx body: an outcome envelope (a result with its usage, or the API's
+/// error) or a bare result. An http tool cannot ask questions: there is no
+/// way to send it the answers.
+fn body_reply(body: Value, attempt: &Attempt<'_>, status: StatusCode) -> Result<Reply, AttemptError> {
+    let failure = |kind: FailureKind, text: String| {
+        let mut error = AttemptError::new(kind, attempt.scrubber.scrub_string(&text));
+        error.status = Some(status.as_u16());
+        error
+    };
+    match envelope::read_value(body) {
+        Stdout::Plain(value) => Ok(Reply::bare(value)),
+        Stdout::Envelope(Outcome::Success { result, usage }) => Ok(Reply::Result { value: result, usage }),
+        Stdout::Envelope(Outcome::Error { message, transient, retry_after_ms }) => {
+            let error = failure(FailureKind::Tool, format!("tool `{}` failed: {message}", attempt.tool));
+            Err(if transient { error.transient(retry_after_ms) } else { error })
+        }
+        Stdout::Envelope(Outcome::NeedsInput { .. }) => Err(failure(
+            FailureKind::NeedsInput,
+            format!("HTTP {status}: tool `{}` asked a question, but only exec tools can be given answers", attempt.tool),
+        )),
+        Stdout::Malformed(why) | Stdout::NotJson(why) => {
+            Err(failure(FailureKind::Tool, format!("HTTP {status}: the response is a malformed outcome envelope: {why}")))
+        }
+    }
 }
 
 #[cfg(test)]

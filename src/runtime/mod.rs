@@ -7,10 +7,15 @@
 //!
 //! 1. expose: every capability the tool needs is in bundle policy ∩ operator
 //!    override (each decision an audit frame);
-//! 2. validate the arguments against `input_schema`;
+//! 2. validate the arguments against `input_schema`, the budget (`budget`
+//!    ceilings against the usage recorded in the trace) and the options
+//!    (`options_schema`);
 //! 3. resolve the tool's secrets;
 //! 4. confirm (when the tool asks for it and the config does not waive it);
 //! 5. record the call frame durably, then execute;
+//!    a tool that asks questions (`needs_input`) gets answers (given with
+//!    the call, else from the [`answer::Answerer`]) recorded as inquiry
+//!    and answer frames, and runs again with them ([`questions`]);
 //! 6. validate the result against `result_schema`;
 //! 7. record the result frame durably, then return the result.
 //!
@@ -18,12 +23,18 @@
 //!
 //! Secret values are scrubbed from every record, message and result.
 
+pub(crate) mod ask;
+pub(crate) mod budget;
 pub(crate) mod call;
+pub mod answer;
 pub(crate) mod confirm;
 pub(crate) mod envelope;
 pub(crate) mod exec;
 pub mod exposure;
 pub(crate) mod http;
+pub(crate) mod journal;
+pub(crate) mod options;
+pub mod questions;
 pub mod recorder;
 pub(crate) mod secrets;
 pub(crate) mod transport;
@@ -45,6 +56,7 @@ use crate::error::{Class, Reportable};
 use crate::event::Recorder;
 use crate::event::canonical::canonical_text;
 use crate::home::Home;
+use crate::runtime::answer::{Answerer, NoAnswerer};
 use crate::runtime::confirm::{Confirmer, NoTerminal};
 use crate::runtime::exposure::EffectivePolicy;
 use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
@@ -68,11 +80,16 @@ pub struct RuntimeOptions {
     pub recorder: Arc<dyn Recorder>,
     /// Who approves calls that need confirmation.
     pub confirmer: Arc<dyn Confirmer>,
+    /// Who answers the questions tools ask (after the answers a call
+    /// brings itself).
+    pub answerer: Arc<dyn Answerer>,
 }
 
 impl RuntimeOptions {
     /// Defaults: default config, secrets from the environment, no one to
-    /// confirm (calls that need confirmation are refused).
+    /// confirm (calls that need confirmation are refused) and no one to
+    /// answer questions (a call whose tool asks one fails unless it brings
+    /// the answer).
     pub fn new(home: Home, recorder: Arc<dyn Recorder>) -> Self {
         RuntimeOptions {
             home,
@@ -80,6 +97,7 @@ impl RuntimeOptions {
             secrets: Arc::new(EnvSecretResolver),
             recorder,
             confirmer: Arc::new(NoTerminal),
+            answerer: Arc::new(NoAnswerer),
         }
     }
 }
@@ -115,8 +133,18 @@ pub(crate) struct Prepared {
     pub(crate) tool: Tool,
     pub(crate) input: jsonschema::Validator,
     pub(crate) result: jsonschema::Validator,
-    pub(crate) input_schema_ref: String,
-    pub(crate) input_schema_blake3: String,
+    /// The compiled `options_schema`, if the tool has one.
+    pub(crate) options: Option<jsonschema::Validator>,
+    pub(crate) input_schema: SchemaId,
+    pub(crate) result_schema: SchemaId,
+}
+
+/// How a call's frames name one of its tool's schemas: the reference as
+/// written (`schema:<id>`, or `inline`) and the BLAKE3 of the RFC 8785 form
+/// of the schema it resolves to.
+pub(crate) struct SchemaId {
+    pub(crate) reference: String,
+    pub(crate) blake3: String,
 }
 
 /// A loaded bundle serving tool calls. `Send + Sync`: share it with `Arc`.
@@ -328,15 +356,23 @@ impl Contents {
             };
             let input = compile("input_schema", tool.input_schema.as_ref())?;
             let result = compile("result_schema", tool.result_schema.as_ref())?;
-            let input_schema = tool.input_schema.clone().unwrap_or(Value::Bool(true));
-            let resolved = bundle.resolve_schema(tool, &input_schema).cloned().unwrap_or(input_schema.clone());
-            let canonical = canonical_text(&resolved);
+            let options = match &tool.options_schema {
+                Some(schema) => Some(compile("options_schema", Some(schema))?),
+                None => None,
+            };
+            let identify = |schema: Option<&Value>| {
+                let schema = schema.cloned().unwrap_or(Value::Bool(true));
+                let resolved = bundle.resolve_schema(tool, &schema).cloned().unwrap_or(schema.clone());
+                let canonical = canonical_text(&resolved);
+                SchemaId { reference: schema_ref(&schema), blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string() }
+            };
             let prepared = Prepared {
                 tool: tool.clone(),
                 input,
                 result,
-                input_schema_ref: schema_ref(&input_schema),
-                input_schema_blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
+                options,
+                input_schema: identify(tool.input_schema.as_ref()),
+                result_schema: identify(tool.result_schema.as_ref()),
             };
             tool_ids.push(tool.id.clone());
             tools.insert(tool.id.clone(), Arc::new(prepared));

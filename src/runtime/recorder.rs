@@ -5,15 +5,22 @@
 
 use std::sync::Mutex;
 
-use crate::event::{Record, RecordError, Recorder};
+use uuid::Uuid;
 
-/// Records nothing (benchmarks of the pipeline without a ledger).
+use crate::event::{EventKind, Record, RecordError, Recorder, Usage};
+
+/// Records nothing (benchmarks of the pipeline without a ledger): every
+/// trace has used nothing of any budget.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NullRecorder;
 
 impl Recorder for NullRecorder {
     fn record(&self, _batch: &[Record]) -> Result<(), RecordError> {
         Ok(())
+    }
+
+    fn usage(&self, _trace_id: Uuid, _tool: &str) -> Result<Usage, RecordError> {
+        Ok(Usage::default())
     }
 }
 
@@ -40,5 +47,16 @@ impl Recorder for MemoryRecorder {
         let mut records = self.records.lock().map_err(|_| RecordError("the memory recorder is poisoned".into()))?;
         records.extend_from_slice(batch);
         Ok(())
+    }
+
+    fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
+        let records = self.records.lock().map_err(|_| RecordError("the memory recorder is poisoned".into()))?;
+        let used = records
+            .iter()
+            .filter(|r| r.kind == EventKind::ToolResult && r.provenance.trace_id == trace_id)
+            .filter(|r| r.payload.get("tool").and_then(serde_json::Value::as_str) == Some(tool))
+            .filter_map(|r| r.payload.get("usage").and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok()))
+            .fold(Usage::default(), Usage::plus);
+        Ok(used)
     }
 }

@@ -3,11 +3,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::bundle::capability::SecretId;
-use crate::event::ToolError;
+use crate::event::{ToolError, Usage};
 use crate::runtime::secrets::{Scrubber, SecretValue};
 
 /// Everything one attempt of one call needs.
@@ -22,6 +22,10 @@ pub(crate) struct Attempt<'a> {
     pub number: u32,
     /// The validated arguments (not scrubbed: the tool gets them as given).
     pub arguments: &'a Value,
+    /// Every answer to the tool's questions so far, by question id.
+    pub answers: &'a Map<String, Value>,
+    /// The tool's options (`{}` when it takes none).
+    pub options: &'a Map<String, Value>,
     /// When this attempt must end.
     pub deadline: Instant,
     /// The tool's `timeout_ms` (for messages).
@@ -34,6 +38,27 @@ pub(crate) struct Attempt<'a> {
     pub secrets: &'a [(SecretId, SecretValue)],
     /// Scrubs those secrets from messages.
     pub scrubber: &'a Scrubber,
+}
+
+/// What an attempt that did not fail produced.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Reply {
+    /// A result (not yet checked against `result_schema`).
+    Result {
+        /// The result.
+        value: Value,
+        /// What the attempt consumed, when the tool said (`usage`).
+        usage: Option<Usage>,
+    },
+    /// Questions the tool asks before it can go on (the question objects).
+    Questions(Vec<Value>),
+}
+
+impl Reply {
+    /// A bare result, with no usage.
+    pub(crate) fn bare(value: Value) -> Reply {
+        Reply::Result { value, usage: None }
+    }
 }
 
 /// The stable class of a failed attempt, recorded as the `kind` of the

@@ -1065,7 +1065,7 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
         RuntimeOptions::new(rlp::home::Home::new(sb.home()), Arc::new(MemoryRecorder::default())),
     )
     .unwrap();
-    let request = CallRequest { tool: "hold".into(), arguments: json!({}), trace_id: None };
+    let request = CallRequest::new("hold", json!({}));
     let outcome = runtime.call(&request);
     let background: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     process::signal(background, libc::SIGKILL);
@@ -1156,11 +1156,8 @@ fn library_runtime_serves_calls_from_several_threads() {
             let runtime = runtime.clone();
             scope.spawn(move || {
                 for i in 0..5 {
-                    let request = CallRequest {
-                        tool: "blob.echo".into(),
-                        arguments: json!({"t": thread, "i": i}),
-                        trace_id: Some(trace),
-                    };
+                    let mut request = CallRequest::new("blob.echo", json!({"t": thread, "i": i}));
+                    request.trace_id = Some(trace);
                     let outcome = runtime.call(&request).unwrap();
                     assert_eq!(outcome.result["tool"]["arguments"], json!({"t": thread, "i": i}));
                     assert_eq!(outcome.result["invocation_id"], outcome.invocation_id.to_string().as_str());

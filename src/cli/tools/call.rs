@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::cli::Context;
@@ -24,13 +24,20 @@ Examples:
   rlp tools call agents/mailer mail.send --args '{\"to\": \"a@b.c\"}'
   rlp tools call agents/mailer mail.send --args @request.json --yes
   rlp tools call agents/mailer mail.send --args @- < request.json --format json
+  rlp tools call agents/mailer mail.send --args @request.json --answer tone=formal --option signature=false --tag team=mail
+
+A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
+(JSON values allowed); otherwise rlp asks on the terminal, and without one the call
+fails (exit 2) naming each question and its --answer flag.
+Options come from --option, then [agents.<agent>.tools.\"<id>\".options] in config.toml,
+then the defaults of the tool's options_schema (`rlp tools list` shows them).
 
 Secrets come from the environment: runloop/mail/smtp_api_key is read from RUNLOOP_MAIL__SMTP_API_KEY.
 Every call is recorded in $RUNLOOP_HOME/pog/events.sqlite (see docs/runtime.md).
 
 Exit codes: 0 success, 1 the tool failed or its result is invalid,
-2 bad arguments or an invalid bundle,
-3 refused by policy (capability not granted, secret missing, confirmation denied).")]
+2 bad arguments, options or answers, a question left unanswered, or an invalid bundle,
+3 refused by policy (capability not granted, secret missing, confirmation denied, budget spent).")]
 pub struct CallArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
@@ -53,6 +60,45 @@ pub struct CallArgs {
     /// system `[policy]` can still require confirmation).
     #[arg(long, value_name = "BOOL")]
     pub confirm_external_actions: Option<bool>,
+    /// Answer a question the tool may ask (repeatable): the value is read as
+    /// the question's type wants (text, number, true/false, JSON).
+    #[arg(long = "answer", value_name = "ID=VALUE")]
+    pub answers: Vec<String>,
+    /// Set one of the tool's options for this call (repeatable; JSON values allowed).
+    #[arg(long = "option", value_name = "KEY=VALUE")]
+    pub options: Vec<String>,
+    /// Add a tag to every frame of the call (repeatable), e.g. `team=mail`.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+}
+
+/// `--answer ID=VALUE` flags, by question id (the text as given: the
+/// runtime reads it as the question's type wants).
+fn read_answers(flags: &[String]) -> Result<Map<String, Value>, CliError> {
+    let mut answers = Map::new();
+    for flag in flags {
+        let (id, value) = flag.split_once('=').filter(|(id, _)| !id.is_empty()).ok_or_else(|| {
+            CliError::usage(format!("--answer `{}` is not ID=VALUE", terminal_safe(flag)))
+                .with_help("name the question and its answer, e.g. --answer tone=formal")
+        })?;
+        if answers.insert(id.to_string(), Value::String(value.to_string())).is_some() {
+            return Err(CliError::usage(format!("--answer {id} is given twice")).with_help("give each answer once"));
+        }
+    }
+    Ok(answers)
+}
+
+/// `--option KEY=VALUE` flags, by option name.
+fn read_options(flags: &[String]) -> Result<Map<String, Value>, CliError> {
+    let mut options = Map::new();
+    for flag in flags {
+        let (key, value) = crate::runtime::options::parse_flag(flag).map_err(|why| {
+            CliError::usage(format!("--option {}", terminal_safe(&why)))
+                .with_help("set an option as KEY=VALUE, e.g. --option max_results=5")
+        })?;
+        options.insert(key, value);
+    }
+    Ok(options)
 }
 
 /// The `--args` value: JSON text, `@FILE` or `@-`, read through the bounded
@@ -94,10 +140,18 @@ fn parse_trace_id(text: Option<&str>) -> Result<Option<Uuid>, CliError> {
 pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     let arguments = read_arguments(args.args.as_deref())?;
     let trace_id = parse_trace_id(args.trace_id.as_deref())?;
-    let flags =
-        RuntimeFlags { bundle: &args.bundle, yes: args.yes, confirm_external_actions: args.confirm_external_actions };
+    let flags = RuntimeFlags {
+        bundle: &args.bundle,
+        yes: args.yes,
+        confirm_external_actions: args.confirm_external_actions,
+        ask_questions: true,
+    };
+    let mut request = CallRequest::new(args.tool.clone(), arguments);
+    request.trace_id = trace_id;
+    request.answers = read_answers(&args.answers)?;
+    request.options = read_options(&args.options)?;
+    request.tags = args.tags.clone();
     let (runtime, _) = load_runtime(flags, ctx)?;
-    let request = CallRequest { tool: args.tool.clone(), arguments, trace_id };
     match runtime.call(&request) {
         Ok(outcome) => {
             let document = match args.format {
@@ -108,6 +162,7 @@ pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
                     "trace_id": outcome.trace_id.to_string(),
                     "attempts": outcome.attempts,
                     "duration_ms": outcome.duration_ms,
+                    "usage": outcome.usage,
                     "result": outcome.result,
                 }),
             };

@@ -1,0 +1,125 @@
+//! One call's frames: collected as the call goes, scrubbed of its secret
+//! values, and handed to the recorder in batches.
+
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::bundle::capability::Capability;
+use crate::bundle::tools::Tool;
+use crate::event::{CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Provenance, Record, now_ms};
+use crate::runtime::Runtime;
+use crate::runtime::call::{CallError, CallErrorKind};
+use crate::runtime::secrets::Scrubber;
+
+/// Most tags one call may be given (`--tag`).
+pub(crate) const MAX_CALL_TAGS: usize = 32;
+
+/// The tags of a call: the tool's `observability.tags`, then those given
+/// for the call, each once.
+pub(crate) fn call_tags(tool: Option<&Tool>, given: &[String]) -> Vec<String> {
+    let mut tags: Vec<String> = Vec::new();
+    for tag in tool.map(|t| t.tags.as_slice()).unwrap_or_default().iter().chain(given) {
+        if !tags.contains(tag) {
+            tags.push(tag.clone());
+        }
+    }
+    tags
+}
+
+/// Collects one call's events and hands them to the recorder in batches.
+pub(crate) struct Journal<'r> {
+    pub(crate) runtime: &'r Runtime,
+    pub(crate) tool: &'r str,
+    pub(crate) trace_id: Uuid,
+    pub(crate) invocation_id: Uuid,
+    pub(crate) pending: Vec<Record>,
+    pub(crate) scrubber: Scrubber,
+    /// The call's tags, on every frame ([`call_tags`]).
+    pub(crate) tags: Vec<String>,
+}
+
+impl<'r> Journal<'r> {
+    pub(crate) fn push(&mut self, kind: EventKind, actor: String, payload: impl Serialize) {
+        let mut payload = serde_json::to_value(payload).unwrap_or(Value::Null);
+        self.scrubber.scrub_payload(&mut payload);
+        self.pending.push(Record {
+            ts_ms: now_ms(),
+            actor,
+            kind,
+            scope: self.runtime.agent().to_string(),
+            payload,
+            provenance: Provenance {
+                trace_id: self.trace_id,
+                msg_id: Uuid::now_v7(),
+                agent: self.runtime.agent().to_string(),
+            },
+        });
+    }
+
+    pub(crate) fn audit(&mut self, capability: &Capability, decision: Decision, reason: &str) {
+        self.audit_named(&capability.to_string(), decision, reason);
+    }
+
+    /// An audit event about something other than a capability string
+    /// (`trust`: the bundle's standing with the trust policy).
+    pub(crate) fn audit_named(&mut self, capability: &str, decision: Decision, reason: &str) {
+        let payload = CapAuditPayload {
+            v: PAYLOAD_VERSION,
+            tool: self.tool.to_string(),
+            capability: capability.to_string(),
+            decision,
+            reason: reason.to_string(),
+            invocation_id: self.invocation_id,
+            tags: self.tags.clone(),
+        };
+        self.push(EventKind::CapAudit, "runtime".into(), payload);
+    }
+
+    /// Makes everything pending durable.
+    pub(crate) fn flush(&mut self) -> Result<(), CallError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.pending);
+        self.runtime.options().recorder.record(&batch).map_err(|e| {
+            CallError::new(
+                CallErrorKind::Recording,
+                self.scrubber.scrub_string(&format!("cannot record the call of `{}`: {e}", self.tool)),
+            )
+            .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is writable and the disk is not full")
+        })
+    }
+
+    /// Records what is pending, then returns `error` (noting a recording failure in it).
+    pub(crate) fn refuse(&mut self, mut error: CallError) -> CallError {
+        if let Err(recording) = self.flush() {
+            error.message.push_str(&format!(" (and the decision could not be recorded: {})", recording.message));
+        }
+        error.message = self.scrubber.scrub_string(&error.message);
+        error.invocation_id = Some(self.invocation_id);
+        error.trace_id = Some(self.trace_id);
+        error
+    }
+}
+
+
+/// Longest tag a call may be given.
+const MAX_TAG_LEN: usize = 128;
+
+/// Checks the tags given for a call: at most [`MAX_CALL_TAGS`], each
+/// non-empty, at most [`MAX_TAG_LEN`] bytes, with no control character.
+pub(crate) fn check_tags(given: &[String]) -> Result<(), String> {
+    if given.len() > MAX_CALL_TAGS {
+        return Err(format!("{} tags given; a call takes at most {MAX_CALL_TAGS}", given.len()));
+    }
+    for tag in given {
+        if tag.is_empty() || tag.len() > MAX_TAG_LEN || tag.chars().any(char::is_control) {
+            return Err(format!(
+                "the tag `{}` is not a tag (1 to {MAX_TAG_LEN} bytes, no control characters)",
+                crate::text::terminal_safe_line(&crate::text::ellipsize(tag, 40))
+            ));
+        }
+    }
+    Ok(())
+}

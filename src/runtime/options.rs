@@ -1,0 +1,150 @@
+//! Tool options (docs/runtime.md "Options"): per-tool settings the
+//! operator chooses, described by the tool's `options_schema`.
+//!
+//! Values come from, highest first: `--option KEY=VALUE`, the config files'
+//! `[agents.<agent>.tools."<tool id>".options]`, the schema's top-level
+//! property `default`s. The merged object is validated against the schema
+//! before the tool runs; a tool without `options_schema` takes no options.
+
+use serde_json::{Map, Value};
+
+use crate::config::ConfiguredOptions;
+use crate::runtime::call::{CallError, CallErrorKind, schema_errors};
+use crate::runtime::journal::Journal;
+use crate::runtime::{Prepared, Runtime};
+
+/// Where the values of a tool's options come from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OptionSources<'a> {
+    /// The tool's `options_schema`, if it has one.
+    pub schema: Option<&'a Value>,
+    /// What the config files set.
+    pub configured: Option<&'a ConfiguredOptions>,
+    /// What the call gives (`--option`).
+    pub given: &'a Map<String, Value>,
+}
+
+/// Why a tool's options cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OptionsError {
+    /// What is wrong.
+    pub message: String,
+    /// What to do.
+    pub help: String,
+}
+
+/// The merged options of a call (not yet validated): `None` when the tool
+/// has no `options_schema` (and nothing was given for it).
+pub(crate) fn merge(tool: &str, sources: OptionSources<'_>) -> Result<Option<Map<String, Value>>, OptionsError> {
+    let Some(schema) = sources.schema else {
+        let mut named: Vec<String> = sources.given.keys().map(|k| format!("--option {k}")).collect();
+        if let Some(configured) = sources.configured {
+            let files: Vec<String> = configured.files.iter().map(|f| f.display().to_string()).collect();
+            named.extend(configured.values.keys().map(|k| format!("`{k}` in {}", files.join(", "))));
+        }
+        if named.is_empty() {
+            return Ok(None);
+        }
+        return Err(OptionsError {
+            message: format!("tool `{tool}` takes no options (it has no options_schema), but it was given {}", named.join(", ")),
+            help: "remove the options, or describe them with an options_schema in tools.json".to_string(),
+        });
+    };
+    let mut merged = defaults(schema);
+    if let Some(configured) = sources.configured {
+        merged.extend(configured.values.clone());
+    }
+    merged.extend(sources.given.clone());
+    Ok(Some(merged))
+}
+
+impl Runtime {
+    /// Step 2: the call's options, merged ([`merge`]) and validated against
+    /// the tool's `options_schema`; `None` when the tool takes none. Invalid
+    /// options refuse the call before anything runs (exit 2).
+    pub(crate) fn options_of(
+        &self,
+        prepared: &Prepared,
+        given: &Map<String, Value>,
+        journal: &mut Journal<'_>,
+    ) -> Result<Option<Map<String, Value>>, CallError> {
+        let tool = &prepared.tool;
+        let sources = OptionSources {
+            schema: tool.options_schema.as_ref(),
+            configured: self.options().config.options_of(self.agent(), &tool.id),
+            given,
+        };
+        let merged = merge(&tool.id, sources)
+            .map_err(|e| journal.refuse(CallError::new(CallErrorKind::InvalidInput, e.message).help(e.help)))?;
+        if let (Some(merged), Some(validator)) = (&merged, &prepared.options)
+            && let Some(errors) = schema_errors(validator, &Value::Object(merged.clone()))
+        {
+            return Err(journal.refuse(
+                CallError::new(
+                    CallErrorKind::InvalidInput,
+                    format!("the options of `{}` do not match its options_schema: {errors}", tool.id),
+                )
+                .help(format!(
+                    "fix --option, or [agents.{}.tools.\"{}\".options] in config.toml (see `rlp tools list`)",
+                    self.agent(),
+                    tool.id
+                )),
+            ));
+        }
+        Ok(merged)
+    }
+}
+
+/// The `default` of each top-level property of an options schema.
+fn defaults(schema: &Value) -> Map<String, Value> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Map::new() };
+    properties
+        .iter()
+        .filter_map(|(name, property)| property.get("default").map(|d| (name.clone(), d.clone())))
+        .collect()
+}
+
+/// Reads one `--option KEY=VALUE`: the value is JSON when it reads as JSON,
+/// else the text as a string.
+pub(crate) fn parse_flag(text: &str) -> Result<(String, Value), String> {
+    let (key, value) = text.split_once('=').ok_or_else(|| format!("`{text}` is not KEY=VALUE"))?;
+    if key.is_empty() {
+        return Err(format!("`{text}` has no key before `=`"));
+    }
+    let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
+    Ok((key.to_string(), value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merges_defaults_config_and_flags_in_that_order() {
+        let schema = json!({"type": "object", "properties": {"tone": {"default": "formal"}, "max": {"default": 3}, "cc": {}}});
+        let configured = ConfiguredOptions {
+            values: json!({"max": 5, "cc": "ops@x"}).as_object().unwrap().clone(),
+            files: vec!["/h/config.toml".into()],
+        };
+        let given = json!({"cc": "me@x"}).as_object().unwrap().clone();
+        let sources = OptionSources { schema: Some(&schema), configured: Some(&configured), given: &given };
+        assert_eq!(Value::Object(merge("t", sources).unwrap().unwrap()), json!({"tone": "formal", "max": 5, "cc": "me@x"}));
+        let none = OptionSources { schema: None, configured: None, given: &Map::new() };
+        assert_eq!(merge("t", none).unwrap(), None);
+        let refused = merge("t", OptionSources { schema: None, configured: Some(&configured), given: &given }).unwrap_err();
+        assert_eq!(
+            refused.message,
+            "tool `t` takes no options (it has no options_schema), but it was given --option cc, `max` in /h/config.toml, `cc` in /h/config.toml"
+        );
+    }
+
+    #[test]
+    fn parses_flags() {
+        assert_eq!(parse_flag("max=5").unwrap(), ("max".to_string(), json!(5)));
+        assert_eq!(parse_flag("tone=formal").unwrap(), ("tone".to_string(), json!("formal")));
+        assert_eq!(parse_flag("list=[1,2]").unwrap(), ("list".to_string(), json!([1, 2])));
+        assert_eq!(parse_flag("x").unwrap_err(), "`x` is not KEY=VALUE");
+        assert_eq!(parse_flag("=1").unwrap_err(), "`=1` has no key before `=`");
+    }
+}
