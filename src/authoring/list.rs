@@ -11,6 +11,7 @@ use crate::authoring::policy_edit::needed_by;
 use crate::bundle::diag::Severity;
 use crate::bundle::policy::Policy;
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
+use crate::config::{Config, ConfiguredOptions};
 use crate::event::SandboxRecord;
 use crate::home::Home;
 use crate::sandbox::{Grants, SandboxMode, SandboxPlan};
@@ -36,6 +37,45 @@ pub(crate) struct Row {
     /// The kernel sandbox of an exec tool: a brief account and the record
     /// its call frames would carry.
     pub sandbox: Option<(String, SandboxRecord)>,
+    /// The tool's options and their current values (`None`: it takes none).
+    pub options: Option<Vec<OptionValue>>,
+}
+
+/// One option of a tool, as a call without `--option` would get it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OptionValue {
+    /// The option's name.
+    pub name: String,
+    /// Its value, if any layer sets one.
+    pub value: Option<Value>,
+    /// Where the value comes from: `config` or `default` (`unset` without one).
+    pub source: &'static str,
+}
+
+/// The options of `tool` as config files and its schema set them.
+fn option_values(tool: &Tool, configured: Option<&ConfiguredOptions>) -> Option<Vec<OptionValue>> {
+    let schema = tool.options_schema.as_ref()?;
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let mut names: Vec<String> = properties.map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    for name in configured.map(|c| c.values.keys()).into_iter().flatten() {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    let values = names
+        .into_iter()
+        .map(|name| {
+            let set = configured.and_then(|c| c.values.get(&name));
+            let default = properties.and_then(|p| p.get(&name)).and_then(|p| p.get("default"));
+            let (value, source) = match (set, default) {
+                (Some(value), _) => (Some(value.clone()), "config"),
+                (None, Some(value)) => (Some(value.clone()), "default"),
+                (None, None) => (None, "unset"),
+            };
+            OptionValue { name, value, source }
+        })
+        .collect();
+    Some(values)
 }
 
 /// A bundle's tools and the policy they were checked against.
@@ -50,8 +90,9 @@ pub(crate) struct Listing {
 }
 
 /// Lists the tools of the bundle at `dir`, with the sandbox each exec tool
-/// gets under `sandbox`.
-pub(crate) fn list(dir: &Path, home: &Home, sandbox: SandboxMode) -> Result<Listing, AuthoringError> {
+/// gets under `config`'s `runtime.sandbox` and the options it gets from
+/// `config`'s tool options.
+pub(crate) fn list(dir: &Path, home: &Home, config: &Config) -> Result<Listing, AuthoringError> {
     if !dir.join(crate::bundle::manifest::MANIFEST_FILE).is_file() {
         return Err(AuthoringError::usage(format!("{} is not a bundle (no manifest.toml)", dir.display()))
             .with_help("name a bundle folder, e.g. agents/mailer"));
@@ -64,6 +105,7 @@ pub(crate) fn list(dir: &Path, home: &Home, sandbox: SandboxMode) -> Result<List
     let name = bundle.manifest.as_ref().and_then(|m| m.name.clone()).or_else(|| bundle.folder_name());
     let mut policy = bundle.policy();
     let mut override_file = None;
+    let agent = name.clone().unwrap_or_default();
     if let Some(name) = name.filter(|n| crate::bundle::manifest::is_valid_name(n)) {
         let path = home.override_file(&name);
         if let Some(over) = read_override(&path)? {
@@ -73,7 +115,15 @@ pub(crate) fn list(dir: &Path, home: &Home, sandbox: SandboxMode) -> Result<List
     }
     // The sandbox names the bundle as the runtime does: by its absolute path.
     let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let rows = bundle.tool_list().iter().map(|tool| row(tool, &policy, &root, sandbox)).collect();
+    let rows = bundle
+        .tool_list()
+        .iter()
+        .map(|tool| {
+            let mut row = row(tool, &policy, &root, config.sandbox.value);
+            row.options = option_values(tool, config.options_of(&agent, &tool.id));
+            row
+        })
+        .collect();
     let policy_file = bundle.manifest.as_ref().map_or("policy.caps".to_string(), |m| m.caps_file.clone());
     Ok(Listing { rows, policy_file, override_file })
 }
@@ -133,6 +183,7 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
             }
             _ => None,
         },
+        options: None,
     }
 }
 
@@ -188,6 +239,23 @@ impl Listing {
             None => self.policy_file.clone(),
         };
         out.push_str(&format!("\n{tools}, {exposed} exposed by {policy}\n"));
+        let with_options: Vec<(&str, &[OptionValue])> =
+            self.rows.iter().filter_map(|r| r.options.as_deref().map(|o| (r.id.as_str(), o))).collect();
+        if !with_options.is_empty() {
+            out.push_str("\nOptions (--option overrides them for a call):\n");
+            for (id, options) in with_options {
+                let shown: Vec<String> = options
+                    .iter()
+                    .map(|o| match &o.value {
+                        Some(value) => format!("{} = {value} ({})", o.name, o.source),
+                        None => format!("{} unset", o.name),
+                    })
+                    .collect();
+                let shown = if shown.is_empty() { "none".to_string() } else { shown.join(", ") };
+                out.push_str(&terminal_safe_line(&format!("  {id}: {shown}")));
+                out.push('\n');
+            }
+        }
         out
     }
 
@@ -206,6 +274,12 @@ impl Listing {
                     "exposed": r.missing.is_empty(),
                     "missing": r.missing,
                     "sandbox": r.sandbox.as_ref().map(|(_, record)| record),
+                    "options": r.options.as_ref().map(|options| {
+                        options
+                            .iter()
+                            .map(|o| (o.name.clone(), json!({"value": o.value, "source": o.source})))
+                            .collect::<serde_json::Map<String, Value>>()
+                    }),
                 })
             })
             .collect();

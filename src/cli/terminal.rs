@@ -136,7 +136,9 @@ impl Answerer for TerminalAnswerer {
                 crate::text::terminal_safe_line(&question.expected())
             );
             let mut input = Input::<String>::new().with_prompt(prompt).validate_with(|text: &String| {
-                question.check(&question.read_text(text)).map_err(|why| crate::text::terminal_safe_line(&why).into_owned())
+                question
+                    .check(&question.read_text(text))
+                    .map_err(|why| crate::text::terminal_safe_line(&why).into_owned())
             });
             if let Some(default) = &question.default {
                 input = input.default(match default {

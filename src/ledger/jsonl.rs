@@ -369,7 +369,7 @@ mod tests {
         let text = [
             line(1, CALL, json!({"tool": "t", "args": {}, "invocation_id": INV})),
             "{\"id\": 2, \"ts_ms\": \n".to_string(),
-            line(3, "tool.inquiry", json!({})),
+            line(3, "tool.question", json!({})),
             line(4, RESULT, json!({"invocation_id": INV})),
             line(9, RESULT, json!({"invocation_id": INV, "result": 1})),
             "\n".to_string(),
@@ -385,7 +385,7 @@ mod tests {
             errors,
             [
                 "line 2: not valid JSON: EOF while parsing a value (column 19)",
-                &format!("line 3: {}", "tool.inquiry".parse::<EventKind>().unwrap_err()),
+                &format!("line 3: {}", "tool.question".parse::<EventKind>().unwrap_err()),
                 "line 4: the payload has neither `result` nor `error`",
                 "line 5: `id` is 9 but this is frame 5 of the file: frames were removed, added or reordered",
                 "line 6: the line is empty; every line must hold one frame",

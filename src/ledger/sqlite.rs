@@ -388,10 +388,7 @@ impl Recorder for SqliteLedger {
             |row| Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, f64>(1)?, row.get::<_, i64>(2)?)),
         );
         let (tokens, usd, usd_count) = sums.map_err(|e| RecordError(self.sqlite(e).to_string()))?;
-        Ok(Usage {
-            tokens: tokens.map(|t| u64::try_from(t).unwrap_or(0)),
-            usd: (usd_count > 0).then_some(usd),
-        })
+        Ok(Usage { tokens: tokens.map(|t| u64::try_from(t).unwrap_or(0)), usd: (usd_count > 0).then_some(usd) })
     }
 }
 

@@ -412,7 +412,14 @@ impl<'a> Replayer<'a> {
                     && !call.input_schema_blake3.is_empty()
                     && call.input_schema_blake3 != today
                 {
-                    found.push(schema_changed(position, id, &call.tool, "input_schema", &call.input_schema_blake3, today));
+                    found.push(schema_changed(
+                        position,
+                        id,
+                        &call.tool,
+                        "input_schema",
+                        &call.input_schema_blake3,
+                        today,
+                    ));
                 }
                 let pending = PendingCall {
                     blocked: found.iter().any(|d| d.kind != DivergenceKind::SchemaChanged),

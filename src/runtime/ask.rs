@@ -80,14 +80,19 @@ impl Runtime {
         journal.push(EventKind::ToolInquiry, format!("tool:{}", tool.id), inquiry);
         if state.rounds >= MAX_ROUNDS {
             state.help = "fix the tool: it keeps asking after every question is answered".to_string();
-            return Err(fail(format!("tool `{}` asked questions {} times; rlp answers at most {MAX_ROUNDS} rounds", tool.id, state.rounds + 1)));
+            return Err(fail(format!(
+                "tool `{}` asked questions {} times; rlp answers at most {MAX_ROUNDS} rounds",
+                tool.id,
+                state.rounds + 1
+            )));
         }
         let questions = read_questions(asked).map_err(|why| {
             state.help = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")".to_string();
             fail(format!("tool `{}` asked an invalid question: {why}", tool.id))
         })?;
         if let Some(secret) = questions.iter().find(|q| looks_secret(&q.id)) {
-            state.help = "give the tool the value as a secret (`secrets` in tools.json), never as an answer".to_string();
+            state.help =
+                "give the tool the value as a secret (`secrets` in tools.json), never as an answer".to_string();
             return Err(fail(format!(
                 "tool `{}` asked for `{}`, which looks like a secret; secrets come from the secret resolver, never from answers",
                 tool.id, secret.id
@@ -158,8 +163,7 @@ impl Runtime {
             answers: recorded,
             tags: journal.tags.clone(),
         };
-        let actor = answers.first().map(|a| a.source.as_str()).unwrap_or("operator").to_string();
-        journal.push(EventKind::ToolAnswer, actor, frame);
+        journal.push(EventKind::ToolAnswer, "operator".into(), frame);
         state.rounds += 1;
         journal.flush().map_err(|e| AttemptError::new(FailureKind::Transport, e.message))
     }

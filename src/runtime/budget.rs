@@ -26,11 +26,21 @@ fn ceilings(tool: &Tool, used: Usage) -> Vec<Ceiling> {
     let mut ceilings = Vec::new();
     if let Some(limit) = tool.budget_tokens {
         let used = used.tokens.unwrap_or(0);
-        ceilings.push(Ceiling { name: TOKENS_AUDIT, spent: used >= limit, used: used.to_string(), limit: limit.to_string() });
+        ceilings.push(Ceiling {
+            name: TOKENS_AUDIT,
+            spent: used >= limit,
+            used: used.to_string(),
+            limit: limit.to_string(),
+        });
     }
     if let Some(limit) = tool.budget_usd {
         let used = used.usd.unwrap_or(0.0);
-        ceilings.push(Ceiling { name: USD_AUDIT, spent: used >= limit, used: format!("{used}"), limit: format!("{limit}") });
+        ceilings.push(Ceiling {
+            name: USD_AUDIT,
+            spent: used >= limit,
+            used: format!("{used}"),
+            limit: format!("{limit}"),
+        });
     }
     ceilings
 }
@@ -40,7 +50,12 @@ impl Runtime {
     /// an audit frame; a spent one refuses the call (exit 3). A new trace
     /// has used nothing; a ledger that cannot say what was used refuses
     /// the call too (a budget never fails open).
-    pub(crate) fn check_budget(&self, tool: &Tool, new_trace: bool, journal: &mut Journal<'_>) -> Result<(), CallError> {
+    pub(crate) fn check_budget(
+        &self,
+        tool: &Tool,
+        new_trace: bool,
+        journal: &mut Journal<'_>,
+    ) -> Result<(), CallError> {
         if tool.budget_tokens.is_none() && tool.budget_usd.is_none() {
             return Ok(());
         }
@@ -49,8 +64,11 @@ impl Runtime {
         } else {
             self.options().recorder.usage(journal.trace_id, &tool.id).map_err(|e| {
                 journal.refuse(
-                    CallError::new(CallErrorKind::Recording, format!("cannot read the usage of `{}` in its trace: {e}", tool.id))
-                        .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is readable"),
+                    CallError::new(
+                        CallErrorKind::Recording,
+                        format!("cannot read the usage of `{}` in its trace: {e}", tool.id),
+                    )
+                    .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is readable"),
                 )
             })?
         };
@@ -69,7 +87,12 @@ impl Runtime {
         Err(journal.refuse(
             CallError::new(
                 CallErrorKind::Refused,
-                format!("budget spent: tool `{}` has reached its {} in trace {}", tool.id, spent.join(" and "), journal.trace_id),
+                format!(
+                    "budget spent: tool `{}` has reached its {} in trace {}",
+                    tool.id,
+                    spent.join(" and "),
+                    journal.trace_id
+                ),
             )
             .help("start a new trace (leave out --trace-id), or raise the budget in tools.json"),
         ))

@@ -14,16 +14,17 @@ use crate::bundle::tools::{Tool, Transport};
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::error::{Class, Reportable};
 use crate::event::{
-    Decision, EventKind, Outcome, PAYLOAD_VERSION, ToolCallPayload, ToolConfirmPayload, ToolResultPayload, Usage, now_ms,
+    Decision, EventKind, Outcome, PAYLOAD_VERSION, ToolCallPayload, ToolConfirmPayload, ToolResultPayload, Usage,
+    now_ms,
 };
 use crate::integrity::verify::Signer;
+use crate::runtime::answer::AnswerSource;
+use crate::runtime::ask::Questioning;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
 use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
-use crate::runtime::secrets::{Scrubber, SecretValue};
-use crate::runtime::answer::AnswerSource;
-use crate::runtime::ask::Questioning;
 use crate::runtime::journal::{Journal, call_tags, check_tags};
+use crate::runtime::secrets::{Scrubber, SecretValue};
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};
@@ -297,15 +298,18 @@ impl Runtime {
         let (mut attempt, mut tries) = (1, 1);
         loop {
             let attempt_started = Instant::now();
-            let run = RunInputs { plan: &plan, request, secrets: &secrets, answers: &questions.answers, options: &options };
+            let run =
+                RunInputs { plan: &plan, request, secrets: &secrets, answers: &questions.answers, options: &options };
             let outcome = match self.attempt(prepared, &run, &mut journal, attempt) {
-                Ok(Reply::Questions(asked)) => match self.ask(prepared, &asked, &mut questions, &mut journal, attempt) {
-                    Ok(()) => {
-                        attempt += 1;
-                        continue;
+                Ok(Reply::Questions(asked)) => {
+                    match self.ask(prepared, &asked, &mut questions, &mut journal, attempt) {
+                        Ok(()) => {
+                            attempt += 1;
+                            continue;
+                        }
+                        Err(failure) => Err(failure),
                     }
-                    Err(failure) => Err(failure),
-                },
+                }
                 Ok(Reply::Result { value, usage }) => Ok((value, usage)),
                 Err(e) => Err(e),
             };
@@ -366,7 +370,13 @@ impl Runtime {
 
     /// The error of a call whose last attempt failed (scrubbed here too,
     /// whichever transport wrote it).
-    fn failed_error(&self, journal: &Journal<'_>, e: &AttemptError, attempt: u32, questions: &Questioning) -> CallError {
+    fn failed_error(
+        &self,
+        journal: &Journal<'_>,
+        e: &AttemptError,
+        attempt: u32,
+        questions: &Questioning,
+    ) -> CallError {
         let kind = match e.kind {
             _ if e.refused => CallErrorKind::Refused,
             FailureKind::NeedsInput if questions.unanswered => CallErrorKind::Unanswered,
@@ -379,11 +389,19 @@ impl Runtime {
         }
         error.help = Some(match e.kind {
             FailureKind::NeedsInput => questions.help.clone(),
-            FailureKind::Timeout => "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into(),
-            FailureKind::OutputTooLarge => "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into(),
+            FailureKind::Timeout => {
+                "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into()
+            }
+            FailureKind::OutputTooLarge => {
+                "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into()
+            }
             FailureKind::InvalidResult => "fix the tool, or its result_schema in tools.json".into(),
-            FailureKind::Refused => "grant the redirect target in policy.caps, or point the tool at the final URL".into(),
-            _ if e.transient => "the tool says the failure is transient; retry later, or set retry.max_attempts in tools.json".into(),
+            FailureKind::Refused => {
+                "grant the redirect target in policy.caps, or point the tool at the final URL".into()
+            }
+            _ if e.transient => {
+                "the tool says the failure is transient; retry later, or set retry.max_attempts in tools.json".into()
+            }
             _ => format!("see the tool's message; the call is recorded under invocation {}", journal.invocation_id),
         });
         error.invocation_id = Some(journal.invocation_id);
@@ -393,7 +411,12 @@ impl Runtime {
 
     /// Step 2: the arguments fit the tool's `input_schema` and can be
     /// recorded.
-    fn check_arguments(&self, prepared: &Prepared, arguments: &Value, journal: &mut Journal<'_>) -> Result<(), CallError> {
+    fn check_arguments(
+        &self,
+        prepared: &Prepared,
+        arguments: &Value,
+        journal: &mut Journal<'_>,
+    ) -> Result<(), CallError> {
         let tool = &prepared.tool;
         let depth = json_depth(arguments);
         if depth > MAX_DATA_DEPTH {

@@ -113,7 +113,9 @@ fn read_usage(value: &Value) -> Result<Usage, String> {
     };
     let usd = match members.get("usd") {
         None | Some(Value::Null) => None,
-        Some(usd) => Some(usd.as_f64().filter(|d| d.is_finite() && *d >= 0.0).ok_or("`usd` is not a non-negative number")?),
+        Some(usd) => {
+            Some(usd.as_f64().filter(|d| d.is_finite() && *d >= 0.0).ok_or("`usd` is not a non-negative number")?)
+        }
     };
     Ok(Usage { tokens, usd })
 }
@@ -131,7 +133,10 @@ mod tests {
         );
         assert_eq!(
             parse(br#"{"outcome":"success","result":1,"usage":{"tokens":600,"usd":0.5}}"#),
-            Stdout::Envelope(Outcome::Success { result: json!(1), usage: Some(Usage { tokens: Some(600), usd: Some(0.5) }) })
+            Stdout::Envelope(Outcome::Success {
+                result: json!(1),
+                usage: Some(Usage { tokens: Some(600), usd: Some(0.5) })
+            })
         );
         assert_eq!(
             parse(br#"{"outcome":"error","message":"busy","transient":true,"retry_after_ms":500}"#),

@@ -19,8 +19,8 @@ use url::Url;
 use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::url_template::{UrlTemplate, target_of};
 use crate::event::Decision;
-use crate::runtime::secrets::SecretValue;
 use crate::runtime::envelope::{self, Outcome, Stdout};
+use crate::runtime::secrets::SecretValue;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 
 /// Redirects followed at most.
@@ -407,11 +407,15 @@ fn body_reply(body: Value, attempt: &Attempt<'_>, status: StatusCode) -> Result<
         }
         Stdout::Envelope(Outcome::NeedsInput { .. }) => Err(failure(
             FailureKind::NeedsInput,
-            format!("HTTP {status}: tool `{}` asked a question, but only exec tools can be given answers", attempt.tool),
+            format!(
+                "HTTP {status}: tool `{}` asked a question, but only exec tools can be given answers",
+                attempt.tool
+            ),
         )),
-        Stdout::Malformed(why) | Stdout::NotJson(why) => {
-            Err(failure(FailureKind::Tool, format!("HTTP {status}: the response is a malformed outcome envelope: {why}")))
-        }
+        Stdout::Malformed(why) | Stdout::NotJson(why) => Err(failure(
+            FailureKind::Tool,
+            format!("HTTP {status}: the response is a malformed outcome envelope: {why}"),
+        )),
     }
 }
 

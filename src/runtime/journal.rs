@@ -103,7 +103,6 @@ impl<'r> Journal<'r> {
     }
 }
 
-
 /// Longest tag a call may be given.
 const MAX_TAG_LEN: usize = 128;
 

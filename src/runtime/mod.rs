@@ -23,10 +23,10 @@
 //!
 //! Secret values are scrubbed from every record, message and result.
 
+pub mod answer;
 pub(crate) mod ask;
 pub(crate) mod budget;
 pub(crate) mod call;
-pub mod answer;
 pub(crate) mod confirm;
 pub(crate) mod envelope;
 pub(crate) mod exec;
@@ -364,7 +364,10 @@ impl Contents {
                 let schema = schema.cloned().unwrap_or(Value::Bool(true));
                 let resolved = bundle.resolve_schema(tool, &schema).cloned().unwrap_or(schema.clone());
                 let canonical = canonical_text(&resolved);
-                SchemaId { reference: schema_ref(&schema), blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string() }
+                SchemaId {
+                    reference: schema_ref(&schema),
+                    blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
+                }
             };
             let prepared = Prepared {
                 tool: tool.clone(),

@@ -46,7 +46,10 @@ pub(crate) fn merge(tool: &str, sources: OptionSources<'_>) -> Result<Option<Map
             return Ok(None);
         }
         return Err(OptionsError {
-            message: format!("tool `{tool}` takes no options (it has no options_schema), but it was given {}", named.join(", ")),
+            message: format!(
+                "tool `{tool}` takes no options (it has no options_schema), but it was given {}",
+                named.join(", ")
+            ),
             help: "remove the options, or describe them with an options_schema in tools.json".to_string(),
         });
     };
@@ -122,17 +125,22 @@ mod tests {
 
     #[test]
     fn merges_defaults_config_and_flags_in_that_order() {
-        let schema = json!({"type": "object", "properties": {"tone": {"default": "formal"}, "max": {"default": 3}, "cc": {}}});
+        let schema =
+            json!({"type": "object", "properties": {"tone": {"default": "formal"}, "max": {"default": 3}, "cc": {}}});
         let configured = ConfiguredOptions {
             values: json!({"max": 5, "cc": "ops@x"}).as_object().unwrap().clone(),
             files: vec!["/h/config.toml".into()],
         };
         let given = json!({"cc": "me@x"}).as_object().unwrap().clone();
         let sources = OptionSources { schema: Some(&schema), configured: Some(&configured), given: &given };
-        assert_eq!(Value::Object(merge("t", sources).unwrap().unwrap()), json!({"tone": "formal", "max": 5, "cc": "me@x"}));
+        assert_eq!(
+            Value::Object(merge("t", sources).unwrap().unwrap()),
+            json!({"tone": "formal", "max": 5, "cc": "me@x"})
+        );
         let none = OptionSources { schema: None, configured: None, given: &Map::new() };
         assert_eq!(merge("t", none).unwrap(), None);
-        let refused = merge("t", OptionSources { schema: None, configured: Some(&configured), given: &given }).unwrap_err();
+        let refused =
+            merge("t", OptionSources { schema: None, configured: Some(&configured), given: &given }).unwrap_err();
         assert_eq!(
             refused.message,
             "tool `t` takes no options (it has no options_schema), but it was given --option cc, `max` in /h/config.toml, `cc` in /h/config.toml"

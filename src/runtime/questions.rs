@@ -141,7 +141,9 @@ fn read_schema(schema: &Value) -> Result<(AnswerType, Option<Vec<String>>), Stri
         Some("number") => AnswerType::Number,
         Some("integer") => AnswerType::Integer,
         Some("boolean") => AnswerType::Boolean,
-        Some(other) => return Err(format!("has the type `{other}`; a question takes string, number, integer or boolean")),
+        Some(other) => {
+            return Err(format!("has the type `{other}`; a question takes string, number, integer or boolean"));
+        }
         None => return Err("has no `type`".to_string()),
     };
     let allowed: &[&str] = match kind {
@@ -211,7 +213,12 @@ impl Question {
         if let Some(format) = self.raw.pointer("/schema/format").and_then(Value::as_str) {
             text.push_str(&format!(" ({format})"));
         }
-        let bounds = [("minimum", "at least"), ("maximum", "at most"), ("minLength", "length at least"), ("maxLength", "length at most")];
+        let bounds = [
+            ("minimum", "at least"),
+            ("maximum", "at most"),
+            ("minLength", "length at least"),
+            ("maxLength", "length at most"),
+        ];
         for (keyword, words) in bounds {
             if let Some(bound) = self.raw.pointer(&format!("/schema/{keyword}")) {
                 text.push_str(&format!(", {words} {bound}"));
@@ -231,13 +238,16 @@ mod tests {
 
     #[test]
     fn reads_flat_schemas_and_checks_answers() {
-        let q = one(json!({"id": "tone", "text": "Which tone?", "schema": {"type": "string", "enum": ["formal", "casual"]}}))
-            .unwrap();
+        let q = one(
+            json!({"id": "tone", "text": "Which tone?", "schema": {"type": "string", "enum": ["formal", "casual"]}}),
+        )
+        .unwrap();
         assert_eq!(q.expected(), "a string, one of formal, casual");
         assert!(q.check(&json!("formal")).is_ok());
         let err = q.check(&json!("rude")).unwrap_err();
         assert!(err.ends_with("(question `tone` wants a string, one of formal, casual)"), "{err}");
-        let n = one(json!({"id": "count", "schema": {"type": "integer", "minimum": 1, "maximum": 5}, "default": 2})).unwrap();
+        let n = one(json!({"id": "count", "schema": {"type": "integer", "minimum": 1, "maximum": 5}, "default": 2}))
+            .unwrap();
         assert_eq!(n.text, "count");
         assert_eq!(n.default, Some(json!(2)));
         assert!(n.check(&json!(3)).is_ok());
@@ -260,8 +270,12 @@ mod tests {
         assert_eq!(one(json!({"text": "?"})).unwrap_err(), "question 1 has no string `id`");
         assert!(one(json!({"id": "9lives"})).unwrap_err().contains("not a name"));
         assert!(one(json!({"id": "a", "schema": {"type": "object"}})).unwrap_err().contains("type `object`"));
-        assert!(one(json!({"id": "a", "schema": {"type": "string", "pattern": "x"}})).unwrap_err().contains("`pattern`"));
-        assert!(one(json!({"id": "a", "schema": {"type": "string", "format": "ipv4"}})).unwrap_err().contains("format"));
+        assert!(
+            one(json!({"id": "a", "schema": {"type": "string", "pattern": "x"}})).unwrap_err().contains("`pattern`")
+        );
+        assert!(
+            one(json!({"id": "a", "schema": {"type": "string", "format": "ipv4"}})).unwrap_err().contains("format")
+        );
         let twice = read_questions(&[json!({"id": "a"}), json!({"id": "a"})]).unwrap_err();
         assert_eq!(twice, "question id `a` is asked twice");
         assert!(looks_secret("smtp_Password") && looks_secret("api_token") && !looks_secret("recipient"));

@@ -896,7 +896,8 @@ fn tools_list_shows_transport_needs_and_exposure() {
             "requires_confirmation": true,
             "exposed": false,
             "missing": ["net:api.mail.example", "secrets:runloop/mail/key"],
-            "sandbox": null
+            "sandbox": null,
+            "options": null
         })
     );
     assert_eq!(listing["tools"][0]["exposed"], true);

@@ -7,6 +7,7 @@
 mod support;
 
 mod authoring;
+mod calls;
 mod cli;
 mod io;
 mod lint;

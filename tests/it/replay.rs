@@ -129,7 +129,7 @@ fn written_trace() -> Vec<String> {
             2,
             "tool.call",
             "runtime",
-            json!({"v": 1, "tool": "notes.read", "args": {}, "invocation_id": INV_A, "input_schema": "inline", "input_schema_blake3": "0".repeat(64), "tags": ["notes"]}),
+            json!({"v": 1, "tool": "notes.read", "args": {}, "invocation_id": INV_A, "input_schema": "inline", "tags": ["notes"]}),
         ),
         frame_line(
             3,
@@ -141,7 +141,7 @@ fn written_trace() -> Vec<String> {
             4,
             "tool.call",
             "runtime",
-            json!({"v": 1, "tool": "weather.get", "args": {"city": "Oslo"}, "invocation_id": INV_B, "input_schema": "inline", "input_schema_blake3": "0".repeat(64), "tags": []}),
+            json!({"v": 1, "tool": "weather.get", "args": {"city": "Oslo"}, "invocation_id": INV_B, "input_schema": "inline", "tags": []}),
         ),
         frame_line(
             5,
@@ -370,11 +370,18 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
         found,
         [
             ("missing_tool".to_string(), 3, "notes.read".to_string()),
+            // The input_schema of weather.get and the result_schema of stats.get changed.
+            ("schema_changed".to_string(), 7, "weather.get".to_string()),
+            ("schema_changed".to_string(), 12, "stats.get".to_string()),
             ("schema_mismatch".to_string(), 12, "stats.get".to_string()),
             ("args_mismatch".to_string(), 15, "weather.get".to_string()),
+            ("schema_changed".to_string(), 15, "weather.get".to_string()),
         ]
     );
-    assert_eq!(doc["summary"]["by_kind"], json!({"args_mismatch": 1, "missing_tool": 1, "schema_mismatch": 1}));
+    assert_eq!(
+        doc["summary"]["by_kind"],
+        json!({"args_mismatch": 1, "missing_tool": 1, "schema_changed": 3, "schema_mismatch": 1})
+    );
     insta::assert_snapshot!("strict_divergences_human", redact(&human, &golden));
     insta::assert_snapshot!("strict_divergences_json", redact(&json_report, &golden));
 }
@@ -591,7 +598,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
 
     // An unknown kind, a result without its call, and bad JSON: all listed.
     let mut bad = good.clone();
-    bad[0] = bad[0].replace("cap.audit", "tool.inquiry");
+    bad[0] = bad[0].replace("cap.audit", "tool.question");
     bad[1] = frame_line(
         2,
         "tool.result",
@@ -606,7 +613,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
     assert_eq!(
         listed,
         [
-            "  line 1: unknown kind `tool.inquiry` (known: tool.call, tool.result, cap.audit, tool.confirm, trace.replay)",
+            "  line 1: unknown kind `tool.question` (known: tool.call, tool.result, cap.audit, tool.confirm, tool.inquiry, tool.answer, trace.replay)",
             "  line 2: tool.result for invocation 0197a000-0000-7000-8000-0000000000ff has no tool.call before it (or that call already has its final result): a result without its call",
             "  line 3: tool.result for invocation 0197a000-0000-7000-8000-0000000000a1 has no tool.call before it (or that call already has its final result): a result without its call",
             "  line 4: not valid JSON: EOF while parsing a value (column 9)",

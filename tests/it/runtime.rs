@@ -118,7 +118,7 @@ fn exec_tool_call_records_frames_in_order() {
     assert_eq!(
         audit,
         json!({"v": 1, "tool": "blob.echo", "capability": "exec", "decision": "allow",
-               "reason": "granted by policy.caps", "invocation_id": invocation})
+               "reason": "granted by policy.caps", "invocation_id": invocation, "tags": ["t1"]})
     );
     let call = payload(&events[1]);
     assert_eq!(call["v"], 1);
@@ -129,6 +129,10 @@ fn exec_tool_call_records_frames_in_order() {
     assert_eq!(call["tags"], json!(["t1"]));
     let result = payload(&events[2]);
     assert_eq!(result["invocation_id"], invocation.as_str());
+    assert_eq!(result["tool"], "blob.echo");
+    assert_eq!(result["result_schema"], "inline");
+    assert_eq!(result["result_schema_blake3"].as_str().unwrap().len(), 64);
+    assert_eq!(result["tags"], json!(["t1"]));
     assert_eq!(result["attempt"], 1);
     assert_eq!(result["result"], doc["result"]);
     assert!(result.get("error").is_none());
@@ -1108,18 +1112,6 @@ fn transient_errors_are_retried_and_each_attempt_recorded() {
     let output = sb.call(&once, "flaky", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_contains(&stderr(&output), "error: tool `flaky` failed: busy, try again");
-}
-
-#[test]
-fn a_question_from_the_tool_is_an_error() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle("asker", json!([exec_tool("ask", "question.sh", &[])]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "ask", json!({})).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_contains(
-        &stderr(&output),
-        "error: tool `ask` asked a question (\"Which folder?\"), and this rlp cannot answer tool questions yet",
-    );
 }
 
 #[test]

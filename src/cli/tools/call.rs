@@ -24,7 +24,8 @@ Examples:
   rlp tools call agents/mailer mail.send --args '{\"to\": \"a@b.c\"}'
   rlp tools call agents/mailer mail.send --args @request.json --yes
   rlp tools call agents/mailer mail.send --args @- < request.json --format json
-  rlp tools call agents/mailer mail.send --args @request.json --answer tone=formal --option signature=false --tag team=mail
+  rlp tools call agents/mailer mail.send --args @request.json --answer tone=formal --tag team=mail
+  rlp tools call agents/mailer mail.send --args @request.json --option signature=false
 
 A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
 (JSON values allowed); otherwise rlp asks on the terminal, and without one the call

@@ -31,7 +31,7 @@ pub struct ListArgs {
 /// Runs `rlp tools list`.
 pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
     let config = crate::config::load(&ctx.home, &crate::config::Flags::default())?;
-    let listing = list(&args.bundle, &ctx.home, config.config.sandbox.value)?;
+    let listing = list(&args.bundle, &ctx.home, &config.config)?;
     let text = match args.format {
         Format::Human => listing.render_human(),
         Format::Json => json_text(&listing.to_json()),
