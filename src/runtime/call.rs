@@ -388,7 +388,8 @@ impl Runtime {
             error.message.push_str(&format!(" (after {attempt} attempts)"));
         }
         error.help = Some(match e.kind {
-            FailureKind::NeedsInput => questions.help.clone(),
+            FailureKind::NeedsInput if !questions.help.is_empty() => questions.help.clone(),
+            FailureKind::NeedsInput => "an http tool cannot be asked again with answers; make it an exec tool, or have the API take the value as an argument".into(),
             FailureKind::Timeout => {
                 "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into()
             }

@@ -17,7 +17,7 @@ use crate::event::Usage;
 
 /// What an envelope says.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// The call succeeded with this result.
     Success {
         /// The result.
@@ -44,7 +44,7 @@ pub(crate) enum Outcome {
 
 /// How a tool's stdout reads.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Stdout {
+pub enum Stdout {
     /// An outcome envelope.
     Envelope(Outcome),
     /// One JSON value that is not an envelope.
@@ -56,7 +56,7 @@ pub(crate) enum Stdout {
 }
 
 /// Reads a tool's stdout.
-pub(crate) fn parse(stdout: &[u8]) -> Stdout {
+pub fn parse(stdout: &[u8]) -> Stdout {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Stdout::NotJson("the tool printed nothing on stdout".to_string());
     }
@@ -68,7 +68,7 @@ pub(crate) fn parse(stdout: &[u8]) -> Stdout {
 }
 
 /// Reads one JSON value as an envelope, or as a bare result.
-pub(crate) fn read_value(value: Value) -> Stdout {
+pub fn read_value(value: Value) -> Stdout {
     let Some(outcome) = value.get("outcome").and_then(Value::as_str) else { return Stdout::Plain(value) };
     match outcome {
         "success" => match (value.get("result"), value.get("usage").map(read_usage)) {

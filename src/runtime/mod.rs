@@ -28,7 +28,7 @@ pub(crate) mod ask;
 pub(crate) mod budget;
 pub(crate) mod call;
 pub(crate) mod confirm;
-pub(crate) mod envelope;
+pub mod envelope;
 pub(crate) mod exec;
 pub mod exposure;
 pub(crate) mod http;

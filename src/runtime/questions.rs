@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 /// Most questions one round may ask.
-pub(crate) const MAX_QUESTIONS: usize = 32;
+pub const MAX_QUESTIONS: usize = 32;
 /// Longest question id.
 const MAX_ID_LEN: usize = 64;
 /// Longest question text kept.
@@ -72,7 +72,7 @@ pub struct Question {
 
 /// Reads the questions of one `needs_input` envelope; the error says which
 /// question is wrong and why (the tool's fault).
-pub(crate) fn read_questions(values: &[Value]) -> Result<Vec<Question>, String> {
+pub fn read_questions(values: &[Value]) -> Result<Vec<Question>, String> {
     if values.len() > MAX_QUESTIONS {
         return Err(format!("it asked {} questions at once; rlp takes at most {MAX_QUESTIONS}", values.len()));
     }
@@ -90,7 +90,7 @@ pub(crate) fn read_questions(values: &[Value]) -> Result<Vec<Question>, String> 
 
 /// Whether a question id looks like it asks for a secret (docs/runtime.md:
 /// secrets come from the secret resolver, never from answers).
-pub(crate) fn looks_secret(id: &str) -> bool {
+pub fn looks_secret(id: &str) -> bool {
     let lower = id.to_ascii_lowercase();
     SECRET_WORDS.iter().any(|word| lower.contains(word))
 }
