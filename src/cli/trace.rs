@@ -1,4 +1,4 @@
-//! `rlp trace`: list, show, export, import and verify the traces in the
+//! `rlp trace`: list, show, export, import, verify and diff the traces in the
 //! knowledge base (`$RUNLOOP_HOME/pog/events.sqlite`).
 
 use std::io::BufWriter;
@@ -19,6 +19,7 @@ use crate::ledger::import::{ImportError, import_file};
 use crate::ledger::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
 use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
 use crate::ledger::{LedgerStore, Location, VerifyReport};
+use crate::replay::trace_diff::trace_diff;
 use crate::text::{ellipsize, format_ts, plural, terminal_safe};
 
 /// Characters of a payload shown on one timeline line.
@@ -37,6 +38,8 @@ pub enum TraceCommand {
     Import(ImportArgs),
     /// Recompute every row hash and the hash chain; name the first row edited, removed or reordered.
     Verify(VerifyArgs),
+    /// Compare two runs of an agent call by call: the regression gate (exit 1 on any divergence).
+    Diff(DiffArgs),
 }
 
 /// Flags of `rlp trace list`.
@@ -114,6 +117,31 @@ pub struct VerifyArgs {
     pub format: Format,
 }
 
+/// Flags of `rlp trace diff`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp trace diff baseline.jsonl candidate.jsonl
+  rlp trace diff baseline.jsonl candidate.jsonl --format json
+
+Each side is a JSON Lines file from `rlp trace export`, or a trace id of this home's ledger.
+Calls are aligned by tool id, then compared on arguments and final outcome (ids, times,
+durations and hashes are ignored). Divergence kinds: extra_call, unused_recording,
+order_divergence, args_mismatch, result_changed, outcome_changed. See docs/replay.md.
+
+Exit codes: 0 no divergence, 1 divergences found, 2 unreadable or inconsistent trace.")]
+pub struct DiffArgs {
+    /// The reference run: a trace id, or a JSON Lines file from `rlp trace export`.
+    #[arg(value_name = "BASELINE")]
+    pub baseline: String,
+    /// The run to check against it: a trace id, or a JSON Lines file.
+    #[arg(value_name = "CANDIDATE")]
+    pub candidate: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
 /// Runs a `trace` subcommand.
 pub(crate) fn run(command: TraceCommand, ctx: &Context) -> CliResult {
     match command {
@@ -122,6 +150,7 @@ pub(crate) fn run(command: TraceCommand, ctx: &Context) -> CliResult {
         TraceCommand::Export(args) => export(&args, ctx),
         TraceCommand::Import(args) => import(&args, ctx),
         TraceCommand::Verify(args) => verify(&args, ctx),
+        TraceCommand::Diff(args) => diff(&args, ctx),
     }
 }
 
@@ -506,4 +535,20 @@ fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
     };
     let exit = if report.is_intact() { Exit::Success } else { Exit::Problems };
     Printer::stdout().finish_with(&text, exit)
+}
+
+// ------------------------------------------------------------------ diff
+
+fn diff(args: &DiffArgs, ctx: &Context) -> CliResult {
+    let baseline = parse_input(&args.baseline, &ctx.home)?;
+    let candidate = parse_input(&args.candidate, &ctx.home)?;
+    let found = trace_diff(&baseline, &candidate)?;
+    let exit = if found.is_clean() { Exit::Success } else { Exit::Problems };
+    let mut out = Printer::stdout();
+    // A failure is remembered, and `finish` reports it with `exit`.
+    let _ = match args.format {
+        Format::Human => found.write_human(&mut out),
+        Format::Json => found.write_json(&mut out),
+    };
+    out.finish(exit)
 }
