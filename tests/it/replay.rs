@@ -26,7 +26,7 @@ const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
 
 /// Writes a data file a `cat_file.sh` tool prints, in the sandbox's state
 /// folder (which [`data_caps`] grants).
-fn data(sb: &Sandbox, name: &str, value: Value) -> String {
+pub(crate) fn data(sb: &Sandbox, name: &str, value: Value) -> String {
     let path = sb.state_dir().join(name);
     std::fs::write(&path, value.to_string()).unwrap();
     path.display().to_string()
@@ -34,7 +34,7 @@ fn data(sb: &Sandbox, name: &str, value: Value) -> String {
 
 /// A policy granting `grants` (lines under `[capabilities]`) and the folder
 /// of the data files.
-fn data_caps(sb: &Sandbox, grants: &str) -> String {
+pub(crate) fn data_caps(sb: &Sandbox, grants: &str) -> String {
     bundle::caps(grants, &sb.state_dir())
 }
 
@@ -66,7 +66,7 @@ fn rows(sb: &Sandbox, home: &str) -> i64 {
 
 /// Tool `id` printing `data_file` with `cat_file.sh`; it declares the
 /// folder of the file (so each call is audited for `exec` and `fs:`).
-fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
+pub(crate) fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
     let tool = json!({
         "id": id,
         "description": format!("test tool {id}"),
