@@ -1,7 +1,9 @@
 //! `rlp trace`: list, show, export, import, verify and diff the traces in the
 //! knowledge base (`$RUNLOOP_HOME/pog/events.sqlite`).
 
+use std::collections::HashSet;
 use std::io::BufWriter;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -16,7 +18,9 @@ use crate::event::frame::TraceFrame;
 use crate::home::Home;
 use crate::ledger::export::{ExportError, export_trace};
 use crate::ledger::import::{ImportError, import_file};
-use crate::ledger::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
+use crate::ledger::query::{
+    InputError, TraceInput, TraceSummary, for_each_frame, list_traces, tagged_invocations, trace_carries_tags,
+};
 use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
 use crate::ledger::{LedgerStore, Location, VerifyReport};
 use crate::replay::trace_diff::trace_diff;
@@ -47,8 +51,15 @@ pub enum TraceCommand {
 #[command(after_help = "\
 Examples:
   rlp trace list
-  rlp trace list --format json | jq -r '.[].trace_id'")]
+  rlp trace list --tag mail
+  rlp trace list --format json | jq -r '.[].trace_id'
+
+--tag matches the `tags` of a frame's payload (from `observability.tags` in tools.json and
+`rlp tools call --tag`); a trace is listed when one of its frames carries every tag given.")]
 pub struct ListArgs {
+    /// Only traces with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -59,8 +70,15 @@ pub struct ListArgs {
 #[command(after_help = "\
 Examples:
   rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11
-  rlp trace show golden.jsonl --format json")]
+  rlp trace show golden.jsonl --format json
+  rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail
+
+With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
+given are shown, at their positions in the whole trace; the summary counts those frames.")]
 pub struct ShowArgs {
+    /// Only the frames of calls with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     /// The trace id (see `rlp trace list`), or an exported JSON Lines file.
     #[arg(value_name = "TRACE_ID|FILE")]
     pub trace: String,
@@ -75,9 +93,17 @@ pub struct ShowArgs {
 Examples:
   rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 -o golden.jsonl
   rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 | head -1
+  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail -o mail-calls.jsonl
+
+With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
+given are exported: a partial trace, numbered and chained on its own (each frame keeps its
+own hash_blake3). It can be shown, diffed, replayed and imported like a whole one.
 
 The file format is described in docs/replay.md.")]
 pub struct ExportArgs {
+    /// Only the frames of calls with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     /// The trace id (see `rlp trace list`).
     #[arg(value_name = "TRACE_ID")]
     pub trace_id: String,
@@ -217,9 +243,33 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
         first = false;
         Ok(())
     };
-    let count = write_each(|each| list_traces(&ledger, each), |trace| write_row(&mut out, trace))?;
+    let visit = |each: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>| -> Result<u64, CliError> {
+        if args.tags.is_empty() {
+            return Ok(list_traces(&ledger, each)?);
+        }
+        let mut all = Vec::new();
+        list_traces(&ledger, |summary| {
+            all.push(summary);
+            ControlFlow::Continue(())
+        })?;
+        let mut listed = 0;
+        for summary in all {
+            let Ok(trace_id) = Uuid::parse_str(&summary.trace_id) else { continue };
+            if trace_carries_tags(&TraceInput::Ledger { ledger: ledger.clone(), trace_id }, &args.tags)? {
+                listed += 1;
+                if each(summary).is_break() {
+                    break;
+                }
+            }
+        }
+        Ok(listed)
+    };
+    let count = write_each(visit, |trace| write_row(&mut out, trace))?;
     match args.format {
         Format::Json => out.line(if count == 0 { "[]" } else { "\n]" })?,
+        Format::Human if count == 0 && !args.tags.is_empty() => {
+            diagnostic(&format!("No trace in {ledger} has a frame tagged {}.", args.tags.join(" and ")))
+        }
         Format::Human if count == 0 => diagnostic(&format!("No traces in {ledger}.")),
         Format::Human => {}
     }
@@ -293,8 +343,27 @@ fn human_footer(summary: &TimelineSummary) -> String {
     )
 }
 
+/// With `--tag`: the invocations of the trace whose frames carry every tag
+/// (at least one); none is an error (exit 1).
+fn tagged(input: &TraceInput, tags: &[String]) -> Result<Option<HashSet<Uuid>>, CliError> {
+    if tags.is_empty() {
+        return Ok(None);
+    }
+    let only = tagged_invocations(input, tags)?;
+    if only.is_empty() {
+        return Err(CliError::problem(format!("no call of {input} has a frame tagged {}", tags.join(" and ")))
+            .with_help("`rlp trace show` without --tag lists every frame with its tags"));
+    }
+    Ok(Some(only))
+}
+
 fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let input = parse_input(&args.trace, &ctx.home)?;
+    let only = tagged(&input, &args.tags)?;
+    let kept = |frame: &TraceFrame| match &only {
+        Some(only) => frame.body.invocation_id().is_some_and(|id| only.contains(&id)),
+        None => true,
+    };
     let mut out = Printer::stdout();
     let mut timeline = Timeline::new();
     let mut start = None;
@@ -322,7 +391,10 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
             Format::Json => out.text(&format!("{}\n    {}", if first { "" } else { "," }, entry.to_json())),
         }
     };
-    write_each(|each| for_each_frame(&input, each), |frame| write_entry(&mut out, frame))?;
+    let visit = |each: &mut dyn FnMut(TraceFrame) -> ControlFlow<()>| {
+        for_each_frame(&input, |frame| if kept(&frame) { each(frame) } else { ControlFlow::Continue(()) })
+    };
+    write_each(visit, |frame| write_entry(&mut out, frame))?;
     let summary = timeline.finish();
     match args.format {
         Format::Human => out.line(human_footer(&summary))?,
@@ -377,6 +449,7 @@ fn output_dir(path: &Path) -> Result<&Path, CliError> {
 fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
     let trace_id = parse_trace_id(&args.trace_id)?;
     let dir = args.output.as_deref().map(output_dir).transpose()?;
+    let only = tagged(&TraceInput::Ledger { ledger: Location::of_home(&ctx.home), trace_id }, &args.tags)?;
     let ledger = open_ledger(&ctx.home)?;
     match (&args.output, dir) {
         (Some(path), Some(dir)) => {
@@ -386,7 +459,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
             };
             let (temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-export-").map_err(cannot)?;
             let mut out = BufWriter::with_capacity(1 << 20, temp);
-            let frames = match export_trace(&*ledger, &trace_id, &mut out) {
+            let frames = match export_trace(&*ledger, &trace_id, only.as_ref(), &mut out) {
                 Ok(frames) => frames,
                 Err(e) => return export_failure(e, |e| Err(cannot(e))),
             };
@@ -399,7 +472,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
         }
         _ => {
             let mut out = Printer::stdout();
-            match export_trace(&*ledger, &trace_id, &mut out) {
+            match export_trace(&*ledger, &trace_id, only.as_ref(), &mut out) {
                 Ok(_) => out.finish(Exit::Success),
                 Err(e) => export_failure(e, |e| Err(OutputError::from(e).into())),
             }
