@@ -98,6 +98,13 @@ pub(crate) struct TraceDiff {
     pub divergences: Vec<Found>,
 }
 
+impl TraceDiff {
+    /// Whether nothing diverged.
+    pub(crate) fn is_clean(&self) -> bool {
+        self.divergences.is_empty()
+    }
+}
+
 /// Why two traces could not be compared.
 #[derive(Debug)]
 pub(crate) enum TraceDiffError {
@@ -163,8 +170,8 @@ fn outcomes_equal(baseline: &Side, b: &CallDigest, candidate: &Side, c: &CallDig
     }
 }
 
-/// What differs between two calls taken to be the same one (`aligned`:
-/// paired by the alignment, so their arguments may differ).
+/// What differs between two calls taken to be the same one: their
+/// arguments first (then the outcomes are not compared), then their outcomes.
 fn compare(baseline: &Side, i: usize, candidate: &Side, j: usize) -> Option<Found> {
     let (b, c) = (&baseline.calls[i], &candidate.calls[j]);
     if b.args != c.args {

@@ -50,11 +50,6 @@ fn outcome_text(side: &Side, call: &CallDigest) -> String {
 }
 
 impl TraceDiff {
-    /// Whether nothing diverged.
-    pub(crate) fn is_clean(&self) -> bool {
-        self.divergences.is_empty()
-    }
-
     fn tool(&self, d: &Found) -> &str {
         match (d.baseline, d.candidate) {
             (Some(i), _) => self.baseline.name(self.baseline.calls[i].tool),
