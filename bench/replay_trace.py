@@ -6,7 +6,10 @@ generate: writes a JSON Lines trace of CALLS tool calls (one `tool.call` and
   are the ones the trace names. The frames carry no `hash_blake3` or
   `chain_blake3`: those fields are optional on import, which recomputes every
   row hash and chains the rows itself (docs/replay.md), so the generator does
-  not need BLAKE3.
+  not need BLAKE3. With --change-every N, every N-th result differs (`n` is
+  negated): two traces generated with different --trace-id and --change-every
+  1 vs 100 are two runs of the same calls differing in 1% of results, the
+  input of the `rlp trace diff` row.
 
 baseline: reads an export written by `rlp trace export` (so exactly the rows
   the ledger holds: canonical payloads, hashes, chain values) and inserts them
@@ -28,21 +31,22 @@ TOOLS = ["bench.echo", "bench.sum", "bench.lookup", "bench.store"]
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "event", "schema.sql")
 
 
-def generate(calls, out, bundle, trace_id):
+def generate(calls, out, bundle, trace_id, change_every=0):
     dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
     ts = 1764000000000
     position = 0
     with open(out, "w", encoding="utf-8", buffering=1 << 20) as f:
         for i in range(calls):
             tool = TOOLS[i % len(TOOLS)]
-            invocation = f"0197b000-0000-7000-8000-{i:012x}"
+            invocation = f"{trace_id[:8]}-0000-7000-8000-{i:012x}"
+            changed = change_every > 0 and i % change_every == change_every - 1
             args = {"n": i, "text": f"item-{i}"}
             for kind, actor, payload in (
                 ("tool.call", "runtime", {"v": 1, "tool": tool, "args": args, "invocation_id": invocation,
                                           "input_schema": "inline", "input_schema_blake3": "0" * 64,
                                           "tags": ["bench"]}),
                 ("tool.result", f"tool:{tool}", {"v": 1, "invocation_id": invocation,
-                                                 "result": {"ok": True, "n": i, "echo": f"item-{i}"},
+                                                 "result": {"ok": True, "n": -i if changed else i, "echo": f"item-{i}"},
                                                  "attempt": 1, "duration_ms": 3}),
             ):
                 position += 1
@@ -54,7 +58,7 @@ def generate(calls, out, bundle, trace_id):
                     "kind": kind,
                     "scope": "bench",
                     "payload": payload,
-                    "provenance": {"agent": "bench", "msg_id": f"0197b001-0000-7000-8000-{position:012x}",
+                    "provenance": {"agent": "bench", "msg_id": f"{trace_id[:8]}-0001-7000-8000-{position:012x}",
                                    "trace_id": trace_id},
                 }
                 f.write(dumps(frame))
@@ -124,12 +128,13 @@ def main():
     gen.add_argument("--out", required=True)
     gen.add_argument("--bundle", required=True)
     gen.add_argument("--trace-id", required=True)
+    gen.add_argument("--change-every", type=int, default=0)
     base = sub.add_parser("baseline")
     base.add_argument("--export", required=True)
     base.add_argument("--db", required=True)
     args = parser.parse_args()
     if args.command == "generate":
-        generate(args.calls, args.out, args.bundle, args.trace_id)
+        generate(args.calls, args.out, args.bundle, args.trace_id, args.change_every)
     else:
         baseline(args.export, args.db)
 

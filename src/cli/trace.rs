@@ -1,7 +1,9 @@
-//! `rlp trace`: list, show, export, import and verify the traces in the
+//! `rlp trace`: list, show, export, import, verify and diff the traces in the
 //! knowledge base (`$RUNLOOP_HOME/pog/events.sqlite`).
 
+use std::collections::HashSet;
 use std::io::BufWriter;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -16,9 +18,12 @@ use crate::event::{Outcome, Usage};
 use crate::home::Home;
 use crate::ledger::export::{ExportError, export_trace};
 use crate::ledger::import::{ImportError, import_file};
-use crate::ledger::query::{InputError, TraceInput, TraceSummary, for_each_frame, list_traces};
+use crate::ledger::query::{
+    InputError, TraceInput, TraceSummary, for_each_frame, list_traces, tagged_invocations, trace_carries_tags,
+};
 use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
 use crate::ledger::{LedgerStore, Location, VerifyReport};
+use crate::replay::trace_diff::trace_diff;
 use crate::text::{ellipsize, format_ts, plural, terminal_safe};
 
 /// Characters of a payload shown on one timeline line.
@@ -37,6 +42,8 @@ pub enum TraceCommand {
     Import(ImportArgs),
     /// Recompute every row hash and the hash chain; name the first row edited, removed or reordered.
     Verify(VerifyArgs),
+    /// Compare two runs of an agent call by call: the regression gate (exit 1 on any divergence).
+    Diff(DiffArgs),
 }
 
 /// Flags of `rlp trace list`.
@@ -44,8 +51,15 @@ pub enum TraceCommand {
 #[command(after_help = "\
 Examples:
   rlp trace list
-  rlp trace list --format json | jq -r '.[].trace_id'")]
+  rlp trace list --tag mail
+  rlp trace list --format json | jq -r '.[].trace_id'
+
+--tag matches the `tags` of a frame's payload (from `observability.tags` in tools.json and
+`rlp tools call --tag`); a trace is listed when one of its frames carries every tag given.")]
 pub struct ListArgs {
+    /// Only traces with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -56,8 +70,15 @@ pub struct ListArgs {
 #[command(after_help = "\
 Examples:
   rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11
-  rlp trace show golden.jsonl --format json")]
+  rlp trace show golden.jsonl --format json
+  rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail
+
+With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
+given are shown, at their positions in the whole trace; the summary counts those frames.")]
 pub struct ShowArgs {
+    /// Only the frames of calls with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     /// The trace id (see `rlp trace list`), or an exported JSON Lines file.
     #[arg(value_name = "TRACE_ID|FILE")]
     pub trace: String,
@@ -72,9 +93,17 @@ pub struct ShowArgs {
 Examples:
   rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 -o golden.jsonl
   rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 | head -1
+  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail -o mail-calls.jsonl
+
+With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
+given are exported: a partial trace, numbered and chained on its own (each frame keeps its
+own hash_blake3). It can be shown, diffed, replayed and imported like a whole one.
 
 The file format is described in docs/replay.md.")]
 pub struct ExportArgs {
+    /// Only the frames of calls with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     /// The trace id (see `rlp trace list`).
     #[arg(value_name = "TRACE_ID")]
     pub trace_id: String,
@@ -114,6 +143,31 @@ pub struct VerifyArgs {
     pub format: Format,
 }
 
+/// Flags of `rlp trace diff`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp trace diff baseline.jsonl candidate.jsonl
+  rlp trace diff baseline.jsonl candidate.jsonl --format json
+
+Each side is a JSON Lines file from `rlp trace export`, or a trace id of this home's ledger.
+Calls are aligned by tool id, then compared on arguments and final outcome (ids, times,
+durations and hashes are ignored). Divergence kinds: extra_call, unused_recording,
+order_divergence, args_mismatch, result_changed, outcome_changed. See docs/replay.md.
+
+Exit codes: 0 no divergence, 1 divergences found, 2 unreadable or inconsistent trace.")]
+pub struct DiffArgs {
+    /// The reference run: a trace id, or a JSON Lines file from `rlp trace export`.
+    #[arg(value_name = "BASELINE")]
+    pub baseline: String,
+    /// The run to check against it: a trace id, or a JSON Lines file.
+    #[arg(value_name = "CANDIDATE")]
+    pub candidate: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
 /// Runs a `trace` subcommand.
 pub(crate) fn run(command: TraceCommand, ctx: &Context) -> CliResult {
     match command {
@@ -122,6 +176,7 @@ pub(crate) fn run(command: TraceCommand, ctx: &Context) -> CliResult {
         TraceCommand::Export(args) => export(&args, ctx),
         TraceCommand::Import(args) => import(&args, ctx),
         TraceCommand::Verify(args) => verify(&args, ctx),
+        TraceCommand::Diff(args) => diff(&args, ctx),
     }
 }
 
@@ -188,9 +243,33 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
         first = false;
         Ok(())
     };
-    let count = write_each(|each| list_traces(&ledger, each), |trace| write_row(&mut out, trace))?;
+    let visit = |each: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>| -> Result<u64, CliError> {
+        if args.tags.is_empty() {
+            return Ok(list_traces(&ledger, each)?);
+        }
+        let mut all = Vec::new();
+        list_traces(&ledger, |summary| {
+            all.push(summary);
+            ControlFlow::Continue(())
+        })?;
+        let mut listed = 0;
+        for summary in all {
+            let Ok(trace_id) = Uuid::parse_str(&summary.trace_id) else { continue };
+            if trace_carries_tags(&TraceInput::Ledger { ledger: ledger.clone(), trace_id }, &args.tags)? {
+                listed += 1;
+                if each(summary).is_break() {
+                    break;
+                }
+            }
+        }
+        Ok(listed)
+    };
+    let count = write_each(visit, |trace| write_row(&mut out, trace))?;
     match args.format {
         Format::Json => out.line(if count == 0 { "[]" } else { "\n]" })?,
+        Format::Human if count == 0 && !args.tags.is_empty() => {
+            diagnostic(&format!("No trace in {ledger} has a frame tagged {}.", args.tags.join(" and ")))
+        }
         Format::Human if count == 0 => diagnostic(&format!("No traces in {ledger}.")),
         Format::Human => {}
     }
@@ -303,8 +382,27 @@ fn human_footer(summary: &TimelineSummary) -> String {
     )
 }
 
+/// With `--tag`: the invocations of the trace whose frames carry every tag
+/// (at least one); none is an error (exit 1).
+fn tagged(input: &TraceInput, tags: &[String]) -> Result<Option<HashSet<Uuid>>, CliError> {
+    if tags.is_empty() {
+        return Ok(None);
+    }
+    let only = tagged_invocations(input, tags)?;
+    if only.is_empty() {
+        return Err(CliError::problem(format!("no call of {input} has a frame tagged {}", tags.join(" and ")))
+            .with_help("`rlp trace show` without --tag lists every frame with its tags"));
+    }
+    Ok(Some(only))
+}
+
 fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
     let input = parse_input(&args.trace, &ctx.home)?;
+    let only = tagged(&input, &args.tags)?;
+    let kept = |frame: &TraceFrame| match &only {
+        Some(only) => frame.body.invocation_id().is_some_and(|id| only.contains(&id)),
+        None => true,
+    };
     let mut out = Printer::stdout();
     let mut timeline = Timeline::new();
     let mut start = None;
@@ -332,7 +430,10 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
             Format::Json => out.text(&format!("{}\n    {}", if first { "" } else { "," }, entry.to_json())),
         }
     };
-    write_each(|each| for_each_frame(&input, each), |frame| write_entry(&mut out, frame))?;
+    let visit = |each: &mut dyn FnMut(TraceFrame) -> ControlFlow<()>| {
+        for_each_frame(&input, |frame| if kept(&frame) { each(frame) } else { ControlFlow::Continue(()) })
+    };
+    write_each(visit, |frame| write_entry(&mut out, frame))?;
     let summary = timeline.finish();
     match args.format {
         Format::Human => out.line(human_footer(&summary))?,
@@ -387,6 +488,7 @@ fn output_dir(path: &Path) -> Result<&Path, CliError> {
 fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
     let trace_id = parse_trace_id(&args.trace_id)?;
     let dir = args.output.as_deref().map(output_dir).transpose()?;
+    let only = tagged(&TraceInput::Ledger { ledger: Location::of_home(&ctx.home), trace_id }, &args.tags)?;
     let ledger = open_ledger(&ctx.home)?;
     match (&args.output, dir) {
         (Some(path), Some(dir)) => {
@@ -396,7 +498,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
             };
             let (temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-export-").map_err(cannot)?;
             let mut out = BufWriter::with_capacity(1 << 20, temp);
-            let frames = match export_trace(&*ledger, &trace_id, &mut out) {
+            let frames = match export_trace(&*ledger, &trace_id, only.as_ref(), &mut out) {
                 Ok(frames) => frames,
                 Err(e) => return export_failure(e, |e| Err(cannot(e))),
             };
@@ -409,7 +511,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
         }
         _ => {
             let mut out = Printer::stdout();
-            match export_trace(&*ledger, &trace_id, &mut out) {
+            match export_trace(&*ledger, &trace_id, only.as_ref(), &mut out) {
                 Ok(_) => out.finish(Exit::Success),
                 Err(e) => export_failure(e, |e| Err(OutputError::from(e).into())),
             }
@@ -545,4 +647,20 @@ fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
     };
     let exit = if report.is_intact() { Exit::Success } else { Exit::Problems };
     Printer::stdout().finish_with(&text, exit)
+}
+
+// ------------------------------------------------------------------ diff
+
+fn diff(args: &DiffArgs, ctx: &Context) -> CliResult {
+    let baseline = parse_input(&args.baseline, &ctx.home)?;
+    let candidate = parse_input(&args.candidate, &ctx.home)?;
+    let found = trace_diff(&baseline, &candidate)?;
+    let exit = if found.is_clean() { Exit::Success } else { Exit::Problems };
+    let mut out = Printer::stdout();
+    // A failure is remembered, and `finish` reports it with `exit`.
+    let _ = match args.format {
+        Format::Human => found.write_human(&mut out),
+        Format::Json => found.write_json(&mut out),
+    };
+    out.finish(exit)
 }

@@ -8,6 +8,7 @@
 //! as stored; every row is checked against it first, and an edited row stops
 //! the export.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::ops::ControlFlow;
 
@@ -71,9 +72,21 @@ impl Reportable for ExportError {
     }
 }
 
-/// Writes every frame of `trace_id` to `out`, one line each; returns the
-/// number of frames.
-pub fn export_trace(ledger: &dyn LedgerStore, trace_id: &Uuid, out: &mut dyn Write) -> Result<u64, ExportError> {
+/// The `invocation_id` of a payload, when it has one.
+fn invocation_of(payload_json: &str) -> Option<Uuid> {
+    let payload: serde_json::Value = serde_json::from_str(payload_json).ok()?;
+    Uuid::parse_str(payload.get("invocation_id")?.as_str()?).ok()
+}
+
+/// Writes every frame of `trace_id` to `out`, one line each (with `only`,
+/// just the frames of those invocations: a partial trace, numbered and
+/// chained on its own); returns the number of frames written.
+pub fn export_trace(
+    ledger: &dyn LedgerStore,
+    trace_id: &Uuid,
+    only: Option<&HashSet<Uuid>>,
+    out: &mut dyn Write,
+) -> Result<u64, ExportError> {
     let mut frames = 0u64;
     let mut prev = GENESIS;
     let mut scratch = String::new();
@@ -92,6 +105,9 @@ pub fn export_trace(ledger: &dyn LedgerStore, trace_id: &Uuid, out: &mut dyn Wri
                 failure = Some(ExportError::Edited { row: event.id, message: format!("{column} is not JSON: {e}") });
                 return ControlFlow::Break(());
             }
+        }
+        if only.is_some_and(|only| !invocation_of(&event.payload_json).is_some_and(|id| only.contains(&id))) {
+            return ControlFlow::Continue(());
         }
         frames += 1;
         let chain = chain_hash(&prev, &hash);

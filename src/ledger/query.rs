@@ -1,6 +1,8 @@
 //! Reading traces: the list of traces in a ledger, and the frames of one
-//! trace from a ledger or from a JSON Lines file, streamed in order.
+//! trace from a ledger or from a JSON Lines file, streamed in order; and
+//! the tag filter of `rlp trace list|show|export --tag`.
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
@@ -157,6 +159,11 @@ impl Reportable for InputError {
 /// Interprets a ledger row as the frame at `position`, with the checks a
 /// line of an export gets (payload shape, provenance fields, shared columns).
 pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, InputError> {
+    frame_and_payload(event, position).map(|(frame, _)| frame)
+}
+
+/// [`frame_from_event`], with the row's payload text.
+fn frame_and_payload(event: Event, position: u64) -> Result<(TraceFrame, String), InputError> {
     let bad = |message: String| InputError::BadRow { row: event.id, message };
     let payload: Value =
         serde_json::from_str(&event.payload_json).map_err(|e| bad(format!("payload_json is not JSON: {e}")))?;
@@ -165,7 +172,7 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
     check_columns(event.ts_ms, &event.actor, &event.scope, &provenance).map_err(bad)?;
     let kind: EventKind = event.kind.parse().map_err(bad)?;
     let body = Payload::read(kind, payload).map_err(bad)?;
-    Ok(TraceFrame {
+    let frame = TraceFrame {
         position,
         origin: Origin::Row(event.id),
         ts_ms: event.ts_ms,
@@ -173,7 +180,8 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
         scope: event.scope,
         provenance,
         body,
-    })
+    };
+    Ok((frame, event.payload_json))
 }
 
 /// Calls `f` with every frame of the trace, in order (streaming; stops on
@@ -181,6 +189,14 @@ pub fn frame_from_event(event: Event, position: u64) -> Result<TraceFrame, Input
 /// file, a frame that cannot be read, and a ledger row that does not match
 /// its hash (checked as each row is read) are errors.
 pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> ControlFlow<()>) -> Result<u64, InputError> {
+    for_each_frame_with_payload(input, |frame, _| f(frame))
+}
+
+/// [`for_each_frame`], with each frame's payload as recorded (JSON text).
+fn for_each_frame_with_payload(
+    input: &TraceInput,
+    mut f: impl FnMut(TraceFrame, &str) -> ControlFlow<()>,
+) -> Result<u64, InputError> {
     match input {
         TraceInput::Ledger { ledger, trace_id } => {
             if !ledger.exists() {
@@ -196,9 +212,9 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
                     let checked = event
                         .check_hash(&mut scratch)
                         .map_err(|message| InputError::Edited { row: event.id, message })
-                        .and_then(|_| frame_from_event(event, position));
+                        .and_then(|_| frame_and_payload(event, position));
                     match checked {
-                        Ok(frame) => f(frame),
+                        Ok((frame, payload)) => f(frame, &payload),
                         Err(e) => {
                             failure = Some(e);
                             ControlFlow::Break(())
@@ -226,7 +242,7 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
                 match reader.next_frame() {
                     Ok(Some(read)) => {
                         frames += 1;
-                        if f(read.frame).is_break() {
+                        if f(read.frame, &read.payload_json).is_break() {
                             break;
                         }
                     }
@@ -245,6 +261,45 @@ pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> Contr
     }
 }
 
+/// Whether `payload`'s `tags` member (an array of strings) holds every tag
+/// of `wanted` (a payload without `tags` holds none). The one tag match of
+/// `rlp trace list|show|export --tag`.
+pub fn carries_tags(payload: &Value, wanted: &[String]) -> bool {
+    let tags = payload.get("tags").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    wanted.iter().all(|tag| tags.iter().any(|t| t.as_str() == Some(tag)))
+}
+
+fn payload_carries_tags(payload_json: &str, wanted: &[String]) -> bool {
+    serde_json::from_str::<Value>(payload_json).is_ok_and(|payload| carries_tags(&payload, wanted))
+}
+
+/// Whether some frame of the trace carries every tag of `wanted`.
+pub fn trace_carries_tags(input: &TraceInput, wanted: &[String]) -> Result<bool, InputError> {
+    let mut found = false;
+    for_each_frame_with_payload(input, |_, payload| {
+        found = payload_carries_tags(payload, wanted);
+        if found { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    })?;
+    Ok(found)
+}
+
+/// The invocations of the trace with at least one frame carrying every tag
+/// of `wanted` (`trace show|export --tag` keep all the frames of these
+/// invocations, and no other frame).
+pub fn tagged_invocations(input: &TraceInput, wanted: &[String]) -> Result<HashSet<Uuid>, InputError> {
+    let mut tagged = HashSet::new();
+    for_each_frame_with_payload(input, |frame, payload| {
+        if let Some(id) = frame.body.invocation_id()
+            && !tagged.contains(&id)
+            && payload_carries_tags(payload, wanted)
+        {
+            tagged.insert(id);
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(tagged)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +316,19 @@ mod tests {
             payload,
             provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },
         }
+    }
+
+    #[test]
+    fn tags_match_when_every_wanted_tag_is_there() {
+        let wanted = |tags: &[&str]| tags.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let payload = json!({"tags": ["mail", "team=mail", 3]});
+        assert!(carries_tags(&payload, &wanted(&["mail"])));
+        assert!(carries_tags(&payload, &wanted(&["team=mail", "mail"])));
+        assert!(!carries_tags(&payload, &wanted(&["mail", "external"])));
+        assert!(!carries_tags(&payload, &wanted(&["3"])));
+        assert!(!carries_tags(&json!({"tags": "mail"}), &wanted(&["mail"])));
+        assert!(!carries_tags(&json!({}), &wanted(&["mail"])));
+        assert!(carries_tags(&json!({}), &[]));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - [`contract`]: what the bundle promises today (tools and schemas);
 //! - [`divergence`] and [`diff`]: what differs, as JSON Pointer paths;
 //! - [`report`]: the human and JSON reports;
-//! - [`source`]: answering an agent's calls from a recording (library API).
+//! - [`source`]: answering an agent's calls from a recording (library API);
+//! - [`trace_diff`]: two recorded runs compared call by call (`rlp trace diff`).
 //!
 //! Traces are read from a ledger or a JSON Lines export through
 //! [`crate::ledger::query`]; replay depends on the runtime and the ledger,
@@ -21,3 +22,4 @@ pub(crate) mod live;
 pub(crate) mod replayer;
 pub(crate) mod report;
 pub mod source;
+pub(crate) mod trace_diff;

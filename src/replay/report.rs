@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use tempfile::SpooledTempFile;
 
 use crate::event::Outcome;
+use crate::replay::diff::{Change, ChangeOp};
 use crate::replay::divergence::Divergence;
 use crate::replay::replayer::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
 use crate::text::{ellipsize, plural, terminal_safe};
@@ -79,6 +80,28 @@ fn shown(outcome: Option<&Outcome>) -> String {
         Some(Outcome::Result(value)) => ellipsize(&compact(value), SHOWN_OUTPUT),
         Some(Outcome::Error(error)) => ellipsize(&format!("error: {}", error.error.message), SHOWN_OUTPUT),
     }
+}
+
+/// The indented lines listing `changes` (`changed /path: old → new`,
+/// `added …`, `removed …`) and how many more there are; not yet
+/// terminal-safe.
+pub(crate) fn human_changes(changes: &[Change], more: u64) -> String {
+    let mut text = String::new();
+    for change in changes {
+        let path = if change.path.is_empty() { "(root)" } else { change.path.as_str() };
+        let value =
+            |v: &Option<Value>| v.as_ref().map(|v| ellipsize(&compact(v), SHOWN_OUTPUT / 2)).unwrap_or_default();
+        let line = match change.op {
+            ChangeOp::Changed => format!("changed {path}: {} → {}", value(&change.recorded), value(&change.replayed)),
+            ChangeOp::Added => format!("added   {path}: {}", value(&change.replayed)),
+            ChangeOp::Removed => format!("removed {path}: {}", value(&change.recorded)),
+        };
+        text.push_str(&format!("            {line}\n"));
+    }
+    if more > 0 {
+        text.push_str(&format!("            … and {more} more changes\n"));
+    }
+    text
 }
 
 impl Report {
@@ -157,22 +180,7 @@ impl Report {
         for line in &d.details {
             text.push_str(&format!("            {line}\n"));
         }
-        for change in &d.changes {
-            let path = if change.path.is_empty() { "(root)" } else { change.path.as_str() };
-            let value =
-                |v: &Option<Value>| v.as_ref().map(|v| ellipsize(&compact(v), SHOWN_OUTPUT / 2)).unwrap_or_default();
-            let line = match change.op {
-                crate::replay::diff::ChangeOp::Changed => {
-                    format!("changed {path}: {} → {}", value(&change.recorded), value(&change.replayed))
-                }
-                crate::replay::diff::ChangeOp::Added => format!("added   {path}: {}", value(&change.replayed)),
-                crate::replay::diff::ChangeOp::Removed => format!("removed {path}: {}", value(&change.recorded)),
-            };
-            text.push_str(&format!("            {line}\n"));
-        }
-        if d.more_changes > 0 {
-            text.push_str(&format!("            … and {} more changes\n", d.more_changes));
-        }
+        text.push_str(&human_changes(&d.changes, d.more_changes));
         terminal_safe(&text).into_owned()
     }
 

@@ -114,6 +114,8 @@ impl Fixture {
             ("trace export", "trace export TRACE"),
             ("trace import", "trace import golden.jsonl --home home-RUN"),
             ("trace verify", "trace verify"),
+            ("trace diff", "trace diff golden.jsonl TRACE"),
+            ("trace diff", "trace diff TRACE golden.jsonl --format json"),
             ("replay", "replay golden.jsonl --bundle agents/demo"),
             ("replay", "replay TRACE --bundle agents/demo --format json"),
             ("completions", "completions bash"),

@@ -17,3 +17,4 @@ mod sandbox;
 mod schemas;
 mod seal;
 mod secrets;
+mod trace_diff;

@@ -26,7 +26,7 @@ const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
 
 /// Writes a data file a `cat_file.sh` tool prints, in the sandbox's state
 /// folder (which [`data_caps`] grants).
-fn data(sb: &Sandbox, name: &str, value: Value) -> String {
+pub(crate) fn data(sb: &Sandbox, name: &str, value: Value) -> String {
     let path = sb.state_dir().join(name);
     std::fs::write(&path, value.to_string()).unwrap();
     path.display().to_string()
@@ -34,7 +34,7 @@ fn data(sb: &Sandbox, name: &str, value: Value) -> String {
 
 /// A policy granting `grants` (lines under `[capabilities]`) and the folder
 /// of the data files.
-fn data_caps(sb: &Sandbox, grants: &str) -> String {
+pub(crate) fn data_caps(sb: &Sandbox, grants: &str) -> String {
     bundle::caps(grants, &sb.state_dir())
 }
 
@@ -66,7 +66,7 @@ fn rows(sb: &Sandbox, home: &str) -> i64 {
 
 /// Tool `id` printing `data_file` with `cat_file.sh`; it declares the
 /// folder of the file (so each call is audited for `exec` and `fs:`).
-fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
+pub(crate) fn exec_tool(id: &str, data_file: &str, input_schema: Value, result_schema: Value) -> Value {
     let tool = json!({
         "id": id,
         "description": format!("test tool {id}"),
@@ -1238,4 +1238,100 @@ fn import_reports_file_problems_before_a_trace_already_held() {
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains(&format!("already holds trace {TRACE}; nothing was imported")));
     assert_eq!(rows(&sb, "home"), 6);
+}
+
+/// `--tag` on `trace list|show|export`: only traces with a frame carrying
+/// every tag, and only the frames of the calls that carry them; a tagged
+/// export is a partial trace that imports and shows like a whole one.
+#[test]
+fn tag_filters_list_show_and_export() {
+    let sb = Sandbox::new();
+    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
+    let mail = bundle::with(
+        exec_tool("mail.send", &notes, json!({"type": "object"}), json!({"type": "object"})),
+        json!({"observability": {"tags": ["mail", "external"]}}),
+    );
+    let bundle = sb.bundle(
+        "desk",
+        json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})), mail]),
+        &data_caps(&sb, "exec = true\n"),
+    );
+    let other = "0197a000-0000-7000-8000-00000000bbbb";
+    record(&sb, "home", &bundle, "notes.read", json!({}));
+    record(&sb, "home", &bundle, "mail.send", json!({"to": "ann"}));
+    record(&sb, "home", &bundle, "notes.read", json!({"again": true}));
+    let output = sb
+        .rlp_in("home")
+        .args(["tools", "call"])
+        .arg(&bundle)
+        .args(["notes.read", "--args", "{}", "--trace-id", other, "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    let run = |args: &[&str], code: i32| {
+        let output = sb.rlp_in("home").args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(code), "{}", stderr(&output));
+        output
+    };
+    let listed = |tags: &[&str]| -> Vec<String> {
+        let mut args = vec!["trace", "list", "--format", "json"];
+        for tag in tags {
+            args.extend(["--tag", tag]);
+        }
+        let doc: Value = serde_json::from_slice(&run(&args, 0).stdout).unwrap();
+        doc.as_array().unwrap().iter().map(|t| t["trace_id"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(listed(&[]), [TRACE, other]);
+    assert_eq!(listed(&["test"]), [TRACE, other]);
+    assert_eq!(listed(&["mail"]), [TRACE]);
+    assert_eq!(listed(&["external", "mail"]), [TRACE]);
+    assert_eq!(listed(&["mail", "test"]), Vec::<String>::new());
+    let none = run(&["trace", "list", "--tag", "mail", "--tag", "test"], 0);
+    assert_eq!(stdout(&none), "");
+    assert_contains(&stderr(&none), "has a frame tagged mail and test.");
+
+    // show: the frames of the mail call only, at their positions in the whole trace.
+    let timeline = |output: &std::process::Output| -> Vec<(u64, String, String)> {
+        let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+        doc["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["position"].as_u64().unwrap(),
+                    f["kind"].as_str().unwrap().into(),
+                    f["tool"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    let whole = timeline(&run(&["trace", "show", TRACE, "--format", "json"], 0));
+    let shown = timeline(&run(&["trace", "show", TRACE, "--format", "json", "--tag", "mail"], 0));
+    let expected: Vec<_> = whole.iter().filter(|f| f.2 == "mail.send").cloned().collect();
+    assert_eq!(shown, expected);
+    assert_eq!(
+        shown.iter().map(|f| f.1.as_str()).collect::<Vec<_>>(),
+        ["cap.audit", "cap.audit", "tool.call", "tool.result"]
+    );
+    let missing = run(&["trace", "show", TRACE, "--tag", "nope"], 1);
+    assert_eq!(stdout(&missing), "");
+    assert_contains(&stderr(&missing), &format!("no call of trace {TRACE} has a frame tagged nope"));
+
+    // export: the same frames, renumbered and chained on their own; importable.
+    let file = sb.join("mail.jsonl");
+    run(&["trace", "export", TRACE, "--tag", "mail", "-o", file.to_str().unwrap()], 0);
+    let lines = frames(&file);
+    assert_eq!(lines.iter().map(|f| f["id"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert!(lines.iter().all(|f| f["payload"]["tool"] == "mail.send" || f["kind"] == "tool.result"));
+    let imported = sb.rlp_in("other").args(["trace", "import"]).arg(&file).output().unwrap();
+    assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
+    let reshown = sb.rlp_in("other").args(["trace", "show", TRACE, "--format", "json"]).output().unwrap();
+    assert_eq!(
+        timeline(&reshown).iter().map(|f| (f.1.clone(), f.2.clone())).collect::<Vec<_>>(),
+        shown.iter().map(|f| (f.1.clone(), f.2.clone())).collect::<Vec<_>>()
+    );
+    let verify = sb.rlp_in("other").args(["trace", "verify"]).output().unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
