@@ -270,6 +270,12 @@ fn tags_reach_every_frame_of_the_call() {
     for event in &events {
         assert_eq!(payload(event)["tags"], json!(["mail", "team=mail"]), "{}", event.kind);
     }
+    let tagged = events[0].provenance().unwrap().trace_id;
+    let untagged = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    assert_eq!(sb.call(&untagged, "ok", json!({})).output().unwrap().status.code(), Some(0));
+    let listed = sb.rlp().args(["trace", "list", "--tag", "team=mail", "--format", "json"]).output().unwrap();
+    let ids: Vec<String> = stdout_json(&listed).as_array().unwrap().iter().map(|t| t["trace_id"].to_string()).collect();
+    assert_eq!(ids, [json!(tagged).to_string()], "only the tagged trace is listed");
     let output = sb.call(&bundle, "mail.draft", json!({})).args(["--tag", ""]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert_contains(&stderr(&output), "error: the tag `` is not a tag (1 to 128 bytes, no control characters)");
