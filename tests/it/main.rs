@@ -16,3 +16,4 @@ mod sandbox;
 mod schemas;
 mod seal;
 mod secrets;
+mod upstream;
