@@ -1132,7 +1132,11 @@ fn authoring_commands_report_as_json() {
         report,
         json!({
             "bundle": b,
-            "tools": [{"id": "demo.greet", "change": "added"}, {"id": "demo.word_count", "change": "added"}],
+            "tools": [
+                {"id": "demo.greet", "change": "added", "updated": [], "kept": []},
+                {"id": "demo.word_count", "change": "added", "updated": [], "kept": []},
+            ],
+            "not_described": [],
             "retyped": [],
             "grants": {"policy": format!("{b}/policy.caps"), "added": [], "missing": []},
         })
