@@ -5,15 +5,18 @@
 //! does not answer the action (missing, not executable, not supporting it) is
 //! not an error, but it is reported as not checked, so nobody takes its
 //! silence for agreement.
-//! Only the fields the binary states are compared, so fields an author adds in
-//! tools.json (`requires_confirmation`, tags, …) are never drift.
+//! A field is drift when a new `rlp tools import` would write it
+//! ([`crate::authoring::import::merge`]): a field the binary owns that differs,
+//! or one the binary states that tools.json lacks. Fields an author adds or
+//! edits in tools.json (`description`, `requires_confirmation`, tags, …) are
+//! never drift.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::authoring::import::{Limits, Source, describe};
+use crate::authoring::import::{Limits, Source, describe, merge};
 use crate::authoring::tools_file::ToolsDoc;
 use crate::sandbox::SandboxMode;
 use crate::text::terminal_safe_line;
@@ -107,14 +110,12 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
                     kind: DriftKind::MissingFromBundle,
                 }),
                 Some(entry) => {
-                    for (field, value) in answer {
-                        if entry.get(field) != Some(value) {
-                            out.push(Drift {
-                                tool: id.to_string(),
-                                command: command.clone(),
-                                kind: DriftKind::FieldDiffers(field.clone()),
-                            });
-                        }
+                    for field in merge(entry, answer.clone(), false).1.updated {
+                        out.push(Drift {
+                            tool: id.to_string(),
+                            command: command.clone(),
+                            kind: DriftKind::FieldDiffers(field),
+                        });
                     }
                 }
             }
@@ -131,7 +132,7 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
 }
 
 /// The command and arguments of an exec entry with an absolute command.
-fn exec_source(entry: &Map<String, Value>) -> Option<(PathBuf, Vec<String>)> {
+pub(crate) fn exec_source(entry: &Map<String, Value>) -> Option<(PathBuf, Vec<String>)> {
     let transport = entry.get("transport")?;
     if transport.get("kind").and_then(Value::as_str) != Some("exec") {
         return None;

@@ -5,8 +5,10 @@
 //! object as the `result` of a `{"outcome": "success", …}` envelope). An
 //! entry without `transport` gets `{"kind": "exec", "command": <the binary>,
 //! "args": [...]}`. Entries are matched by id: a new id is added; an existing
-//! one is merged (the binary's fields replace the old ones, fields only the
-//! bundle has — `requires_confirmation`, tags, … — are kept).
+//! one is merged field by field ([`merge`]): the binary wins for the fields it
+//! owns ([`BINARY_OWNED`]), tools.json wins for every other field it has, and
+//! `--replace` lets the binary win for every field it states. Tools of this
+//! binary that it no longer describes are kept and reported.
 //!
 //! The binary is run the way the runtime runs tools, by the same runner
 //! ([`crate::process::tool`]), with a blob whose action is `schema`: its own
@@ -23,6 +25,7 @@ use serde_json::{Map, Value, json};
 use crate::authoring::AuthoringError;
 use crate::authoring::add::{GrantOutcome, commit, plan_grants};
 use crate::authoring::check::{EntryFinding, check_drafts};
+use crate::authoring::drift::exec_source;
 use crate::authoring::spec::ToolDraft;
 use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::{Change, ToolsDoc};
@@ -66,11 +69,76 @@ pub(crate) struct Source {
     pub sandbox: SandboxMode,
 }
 
+/// The fields of a tool entry the binary owns: how it is run and the schemas
+/// of what it reads and returns. Where the binary states one, its value
+/// replaces the one in tools.json.
+pub(crate) const BINARY_OWNED: &[&str] =
+    &["transport", "input_schema", "result_schema", "options_schema", "schema_refs"];
+
+/// Lists of what a tool needs: the binary's new entries are added to the
+/// author's, none is removed.
+const UNION: &[&str] = &["capabilities", "secrets"];
+
+/// What a merge did to the fields of one existing tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Fields {
+    /// Fields written from the binary's answer (new, or replaced).
+    pub updated: Vec<String>,
+    /// Fields where tools.json differs from the answer and was kept.
+    pub kept: Vec<String>,
+}
+
+/// Merges the binary's `answer` for a tool into its entry `old`, keeping
+/// `old`'s key order. A field the answer does not state is kept; one only the
+/// answer states is added; where both state a field and differ, the answer
+/// wins for [`BINARY_OWNED`] fields (and for every field under `replace`),
+/// [`UNION`] lists get the answer's missing items appended, and tools.json
+/// wins for the rest (description, requires_confirmation, observability,
+/// budget, timeout_ms, …).
+pub(crate) fn merge(
+    old: &Map<String, Value>,
+    answer: Map<String, Value>,
+    replace: bool,
+) -> (Map<String, Value>, Fields) {
+    let mut merged = old.clone();
+    let mut fields = Fields::default();
+    for (key, new) in answer {
+        let value = match old.get(&key) {
+            Some(current) if *current == new => continue,
+            Some(_) if replace || BINARY_OWNED.contains(&key.as_str()) => new,
+            Some(Value::Array(current)) if UNION.contains(&key.as_str()) => {
+                let mut items = current.clone();
+                let Value::Array(extra) = new else {
+                    fields.kept.push(key);
+                    continue;
+                };
+                items.extend(extra.into_iter().filter(|item| !current.contains(item)));
+                if items == *current {
+                    fields.kept.push(key);
+                    continue;
+                }
+                Value::Array(items)
+            }
+            Some(_) => {
+                fields.kept.push(key);
+                continue;
+            }
+            None => new,
+        };
+        fields.updated.push(key.clone());
+        merged.insert(key, value);
+    }
+    (merged, fields)
+}
+
 /// What an import did.
 #[derive(Debug)]
 pub(crate) struct Imported {
-    /// Each tool the binary described, with what happened to it.
-    pub changes: Vec<(String, Change)>,
+    /// Each tool the binary described, with what happened to it and its fields.
+    pub changes: Vec<(String, Change, Fields)>,
+    /// Tools of tools.json run by this binary that its answer no longer
+    /// describes: kept, in file order.
+    pub not_described: Vec<String>,
     /// Grants outcome.
     pub grants: GrantOutcome,
     /// Lint warnings about the imported entries.
@@ -302,8 +370,14 @@ pub(crate) fn not_supported(source: &Source, target: &BundleTarget, why: &str) -
     ))
 }
 
-/// Imports the binary's tools into the bundle.
-pub(crate) fn import(target: &BundleTarget, source: &Source, grant: bool) -> Result<Imported, AuthoringError> {
+/// Imports the binary's tools into the bundle; `replace`: the binary's
+/// answer wins for every field it states.
+pub(crate) fn import(
+    target: &BundleTarget,
+    source: &Source,
+    grant: bool,
+    replace: bool,
+) -> Result<Imported, AuthoringError> {
     check_command(&source.command)?;
     let mut tools = ToolsDoc::read(&target.dir)?;
     let entries = describe(source, &target.dir).map_err(|why| not_supported(source, target, &why))?;
@@ -313,10 +387,22 @@ pub(crate) fn import(target: &BundleTarget, source: &Source, grant: bool) -> Res
     let kind = |entry: Option<&Map<String, Value>>| {
         entry.and_then(|e| e.get("transport")?.get("kind")?.as_str()).map(str::to_string)
     };
+    let asked = (source.command.clone(), source.args.clone());
+    let not_described: Vec<String> = tools
+        .entries()
+        .filter(|e| exec_source(e).as_ref() == Some(&asked))
+        .filter_map(|e| e.get("id").and_then(Value::as_str))
+        .filter(|id| !entries.iter().any(|answer| answer.get("id").and_then(Value::as_str) == Some(id)))
+        .map(str::to_string)
+        .collect();
     for entry in entries {
         let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
         let before = kind(tools.get(&id));
-        changes.push((id.clone(), tools.upsert(entry)));
+        let (entry, fields) = match tools.get(&id) {
+            Some(old) => merge(old, entry, replace),
+            None => (entry, Fields::default()),
+        };
+        changes.push((id.clone(), tools.upsert(entry), fields));
         if let Some(now) = tools.get(&id) {
             if let (Some(old), Some(new)) = (before, kind(Some(now)))
                 && old != new
@@ -340,5 +426,40 @@ pub(crate) fn import(target: &BundleTarget, source: &Source, grant: bool) -> Res
     })?;
     let (grants, policy) = plan_grants(target, &merged, grant)?;
     commit(target, &tools, policy.as_ref(), &[])?;
-    Ok(Imported { changes, grants, warnings, retyped })
+    Ok(Imported { changes, not_described, grants, warnings, retyped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn the_binary_wins_for_its_fields_and_tools_json_for_the_authors() {
+        let old = map(json!({
+            "id": "a", "description": "Mine", "input_schema": {"type": "object"},
+            "capabilities": ["net:x", "fs:/data"], "requires_confirmation": true, "timeout_ms": 9,
+        }));
+        let answer = map(json!({
+            "id": "a", "description": "Theirs", "input_schema": {"type": "string"},
+            "capabilities": ["net:x", "net:y"], "requires_confirmation": false, "category": "c",
+        }));
+        let (merged, fields) = merge(&old, answer.clone(), false);
+        assert_eq!(
+            Value::Object(merged),
+            json!({
+                "id": "a", "description": "Mine", "input_schema": {"type": "string"},
+                "capabilities": ["net:x", "fs:/data", "net:y"], "requires_confirmation": true, "timeout_ms": 9,
+                "category": "c",
+            })
+        );
+        assert_eq!(fields.updated, ["input_schema", "capabilities", "category"]);
+        assert_eq!(fields.kept, ["description", "requires_confirmation"]);
+        let (replaced, fields) = merge(&old, answer, true);
+        assert_eq!((replaced["description"].clone(), replaced["timeout_ms"].clone()), (json!("Theirs"), json!(9)));
+        assert!(fields.kept.is_empty());
+    }
 }

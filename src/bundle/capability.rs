@@ -1,10 +1,12 @@
 //! Capability strings, network targets and secret ids.
 //!
 //! A capability is what a tool needs and a policy grants: `exec`, `time`,
-//! `model`, `net:<host>[:<port>]`, `fs:<absolute dir>`, `kb_read[:<domain>]`,
-//! `kb_write[:<domain>]`, `secrets:<id>`. Matching rules: hosts exactly (after
-//! lower-casing and IDNA), a grant without a port covers every port, fs grants
-//! cover whole path components below them.
+//! `model`, `net:<host>[:<port>]`, `fs:<absolute dir or ~/dir>`,
+//! `kb_read[:<domain>]`, `kb_write[:<domain>]`, `secrets:<id>`. Matching
+//! rules: hosts exactly (after lower-casing and IDNA), a grant without a port
+//! covers every port, fs grants cover whole path components below them (a
+//! `~/…` path is kept as written and expanded by [`expand_home`] only where a
+//! grant is decided or a sandbox rule is built).
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -96,7 +98,8 @@ pub fn normalize_host(host: &str) -> Result<String, String> {
     Ok(ascii)
 }
 
-/// A secret id: `runloop/<scope>/<name>`.
+/// A secret id: `runloop/<scope>/<name>`, or the dotted form of upstream
+/// Runloop (`mail.smtp.key`, see [`is_dotted_id`]).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SecretId(String);
 
@@ -109,16 +112,32 @@ fn is_simple_part(part: &str) -> bool {
     part.split('_').all(|word| !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
 }
 
+/// Whether `text` is a dotted secret id: two or more segments joined by `.`,
+/// each `[a-z][a-z0-9]*(_[a-z0-9]+)*` (a letter first, no `_` at the end or
+/// next to another), the first segment neither `runloop` nor starting with
+/// `runloop_` (variable names under `RUNLOOP_` belong to `runloop/…` ids and
+/// to rlp's settings). So `MAIL__SMTP__KEY` style names never collide.
+pub fn is_dotted_id(text: &str) -> bool {
+    let mut segments = text.split('.');
+    let first = segments.next().unwrap_or_default();
+    let segment = |s: &str| s.bytes().next().is_some_and(|b| b.is_ascii_lowercase()) && is_simple_part(s);
+    text.contains('.')
+        && segment(first)
+        && segments.all(segment)
+        && first != "runloop"
+        && !first.starts_with("runloop_")
+}
+
 impl SecretId {
     /// The id as written.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
-    /// The scope and the name (the parts after `runloop/`).
-    fn parts(&self) -> (&str, &str) {
-        let rest = self.0.strip_prefix("runloop/").unwrap_or(&self.0);
-        rest.split_once('/').unwrap_or((rest, ""))
+    /// The scope and the name (the parts after `runloop/`); `None` for a
+    /// dotted id.
+    fn parts(&self) -> Option<(&str, &str)> {
+        self.0.strip_prefix("runloop/")?.split_once('/')
     }
 
     /// The environment variable the environment provider reads. Distinct ids
@@ -129,9 +148,13 @@ impl SecretId {
     ///   → `RUNLOOP_MAIL__SMTP_API_KEY`);
     /// - otherwise `RUNLOOP__` and `scope/name` with a-z upper-cased, digits
     ///   as they are, and `_` `-` `.` `/` written `_U` `_H` `_D` `_S`
-    ///   (`runloop/mail/api-key` → `RUNLOOP__MAIL_SAPI_HKEY`).
+    ///   (`runloop/mail/api-key` → `RUNLOOP__MAIL_SAPI_HKEY`);
+    /// - a dotted id: its segments in upper case joined by `__`
+    ///   (`mail.smtp.key` → `MAIL__SMTP__KEY`), as scope and name are above.
     pub fn env_var(&self) -> String {
-        let (scope, name) = self.parts();
+        let Some((scope, name)) = self.parts() else {
+            return self.0.split('.').map(str::to_ascii_uppercase).collect::<Vec<_>>().join("__");
+        };
         if is_simple_part(scope) && is_simple_part(name) {
             return format!("{ENV_PREFIX}{}__{}", scope.to_ascii_uppercase(), name.to_ascii_uppercase());
         }
@@ -148,19 +171,22 @@ impl SecretId {
         out
     }
 
-    /// The name earlier versions read: upper case, every character other
-    /// than a letter or digit as `_`. Several ids can share it
-    /// (`runloop/mail/api_key`, `runloop/mail/api-key`, `runloop/mail_api/key`).
-    pub fn legacy_env_var(&self) -> String {
-        self.0.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
+    /// The name earlier versions read for a `runloop/…` id: upper case,
+    /// every character other than a letter or digit as `_`. Several ids can
+    /// share it (`runloop/mail/api_key`, `runloop/mail/api-key`,
+    /// `runloop/mail_api/key`). Dotted ids are newer and have none.
+    pub fn legacy_env_var(&self) -> Option<String> {
+        self.parts()?;
+        Some(self.0.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect())
     }
 
     /// Whether no other id has this id's [`SecretId::legacy_env_var`]: true
     /// exactly when scope and name are letters and digits only, so the name
     /// holds one `_` after `RUNLOOP_`. Only then is the legacy name still read.
     pub fn legacy_env_var_is_unique(&self) -> bool {
-        let (scope, name) = self.parts();
-        [scope, name].iter().all(|part| part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        self.parts().is_some_and(|(scope, name)| {
+            [scope, name].iter().all(|part| part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        })
     }
 }
 
@@ -176,8 +202,10 @@ impl FromStr for SecretId {
             (Some("runloop"), Some(scope), Some(name), None) if valid_part(scope) && valid_part(name) => {
                 Ok(SecretId(text.to_string()))
             }
+            (Some(dotted), None, _, _) if is_dotted_id(dotted) => Ok(SecretId(text.to_string())),
             _ => Err(format!(
-                "`{text}` is not a secret id of the form runloop/<scope>/<name> (lower case, digits, _ - .)"
+                "`{text}` is not a secret id of the form runloop/<scope>/<name> (lower case, digits, _ - .) \
+                 or <segment>.<segment>… (each a lower-case letter, then lower case, digits and single `_`)"
             )),
         }
     }
@@ -189,16 +217,74 @@ impl fmt::Display for SecretId {
     }
 }
 
-/// Checks that `text` is an absolute, normalised directory path for an fs grant.
+/// The first component of a path below the running user's home (`~/…`).
+const HOME_MARK: &str = "~";
+
+/// Checks that `text` is a directory path for an fs grant: absolute, or
+/// `~/<dir>` (below the running user's home, kept as written), without `.`
+/// or `..` components and with no other `~`. Returns it normalised (no
+/// repeated or trailing `/`).
 pub fn parse_fs_path(text: &str) -> Result<PathBuf, String> {
-    let path = Path::new(text);
-    if !path.is_absolute() {
-        return Err(format!("`{text}` is not an absolute path"));
+    let rest = match text.strip_prefix(HOME_MARK) {
+        Some(rest) if rest.starts_with('/') => rest,
+        Some(_) => {
+            return Err(format!(
+                "`{text}`: only `~/<dir>` (below your own home) is supported, not `~` alone or `~user`"
+            ));
+        }
+        None if !Path::new(text).is_absolute() => {
+            return Err(format!("`{text}` is not an absolute path (or `~/<dir>`)"));
+        }
+        None => text,
+    };
+    if rest.contains('~') {
+        return Err(format!("`{text}` holds a `~` after its start; `~` may only begin a path, as `~/<dir>`"));
     }
+    let path = Path::new(rest);
     if path.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
         return Err(format!("`{text}` contains `.` or `..`"));
     }
-    Ok(path.components().collect())
+    if text.starts_with(HOME_MARK) && path.components().all(|c| c == Component::RootDir) {
+        return Err(format!("`{text}` names no folder below the home directory; write `~/<dir>`"));
+    }
+    let start = text.starts_with(HOME_MARK).then(|| Component::Normal(HOME_MARK.as_ref()));
+    Ok(start.into_iter().chain(path.components().filter(|c| start.is_none() || *c != Component::RootDir)).collect())
+}
+
+/// The running user's home directory, for `~/…` grants: `$HOME`, which must
+/// be an absolute path without `.`, `..` or `~` (a relative or empty home is
+/// never used).
+fn home_dir() -> Result<PathBuf, String> {
+    let home = std::env::var_os("HOME").unwrap_or_default();
+    let text = home.to_str().ok_or("HOME is not UTF-8")?;
+    match parse_fs_path(text) {
+        Ok(path) if !text.starts_with(HOME_MARK) => Ok(path),
+        _ => Err(format!("HOME (`{text}`) is not an absolute path; `~/…` grants need it set to your home folder")),
+    }
+}
+
+/// Whether `path` (as [`parse_fs_path`] returns it) is written `~/…`.
+fn is_home_relative(path: &Path) -> bool {
+    path.components().next() == Some(Component::Normal(HOME_MARK.as_ref()))
+}
+
+/// The absolute directory an fs path stands for: a `~/…` path below
+/// [`home_dir`], any other path as it is. The one place `~` is expanded.
+pub fn expand_home(path: &Path) -> Result<PathBuf, String> {
+    match path.strip_prefix(HOME_MARK) {
+        Ok(rest) if is_home_relative(path) => Ok(home_dir()?.join(rest)),
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+/// Whether fs grant `grant` covers `wanted`, whole path components, both
+/// expanded first ([`expand_home`]): where no home can be had, a `~/…` path
+/// covers nothing and nothing covers it.
+pub fn fs_covers(grant: &Path, wanted: &Path) -> bool {
+    match (expand_home(grant), expand_home(wanted)) {
+        (Ok(grant), Ok(wanted)) => wanted.starts_with(grant),
+        _ => false,
+    }
 }
 
 /// One capability.
@@ -246,7 +332,9 @@ impl FromStr for Capability {
             "time" => none(Capability::Time),
             "model" => none(Capability::Model),
             "net" => Ok(Capability::Net(arg.ok_or("`net` needs a host: net:<host>[:<port>]")?.parse()?)),
-            "fs" => Ok(Capability::Fs(parse_fs_path(arg.ok_or("`fs` needs a directory: fs:<absolute dir>")?)?)),
+            "fs" => Ok(Capability::Fs(parse_fs_path(
+                arg.ok_or("`fs` needs a directory: fs:<absolute dir> or fs:~/<dir>")?,
+            )?)),
             "kb_read" => Ok(Capability::KbRead(domain(arg)?)),
             "kb_write" => Ok(Capability::KbWrite(domain(arg)?)),
             "secrets" => Ok(Capability::Secret(arg.ok_or("`secrets` needs an id: secrets:<id>")?.parse()?)),
@@ -297,6 +385,8 @@ mod tests {
             "kb_read:drafts",
             "kb_write:x",
             "secrets:runloop/mail/smtp_api_key",
+            "secrets:mail.smtp.key",
+            "fs:~/.config/tmux",
         ] {
             let cap: Capability = text.parse().unwrap();
             assert_eq!(cap.to_string(), text);
@@ -307,6 +397,20 @@ mod tests {
             "fs:rel/dir",
             "fs:/a/../b",
             "secrets:mail/key",
+            "secrets:mail",
+            "secrets:Mail.key",
+            "secrets:mail..key",
+            "secrets:mail.key_",
+            "secrets:mail.smtp__key",
+            "secrets:mail.9key",
+            "secrets:runloop.key",
+            "secrets:runloop_x.key",
+            "fs:~",
+            "fs:~/",
+            "fs:~user/x",
+            "fs:~/a/~/b",
+            "fs:/a/~b",
+            "fs:~/../etc",
             "exec:now",
             "nope",
             "net:x:0",
@@ -344,11 +448,49 @@ mod tests {
         ] {
             let id: SecretId = id.parse().unwrap();
             assert_eq!(
-                (id.env_var().as_str(), id.legacy_env_var().as_str(), id.legacy_env_var_is_unique()),
+                (id.env_var().as_str(), id.legacy_env_var().unwrap().as_str(), id.legacy_env_var_is_unique()),
                 (new, legacy, unique),
                 "{id}"
             );
             assert_eq!(decode_env_var(new).as_ref(), Some(&id), "{new}");
+        }
+    }
+
+    #[test]
+    fn home_paths_are_kept_as_written_and_expanded_against_home() {
+        assert_eq!(parse_fs_path("~//.config/tmux/").unwrap(), Path::new("~/.config/tmux"));
+        assert_eq!(parse_fs_path("/a//b/").unwrap(), Path::new("/a/b"));
+        let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
+        let wanted = Path::new("~/.config/tmux/x");
+        assert_eq!(expand_home(wanted).ok(), home.as_ref().map(|h| h.join(".config/tmux/x")));
+        assert!(!fs_covers(Path::new("~/.conf"), wanted), "whole components");
+        assert_eq!(fs_covers(Path::new("~/.config"), wanted), home.is_some());
+        assert_eq!(expand_home(Path::new("/abs")).unwrap(), Path::new("/abs"));
+    }
+
+    /// Dotted ids get `__`-joined names, distinct from each other and from
+    /// every `runloop/…` name (which start `RUNLOOP_`), and no legacy name.
+    #[test]
+    fn dotted_secret_env_names_are_injective() {
+        let id: SecretId = "mail.smtp.key".parse().unwrap();
+        assert_eq!(
+            (id.env_var().as_str(), id.legacy_env_var(), id.legacy_env_var_is_unique()),
+            ("MAIL__SMTP__KEY", None, false)
+        );
+        let words = ["a", "b1", "a_b", "ab"];
+        let mut ids = Vec::new();
+        for a in words {
+            for b in words {
+                ids.push(format!("{a}.{b}"));
+                ids.extend(words.iter().map(|c| format!("{a}.{b}.{c}")));
+            }
+        }
+        ids.extend(["runloopx.a".to_string(), "x_runloop.a".to_string()]);
+        let mut names = std::collections::HashSet::new();
+        for text in &ids {
+            let var = text.parse::<SecretId>().unwrap().env_var();
+            assert!(!var.starts_with(ENV_PREFIX), "{var}");
+            assert!(names.insert(var), "{text}");
         }
     }
 
@@ -406,13 +548,13 @@ mod tests {
                 assert!(var.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{var}");
                 assert_eq!(decode_env_var(&var).as_ref(), Some(&id), "{var}");
                 assert!(names.insert(var, id.clone()).is_none());
-                legacy.entry(id.legacy_env_var()).or_default().push(id);
+                legacy.entry(id.legacy_env_var().unwrap()).or_default().push(id);
             }
         }
         for ids in legacy.values() {
             for id in ids {
                 assert_eq!(id.legacy_env_var_is_unique(), ids.len() == 1, "{id} shares with {ids:?}");
-                assert!(!names.contains_key(&id.legacy_env_var()) || !id.legacy_env_var_is_unique());
+                assert!(!names.contains_key(&id.legacy_env_var().unwrap()) || !id.legacy_env_var_is_unique());
             }
         }
     }

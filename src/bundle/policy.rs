@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, parse_fs_path};
+use crate::bundle::capability::{Capability, NetTarget, SecretId, fs_covers, is_domain, parse_fs_path};
 use crate::bundle::diag::{At, Code, Diagnostics};
 use crate::bundle::pointer::Pointer;
 use crate::bundle::reader::{Fields, type_name};
@@ -37,7 +37,7 @@ impl Grant for NetTarget {
 
 impl Grant for PathBuf {
     fn covers(&self, wanted: &Self) -> bool {
-        wanted.starts_with(self)
+        fs_covers(self, wanted)
     }
 }
 
@@ -103,7 +103,7 @@ impl<T: Grant> Scope<T> {
 /// One policy file as written: every key optional.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grants {
-    /// `fs`: absolute directories.
+    /// `fs`: absolute directories, or `~/…` ones kept as written.
     pub fs: Option<Vec<PathBuf>>,
     /// `net`: hosts and host:ports.
     pub net: Option<Vec<NetTarget>>,

@@ -238,7 +238,7 @@ impl<'v> Fields<'v> {
             if !self.known.contains(&key.as_str()) {
                 diags
                     .report(Code::UnknownField, At::Key(self.at(key)), format!("unknown key `{key}` in {}", self.what))
-                    .help(format!("known keys are: {}; a newer rlp may know this one", self.known.join(", ")));
+                    .help(format!("known keys are: {}; rlp ignores this one and keeps it as written in every rewrite (a newer rlp may know it)", self.known.join(", ")));
             }
         }
     }

@@ -95,13 +95,16 @@ const SETTINGS: [&str; 3] = [crate::home::HOME_ENV, crate::config::SYSTEM_CONFIG
 
 /// Whether `id`'s earlier, shared variable name is still read for it.
 fn reads_legacy_name(id: &SecretId) -> bool {
-    id.legacy_env_var_is_unique() && !SETTINGS.contains(&id.legacy_env_var().as_str())
+    id.legacy_env_var_is_unique() && id.legacy_env_var().is_some_and(|name| !SETTINGS.contains(&name.as_str()))
 }
 
 impl SecretResolver for EnvSecretResolver {
     fn resolve(&self, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
         match read_env(&id.env_var(), id)? {
-            None if reads_legacy_name(id) => read_env(&id.legacy_env_var(), id),
+            None => match id.legacy_env_var() {
+                Some(legacy) if reads_legacy_name(id) => read_env(&legacy, id),
+                _ => Ok(None),
+            },
             found => Ok(found),
         }
     }
@@ -109,8 +112,11 @@ impl SecretResolver for EnvSecretResolver {
     /// Names the variable to set; when the id's earlier, shared name is set,
     /// says that it is no longer read (without its value).
     fn how_to_provide(&self, id: &SecretId) -> String {
-        let (name, legacy) = (id.env_var(), id.legacy_env_var());
-        if !reads_legacy_name(id) && std::env::var_os(&legacy).is_some_and(|v| !v.is_empty()) {
+        let name = id.env_var();
+        if let Some(legacy) = id
+            .legacy_env_var()
+            .filter(|legacy| !reads_legacy_name(id) && std::env::var_os(legacy).is_some_and(|v| !v.is_empty()))
+        {
             format!("{legacy} is set but is no longer read for `{id}` (that name is shared by several ids); set {name}")
         } else {
             format!("set the environment variable {name}")
@@ -125,10 +131,13 @@ impl SecretResolver for EnvSecretResolver {
 /// working. These are the tool's own granted values, so nothing leaks.
 pub(crate) fn tool_environment(secrets: &[(SecretId, SecretValue)]) -> Vec<(String, &SecretValue)> {
     let names: Vec<String> = secrets.iter().map(|(id, _)| id.env_var()).collect();
-    let legacy: Vec<String> = secrets.iter().map(|(id, _)| id.legacy_env_var()).collect();
+    let legacy: Vec<Option<String>> = secrets.iter().map(|(id, _)| id.legacy_env_var()).collect();
     let mut out: Vec<(String, &SecretValue)> = names.iter().cloned().zip(secrets.iter().map(|(_, v)| v)).collect();
     for (old, (_, value)) in legacy.iter().zip(secrets) {
-        if legacy.iter().filter(|other| *other == old).count() == 1 && !names.contains(old) {
+        if let Some(old) = old
+            && legacy.iter().flatten().filter(|other| *other == old).count() == 1
+            && !names.contains(old)
+        {
             out.push((old.clone(), value));
         }
     }
@@ -417,7 +426,7 @@ mod tests {
     fn rlp_settings_are_never_read_as_secrets() {
         let id: SecretId = "runloop/system/config".parse().unwrap();
         assert!(id.legacy_env_var_is_unique());
-        assert_eq!(id.legacy_env_var(), crate::config::SYSTEM_CONFIG_ENV);
+        assert_eq!(id.legacy_env_var().unwrap(), crate::config::SYSTEM_CONFIG_ENV);
         assert!(!reads_legacy_name(&id));
         assert!(reads_legacy_name(&"runloop/github/token".parse().unwrap()));
     }

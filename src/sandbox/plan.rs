@@ -13,7 +13,7 @@ use landlock::{
 };
 use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
 
-use crate::bundle::capability::{Capability, NetTarget};
+use crate::bundle::capability::{Capability, NetTarget, expand_home};
 use crate::bundle::tools::Tool;
 use crate::event::SandboxRecord;
 use crate::sandbox::SandboxMode;
@@ -30,7 +30,7 @@ pub(crate) struct Grants<'a> {
     pub command: &'a Path,
     /// The bundle folder (read only).
     pub bundle: &'a Path,
-    /// The `fs:` directories the tool declares (read-write).
+    /// The `fs:` directories the tool declares (read-write), `~/…` expanded.
     pub fs: Vec<PathBuf>,
     /// The `net:` targets the tool declares.
     pub net: Vec<NetTarget>,
@@ -49,7 +49,9 @@ impl<'a> Grants<'a> {
             command,
             bundle,
             fs: declared()
-                .filter_map(|cap| if let Capability::Fs(dir) = cap { Some(dir.clone()) } else { None })
+                // A `~/…` grant without a usable home is not granted
+                // (`fs_covers`), so the tool is not exposed and never runs.
+                .filter_map(|cap| if let Capability::Fs(dir) = cap { expand_home(dir).ok() } else { None })
                 .collect(),
             net: declared()
                 .filter_map(|cap| if let Capability::Net(t) = cap { Some(t.clone()) } else { None })

@@ -755,28 +755,110 @@ fn tools_import_adds_the_binarys_tools_and_reports_each() {
     assert_eq!(tools["tools"][0]["transport"], json!({"kind": "exec", "command": tool}));
     assert_eq!(tools["tools"][1]["input_schema"]["required"], json!(["text"]));
 
-    // A local change to a field the binary does not state is kept; one it
-    // states is drift, and a new import puts it back.
+    // A local change to a field the binary does not state, or to one the
+    // author owns, is kept; a change to a schema the binary states is drift,
+    // and a new import puts it back.
     let path = bundle.join("tools.json");
     let mut edited = tools.clone();
     edited["tools"][0]["requires_confirmation"] = json!(true);
     edited["tools"][1]["description"] = json!("Counts words, roughly.");
+    edited["tools"][1]["input_schema"] = json!({"type": "object"});
     std::fs::write(&path, serde_json::to_string_pretty(&edited).unwrap() + "\n").unwrap();
     assert_eq!(code(&space.run(&["digest", b])), 0);
     let out = space.expect_output(1, &["lint", b, "--check-tools"]);
     assert_eq!(
         stdout(&out),
         format!(
-            "drift: {b}: tool `demo.word_count`: `description` differs from what {tool} describes\n1 bundle checked: 0 errors, 0 warnings and 1 drift\n"
+            "drift: {b}: tool `demo.word_count`: `input_schema` differs from what {tool} describes\n1 bundle checked: 0 errors, 0 warnings and 1 drift\n"
         )
     );
     let out = space.expect_output(0, &["tools", "import", b, "--exec", tool]);
     assert_eq!(stdout(&out), "unchanged demo.greet\nupdated   demo.word_count\n");
+    assert_eq!(stderr(&out), "demo.word_count: updated input_schema; kept description (edited in tools.json)\n");
     let tools = read_json(&path);
     assert_eq!(tools["tools"][0]["requires_confirmation"], true);
-    assert_eq!(tools["tools"][1]["description"], "Counts the words of a text.");
+    assert_eq!(tools["tools"][1]["description"], "Counts words, roughly.");
+    assert_eq!(tools["tools"][1]["input_schema"]["required"], json!(["text"]));
     let out = space.expect_output(0, &["lint", b, "--check-tools"]);
     assert_eq!(stdout(&out), "1 bundle checked: no problems\n");
+}
+
+/// A tool binary at `<sandbox>/answer.sh` whose `schema` answer is `tools`.
+fn answering(space: &Sandbox, tools: Value) -> PathBuf {
+    let answer = json!({"tools": tools}).to_string().replace('\'', "'\\''");
+    space.script("answer.sh", &format!("printf '%s\\n' '{answer}'"))
+}
+
+/// The `schema` answer entry of tool `id`: `description`, no confirmation,
+/// and `input_schema` requiring `required`.
+fn answered(id: &str, description: &str, required: &[&str]) -> Value {
+    json!({
+        "id": id,
+        "description": description,
+        "input_schema": {"type": "object", "required": required},
+        "result_schema": {"type": "object"},
+        "requires_confirmation": false,
+    })
+}
+
+#[test]
+fn tools_import_keeps_the_authors_edits_updates_the_binarys_fields_and_replace_overwrites() {
+    let (space, bundle) = demo();
+    let b = bundle.to_str().unwrap();
+    let binary = answering(&space, json!([answered("demo.echo", "Echo v1", &[]), answered("demo.old", "Old", &[])]));
+    let exec = binary.to_str().unwrap();
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", exec, "--grant"]);
+    assert_eq!(
+        stdout(&out),
+        format!("added     demo.echo\nadded     demo.old\ngranted in {b}/policy.caps:\n  exec = true\n")
+    );
+    assert_eq!(stderr(&out), "");
+
+    let path = bundle.join("tools.json");
+    let mut tools = read_json(&path);
+    tools["tools"][0]["description"] = json!("Echoes, as I put it.");
+    tools["tools"][0]["requires_confirmation"] = json!(true);
+    tools["tools"][0]["observability"] = json!({"tags": ["mine"]});
+    std::fs::write(&path, serde_json::to_string_pretty(&tools).unwrap() + "\n").unwrap();
+    answering(&space, json!([answered("demo.echo", "Echo v2", &["text"])]));
+
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", exec]);
+    assert_eq!(stdout(&out), "updated   demo.echo\n");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "demo.echo: updated input_schema; kept description, requires_confirmation (edited in tools.json)\n\
+             demo.old: kept (no longer described by {exec}; remove it from tools.json if it is gone)\n"
+        )
+    );
+    let tools = read_json(&path);
+    let echo = &tools["tools"][0];
+    assert_eq!(
+        (
+            &echo["description"],
+            &echo["requires_confirmation"],
+            &echo["observability"],
+            &echo["input_schema"]["required"]
+        ),
+        (&json!("Echoes, as I put it."), &json!(true), &json!({"tags": ["mine"]}), &json!(["text"]))
+    );
+    assert_eq!(tools["tools"][1]["id"], "demo.old");
+    assert_lints_clean(&space, &bundle);
+
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", exec, "--replace", "--format", "json"]);
+    assert_eq!(
+        stdout_json(&out),
+        json!({
+            "bundle": b,
+            "tools": [{"id": "demo.echo", "change": "updated", "updated": ["description", "requires_confirmation"], "kept": []}],
+            "not_described": ["demo.old"],
+            "retyped": [],
+            "grants": {"policy": format!("{b}/policy.caps"), "added": [], "missing": []},
+        })
+    );
+    let echo = &read_json(&path)["tools"][0];
+    assert_eq!((&echo["description"], &echo["requires_confirmation"]), (&json!("Echo v2"), &json!(false)));
+    assert_eq!(echo["observability"], json!({"tags": ["mine"]}), "a field the binary does not state is kept");
 }
 
 #[test]
@@ -1051,7 +1133,11 @@ fn authoring_commands_report_as_json() {
         report,
         json!({
             "bundle": b,
-            "tools": [{"id": "demo.greet", "change": "added"}, {"id": "demo.word_count", "change": "added"}],
+            "tools": [
+                {"id": "demo.greet", "change": "added", "updated": [], "kept": []},
+                {"id": "demo.word_count", "change": "added", "updated": [], "kept": []},
+            ],
+            "not_described": [],
             "retyped": [],
             "grants": {"policy": format!("{b}/policy.caps"), "added": [], "missing": []},
         })

@@ -18,3 +18,4 @@ mod schemas;
 mod seal;
 mod secrets;
 mod trace_diff;
+mod upstream;

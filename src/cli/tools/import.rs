@@ -12,6 +12,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, path_json, warning};
 use crate::cli::tools::add::{grants_json, print_added_grants, print_warnings, warn_missing_grants};
+use crate::text::terminal_safe_line;
 
 /// Flags of `rlp tools import`.
 #[derive(Debug, Args)]
@@ -21,7 +22,9 @@ Examples:
 
 The binary is run as `CMD <blob> ARGS…` with a blob whose \"action\" is \"schema\"; it
 prints {\"tools\": [<tools.json entry>, …]}. Tools are matched by id: new ones are
-added, existing ones updated (fields only the bundle has are kept). See docs/authoring.md.")]
+added; in existing ones the binary's transport and schemas are updated and the
+fields edited in tools.json are kept (--replace: the binary wins for every field it
+states). Tools it no longer describes are kept. See docs/authoring.md.")]
 pub struct ImportArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
@@ -37,6 +40,9 @@ pub struct ImportArgs {
     /// Also grant what the tools need in policy.caps (otherwise the lines to add are printed).
     #[arg(long)]
     pub grant: bool,
+    /// Let the binary's answer win for every field it states, edits in tools.json included.
+    #[arg(long)]
+    pub replace: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -54,7 +60,25 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
         limits: Limits { timeout: Duration::from_millis(args.timeout_ms), max_output: DEFAULT_MAX_OUTPUT },
         sandbox: crate::config::load(&ctx.home, &crate::config::Flags::default())?.config.sandbox.value,
     };
-    let imported = import(&target, &source, args.grant)?;
+    let imported = import(&target, &source, args.grant, args.replace)?;
+    let human = matches!(args.format, Format::Human);
+    for (id, _, fields) in imported.changes.iter().filter(|_| human) {
+        let updated = (!fields.updated.is_empty()).then(|| format!("updated {}", fields.updated.join(", ")));
+        let kept = (!fields.kept.is_empty()).then(|| format!("kept {} (edited in tools.json)", fields.kept.join(", ")));
+        let parts: Vec<String> = updated.into_iter().chain(kept).collect();
+        if !parts.is_empty() {
+            eprintln!("{}", terminal_safe_line(&format!("{id}: {}", parts.join("; "))));
+        }
+    }
+    for id in imported.not_described.iter().filter(|_| human) {
+        eprintln!(
+            "{}",
+            terminal_safe_line(&format!(
+                "{id}: kept (no longer described by {}; remove it from tools.json if it is gone)",
+                args.exec.display()
+            ))
+        );
+    }
     for (id, old, new) in &imported.retyped {
         warning(format_args!(
             "`{id}` was an {old} tool; the binary's answer makes it an {new} tool (grants it no longer needs stay in policy.caps until you remove them)"
@@ -66,12 +90,18 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
     match args.format {
         Format::Json => out.json(&json!({
             "bundle": path_json(&target.dir),
-            "tools": imported.changes.iter().map(|(id, change)| json!({"id": id, "change": change.as_str()})).collect::<Vec<_>>(),
+            "tools": imported.changes.iter().map(|(id, change, fields)| json!({
+                "id": id,
+                "change": change.as_str(),
+                "updated": fields.updated,
+                "kept": fields.kept,
+            })).collect::<Vec<_>>(),
+            "not_described": imported.not_described,
             "retyped": imported.retyped.iter().map(|(id, old, new)| json!({"id": id, "from": old, "to": new})).collect::<Vec<_>>(),
             "grants": grants_json(&target, &imported.grants),
         }))?,
         Format::Human => {
-            for (id, change) in &imported.changes {
+            for (id, change, _) in &imported.changes {
                 out.line(format_args!("{:9} {id}", change.as_str()))?;
             }
             print_added_grants(&mut out, &target, &imported.grants)?;

@@ -12,7 +12,7 @@ mod args;
 use std::path::{Path, PathBuf};
 
 use crate::bundle::LoadedBundle;
-use crate::bundle::capability::{Capability, NetTarget};
+use crate::bundle::capability::{Capability, NetTarget, fs_covers};
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
 
@@ -55,7 +55,7 @@ impl Family {
 /// Whether one of two capabilities of a family covers the other.
 fn overlap(a: &Capability, b: &Capability) -> bool {
     match (a, b) {
-        (Capability::Fs(a), Capability::Fs(b)) => a.starts_with(b) || b.starts_with(a),
+        (Capability::Fs(a), Capability::Fs(b)) => fs_covers(a, b) || fs_covers(b, a),
         (Capability::Net(a), Capability::Net(b)) => a.covers(b) || b.covers(a),
         _ => false,
     }
@@ -64,7 +64,7 @@ fn overlap(a: &Capability, b: &Capability) -> bool {
 /// Whether grant `grant` covers `wanted` (same family).
 fn covers(grant: &Capability, wanted: &Capability) -> bool {
     match (grant, wanted) {
-        (Capability::Fs(grant), Capability::Fs(wanted)) => wanted.starts_with(grant),
+        (Capability::Fs(grant), Capability::Fs(wanted)) => fs_covers(grant, wanted),
         (Capability::Net(grant), Capability::Net(wanted)) => grant.covers(wanted),
         _ => false,
     }

@@ -27,7 +27,7 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
             if !seen.insert(id.clone()) {
                 continue;
             }
-            let legacy = id.legacy_env_var();
+            let Some(legacy) = id.legacy_env_var() else { continue };
             let Some(first) = first_by_legacy.get(&legacy) else {
                 first_by_legacy.insert(legacy, id);
                 continue;

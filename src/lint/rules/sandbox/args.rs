@@ -32,7 +32,8 @@ fn folder(text: &str, bundle_dir: Option<&Path>) -> Option<Capability> {
         Some(parent) if !text.ends_with('/') && parent != Path::new("/") => parent,
         _ => path,
     };
-    let dir = parse_fs_path(dir.to_str()?).ok()?;
+    // No shell expands an argument's `~`: only an absolute one names a folder.
+    let dir = parse_fs_path(dir.to_str()?).ok().filter(|dir| dir.is_absolute())?;
     (dir != Path::new("/")).then_some(Capability::Fs(dir))
 }
 
