@@ -43,7 +43,7 @@ def generate(calls, out, bundle, trace_id, change_every=0):
             args = {"n": i, "text": f"item-{i}"}
             for kind, actor, payload in (
                 ("tool.call", "runtime", {"v": 1, "tool": tool, "args": args, "invocation_id": invocation,
-                                          "input_schema": "inline", "input_schema_blake3": "0" * 64,
+                                          "input_schema": "inline",
                                           "tags": ["bench"]}),
                 ("tool.result", f"tool:{tool}", {"v": 1, "invocation_id": invocation,
                                                  "result": {"ok": True, "n": -i if changed else i, "echo": f"item-{i}"},
