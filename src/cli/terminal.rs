@@ -141,10 +141,11 @@ impl Answerer for TerminalAnswerer {
                     .map_err(|why| crate::text::terminal_safe_line(&why).into_owned())
             });
             if let Some(default) = &question.default {
-                input = input.default(match default {
+                let shown = match default {
                     serde_json::Value::String(text) => text.clone(),
                     other => other.to_string(),
-                });
+                };
+                input = input.default(crate::text::terminal_safe_line(&shown).into_owned());
             }
             match input.interact_text() {
                 Ok(text) => answers.push(GivenAnswer {

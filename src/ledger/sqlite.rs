@@ -375,10 +375,17 @@ impl Recorder for SqliteLedger {
         let conn = self.lock().map_err(|e| RecordError(e.to_string()))?;
         // Sums in SQL over the trace's rows (the trace index); a frame
         // without a usage adds nothing, and no usage at all gives NULL.
+        // Every positive number counts, whatever its JSON type; a negative
+        // one (never written by rlp: an imported frame) subtracts nothing.
+        // An integer sum past i64 is an error: the call is then refused.
         let sums = conn.query_row(
-            "SELECT SUM(CASE json_type(payload_json, '$.usage.tokens') WHEN 'integer'
-                            THEN json_extract(payload_json, '$.usage.tokens') END),
+            "SELECT SUM(CASE WHEN json_type(payload_json, '$.usage.tokens') IN ('integer', 'real')
+                              AND json_extract(payload_json, '$.usage.tokens') > 0
+                            THEN CAST(json_extract(payload_json, '$.usage.tokens') AS INTEGER)
+                                 + (json_extract(payload_json, '$.usage.tokens')
+                                    > CAST(json_extract(payload_json, '$.usage.tokens') AS INTEGER)) END),
                     TOTAL(CASE WHEN json_type(payload_json, '$.usage.usd') IN ('integer', 'real')
+                              AND json_extract(payload_json, '$.usage.usd') > 0
                             THEN json_extract(payload_json, '$.usage.usd') END),
                     COUNT(CASE WHEN json_type(payload_json, '$.usage.usd') IN ('integer', 'real') THEN 1 END)
              FROM events
@@ -481,6 +488,39 @@ mod tests {
             payload: json!({"n": n}),
             provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },
         }
+    }
+
+    fn result_with(trace: Uuid, tool: &str, usage: serde_json::Value) -> Record {
+        Record { kind: EventKind::ToolResult, payload: json!({"tool": tool, "usage": usage}), ..numbered(trace, 0) }
+    }
+
+    #[test]
+    fn usage_counts_every_positive_number_of_the_tool_in_the_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = SqliteLedger::open(&dir.path().join("pog/events.sqlite")).unwrap();
+        let (trace, other) = (Uuid::now_v7(), Uuid::now_v7());
+        assert_eq!(ledger.usage(trace, "t").unwrap(), Usage::default());
+        ledger
+            .append(&[
+                result_with(trace, "t", json!({"tokens": 600, "usd": 0.25})),
+                // What an imported frame may hold: a fraction counts whole,
+                // a negative number or a string subtracts nothing.
+                result_with(trace, "t", json!({"tokens": 10.5})),
+                result_with(trace, "t", json!({"tokens": -5000, "usd": -1})),
+                result_with(trace, "t", json!({"tokens": "9"})),
+                result_with(trace, "u", json!({"tokens": 7})),
+                result_with(other, "t", json!({"tokens": 7})),
+            ])
+            .unwrap();
+        assert_eq!(ledger.usage(trace, "t").unwrap(), Usage { tokens: Some(611), usd: Some(0.25) });
+        // A sum beyond 64 bits is an error (the budget check then refuses the call).
+        ledger
+            .append(&[
+                result_with(other, "t", json!({"tokens": 1e30})),
+                result_with(other, "t", json!({"tokens": 1e30})),
+            ])
+            .unwrap();
+        assert!(ledger.usage(other, "t").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::event::{EventKind, PAYLOAD_VERSION, RecordedAnswer, ToolAnswerPayload, ToolInquiryPayload};
 use crate::runtime::answer::{AnswerRequest, AnswerSource, GivenAnswer};
 use crate::runtime::call::CallRequest;
@@ -14,6 +15,8 @@ use crate::runtime::questions::{Question, looks_secret, read_questions};
 use crate::runtime::transport::{AttemptError, FailureKind};
 use crate::runtime::{Prepared, Runtime};
 
+/// Characters of a refused answer quoted in the error.
+const SHOWN_ANSWER: usize = 80;
 /// Most rounds of questions one call answers.
 pub(crate) const MAX_ROUNDS: u32 = 8;
 
@@ -69,12 +72,24 @@ impl Runtime {
     ) -> Result<(), AttemptError> {
         let tool = &prepared.tool;
         let fail = |message: String| AttemptError::new(FailureKind::NeedsInput, message);
+        // What cannot be read back is not recorded (as for results).
+        let depth = json_depth(&Value::Array(asked.to_vec()));
+        if depth > MAX_DATA_DEPTH {
+            state.help = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")".to_string();
+            return Err(fail(format!(
+                "tool `{}` asked questions that nest arrays and objects {depth} levels deep; rlp records at most {MAX_DATA_DEPTH}",
+                tool.id
+            )));
+        }
+        // The tool holds the call's secrets: whatever it asks is scrubbed of
+        // them before anyone sees it (the prompt, error messages, the frame).
+        let asked: Vec<Value> = asked.iter().map(|q| journal.scrubber.scrubbed(q)).collect();
         let inquiry = ToolInquiryPayload {
             v: PAYLOAD_VERSION,
             invocation_id: journal.invocation_id,
             tool: tool.id.clone(),
             attempt: attempt.into(),
-            questions: asked.to_vec(),
+            questions: asked.clone(),
             tags: journal.tags.clone(),
         };
         journal.push(EventKind::ToolInquiry, format!("tool:{}", tool.id), inquiry);
@@ -86,7 +101,7 @@ impl Runtime {
                 state.rounds + 1
             )));
         }
-        let questions = read_questions(asked).map_err(|why| {
+        let questions = read_questions(&asked).map_err(|why| {
             state.help = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")".to_string();
             fail(format!("tool `{}` asked an invalid question: {why}", tool.id))
         })?;
@@ -142,7 +157,7 @@ impl Runtime {
                 return Err(fail(format!(
                     "the answer to `{}` ({}, from {}) does not fit: {why}",
                     question.id,
-                    answer.value,
+                    crate::text::ellipsize(&answer.value.to_string(), SHOWN_ANSWER),
                     answer.source.as_str()
                 )));
             }

@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 
+use crate::bundle::value::MAX_SAFE_INTEGER;
 use crate::event::Usage;
 
 /// What an envelope says.
@@ -103,13 +104,20 @@ pub fn read_value(value: Value) -> Stdout {
     }
 }
 
-/// Reads `usage`: an object with a non-negative integer `tokens` and a
-/// non-negative finite `usd`, both optional; the error says what is wrong.
+/// Reads `usage`: an object with an integer `tokens` from 0 to 2^53−1
+/// (what every JSON reader, the ledger's canonical form included, keeps
+/// exact) and a non-negative finite `usd`, both optional; the error says
+/// what is wrong.
 fn read_usage(value: &Value) -> Result<Usage, String> {
     let Value::Object(members) = value else { return Err("is not an object".to_string()) };
     let tokens = match members.get("tokens") {
         None | Some(Value::Null) => None,
-        Some(tokens) => Some(tokens.as_u64().ok_or("`tokens` is not a non-negative integer")?),
+        Some(tokens) => Some(
+            tokens
+                .as_u64()
+                .filter(|t| *t <= MAX_SAFE_INTEGER as u64)
+                .ok_or("`tokens` is not an integer from 0 to 2^53−1")?,
+        ),
     };
     let usd = match members.get("usd") {
         None | Some(Value::Null) => None,
@@ -165,8 +173,12 @@ mod tests {
         assert!(matches!(parse(br#"{"outcome":"needs_input","questions":[]}"#), Stdout::Malformed(_)));
         assert_eq!(
             parse(br#"{"outcome":"success","result":1,"usage":{"tokens":-1}}"#),
-            Stdout::Malformed("the envelope's `usage` `tokens` is not a non-negative integer".into())
+            Stdout::Malformed("the envelope's `usage` `tokens` is not an integer from 0 to 2^53−1".into())
         );
+        assert!(matches!(
+            parse(br#"{"outcome":"success","result":1,"usage":{"tokens":9007199254740992}}"#),
+            Stdout::Malformed(_)
+        ));
         assert!(matches!(parse(br#"{"outcome":"success","result":1,"usage":3}"#), Stdout::Malformed(_)));
         assert!(matches!(parse(b""), Stdout::NotJson(m) if m.contains("nothing")));
         assert!(matches!(parse(b"{} {}"), Stdout::NotJson(_)));

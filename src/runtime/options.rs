@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::config::ConfiguredOptions;
 use crate::runtime::call::{CallError, CallErrorKind, schema_errors};
 use crate::runtime::journal::Journal;
@@ -79,6 +80,20 @@ impl Runtime {
         };
         let merged = merge(&tool.id, sources)
             .map_err(|e| journal.refuse(CallError::new(CallErrorKind::InvalidInput, e.message).help(e.help)))?;
+        if let Some(merged) = &merged
+            && json_depth(&Value::Object(merged.clone())) > MAX_DATA_DEPTH
+        {
+            return Err(journal.refuse(
+                CallError::new(
+                    CallErrorKind::InvalidInput,
+                    format!(
+                        "the options of `{}` nest arrays and objects more than {MAX_DATA_DEPTH} levels deep",
+                        tool.id
+                    ),
+                )
+                .help("flatten the options"),
+            ));
+        }
         if let (Some(merged), Some(validator)) = (&merged, &prepared.options)
             && let Some(errors) = schema_errors(validator, &Value::Object(merged.clone()))
         {

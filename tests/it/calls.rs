@@ -107,6 +107,54 @@ fn a_question_for_a_secret_is_refused() {
 }
 
 #[test]
+fn what_a_tool_asks_is_scrubbed_of_its_secrets_and_bounded_in_depth() {
+    let sb = Sandbox::new();
+    let tool = with(exec_tool("mail.draft", "ask.py", &["leak"]), json!({"secrets": ["runloop/t/key"]}));
+    let bundle = sb.bundle("leaky", json!([tool]), "[capabilities]\nexec = true\nsecrets = [\"runloop/t/key\"]\n");
+    let output = sb.call(&bundle, "mail.draft", json!({})).env("RUNLOOP_T__KEY", "s3cr3t-value").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert_contains(&err, "`cc` (\"Copy to [redacted]?\", a string)");
+    assert!(!err.contains("s3cr3t-value"), "{err}");
+    let inquiry = &frames_of(&sb, "tool.inquiry")[0];
+    assert_eq!(inquiry["questions"][0]["text"], "Copy to [redacted]?");
+    let ledger = std::fs::read(sb.ledger_path()).unwrap();
+    assert!(!ledger.windows(12).any(|w| w == b"s3cr3t-value"), "the ledger's bytes hold no secret");
+    // The prompt on a terminal too.
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rlp"));
+    command.arg("--home").arg(sb.home()).args(["tools", "call"]).arg(&bundle).arg("mail.draft");
+    command.env("RUNLOOP_T__KEY", "s3cr3t-value");
+    let mut terminal = Terminal::spawn(command, HANG_GUARD);
+    terminal.answer("Copy to [redacted]? [a string]", "ops@example.com");
+    terminal.expect("\"cc\": \"ops@example.com\"");
+    terminal.expect_end();
+
+    // Questions nested deeper than a frame can hold are not recorded: the call fails.
+    let deep = asking_bundle(&sb, "deep", &["deep"]);
+    let output = sb.call(&deep, "mail.draft", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_contains(
+        &stderr(&output),
+        "asked questions that nest arrays and objects 112 levels deep; rlp records at most 100",
+    );
+    let verified = sb.rlp().args(["trace", "verify"]).output().unwrap();
+    assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
+
+    // Options too.
+    let nested = "[".repeat(110) + &"]".repeat(110);
+    let output = sb
+        .call(&options_bundle(&sb), "blob.echo", json!({}))
+        .args(["--option", &format!("max={nested}")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_contains(
+        &stderr(&output),
+        "error: the options of `blob.echo` nest arrays and objects more than 100 levels deep",
+    );
+}
+
+#[test]
 fn questions_are_asked_on_a_terminal_until_the_answer_fits() {
     let sb = Sandbox::new();
     let bundle = asking_bundle(&sb, "drafter", &["tone", "when"]);
