@@ -93,9 +93,9 @@ pub struct Config {
     /// `runtime.sandbox`: how exec tools are confined (default best-effort).
     pub sandbox: Setting<SandboxMode>,
     /// `[agents.<agent>.tools."<tool id>".options]`: the operator's tool
-    /// options, keyed by agent and tool id (a later file's value for a key
+    /// options, by agent, then tool id (a later file's value for a key
     /// replaces an earlier one's).
-    pub tool_options: BTreeMap<(String, String), ConfiguredOptions>,
+    pub tool_options: BTreeMap<String, BTreeMap<String, ConfiguredOptions>>,
 }
 
 /// The options config files set for one tool.
@@ -110,7 +110,7 @@ pub struct ConfiguredOptions {
 impl Config {
     /// The options config files set for `tool` of `agent`, if any.
     pub fn options_of(&self, agent: &str, tool: &str) -> Option<&ConfiguredOptions> {
-        self.tool_options.get(&(agent.to_string(), tool.to_string()))
+        self.tool_options.get(agent)?.get(tool)
     }
 }
 
@@ -145,8 +145,8 @@ pub(crate) struct FileLayer {
     pub sandbox: Option<SandboxMode>,
     /// `[policy] sandbox`: the weakest mode allowed.
     pub policy_sandbox: Option<SandboxMode>,
-    /// `[agents.<agent>.tools."<tool id>".options]`, by (agent, tool id).
-    pub tool_options: BTreeMap<(String, String), Map<String, Value>>,
+    /// `[agents.<agent>.tools."<tool id>".options]`, by agent, then tool id.
+    pub tool_options: BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -251,7 +251,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
 fn read_agents(
     path: &Path,
     agents: &toml::Table,
-    options: &mut BTreeMap<(String, String), Map<String, Value>>,
+    options: &mut BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
     warnings: &mut Vec<String>,
 ) -> Result<(), ConfigError> {
     let shown = path.display();
@@ -281,7 +281,7 @@ fn read_agents(
                         help: "write the options as plain TOML values".to_string(),
                     })?;
                     if let Value::Object(values) = values {
-                        options.insert((agent.clone(), tool.clone()), values);
+                        options.entry(agent.clone()).or_default().insert(tool.clone(), values);
                     }
                 }
             }
@@ -296,10 +296,12 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvL
     let mut config = Config::default();
     resolve_sandbox(&mut config, system, user, env.sandbox);
     for layer in system.iter().chain(user) {
-        for (key, values) in &layer.tool_options {
-            let configured = config.tool_options.entry(key.clone()).or_default();
-            configured.values.extend(values.clone());
-            configured.files.push(layer.path.clone());
+        for (agent, tools) in &layer.tool_options {
+            for (tool, values) in tools {
+                let configured = config.tool_options.entry(agent.clone()).or_default().entry(tool.clone()).or_default();
+                configured.values.extend(values.clone());
+                configured.files.push(layer.path.clone());
+            }
         }
     }
     let mut set = |value: Option<bool>, source: Source| {

@@ -55,6 +55,7 @@ pub(crate) struct OptionValue {
 /// The options of `tool` as config files and its schema set them.
 fn option_values(tool: &Tool, configured: Option<&ConfiguredOptions>) -> Option<Vec<OptionValue>> {
     let schema = tool.options_schema.as_ref()?;
+    let defaults = crate::runtime::options::defaults(schema);
     let properties = schema.get("properties").and_then(Value::as_object);
     let mut names: Vec<String> = properties.map(|p| p.keys().cloned().collect()).unwrap_or_default();
     for name in configured.map(|c| c.values.keys()).into_iter().flatten() {
@@ -66,8 +67,7 @@ fn option_values(tool: &Tool, configured: Option<&ConfiguredOptions>) -> Option<
         .into_iter()
         .map(|name| {
             let set = configured.and_then(|c| c.values.get(&name));
-            let default = properties.and_then(|p| p.get(&name)).and_then(|p| p.get("default"));
-            let (value, source) = match (set, default) {
+            let (value, source) = match (set, defaults.get(&name)) {
                 (Some(value), _) => (Some(value.clone()), "config"),
                 (None, Some(value)) => (Some(value.clone()), "default"),
                 (None, None) => (None, "unset"),

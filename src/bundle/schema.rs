@@ -229,6 +229,18 @@ impl jsonschema::Retrieve for BundleRetriever {
     }
 }
 
+/// What is wrong with `value` against `validator`, one line per error:
+/// `<JSON Pointer>: <message>` (`(root)` for the value itself).
+pub(crate) fn error_lines<'a>(
+    validator: &'a jsonschema::Validator,
+    value: &'a Value,
+) -> impl Iterator<Item = String> + 'a {
+    validator.iter_errors(value).map(|e| {
+        let at = e.instance_path().to_string();
+        format!("{}: {e}", if at.is_empty() { "(root)" } else { at.as_str() })
+    })
+}
+
 /// Builds a 2020-12 validator for `schema`, resolving `schema:<id>` from
 /// `documents` (keyed by the full `schema:<id>` reference).
 pub(crate) fn compile(schema: &Value, documents: Arc<HashMap<String, Value>>) -> Result<jsonschema::Validator, String> {

@@ -45,13 +45,7 @@ fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Check {
     if validator.is_valid(value) {
         return Check::Valid;
     }
-    let mut errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            format!("{}: {e}", if at.is_empty() { "(root)" } else { at.as_str() })
-        })
-        .collect();
+    let mut errors: Vec<String> = crate::bundle::schema::error_lines(validator, value).collect();
     if errors.is_empty() {
         return Check::Valid;
     }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::event::{EventKind, PAYLOAD_VERSION, RecordedAnswer, ToolAnswerPayload, ToolInquiryPayload};
 use crate::runtime::answer::{AnswerRequest, AnswerSource, GivenAnswer};
-use crate::runtime::call::CallRequest;
+use crate::runtime::call::{CallErrorKind, CallRequest};
 use crate::runtime::journal::Journal;
 use crate::runtime::questions::{Question, looks_secret, read_questions};
 use crate::runtime::transport::{AttemptError, FailureKind};
@@ -30,26 +30,31 @@ pub(crate) struct Questioning<'a> {
     pub(crate) answers: Map<String, Value>,
     /// Rounds answered.
     rounds: u32,
-    /// Set when the call ends because questions had no answer (exit 2).
-    pub(crate) unanswered: bool,
-    /// Set when an answer did not fit its question (exit 2).
-    pub(crate) bad_answer: bool,
-    /// What to do, for the error that ends a call on questions.
-    pub(crate) help: String,
 }
 
 impl<'a> Questioning<'a> {
     /// Nothing asked yet; `request` brings answers up front.
     pub(crate) fn new(request: &'a CallRequest) -> Self {
-        Questioning {
-            given: &request.answers,
-            given_source: request.answer_source,
-            answers: Map::new(),
-            rounds: 0,
-            unanswered: false,
-            bad_answer: false,
-            help: String::new(),
-        }
+        Questioning { given: &request.answers, given_source: request.answer_source, answers: Map::new(), rounds: 0 }
+    }
+}
+
+/// Why questions end a call: the attempt's error (recorded as its result,
+/// kind `needs_input`), how the call fails and what to do.
+pub(crate) struct Stop {
+    /// The attempt's error.
+    pub(crate) error: AttemptError,
+    /// The class of the call's failure.
+    pub(crate) kind: CallErrorKind,
+    /// What to do.
+    pub(crate) help: String,
+}
+
+impl Stop {
+    fn new(kind: CallErrorKind, message: String, help: impl Into<String>) -> Stop {
+        let mut error = AttemptError::new(FailureKind::NeedsInput, message);
+        error.refused = kind == CallErrorKind::Refused;
+        Stop { error, kind, help: help.into() }
     }
 }
 
@@ -60,8 +65,7 @@ fn shown(question: &Question) -> String {
 
 impl Runtime {
     /// Records the questions of attempt `attempt`, gets and records their
-    /// answers. `Err` ends the call: the error is recorded as the attempt's
-    /// result (kind `needs_input`), and [`Questioning`] says how it ends.
+    /// answers. A [`Stop`] ends the call.
     pub(crate) fn ask(
         &self,
         prepared: &Prepared,
@@ -69,17 +73,21 @@ impl Runtime {
         state: &mut Questioning<'_>,
         journal: &mut Journal<'_>,
         attempt: u32,
-    ) -> Result<(), AttemptError> {
+    ) -> Result<(), Stop> {
         let tool = &prepared.tool;
-        let fail = |message: String| AttemptError::new(FailureKind::NeedsInput, message);
-        // What cannot be read back is not recorded (as for results).
-        let depth = json_depth(&Value::Array(asked.to_vec()));
+        const FIX_ENVELOPE: &str = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")";
+        // What cannot be read back is not recorded (as for results): the
+        // questions array and what it holds.
+        let depth = 1 + asked.iter().map(json_depth).max().unwrap_or(0);
         if depth > MAX_DATA_DEPTH {
-            state.help = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")".to_string();
-            return Err(fail(format!(
-                "tool `{}` asked questions that nest arrays and objects {depth} levels deep; rlp records at most {MAX_DATA_DEPTH}",
-                tool.id
-            )));
+            return Err(Stop::new(
+                CallErrorKind::Tool,
+                format!(
+                    "tool `{}` asked questions that nest arrays and objects {depth} levels deep; rlp records at most {MAX_DATA_DEPTH}",
+                    tool.id
+                ),
+                FIX_ENVELOPE,
+            ));
         }
         // The tool holds the call's secrets: whatever it asks is scrubbed of
         // them before anyone sees it (the prompt, error messages, the frame).
@@ -94,25 +102,28 @@ impl Runtime {
         };
         journal.push(EventKind::ToolInquiry, format!("tool:{}", tool.id), inquiry);
         if state.rounds >= MAX_ROUNDS {
-            state.help = "fix the tool: it keeps asking after every question is answered".to_string();
-            return Err(fail(format!(
-                "tool `{}` asked questions {} times; rlp answers at most {MAX_ROUNDS} rounds",
-                tool.id,
-                state.rounds + 1
-            )));
+            return Err(Stop::new(
+                CallErrorKind::Tool,
+                format!(
+                    "tool `{}` asked questions {} times; rlp answers at most {MAX_ROUNDS} rounds",
+                    tool.id,
+                    state.rounds + 1
+                ),
+                "fix the tool: it keeps asking after every question is answered",
+            ));
         }
         let questions = read_questions(&asked).map_err(|why| {
-            state.help = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")".to_string();
-            fail(format!("tool `{}` asked an invalid question: {why}", tool.id))
+            Stop::new(CallErrorKind::Tool, format!("tool `{}` asked an invalid question: {why}", tool.id), FIX_ENVELOPE)
         })?;
         if let Some(secret) = questions.iter().find(|q| looks_secret(&q.id)) {
-            state.help =
-                "give the tool the value as a secret (`secrets` in tools.json), never as an answer".to_string();
-            return Err(fail(format!(
-                "tool `{}` asked for `{}`, which looks like a secret; secrets come from the secret resolver, never from answers",
-                tool.id, secret.id
-            ))
-            .refused());
+            return Err(Stop::new(
+                CallErrorKind::Refused,
+                format!(
+                    "tool `{}` asked for `{}`, which looks like a secret; secrets come from the secret resolver, never from answers",
+                    tool.id, secret.id
+                ),
+                "give the tool the value as a secret (`secrets` in tools.json), never as an answer",
+            ));
         }
         let mut answers = Vec::with_capacity(questions.len());
         for question in &questions {
@@ -124,7 +135,10 @@ impl Runtime {
                 answers.push(GivenAnswer { id: question.id.clone(), value, source: state.given_source });
             }
         }
-        let open: Vec<&Question> = questions.iter().filter(|q| !answers.iter().any(|a| a.id == q.id)).collect();
+        let unanswered = |answers: &[GivenAnswer]| -> Vec<&Question> {
+            questions.iter().filter(|q| !answers.iter().any(|a| a.id == q.id)).collect()
+        };
+        let open = unanswered(&answers);
         if !open.is_empty() {
             let request = AnswerRequest {
                 tool: &tool.id,
@@ -136,30 +150,34 @@ impl Runtime {
             given.retain(|a| open.iter().any(|q| q.id == a.id));
             answers.extend(given);
         }
-        let still_open: Vec<&Question> = questions.iter().filter(|q| !answers.iter().any(|a| a.id == q.id)).collect();
+        let still_open = unanswered(&answers);
         if !still_open.is_empty() {
-            state.unanswered = true;
             let flags: Vec<String> = still_open.iter().map(|q| format!("--answer {}=VALUE", q.id)).collect();
-            state.help = format!("answer with {}, or call from a terminal to be asked", flags.join(" "));
             let listed: Vec<String> = still_open.iter().map(|q| shown(q)).collect();
-            return Err(fail(format!(
-                "tool `{}` asks {} that no one answered: {}",
-                tool.id,
-                if still_open.len() == 1 { "a question" } else { "questions" },
-                listed.join(", ")
-            )));
+            return Err(Stop::new(
+                CallErrorKind::Unanswered,
+                format!(
+                    "tool `{}` asks {} that no one answered: {}",
+                    tool.id,
+                    if still_open.len() == 1 { "a question" } else { "questions" },
+                    listed.join(", ")
+                ),
+                format!("answer with {}, or call from a terminal to be asked", flags.join(" ")),
+            ));
         }
         for answer in &answers {
             let question = questions.iter().find(|q| q.id == answer.id).expect("every answer is to a question asked");
             if let Err(why) = question.check(&answer.value) {
-                state.bad_answer = true;
-                state.help = format!("answer `{}` with {}", question.id, question.expected());
-                return Err(fail(format!(
-                    "the answer to `{}` ({}, from {}) does not fit: {why}",
-                    question.id,
-                    crate::text::ellipsize(&answer.value.to_string(), SHOWN_ANSWER),
-                    answer.source.as_str()
-                )));
+                return Err(Stop::new(
+                    CallErrorKind::InvalidInput,
+                    format!(
+                        "the answer to `{}` ({}, from {}) does not fit: {why}",
+                        question.id,
+                        crate::text::ellipsize(&answer.value.to_string(), SHOWN_ANSWER),
+                        answer.source.as_str()
+                    ),
+                    format!("answer `{}` with {}", question.id, question.expected()),
+                ));
             }
         }
         let recorded: Vec<RecordedAnswer> = questions
@@ -180,6 +198,10 @@ impl Runtime {
         };
         journal.push(EventKind::ToolAnswer, "operator".into(), frame);
         state.rounds += 1;
-        journal.flush().map_err(|e| AttemptError::new(FailureKind::Transport, e.message))
+        journal.flush().map_err(|e| Stop {
+            error: AttemptError::new(FailureKind::Transport, e.message),
+            kind: e.kind,
+            help: e.help.unwrap_or_default(),
+        })
     }
 }

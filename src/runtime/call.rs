@@ -194,15 +194,8 @@ struct RunInputs<'a> {
 }
 
 pub(crate) fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .take(QUOTED_SCHEMA_ERRORS + 1)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            let at = if at.is_empty() { "(root)".to_string() } else { at };
-            format!("{at}: {e}")
-        })
-        .collect();
+    let errors: Vec<String> =
+        crate::bundle::schema::error_lines(validator, value).take(QUOTED_SCHEMA_ERRORS + 1).collect();
     if errors.is_empty() {
         return None;
     }
@@ -300,6 +293,8 @@ impl Runtime {
             let attempt_started = Instant::now();
             let run =
                 RunInputs { plan: &plan, request, secrets: &secrets, answers: &questions.answers, options: &options };
+            // Set when questions end the call (it says how the call fails).
+            let mut stop = None;
             let outcome = match self.attempt(prepared, &run, &mut journal, attempt) {
                 Ok(Reply::Questions(asked)) => {
                     match self.ask(prepared, &asked, &mut questions, &mut journal, attempt) {
@@ -307,7 +302,7 @@ impl Runtime {
                             attempt += 1;
                             continue;
                         }
-                        Err(failure) => Err(failure),
+                        Err(ended) => Err(stop.insert(ended).error.clone()),
                     }
                 }
                 Ok(Reply::Result { value, usage }) => Ok((value, usage)),
@@ -363,32 +358,30 @@ impl Runtime {
                     attempt += 1;
                     tries += 1;
                 }
-                Err(e) => return Err(self.failed_error(&journal, &e, attempt, &questions)),
+                Err(e) => {
+                    let mut error = match stop {
+                        Some(stop) => {
+                            CallError::new(stop.kind, journal.scrubber.scrub_string(&e.message)).help(stop.help)
+                        }
+                        None => self.failed_error(&journal, &e, attempt),
+                    };
+                    error.invocation_id = Some(journal.invocation_id);
+                    error.trace_id = Some(journal.trace_id);
+                    return Err(error);
+                }
             }
         }
     }
 
     /// The error of a call whose last attempt failed (scrubbed here too,
     /// whichever transport wrote it).
-    fn failed_error(
-        &self,
-        journal: &Journal<'_>,
-        e: &AttemptError,
-        attempt: u32,
-        questions: &Questioning,
-    ) -> CallError {
-        let kind = match e.kind {
-            _ if e.refused => CallErrorKind::Refused,
-            FailureKind::NeedsInput if questions.unanswered => CallErrorKind::Unanswered,
-            FailureKind::NeedsInput if questions.bad_answer => CallErrorKind::InvalidInput,
-            _ => CallErrorKind::Tool,
-        };
+    fn failed_error(&self, journal: &Journal<'_>, e: &AttemptError, attempt: u32) -> CallError {
+        let kind = if e.refused { CallErrorKind::Refused } else { CallErrorKind::Tool };
         let mut error = CallError::new(kind, journal.scrubber.scrub_string(&e.message));
         if attempt > 1 && e.kind != FailureKind::NeedsInput {
             error.message.push_str(&format!(" (after {attempt} attempts)"));
         }
         error.help = Some(match e.kind {
-            FailureKind::NeedsInput if !questions.help.is_empty() => questions.help.clone(),
             FailureKind::NeedsInput => "an http tool cannot be asked again with answers; make it an exec tool, or have the API take the value as an argument".into(),
             FailureKind::Timeout => {
                 "the tool took longer than its timeout_ms; raise it in tools.json if the work needs longer".into()
@@ -405,8 +398,6 @@ impl Runtime {
             }
             _ => format!("see the tool's message; the call is recorded under invocation {}", journal.invocation_id),
         });
-        error.invocation_id = Some(journal.invocation_id);
-        error.trace_id = Some(journal.trace_id);
         error
     }
 

@@ -360,8 +360,10 @@ fn read_response(
     if bytes.len() as u64 > limit {
         return Err(too_large());
     }
+    // Every failure of a response carries its status; text that came from
+    // the server is scrubbed of the call's secrets.
     let failure = |kind: FailureKind, text: String| {
-        let mut error = AttemptError::new(kind, text);
+        let mut error = AttemptError::new(kind, attempt.scrubber.scrub_string(&text));
         error.status = Some(status.as_u16());
         error
     };
@@ -378,7 +380,7 @@ fn read_response(
                 ),
             )
         })?;
-        return body_reply(body, attempt, status);
+        return body_reply(body, attempt, status, &failure);
     }
     let excerpt = attempt.scrubber.scrub_head(&bytes, BODY_QUOTE_BYTES);
     let message =
@@ -392,12 +394,12 @@ fn read_response(
 /// A 2xx body: an outcome envelope (a result with its usage, or the API's
 /// error) or a bare result. An http tool cannot ask questions: there is no
 /// way to send it the answers.
-fn body_reply(body: Value, attempt: &Attempt<'_>, status: StatusCode) -> Result<Reply, AttemptError> {
-    let failure = |kind: FailureKind, text: String| {
-        let mut error = AttemptError::new(kind, attempt.scrubber.scrub_string(&text));
-        error.status = Some(status.as_u16());
-        error
-    };
+fn body_reply(
+    body: Value,
+    attempt: &Attempt<'_>,
+    status: StatusCode,
+    failure: &dyn Fn(FailureKind, String) -> AttemptError,
+) -> Result<Reply, AttemptError> {
     match envelope::read_value(body) {
         Stdout::Plain(value) => Ok(Reply::bare(value)),
         Stdout::Envelope(Outcome::Success { result, usage }) => Ok(Reply::Result { value: result, usage }),

@@ -114,7 +114,7 @@ impl Runtime {
 }
 
 /// The `default` of each top-level property of an options schema.
-fn defaults(schema: &Value) -> Map<String, Value> {
+pub(crate) fn defaults(schema: &Value) -> Map<String, Value> {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Map::new() };
     properties
         .iter()

@@ -10,17 +10,12 @@ use crate::support::bundle::{self, with};
 use crate::support::ledger::{kinds, payload};
 use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
 use crate::support::pty::Terminal;
-use crate::support::{HANG_GUARD, Sandbox, files};
-
-/// Tool `id` running the fixture script `script` with `args`.
-fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
-    bundle::tool(id, bundle::exec(&files::fixture(&format!("runtime/{script}")), args))
-}
+use crate::support::{HANG_GUARD, Sandbox};
 
 /// A bundle whose tool `mail.draft` asks the questions named by `asks`
 /// (`tone`, `when`, `password`; see the fixture `ask.py`).
 fn asking_bundle(sb: &Sandbox, name: &str, asks: &[&str]) -> PathBuf {
-    sb.bundle(name, json!([exec_tool("mail.draft", "ask.py", asks)]), "[capabilities]\nexec = true\n")
+    sb.bundle(name, json!([bundle::runtime_tool("mail.draft", "ask.py", asks)]), "[capabilities]\nexec = true\n")
 }
 
 /// The payloads of the frames of `kind` in the default home's ledger.
@@ -109,7 +104,7 @@ fn a_question_for_a_secret_is_refused() {
 #[test]
 fn what_a_tool_asks_is_scrubbed_of_its_secrets_and_bounded_in_depth() {
     let sb = Sandbox::new();
-    let tool = with(exec_tool("mail.draft", "ask.py", &["leak"]), json!({"secrets": ["runloop/t/key"]}));
+    let tool = with(bundle::runtime_tool("mail.draft", "ask.py", &["leak"]), json!({"secrets": ["runloop/t/key"]}));
     let bundle = sb.bundle("leaky", json!([tool]), "[capabilities]\nexec = true\nsecrets = [\"runloop/t/key\"]\n");
     let output = sb.call(&bundle, "mail.draft", json!({})).env("RUNLOOP_T__KEY", "s3cr3t-value").output().unwrap();
     assert_eq!(output.status.code(), Some(2));
@@ -203,7 +198,7 @@ fn live_replay_flags_a_question_the_recording_does_not_answer() {
 #[test]
 fn a_changed_schema_is_flagged_even_when_the_data_still_fits() {
     let sb = Sandbox::new();
-    let tool = exec_tool("ok", "ok.sh", &[]);
+    let tool = bundle::runtime_tool("ok", "ok.sh", &[]);
     let bundle = sb.bundle("plain", json!([tool.clone()]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ok", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -226,8 +221,12 @@ fn options_bundle(sb: &Sandbox) -> PathBuf {
         "properties": {"signature": {"type": "boolean", "default": true}, "max": {"type": "integer", "maximum": 10}},
         "additionalProperties": false
     });
-    let tool = with(exec_tool("blob.echo", "echo_blob.sh", &[]), json!({"options_schema": schema}));
-    sb.bundle("optioned", json!([tool, exec_tool("plain", "echo_blob.sh", &[])]), "[capabilities]\nexec = true\n")
+    let tool = with(bundle::runtime_tool("blob.echo", "echo_blob.sh", &[]), json!({"options_schema": schema}));
+    sb.bundle(
+        "optioned",
+        json!([tool, bundle::runtime_tool("plain", "echo_blob.sh", &[])]),
+        "[capabilities]\nexec = true\n",
+    )
 }
 
 #[test]
@@ -267,7 +266,7 @@ fn options_merge_flags_config_and_defaults_and_are_validated_before_the_tool_run
 #[test]
 fn a_budget_refuses_the_call_once_its_trace_has_used_it_up() {
     let sb = Sandbox::new();
-    let tool = with(exec_tool("mail.send", "usage.sh", &[]), json!({"budget": {"tokens": 1000}}));
+    let tool = with(bundle::runtime_tool("mail.send", "usage.sh", &[]), json!({"budget": {"tokens": 1000}}));
     let bundle = sb.bundle("spender", json!([tool]), "[capabilities]\nexec = true\n");
     let first = sb.call(&bundle, "mail.send", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
@@ -300,7 +299,7 @@ fn a_budget_refuses_the_call_once_its_trace_has_used_it_up() {
 fn tags_reach_every_frame_of_the_call() {
     let sb = Sandbox::new();
     let tool = with(
-        exec_tool("mail.draft", "ask.py", &["tone"]),
+        bundle::runtime_tool("mail.draft", "ask.py", &["tone"]),
         json!({"observability": {"tags": ["mail"]}, "requires_confirmation": true}),
     );
     let bundle = sb.bundle("tagged", json!([tool]), "[capabilities]\nexec = true\n");
@@ -319,7 +318,8 @@ fn tags_reach_every_frame_of_the_call() {
         assert_eq!(payload(event)["tags"], json!(["mail", "team=mail"]), "{}", event.kind);
     }
     let tagged = events[0].provenance().unwrap().trace_id;
-    let untagged = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let untagged =
+        sb.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     assert_eq!(sb.call(&untagged, "ok", json!({})).output().unwrap().status.code(), Some(0));
     let listed = sb.rlp().args(["trace", "list", "--tag", "team=mail", "--format", "json"]).output().unwrap();
     let ids: Vec<String> = stdout_json(&listed).as_array().unwrap().iter().map(|t| t["trace_id"].to_string()).collect();

@@ -28,16 +28,11 @@ const TOKEN_ID: &str = "runloop/test/token";
 
 // ---------------------------------------------------------------- helpers
 
-/// Tool `id` running the fixture script `script` with `args`.
-fn exec_tool(id: &str, script: &str, args: &[&str]) -> Value {
-    bundle::tool(id, bundle::exec(&files::fixture(&format!("runtime/{script}")), args))
-}
-
 /// Tool `id` running the fixture script `script` with the argument `path`
 /// (a file or folder below `dir`), declaring `fs:<dir>` so that the sandbox
 /// lets it reach `path`.
 fn exec_tool_on(id: &str, script: &str, path: &Path, dir: &Path) -> Value {
-    bundle::with_fs(exec_tool(id, script, &[path.to_str().unwrap()]), dir)
+    bundle::with_fs(bundle::runtime_tool(id, script, &[path.to_str().unwrap()]), dir)
 }
 
 /// Tool `touch`, which creates the file `marker` (in the folder it declares):
@@ -79,7 +74,10 @@ fn exec_tool_call_records_frames_in_order() {
     let sb = Sandbox::new();
     let bundle = sb.bundle(
         "echoer",
-        json!([with(exec_tool("blob.echo", "echo_blob.sh", &[]), json!({"observability": {"tags": ["t1"]}}))]),
+        json!([with(
+            bundle::runtime_tool("blob.echo", "echo_blob.sh", &[]),
+            json!({"observability": {"tags": ["t1"]}})
+        )]),
         "[capabilities]\nexec = true\n",
     );
     let output =
@@ -152,7 +150,7 @@ fn exec_tool_call_records_frames_in_order() {
 #[test]
 fn human_format_prints_the_result_only() {
     let sb = Sandbox::new();
-    let bundle = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = sb.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "{\n  \"ok\": true\n}\n");
@@ -203,7 +201,8 @@ fn http_tool_call_records_frames_in_order() {
 #[test]
 fn trace_id_groups_calls() {
     let sb = Sandbox::new();
-    let bundle = sb.bundle("grouped", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle =
+        sb.bundle("grouped", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let trace = uuid::Uuid::now_v7();
     for _ in 0..2 {
         sb.call(&bundle, "ok", json!({})).args(["--trace-id", &trace.to_string()]).assert().code(0);
@@ -342,7 +341,7 @@ fn result_failing_result_schema_is_an_error() {
     let bundle = sb.bundle(
         "badres",
         json!([with(
-            exec_tool("bad", "bad_result.sh", &[]),
+            bundle::runtime_tool("bad", "bad_result.sh", &[]),
             json!({"result_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}})
         )]),
         "[capabilities]\nexec = true\n",
@@ -366,7 +365,7 @@ fn exec_tool_sees_only_documented_environment() {
     let sb = Sandbox::new();
     let bundle = sb.bundle(
         "envdump",
-        json!([with(exec_tool("env.dump", "env_dump.sh", &["extra"]), json!({"secrets": [TOKEN_ID]}))]),
+        json!([with(bundle::runtime_tool("env.dump", "env_dump.sh", &["extra"]), json!({"secrets": [TOKEN_ID]}))]),
         &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"),
     );
     let output = sb
@@ -404,9 +403,9 @@ fn exec_tool_sees_only_documented_environment() {
 fn secret_never_leaks_from_exec_tools() {
     let sb = Sandbox::new();
     let tools = json!([
-        with(exec_tool("sec.result", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN_ID]})),
-        with(exec_tool("sec.stderr", "secret_echo.sh", &["stderr"]), json!({"secrets": [TOKEN_ID]})),
-        with(exec_tool("sec.envelope", "secret_echo.sh", &["envelope"]), json!({"secrets": [TOKEN_ID]})),
+        with(bundle::runtime_tool("sec.result", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN_ID]})),
+        with(bundle::runtime_tool("sec.stderr", "secret_echo.sh", &["stderr"]), json!({"secrets": [TOKEN_ID]})),
+        with(bundle::runtime_tool("sec.envelope", "secret_echo.sh", &["envelope"]), json!({"secrets": [TOKEN_ID]})),
     ]);
     let bundle = sb.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
     let mut transcript = Vec::new();
@@ -471,7 +470,7 @@ fn json_format_reports_a_failed_call_as_one_document() {
     let sb = Sandbox::new();
     let bundle = sb.bundle(
         "failing",
-        json!([exec_tool("fail", "secret_echo.sh", &["stderr"])]),
+        json!([bundle::runtime_tool("fail", "secret_echo.sh", &["stderr"])]),
         "[capabilities]\nexec = true\n",
     );
     let output = sb.call(&bundle, "fail", json!({})).args(["--format", "json"]).output().unwrap();
@@ -494,7 +493,10 @@ fn json_format_reports_a_failed_call_as_one_document() {
 #[test]
 fn a_short_secret_value_leaves_the_trace_readable() {
     let sb = Sandbox::new();
-    let tools = json!([with(exec_tool("sec.result", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN_ID]}))]);
+    let tools = json!([with(
+        bundle::runtime_tool("sec.result", "secret_echo.sh", &["result"]),
+        json!({"secrets": [TOKEN_ID]})
+    )]);
     let bundle = sb.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
     let trace = "0197b0ff-0000-7000-8000-000000000002";
     let output = sb
@@ -632,8 +634,11 @@ fn timeout_kills_the_whole_process_group() {
 #[test]
 fn huge_stdout_is_refused_with_memory_bounded() {
     let sb = Sandbox::new();
-    let bundle =
-        sb.bundle("flood", json!([exec_tool("flood", "flood_stdout.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = sb.bundle(
+        "flood",
+        json!([bundle::runtime_tool("flood", "flood_stdout.sh", &[])]),
+        "[capabilities]\nexec = true\n",
+    );
     // rlp runs with its address space capped at 1 GiB: buffering 5 GB would fail.
     let mut command = sb.shell("ulimit -v 1048576");
     command.args(["tools", "call"]).arg(&bundle).arg("flood");
@@ -649,8 +654,11 @@ fn huge_stdout_is_refused_with_memory_bounded() {
 #[test]
 fn stderr_flood_before_stdout_does_not_deadlock() {
     let sb = Sandbox::new();
-    let bundle =
-        sb.bundle("noisy", json!([exec_tool("noisy", "stderr_first.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = sb.bundle(
+        "noisy",
+        json!([bundle::runtime_tool("noisy", "stderr_first.sh", &[])]),
+        "[capabilities]\nexec = true\n",
+    );
     let output = sb.call(&bundle, "noisy", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"ok": true}));
@@ -859,7 +867,7 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
     const PROCESSES: usize = 8;
     const CALLS: usize = 100;
     let sb = Sandbox::new();
-    let bundle = sb.bundle("busy", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = sb.bundle("busy", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let failures = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|scope| {
         for _ in 0..PROCESSES {
@@ -902,7 +910,7 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     let pid_file = sb.state_dir().join("tool.pid");
     let bundle = sb.bundle(
         "victim",
-        json!([exec_tool_on("slow", "slow.sh", &pid_file, &sb.state_dir()), exec_tool("ok", "ok.sh", &[])]),
+        json!([exec_tool_on("slow", "slow.sh", &pid_file, &sb.state_dir()), bundle::runtime_tool("ok", "ok.sh", &[])]),
         &state_caps(&sb, "exec = true\n"),
     );
     sb.call(&bundle, "ok", json!({})).assert().code(0);
@@ -988,7 +996,7 @@ fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
         std::fs::create_dir_all(folder.join("scratch")).unwrap();
         std::fs::write(folder.join("call.json"), "{\"tool\": {\"arguments\": {\"card\": \"4111\"}}}").unwrap();
     }
-    let bundle = sb.bundle("plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = sb.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     sb.call(&bundle, "ok", json!({})).env("TMPDIR", &tmp).assert().success();
     assert!(!dead.exists(), "the folder of a dead rlp is swept");
     assert!(alive.exists(), "the folder of a live process is kept");
@@ -1106,7 +1114,7 @@ fn transient_errors_are_retried_and_each_attempt_recorded() {
     std::fs::remove_file(&counter).unwrap();
     let once = sb.bundle(
         "flaky_once",
-        json!([exec_tool("flaky", "transient.sh", &[counter.to_str().unwrap()])]),
+        json!([bundle::runtime_tool("flaky", "transient.sh", &[counter.to_str().unwrap()])]),
         "[capabilities]\nexec = true\n",
     );
     let output = sb.call(&once, "flaky", json!({})).output().unwrap();
@@ -1117,7 +1125,7 @@ fn transient_errors_are_retried_and_each_attempt_recorded() {
 #[test]
 fn unknown_tools_and_invalid_bundles_are_usage_errors() {
     let sb = Sandbox::new();
-    let bundle = sb.bundle("known", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = sb.bundle("known", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let output = sb.call(&bundle, "nope", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert_contains(&stderr(&output), "error: bundle `known` has no tool `nope`\n  help: the tools are: ok");
@@ -1136,8 +1144,11 @@ fn unknown_tools_and_invalid_bundles_are_usage_errors() {
 #[test]
 fn library_runtime_serves_calls_from_several_threads() {
     let sb = Sandbox::new();
-    let bundle =
-        sb.bundle("lib", json!([exec_tool("blob.echo", "echo_blob.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = sb.bundle(
+        "lib",
+        json!([bundle::runtime_tool("blob.echo", "echo_blob.sh", &[])]),
+        "[capabilities]\nexec = true\n",
+    );
     let recorder = Arc::new(MemoryRecorder::new());
     let options = RuntimeOptions::new(rlp::home::Home::new(sb.home()), recorder.clone());
     let runtime = Arc::new(Runtime::load(&bundle, options).unwrap());
@@ -1230,7 +1241,8 @@ fn tool_calls(sb: &Sandbox) -> usize {
 /// A signed `marked` bundle (one exec tool) installed under the home, its
 /// signer a trust anchor allowed `exec`; returns (installed folder, public key file).
 fn installed_bundle(sb: &Sandbox) -> (PathBuf, PathBuf) {
-    let bundle = sb.bundle("marked", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle =
+        sb.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let public = sign_bundle(sb, &bundle, "release");
     sb.rlp()
         .args(["trust", "add"])
@@ -1308,7 +1320,8 @@ fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_t
 #[test]
 fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
     let sb = Sandbox::new();
-    let bundle = sb.bundle("marked", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle =
+        sb.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let public = sign_bundle(&sb, &bundle, "author");
     // Signed by a key that is not a trust anchor.
     assert_refused_by_trust(&sb, &bundle, "which is not a trust anchor in trust-policy.toml");
@@ -1490,7 +1503,7 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     let sb = Sandbox::new();
     let bundle = sb.bundle(
         "deep",
-        json!([exec_tool("ok", "ok.sh", &[]), exec_tool("echo", "echo_blob.sh", &[])]),
+        json!([bundle::runtime_tool("ok", "ok.sh", &[]), bundle::runtime_tool("echo", "echo_blob.sh", &[])]),
         "[capabilities]\nexec = true\n",
     );
     let output = sb.call(&bundle, "ok", nested(100)).args(["--format", "json"]).output().unwrap();
@@ -1543,8 +1556,12 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
 fn a_bundle_path_cannot_drive_the_terminal() {
     let sb = Sandbox::new();
     let parent = sb.join("clear\x1b[2Jscreen");
-    let bundle =
-        bundle::write(&parent, "plain", json!([exec_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let bundle = bundle::write(
+        &parent,
+        "plain",
+        json!([bundle::runtime_tool("ok", "ok.sh", &[])]),
+        "[capabilities]\nexec = true\n",
+    );
     let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!stderr(&output).contains('\x1b'), "{:?}", stderr(&output));

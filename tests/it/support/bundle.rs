@@ -42,6 +42,12 @@ pub fn exec(command: &str, args: &[&str]) -> Value {
     json!({"kind": "exec", "command": command, "args": args})
 }
 
+/// Tool `id` running the fixture script `tests/fixtures/runtime/<script>`
+/// with `args`.
+pub fn runtime_tool(id: &str, script: &str, args: &[&str]) -> Value {
+    tool(id, exec(&super::files::fixture(&format!("runtime/{script}")), args))
+}
+
 /// An http transport sending `method` to `url`.
 pub fn http(method: &str, url: &str) -> Value {
     json!({"kind": "http", "method": method, "url": url})
