@@ -1,0 +1,3 @@
+#!/bin/sh
+# json_schema_2020_12_tool: answers an empty object.
+echo '{}'
