@@ -63,4 +63,4 @@ for _ in $(seq 100); do
 done
 [ -n "$url" ] || { cat "$log" >&2; fail "rlp serve printed no listening address within 10 s"; }
 
-"$suite/node_modules/.bin/conformance" server --url "$url" --expected-failures "$here/baseline.yml" --output-dir "$work/results"
+timeout 600 "$suite/node_modules/.bin/conformance" server --url "$url" --expected-failures "$here/baseline.yml" --output-dir "$work/results"

@@ -9,6 +9,7 @@ mod support;
 mod authoring;
 mod calls;
 mod cli;
+mod conformance;
 mod io;
 mod lint;
 mod replay;
