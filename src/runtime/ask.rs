@@ -146,7 +146,8 @@ impl Runtime {
                 invocation_id: journal.invocation_id,
                 questions: &open,
             };
-            let mut given = self.options().answerer.answer(&request);
+            let answerer = journal.context.answerer.as_deref().unwrap_or(&*self.options().answerer);
+            let mut given = answerer.answer(&request);
             given.retain(|a| open.iter().any(|q| q.id == a.id));
             answers.extend(given);
         }

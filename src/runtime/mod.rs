@@ -27,7 +27,8 @@ pub mod answer;
 pub(crate) mod ask;
 pub(crate) mod budget;
 pub(crate) mod call;
-pub(crate) mod confirm;
+pub mod confirm;
+pub mod context;
 pub mod envelope;
 pub(crate) mod exec;
 pub mod exposure;
@@ -63,7 +64,9 @@ use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
 use crate::runtime::trust_gate::TrustGate;
 use crate::text::plural;
 
+pub use crate::process::cancel::Cancel;
 pub use crate::runtime::call::{CallError, CallErrorKind, CallOutcome, CallRequest};
+pub use crate::runtime::context::{CallContext, Progress, ProgressSink};
 
 /// How many lint findings a load refusal quotes.
 const QUOTED_FINDINGS: usize = 5;
