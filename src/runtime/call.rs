@@ -768,9 +768,13 @@ impl Runtime {
         if answer.approved {
             return Ok(());
         }
-        let help = match &config.confirm_required_by {
-            Some(path) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
-            None => "pass --yes to approve the call, or set security.confirm_external_actions = false".to_string(),
+        let asked = journal.context.confirmer.as_deref().unwrap_or(&*self.options().confirmer);
+        let help = match (asked.refusal_help(), &config.confirm_required_by) {
+            (Some(help), _) => help,
+            (None, Some(path)) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
+            (None, None) => {
+                "pass --yes to approve the call, or set security.confirm_external_actions = false".to_string()
+            }
         };
         Err(journal.refuse(
             CallError::new(
