@@ -4,7 +4,7 @@
 //! `_meta` trace id, `traceparent`, progress token, `requestState`). The
 //! fuzz target `jsonrpc` drives it with arbitrary bytes.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage};
 use serde_json::Value;
 
 use crate::serve::handler::TRACE_META;
@@ -31,9 +31,10 @@ pub struct InboundCall {
 pub fn read_message(bytes: &[u8]) -> Result<Option<InboundCall>, String> {
     let message: ClientJsonRpcMessage = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let JsonRpcMessage::Request(request) = message else { return Ok(None) };
+    // The SDK moves a request's `_meta` out of its params into its extensions.
+    let meta = request.request.get_meta().clone();
     let ClientRequest::CallToolRequest(call) = request.request else { return Ok(None) };
     let params = call.params;
-    let meta = params.meta.unwrap_or_default();
     Ok(Some(InboundCall {
         tool: params.name.to_string(),
         arguments: params.arguments.map_or(0, |a| a.len()),
@@ -59,7 +60,7 @@ mod tests {
         let read = read_message(call).unwrap().unwrap();
         assert_eq!(read.tool, "t");
         assert_eq!(read.arguments, 1);
-        assert!(read.progress && read.traceparent_recorded && !read.resumes);
+        assert!(read.progress && read.traceparent_recorded && !read.resumes, "{read:?}");
         assert!(read.trace_id.is_some());
         assert_eq!(read_message(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Ok(None));
         assert!(read_message(b"{").is_err());
