@@ -41,16 +41,23 @@ pub(crate) struct Pending {
 }
 
 /// Follows `pending` until it ends or asks the client; cancels it when the
-/// request is cancelled (and still waits for its cancelled result to be
-/// recorded).
+/// request is cancelled or its HTTP client goes away (`gone`), and still
+/// waits for its cancelled result to be recorded.
 pub(crate) async fn follow(
     mut pending: Pending,
     parked: &Parked,
     cancelled: &CancellationToken,
+    gone: Option<&CancellationToken>,
 ) -> Result<CallToolResponse, ErrorData> {
+    let client_gone = async {
+        match gone {
+            Some(gone) => gone.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
     let event = tokio::select! {
         event = pending.events.recv() => event,
-        () = cancelled.cancelled() => {
+        () = async { tokio::select! { () = cancelled.cancelled() => (), () = client_gone => () } } => {
             pending.cancel.cancel();
             // The tool is being killed; its result frame is written before
             // the call's thread ends.

@@ -24,6 +24,7 @@ use crate::runtime::confirm::Confirmer;
 use crate::runtime::{CallContext, CallRequest, Cancel, Runtime};
 use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker};
 use crate::serve::calls::{Event, Pending, ProgressNotifier, follow};
+use crate::serve::http::client_gone;
 use crate::serve::listing::{self, Listed};
 use crate::serve::parked::Parked;
 
@@ -183,7 +184,8 @@ impl Handler {
         });
         let wrapped = self.shared.wrapped.get(&tool).copied().unwrap_or(false);
         let pending = Pending { events: receiver, answers, cancel, wrapped };
-        follow(pending, &self.shared.parked, &context.ct).await
+        let gone = client_gone(&context.extensions);
+        follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await
     }
 
     /// Resumes the call parked under `state` with the client's answers.
@@ -202,7 +204,8 @@ impl Handler {
         if let Some(answers) = &pending.answers {
             let _ = answers.send(params.input_responses.unwrap_or_default());
         }
-        follow(pending, &self.shared.parked, &context.ct).await
+        let gone = client_gone(&context.extensions);
+        follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await
     }
 }
 
