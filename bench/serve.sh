@@ -42,10 +42,10 @@ fi
 printf '#include <unistd.h>\nint main(void) { return write(1, "{}\\n", 3) != 3; }\n' >"$work/ok.c"
 cc -O2 -o "$work/ok" "$work/ok.c"
 tool="$(realpath "$work/ok")"
-bundle="$work/bench-serve"
+bundle="$work/bench_serve"
 mkdir -p "$bundle"
 printf '[capabilities]\nexec = true\n' >"$bundle/policy.caps"
-printf '[agent]\nname = "bench-serve"\nversion = "0.1.0"\n\n[artifacts.tools]\npath = "tools.json"\nversion = 1\n\n[artifacts.caps]\npath = "policy.caps"\n' \
+printf '[agent]\nname = "bench_serve"\nversion = "0.1.0"\n\n[artifacts.tools]\npath = "tools.json"\nversion = 1\n\n[artifacts.caps]\npath = "policy.caps"\n' \
   >"$bundle/manifest.toml"
 cat >"$bundle/tools.json" <<TOOLS
 {"version": 1, "tools": [{"id": "ok", "description": "Prints an empty object.",
