@@ -87,6 +87,15 @@ $report
 
 Targets: \`rlp serve\`'s overhead above the raw spawn under 1 ms per call;
 group-committed frames/s at least 4× one transaction per frame.
+
+How to read the throughput rows: each call writes three frames
+(\`cap.audit\`, \`tool.call\`, \`tool.result\`), and a call is answered only
+once its frames are durable. "One durable transaction per frame" is the most a
+writer without group commit could reach on this disk with no tool running at
+all; \`rlp serve\` can only beat it by 4× when its calls are cheaper than the
+commits they save. When the disk row is close to the tmpfs row, durability is
+not what bounds the rate: the tool processes are (spawn, sandbox, private
+folder — the latency rows above, on every core at once).
 SECTION
 )"
 

@@ -17,6 +17,10 @@ fn server_scenarios_fail_exactly_as_the_baseline_lists() {
         .env("CONFORMANCE_WORK", Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "the MCP conformance run did not match tests/conformance/baseline.yml:\n{}", output::text(&out));
+    assert!(
+        out.status.success(),
+        "the MCP conformance run did not match tests/conformance/baseline.yml:\n{}",
+        output::text(&out)
+    );
     output::assert_contains(&output::stdout(&out), "Baseline check passed: all failures are expected.");
 }
