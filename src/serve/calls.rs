@@ -130,7 +130,7 @@ pub(crate) fn outcome(result: Result<CallOutcome, CallError>, wrapped: bool) -> 
                 "resultType": "complete",
                 "content": [{"type": "text", "text": text}],
                 "isError": true,
-                "_meta": call_meta(e.invocation_id, e.trace_id, 0, outcome),
+                "_meta": call_meta(e.invocation_id, e.trace_id, e.attempts, outcome),
             })
         }
     };
