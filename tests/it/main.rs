@@ -17,5 +17,6 @@ mod sandbox;
 mod schemas;
 mod seal;
 mod secrets;
+mod serve;
 mod trace_diff;
 mod upstream;
