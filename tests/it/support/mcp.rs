@@ -59,7 +59,17 @@ pub fn drive(scenario: &Value) -> Value {
     let out = wait_bounded(child);
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("the driver printed no report ({e})\n{}", output::text(&out)));
-    assert!(out.status.success() && report.get("fatal").is_none(), "the driver failed\n{}", output::text(&out));
+    if let Some(fatal) = report.get("fatal") {
+        let server =
+            scenario["transport"]["stderr"].as_str().map(|path| std::fs::read_to_string(path).unwrap_or_default());
+        panic!(
+            "the driver failed\n{}\n--- driver stderr\n{}--- server stderr\n{}",
+            fatal.as_str().unwrap_or_default(),
+            output::stderr(&out),
+            server.unwrap_or_else(|| "(see the test's HttpServe)".into())
+        );
+    }
+    assert!(out.status.success(), "the driver failed\n{}", output::text(&out));
     report
 }
 
