@@ -36,4 +36,5 @@ pub mod process;
 pub mod replay;
 pub mod runtime;
 pub mod sandbox;
+pub mod serve;
 pub(crate) mod text;

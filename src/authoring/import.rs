@@ -240,6 +240,7 @@ fn ask_schema(source: &Source, bundle_root: &Path) -> Result<Answer, AskError> {
         max_stdout: limits.max_output as u64,
         stderr: Keep::Tail { keep: STDERR_TAIL, margin: 0 },
         sandbox: Some(&sandbox),
+        cancel: None,
     };
     let finished = invoke(&invocation).map_err(|e| {
         AskError::Start(match e {

@@ -11,6 +11,7 @@ pub(crate) mod lint;
 pub(crate) mod output;
 pub(crate) mod replay;
 pub(crate) mod runtime_setup;
+pub(crate) mod serve;
 pub(crate) mod sign;
 pub(crate) mod terminal;
 pub(crate) mod tools;
@@ -86,6 +87,8 @@ pub enum Command {
     Trace(trace::TraceCommand),
     /// Replay a recorded trace against a bundle and report every divergence.
     Replay(replay::ReplayArgs),
+    /// Serve a bundle's tools over the Model Context Protocol (stdio or HTTP).
+    Serve(serve::ServeArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -121,6 +124,7 @@ fn run(command: Command, ctx: &Context) -> CliResult {
         Command::Trust(cmd) => trust::run(cmd, ctx),
         Command::Trace(cmd) => trace::run(cmd, ctx),
         Command::Replay(args) => replay::run(&args, ctx),
+        Command::Serve(args) => serve::run(&args, ctx),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "rlp", &mut script);

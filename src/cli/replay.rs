@@ -90,6 +90,7 @@ pub(crate) fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
                 yes: args.yes,
                 confirm_external_actions: args.confirm_external_actions,
                 ask_questions: false,
+                serving: false,
             };
             let (runtime, recorder) = load_runtime(flags, ctx)?;
             let contract = Contract::for_runtime(&runtime)?;

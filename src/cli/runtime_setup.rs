@@ -11,7 +11,10 @@ use crate::cli::output::{diagnostic, warning};
 use crate::cli::terminal;
 use crate::config::{self, Flags};
 use crate::event::Recorder;
+use crate::ledger::group::GroupCommit;
 use crate::ledger::{LedgerStore, Location};
+use crate::runtime::answer::{Answerer, NoAnswerer};
+use crate::runtime::confirm::{Confirmer, NoTerminal, PreApproved};
 use crate::runtime::secrets::EnvSecretResolver;
 use crate::runtime::{Runtime, RuntimeOptions};
 
@@ -27,6 +30,10 @@ pub(crate) struct RuntimeFlags<'a> {
     /// Whether the person at the terminal answers tools' questions (live
     /// replay answers only from the recording).
     pub ask_questions: bool,
+    /// `rlp serve`: never a terminal prompt (standard input may carry the
+    /// protocol; each call brings its own asker), and frames of concurrent
+    /// calls group-committed.
+    pub serving: bool,
 }
 
 /// Loads the configuration and the bundle into a runtime that records into
@@ -42,14 +49,21 @@ pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Ru
                 .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
         })?
         .into();
-    let ledger: Arc<dyn Recorder> = ledger;
+    let (ledger, confirmer, answerer): (Arc<dyn Recorder>, Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {
+        let writer = GroupCommit::start(ledger)
+            .map_err(|e| CliError::problem(format!("cannot start the ledger writer: {e}")))?;
+        let confirmer: Arc<dyn Confirmer> = if flags.yes { Arc::new(PreApproved) } else { Arc::new(NoTerminal) };
+        (Arc::new(writer), confirmer, Arc::new(NoAnswerer))
+    } else {
+        (ledger, terminal::confirmer(flags.yes), terminal::answerer(flags.ask_questions))
+    };
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,
         secrets: Arc::new(EnvSecretResolver),
         recorder: ledger.clone(),
-        confirmer: terminal::confirmer(flags.yes),
-        answerer: terminal::answerer(flags.ask_questions),
+        confirmer,
+        answerer,
     };
     let runtime = Runtime::load(flags.bundle, options)?;
     warn(runtime.warnings());

@@ -166,6 +166,7 @@ mod tests {
                 tags: vec![],
                 options: None,
                 sandbox: None,
+                traceparent: None,
             })
         );
         let retry = Payload::read(

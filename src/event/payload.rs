@@ -58,6 +58,10 @@ pub struct ToolCallPayload {
     /// traces written before rlp sandboxed tools).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
     pub sandbox: Option<SandboxRecord>,
+    /// The W3C `traceparent` the caller sent (MCP `_meta`), when it sent
+    /// a well-formed one.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub traceparent: Option<String>,
 }
 
 /// The kernel sandbox of an exec call, as its call frame records it
@@ -257,6 +261,10 @@ pub struct ToolResultPayload<E = RecordedError> {
     /// The call's tags (absent when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
     pub tags: Vec<String>,
+    /// The W3C `traceparent` the caller sent (MCP `_meta`), when it sent
+    /// a well-formed one.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub traceparent: Option<String>,
 }
 
 impl ToolResultPayload {
@@ -510,6 +518,7 @@ mod tests {
             result_schema_blake3: "00".into(),
             usage: Some(Usage { tokens: Some(600), usd: None }),
             tags: vec!["team=mail".into()],
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
         };
         let value = serde_json::to_value(&ok).unwrap();
         assert!(value.get("error").is_none());

@@ -14,6 +14,7 @@
 //! [`crate::event::Recorder`], which every store implements.
 
 pub mod export;
+pub mod group;
 pub mod import;
 pub mod jsonl;
 pub(crate) mod pending;

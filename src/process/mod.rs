@@ -22,6 +22,7 @@
 //! (starting a child), [`capture`] and [`run`] (one child to its end under
 //! limits), [`tool`] (the exec protocol: private folder, blob, environment).
 
+pub mod cancel;
 pub(crate) mod capture;
 pub(crate) mod reap;
 pub(crate) mod run;

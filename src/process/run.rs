@@ -20,6 +20,7 @@ use rustix::io::Errno;
 use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 
 use crate::kill::{kill_group, kill_tree};
+use crate::process::cancel::Cancel;
 use crate::process::capture::{Capture, Captured, Keep};
 use crate::process::reap::{reap_child, reap_group, sweep_orphans};
 use crate::process::spawn::Program;
@@ -53,6 +54,8 @@ pub(crate) struct Watch<'a> {
     /// The `NAME=value` entry of the tool's environment by which the orphan
     /// sweep recognises the processes this run left.
     pub marker: &'a str,
+    /// Ends the run early (the tool is killed) once cancelled.
+    pub cancel: Option<&'a Cancel>,
 }
 
 /// How a run ended.
@@ -66,6 +69,8 @@ pub(crate) struct Finished {
     pub stderr: Captured,
     /// It was killed at the deadline.
     pub timed_out: bool,
+    /// It was killed because the call was cancelled.
+    pub cancelled: bool,
     /// stdout passed its bound (the tool was killed unless it had exited).
     pub overflow: bool,
     /// It did not exit even after SIGKILL, within [`KILL_GRACE`].
@@ -116,6 +121,7 @@ pub(crate) fn run(
         stdout: Captured::default(),
         stderr: Captured::default(),
         timed_out: false,
+        cancelled: false,
         overflow: false,
         unkillable: false,
         net: None,
@@ -127,7 +133,8 @@ pub(crate) fn run(
     let mut wait_error = None;
     let exited = loop {
         let until = if exit.is_some() { deadline } else { deadline.min(Instant::now() + EXIT_TICK) };
-        let woke = step(&mut streams, exit, until).and_then(|exit_ready| match exit {
+        let cancel = watch.cancel.map(Cancel::fd);
+        let woke = step(&mut streams, exit, cancel, until).and_then(|exit_ready| match exit {
             Some(_) => Ok(exit_ready),
             None => has_exited(pid),
         });
@@ -139,7 +146,12 @@ pub(crate) fn run(
                 break false;
             }
         }
-        if streams[0].overflow && !killed {
+        if watch.cancel.is_some_and(Cancel::is_cancelled) && !killed {
+            finished.cancelled = true;
+            killed = true;
+            kill_tree(pid);
+            deadline = Instant::now() + KILL_GRACE;
+        } else if streams[0].overflow && !killed {
             finished.overflow = true;
             killed = true;
             kill_tree(pid);
@@ -173,7 +185,7 @@ pub(crate) fn run(
     // what is there.
     let grace = Instant::now() + PIPE_GRACE;
     while streams.iter().any(|s| s.fd.is_some()) && Instant::now() < grace {
-        if step(&mut streams, None, grace).is_err() {
+        if step(&mut streams, None, None, grace).is_err() {
             break;
         }
     }
@@ -228,13 +240,18 @@ impl Stream {
 }
 
 /// Waits until a pipe has data or reached its end, `exit` is readable (the
-/// tool exited), or `until` passes; reads what the pipes carry. Returns
-/// whether `exit` is readable.
-fn step(streams: &mut [Stream; 2], exit: Option<BorrowedFd<'_>>, until: Instant) -> io::Result<bool> {
+/// tool exited), `cancel` is readable (the call was cancelled), or `until`
+/// passes; reads what the pipes carry. Returns whether `exit` is readable.
+fn step(
+    streams: &mut [Stream; 2],
+    exit: Option<BorrowedFd<'_>>,
+    cancel: Option<BorrowedFd<'_>>,
+    until: Instant,
+) -> io::Result<bool> {
     let timeout = until.saturating_duration_since(Instant::now()).min(LONGEST_WAIT);
     // Within LONGEST_WAIT, the conversion cannot fail; were it to, wait a second.
     let timeout = Timespec::try_from(timeout).unwrap_or(Timespec { tv_sec: 1, tv_nsec: 0 });
-    let mut fds = Vec::with_capacity(3);
+    let mut fds = Vec::with_capacity(4);
     for stream in streams.iter() {
         if let Some(fd) = &stream.fd {
             fds.push(PollFd::new(fd, PollFlags::IN));
@@ -242,6 +259,10 @@ fn step(streams: &mut [Stream; 2], exit: Option<BorrowedFd<'_>>, until: Instant)
     }
     if let Some(exit) = &exit {
         fds.push(PollFd::new(exit, PollFlags::IN));
+    }
+    // Last, so the readiness of the others is read in their order.
+    if let Some(cancel) = &cancel {
+        fds.push(PollFd::new(cancel, PollFlags::IN));
     }
     match poll(&mut fds, Some(&timeout)) {
         Ok(_) => {}

@@ -61,6 +61,8 @@ pub(crate) struct Invocation<'a> {
     /// The kernel sandbox, made around the call's private folder; `None`
     /// runs the tool unconfined.
     pub sandbox: Option<&'a SandboxPlan>,
+    /// Ends the run early once cancelled.
+    pub cancel: Option<&'a crate::process::cancel::Cancel>,
 }
 
 /// Why an invocation gave no [`Finished`].
@@ -102,6 +104,7 @@ pub(crate) fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeErro
         max_stdout: invocation.max_stdout,
         stderr: invocation.stderr,
         marker: &marker,
+        cancel: invocation.cancel,
     };
     let mut confinement = match invocation.sandbox {
         Some(plan) => plan.confine(dir.path()).map_err(InvokeError::Sandbox)?,
@@ -202,6 +205,7 @@ mod tests {
             max_stdout,
             stderr: Keep::Tail { keep: 1024, margin: 0 },
             sandbox: None,
+            cancel: None,
         })
     }
 
@@ -268,6 +272,7 @@ mod tests {
                 max_stdout: 10,
                 stderr: Keep::Tail { keep: 10, margin: 0 },
                 sandbox: None,
+                cancel: None,
             };
             match invoke(&invocation) {
                 Err(InvokeError::Start(e)) => e.to_string(),

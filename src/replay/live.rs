@@ -91,9 +91,10 @@ impl Executor for LiveExecutor<'_> {
                 CallErrorKind::Refused => Err(ReplayError::Refused { position, message: e.message, help: e.help }),
                 CallErrorKind::Recording => Err(ReplayError::Failed { position, message: e.message, help: e.help }),
                 CallErrorKind::Unanswered => Ok(Fresh::Unanswered(e.message)),
-                CallErrorKind::Tool | CallErrorKind::UnknownTool | CallErrorKind::InvalidInput => {
-                    Ok(Fresh::Ran(Outcome::Error(RecordedError::from_message(e.message))))
-                }
+                CallErrorKind::Tool
+                | CallErrorKind::Cancelled
+                | CallErrorKind::UnknownTool
+                | CallErrorKind::InvalidInput => Ok(Fresh::Ran(Outcome::Error(RecordedError::from_message(e.message)))),
             },
         }
     }

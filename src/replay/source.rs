@@ -321,6 +321,7 @@ mod tests {
                 tags: vec![],
                 options: None,
                 sandbox: None,
+                traceparent: None,
             }),
         )
     }
@@ -339,6 +340,7 @@ mod tests {
                 result_schema_blake3: String::new(),
                 usage: None,
                 tags: vec![],
+                traceparent: None,
             }),
         )
     }

@@ -65,6 +65,12 @@ pub trait Answerer: Send + Sync {
     /// Answers what it can of `request` (possibly nothing: the runtime
     /// then fails the call, naming the questions left open).
     fn answer(&self, request: &AnswerRequest<'_>) -> Vec<GivenAnswer>;
+
+    /// What to tell the caller when questions were left open; `None` for
+    /// the command line's advice (`--answer`).
+    fn unanswered_help(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Answers nothing: there is nobody to ask.

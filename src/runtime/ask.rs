@@ -139,6 +139,7 @@ impl Runtime {
             questions.iter().filter(|q| !answers.iter().any(|a| a.id == q.id)).collect()
         };
         let open = unanswered(&answers);
+        let answerer = journal.context.answerer.as_deref().unwrap_or(&*self.options().answerer);
         if !open.is_empty() {
             let request = AnswerRequest {
                 tool: &tool.id,
@@ -146,7 +147,7 @@ impl Runtime {
                 invocation_id: journal.invocation_id,
                 questions: &open,
             };
-            let mut given = self.options().answerer.answer(&request);
+            let mut given = answerer.answer(&request);
             given.retain(|a| open.iter().any(|q| q.id == a.id));
             answers.extend(given);
         }
@@ -162,7 +163,9 @@ impl Runtime {
                     if still_open.len() == 1 { "a question" } else { "questions" },
                     listed.join(", ")
                 ),
-                format!("answer with {}, or call from a terminal to be asked", flags.join(" ")),
+                answerer
+                    .unanswered_help()
+                    .unwrap_or_else(|| format!("answer with {}, or call from a terminal to be asked", flags.join(" "))),
             ));
         }
         for answer in &answers {

@@ -21,6 +21,7 @@ use crate::integrity::verify::Signer;
 use crate::runtime::answer::AnswerSource;
 use crate::runtime::ask::Questioning;
 use crate::runtime::confirm::{ConfirmRequest, Confirmation};
+use crate::runtime::context::{CallContext, Progress};
 use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
 use crate::runtime::journal::{Journal, call_tags, check_tags};
@@ -42,6 +43,22 @@ pub(crate) const SANDBOX_CAPABILITY: &str = "sandbox";
 /// The `capability` of the audit frame ([`crate::event::EventKind::CapAudit`]) that records the trust gate's decision.
 pub(crate) const TRUST_AUDIT: &str = "trust";
 
+/// The context of a call that brings nothing of its own.
+static NO_CONTEXT: CallContext = CallContext { confirmer: None, answerer: None, cancel: None, progress: None };
+
+/// Whether `text` is a W3C trace context `traceparent`: version `00`, a
+/// 32-digit trace id and a 16-digit parent id (neither all zeros), and
+/// 2-digit flags, in lower-case hexadecimal.
+pub(crate) fn is_traceparent(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let hex = |part: &str, len: usize| {
+        part.len() == len && part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    matches!(parts.as_slice(), [version, trace, parent, flags]
+        if *version == "00" && hex(trace, 32) && hex(parent, 16) && hex(flags, 2)
+            && trace.bytes().any(|b| b != b'0') && parent.bytes().any(|b| b != b'0'))
+}
+
 /// One call to make.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallRequest {
@@ -62,6 +79,10 @@ pub struct CallRequest {
     pub options: Map<String, Value>,
     /// Tags given for this call (`--tag`), recorded after the tool's own.
     pub tags: Vec<String>,
+    /// The W3C `traceparent` of the caller's trace (MCP `_meta`), recorded
+    /// on the call and result frames; one that is not well formed is not
+    /// recorded.
+    pub traceparent: Option<String>,
 }
 
 impl CallRequest {
@@ -75,6 +96,7 @@ impl CallRequest {
             answer_source: AnswerSource::Flag,
             options: Map::new(),
             tags: Vec::new(),
+            traceparent: None,
         }
     }
 }
@@ -114,6 +136,8 @@ pub enum CallErrorKind {
     Tool,
     /// The ledger could not record the call (exit 1).
     Recording,
+    /// The caller cancelled the call (exit 1).
+    Cancelled,
 }
 
 impl CallErrorKind {
@@ -122,7 +146,7 @@ impl CallErrorKind {
         match self {
             CallErrorKind::UnknownTool | CallErrorKind::InvalidInput | CallErrorKind::Unanswered => Class::Usage,
             CallErrorKind::Refused => Class::Refused,
-            CallErrorKind::Tool | CallErrorKind::Recording => Class::Problem,
+            CallErrorKind::Tool | CallErrorKind::Recording | CallErrorKind::Cancelled => Class::Problem,
         }
     }
 }
@@ -212,14 +236,22 @@ fn backoff_ms(attempt: u32, retry_after_ms: Option<u64>) -> u64 {
 }
 
 impl Runtime {
-    /// Runs one call through the whole pipeline.
+    /// Runs one call through the whole pipeline, confirmed and answered by
+    /// the runtime's own confirmer and answerer.
     pub fn call(&self, request: &CallRequest) -> Result<CallOutcome, CallError> {
+        self.call_in(request, &NO_CONTEXT)
+    }
+
+    /// Runs one call through the whole pipeline with what `context` brings
+    /// (its confirmer and answerer, cancellation, progress).
+    pub fn call_in(&self, request: &CallRequest, context: &CallContext) -> Result<CallOutcome, CallError> {
         let started = Instant::now();
         if let Err(why) = check_tags(&request.tags) {
             return Err(CallError::new(CallErrorKind::InvalidInput, why)
                 .help("give tags as KEY=VALUE or a plain word, e.g. --tag team=mail"));
         }
-        let mut journal = self.journal(&request.tool, request.trace_id);
+        let mut journal = self.journal(&request.tool, request.trace_id, context);
+        journal.traceparent = request.traceparent.clone().filter(|t| is_traceparent(t));
         journal.tags = call_tags(self.tool(&request.tool), &request.tags);
         // 0. Trust: the bundle as it is now, against the trust policy as it is now.
         self.admit(&mut journal)?;
@@ -277,6 +309,7 @@ impl Runtime {
                 Plan::Exec(exec) => Some(exec.sandbox.record().clone()),
                 Plan::Http(_) => None,
             },
+            traceparent: journal.traceparent.clone(),
         };
         journal.push(EventKind::ToolCall, "runtime".into(), call);
         journal.flush().map_err(|mut e| {
@@ -295,7 +328,18 @@ impl Runtime {
                 RunInputs { plan: &plan, request, secrets: &secrets, answers: &questions.answers, options: &options };
             // Set when questions end the call (it says how the call fails).
             let mut stop = None;
-            let outcome = match self.attempt(prepared, &run, &mut journal, attempt) {
+            let of = max_attempts;
+            context.report(Progress::AttemptStarted { attempt, of });
+            let reply = if context.is_cancelled() {
+                Err(AttemptError::new(
+                    FailureKind::Cancelled,
+                    format!("the call of `{}` was cancelled before attempt {attempt} started", tool.id),
+                ))
+            } else {
+                self.attempt(prepared, &run, &mut journal, attempt)
+            };
+            context.report(Progress::AttemptEnded { attempt, of, ok: reply.is_ok() });
+            let outcome = match reply {
                 Ok(Reply::Questions(asked)) => {
                     match self.ask(prepared, &asked, &mut questions, &mut journal, attempt) {
                         Ok(()) => {
@@ -332,6 +376,7 @@ impl Runtime {
                 result_schema_blake3: prepared.result_schema.blake3.clone(),
                 usage,
                 tags: journal.tags.clone(),
+                traceparent: journal.traceparent.clone(),
             };
             journal.push(EventKind::ToolResult, format!("tool:{}", tool.id), frame);
             if let Err(failure) = journal.flush() {
@@ -376,7 +421,11 @@ impl Runtime {
     /// The error of a call whose last attempt failed (scrubbed here too,
     /// whichever transport wrote it).
     fn failed_error(&self, journal: &Journal<'_>, e: &AttemptError, attempt: u32) -> CallError {
-        let kind = if e.refused { CallErrorKind::Refused } else { CallErrorKind::Tool };
+        let kind = match e.kind {
+            FailureKind::Cancelled => CallErrorKind::Cancelled,
+            _ if e.refused => CallErrorKind::Refused,
+            _ => CallErrorKind::Tool,
+        };
         let mut error = CallError::new(kind, journal.scrubber.scrub_string(&e.message));
         if attempt > 1 && e.kind != FailureKind::NeedsInput {
             error.message.push_str(&format!(" (after {attempt} attempts)"));
@@ -390,6 +439,7 @@ impl Runtime {
                 "the tool's output exceeds max_output_bytes; raise it in tools.json or make the output smaller".into()
             }
             FailureKind::InvalidResult => "fix the tool, or its result_schema in tools.json".into(),
+            FailureKind::Cancelled => "the caller cancelled the call; call again to run it".into(),
             FailureKind::Refused => {
                 "grant the redirect target in policy.caps, or point the tool at the final URL".into()
             }
@@ -467,13 +517,15 @@ impl Runtime {
     /// recorded trace runs again (live replay); a refusal is recorded in
     /// `trace_id` as a deny audit frame for tool `*`.
     pub fn check_trust(&self, trace_id: Uuid) -> Result<(), CallError> {
-        let mut journal = self.journal("*", Some(trace_id));
+        let mut journal = self.journal("*", Some(trace_id), &NO_CONTEXT);
         self.admit(&mut journal)
     }
 
-    fn journal<'r>(&'r self, tool: &'r str, trace_id: Option<Uuid>) -> Journal<'r> {
+    fn journal<'r>(&'r self, tool: &'r str, trace_id: Option<Uuid>, context: &'r CallContext) -> Journal<'r> {
         Journal {
             runtime: self,
+            context,
+            traceparent: None,
             tool,
             trace_id: trace_id.unwrap_or_else(Uuid::now_v7),
             invocation_id: Uuid::now_v7(),
@@ -685,7 +737,8 @@ impl Runtime {
                 Plan::Http(p) => p.target_text(),
             };
             let target = journal.scrubber.scrub_string(&target);
-            self.options().confirmer.confirm(&ConfirmRequest {
+            let confirmer = journal.context.confirmer.as_deref().unwrap_or(&*self.options().confirmer);
+            confirmer.confirm(&ConfirmRequest {
                 tool: &tool.id,
                 description: &tool.description,
                 arguments: shown_args,
@@ -715,9 +768,13 @@ impl Runtime {
         if answer.approved {
             return Ok(());
         }
-        let help = match &config.confirm_required_by {
-            Some(path) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
-            None => "pass --yes to approve the call, or set security.confirm_external_actions = false".to_string(),
+        let asked = journal.context.confirmer.as_deref().unwrap_or(&*self.options().confirmer);
+        let help = match (asked.refusal_help(), &config.confirm_required_by) {
+            (Some(help), _) => help,
+            (None, Some(path)) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
+            (None, None) => {
+                "pass --yes to approve the call, or set security.confirm_external_actions = false".to_string()
+            }
         };
         Err(journal.refuse(
             CallError::new(
@@ -754,6 +811,7 @@ impl Runtime {
             root: self.root(),
             secrets,
             scrubber: &scrubber,
+            cancel: journal.context.cancel.as_ref(),
         };
         match plan {
             Plan::Exec(plan) => crate::runtime::exec::run(plan, &attempt),
@@ -783,6 +841,22 @@ mod tests {
         assert_eq!(backoff_ms(2, Some(50)), 50);
         assert_eq!(backoff_ms(40, None), BACKOFF_MAX_MS);
         assert_eq!(backoff_ms(1, Some(u64::MAX)), BACKOFF_MAX_MS);
+    }
+
+    #[test]
+    fn traceparents_are_checked_to_the_w3c_form() {
+        assert!(is_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+        for bad in [
+            "",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+        ] {
+            assert!(!is_traceparent(bad), "{bad}");
+        }
     }
 
     #[test]

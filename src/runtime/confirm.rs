@@ -37,6 +37,12 @@ pub struct Confirmation {
 pub trait Confirmer: Send + Sync {
     /// Decides on one call.
     fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation;
+
+    /// What to tell the caller when a call was not approved; `None` for
+    /// the command line's advice (`--yes`).
+    fn refusal_help(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Approves every call (`--yes`).

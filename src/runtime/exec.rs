@@ -117,6 +117,7 @@ pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Reply, Attem
         max_stdout: plan.max_output_bytes,
         stderr: Keep::Tail { keep: STDERR_TAIL_BYTES, margin: attempt.scrubber.max_spelled_len() },
         sandbox: Some(&plan.sandbox),
+        cancel: attempt.cancel,
     };
     let finished = invoke(&invocation).map_err(|e| match e {
         InvokeError::Folder(e) => transport("cannot create the private folder for the call", e),
@@ -179,6 +180,12 @@ fn describe_status(status: Option<ExitStatus>) -> String {
 
 fn interpret(plan: &ExecPlan, attempt: &Attempt<'_>, ended: Finished) -> Result<Reply, AttemptError> {
     let scrub = |text: String| attempt.scrubber.scrub_string(&text);
+    if ended.cancelled {
+        return Err(AttemptError::new(
+            FailureKind::Cancelled,
+            format!("the call of `{}` was cancelled; it and every process it started were killed", attempt.tool),
+        ));
+    }
     if ended.timed_out {
         let fate = if ended.unkillable {
             format!("it was sent SIGKILL but had not exited {} s later", KILL_GRACE.as_secs())

@@ -10,6 +10,7 @@ use crate::bundle::tools::Tool;
 use crate::event::{CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Provenance, Record, now_ms};
 use crate::runtime::Runtime;
 use crate::runtime::call::{CallError, CallErrorKind};
+use crate::runtime::context::CallContext;
 use crate::runtime::secrets::Scrubber;
 
 /// Most tags one call may be given (`--tag`).
@@ -30,6 +31,11 @@ pub(crate) fn call_tags(tool: Option<&Tool>, given: &[String]) -> Vec<String> {
 /// Collects one call's events and hands them to the recorder in batches.
 pub(crate) struct Journal<'r> {
     pub(crate) runtime: &'r Runtime,
+    /// What the call brings besides its request.
+    pub(crate) context: &'r CallContext,
+    /// The caller's well-formed `traceparent`, recorded on the call and
+    /// result frames.
+    pub(crate) traceparent: Option<String>,
     pub(crate) tool: &'r str,
     pub(crate) trace_id: Uuid,
     pub(crate) invocation_id: Uuid,

@@ -27,7 +27,8 @@ pub mod answer;
 pub(crate) mod ask;
 pub(crate) mod budget;
 pub(crate) mod call;
-pub(crate) mod confirm;
+pub mod confirm;
+pub mod context;
 pub mod envelope;
 pub(crate) mod exec;
 pub mod exposure;
@@ -63,7 +64,9 @@ use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
 use crate::runtime::trust_gate::TrustGate;
 use crate::text::plural;
 
+pub use crate::process::cancel::Cancel;
 pub use crate::runtime::call::{CallError, CallErrorKind, CallOutcome, CallRequest};
+pub use crate::runtime::context::{CallContext, Progress, ProgressSink};
 
 /// How many lint findings a load refusal quotes.
 const QUOTED_FINDINGS: usize = 5;
@@ -145,6 +148,8 @@ pub(crate) struct Prepared {
 pub(crate) struct SchemaId {
     pub(crate) reference: String,
     pub(crate) blake3: String,
+    /// The schema it resolves to (what MCP clients are shown).
+    pub(crate) resolved: Value,
 }
 
 /// A loaded bundle serving tool calls. `Send + Sync`: share it with `Arc`.
@@ -244,6 +249,12 @@ impl Runtime {
     pub fn is_exposed(&self, id: &str) -> bool {
         self.tool(id)
             .is_some_and(|t| t.required_capabilities().iter().all(|c: &Capability| self.policy.effective.allows(c)))
+    }
+
+    /// A tool's input and result schemas, each resolved from its
+    /// `schema:<id>` reference when it is one.
+    pub fn resolved_schemas(&self, id: &str) -> Option<(&Value, &Value)> {
+        self.tools.get(id).map(|p| (&p.input_schema.resolved, &p.result_schema.resolved))
     }
 
     /// Things noticed while loading (ignored override entries).
@@ -367,6 +378,7 @@ impl Contents {
                 SchemaId {
                     reference: schema_ref(&schema),
                     blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
+                    resolved,
                 }
             };
             let prepared = Prepared {

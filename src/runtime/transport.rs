@@ -38,6 +38,8 @@ pub(crate) struct Attempt<'a> {
     pub secrets: &'a [(SecretId, SecretValue)],
     /// Scrubs those secrets from messages.
     pub scrubber: &'a Scrubber,
+    /// Ends the attempt early once cancelled.
+    pub cancel: Option<&'a crate::process::cancel::Cancel>,
 }
 
 /// What an attempt that did not fail produced.
@@ -81,6 +83,8 @@ pub(crate) enum FailureKind {
     HttpStatus,
     /// A policy check refused it (an ungranted redirect).
     Refused,
+    /// The caller cancelled the call.
+    Cancelled,
 }
 
 impl FailureKind {
@@ -95,6 +99,7 @@ impl FailureKind {
             FailureKind::Transport => "transport",
             FailureKind::HttpStatus => "http_status",
             FailureKind::Refused => "refused",
+            FailureKind::Cancelled => "cancelled",
         }
     }
 }

@@ -146,6 +146,7 @@ pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
         yes: args.yes,
         confirm_external_actions: args.confirm_external_actions,
         ask_questions: true,
+        serving: false,
     };
     let mut request = CallRequest::new(args.tool.clone(), arguments);
     request.trace_id = trace_id;

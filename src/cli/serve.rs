@@ -1,0 +1,108 @@
+//! `rlp serve`: a bundle's tools over the Model Context Protocol.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+
+use clap::Args;
+use uuid::Uuid;
+
+use crate::cli::Context;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::diagnostic;
+use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::serve::{ENDPOINT, Listen, ServeOptions};
+
+/// Largest token file read.
+const MAX_TOKEN_BYTES: u64 = 4096;
+/// Fewest characters a bearer token may have.
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// Flags of `rlp serve`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp serve agents/mailer
+  rlp serve agents/mailer --http 127.0.0.1:8931
+  rlp serve agents/mailer --http 0.0.0.0:8931 --token-file /etc/rlp/token
+
+Every tools/call runs through the runtime (trust, capabilities, validation, secrets,
+confirmation, questions, options, budgets, recording). Calls that need confirmation are
+asked over MCP (elicitation) unless --yes approves them. Diagnostics go to stderr: the
+server-run trace id, and with --http the address it listens on. See docs/serve.md.
+
+Exit codes: 0 the client went away, 1 the server failed, 2 bad flags or an invalid bundle.")]
+pub struct ServeArgs {
+    /// The bundle folder.
+    pub bundle: PathBuf,
+    /// Serve JSON-RPC over standard input and output (the default).
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Serve Streamable HTTP at /mcp on this address (port 0 picks one; it is printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// A file holding the bearer token HTTP requests must carry (required off loopback).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub token_file: Option<PathBuf>,
+    /// Approve calls that need confirmation without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Most calls running at once (default: cores × 4).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_calls: Option<u16>,
+}
+
+/// Reads the bearer token: the file's first line, trimmed.
+fn read_token(path: &std::path::Path) -> Result<String, CliError> {
+    let text = crate::fsutil::read_text_limited(path, MAX_TOKEN_BYTES).map_err(|e| {
+        CliError::usage(format!("cannot read the token file {}: {e}", path.display()))
+            .with_help("write the token on one line of a file only you can read (chmod 600)")
+    })?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.chars().count() < MIN_TOKEN_CHARS || token.chars().any(char::is_control) {
+        return Err(CliError::usage(format!(
+            "the token in {} is not a usable bearer token (at least {MIN_TOKEN_CHARS} characters, no control characters)",
+            path.display()
+        ))
+        .with_help("generate one, e.g. `head -c 32 /dev/urandom | base64 > token`"));
+    }
+    Ok(token)
+}
+
+/// Binds the HTTP listener, refusing a non-loopback address without a token.
+fn listen(addr: SocketAddr, token_file: Option<&std::path::Path>) -> Result<Listen, CliError> {
+    let token = token_file.map(read_token).transpose()?;
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(CliError::usage(format!(
+            "refusing to serve on {addr} without a token: only loopback addresses are served without one"
+        ))
+        .with_help("pass --token-file FILE (clients then send `Authorization: Bearer <token>`), or bind 127.0.0.1"));
+    }
+    let listener = TcpListener::bind(addr)
+        .map_err(|e| CliError::problem(format!("cannot listen on {addr}: {e}")).with_help("pick another port, or 0"))?;
+    let bound = listener.local_addr().map_err(|e| CliError::problem(format!("cannot read the bound address: {e}")))?;
+    diagnostic(&format!("rlp serve: listening on http://{bound}{ENDPOINT}"));
+    Ok(Listen::Http { listener, token })
+}
+
+/// Runs `rlp serve`.
+pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
+    let flags = RuntimeFlags {
+        bundle: &args.bundle,
+        yes: args.yes,
+        confirm_external_actions: None,
+        ask_questions: false,
+        serving: true,
+    };
+    let (runtime, _) = load_runtime(flags, ctx)?;
+    let listen = match args.http {
+        Some(addr) => listen(addr, args.token_file.as_deref())?,
+        None => Listen::Stdio,
+    };
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let max_calls = args.max_calls.map_or(cores * 4, usize::from);
+    let run_trace = Uuid::now_v7();
+    diagnostic(&format!("rlp serve: trace {run_trace}"));
+    crate::serve::serve(runtime, ServeOptions { listen, yes: args.yes, max_calls, run_trace })
+        .map_err(|e| CliError::problem(format!("rlp serve stopped: {e}")))?;
+    Ok(Exit::Success)
+}

@@ -1,0 +1,183 @@
+//! Group commit: one writer thread appends the frames of many concurrent
+//! calls in shared transactions.
+//!
+//! Every [`Recorder::record`] hands its batch to the writer and waits. The
+//! writer takes the first batch waiting and every other batch that arrived
+//! while the previous transaction was being made durable, appends them all
+//! in one transaction, and only then wakes their callers: a frame is
+//! acknowledged only once durable, and with N calls in flight one fsync
+//! carries up to N batches instead of one. A group that fails (one batch the
+//! store refuses) is retried batch by batch, so each caller gets its own
+//! batch's fate.
+
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use uuid::Uuid;
+
+use crate::event::{Record, RecordError, Recorder, Usage};
+use crate::ledger::LedgerStore;
+
+/// Most records one transaction takes (a bound on a group's size, so a
+/// burst cannot hold one transaction open for long).
+const MAX_GROUP_RECORDS: usize = 4096;
+
+/// One batch waiting for the writer, and where its fate goes.
+struct Job {
+    records: Vec<Record>,
+    done: SyncSender<Result<(), RecordError>>,
+}
+
+/// A [`Recorder`] that group-commits into a [`LedgerStore`] (see the module
+/// docs). Reads (`usage`) go straight to the store.
+pub struct GroupCommit {
+    store: Arc<dyn LedgerStore>,
+    jobs: Mutex<Option<Sender<Job>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").field("store", &self.store.location()).finish_non_exhaustive()
+    }
+}
+
+impl GroupCommit {
+    /// Starts the writer thread for `store`.
+    pub fn start(store: Arc<dyn LedgerStore>) -> std::io::Result<GroupCommit> {
+        let (sender, receiver) = mpsc::channel();
+        let writer_store = Arc::clone(&store);
+        let writer = std::thread::Builder::new()
+            .name("rlp-ledger-writer".into())
+            .spawn(move || write_groups(&*writer_store, &receiver))?;
+        Ok(GroupCommit { store, jobs: Mutex::new(Some(sender)), writer: Mutex::new(Some(writer)) })
+    }
+
+    /// The store written to.
+    pub fn store(&self) -> &Arc<dyn LedgerStore> {
+        &self.store
+    }
+
+    /// Lets the writer finish what it was given, and stops it. Later records fail.
+    pub fn close(&self) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl Drop for GroupCommit {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Recorder for GroupCommit {
+    fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let (done, fate) = mpsc::sync_channel(1);
+        let job = Job { records: batch.to_vec(), done };
+        let sent = match self.jobs.lock() {
+            Ok(jobs) => jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok()),
+            Err(_) => false,
+        };
+        if !sent {
+            return Err(RecordError("the ledger writer has stopped".into()));
+        }
+        fate.recv().unwrap_or_else(|_| Err(RecordError("the ledger writer stopped before recording".into())))
+    }
+
+    fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
+        self.store.usage(trace_id, tool)
+    }
+}
+
+/// The writer: until every sender is gone, appends each group in one
+/// transaction and hands every caller its batch's fate.
+fn write_groups(store: &dyn LedgerStore, jobs: &Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        let mut records = group[0].records.len();
+        while records < MAX_GROUP_RECORDS {
+            match jobs.try_recv() {
+                Ok(job) => {
+                    records += job.records.len();
+                    group.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        commit(store, group);
+    }
+}
+
+/// Appends a group in one transaction; if the store refuses it, each batch
+/// alone, so that one bad batch fails only its own call.
+fn commit(store: &dyn LedgerStore, group: Vec<Job>) {
+    if group.len() > 1 {
+        let all: Vec<Record> = group.iter().flat_map(|job| job.records.iter().cloned()).collect();
+        if store.append(&all).is_ok() {
+            for job in group {
+                let _ = job.done.send(Ok(()));
+            }
+            return;
+        }
+    }
+    for job in group {
+        let fate = store.append(&job.records).map(|_| ()).map_err(|e| RecordError(e.to_string()));
+        let _ = job.done.send(fate);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventKind, Provenance};
+    use crate::ledger::SqliteLedger;
+
+    fn record(trace: Uuid, n: u64) -> Record {
+        Record {
+            ts_ms: 1,
+            actor: "runtime".into(),
+            kind: EventKind::ToolCall,
+            scope: "a".into(),
+            payload: serde_json::json!({"v": 1, "tool": "t", "args": {"n": n}, "invocation_id": Uuid::now_v7()}),
+            provenance: Provenance { trace_id: trace, msg_id: Uuid::now_v7(), agent: "a".into() },
+        }
+    }
+
+    #[test]
+    fn concurrent_batches_are_all_durable_and_chained_when_acknowledged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        let store: Arc<dyn LedgerStore> = Arc::new(SqliteLedger::open(&path).unwrap());
+        let group = Arc::new(GroupCommit::start(Arc::clone(&store)).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let group = Arc::clone(&group);
+                std::thread::spawn(move || {
+                    let trace = Uuid::now_v7();
+                    for n in 0..25 {
+                        group.record(&[record(trace, n), record(trace, n)]).unwrap();
+                    }
+                    t
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(store.count().unwrap(), 8 * 25 * 2);
+        let report = store.verify_chain().unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        group.close();
+        assert!(group.record(&[record(Uuid::now_v7(), 0)]).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! Confirmation and questions over MCP: the runtime's [`Confirmer`] and
+//! [`Answerer`] for one served call, asking the client that made it.
+//!
+//! How the client is asked depends on the protocol revision it speaks:
+//! an `elicitation/create` request on the session (2025-11-25,
+//! [`SessionAsker`]), or an `InputRequiredResult` that ends the request and
+//! is answered by the client's retry (2026-07-28, [`RoundTripAsker`], with
+//! the call parked meanwhile: [`crate::serve::parked`]). A client that can
+//! do neither is not asked ([`NoAsker`]): confirmation is refused and
+//! questions stay open, each with a message saying what to do.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests, InputResponses};
+use rmcp::service::Peer;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer};
+use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer};
+use crate::serve::calls::Event;
+
+/// How long a parked call waits for the client to answer (2026-07-28).
+pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(600);
+/// The key of the one input request a round asks.
+const INPUT_KEY: &str = "rlp";
+/// The property of the confirmation form.
+const APPROVE: &str = "approve";
+
+/// Puts one form to the client: its answer, or `None` when it cannot be
+/// asked or did not answer.
+pub(crate) trait Asker: Send + Sync {
+    /// Asks with `form` (`elicitation/create` params, mode `form`).
+    fn ask(&self, form: &Value) -> Option<ElicitResult>;
+}
+
+/// A client that cannot be asked.
+pub(crate) struct NoAsker;
+
+impl Asker for NoAsker {
+    fn ask(&self, _form: &Value) -> Option<ElicitResult> {
+        None
+    }
+}
+
+/// Asks over the session with an `elicitation/create` request (2025-11-25),
+/// from the call's blocking thread.
+pub(crate) struct SessionAsker {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) handle: tokio::runtime::Handle,
+    /// The request's cancellation: a cancelled call stops waiting.
+    pub(crate) cancelled: CancellationToken,
+}
+
+impl Asker for SessionAsker {
+    fn ask(&self, form: &Value) -> Option<ElicitResult> {
+        let params: ElicitRequestParams = serde_json::from_value(form.clone()).ok()?;
+        self.handle.block_on(async {
+            tokio::select! {
+                answer = self.peer.create_elicitation(params) => answer.ok(),
+                () = self.cancelled.cancelled() => None,
+            }
+        })
+    }
+}
+
+/// Asks by ending the request with an `InputRequiredResult` (2026-07-28):
+/// the form goes to the request's follower as [`Event::Input`], and the
+/// client's retry brings the answer back here.
+pub(crate) struct RoundTripAsker {
+    pub(crate) events: UnboundedSender<Event>,
+    pub(crate) answers: Mutex<Receiver<InputResponses>>,
+}
+
+impl Asker for RoundTripAsker {
+    fn ask(&self, form: &Value) -> Option<ElicitResult> {
+        let request: InputRequest =
+            serde_json::from_value(json!({"method": "elicitation/create", "params": form})).ok()?;
+        let requests: InputRequests = [(INPUT_KEY.to_string(), request)].into_iter().collect();
+        self.events.send(Event::Input(requests)).ok()?;
+        let answers = self.answers.lock().ok()?;
+        let mut responses = match answers.recv_timeout(ANSWER_WAIT) {
+            Ok(responses) => responses,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
+        };
+        serde_json::from_value(responses.remove(INPUT_KEY)?).ok()
+    }
+}
+
+/// The accepted content of an answer, if it was accepted.
+fn accepted(answer: Option<ElicitResult>) -> Result<Map<String, Value>, &'static str> {
+    match answer {
+        None => Err("the MCP client could not be asked (it does not support elicitation) or did not answer"),
+        Some(ElicitResult { action: ElicitationAction::Accept, content, .. }) => {
+            Ok(content.and_then(|c| c.as_object().cloned()).unwrap_or_default())
+        }
+        Some(ElicitResult { action: ElicitationAction::Decline, .. }) => Err("declined over MCP"),
+        Some(_) => Err("cancelled over MCP"),
+    }
+}
+
+/// Confirms served calls by asking the client.
+pub(crate) struct McpConfirmer(pub(crate) Arc<dyn Asker>);
+
+/// The confirmation form of one call.
+fn confirmation_form(request: &ConfirmRequest<'_>) -> Value {
+    let arguments = serde_json::to_string_pretty(request.arguments).unwrap_or_default();
+    json!({
+        "mode": "form",
+        "message": format!(
+            "Allow `{}` to run?\n{}\narguments: {arguments}\ntarget: {}\ninvocation: {}",
+            request.tool, request.description, request.target, request.invocation_id
+        ),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                APPROVE: {
+                    "type": "boolean",
+                    "title": format!("Run {}", request.tool),
+                    "description": "true runs the tool once with these arguments",
+                },
+            },
+            "required": [APPROVE],
+        },
+    })
+}
+
+impl Confirmer for McpConfirmer {
+    fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
+        match accepted(self.0.ask(&confirmation_form(request))) {
+            Ok(content) if content.get(APPROVE) == Some(&Value::Bool(true)) => {
+                Confirmation { approved: true, by: "operator".into(), how: "mcp".into() }
+            }
+            Ok(_) => Confirmation { approved: false, by: "operator".into(), how: "mcp: not approved".into() },
+            Err(why) => Confirmation { approved: false, by: "operator".into(), how: format!("mcp: {why}") },
+        }
+    }
+
+    fn refusal_help(&self) -> Option<String> {
+        Some(
+            "approve the call when the client asks; a client without elicitation cannot be asked: start the server \
+             with `rlp serve --yes`, or set `requires_confirmation: false` on the tool in tools.json"
+                .into(),
+        )
+    }
+}
+
+/// Answers served calls' questions by asking the client.
+pub(crate) struct McpAnswerer(pub(crate) Arc<dyn Asker>);
+
+/// The form of one round of questions: one property per question.
+fn questions_form(request: &AnswerRequest<'_>) -> Value {
+    let mut properties = Map::new();
+    for question in request.questions {
+        let mut schema = match question.raw.get("schema") {
+            Some(Value::Object(schema)) => schema.clone(),
+            _ => Map::from_iter([("type".to_string(), json!("string"))]),
+        };
+        schema.entry("title").or_insert_with(|| json!(question.text));
+        if let Some(default) = &question.default {
+            schema.entry("default").or_insert_with(|| default.clone());
+        }
+        properties.insert(question.id.clone(), Value::Object(schema));
+    }
+    let required: Vec<&str> = request.questions.iter().map(|q| q.id.as_str()).collect();
+    json!({
+        "mode": "form",
+        "message": format!("`{}` asks:\n{}", request.tool, request.questions.iter().map(|q| format!("- {}", q.text)).collect::<Vec<_>>().join("\n")),
+        "requestedSchema": {"type": "object", "properties": properties, "required": required},
+    })
+}
+
+impl Answerer for McpAnswerer {
+    fn answer(&self, request: &AnswerRequest<'_>) -> Vec<GivenAnswer> {
+        let Ok(content) = accepted(self.0.ask(&questions_form(request))) else { return Vec::new() };
+        request
+            .questions
+            .iter()
+            .filter_map(|q| content.get(&q.id).map(|value| (q, value)))
+            .map(|(q, value)| GivenAnswer { id: q.id.clone(), value: value.clone(), source: AnswerSource::Mcp })
+            .collect()
+    }
+
+    fn unanswered_help(&self) -> Option<String> {
+        Some(
+            "answer the questions when the client asks; this client could not be asked (it does not support \
+             elicitation), so use one that does"
+                .into(),
+        )
+    }
+}

@@ -1,0 +1,255 @@
+//! The MCP server handler: `tools/list` and `tools/call` over the runtime.
+//!
+//! One handler serves one session (2025-11-25: stdio, or one Streamable
+//! HTTP session) or one stateless request (2026-07-28); what they share —
+//! the runtime, the tool list, the call limit, the parked calls — is in
+//! [`Shared`].
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use uuid::Uuid;
+
+use crate::runtime::answer::AnswerSource;
+use crate::runtime::confirm::Confirmer;
+use crate::runtime::{CallContext, CallRequest, Cancel, Runtime};
+use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker};
+use crate::serve::calls::{Event, Pending, ProgressNotifier, follow};
+use crate::serve::listing::{self, Listed};
+use crate::serve::parked::Parked;
+
+/// The `_meta` key a client names its trace with (2026-07-28).
+pub const TRACE_META: &str = "dev.runloop/trace_id";
+/// The `_meta` key of the W3C trace context.
+const TRACEPARENT_META: &str = "traceparent";
+
+/// What every session and request of one server shares.
+pub(crate) struct Shared {
+    pub(crate) runtime: Arc<Runtime>,
+    /// The MCP definitions, sorted by id.
+    pub(crate) tools: Vec<Listed>,
+    /// Whether each listed tool's results are wrapped, by id.
+    pub(crate) wrapped: HashMap<String, bool>,
+    /// The trace of calls that name none and belong to no session.
+    pub(crate) run_trace: Uuid,
+    /// `--yes`: calls that need confirmation are approved without asking.
+    pub(crate) yes: bool,
+    /// At most `--max-calls` calls run at once.
+    pub(crate) calls: Arc<Semaphore>,
+    pub(crate) parked: Parked,
+    pub(crate) handle: tokio::runtime::Handle,
+}
+
+impl Shared {
+    /// Everything a server over `runtime` shares.
+    pub(crate) fn new(runtime: Arc<Runtime>, run_trace: Uuid, yes: bool, max_calls: usize) -> Shared {
+        let tools = listing::list(&runtime);
+        let wrapped =
+            tools.iter().filter_map(|t| Some((t.definition.get("name")?.as_str()?.to_string(), t.wrapped))).collect();
+        Shared {
+            runtime,
+            tools,
+            wrapped,
+            run_trace,
+            yes,
+            calls: Arc::new(Semaphore::new(max_calls.max(1))),
+            parked: Parked::default(),
+            handle: tokio::runtime::Handle::current(),
+        }
+    }
+}
+
+/// The handler of one session (or one stateless request).
+#[derive(Clone)]
+pub(crate) struct Handler {
+    shared: Arc<Shared>,
+    /// The session's trace (2025-11-25), made at its first call.
+    session_trace: Arc<OnceLock<Uuid>>,
+}
+
+impl Handler {
+    /// A handler whose session records into a trace of its own.
+    pub(crate) fn new(shared: Arc<Shared>) -> Handler {
+        Handler { shared, session_trace: Arc::new(OnceLock::new()) }
+    }
+
+    /// A handler whose one session records into the server-run trace (stdio).
+    pub(crate) fn in_run_trace(shared: Arc<Shared>) -> Handler {
+        let session_trace = OnceLock::from(shared.run_trace);
+        Handler { shared, session_trace: Arc::new(session_trace) }
+    }
+
+    /// The trace a call goes into: the one its `_meta` names; else its
+    /// session's (2025-11-25); else the server-run trace.
+    fn trace_of(&self, context: &RequestContext<RoleServer>, round_trips: bool) -> Result<Uuid, ErrorData> {
+        if let Some(named) = context.meta.get(TRACE_META) {
+            return named.as_str().and_then(|text| Uuid::parse_str(text).ok()).ok_or_else(|| {
+                ErrorData::invalid_params(format!("`_meta` `{TRACE_META}` must be a UUID string, not {named}"), None)
+            });
+        }
+        if round_trips {
+            return Ok(self.shared.run_trace);
+        }
+        Ok(*self.session_trace.get_or_init(|| {
+            let trace = Uuid::now_v7();
+            eprintln!("rlp serve: session trace {trace}");
+            trace
+        }))
+    }
+
+    /// Who asks the client for this request, and whether it asks by round
+    /// trips (2026-07-28). The sender half of the answers channel goes to
+    /// the follower.
+    fn asker(
+        &self,
+        context: &RequestContext<RoleServer>,
+        events: &tokio::sync::mpsc::UnboundedSender<Event>,
+    ) -> (Arc<dyn Asker>, Option<mpsc::Sender<rmcp::model::InputResponses>>) {
+        let elicits = context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some());
+        if !elicits {
+            return (Arc::new(NoAsker), None);
+        }
+        if round_trips(context) {
+            let (sender, receiver) = mpsc::channel();
+            let asker = RoundTripAsker { events: events.clone(), answers: Mutex::new(receiver) };
+            return (Arc::new(asker), Some(sender));
+        }
+        let asker = SessionAsker {
+            peer: context.peer.clone(),
+            handle: self.shared.handle.clone(),
+            cancelled: context.ct.clone(),
+        };
+        (Arc::new(asker), None)
+    }
+
+    /// Starts a new call of `params` and follows it.
+    async fn start(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let runtime = &self.shared.runtime;
+        let tool = params.name.to_string();
+        if runtime.tool(&tool).is_none() {
+            let mut known: Vec<&str> = self.shared.wrapped.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{tool}`; the tools are: {}",
+                    if known.is_empty() { "none".into() } else { known.join(", ") }
+                ),
+                None,
+            ));
+        }
+        let round_trips = round_trips(&context);
+        let mut request = CallRequest::new(tool.clone(), Value::Object(params.arguments.unwrap_or_default()));
+        request.trace_id = Some(self.trace_of(&context, round_trips)?);
+        request.answer_source = AnswerSource::Mcp;
+        request.traceparent = context.meta.get(TRACEPARENT_META).and_then(Value::as_str).map(str::to_string);
+        let cancel =
+            Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
+        let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let (asker, answers) = self.asker(&context, &events);
+        let confirmer: Option<Arc<dyn Confirmer>> =
+            if self.shared.yes { None } else { Some(Arc::new(McpConfirmer(Arc::clone(&asker)))) };
+        let progress = context.meta.get_progress_token().map(|token| {
+            Arc::new(ProgressNotifier { peer: context.peer.clone(), token, handle: self.shared.handle.clone() })
+                as Arc<dyn crate::runtime::ProgressSink>
+        });
+        let call_context = CallContext {
+            confirmer,
+            answerer: Some(Arc::new(McpAnswerer(asker))),
+            cancel: Some(cancel.clone()),
+            progress,
+        };
+        let permit = Arc::clone(&self.shared.calls)
+            .acquire_owned()
+            .await
+            .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
+        let runtime = Arc::clone(runtime);
+        tokio::task::spawn_blocking(move || {
+            let result = runtime.call_in(&request, &call_context);
+            let _ = events.send(Event::Done(Box::new(result)));
+            drop(permit);
+        });
+        let wrapped = self.shared.wrapped.get(&tool).copied().unwrap_or(false);
+        let pending = Pending { events: receiver, answers, cancel, wrapped };
+        follow(pending, &self.shared.parked, &context.ct).await
+    }
+
+    /// Resumes the call parked under `state` with the client's answers.
+    async fn resume(
+        &self,
+        state: &str,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let pending = self.shared.parked.take(state).ok_or_else(|| {
+            ErrorData::invalid_params(
+                "unknown or expired `requestState`: the call it continued has ended; call the tool again",
+                None,
+            )
+        })?;
+        if let Some(answers) = &pending.answers {
+            let _ = answers.send(params.input_responses.unwrap_or_default());
+        }
+        follow(pending, &self.shared.parked, &context.ct).await
+    }
+}
+
+/// Whether the request speaks 2026-07-28 or later (questions by round trips).
+fn round_trips(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let runtime = &self.shared.runtime;
+        let mut info = ServerConfig::default();
+        info.capabilities = ServerCapabilities::builder().enable_tools().build();
+        info.server_info = Implementation::new(
+            format!("rlp-{}", runtime.agent()),
+            runtime.version().unwrap_or(env!("CARGO_PKG_VERSION")).to_string(),
+        );
+        info.instructions = Some(format!(
+            "The tools of agent bundle `{}`, run by rlp within the bundle's policy; every call is recorded.",
+            runtime.agent()
+        ));
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<Tool> = self
+            .shared
+            .tools
+            .iter()
+            .map(|t| serde_json::from_value(t.definition.clone()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ErrorData::internal_error(format!("cannot list the tools: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match params.request_state.clone() {
+            Some(state) => self.resume(&state, params, context).await,
+            None => self.start(params, context).await,
+        }
+    }
+}

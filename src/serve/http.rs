@@ -1,0 +1,163 @@
+//! The Streamable HTTP transport at `/mcp`, behind two checks of rlp's own:
+//! a bearer token (when the server has one; compared in constant time) and
+//! a loopback `Origin` (DNS rebinding). Request bodies are bounded by the
+//! SDK's service ([`MAX_BODY_BYTES`]); `Host` is checked by it on loopback
+//! binds.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_service::Service;
+
+use crate::serve::handler::{Handler, Shared};
+
+/// The endpoint's path.
+pub const ENDPOINT: &str = "/mcp";
+/// Largest request body accepted (413 beyond).
+pub const MAX_BODY_BYTES: usize = 4 << 20;
+
+/// What the HTTP transport is started with.
+pub(crate) struct HttpSettings {
+    /// The bound listener.
+    pub(crate) listener: std::net::TcpListener,
+    /// The bearer token every request must carry, if any.
+    pub(crate) token: Option<String>,
+}
+
+type Reply = Response<BoxBody<Bytes, Infallible>>;
+
+fn refuse(status: StatusCode, message: &str) -> Reply {
+    let mut reply = Response::new(Full::new(Bytes::from(format!("{message}\n"))).boxed());
+    *reply.status_mut() = status;
+    if status == StatusCode::UNAUTHORIZED
+        && let Ok(value) = hyper::header::HeaderValue::from_str("Bearer")
+    {
+        reply.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, value);
+    }
+    reply
+}
+
+/// Whether the `Origin` header names a loopback host (`localhost`,
+/// `127.0.0.0/8`, `[::1]`), whatever its scheme and port.
+pub(crate) fn is_loopback_origin(origin: &str) -> bool {
+    let Ok(url) = url::Url::parse(origin) else { return false };
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// Whether `header` is `Bearer <token>`, compared in constant time (as
+/// BLAKE3 digests, whose equality is constant-time).
+fn bearer_matches(header: Option<&str>, token: &str) -> bool {
+    let given = header.and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
+    blake3::hash(given.as_bytes()) == blake3::hash(token.as_bytes())
+}
+
+/// rlp's checks, before the SDK sees the request: the refusal's status and
+/// message, if it is refused.
+fn check(request: &Request<Incoming>, token: Option<&str>) -> Result<(), (StatusCode, &'static str)> {
+    if let Some(token) = token {
+        let header = request.headers().get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        if !bearer_matches(header, token) {
+            return Err((StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer …)"));
+        }
+    }
+    if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
+        let loopback = origin.to_str().is_ok_and(is_loopback_origin);
+        if !loopback {
+            return Err((StatusCode::FORBIDDEN, "requests from a non-loopback Origin are refused"));
+        }
+    }
+    if request.uri().path() != ENDPOINT {
+        return Err((StatusCode::NOT_FOUND, "the MCP endpoint is /mcp"));
+    }
+    Ok(())
+}
+
+/// Serves until `stop` is cancelled.
+pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: CancellationToken) -> std::io::Result<()> {
+    settings.listener.set_nonblocking(true)?;
+    let loopback = settings.listener.local_addr()?.ip().is_loopback();
+    let listener = TcpListener::from_std(settings.listener)?;
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(stop.child_token());
+    if !loopback {
+        // Any Host may reach a non-loopback bind; the bearer token guards it.
+        config = config.disable_allowed_hosts();
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(Handler::new(Arc::clone(&shared))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let token: Option<Arc<str>> = settings.token.map(Into::into);
+    loop {
+        let (stream, _peer): (_, SocketAddr) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(_) => continue,
+            },
+            () = stop.cancelled() => return Ok(()),
+        };
+        let service = service.clone();
+        let token = token.clone();
+        let connection = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let mut service = service.clone();
+            let refused = check(&request, token.as_deref()).err();
+            async move {
+                match refused {
+                    Some((status, message)) => Ok::<_, Infallible>(refuse(status, message)),
+                    None => service.call(request).await,
+                }
+            }
+        });
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), connection).await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_origins_pass() {
+        for origin in [
+            "http://localhost:3000",
+            "http://127.0.0.1",
+            "https://127.8.0.1:9",
+            "http://[::1]:8931",
+            "http://LOCALHOST",
+        ] {
+            assert!(is_loopback_origin(origin), "{origin}");
+        }
+        for origin in
+            ["http://evil.example", "null", "http://localhost.evil.example", "http://10.0.0.1", "file:///x", ""]
+        {
+            assert!(!is_loopback_origin(origin), "{origin}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_must_match_exactly() {
+        assert!(bearer_matches(Some("Bearer s3cret"), "s3cret"));
+        for header in [None, Some("Bearer s3cre"), Some("bearer s3cret"), Some("s3cret"), Some("Bearer s3cret ")] {
+            assert!(!bearer_matches(header, "s3cret"), "{header:?}");
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! `rlp serve`: a bundle's tools over the Model Context Protocol, with the
+//! runtime in the path (docs/serve.md).
+//!
+//! The one async module of rlp: a tokio runtime lives here, the MCP
+//! protocol is the official Rust SDK's (`rmcp`), and every `tools/call`
+//! runs the synchronous runtime pipeline on a blocking thread
+//! ([`calls`]), so trust, capabilities, validation, secrets,
+//! confirmation, questions, options, budgets, transports and recording are
+//! exactly those of `rlp tools call`. Frames of concurrent calls are group
+//! committed ([`crate::ledger::group`]).
+//!
+//! - [`handler`]: `tools/list` and `tools/call`; traces per session or per
+//!   `_meta` `dev.runloop/trace_id`;
+//! - [`listing`]: the MCP tool definitions and their annotations;
+//! - [`calls`]: following a call, its outcome as MCP, progress;
+//! - [`asking`]: confirmation and questions by elicitation, or by
+//!   `InputRequiredResult` round trips ([`parked`]);
+//! - [`http`]: Streamable HTTP with rlp's own token and `Origin` checks;
+//! - [`inbound`]: the checks of one incoming message (fuzzed).
+
+mod asking;
+mod calls;
+pub mod handler;
+pub mod http;
+pub mod inbound;
+mod listing;
+mod parked;
+
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::runtime::Runtime;
+use crate::serve::handler::{Handler, Shared};
+pub use crate::serve::http::ENDPOINT;
+
+/// Where the server listens.
+#[derive(Debug)]
+pub enum Listen {
+    /// JSON-RPC over standard input and output.
+    Stdio,
+    /// Streamable HTTP on a bound listener, with an optional bearer token.
+    Http {
+        /// The bound listener.
+        listener: std::net::TcpListener,
+        /// The token every request must carry.
+        token: Option<String>,
+    },
+}
+
+/// How a server runs.
+#[derive(Debug)]
+pub struct ServeOptions {
+    /// Where it listens.
+    pub listen: Listen,
+    /// `--yes`: approve calls that need confirmation without asking.
+    pub yes: bool,
+    /// Most calls running at once.
+    pub max_calls: usize,
+    /// The trace of calls that name none and belong to no session.
+    pub run_trace: Uuid,
+}
+
+/// Serves `runtime`'s tools until the client goes away (stdio) or the
+/// process is stopped (HTTP).
+pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("rlp-serve")
+        .max_blocking_threads(options.max_calls.max(1) + 4)
+        .build()?;
+    tokio.block_on(async move {
+        let shared = Arc::new(Shared::new(Arc::new(runtime), options.run_trace, options.yes, options.max_calls));
+        match options.listen {
+            Listen::Stdio => {
+                let service = Handler::in_run_trace(shared)
+                    .serve(rmcp::transport::stdio())
+                    .await
+                    .map_err(|e| std::io::Error::other(format!("the MCP session did not start: {e}")))?;
+                service.waiting().await.map_err(|e| std::io::Error::other(format!("the MCP session failed: {e}")))?;
+                Ok(())
+            }
+            Listen::Http { listener, token } => {
+                let stop = CancellationToken::new();
+                http::serve(shared, http::HttpSettings { listener, token }, stop).await
+            }
+        }
+    })
+}
