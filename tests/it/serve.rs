@@ -11,6 +11,7 @@ use rlp::event::Event;
 use serde_json::{Value, json};
 
 use crate::support::bundle::{self, exec, http, runtime_tool, tool, with, with_fs};
+use crate::support::files;
 use crate::support::ledger::{kinds, payload};
 use crate::support::mcp::{self, HttpServe, call, scenario, stdio};
 use crate::support::output::{assert_contains, stderr, stdout};
@@ -85,6 +86,17 @@ fn text_of(record: &Value) -> &str {
     content[0]["text"].as_str().unwrap()
 }
 
+/// Asserts that a call record's meta counts the attempts its last
+/// `tool.result` frame in the ledger recorded (here: the tool ran once).
+#[track_caller]
+fn assert_attempts_recorded(sb: &Sandbox, record: &Value) {
+    let meta = call_meta(record);
+    let results = frames_of(sb, "tool.result");
+    let recorded = results.iter().rfind(|r| r["invocation_id"] == meta["invocation_id"]).expect("a tool.result frame");
+    assert_eq!(recorded["attempt"], 1, "{recorded}");
+    assert_eq!(meta["attempts"], recorded["attempt"], "the meta's attempts are not the recorded ones: {record}");
+}
+
 #[test]
 fn tools_list_shows_exposed_tools_sorted_with_schemas_and_hints() {
     let sb = Sandbox::new();
@@ -120,11 +132,11 @@ fn a_call_answers_with_structured_content_a_text_block_and_its_call_meta() {
         let greet = step(&report, 0);
         assert_eq!(greet["result"]["isError"], false, "{mode}: {greet}");
         assert_eq!(greet["result"]["structuredContent"], json!({"greeting": "hello ada"}));
-        assert_eq!(serde_json::from_str::<Value>(text_of(greet)).unwrap(), json!({"greeting": "hello ada"}));
+        assert_eq!(text_of(greet), r#"{"greeting":"hello ada"}"#);
         // A result whose schema is not an object's is wrapped.
         let count = step(&report, 1);
         assert_eq!(count["result"]["structuredContent"], json!({"result": 3}), "{mode}: {count}");
-        assert_eq!(serde_json::from_str::<Value>(text_of(count)).unwrap(), json!({"result": 3}));
+        assert_eq!(text_of(count), r#"{"result":3}"#);
 
         // The meta names the invocation and trace the ledger recorded.
         let events = sb.events();
@@ -149,11 +161,24 @@ fn invalid_arguments_and_unknown_tools_are_invalid_params_errors() {
             call("desk.nothing", json!({})),
         ]);
         let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
-        let errors: Vec<&Value> = (0..3).map(|i| &step(&report, i)["error"]).collect();
-        assert!(errors.iter().all(|e| e["code"] == -32602), "{mode}: {errors:?}");
-        assert_contains(errors[0]["message"].as_str().unwrap(), "/name");
-        assert_contains(errors[1]["message"].as_str().unwrap(), "name");
-        assert_contains(errors[2]["message"].as_str().unwrap(), "desk.nothing");
+        let schema_error = |i: usize, detail: &str| {
+            let error = &step(&report, i)["error"];
+            assert_eq!(error["code"], -32602, "{mode}: {error}");
+            assert_eq!(
+                error["message"],
+                format!("the arguments do not match the input_schema of `desk.greet`: {detail}")
+            );
+            // The refused call's ids, for the ledger.
+            assert!(error["data"]["invocation_id"].is_string() && error["data"]["trace_id"].is_string(), "{error}");
+        };
+        schema_error(0, r#"/name: 7 is not of type "string""#);
+        schema_error(1, r#"(root): "name" is a required property"#);
+        assert_eq!(
+            step(&report, 2)["error"],
+            json!({"code": -32602, "data": null,
+                   "message": "unknown tool `desk.nothing`; the tools are: desk.bad, desk.count, desk.greet, desk.lookup, desk.send"}),
+            "{mode}"
+        );
     }
     // Nothing was called.
     assert!(frames_of(&sb, "tool.call").is_empty());
@@ -169,22 +194,38 @@ fn an_invalid_result_and_an_unexposed_tool_are_tool_errors() {
         let bad = step(&report, 0);
         assert_eq!(bad["result"]["isError"], true, "{mode}: {bad}");
         assert_eq!(call_meta(bad)["outcome"], "error");
-        assert_contains(text_of(bad), "/n");
+        assert_attempts_recorded(&sb, bad);
+        assert_eq!(
+            text_of(bad),
+            "the result of `desk.bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\"\n\
+             help: fix the tool, or its result_schema in tools.json"
+        );
         let fetch = step(&report, 1);
         assert_eq!(fetch["result"]["isError"], true, "{mode}: {fetch}");
         assert_eq!(call_meta(fetch)["outcome"], "refused");
-        assert_contains(text_of(fetch), "net:other.example.net");
+        assert_eq!(call_meta(fetch)["attempts"], 0);
+        assert_eq!(
+            text_of(fetch),
+            "tool `desk.fetch` is not exposed: it needs `net:other.example.net:443` (policy.caps does not grant it)\n\
+             help: grant it under [capabilities] in policy.caps (net = [\"other.example.net:443\"]), then run `rlp digest`"
+        );
     }
     let denied: Vec<Value> = frames_of(&sb, "cap.audit").into_iter().filter(|p| p["decision"] == "deny").collect();
     assert!(denied.iter().all(|p| p["tool"] == "desk.fetch"), "{denied:?}");
     assert!(!denied.is_empty());
 }
 
+/// The help a refused confirmation ends with.
+const CONFIRM_HELP: &str = "help: approve the call when the client asks; a client without elicitation cannot be \
+                            asked: start the server with `rlp serve --yes`, or set `requires_confirmation: false` on \
+                            the tool in tools.json";
+
 #[test]
 fn confirmation_is_asked_through_elicitation() {
     let sb = Sandbox::new();
     let desk = desk(&sb);
     let sent = sb.state_dir().join("sent");
+    let marker = files::fixture("runtime/marker.sh");
     for (mode, _) in MODES {
         let answers = json!([{"action": "decline"}, {"action": "accept", "content": {"approve": true}}]);
         let steps = json!([call("desk.send", json!({})), call("desk.send", json!({}))]);
@@ -193,25 +234,46 @@ fn confirmation_is_asked_through_elicitation() {
         let declined = step(&report, 0);
         assert_eq!(declined["result"]["isError"], true, "{mode}: {declined}");
         assert_eq!(call_meta(declined)["outcome"], "refused");
+        assert_eq!(
+            text_of(declined),
+            format!(
+                "tool `desk.send` requires confirmation and the call was not approved: mcp: declined over MCP\n{CONFIRM_HELP}"
+            )
+        );
         let approved = step(&report, 1);
         assert_eq!(approved["result"]["structuredContent"], json!({"result": {"ok": true}}), "{mode}: {approved}");
+        assert_eq!(call_meta(approved)["outcome"], "ok");
         assert!(sent.exists());
         std::fs::remove_file(&sent).unwrap();
 
-        // Each ask is a form with one boolean, `approve`, naming the tool.
+        // Each ask is a form with one boolean, `approve`, naming the tool,
+        // its arguments, its target and the invocation.
         let asked = report["elicitations"].as_array().unwrap();
         assert_eq!(asked.len(), 2, "{mode}: {asked:?}");
-        for ask in asked {
+        for (ask, record) in asked.iter().zip([declined, approved]) {
             let params = &ask["params"];
-            assert_eq!(params["requestedSchema"]["properties"]["approve"]["type"], "boolean", "{params}");
-            assert_eq!(params["requestedSchema"]["required"], json!(["approve"]), "{params}");
-            assert_contains(params["message"].as_str().unwrap(), "desk.send");
+            assert_eq!(params["mode"], "form");
+            assert_eq!(
+                params["message"],
+                format!(
+                    "Allow `desk.send` to run?\ntest tool desk.send\narguments: {{}}\ntarget: {marker} <blob> {}\n\
+                     invocation: {}",
+                    sent.display(),
+                    call_meta(record)["invocation_id"].as_str().unwrap()
+                )
+            );
+            assert_eq!(
+                params["requestedSchema"],
+                json!({"type": "object", "required": ["approve"], "properties": {"approve": {
+                    "type": "boolean", "title": "Run desk.send",
+                    "description": "true runs the tool once with these arguments"}}})
+            );
         }
     }
     let confirms = frames_of(&sb, "tool.confirm");
     let decisions: Vec<(&Value, &Value)> = confirms.iter().map(|c| (&c["approved"], &c["how"])).collect();
-    let (no, yes, mcp) = (json!(false), json!(true), json!("mcp"));
-    assert_eq!(decisions, [(&no, &mcp), (&yes, &mcp), (&no, &mcp), (&yes, &mcp)]);
+    let (no, declined, yes, mcp) = (json!(false), json!("mcp: declined over MCP"), json!(true), json!("mcp"));
+    assert_eq!(decisions, [(&no, &declined), (&yes, &mcp), (&no, &declined), (&yes, &mcp)]);
 }
 
 #[test]
@@ -223,18 +285,25 @@ fn confirmation_without_elicitation_names_yes_and_yes_approves() {
         let refused = step(&report, 0);
         assert_eq!(refused["result"]["isError"], true, "{mode}: {refused}");
         assert_eq!(call_meta(refused)["outcome"], "refused");
-        assert_contains(text_of(refused), "--yes");
+        assert_eq!(
+            text_of(refused),
+            format!(
+                "tool `desk.send` requires confirmation and the call was not approved: mcp: the MCP client could not \
+                 be asked (it does not support elicitation) or did not answer\n{CONFIRM_HELP}"
+            )
+        );
         assert!(!sb.state_dir().join("sent").exists());
 
         let report =
             mcp::drive(&scenario(stdio(&sb, &desk, &["--yes"]), mode, None, json!([call("desk.send", json!({}))])));
         assert_eq!(call_meta(step(&report, 0))["outcome"], "ok", "{mode}: {report}");
-        assert!(report["elicitations"].as_array().unwrap().is_empty());
         std::fs::remove_file(sb.state_dir().join("sent")).unwrap();
     }
-    let approved: Vec<Value> = frames_of(&sb, "tool.confirm").into_iter().filter(|c| c["approved"] == true).collect();
-    assert_eq!(approved.len(), 2);
-    assert!(approved.iter().all(|c| c["how"] != "mcp"), "{approved:?}");
+    let confirms = frames_of(&sb, "tool.confirm");
+    let decisions: Vec<(&Value, &Value)> = confirms.iter().map(|c| (&c["approved"], &c["how"])).collect();
+    let unasked = json!("mcp: the MCP client could not be asked (it does not support elicitation) or did not answer");
+    let (no, yes, pre_approved) = (json!(false), json!(true), json!("pre-approved (--yes)"));
+    assert_eq!(decisions, [(&no, &unasked), (&yes, &pre_approved), (&no, &unasked), (&yes, &pre_approved)]);
 }
 
 #[test]
@@ -256,21 +325,33 @@ fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
         let record = step(&report, 0);
         assert_eq!(
             record["result"]["structuredContent"],
-            json!({"answers": {"tone": "formal"}, "options": {}}),
+            json!({"result": {"answers": {"tone": "formal"}, "options": {}}}),
             "{mode}: {record}"
         );
         assert_eq!(call_meta(record)["attempts"], 2);
-        let asked = &report["elicitations"][0]["params"];
-        assert_eq!(asked["requestedSchema"]["properties"]["tone"]["enum"], json!(["formal", "casual"]), "{asked}");
-        assert_contains(asked["message"].as_str().unwrap(), "Which tone?");
+        let asked = report["elicitations"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{mode}: {asked:?}");
+        assert_eq!(asked[0]["params"]["mode"], "form");
+        assert_eq!(asked[0]["params"]["message"], "`mail.draft` asks:\n- Which tone?");
+        assert_eq!(
+            asked[0]["params"]["requestedSchema"],
+            json!({"type": "object", "required": ["tone"], "properties": {"tone": {
+                "type": "string", "title": "Which tone?", "enum": ["formal", "casual"]}}})
+        );
 
         // Without elicitation, the error lists the question.
         let report =
             mcp::drive(&scenario(stdio(&sb, &bundle, &[]), mode, None, json!([call("mail.draft", json!({}))])));
         let record = step(&report, 0);
         assert_eq!(record["result"]["isError"], true, "{mode}: {record}");
-        assert_contains(text_of(record), "tone");
-        assert_contains(text_of(record), "Which tone?");
+        assert_eq!(
+            text_of(record),
+            "tool `mail.draft` asks a question that no one answered: `tone` (\"Which tone?\", a string, one of \
+             formal, casual)\nhelp: answer the questions when the client asks; this client could not be asked (it \
+             does not support elicitation), so use one that does"
+        );
+        assert_eq!(call_meta(record)["outcome"], "error");
+        assert_attempts_recorded(&sb, record);
     }
     let answers: Vec<Value> = frames_of(&sb, "tool.answer").into_iter().map(|a| a["answers"].clone()).collect();
     let formal = json!([{"id": "tone", "value": "formal", "source": "mcp"}]);
@@ -336,7 +417,7 @@ fn waiter(sb: &Sandbox) -> (PathBuf, PathBuf) {
 /// the child for a second.
 fn cancel_steps(pid_file: &Path) -> Value {
     json!([
-        {"op": "call", "tool": "wait.long", "arguments": {}, "cancel": {"when_file": pid_file}, "progress": true},
+        {"op": "call", "tool": "wait.long", "arguments": {}, "cancel": {"when_file": pid_file}},
         {"op": "watch_pid", "file": pid_file, "limit_ms": 1000},
     ])
 }
@@ -384,8 +465,17 @@ fn progress_is_reported_when_asked_for() {
     for (mode, _) in MODES {
         let steps = json!([{"op": "call", "tool": "desk.count", "arguments": {}, "progress": true}]);
         let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
-        let progress = report["progress"].as_array().unwrap();
-        assert!(progress.len() >= 2, "{mode}: {progress:?}");
+        let progress: Vec<Value> = report["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| json!([p["progress"], p["total"], p["message"]]))
+            .collect();
+        assert_eq!(
+            progress,
+            [json!([1.0, 2.0, "attempt 1 of at most 1 started"]), json!([2.0, 2.0, "attempt 1 ended"])],
+            "{mode}"
+        );
     }
 }
 
@@ -432,7 +522,7 @@ fn stdio_stdout_carries_only_json_rpc() {
     let ids: Vec<&Value> = seen.iter().filter_map(|m| m.get("id")).collect();
     assert_eq!(ids, [&json!(1), &json!(2), &json!(3)]);
     assert_eq!(seen[2]["result"]["structuredContent"], json!({"greeting": "hello ada"}));
-    assert!(stderr(&out).starts_with("rlp serve: trace "), "{}", stderr(&out));
+    assert!(stderr(&out).lines().any(|l| l.starts_with("rlp serve: trace ")), "{}", stderr(&out));
 }
 
 #[test]
@@ -447,7 +537,13 @@ fn http_refuses_foreign_origins_and_unbound_addresses() {
 
     let out = sb.rlp().arg("serve").arg(&desk).args(["--http", "0.0.0.0:0"]).timeout(HANG_GUARD).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert_contains(&stderr(&out), "--token-file");
+    assert_eq!(
+        stderr(&out).lines().filter(|l| !l.starts_with("note: ")).collect::<Vec<_>>(),
+        [
+            "error: refusing to serve on 0.0.0.0:0 without a token: only loopback addresses are served without one",
+            "  help: pass --token-file FILE (clients then send `Authorization: Bearer <token>`), or bind 127.0.0.1",
+        ]
+    );
     assert_eq!(stdout(&out), "");
 }
 
@@ -456,7 +552,7 @@ fn http_with_a_token_requires_the_bearer() {
     let sb = Sandbox::new();
     let desk = desk(&sb);
     let token_file = sb.join("token");
-    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    std::fs::write(&token_file, "s3cret-token-for-the-tests\n").unwrap();
     let server = HttpServe::start(&sb, &desk, &["--token-file", token_file.to_str().unwrap()]);
     let (status, _) = mcp::post(server.address(), &[], &mcp::initialize(1));
     assert_eq!(status, 401);
@@ -464,7 +560,7 @@ fn http_with_a_token_requires_the_bearer() {
     assert_eq!(status, 401);
     for (mode, version) in MODES {
         let steps = json!([call("desk.greet", json!({"name": "ada"}))]);
-        let report = mcp::drive(&scenario(server.transport(Some("s3cret-token")), mode, None, steps));
+        let report = mcp::drive(&scenario(server.transport(Some("s3cret-token-for-the-tests")), mode, None, steps));
         assert_eq!(report["protocol_version"], version);
         assert_eq!(step(&report, 0)["result"]["structuredContent"], json!({"greeting": "hello ada"}), "{report}");
     }
