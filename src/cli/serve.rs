@@ -68,8 +68,9 @@ fn read_token(path: &std::path::Path) -> Result<String, CliError> {
     Ok(token)
 }
 
-/// Binds the HTTP listener, refusing a non-loopback address without a token.
-fn listen(addr: SocketAddr, token_file: Option<&std::path::Path>) -> Result<Listen, CliError> {
+/// The token of an HTTP server on `addr`, refusing a non-loopback address
+/// without one.
+fn token_for(addr: SocketAddr, token_file: Option<&std::path::Path>) -> Result<Option<String>, CliError> {
     let token = token_file.map(read_token).transpose()?;
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(CliError::usage(format!(
@@ -77,6 +78,11 @@ fn listen(addr: SocketAddr, token_file: Option<&std::path::Path>) -> Result<List
         ))
         .with_help("pass --token-file FILE (clients then send `Authorization: Bearer <token>`), or bind 127.0.0.1"));
     }
+    Ok(token)
+}
+
+/// Binds the HTTP listener and says where it listens.
+fn listen(addr: SocketAddr, token: Option<String>) -> Result<Listen, CliError> {
     let listener = TcpListener::bind(addr)
         .map_err(|e| CliError::problem(format!("cannot listen on {addr}: {e}")).with_help("pick another port, or 0"))?;
     let bound = listener.local_addr().map_err(|e| CliError::problem(format!("cannot read the bound address: {e}")))?;
@@ -86,6 +92,10 @@ fn listen(addr: SocketAddr, token_file: Option<&std::path::Path>) -> Result<List
 
 /// Runs `rlp serve`.
 pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
+    let token = match args.http {
+        Some(addr) => token_for(addr, args.token_file.as_deref())?,
+        None => None,
+    };
     let flags = RuntimeFlags {
         bundle: &args.bundle,
         yes: args.yes,
@@ -95,7 +105,7 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
     };
     let (runtime, _) = load_runtime(flags, ctx)?;
     let listen = match args.http {
-        Some(addr) => listen(addr, args.token_file.as_deref())?,
+        Some(addr) => listen(addr, token)?,
         None => Listen::Stdio,
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);

@@ -36,6 +36,16 @@ pub(crate) struct HttpSettings {
 
 type Reply = Response<BoxBody<Bytes, Infallible>>;
 
+/// Cancelled when the client of one HTTP request goes away (its response,
+/// streamed or not, is dropped): a call it made is cancelled.
+#[derive(Clone, Debug)]
+pub(crate) struct ClientGone(pub(crate) CancellationToken);
+
+/// The client of `request` as the handler finds it (`None` over stdio).
+pub(crate) fn client_gone(extensions: &rmcp::model::Extensions) -> Option<CancellationToken> {
+    extensions.get::<http::request::Parts>()?.extensions.get::<ClientGone>().map(|gone| gone.0.clone())
+}
+
 fn refuse(status: StatusCode, message: &str) -> Reply {
     let mut reply = Response::new(Full::new(Bytes::from(format!("{message}\n"))).boxed());
     *reply.status_mut() = status;
@@ -115,13 +125,27 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         };
         let service = service.clone();
         let token = token.clone();
-        let connection = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let connection = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let mut service = service.clone();
             let refused = check(&request, token.as_deref()).err();
+            let gone = CancellationToken::new();
+            request.extensions_mut().insert(ClientGone(gone.clone()));
             async move {
                 match refused {
                     Some((status, message)) => Ok::<_, Infallible>(refuse(status, message)),
-                    None => service.call(request).await,
+                    None => {
+                        let reply = service.call(request).await?;
+                        // The guard cancels `gone` when hyper drops the body:
+                        // at its end, or when the client went away.
+                        let guard = gone.drop_guard();
+                        Ok(reply.map(move |body| {
+                            body.map_frame(move |frame| {
+                                let _held = &guard;
+                                frame
+                            })
+                            .boxed()
+                        }))
+                    }
                 }
             }
         });

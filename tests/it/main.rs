@@ -18,5 +18,6 @@ mod schemas;
 mod seal;
 mod secrets;
 mod serve;
+mod serve_durability;
 mod trace_diff;
 mod upstream;
