@@ -473,7 +473,11 @@ fn progress_is_reported_when_asked_for() {
             .collect();
         assert_eq!(
             progress,
-            [json!([1.0, 2.0, "attempt 1 of at most 1 started"]), json!([2.0, 2.0, "attempt 1 ended"])],
+            [
+                json!([1.0, 3.0, "attempt 1 of at most 1 started"]),
+                json!([2.0, 3.0, "attempt 1 ended"]),
+                json!([3.0, 3.0, "the call ended and is recorded"]),
+            ],
             "{mode}"
         );
     }
