@@ -552,6 +552,19 @@ fn http_refuses_foreign_origins_and_unbound_addresses() {
 }
 
 #[test]
+fn http_refuses_a_body_past_its_bound() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let server = HttpServe::start(&sb, &desk, &[]);
+    let mut big = mcp::initialize(1);
+    big["params"]["clientInfo"]["name"] = json!("x".repeat(rlp::serve::http::MAX_BODY_BYTES));
+    let (status, _) = mcp::post(server.address(), &[], &big);
+    assert_eq!(status, 413);
+    let (status, body) = mcp::post(server.address(), &[], &mcp::initialize(2));
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
 fn http_with_a_token_requires_the_bearer() {
     let sb = Sandbox::new();
     let desk = desk(&sb);
