@@ -164,6 +164,8 @@ pub struct CallError {
     pub invocation_id: Option<Uuid>,
     /// The trace the call was recorded in, once it was recorded.
     pub trace_id: Option<Uuid>,
+    /// Attempts made (0 when the call was refused before the tool ran).
+    pub attempts: u32,
     /// A tool that ran but whose outcome could not be recorded (kind
     /// [`CallErrorKind::Recording`]): its result, or its error as
     /// `{"error": message}`, scrubbed — so that nobody re-runs a side effect
@@ -191,7 +193,15 @@ impl Reportable for CallError {
 
 impl CallError {
     pub(crate) fn new(kind: CallErrorKind, message: impl Into<String>) -> Self {
-        CallError { kind, message: message.into(), help: None, invocation_id: None, trace_id: None, unrecorded: None }
+        CallError {
+            kind,
+            message: message.into(),
+            help: None,
+            invocation_id: None,
+            trace_id: None,
+            attempts: 0,
+            unrecorded: None,
+        }
     }
 
     pub(crate) fn help(mut self, help: impl Into<String>) -> Self {
@@ -384,7 +394,9 @@ impl Runtime {
                     Ok(_) => result.clone(),
                     Err(e) => serde_json::json!({"error": e.message}),
                 };
-                return Err(self.unrecorded_error(&journal, failure, shown));
+                let mut error = self.unrecorded_error(&journal, failure, shown);
+                error.attempts = attempt;
+                return Err(error);
             }
             match outcome {
                 Ok((_, usage)) => {
@@ -412,6 +424,7 @@ impl Runtime {
                     };
                     error.invocation_id = Some(journal.invocation_id);
                     error.trace_id = Some(journal.trace_id);
+                    error.attempts = attempt;
                     return Err(error);
                 }
             }

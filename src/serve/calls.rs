@@ -13,7 +13,7 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::{CallError, CallErrorKind, CallOutcome, Cancel, Progress, ProgressSink};
@@ -130,7 +130,7 @@ pub(crate) fn outcome(result: Result<CallOutcome, CallError>, wrapped: bool) -> 
                 "resultType": "complete",
                 "content": [{"type": "text", "text": text}],
                 "isError": true,
-                "_meta": call_meta(e.invocation_id, e.trace_id, 0, outcome),
+                "_meta": call_meta(e.invocation_id, e.trace_id, e.attempts, outcome),
             })
         }
     };
@@ -139,35 +139,53 @@ pub(crate) fn outcome(result: Result<CallOutcome, CallError>, wrapped: bool) -> 
         .map_err(|e| ErrorData::internal_error(format!("cannot build the result: {e}"), None))
 }
 
-/// Sends progress notifications for one call (`progressToken` given): two
-/// steps per attempt, started and ended.
+/// Hears of a call's progress on its blocking thread and hands each step to
+/// the call's [`forward_progress`] task, which sends them in order.
 pub(crate) struct ProgressNotifier {
-    pub(crate) peer: Peer<RoleServer>,
-    pub(crate) token: ProgressToken,
-    pub(crate) handle: tokio::runtime::Handle,
+    steps: UnboundedSender<Progress>,
 }
 
 impl ProgressSink for ProgressNotifier {
     fn progress(&self, step: Progress) {
-        let (progress, total, message) = match step {
-            Progress::AttemptStarted { attempt, of } => {
-                (2 * attempt - 1, 2 * of, format!("attempt {attempt} of at most {of} started"))
-            }
-            Progress::AttemptEnded { attempt, of, ok } => {
-                let how = if ok { "ended" } else { "failed" };
-                (2 * attempt, 2 * of, format!("attempt {attempt} {how}"))
-            }
-        };
-        let params = json!({
-            "progressToken": self.token,
-            "progress": progress,
-            "total": total,
-            "message": message,
-        });
-        let Ok(params) = serde_json::from_value::<ProgressNotificationParam>(params) else { return };
-        let peer = self.peer.clone();
-        self.handle.spawn(async move {
-            let _ = peer.notify_progress(params).await;
-        });
+        let _ = self.steps.send(step);
     }
+}
+
+/// A progress notifier for one call (`progressToken` given), and the task
+/// that sends its notifications: two per attempt (started, ended), then one
+/// when the call has ended and is recorded (`progress` = `total`). The task
+/// ends once the notifier is dropped; await it before answering, so every
+/// notification precedes the response.
+pub(crate) fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+) -> (ProgressNotifier, tokio::task::JoinHandle<()>) {
+    let (steps, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let notify = |progress: u32, total: u32, message: String| {
+            let params = json!({"progressToken": token, "progress": progress, "total": total, "message": message});
+            serde_json::from_value::<ProgressNotificationParam>(params).ok()
+        };
+        let mut most_attempts = None;
+        while let Some(step) = received.recv().await {
+            let (progress, of, message) = match step {
+                Progress::AttemptStarted { attempt, of } => {
+                    (2 * attempt - 1, of, format!("attempt {attempt} of at most {of} started"))
+                }
+                Progress::AttemptEnded { attempt, of, ok } => {
+                    (2 * attempt, of, format!("attempt {attempt} {}", if ok { "ended" } else { "failed" }))
+                }
+            };
+            most_attempts = Some(of);
+            if let Some(params) = notify(progress, 2 * of + 1, message) {
+                let _ = peer.notify_progress(params).await;
+            }
+        }
+        if let Some(of) = most_attempts
+            && let Some(params) = notify(2 * of + 1, 2 * of + 1, "the call ended and is recorded".into())
+        {
+            let _ = peer.notify_progress(params).await;
+        }
+    });
+    (ProgressNotifier { steps }, task)
 }

@@ -21,9 +21,9 @@ use uuid::Uuid;
 
 use crate::runtime::answer::AnswerSource;
 use crate::runtime::confirm::Confirmer;
-use crate::runtime::{CallContext, CallRequest, Cancel, Runtime};
+use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime};
 use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker};
-use crate::serve::calls::{Event, Pending, ProgressNotifier, follow};
+use crate::serve::calls::{Event, Pending, follow, forward_progress};
 use crate::serve::http::client_gone;
 use crate::serve::listing::{self, Listed};
 use crate::serve::parked::Parked;
@@ -162,10 +162,13 @@ impl Handler {
         let (asker, answers) = self.asker(&context, &events);
         let confirmer: Option<Arc<dyn Confirmer>> =
             if self.shared.yes { None } else { Some(Arc::new(McpConfirmer(Arc::clone(&asker)))) };
-        let progress = context.meta.get_progress_token().map(|token| {
-            Arc::new(ProgressNotifier { peer: context.peer.clone(), token, handle: self.shared.handle.clone() })
-                as Arc<dyn crate::runtime::ProgressSink>
-        });
+        let (progress, progress_sent) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (notifier, task) = forward_progress(context.peer.clone(), token);
+                (Some(Arc::new(notifier) as Arc<dyn ProgressSink>), Some(task))
+            }
+            None => (None, None),
+        };
         let call_context = CallContext {
             confirmer,
             answerer: Some(Arc::new(McpAnswerer(asker))),
@@ -179,13 +182,26 @@ impl Handler {
         let runtime = Arc::clone(runtime);
         tokio::task::spawn_blocking(move || {
             let result = runtime.call_in(&request, &call_context);
+            // The progress notifier goes first: its last notification is
+            // sent before the outcome is answered.
+            drop(call_context);
             let _ = events.send(Event::Done(Box::new(result)));
             drop(permit);
         });
         let wrapped = self.shared.wrapped.get(&tool).copied().unwrap_or(false);
         let pending = Pending { events: receiver, answers, cancel, wrapped };
         let gone = client_gone(&context.extensions);
-        follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await
+        let response = follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await;
+        if let Some(task) = progress_sent {
+            match &response {
+                // The request ends before the call: its progress token with it.
+                Ok(CallToolResponse::InputRequired(_)) => task.abort(),
+                _ => {
+                    let _ = task.await;
+                }
+            }
+        }
+        response
     }
 
     /// Resumes the call parked under `state` with the client's answers.

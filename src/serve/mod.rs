@@ -75,10 +75,12 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
         let shared = Arc::new(Shared::new(Arc::new(runtime), options.run_trace, options.yes, options.max_calls));
         match options.listen {
             Listen::Stdio => {
-                let service = Handler::in_run_trace(shared)
-                    .serve(rmcp::transport::stdio())
-                    .await
-                    .map_err(|e| std::io::Error::other(format!("the MCP session did not start: {e}")))?;
+                let service = match Handler::in_run_trace(shared).serve(rmcp::transport::stdio()).await {
+                    Ok(service) => service,
+                    // The client went away before it began: nothing to serve.
+                    Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+                    Err(e) => return Err(std::io::Error::other(format!("the MCP session did not start: {e}"))),
+                };
                 service.waiting().await.map_err(|e| std::io::Error::other(format!("the MCP session failed: {e}")))?;
                 Ok(())
             }

@@ -118,6 +118,7 @@ impl Fixture {
             ("trace diff", "trace diff TRACE golden.jsonl --format json"),
             ("replay", "replay golden.jsonl --bundle agents/demo"),
             ("replay", "replay TRACE --bundle agents/demo --format json"),
+            ("serve", "serve agents/demo --help"),
             ("completions", "completions bash"),
             ("completions", "completions zsh"),
         ];

@@ -18,5 +18,7 @@ mod sandbox;
 mod schemas;
 mod seal;
 mod secrets;
+mod serve;
+mod serve_durability;
 mod trace_diff;
 mod upstream;

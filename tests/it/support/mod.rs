@@ -6,6 +6,7 @@ pub mod bundle;
 pub mod files;
 pub mod http;
 pub mod ledger;
+pub mod mcp;
 pub mod output;
 pub mod process;
 pub mod pty;

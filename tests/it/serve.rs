@@ -1,0 +1,616 @@
+//! `rlp serve` end to end (docs/mcp.md): a bundle's tools over the Model
+//! Context Protocol, driven by the official MCP Python SDK as a real client
+//! (`tests/mcp/drive.py`) in both protocol revisions it speaks: the
+//! 2025-11-25 handshake and the stateless 2026-07-28 revision.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rlp::event::Event;
+use serde_json::{Value, json};
+
+use crate::support::bundle::{self, exec, http, runtime_tool, tool, with, with_fs};
+use crate::support::files;
+use crate::support::ledger::{kinds, payload};
+use crate::support::mcp::{self, HttpServe, call, scenario, stdio};
+use crate::support::output::{assert_contains, stderr, stdout};
+use crate::support::{HANG_GUARD, Sandbox};
+
+/// The SDK's connect modes and the revision each speaks.
+const MODES: [(&str, &str); 2] = [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")];
+
+/// The input schema of `desk.greet`.
+fn name_schema() -> Value {
+    json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+           "additionalProperties": false})
+}
+
+/// The result schema of `desk.greet`.
+fn greeting_schema() -> Value {
+    json!({"type": "object", "properties": {"greeting": {"type": "string"}}, "required": ["greeting"]})
+}
+
+/// Bundle `desk`: `desk.greet` (an object result), `desk.count` (an integer
+/// result), `desk.bad` (a result its schema refuses), `desk.send`
+/// (confirmation; leaves `state/sent`), `desk.lookup` (http, its host
+/// granted) and `desk.fetch` (http, its host not granted: not exposed).
+fn desk(sb: &Sandbox) -> PathBuf {
+    let state = sb.state_dir();
+    let greet = sb.script("greet.sh", r#"exec jq -c '{greeting: ("hello " + .tool.arguments.name)}' "$1""#);
+    let count = sb.script("count.sh", "echo 3");
+    let sent = state.join("sent");
+    let tools = json!([
+        with(
+            tool("desk.greet", exec(greet.to_str().unwrap(), &[])),
+            json!({"input_schema": name_schema(), "result_schema": greeting_schema()})
+        ),
+        with(tool("desk.count", exec(count.to_str().unwrap(), &[])), json!({"result_schema": {"type": "integer"}})),
+        with(
+            runtime_tool("desk.bad", "bad_result.sh", &[]),
+            json!({"result_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}})
+        ),
+        with(
+            with_fs(runtime_tool("desk.send", "marker.sh", &[sent.to_str().unwrap()]), &state),
+            json!({"requires_confirmation": true})
+        ),
+        with(
+            tool("desk.lookup", http("GET", "https://api.example.com/lookup")),
+            json!({"result_schema": {"type": "object"}})
+        ),
+        tool("desk.fetch", http("GET", "https://other.example.net/x")),
+    ]);
+    sb.bundle("desk", tools, &bundle::caps("exec = true\nnet = [\"api.example.com\"]\n", &state))
+}
+
+/// The payloads of the frames of `kind` in the default home's ledger.
+fn frames_of(sb: &Sandbox, kind: &str) -> Vec<Value> {
+    sb.events().iter().filter(|e| e.kind == kind).map(payload).collect()
+}
+
+/// The record of step `i` of a driver report.
+fn step(report: &Value, i: usize) -> &Value {
+    &report["steps"][i]
+}
+
+/// The `dev.runloop/call` meta of a call record's result.
+fn call_meta(record: &Value) -> &Value {
+    &record["result"]["_meta"]["dev.runloop/call"]
+}
+
+/// The text of the one content block of a call record's result.
+fn text_of(record: &Value) -> &str {
+    let content = record["result"]["content"].as_array().unwrap_or_else(|| panic!("no content: {record}"));
+    assert_eq!(content.len(), 1, "{record}");
+    assert_eq!(content[0]["type"], "text", "{record}");
+    content[0]["text"].as_str().unwrap()
+}
+
+/// Asserts that a call record's meta counts the attempts its last
+/// `tool.result` frame in the ledger recorded (here: the tool ran once).
+#[track_caller]
+fn assert_attempts_recorded(sb: &Sandbox, record: &Value) {
+    let meta = call_meta(record);
+    let results = frames_of(sb, "tool.result");
+    let recorded = results.iter().rfind(|r| r["invocation_id"] == meta["invocation_id"]).expect("a tool.result frame");
+    assert_eq!(recorded["attempt"], 1, "{recorded}");
+    assert_eq!(meta["attempts"], recorded["attempt"], "the meta's attempts are not the recorded ones: {record}");
+}
+
+#[test]
+fn tools_list_shows_exposed_tools_sorted_with_schemas_and_hints() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let exec_hints = json!({"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false});
+    let expected = json!([
+        {"name": "desk.bad", "description": "test tool desk.bad", "inputSchema": {"type": "object"},
+         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}, "annotations": exec_hints},
+        {"name": "desk.count", "description": "test tool desk.count", "inputSchema": {"type": "object"},
+         "annotations": exec_hints},
+        {"name": "desk.greet", "description": "test tool desk.greet", "inputSchema": name_schema(),
+         "outputSchema": greeting_schema(), "annotations": exec_hints},
+        {"name": "desk.lookup", "description": "test tool desk.lookup", "inputSchema": {"type": "object"},
+         "outputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": true}},
+        {"name": "desk.send", "description": "test tool desk.send", "inputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false}},
+    ]);
+    for (mode, version) in MODES {
+        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, json!([{"op": "list"}])));
+        assert_eq!(report["protocol_version"], version);
+        assert_eq!(step(&report, 0)["tools"], expected, "{mode}");
+    }
+}
+
+#[test]
+fn a_call_answers_with_structured_content_a_text_block_and_its_call_meta() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    for (mode, _) in MODES {
+        let steps = json!([call("desk.greet", json!({"name": "ada"})), call("desk.count", json!({}))]);
+        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let greet = step(&report, 0);
+        assert_eq!(greet["result"]["isError"], false, "{mode}: {greet}");
+        assert_eq!(greet["result"]["structuredContent"], json!({"greeting": "hello ada"}));
+        assert_eq!(text_of(greet), r#"{"greeting":"hello ada"}"#);
+        // A result whose schema is not an object's is wrapped.
+        let count = step(&report, 1);
+        assert_eq!(count["result"]["structuredContent"], json!({"result": 3}), "{mode}: {count}");
+        assert_eq!(text_of(count), r#"{"result":3}"#);
+
+        // The meta names the invocation and trace the ledger recorded.
+        let events = sb.events();
+        let calls: Vec<&Event> = events.iter().filter(|e| e.kind == "tool.call").collect();
+        let greeted = calls[calls.len() - 2];
+        let expected = json!({"invocation_id": payload(greeted)["invocation_id"],
+                              "trace_id": greeted.provenance().unwrap().trace_id.to_string(),
+                              "attempts": 1, "outcome": "ok"});
+        assert_eq!(call_meta(greet), &expected, "{mode}");
+        assert_eq!(call_meta(count)["outcome"], "ok");
+    }
+}
+
+#[test]
+fn invalid_arguments_and_unknown_tools_are_invalid_params_errors() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    for (mode, _) in MODES {
+        let steps = json!([
+            call("desk.greet", json!({"name": 7})),
+            call("desk.greet", json!({})),
+            call("desk.nothing", json!({})),
+        ]);
+        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let schema_error = |i: usize, detail: &str| {
+            let error = &step(&report, i)["error"];
+            assert_eq!(error["code"], -32602, "{mode}: {error}");
+            assert_eq!(
+                error["message"],
+                format!("the arguments do not match the input_schema of `desk.greet`: {detail}")
+            );
+            // The refused call's ids, for the ledger.
+            assert!(error["data"]["invocation_id"].is_string() && error["data"]["trace_id"].is_string(), "{error}");
+        };
+        schema_error(0, r#"/name: 7 is not of type "string""#);
+        schema_error(1, r#"(root): "name" is a required property"#);
+        assert_eq!(
+            step(&report, 2)["error"],
+            json!({"code": -32602, "data": null,
+                   "message": "unknown tool `desk.nothing`; the tools are: desk.bad, desk.count, desk.greet, desk.lookup, desk.send"}),
+            "{mode}"
+        );
+    }
+    // Nothing was called.
+    assert!(frames_of(&sb, "tool.call").is_empty());
+}
+
+#[test]
+fn an_invalid_result_and_an_unexposed_tool_are_tool_errors() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    for (mode, _) in MODES {
+        let steps = json!([call("desk.bad", json!({})), call("desk.fetch", json!({}))]);
+        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let bad = step(&report, 0);
+        assert_eq!(bad["result"]["isError"], true, "{mode}: {bad}");
+        assert_eq!(call_meta(bad)["outcome"], "error");
+        assert_attempts_recorded(&sb, bad);
+        assert_eq!(
+            text_of(bad),
+            "the result of `desk.bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\"\n\
+             help: fix the tool, or its result_schema in tools.json"
+        );
+        let fetch = step(&report, 1);
+        assert_eq!(fetch["result"]["isError"], true, "{mode}: {fetch}");
+        assert_eq!(call_meta(fetch)["outcome"], "refused");
+        assert_eq!(call_meta(fetch)["attempts"], 0);
+        assert_eq!(
+            text_of(fetch),
+            "tool `desk.fetch` is not exposed: it needs `net:other.example.net:443` (policy.caps does not grant it)\n\
+             help: grant it under [capabilities] in policy.caps (net = [\"other.example.net:443\"]), then run `rlp digest`"
+        );
+    }
+    let denied: Vec<Value> = frames_of(&sb, "cap.audit").into_iter().filter(|p| p["decision"] == "deny").collect();
+    assert!(denied.iter().all(|p| p["tool"] == "desk.fetch"), "{denied:?}");
+    assert!(!denied.is_empty());
+}
+
+/// The help a refused confirmation ends with.
+const CONFIRM_HELP: &str = "help: approve the call when the client asks; a client without elicitation cannot be \
+                            asked: start the server with `rlp serve --yes`, or set `requires_confirmation: false` on \
+                            the tool in tools.json";
+
+#[test]
+fn confirmation_is_asked_through_elicitation() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let sent = sb.state_dir().join("sent");
+    let marker = files::fixture("runtime/marker.sh");
+    for (mode, _) in MODES {
+        let answers = json!([{"action": "decline"}, {"action": "accept", "content": {"approve": true}}]);
+        let steps = json!([call("desk.send", json!({})), call("desk.send", json!({}))]);
+        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, Some(answers), steps));
+
+        let declined = step(&report, 0);
+        assert_eq!(declined["result"]["isError"], true, "{mode}: {declined}");
+        assert_eq!(call_meta(declined)["outcome"], "refused");
+        assert_eq!(
+            text_of(declined),
+            format!(
+                "tool `desk.send` requires confirmation and the call was not approved: mcp: declined over MCP\n{CONFIRM_HELP}"
+            )
+        );
+        let approved = step(&report, 1);
+        assert_eq!(approved["result"]["structuredContent"], json!({"result": {"ok": true}}), "{mode}: {approved}");
+        assert_eq!(call_meta(approved)["outcome"], "ok");
+        assert!(sent.exists());
+        std::fs::remove_file(&sent).unwrap();
+
+        // Each ask is a form with one boolean, `approve`, naming the tool,
+        // its arguments, its target and the invocation.
+        let asked = report["elicitations"].as_array().unwrap();
+        assert_eq!(asked.len(), 2, "{mode}: {asked:?}");
+        for (ask, record) in asked.iter().zip([declined, approved]) {
+            let params = &ask["params"];
+            assert_eq!(params["mode"], "form");
+            assert_eq!(
+                params["message"],
+                format!(
+                    "Allow `desk.send` to run?\ntest tool desk.send\narguments: {{}}\ntarget: {marker} <blob> {}\n\
+                     invocation: {}",
+                    sent.display(),
+                    call_meta(record)["invocation_id"].as_str().unwrap()
+                )
+            );
+            assert_eq!(
+                params["requestedSchema"],
+                json!({"type": "object", "required": ["approve"], "properties": {"approve": {
+                    "type": "boolean", "title": "Run desk.send",
+                    "description": "true runs the tool once with these arguments"}}})
+            );
+        }
+    }
+    let confirms = frames_of(&sb, "tool.confirm");
+    let decisions: Vec<(&Value, &Value)> = confirms.iter().map(|c| (&c["approved"], &c["how"])).collect();
+    let (no, declined, yes, mcp) = (json!(false), json!("mcp: declined over MCP"), json!(true), json!("mcp"));
+    assert_eq!(decisions, [(&no, &declined), (&yes, &mcp), (&no, &declined), (&yes, &mcp)]);
+}
+
+#[test]
+fn confirmation_without_elicitation_names_yes_and_yes_approves() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    for (mode, _) in MODES {
+        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, json!([call("desk.send", json!({}))])));
+        let refused = step(&report, 0);
+        assert_eq!(refused["result"]["isError"], true, "{mode}: {refused}");
+        assert_eq!(call_meta(refused)["outcome"], "refused");
+        assert_eq!(
+            text_of(refused),
+            format!(
+                "tool `desk.send` requires confirmation and the call was not approved: mcp: the MCP client could not \
+                 be asked (it does not support elicitation) or did not answer\n{CONFIRM_HELP}"
+            )
+        );
+        assert!(!sb.state_dir().join("sent").exists());
+
+        let report =
+            mcp::drive(&scenario(stdio(&sb, &desk, &["--yes"]), mode, None, json!([call("desk.send", json!({}))])));
+        assert_eq!(call_meta(step(&report, 0))["outcome"], "ok", "{mode}: {report}");
+        std::fs::remove_file(sb.state_dir().join("sent")).unwrap();
+    }
+    let confirms = frames_of(&sb, "tool.confirm");
+    let decisions: Vec<(&Value, &Value)> = confirms.iter().map(|c| (&c["approved"], &c["how"])).collect();
+    let unasked = json!("mcp: the MCP client could not be asked (it does not support elicitation) or did not answer");
+    let (no, yes, pre_approved) = (json!(false), json!(true), json!("pre-approved (--yes)"));
+    assert_eq!(decisions, [(&no, &unasked), (&yes, &pre_approved), (&no, &unasked), (&yes, &pre_approved)]);
+}
+
+#[test]
+fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle(
+        "drafter",
+        json!([bundle::runtime_tool("mail.draft", "ask.py", &["tone"])]),
+        "[capabilities]\nexec = true\n",
+    );
+    for (mode, _) in MODES {
+        let answers = json!([{"action": "accept", "content": {"tone": "formal"}}]);
+        let report = mcp::drive(&scenario(
+            stdio(&sb, &bundle, &[]),
+            mode,
+            Some(answers),
+            json!([call("mail.draft", json!({}))]),
+        ));
+        let record = step(&report, 0);
+        assert_eq!(
+            record["result"]["structuredContent"],
+            json!({"result": {"answers": {"tone": "formal"}, "options": {}}}),
+            "{mode}: {record}"
+        );
+        assert_eq!(call_meta(record)["attempts"], 2);
+        let asked = report["elicitations"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{mode}: {asked:?}");
+        assert_eq!(asked[0]["params"]["mode"], "form");
+        assert_eq!(asked[0]["params"]["message"], "`mail.draft` asks:\n- Which tone?");
+        assert_eq!(
+            asked[0]["params"]["requestedSchema"],
+            json!({"type": "object", "required": ["tone"], "properties": {"tone": {
+                "type": "string", "title": "Which tone?", "enum": ["formal", "casual"]}}})
+        );
+
+        // Without elicitation, the error lists the question.
+        let report =
+            mcp::drive(&scenario(stdio(&sb, &bundle, &[]), mode, None, json!([call("mail.draft", json!({}))])));
+        let record = step(&report, 0);
+        assert_eq!(record["result"]["isError"], true, "{mode}: {record}");
+        assert_eq!(
+            text_of(record),
+            "tool `mail.draft` asks a question that no one answered: `tone` (\"Which tone?\", a string, one of \
+             formal, casual)\nhelp: answer the questions when the client asks; this client could not be asked (it \
+             does not support elicitation), so use one that does"
+        );
+        assert_eq!(call_meta(record)["outcome"], "error");
+        assert_attempts_recorded(&sb, record);
+    }
+    let answers: Vec<Value> = frames_of(&sb, "tool.answer").into_iter().map(|a| a["answers"].clone()).collect();
+    let formal = json!([{"id": "tone", "value": "formal", "source": "mcp"}]);
+    assert_eq!(answers, [formal.clone(), formal]);
+}
+
+#[test]
+fn parallel_calls_overlap_and_their_frames_verify() {
+    let sb = Sandbox::new();
+    let state = sb.state_dir();
+    let nap = sb.script(
+        "nap.sh",
+        &format!(
+            "n=$(jq -r .tool.arguments.n \"$1\")\ndate +%s%N > {s}/$n.start\nsleep 1\ndate +%s%N > {s}/$n.end\necho '{{}}'",
+            s = state.display()
+        ),
+    );
+    let bundle = sb.bundle(
+        "napper",
+        json!([with_fs(tool("nap.take", exec(nap.to_str().unwrap(), &[])), &state)]),
+        &bundle::caps("exec = true\n", &state),
+    );
+    let calls: Vec<Value> = (0..8).map(|n| json!({"tool": "nap.take", "arguments": {"n": n}})).collect();
+    let report = mcp::drive(&scenario(
+        stdio(&sb, &bundle, &["--max-calls", "8"]),
+        "legacy",
+        None,
+        json!([{"op": "parallel", "calls": calls}]),
+    ));
+    let records = step(&report, 0)["calls"].as_array().unwrap();
+    assert!(records.iter().all(|r| call_meta(r)["outcome"] == "ok"), "{records:?}");
+
+    // Every call had started before any ended.
+    let stamp = |name: String| -> u128 { std::fs::read_to_string(state.join(name)).unwrap().trim().parse().unwrap() };
+    let last_start = (0..8).map(|n| stamp(format!("{n}.start"))).max().unwrap();
+    let first_end = (0..8).map(|n| stamp(format!("{n}.end"))).min().unwrap();
+    assert!(last_start < first_end, "the calls ran one after another: last start {last_start}, first end {first_end}");
+
+    let events = sb.events();
+    let frames: Vec<&str> = kinds(&events).into_iter().filter(|k| matches!(*k, "tool.call" | "tool.result")).collect();
+    assert_eq!(frames.len(), 16, "{frames:?}");
+    assert_eq!(frames.iter().filter(|k| **k == "tool.call").count(), 8);
+    let verified = sb.rlp().args(["trace", "verify"]).output().unwrap();
+    assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
+}
+
+/// Bundle `waiter`: `wait.long` starts `sleep 60` in the background, writes
+/// its pid to `state/child.pid` and waits for it.
+fn waiter(sb: &Sandbox) -> (PathBuf, PathBuf) {
+    let state = sb.state_dir();
+    let pid_file = state.join("child.pid");
+    let long =
+        sb.script("long.sh", &format!("sleep 60 &\necho $! > {p}.tmp && mv {p}.tmp {p}\nwait", p = pid_file.display()));
+    let bundle = sb.bundle(
+        "waiter",
+        json!([with_fs(tool("wait.long", exec(long.to_str().unwrap(), &[])), &state)]),
+        &bundle::caps("exec = true\n", &state),
+    );
+    (bundle, pid_file)
+}
+
+/// The steps that call `wait.long`, cancel it once its child runs, and watch
+/// the child for a second.
+fn cancel_steps(pid_file: &Path) -> Value {
+    json!([
+        {"op": "call", "tool": "wait.long", "arguments": {}, "cancel": {"when_file": pid_file}},
+        {"op": "watch_pid", "file": pid_file, "limit_ms": 1000},
+    ])
+}
+
+/// Asserts that the driver saw its call cancelled and the tool's child gone
+/// within a second of it.
+fn assert_cancelled_and_gone(report: &Value) {
+    let cancelled = step(report, 0);
+    assert_eq!(cancelled["cancelled"], true, "{cancelled}");
+    let watch = step(report, 1);
+    let gone = watch["gone_at_ms"].as_f64().unwrap_or_else(|| panic!("the tool's child outlived the cancel: {watch}"));
+    let after = gone - cancelled["cancelled_at_ms"].as_f64().unwrap();
+    assert!(after < 1000.0, "the tool's child was gone {after} ms after the cancel");
+}
+
+/// Asserts that the last `tool.result` of the ledger is a cancellation.
+fn assert_recorded_cancelled(sb: &Sandbox) {
+    let results = frames_of(sb, "tool.result");
+    assert_eq!(results.last().unwrap()["error"]["kind"], "cancelled", "{results:?}");
+}
+
+#[test]
+fn a_cancelled_call_kills_the_tool_and_its_children() {
+    let sb = Sandbox::new();
+    let (bundle, pid_file) = waiter(&sb);
+    let report = mcp::drive(&scenario(stdio(&sb, &bundle, &[]), "legacy", None, cancel_steps(&pid_file)));
+    assert_cancelled_and_gone(&report);
+    assert_recorded_cancelled(&sb);
+}
+
+#[test]
+fn an_http_client_going_away_cancels_its_call() {
+    let sb = Sandbox::new();
+    let (bundle, pid_file) = waiter(&sb);
+    let server = HttpServe::start(&sb, &bundle, &[]);
+    let report = mcp::drive(&scenario(server.transport(None), "2026-07-28", None, cancel_steps(&pid_file)));
+    assert_cancelled_and_gone(&report);
+    assert_recorded_cancelled(&sb);
+}
+
+#[test]
+fn progress_is_reported_when_asked_for() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    for (mode, _) in MODES {
+        let steps = json!([{"op": "call", "tool": "desk.count", "arguments": {}, "progress": true}]);
+        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let progress: Vec<Value> = report["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| json!([p["progress"], p["total"], p["message"]]))
+            .collect();
+        assert_eq!(
+            progress,
+            [
+                json!([1.0, 3.0, "attempt 1 of at most 1 started"]),
+                json!([2.0, 3.0, "attempt 1 ended"]),
+                json!([3.0, 3.0, "the call ended and is recorded"]),
+            ],
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn stdio_stdout_carries_only_json_rpc() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let mut child = sb
+        .command()
+        .arg("serve")
+        .arg(&desk)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let requests = [
+        mcp::initialize(1),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "desk.greet", "arguments": {"name": "ada"}}}),
+    ];
+    for request in &requests {
+        writeln!(input, "{request}").unwrap();
+    }
+    let mut seen = Vec::new();
+    while !seen.iter().any(|m: &Value| m["id"] == 3) {
+        let line = lines.next().expect("stdout ended before the call's answer").unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        seen.push(message);
+    }
+    drop(input);
+    for line in lines {
+        let line = line.unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ids: Vec<&Value> = seen.iter().filter_map(|m| m.get("id")).collect();
+    assert_eq!(ids, [&json!(1), &json!(2), &json!(3)]);
+    assert_eq!(seen[2]["result"]["structuredContent"], json!({"greeting": "hello ada"}));
+    assert!(stderr(&out).lines().any(|l| l.starts_with("rlp serve: trace ")), "{}", stderr(&out));
+}
+
+#[test]
+fn http_refuses_foreign_origins_and_unbound_addresses() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let server = HttpServe::start(&sb, &desk, &[]);
+    let (status, _) = mcp::post(server.address(), &[("Origin", "http://evil.example")], &mcp::initialize(1));
+    assert_eq!(status, 403);
+    let (status, body) = mcp::post(server.address(), &[("Origin", "http://127.0.0.1")], &mcp::initialize(1));
+    assert_eq!(status, 200, "{body}");
+
+    let out = sb.rlp().arg("serve").arg(&desk).args(["--http", "0.0.0.0:0"]).timeout(HANG_GUARD).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).lines().filter(|l| !l.starts_with("note: ")).collect::<Vec<_>>(),
+        [
+            "error: refusing to serve on 0.0.0.0:0 without a token: only loopback addresses are served without one",
+            "  help: pass --token-file FILE (clients then send `Authorization: Bearer <token>`), or bind 127.0.0.1",
+        ]
+    );
+    assert_eq!(stdout(&out), "");
+}
+
+#[test]
+fn http_refuses_a_body_past_its_bound() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let server = HttpServe::start(&sb, &desk, &[]);
+    let mut big = mcp::initialize(1);
+    big["params"]["clientInfo"]["name"] = json!("x".repeat(rlp::serve::http::MAX_BODY_BYTES));
+    let (status, _) = mcp::post(server.address(), &[], &big);
+    assert_eq!(status, 413);
+    let (status, body) = mcp::post(server.address(), &[], &mcp::initialize(2));
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn http_with_a_token_requires_the_bearer() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let token_file = sb.join("token");
+    std::fs::write(&token_file, "s3cret-token-for-the-tests\n").unwrap();
+    let server = HttpServe::start(&sb, &desk, &["--token-file", token_file.to_str().unwrap()]);
+    let (status, _) = mcp::post(server.address(), &[], &mcp::initialize(1));
+    assert_eq!(status, 401);
+    let (status, _) = mcp::post(server.address(), &[("Authorization", "Bearer wrong")], &mcp::initialize(1));
+    assert_eq!(status, 401);
+    for (mode, version) in MODES {
+        let steps = json!([call("desk.greet", json!({"name": "ada"}))]);
+        let report = mcp::drive(&scenario(server.transport(Some("s3cret-token-for-the-tests")), mode, None, steps));
+        assert_eq!(report["protocol_version"], version);
+        assert_eq!(step(&report, 0)["result"]["structuredContent"], json!({"greeting": "hello ada"}), "{report}");
+    }
+}
+
+#[test]
+fn a_served_trace_replays_and_verifies() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let steps = json!([call("desk.greet", json!({"name": "ada"})), call("desk.count", json!({}))]);
+    let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), "legacy", None, steps));
+    let trace = call_meta(step(&report, 0))["trace_id"].as_str().unwrap().to_string();
+    assert_eq!(call_meta(step(&report, 1))["trace_id"], trace.as_str());
+    let out = sb.rlp().args(["replay", &trace, "--bundle"]).arg(&desk).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_contains(&stdout(&out), "no divergence");
+    let verified = sb.rlp().args(["trace", "verify"]).output().unwrap();
+    assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
+}
+
+#[test]
+fn a_client_trace_id_groups_stateless_calls() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let trace = "01900000-0000-7000-8000-000000000001";
+    let meta = json!({"dev.runloop/trace_id": trace});
+    let steps = json!([
+        {"op": "call", "tool": "desk.count", "arguments": {}, "meta": meta},
+        {"op": "call", "tool": "desk.count", "arguments": {}, "meta": meta},
+        call("desk.count", json!({})),
+    ]);
+    let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), "2026-07-28", None, steps));
+    assert_eq!(call_meta(step(&report, 0))["trace_id"], trace);
+    assert_eq!(call_meta(step(&report, 1))["trace_id"], trace);
+    assert_eq!(call_meta(step(&report, 2))["trace_id"], mcp::stdio_trace(&sb).as_str());
+}
