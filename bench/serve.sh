@@ -24,7 +24,7 @@ work="$disk_dir/work"
 rm -rf "$work"
 mkdir -p "$work/logs"
 
-cargo build --release --bin rlp >&2
+cargo build --release --bin rlp --example bench_ledger_commit >&2
 rlp="$target_dir/release/rlp"
 
 # The baseline server's interpreter: a venv with the pinned MCP SDK and FastMCP.
@@ -59,6 +59,10 @@ report="$("$venv/bin/python" bench/serve_bench.py --rlp "$rlp" --bundle "$bundle
   --tmpfs "$tmpfs_dir" --disk "$disk_dir" --logs "$work/logs" \
   --iterations "$iterations" --calls "$calls" --window "$window")"
 
+# The ledger writer alone: 8 concurrent writers of single frames, group
+# commit against one transaction per frame and the fsync floor, on the disk.
+writer_report="$("$target_dir/release/examples/bench_ledger_commit" --dir "$disk_dir" --writers "$window" --frames 1000)"
+
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 machine="$(nproc) cores${cpu:+, $cpu}, $(uname -sr), disk: $(df -T "$disk_dir" | awk 'NR==2 {print $2 " (" $1 ")"}'), tmpfs: $tmpfs_dir"
 
@@ -84,6 +88,14 @@ Reproduce: \`bench/serve.sh\` (\`ITERATIONS=$iterations CALLS=$calls WINDOW=$win
 Machine: $machine. Run: $(date -u +%Y-%m-%d), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).
 
 $report
+
+The ledger writer alone, on the same disk, without tools
+(\`$shown_target/release/examples/bench_ledger_commit --dir $disk_dir --writers $window --frames 1000\`):
+$window threads each record single frames, each durable before \`record\`
+returns, through the group-commit writer \`rlp serve\` uses and through the
+SQLite ledger directly (one transaction per frame):
+
+$writer_report
 
 Targets: \`rlp serve\`'s overhead above the raw spawn under 1 ms per call;
 group-committed frames/s at least 4× one transaction per frame.
