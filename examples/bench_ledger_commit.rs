@@ -102,7 +102,9 @@ fn main() {
         assert_eq!(report.rows, (args.writers * args.frames) as u64);
     }
     let (w, n) = (args.writers, args.frames);
-    println!("| ledger writer, {w} concurrent writers × {n} single frames, each durable before it returns | frames/s |");
+    println!(
+        "| ledger writer, {w} concurrent writers × {n} single frames, each durable before it returns | frames/s |"
+    );
     println!("|---|---:|");
     println!("| group commit (`rlp serve`'s writer) | {grouped:.0} |");
     println!("| one transaction per frame (the SQLite ledger directly) | {per_frame:.0} |");
