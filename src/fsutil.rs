@@ -93,6 +93,15 @@ pub(crate) fn human_size(bytes: u64) -> String {
     }
 }
 
+/// The permission bits of a file meant for its owner alone, when group or
+/// others may use it (`None` for a private file): secret keys and tokens are
+/// refused with this mode named.
+pub fn shared_mode(meta: &fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then_some(mode)
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder
 /// is written, flushed to disk and renamed over the target, then the folder
 /// is synced. An interrupted write leaves the old file intact, and no

@@ -57,6 +57,15 @@ fn read_token(path: &std::path::Path) -> Result<String, CliError> {
         CliError::usage(format!("cannot read the token file {}: {e}", path.display()))
             .with_help("write the token on one line of a file only you can read (chmod 600)")
     })?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| CliError::usage(format!("cannot read the token file {}: {e}", path.display())))?;
+    if let Some(mode) = crate::fsutil::shared_mode(&meta) {
+        return Err(CliError::usage(format!(
+            "the token file {} is readable by other users (mode {mode:04o}); refusing to use it",
+            path.display()
+        ))
+        .with_help(format!("run `chmod 600 {}`, and replace the token if others may have read it", path.display())));
+    }
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.chars().count() < MIN_TOKEN_CHARS || token.chars().any(char::is_control) {
         return Err(CliError::usage(format!(

@@ -187,8 +187,7 @@ impl SecretKey {
             return Err(Failure::new(Reason::Key, format!("{} holds a public key, not a secret key", path.display()))
                 .with_help("pass the `.key` file written by `rlp keygen` next to this `.pub` file"));
         }
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
+        if let Some(mode) = crate::fsutil::shared_mode(&meta) {
             return Err(Failure::new(
                 Reason::Key,
                 format!("{} is readable by other users (mode {mode:04o}); refusing to use it", path.display()),

@@ -24,7 +24,7 @@ use crate::runtime::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer}
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer};
 use crate::serve::calls::Event;
 
-/// How long a parked call waits for the client to answer (2026-07-28).
+/// How long a call waits for the client to answer a form (either revision).
 pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(600);
 /// The key of the one input request a round asks.
 const INPUT_KEY: &str = "rlp";
@@ -59,9 +59,13 @@ pub(crate) struct SessionAsker {
 impl Asker for SessionAsker {
     fn ask(&self, form: &Value) -> Option<ElicitResult> {
         let params: ElicitRequestParams = serde_json::from_value(form.clone()).ok()?;
+        // A client that never answers is not waited for past ANSWER_WAIT:
+        // the call then goes on unanswered (not approved).
         self.handle.block_on(async {
             tokio::select! {
-                answer = self.peer.create_elicitation(params) => answer.ok(),
+                answer = tokio::time::timeout(ANSWER_WAIT, self.peer.create_elicitation(params)) => {
+                    answer.ok().and_then(Result::ok)
+                }
                 () = self.cancelled.cancelled() => None,
             }
         })

@@ -1,30 +1,37 @@
 //! The Streamable HTTP transport at `/mcp`, behind two checks of rlp's own:
 //! a bearer token (when the server has one; compared in constant time) and
 //! a loopback `Origin` (DNS rebinding). Request bodies are bounded by the
-//! SDK's service ([`MAX_BODY_BYTES`]); `Host` is checked by it on loopback
-//! binds.
+//! SDK's service ([`MAX_MESSAGE_BYTES`]), headers by [`HEADER_WAIT`];
+//! `Host` is checked by the SDK on loopback binds.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
+use crate::serve::MAX_MESSAGE_BYTES;
 use crate::serve::handler::{Handler, Shared};
 
 /// The endpoint's path.
 pub const ENDPOINT: &str = "/mcp";
-/// Largest request body accepted (413 beyond).
-pub const MAX_BODY_BYTES: usize = 4 << 20;
+/// Longest a client may take to send a request's headers; the connection is
+/// closed after that (a client that opens connections and sends nothing
+/// holds none for long).
+const HEADER_WAIT: Duration = Duration::from_secs(10);
+/// How long accepting pauses after a failed accept (out of descriptors):
+/// the loop never spins.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
 
 /// What the HTTP transport is started with.
 pub(crate) struct HttpSettings {
@@ -103,7 +110,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
     let loopback = settings.listener.local_addr()?.ip().is_loopback();
     let listener = TcpListener::from_std(settings.listener)?;
     let mut config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .with_cancellation_token(stop.child_token());
     if !loopback {
         // Any Host may reach a non-loopback bind; the bearer token guards it.
@@ -119,7 +126,10 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         let (stream, _peer): (_, SocketAddr) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
-                Err(_) => continue,
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                    continue;
+                }
             },
             () = stop.cancelled() => return Ok(()),
         };
@@ -150,7 +160,11 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
             }
         });
         tokio::spawn(async move {
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), connection).await;
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_WAIT)
+                .serve_connection(TokioIo::new(stream), connection)
+                .await;
         });
     }
 }

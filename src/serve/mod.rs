@@ -29,12 +29,17 @@ mod parked;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::runtime::Runtime;
 use crate::serve::handler::{Handler, Shared};
 pub use crate::serve::http::ENDPOINT;
+
+/// Largest incoming message: an HTTP request body (413 beyond), or one
+/// line over stdio (refused with an error, the session goes on).
+pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
 
 /// Where the server listens.
 #[derive(Debug)]
@@ -75,7 +80,9 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
         let shared = Arc::new(Shared::new(Arc::new(runtime), options.run_trace, options.yes, options.max_calls));
         match options.listen {
             Listen::Stdio => {
-                let service = match Handler::in_run_trace(shared).serve(rmcp::transport::stdio()).await {
+                let stdio = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())
+                    .with_max_line_length(MAX_MESSAGE_BYTES);
+                let service = match Handler::in_run_trace(shared).serve(stdio).await {
                     Ok(service) => service,
                     // The client went away before it began: nothing to serve.
                     Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),

@@ -3,9 +3,9 @@
 //! (`tests/mcp/drive.py`) in both protocol revisions it speaks: the
 //! 2025-11-25 handshake and the stateless 2026-07-28 revision.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Lines, Write};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ChildStdin, ChildStdout, Stdio};
 
 use rlp::event::Event;
 use serde_json::{Value, json};
@@ -277,6 +277,33 @@ fn confirmation_is_asked_through_elicitation() {
 }
 
 #[test]
+fn only_an_accepted_approve_true_approves() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let answers = json!([
+        {"action": "accept", "content": {"approve": false}},
+        {"action": "accept"},
+        {"action": "accept", "content": {"approve": "true"}},
+        {"action": "accept", "content": {"Approve": true}},
+        {"action": "cancel"},
+    ]);
+    let steps = json!(vec![call("desk.send", json!({})); 5]);
+    let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), "legacy", Some(answers), steps));
+    for i in 0..5 {
+        assert_eq!(call_meta(step(&report, i))["outcome"], "refused", "{report}");
+    }
+    assert!(!sb.state_dir().join("sent").exists());
+    let hows: Vec<Value> = frames_of(&sb, "tool.confirm").iter().map(|c| c["how"].clone()).collect();
+    let not_approved = json!("mcp: not approved");
+    assert_eq!(
+        hows,
+        [&not_approved, &not_approved, &not_approved, &not_approved, &json!("mcp: cancelled over MCP")]
+            .map(Value::clone)
+    );
+    assert!(frames_of(&sb, "tool.confirm").iter().all(|c| c["approved"] == false));
+}
+
+#[test]
 fn confirmation_without_elicitation_names_yes_and_yes_approves() {
     let sb = Sandbox::new();
     let desk = desk(&sb);
@@ -483,21 +510,28 @@ fn progress_is_reported_when_asked_for() {
     }
 }
 
-#[test]
-fn stdio_stdout_carries_only_json_rpc() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+/// `rlp serve` over stdio, spoken to line by line: the child, its stdin and
+/// its stdout's lines.
+fn raw_stdio(sb: &Sandbox, desk: &Path) -> (std::process::Child, ChildStdin, Lines<BufReader<ChildStdout>>) {
     let mut child = sb
         .command()
         .arg("serve")
-        .arg(&desk)
+        .arg(desk)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let input = child.stdin.take().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, input, lines)
+}
+
+#[test]
+fn stdio_stdout_carries_only_json_rpc() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let (child, mut input, mut lines) = raw_stdio(&sb, &desk);
     let requests = [
         mcp::initialize(1),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -530,6 +564,30 @@ fn stdio_stdout_carries_only_json_rpc() {
 }
 
 #[test]
+fn stdio_drops_a_line_past_its_bound_and_goes_on() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    let (child, mut input, lines) = raw_stdio(&sb, &desk);
+    let huge = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "desk.greet", "arguments": {"name": "x".repeat(rlp::serve::MAX_MESSAGE_BYTES)}}});
+    for request in [
+        mcp::initialize(1),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        huge,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    ] {
+        writeln!(input, "{request}").unwrap();
+    }
+    drop(input);
+    let ids: Vec<Value> =
+        lines.map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap()["id"].clone()).collect();
+    assert_eq!(ids, [json!(1), json!(3)]);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(frames_of(&sb, "tool.call").is_empty());
+}
+
+#[test]
 fn http_refuses_foreign_origins_and_unbound_addresses() {
     let sb = Sandbox::new();
     let desk = desk(&sb);
@@ -557,7 +615,7 @@ fn http_refuses_a_body_past_its_bound() {
     let desk = desk(&sb);
     let server = HttpServe::start(&sb, &desk, &[]);
     let mut big = mcp::initialize(1);
-    big["params"]["clientInfo"]["name"] = json!("x".repeat(rlp::serve::http::MAX_BODY_BYTES));
+    big["params"]["clientInfo"]["name"] = json!("x".repeat(rlp::serve::MAX_MESSAGE_BYTES));
     let (status, _) = mcp::post(server.address(), &[], &big);
     assert_eq!(status, 413);
     let (status, body) = mcp::post(server.address(), &[], &mcp::initialize(2));
@@ -570,6 +628,30 @@ fn http_with_a_token_requires_the_bearer() {
     let desk = desk(&sb);
     let token_file = sb.join("token");
     std::fs::write(&token_file, "s3cret-token-for-the-tests\n").unwrap();
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let out = sb
+        .rlp()
+        .arg("serve")
+        .arg(&desk)
+        .args(["--http", "127.0.0.1:0", "--token-file"])
+        .arg(&token_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).lines().filter(|l| !l.starts_with("note: ")).collect::<Vec<_>>(),
+        [
+            format!(
+                "error: the token file {} is readable by other users (mode 0644); refusing to use it",
+                token_file.display()
+            ),
+            format!(
+                "  help: run `chmod 600 {}`, and replace the token if others may have read it",
+                token_file.display()
+            ),
+        ]
+    );
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let server = HttpServe::start(&sb, &desk, &["--token-file", token_file.to_str().unwrap()]);
     let (status, _) = mcp::post(server.address(), &[], &mcp::initialize(1));
     assert_eq!(status, 401);
