@@ -6,6 +6,7 @@ mod file;
 mod pool;
 mod screen;
 
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -53,10 +54,9 @@ pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
         {
             print_unrecorded(outcome);
         }
-        match out.line(line_document(call, result.as_ref())) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(()),
-        }
+        // Flushed at once: whoever reads the lines gets each as soon as it is known.
+        let written = out.line(line_document(call, result.as_ref())).is_ok() && out.flush().is_ok();
+        if written { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
     };
     pool::run_in_order(&calls, jobs, call, emit)
         .map_err(|e| CliError::problem(format!("cannot start the threads of the batch: {e}")))?;
