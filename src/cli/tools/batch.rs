@@ -1,6 +1,7 @@
 //! `rlp tools call --batch`: many calls in one process (one bundle load,
-//! one trust check), at most `--jobs` at once, all in one trace, their
-//! results printed as JSON Lines in input order as soon as each is known.
+//! its trust verdict reused while it is unchanged), at most `--jobs` at
+//! once, all in one trace, their results printed as JSON Lines in input
+//! order as soon as each is known.
 
 mod file;
 mod pool;
