@@ -36,6 +36,14 @@ pub(crate) struct RuntimeFlags<'a> {
     pub serving: bool,
 }
 
+impl<'a> RuntimeFlags<'a> {
+    /// A runtime that only shows what the bundle offers (`tools list
+    /// --format mcp`, `tools search`): it runs no call.
+    pub(crate) fn inspecting(bundle: &'a Path) -> RuntimeFlags<'a> {
+        RuntimeFlags { bundle, yes: false, confirm_external_actions: None, ask_questions: false, serving: false }
+    }
+}
+
 /// Loads the configuration and the bundle into a runtime that records into
 /// the home's ledger; prints the configuration's and the bundle's warnings.
 /// Returns the ledger too, for commands that read back what they recorded.
