@@ -378,6 +378,18 @@ fn trace_show_renders_what_the_client_was_shown() {
     let first = document["frames"].as_array().unwrap().iter().find(|e| e["kind"] == "tool.discover").unwrap();
     assert_eq!(first["status"], "search");
     assert_eq!(first["ids"], json!(["slack.post_message"]));
+
+    // The frames travel with the trace: export, import elsewhere, verify, replay.
+    let exported = sb.rlp().args(["trace", "export", &trace]).output().unwrap();
+    assert_eq!(exported.status.code(), Some(0), "{}", stderr(&exported));
+    let file = sb.join("discovered.jsonl");
+    std::fs::write(&file, &exported.stdout).unwrap();
+    let imported = sb.rlp().args(["trace", "import"]).arg(&file).args(["--home", "other"]).output().unwrap();
+    assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
+    let verified = sb.rlp().args(["trace", "verify", "--home", "other"]).output().unwrap();
+    assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
+    let replayed = sb.rlp().args(["replay"]).arg(&file).arg("--bundle").arg(&workspace).output().unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}{}", stdout(&replayed), stderr(&replayed));
 }
 
 #[test]
