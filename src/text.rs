@@ -65,6 +65,20 @@ pub(crate) fn terminal_safe_line(text: &str) -> Cow<'_, str> {
     Cow::Owned(terminal_safe(&text.replace('\n', "\\u{a}").replace('\t', "\\u{9}")).into_owned())
 }
 
+/// What kind of JSON value `value` is, as a message names it: `null`,
+/// `a boolean`, `a number`, `a string`, `an array`, `an object`.
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

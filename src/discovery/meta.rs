@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::text::json_kind;
+
 /// Finds tools by what they do.
 pub const SEARCH: &str = "rlp.search_tools";
 /// Shows tools' full definitions.
@@ -140,7 +142,7 @@ pub fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, S
     let query = match arguments.get("query") {
         Some(Value::String(query)) if !query.trim().is_empty() => query.trim().to_string(),
         Some(Value::String(_)) => return Err("`query` is empty: say what the tool should do".into()),
-        Some(other) => return Err(format!("`query` must be a string, not {}", kind(other))),
+        Some(other) => return Err(format!("`query` must be a string, not {}", json_kind(other))),
         None => return Err("`query` is required: say what the tool should do".into()),
     };
     if query.chars().count() > MAX_QUERY_CHARS {
@@ -149,7 +151,7 @@ pub fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, S
     let category = match arguments.get("category") {
         None | Some(Value::Null) => None,
         Some(Value::String(category)) => Some(category.clone()),
-        Some(other) => return Err(format!("`category` must be a string, not {}", kind(other))),
+        Some(other) => return Err(format!("`category` must be a string, not {}", json_kind(other))),
     };
     let limit = match arguments.get("limit") {
         None | Some(Value::Null) => DEFAULT_LIMIT,
@@ -167,7 +169,7 @@ pub fn describe_ids(arguments: &Map<String, Value>) -> Result<Vec<String>, Strin
     only(arguments, DESCRIBE, &["ids"])?;
     let ids = match arguments.get("ids") {
         Some(Value::Array(ids)) => ids,
-        Some(other) => return Err(format!("`ids` must be an array of tool ids, not {}", kind(other))),
+        Some(other) => return Err(format!("`ids` must be an array of tool ids, not {}", json_kind(other))),
         None => return Err("`ids` is required: name the tools to describe".into()),
     };
     if ids.is_empty() || ids.len() > MAX_DESCRIBED {
@@ -175,7 +177,7 @@ pub fn describe_ids(arguments: &Map<String, Value>) -> Result<Vec<String>, Strin
     }
     let mut out: Vec<String> = Vec::with_capacity(ids.len());
     for id in ids {
-        let id = id.as_str().ok_or_else(|| format!("`ids` must hold strings, not {}", kind(id)))?;
+        let id = id.as_str().ok_or_else(|| format!("`ids` must hold strings, not {}", json_kind(id)))?;
         if !out.iter().any(|seen| seen == id) {
             out.push(id.to_string());
         }
@@ -188,27 +190,15 @@ pub fn call_target(arguments: &Map<String, Value>) -> Result<(String, Map<String
     only(arguments, CALL, &["id", "arguments"])?;
     let id = match arguments.get("id") {
         Some(Value::String(id)) => id.clone(),
-        Some(other) => return Err(format!("`id` must be a tool id string, not {}", kind(other))),
+        Some(other) => return Err(format!("`id` must be a tool id string, not {}", json_kind(other))),
         None => return Err("`id` is required: name the tool to call".into()),
     };
     let inner = match arguments.get("arguments") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(inner)) => inner.clone(),
-        Some(other) => return Err(format!("`arguments` must be an object, not {}", kind(other))),
+        Some(other) => return Err(format!("`arguments` must be an object, not {}", json_kind(other))),
     };
     Ok((id, inner))
-}
-
-/// A JSON value's kind, for messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

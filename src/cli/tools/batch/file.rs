@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::exit::CliError;
 use crate::fsutil::{ReadError, read_limited, read_stream_limited};
+use crate::text::json_kind;
 
 /// Most bytes a batch file may hold.
 const MAX_BATCH_BYTES: u64 = 64 << 20;
@@ -89,7 +90,7 @@ fn parse_line(text: &[u8]) -> Result<Line, (usize, String)> {
     // a syntax error where there is one, else what it is.
     match serde_json::from_slice::<Value>(text) {
         Err(e) => Err(located(&e)),
-        Ok(value) => Err((start + 1, format!("expected an object {EXPECTED}, found {}", kind(&value)))),
+        Ok(value) => Err((start + 1, format!("expected an object {EXPECTED}, found {}", json_kind(&value)))),
     }
 }
 
@@ -99,18 +100,6 @@ fn located(e: &serde_json::Error) -> (usize, String) {
     let position = format!(" at line {} column {}", e.line(), e.column());
     let message = message.strip_suffix(&position).unwrap_or(&message).to_string();
     (e.column(), message)
-}
-
-/// What kind of JSON value `value` is, as an error names it.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
