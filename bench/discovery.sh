@@ -54,9 +54,9 @@ section="$(cat <<SECTION
 
 A host that loads several popular MCP servers at once hands the model every
 tool definition of every server before the first message. This benchmark
-takes the definitions six public servers publish — $sources tools, ${data}/tools.json,
-extracted from the pinned npm packages by \`${data}/extract.mjs\`
-(${data}/SOURCES.md) — and serves them as one rlp bundle (ids prefixed by
+takes the 106 tool definitions six public servers publish — $sources
+tools, extracted into ${data}/tools.json from the pinned npm packages by
+\`${data}/extract.mjs\` (${data}/SOURCES.md) — and serves them as one rlp bundle (ids prefixed by
 server, descriptions and input schemas verbatim; every tool runs one script
 that prints \`{}\`). It compares the initial tool list of
 \`rlp serve --expose all\` with \`--expose core\`, which lists 8 core tools —
