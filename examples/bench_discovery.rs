@@ -144,14 +144,19 @@ impl Session {
         };
         let mut session = Session { child, stdin, stdout: BufReader::new(stdout), next_id: 1 };
         let client = json!({"name": "bench_discovery", "version": "1"});
-        session.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}))?;
+        session.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}),
+        )?;
         session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
         Ok(session)
     }
 
     /// Writes one message line.
     fn send(&mut self, message: &Value) -> Result<(), String> {
-        writeln!(self.stdin, "{message}").and_then(|()| self.stdin.flush()).map_err(|e| format!("writing to rlp serve: {e}"))
+        writeln!(self.stdin, "{message}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| format!("writing to rlp serve: {e}"))
     }
 
     /// Sends `method` with `params` and returns the `result` of its answer,
@@ -167,14 +172,18 @@ impl Session {
             if read == 0 {
                 return Err(format!("rlp serve closed its output before answering {method}"));
             }
-            let mut message: Value = serde_json::from_str(&line).map_err(|e| format!("rlp serve wrote non-JSON ({e}): {line}"))?;
+            let mut message: Value =
+                serde_json::from_str(&line).map_err(|e| format!("rlp serve wrote non-JSON ({e}): {line}"))?;
             if message.get("id") != Some(&json!(id)) {
                 continue;
             }
             if let Some(error) = message.get("error") {
                 return Err(format!("{method} failed: {error}"));
             }
-            return message.get_mut("result").map(Value::take).ok_or_else(|| format!("{method}: answer without result"));
+            return message
+                .get_mut("result")
+                .map(Value::take)
+                .ok_or_else(|| format!("{method}: answer without result"));
         }
     }
 
@@ -260,7 +269,10 @@ fn run_task(core: &mut Session, meter: &Meter, task: &Task, direct: &Exchange) -
     let arguments = json!({"id": task.call.id, "arguments": task.call.arguments});
     let through = core.call(meter, "rlp.call_tool", arguments)?;
     if without_meta(&through.result) != without_meta(&direct.result) {
-        return Err(format!("{}: rlp.call_tool answered {} where the direct call answered {}", task.call.id, through.result, direct.result));
+        return Err(format!(
+            "{}: rlp.call_tool answered {} where the direct call answered {}",
+            task.call.id, through.result, direct.result
+        ));
     }
     Ok(TaskRow {
         rank,
@@ -299,12 +311,8 @@ fn published_list(path: &PathBuf) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let file: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let servers = file.get("servers").and_then(Value::as_array).ok_or("published file without servers")?;
-    let tools: Vec<Value> = servers
-        .iter()
-        .filter_map(|server| server.get("tools").and_then(Value::as_array))
-        .flatten()
-        .cloned()
-        .collect();
+    let tools: Vec<Value> =
+        servers.iter().filter_map(|server| server.get("tools").and_then(Value::as_array)).flatten().cloned().collect();
     Ok(json!({ "tools": tools }))
 }
 
@@ -352,14 +360,21 @@ fn print_lists(meter: &Meter, published: &Value, all: &Value, core: &Value) {
         ("`rlp serve --expose core`", core),
     ] {
         let cost = meter.cost(list);
-        println!("| {name} | {} | {} | {} |", tool_count(list), grouped(cost.bytes as isize), grouped(cost.tokens as isize));
+        println!(
+            "| {name} | {} | {} | {} |",
+            tool_count(list),
+            grouped(cost.bytes as isize),
+            grouped(cost.tokens as isize)
+        );
     }
     println!();
 }
 
 /// The table of tasks: what discovery costs each, and the net saving.
 fn print_tasks(tasks: &[Task], rows: &[TaskRow], saved_up_front: isize) {
-    println!("| task | tool called | rank in search | extra round trips | search (req + resp) | describe (req + resp) | call via rlp.call_tool, tokens beyond direct | extra tokens | net saving, tokens |");
+    println!(
+        "| task | tool called | rank in search | extra round trips | search (req + resp) | describe (req + resp) | call via rlp.call_tool, tokens beyond direct | extra tokens | net saving, tokens |"
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for (task, row) in tasks.iter().zip(rows) {
         let rank = row.rank.map_or("not found".to_string(), |rank| rank.to_string());
