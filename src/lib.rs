@@ -14,13 +14,15 @@
 //!   process runner);
 //! - 4: [`runtime`], the call pipeline, which records through
 //!   [`event::Recorder`] and does not know the ledger;
-//! - 5: `authoring`, and [`replay`] over the runtime and the ledger;
+//! - 5: `authoring`, `discovery` (tool definitions, search) over the
+//!   runtime, and [`replay`] over the runtime and the ledger;
 //! - 6: [`cli`].
 
 pub(crate) mod authoring;
 pub mod bundle;
 pub mod cli;
 pub(crate) mod config;
+pub mod discovery;
 pub mod error;
 pub mod event;
 pub(crate) mod fsutil;

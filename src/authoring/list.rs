@@ -10,7 +10,7 @@ use crate::authoring::AuthoringError;
 use crate::authoring::policy_edit::needed_by;
 use crate::bundle::diag::Severity;
 use crate::bundle::policy::Policy;
-use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
+use crate::bundle::tools::{Discoverability, TOOLS_FILE, Tool, Transport};
 use crate::config::{Config, ConfiguredOptions};
 use crate::event::SandboxRecord;
 use crate::home::Home;
@@ -32,6 +32,10 @@ pub(crate) struct Row {
     pub secrets: Vec<String>,
     /// `requires_confirmation`.
     pub confirm: bool,
+    /// `category`.
+    pub category: Option<String>,
+    /// `discoverability` is `core`.
+    pub core: bool,
     /// Needed capabilities the effective policy does not grant.
     pub missing: Vec<String>,
     /// The kernel sandbox of an exec tool: a brief account and the record
@@ -87,6 +91,8 @@ pub(crate) struct Listing {
     pub policy_file: String,
     /// The operator override applied, if one exists.
     pub override_file: Option<PathBuf>,
+    /// How many tools the bundle has (`rows` may be filtered).
+    pub total: usize,
 }
 
 /// Lists the tools of the bundle at `dir`, with the sandbox each exec tool
@@ -125,7 +131,8 @@ pub(crate) fn list(dir: &Path, home: &Home, config: &Config) -> Result<Listing, 
         })
         .collect();
     let policy_file = bundle.manifest.as_ref().map_or("policy.caps".to_string(), |m| m.caps_file.clone());
-    Ok(Listing { rows, policy_file, override_file })
+    let total = bundle.tool_list().len();
+    Ok(Listing { rows, policy_file, override_file, total })
 }
 
 /// Reads an operator override; a missing file is `None`.
@@ -175,6 +182,8 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
         capabilities: needed.iter().map(|n| n.shown()).collect(),
         secrets: tool.secrets.iter().map(|(_, s)| s.to_string()).collect(),
         confirm: tool.needs_confirmation(),
+        category: tool.category.clone(),
+        core: tool.discoverability == Discoverability::Core,
         missing: needed.iter().filter(|n| !policy.allows(&n.capability)).map(|n| n.shown()).collect(),
         sandbox: match &tool.transport {
             Some(Transport::Exec { command, .. }) => {
@@ -188,6 +197,11 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
 }
 
 impl Row {
+    /// `core` or `discoverable`.
+    pub(crate) fn discoverability(&self) -> &'static str {
+        if self.core { "core" } else { "discoverable" }
+    }
+
     /// `yes`, or `no: missing <caps>`.
     pub(crate) fn exposed(&self) -> String {
         if self.missing.is_empty() { "yes".to_string() } else { format!("no: missing {}", self.missing.join(", ")) }
@@ -195,19 +209,32 @@ impl Row {
 }
 
 impl Listing {
+    /// Keeps only the rows of `category` (compared without case) and, with
+    /// `core_only`, the core tools.
+    pub(crate) fn filter(&mut self, category: Option<&str>, core_only: bool) {
+        self.rows.retain(|row| {
+            category.is_none_or(|c| row.category.as_deref().is_some_and(|rc| rc.eq_ignore_ascii_case(c)))
+                && (!core_only || row.core)
+        });
+    }
+
     /// The table printed by `--format human`.
     pub(crate) fn render_human(&self) -> String {
-        if self.rows.is_empty() {
+        if self.total == 0 {
             return "no tools (add one with `rlp tools add` or `rlp tools import`)\n".to_string();
         }
         let dash = |items: &[String]| if items.is_empty() { "-".to_string() } else { items.join(", ") };
         let safe = |cell: String| terminal_safe_line(&cell).into_owned();
-        let mut table: Vec<[String; 7]> =
-            vec![["ID", "TRANSPORT", "CAPABILITIES", "SECRETS", "CONFIRM", "EXPOSED", "SANDBOX"].map(str::to_string)];
+        let mut table: Vec<[String; 9]> = vec![
+            ["ID", "CATEGORY", "DISCOVERY", "TRANSPORT", "CAPABILITIES", "SECRETS", "CONFIRM", "EXPOSED", "SANDBOX"]
+                .map(str::to_string),
+        ];
         for row in &self.rows {
             table.push(
                 [
                     row.id.clone(),
+                    row.category.clone().unwrap_or_else(|| "-".into()),
+                    row.discoverability().to_string(),
                     row.transport.clone(),
                     dash(&row.capabilities),
                     dash(&row.secrets),
@@ -219,7 +246,7 @@ impl Listing {
             );
         }
         let widths: Vec<usize> =
-            (0..7).map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+            (0..9).map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
         let mut out = String::new();
         for r in &table {
             let mut line = String::new();
@@ -233,7 +260,10 @@ impl Listing {
             out.push('\n');
         }
         let exposed = self.rows.iter().filter(|r| r.missing.is_empty()).count();
-        let tools = if self.rows.len() == 1 { "1 tool".to_string() } else { format!("{} tools", self.rows.len()) };
+        let mut tools = if self.total == 1 { "1 tool".to_string() } else { format!("{} tools", self.total) };
+        if self.rows.len() != self.total {
+            tools = format!("{} of {tools} shown", self.rows.len());
+        }
         let policy = match &self.override_file {
             Some(path) => format!("{} ∩ {}", self.policy_file, path.display()),
             None => self.policy_file.clone(),
@@ -271,6 +301,8 @@ impl Listing {
                     "capabilities": r.capabilities,
                     "secrets": r.secrets,
                     "requires_confirmation": r.confirm,
+                    "category": r.category,
+                    "discoverability": r.discoverability(),
                     "exposed": r.missing.is_empty(),
                     "missing": r.missing,
                     "sandbox": r.sandbox.as_ref().map(|(_, record)| record),

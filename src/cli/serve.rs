@@ -10,6 +10,8 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::diagnostic;
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::discovery::{Expose, meta};
+use crate::runtime::Runtime;
 use crate::serve::{ENDPOINT, Listen, ServeOptions};
 
 /// Largest token file read.
@@ -24,6 +26,11 @@ Examples:
   rlp serve agents/mailer
   rlp serve agents/mailer --http 127.0.0.1:8931
   rlp serve agents/mailer --http 0.0.0.0:8931 --token-file /etc/rlp/token
+  rlp serve agents/big --expose core
+
+--expose core lists only the tools marked \"discoverability\": \"core\" and three meta-tools,
+rlp.search_tools, rlp.describe_tools and rlp.call_tool, that find, show and call the rest
+(docs/discovery.md); `rlp tools list --format mcp --expose core` prints that list.
 
 Every tools/call runs through the runtime (trust, capabilities, validation, secrets,
 confirmation, questions, options, budgets, recording). Calls that need confirmation are
@@ -43,6 +50,10 @@ pub struct ServeArgs {
     /// A file holding the bearer token HTTP requests must carry (required off loopback).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
+    /// Which tools tools/list offers: every exposed tool, or the core ones and the meta-tools
+    /// that search, describe and call the rest.
+    #[arg(long, value_enum, default_value_t = Expose::All)]
+    pub expose: Expose,
     /// Approve calls that need confirmation without asking.
     #[arg(long)]
     pub yes: bool,
@@ -99,6 +110,21 @@ fn listen(addr: SocketAddr, token: Option<String>) -> Result<Listen, CliError> {
     Ok(Listen::Http { listener, token })
 }
 
+/// Under `--expose core`, a bundle tool named like a meta-tool would be
+/// hidden behind it: refused.
+fn refuse_meta_names(runtime: &Runtime) -> Result<(), CliError> {
+    match [meta::SEARCH, meta::DESCRIBE, meta::CALL].into_iter().find(|name| runtime.tool(name).is_some()) {
+        Some(name) => Err(CliError::usage(format!(
+            "tool `{name}` of bundle `{}` has the name of a meta-tool of --expose core",
+            runtime.agent()
+        ))
+        .with_help(
+            "rename the tool in tools.json (ids starting with `rlp.` are best left to rlp), or serve with --expose all",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Runs `rlp serve`.
 pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
     let token = match args.http {
@@ -113,6 +139,9 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         serving: true,
     };
     let (runtime, _) = load_runtime(flags, ctx)?;
+    if args.expose == Expose::Core {
+        refuse_meta_names(&runtime)?;
+    }
     let listen = match args.http {
         Some(addr) => listen(addr, token)?,
         None => Listen::Stdio,
@@ -121,7 +150,7 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
     let max_calls = args.max_calls.map_or(cores * 4, usize::from);
     let run_trace = Uuid::now_v7();
     diagnostic(&format!("rlp serve: trace {run_trace}"));
-    crate::serve::serve(runtime, ServeOptions { listen, yes: args.yes, max_calls, run_trace })
+    crate::serve::serve(runtime, ServeOptions { listen, yes: args.yes, max_calls, expose: args.expose, run_trace })
         .map_err(|e| CliError::problem(format!("rlp serve stopped: {e}")))?;
     Ok(Exit::Success)
 }

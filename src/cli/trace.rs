@@ -338,10 +338,34 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
             format!("{} by {by} ({how})", if *approved { "approved" } else { "denied" })
         }
         Detail::ReplayLink { replay_of, mode } => format!("{mode} replay of trace {replay_of}"),
+        Detail::Discover(discovery) => shown_discovery(discovery),
     };
     let line =
         format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
     terminal_safe(&line).into_owned()
+}
+
+/// A discovery in words: `search "create an issue" (category github,
+/// limit 5) → github.create_issue, github.update_issue`.
+fn shown_discovery(discovery: &crate::event::ToolDiscoverPayload) -> String {
+    let mut asked = discovery.action.clone();
+    if let Some(query) = &discovery.query {
+        asked.push_str(&format!(" {}", ellipsize(&Value::String(query.clone()).to_string(), SHOWN_VALUE)));
+    }
+    let filters: Vec<String> =
+        [discovery.category.as_ref().map(|c| format!("category {c}")), discovery.limit.map(|l| format!("limit {l}"))]
+            .into_iter()
+            .flatten()
+            .collect();
+    if !filters.is_empty() {
+        asked.push_str(&format!(" ({})", filters.join(", ")));
+    }
+    let shown = if discovery.ids.is_empty() { "nothing".to_string() } else { discovery.ids.join(", ") };
+    let unknown = match discovery.unknown.as_slice() {
+        [] => String::new(),
+        ids => format!("; unknown: {}", ids.join(", ")),
+    };
+    format!("{asked} → {}{unknown}", ellipsize(&shown, SHOWN_VALUE * 2))
 }
 
 /// Usage in words: `600 tokens, $0.0031`.

@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use crate::event::fields;
 use crate::event::payload::{
-    CapAuditPayload, ReplayLinkPayload, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolInquiryPayload,
-    ToolResultPayload,
+    CapAuditPayload, ReplayLinkPayload, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolDiscoverPayload,
+    ToolInquiryPayload, ToolResultPayload,
 };
 
 /// Content type id of a tool call frame (CT_TOOL_CALL).
@@ -88,6 +88,8 @@ frame_kinds! {
     ToolAnswer = "tool.answer", None, ToolAnswerPayload;
     /// The first frame of a trace made by a live replay: names the trace it replays.
     TraceReplay = "trace.replay", None, ReplayLinkPayload;
+    /// A search or description of tools (`rlp serve --expose core`): what the client was shown.
+    ToolDiscover = "tool.discover", None, ToolDiscoverPayload;
 }
 
 impl fmt::Display for EventKind {
@@ -125,7 +127,7 @@ impl Payload {
             Payload::ToolConfirm(confirm) => Some(confirm.invocation_id),
             Payload::ToolInquiry(inquiry) => Some(inquiry.invocation_id),
             Payload::ToolAnswer(answer) => Some(answer.invocation_id),
-            Payload::TraceReplay(_) => None,
+            Payload::TraceReplay(_) | Payload::ToolDiscover(_) => None,
         }
     }
 }

@@ -28,8 +28,8 @@ pub(crate) mod row;
 pub use kind::{EventKind, Payload};
 pub use payload::{
     CapAuditPayload, Decision, Outcome, PAYLOAD_VERSION, RecordedAnswer, RecordedError, ReplayLinkPayload,
-    SandboxRecord, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolError, ToolInquiryPayload,
-    ToolResultPayload, Usage,
+    SandboxRecord, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolDiscoverPayload, ToolError,
+    ToolInquiryPayload, ToolResultPayload, Usage,
 };
 pub use record::{Provenance, Record, RecordError, Recorder, now_ms};
 pub use row::{Event, PreparedRow};

@@ -500,6 +500,35 @@ pub struct ReplayLinkPayload {
     pub recorded_agent: String,
 }
 
+/// Payload of a discovery frame ([`crate::event::EventKind::ToolDiscover`]):
+/// what a client of `rlp serve --expose core` searched for or asked to see,
+/// and the tools it was shown, so a replay knows what the model saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolDiscoverPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// `search` or `describe`.
+    #[serde(deserialize_with = "fields::text")]
+    pub action: String,
+    /// The search's query.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub query: Option<String>,
+    /// The search's category filter.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub category: Option<String>,
+    /// The search's limit.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::count")]
+    pub limit: Option<u64>,
+    /// The tools shown, in the order shown: the search's results, or the
+    /// tools described.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub ids: Vec<String>,
+    /// Ids asked to be described that name no tool offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::lenient")]
+    pub unknown: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

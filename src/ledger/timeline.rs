@@ -84,6 +84,8 @@ pub(crate) enum Detail {
         /// How.
         how: String,
     },
+    /// A discovery: what the client was shown.
+    Discover(crate::event::ToolDiscoverPayload),
     /// A replay link.
     ReplayLink {
         /// The replayed trace.
@@ -105,6 +107,7 @@ impl TimelineEntry {
             Detail::Confirm { approved: true, .. } => "approved",
             Detail::Confirm { approved: false, .. } => "denied",
             Detail::ReplayLink { .. } => "replay",
+            Detail::Discover(discovery) => &discovery.action,
             Detail::Inquiry { .. } => "asked",
             Detail::Answer { .. } => "answered",
         }
@@ -140,6 +143,13 @@ impl TimelineEntry {
             }
             Detail::Confirm { approved, by, how } => json!({"approved": approved, "by": by, "how": how}),
             Detail::ReplayLink { replay_of, mode } => json!({"replay_of": replay_of, "mode": mode}),
+            Detail::Discover(discovery) => {
+                let mut value = serde_json::to_value(discovery).unwrap_or(Value::Null);
+                if let Value::Object(map) = &mut value {
+                    map.remove("v");
+                }
+                value
+            }
             Detail::Inquiry { questions } => json!({"questions": questions}),
             Detail::Answer { answers } => json!({"answers": answers}),
         };
@@ -259,6 +269,7 @@ impl Timeline {
                 (Some(confirm.tool), Detail::Confirm { approved: confirm.approved, by: confirm.by, how: confirm.how })
             }
             Payload::TraceReplay(link) => (None, Detail::ReplayLink { replay_of: link.replay_of, mode: link.mode }),
+            Payload::ToolDiscover(discovery) => (None, Detail::Discover(discovery)),
         };
         TimelineEntry {
             position: frame.position,

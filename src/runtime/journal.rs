@@ -7,7 +7,9 @@ use uuid::Uuid;
 
 use crate::bundle::capability::Capability;
 use crate::bundle::tools::Tool;
-use crate::event::{CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Provenance, Record, now_ms};
+use crate::event::{
+    CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Provenance, Record, RecordError, ToolDiscoverPayload, now_ms,
+};
 use crate::runtime::Runtime;
 use crate::runtime::call::{CallError, CallErrorKind};
 use crate::runtime::context::CallContext;
@@ -26,6 +28,22 @@ pub(crate) fn call_tags(tool: Option<&Tool>, given: &[String]) -> Vec<String> {
         }
     }
     tags
+}
+
+impl Runtime {
+    /// Records what a client was shown by a search or a description of
+    /// tools (`rlp serve --expose core`), in `trace_id`.
+    pub fn record_discovery(&self, trace_id: Uuid, discovery: &ToolDiscoverPayload) -> Result<(), RecordError> {
+        let record = Record {
+            ts_ms: now_ms(),
+            actor: "runtime".into(),
+            kind: EventKind::ToolDiscover,
+            scope: self.agent().to_string(),
+            payload: serde_json::to_value(discovery).unwrap_or(Value::Null),
+            provenance: Provenance { trace_id, msg_id: Uuid::now_v7(), agent: self.agent().to_string() },
+        };
+        self.options().recorder.record(&[record])
+    }
 }
 
 /// Collects one call's events and hands them to the recorder in batches.

@@ -100,14 +100,8 @@ pub(crate) fn outcome(result: Result<CallOutcome, CallError>, wrapped: bool) -> 
     let built = match result {
         Ok(done) => {
             let structured = if wrapped { json!({"result": done.result}) } else { done.result };
-            let text = serde_json::to_string(&structured).unwrap_or_default();
-            json!({
-                "resultType": "complete",
-                "content": [{"type": "text", "text": text}],
-                "structuredContent": structured,
-                "isError": false,
-                "_meta": call_meta(Some(done.invocation_id), Some(done.trace_id), done.attempts, "ok"),
-            })
+            let meta = call_meta(Some(done.invocation_id), Some(done.trace_id), done.attempts, "ok");
+            return complete(structured, meta);
         }
         Err(e) if matches!(e.kind, CallErrorKind::UnknownTool | CallErrorKind::InvalidInput) => {
             // The runtime's help speaks of command-line flags; the message
@@ -134,6 +128,24 @@ pub(crate) fn outcome(result: Result<CallOutcome, CallError>, wrapped: bool) -> 
             })
         }
     };
+    into_response(built)
+}
+
+/// A successful result holding `structured` (and its JSON as the one text
+/// block), with `meta` as its `_meta`.
+pub(crate) fn complete(structured: Value, meta: Value) -> Result<CallToolResponse, ErrorData> {
+    let text = serde_json::to_string(&structured).unwrap_or_default();
+    into_response(json!({
+        "resultType": "complete",
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": structured,
+        "isError": false,
+        "_meta": meta,
+    }))
+}
+
+/// A built result as the SDK's type.
+fn into_response(built: Value) -> Result<CallToolResponse, ErrorData> {
     serde_json::from_value::<CallToolResult>(built)
         .map(CallToolResponse::Complete)
         .map_err(|e| ErrorData::internal_error(format!("cannot build the result: {e}"), None))

@@ -1,11 +1,12 @@
-//! The MCP server handler: `tools/list` and `tools/call` over the runtime.
+//! The MCP server handler: `tools/list` and `tools/call` over the runtime,
+//! and under `--expose core` the meta-tools that search, describe and call
+//! the tools not listed.
 //!
 //! One handler serves one session (2025-11-25: stdio, or one Streamable
 //! HTTP session) or one stateless request (2026-07-28); what they share —
 //! the runtime, the tool list, the call limit, the parked calls — is in
 //! [`Shared`].
 
-use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -15,17 +16,18 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
+use crate::discovery::{self, Catalog, Expose, meta};
+use crate::event::ToolDiscoverPayload;
 use crate::runtime::answer::AnswerSource;
 use crate::runtime::confirm::Confirmer;
 use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime};
 use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker};
-use crate::serve::calls::{Event, Pending, follow, forward_progress};
+use crate::serve::calls::{Event, Pending, complete, follow, forward_progress};
 use crate::serve::http::client_gone;
-use crate::serve::listing::{self, Listed};
 use crate::serve::parked::Parked;
 
 /// The `_meta` key a client names its trace with (2026-07-28).
@@ -36,10 +38,10 @@ const TRACEPARENT_META: &str = "traceparent";
 /// What every session and request of one server shares.
 pub(crate) struct Shared {
     pub(crate) runtime: Arc<Runtime>,
-    /// The MCP definitions, sorted by id.
-    pub(crate) tools: Vec<Listed>,
-    /// Whether each listed tool's results are wrapped, by id.
-    pub(crate) wrapped: HashMap<String, bool>,
+    /// The exposed tools, their definitions and their search.
+    pub(crate) catalog: Catalog,
+    /// Which tools `tools/list` offers.
+    pub(crate) expose: Expose,
     /// The trace of calls that name none and belong to no session.
     pub(crate) run_trace: Uuid,
     /// `--yes`: calls that need confirmation are approved without asking.
@@ -52,17 +54,15 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Everything a server over `runtime` shares.
-    pub(crate) fn new(runtime: Arc<Runtime>, run_trace: Uuid, yes: bool, max_calls: usize) -> Shared {
-        let tools = listing::list(&runtime);
-        let wrapped =
-            tools.iter().filter_map(|t| Some((t.definition.get("name")?.as_str()?.to_string(), t.wrapped))).collect();
+    pub(crate) fn new(runtime: Arc<Runtime>, options: &crate::serve::ServeOptions) -> Shared {
+        let catalog = Catalog::of(&runtime);
         Shared {
             runtime,
-            tools,
-            wrapped,
-            run_trace,
-            yes,
-            calls: Arc::new(Semaphore::new(max_calls.max(1))),
+            catalog,
+            expose: options.expose,
+            run_trace: options.run_trace,
+            yes: options.yes,
+            calls: Arc::new(Semaphore::new(options.max_calls.max(1))),
             parked: Parked::default(),
             handle: tokio::runtime::Handle::current(),
         }
@@ -141,15 +141,14 @@ impl Handler {
         let runtime = &self.shared.runtime;
         let tool = params.name.to_string();
         if runtime.tool(&tool).is_none() {
-            let mut known: Vec<&str> = self.shared.wrapped.keys().map(String::as_str).collect();
-            known.sort_unstable();
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{tool}`; the tools are: {}",
-                    if known.is_empty() { "none".into() } else { known.join(", ") }
-                ),
-                None,
-            ));
+            let hint = match self.shared.expose {
+                Expose::Core => format!("find tools with `{}`", meta::SEARCH),
+                Expose::All => {
+                    let known: Vec<&str> = self.shared.catalog.tools().iter().map(|t| t.id.as_str()).collect();
+                    format!("the tools are: {}", if known.is_empty() { "none".into() } else { known.join(", ") })
+                }
+            };
+            return Err(ErrorData::invalid_params(format!("unknown tool `{tool}`; {hint}"), None));
         }
         let round_trips = round_trips(&context);
         let mut request = CallRequest::new(tool.clone(), Value::Object(params.arguments.unwrap_or_default()));
@@ -188,7 +187,7 @@ impl Handler {
             let _ = events.send(Event::Done(Box::new(result)));
             drop(permit);
         });
-        let wrapped = self.shared.wrapped.get(&tool).copied().unwrap_or(false);
+        let wrapped = self.shared.catalog.get(&tool).is_some_and(|t| t.wrapped);
         let pending = Pending { events: receiver, answers, cancel, wrapped };
         let gone = client_gone(&context.extensions);
         let response = follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await;
@@ -225,9 +224,52 @@ impl Handler {
     }
 }
 
+impl Handler {
+    /// Answers `rlp.search_tools` or `rlp.describe_tools` (`action`), and
+    /// records what the client was shown before answering.
+    async fn discover(
+        &self,
+        action: &str,
+        arguments: Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let trace = self.trace_of(context, round_trips(context))?;
+        let shared = Arc::clone(&self.shared);
+        let search = action == meta::SEARCH;
+        let (structured, frame): (Value, ToolDiscoverPayload) = if search {
+            let request = meta::search_request(&arguments).map_err(|why| invalid(meta::SEARCH, &why))?;
+            let found = shared.catalog.search(&request);
+            let frame = discovery::search_frame(&request, &found);
+            (json!({"tools": found.iter().map(|t| discovery::found_json(t)).collect::<Vec<_>>()}), frame)
+        } else {
+            let ids = meta::describe_ids(&arguments).map_err(|why| invalid(meta::DESCRIBE, &why))?;
+            let (described, unknown) = shared.catalog.describe(&ids);
+            let frame = discovery::describe_frame(&described, &unknown);
+            (json!({"tools": described, "unknown": unknown}), frame)
+        };
+        let recorded = tokio::task::spawn_blocking(move || shared.runtime.record_discovery(trace, &frame))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("cannot record the discovery: {e}"), None))?;
+        recorded.map_err(|e| ErrorData::internal_error(format!("cannot record the discovery: {e}"), None))?;
+        complete(structured, json!({"dev.runloop/discover": {"trace_id": trace}}))
+    }
+}
+
+/// A -32602 error for invalid meta-tool arguments.
+fn invalid(tool: &str, why: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("invalid arguments for `{tool}`: {why}"), None)
+}
+
 /// Whether the request speaks 2026-07-28 or later (questions by round trips).
 fn round_trips(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The `tools/list` result under `expose`, as the SDK sends it.
+pub(crate) fn tools_list(catalog: &Catalog, expose: Expose) -> Result<ListToolsResult, serde_json::Error> {
+    let tools: Vec<Tool> =
+        catalog.listed(expose).into_iter().map(|d| serde_json::from_value(d.clone())).collect::<Result<_, _>>()?;
+    Ok(ListToolsResult::with_all_items(tools))
 }
 
 impl ServerHandler for Handler {
@@ -251,14 +293,8 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools: Vec<Tool> = self
-            .shared
-            .tools
-            .iter()
-            .map(|t| serde_json::from_value(t.definition.clone()))
-            .collect::<Result<_, _>>()
-            .map_err(|e| ErrorData::internal_error(format!("cannot list the tools: {e}"), None))?;
-        Ok(ListToolsResult::with_all_items(tools))
+        tools_list(&self.shared.catalog, self.shared.expose)
+            .map_err(|e| ErrorData::internal_error(format!("cannot list the tools: {e}"), None))
     }
 
     async fn call_tool(
@@ -266,9 +302,26 @@ impl ServerHandler for Handler {
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match params.request_state.clone() {
-            Some(state) => self.resume(&state, params, context).await,
-            None => self.start(params, context).await,
+        if let Some(state) = params.request_state.clone() {
+            return self.resume(&state, params, context).await;
         }
+        if self.shared.expose == Expose::Core {
+            match params.name.as_ref() {
+                meta::SEARCH | meta::DESCRIBE => {
+                    let action = params.name.to_string();
+                    return self.discover(&action, params.arguments.unwrap_or_default(), &context).await;
+                }
+                meta::CALL => {
+                    let (id, arguments) = meta::call_target(&params.arguments.clone().unwrap_or_default())
+                        .map_err(|why| invalid(meta::CALL, &why))?;
+                    let mut params = params;
+                    params.name = id.into();
+                    params.arguments = Some(arguments);
+                    return self.start(params, context).await;
+                }
+                _ => {}
+            }
+        }
+        self.start(params, context).await
     }
 }

@@ -11,7 +11,8 @@
 //!
 //! - [`handler`]: `tools/list` and `tools/call`; traces per session or per
 //!   `_meta` `dev.runloop/trace_id`;
-//! - [`listing`]: the MCP tool definitions and their annotations;
+//! - the tool definitions and the search of `--expose core` are
+//!   [`crate::discovery`]'s;
 //! - [`calls`]: following a call, its outcome as MCP, progress;
 //! - [`asking`]: confirmation and questions by elicitation, or by
 //!   `InputRequiredResult` round trips ([`parked`]);
@@ -23,7 +24,6 @@ mod calls;
 pub mod handler;
 pub mod http;
 pub mod inbound;
-mod listing;
 mod parked;
 
 use std::sync::Arc;
@@ -33,6 +33,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::discovery::Expose;
 use crate::runtime::Runtime;
 use crate::serve::handler::{Handler, Shared};
 pub use crate::serve::http::ENDPOINT;
@@ -64,6 +65,8 @@ pub struct ServeOptions {
     pub yes: bool,
     /// Most calls running at once.
     pub max_calls: usize,
+    /// Which tools `tools/list` offers.
+    pub expose: Expose,
     /// The trace of calls that name none and belong to no session.
     pub run_trace: Uuid,
 }
@@ -77,7 +80,7 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
         .max_blocking_threads(options.max_calls.max(1) + 4)
         .build()?;
     tokio.block_on(async move {
-        let shared = Arc::new(Shared::new(Arc::new(runtime), options.run_trace, options.yes, options.max_calls));
+        let shared = Arc::new(Shared::new(Arc::new(runtime), &options));
         match options.listen {
             Listen::Stdio => {
                 let stdio = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())

@@ -976,6 +976,8 @@ fn tools_list_shows_transport_needs_and_exposure() {
             "capabilities": ["net:api.mail.example", "secrets:runloop/mail/key"],
             "secrets": ["runloop/mail/key"],
             "requires_confirmation": true,
+            "category": null,
+            "discoverability": "discoverable",
             "exposed": false,
             "missing": ["net:api.mail.example", "secrets:runloop/mail/key"],
             "sandbox": null,

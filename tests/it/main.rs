@@ -10,6 +10,7 @@ mod authoring;
 mod calls;
 mod cli;
 mod conformance;
+mod discovery;
 mod io;
 mod lint;
 mod replay;

@@ -2,12 +2,25 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::authoring::list::list;
 use crate::cli::Context;
-use crate::cli::exit::{CliResult, Exit};
-use crate::cli::output::{Format, Printer, json_text};
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Printer, json_text};
+use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::discovery::{Catalog, Expose};
+
+/// `--format` of `rlp tools list`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// A table.
+    Human,
+    /// One JSON document.
+    Json,
+    /// The `tools/list` result `rlp serve` sends (with --expose).
+    Mcp,
+}
 
 /// Flags of `rlp tools list`.
 #[derive(Debug, Args)]
@@ -15,26 +28,76 @@ use crate::cli::output::{Format, Printer, json_text};
 Examples:
   rlp tools list agents/mailer
   rlp tools list agents/mailer --format json
+  rlp tools list agents/github --category issues
+  rlp tools list agents/github --core
+  rlp tools list agents/github --format mcp --expose core
 
 EXPOSED is `yes` when the effective policy (policy.caps ∩ $RUNLOOP_HOME/caps/overrides/<name>.toml,
 when present) grants every capability the tool needs, else `no: missing …`.
 SANDBOX is what an exec tool may write (rw) and reach (net) under [runtime] sandbox
-(docs/sandbox.md), or `off`.")]
+(docs/sandbox.md), or `off`. DISCOVERY is `core` (listed up front by `rlp serve --expose core`)
+or `discoverable` (found through rlp.search_tools; docs/discovery.md).
+--format mcp prints exactly the tools/list result `rlp serve --expose all|core` sends.")]
 pub struct ListArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    pub format: ListFormat,
+    /// Only tools of this category.
+    #[arg(long, value_name = "C", conflicts_with = "expose")]
+    pub category: Option<String>,
+    /// Only the core tools.
+    #[arg(long, conflicts_with = "expose")]
+    pub core: bool,
+    /// With --format mcp: the tools/list of `rlp serve --expose all` (default) or `--expose core`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub expose: Option<Expose>,
 }
 
 /// Runs `rlp tools list`.
 pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
+    if args.format == ListFormat::Mcp {
+        if args.category.is_some() || args.core {
+            return Err(CliError::usage(
+                "--format mcp prints the whole tools/list; --category and --core do not apply",
+            )
+            .with_help("pick what is listed with --expose all|core"));
+        }
+        return mcp_listing(args, ctx);
+    }
+    if args.expose.is_some() {
+        return Err(CliError::usage("--expose applies to --format mcp only")
+            .with_help("e.g. rlp tools list agents/github --format mcp --expose core"));
+    }
     let config = crate::config::load(&ctx.home, &crate::config::Flags::default())?;
-    let listing = list(&args.bundle, &ctx.home, &config.config)?;
+    let mut listing = list(&args.bundle, &ctx.home, &config.config)?;
+    listing.filter(args.category.as_deref(), args.core);
     let text = match args.format {
-        Format::Human => listing.render_human(),
-        Format::Json => json_text(&listing.to_json()),
+        ListFormat::Json => json_text(&listing.to_json()),
+        _ => listing.render_human(),
     };
     Printer::stdout().finish_with(&text, Exit::Success)
+}
+
+/// `--format mcp`: the bundle loaded as `rlp serve` loads it, and the
+/// `tools/list` result it would send.
+fn mcp_listing(args: &ListArgs, ctx: &Context) -> CliResult {
+    let flags = RuntimeFlags {
+        bundle: &args.bundle,
+        yes: false,
+        confirm_external_actions: None,
+        ask_questions: false,
+        serving: false,
+    };
+    let (runtime, _) = load_runtime(flags, ctx)?;
+    let listed = crate::serve::handler::tools_list(&Catalog::of(&runtime), args.expose.unwrap_or_default())
+        .map_err(|e| CliError::problem(format!("cannot build the tool list: {e}")))?;
+    let mut value =
+        serde_json::to_value(listed).map_err(|e| CliError::problem(format!("cannot print the tool list: {e}")))?;
+    // As sent under 2025-11-25; 2026-07-28 adds its `resultType` marker.
+    if let Some(result) = value.as_object_mut() {
+        result.remove("resultType");
+    }
+    Printer::stdout().finish_with(&json_text(&value), Exit::Success)
 }

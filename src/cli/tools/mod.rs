@@ -1,9 +1,10 @@
-//! `rlp tools`: add, list, import, call.
+//! `rlp tools`: add, list, search, import, call.
 
 pub(crate) mod add;
 pub(crate) mod call;
 pub(crate) mod import;
 pub(crate) mod list;
+pub(crate) mod search;
 
 use clap::Subcommand;
 
@@ -17,6 +18,8 @@ pub enum ToolsCommand {
     Add(add::AddArgs),
     /// List a bundle's tools and whether the policy exposes each.
     List(list::ListArgs),
+    /// Find a bundle's tools by what they do (the search of `rlp serve --expose core`).
+    Search(search::SearchArgs),
     /// Ask a binary for its own tool definitions (`schema` action) and add them.
     Import(import::ImportArgs),
     /// Run one tool call through the runtime and print its result.
@@ -28,6 +31,7 @@ pub(crate) fn run(command: ToolsCommand, ctx: &Context) -> CliResult {
     match command {
         ToolsCommand::Add(args) => add::run(&args, ctx),
         ToolsCommand::List(args) => list::run(&args, ctx),
+        ToolsCommand::Search(args) => search::run(&args, ctx),
         ToolsCommand::Import(args) => import::run(&args, ctx),
         ToolsCommand::Call(args) => call::run(&args, ctx),
     }

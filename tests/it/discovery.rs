@@ -1,0 +1,439 @@
+//! Deferred tool discovery (docs/discovery.md): `rlp serve --expose core`
+//! with its meta-tools driven by the official MCP Python SDK,
+//! `rlp tools search`, and `rlp tools list` with categories, filters and
+//! `--format mcp`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::support::Sandbox;
+use crate::support::bundle::{self, runtime_tool, with, with_fs};
+use crate::support::files;
+use crate::support::ledger::payload;
+use crate::support::mcp::{self, call, scenario, stdio};
+use crate::support::output::{stderr, stdout};
+
+/// The catalog of realistic tools the bundle is made of
+/// (`tests/fixtures/discovery/catalog.json`): id, category, description,
+/// input properties, required ones, and whether the tool is core.
+fn catalog() -> Vec<Value> {
+    serde_json::from_str(&files::read(Path::new(&files::fixture("discovery/catalog.json")))).unwrap()
+}
+
+/// The input schema of a catalog entry.
+fn input_schema(entry: &Value) -> Value {
+    json!({"type": "object", "properties": entry["properties"], "required": entry["required"]})
+}
+
+/// Bundle `workspace`: every catalog tool (each leaves `<state>/ran-<id>`
+/// when it runs), `mail.send` needing confirmation, and `admin.delete_repo`
+/// needing a network grant the policy does not give.
+fn workspace(sb: &Sandbox) -> PathBuf {
+    let state = sb.state_dir();
+    let mut tools: Vec<Value> = catalog()
+        .iter()
+        .map(|entry| {
+            let id = entry["id"].as_str().unwrap();
+            let marker = state.join(format!("ran-{id}"));
+            let mut tool = with(
+                with_fs(runtime_tool(id, "marker.sh", &[marker.to_str().unwrap()]), &state),
+                json!({
+                    "description": entry["description"],
+                    "category": entry["category"],
+                    "input_schema": input_schema(entry),
+                    "result_schema": {"type": "object"},
+                }),
+            );
+            if entry["core"] == true {
+                tool["discoverability"] = json!("core");
+            }
+            if id == "mail.send" {
+                tool["requires_confirmation"] = json!(true);
+            }
+            tool
+        })
+        .collect();
+    let marker = state.join("ran-admin.delete_repo");
+    let mut denied = with_fs(runtime_tool("admin.delete_repo", "marker.sh", &[marker.to_str().unwrap()]), &state);
+    denied["capabilities"].as_array_mut().unwrap().push(json!("net:api.github.com"));
+    denied["description"] = json!("Delete a GitHub repository.");
+    denied["category"] = json!("admin");
+    tools.push(denied);
+    sb.bundle("workspace", Value::Array(tools), &bundle::caps("exec = true\n", &state))
+}
+
+/// Whether tool `id` ran.
+fn ran(sb: &Sandbox, id: &str) -> bool {
+    sb.state_dir().join(format!("ran-{id}")).exists()
+}
+
+/// The exposed catalog ids, sorted.
+fn exposed_ids() -> Vec<String> {
+    let mut ids: Vec<String> = catalog().iter().map(|e| e["id"].as_str().unwrap().to_string()).collect();
+    ids.sort();
+    ids
+}
+
+/// The core catalog ids, sorted.
+fn core_ids() -> Vec<String> {
+    let mut ids: Vec<String> =
+        catalog().iter().filter(|e| e["core"] == true).map(|e| e["id"].as_str().unwrap().to_string()).collect();
+    ids.sort();
+    ids
+}
+
+/// `rlp tools list <workspace> --format mcp [--expose MODE]`, parsed.
+fn listed_by_cli(sb: &Sandbox, bundle: &Path, expose: &str) -> Value {
+    let out =
+        sb.rlp().args(["tools", "list"]).arg(bundle).args(["--format", "mcp", "--expose", expose]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// The `tools/list` result a server started with `args` sends, read raw
+/// off its stdout.
+fn listed_by_server(sb: &Sandbox, bundle: &Path, args: &[&str]) -> Value {
+    let mut child = sb
+        .command()
+        .arg("serve")
+        .arg(bundle)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for request in [
+        mcp::initialize(1),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ] {
+        writeln!(input, "{request}").unwrap();
+    }
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut listed = Value::Null;
+    for line in lines {
+        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if message["id"] == 2 {
+            listed = message["result"].clone();
+            break;
+        }
+    }
+    drop(input);
+    child.wait().unwrap();
+    listed
+}
+
+fn names(listed: &Value) -> Vec<String> {
+    listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn each_expose_mode_lists_what_tools_list_format_mcp_prints() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let all = listed_by_cli(&sb, &workspace, "all");
+    let core = listed_by_cli(&sb, &workspace, "core");
+    assert_eq!(names(&all), exposed_ids());
+    let mut expected = core_ids();
+    expected.extend(["rlp.search_tools", "rlp.describe_tools", "rlp.call_tool"].map(str::to_string));
+    assert_eq!(names(&core), expected);
+    assert_eq!(listed_by_server(&sb, &workspace, &[]), all);
+    assert_eq!(listed_by_server(&sb, &workspace, &["--expose", "all"]), all);
+    assert_eq!(listed_by_server(&sb, &workspace, &["--expose", "core"]), core);
+    // The search names the categories of the exposed tools, and calling
+    // through rlp.call_tool may reach tools that write or need confirmation.
+    let search = &core["tools"][8];
+    assert!(
+        search["description"]
+            .as_str()
+            .unwrap()
+            .ends_with(" Categories: calendar, chat, code, files, issues, mail, pulls, web."),
+        "{search}"
+    );
+    assert_eq!(search["inputSchema"]["properties"]["category"]["enum"][0], "calendar");
+    assert_eq!(
+        core["tools"][10]["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})
+    );
+    let bytes = |v: &Value| serde_json::to_string(v).unwrap().len();
+    assert!(bytes(&core) * 2 < bytes(&all), "core {} bytes, all {} bytes", bytes(&core), bytes(&all));
+}
+
+/// The record of step `i` of a driver report.
+fn step(report: &Value, i: usize) -> &Value {
+    &report["steps"][i]
+}
+
+/// Drives `rlp serve <bundle> --expose core` through `steps`; `answers` is
+/// the elicitation script.
+fn drive_core(sb: &Sandbox, bundle: &Path, answers: Option<Value>, steps: Value) -> Value {
+    mcp::drive(&scenario(stdio(sb, bundle, &["--expose", "core"]), "legacy", answers, steps))
+}
+
+/// The `tool.discover` frames of the default home's ledger.
+fn discoveries(sb: &Sandbox) -> Vec<Value> {
+    sb.events().iter().filter(|e| e.kind == "tool.discover").map(payload).collect()
+}
+
+#[test]
+fn search_ranks_deterministically_agrees_with_the_cli_and_is_recorded() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let steps = json!([
+        call("rlp.search_tools", json!({"query": "create an issue"})),
+        call("rlp.search_tools", json!({"query": "channel", "category": "chat", "limit": 2})),
+        call("rlp.search_tools", json!({"query": "delete a repository"})),
+        call("rlp.search_tools", json!({"query": 7})),
+    ]);
+    let report = drive_core(&sb, &workspace, None, steps);
+    let found = &step(&report, 0)["result"]["structuredContent"];
+    assert_eq!(
+        found["tools"][0],
+        json!({"id": "github.create_issue", "category": "issues",
+                                           "description": "Create a new issue in a GitHub repository."})
+    );
+    assert_eq!(found["tools"].as_array().unwrap().len(), 5);
+    let cli = sb
+        .rlp()
+        .args(["tools", "search"])
+        .arg(&workspace)
+        .args(["create an issue", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(cli.status.code(), Some(0), "{}", stderr(&cli));
+    assert_eq!(&serde_json::from_str::<Value>(&stdout(&cli)).unwrap(), found);
+
+    let chat = &step(&report, 1)["result"]["structuredContent"]["tools"];
+    let chat_ids: Vec<&str> = chat.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(chat_ids, ["slack.get_channel_history", "slack.list_channels"]);
+    // A tool the policy does not expose is never found.
+    let deleting = &step(&report, 2)["result"]["structuredContent"]["tools"];
+    assert!(deleting.as_array().unwrap().iter().all(|t| t["id"] != "admin.delete_repo"), "{deleting}");
+    assert_eq!(
+        step(&report, 3)["error"],
+        json!({"code": -32602, "data": null, "message": "invalid arguments for `rlp.search_tools`: `query` must be a string, not a number"})
+    );
+
+    let recorded = discoveries(&sb);
+    assert_eq!(recorded.len(), 3, "{recorded:?}");
+    let first_ids: Vec<&Value> = found["tools"].as_array().unwrap().iter().map(|t| &t["id"]).collect();
+    assert_eq!(recorded[0]["action"], "search");
+    assert_eq!(recorded[0]["query"], "create an issue");
+    assert_eq!(recorded[0]["limit"], 5);
+    assert_eq!(recorded[0]["ids"].as_array().unwrap().iter().collect::<Vec<_>>(), first_ids);
+    assert_eq!(recorded[1]["category"], "chat");
+    assert_eq!(recorded[1]["ids"], json!(chat_ids));
+}
+
+#[test]
+fn describe_shows_the_bundles_exact_schemas_and_names_unknown_ids() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let ids = json!(["github.create_issue", "nope.tool", "admin.delete_repo", "github.create_issue"]);
+    let report = drive_core(&sb, &workspace, None, json!([call("rlp.describe_tools", json!({"ids": ids}))]));
+    let described = &step(&report, 0)["result"]["structuredContent"];
+    let entry = catalog().into_iter().find(|e| e["id"] == "github.create_issue").unwrap();
+    let all = listed_by_cli(&sb, &workspace, "all");
+    let definition = all["tools"].as_array().unwrap().iter().find(|t| t["name"] == "github.create_issue").unwrap();
+    assert_eq!(described["tools"], json!([definition]));
+    assert_eq!(described["tools"][0]["inputSchema"], input_schema(&entry));
+    assert_eq!(described["unknown"], json!(["nope.tool", "admin.delete_repo"]));
+    let recorded = discoveries(&sb);
+    assert_eq!(
+        recorded,
+        [
+            json!({"v": 1, "action": "describe", "ids": ["github.create_issue"], "unknown": ["nope.tool", "admin.delete_repo"]})
+        ]
+    );
+}
+
+#[test]
+fn call_tool_runs_the_named_tool_through_every_check() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let issue = json!({"owner": "o", "repo": "r", "title": "t"});
+    let steps = json!([
+        call("rlp.call_tool", json!({"id": "github.create_issue", "arguments": issue})),
+        call(
+            "rlp.call_tool",
+            json!({"id": "github.update_issue", "arguments": {"owner": "o", "repo": "r", "issue_number": "7"}})
+        ),
+        call("rlp.call_tool", json!({"id": "admin.delete_repo", "arguments": {}})),
+        call("rlp.call_tool", json!({"id": "mail.send", "arguments": {"to": ["a@b.c"], "subject": "s", "body": "b"}})),
+        call("rlp.call_tool", json!({"id": "nope.tool"})),
+        call("rlp.call_tool", json!({"tool": "github.create_issue"})),
+        call("github.list_issues", json!({"owner": "o", "repo": "r"})),
+    ]);
+    let report = drive_core(&sb, &workspace, Some(json!([{"action": "decline"}])), steps);
+
+    let created = &step(&report, 0)["result"];
+    assert_eq!(created["structuredContent"], json!({"ok": true}), "{report}");
+    assert_eq!(created["_meta"]["dev.runloop/call"]["outcome"], "ok");
+    assert!(ran(&sb, "github.create_issue"));
+
+    let invalid = &step(&report, 1)["error"];
+    assert_eq!(invalid["code"], -32602, "{invalid}");
+    assert_eq!(
+        invalid["message"],
+        r#"the arguments do not match the input_schema of `github.update_issue`: /issue_number: "7" is not of type "integer""#
+    );
+    assert!(!ran(&sb, "github.update_issue"));
+
+    let denied = &step(&report, 2)["result"];
+    assert_eq!(denied["isError"], true);
+    assert_eq!(denied["_meta"]["dev.runloop/call"]["outcome"], "refused");
+    assert!(denied["content"][0]["text"].as_str().unwrap().contains("net:api.github.com"), "{denied}");
+    assert!(!ran(&sb, "admin.delete_repo"));
+
+    let declined = &step(&report, 3)["result"];
+    assert_eq!(declined["_meta"]["dev.runloop/call"]["outcome"], "refused", "{declined}");
+    assert_eq!(report["elicitations"].as_array().unwrap().len(), 1);
+    assert!(!ran(&sb, "mail.send"));
+
+    assert_eq!(
+        step(&report, 4)["error"],
+        json!({"code": -32602, "data": null, "message": "unknown tool `nope.tool`; find tools with `rlp.search_tools`"})
+    );
+    assert_eq!(
+        step(&report, 5)["error"]["message"],
+        "invalid arguments for `rlp.call_tool`: `rlp.call_tool` takes no argument `tool` (it takes id, arguments)"
+    );
+    // A discoverable tool may still be called by its own name: the same pipeline.
+    assert_eq!(step(&report, 6)["result"]["structuredContent"], json!({"ok": true}));
+
+    let calls: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.call").map(payload).collect();
+    let called: Vec<&str> = calls.iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    // The declined call was refused before its call frame.
+    assert_eq!(called, ["github.create_issue", "github.list_issues"]);
+    let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
+    assert_eq!(confirms.len(), 1);
+    assert_eq!((&confirms[0]["tool"], &confirms[0]["approved"]), (&json!("mail.send"), &json!(false)));
+}
+
+#[test]
+fn meta_tools_are_only_served_under_expose_core() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let report = mcp::drive(&scenario(
+        stdio(&sb, &workspace, &[]),
+        "legacy",
+        None,
+        json!([call("rlp.search_tools", json!({"query": "issue"}))]),
+    ));
+    assert_eq!(step(&report, 0)["error"]["code"], -32602);
+    assert!(discoveries(&sb).is_empty());
+}
+
+#[test]
+fn a_bundle_tool_named_like_a_meta_tool_is_refused_under_expose_core() {
+    let sb = Sandbox::new();
+    let state = sb.state_dir();
+    let bundle = sb.bundle(
+        "clash",
+        json!([runtime_tool("rlp.search_tools", "ok.sh", &[])]),
+        &bundle::caps("exec = true\n", &state),
+    );
+    let out = sb.rlp().arg("serve").arg(&bundle).args(["--expose", "core"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).lines().filter(|l| !l.starts_with("note: ")).collect::<Vec<_>>(),
+        [
+            "error: tool `rlp.search_tools` of bundle `clash` has the name of a meta-tool of --expose core",
+            "  help: rename the tool in tools.json (ids starting with `rlp.` are best left to rlp), or serve with --expose all",
+        ]
+    );
+}
+
+#[test]
+fn trace_show_renders_what_the_client_was_shown() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let steps = json!([
+        call("rlp.search_tools", json!({"query": "post a message", "category": "chat", "limit": 1})),
+        call("rlp.describe_tools", json!({"ids": ["slack.post_message", "x.y"]})),
+    ]);
+    drive_core(&sb, &workspace, None, steps);
+    let trace = mcp::stdio_trace(&sb);
+    let out = sb.rlp().args(["trace", "show", &trace]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown: Vec<String> = stdout(&out)
+        .lines()
+        .filter(|l| l.contains("tool.discover"))
+        .map(|l| l.split_once("tool.discover").unwrap().1.trim().to_string())
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            r#"-                        search "post a message" (category chat, limit 1) → slack.post_message"#,
+            "-                        describe → slack.post_message; unknown: x.y",
+        ]
+    );
+    let json_out = sb.rlp().args(["trace", "show", &trace, "--format", "json"]).output().unwrap();
+    let document: Value = serde_json::from_str(&stdout(&json_out)).unwrap();
+    let first = document["frames"].as_array().unwrap().iter().find(|e| e["kind"] == "tool.discover").unwrap();
+    assert_eq!(first["status"], "search");
+    assert_eq!(first["ids"], json!(["slack.post_message"]));
+}
+
+#[test]
+fn tools_search_prints_a_table_and_says_when_nothing_matches() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let out = sb
+        .rlp()
+        .args(["tools", "search"])
+        .arg(&workspace)
+        .args(["merge a pull request", "--limit", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "github.merge_pull_request  pulls  Merge a pull request.\n\
+         github.request_review      pulls  Request reviewers for a pull request.\n"
+    );
+    let none = sb.rlp().args(["tools", "search"]).arg(&workspace).args(["zebra"]).output().unwrap();
+    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(stdout(&none), "");
+    assert!(stderr(&none).ends_with("no tool of workspace matches `zebra` (34 exposed)\n"), "{}", stderr(&none));
+    let bad = sb.rlp().args(["tools", "search"]).arg(&workspace).args(["x", "--limit", "0"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).starts_with("error: --limit must be an integer from 1 to 50, not 0\n"), "{}", stderr(&bad));
+}
+
+#[test]
+fn tools_list_shows_and_filters_by_category_and_discoverability() {
+    let sb = Sandbox::new();
+    let workspace = workspace(&sb);
+    let out = sb.rlp().args(["tools", "list"]).arg(&workspace).args(["--category", "web"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let rows: Vec<Vec<&str>> = text.lines().take(3).map(|l| l.split_whitespace().take(3).collect()).collect();
+    assert_eq!(
+        rows,
+        [vec!["ID", "CATEGORY", "DISCOVERY"], vec!["web.fetch", "web", "core"], vec!["web.search", "web", "core"]]
+    );
+    assert!(text.contains("\n2 of 35 tools shown, 2 exposed by policy.caps\n"), "{text}");
+
+    let out = sb.rlp().args(["tools", "list"]).arg(&workspace).args(["--core", "--format", "json"]).output().unwrap();
+    let document: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let ids: Vec<&str> = document["tools"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, core_ids());
+    assert_eq!(document["tools"][0]["discoverability"], "core");
+    assert!(document["tools"][0]["category"].is_string());
+
+    let conflicting = sb.rlp().args(["tools", "list"]).arg(&workspace).args(["--expose", "core"]).output().unwrap();
+    assert_eq!(conflicting.status.code(), Some(2));
+    assert!(
+        stderr(&conflicting).starts_with("error: --expose applies to --format mcp only\n"),
+        "{}",
+        stderr(&conflicting)
+    );
+}
