@@ -63,8 +63,9 @@ that prints \`{}\`). It compares the initial tool list of
 $core: local files, a repository file, opening and reading a web page — plus
 \`rlp.search_tools\`, \`rlp.describe_tools\` and \`rlp.call_tool\`. Then it
 runs the 10 tasks of \`${data}/tasks.json\`, each needing a tool that is
-not core: under \`core\` the model searches, describes the candidates it
-picks and calls through \`rlp.call_tool\`; under \`all\` it calls directly.
+not core: under \`core\` the model searches (once more, in other words, when
+a search misses), describes the candidates it picks and calls through
+\`rlp.call_tool\`; under \`all\` it calls directly.
 
 Reproduce: \`bench/discovery.sh\` (builds with \`cargo build --release\`, runs
 \`$shown_target/release/examples/bench_discovery\`; \`EXTRACT=1\` first
@@ -75,15 +76,20 @@ $report
 Method. Counted is the JSON the host and server exchange, compact as
 \`rlp serve\` writes it: the \`params\` of each request and the \`result\` of
 each answer, without the JSON-RPC envelope (\`jsonrpc\`, \`id\`, \`method\`);
-the initial list is the \`tools/list\` result. Tokens are OpenAI's
+the initial list is the \`tools/list\` result. rlp's full list is smaller
+than the servers' own (the reference row) because the bundle leaves out their
+\`title\`s, their output schemas (filesystem and memory servers) and
+draft-07 \`\$schema\` lines, and rlp writes its own annotations. Tokens are OpenAI's
 o200k_base encoding ([tiktoken-rs](https://crates.io/crates/tiktoken-rs),
-whose table is built in). A task's extra tokens are its search and describe
-exchanges plus what its call through \`rlp.call_tool\` costs beyond the same
+whose table is built in). A task's extra tokens are its searches and its describe
+exchange plus what its call through \`rlp.call_tool\` costs beyond the same
 call made directly under \`all\` (whose result must be the same, less
 \`_meta\`); its net saving is the tokens \`core\` saved on the initial list
 less those extra tokens. A call result carries its payload twice, as text
 content and as \`structuredContent\`, and both are counted: a host that shows
-the model only one of them spends about half as much on discovery. The
+the model only one of them spends about half as much on discovery. Search
+and describe results also carry a \`_meta\` naming the session's trace, a
+UUID, so their token counts vary by a few from run to run. The
 rank is where the called tool came in its search's results (5 by default).
 Each exchange is counted once: the initial list once per session, each
 task's discovery once. A session that discovers tools for more tasks than

@@ -59,8 +59,9 @@ fn parse_args() -> Result<Args, String> {
 struct Task {
     /// What the user asks for, in words.
     task: String,
-    /// The `rlp.search_tools` arguments the model would send.
-    search: Value,
+    /// The `rlp.search_tools` arguments the model would send, in order: a
+    /// search that misses is followed by another.
+    searches: Vec<Value>,
     /// The ids it would then pass to `rlp.describe_tools`.
     describe: Vec<String>,
     /// The call that does the task.
@@ -223,13 +224,14 @@ impl Drop for Session {
 
 /// The measurements of one task under `--expose core`.
 struct TaskRow {
-    /// Where the called tool ranks in the search results (1-based).
-    rank: Option<usize>,
+    /// Where the called tool ranks in each search's results (1-based).
+    ranks: Vec<Option<usize>>,
+    /// All the searches together.
     search: Cost,
     describe: Cost,
     /// Tokens the call through `rlp.call_tool` costs beyond the direct call.
     call_extra: isize,
-    /// Discovery requests made (search, describe).
+    /// Discovery requests made (searches, describe).
     round_trips: usize,
 }
 
@@ -259,8 +261,13 @@ fn found_ids(result: &Value) -> Vec<&str> {
 /// Runs one task's discovery and call under core; `direct` is the same
 /// call's exchange under all.
 fn run_task(core: &mut Session, meter: &Meter, task: &Task, direct: &Exchange) -> Result<TaskRow, String> {
-    let search = core.call(meter, "rlp.search_tools", task.search.clone())?;
-    let rank = found_ids(&search.result).iter().position(|id| *id == task.call.id).map(|index| index + 1);
+    let mut ranks = Vec::new();
+    let mut search = Cost::default();
+    for arguments in &task.searches {
+        let found = core.call(meter, "rlp.search_tools", arguments.clone())?;
+        ranks.push(found_ids(&found.result).iter().position(|id| *id == task.call.id).map(|index| index + 1));
+        search = search + found.cost;
+    }
     let describe = core.call(meter, "rlp.describe_tools", json!({"ids": task.describe}))?;
     let unknown = describe.result.pointer("/structuredContent/unknown").and_then(Value::as_array);
     if unknown.is_some_and(|ids| !ids.is_empty()) {
@@ -275,11 +282,11 @@ fn run_task(core: &mut Session, meter: &Meter, task: &Task, direct: &Exchange) -
         ));
     }
     Ok(TaskRow {
-        rank,
-        search: search.cost,
+        round_trips: ranks.len() + 1,
+        ranks,
+        search,
         describe: describe.cost,
         call_extra: through.cost.tokens as isize - direct.cost.tokens as isize,
-        round_trips: 2,
     })
 }
 
@@ -373,11 +380,13 @@ fn print_lists(meter: &Meter, published: &Value, all: &Value, core: &Value) {
 /// The table of tasks: what discovery costs each, and the net saving.
 fn print_tasks(tasks: &[Task], rows: &[TaskRow], saved_up_front: isize) {
     println!(
-        "| task | tool called | rank in search | extra round trips | search (req + resp) | describe (req + resp) | call via rlp.call_tool, tokens beyond direct | extra tokens | net saving, tokens |"
+        "| task | tool called | rank in each search | extra round trips | searches (req + resp) | describe (req + resp) | call via rlp.call_tool, tokens beyond direct | extra tokens | net saving, tokens |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for (task, row) in tasks.iter().zip(rows) {
-        let rank = row.rank.map_or("not found".to_string(), |rank| rank.to_string());
+        let ranks: Vec<String> =
+            row.ranks.iter().map(|rank| rank.map_or("none".into(), |rank| rank.to_string())).collect();
+        let rank = ranks.join(" → ");
         println!(
             "| {} | `{}` | {rank} | {} | {} | {} | {} | {} | {} |",
             task.task,
@@ -398,17 +407,22 @@ fn print_summary(rows: &[TaskRow], all: Cost, core: Cost) {
     let saved_up_front = all.tokens as isize - core.tokens as isize;
     let fewer = 100.0 * saved_up_front as f64 / all.tokens as f64;
     let net_positive = rows.iter().filter(|row| saved_up_front > row.extra_tokens()).count();
-    let found = rows.iter().filter(|row| row.rank.is_some()).count();
-    let mean_extra = rows.iter().map(TaskRow::extra_tokens).sum::<isize>() as f64 / rows.len().max(1) as f64;
-    let break_even = saved_up_front as f64 / mean_extra;
+    let first_hit = rows.iter().filter(|row| row.ranks.first().is_some_and(Option::is_some)).count();
+    let last_hit = rows.iter().filter(|row| row.ranks.last().is_some_and(Option::is_some)).count();
+    let tasks = rows.len().max(1) as f64;
+    let mean_extra = rows.iter().map(TaskRow::extra_tokens).sum::<isize>() as f64 / tasks;
+    let mean_trips = rows.iter().map(|row| row.round_trips).sum::<usize>() as f64 / tasks;
     println!(
         "Summary: `--expose core` lists {fewer:.1}% fewer tokens up front ({} → {}; target ≥ 85%); \
-         net saving on {net_positive} of {} tasks (target ≥ 8); the called tool was in its search's results for {found} of {}; \
-         discovery costs {mean_extra:.0} tokens and 2 round trips per task on average, so a session breaks even after {break_even:.0} tasks that each discover a tool.",
+         net saving on {net_positive} of {} tasks (target ≥ 8). The first search found the called tool \
+         for {first_hit} of {} tasks, the last for {last_hit}. Discovery costs {} tokens and {mean_trips:.1} \
+         round trips per task on average: a session breaks even after {:.0} tasks that each discover a tool.",
         grouped(all.tokens as isize),
         grouped(core.tokens as isize),
         rows.len(),
         rows.len(),
+        grouped(mean_extra.round() as isize),
+        saved_up_front as f64 / mean_extra,
     );
 }
 
