@@ -92,6 +92,8 @@ rule_catalog! {
     SecretEnvNameShared = "RLP214", "secret-env-name-shared", Warning, "Two secret ids shared one environment variable name in earlier versions of rlp; each now has its own.";
     SandboxGrantUndeclared = "RLP215", "sandbox-grant-undeclared", Warning, "An exec tool declares no `fs:` (or no `net:`) capability while the policy grants folders (hosts) or its arguments name one; the sandbox keeps it from them.";
     SandboxLimitOnHttpTool = "RLP216", "sandbox-limit-on-http-tool", Warning, "`max_memory_bytes` or `max_processes` is set on a tool that is not an exec tool; only exec tools run under the sandbox.";
+    CoreToolsMissing = "RLP217", "core-tools-missing", Warning, "A bundle with more than 30 tools (`rlp lint --core-threshold`) marks none `\"discoverability\": \"core\"`.";
+    CoreToolUncategorised = "RLP218", "core-tool-uncategorised", Warning, "A core tool has no `category`.";
     SchemaMissing = "RLP301", "schema-missing", Error, "A tool has no `input_schema` or `result_schema`.";
     SchemaInvalid = "RLP302", "schema-invalid", Error, "A schema is not a valid JSON Schema (2020-12).";
     SchemaRefUnresolved = "RLP303", "schema-ref-unresolved", Error, "A `$ref` names a schema that does not exist in the bundle.";

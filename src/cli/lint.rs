@@ -10,7 +10,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Printer, diagnostic};
 use crate::lint::render::{self, LintFormat};
-use crate::lint::{discover, lint_all};
+use crate::lint::{Settings, discover, lint_all};
 
 /// Flags of `rlp lint`.
 #[derive(Debug, Args)]
@@ -31,6 +31,9 @@ pub struct LintArgs {
     /// and report drift from tools.json (exit 1 on any).
     #[arg(long)]
     pub check_tools: bool,
+    /// RLP217 warns when a bundle has more tools than this and none is core.
+    #[arg(long, value_name = "N", default_value_t = crate::lint::rules::DEFAULT_CORE_THRESHOLD)]
+    pub core_threshold: usize,
 }
 
 /// Runs `rlp lint`.
@@ -38,7 +41,7 @@ pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
     let dirs = discover(&args.paths).map_err(|e| {
         CliError::usage(e).with_help("pass a bundle folder (with manifest.toml) or a folder of bundles")
     })?;
-    let reports = lint_all(&dirs);
+    let reports = lint_all(&dirs, &Settings { core_threshold: args.core_threshold });
     let checks: Vec<ToolCheck> = if args.check_tools {
         let sandbox = crate::config::load(&ctx.home, &crate::config::Flags::default())?.config.sandbox.value;
         dirs.iter().map(|d| drift::check(d, sandbox)).collect()

@@ -1,6 +1,6 @@
-//! What `rlp tools call` and `rlp replay --mode live` share: a runtime set up
-//! from the configuration layers, the home's ledger, a confirmer that fits
-//! the terminal, and the bundle.
+//! What `rlp tools call`, `rlp replay --mode live` and `rlp serve` share: a
+//! runtime set up from the configuration layers, the home's ledger, a
+//! confirmer that fits the terminal, and the bundle.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,10 +36,34 @@ pub(crate) struct RuntimeFlags<'a> {
     pub serving: bool,
 }
 
+impl<'a> RuntimeFlags<'a> {
+    /// A runtime that only shows what the bundle offers (`tools list
+    /// --format mcp`, `tools search`): it runs no call.
+    pub(crate) fn inspecting(bundle: &'a Path) -> RuntimeFlags<'a> {
+        RuntimeFlags { bundle, yes: false, confirm_external_actions: None, ask_questions: false, serving: false }
+    }
+}
+
 /// Loads the configuration and the bundle into a runtime that records into
 /// the home's ledger; prints the configuration's and the bundle's warnings.
 /// Returns the ledger too, for commands that read back what they recorded.
 pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
+    load(flags, ctx, flags.serving)
+}
+
+/// [`load_runtime`] for a command that makes many calls at once from the
+/// terminal (`rlp tools call --batch`): confirmation and questions as for
+/// one call, frames of concurrent calls group-committed as under `rlp serve`.
+pub(crate) fn load_concurrent_runtime(
+    flags: RuntimeFlags<'_>,
+    ctx: &Context,
+) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
+    load(flags, ctx, true)
+}
+
+/// Loads the runtime; `group_commit` puts a [`GroupCommit`] writer in
+/// front of the ledger.
+fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
     let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })?;
     warn(&loaded.warnings);
     let ledger: Arc<dyn LedgerStore> = Location::of_home(&ctx.home)
@@ -49,13 +73,19 @@ pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Ru
                 .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
         })?
         .into();
-    let (ledger, confirmer, answerer): (Arc<dyn Recorder>, Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {
-        let writer = GroupCommit::start(ledger)
-            .map_err(|e| CliError::problem(format!("cannot start the ledger writer: {e}")))?;
-        let confirmer: Arc<dyn Confirmer> = if flags.yes { Arc::new(PreApproved) } else { Arc::new(NoTerminal) };
-        (Arc::new(writer), confirmer, Arc::new(NoAnswerer))
+    let ledger: Arc<dyn Recorder> = if group_commit {
+        Arc::new(
+            GroupCommit::start(ledger)
+                .map_err(|e| CliError::problem(format!("cannot start the ledger writer: {e}")))?,
+        )
     } else {
-        (ledger, terminal::confirmer(flags.yes), terminal::answerer(flags.ask_questions))
+        ledger
+    };
+    let (confirmer, answerer): (Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {
+        let confirmer: Arc<dyn Confirmer> = if flags.yes { Arc::new(PreApproved) } else { Arc::new(NoTerminal) };
+        (confirmer, Arc::new(NoAnswerer))
+    } else {
+        (terminal::confirmer(flags.yes), terminal::answerer(flags.ask_questions))
     };
     let options = RuntimeOptions {
         home: ctx.home.clone(),

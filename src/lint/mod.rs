@@ -44,11 +44,29 @@ impl BundleReport {
     }
 }
 
-/// Loads a bundle and runs every rule on it.
+/// What the rules that take a setting are given (`rlp lint` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Settings {
+    /// RLP217: bundles with more tools than this should mark some core.
+    pub core_threshold: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { core_threshold: rules::DEFAULT_CORE_THRESHOLD }
+    }
+}
+
+/// Loads a bundle and runs every rule on it with the default settings.
 pub(crate) fn lint_bundle(dir: &Path) -> BundleReport {
+    lint_bundle_with(dir, &Settings::default())
+}
+
+/// Loads a bundle and runs every rule on it.
+pub(crate) fn lint_bundle_with(dir: &Path, settings: &Settings) -> BundleReport {
     let mut bundle = bundle::load(dir);
     let mut findings = std::mem::take(&mut bundle.findings);
-    rules::check_all(&bundle, &mut findings);
+    rules::check_all(&bundle, settings, &mut findings);
     let mut located: Vec<Located> = findings.into_iter().map(|f| locate(&bundle, f)).collect();
     located.sort_by(|a, b| {
         (&a.finding.file, a.position.line, a.position.column, a.finding.code).cmp(&(
@@ -114,6 +132,6 @@ pub(crate) fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Lints many bundles in parallel, keeping their order.
-pub(crate) fn lint_all(dirs: &[PathBuf]) -> Vec<BundleReport> {
-    dirs.par_iter().map(|dir| lint_bundle(dir)).collect()
+pub(crate) fn lint_all(dirs: &[PathBuf], settings: &Settings) -> Vec<BundleReport> {
+    dirs.par_iter().map(|dir| lint_bundle_with(dir, settings)).collect()
 }

@@ -378,6 +378,18 @@ fn trace_show_renders_what_the_client_was_shown() {
     let first = document["frames"].as_array().unwrap().iter().find(|e| e["kind"] == "tool.discover").unwrap();
     assert_eq!(first["status"], "search");
     assert_eq!(first["ids"], json!(["slack.post_message"]));
+
+    // The frames travel with the trace: export, import elsewhere, verify, replay.
+    let exported = sb.rlp().args(["trace", "export", &trace]).output().unwrap();
+    assert_eq!(exported.status.code(), Some(0), "{}", stderr(&exported));
+    let file = sb.join("discovered.jsonl");
+    std::fs::write(&file, &exported.stdout).unwrap();
+    let imported = sb.rlp().args(["trace", "import"]).arg(&file).args(["--home", "other"]).output().unwrap();
+    assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
+    let verified = sb.rlp().args(["trace", "verify", "--home", "other"]).output().unwrap();
+    assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
+    let replayed = sb.rlp().args(["replay"]).arg(&file).arg("--bundle").arg(&workspace).output().unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}{}", stdout(&replayed), stderr(&replayed));
 }
 
 #[test]
@@ -435,5 +447,59 @@ fn tools_list_shows_and_filters_by_category_and_discoverability() {
         stderr(&conflicting).starts_with("error: --expose applies to --format mcp only\n"),
         "{}",
         stderr(&conflicting)
+    );
+}
+
+/// A bundle of `count` plain tools named `t.n<i>`; the first `core` of them
+/// core, the first `categorised` of those with a category.
+fn many(sb: &Sandbox, count: usize, core: usize, categorised: usize) -> PathBuf {
+    let tools: Vec<Value> = (0..count)
+        .map(|i| {
+            let mut tool = runtime_tool(&format!("t.n{i}"), "ok.sh", &[]);
+            if i < core {
+                tool["discoverability"] = json!("core");
+            }
+            if i < categorised {
+                tool["category"] = json!("misc");
+            }
+            tool
+        })
+        .collect();
+    sb.bundle("many", Value::Array(tools), "[capabilities]\nexec = true\n")
+}
+
+/// `rlp lint <bundle> --format json <args…>`: exit code and findings.
+fn lint_json(sb: &Sandbox, bundle: &Path, args: &[&str]) -> (Option<i32>, Vec<Value>) {
+    let out = sb.rlp().arg("lint").arg(bundle).args(["--format", "json"]).args(args).output().unwrap();
+    let findings: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    (out.status.code(), findings)
+}
+
+#[test]
+fn lint_asks_large_bundles_for_core_tools_and_core_tools_for_a_category() {
+    let sb = Sandbox::new();
+    let bundle = many(&sb, 31, 0, 0);
+    let (code, findings) = lint_json(&sb, &bundle, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    let finding = &findings[0];
+    assert_eq!((&finding["code"], &finding["severity"]), (&json!("RLP217"), &json!("warning")));
+    assert_eq!(
+        finding["message"],
+        "31 tools and none marked core: under `rlp serve --expose core` the model starts with only the search"
+    );
+    assert_eq!((&finding["line"], &finding["column"]), (&json!(3), &json!(3)), "{finding}");
+    assert!(lint_json(&sb, &bundle, &["--core-threshold", "31"]).1.is_empty());
+    assert!(lint_json(&sb, &many(&sb, 30, 0, 0), &[]).1.is_empty());
+
+    let bundle = many(&sb, 31, 2, 1);
+    let (code, findings) = lint_json(&sb, &bundle, &["--deny-warnings"]);
+    assert_eq!(code, Some(1));
+    let found: Vec<(&Value, &Value)> = findings.iter().map(|f| (&f["code"], &f["message"])).collect();
+    assert_eq!(found, [(&json!("RLP218"), &json!("core tool `t.n1` has no category"))]);
+    let human = sb.rlp().arg("lint").arg(&bundle).output().unwrap();
+    insta::assert_snapshot!(
+        "lint_core_tool_uncategorised",
+        stdout(&human).replace(&sb.path().display().to_string(), "<sandbox>")
     );
 }

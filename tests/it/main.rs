@@ -7,6 +7,7 @@
 mod support;
 
 mod authoring;
+mod batch;
 mod calls;
 mod cli;
 mod conformance;

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{ArgGroup, Args};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -11,7 +11,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::fsutil::{ReadError, read_limited, read_stream_limited};
-use crate::runtime::CallRequest;
+use crate::runtime::{CallError, CallOutcome, CallRequest};
 use crate::text::terminal_safe;
 
 /// Largest `--args @FILE` or `@-` read.
@@ -19,6 +19,10 @@ const MAX_ARGS_BYTES: u64 = 16 << 20;
 
 /// Flags of `rlp tools call`.
 #[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("calls").required(true).args(["tool", "batch"])),
+    override_usage = "rlp tools call [OPTIONS] <BUNDLE> <TOOL_ID>\n       rlp tools call [OPTIONS] <BUNDLE> --batch <FILE.jsonl>"
+)]
 #[command(after_help = "\
 Examples:
   rlp tools call agents/mailer mail.send --args '{\"to\": \"a@b.c\"}'
@@ -26,6 +30,7 @@ Examples:
   rlp tools call agents/mailer mail.send --args @- < request.json --format json
   rlp tools call agents/mailer mail.send --args @request.json --answer tone=formal --tag team=mail
   rlp tools call agents/mailer mail.send --args @request.json --option signature=false
+  rlp tools call agents/mailer --batch calls.jsonl --jobs 8 --yes
 
 A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
 (JSON values allowed); otherwise rlp asks on the terminal, and without one the call
@@ -38,23 +43,37 @@ Every call is recorded in $RUNLOOP_HOME/pog/events.sqlite (see docs/runtime.md).
 
 Exit codes: 0 success, 1 the tool failed or its result is invalid,
 2 bad arguments, options or answers, a question left unanswered, or an invalid bundle,
-3 refused by policy (capability not granted, secret missing, confirmation denied, budget spent).")]
+3 refused by policy (capability not granted, secret missing, confirmation denied, budget spent).
+
+--batch FILE.jsonl (or - for standard input) makes one call a line, {\"tool\": \"<id>\", \"args\": {…}},
+at most --jobs at once, all in one trace; every line is checked before any call runs.
+It prints one JSON line a call, in input order: the --format json document plus \"line\".
+Its exit code is 3 if any call was refused, else 2 if any had bad arguments, an unknown
+tool or an unanswered question, else 1 if any failed, else 0.")]
 pub struct CallArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
-    /// The tool to call (its `id` in tools.json).
+    /// The tool to call (its `id` in tools.json); not with `--batch`.
     #[arg(value_name = "TOOL_ID")]
-    pub tool: String,
+    pub tool: Option<String>,
     /// The arguments: JSON text, `@FILE`, or `@-` for standard input (default `{}`).
     #[arg(long, value_name = "JSON|@FILE")]
     pub args: Option<String>,
+    /// Make the calls of a JSON Lines file (`-` for standard input), one a
+    /// line: `{"tool": "<id>", "args": {…}}`.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["args", "answers", "options", "format"])]
+    pub batch: Option<PathBuf>,
+    /// Calls of a batch run at once (1 to 256; default: the number of cores).
+    #[arg(long, value_name = "N", conflicts_with = "tool", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: Option<u16>,
     /// Approve the call without asking (for tools with `requires_confirmation`).
     #[arg(long)]
     pub yes: bool,
-    /// Add the call to this trace (a UUID); default: a new trace.
+    /// Add the call (every call of a batch) to this trace (a UUID); default: a new trace.
     #[arg(long, value_name = "ID")]
     pub trace_id: Option<String>,
-    /// Output format: the result JSON (human), or a JSON document with ids (json).
+    /// Output format: the result JSON (human), or a JSON document with ids
+    /// (json); a batch always prints JSON Lines.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
     /// Override `security.confirm_external_actions` for this call (the
@@ -126,7 +145,8 @@ fn read_arguments(spec: Option<&str>) -> Result<Value, CliError> {
     })
 }
 
-fn parse_trace_id(text: Option<&str>) -> Result<Option<Uuid>, CliError> {
+/// The `--trace-id` value, checked to be a UUID.
+pub(super) fn parse_trace_id(text: Option<&str>) -> Result<Option<Uuid>, CliError> {
     match text {
         None => Ok(None),
         Some(text) => Uuid::parse_str(text).map(Some).map_err(|_| {
@@ -137,54 +157,35 @@ fn parse_trace_id(text: Option<&str>) -> Result<Option<Uuid>, CliError> {
     }
 }
 
-/// Runs `rlp tools call`.
+/// Runs `rlp tools call`: one call, or a batch of them (`--batch`).
 pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
-    let arguments = read_arguments(args.args.as_deref())?;
-    let trace_id = parse_trace_id(args.trace_id.as_deref())?;
-    let flags = RuntimeFlags {
-        bundle: &args.bundle,
-        yes: args.yes,
-        confirm_external_actions: args.confirm_external_actions,
-        ask_questions: true,
-        serving: false,
+    if let Some(file) = &args.batch {
+        return super::batch::run(args, file, ctx);
+    }
+    let Some(tool) = &args.tool else {
+        return Err(CliError::usage("name the tool to call")
+            .with_help("pass its id after the bundle, or --batch FILE.jsonl for many calls"));
     };
-    let mut request = CallRequest::new(args.tool.clone(), arguments);
-    request.trace_id = trace_id;
+    let arguments = read_arguments(args.args.as_deref())?;
+    let mut request = CallRequest::new(tool.clone(), arguments);
+    request.trace_id = parse_trace_id(args.trace_id.as_deref())?;
     request.answers = read_answers(&args.answers)?;
     request.options = read_options(&args.options)?;
     request.tags = args.tags.clone();
-    let (runtime, _) = load_runtime(flags, ctx)?;
+    let (runtime, _) = load_runtime(runtime_flags(args), ctx)?;
+    let mut out = Printer::stdout();
     match runtime.call(&request) {
         Ok(outcome) => {
             let document = match args.format {
                 Format::Human => outcome.result,
-                Format::Json => json!({
-                    "tool": outcome.tool,
-                    "invocation_id": outcome.invocation_id.to_string(),
-                    "trace_id": outcome.trace_id.to_string(),
-                    "attempts": outcome.attempts,
-                    "duration_ms": outcome.duration_ms,
-                    "usage": outcome.usage,
-                    "result": outcome.result,
-                }),
+                Format::Json => call_document(tool, Ok(&outcome)),
             };
-            let mut out = Printer::stdout();
             out.json(&document)?;
             out.finish(Exit::Success)
         }
         Err(e) => {
-            let mut out = Printer::stdout();
             if args.format == Format::Json {
-                let mut document = json!({
-                    "tool": args.tool,
-                    "invocation_id": e.invocation_id.map(|id| id.to_string()),
-                    "trace_id": e.trace_id.map(|id| id.to_string()),
-                    "error": {"exit": e.kind.class().exit_code(), "message": e.message, "help": e.help},
-                });
-                if let Some(outcome) = &e.unrecorded {
-                    document["unrecorded_result"] = (**outcome).clone();
-                }
-                let _ = out.json(&document);
+                let _ = out.json(&call_document(tool, Err(&e)));
             }
             if let Some(outcome) = &e.unrecorded {
                 print_unrecorded(outcome);
@@ -194,8 +195,49 @@ pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     }
 }
 
+/// The flags of the runtime `rlp tools call` loads, one call or a batch.
+pub(super) fn runtime_flags(args: &CallArgs) -> RuntimeFlags<'_> {
+    RuntimeFlags {
+        bundle: &args.bundle,
+        yes: args.yes,
+        confirm_external_actions: args.confirm_external_actions,
+        ask_questions: true,
+        serving: false,
+    }
+}
+
+/// The `--format json` document of one call of `tool`: its ids, attempts,
+/// duration, usage and result; or, when it failed, its ids (`null` until
+/// assigned), its error with the exit code it maps to, and the result that
+/// could not be recorded (if any).
+pub(super) fn call_document(tool: &str, result: Result<&CallOutcome, &CallError>) -> Value {
+    match result {
+        Ok(outcome) => json!({
+            "tool": outcome.tool,
+            "invocation_id": outcome.invocation_id.to_string(),
+            "trace_id": outcome.trace_id.to_string(),
+            "attempts": outcome.attempts,
+            "duration_ms": outcome.duration_ms,
+            "usage": outcome.usage,
+            "result": outcome.result,
+        }),
+        Err(e) => {
+            let mut document = json!({
+                "tool": tool,
+                "invocation_id": e.invocation_id.map(|id| id.to_string()),
+                "trace_id": e.trace_id.map(|id| id.to_string()),
+                "error": {"exit": e.kind.class().exit_code(), "message": e.message, "help": e.help},
+            });
+            if let Some(outcome) = &e.unrecorded {
+                document["unrecorded_result"] = (**outcome).clone();
+            }
+            document
+        }
+    }
+}
+
 /// Shows on stderr the outcome of a call that ran but was not recorded.
-fn print_unrecorded(outcome: &Value) {
+pub(super) fn print_unrecorded(outcome: &Value) {
     let text = serde_json::to_string_pretty(outcome).unwrap_or_default();
     diagnostic(&format!("the tool's result, NOT recorded in the ledger:\n{}", terminal_safe(&text)));
 }

@@ -83,14 +83,7 @@ pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
 /// `--format mcp`: the bundle loaded as `rlp serve` loads it, and the
 /// `tools/list` result it would send.
 fn mcp_listing(args: &ListArgs, ctx: &Context) -> CliResult {
-    let flags = RuntimeFlags {
-        bundle: &args.bundle,
-        yes: false,
-        confirm_external_actions: None,
-        ask_questions: false,
-        serving: false,
-    };
-    let (runtime, _) = load_runtime(flags, ctx)?;
+    let (runtime, _) = load_runtime(RuntimeFlags::inspecting(&args.bundle), ctx)?;
     let listed = crate::serve::handler::tools_list(&Catalog::of(&runtime), args.expose.unwrap_or_default())
         .map_err(|e| CliError::problem(format!("cannot build the tool list: {e}")))?;
     let mut value =

@@ -1,6 +1,7 @@
 //! `rlp tools`: add, list, search, import, call.
 
 pub(crate) mod add;
+pub(crate) mod batch;
 pub(crate) mod call;
 pub(crate) mod import;
 pub(crate) mod list;

@@ -74,14 +74,7 @@ pub(crate) fn run(args: &SearchArgs, ctx: &Context) -> CliResult {
         CliError::usage(why.replace("`query`", "QUERY").replace("`limit`", "--limit"))
             .with_help("e.g. rlp tools search agents/github \"create an issue\" --limit 5")
     })?;
-    let flags = RuntimeFlags {
-        bundle: &args.bundle,
-        yes: false,
-        confirm_external_actions: None,
-        ask_questions: false,
-        serving: false,
-    };
-    let (runtime, _) = load_runtime(flags, ctx)?;
+    let (runtime, _) = load_runtime(RuntimeFlags::inspecting(&args.bundle), ctx)?;
     let catalog = Catalog::of(&runtime);
     let found = catalog.search(&request);
     let exit = if found.is_empty() { Exit::Problems } else { Exit::Success };

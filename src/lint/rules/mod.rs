@@ -2,6 +2,7 @@
 
 mod agent;
 mod artifacts;
+mod discovery;
 mod grants;
 mod sandbox;
 mod schemas;
@@ -10,11 +11,15 @@ mod tools;
 
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::Finding;
+use crate::lint::Settings;
+
+pub(crate) use discovery::DEFAULT_CORE_THRESHOLD;
 
 /// Runs every rule, appending to `out`.
-pub(crate) fn check_all(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
+pub(crate) fn check_all(bundle: &LoadedBundle, settings: &Settings, out: &mut Vec<Finding>) {
     agent::check(bundle, out);
     tools::check(bundle, out);
+    discovery::check(bundle, settings.core_threshold, out);
     schemas::check(bundle, out);
     grants::check(bundle, out);
     sandbox::check(bundle, out);
