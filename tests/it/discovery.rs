@@ -93,38 +93,64 @@ fn listed_by_cli(sb: &Sandbox, bundle: &Path, expose: &str) -> Value {
     serde_json::from_str(&stdout(&out)).unwrap()
 }
 
+/// `rlp serve` over stdio spoken to line by line, one request at a time.
+struct Session {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl Session {
+    /// Starts the server `command` runs and makes the handshake.
+    fn start(mut command: std::process::Command) -> Session {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let input = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut session = Session { child, input, lines, next_id: 1 };
+        session.ask(mcp::initialize(0));
+        writeln!(session.input, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        session
+    }
+
+    /// Sends `request` (its `method` and `params`) and reads its answer.
+    fn ask(&mut self, request: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut message = request;
+        message["jsonrpc"] = json!("2.0");
+        message["id"] = json!(id);
+        writeln!(self.input, "{message}").unwrap();
+        loop {
+            let line = self.lines.next().expect("the server stopped before answering").unwrap();
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    }
+
+    /// Closes the server's stdin and waits for it to end.
+    fn end(self) {
+        let Session { mut child, input, .. } = self;
+        drop(input);
+        child.wait().unwrap();
+    }
+}
+
+/// A `tools/call` request.
+fn tools_call(name: &str, arguments: Value) -> Value {
+    json!({"method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
 /// The `tools/list` result a server started with `args` sends, read raw
 /// off its stdout.
 fn listed_by_server(sb: &Sandbox, bundle: &Path, args: &[&str]) -> Value {
-    let mut child = sb
-        .command()
-        .arg("serve")
-        .arg(bundle)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    for request in [
-        mcp::initialize(1),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-    ] {
-        writeln!(input, "{request}").unwrap();
-    }
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut listed = Value::Null;
-    for line in lines {
-        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if message["id"] == 2 {
-            listed = message["result"].clone();
-            break;
-        }
-    }
-    drop(input);
-    child.wait().unwrap();
+    let mut command = sb.command();
+    command.arg("serve").arg(bundle).args(args);
+    let mut session = Session::start(command);
+    let listed = session.ask(json!({"method": "tools/list"}))["result"].clone();
+    session.end();
     listed
 }
 
@@ -313,6 +339,38 @@ fn call_tool_runs_the_named_tool_through_every_check() {
     let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
     assert_eq!(confirms.len(), 1);
     assert_eq!((&confirms[0]["tool"], &confirms[0]["approved"]), (&json!("mail.send"), &json!(false)));
+}
+
+/// A search whose frame cannot be recorded is not answered: the model is
+/// never shown what the ledger does not hold.
+#[test]
+fn a_discovery_the_full_disk_cannot_record_is_refused() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home()).unwrap();
+    let tool = with(runtime_tool("disk.check", "ok.sh", &[]), json!({"discoverability": "core", "category": "disk"}));
+    let bundle = sb.bundle("filler", json!([tool]), "[capabilities]\nexec = true\n");
+    // The home is a 1 MiB file system of the server's own mount namespace.
+    let script = format!(
+        "set -e; mount --make-rprivate /; mount -t tmpfs -o size=1m tmpfs '{}'; exec \"$@\"",
+        sb.home().display()
+    );
+    let mut command = sb.wrapped(&["unshare", "--mount", "sh", "-c", &script, "sh"]);
+    command.arg("serve").arg(&bundle).args(["--expose", "core"]);
+    let mut session = Session::start(command);
+    let search = || tools_call("rlp.search_tools", json!({"query": "check"}));
+    assert_eq!(session.ask(search())["result"]["structuredContent"]["tools"][0]["id"], "disk.check");
+    // Fill the server's home, from inside its mount namespace.
+    let fill = format!("dd if=/dev/zero of='{}/filler' bs=4096 2>/dev/null; true", sb.home().display());
+    let filled = std::process::Command::new("nsenter")
+        .args(["-t", &session.child.id().to_string(), "-m", "sh", "-c", &fill])
+        .status()
+        .unwrap();
+    assert!(filled.success(), "this test needs root and nsenter(1)");
+    let refused = session.ask(search());
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().starts_with("cannot record the discovery: "), "{refused}");
+    assert!(refused.get("result").is_none());
+    session.end();
 }
 
 #[test]
