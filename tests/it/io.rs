@@ -52,6 +52,7 @@ impl Fixture {
         let traces: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
         let trace_id = traces[0]["trace_id"].as_str().unwrap().to_string();
         fx.ok(&["trace", "export", &trace_id, "-o", "golden.jsonl"]);
+        std::fs::write(fx.sb.join("calls.jsonl"), "{\"tool\": \"demo.echo\"}\n".repeat(3)).unwrap();
         let answer = r#"{"tools": [{"id": "scratch.listed", "description": "Lists", "transport": {"kind": "exec", "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false}]}"#;
         fx.sb.script("schema_tool", &format!("cat <<'EOF'\n{answer}\nEOF"));
         Fixture { trace_id, ..fx }
@@ -94,6 +95,7 @@ impl Fixture {
             ("tools import", "tools import agents/scratch --exec SCHEMA_TOOL --grant"),
             ("tools call", "tools call agents/demo demo.echo --args {\"n\":9}"),
             ("tools call", "tools call agents/demo demo.echo --format json"),
+            ("tools call", "tools call agents/demo --batch calls.jsonl --jobs 2"),
             ("lint", "lint agents warned"),
             ("lint", "lint agents warned --format json"),
             ("lint", "lint agents warned --format sarif"),
@@ -252,6 +254,12 @@ fn endless_inputs_are_refused_at_their_limit() {
     let zero = File::open("/dev/zero").unwrap();
     let output = bounded(&fx, &[&call[..], &["@-"]].concat(), Stdio::from(zero));
     assert_refused(&output, &too_large("--args: standard input", "16 MiB"));
+    let batch = ["tools", "call", "agents/demo", "--batch"];
+    let output = bounded(&fx, &[&batch[..], &["/dev/zero"]].concat(), Stdio::null());
+    assert_refused(&output, &too_large("--batch: /dev/zero", "64 MiB"));
+    let zero = File::open("/dev/zero").unwrap();
+    let output = bounded(&fx, &[&batch[..], &["-"]].concat(), Stdio::from(zero));
+    assert_refused(&output, &too_large("--batch: standard input", "64 MiB"));
     let add = ["tools", "add", "agents/scratch", "--id", "scratch.big", "--description", "Big", "--exec", "/bin/cat"];
     let output = bounded(&fx, &[&add[..], &["--input-schema", "@/dev/zero"]].concat(), Stdio::null());
     assert_refused(&output, "error: --input-schema: /dev/zero is larger than 16 MiB: pass a smaller schema file\n");
