@@ -35,10 +35,11 @@ use rustix::process::getpid;
 
 use crate::kill::kill_group;
 
-/// Most process groups and files tracked at once; past that, work runs
-/// untracked (a tool is still killed at its timeout, a temporary file is
-/// still removed on every ordinary error).
-const SLOTS: usize = 64;
+/// Most process groups, files and folders tracked at once; past that, work
+/// runs untracked (a tool is still killed at its timeout, a temporary file
+/// is still removed on every ordinary error). Room for every call of
+/// [`crate::runtime::MAX_CONCURRENT_CALLS`] and the files of the command.
+pub(crate) const SLOTS: usize = 1024;
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// Set first thing by the handler of a fatal signal (see [`settle`]).

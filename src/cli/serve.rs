@@ -11,7 +11,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::diagnostic;
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::discovery::{Expose, meta};
-use crate::runtime::Runtime;
+use crate::runtime::{MAX_CONCURRENT_CALLS, Runtime};
 use crate::serve::{ENDPOINT, Listen, ServeOptions};
 
 /// Largest token file read.
@@ -57,8 +57,8 @@ pub struct ServeArgs {
     /// Approve calls that need confirmation without asking.
     #[arg(long)]
     pub yes: bool,
-    /// Most calls running at once (default: cores × 4).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    /// Most calls running at once (1 to 256; default: cores × 4).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub max_calls: Option<u16>,
 }
 
@@ -147,7 +147,7 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         None => Listen::Stdio,
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let max_calls = args.max_calls.map_or(cores * 4, usize::from);
+    let max_calls = args.max_calls.map_or((cores * 4).min(MAX_CONCURRENT_CALLS), usize::from);
     let run_trace = Uuid::now_v7();
     diagnostic(&format!("rlp serve: trace {run_trace}"));
     crate::serve::serve(runtime, ServeOptions { listen, yes: args.yes, max_calls, expose: args.expose, run_trace })

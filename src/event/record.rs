@@ -42,6 +42,21 @@ pub struct Record {
     pub provenance: Provenance,
 }
 
+impl Record {
+    /// A frame of `kind` made now by `actor` for `agent` (its scope and
+    /// provenance) in trace `trace_id`, with a fresh message id.
+    pub fn now(kind: EventKind, actor: &str, agent: &str, trace_id: Uuid, payload: Value) -> Record {
+        Record {
+            ts_ms: now_ms(),
+            actor: actor.to_string(),
+            kind,
+            scope: agent.to_string(),
+            payload,
+            provenance: Provenance { trace_id, msg_id: Uuid::now_v7(), agent: agent.to_string() },
+        }
+    }
+}
+
 /// Why recording failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::event::{
-    EventKind, Outcome, PAYLOAD_VERSION, Provenance, Record, RecordedError, Recorder, ReplayLinkPayload, now_ms,
-};
+use crate::event::{EventKind, Outcome, PAYLOAD_VERSION, Record, RecordedError, Recorder, ReplayLinkPayload};
 use crate::replay::replayer::{Executor, Fresh, Mode, RecordedCall, ReplayError};
 use crate::runtime::answer::AnswerSource;
 use crate::runtime::{CallErrorKind, CallRequest, Runtime};
@@ -61,18 +59,8 @@ impl Executor for LiveExecutor<'_> {
             mode: Mode::Live.as_str().into(),
             recorded_agent: agent.into(),
         };
-        let record = Record {
-            ts_ms: now_ms(),
-            actor: "operator".into(),
-            kind: EventKind::TraceReplay,
-            scope: self.runtime.agent().to_string(),
-            payload: serde_json::to_value(link).unwrap_or(Value::Null),
-            provenance: Provenance {
-                trace_id: self.new_trace,
-                msg_id: Uuid::now_v7(),
-                agent: self.runtime.agent().to_string(),
-            },
-        };
+        let payload = serde_json::to_value(link).unwrap_or(Value::Null);
+        let record = Record::now(EventKind::TraceReplay, "operator", self.runtime.agent(), self.new_trace, payload);
         self.recorder.record(&[record]).map_err(|e| ReplayError::Failed {
             position: 1,
             message: format!("cannot record the start of the replay: {e}"),

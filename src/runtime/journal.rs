@@ -7,9 +7,7 @@ use uuid::Uuid;
 
 use crate::bundle::capability::Capability;
 use crate::bundle::tools::Tool;
-use crate::event::{
-    CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Provenance, Record, RecordError, ToolDiscoverPayload, now_ms,
-};
+use crate::event::{CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Record, RecordError, ToolDiscoverPayload};
 use crate::runtime::Runtime;
 use crate::runtime::call::{CallError, CallErrorKind};
 use crate::runtime::context::CallContext;
@@ -34,14 +32,8 @@ impl Runtime {
     /// Records what a client was shown by a search or a description of
     /// tools (`rlp serve --expose core`), in `trace_id`.
     pub fn record_discovery(&self, trace_id: Uuid, discovery: &ToolDiscoverPayload) -> Result<(), RecordError> {
-        let record = Record {
-            ts_ms: now_ms(),
-            actor: "runtime".into(),
-            kind: EventKind::ToolDiscover,
-            scope: self.agent().to_string(),
-            payload: serde_json::to_value(discovery).unwrap_or(Value::Null),
-            provenance: Provenance { trace_id, msg_id: Uuid::now_v7(), agent: self.agent().to_string() },
-        };
+        let payload = serde_json::to_value(discovery).unwrap_or(Value::Null);
+        let record = Record::now(EventKind::ToolDiscover, "runtime", self.agent(), trace_id, payload);
         self.options().recorder.record(&[record])
     }
 }
@@ -67,18 +59,7 @@ impl<'r> Journal<'r> {
     pub(crate) fn push(&mut self, kind: EventKind, actor: String, payload: impl Serialize) {
         let mut payload = serde_json::to_value(payload).unwrap_or(Value::Null);
         self.scrubber.scrub_payload(&mut payload);
-        self.pending.push(Record {
-            ts_ms: now_ms(),
-            actor,
-            kind,
-            scope: self.runtime.agent().to_string(),
-            payload,
-            provenance: Provenance {
-                trace_id: self.trace_id,
-                msg_id: Uuid::now_v7(),
-                agent: self.runtime.agent().to_string(),
-            },
-        });
+        self.pending.push(Record::now(kind, &actor, self.runtime.agent(), self.trace_id, payload));
     }
 
     pub(crate) fn audit(&mut self, capability: &Capability, decision: Decision, reason: &str) {

@@ -68,6 +68,13 @@ pub use crate::process::cancel::Cancel;
 pub use crate::runtime::call::{CallError, CallErrorKind, CallOutcome, CallRequest};
 pub use crate::runtime::context::{CallContext, Progress, ProgressSink};
 
+/// Most calls one process runs at once (`rlp tools call --batch --jobs`,
+/// `rlp serve --max-calls`): each one's process group and private folder
+/// must fit the signal handler's slots, so a fatal signal cleans up after
+/// every one of them.
+pub const MAX_CONCURRENT_CALLS: usize = 256;
+const _: () = assert!(crate::interrupt::SLOTS >= 2 * MAX_CONCURRENT_CALLS + 64);
+
 /// How many lint findings a load refusal quotes.
 const QUOTED_FINDINGS: usize = 5;
 

@@ -20,7 +20,7 @@ use crate::cli::output::Printer;
 use crate::cli::runtime_setup::load_concurrent_runtime;
 use crate::cli::terminal;
 use crate::cli::tools::call::{CallArgs, call_document, parse_trace_id, print_unrecorded, runtime_flags};
-use crate::runtime::{CallError, CallOutcome, CallRequest};
+use crate::runtime::{CallError, CallOutcome, CallRequest, MAX_CONCURRENT_CALLS};
 
 use file::BatchCall;
 
@@ -79,7 +79,7 @@ fn line_document(call: &BatchCall, result: Result<&CallOutcome, &CallError>) -> 
 
 /// `--jobs` left out: as many calls at once as there are cores.
 fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from).min(256)
+    std::thread::available_parallelism().map_or(1, usize::from).min(MAX_CONCURRENT_CALLS)
 }
 
 /// The exit code of a batch whose calls ended `a` and `b`: refused over
