@@ -112,7 +112,7 @@ fn listen(addr: SocketAddr, token: Option<String>) -> Result<Listen, CliError> {
 
 /// Under `--expose core`, a bundle tool named like a meta-tool would be
 /// hidden behind it: refused.
-fn refuse_meta_names(runtime: &Runtime) -> Result<(), CliError> {
+pub(crate) fn refuse_meta_names(runtime: &Runtime) -> Result<(), CliError> {
     match [meta::SEARCH, meta::DESCRIBE, meta::CALL].into_iter().find(|name| runtime.tool(name).is_some()) {
         Some(name) => Err(CliError::usage(format!(
             "tool `{name}` of bundle `{}` has the name of a meta-tool of --expose core",

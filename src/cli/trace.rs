@@ -24,7 +24,7 @@ use crate::ledger::query::{
 use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
 use crate::ledger::{LedgerStore, Location, VerifyReport};
 use crate::replay::trace_diff::trace_diff;
-use crate::text::{ellipsize, format_ts, plural, terminal_safe};
+use crate::text::{ellipsize, format_ts, plural, terminal_safe, terminal_safe_line};
 
 /// Characters of a payload shown on one timeline line.
 const SHOWN_VALUE: usize = 80;
@@ -342,7 +342,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
     };
     let line =
         format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
-    terminal_safe(&line).into_owned()
+    terminal_safe_line(&line).into_owned()
 }
 
 /// A discovery in words: `search "create an issue" (category github,

@@ -16,13 +16,18 @@ pub(crate) mod meta;
 mod search;
 mod words;
 
+use std::sync::OnceLock;
+
+use rmcp::model::{ListToolsResult, Tool};
 use serde_json::{Value, json};
 
+use crate::bundle::tools::is_valid_tool_id;
 use crate::discovery::definition::Listed;
 use crate::discovery::meta::{Reach, SearchRequest};
 use crate::discovery::search::{Index, Searchable};
 use crate::event::{PAYLOAD_VERSION, ToolDiscoverPayload};
 use crate::runtime::Runtime;
+use crate::text::ellipsize;
 
 /// Which tools `tools/list` offers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -34,11 +39,18 @@ pub enum Expose {
     Core,
 }
 
+/// Longest id a description may ask for that names no tool of the bundle
+/// (it is recorded among the `unknown` ids).
+const MAX_UNKNOWN_ID_CHARS: usize = 128;
+
 /// A bundle's exposed tools, searchable.
 pub(crate) struct Catalog {
     /// Sorted by id.
     tools: Vec<Listed>,
-    index: Index,
+    /// Built at the first search (`--expose all` never searches).
+    index: OnceLock<Index>,
+    /// The tools' categories, sorted, each once.
+    categories: Vec<String>,
     /// The meta-tools' definitions.
     meta: [Value; 3],
 }
@@ -47,16 +59,6 @@ impl Catalog {
     /// The exposed tools of `runtime`.
     pub(crate) fn of(runtime: &Runtime) -> Catalog {
         let tools = definition::list(runtime);
-        let searchable: Vec<Searchable<'_>> = tools
-            .iter()
-            .map(|t| Searchable {
-                id: &t.id,
-                description: t.definition.get("description").and_then(Value::as_str).unwrap_or_default(),
-                category: t.category.as_deref(),
-                input_schema: t.definition.get("inputSchema").unwrap_or(&Value::Null),
-            })
-            .collect();
-        let index = Index::new(&searchable);
         let mut categories: Vec<String> = tools.iter().filter_map(|t| t.category.clone()).collect();
         categories.sort();
         categories.dedup();
@@ -67,7 +69,24 @@ impl Catalog {
             open_world: reachable.clone().any(|t| t.reach.open_world),
         };
         let meta = meta::definitions(&categories, &reach);
-        Catalog { tools, index, meta }
+        Catalog { tools, index: OnceLock::new(), categories, meta }
+    }
+
+    /// The search index, built on first use.
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| {
+            let searchable: Vec<Searchable<'_>> = self
+                .tools
+                .iter()
+                .map(|t| Searchable {
+                    id: &t.id,
+                    description: t.definition.get("description").and_then(Value::as_str).unwrap_or_default(),
+                    category: t.category.as_deref(),
+                    input_schema: t.definition.get("inputSchema").unwrap_or(&Value::Null),
+                })
+                .collect();
+            Index::new(&searchable)
+        })
     }
 
     /// The tool `id`, if exposed.
@@ -91,27 +110,39 @@ impl Catalog {
         }
     }
 
-    /// The tools that best match `request`, best first.
-    pub(crate) fn search(&self, request: &SearchRequest) -> Vec<&Listed> {
-        self.index
-            .search(&request.query, request.category.as_deref(), request.limit)
-            .into_iter()
-            .map(|hit| &self.tools[hit.position])
-            .collect()
+    /// The tools that best match `request`, best first; an error for a
+    /// category no tool has (the search's schema lists them).
+    pub(crate) fn search(&self, request: &SearchRequest) -> Result<Vec<&Listed>, String> {
+        if let Some(category) = &request.category
+            && !self.categories.iter().any(|known| known.eq_ignore_ascii_case(category))
+        {
+            let known = if self.categories.is_empty() { "none".to_string() } else { self.categories.join(", ") };
+            return Err(format!("no tool has the category `{}`; the categories are: {known}", ellipsize(category, 64)));
+        }
+        let hits = self.index().search(&request.query, request.category.as_deref(), request.limit);
+        Ok(hits.into_iter().map(|hit| &self.tools[hit.position]).collect())
     }
 
-    /// The definitions of `ids` (those exposed), and the ids that name no
-    /// exposed tool.
-    pub(crate) fn describe<'c>(&'c self, ids: &[String]) -> (Vec<&'c Value>, Vec<String>) {
+    /// The exposed tools of `ids`, and the ids that name none; an error for
+    /// an id that could name no tool (not of the tool id form, or long).
+    pub(crate) fn describe(&self, ids: &[String]) -> Result<(Vec<&Listed>, Vec<String>), String> {
         let mut found = Vec::new();
         let mut unknown = Vec::new();
         for id in ids {
             match self.get(id) {
-                Some(tool) => found.push(&tool.definition),
-                None => unknown.push(id.clone()),
+                Some(tool) => found.push(tool),
+                None if is_valid_tool_id(id) && id.chars().count() <= MAX_UNKNOWN_ID_CHARS => unknown.push(id.clone()),
+                None => return Err(format!("`{}` is not a tool id", ellipsize(id, 64).escape_debug())),
             }
         }
-        (found, unknown)
+        Ok((found, unknown))
+    }
+
+    /// The `tools/list` result under `expose`, in the SDK's type.
+    pub(crate) fn tools_list(&self, expose: Expose) -> Result<ListToolsResult, serde_json::Error> {
+        let tools: Vec<Tool> =
+            self.listed(expose).into_iter().map(|d| serde_json::from_value(d.clone())).collect::<Result<_, _>>()?;
+        Ok(ListToolsResult::with_all_items(tools))
     }
 }
 
@@ -138,14 +169,14 @@ pub(crate) fn search_frame(request: &SearchRequest, found: &[&Listed]) -> ToolDi
 }
 
 /// The frame recording a description and what it showed.
-pub(crate) fn describe_frame(described: &[&Value], unknown: &[String]) -> ToolDiscoverPayload {
+pub(crate) fn describe_frame(described: &[&Listed], unknown: &[String]) -> ToolDiscoverPayload {
     ToolDiscoverPayload {
         v: PAYLOAD_VERSION,
         action: "describe".into(),
         query: None,
         category: None,
         limit: None,
-        ids: described.iter().filter_map(|d| d.get("name").and_then(Value::as_str).map(str::to_string)).collect(),
+        ids: described.iter().map(|t| t.id.clone()).collect(),
         unknown: unknown.to_vec(),
     }
 }

@@ -65,9 +65,28 @@ impl Confirmer for NoTerminal {
     }
 }
 
+/// Arguments up to this size (compact JSON) are shown indented.
+const PRETTY_ARGUMENTS_BYTES: usize = 2048;
+/// Larger arguments are shown as compact JSON cut at this many characters.
+const SHOWN_ARGUMENTS_CHARS: usize = 16_384;
+
+/// A call's arguments as a person approving it reads them: indented JSON
+/// when small; else compact JSON, cut short with its full size named, so a
+/// caller cannot make a prompt of hundreds of megabytes.
+pub(crate) fn shown_arguments(arguments: &Value) -> String {
+    let compact = arguments.to_string();
+    if compact.len() <= PRETTY_ARGUMENTS_BYTES {
+        return serde_json::to_string_pretty(arguments).unwrap_or(compact);
+    }
+    if compact.chars().count() <= SHOWN_ARGUMENTS_CHARS {
+        return compact;
+    }
+    format!("{} ({} bytes in all)", crate::text::ellipsize(&compact, SHOWN_ARGUMENTS_CHARS), compact.len())
+}
+
 /// The text of the question, for prompting implementations.
 pub(crate) fn prompt_text(request: &ConfirmRequest<'_>) -> String {
-    let args = serde_json::to_string_pretty(request.arguments).unwrap_or_else(|_| request.arguments.to_string());
+    let args = shown_arguments(request.arguments);
     let mut shown_args = String::new();
     for line in args.lines() {
         shown_args.push_str("\n    ");
@@ -100,6 +119,11 @@ mod tests {
             "Tool `mail.send` wants to run: Sends mail\n  target: POST https://api.mail.example/send\n  arguments:\n    {\n      \"to\": \"a@b.c\"\n    }\nAllow this call?"
         );
         assert!(PreApproved.confirm(&request).approved);
+        // Large arguments are cut short: the prompt stays small.
+        let huge = json!({"list": vec![json!([[[[1]]]]); 200_000]});
+        let shown = shown_arguments(&huge);
+        assert!(shown.len() < 17_000 && !shown.contains('\n'), "{}", shown.len());
+        assert!(shown.ends_with(&format!("… ({} bytes in all)", huge.to_string().len())), "{}", &shown[16_000..]);
         assert!(!NoTerminal.confirm(&request).approved);
     }
 }

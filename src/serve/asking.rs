@@ -35,14 +35,14 @@ const APPROVE: &str = "approve";
 /// asked or did not answer.
 pub(crate) trait Asker: Send + Sync {
     /// Asks with `form` (`elicitation/create` params, mode `form`).
-    fn ask(&self, form: &Value) -> Option<ElicitResult>;
+    fn ask(&self, form: Value) -> Option<ElicitResult>;
 }
 
 /// A client that cannot be asked.
 pub(crate) struct NoAsker;
 
 impl Asker for NoAsker {
-    fn ask(&self, _form: &Value) -> Option<ElicitResult> {
+    fn ask(&self, _form: Value) -> Option<ElicitResult> {
         None
     }
 }
@@ -57,8 +57,8 @@ pub(crate) struct SessionAsker {
 }
 
 impl Asker for SessionAsker {
-    fn ask(&self, form: &Value) -> Option<ElicitResult> {
-        let params: ElicitRequestParams = serde_json::from_value(form.clone()).ok()?;
+    fn ask(&self, form: Value) -> Option<ElicitResult> {
+        let params: ElicitRequestParams = serde_json::from_value(form).ok()?;
         // A client that never answers is not waited for past ANSWER_WAIT:
         // the call then goes on unanswered (not approved).
         self.handle.block_on(async {
@@ -81,7 +81,7 @@ pub(crate) struct RoundTripAsker {
 }
 
 impl Asker for RoundTripAsker {
-    fn ask(&self, form: &Value) -> Option<ElicitResult> {
+    fn ask(&self, form: Value) -> Option<ElicitResult> {
         let request: InputRequest =
             serde_json::from_value(json!({"method": "elicitation/create", "params": form})).ok()?;
         let requests: InputRequests = [(INPUT_KEY.to_string(), request)].into_iter().collect();
@@ -112,7 +112,7 @@ pub(crate) struct McpConfirmer(pub(crate) Arc<dyn Asker>);
 
 /// The confirmation form of one call.
 fn confirmation_form(request: &ConfirmRequest<'_>) -> Value {
-    let arguments = serde_json::to_string_pretty(request.arguments).unwrap_or_default();
+    let arguments = crate::runtime::confirm::shown_arguments(request.arguments);
     json!({
         "mode": "form",
         "message": format!(
@@ -135,7 +135,7 @@ fn confirmation_form(request: &ConfirmRequest<'_>) -> Value {
 
 impl Confirmer for McpConfirmer {
     fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
-        match accepted(self.0.ask(&confirmation_form(request))) {
+        match accepted(self.0.ask(confirmation_form(request))) {
             Ok(content) if content.get(APPROVE) == Some(&Value::Bool(true)) => {
                 Confirmation { approved: true, by: "operator".into(), how: "mcp".into() }
             }
@@ -180,7 +180,7 @@ fn questions_form(request: &AnswerRequest<'_>) -> Value {
 
 impl Answerer for McpAnswerer {
     fn answer(&self, request: &AnswerRequest<'_>) -> Vec<GivenAnswer> {
-        let Ok(content) = accepted(self.0.ask(&questions_form(request))) else { return Vec::new() };
+        let Ok(content) = accepted(self.0.ask(questions_form(request))) else { return Vec::new() };
         request
             .questions
             .iter()

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) catalog: Catalog,
     /// Which tools `tools/list` offers.
     pub(crate) expose: Expose,
+    /// What `tools/list` answers, built once.
+    pub(crate) listed: ListToolsResult,
     /// The trace of calls that name none and belong to no session.
     pub(crate) run_trace: Uuid,
     /// `--yes`: calls that need confirmation are approved without asking.
@@ -54,18 +56,24 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Everything a server over `runtime` shares.
-    pub(crate) fn new(runtime: Arc<Runtime>, options: &crate::serve::ServeOptions) -> Shared {
+    /// Fails only if a tool definition is not one the SDK can send.
+    pub(crate) fn new(
+        runtime: Arc<Runtime>,
+        options: &crate::serve::ServeOptions,
+    ) -> Result<Shared, serde_json::Error> {
         let catalog = Catalog::of(&runtime);
-        Shared {
+        let listed = catalog.tools_list(options.expose)?;
+        Ok(Shared {
             runtime,
             catalog,
             expose: options.expose,
+            listed,
             run_trace: options.run_trace,
             yes: options.yes,
             calls: Arc::new(Semaphore::new(options.max_calls.max(1))),
             parked: Parked::default(),
             handle: tokio::runtime::Handle::current(),
-        }
+        })
     }
 }
 
@@ -238,18 +246,29 @@ impl Handler {
         let search = action == meta::SEARCH;
         let (structured, frame): (Value, ToolDiscoverPayload) = if search {
             let request = meta::search_request(&arguments).map_err(|why| invalid(meta::SEARCH, &why))?;
-            let found = shared.catalog.search(&request);
+            let found = shared.catalog.search(&request).map_err(|why| invalid(meta::SEARCH, &why))?;
             let frame = discovery::search_frame(&request, &found);
             (json!({"tools": found.iter().map(|t| discovery::found_json(t)).collect::<Vec<_>>()}), frame)
         } else {
             let ids = meta::describe_ids(&arguments).map_err(|why| invalid(meta::DESCRIBE, &why))?;
-            let (described, unknown) = shared.catalog.describe(&ids);
+            let (described, unknown) = shared.catalog.describe(&ids).map_err(|why| invalid(meta::DESCRIBE, &why))?;
             let frame = discovery::describe_frame(&described, &unknown);
-            (json!({"tools": described, "unknown": unknown}), frame)
+            let definitions: Vec<&Value> = described.iter().map(|t| &t.definition).collect();
+            (json!({"tools": definitions, "unknown": unknown}), frame)
         };
-        let recorded = tokio::task::spawn_blocking(move || shared.runtime.record_discovery(trace, &frame))
+        // A discovery waits for a call slot like a call: the ledger writes
+        // of a flood of searches queue behind --max-calls.
+        let permit = Arc::clone(&shared.calls)
+            .acquire_owned()
             .await
-            .map_err(|e| ErrorData::internal_error(format!("cannot record the discovery: {e}"), None))?;
+            .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
+        let recorded = tokio::task::spawn_blocking(move || {
+            let recorded = shared.runtime.record_discovery(trace, &frame);
+            drop(permit);
+            recorded
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("cannot record the discovery: {e}"), None))?;
         recorded.map_err(|e| ErrorData::internal_error(format!("cannot record the discovery: {e}"), None))?;
         complete(structured, json!({"dev.runloop/discover": {"trace_id": trace}}))
     }
@@ -263,13 +282,6 @@ fn invalid(tool: &str, why: &str) -> ErrorData {
 /// Whether the request speaks 2026-07-28 or later (questions by round trips).
 fn round_trips(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// The `tools/list` result under `expose`, as the SDK sends it.
-pub(crate) fn tools_list(catalog: &Catalog, expose: Expose) -> Result<ListToolsResult, serde_json::Error> {
-    let tools: Vec<Tool> =
-        catalog.listed(expose).into_iter().map(|d| serde_json::from_value(d.clone())).collect::<Result<_, _>>()?;
-    Ok(ListToolsResult::with_all_items(tools))
 }
 
 impl ServerHandler for Handler {
@@ -293,8 +305,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        tools_list(&self.shared.catalog, self.shared.expose)
-            .map_err(|e| ErrorData::internal_error(format!("cannot list the tools: {e}"), None))
+        Ok(self.shared.listed.clone())
     }
 
     async fn call_tool(

@@ -80,7 +80,10 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
         .max_blocking_threads(options.max_calls.max(1) + 4)
         .build()?;
     tokio.block_on(async move {
-        let shared = Arc::new(Shared::new(Arc::new(runtime), &options));
+        let shared = Arc::new(
+            Shared::new(Arc::new(runtime), &options)
+                .map_err(|e| std::io::Error::other(format!("cannot list the tools: {e}")))?,
+        );
         match options.listen {
             Listen::Stdio => {
                 let stdio = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())

@@ -84,7 +84,12 @@ pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
 /// `tools/list` result it would send.
 fn mcp_listing(args: &ListArgs, ctx: &Context) -> CliResult {
     let (runtime, _) = load_runtime(RuntimeFlags::inspecting(&args.bundle), ctx)?;
-    let listed = crate::serve::handler::tools_list(&Catalog::of(&runtime), args.expose.unwrap_or_default())
+    let expose = args.expose.unwrap_or_default();
+    if expose == Expose::Core {
+        crate::cli::serve::refuse_meta_names(&runtime)?;
+    }
+    let listed = Catalog::of(&runtime)
+        .tools_list(expose)
         .map_err(|e| CliError::problem(format!("cannot build the tool list: {e}")))?;
     let mut value =
         serde_json::to_value(listed).map_err(|e| CliError::problem(format!("cannot print the tool list: {e}")))?;

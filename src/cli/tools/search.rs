@@ -76,7 +76,9 @@ pub(crate) fn run(args: &SearchArgs, ctx: &Context) -> CliResult {
     })?;
     let (runtime, _) = load_runtime(RuntimeFlags::inspecting(&args.bundle), ctx)?;
     let catalog = Catalog::of(&runtime);
-    let found = catalog.search(&request);
+    let found = catalog.search(&request).map_err(|why| {
+        CliError::usage(why).with_help(format!("`rlp tools list {}` shows each tool's category", args.bundle.display()))
+    })?;
     let exit = if found.is_empty() { Exit::Problems } else { Exit::Success };
     match args.format {
         Format::Json => {
