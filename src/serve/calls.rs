@@ -59,6 +59,12 @@ pub(crate) async fn follow(
         event = pending.events.recv() => event,
         () = async { tokio::select! { () = cancelled.cancelled() => (), () = client_gone => () } } => {
             pending.cancel.cancel();
+            // A call waiting for the client's answer stops waiting: the
+            // session's question is withdrawn (the request's token, which
+            // the session asker watches), a round trip's answers will not
+            // come (their channel closes).
+            cancelled.cancel();
+            drop(pending.answers.take());
             // The tool is being killed; its result frame is written before
             // the call's thread ends.
             while let Some(event) = pending.events.recv().await {
