@@ -411,7 +411,14 @@ impl Runtime {
                     });
                 }
                 Err(e) if will_retry => {
-                    std::thread::sleep(Duration::from_millis(backoff_ms(tries, e.retry_after_ms)));
+                    // A cancel ends the pause; the next turn records the call as cancelled.
+                    let pause = Duration::from_millis(backoff_ms(tries, e.retry_after_ms));
+                    match &context.cancel {
+                        Some(cancel) => {
+                            cancel.wait_timeout(pause);
+                        }
+                        None => std::thread::sleep(pause),
+                    }
                     attempt += 1;
                     tries += 1;
                 }
