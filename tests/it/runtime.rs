@@ -1612,12 +1612,8 @@ fn a_cancel_ends_the_pause_before_a_retry() {
     assert!(started.elapsed() < Duration::from_secs(20), "the retry pause outlived the cancel");
     assert_eq!(error.kind, rlp::runtime::CallErrorKind::Cancelled, "{error:?}");
     assert_eq!(server.requests().len(), 1);
-    let results: Vec<Value> = recorder
-        .records()
-        .into_iter()
-        .filter(|r| r.kind == "tool.result")
-        .map(|r| r.payload)
-        .collect();
+    let results: Vec<Value> =
+        recorder.records().into_iter().filter(|r| r.kind == "tool.result").map(|r| r.payload).collect();
     assert_eq!(results.len(), 2, "{results:?}");
     assert_eq!(results[0]["error"]["will_retry"], true);
     assert_eq!(results[1]["error"]["kind"], "cancelled");
@@ -1638,7 +1634,8 @@ fn a_cancel_ends_an_http_call_while_its_body_trickles_in() {
             line.clear();
         }
         let mut out = stream;
-        out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n ").unwrap();
+        out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n ")
+            .unwrap();
         out.flush().unwrap();
         sent.send(()).unwrap();
         while out.write_all(b" ").and_then(|()| out.flush()).is_ok() {
