@@ -53,7 +53,8 @@ pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Ru
 
 /// [`load_runtime`] for a command that makes many calls at once from the
 /// terminal (`rlp tools call --batch`): confirmation and questions as for
-/// one call, frames of concurrent calls group-committed as under `rlp serve`.
+/// one call (the terminal's prompts take turns, [`terminal::hold_prompts`]),
+/// frames of concurrent calls group-committed as under `rlp serve`.
 pub(crate) fn load_concurrent_runtime(
     flags: RuntimeFlags<'_>,
     ctx: &Context,

@@ -240,6 +240,15 @@ pub(crate) fn schema_errors(validator: &jsonschema::Validator, value: &Value) ->
     Some(text)
 }
 
+/// Checks the tags given for a call (`--tag`), as every call does first: a
+/// command that makes many calls with the same tags checks them once.
+pub(crate) fn check_call_tags(tags: &[String]) -> Result<(), CallError> {
+    check_tags(tags).map_err(|why| {
+        CallError::new(CallErrorKind::InvalidInput, why)
+            .help("give tags as KEY=VALUE or a plain word, e.g. --tag team=mail")
+    })
+}
+
 fn backoff_ms(attempt: u32, retry_after_ms: Option<u64>) -> u64 {
     let exponential = BACKOFF_BASE_MS.saturating_mul(1u64 << attempt.saturating_sub(1).min(16));
     retry_after_ms.unwrap_or(exponential).min(BACKOFF_MAX_MS)
@@ -256,10 +265,7 @@ impl Runtime {
     /// (its confirmer and answerer, cancellation, progress).
     pub fn call_in(&self, request: &CallRequest, context: &CallContext) -> Result<CallOutcome, CallError> {
         let started = Instant::now();
-        if let Err(why) = check_tags(&request.tags) {
-            return Err(CallError::new(CallErrorKind::InvalidInput, why)
-                .help("give tags as KEY=VALUE or a plain word, e.g. --tag team=mail"));
-        }
+        check_call_tags(&request.tags)?;
         let mut journal = self.journal(&request.tool, request.trace_id, context);
         journal.traceparent = request.traceparent.clone().filter(|t| is_traceparent(t));
         journal.tags = call_tags(self.tool(&request.tool), &request.tags);
