@@ -1666,3 +1666,24 @@ fn a_cancel_ends_an_http_call_while_its_body_trickles_in() {
     drop(runtime);
     server.join().unwrap();
 }
+
+#[test]
+fn showing_the_tools_needs_no_ledger() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("shown", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    // Where the ledger's folder would go, a file: no ledger can be opened.
+    let ledger_dir = sb.ledger_path().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(ledger_dir.parent().unwrap()).unwrap();
+    std::fs::write(&ledger_dir, "not a folder").unwrap();
+    let listed = sb.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "mcp"]).output().unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert_eq!(stdout_json(&listed)["tools"][0]["name"], "ok");
+    let found = sb.rlp().args(["tools", "search"]).arg(&bundle).args(["test", "--format", "json"]).output().unwrap();
+    assert_eq!(found.status.code(), Some(0), "{}", stderr(&found));
+    assert_eq!(stdout_json(&found)["tools"][0]["id"], "ok");
+    // A call does need the ledger.
+    let called = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(called.status.code(), Some(1));
+    assert_contains(&stderr(&called), "error: cannot open the ledger");
+    assert_eq!(std::fs::read_to_string(&ledger_dir).unwrap(), "not a folder");
+}
