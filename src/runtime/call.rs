@@ -20,7 +20,7 @@ use crate::event::{
 use crate::integrity::verify::Signer;
 use crate::runtime::answer::AnswerSource;
 use crate::runtime::ask::Questioning;
-use crate::runtime::confirm::{ConfirmRequest, Confirmation};
+use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer};
 use crate::runtime::context::{CallContext, Progress};
 use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
@@ -238,6 +238,13 @@ pub(crate) fn schema_errors(validator: &jsonschema::Validator, value: &Value) ->
         text.push_str("; …");
     }
     Some(text)
+}
+
+impl<'r> Journal<'r> {
+    /// Who confirms this call: its context's confirmer, else the runtime's.
+    pub(crate) fn confirmer(&self) -> &'r dyn Confirmer {
+        self.context.confirmer.as_deref().unwrap_or(&*self.runtime.options().confirmer)
+    }
 }
 
 /// Checks the tags given for a call (`--tag`), as every call does first: a
@@ -763,8 +770,7 @@ impl Runtime {
                 Plan::Http(p) => p.target_text(),
             };
             let target = journal.scrubber.scrub_string(&target);
-            let confirmer = journal.context.confirmer.as_deref().unwrap_or(&*self.options().confirmer);
-            confirmer.confirm(&ConfirmRequest {
+            journal.confirmer().confirm(&ConfirmRequest {
                 tool: &tool.id,
                 description: &tool.description,
                 arguments: shown_args,
@@ -794,8 +800,7 @@ impl Runtime {
         if answer.approved {
             return Ok(());
         }
-        let asked = journal.context.confirmer.as_deref().unwrap_or(&*self.options().confirmer);
-        let help = match (asked.refusal_help(), &config.confirm_required_by) {
+        let help = match (journal.confirmer().refusal_help(), &config.confirm_required_by) {
             (Some(help), _) => help,
             (None, Some(path)) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
             (None, None) => {
