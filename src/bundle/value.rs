@@ -164,8 +164,9 @@ pub(crate) fn parse_json(file: &SourceFile, diags: &mut Diagnostics) -> Option<V
     }
 }
 
-/// serde_json appends " at line X column Y"; the renderer shows the position itself.
-fn strip_position(message: &str) -> String {
+/// A serde_json message without the " at line X column Y" it appends
+/// (whoever shows the message places it themselves).
+pub(crate) fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_string(),
         None => message.to_string(),

@@ -1,6 +1,7 @@
-//! What `rlp tools call`, `rlp replay --mode live` and `rlp serve` share: a
-//! runtime set up from the configuration layers, the home's ledger, a
-//! confirmer that fits the terminal, and the bundle.
+//! What `rlp tools call`, `rlp replay --mode live`, `rlp serve` and the
+//! commands that only show a bundle's tools share: a runtime set up from the
+//! configuration layers, the home's ledger (none for those that only show),
+//! a confirmer that fits the terminal, and the bundle.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::ledger::group::GroupCommit;
 use crate::ledger::{LedgerStore, Location};
 use crate::runtime::answer::{Answerer, NoAnswerer};
 use crate::runtime::confirm::{Confirmer, NoTerminal, PreApproved};
+use crate::runtime::recorder::NullRecorder;
 use crate::runtime::secrets::EnvSecretResolver;
 use crate::runtime::{Runtime, RuntimeOptions};
 
@@ -38,22 +40,55 @@ pub(crate) struct RuntimeFlags<'a> {
 
 impl<'a> RuntimeFlags<'a> {
     /// A runtime that only shows what the bundle offers (`tools list
-    /// --format mcp`, `tools search`): it runs no call.
-    pub(crate) fn inspecting(bundle: &'a Path) -> RuntimeFlags<'a> {
-        RuntimeFlags { bundle, yes: false, confirm_external_actions: None, ask_questions: false, serving: false }
+    /// --format mcp`, `tools search`): it runs no call, so it records
+    /// nothing and needs no ledger (a read-only home will do).
+    pub(crate) fn inspecting(bundle: &'a Path) -> Setup<'a> {
+        Setup::Inspection(bundle)
+    }
+}
+
+/// What a runtime is loaded for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Setup<'a> {
+    /// Making calls, recorded in the home's ledger.
+    Calls(RuntimeFlags<'a>),
+    /// Showing the tools of the bundle at this path, without a ledger.
+    Inspection(&'a Path),
+}
+
+impl<'a> From<RuntimeFlags<'a>> for Setup<'a> {
+    fn from(flags: RuntimeFlags<'a>) -> Setup<'a> {
+        Setup::Calls(flags)
     }
 }
 
 /// Loads the configuration and the bundle into a runtime that records into
-/// the home's ledger; prints the configuration's and the bundle's warnings.
-/// Returns the ledger too, for commands that read back what they recorded.
-pub(crate) fn load_runtime(flags: RuntimeFlags<'_>, ctx: &Context) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
-    load(flags, ctx, flags.serving)
+/// the home's ledger (or, for an inspection, nowhere); prints the
+/// configuration's and the bundle's warnings. Returns the recorder too, for
+/// commands that read back what they recorded.
+pub(crate) fn load_runtime<'a>(
+    setup: impl Into<Setup<'a>>,
+    ctx: &Context,
+) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
+    match setup.into() {
+        Setup::Calls(flags) => load(flags, ctx, flags.serving),
+        Setup::Inspection(bundle) => {
+            let flags = RuntimeFlags {
+                bundle,
+                yes: false,
+                confirm_external_actions: None,
+                ask_questions: false,
+                serving: false,
+            };
+            load_with(flags, ctx, || Ok(Arc::new(NullRecorder)))
+        }
+    }
 }
 
 /// [`load_runtime`] for a command that makes many calls at once from the
 /// terminal (`rlp tools call --batch`): confirmation and questions as for
-/// one call, frames of concurrent calls group-committed as under `rlp serve`.
+/// one call (the terminal's prompts take turns, [`terminal::hold_prompts`]),
+/// frames of concurrent calls group-committed as under `rlp serve`.
 pub(crate) fn load_concurrent_runtime(
     flags: RuntimeFlags<'_>,
     ctx: &Context,
@@ -61,26 +96,36 @@ pub(crate) fn load_concurrent_runtime(
     load(flags, ctx, true)
 }
 
-/// Loads the runtime; `group_commit` puts a [`GroupCommit`] writer in
-/// front of the ledger.
+/// Loads the runtime recording into the home's ledger; `group_commit` puts
+/// a [`GroupCommit`] writer in front of it.
 fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
+    load_with(flags, ctx, || {
+        let ledger: Arc<dyn LedgerStore> = Location::of_home(&ctx.home)
+            .open()
+            .map_err(|e| {
+                CliError::problem(format!("cannot open the ledger: {e}"))
+                    .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
+            })?
+            .into();
+        if !group_commit {
+            return Ok(ledger);
+        }
+        let writer = GroupCommit::start(ledger)
+            .map_err(|e| CliError::problem(format!("cannot start the ledger writer: {e}")))?;
+        Ok(Arc::new(writer))
+    })
+}
+
+/// Loads the configuration, then the recorder `recorder` opens, then the
+/// bundle into a runtime.
+fn load_with(
+    flags: RuntimeFlags<'_>,
+    ctx: &Context,
+    recorder: impl FnOnce() -> Result<Arc<dyn Recorder>, CliError>,
+) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
     let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })?;
     warn(&loaded.warnings);
-    let ledger: Arc<dyn LedgerStore> = Location::of_home(&ctx.home)
-        .open()
-        .map_err(|e| {
-            CliError::problem(format!("cannot open the ledger: {e}"))
-                .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
-        })?
-        .into();
-    let ledger: Arc<dyn Recorder> = if group_commit {
-        Arc::new(
-            GroupCommit::start(ledger)
-                .map_err(|e| CliError::problem(format!("cannot start the ledger writer: {e}")))?,
-        )
-    } else {
-        ledger
-    };
+    let recorder = recorder()?;
     let (confirmer, answerer): (Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {
         let confirmer: Arc<dyn Confirmer> = if flags.yes { Arc::new(PreApproved) } else { Arc::new(NoTerminal) };
         (confirmer, Arc::new(NoAnswerer))
@@ -91,7 +136,7 @@ fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(R
         home: ctx.home.clone(),
         config: loaded.config,
         secrets: Arc::new(EnvSecretResolver),
-        recorder: ledger.clone(),
+        recorder: recorder.clone(),
         confirmer,
         answerer,
     };
@@ -100,7 +145,7 @@ fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(R
     if let Some(note) = runtime.trust_note() {
         diagnostic(&format!("note: {}", crate::text::terminal_safe(&note)));
     }
-    Ok((runtime, ledger))
+    Ok((runtime, recorder))
 }
 
 fn warn(lines: &[String]) {

@@ -5,7 +5,7 @@
 //! reach for dialoguer or indicatif themselves.
 
 use std::io::IsTerminal;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, Select};
@@ -73,6 +73,17 @@ impl Ask for TerminalAsk {
     }
 }
 
+/// The terminal's prompts, one at a time for the whole process: concurrent
+/// calls (a batch) confirm and answer in turn.
+static PROMPTS: Mutex<()> = Mutex::new(());
+
+/// Holds the terminal until the guard is dropped: no confirmation or
+/// question is asked meanwhile (a batch prints a result line under it, so
+/// that no line lands in the middle of a prompt).
+pub(crate) fn hold_prompts() -> MutexGuard<'static, ()> {
+    PROMPTS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Who approves calls that need confirmation: everyone when `yes` (`--yes`),
 /// the person at the terminal when there is one, else nobody (such calls
 /// are refused).
@@ -80,20 +91,18 @@ pub(crate) fn confirmer(yes: bool) -> Arc<dyn Confirmer> {
     if yes {
         Arc::new(PreApproved)
     } else if can_prompt() {
-        Arc::new(TerminalConfirmer { lock: Mutex::new(()) })
+        Arc::new(TerminalConfirmer)
     } else {
         Arc::new(NoTerminal)
     }
 }
 
-/// Asks on the terminal (stderr), one prompt at a time.
-struct TerminalConfirmer {
-    lock: Mutex<()>,
-}
+/// Asks on the terminal (stderr), one prompt at a time ([`hold_prompts`]).
+struct TerminalConfirmer;
 
 impl Confirmer for TerminalConfirmer {
     fn confirm(&self, request: &ConfirmRequest<'_>) -> Confirmation {
-        let _guard = self.lock.lock();
+        let _held = hold_prompts();
         let text = prompt_text(request);
         let (details, question) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
         diagnostic(&crate::text::terminal_safe(details));
@@ -111,18 +120,17 @@ impl Confirmer for TerminalConfirmer {
 /// `ask` and there is one, else nobody (the call then fails, naming the
 /// questions and the `--answer` flag).
 pub(crate) fn answerer(ask: bool) -> Arc<dyn Answerer> {
-    if ask && can_prompt() { Arc::new(TerminalAnswerer { lock: Mutex::new(()) }) } else { Arc::new(NoAnswerer) }
+    if ask && can_prompt() { Arc::new(TerminalAnswerer) } else { Arc::new(NoAnswerer) }
 }
 
 /// Asks the questions on the terminal (stderr), checking each answer
-/// against its question and asking again until it fits.
-struct TerminalAnswerer {
-    lock: Mutex<()>,
-}
+/// against its question and asking again until it fits; one prompt at a
+/// time ([`hold_prompts`]).
+struct TerminalAnswerer;
 
 impl Answerer for TerminalAnswerer {
     fn answer(&self, request: &AnswerRequest<'_>) -> Vec<GivenAnswer> {
-        let _guard = self.lock.lock();
+        let _held = hold_prompts();
         diagnostic(&crate::text::terminal_safe(&format!(
             "Tool `{}` asks {}:",
             request.tool,

@@ -6,9 +6,10 @@
 //! while the previous transaction was being made durable, appends them all
 //! in one transaction, and only then wakes their callers: a frame is
 //! acknowledged only once durable, and with N calls in flight one fsync
-//! carries up to N batches instead of one. A group that fails (one batch the
-//! store refuses) is retried batch by batch, so each caller gets its own
-//! batch's fate.
+//! carries up to N batches instead of one. A batch whose rows cannot be
+//! prepared (a payload nested too deep) is refused before it joins a group;
+//! a group that fails anyway is retried batch by batch, so each caller gets
+//! its own batch's fate.
 
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -17,8 +18,9 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use crate::event::row::check_payload_depth;
 use crate::event::{Record, RecordError, Recorder, Usage};
-use crate::ledger::LedgerStore;
+use crate::ledger::{LedgerError, LedgerStore, Location};
 
 /// Most records one transaction takes (a bound on a group's size, so a
 /// burst cannot hold one transaction open for long).
@@ -86,6 +88,14 @@ impl Recorder for GroupCommit {
         if batch.is_empty() {
             return Ok(());
         }
+        // A batch the store could not prepare is refused here, on its own,
+        // rather than failing the group it would join.
+        if let Some(why) = batch.iter().find_map(|record| check_payload_depth(&record.payload).err()) {
+            let path = match self.store.location() {
+                Location::Sqlite(path) => path.clone(),
+            };
+            return Err(RecordError(LedgerError::Invalid { path, message: why }.to_string()));
+        }
         let (done, fate) = mpsc::sync_channel(1);
         let job = Job { records: batch.to_vec(), done };
         let sent = match self.jobs.lock() {
@@ -140,20 +150,28 @@ fn write_groups(store: &dyn LedgerStore, jobs: &Receiver<Job>) {
 }
 
 /// Appends a group in one transaction; if the store refuses it, each batch
-/// alone, so that one bad batch fails only its own call.
+/// alone, so that one bad batch fails only its own call. The records are
+/// moved into the transaction, not copied.
 fn commit(store: &dyn LedgerStore, group: Vec<Job>) {
-    if group.len() > 1 {
-        let all: Vec<Record> = group.iter().flat_map(|job| job.records.iter().cloned()).collect();
-        if store.append(&all).is_ok() {
-            for job in group {
-                let _ = job.done.send(Ok(()));
-            }
-            return;
-        }
-    }
+    let mut sizes = Vec::with_capacity(group.len());
+    let mut fates = Vec::with_capacity(group.len());
+    let mut all = Vec::with_capacity(group.iter().map(|job| job.records.len()).sum());
     for job in group {
-        let fate = store.append(&job.records).map(|_| ()).map_err(|e| RecordError(e.to_string()));
-        let _ = job.done.send(fate);
+        sizes.push(job.records.len());
+        fates.push(job.done);
+        all.extend(job.records);
+    }
+    if fates.len() > 1 && store.append(&all).is_ok() {
+        for done in fates {
+            let _ = done.send(Ok(()));
+        }
+        return;
+    }
+    let mut records = all.into_iter();
+    for (size, done) in sizes.into_iter().zip(fates) {
+        let batch: Vec<Record> = records.by_ref().take(size).collect();
+        let fate = store.append(&batch).map(|_| ()).map_err(|e| RecordError(e.to_string()));
+        let _ = done.send(fate);
     }
 }
 
@@ -200,5 +218,20 @@ mod tests {
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         group.close();
         assert!(group.record(&[record(Uuid::now_v7(), 0)]).is_err());
+    }
+
+    #[test]
+    fn a_batch_the_store_cannot_prepare_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn LedgerStore> = Arc::new(SqliteLedger::open(&dir.path().join("events.sqlite")).unwrap());
+        let group = GroupCommit::start(Arc::clone(&store)).unwrap();
+        let mut deep = record(Uuid::now_v7(), 0);
+        for _ in 0..200 {
+            deep.payload = serde_json::json!([deep.payload]);
+        }
+        let error = group.record(&[record(Uuid::now_v7(), 1), deep]).unwrap_err();
+        assert!(error.0.contains("levels deep"), "{error:?}");
+        group.record(&[record(Uuid::now_v7(), 2)]).unwrap();
+        assert_eq!(store.count().unwrap(), 1);
     }
 }

@@ -28,6 +28,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::bundle::value::strip_position;
 use crate::event::canonical::{canonical_text, push_json_string};
 use crate::event::frame::{Origin, TraceFrame, check_columns};
 use crate::event::hash::{GENESIS, chain_hash, frame_hash, from_hex, to_hex};
@@ -169,12 +170,8 @@ pub struct JsonlReader<R> {
 /// The message of a serde_json error without its " at line L column C"
 /// suffix (the line is the file's, not the parser's), with the column.
 fn json_message(error: &serde_json::Error) -> String {
-    let text = error.to_string();
-    let message = match text.rfind(" at line ") {
-        Some(cut) => &text[..cut],
-        None => text.as_str(),
-    };
-    if error.column() > 0 { format!("{message} (column {})", error.column()) } else { message.to_string() }
+    let message = strip_position(&error.to_string());
+    if error.column() > 0 { format!("{message} (column {})", error.column()) } else { message }
 }
 
 impl<R: BufRead> JsonlReader<R> {

@@ -6,8 +6,9 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use rustix::event::{EventfdFlags, eventfd};
+use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
 
 /// A cancellation signal shared by the caller and the call. Cloning shares
 /// it; cancelling is final.
@@ -45,6 +46,24 @@ impl Cancel {
         self.inner.cancelled.load(Ordering::SeqCst)
     }
 
+    /// Waits up to `timeout`, or less if the token is cancelled meanwhile;
+    /// returns whether it is cancelled.
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        let until = Instant::now() + timeout;
+        while !self.is_cancelled() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            // Any wait fits a Timespec; were it not to, wait a second and look again.
+            let left = Timespec::try_from(left).unwrap_or(Timespec { tv_sec: 1, tv_nsec: 0 });
+            let mut fds = [PollFd::new(&self.inner.fd, PollFlags::IN)];
+            // Interrupted or failed, the loop looks at the flag and the clock again.
+            let _ = poll(&mut fds, Some(&left));
+        }
+        true
+    }
+
     /// The descriptor to wait on: readable once cancelled.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.inner.fd.as_fd()
@@ -63,8 +82,20 @@ mod tests {
         cancel.cancel();
         cancel.cancel();
         assert!(seen.is_cancelled());
-        let mut fds = [rustix::event::PollFd::new(&seen.inner.fd, rustix::event::PollFlags::IN)];
-        let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
-        assert_eq!(rustix::event::poll(&mut fds, Some(&zero)).unwrap(), 1);
+        let mut fds = [PollFd::new(&seen.inner.fd, PollFlags::IN)];
+        let zero = Timespec { tv_sec: 0, tv_nsec: 0 };
+        assert_eq!(poll(&mut fds, Some(&zero)).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_wait_ends_with_its_timeout_or_with_a_cancel_from_another_thread() {
+        let cancel = Cancel::new().unwrap();
+        assert!(!cancel.wait_timeout(Duration::from_millis(1)));
+        let other = cancel.clone();
+        let canceller = std::thread::spawn(move || other.cancel());
+        // Were the cancel not seen, this would wait an hour.
+        assert!(cancel.wait_timeout(Duration::from_secs(3600)));
+        canceller.join().unwrap();
+        assert!(cancel.wait_timeout(Duration::from_secs(3600)));
     }
 }

@@ -133,7 +133,9 @@ pub(crate) fn run(
     let mut wait_error = None;
     let exited = loop {
         let until = if exit.is_some() { deadline } else { deadline.min(Instant::now() + EXIT_TICK) };
-        let cancel = watch.cancel.map(Cancel::fd);
+        // Once the tool was killed the cancel descriptor stays readable:
+        // waiting on it then would return at once, again and again.
+        let cancel = if killed { None } else { watch.cancel.map(Cancel::fd) };
         let woke = step(&mut streams, exit, cancel, until).and_then(|exit_ready| match exit {
             Some(_) => Ok(exit_ready),
             None => has_exited(pid),

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::event::{EventKind, PAYLOAD_VERSION, RecordedAnswer, ToolAnswerPayload, ToolInquiryPayload};
-use crate::runtime::answer::{AnswerRequest, AnswerSource, GivenAnswer};
+use crate::runtime::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer};
 use crate::runtime::call::{CallErrorKind, CallRequest};
 use crate::runtime::journal::Journal;
 use crate::runtime::questions::{Question, looks_secret, read_questions};
@@ -61,6 +61,13 @@ impl Stop {
 /// How a question reads in a message: `` `id` ("text", a string) ``.
 fn shown(question: &Question) -> String {
     format!("`{}` (\"{}\", {})", question.id, question.text, question.expected())
+}
+
+impl<'r> Journal<'r> {
+    /// Who answers this call's questions: its context's answerer, else the runtime's.
+    pub(crate) fn answerer(&self) -> &'r dyn Answerer {
+        self.context.answerer.as_deref().unwrap_or(&*self.runtime.options().answerer)
+    }
 }
 
 impl Runtime {
@@ -139,7 +146,7 @@ impl Runtime {
             questions.iter().filter(|q| !answers.iter().any(|a| a.id == q.id)).collect()
         };
         let open = unanswered(&answers);
-        let answerer = journal.context.answerer.as_deref().unwrap_or(&*self.options().answerer);
+        let answerer = journal.answerer();
         if !open.is_empty() {
             let request = AnswerRequest {
                 tool: &tool.id,

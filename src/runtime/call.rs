@@ -20,7 +20,7 @@ use crate::event::{
 use crate::integrity::verify::Signer;
 use crate::runtime::answer::AnswerSource;
 use crate::runtime::ask::Questioning;
-use crate::runtime::confirm::{ConfirmRequest, Confirmation};
+use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer};
 use crate::runtime::context::{CallContext, Progress};
 use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
@@ -240,6 +240,22 @@ pub(crate) fn schema_errors(validator: &jsonschema::Validator, value: &Value) ->
     Some(text)
 }
 
+impl<'r> Journal<'r> {
+    /// Who confirms this call: its context's confirmer, else the runtime's.
+    pub(crate) fn confirmer(&self) -> &'r dyn Confirmer {
+        self.context.confirmer.as_deref().unwrap_or(&*self.runtime.options().confirmer)
+    }
+}
+
+/// Checks the tags given for a call (`--tag`), as every call does first: a
+/// command that makes many calls with the same tags checks them once.
+pub(crate) fn check_call_tags(tags: &[String]) -> Result<(), CallError> {
+    check_tags(tags).map_err(|why| {
+        CallError::new(CallErrorKind::InvalidInput, why)
+            .help("give tags as KEY=VALUE or a plain word, e.g. --tag team=mail")
+    })
+}
+
 fn backoff_ms(attempt: u32, retry_after_ms: Option<u64>) -> u64 {
     let exponential = BACKOFF_BASE_MS.saturating_mul(1u64 << attempt.saturating_sub(1).min(16));
     retry_after_ms.unwrap_or(exponential).min(BACKOFF_MAX_MS)
@@ -256,10 +272,7 @@ impl Runtime {
     /// (its confirmer and answerer, cancellation, progress).
     pub fn call_in(&self, request: &CallRequest, context: &CallContext) -> Result<CallOutcome, CallError> {
         let started = Instant::now();
-        if let Err(why) = check_tags(&request.tags) {
-            return Err(CallError::new(CallErrorKind::InvalidInput, why)
-                .help("give tags as KEY=VALUE or a plain word, e.g. --tag team=mail"));
-        }
+        check_call_tags(&request.tags)?;
         let mut journal = self.journal(&request.tool, request.trace_id, context);
         journal.traceparent = request.traceparent.clone().filter(|t| is_traceparent(t));
         journal.tags = call_tags(self.tool(&request.tool), &request.tags);
@@ -411,7 +424,14 @@ impl Runtime {
                     });
                 }
                 Err(e) if will_retry => {
-                    std::thread::sleep(Duration::from_millis(backoff_ms(tries, e.retry_after_ms)));
+                    // A cancel ends the pause; the next turn records the call as cancelled.
+                    let pause = Duration::from_millis(backoff_ms(tries, e.retry_after_ms));
+                    match &context.cancel {
+                        Some(cancel) => {
+                            cancel.wait_timeout(pause);
+                        }
+                        None => std::thread::sleep(pause),
+                    }
                     attempt += 1;
                     tries += 1;
                 }
@@ -750,8 +770,7 @@ impl Runtime {
                 Plan::Http(p) => p.target_text(),
             };
             let target = journal.scrubber.scrub_string(&target);
-            let confirmer = journal.context.confirmer.as_deref().unwrap_or(&*self.options().confirmer);
-            confirmer.confirm(&ConfirmRequest {
+            journal.confirmer().confirm(&ConfirmRequest {
                 tool: &tool.id,
                 description: &tool.description,
                 arguments: shown_args,
@@ -781,8 +800,7 @@ impl Runtime {
         if answer.approved {
             return Ok(());
         }
-        let asked = journal.context.confirmer.as_deref().unwrap_or(&*self.options().confirmer);
-        let help = match (asked.refusal_help(), &config.confirm_required_by) {
+        let help = match (journal.confirmer().refusal_help(), &config.confirm_required_by) {
             (Some(help), _) => help,
             (None, Some(path)) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
             (None, None) => {

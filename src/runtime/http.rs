@@ -19,6 +19,7 @@ use url::Url;
 use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::url_template::{UrlTemplate, target_of};
 use crate::event::Decision;
+use crate::process::cancel::Cancel;
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::secrets::SecretValue;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
@@ -211,6 +212,7 @@ pub(crate) fn run(
     let mut method = plan.method.clone();
     let mut body = plan.body.clone();
     for _hop in 0..=MAX_REDIRECTS {
+        check_cancel(attempt)?;
         let remaining = attempt.deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             return Err(timeout(attempt));
@@ -298,9 +300,51 @@ pub(crate) fn run(
             url = next;
             continue;
         }
+        check_cancel(attempt)?;
         return read_response(response, plan, attempt, status);
     }
     Err(AttemptError::new(FailureKind::Transport, format!("more than {MAX_REDIRECTS} redirects")))
+}
+
+/// Size of one read of a response body (the cancel is looked at between reads).
+const BODY_CHUNK: usize = 8 * 1024;
+
+/// Fails the attempt as cancelled once its call was cancelled (the same
+/// failure an exec tool's cancelled run ends with).
+fn check_cancel(attempt: &Attempt<'_>) -> Result<(), AttemptError> {
+    if attempt.cancel.is_some_and(Cancel::is_cancelled) {
+        return Err(AttemptError::new(
+            FailureKind::Cancelled,
+            format!("the call of `{}` was cancelled; its request was abandoned", attempt.tool),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads `body` to its end, or to `limit` bytes and one more; between
+/// reads, a cancelled call ends the reading.
+fn read_body(mut body: impl Read, limit: u64, attempt: &Attempt<'_>) -> Result<Vec<u8>, ReadFailure> {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; BODY_CHUNK];
+    while (bytes.len() as u64) <= limit {
+        check_cancel(attempt).map_err(ReadFailure::Cancelled)?;
+        let room = usize::try_from(limit.saturating_add(1) - bytes.len() as u64).unwrap_or(usize::MAX);
+        match body.read(&mut chunk[..room.min(BODY_CHUNK)]) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ReadFailure::Io(e)),
+        }
+    }
+    Ok(bytes)
+}
+
+/// Why a response body could not be read.
+enum ReadFailure {
+    /// The call was cancelled.
+    Cancelled(AttemptError),
+    /// Reading failed.
+    Io(std::io::Error),
 }
 
 fn timeout(attempt: &Attempt<'_>) -> AttemptError {
@@ -341,22 +385,25 @@ fn read_response(
         return Err(too_large());
     }
     let retry_after = retry_after_ms(&response);
-    let mut bytes = Vec::new();
-    if let Err(e) = response.take(limit.saturating_add(1)).read_to_end(&mut bytes) {
-        // A body that stalls past the deadline surfaces as a read error.
-        let timed_out = e.kind() == std::io::ErrorKind::TimedOut
-            || e.get_ref()
-                .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
-                .is_some_and(reqwest::Error::is_timeout)
-            || std::time::Instant::now() >= attempt.deadline;
-        if timed_out {
-            return Err(timeout(attempt));
+    let bytes = match read_body(response, limit, attempt) {
+        Ok(bytes) => bytes,
+        Err(ReadFailure::Cancelled(error)) => return Err(error),
+        Err(ReadFailure::Io(e)) => {
+            // A body that stalls past the deadline surfaces as a read error.
+            let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+                || e.get_ref()
+                    .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                    .is_some_and(reqwest::Error::is_timeout)
+                || std::time::Instant::now() >= attempt.deadline;
+            if timed_out {
+                return Err(timeout(attempt));
+            }
+            return Err(AttemptError::new(
+                FailureKind::Transport,
+                attempt.scrubber.scrub_string(&format!("cannot read the response: {e}")),
+            ));
         }
-        return Err(AttemptError::new(
-            FailureKind::Transport,
-            attempt.scrubber.scrub_string(&format!("cannot read the response: {e}")),
-        ));
-    }
+    };
     if bytes.len() as u64 > limit {
         return Err(too_large());
     }

@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Output;
-use std::time::Duration;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -13,6 +13,7 @@ use crate::support::Sandbox;
 use crate::support::bundle::{self, with};
 use crate::support::ledger::payload;
 use crate::support::output::{assert_contains, stderr, stdout};
+use crate::support::process::{closed_pipe, is_running};
 use crate::support::pty::Terminal;
 
 /// The tools of the bundles here: `ok` succeeds, `fail` exits 1, `post`
@@ -317,4 +318,54 @@ fn prompts_of_concurrent_calls_come_one_at_a_time_on_the_terminal() {
     let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
     assert_eq!(confirms.len(), 2);
     assert!(confirms.iter().all(|c| c["approved"] == true && c["how"] == "terminal prompt"), "{confirms:?}");
+}
+
+#[test]
+fn a_closed_stdout_cancels_the_calls_still_running() {
+    // Line 1 succeeds once line 2's tool runs; its output line finds stdout
+    // closed, and line 2's tool, which would sleep 30 s, is killed (line 3
+    // may have been taken meanwhile: it is cancelled too).
+    let sb = Sandbox::new();
+    let state = sb.state_dir();
+    let pid_file = state.join("slow.pid");
+    let pid_path = pid_file.to_str().unwrap();
+    let tools = json!([
+        bundle::with_fs(bundle::runtime_tool("wait", "wait_file.sh", &[pid_path]), &state),
+        bundle::with_fs(bundle::runtime_tool("slow", "slow.sh", &[pid_path]), &state),
+        bundle::runtime_tool("ok", "ok.sh", &[]),
+    ]);
+    let bundle = sb.bundle("cancelling", tools, &bundle::caps("exec = true\n", &state));
+    let file = batch_file(&sb, "b.jsonl", &[r#"{"tool": "wait"}"#, r#"{"tool": "slow"}"#, r#"{"tool": "ok"}"#]);
+    let started = Instant::now();
+    let mut command = sb.command();
+    command.args(["tools", "call"]).arg(&bundle).arg("--batch").arg(file).args(["--jobs", "2"]);
+    let child = command.stdin(Stdio::null()).stdout(closed_pipe()).stderr(Stdio::piped()).spawn().unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("error"), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(20), "the batch waited for its slow call");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(!is_running(pid.trim()), "the slow tool outlived the batch");
+    let results: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.result").map(payload).collect();
+    let slow = results.iter().find(|r| r["tool"] == "slow").unwrap();
+    assert_eq!(slow["error"]["kind"], "cancelled", "{slow}");
+}
+
+#[test]
+fn tags_no_call_could_take_stop_the_batch_before_any_call() {
+    let sb = Sandbox::new();
+    let bundle = mixed_bundle(&sb);
+    let file = batch_file(&sb, "b.jsonl", &[r#"{"tool": "ok"}"#, r#"{"tool": "touch"}"#]);
+    let output = batch(&sb, &bundle, file, &["--yes", "--tag", "team=mail", "--tag", ""]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(
+        errors(&output),
+        [
+            "error: the tag `` is not a tag (1 to 128 bytes, no control characters)",
+            "  help: give tags as KEY=VALUE or a plain word, e.g. --tag team=mail"
+        ]
+    );
+    assert_eq!(stdout(&output), "");
+    assert!(!sb.state_dir().join("ran").exists(), "no call ran");
+    assert!(!sb.ledger_path().exists(), "nothing was recorded");
 }

@@ -15,7 +15,7 @@ use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
 use serde_json::{Value, json};
 
 use crate::support::bundle::{self, with};
-use crate::support::http::{Server, redirect, reply};
+use crate::support::http::{Reply, Server, redirect, reply};
 use crate::support::ledger::{self, kinds, payload};
 use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
 use crate::support::process::{self, wait_for_file, wait_until_gone};
@@ -1566,4 +1566,124 @@ fn a_bundle_path_cannot_drive_the_terminal() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!stderr(&output).contains('\x1b'), "{:?}", stderr(&output));
     assert_contains(&stderr(&output), "clear\\u{1b}[2Jscreen");
+}
+
+/// A library runtime for `bundle`, recording into `recorder`.
+fn library_runtime(sb: &Sandbox, bundle: &Path, recorder: Arc<MemoryRecorder>) -> Runtime {
+    Runtime::load(bundle, RuntimeOptions::new(rlp::home::Home::new(sb.home()), recorder)).unwrap()
+}
+
+/// Cancels its call when the first attempt ends.
+struct CancelAfterFirstAttempt(rlp::runtime::Cancel);
+
+impl rlp::runtime::ProgressSink for CancelAfterFirstAttempt {
+    fn progress(&self, step: rlp::runtime::Progress) {
+        if matches!(step, rlp::runtime::Progress::AttemptEnded { attempt: 1, .. }) {
+            self.0.cancel();
+        }
+    }
+}
+
+#[test]
+fn a_cancel_ends_the_pause_before_a_retry() {
+    let server = Server::start(|_| Reply {
+        status: 503,
+        headers: vec![("Retry-After".into(), "30".into())],
+        body: String::new(),
+    });
+    let sb = Sandbox::new();
+    let url = format!("http://127.0.0.1:{}/busy", server.port);
+    let bundle = sb.bundle(
+        "busy",
+        json!([with(http_tool("busy.get", "GET", &url), json!({"retry": {"max_attempts": 3}}))]),
+        &net_caps(server.port),
+    );
+    let recorder = Arc::new(MemoryRecorder::new());
+    let runtime = library_runtime(&sb, &bundle, recorder.clone());
+    let cancel = rlp::runtime::Cancel::new().unwrap();
+    let context = rlp::runtime::CallContext {
+        cancel: Some(cancel.clone()),
+        progress: Some(Arc::new(CancelAfterFirstAttempt(cancel))),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let error = runtime.call_in(&CallRequest::new("busy.get", json!({})), &context).unwrap_err();
+    // The server asked for a 30 s pause; the cancel cut it short.
+    assert!(started.elapsed() < Duration::from_secs(20), "the retry pause outlived the cancel");
+    assert_eq!(error.kind, rlp::runtime::CallErrorKind::Cancelled, "{error:?}");
+    assert_eq!(server.requests().len(), 1);
+    let results: Vec<Value> =
+        recorder.records().into_iter().filter(|r| r.kind == "tool.result").map(|r| r.payload).collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["error"]["will_retry"], true);
+    assert_eq!(results[1]["error"]["kind"], "cancelled");
+}
+
+#[test]
+fn a_cancel_ends_an_http_call_while_its_body_trickles_in() {
+    // Sends the headers of a long body, then one space every 50 ms until
+    // rlp hangs up; says when the first bytes are out.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sent, first_bytes) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 2 {
+            line.clear();
+        }
+        let mut out = stream;
+        out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n ")
+            .unwrap();
+        out.flush().unwrap();
+        sent.send(()).unwrap();
+        while out.write_all(b" ").and_then(|()| out.flush()).is_ok() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let sb = Sandbox::new();
+    let url = format!("http://127.0.0.1:{port}/trickle");
+    let bundle = sb.bundle(
+        "trickle",
+        json!([with(http_tool("trickle.get", "GET", &url), json!({"timeout_ms": 600_000}))]),
+        &net_caps(port),
+    );
+    let recorder = Arc::new(MemoryRecorder::new());
+    let runtime = library_runtime(&sb, &bundle, recorder.clone());
+    let cancel = rlp::runtime::Cancel::new().unwrap();
+    let context = rlp::runtime::CallContext { cancel: Some(cancel.clone()), ..Default::default() };
+    let canceller = std::thread::spawn(move || {
+        first_bytes.recv_timeout(HANG_GUARD).unwrap();
+        cancel.cancel();
+    });
+    let error = runtime.call_in(&CallRequest::new("trickle.get", json!({})), &context).unwrap_err();
+    assert_eq!(error.kind, rlp::runtime::CallErrorKind::Cancelled, "{error:?}");
+    assert_eq!(error.message, "the call of `trickle.get` was cancelled; its request was abandoned");
+    let result = recorder.records().into_iter().find(|r| r.kind == "tool.result").unwrap().payload;
+    assert_eq!(result["error"]["kind"], "cancelled");
+    canceller.join().unwrap();
+    drop(runtime);
+    server.join().unwrap();
+}
+
+#[test]
+fn showing_the_tools_needs_no_ledger() {
+    let sb = Sandbox::new();
+    let bundle = sb.bundle("shown", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    // Where the ledger's folder would go, a file: no ledger can be opened.
+    let ledger_dir = sb.ledger_path().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(ledger_dir.parent().unwrap()).unwrap();
+    std::fs::write(&ledger_dir, "not a folder").unwrap();
+    let listed = sb.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "mcp"]).output().unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert_eq!(stdout_json(&listed)["tools"][0]["name"], "ok");
+    let found = sb.rlp().args(["tools", "search"]).arg(&bundle).args(["test", "--format", "json"]).output().unwrap();
+    assert_eq!(found.status.code(), Some(0), "{}", stderr(&found));
+    assert_eq!(stdout_json(&found)["tools"][0]["id"], "ok");
+    // A call does need the ledger.
+    let called = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    assert_eq!(called.status.code(), Some(1));
+    assert_contains(&stderr(&called), "error: cannot open the ledger");
+    assert_eq!(std::fs::read_to_string(&ledger_dir).unwrap(), "not a folder");
 }

@@ -5,7 +5,6 @@
 
 mod file;
 mod pool;
-mod screen;
 
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -20,7 +19,8 @@ use crate::cli::output::Printer;
 use crate::cli::runtime_setup::load_concurrent_runtime;
 use crate::cli::terminal;
 use crate::cli::tools::call::{CallArgs, call_document, parse_trace_id, print_unrecorded, runtime_flags};
-use crate::runtime::{CallError, CallOutcome, CallRequest, MAX_CONCURRENT_CALLS};
+use crate::runtime::call::check_call_tags;
+use crate::runtime::{CallContext, CallError, CallOutcome, CallRequest, Cancel, MAX_CONCURRENT_CALLS};
 
 use file::BatchCall;
 
@@ -31,10 +31,15 @@ const LISTED_FAILURES: usize = 10;
 pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
     let calls = file::read(path)?;
     let trace_id = parse_trace_id(args.trace_id.as_deref())?.unwrap_or_else(Uuid::now_v7);
+    // Tags that every call would refuse are refused once, before any call.
+    check_call_tags(&args.tags)?;
     let jobs = args.jobs.map_or_else(default_jobs, usize::from);
     let (runtime, _) = load_concurrent_runtime(runtime_flags(args), ctx)?;
-    let screen = screen::Screen::new(terminal::confirmer(args.yes), terminal::answerer(true));
-    let context = screen.context();
+    // Cancelled when nobody reads the output any more: the running calls are
+    // killed rather than left to run to their timeouts.
+    let cancel =
+        Cancel::new().map_err(|e| CliError::problem(format!("cannot set up the batch's cancellation: {e}")))?;
+    let context = CallContext { cancel: Some(cancel.clone()), ..CallContext::default() };
     let call = |call: &BatchCall| {
         let mut request = CallRequest::new(call.tool.clone(), call.args.clone());
         request.trace_id = Some(trace_id);
@@ -49,7 +54,7 @@ pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
             exit = worse(exit, e.kind.class().into());
             failed.push(call.line);
         }
-        let _held = screen.hold();
+        let _held = terminal::hold_prompts();
         if let Err(e) = &result
             && let Some(outcome) = &e.unrecorded
         {
@@ -57,7 +62,11 @@ pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
         }
         // Flushed at once: whoever reads the lines gets each as soon as it is known.
         let written = out.line(line_document(call, result.as_ref())).is_ok() && out.flush().is_ok();
-        if written { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+        if written {
+            return ControlFlow::Continue(());
+        }
+        cancel.cancel();
+        ControlFlow::Break(())
     };
     pool::run_in_order(&calls, jobs, call, emit)
         .map_err(|e| CliError::problem(format!("cannot start the threads of the batch: {e}")))?;

@@ -121,27 +121,39 @@ fn read_options(flags: &[String]) -> Result<Map<String, Value>, CliError> {
     Ok(options)
 }
 
-/// The `--args` value: JSON text, `@FILE` or `@-`, read through the bounded
-/// reader (a file's reported size is not trusted: /dev/zero reports 0).
+/// The `--args` value: JSON text, `@FILE` or `@-`.
 fn read_arguments(spec: Option<&str>) -> Result<Value, CliError> {
-    let (read, source) = match spec {
+    let (bytes, source) = match spec {
         None => return Ok(json!({})),
-        Some("@-") => {
-            (read_stream_limited(std::io::stdin().lock(), MAX_ARGS_BYTES, "standard input"), "standard input")
+        Some(spec) if spec.starts_with('@') => {
+            let path = Path::new(&spec[1..]);
+            let source = if path == Path::new("-") { "standard input" } else { &spec[1..] };
+            (read_input(path, MAX_ARGS_BYTES, "--args", &format!("the arguments from {source}"))?, source)
         }
-        Some(spec) if spec.starts_with('@') => (read_limited(Path::new(&spec[1..]), MAX_ARGS_BYTES), &spec[1..]),
-        Some(text) => (Ok(text.as_bytes().to_vec()), "--args"),
+        Some(text) => (text.as_bytes().to_vec(), "--args"),
     };
-    let bytes = read.map_err(|e| match e {
-        ReadError::Io(e) => CliError::usage(format!("cannot read the arguments from {source}: {e}")),
-        e => {
-            let help = e.help().unwrap_or_default();
-            CliError::usage(format!("--args: {e}")).with_help(help)
-        }
-    })?;
     serde_json::from_slice(&bytes).map_err(|e| {
         CliError::usage(format!("the arguments in {source} are not valid JSON: {e}"))
             .with_help("pass a JSON object, e.g. --args '{\"to\": \"a@b.c\"}', or @FILE to read it from a file")
+    })
+}
+
+/// The bytes of `path` (standard input when `-`), at most `max`, read
+/// through the bounded reader (a file's reported size is not trusted:
+/// /dev/zero reports 0). `flag` names the flag in the error of an input too
+/// large; a failed read says it could not read `what`.
+pub(super) fn read_input(path: &Path, max: u64, flag: &str, what: &str) -> Result<Vec<u8>, CliError> {
+    let read = if path == Path::new("-") {
+        read_stream_limited(std::io::stdin().lock(), max, "standard input")
+    } else {
+        read_limited(path, max)
+    };
+    read.map_err(|e| match e {
+        ReadError::Io(e) => CliError::usage(format!("cannot read {what}: {e}")),
+        e => {
+            let help = e.help().unwrap_or_default();
+            CliError::usage(format!("{flag}: {e}")).with_help(help)
+        }
     })
 }
 

@@ -6,8 +6,9 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::bundle::value::strip_position;
 use crate::cli::exit::CliError;
-use crate::fsutil::{ReadError, read_limited, read_stream_limited};
+use crate::cli::tools::call::read_input;
 use crate::text::json_kind;
 
 /// Most bytes a batch file may hold.
@@ -43,19 +44,12 @@ struct Line {
 /// blank lines are skipped. Any line that is not a call stops it all (exit
 /// 2), naming `FILE:LINE:COLUMN`.
 pub(super) fn read(path: &Path) -> Result<Vec<BatchCall>, CliError> {
-    let (bytes, name) = if path == Path::new("-") {
-        (read_stream_limited(std::io::stdin().lock(), MAX_BATCH_BYTES, "standard input"), "<stdin>".to_string())
-    } else {
-        (read_limited(path, MAX_BATCH_BYTES), path.display().to_string())
-    };
-    let bytes = bytes.map_err(|e| match e {
-        ReadError::Io(e) => CliError::usage(format!("cannot read the batch {name}: {e}"))
-            .with_help("pass a JSON Lines file, or - to read the calls from standard input"),
-        e => {
-            let help = e.help().unwrap_or_default();
-            CliError::usage(format!("--batch: {e}")).with_help(help)
-        }
-    })?;
+    let name = if path == Path::new("-") { "<stdin>".to_string() } else { path.display().to_string() };
+    let bytes =
+        read_input(path, MAX_BATCH_BYTES, "--batch", &format!("the batch {name}")).map_err(|e| match e.help {
+            None => e.with_help("pass a JSON Lines file, or - to read the calls from standard input"),
+            Some(_) => e,
+        })?;
     parse(&bytes, &name)
 }
 
@@ -96,10 +90,7 @@ fn parse_line(text: &[u8]) -> Result<Line, (usize, String)> {
 
 /// A JSON error's column, and its message without the position serde_json appends.
 fn located(e: &serde_json::Error) -> (usize, String) {
-    let message = e.to_string();
-    let position = format!(" at line {} column {}", e.line(), e.column());
-    let message = message.strip_suffix(&position).unwrap_or(&message).to_string();
-    (e.column(), message)
+    (e.column(), strip_position(&e.to_string()))
 }
 
 #[cfg(test)]
