@@ -485,6 +485,32 @@ fn an_http_client_going_away_cancels_its_call() {
     assert_recorded_cancelled(&sb);
 }
 
+/// A call waiting for a confirmation its client never gives, then
+/// cancelled, frees its slot: with one slot, the next call runs.
+#[test]
+fn a_cancelled_call_stops_waiting_for_its_confirmation() {
+    let sb = Sandbox::new();
+    let desk = desk(&sb);
+    for transport in ["stdio", "http"] {
+        let server = (transport == "http").then(|| HttpServe::start(&sb, &desk, &["--max-calls", "1"]));
+        let connect = match &server {
+            Some(server) => server.transport(None),
+            None => stdio(&sb, &desk, &["--max-calls", "1"]),
+        };
+        let steps = json!([
+            {"op": "call", "tool": "desk.send", "arguments": {}, "cancel": {"after_ms": 300}},
+            call("desk.greet", json!({"name": "ada"})),
+        ]);
+        let report = mcp::drive(&scenario(connect, "legacy", Some(json!([{"hang": true}])), steps));
+        assert_eq!(step(&report, 0)["cancelled"], true, "{transport}: {report}");
+        assert_eq!(step(&report, 1)["result"]["structuredContent"], json!({"greeting": "hello ada"}), "{transport}");
+    }
+    assert!(!sb.state_dir().join("sent").exists());
+    let confirms = frames_of(&sb, "tool.confirm");
+    assert_eq!(confirms.len(), 2);
+    assert!(confirms.iter().all(|c| c["approved"] == false), "{confirms:?}");
+}
+
 #[test]
 fn progress_is_reported_when_asked_for() {
     let sb = Sandbox::new();

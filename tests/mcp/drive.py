@@ -16,7 +16,8 @@ The scenario (JSON on stdin):
 `mode` is the SDK's connect mode: "legacy" is the initialize handshake
 (2025-11-25), "2026-07-28" the stateless revision, "auto" the SDK's default
 (server/discover, falling back to initialize). `elicitation` is the script of
-answers (`{"action": "accept", "content": {...}}`, `{"action": "decline"}`),
+answers (`{"action": "accept", "content": {...}}`, `{"action": "decline"}`,
+`{"hang": true}`: never answer),
 given in turn to each elicitation request; null means the client does not
 support elicitation at all. A step is one of:
 
@@ -83,6 +84,8 @@ class Observer:
         """Answers an elicitation request with the next scripted answer (declines when none is left)."""
         answer = self.answers.pop(0) if self.answers else {"action": "decline"}
         self.elicitations.append({"params": wire(params), "answer": answer, "at_ms": now_ms()})
+        if answer.get("hang"):
+            await anyio.sleep_forever()
         return types.ElicitResult(**answer)
 
     def progress_of(self, label: str):
