@@ -10,7 +10,10 @@
 //!   were read;
 //! - a trace id is read only from a `_meta` `dev.runloop/trace_id` string,
 //!   progress only with a `_meta` `progressToken`, a resumption only with a
-//!   `requestState`.
+//!   `requestState`;
+//! - a meta-tool's arguments (`rlp.search_tools`, `rlp.describe_tools`,
+//!   `rlp.call_tool`) are read by the readers `--expose core` uses, and
+//!   only those tools' are.
 
 #![no_main]
 
@@ -37,4 +40,6 @@ fuzz_target!(|data: &[u8]| {
     }
     assert!(!call.progress || !meta["progressToken"].is_null(), "{message}");
     assert!(!call.resumes || !params["requestState"].is_null(), "{message}");
+    let meta_tool = ["rlp.search_tools", "rlp.describe_tools", "rlp.call_tool"].contains(&call.tool.as_str());
+    assert_eq!(call.meta_arguments.is_some(), meta_tool, "{message}");
 });

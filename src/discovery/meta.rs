@@ -186,17 +186,17 @@ pub fn describe_ids(arguments: &Map<String, Value>) -> Result<Vec<String>, Strin
 }
 
 /// Reads `rlp.call_tool` arguments: the tool id and its arguments.
-pub fn call_target(arguments: &Map<String, Value>) -> Result<(String, Map<String, Value>), String> {
-    only(arguments, CALL, &["id", "arguments"])?;
-    let id = match arguments.get("id") {
-        Some(Value::String(id)) => id.clone(),
-        Some(other) => return Err(format!("`id` must be a tool id string, not {}", json_kind(other))),
+pub fn call_target(mut arguments: Map<String, Value>) -> Result<(String, Map<String, Value>), String> {
+    only(&arguments, CALL, &["id", "arguments"])?;
+    let id = match arguments.remove("id") {
+        Some(Value::String(id)) => id,
+        Some(other) => return Err(format!("`id` must be a tool id string, not {}", json_kind(&other))),
         None => return Err("`id` is required: name the tool to call".into()),
     };
-    let inner = match arguments.get("arguments") {
+    let inner = match arguments.remove("arguments") {
         None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(inner)) => inner.clone(),
-        Some(other) => return Err(format!("`arguments` must be an object, not {}", json_kind(other))),
+        Some(Value::Object(inner)) => inner,
+        Some(other) => return Err(format!("`arguments` must be an object, not {}", json_kind(&other))),
     };
     Ok((id, inner))
 }
@@ -237,15 +237,15 @@ mod tests {
         assert_eq!(describe_ids(&args(json!({"ids": ["a", "b", "a"]}))).unwrap(), ["a", "b"]);
         assert_eq!(describe_ids(&args(json!({"ids": []}))).unwrap_err(), "`ids` must name 1 to 20 tools, not 0");
         assert_eq!(describe_ids(&args(json!({"ids": [1]}))).unwrap_err(), "`ids` must hold strings, not a number");
-        assert_eq!(call_target(&args(json!({"id": "a"}))).unwrap(), ("a".to_string(), Map::new()));
+        assert_eq!(call_target(args(json!({"id": "a"}))).unwrap(), ("a".to_string(), Map::new()));
         assert_eq!(
-            call_target(&args(json!({"id": "a", "arguments": {"x": 1}}))).unwrap(),
+            call_target(args(json!({"id": "a", "arguments": {"x": 1}}))).unwrap(),
             ("a".to_string(), args(json!({"x": 1})))
         );
         assert_eq!(
-            call_target(&args(json!({"id": "a", "arguments": [1]}))).unwrap_err(),
+            call_target(args(json!({"id": "a", "arguments": [1]}))).unwrap_err(),
             "`arguments` must be an object, not an array"
         );
-        assert_eq!(call_target(&args(json!({}))).unwrap_err(), "`id` is required: name the tool to call");
+        assert_eq!(call_target(args(json!({}))).unwrap_err(), "`id` is required: name the tool to call");
     }
 }

@@ -28,12 +28,8 @@ use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime};
 use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker};
 use crate::serve::calls::{Event, Pending, complete, follow, forward_progress};
 use crate::serve::http::client_gone;
+use crate::serve::inbound::{named_trace, traceparent};
 use crate::serve::parked::Parked;
-
-/// The `_meta` key a client names its trace with (2026-07-28).
-pub const TRACE_META: &str = "dev.runloop/trace_id";
-/// The `_meta` key of the W3C trace context.
-const TRACEPARENT_META: &str = "traceparent";
 
 /// What every session and request of one server shares.
 pub(crate) struct Shared {
@@ -100,10 +96,8 @@ impl Handler {
     /// The trace a call goes into: the one its `_meta` names; else its
     /// session's (2025-11-25); else the server-run trace.
     fn trace_of(&self, context: &RequestContext<RoleServer>, round_trips: bool) -> Result<Uuid, ErrorData> {
-        if let Some(named) = context.meta.get(TRACE_META) {
-            return named.as_str().and_then(|text| Uuid::parse_str(text).ok()).ok_or_else(|| {
-                ErrorData::invalid_params(format!("`_meta` `{TRACE_META}` must be a UUID string, not {named}"), None)
-            });
+        if let Some(named) = named_trace(&context.meta).map_err(|why| ErrorData::invalid_params(why, None))? {
+            return Ok(named);
         }
         if round_trips {
             return Ok(self.shared.run_trace);
@@ -162,7 +156,7 @@ impl Handler {
         let mut request = CallRequest::new(tool.clone(), Value::Object(params.arguments.unwrap_or_default()));
         request.trace_id = Some(self.trace_of(&context, round_trips)?);
         request.answer_source = AnswerSource::Mcp;
-        request.traceparent = context.meta.get(TRACEPARENT_META).and_then(Value::as_str).map(str::to_string);
+        request.traceparent = traceparent(&context.meta);
         let cancel =
             Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -323,9 +317,9 @@ impl ServerHandler for Handler {
                     return self.discover(&action, params.arguments.unwrap_or_default(), &context).await;
                 }
                 meta::CALL => {
-                    let (id, arguments) = meta::call_target(&params.arguments.clone().unwrap_or_default())
-                        .map_err(|why| invalid(meta::CALL, &why))?;
                     let mut params = params;
+                    let (id, arguments) = meta::call_target(params.arguments.take().unwrap_or_default())
+                        .map_err(|why| invalid(meta::CALL, &why))?;
                     params.name = id.into();
                     params.arguments = Some(arguments);
                     return self.start(params, context).await;

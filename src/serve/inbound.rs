@@ -1,13 +1,46 @@
-//! The checks one incoming message goes through before anything runs,
-//! without a peer: the SDK's parse of a JSON-RPC message, and for a
-//! `tools/call` what the handler reads of it (tool name, arguments,
-//! `_meta` trace id, `traceparent`, progress token, `requestState`). The
-//! fuzz target `jsonrpc` drives it with arbitrary bytes.
+//! What rlp reads of one incoming message, shared by the handler and the
+//! fuzz target `jsonrpc` (which drives [`read_message`] with arbitrary
+//! bytes): the `_meta` trace id and `traceparent` ([`named_trace`],
+//! [`traceparent`]), and for the meta-tools of `--expose core` their
+//! arguments ([`crate::discovery::meta`]).
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, RequestMetaObject as Meta};
 use serde_json::Value;
+use uuid::Uuid;
 
-use crate::serve::handler::TRACE_META;
+use crate::discovery::meta;
+
+/// The `_meta` key a client names its trace with (2026-07-28).
+pub const TRACE_META: &str = "dev.runloop/trace_id";
+/// The `_meta` key of the W3C trace context.
+const TRACEPARENT_META: &str = "traceparent";
+
+/// The trace a request's `_meta` names: none, or an error when it is not a
+/// UUID string (the value quoted, cut short).
+pub(crate) fn named_trace(meta: &Meta) -> Result<Option<Uuid>, String> {
+    let Some(named) = meta.get(TRACE_META) else { return Ok(None) };
+    named.as_str().and_then(|text| Uuid::parse_str(text).ok()).map(Some).ok_or_else(|| {
+        let quoted = crate::text::ellipsize(&named.to_string(), 80);
+        format!("`_meta` `{TRACE_META}` must be a UUID string, not {quoted}")
+    })
+}
+
+/// The `traceparent` a request's `_meta` carries, if a string (the runtime
+/// records it only in its W3C form).
+pub(crate) fn traceparent(meta: &Meta) -> Option<String> {
+    meta.get(TRACEPARENT_META).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A meta-tool's arguments as the handler reads them: `None` for another
+/// tool, else whether they are valid.
+fn meta_arguments(tool: &str, arguments: &serde_json::Map<String, Value>) -> Option<bool> {
+    match tool {
+        meta::SEARCH => Some(meta::search_request(arguments).is_ok()),
+        meta::DESCRIBE => Some(meta::describe_ids(arguments).is_ok()),
+        meta::CALL => Some(meta::call_target(arguments.clone()).is_ok()),
+        _ => None,
+    }
+}
 
 /// What a `tools/call` message asks for, as the handler would read it.
 #[derive(Debug, PartialEq)]
@@ -24,6 +57,8 @@ pub struct InboundCall {
     pub progress: bool,
     /// Whether it resumes a parked call.
     pub resumes: bool,
+    /// For a meta-tool of `--expose core`, whether its arguments are valid.
+    pub meta_arguments: Option<bool>,
 }
 
 /// Parses one message; `Ok(None)` for a valid message that is not a
@@ -35,16 +70,15 @@ pub fn read_message(bytes: &[u8]) -> Result<Option<InboundCall>, String> {
     let meta = request.request.get_meta().clone();
     let ClientRequest::CallToolRequest(call) = request.request else { return Ok(None) };
     let params = call.params;
+    let arguments = params.arguments.unwrap_or_default();
     Ok(Some(InboundCall {
         tool: params.name.to_string(),
-        arguments: params.arguments.map_or(0, |a| a.len()),
-        trace_id: meta.get(TRACE_META).and_then(Value::as_str).and_then(|t| uuid::Uuid::parse_str(t).ok()),
-        traceparent_recorded: meta
-            .get("traceparent")
-            .and_then(Value::as_str)
-            .is_some_and(crate::runtime::call::is_traceparent),
+        arguments: arguments.len(),
+        trace_id: named_trace(&meta).ok().flatten(),
+        traceparent_recorded: traceparent(&meta).is_some_and(|t| crate::runtime::call::is_traceparent(&t)),
         progress: meta.get_progress_token().is_some(),
         resumes: params.request_state.is_some(),
+        meta_arguments: meta_arguments(&params.name, &arguments),
     }))
 }
 
@@ -62,6 +96,10 @@ mod tests {
         assert_eq!(read.arguments, 1);
         assert!(read.progress && read.traceparent_recorded && !read.resumes, "{read:?}");
         assert!(read.trace_id.is_some());
+        assert_eq!(read.meta_arguments, None);
+        let search = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rlp.search_tools",
+            "arguments":{"query":7}}}"#;
+        assert_eq!(read_message(search).unwrap().unwrap().meta_arguments, Some(false));
         assert_eq!(read_message(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Ok(None));
         assert!(read_message(b"{").is_err());
         let malformed = read_message(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#);
