@@ -93,10 +93,45 @@ pub(crate) fn human_size(bytes: u64) -> String {
     }
 }
 
+/// A file that [`open_private`] would not hand out.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PrivateFileError {
+    /// It could not be opened or read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// It is not a regular file (a folder, a FIFO, a device).
+    #[error("not a regular file")]
+    NotAFile,
+    /// Group or others may read it: its permission bits.
+    #[error("readable by other users (mode {0:04o})")]
+    Shared(u32),
+}
+
+/// Reads a file meant for its owner alone (a secret key, a bearer token),
+/// at most `limit` bytes: a regular file (a symbolic link, e.g. a mounted
+/// secret, is followed) that neither group nor others may read. The checks
+/// are of the open file, so what is checked is what is read; a FIFO is
+/// refused without blocking on it.
+pub(crate) fn read_private(path: &Path, limit: u64) -> Result<Vec<u8>, PrivateFileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| PrivateFileError::Read(e.into()))?;
+    let meta = file.metadata().map_err(|e| PrivateFileError::Read(e.into()))?;
+    if !meta.file_type().is_file() {
+        return Err(PrivateFileError::NotAFile);
+    }
+    if let Some(mode) = shared_mode(&meta) {
+        return Err(PrivateFileError::Shared(mode));
+    }
+    Ok(read_stream_limited(file, limit, &path.display().to_string())?)
+}
+
 /// The permission bits of a file meant for its owner alone, when group or
-/// others may use it (`None` for a private file): secret keys and tokens are
-/// refused with this mode named.
-pub fn shared_mode(meta: &fs::Metadata) -> Option<u32> {
+/// others may use it (`None` for a private file).
+fn shared_mode(meta: &fs::Metadata) -> Option<u32> {
     use std::os::unix::fs::PermissionsExt;
     let mode = meta.permissions().mode() & 0o777;
     (mode & 0o077 != 0).then_some(mode)
@@ -148,6 +183,32 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn private_reads_take_only_a_regular_file_its_owner_alone_may_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        fs::write(&secret, "s3cret\n").unwrap();
+        fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_private(&secret, 64).unwrap(), b"s3cret\n");
+        fs::set_permissions(&secret, fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(matches!(read_private(&secret, 64), Err(PrivateFileError::Shared(0o640))));
+        fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(matches!(read_private(&secret, 3), Err(PrivateFileError::Read(ReadError::TooLarge { .. }))));
+        // A link to it is followed; a folder and a FIFO are refused, the FIFO without blocking.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        assert_eq!(read_private(&link, 64).unwrap(), b"s3cret\n");
+        assert!(matches!(read_private(dir.path(), 64), Err(PrivateFileError::NotAFile)));
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        fs::set_permissions(&fifo, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(matches!(read_private(&fifo, 64), Err(PrivateFileError::NotAFile)));
+        assert!(
+            matches!(read_private(&dir.path().join("none"), 64), Err(PrivateFileError::Read(e)) if e.is_not_found())
+        );
+    }
 
     #[test]
     fn bounded_reads_refuse_what_is_past_the_limit_whatever_the_metadata_says() {

@@ -11,6 +11,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::diagnostic;
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::discovery::{Expose, meta};
+use crate::fsutil::{PrivateFileError, read_private};
 use crate::runtime::{MAX_CONCURRENT_CALLS, Runtime};
 use crate::serve::{ENDPOINT, Listen, ServeOptions};
 
@@ -64,19 +65,19 @@ pub struct ServeArgs {
 
 /// Reads the bearer token: the file's first line, trimmed.
 fn read_token(path: &std::path::Path) -> Result<String, CliError> {
-    let text = crate::fsutil::read_text_limited(path, MAX_TOKEN_BYTES).map_err(|e| {
-        CliError::usage(format!("cannot read the token file {}: {e}", path.display()))
-            .with_help("write the token on one line of a file only you can read (chmod 600)")
-    })?;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| CliError::usage(format!("cannot read the token file {}: {e}", path.display())))?;
-    if let Some(mode) = crate::fsutil::shared_mode(&meta) {
-        return Err(CliError::usage(format!(
+    let bytes = read_private(path, MAX_TOKEN_BYTES).map_err(|e| match e {
+        PrivateFileError::Shared(mode) => CliError::usage(format!(
             "the token file {} is readable by other users (mode {mode:04o}); refusing to use it",
             path.display()
         ))
-        .with_help(format!("run `chmod 600 {}`, and replace the token if others may have read it", path.display())));
-    }
+        .with_help(format!("run `chmod 600 {}`, and replace the token if others may have read it", path.display())),
+        e => CliError::usage(format!("cannot read the token file {}: {e}", path.display()))
+            .with_help("write the token on one line of a file only you can read (chmod 600)"),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        CliError::usage(format!("the token file {} is not UTF-8 text", path.display()))
+            .with_help("write the token on one line of a file only you can read (chmod 600)")
+    })?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.chars().count() < MIN_TOKEN_CHARS || token.chars().any(char::is_control) {
         return Err(CliError::usage(format!(

@@ -21,6 +21,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 
+use crate::fsutil::{PrivateFileError, read_private};
 use crate::integrity::failure::{Failure, Reason};
 
 /// Prefix of a public key line.
@@ -176,23 +177,36 @@ impl SecretKey {
     /// symbolic link (a mounted secret) is followed: the file it points to
     /// is what is checked and read.
     pub fn load(path: &Path) -> Result<SecretKey, Failure> {
-        let meta = fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
-        if !meta.file_type().is_file() {
-            return Err(Failure::new(Reason::Key, format!("{} is not a regular file", path.display()))
-                .with_help("pass the `.key` file written by `rlp keygen`"));
-        }
-        let text = read_small(path)?;
+        let public_key = || {
+            Failure::new(Reason::Key, format!("{} holds a public key, not a secret key", path.display()))
+                .with_help("pass the `.key` file written by `rlp keygen` next to this `.pub` file")
+        };
+        let bytes = match read_private(path, MAX_KEY_FILE) {
+            Ok(bytes) => bytes,
+            Err(PrivateFileError::Read(e)) => return Err(Failure::read(path, e, Reason::Key)),
+            Err(PrivateFileError::NotAFile) => {
+                return Err(Failure::new(Reason::Key, format!("{} is not a regular file", path.display()))
+                    .with_help("pass the `.key` file written by `rlp keygen`"));
+            }
+            // A `.pub` file passed by mistake is named as such.
+            Err(PrivateFileError::Shared(_)) if read_small(path).is_ok_and(|t| t.starts_with(PUBLIC_PREFIX)) => {
+                return Err(public_key());
+            }
+            Err(PrivateFileError::Shared(mode)) => {
+                return Err(Failure::new(
+                    Reason::Key,
+                    format!("{} is readable by other users (mode {mode:04o}); refusing to use it", path.display()),
+                )
+                .with_help(format!(
+                    "run `chmod 600 {}`, and replace the key if others may have read it",
+                    path.display()
+                )));
+            }
+        };
+        let text = utf8(path, bytes)?;
         let line = text.strip_suffix('\n').unwrap_or(&text);
         if line.starts_with(PUBLIC_PREFIX) {
-            return Err(Failure::new(Reason::Key, format!("{} holds a public key, not a secret key", path.display()))
-                .with_help("pass the `.key` file written by `rlp keygen` next to this `.pub` file"));
-        }
-        if let Some(mode) = crate::fsutil::shared_mode(&meta) {
-            return Err(Failure::new(
-                Reason::Key,
-                format!("{} is readable by other users (mode {mode:04o}); refusing to use it", path.display()),
-            )
-            .with_help(format!("run `chmod 600 {}`, and replace the key if others may have read it", path.display())));
+            return Err(public_key());
         }
         SecretKey::parse(line).map_err(|why| {
             Failure::new(Reason::Key, format!("{}: {why}", path.display()))
@@ -218,6 +232,11 @@ impl SecretKey {
 
 fn read_small(path: &Path) -> Result<String, Failure> {
     let bytes = crate::fsutil::read_limited(path, MAX_KEY_FILE).map_err(|e| Failure::read(path, e, Reason::Key))?;
+    utf8(path, bytes)
+}
+
+/// A key file's bytes as text.
+fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String, Failure> {
     String::from_utf8(bytes).map_err(|_| Failure::new(Reason::Key, format!("{} is not UTF-8 text", path.display())))
 }
 
