@@ -1,8 +1,9 @@
 //! The Streamable HTTP transport at `/mcp`, behind two checks of rlp's own:
 //! a bearer token (when the server has one; compared in constant time) and
 //! a loopback `Origin` (DNS rebinding). Request bodies are bounded by the
-//! SDK's service ([`MAX_MESSAGE_BYTES`]), headers by [`HEADER_WAIT`];
-//! `Host` is checked by the SDK on loopback binds.
+//! SDK's service ([`MAX_MESSAGE_BYTES`]), headers by [`HEADER_WAIT`],
+//! connections by [`MAX_CONNECTIONS`]; `Host` is checked by the SDK on
+//! loopback binds.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -29,6 +30,9 @@ pub const ENDPOINT: &str = "/mcp";
 /// closed after that (a client that opens connections and sends nothing
 /// holds none for long).
 const HEADER_WAIT: Duration = Duration::from_secs(10);
+/// Most connections served at once; further clients wait in the listen
+/// backlog until one closes (every connection holds a descriptor and a task).
+const MAX_CONNECTIONS: usize = 512;
 /// How long accepting pauses after a failed accept (out of descriptors):
 /// the loop never spins.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
@@ -122,7 +126,15 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         config,
     );
     let token: Option<Arc<str>> = settings.token.map(Into::into);
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&connections).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return Ok(()),
+            },
+            () = stop.cancelled() => return Ok(()),
+        };
         let (stream, _peer): (_, SocketAddr) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -165,6 +177,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
                 .header_read_timeout(HEADER_WAIT)
                 .serve_connection(TokioIo::new(stream), connection)
                 .await;
+            drop(slot);
         });
     }
 }
