@@ -60,11 +60,6 @@ impl GroupCommit {
         Ok(GroupCommit { store, jobs: Mutex::new(Some(sender)), writer: Mutex::new(Some(writer)) })
     }
 
-    /// The store written to.
-    pub fn store(&self) -> &Arc<dyn LedgerStore> {
-        &self.store
-    }
-
     /// Lets the writer finish what it was given, and stops it. Later records fail.
     pub fn close(&self) {
         if let Ok(mut jobs) = self.jobs.lock() {
