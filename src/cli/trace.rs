@@ -278,12 +278,16 @@ fn list(args: &ListArgs, ctx: &Context) -> CliResult {
 
 // ------------------------------------------------------------------ show
 
+/// A value as compact JSON, cut at [`SHOWN_VALUE`] characters.
+fn compact(value: &Value) -> String {
+    ellipsize(&serde_json::to_string(value).unwrap_or_default(), SHOWN_VALUE)
+}
+
 /// One timeline line; text from the trace (tool output, names) is made
 /// terminal-safe.
 fn human_entry(entry: &TimelineEntry, start: i64) -> String {
     let offset = entry.ts_ms.saturating_sub(start) as f64 / 1000.0;
     let tool = entry.tool.as_deref().unwrap_or("-");
-    let compact = |v: &Value| ellipsize(&serde_json::to_string(v).unwrap_or_default(), SHOWN_VALUE);
     let what = match &entry.detail {
         Detail::Call { args, tags } => {
             let mut text = compact(args);
@@ -350,7 +354,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
 fn shown_discovery(discovery: &crate::event::ToolDiscoverPayload) -> String {
     let mut asked = discovery.action.clone();
     if let Some(query) = &discovery.query {
-        asked.push_str(&format!(" {}", ellipsize(&Value::String(query.clone()).to_string(), SHOWN_VALUE)));
+        asked.push_str(&format!(" {}", compact(&Value::String(query.clone()))));
     }
     let filters: Vec<String> =
         [discovery.category.as_ref().map(|c| format!("category {c}")), discovery.limit.map(|l| format!("limit {l}"))]

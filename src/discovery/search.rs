@@ -31,7 +31,7 @@ pub(crate) struct Searchable<'a> {
 pub(crate) struct Index {
     embedder: Embedder,
     scorer: Scorer<usize>,
-    /// Each tool's id and category (lower-cased, for the filter), by position.
+    /// Each tool's id and category, by position.
     tools: Vec<(String, Option<String>)>,
 }
 
@@ -86,7 +86,7 @@ impl Index {
         for (position, text) in texts.iter().enumerate() {
             scorer.upsert(&position, embedder.embed(text));
         }
-        let tools = tools.iter().map(|t| (t.id.to_string(), t.category.map(str::to_lowercase))).collect();
+        let tools = tools.iter().map(|t| (t.id.to_string(), t.category.map(str::to_string))).collect();
         Index { embedder, scorer, tools }
     }
 
@@ -94,13 +94,14 @@ impl Index {
     /// `category` when one is given (compared without case), at most
     /// `limit`.
     pub(crate) fn search(&self, query: &str, category: Option<&str>, limit: usize) -> Vec<Hit> {
-        let category = category.map(str::to_lowercase);
         let embedding = self.embedder.embed(&spaced_query(query));
         let mut hits: Vec<Hit> = self
             .scorer
             .matches(&embedding)
             .into_iter()
-            .filter(|m| category.is_none() || self.tools[m.id].1 == category)
+            .filter(|m| {
+                category.is_none_or(|c| self.tools[m.id].1.as_deref().is_some_and(|t| t.eq_ignore_ascii_case(c)))
+            })
             .map(|m| Hit { position: m.id, score: m.score })
             .collect();
         hits.sort_by(|a, b| {

@@ -108,7 +108,7 @@ pub(crate) fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     Value::deserialize(d)?.as_bool().ok_or_else(|| D::Error::custom("is not true or false"))
 }
 
-/// A list of strings (empty when `null`).
+/// A list of strings (empty when `null`): tags, tool ids.
 pub(crate) fn tags<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     match Value::deserialize(d)? {
         Value::Null => Ok(Vec::new()),

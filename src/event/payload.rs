@@ -522,10 +522,10 @@ pub struct ToolDiscoverPayload {
     pub limit: Option<u64>,
     /// The tools shown, in the order shown: the search's results, or the
     /// tools described.
-    #[serde(default, deserialize_with = "fields::lenient")]
+    #[serde(default, deserialize_with = "fields::tags")]
     pub ids: Vec<String>,
     /// Ids asked to be described that name no tool offered.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::lenient")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
     pub unknown: Vec<String>,
 }
 
