@@ -432,23 +432,29 @@ fn secret_never_leaks_from_exec_tools() {
     assert_eq!(call["args"], json!({"echo": "[redacted]"}));
 }
 
+/// Accepts one connection on `listener` and reads the request's head; the
+/// stream is then ready for the response.
+fn accept_request(listener: &TcpListener) -> std::net::TcpStream {
+    let (stream, _) = listener.accept().unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 2 {
+        line.clear();
+    }
+    stream
+}
+
 #[test]
 fn a_response_body_that_stalls_is_a_timeout() {
     // Sends the headers and one byte of a 100-byte body, then stalls.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap() > 2 {
-            line.clear();
-        }
-        let mut out = stream;
+        let mut out = accept_request(&listener);
         out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{").unwrap();
         out.flush().unwrap();
         let mut rest = Vec::new();
-        let _ = reader.read_to_end(&mut rest); // until rlp hangs up
+        let _ = out.read_to_end(&mut rest); // until rlp hangs up
     });
     let sb = Sandbox::new();
     let url = format!("http://127.0.0.1:{port}/slow");
@@ -1627,13 +1633,7 @@ fn a_cancel_ends_an_http_call_while_its_body_trickles_in() {
     let port = listener.local_addr().unwrap().port();
     let (sent, first_bytes) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap() > 2 {
-            line.clear();
-        }
-        let mut out = stream;
+        let mut out = accept_request(&listener);
         out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n ")
             .unwrap();
         out.flush().unwrap();
