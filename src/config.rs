@@ -16,6 +16,9 @@
 //! [runtime]
 //! sandbox = "best-effort"           # "required" | "best-effort" | "off" (exec tools)
 //!
+//! [secrets]
+//! providers = ["env"]               # where secret values come from, in order (see crate::secrets)
+//!
 //! [policy]                          # system config only
 //! confirm_external_actions = true
 //! sandbox = "required"              # a floor: nothing weaker is used
@@ -29,6 +32,7 @@ use serde_json::{Map, Value};
 use crate::error::{Class, Reportable};
 use crate::home::Home;
 use crate::sandbox::SandboxMode;
+use crate::secrets::config::{SecretsConfig, SecretsLayer};
 
 /// The environment variable that names a second system config file, read
 /// after [`DEFAULT_SYSTEM_CONFIG`] (never instead of it).
@@ -96,6 +100,8 @@ pub struct Config {
     /// options, by agent, then tool id (a later file's value for a key
     /// replaces an earlier one's).
     pub tool_options: BTreeMap<String, BTreeMap<String, ConfiguredOptions>>,
+    /// `[secrets]`: where secret values come from.
+    pub(crate) secrets: SecretsConfig,
 }
 
 /// The options config files set for one tool.
@@ -121,6 +127,7 @@ impl Default for Config {
             confirm_required_by: None,
             sandbox: Setting { value: SandboxMode::default(), source: Source::Default },
             tool_options: BTreeMap::new(),
+            secrets: SecretsConfig::default(),
         }
     }
 }
@@ -147,6 +154,8 @@ pub(crate) struct FileLayer {
     pub policy_sandbox: Option<SandboxMode>,
     /// `[agents.<agent>.tools."<tool id>".options]`, by agent, then tool id.
     pub tool_options: BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
+    /// `[secrets]`.
+    pub secrets: SecretsLayer,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -217,6 +226,10 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
         };
         if section == "agents" {
             read_agents(path, entries, &mut layer.tool_options, &mut warnings)?;
+            continue;
+        }
+        if section == "secrets" {
+            layer.secrets = crate::secrets::config::parse(path, entries, &mut warnings)?;
             continue;
         }
         if !matches!(section.as_str(), "security" | "runtime" | "policy") {
@@ -295,6 +308,12 @@ fn read_agents(
 pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvLayer, flags: &Flags) -> Config {
     let mut config = Config::default();
     resolve_sandbox(&mut config, system, user, env.sandbox);
+    for layer in system {
+        config.secrets.apply(&layer.secrets, Source::SystemConfig(layer.path.clone()));
+    }
+    if let Some(user) = user {
+        config.secrets.apply(&user.secrets, Source::UserConfig(user.path.clone()));
+    }
     for layer in system.iter().chain(user) {
         for (agent, tools) in &layer.tool_options {
             for (tool, values) in tools {

@@ -38,5 +38,6 @@ pub mod process;
 pub mod replay;
 pub mod runtime;
 pub mod sandbox;
+pub mod secrets;
 pub mod serve;
 pub(crate) mod text;

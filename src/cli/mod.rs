@@ -11,6 +11,7 @@ pub(crate) mod lint;
 pub(crate) mod output;
 pub(crate) mod replay;
 pub(crate) mod runtime_setup;
+pub(crate) mod secrets;
 pub(crate) mod serve;
 pub(crate) mod sign;
 pub(crate) mod terminal;
@@ -82,6 +83,9 @@ pub enum Command {
     /// Manage the trust policy: anchors, rules and revoked keys.
     #[command(subcommand)]
     Trust(trust::TrustCommand),
+    /// Store, list and remove secrets in the encrypted store of the runtime home.
+    #[command(subcommand)]
+    Secrets(secrets::SecretsCommand),
     /// Inspect, export, import and verify recorded traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
@@ -122,6 +126,7 @@ fn run(command: Command, ctx: &Context) -> CliResult {
         Command::Sign(args) => sign::run(&args, ctx),
         Command::Bundle(cmd) => bundle::run(cmd, ctx),
         Command::Trust(cmd) => trust::run(cmd, ctx),
+        Command::Secrets(cmd) => secrets::run(cmd, ctx),
         Command::Trace(cmd) => trace::run(cmd, ctx),
         Command::Replay(args) => replay::run(&args, ctx),
         Command::Serve(args) => serve::run(&args, ctx),

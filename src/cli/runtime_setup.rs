@@ -17,8 +17,8 @@ use crate::ledger::{LedgerStore, Location};
 use crate::runtime::answer::{Answerer, NoAnswerer};
 use crate::runtime::confirm::{Confirmer, NoTerminal, PreApproved};
 use crate::runtime::recorder::NullRecorder;
-use crate::runtime::secrets::EnvSecretResolver;
 use crate::runtime::{Runtime, RuntimeOptions};
+use crate::secrets::Providers;
 
 /// The flags that shape a runtime.
 #[derive(Clone, Copy, Debug)]
@@ -132,10 +132,11 @@ fn load_with(
     } else {
         (terminal::confirmer(flags.yes), terminal::answerer(flags.ask_questions))
     };
+    let secrets = Providers::configured(&ctx.home, &loaded.config.secrets, terminal::passphrase_asker())?;
     let options = RuntimeOptions {
         home: ctx.home.clone(),
         config: loaded.config,
-        secrets: Arc::new(EnvSecretResolver),
+        secrets: Arc::new(secrets),
         recorder: recorder.clone(),
         confirmer,
         answerer,

@@ -1,6 +1,7 @@
 //! Everything that talks to a person at a terminal, all on stderr: the
 //! authoring questions ([`TerminalAsk`]), call confirmations
-//! ([`confirmer`]), tools' questions ([`answerer`]) and progress lines ([`ByteProgress`], [`FrameCounter`]).
+//! ([`confirmer`]), tools' questions ([`answerer`]), hidden values
+//! ([`hidden_value`], [`passphrase_asker`]) and progress lines ([`ByteProgress`], [`FrameCounter`]).
 //! Each is drawn only when there is a terminal to draw on; commands never
 //! reach for dialoguer or indicatif themselves.
 
@@ -8,13 +9,15 @@ use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
-use dialoguer::{Confirm, Input, Select};
+use dialoguer::{Confirm, Input, Password, Select};
 
 use crate::authoring::ask::{Ask, AskError, Check};
 use crate::cli::output::diagnostic;
 use crate::pack::{NoProgress, Progress};
 use crate::runtime::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer, NoAnswerer};
 use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer, NoTerminal, PreApproved, prompt_text};
+use crate::secrets::SecretValue;
+use crate::secrets::store::AskPassphrase;
 
 /// Whether standard input is a terminal a person can answer prompts on.
 pub(crate) fn stdin_is_terminal() -> bool {
@@ -114,6 +117,26 @@ impl Confirmer for TerminalConfirmer {
             Err(e) => Confirmation { approved: false, by: "runtime".into(), how: format!("the prompt failed: {e}") },
         }
     }
+}
+
+/// A value typed without echo (a secret, a passphrase), asked twice when
+/// `confirm`; typing it differently the second time asks again. Says why
+/// when there is no terminal to ask on.
+pub(crate) fn hidden_value(prompt: &str, confirm: bool) -> Result<SecretValue, String> {
+    if !can_prompt() {
+        return Err("there is no terminal to ask on".to_string());
+    }
+    let _held = hold_prompts();
+    let mut password = Password::new().with_prompt(prompt).allow_empty_password(false);
+    if confirm {
+        password = password.with_confirmation("Again, to confirm", "The two entries differ; try again.");
+    }
+    password.interact().map(SecretValue::new).map_err(|e| format!("the prompt failed: {e}"))
+}
+
+/// Asks for the secret store's passphrase on the terminal ([`hidden_value`]).
+pub(crate) fn passphrase_asker() -> AskPassphrase {
+    Arc::new(hidden_value)
 }
 
 /// Who answers the questions tools ask: the person at the terminal when

@@ -390,6 +390,10 @@ pub struct CapAuditPayload {
     /// Why (which grant allowed it, or what is missing).
     #[serde(default, deserialize_with = "fields::lenient")]
     pub reason: String,
+    /// For a `secrets:<id>` capability: the secret provider that gave the
+    /// value (allow), or that failed (deny). Never the value.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub provider: Option<String>,
     /// The call's tags (absent when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
     pub tags: Vec<String>,

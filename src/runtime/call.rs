@@ -25,7 +25,8 @@ use crate::runtime::context::{CallContext, Progress};
 use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
 use crate::runtime::journal::{Journal, call_tags, check_tags};
-use crate::runtime::secrets::{Scrubber, SecretValue};
+use crate::runtime::secrets::Scrubber;
+use crate::secrets::{Resolution, SecretValue};
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};
@@ -288,10 +289,14 @@ impl Runtime {
         })?;
         let tool = &prepared.tool;
 
-        // 1. Expose.
+        // 1. Expose. A granted secret is audited when it is resolved (step 3).
         let mut denied = Vec::new();
         for cap in tool.required_capabilities() {
             let (decision, reason) = self.policy().decide(&cap);
+            if decision == Decision::Allow && matches!(cap, Capability::Secret(_)) {
+                journal.unresolved_secrets.push((cap, reason));
+                continue;
+            }
             journal.audit(&cap, decision, &reason);
             if decision == Decision::Deny {
                 denied.push((cap, reason));
@@ -565,6 +570,7 @@ impl Runtime {
             pending: Vec::new(),
             scrubber: Scrubber::default(),
             tags: Vec::new(),
+            unresolved_secrets: Vec::new(),
         }
     }
 
@@ -632,6 +638,8 @@ impl Runtime {
         CallError::new(CallErrorKind::Refused, message).help(help)
     }
 
+    /// Step 3: every secret of the tool, each audited with the provider
+    /// that gave it; a missing one, or a provider that fails, refuses the call.
     fn resolve_secrets(
         &self,
         prepared: &Prepared,
@@ -640,35 +648,39 @@ impl Runtime {
         let resolver = &self.options().secrets;
         let mut values = Vec::new();
         let mut missing = Vec::new();
+        let mut help = Vec::new();
+        let granted = std::mem::take(&mut journal.unresolved_secrets);
         for (_, id) in &prepared.tool.secrets {
             let cap = Capability::Secret(id.clone());
+            let shown = cap.to_string();
             match resolver.resolve(id) {
-                Ok(Some(value)) => values.push((id.clone(), value)),
-                Ok(None) => {
-                    let how = resolver.how_to_provide(id);
-                    journal.audit(&cap, Decision::Deny, &format!("the secret is not available ({how})"));
-                    missing.push(format!("{how} (secret `{id}`)"));
+                Ok(Resolution::Found { value, provider }) => {
+                    let policy = granted.iter().find(|(c, _)| *c == cap).map_or("granted", |(_, reason)| reason);
+                    let reason = format!("{policy}; the value came from the `{provider}` provider");
+                    journal.audit_provided(&shown, Decision::Allow, &reason, Some(provider));
+                    values.push((id.clone(), value));
+                }
+                Ok(Resolution::Missing { why, how }) => {
+                    journal.audit(&cap, Decision::Deny, &format!("the secret is not available ({why})"));
+                    missing.push(format!("`{id}` ({why})"));
+                    help.push(format!("{how} (secret `{id}`)"));
                 }
                 Err(e) => {
-                    journal.audit(&cap, Decision::Deny, &e.message);
-                    missing.push(e.help);
+                    journal.audit_provided(&shown, Decision::Deny, &e.message, Some(e.provider));
+                    missing.push(format!("`{id}` ({})", e.message));
+                    help.push(e.help);
                 }
             }
         }
         if missing.is_empty() {
             return Ok(values);
         }
-        let ids: Vec<String> = prepared.tool.secrets.iter().map(|(_, id)| format!("`{id}`")).collect();
         Err(journal.refuse(
             CallError::new(
                 CallErrorKind::Refused,
-                format!(
-                    "tool `{}` needs secrets that are not available (it uses {})",
-                    prepared.tool.id,
-                    ids.join(", ")
-                ),
+                format!("tool `{}` needs secrets that are not available: {}", prepared.tool.id, missing.join(", ")),
             )
-            .help(format!("{}, then call again", missing.join("; "))),
+            .help(format!("{}, then call again", help.join("; "))),
         ))
     }
 

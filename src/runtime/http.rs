@@ -21,7 +21,7 @@ use crate::bundle::url_template::{UrlTemplate, target_of};
 use crate::event::Decision;
 use crate::process::cancel::Cancel;
 use crate::runtime::envelope::{self, Outcome, Stdout};
-use crate::runtime::secrets::SecretValue;
+use crate::secrets::SecretValue;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 
 /// Redirects followed at most.

@@ -53,6 +53,11 @@ pub(crate) struct Journal<'r> {
     pub(crate) scrubber: Scrubber,
     /// The call's tags, on every frame ([`call_tags`]).
     pub(crate) tags: Vec<String>,
+    /// Granted `secrets:` capabilities and the policy's reason, not yet
+    /// audited: their allow event names the provider that gives the value
+    /// once the secret is resolved, or is written without one when the
+    /// call is refused before that.
+    pub(crate) unresolved_secrets: Vec<(Capability, String)>,
 }
 
 impl<'r> Journal<'r> {
@@ -69,12 +74,18 @@ impl<'r> Journal<'r> {
     /// An audit event about something other than a capability string
     /// (`trust`: the bundle's standing with the trust policy).
     pub(crate) fn audit_named(&mut self, capability: &str, decision: Decision, reason: &str) {
+        self.audit_provided(capability, decision, reason, None);
+    }
+
+    /// An audit event naming the secret provider that answered or failed.
+    pub(crate) fn audit_provided(&mut self, capability: &str, decision: Decision, reason: &str, provider: Option<&str>) {
         let payload = CapAuditPayload {
             v: PAYLOAD_VERSION,
             tool: self.tool.to_string(),
             capability: capability.to_string(),
             decision,
             reason: reason.to_string(),
+            provider: provider.map(str::to_string),
             invocation_id: self.invocation_id,
             tags: self.tags.clone(),
         };
@@ -98,6 +109,9 @@ impl<'r> Journal<'r> {
 
     /// Records what is pending, then returns `error` (noting a recording failure in it).
     pub(crate) fn refuse(&mut self, mut error: CallError) -> CallError {
+        for (capability, reason) in std::mem::take(&mut self.unresolved_secrets) {
+            self.audit(&capability, Decision::Allow, &reason);
+        }
         if let Err(recording) = self.flush() {
             error.message.push_str(&format!(" (and the decision could not be recorded: {})", recording.message));
         }

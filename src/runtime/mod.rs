@@ -60,7 +60,7 @@ use crate::home::Home;
 use crate::runtime::answer::{Answerer, NoAnswerer};
 use crate::runtime::confirm::{Confirmer, NoTerminal};
 use crate::runtime::exposure::EffectivePolicy;
-use crate::runtime::secrets::{EnvSecretResolver, SecretResolver};
+use crate::secrets::{Providers, SecretResolver};
 use crate::runtime::trust_gate::TrustGate;
 use crate::text::plural;
 
@@ -104,7 +104,7 @@ impl RuntimeOptions {
         RuntimeOptions {
             home,
             config: Config::default(),
-            secrets: Arc::new(EnvSecretResolver),
+            secrets: Arc::new(Providers::default()),
             recorder,
             confirmer: Arc::new(NoTerminal),
             answerer: Arc::new(NoAnswerer),

@@ -1,7 +1,7 @@
-//! Secrets: resolution by id, a value type that never prints itself, the
-//! environment a tool receives them in, and scrubbing of resolved values —
-//! in every spelling a tool or server may echo them back in — from
-//! everything recorded or printed.
+//! Secrets in a call: the environment a tool receives them in, and
+//! scrubbing of resolved values — in every spelling a tool or server may
+//! echo them back in — from everything recorded or printed. Where values
+//! come from is [`crate::secrets`].
 
 mod spelling;
 
@@ -12,117 +12,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::bundle::capability::SecretId;
+use crate::secrets::SecretValue;
 
 use spelling::Spellings;
 
 /// What a scrubbed secret value is replaced with.
 pub(crate) const REDACTED: &str = "[redacted]";
-
-/// A secret's value. `Debug` and `Display` print `[redacted]`; the value is
-/// reachable only through [`SecretValue::expose`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretValue(String);
-
-impl SecretValue {
-    /// Wraps a value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The value itself, for handing to a tool (environment, header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-impl fmt::Display for SecretValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-/// Why a secret could not be resolved. Messages never contain the value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SecretError {
-    /// What is wrong.
-    pub message: String,
-    /// What to do about it.
-    pub help: String,
-}
-
-/// A source of secret values.
-pub trait SecretResolver: Send + Sync {
-    /// The value of `id`; `Ok(None)` when this provider does not have it.
-    fn resolve(&self, id: &SecretId) -> Result<Option<SecretValue>, SecretError>;
-
-    /// How an operator provides `id` to this resolver (for error messages).
-    fn how_to_provide(&self, id: &SecretId) -> String;
-}
-
-/// Reads each secret from the environment variable [`SecretId::env_var`]
-/// names (`runloop/mail/smtp_api_key` → `RUNLOOP_MAIL__SMTP_API_KEY`), then,
-/// for an id whose earlier name no other id shares
-/// ([`SecretId::legacy_env_var_is_unique`]), from that name
-/// (`runloop/github/token` → `RUNLOOP_GITHUB_TOKEN`). An empty variable
-/// counts as unset.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct EnvSecretResolver;
-
-/// The value of environment variable `name` holding secret `id`.
-fn read_env(name: &str, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
-    match std::env::var_os(name) {
-        None => Ok(None),
-        Some(raw) if raw.is_empty() => Ok(None),
-        Some(raw) => match raw.into_string() {
-            Ok(value) => Ok(Some(SecretValue(value))),
-            Err(_) => Err(SecretError {
-                message: format!("the environment variable {name} holding secret `{id}` is not UTF-8"),
-                help: format!("set {name} to a UTF-8 value"),
-            }),
-        },
-    }
-}
-
-/// rlp's own settings: never read as a secret, whatever id names them
-/// (`runloop/system/config` once read `RUNLOOP_SYSTEM_CONFIG`).
-const SETTINGS: [&str; 3] = [crate::home::HOME_ENV, crate::config::SYSTEM_CONFIG_ENV, crate::config::CONFIRM_ENV];
-
-/// Whether `id`'s earlier, shared variable name is still read for it.
-fn reads_legacy_name(id: &SecretId) -> bool {
-    id.legacy_env_var_is_unique() && id.legacy_env_var().is_some_and(|name| !SETTINGS.contains(&name.as_str()))
-}
-
-impl SecretResolver for EnvSecretResolver {
-    fn resolve(&self, id: &SecretId) -> Result<Option<SecretValue>, SecretError> {
-        match read_env(&id.env_var(), id)? {
-            None => match id.legacy_env_var() {
-                Some(legacy) if reads_legacy_name(id) => read_env(&legacy, id),
-                _ => Ok(None),
-            },
-            found => Ok(found),
-        }
-    }
-
-    /// Names the variable to set; when the id's earlier, shared name is set,
-    /// says that it is no longer read (without its value).
-    fn how_to_provide(&self, id: &SecretId) -> String {
-        let name = id.env_var();
-        if let Some(legacy) = id
-            .legacy_env_var()
-            .filter(|legacy| !reads_legacy_name(id) && std::env::var_os(legacy).is_some_and(|v| !v.is_empty()))
-        {
-            format!("{legacy} is set but is no longer read for `{id}` (that name is shared by several ids); set {name}")
-        } else {
-            format!("set the environment variable {name}")
-        }
-    }
-}
 
 /// The environment variables an exec tool receives its secrets in: each
 /// under [`SecretId::env_var`], and also under its
@@ -368,10 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn values_never_print() {
-        let secret = SecretValue::new("hunter2");
-        assert_eq!(format!("{secret} {secret:?}"), "[redacted] [redacted]");
-        assert_eq!(secret.expose(), "hunter2");
+    fn scrubbers_never_print_values() {
         assert_eq!(format!("{:?}", scrubber(&["hunter2"])), "Scrubber([redacted])");
     }
 
@@ -420,15 +312,6 @@ mod tests {
         let tail = s.scrub_tail(&stream.as_bytes()[1..], 4096, true);
         assert!(!tail.contains("WXYZ"), "{tail}");
         assert!(tail.starts_with("…z") && tail.ends_with("z log line\n"), "{tail}");
-    }
-
-    #[test]
-    fn rlp_settings_are_never_read_as_secrets() {
-        let id: SecretId = "runloop/system/config".parse().unwrap();
-        assert!(id.legacy_env_var_is_unique());
-        assert_eq!(id.legacy_env_var().unwrap(), crate::config::SYSTEM_CONFIG_ENV);
-        assert!(!reads_legacy_name(&id));
-        assert!(reads_legacy_name(&"runloop/github/token".parse().unwrap()));
     }
 
     #[test]
@@ -592,16 +475,6 @@ mod tests {
         assert_eq!(s.scrub_tail(b"0123", 4, false), "0123");
         assert_eq!(s.scrub_head(b"xx ABCDEFGH yy", 6), "xx [re…");
         assert_eq!(s.scrub_head("é".repeat(4).as_bytes(), 3), "é…");
-    }
-
-    #[test]
-    fn env_resolver_names_the_variable() {
-        let id: SecretId = "runloop/test/unset_secret_for_unit_test".parse().unwrap();
-        assert_eq!(EnvSecretResolver.resolve(&id), Ok(None));
-        assert_eq!(
-            EnvSecretResolver.how_to_provide(&id),
-            "set the environment variable RUNLOOP_TEST__UNSET_SECRET_FOR_UNIT_TEST"
-        );
     }
 
     #[test]

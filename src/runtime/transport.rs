@@ -8,7 +8,8 @@ use uuid::Uuid;
 
 use crate::bundle::capability::SecretId;
 use crate::event::{ToolError, Usage};
-use crate::runtime::secrets::{Scrubber, SecretValue};
+use crate::runtime::secrets::Scrubber;
+use crate::secrets::SecretValue;
 
 /// Everything one attempt of one call needs.
 pub(crate) struct Attempt<'a> {
