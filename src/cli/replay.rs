@@ -40,7 +40,7 @@ result_changed (live). See docs/replay.md.
 Exit codes: 0 nothing diverged, 1 divergences found, 2 unreadable trace or bundle,
 3 live: a call refused by policy or not confirmed.")]
 pub struct ReplayArgs {
-    /// The trace: a trace id of this home's ledger, or a JSON Lines file from `rlp trace export`.
+    /// The trace: a trace id of this home's ledger (`last` for the newest), or a JSON Lines file from `rlp trace export`.
     #[arg(value_name = "TRACE_ID|FILE.jsonl")]
     pub trace: String,
     /// The bundle folder to replay against.
