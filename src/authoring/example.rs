@@ -3,7 +3,8 @@
 //!
 //! The tool, `<agent>.greet`, follows the exec protocol (docs/runtime.md,
 //! "Exec tools"): it reads the blob whose path is its first argument and
-//! prints `{"greeting": "Hello, <name>!"}`. It is a POSIX sh script, or a
+//! prints `{"greeting": "Hello, <name>!"}`; asked for its schema (the
+//! `schema` action of `rlp tools import`), it prints its own entry. It is a POSIX sh script, or a
 //! python3 script where `/bin/sh` is missing; which one is decided when the
 //! bundle is scaffolded. Its input schema keeps the name to letters, spaces
 //! and hyphens, which is what lets the sh version read it with `sed`.
@@ -98,12 +99,14 @@ impl Example {
         .as_object()
         .cloned()
         .unwrap_or_default();
+        let mut described = entry.clone();
+        described.remove("transport");
+        let schema = json!({"tools": [described]}).to_string();
         let script = match interpreter {
-            Interpreter::Sh => SH_SCRIPT.replace("{id}", &id),
-            Interpreter::Python3(python) => {
-                PYTHON_SCRIPT.replace("{id}", &id).replace("{python}", &python.display().to_string())
-            }
+            Interpreter::Sh => SH_SCRIPT.to_string(),
+            Interpreter::Python3(python) => PYTHON_SCRIPT.replace("{python}", &python.display().to_string()),
         };
+        let script = script.replace("{id}", &id).replace("{schema}", &schema);
         Example { tool: ToolDefinition::Entry(entry), script }
     }
 }
@@ -120,7 +123,14 @@ const SH_SCRIPT: &str = r#"#!/bin/sh
 # {"name": "..."}. The input_schema allows only letters, spaces and hyphens
 # in the name, so sed can pick it out without a JSON parser. It prints one
 # JSON value on stdout, the result; diagnostics would go to stderr.
+# `rlp tools import` asks for its definition with the action "schema".
 set -eu
+if grep -q '"action" *: *"schema"' "$1"; then
+    cat <<'SCHEMA'
+{schema}
+SCHEMA
+    exit 0
+fi
 name=$(sed -n 's/.*"name" *: *"\([A-Za-z -]*\)".*/\1/p' "$1")
 printf '{"greeting": "Hello, %s!"}\n' "$name"
 "#;
@@ -131,14 +141,20 @@ const PYTHON_SCRIPT: &str = r#"#!{python}
 
 rlp runs it as `greet <blob>`: argv[1] is a JSON file whose tool.arguments
 hold {"name": "..."}. It prints one JSON value on stdout, the result;
-diagnostics would go to stderr.
+diagnostics would go to stderr. `rlp tools import` asks for its definition
+with the action "schema".
 """
 import json
 import sys
 
-with open(sys.argv[1], encoding="utf-8") as blob:
-    name = json.load(blob)["tool"]["arguments"]["name"]
-print(json.dumps({"greeting": "Hello, %s!" % name}))
+SCHEMA = r"""{schema}"""
+
+with open(sys.argv[1], encoding="utf-8") as file:
+    blob = json.load(file)
+if blob["action"] == "schema":
+    print(SCHEMA)
+else:
+    print(json.dumps({"greeting": "Hello, %s!" % blob["tool"]["arguments"]["name"]}))
 "#;
 
 #[cfg(test)]
@@ -156,6 +172,36 @@ mod tests {
         let missing = dir.path().join("no-sh");
         assert_eq!(detect_in(&missing, Some(&path)), Some(Interpreter::Python3(python)));
         assert_eq!(detect_in(&missing, None), None);
+    }
+
+    /// Runs the script of `interpreter` with a blob of `action` and `arguments`.
+    fn run(interpreter: &Interpreter, action: &str, arguments: Value) -> Value {
+        let dir = tempfile::tempdir().unwrap();
+        let example = Example::new("demo", dir.path(), interpreter);
+        let script = dir.path().join("greet");
+        std::fs::write(&script, &example.script).unwrap();
+        let blob = dir.path().join("blob.json");
+        let body = json!({"v": 1, "action": action, "tool": {"id": "demo.greet", "arguments": arguments}});
+        std::fs::write(&blob, body.to_string()).unwrap();
+        let program = match interpreter {
+            Interpreter::Sh => PathBuf::from(SH),
+            Interpreter::Python3(python) => python.clone(),
+        };
+        let out = std::process::Command::new(program).arg(&script).arg(&blob).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    #[test]
+    fn both_scripts_greet_and_describe_themselves() {
+        let python = detect_in(Path::new("/nonexistent"), std::env::var_os("PATH").as_deref());
+        for interpreter in [Some(Interpreter::Sh), python].into_iter().flatten() {
+            let greeting = run(&interpreter, "run", json!({"name": "Ada Lovelace"}));
+            assert_eq!(greeting, json!({"greeting": "Hello, Ada Lovelace!"}), "{interpreter:?}");
+            let described = run(&interpreter, "schema", Value::Null);
+            assert_eq!(described["tools"][0]["id"], "demo.greet", "{interpreter:?}");
+            assert_eq!(described["tools"][0]["input_schema"]["required"], json!(["name"]), "{interpreter:?}");
+        }
     }
 
     #[test]
