@@ -30,9 +30,9 @@ pub enum ReplayMode {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp replay golden.jsonl --bundle agents/weather                 the CI regression gate
-  rlp replay 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --bundle agents/weather --format json
-  rlp replay golden.jsonl --bundle agents/weather --mode live --yes
+  rlp replay golden.jsonl --bundle agents/demo      # the CI regression gate
+  rlp replay last --bundle agents/demo --format json
+  rlp replay golden.jsonl --bundle agents/demo --mode live --yes
 
 Divergence kinds: missing_tool, args_mismatch, schema_mismatch, invalid_trace (strict and live),
 result_changed (live). See docs/replay.md.

@@ -51,8 +51,8 @@ pub enum TraceCommand {
 #[command(after_help = "\
 Examples:
   rlp trace list
-  rlp trace list --tag mail
-  rlp trace list --format json | jq -r '.[].trace_id'
+  rlp trace list --tag team=docs
+  rlp trace list --format json
 
 --tag matches the `tags` of a frame's payload (from `observability.tags` in tools.json and
 `rlp tools call --tag`); a trace is listed when one of its frames carries every tag given.")]
@@ -69,9 +69,8 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11
-  rlp trace show golden.jsonl --format json
-  rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail
+  rlp trace show last                   # the newest trace
+  rlp trace show last --tag team=docs --format json
 
 With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
 given are shown, at their positions in the whole trace; the summary counts those frames.")]
@@ -91,9 +90,9 @@ pub struct ShowArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 -o golden.jsonl
-  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 | head -1
-  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail -o mail-calls.jsonl
+  rlp trace export last -o golden.jsonl
+  rlp trace export last | head -1
+  rlp trace export last --tag team=docs -o docs-calls.jsonl
 
 With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
 given are exported: a partial trace, numbered and chained on its own (each frame keeps its
@@ -116,7 +115,7 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace import golden.jsonl --home /tmp/replay-home
+  rlp trace import golden.jsonl --home replay-home
 
 Every line is checked before anything is kept; a file with any problem is refused whole (exit 2).
 A trace the ledger already holds is refused (exit 1).")]
@@ -133,7 +132,7 @@ pub struct ImportArgs {
 #[command(after_help = "\
 Examples:
   rlp trace verify
-  rlp trace verify --format json --home /srv/runloop
+  rlp trace verify --format json --home replay-home
 
 Exit codes: 0 every row checks out, 1 a row was edited, removed or reordered,
 2 no ledger, or a file SQLite cannot read (not a ledger, or damaged).")]
@@ -147,8 +146,8 @@ pub struct VerifyArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace diff baseline.jsonl candidate.jsonl
-  rlp trace diff baseline.jsonl candidate.jsonl --format json
+  rlp trace diff golden.jsonl last
+  rlp trace diff golden.jsonl docs-calls.jsonl --format json
 
 Each side is a JSON Lines file from `rlp trace export`, or a trace id of this home's ledger.
 Calls are aligned by tool id, then compared on arguments and final outcome (ids, times,

@@ -24,11 +24,14 @@ use crate::lint::render;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp agent scaffold mailer
-  rlp agent scaffold mailer --non-interactive --description 'Sends drafts' \\
-      --cap-net api.mail.example
-  rlp agent scaffold demo --non-interactive --root /tmp/agents \\
-      --tool 'id=demo.greet;desc=Greets someone;exec=/usr/local/bin/greet_tool'
+  rlp agent scaffold greeter --example --non-interactive   # with a runnable tool, greeter.greet
+  rlp agent scaffold notes --non-interactive --description 'Keeps notes' \\
+      --cap-net api.notes.example
+  rlp agent scaffold tasks --non-interactive --root other-agents \\
+      --tool 'id=tasks.list;desc=Lists tasks;exec=/usr/local/bin/tasks_tool'
+
+Without --non-interactive, a wizard asks on the terminal for what the flags leave out
+(with --example too).
 
 --tool takes `key=value` items separated by `;`: id, desc, exec, arg, http (METHOD URL),
 header (Name: value), input, result (inline JSON, schema:<id>, or empty for a starter),
