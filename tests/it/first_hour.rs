@@ -5,11 +5,13 @@
 //! from scaffold to a replayed trace; arguments that fail a tool's input
 //! schema get an error that shows how to fix them.
 //!
-//! An example exits 0 unless its own text says otherwise with a comment
+//! The README's commands are its `sh` code blocks. An example exits 0 unless its own text says otherwise with a comment
 //! `# exit N…`. The example hosts (`api.<name>.example`) are a loopback HTTP
 //! server here. A line is an `rlp` line when a command of it (first, or after
 //! `|`, `&&` or `;`, after any `NAME=value` assignments) is `rlp`: examples
 //! added later are picked up, and run, on their own.
+
+use std::time::Duration;
 
 use clap::CommandFactory;
 use serde_json::json;
@@ -17,6 +19,7 @@ use serde_json::json;
 use crate::support::Sandbox;
 use crate::support::http::{Server, reply};
 use crate::support::output::{code, stderr, stdout, text};
+use crate::support::pty::Terminal;
 
 /// README.md, as a new user reads it.
 const README: &str = include_str!("../../README.md");
@@ -36,13 +39,14 @@ struct Example {
     line: String,
 }
 
-/// The `rlp` lines of README.md's code blocks, in order.
+/// The `rlp` lines of README.md's `sh` code blocks (the commands; `text`
+/// blocks show their output), in order.
 fn readme_examples() -> Vec<Example> {
     let mut fenced = String::new();
     let mut inside = false;
     for line in README.lines() {
         if line.trim_start().starts_with("```") {
-            inside = !inside;
+            inside = !inside && line.trim() == "```sh";
         } else if inside {
             fenced.push_str(line);
             fenced.push('\n');
@@ -195,6 +199,29 @@ fn the_example_tool_goes_from_scaffold_to_a_replayed_trace() {
     assert!(out.contains(r#" → {"greeting":"Hello, Ada!"}  (call #2, attempt 1)"#), "{out}");
     let (out, _) = sb.expect(0, &["replay", "last", "--bundle", "agents/demo"]);
     assert!(out.contains("Result: no divergence in 3 frames, 1 call (1 ok"), "{out}");
+}
+
+/// The wizard on a pseudo-terminal takes `--example` too: the example tool
+/// is there before it asks, so it offers no other tool by default.
+#[test]
+fn the_wizard_writes_the_example_tool_too() {
+    let sb = Sandbox::new();
+    let mut command = sb.command();
+    command.args(["agent", "scaffold", "demo", "--example", "--color", "never"]).env("TERM", "dumb");
+    let mut p = Terminal::spawn(command, Duration::from_secs(30));
+    for prompt in ["Description", "Model id", "Directories it may read", "Hosts it may reach"] {
+        p.answer(prompt, "");
+    }
+    p.answer("Knowledge-base domains it may read", "");
+    p.answer("Knowledge-base domains it may write", "");
+    p.answer("May it run exec tools", "");
+    p.answer("Add a tool?", "");
+    p.answer("Create agents/demo?", "");
+    p.expect("Created agents/demo/ (1 tool)");
+    p.expect("Lint: no problems");
+    p.expect_end();
+    let (out, _) = sb.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Grace"}"#]);
+    assert_eq!(out, "{\n  \"greeting\": \"Hello, Grace!\"\n}\n");
 }
 
 #[test]
