@@ -210,8 +210,9 @@ pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliErro
         return Ok(TraceInput::File(path.to_path_buf()));
     }
     if text != LAST && Uuid::parse_str(text).is_err() {
-        return Err(CliError::usage(format!("`{text}` is neither a file nor a trace id"))
-            .with_help("pass a trace id from `rlp trace list` (or `last`), or the path of a file written by `rlp trace export`"));
+        return Err(CliError::usage(format!("`{text}` is neither a file nor a trace id")).with_help(
+            "pass a trace id from `rlp trace list` (or `last`), or the path of a file written by `rlp trace export`",
+        ));
     }
     Ok(TraceInput::Ledger { ledger: Location::of_home(home), trace_id: resolve_trace_id(text, home)? })
 }

@@ -47,12 +47,7 @@ pub(crate) fn explain(validator: &jsonschema::Validator, schema: &Value, argumen
     let mut help: Vec<String> = quoted
         .iter()
         .map(|e| {
-            format!(
-                "{}: the value {} fails {} of the input_schema",
-                location(e),
-                shown(e.instance()),
-                e.schema_path()
-            )
+            format!("{}: the value {} fails {} of the input_schema", location(e), shown(e.instance()), e.schema_path())
         })
         .collect();
     let invalid: Vec<String> = errors.iter().map(|e| e.instance_path().to_string()).collect();
@@ -247,7 +242,11 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}}});
         let long = "x".repeat(500);
         let e = explained(schema, json!({"n": long, "s": "it's"}));
-        assert!(e.errors.starts_with(r#"/n: "xxx"#) && e.errors.ends_with(r#"x… is not of type "integer""#), "{}", e.errors);
+        assert!(
+            e.errors.starts_with(r#"/n: "xxx"#) && e.errors.ends_with(r#"x… is not of type "integer""#),
+            "{}",
+            e.errors
+        );
         assert!(e.errors.chars().count() < 120, "{}", e.errors);
         assert_eq!(skeleton_line(&e), r#"fix --args, e.g. --args '{"s":"it'\''s"}'"#);
     }

@@ -107,9 +107,9 @@ fn rlp_lines(text: &str) -> Vec<String> {
 
 /// Whether a command of `line` is `rlp`.
 fn runs_rlp(line: &str) -> bool {
-    line.split(['|', ';']).flat_map(|part| part.split("&&")).any(|command| {
-        command.split_whitespace().find(|word| !is_assignment(word)) == Some("rlp")
-    })
+    line.split(['|', ';'])
+        .flat_map(|part| part.split("&&"))
+        .any(|command| command.split_whitespace().find(|word| !is_assignment(word)) == Some("rlp"))
 }
 
 /// `NAME=value`, a variable set for one command.

@@ -131,7 +131,8 @@ impl Sandbox {
     pub fn typed(&self, line: &str) -> assert_cmd::Command {
         let rlp_dir = Path::new(RLP).parent().expect("the folder of rlp");
         let path = std::env::join_paths(
-            std::iter::once(rlp_dir.to_path_buf()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+            std::iter::once(rlp_dir.to_path_buf())
+                .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
         )
         .unwrap();
         let user = self.join("user");
