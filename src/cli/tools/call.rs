@@ -30,7 +30,8 @@ Examples:
   rlp tools call agents/demo demo.greet --args '{\"name\": 7}'   # exit 2: shows a corrected --args
   rlp tools call agents/notes notes.add --args '{\"text\": \"hi\"}' --yes   # exit 3: no secret set
   printf '%s\\n' '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Ada\"}}' \\
-      '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Grace\"}}' | rlp tools call agents/demo --batch - --jobs 8
+      '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Grace\"}}' \\
+      | rlp tools call agents/demo --batch - --jobs 8
   rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --tag team=docs
 
 A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
