@@ -9,7 +9,8 @@
 //! - [`check`]: lint rules applied to would-be tool entries.
 //! - [`tools_file`], [`policy_edit`]: edits of tools.json and policy.caps
 //!   (what they share: [`edited`]).
-//! - [`scaffold`], [`templates`], [`wizard`]: `rlp agent scaffold`.
+//! - [`scaffold`], [`templates`], [`wizard`]: `rlp agent scaffold`; [`example`]:
+//!   the runnable tool of `--example`.
 //! - [`add`]: `rlp tools add`; [`import`]: `rlp tools import`.
 //! - [`drift`]: `rlp lint --check-tools`; [`list`]: `rlp tools list`.
 
@@ -19,6 +20,7 @@ pub(crate) mod check;
 pub(crate) mod drift;
 pub(crate) mod edited;
 pub(crate) mod error;
+pub(crate) mod example;
 pub(crate) mod import;
 pub(crate) mod list;
 pub(crate) mod policy_edit;

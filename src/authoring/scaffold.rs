@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::authoring::AuthoringError;
 use crate::authoring::check::check_drafts;
 use crate::authoring::edited::Editable;
+use crate::authoring::example;
 use crate::authoring::policy_edit::{Needed, PolicyDoc, needed_by_entries};
 use crate::authoring::spec::{ToolDefinition, ToolDraft};
 use crate::authoring::templates;
@@ -37,6 +38,9 @@ pub(crate) struct AgentPlan {
     pub grants: Vec<Needed>,
     /// The tools, in order.
     pub tools: Vec<ToolDefinition>,
+    /// The script of the example tool (`--example`), written to
+    /// [`example::SCRIPT_FILE`]; its entry is one of `tools`.
+    pub example_script: Option<String>,
 }
 
 impl AgentPlan {
@@ -49,6 +53,7 @@ impl AgentPlan {
             model_secret: None,
             grants: Vec::new(),
             tools: Vec::new(),
+            example_script: None,
         }
     }
 
@@ -208,10 +213,11 @@ fn build_and_swap(
 
 fn write_files(plan: &AgentPlan, drafts: &[ToolDraft], bundle: &Path, target: &Path) -> Result<(), AuthoringError> {
     let dir = target.display().to_string();
-    let write = |relative: &str, text: &str| {
+    let write_mode = |relative: &str, text: &str, mode: Option<u32>| {
         let path = bundle.join(relative);
-        crate::fsutil::write_atomic(&path, text.as_bytes(), None).map_err(|e| AuthoringError::io("write", &path, &e))
+        crate::fsutil::write_atomic(&path, text.as_bytes(), mode).map_err(|e| AuthoringError::io("write", &path, &e))
     };
+    let write = |relative: &str, text: &str| write_mode(relative, text, None);
     let description = toml_edit::Value::from(plan.description.as_str()).to_string();
     let model_comment = match (&plan.model, &plan.model_secret) {
         (Some(model), Some(secret)) => {
@@ -260,7 +266,10 @@ fn write_files(plan: &AgentPlan, drafts: &[ToolDraft], bundle: &Path, target: &P
         ("tools", tool_lines.as_str()),
     ];
     write("README.md", &templates::fill(templates::README, &readme_vars))?;
-    write("bin/.gitkeep", "")?;
+    match &plan.example_script {
+        Some(script) => write_mode(example::SCRIPT_FILE, script, Some(0o755))?,
+        None => write("bin/.gitkeep", "")?,
+    }
     Ok(())
 }
 

@@ -29,7 +29,7 @@ pub enum BundleCommand {
 /// Flags of `rlp bundle pack`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp bundle pack agents/mailer                        ./mailer-0.1.0.bundle.tar.gz\n  rlp bundle pack agents/mailer --key keys/release.key -o dist/mailer.bundle.tar.gz\n  rlp bundle pack agents/mailer -o - | ssh host 'cat > mailer.bundle.tar.gz'\n\nRefuses a bundle with lint errors, stale digests, all-zero placeholder digests, or a\nsignature that no longer matches manifest.toml.\nExit codes: 0 written, 1 bundle not ready, 2 unreadable input."
+    after_help = "Examples:\n  rlp bundle pack agents/mailer                        # writes ./mailer-0.1.0.bundle.tar.gz\n  mkdir -p dist && rlp bundle pack agents/mailer --key keys/release.key -o dist/mailer.bundle.tar.gz\n  rlp bundle pack agents/mailer -o - | ssh host 'cat > mailer.bundle.tar.gz'\n\nRefuses a bundle with lint errors, stale digests, all-zero placeholder digests, or a\nsignature that no longer matches manifest.toml.\nExit codes: 0 written, 1 bundle not ready, 2 unreadable input."
 )]
 pub struct PackArgs {
     /// The bundle folder.

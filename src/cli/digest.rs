@@ -14,7 +14,7 @@ use crate::integrity::signature::SIGNATURE_FILE;
 /// Flags of `rlp digest`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp digest agents/mailer            update manifest.toml\n  rlp digest agents/mailer --check    CI gate: exit 1 if anything is stale, missing or extra\n\nOnly the `size` and `blake3` values (and entries of added or removed files) change;\ncomments, order and layout of manifest.toml are kept.\nExit codes: 0 done (or up to date), 1 out of date with --check, or a link/device in the\nbundle, 2 unreadable bundle or manifest."
+    after_help = "Examples:\n  rlp digest agents/mailer            # update manifest.toml\n  rlp digest agents/mailer --check    # the CI gate: exit 1 if anything is stale, missing or extra\n\nOnly the `size` and `blake3` values (and entries of added or removed files) change;\ncomments, order and layout of manifest.toml are kept.\nExit codes: 0 done (or up to date), 1 out of date with --check, or a link/device in the\nbundle, 2 unreadable bundle or manifest."
 )]
 pub struct DigestArgs {
     /// The bundle folder.

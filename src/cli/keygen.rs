@@ -13,7 +13,7 @@ use crate::integrity::keys::write_key_pair;
 /// Flags of `rlp keygen`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp keygen --out keys --name release\n\nWrites <NAME>.pub (one line `ed25519:<base64>`; share it, e.g. `rlp trust add`) and\n<NAME>.key (mode 0600; keep it secret). Never overwrites a file.\nExit codes: 0 written, 2 a file exists or cannot be written."
+    after_help = "Examples:\n  rlp keygen --out keys --name ci\n\nWrites <NAME>.pub (one line `ed25519:<base64>`; share it, e.g. `rlp trust add`) and\n<NAME>.key (mode 0600; keep it secret). Never overwrites a file.\nExit codes: 0 written, 2 a file exists or cannot be written."
 )]
 pub struct KeygenArgs {
     /// Folder for the key files (created if missing).

@@ -15,7 +15,7 @@ use crate::lint::{Settings, discover, lint_all};
 /// Flags of `rlp lint`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp lint                       the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings, or drift with --check-tools),\n2 unreadable path.\nEvery rule is described in docs/lint.md."
+    after_help = "Examples:\n  (cd agents && rlp lint)        # the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings, or drift with --check-tools),\n2 unreadable path.\nEvery rule is described in docs/lint.md."
 )]
 pub struct LintArgs {
     /// Bundle folders, or folders holding bundles (e.g. `agents/`).

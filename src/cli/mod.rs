@@ -32,11 +32,12 @@ use crate::home::Home;
 #[derive(Debug, Parser)]
 #[command(name = "rlp", version, about, long_about = None, propagate_version = true, after_help = "\
 Examples:
-  rlp agent scaffold mailer --non-interactive   create agents/mailer/
-  rlp lint agents/                              check every bundle (the CI gate)
-  rlp digest agents/mailer && rlp sign agents/mailer --key release.key
-  rlp tools call agents/mailer mail.send --args '{\"to\": \"a@b.c\"}'
-  rlp replay <trace-id> --bundle agents/mailer
+  rlp agent scaffold hello --example --non-interactive   # agents/hello/, a runnable tool in it
+  rlp lint agents/                                       # every bundle (the CI gate)
+  rlp tools call agents/hello hello.greet --args '{\"name\": \"Ada\"}'
+  rlp trace show last                                    # the newest trace of the ledger
+  rlp replay last --bundle agents/hello                  # the same, replayed against the bundle
+  rlp digest agents/hello && rlp sign agents/hello --key keys/release.key
 
 Exit codes: 0 success, 1 problems found, 2 usage or unreadable input, 3 refused by policy.")]
 pub struct Cli {

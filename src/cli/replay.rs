@@ -30,9 +30,9 @@ pub enum ReplayMode {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp replay golden.jsonl --bundle agents/weather                 the CI regression gate
-  rlp replay 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --bundle agents/weather --format json
-  rlp replay golden.jsonl --bundle agents/weather --mode live --yes
+  rlp replay golden.jsonl --bundle agents/demo      # the CI regression gate
+  rlp replay last --bundle agents/demo --format json
+  rlp replay golden.jsonl --bundle agents/demo --mode live --yes
 
 Divergence kinds: missing_tool, args_mismatch, schema_mismatch, invalid_trace (strict and live),
 result_changed (live). See docs/replay.md.
@@ -40,7 +40,7 @@ result_changed (live). See docs/replay.md.
 Exit codes: 0 nothing diverged, 1 divergences found, 2 unreadable trace or bundle,
 3 live: a call refused by policy or not confirmed.")]
 pub struct ReplayArgs {
-    /// The trace: a trace id of this home's ledger, or a JSON Lines file from `rlp trace export`.
+    /// The trace: a trace id of this home's ledger (`last` for the newest), or a JSON Lines file from `rlp trace export`.
     #[arg(value_name = "TRACE_ID|FILE.jsonl")]
     pub trace: String,
     /// The bundle folder to replay against.

@@ -24,10 +24,10 @@ const MIN_TOKEN_CHARS: usize = 16;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp serve agents/mailer
-  rlp serve agents/mailer --http 127.0.0.1:8931
-  rlp serve agents/mailer --http 0.0.0.0:8931 --token-file /etc/rlp/token
-  rlp serve agents/big --expose core
+  rlp serve agents/demo                 # over stdio, for an MCP host that starts it
+  rlp serve agents/demo --expose core
+  rlp serve agents/demo --http 127.0.0.1:8931
+  rlp serve agents/demo --http 0.0.0.0:8931 --token-file /etc/rlp/token
 
 --expose core lists only the tools marked \"discoverability\": \"core\" and three meta-tools,
 rlp.search_tools, rlp.describe_tools and rlp.call_tool, that find, show and call the rest

@@ -51,8 +51,8 @@ pub enum TraceCommand {
 #[command(after_help = "\
 Examples:
   rlp trace list
-  rlp trace list --tag mail
-  rlp trace list --format json | jq -r '.[].trace_id'
+  rlp trace list --tag team=docs
+  rlp trace list --format json
 
 --tag matches the `tags` of a frame's payload (from `observability.tags` in tools.json and
 `rlp tools call --tag`); a trace is listed when one of its frames carries every tag given.")]
@@ -69,9 +69,8 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11
-  rlp trace show golden.jsonl --format json
-  rlp trace show 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail
+  rlp trace show last                   # the newest trace
+  rlp trace show last --tag team=docs --format json
 
 With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
 given are shown, at their positions in the whole trace; the summary counts those frames.")]
@@ -79,7 +78,7 @@ pub struct ShowArgs {
     /// Only the frames of calls with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
-    /// The trace id (see `rlp trace list`), or an exported JSON Lines file.
+    /// The trace id (see `rlp trace list`), `last` for the newest, or an exported JSON Lines file.
     #[arg(value_name = "TRACE_ID|FILE")]
     pub trace: String,
     /// Output format.
@@ -91,9 +90,9 @@ pub struct ShowArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 -o golden.jsonl
-  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 | head -1
-  rlp trace export 0197a3c2-5d1e-7b40-9c1a-2f4e6b8d0a11 --tag mail -o mail-calls.jsonl
+  rlp trace export last -o golden.jsonl
+  rlp trace export last | head -1
+  rlp trace export last --tag team=docs -o docs-calls.jsonl
 
 With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
 given are exported: a partial trace, numbered and chained on its own (each frame keeps its
@@ -104,7 +103,7 @@ pub struct ExportArgs {
     /// Only the frames of calls with a frame with this tag (repeat: every tag must be there), e.g. `--tag mail --tag team=mail`.
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
-    /// The trace id (see `rlp trace list`).
+    /// The trace id (see `rlp trace list`), or `last` for the newest.
     #[arg(value_name = "TRACE_ID")]
     pub trace_id: String,
     /// Write to this file (atomically) instead of standard output.
@@ -116,7 +115,7 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace import golden.jsonl --home /tmp/replay-home
+  rlp trace import golden.jsonl --home replay-home
 
 Every line is checked before anything is kept; a file with any problem is refused whole (exit 2).
 A trace the ledger already holds is refused (exit 1).")]
@@ -133,7 +132,7 @@ pub struct ImportArgs {
 #[command(after_help = "\
 Examples:
   rlp trace verify
-  rlp trace verify --format json --home /srv/runloop
+  rlp trace verify --format json --home replay-home
 
 Exit codes: 0 every row checks out, 1 a row was edited, removed or reordered,
 2 no ledger, or a file SQLite cannot read (not a ledger, or damaged).")]
@@ -147,8 +146,8 @@ pub struct VerifyArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace diff baseline.jsonl candidate.jsonl
-  rlp trace diff baseline.jsonl candidate.jsonl --format json
+  rlp trace diff golden.jsonl last
+  rlp trace diff golden.jsonl docs-calls.jsonl --format json
 
 Each side is a JSON Lines file from `rlp trace export`, or a trace id of this home's ledger.
 Calls are aligned by tool id, then compared on arguments and final outcome (ids, times,
@@ -157,10 +156,10 @@ order_divergence, args_mismatch, result_changed, outcome_changed. See docs/repla
 
 Exit codes: 0 no divergence, 1 divergences found, 2 unreadable or inconsistent trace.")]
 pub struct DiffArgs {
-    /// The reference run: a trace id, or a JSON Lines file from `rlp trace export`.
+    /// The reference run: a trace id (or `last`), or a JSON Lines file from `rlp trace export`.
     #[arg(value_name = "BASELINE")]
     pub baseline: String,
-    /// The run to check against it: a trace id, or a JSON Lines file.
+    /// The run to check against it: a trace id (or `last`), or a JSON Lines file.
     #[arg(value_name = "CANDIDATE")]
     pub candidate: String,
     /// Output format.
@@ -180,26 +179,42 @@ pub(crate) fn run(command: TraceCommand, ctx: &Context) -> CliResult {
     }
 }
 
-/// Parses a trace id argument.
-pub(crate) fn parse_trace_id(text: &str) -> Result<Uuid, CliError> {
-    Uuid::parse_str(text).map_err(|_| {
-        CliError::usage(format!("`{text}` is not a trace id (a UUID)"))
-            .with_help("`rlp trace list` shows the trace ids")
+/// The word that stands for the newest trace of the home's ledger.
+pub(crate) const LAST: &str = "last";
+
+/// A trace id argument: a UUID, or `last` for the newest trace of the
+/// home's ledger (the one `rlp trace list` lists last).
+pub(crate) fn resolve_trace_id(text: &str, home: &Home) -> Result<Uuid, CliError> {
+    if text != LAST {
+        return Uuid::parse_str(text).map_err(|_| {
+            CliError::usage(format!("`{text}` is not a trace id (a UUID, or `{LAST}`)"))
+                .with_help("`rlp trace list` shows the trace ids")
+        });
+    }
+    let mut newest = None;
+    list_traces(&Location::of_home(home), |summary| {
+        newest = Some(summary.trace_id);
+        ControlFlow::Continue(())
+    })?;
+    newest.and_then(|id| Uuid::parse_str(&id).ok()).ok_or_else(|| {
+        CliError::usage(format!("`{LAST}` names the newest trace, and the ledger holds none yet"))
+            .with_help("a call makes one: `rlp tools call <bundle> <tool-id> --args …`")
     })
 }
 
-/// A trace id, or a JSON Lines file: an existing file wins; then a UUID
-/// names a trace of the home's ledger.
+/// A trace id (or `last`), or a JSON Lines file: an existing file wins;
+/// then a UUID or `last` names a trace of the home's ledger.
 pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliError> {
     let path = Path::new(text);
     if path.is_file() {
         return Ok(TraceInput::File(path.to_path_buf()));
     }
-    match Uuid::parse_str(text) {
-        Ok(trace_id) => Ok(TraceInput::Ledger { ledger: Location::of_home(home), trace_id }),
-        Err(_) => Err(CliError::usage(format!("`{text}` is neither a file nor a trace id"))
-            .with_help("pass a trace id from `rlp trace list`, or the path of a file written by `rlp trace export`")),
+    if text != LAST && Uuid::parse_str(text).is_err() {
+        return Err(CliError::usage(format!("`{text}` is neither a file nor a trace id")).with_help(
+            "pass a trace id from `rlp trace list` (or `last`), or the path of a file written by `rlp trace export`",
+        ));
     }
+    Ok(TraceInput::Ledger { ledger: Location::of_home(home), trace_id: resolve_trace_id(text, home)? })
 }
 
 // ------------------------------------------------------------------ list
@@ -514,7 +529,7 @@ fn output_dir(path: &Path) -> Result<&Path, CliError> {
 }
 
 fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
-    let trace_id = parse_trace_id(&args.trace_id)?;
+    let trace_id = resolve_trace_id(&args.trace_id, &ctx.home)?;
     let dir = args.output.as_deref().map(output_dir).transpose()?;
     let only = tagged(&TraceInput::Ledger { ledger: Location::of_home(&ctx.home), trace_id }, &args.tags)?;
     let ledger = open_ledger(&ctx.home)?;

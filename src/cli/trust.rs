@@ -26,7 +26,7 @@ pub enum TrustCommand {
 /// Flags of `rlp trust add`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp trust add keys/release.pub --name release\n  rlp trust add dev.pub --name dev --allow-caps kb_read,kb_write,net:localhost\n\nWithout --allow-caps the rule is `allow_caps = \"any\"`, which leaves out exec: exec needs\n--allow-exec, or `exec` in the --allow-caps list.\nExit codes: 0 added, 2 bad key file, name taken or malformed policy, 3 the key is revoked."
+    after_help = "Examples:\n  rlp trust add keys/ci.pub --name ci --allow-caps kb_read,kb_write,net:localhost\n\nWithout --allow-caps the rule is `allow_caps = \"any\"`, which leaves out exec: exec needs\n--allow-exec, or `exec` in the --allow-caps list.\nExit codes: 0 added, 2 bad key file, name taken or malformed policy, 3 the key is revoked."
 )]
 pub struct AddArgs {
     /// The signer's `.pub` file (`ed25519:<base64>`).
@@ -50,7 +50,7 @@ pub struct AddArgs {
 /// Flags of `rlp trust revoke`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp trust revoke 0123456789abcdef\n  rlp trust revoke dev      (an anchor's name stands for its key)\n\nExit codes: 0 revoked (or already revoked), 2 not a key id or anchor name, or a malformed policy."
+    after_help = "Examples:\n  rlp trust revoke 0123456789abcdef\n  rlp trust revoke ci      # an anchor's name stands for its key\n\nExit codes: 0 revoked (or already revoked), 2 not a key id or anchor name, or a malformed policy."
 )]
 pub struct RevokeArgs {
     /// A key id (16 hex digits, either case), or the name of an anchor.

@@ -24,6 +24,7 @@ use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer};
 use crate::runtime::context::{CallContext, Progress};
 use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
+use crate::runtime::invalid_args::explain;
 use crate::runtime::journal::{Journal, call_tags, check_tags};
 use crate::runtime::secrets::Scrubber;
 use crate::secrets::{Resolution, SecretValue};
@@ -511,13 +512,13 @@ impl Runtime {
                 .help("flatten the arguments"),
             ));
         }
-        if let Some(errors) = schema_errors(&prepared.input, arguments) {
+        if let Some(why) = explain(&prepared.input, &prepared.input_schema.resolved, arguments) {
             return Err(journal.refuse(
                 CallError::new(
                     CallErrorKind::InvalidInput,
-                    format!("the arguments do not match the input_schema of `{}`: {errors}", tool.id),
+                    format!("the arguments do not match the input_schema of `{}`: {}", tool.id, why.errors),
                 )
-                .help("fix --args so it matches the tool's input_schema (see tools.json)"),
+                .help(why.help),
             ));
         }
         Ok(())

@@ -33,6 +33,7 @@ pub mod envelope;
 pub(crate) mod exec;
 pub mod exposure;
 pub(crate) mod http;
+pub(crate) mod invalid_args;
 pub(crate) mod journal;
 pub(crate) mod options;
 pub mod questions;

@@ -38,8 +38,11 @@ fn help_examples_are_whole_commands() {
         let Some(examples) = text.split("Examples:\n").nth(1) else { continue };
         let mut continued = false;
         for line in examples.lines().take_while(|l| !l.is_empty()) {
+            // An example starts two columns in (with `rlp`, or a command
+            // piping into it); its continuation lines six.
+            let starts = line.starts_with("  ") && !line.starts_with("   ");
             assert!(
-                line.starts_with("  rlp ") || (continued && line.starts_with("      ")),
+                starts || (continued && line.starts_with("      ")),
                 "{name}: an example is cut in two by wrapping: {line:?}"
             );
             continued = line.ends_with('\\');

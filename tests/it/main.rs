@@ -12,6 +12,7 @@ mod calls;
 mod cli;
 mod conformance;
 mod discovery;
+mod first_hour;
 mod io;
 mod lint;
 mod replay;

@@ -13,7 +13,7 @@ use crate::pack::install::{InstallOptions, install, list};
 /// Flags of `rlp agent install`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/mailer --allow-unsigned\n\nThe bundle is extracted into a private staging folder under $RUNLOOP_HOME/agents/,\nverified there against trust-policy.toml, then renamed into $RUNLOOP_HOME/agents/<name>.\nExit codes: 0 installed, 1 verification failed, 2 unreadable input or the same version\nis installed (use --force), 3 refused by policy (unsigned, untrusted or revoked signer,\ncapabilities beyond the signer's rule, older than the installed version)."
+    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/demo --allow-unsigned\n\nThe bundle is extracted into a private staging folder under $RUNLOOP_HOME/agents/,\nverified there against trust-policy.toml, then renamed into $RUNLOOP_HOME/agents/<name>.\nExit codes: 0 installed, 1 verification failed, 2 unreadable input or the same version\nis installed (use --force), 3 refused by policy (unsigned, untrusted or revoked signer,\ncapabilities beyond the signer's rule, older than the installed version)."
 )]
 pub struct InstallArgs {
     /// A bundle folder or a packed archive.

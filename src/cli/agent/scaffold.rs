@@ -1,13 +1,14 @@
 //! `rlp agent scaffold`: the wizard (or flags) → a new bundle folder.
 //!
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::json;
 
 use crate::authoring::AuthoringError;
 use crate::authoring::ask::Ask;
+use crate::authoring::example::{self, Example, Interpreter};
 use crate::authoring::scaffold::{AgentPlan, Scaffolded, scaffold};
 use crate::authoring::spec::ToolDefinition;
 use crate::authoring::validate;
@@ -23,11 +24,14 @@ use crate::lint::render;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp agent scaffold mailer
-  rlp agent scaffold mailer --non-interactive --description 'Sends drafts' \\
-      --cap-net api.mail.example
-  rlp agent scaffold demo --non-interactive --root /tmp/agents \\
-      --tool 'id=demo.greet;desc=Greets someone;exec=/usr/local/bin/greet_tool'
+  rlp agent scaffold greeter --example --non-interactive   # with a runnable tool, greeter.greet
+  rlp agent scaffold notes --non-interactive --description 'Keeps notes' \\
+      --cap-net api.notes.example
+  rlp agent scaffold tasks --non-interactive --root other-agents \\
+      --tool 'id=tasks.list;desc=Lists tasks;exec=/usr/local/bin/tasks_tool'
+
+Without --non-interactive, a wizard asks on the terminal for what the flags leave out
+(with --example too).
 
 --tool takes `key=value` items separated by `;`: id, desc, exec, arg, http (METHOD URL),
 header (Name: value), input, result (inline JSON, schema:<id>, or empty for a starter),
@@ -51,6 +55,9 @@ pub struct ScaffoldArgs {
     /// A tool to add (repeatable): a `key=value;…` spec or a JSON tools.json entry.
     #[arg(long = "tool", value_name = "SPEC")]
     pub tools: Vec<String>,
+    /// Add a runnable example tool, `<name>.greet` (a script in bin/), to call, trace and replay at once.
+    #[arg(long)]
+    pub example: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -106,7 +113,9 @@ pub(crate) fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
                 .map_err(|e| CliError::usage(format!("--tool #{}: {e}", i + 1)).with_help(e.help))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let plan: AgentPlan = if args.non_interactive {
+    let example = args.example.then(|| example_tool(&args.name, &target)).transpose()?;
+    let tools = example.iter().map(|e| e.tool.clone()).chain(tools).collect();
+    let mut plan: AgentPlan = if args.non_interactive {
         preset.into_plan(&args.name, tools)
     } else if !stdin_is_terminal() {
         return Err(CliError::usage("no terminal to ask the wizard's questions on").with_help(
@@ -122,11 +131,24 @@ pub(crate) fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
         }
         plan
     };
+    plan.example_script = example.map(|e| e.script);
     let done = scaffold(&plan, &args.root, args.force)?;
     match args.format {
         Format::Human => print_summary(&done, &plan, ctx.color.stdout()),
         Format::Json => print_json(&done, &plan),
     }
+}
+
+/// The example tool for the bundle that will be `target`, its script for
+/// the interpreter this machine has.
+fn example_tool(name: &str, target: &Path) -> Result<Example, CliError> {
+    let interpreter = Interpreter::detect().ok_or_else(|| {
+        CliError::usage("--example: neither /bin/sh nor python3 (on PATH) is here to run the example tool")
+            .with_help("scaffold without --example and add a tool of your own with `rlp tools add`")
+    })?;
+    let dir = std::path::absolute(target)
+        .map_err(|e| CliError::usage(format!("--example: the absolute path of {}: {e}", target.display())))?;
+    Ok(Example::new(name, &dir, &interpreter))
 }
 
 /// The summary as one JSON document: the folder, its files, its tools and
@@ -199,6 +221,10 @@ fn print_summary(done: &Scaffolded, plan: &AgentPlan, color: bool) -> CliResult 
     let mut steps: Vec<(String, &str)> = Vec::new();
     if plan.tools.is_empty() {
         steps.push((format!("rlp tools add {dir} --id <id> --description '…' --exec /abs/path"), "add a tool"));
+    }
+    if plan.example_script.is_some() {
+        let id = example::tool_id(&plan.name);
+        steps.push((format!("rlp tools call {dir} {id} --args '{{\"name\": \"Ada\"}}'"), "call the example tool"));
     }
     steps.extend([
         (format!("rlp lint {dir}"), "check it (the CI gate)"),

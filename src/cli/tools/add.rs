@@ -21,11 +21,11 @@ use crate::cli::terminal::{TerminalAsk, stdin_is_terminal};
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp tools add agents/demo --id demo.greet --description 'Greets someone' \\
-      --exec /usr/local/bin/greet_tool
-  rlp tools add agents/mailer --id mail.send --description 'Sends a draft' \\
-      --http POST https://api.mail.example/send \\
-      --header 'Authorization: Bearer ${secret:runloop/mail/key}' --confirm --grant
+  rlp tools add agents/notes --id notes.search --description 'Searches the notes' \\
+      --exec /usr/local/bin/notes_tool --grant
+  rlp tools add agents/notes --id notes.add --description 'Adds a note' \\
+      --http POST https://api.notes.example/notes \\
+      --header 'Authorization: Bearer ${secret:runloop/notes/token}' --confirm --grant
 
 Without --id, --description and a transport, asks for what is missing on a terminal.
 Schemas: inline JSON, @FILE, schema:<id> (creates schemas/<id>.json), or nothing for a starter.")]

@@ -25,12 +25,14 @@ const MAX_ARGS_BYTES: u64 = 16 << 20;
 )]
 #[command(after_help = "\
 Examples:
-  rlp tools call agents/mailer mail.send --args '{\"to\": \"a@b.c\"}'
-  rlp tools call agents/mailer mail.send --args @request.json --yes
-  rlp tools call agents/mailer mail.send --args @- < request.json --format json
-  rlp tools call agents/mailer mail.send --args @request.json --answer tone=formal --tag team=mail
-  rlp tools call agents/mailer mail.send --args @request.json --option signature=false
-  rlp tools call agents/mailer --batch calls.jsonl --jobs 8 --yes
+  rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}'
+  echo '{\"name\": \"Grace\"}' | rlp tools call agents/demo demo.greet --args @- --format json
+  rlp tools call agents/demo demo.greet --args '{\"name\": 7}'   # exit 2: shows a corrected --args
+  rlp tools call agents/notes notes.add --args '{\"text\": \"hi\"}' --yes   # exit 3: no secret set
+  printf '%s\\n' '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Ada\"}}' \\
+      '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Grace\"}}' \\
+      | rlp tools call agents/demo --batch - --jobs 8
+  rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --tag team=docs
 
 A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
 (JSON values allowed); otherwise rlp asks on the terminal, and without one the call

@@ -18,7 +18,7 @@ use crate::text::terminal_safe_line;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp tools import agents/demo --exec /usr/local/bin/greet_tool --grant
+  rlp tools import agents/demo --exec \"$PWD/agents/demo/bin/greet\" --grant
 
 The binary is run as `CMD <blob> ARGS…` with a blob whose \"action\" is \"schema\"; it
 prints {\"tools\": [<tools.json entry>, …]}. Tools are matched by id: new ones are

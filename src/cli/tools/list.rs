@@ -26,11 +26,10 @@ pub enum ListFormat {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp tools list agents/mailer
-  rlp tools list agents/mailer --format json
-  rlp tools list agents/github --category issues
-  rlp tools list agents/github --core
-  rlp tools list agents/github --format mcp --expose core
+  rlp tools list agents/notes
+  rlp tools list agents/notes --format json
+  rlp tools list agents/notes --core
+  rlp tools list agents/notes --format mcp --expose core
 
 EXPOSED is `yes` when the effective policy (policy.caps ∩ $RUNLOOP_HOME/caps/overrides/<name>.toml,
 when present) grants every capability the tool needs, else `no: missing …`.

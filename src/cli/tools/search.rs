@@ -21,9 +21,9 @@ const SHOWN_DESCRIPTION: usize = 80;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp tools search agents/github \"create an issue\"
-  rlp tools search agents/github \"list pull requests\" --category pulls --limit 3
-  rlp tools search agents/github \"merge\" --format json
+  rlp tools search agents/notes \"add a note\"
+  rlp tools search agents/notes \"find notes\" --limit 3
+  rlp tools search agents/notes \"note\" --format json
 
 Searches the tools the policy exposes, ranked by BM25 over each tool's id, description,
 category and input property names; ties by id. The same search answers rlp.search_tools

@@ -125,6 +125,25 @@ impl Sandbox {
         self.wrapped(&["sh", "-c", &format!("{setup} && exec \"$@\""), "sh"])
     }
 
+    /// A command line as a user types it, run by `sh -c` in the sandbox:
+    /// `rlp` first on `PATH`, the default home as `RUNLOOP_HOME`, `HOME` the
+    /// sandbox folder `user/`, standard input empty; stopped by the hang guard.
+    pub fn typed(&self, line: &str) -> assert_cmd::Command {
+        let rlp_dir = Path::new(RLP).parent().expect("the folder of rlp");
+        let path = std::env::join_paths(
+            std::iter::once(rlp_dir.to_path_buf())
+                .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+        )
+        .unwrap();
+        let user = self.join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        let mut command = self.program("sh");
+        command.args(["-c", line]).env("PATH", path).env("RUNLOOP_HOME", self.home()).env("HOME", user);
+        let mut command = assert_cmd::Command::from_std(command);
+        command.write_stdin("").timeout(HANG_GUARD);
+        command
+    }
+
     /// `rlp --home <home>` with assertions, stopped by the hang guard.
     pub fn rlp(&self) -> assert_cmd::Command {
         self.rlp_in(HOME)

@@ -1,0 +1,274 @@
+//! The first hour of a new user, who has the README and `--help`: every
+//! `rlp …` line of README.md and of the "Examples:" section of every help
+//! text runs as printed, in that order, in one fresh folder with a fresh
+//! `RUNLOOP_HOME`; the example tool of `rlp agent scaffold --example` goes
+//! from scaffold to a replayed trace; arguments that fail a tool's input
+//! schema get an error that shows how to fix them.
+//!
+//! The README's commands are its `sh` code blocks. An example exits 0 unless its own text says otherwise with a comment
+//! `# exit N…`. The example hosts (`api.<name>.example`) are a loopback HTTP
+//! server here. A line is an `rlp` line when a command of it (first, or after
+//! `|`, `&&` or `;`, after any `NAME=value` assignments) is `rlp`: examples
+//! added later are picked up, and run, on their own.
+
+use std::time::Duration;
+
+use clap::CommandFactory;
+use serde_json::json;
+
+use crate::support::Sandbox;
+use crate::support::http::{Server, reply};
+use crate::support::output::{code, stderr, stdout, text};
+use crate::support::pty::Terminal;
+
+/// README.md, as a new user reads it.
+const README: &str = include_str!("../../README.md");
+
+/// The one list of examples that are not run, each with its reason; each
+/// entry is the start of the example's line.
+const SKIPPED: &[(&str, &str)] = &[
+    ("rlp bundle pack agents/mailer -o - | ssh host", "`ssh host` stands for the user's own remote"),
+    ("rlp serve agents/demo --http", "an HTTP server runs until it is stopped (tests/it/serve.rs drives it)"),
+];
+
+/// One example: where it was printed, and the command line.
+struct Example {
+    /// `README.md`, or `rlp <command> --help`.
+    source: String,
+    /// The command line, continuation lines joined.
+    line: String,
+}
+
+/// The `rlp` lines of README.md's `sh` code blocks (the commands; `text`
+/// blocks show their output), in order.
+fn readme_examples() -> Vec<Example> {
+    let mut fenced = String::new();
+    let mut inside = false;
+    for line in README.lines() {
+        if line.trim_start().starts_with("```") {
+            inside = !inside && line.trim() == "```sh";
+        } else if inside {
+            fenced.push_str(line);
+            fenced.push('\n');
+        }
+    }
+    rlp_lines(&fenced).into_iter().map(|line| Example { source: "README.md".into(), line }).collect()
+}
+
+/// The `rlp` lines of the "Examples:" section of every help text, as the
+/// built binary prints them, command by command in the order of the tree.
+fn help_examples(sb: &Sandbox) -> Vec<Example> {
+    let mut paths = Vec::new();
+    walk(&rlp::cli::Cli::command(), Vec::new(), &mut paths);
+    let mut examples = Vec::new();
+    for path in paths {
+        let out = sb.rlp().args(&path).arg("--help").output().unwrap();
+        assert_eq!(code(&out), 0, "rlp {path:?} --help: {}", text(&out));
+        let help = stdout(&out);
+        let section: String = help
+            .lines()
+            .skip_while(|line| *line != "Examples:")
+            .skip(1)
+            .take_while(|line| !line.trim().is_empty())
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let source = format!("rlp {} --help", path.join(" "));
+        examples.extend(rlp_lines(&section).into_iter().map(|line| Example { source: source.clone(), line }));
+    }
+    examples
+}
+
+/// Every command of the tree (the root first), `help` aside.
+fn walk(command: &clap::Command, path: Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(path.clone());
+    for sub in command.get_subcommands().filter(|c| c.get_name() != "help") {
+        let mut sub_path = path.clone();
+        sub_path.push(sub.get_name().to_string());
+        walk(sub, sub_path, out);
+    }
+}
+
+/// The lines of `text` that run `rlp`, with `\` continuations joined.
+fn rlp_lines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        match line.strip_suffix('\\') {
+            Some(start) => current.push_str(start),
+            None => {
+                current.push_str(line);
+                lines.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    lines.into_iter().filter(|line| runs_rlp(line)).collect()
+}
+
+/// Whether a command of `line` is `rlp`.
+fn runs_rlp(line: &str) -> bool {
+    line.split(['|', ';'])
+        .flat_map(|part| part.split("&&"))
+        .any(|command| command.split_whitespace().find(|word| !is_assignment(word)) == Some("rlp"))
+}
+
+/// `NAME=value`, a variable set for one command.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    })
+}
+
+/// The exit code an example's comment says to expect (`# exit N…`), else 0.
+fn expected_exit(line: &str) -> i32 {
+    line.split_once("# exit ")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|digits| digits.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `line` with every example host `api.<name>.example` served by the
+/// loopback server on `port` (plain HTTP).
+fn with_loopback(line: &str, port: u16) -> String {
+    let mut out = String::new();
+    for (i, word) in line.split("api.").enumerate() {
+        if i == 0 {
+            out.push_str(word);
+            continue;
+        }
+        let name_end = word.find(|c: char| !c.is_ascii_lowercase()).unwrap_or(word.len());
+        match word[name_end..].strip_prefix(".example") {
+            Some(rest) if name_end > 0 => {
+                if out.ends_with("https://") {
+                    out.truncate(out.len() - "https://".len());
+                    out.push_str("http://");
+                }
+                out.push_str(&format!("127.0.0.1:{port}{rest}"));
+            }
+            _ => {
+                out.push_str("api.");
+                out.push_str(word);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_readme_and_help_example_runs_as_printed() {
+    let sb = Sandbox::new();
+    let server = Server::start(|_| reply(200, r#"{"queued": true}"#));
+    let mut examples = readme_examples();
+    let from_readme = examples.len();
+    examples.extend(help_examples(&sb));
+    assert!(from_readme >= 10 && examples.len() >= from_readme + 40, "{} examples found", examples.len());
+    let mut skipped = Vec::new();
+    for example in &examples {
+        if let Some((start, _why)) = SKIPPED.iter().find(|(start, _)| example.line.starts_with(start)) {
+            skipped.push(*start);
+            continue;
+        }
+        let line = with_loopback(&example.line, server.port);
+        let out = sb.typed(&line).output().unwrap();
+        assert_eq!(
+            code(&out),
+            expected_exit(&example.line),
+            "{}: `{}` (run as `{line}`)\n{}",
+            example.source,
+            example.line,
+            text(&out)
+        );
+    }
+    for (start, _) in SKIPPED {
+        assert!(skipped.contains(start), "the skip list names `{start}`, which no example starts with");
+    }
+}
+
+#[test]
+fn the_example_tool_goes_from_scaffold_to_a_replayed_trace() {
+    let sb = Sandbox::new();
+    sb.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    let script = std::fs::read_to_string(sb.join("agents/demo/bin/greet")).unwrap();
+    assert!(script.starts_with("#!/bin/sh\n"), "{script}");
+    let (out, _) = sb.expect(0, &["lint", "agents/demo", "--deny-warnings"]);
+    assert_eq!(out, "1 bundle checked: no problems\n");
+    let (out, _) = sb.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    assert_eq!(out, "{\n  \"greeting\": \"Hello, Ada!\"\n}\n");
+    let (out, _) = sb.expect(0, &["trace", "show", "last"]);
+    assert!(out.contains(r#"tool.result  demo.greet               ok in "#), "{out}");
+    assert!(out.contains(r#" → {"greeting":"Hello, Ada!"}  (call #2, attempt 1)"#), "{out}");
+    let (out, _) = sb.expect(0, &["replay", "last", "--bundle", "agents/demo"]);
+    assert!(out.contains("Result: no divergence in 3 frames, 1 call (1 ok"), "{out}");
+}
+
+/// The wizard on a pseudo-terminal takes `--example` too: the example tool
+/// is there before it asks, so it offers no other tool by default.
+#[test]
+fn the_wizard_writes_the_example_tool_too() {
+    let sb = Sandbox::new();
+    let mut command = sb.command();
+    command.args(["agent", "scaffold", "demo", "--example", "--color", "never"]).env("TERM", "dumb");
+    let mut p = Terminal::spawn(command, Duration::from_secs(30));
+    for prompt in ["Description", "Model id", "Directories it may read", "Hosts it may reach"] {
+        p.answer(prompt, "");
+    }
+    p.answer("Knowledge-base domains it may read", "");
+    p.answer("Knowledge-base domains it may write", "");
+    p.answer("May it run exec tools", "");
+    p.answer("Add a tool?", "");
+    p.answer("Create agents/demo?", "");
+    p.expect("Created agents/demo/ (1 tool)");
+    p.expect("Lint: no problems");
+    p.expect_end();
+    let (out, _) = sb.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Grace"}"#]);
+    assert_eq!(out, "{\n  \"greeting\": \"Hello, Grace!\"\n}\n");
+}
+
+#[test]
+fn invalid_arguments_show_the_schema_and_a_corrected_args() {
+    let sb = Sandbox::new();
+    sb.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    let long = "x".repeat(300);
+    for (name, args) in [
+        ("invalid_args_missing_required", json!({})),
+        ("invalid_args_wrong_type", json!({"name": 7})),
+        ("invalid_args_long_value", json!({"name": long})),
+    ] {
+        let out = sb.rlp().args(["tools", "call", "agents/demo", "demo.greet", "--args", &args.to_string()]).output();
+        let out = out.unwrap();
+        assert_eq!(code(&out), 2, "{}", text(&out));
+        let shown = stderr(&out).replace(&sb.path().display().to_string(), "<sandbox>");
+        insta::assert_snapshot!(name, shown);
+    }
+}
+
+#[test]
+fn the_skeleton_keeps_valid_values_and_fixes_the_rest() {
+    let sb = Sandbox::new();
+    let tool = json!({
+        "id": "mail.send", "description": "Sends a draft",
+        "transport": {"kind": "exec", "command": "/bin/true"},
+        "input_schema": {
+            "type": "object",
+            "required": ["to", "priority", "draft"],
+            "properties": {
+                "to": {"type": "string"},
+                "priority": {"enum": ["low", "high"]},
+                "draft": {"type": "object", "required": ["subject", "lines"],
+                          "properties": {"subject": {"type": "string"}, "lines": {"type": "integer", "minimum": 1}}}
+            }
+        },
+        "result_schema": {}
+    });
+    let bundle = sb.bundle("mailer", json!([tool]), "[capabilities]\nexec = true\n");
+    let args = json!({"to": "a@b.c", "priority": "urgent", "draft": {"subject": "Hi"}});
+    let out = sb.call(&bundle, "mail.send", args).output().unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        stderr(&out).ends_with(
+            "        fix --args, e.g. --args '{\"to\":\"a@b.c\",\"priority\":\"low\",\"draft\":{\"subject\":\"Hi\",\"lines\":1}}'\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
