@@ -2,6 +2,7 @@
 //! runtime home (`$RUNLOOP_HOME/secrets/store.age`, see [`crate::secrets::store`]).
 
 use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -14,7 +15,9 @@ use crate::cli::output::{Format, Printer, path_json, warning};
 use crate::cli::terminal;
 use crate::config::{self, Flags};
 use crate::secrets::command::MAX_VALUE_BYTES;
-use crate::secrets::config::ProviderKind;
+use crate::secrets::config::{ProviderKind, SecretsConfig, StoreKey};
+#[cfg(feature = "keyring")]
+use crate::secrets::keyring::Keyring;
 use crate::secrets::store::{Entry, Store};
 use crate::secrets::{ProviderError, SecretValue};
 use crate::text::{format_ts, plural};
@@ -39,6 +42,9 @@ pub struct SetArgs {
     /// The secret id (`runloop/<scope>/<name>`), as tools.json names it.
     #[arg(value_name = "ID")]
     pub id: String,
+    /// Where to store it.
+    #[arg(long, value_enum, default_value_t = Writable::File)]
+    pub provider: Writable,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -50,6 +56,10 @@ pub struct SetArgs {
     after_help = "Examples:\n  rlp secrets list\n  rlp secrets list --format json\n\nShows ids, the provider (`file`) and when each was last set; never a value.\nExit codes: 0 listed, 2 a store that cannot be read (damaged, or another key)."
 )]
 pub struct ListArgs {
+    /// List only this provider's secrets (default: the file store, and the
+    /// keyring when `keyring` is in [secrets] providers).
+    #[arg(long, value_enum)]
+    pub provider: Option<Writable>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -64,9 +74,21 @@ pub struct RmArgs {
     /// The secret id.
     #[arg(value_name = "ID")]
     pub id: String,
+    /// Where to remove it from.
+    #[arg(long, value_enum, default_value_t = Writable::File)]
+    pub provider: Writable,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+}
+
+/// A provider rlp can write to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Writable {
+    /// The age-encrypted store of the runtime home.
+    File,
+    /// The desktop's Secret Service.
+    Keyring,
 }
 
 /// Runs a `secrets` subcommand.
@@ -76,85 +98,222 @@ pub(crate) fn run(command: SecretsCommand, ctx: &Context) -> CliResult {
         warning(line);
     }
     let settings = &loaded.config.secrets;
-    let store = Store::of_home(&ctx.home, settings.file.clone(), terminal::passphrase_asker());
-    let unused = !settings.providers.value.contains(&ProviderKind::File);
-    let note_unused = || {
-        if unused {
-            warning(format_args!(
-                "the `file` provider is not in [secrets] providers ({}), so calls do not read this store; \
-                 add it, e.g. `providers = [\"file\", \"env\"]` under [secrets] in {}",
-                settings.providers.source.shown("secrets"),
-                ctx.home.config_file().display()
-            ));
-        }
-    };
+    let open = |choice: Writable| Target::open(choice, ctx, settings);
     match command {
         SecretsCommand::Set(args) => {
+            let target = open(args.provider)?;
             let id = parse_id(&args.id)?;
             let value = read_value(&id)?;
+            let fresh_identity = target.identity_file().filter(|file| !file.exists());
             let changed_ms = crate::event::now_ms();
-            let replaced = store
-                .update(|contents| contents.entries.insert(id.clone(), Entry { value, changed_ms }).is_some())
-                .map_err(store_error)?;
-            note_unused();
-            let path = store.path();
-            let human = format!(
-                "{} `{id}` in {} (encrypted)",
-                if replaced { "replaced" } else { "stored" },
-                path.display()
-            );
-            let json = json!({"id": id.as_str(), "provider": "file", "store": path_json(&path), "replaced": replaced, "changed": format_ts(changed_ms)});
+            let replaced = target.set(&id, value, changed_ms).map_err(store_error)?;
+            target.note_unused(ctx);
+            let mut human = format!("{} `{id}` in {}", if replaced { "replaced" } else { "stored" }, target.location());
+            if let Some(identity) = fresh_identity.filter(|file| file.exists()) {
+                human.push_str(&format!(
+                    "\ncreated the store's key {} (mode 0600): back it up; without it the store cannot be read",
+                    identity.display()
+                ));
+            }
+            let json = json!({
+                "id": id.as_str(), "provider": target.name(), "store": target.location_json(),
+                "replaced": replaced, "changed": format_ts(changed_ms),
+            });
             let mut out = Printer::stdout();
             out.report(args.format, &human, &json)?;
             out.finish(Exit::Success)
         }
         SecretsCommand::List(args) => {
-            let contents = store.load().map_err(store_error)?.unwrap_or_default();
-            note_unused();
-            let path = store.path();
-            let mut out = Printer::stdout();
-            match args.format {
-                Format::Json => {
-                    let secrets: Vec<_> = contents
-                        .entries
-                        .iter()
-                        .map(|(id, e)| json!({"id": id.as_str(), "provider": "file", "changed": format_ts(e.changed_ms)}))
-                        .collect();
-                    out.json(&json!({"store": path_json(&path), "secrets": secrets}))?;
-                }
-                Format::Human if contents.entries.is_empty() => {
-                    out.line(format_args!(
-                        "no secrets in {}; add one with `rlp secrets set <id>`",
-                        path.display()
-                    ))?;
-                }
-                Format::Human => {
-                    let width = contents.entries.keys().map(|id| id.as_str().len()).max().unwrap_or(0).max(2);
-                    out.line(format_args!("{:width$}  PROVIDER  CHANGED", "ID"))?;
-                    for (id, entry) in &contents.entries {
-                        out.line(format_args!("{:width$}  file      {}", id.as_str(), format_ts(entry.changed_ms)))?;
-                    }
-                    out.line(format_args!("{} in {}", plural(contents.entries.len(), "secret"), path.display()))?;
-                }
+            let mut targets = vec![open(args.provider.unwrap_or(Writable::File))?];
+            if args.provider.is_none() && settings.providers.value.contains(&ProviderKind::Keyring) {
+                targets.push(open(Writable::Keyring)?);
             }
-            out.finish(Exit::Success)
+            let mut listed = Vec::new();
+            for target in &targets {
+                for (id, changed_ms) in target.list().map_err(store_error)? {
+                    listed.push((id, target.name(), changed_ms));
+                }
+                target.note_unused(ctx);
+            }
+            listed.sort();
+            print_list(&listed, &targets, args.format)
         }
         SecretsCommand::Rm(args) => {
+            let target = open(args.provider)?;
             let id = parse_id(&args.id)?;
-            let path = store.path();
-            if store.load().map_err(store_error)?.is_none_or(|c| !c.entries.contains_key(&id)) {
-                return Err(CliError::problem(format!("`{id}` is not in {}", path.display()))
+            if !target.remove(&id).map_err(store_error)? {
+                return Err(CliError::problem(format!("`{id}` is not in {}", target.location()))
                     .with_help("see the stored ids with `rlp secrets list`"));
             }
-            let removed = store.update(|contents| contents.entries.remove(&id).is_some()).map_err(store_error)?;
-            if !removed {
-                return Err(CliError::problem(format!("`{id}` is not in {} (it was removed meanwhile)", path.display())));
-            }
-            let human = format!("removed `{id}` from {}", path.display());
-            let json = json!({"id": id.as_str(), "provider": "file", "store": path_json(&path), "removed": true});
+            let human = format!("removed `{id}` from {}", target.location());
+            let json =
+                json!({"id": id.as_str(), "provider": target.name(), "store": target.location_json(), "removed": true});
             let mut out = Printer::stdout();
             out.report(args.format, &human, &json)?;
             out.finish(Exit::Success)
+        }
+    }
+}
+
+/// Prints `rlp secrets list`: `(id, provider, last change)` rows, never a value.
+fn print_list(listed: &[(SecretId, &str, Option<i64>)], targets: &[Target<'_>], format: Format) -> CliResult {
+    let changed = |ms: &Option<i64>| ms.map(format_ts);
+    let mut out = Printer::stdout();
+    match format {
+        Format::Json => {
+            let secrets: Vec<_> = listed
+                .iter()
+                .map(|(id, provider, ms)| json!({"id": id.as_str(), "provider": provider, "changed": changed(ms)}))
+                .collect();
+            let stores: Vec<_> =
+                targets.iter().map(|t| json!({"provider": t.name(), "store": t.location_json()})).collect();
+            out.json(&json!({"stores": stores, "secrets": secrets}))?;
+        }
+        Format::Human => {
+            let places: Vec<String> = targets.iter().map(Target::location).collect();
+            if listed.is_empty() {
+                out.line(format_args!("no secrets in {}; add one with `rlp secrets set <id>`", places.join(" or ")))?;
+            } else {
+                let width = listed.iter().map(|(id, _, _)| id.as_str().len()).max().unwrap_or(0).max(2);
+                out.line(format_args!("{:width$}  PROVIDER  CHANGED", "ID"))?;
+                for (id, provider, ms) in listed {
+                    let when = changed(ms).unwrap_or_else(|| "-".to_string());
+                    out.line(format_args!("{:width$}  {provider:8}  {when}", id.as_str()))?;
+                }
+                out.line(format_args!("{} in {}", plural(listed.len(), "secret"), places.join(" and ")))?;
+            }
+        }
+    }
+    out.finish(Exit::Success)
+}
+
+/// A provider `rlp secrets` writes to, opened.
+enum Target<'a> {
+    /// The file store.
+    File(Store, &'a SecretsConfig),
+    /// The keyring.
+    #[cfg(feature = "keyring")]
+    Keyring(Keyring, &'a SecretsConfig),
+}
+
+impl<'a> Target<'a> {
+    fn open(choice: Writable, ctx: &Context, settings: &'a SecretsConfig) -> Result<Target<'a>, CliError> {
+        match choice {
+            Writable::File => Ok(Target::File(
+                Store::of_home(&ctx.home, settings.file.clone(), terminal::passphrase_asker()),
+                settings,
+            )),
+            #[cfg(feature = "keyring")]
+            Writable::Keyring => Ok(Target::Keyring(Keyring::new(), settings)),
+            #[cfg(not(feature = "keyring"))]
+            Writable::Keyring => Err(CliError::usage("this rlp was built without the keyring provider")
+                .with_help("build rlp with `--features keyring`, or use the file store")),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Target::File(..) => "file",
+            #[cfg(feature = "keyring")]
+            Target::Keyring(..) => "keyring",
+        }
+    }
+
+    fn kind(&self) -> ProviderKind {
+        match self {
+            Target::File(..) => ProviderKind::File,
+            #[cfg(feature = "keyring")]
+            Target::Keyring(..) => ProviderKind::Keyring,
+        }
+    }
+
+    fn settings(&self) -> &SecretsConfig {
+        match self {
+            Target::File(_, settings) => settings,
+            #[cfg(feature = "keyring")]
+            Target::Keyring(_, settings) => settings,
+        }
+    }
+
+    /// Where the secrets are, in words.
+    fn location(&self) -> String {
+        match self {
+            Target::File(store, _) => format!("{} (encrypted)", store.path().display()),
+            #[cfg(feature = "keyring")]
+            Target::Keyring(..) => "the keyring (Secret Service)".to_string(),
+        }
+    }
+
+    fn location_json(&self) -> serde_json::Value {
+        match self {
+            Target::File(store, _) => path_json(&store.path()),
+            #[cfg(feature = "keyring")]
+            Target::Keyring(..) => json!("secret-service"),
+        }
+    }
+
+    /// The file store's identity file, when it uses one.
+    fn identity_file(&self) -> Option<PathBuf> {
+        match self {
+            Target::File(store, settings) if settings.file == StoreKey::Identity => {
+                Some(store.identity_file().to_path_buf())
+            }
+            _ => None,
+        }
+    }
+
+    /// Stores `value` as `id`; true when it replaced a value.
+    fn set(&self, id: &SecretId, value: SecretValue, changed_ms: i64) -> Result<bool, ProviderError> {
+        match self {
+            Target::File(store, _) => {
+                store.update(|contents| contents.entries.insert(id.clone(), Entry { value, changed_ms }).is_some())
+            }
+            #[cfg(feature = "keyring")]
+            Target::Keyring(keyring, _) => {
+                let replaced = keyring.ids()?.contains(id);
+                keyring.set(id, &value)?;
+                Ok(replaced)
+            }
+        }
+    }
+
+    /// Removes `id`; false when it was not there.
+    fn remove(&self, id: &SecretId) -> Result<bool, ProviderError> {
+        match self {
+            Target::File(store, _) => {
+                if store.load()?.is_none_or(|contents| !contents.entries.contains_key(id)) {
+                    return Ok(false);
+                }
+                store.update(|contents| contents.entries.remove(id).is_some())
+            }
+            #[cfg(feature = "keyring")]
+            Target::Keyring(keyring, _) => keyring.remove(id),
+        }
+    }
+
+    /// The ids it holds, with when each last changed where it is known.
+    fn list(&self) -> Result<Vec<(SecretId, Option<i64>)>, ProviderError> {
+        match self {
+            Target::File(store, _) => Ok(store
+                .load()?
+                .map(|contents| contents.entries.into_iter().map(|(id, e)| (id, Some(e.changed_ms))).collect())
+                .unwrap_or_default()),
+            #[cfg(feature = "keyring")]
+            Target::Keyring(keyring, _) => Ok(keyring.ids()?.into_iter().map(|id| (id, None)).collect()),
+        }
+    }
+
+    /// Warns when calls do not read this provider.
+    fn note_unused(&self, ctx: &Context) {
+        let providers = &self.settings().providers;
+        if !providers.value.contains(&self.kind()) {
+            warning(format_args!(
+                "the `{name}` provider is not in [secrets] providers ({}), so calls do not read it; \
+                 add it, e.g. `providers = [\"{name}\", \"env\"]` under [secrets] in {}",
+                providers.source.shown("secrets"),
+                ctx.home.config_file().display(),
+                name = self.name(),
+            ));
         }
     }
 }

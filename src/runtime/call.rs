@@ -27,11 +27,11 @@ use crate::runtime::http::{self, HttpPlan, PlanError};
 use crate::runtime::invalid_args::explain;
 use crate::runtime::journal::{Journal, call_tags, check_tags};
 use crate::runtime::secrets::Scrubber;
-use crate::secrets::{Resolution, SecretValue};
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};
 use crate::sandbox::{Grants, SandboxPlan};
+use crate::secrets::{Resolution, SecretValue};
 
 /// Schema errors quoted in a message.
 const QUOTED_SCHEMA_ERRORS: usize = 5;

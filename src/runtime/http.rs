@@ -21,8 +21,8 @@ use crate::bundle::url_template::{UrlTemplate, target_of};
 use crate::event::Decision;
 use crate::process::cancel::Cancel;
 use crate::runtime::envelope::{self, Outcome, Stdout};
-use crate::secrets::SecretValue;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
+use crate::secrets::SecretValue;
 
 /// Redirects followed at most.
 pub(crate) const MAX_REDIRECTS: usize = 5;

@@ -78,7 +78,13 @@ impl<'r> Journal<'r> {
     }
 
     /// An audit event naming the secret provider that answered or failed.
-    pub(crate) fn audit_provided(&mut self, capability: &str, decision: Decision, reason: &str, provider: Option<&str>) {
+    pub(crate) fn audit_provided(
+        &mut self,
+        capability: &str,
+        decision: Decision,
+        reason: &str,
+        provider: Option<&str>,
+    ) {
         let payload = CapAuditPayload {
             v: PAYLOAD_VERSION,
             tool: self.tool.to_string(),

@@ -61,8 +61,8 @@ use crate::home::Home;
 use crate::runtime::answer::{Answerer, NoAnswerer};
 use crate::runtime::confirm::{Confirmer, NoTerminal};
 use crate::runtime::exposure::EffectivePolicy;
-use crate::secrets::{Providers, SecretResolver};
 use crate::runtime::trust_gate::TrustGate;
+use crate::secrets::{Providers, SecretResolver};
 use crate::text::plural;
 
 pub use crate::process::cancel::Cancel;

@@ -65,7 +65,8 @@ pub(crate) fn run_for_value(
     timeout: Duration,
     shown: &str,
 ) -> Result<Ran, ProviderError> {
-    let (program, args) = argv.split_first().ok_or_else(|| ProviderError::new("the command is empty", "name a program"))?;
+    let (program, args) =
+        argv.split_first().ok_or_else(|| ProviderError::new("the command is empty", "name a program"))?;
     let path = find_program(program).ok_or_else(|| {
         ProviderError::new(
             format!("cannot find the program `{program}` of `{shown}`"),
@@ -81,13 +82,11 @@ pub(crate) fn run_for_value(
         .chain([(OsString::from(MARKER_ENV), OsString::from(&marker_value))])
         .collect();
     let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let program = Program::new(
-        &path,
-        args.iter().map(OsStr::new),
-        env.iter().map(|(n, v)| (n.as_os_str(), v.as_os_str())),
-        &dir,
-    )
-    .map_err(|e| ProviderError::new(format!("cannot start `{shown}`: {e}"), "check the command in config.toml"))?;
+    let program =
+        Program::new(&path, args.iter().map(OsStr::new), env.iter().map(|(n, v)| (n.as_os_str(), v.as_os_str())), &dir)
+            .map_err(|e| {
+                ProviderError::new(format!("cannot start `{shown}`: {e}"), "check the command in config.toml")
+            })?;
     let marker = format!("{MARKER_ENV}={marker_value}");
     let watch = Watch {
         deadline: Instant::now() + timeout,
@@ -133,7 +132,10 @@ pub(crate) fn run_for_value(
         Ok(value) => Ok(Ran::Printed(SecretValue::new(value))),
         Err(e) => {
             e.into_bytes().zeroize();
-            Err(ProviderError::new(format!("`{shown}` printed a value that is not UTF-8"), "store the value as UTF-8 text"))
+            Err(ProviderError::new(
+                format!("`{shown}` printed a value that is not UTF-8"),
+                "store the value as UTF-8 text",
+            ))
         }
     }
 }

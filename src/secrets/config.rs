@@ -34,17 +34,13 @@ pub(crate) enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// Every provider, by the name config.toml writes.
     const ALL: [(&'static str, ProviderKind); 4] = [
         ("env", ProviderKind::Env),
         ("file", ProviderKind::File),
         ("cmd", ProviderKind::Cmd),
         ("keyring", ProviderKind::Keyring),
     ];
-
-    /// The name config.toml writes.
-    pub(crate) fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, kind)| *kind == self).map_or("env", |(name, _)| name)
-    }
 }
 
 /// How the file store's key is kept.
@@ -213,7 +209,8 @@ fn store_key(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Re
                 }
             }
             "passphrase_command" => {
-                command = Some(argv(path, "secrets.file.passphrase_command", value, "[\"pass\", \"show\", \"rlp/store\"]")?)
+                command =
+                    Some(argv(path, "secrets.file.passphrase_command", value, "[\"pass\", \"show\", \"rlp/store\"]")?)
             }
             _ => warnings.push(format!("{}: unknown key `secrets.file.{key}` ignored", path.display())),
         }
@@ -239,12 +236,8 @@ fn argv(path: &Path, name: &str, value: &toml::Value, example: &str) -> Result<V
 }
 
 fn command(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Result<CommandConfig, ConfigError> {
-    let mut config = CommandConfig {
-        argv: Vec::new(),
-        timeout: DEFAULT_COMMAND_TIMEOUT,
-        env: Vec::new(),
-        file: path.to_path_buf(),
-    };
+    let mut config =
+        CommandConfig { argv: Vec::new(), timeout: DEFAULT_COMMAND_TIMEOUT, env: Vec::new(), file: path.to_path_buf() };
     for (key, value) in table {
         match key.as_str() {
             "command" => config.argv = argv(path, "secrets.cmd.command", value, "[\"pass\", \"show\", \"{id}\"]")?,
@@ -308,7 +301,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(layer.providers, Some(vec![ProviderKind::File, ProviderKind::Cmd, ProviderKind::Env]));
-        assert_eq!(layer.file, Some(StoreKey::Passphrase { command: Some(vec!["pass".into(), "show".into(), "rlp".into()]) }));
+        assert_eq!(
+            layer.file,
+            Some(StoreKey::Passphrase { command: Some(vec!["pass".into(), "show".into(), "rlp".into()]) })
+        );
         let cmd = layer.cmd.unwrap();
         assert_eq!(cmd.argv, ["pass", "show", "{id}"]);
         assert_eq!(cmd.timeout, Duration::from_millis(2500));
@@ -326,10 +322,22 @@ mod tests {
             ("providers = [1]", "`secrets.providers` holds 1, which is not a string"),
             ("[secrets.cmd]\ntimeout_ms = 5", "[secrets.cmd] has no `command`"),
             ("[secrets.cmd]\ncommand = []", "`secrets.cmd.command` names no program"),
-            ("[secrets.cmd]\ncommand = [\"x\"]\ntimeout_ms = 0", "`secrets.cmd.timeout_ms` must be a whole number from 1 to 600000, found 0"),
-            ("[secrets.cmd]\ncommand = [\"x\"]\nenv = [\"A=B\"]", "`secrets.cmd.env` holds `A=B`, which is not an environment variable name"),
-            ("[secrets.file]\nkey = \"yubikey\"", "`secrets.file.key` must be \"identity\" or \"passphrase\", found \"yubikey\""),
-            ("[secrets.file]\npassphrase_command = [\"x\"]", "`secrets.file.passphrase_command` is set but `secrets.file.key` is not \"passphrase\""),
+            (
+                "[secrets.cmd]\ncommand = [\"x\"]\ntimeout_ms = 0",
+                "`secrets.cmd.timeout_ms` must be a whole number from 1 to 600000, found 0",
+            ),
+            (
+                "[secrets.cmd]\ncommand = [\"x\"]\nenv = [\"A=B\"]",
+                "`secrets.cmd.env` holds `A=B`, which is not an environment variable name",
+            ),
+            (
+                "[secrets.file]\nkey = \"yubikey\"",
+                "`secrets.file.key` must be \"identity\" or \"passphrase\", found \"yubikey\"",
+            ),
+            (
+                "[secrets.file]\npassphrase_command = [\"x\"]",
+                "`secrets.file.passphrase_command` is set but `secrets.file.key` is not \"passphrase\"",
+            ),
         ] {
             let e = parsed(&format!("[secrets]\n{text}\n")).unwrap_err();
             assert_eq!(e.message, format!("/h/config.toml: {message}"), "{text}");

@@ -54,14 +54,14 @@ impl Keyring {
     fn store(&self) -> Result<&Arc<CredentialStore>, &str> {
         self.store
             .get_or_init(|| {
-                zbus_secret_service_keyring_store::Store::new()
-                    .map(|store| store as Arc<CredentialStore>)
-                    .map_err(|e| match e {
+                zbus_secret_service_keyring_store::Store::new().map(|store| store as Arc<CredentialStore>).map_err(
+                    |e| match e {
                         Error::PlatformFailure(inner) | Error::NoStorageAccess(inner) => {
                             format!("no Secret Service is running ({inner})")
                         }
                         _ => "no Secret Service is running".to_string(),
-                    })
+                    },
+                )
             })
             .as_ref()
             .map_err(String::as_str)
@@ -100,10 +100,8 @@ impl Keyring {
         let store = self.writable()?;
         let spec = HashMap::from([("service", SERVICE)]);
         let entries = store.search(&spec).map_err(|e| failure("list the items", None, &e))?;
-        let mut ids: Vec<SecretId> = entries
-            .iter()
-            .filter_map(|entry| entry.get_attributes().ok()?.get("username")?.parse().ok())
-            .collect();
+        let mut ids: Vec<SecretId> =
+            entries.iter().filter_map(|entry| entry.get_attributes().ok()?.get("username")?.parse().ok()).collect();
         ids.sort();
         ids.dedup();
         Ok(ids)

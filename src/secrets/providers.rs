@@ -34,7 +34,11 @@ impl Providers {
     /// asks for the file store's passphrase when it needs one. A provider
     /// named but not set up (`cmd` without `[secrets.cmd]`, `keyring` in a
     /// build without it) is an error.
-    pub(crate) fn configured(home: &Home, config: &SecretsConfig, ask: AskPassphrase) -> Result<Providers, ConfigError> {
+    pub(crate) fn configured(
+        home: &Home,
+        config: &SecretsConfig,
+        ask: AskPassphrase,
+    ) -> Result<Providers, ConfigError> {
         let named_in = config.providers.source.shown("secrets");
         let mut list: Vec<Box<dyn Provider>> = Vec::new();
         for kind in &config.providers.value {

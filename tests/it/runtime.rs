@@ -595,17 +595,21 @@ fn missing_secret_names_the_variable() {
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
     let err = stderr(&output);
-    assert_contains(&err, "error: tool `touch` needs secrets that are not available (it uses `runloop/test/token`)");
+    assert_contains(
+        &err,
+        "error: tool `touch` needs secrets that are not available: `runloop/test/token` (env: RUNLOOP_TEST__TOKEN is not set)",
+    );
     assert_contains(
         &err,
         "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again",
     );
+    // The secret's grant is audited once: denied, since no provider has it.
     let events = sb.events();
-    assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit", "cap.audit"]);
-    let last = payload(&events[3]);
+    assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit"]);
+    let last = payload(&events[2]);
     assert_eq!(last["capability"], "secrets:runloop/test/token");
     assert_eq!(last["decision"], "deny");
-    assert_eq!(last["reason"], "the secret is not available (set the environment variable RUNLOOP_TEST__TOKEN)");
+    assert_eq!(last["reason"], "the secret is not available (env: RUNLOOP_TEST__TOKEN is not set)");
 }
 
 /// Runs `call` of `tool` (its `timeout_ms` 1000), expecting the timeout

@@ -179,6 +179,41 @@ esac
 #[test]
 fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
     let sb = Sandbox::new();
+    assert_echoes_leak_nothing(&sb, &[(SECRET_ENV, SECRET)]);
+}
+
+#[test]
+fn a_secret_from_the_file_store_echoed_in_any_spelling_leaks_nothing() {
+    let sb = Sandbox::new();
+    sb.rlp().args(["secrets", "set", SECRET_ID]).write_stdin(SECRET).assert().code(0);
+    std::fs::write(sb.home().join("config.toml"), "[secrets]\nproviders = [\"file\"]\n").unwrap();
+    assert_echoes_leak_nothing(&sb, &[]);
+    let needles = needles(SECRET, &["Qx9k", "Lt3Nb8"]);
+    for file in ["store.age", "identity.txt"] {
+        let path = sb.home().join("secrets").join(file);
+        assert_absent(&needles, file, &std::fs::read(path).unwrap());
+    }
+}
+
+#[test]
+fn a_secret_from_a_command_echoed_in_any_spelling_leaks_nothing() {
+    let sb = Sandbox::new();
+    let value_file = sb.join("value.txt");
+    std::fs::write(&value_file, format!("{SECRET}\n")).unwrap();
+    let script = sb
+        .script("print_secret.sh", &format!("[ \"$1\" = '{SECRET_ID}' ] || exit 1\ncat '{}'\n", value_file.display()));
+    let config =
+        format!("[secrets]\nproviders = [\"cmd\"]\n[secrets.cmd]\ncommand = [\"{}\", \"{{id}}\"]\n", script.display());
+    std::fs::create_dir_all(sb.home()).unwrap();
+    std::fs::write(sb.home().join("config.toml"), config).unwrap();
+    assert_echoes_leak_nothing(&sb, &[]);
+}
+
+/// Calls tools that echo the secret SECRET_ID — provided by `env` or by the
+/// home's configured provider — in every spelling, in results, stderr and
+/// an error envelope, and finds it in none of rlp's output, the ledger
+/// files or the trace commands.
+fn assert_echoes_leak_nothing(sb: &Sandbox, env: &[(&str, &str)]) {
     let data = sb.state_dir();
     let whole = whole_spellings(SECRET);
     let embedded = embedded_spellings(SECRET);
@@ -202,7 +237,7 @@ fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
         let output = sb
             .call(&bundle, &format!("echo.{mode}"), json!({"echo": SECRET}))
             .args(["--trace-id", TRACE])
-            .env(SECRET_ENV, SECRET)
+            .envs(env.iter().copied())
             .output();
         let output = output.unwrap();
         assert_eq!(output.status.code(), Some(code), "{mode}: {}", text(&output.stderr));
@@ -373,16 +408,17 @@ fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     assert!(!marker.exists(), "the tool never ran");
     assert_contains(
         &stderr,
-        "help: RUNLOOP_MAIL_API_KEY is set but is no longer read for `runloop/mail/api-key` (that name is \
-             shared by several ids); set RUNLOOP__MAIL_SAPI_HKEY (secret `runloop/mail/api-key`), then call again",
+        "error: tool `touch` needs secrets that are not available: `runloop/mail/api-key` (env: \
+         RUNLOOP__MAIL_SAPI_HKEY is not set (RUNLOOP_MAIL_API_KEY is, but that name is shared by several ids))\n  \
+         help: set the environment variable RUNLOOP__MAIL_SAPI_HKEY (secret `runloop/mail/api-key`), then call again",
     );
     let audits: Vec<Value> = sb.events().iter().map(payload).collect();
     let denial = audits.iter().rev().find(|a| a["capability"] == format!("secrets:{id}")).unwrap();
     assert_eq!(denial["decision"], "deny");
     assert_eq!(
         denial["reason"],
-        "the secret is not available (RUNLOOP_MAIL_API_KEY is set but is no longer read for \
-         `runloop/mail/api-key` (that name is shared by several ids); set RUNLOOP__MAIL_SAPI_HKEY)"
+        "the secret is not available (env: RUNLOOP__MAIL_SAPI_HKEY is not set (RUNLOOP_MAIL_API_KEY is, but \
+         that name is shared by several ids))"
     );
     let needles = vec![value.to_string()];
     assert_absent(&needles, "rlp's output", &[output.stdout, output.stderr].concat());

@@ -76,7 +76,8 @@ impl Contents {
         }
         let mut entries = BTreeMap::new();
         for (id, entry) in &stored.secrets {
-            let id: SecretId = id.parse().map_err(|_| format!("it holds an entry named {id:?}, which is not a secret id"))?;
+            let id: SecretId =
+                id.parse().map_err(|_| format!("it holds an entry named {id:?}, which is not a secret id"))?;
             entries.insert(id, Entry { value: SecretValue::new(entry.value.as_str()), changed_ms: entry.changed_ms });
         }
         Ok(Contents { entries })
@@ -119,9 +120,15 @@ mod tests {
         let back = Contents::parse(&bytes).unwrap();
         assert_eq!(back.entries[&id].value.expose(), "a\"b\\c/é");
         for (text, why) in [
-            (r#"{"v":1,"secrets":{"runloop/mail/key":{"value":"hunter2"}}"#, "its content is not a store document (line 1, column 57)"),
+            (
+                r#"{"v":1,"secrets":{"runloop/mail/key":{"value":"hunter2"}}"#,
+                "its content is not a store document (line 1, column 57)",
+            ),
             (r#"{"v":2,"secrets":{}}"#, "it is version 2 of the store format; this rlp reads version 1"),
-            (r#"{"v":1,"secrets":{"../x":{"value":"v","changed_ms":1}}}"#, "it holds an entry named \"../x\", which is not a secret id"),
+            (
+                r#"{"v":1,"secrets":{"../x":{"value":"v","changed_ms":1}}}"#,
+                "it holds an entry named \"../x\", which is not a secret id",
+            ),
         ] {
             let e = Contents::parse(text.as_bytes()).unwrap_err();
             assert_eq!(e, why);

@@ -64,10 +64,14 @@ impl Key {
     pub(crate) fn decrypt(&self, ciphertext: &[u8], store: &Path) -> Result<Zeroizing<Vec<u8>>, ProviderError> {
         let decryptor = Decryptor::new_buffered(ciphertext).map_err(|e| damaged(store, describe(&e)))?;
         if decryptor.is_scrypt() != self.is_passphrase() {
-            let (is, configured) = if decryptor.is_scrypt() { ("a passphrase", "identity") } else { ("an identity", "passphrase") };
+            let (is, configured) =
+                if decryptor.is_scrypt() { ("a passphrase", "identity") } else { ("an identity", "passphrase") };
             return Err(ProviderError::new(
                 format!("{} is encrypted with {is}, but [secrets.file] key is \"{configured}\"", store.display()),
-                format!("set `key = \"{}\"` under [secrets.file] in config.toml", if self.is_passphrase() { "identity" } else { "passphrase" }),
+                format!(
+                    "set `key = \"{}\"` under [secrets.file] in config.toml",
+                    if self.is_passphrase() { "identity" } else { "passphrase" }
+                ),
             ));
         }
         let mut reader = match &self.kind {
@@ -81,10 +85,12 @@ impl Key {
             }
         }
         .map_err(|e| match e {
-            DecryptError::NoMatchingKeys | DecryptError::DecryptionFailed if !self.is_passphrase() => ProviderError::new(
-                format!("{} was not encrypted for the identity {}", store.display(), self.identity_file.display()),
-                "use the identity file the store was made with (restore it from a backup)",
-            ),
+            DecryptError::NoMatchingKeys | DecryptError::DecryptionFailed if !self.is_passphrase() => {
+                ProviderError::new(
+                    format!("{} was not encrypted for the identity {}", store.display(), self.identity_file.display()),
+                    "use the identity file the store was made with (restore it from a backup)",
+                )
+            }
             DecryptError::NoMatchingKeys | DecryptError::DecryptionFailed => {
                 *self.passphrase.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 ProviderError::new(
@@ -108,9 +114,11 @@ impl Key {
                 if creating && !self.identity_file.exists() {
                     self.create_identity()?;
                 }
-                let recipients: Vec<age::x25519::Recipient> = self.identities()?.iter().map(|i| i.to_public()).collect();
-                Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient))
-                    .map_err(|e| ProviderError::new(format!("cannot encrypt the store: {e}"), "check the identity file"))?
+                let recipients: Vec<age::x25519::Recipient> =
+                    self.identities()?.iter().map(|i| i.to_public()).collect();
+                Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient)).map_err(|e| {
+                    ProviderError::new(format!("cannot encrypt the store: {e}"), "check the identity file")
+                })?
             }
             StoreKey::Passphrase { .. } => Encryptor::with_user_passphrase(self.passphrase(creating)?),
         };

@@ -157,7 +157,8 @@ impl Store {
         let mut contents = existing.unwrap_or_default();
         let answer = change(&mut contents);
         let ciphertext = self.key.encrypt(&contents.to_bytes(), creating)?;
-        write_atomic(&self.path(), &ciphertext, Some(0o600)).map_err(|e| cannot(&format!("write {}", self.path().display()), e))?;
+        write_atomic(&self.path(), &ciphertext, Some(0o600))
+            .map_err(|e| cannot(&format!("write {}", self.path().display()), e))?;
         Ok(answer)
     }
 }
