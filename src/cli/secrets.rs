@@ -103,6 +103,8 @@ pub(crate) fn run(command: SecretsCommand, ctx: &Context) -> CliResult {
         SecretsCommand::Set(args) => {
             let target = open(args.provider)?;
             let id = parse_id(&args.id)?;
+            // A store that cannot be written is found before a value is typed.
+            target.list().map_err(store_error)?;
             let value = read_value(&id)?;
             let fresh_identity = target.identity_file().filter(|file| !file.exists());
             let changed_ms = crate::event::now_ms();
@@ -125,18 +127,28 @@ pub(crate) fn run(command: SecretsCommand, ctx: &Context) -> CliResult {
         }
         SecretsCommand::List(args) => {
             let mut targets = vec![open(args.provider.unwrap_or(Writable::File))?];
+            // Unless one is named, the file store and the configured keyring.
             if args.provider.is_none() && settings.providers.value.contains(&ProviderKind::Keyring) {
                 targets.push(open(Writable::Keyring)?);
             }
             let mut listed = Vec::new();
-            for target in &targets {
-                for (id, changed_ms) in target.list().map_err(store_error)? {
-                    listed.push((id, target.name(), changed_ms));
+            let mut shown = Vec::new();
+            for (i, target) in targets.into_iter().enumerate() {
+                match target.list() {
+                    Ok(ids) => listed.extend(ids.into_iter().map(|(id, changed_ms)| (id, target.name(), changed_ms))),
+                    // The keyring, listed because it is configured: its
+                    // absence is worth a word, not a failure.
+                    Err(e) if i > 0 => {
+                        warning(format_args!("{}; its secrets are not listed", e.message));
+                        continue;
+                    }
+                    Err(e) => return Err(store_error(e)),
                 }
                 target.note_unused(ctx);
+                shown.push(target);
             }
             listed.sort();
-            print_list(&listed, &targets, args.format)
+            print_list(&listed, &shown, args.format)
         }
         SecretsCommand::Rm(args) => {
             let target = open(args.provider)?;

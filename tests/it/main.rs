@@ -20,6 +20,7 @@ mod runtime;
 mod sandbox;
 mod schemas;
 mod seal;
+mod secret_providers;
 mod secrets;
 mod serve;
 mod serve_durability;
