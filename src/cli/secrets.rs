@@ -36,7 +36,7 @@ pub enum SecretsCommand {
 /// Flags of `rlp secrets set`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp secrets set runloop/mail/smtp_api_key          (asks twice, without echo)\n  pass show mail/smtp | rlp secrets set runloop/mail/smtp_api_key\n\nThe value is read from stdin when stdin is not a terminal (one trailing newline is\ndropped), else asked for without echo, twice. It is never taken from the command line,\nwhere other users and shell history would see it. The store is encrypted with age to\n$RUNLOOP_HOME/secrets/identity.txt (made, mode 0600, on first use) or a passphrase\n([secrets.file] in config.toml). Calls read it when `file` is in [secrets] providers.\nExit codes: 0 stored, 2 a bad id or value, or a store that cannot be read or written."
+    after_help = "Examples:\n  printf %s sk-example | rlp secrets set runloop/mail/smtp_api_key\n  pass show mail/smtp | rlp secrets set runloop/mail/smtp_api_key   # from a password manager\n  rlp secrets set runloop/mail/smtp_api_key   # on a terminal: asks twice, without echo\n\nThe value is read from stdin when stdin is not a terminal (one trailing newline is\ndropped), else asked for without echo, twice. It is never taken from the command line,\nwhere other users and shell history would see it. The store is encrypted with age to\n$RUNLOOP_HOME/secrets/identity.txt (made, mode 0600, on first use) or a passphrase\n([secrets.file] in config.toml). Calls read it when `file` is in [secrets] providers.\nExit codes: 0 stored, 2 a bad id or value, or a store that cannot be read or written."
 )]
 pub struct SetArgs {
     /// The secret id (`runloop/<scope>/<name>`), as tools.json names it.
@@ -320,8 +320,8 @@ impl<'a> Target<'a> {
         let providers = &self.settings().providers;
         if !providers.value.contains(&self.kind()) {
             warning(format_args!(
-                "the `{name}` provider is not in [secrets] providers ({}), so calls do not read it; \
-                 add it, e.g. `providers = [\"{name}\", \"env\"]` under [secrets] in {}",
+                "calls do not read the `{name}` provider: it is not in [secrets] providers (from {}); \
+                 to use it, write `providers = [\"{name}\", \"env\"]` under [secrets] in {}",
                 providers.source.shown("secrets"),
                 ctx.home.config_file().display(),
                 name = self.name(),

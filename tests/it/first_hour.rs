@@ -29,6 +29,11 @@ const README: &str = include_str!("../../README.md");
 const SKIPPED: &[(&str, &str)] = &[
     ("rlp bundle pack agents/mailer -o - | ssh host", "`ssh host` stands for the user's own remote"),
     ("rlp serve agents/demo --http", "an HTTP server runs until it is stopped (tests/it/serve.rs drives it)"),
+    ("pass show mail/smtp | rlp secrets set", "`pass` stands for the user's password manager"),
+    (
+        "rlp secrets set runloop/mail/smtp_api_key   # on a terminal",
+        "it asks on a terminal (tests/it/secret_providers.rs types the value on one)",
+    ),
 ];
 
 /// One example: where it was printed, and the command line.

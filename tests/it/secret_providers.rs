@@ -114,7 +114,14 @@ fn list_shows_ids_providers_and_changes_never_values() {
     let (out, err) = sb.expect(0, &["secrets", "list"]);
     let store = secrets_dir(&sb).join("store.age");
     assert_eq!(out, format!("no secrets in {} (encrypted); add one with `rlp secrets set <id>`\n", store.display()));
-    assert_contains(&err, "warning: the `file` provider is not in [secrets] providers (the default)");
+    assert_contains(
+        &err,
+        &format!(
+            "warning: calls do not read the `file` provider: it is not in [secrets] providers (from the default); \
+             to use it, write `providers = [\"file\", \"env\"]` under [secrets] in {}\n",
+            sb.home().join("config.toml").display()
+        ),
+    );
     for (id, value) in [("runloop/b/second", "v2-SECRET"), (ID, VALUE), ("mail.smtp.key", "v3-SECRET")] {
         assert_eq!(set(&sb, id, value).status.code(), Some(0));
     }

@@ -269,7 +269,7 @@ fn assert_echoes_leak_nothing(sb: &Sandbox, env: &[(&str, &str)]) {
     }
 
     let needles = needles(SECRET, &["Qx9k", "Lt3Nb8"]);
-    for (what, bytes) in printed.iter().chain(&ledger_bytes(&sb)).chain(&trace_outputs(&sb)) {
+    for (what, bytes) in printed.iter().chain(&ledger_bytes(sb)).chain(&trace_outputs(sb)) {
         assert_absent(&needles, what, bytes);
     }
 }
