@@ -45,6 +45,10 @@ pub struct SetArgs {
     /// Where to store it.
     #[arg(long, value_enum, default_value_t = Writable::File)]
     pub provider: Writable,
+    /// Read the value from this file (e.g. a mounted secret) instead of
+    /// stdin or a prompt; one trailing newline is dropped.
+    #[arg(long, value_name = "FILE")]
+    pub from_file: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -105,7 +109,10 @@ pub(crate) fn run(command: SecretsCommand, ctx: &Context) -> CliResult {
             let id = parse_id(&args.id)?;
             // A store that cannot be written is found before a value is typed.
             target.list().map_err(store_error)?;
-            let value = read_value(&id)?;
+            let value = match &args.from_file {
+                Some(path) => value_from_file(path)?,
+                None => read_value(&id)?,
+            };
             let fresh_identity = target.identity_file().filter(|file| !file.exists());
             let changed_ms = crate::event::now_ms();
             let replaced = target.set(&id, value, changed_ms).map_err(store_error)?;
@@ -199,89 +206,86 @@ fn print_list(listed: &[(SecretId, &str, Option<i64>)], targets: &[Target<'_>], 
     out.finish(Exit::Success)
 }
 
-/// A provider `rlp secrets` writes to, opened.
-enum Target<'a> {
+/// A provider `rlp secrets` writes to, opened, with the settings in force.
+struct Target<'a> {
+    place: Place,
+    settings: &'a SecretsConfig,
+}
+
+/// Where a [`Target`] keeps secrets.
+enum Place {
     /// The file store.
-    File(Store, &'a SecretsConfig),
+    File(Store),
     /// The keyring.
     #[cfg(feature = "keyring")]
-    Keyring(Keyring, &'a SecretsConfig),
+    Keyring(Keyring),
 }
 
 impl<'a> Target<'a> {
     fn open(choice: Writable, ctx: &Context, settings: &'a SecretsConfig) -> Result<Target<'a>, CliError> {
-        match choice {
-            Writable::File => Ok(Target::File(
-                Store::of_home(&ctx.home, settings.file.clone(), terminal::passphrase_asker()),
-                settings,
-            )),
+        let place = match choice {
+            Writable::File => {
+                Place::File(Store::of_home(&ctx.home, settings.file.clone(), terminal::passphrase_asker()))
+            }
             #[cfg(feature = "keyring")]
-            Writable::Keyring => Ok(Target::Keyring(Keyring::new(), settings)),
+            Writable::Keyring => Place::Keyring(Keyring::new()),
             #[cfg(not(feature = "keyring"))]
-            Writable::Keyring => Err(CliError::usage("this rlp was built without the keyring provider")
-                .with_help("build rlp with `--features keyring`, or use the file store")),
+            Writable::Keyring => {
+                return Err(CliError::usage("this rlp was built without the keyring provider")
+                    .with_help("build rlp with `--features keyring`, or use the file store"));
+            }
+        };
+        Ok(Target { place, settings })
+    }
+
+    fn kind(&self) -> ProviderKind {
+        match self.place {
+            Place::File(_) => ProviderKind::File,
+            #[cfg(feature = "keyring")]
+            Place::Keyring(_) => ProviderKind::Keyring,
         }
     }
 
     fn name(&self) -> &'static str {
-        match self {
-            Target::File(..) => "file",
-            #[cfg(feature = "keyring")]
-            Target::Keyring(..) => "keyring",
-        }
-    }
-
-    fn kind(&self) -> ProviderKind {
-        match self {
-            Target::File(..) => ProviderKind::File,
-            #[cfg(feature = "keyring")]
-            Target::Keyring(..) => ProviderKind::Keyring,
-        }
-    }
-
-    fn settings(&self) -> &SecretsConfig {
-        match self {
-            Target::File(_, settings) => settings,
-            #[cfg(feature = "keyring")]
-            Target::Keyring(_, settings) => settings,
+        match self.kind() {
+            ProviderKind::File => "file",
+            _ => "keyring",
         }
     }
 
     /// Where the secrets are, in words.
     fn location(&self) -> String {
-        match self {
-            Target::File(store, _) => format!("{} (encrypted)", store.path().display()),
+        match &self.place {
+            Place::File(store) => format!("{} (encrypted)", store.path().display()),
             #[cfg(feature = "keyring")]
-            Target::Keyring(..) => "the keyring (Secret Service)".to_string(),
+            Place::Keyring(_) => "the keyring (Secret Service)".to_string(),
         }
     }
 
     fn location_json(&self) -> serde_json::Value {
-        match self {
-            Target::File(store, _) => path_json(&store.path()),
+        match &self.place {
+            Place::File(store) => path_json(&store.path()),
             #[cfg(feature = "keyring")]
-            Target::Keyring(..) => json!("secret-service"),
+            Place::Keyring(_) => json!("secret-service"),
         }
     }
 
     /// The file store's identity file, when it uses one.
     fn identity_file(&self) -> Option<PathBuf> {
-        match self {
-            Target::File(store, settings) if settings.file == StoreKey::Identity => {
-                Some(store.identity_file().to_path_buf())
-            }
+        match &self.place {
+            Place::File(store) if self.settings.file == StoreKey::Identity => Some(store.identity_file().to_path_buf()),
             _ => None,
         }
     }
 
     /// Stores `value` as `id`; true when it replaced a value.
     fn set(&self, id: &SecretId, value: SecretValue, changed_ms: i64) -> Result<bool, ProviderError> {
-        match self {
-            Target::File(store, _) => {
+        match &self.place {
+            Place::File(store) => {
                 store.update(|contents| contents.entries.insert(id.clone(), Entry { value, changed_ms }).is_some())
             }
             #[cfg(feature = "keyring")]
-            Target::Keyring(keyring, _) => {
+            Place::Keyring(keyring) => {
                 let replaced = keyring.ids()?.contains(id);
                 keyring.set(id, &value)?;
                 Ok(replaced)
@@ -291,33 +295,33 @@ impl<'a> Target<'a> {
 
     /// Removes `id`; false when it was not there.
     fn remove(&self, id: &SecretId) -> Result<bool, ProviderError> {
-        match self {
-            Target::File(store, _) => {
+        match &self.place {
+            Place::File(store) => {
                 if store.load()?.is_none_or(|contents| !contents.entries.contains_key(id)) {
                     return Ok(false);
                 }
                 store.update(|contents| contents.entries.remove(id).is_some())
             }
             #[cfg(feature = "keyring")]
-            Target::Keyring(keyring, _) => keyring.remove(id),
+            Place::Keyring(keyring) => keyring.remove(id),
         }
     }
 
     /// The ids it holds, with when each last changed where it is known.
     fn list(&self) -> Result<Vec<(SecretId, Option<i64>)>, ProviderError> {
-        match self {
-            Target::File(store, _) => Ok(store
+        match &self.place {
+            Place::File(store) => Ok(store
                 .load()?
                 .map(|contents| contents.entries.into_iter().map(|(id, e)| (id, Some(e.changed_ms))).collect())
                 .unwrap_or_default()),
             #[cfg(feature = "keyring")]
-            Target::Keyring(keyring, _) => Ok(keyring.ids()?.into_iter().map(|id| (id, None)).collect()),
+            Place::Keyring(keyring) => Ok(keyring.ids()?.into_iter().map(|id| (id, None)).collect()),
         }
     }
 
     /// Warns when calls do not read this provider.
     fn note_unused(&self, ctx: &Context) {
-        let providers = &self.settings().providers;
+        let providers = &self.settings.providers;
         if !providers.value.contains(&self.kind()) {
             warning(format_args!(
                 "calls do not read the `{name}` provider: it is not in [secrets] providers (from {}); \
@@ -348,27 +352,41 @@ fn read_value(id: &SecretId) -> Result<SecretValue, CliError> {
         return terminal::hidden_value(&format!("Value of {id}"), true)
             .map_err(|why| CliError::usage(format!("cannot ask for the value: {why}")));
     }
+    let hint = format!("pipe the value in, e.g. `printf %s \"$VALUE\" | rlp secrets set {id}`");
+    value_from(stdin.lock(), "stdin", &hint)
+}
+
+/// The value held by the file `path` (less one trailing newline).
+fn value_from_file(path: &std::path::Path) -> Result<SecretValue, CliError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())).with_help("check the path"))?;
+    value_from(file, &path.display().to_string(), "write the value into the file")
+}
+
+/// The value `reader` holds: UTF-8, not empty, at most [`MAX_VALUE_BYTES`]
+/// (one trailing newline dropped); `hint` is the help for an empty one.
+/// Every buffer is wiped.
+fn value_from(reader: impl Read, what: &str, hint: &str) -> Result<SecretValue, CliError> {
     let mut bytes = Vec::with_capacity(MAX_VALUE_BYTES as usize + 2);
-    let read = stdin.lock().take(MAX_VALUE_BYTES + 1).read_to_end(&mut bytes);
+    let read = reader.take(MAX_VALUE_BYTES + 1).read_to_end(&mut bytes);
     let fail = |bytes: &mut Vec<u8>, message: String| {
         bytes.zeroize();
         Err(CliError::usage(message))
     };
     if let Err(e) = read {
-        return fail(&mut bytes, format!("cannot read the value from stdin: {e}"));
+        return fail(&mut bytes, format!("cannot read the value from {what}: {e}"));
     }
     if bytes.len() as u64 > MAX_VALUE_BYTES {
-        return fail(&mut bytes, format!("the value on stdin is longer than {MAX_VALUE_BYTES} bytes"));
+        return fail(&mut bytes, format!("the value on {what} is longer than {MAX_VALUE_BYTES} bytes"));
     }
     if bytes.last() == Some(&b'\n') {
         bytes.pop();
     }
     if bytes.is_empty() {
-        return Err(CliError::usage("the value on stdin is empty")
-            .with_help(format!("pipe the value in, e.g. `printf %s \"$VALUE\" | rlp secrets set {id}`")));
+        return Err(CliError::usage(format!("the value on {what} is empty")).with_help(hint));
     }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(SecretValue::new(text)),
-        Err(e) => fail(&mut e.into_bytes(), "the value on stdin is not UTF-8 text".to_string()),
+        Err(e) => fail(&mut e.into_bytes(), format!("the value on {what} is not UTF-8 text")),
     }
 }

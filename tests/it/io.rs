@@ -53,6 +53,8 @@ impl Fixture {
         let trace_id = traces[0]["trace_id"].as_str().unwrap().to_string();
         fx.ok(&["trace", "export", &trace_id, "-o", "golden.jsonl"]);
         std::fs::write(fx.sb.join("calls.jsonl"), "{\"tool\": \"demo.echo\"}\n".repeat(3)).unwrap();
+        std::fs::write(fx.sb.join("value.txt"), "io-value\n").unwrap();
+        std::fs::write(fx.sb.home().join("config.toml"), "[secrets]\nproviders = [\"env\", \"file\"]\n").unwrap();
         let answer = r#"{"tools": [{"id": "scratch.listed", "description": "Lists", "transport": {"kind": "exec", "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false}]}"#;
         fx.sb.script("schema_tool", &format!("cat <<'EOF'\n{answer}\nEOF"));
         Fixture { trace_id, ..fx }
@@ -112,6 +114,10 @@ impl Fixture {
             ("trust revoke", "trust revoke RUN"),
             ("trust list", "trust list"),
             ("trust list", "trust list --format json"),
+            ("secrets set", "secrets set runloop/io/RUN --from-file value.txt"),
+            ("secrets list", "secrets list"),
+            ("secrets list", "secrets list --format json"),
+            ("secrets rm", "secrets rm runloop/io/RUN"),
             ("trace list", "trace list"),
             ("trace list", "trace list --format json"),
             ("trace show", "trace show TRACE"),

@@ -122,7 +122,7 @@ mod tests {
         for (text, why) in [
             (
                 r#"{"v":1,"secrets":{"runloop/mail/key":{"value":"hunter2"}}"#,
-                "its content is not a store document (line 1, column 57)",
+                "its content is not a store document (line 1, column 56)",
             ),
             (r#"{"v":2,"secrets":{}}"#, "it is version 2 of the store format; this rlp reads version 1"),
             (
