@@ -25,7 +25,7 @@ pub(crate) mod env;
 #[cfg(feature = "keyring")]
 pub(crate) mod keyring;
 mod providers;
-pub(crate) mod store;
+pub mod store;
 mod value;
 
 pub use providers::Providers;

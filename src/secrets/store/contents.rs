@@ -19,7 +19,7 @@ const VERSION: u32 = 1;
 
 /// One secret of the store.
 #[derive(Clone, Debug)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// The value.
     pub value: SecretValue,
     /// When it was last set, in milliseconds since the Unix epoch.
@@ -28,7 +28,7 @@ pub(crate) struct Entry {
 
 /// Every secret of the store, by id.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Contents {
+pub struct Contents {
     /// The entries, sorted by id.
     pub entries: BTreeMap<SecretId, Entry>,
 }
@@ -66,7 +66,7 @@ struct Out<'a> {
 impl Contents {
     /// Reads a decrypted document; the error says what is wrong with it
     /// (never quoting a value).
-    pub(crate) fn parse(plain: &[u8]) -> Result<Contents, String> {
+    pub fn parse(plain: &[u8]) -> Result<Contents, String> {
         let stored: Stored = serde_json::from_slice(plain).map_err(|e| {
             // serde's message can quote what it found: only its position is kept.
             format!("its content is not a store document (line {}, column {})", e.line(), e.column())
@@ -84,7 +84,7 @@ impl Contents {
     }
 
     /// The document, in a buffer wiped when dropped.
-    pub(crate) fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
+    pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
         let out = Out {
             v: VERSION,
             secrets: self

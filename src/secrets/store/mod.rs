@@ -12,7 +12,7 @@
 //!   stays the same (same inode, size and times): a call costs a `stat`,
 //!   and a long-running `rlp serve` sees `rlp secrets set` and `rm` at once.
 
-pub(crate) mod contents;
+pub mod contents;
 pub(crate) mod key;
 
 use std::fs::{self, File, Metadata};
@@ -29,7 +29,7 @@ use crate::home::Home;
 use crate::secrets::config::StoreKey;
 use crate::secrets::{Lookup, Provider, ProviderError};
 
-pub(crate) use contents::{Contents, Entry};
+pub use contents::{Contents, Entry};
 pub(crate) use key::AskPassphrase;
 use key::Key;
 
