@@ -290,11 +290,13 @@ impl Runtime {
         })?;
         let tool = &prepared.tool;
 
-        // 1. Expose. A granted secret is audited when it is resolved (step 3).
+        // 1. Expose. A granted secret the tool lists in `secrets` is audited
+        // when it is resolved (step 3), naming the provider.
         let mut denied = Vec::new();
         for cap in tool.required_capabilities() {
             let (decision, reason) = self.policy().decide(&cap);
-            if decision == Decision::Allow && matches!(cap, Capability::Secret(_)) {
+            let resolved_later = matches!(&cap, Capability::Secret(id) if tool.secrets.iter().any(|(_, s)| s == id));
+            if decision == Decision::Allow && resolved_later {
                 journal.unresolved_secrets.push((cap, reason));
                 continue;
             }

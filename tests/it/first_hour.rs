@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::support::Sandbox;
 use crate::support::http::{Server, reply};
-use crate::support::output::{code, stderr, stdout, text};
+use crate::support::output::{assert_contains, code, stderr, stdout, text};
 use crate::support::pty::Terminal;
 
 /// README.md, as a new user reads it.
@@ -204,6 +204,21 @@ fn the_example_tool_goes_from_scaffold_to_a_replayed_trace() {
     assert!(out.contains(r#" → {"greeting":"Hello, Ada!"}  (call #2, attempt 1)"#), "{out}");
     let (out, _) = sb.expect(0, &["replay", "last", "--bundle", "agents/demo"]);
     assert!(out.contains("Result: no divergence in 3 frames, 1 call (1 ok"), "{out}");
+}
+
+/// `rlp agent scaffold demo --example` typed where there is no terminal (a
+/// script, CI) takes the defaults instead of refusing, and says so.
+#[test]
+fn the_example_needs_no_terminal() {
+    let sb = Sandbox::new();
+    let (out, err) = sb.expect(0, &["agent", "scaffold", "demo", "--example"]);
+    assert_eq!(err, "note: no terminal to ask on: the example bundle takes the defaults (--non-interactive)\n");
+    assert!(out.starts_with("Created agents/demo/"), "{out}");
+    let (out, _) = sb.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    assert_eq!(out, "{\n  \"greeting\": \"Hello, Ada!\"\n}\n");
+    // Without --example there are answers no default stands for: still refused.
+    let (_, err) = sb.expect(2, &["agent", "scaffold", "other"]);
+    assert_contains(&err, "error: no terminal to ask the wizard's questions on");
 }
 
 /// The wizard on a pseudo-terminal takes `--example` too: the example tool

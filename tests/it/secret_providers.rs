@@ -499,3 +499,118 @@ fn the_keyring_holds_values_rlp_sets_and_reads() {
     assert!(printed.ends_with(&format!("removed `{ID}` from the keyring (Secret Service)\nexit 3\n")), "{printed}");
     assert!(!printed.contains(VALUE) && !stderr(&out).contains(VALUE));
 }
+
+// ------------------------------------------------------------ hostile inputs
+
+#[test]
+fn a_command_that_leaves_a_process_holding_its_output_still_answers() {
+    let sb = Sandbox::new();
+    let bundle = checking_bundle(&sb, "forked-value");
+    // The background sleep keeps stdout open after the command exits; the
+    // process runner ends it with the command's group.
+    command_provider(&sb, "sleep 60 &\nprintf 'forked-value\\n'", "");
+    let out = call(&sb, &bundle);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out), json!({"match": true}));
+    // An endless writer is cut at the bound and fails the provider.
+    command_provider(&sb, "yes", "");
+    let out = call(&sb, &bundle);
+    assert_eq!(out.status.code(), Some(3));
+    assert_contains(&stderr(&out), "printed more than 65536 bytes");
+}
+
+#[test]
+fn a_store_that_is_not_a_file_or_too_large_is_refused_without_reading_it() {
+    let sb = Sandbox::new();
+    let bundle = checking_bundle(&sb, VALUE);
+    configure(&sb, "[secrets]\nproviders = [\"file\", \"env\"]\n");
+    set(&sb, ID, VALUE);
+    // A folder given as the value's file.
+    let (_, err) = sb.expect(2, &["secrets", "set", "--from-file", "/", ID]);
+    assert_contains(&err, "error: cannot read the value from /: ");
+    let store = secrets_dir(&sb).join("store.age");
+    std::fs::remove_file(&store).unwrap();
+    // A FIFO no one writes to: opening it must not block.
+    assert!(Command::new("mkfifo").arg(&store).status().unwrap().success());
+    let (_, err) = sb.expect(2, &["secrets", "list"]);
+    assert_contains(&err, &format!("error: {} is not a regular file", store.display()));
+    let out = sb.call(&bundle, "check", json!({})).env(ENV, VALUE).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "a broken store is not passed over for the environment");
+    assert_contains(&stderr(&out), "the `file` secret provider failed");
+    std::fs::remove_file(&store).unwrap();
+    // A sparse file past the bound is refused before it is read whole.
+    std::fs::File::create(&store).unwrap().set_len(65 * 1024 * 1024).unwrap();
+    let (_, err) = sb.expect(2, &["secrets", "list"]);
+    assert_contains(&err, &format!("error: {} is larger than 64 MiB", store.display()));
+}
+
+#[test]
+fn a_full_disk_during_set_leaves_the_store_as_it_was() {
+    let sb = Sandbox::new();
+    set(&sb, ID, VALUE);
+    let secrets = secrets_dir(&sb);
+    let saved = sb.join("saved");
+    std::fs::create_dir_all(&saved).unwrap();
+    for file in ["store.age", "identity.txt"] {
+        std::fs::copy(secrets.join(file), saved.join(file)).unwrap();
+    }
+    // secrets/ becomes a 64 KiB file system holding the store, then filled.
+    let script = format!(
+        "set -e; mount --make-rprivate /; mount -t tmpfs -o size=64k,mode=0700 tmpfs '{s}'; \
+         cp -p '{v}/store.age' '{v}/identity.txt' '{s}/'; dd if=/dev/zero of='{s}/filler' bs=1k count=64 2>/dev/null || true; \
+         set +e; \"$@\"; code=$?; cp '{s}/store.age' '{v}/after.age'; ls -a '{s}' > '{v}/left.txt'; exit $code",
+        s = secrets.display(),
+        v = saved.display()
+    );
+    let mut command = sb.wrapped(&["unshare", "--mount", "sh", "-c", &script, "sh"]);
+    command.args(["secrets", "set", "runloop/test/other"]);
+    let output = assert_cmd::Command::from_std(command).write_stdin("x".repeat(30_000)).output().unwrap();
+    let err = stderr(&output);
+    assert!(!err.contains("unshare:") && !err.contains("mount:"), "this test needs root and unshare(1): {err}");
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_contains(&err, "error: cannot write ");
+    assert_eq!(std::fs::read(saved.join("after.age")).unwrap(), std::fs::read(saved.join("store.age")).unwrap());
+    let left = std::fs::read_to_string(saved.join("left.txt")).unwrap();
+    assert!(!left.contains(".rlp-"), "a temporary file was left: {left}");
+}
+
+#[test]
+fn a_keyring_that_never_answers_fails_the_call_in_bounded_time() {
+    let sb = Sandbox::new();
+    let bundle = checking_bundle(&sb, VALUE);
+    configure(&sb, "[secrets]\nproviders = [\"keyring\", \"env\"]\n");
+    // A "session bus" that accepts connections and never says a word.
+    let socket = sb.join("silent-bus");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let held = std::thread::spawn(move || listener.incoming().take(4).filter_map(Result::ok).collect::<Vec<_>>());
+    let out = sb
+        .call(&bundle, "check", json!({}))
+        .env("DBUS_SESSION_BUS_ADDRESS", format!("unix:path={}", socket.display()))
+        .env(ENV, VALUE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_contains(
+        &stderr(&out),
+        "the `keyring` secret provider failed for `runloop/test/token`: the keyring did not answer within 5 s",
+    );
+    assert_eq!(secret_audit(&sb)["provider"], "keyring");
+    drop(held);
+}
+
+#[test]
+fn a_secret_capability_without_a_secrets_entry_is_still_audited() {
+    let sb = Sandbox::new();
+    let script = sb.script("ok.sh", "echo '{}'");
+    let tool = bundle::with(
+        bundle::tool("plain", bundle::exec(&script.display().to_string(), &[])),
+        json!({"capabilities": [format!("secrets:{ID}")]}),
+    );
+    let bundle = sb.bundle("declared", json!([tool]), &format!("[capabilities]\nexec = true\nsecrets = [\"{ID}\"]\n"));
+    let out = sb.call(&bundle, "plain", json!({})).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let audit = secret_audit(&sb);
+    assert_eq!(audit["decision"], "allow");
+    assert_eq!(audit["reason"], "granted by policy.caps");
+    assert!(audit.get("provider").is_none(), "{audit}");
+}

@@ -115,7 +115,13 @@ pub(crate) fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
         .collect::<Result<Vec<_>, _>>()?;
     let example = args.example.then(|| example_tool(&args.name, &target)).transpose()?;
     let tools = example.iter().map(|e| e.tool.clone()).chain(tools).collect();
-    let mut plan: AgentPlan = if args.non_interactive {
+    // With --example every answer has a default: without a terminal to ask
+    // on, those defaults are taken rather than refusing.
+    let defaults_for_example = args.example && !args.non_interactive && !stdin_is_terminal();
+    if defaults_for_example {
+        diagnostic("note: no terminal to ask on: the example bundle takes the defaults (--non-interactive)");
+    }
+    let mut plan: AgentPlan = if args.non_interactive || defaults_for_example {
         preset.into_plan(&args.name, tools)
     } else if !stdin_is_terminal() {
         return Err(CliError::usage("no terminal to ask the wizard's questions on").with_help(

@@ -78,6 +78,10 @@ impl Contents {
         for (id, entry) in &stored.secrets {
             let id: SecretId =
                 id.parse().map_err(|_| format!("it holds an entry named {id:?}, which is not a secret id"))?;
+            if entry.value.is_empty() {
+                // rlp never stores one: an empty value would reach a tool as "no secret".
+                return Err(format!("it holds an empty value for `{id}`"));
+            }
             entries.insert(id, Entry { value: SecretValue::new(entry.value.as_str()), changed_ms: entry.changed_ms });
         }
         Ok(Contents { entries })
@@ -128,6 +132,10 @@ mod tests {
             (
                 r#"{"v":1,"secrets":{"../x":{"value":"v","changed_ms":1}}}"#,
                 "it holds an entry named \"../x\", which is not a secret id",
+            ),
+            (
+                r#"{"v":1,"secrets":{"runloop/a/b":{"value":"","changed_ms":1}}}"#,
+                "it holds an empty value for `runloop/a/b`",
             ),
         ] {
             let e = Contents::parse(text.as_bytes()).unwrap_err();

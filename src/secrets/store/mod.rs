@@ -157,6 +157,13 @@ impl Store {
         let mut contents = existing.unwrap_or_default();
         let answer = change(&mut contents);
         let ciphertext = self.key.encrypt(&contents.to_bytes(), creating)?;
+        // A store rlp would refuse to read is never written.
+        if ciphertext.len() as u64 > MAX_STORE_BYTES {
+            return Err(ProviderError::new(
+                format!("the store would be larger than {} MiB; nothing was changed", MAX_STORE_BYTES >> 20),
+                "remove secrets you no longer use with `rlp secrets rm`",
+            ));
+        }
         write_atomic(&self.path(), &ciphertext, Some(0o600))
             .map_err(|e| cannot(&format!("write {}", self.path().display()), e))?;
         Ok(answer)
@@ -208,5 +215,32 @@ impl Provider for FileProvider {
                 None => Ok(Lookup::Missing { why: format!("not in {}", path.display()), how }),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_too_large_to_read_back_is_never_written() {
+        let home = tempfile::tempdir().unwrap();
+        let ask: AskPassphrase = Arc::new(|_: &str, _: bool| Err("no terminal".to_string()));
+        let store = Store::of_home(&Home::new(home.path()), StoreKey::Identity, ask);
+        let entry = |value: &str| Entry { value: crate::secrets::SecretValue::new(value), changed_ms: 1 };
+        store.update(|c| c.entries.insert("runloop/a/small".parse().unwrap(), entry("v"))).unwrap();
+        let before = fs::read(store.path()).unwrap();
+        // Each value is 64 KiB of a control character, six bytes each once escaped.
+        let big = "\u{1}".repeat(64 * 1024);
+        let error = store
+            .update(|c| {
+                for i in 0..180 {
+                    c.entries.insert(format!("runloop/big/s{i}").parse().unwrap(), entry(&big));
+                }
+            })
+            .unwrap_err();
+        assert_eq!(error.message, "the store would be larger than 64 MiB; nothing was changed");
+        assert_eq!(fs::read(store.path()).unwrap(), before);
+        assert_eq!(store.load().unwrap().unwrap().entries.len(), 1);
     }
 }
