@@ -174,6 +174,22 @@ pub(crate) fn with_line_endings_of(original: &str, text: String) -> String {
     text.replace("\r\n", "\n").replace('\n', "\r\n")
 }
 
+/// Whether `path` is a regular file with an execute bit (symbolic links followed).
+pub(crate) fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The first executable file `name` in the absolute folders of `search` (a
+/// `PATH` value); relative entries are skipped, so the current folder never
+/// supplies a program.
+pub(crate) fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    std::env::split_paths(search?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable_file(candidate))
+}
+
 /// Flushes a folder's entries (after a rename into it) to disk.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()

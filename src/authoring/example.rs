@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::authoring::spec::ToolDefinition;
+use crate::fsutil::{find_on_path, is_executable_file};
 
 /// Where the script goes, relative to the bundle folder.
 pub(crate) const SCRIPT_FILE: &str = "bin/greet";
@@ -38,20 +39,10 @@ impl Interpreter {
 
 /// [`Interpreter::detect`] with the shell's path and `PATH` given.
 fn detect_in(sh: &Path, path: Option<&std::ffi::OsStr>) -> Option<Interpreter> {
-    if is_executable(sh) {
+    if is_executable_file(sh) {
         return Some(Interpreter::Sh);
     }
-    std::env::split_paths(path?)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join("python3"))
-        .find(|candidate| is_executable(candidate))
-        .map(Interpreter::Python3)
-}
-
-/// Whether `path` is a regular file with an execute bit.
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    find_on_path("python3", path).map(Interpreter::Python3)
 }
 
 /// The example tool of one bundle: its tools.json entry and its script.

@@ -59,7 +59,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub yes: bool,
     /// Most calls running at once (1 to 256; default: cores × 4).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=MAX_CONCURRENT_CALLS as i64))]
     pub max_calls: Option<u16>,
 }
 

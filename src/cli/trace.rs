@@ -19,7 +19,8 @@ use crate::home::Home;
 use crate::ledger::export::{ExportError, export_trace};
 use crate::ledger::import::{ImportError, import_file};
 use crate::ledger::query::{
-    InputError, TraceInput, TraceSummary, for_each_frame, list_traces, tagged_invocations, trace_carries_tags,
+    InputError, TraceInput, TraceSummary, for_each_frame, list_traces, newest_trace, tagged_invocations,
+    trace_carries_tags,
 };
 use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
 use crate::ledger::{LedgerStore, Location, VerifyReport};
@@ -191,12 +192,7 @@ pub(crate) fn resolve_trace_id(text: &str, home: &Home) -> Result<Uuid, CliError
                 .with_help("`rlp trace list` shows the trace ids")
         });
     }
-    let mut newest = None;
-    list_traces(&Location::of_home(home), |summary| {
-        newest = Some(summary.trace_id);
-        ControlFlow::Continue(())
-    })?;
-    newest.and_then(|id| Uuid::parse_str(&id).ok()).ok_or_else(|| {
+    newest_trace(&Location::of_home(home))?.and_then(|id| Uuid::parse_str(&id).ok()).ok_or_else(|| {
         CliError::usage(format!("`{LAST}` names the newest trace, and the ledger holds none yet"))
             .with_help("a call makes one: `rlp tools call <bundle> <tool-id> --args …`")
     })

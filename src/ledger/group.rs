@@ -6,10 +6,9 @@
 //! while the previous transaction was being made durable, appends them all
 //! in one transaction, and only then wakes their callers: a frame is
 //! acknowledged only once durable, and with N calls in flight one fsync
-//! carries up to N batches instead of one. A batch whose rows cannot be
-//! prepared (a payload nested too deep) is refused before it joins a group;
-//! a group that fails anyway is retried batch by batch, so each caller gets
-//! its own batch's fate.
+//! carries up to N batches instead of one. A group that fails (a batch
+//! whose rows cannot be prepared, a payload nested too deep) is retried
+//! batch by batch, so each caller gets its own batch's fate.
 
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -18,9 +17,8 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::event::row::check_payload_depth;
 use crate::event::{Record, RecordError, Recorder, Usage};
-use crate::ledger::{LedgerError, LedgerStore, Location};
+use crate::ledger::LedgerStore;
 
 /// Most records one transaction takes (a bound on a group's size, so a
 /// burst cannot hold one transaction open for long).
@@ -82,14 +80,6 @@ impl Recorder for GroupCommit {
     fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
         if batch.is_empty() {
             return Ok(());
-        }
-        // A batch the store could not prepare is refused here, on its own,
-        // rather than failing the group it would join.
-        if let Some(why) = batch.iter().find_map(|record| check_payload_depth(&record.payload).err()) {
-            let path = match self.store.location() {
-                Location::Sqlite(path) => path.clone(),
-            };
-            return Err(RecordError(LedgerError::Invalid { path, message: why }.to_string()));
         }
         let (done, fate) = mpsc::sync_channel(1);
         let job = Job { records: batch.to_vec(), done };

@@ -66,6 +66,10 @@ pub trait LedgerStore: Recorder {
     /// breaks; returns how many it was called with.
     fn for_each_trace(&self, f: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError>;
 
+    /// The id of the newest trace — the one [`LedgerStore::for_each_trace`]
+    /// gives last — without summarising any; `None` for an empty ledger.
+    fn newest_trace(&self) -> Result<Option<String>, LedgerError>;
+
     /// Starts an all-or-nothing append of many rows (import): nothing is
     /// kept unless [`BulkAppend::commit`] is called.
     fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError>;

@@ -49,6 +49,15 @@ pub fn list_traces(ledger: &Location, mut f: impl FnMut(TraceSummary) -> Control
     ledger.open_existing()?.for_each_trace(&mut f)
 }
 
+/// The id of `ledger`'s newest trace (the one [`list_traces`] gives last);
+/// `None` when there is no ledger or no trace.
+pub fn newest_trace(ledger: &Location) -> Result<Option<String>, LedgerError> {
+    if !ledger.exists() {
+        return Ok(None);
+    }
+    ledger.open_existing()?.newest_trace()
+}
+
 /// Where a trace is read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceInput {

@@ -56,6 +56,15 @@ FROM events
 GROUP BY trace
 ORDER BY min(id)";
 
+/// The trace `LIST_SQL` lists last, read from the `events_by_trace` index
+/// alone (no payload is parsed).
+const NEWEST_SQL: &str = "
+SELECT json_extract(provenance_json, '$.trace_id') AS trace
+FROM events
+GROUP BY trace
+ORDER BY min(id) DESC
+LIMIT 1";
+
 /// An open SQLite ledger. Safe to share between threads; appends from one
 /// process are serialised by a mutex, appends from several processes by
 /// SQLite.
@@ -340,6 +349,14 @@ impl LedgerStore for SqliteLedger {
             }
         }
         Ok(traces)
+    }
+
+    fn newest_trace(&self) -> Result<Option<String>, LedgerError> {
+        let conn = self.lock()?;
+        conn.query_row(NEWEST_SQL, [], |row| row.get::<_, Option<String>>(0))
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.sqlite(e))
     }
 
     fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError> {

@@ -11,12 +11,13 @@
 //! process group, killed with everything it started at the deadline.
 
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use zeroize::Zeroize;
 
 use crate::bundle::capability::SecretId;
+use crate::fsutil::{find_on_path, is_executable_file};
 use crate::process::capture::Keep;
 use crate::process::run::{RunError, Watch, run};
 use crate::process::spawn::Program;
@@ -143,14 +144,11 @@ pub(crate) fn run_for_value(
 /// `program`'s path: itself when it holds a `/`, else the first executable
 /// of that name in rlp's `PATH`.
 fn find_program(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |path: &Path| path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {
         let path = PathBuf::from(program);
-        return executable(&path).then_some(path);
+        return is_executable_file(&path).then_some(path);
     }
-    let search = std::env::var_os("PATH")?;
-    std::env::split_paths(&search).filter(|dir| dir.is_absolute()).map(|dir| dir.join(program)).find(|p| executable(p))
+    find_on_path(program, std::env::var_os("PATH").as_deref())
 }
 
 /// Answers from `[secrets.cmd] command`.

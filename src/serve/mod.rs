@@ -39,7 +39,7 @@ use crate::serve::handler::{Handler, Shared};
 pub use crate::serve::http::ENDPOINT;
 
 /// Largest incoming message: an HTTP request body (413 beyond), or one
-/// line over stdio (refused with an error, the session goes on).
+/// line over stdio (dropped unanswered, the session goes on).
 pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
 
 /// Where the server listens.

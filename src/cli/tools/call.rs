@@ -11,7 +11,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::fsutil::{ReadError, read_limited, read_stream_limited};
-use crate::runtime::{CallError, CallOutcome, CallRequest};
+use crate::runtime::{CallError, CallOutcome, CallRequest, MAX_CONCURRENT_CALLS};
 use crate::text::terminal_safe;
 
 /// Largest `--args @FILE` or `@-` read.
@@ -66,7 +66,7 @@ pub struct CallArgs {
     #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["args", "answers", "options", "format"])]
     pub batch: Option<PathBuf>,
     /// Calls of a batch run at once (1 to 256; default: the number of cores).
-    #[arg(long, value_name = "N", conflicts_with = "tool", value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, value_name = "N", conflicts_with = "tool", value_parser = clap::value_parser!(u16).range(1..=MAX_CONCURRENT_CALLS as i64))]
     pub jobs: Option<u16>,
     /// Approve the call without asking (for tools with `requires_confirmation`).
     #[arg(long)]
