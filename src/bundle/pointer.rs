@@ -72,11 +72,16 @@ impl Pointer {
     }
 }
 
+/// An object key as one JSON Pointer segment (RFC 6901): `~` as `~0`, `/` as `~1`.
+pub(crate) fn escape_key(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
 impl fmt::Display for Pointer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for segment in &self.0 {
             match segment {
-                Segment::Key(key) => write!(f, "/{}", key.replace('~', "~0").replace('/', "~1"))?,
+                Segment::Key(key) => write!(f, "/{}", escape_key(key))?,
                 Segment::Index(index) => write!(f, "/{index}")?,
             }
         }

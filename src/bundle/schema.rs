@@ -235,10 +235,30 @@ pub(crate) fn error_lines<'a>(
     validator: &'a jsonschema::Validator,
     value: &'a Value,
 ) -> impl Iterator<Item = String> + 'a {
-    validator.iter_errors(value).map(|e| {
-        let at = e.instance_path().to_string();
-        format!("{}: {e}", if at.is_empty() { "(root)" } else { at.as_str() })
-    })
+    validator.iter_errors(value).map(|e| format!("{}: {e}", error_location(&e)))
+}
+
+/// `(root)`, or the JSON Pointer of the value `error` is about.
+pub(crate) fn error_location(error: &jsonschema::ValidationError<'_>) -> String {
+    let at = error.instance_path().to_string();
+    if at.is_empty() { "(root)".to_string() } else { at }
+}
+
+/// Schema errors quoted in one message; more are marked `…`.
+pub(crate) const QUOTED_ERRORS: usize = 5;
+
+/// The first [`QUOTED_ERRORS`] of `lines` joined by `; `, ending `; …` when
+/// there are more; `None` when there are none.
+pub(crate) fn quoted_errors(lines: impl IntoIterator<Item = String>) -> Option<String> {
+    let lines: Vec<String> = lines.into_iter().take(QUOTED_ERRORS + 1).collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let mut text = lines[..lines.len().min(QUOTED_ERRORS)].join("; ");
+    if lines.len() > QUOTED_ERRORS {
+        text.push_str("; …");
+    }
+    Some(text)
 }
 
 /// Builds a 2020-12 validator for `schema`, resolving `schema:<id>` from

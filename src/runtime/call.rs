@@ -33,8 +33,6 @@ use crate::runtime::{Prepared, Runtime};
 use crate::sandbox::{Grants, SandboxPlan};
 use crate::secrets::{Resolution, SecretValue};
 
-/// Schema errors quoted in a message.
-const QUOTED_SCHEMA_ERRORS: usize = 5;
 /// First retry delay; doubles with each attempt.
 const BACKOFF_BASE_MS: u64 = 200;
 /// Longest wait between attempts, whatever the tool asks for.
@@ -230,16 +228,7 @@ struct RunInputs<'a> {
 }
 
 pub(crate) fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
-    let errors: Vec<String> =
-        crate::bundle::schema::error_lines(validator, value).take(QUOTED_SCHEMA_ERRORS + 1).collect();
-    if errors.is_empty() {
-        return None;
-    }
-    let mut text = errors.iter().take(QUOTED_SCHEMA_ERRORS).cloned().collect::<Vec<_>>().join("; ");
-    if errors.len() > QUOTED_SCHEMA_ERRORS {
-        text.push_str("; …");
-    }
-    Some(text)
+    crate::bundle::schema::quoted_errors(crate::bundle::schema::error_lines(validator, value))
 }
 
 impl<'r> Journal<'r> {

@@ -8,10 +8,10 @@
 
 use serde_json::{Map, Value};
 
+use crate::bundle::pointer::escape_key;
+use crate::bundle::schema::{QUOTED_ERRORS, error_location, quoted_errors};
 use crate::text::ellipsize;
 
-/// Errors quoted in the message and the help.
-const QUOTED_ERRORS: usize = 5;
 /// Errors read to tell valid values from invalid ones.
 const READ_ERRORS: usize = 256;
 /// Characters of a value shown.
@@ -39,15 +39,17 @@ pub(crate) fn explain(validator: &jsonschema::Validator, schema: &Value, argumen
     if errors.is_empty() {
         return None;
     }
+    let summary = quoted_errors(errors.iter().map(error_line))?;
     let quoted = &errors[..errors.len().min(QUOTED_ERRORS)];
-    let mut summary = quoted.iter().map(error_line).collect::<Vec<_>>().join("; ");
-    if errors.len() > QUOTED_ERRORS {
-        summary.push_str("; …");
-    }
     let mut help: Vec<String> = quoted
         .iter()
         .map(|e| {
-            format!("{}: the value {} fails {} of the input_schema", location(e), shown(e.instance()), e.schema_path())
+            format!(
+                "{}: the value {} fails {} of the input_schema",
+                error_location(e),
+                shown(e.instance()),
+                e.schema_path()
+            )
         })
         .collect();
     let invalid: Vec<String> = errors.iter().map(|e| e.instance_path().to_string()).collect();
@@ -56,17 +58,11 @@ pub(crate) fn explain(validator: &jsonschema::Validator, schema: &Value, argumen
     Some(Explained { errors: summary, help: help.join("\n        ") })
 }
 
-/// `(root)` or the JSON Pointer of the value an error is about.
-fn location(error: &jsonschema::ValidationError<'_>) -> String {
-    let at = error.instance_path().to_string();
-    if at.is_empty() { "(root)".to_string() } else { at }
-}
-
 /// `<where>: <message>`, with the value in the message cut short.
 fn error_line(error: &jsonschema::ValidationError<'_>) -> String {
     let full = error.instance().to_string();
     let message = error.to_string().replacen(&full, &shown(error.instance()), 1);
-    ellipsize(&format!("{}: {message}", location(error)), SHOWN_ERROR)
+    ellipsize(&format!("{}: {message}", error_location(error)), SHOWN_ERROR)
 }
 
 /// A value as compact JSON, cut to [`SHOWN_VALUE`] characters.
@@ -109,13 +105,13 @@ impl Skeleton<'_> {
         let mut out = Map::new();
         for name in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
             let property = properties.and_then(|p| p.get(name)).unwrap_or(&Value::Bool(true));
-            let path = format!("{at}/{}", escape_pointer(name));
+            let path = format!("{at}/{}", escape_key(name));
             out.insert(name.to_string(), self.value(property, given.and_then(|g| g.get(name)), &path, depth + 1));
         }
         let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
         for (name, value) in given.into_iter().flatten() {
             let declared = properties.is_some_and(|p| p.contains_key(name));
-            let path = format!("{at}/{}", escape_pointer(name));
+            let path = format!("{at}/{}", escape_key(name));
             if !out.contains_key(name)
                 && (declared || !closed)
                 && self.fits(&path)
@@ -194,11 +190,6 @@ fn placeholder(schema: &Value) -> Value {
         Some("null") => Value::Null,
         _ => Value::String(PLACEHOLDER.to_string()),
     }
-}
-
-/// A property name as a JSON Pointer token.
-fn escape_pointer(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]
