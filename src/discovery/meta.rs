@@ -136,6 +136,39 @@ fn only(arguments: &Map<String, Value>, tool: &str, allowed: &[&str]) -> Result<
     }
 }
 
+/// A call of a meta-tool, its arguments read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetaCall {
+    /// `rlp.search_tools` or `rlp.describe_tools`.
+    Discover(Discovery),
+    /// `rlp.call_tool`: the tool to call and its arguments.
+    Call(String, Map<String, Value>),
+}
+
+/// What a client asks to be shown of the catalog.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Discovery {
+    /// `rlp.search_tools`.
+    Search(SearchRequest),
+    /// `rlp.describe_tools`: the ids, each once, in order.
+    Describe(Vec<String>),
+}
+
+/// Reads a call of `tool` (the one dispatch of the meta-tools): `None` when
+/// `tool` is no meta-tool (its `arguments` are left in place), else the
+/// arguments taken and read, or the -32602 reason naming the tool.
+pub fn read(tool: &str, arguments: &mut Option<Map<String, Value>>) -> Option<Result<MetaCall, String>> {
+    let read = match tool {
+        SEARCH => search_request(arguments.as_ref().unwrap_or(&Map::new()))
+            .map(|request| MetaCall::Discover(Discovery::Search(request))),
+        DESCRIBE => describe_ids(arguments.as_ref().unwrap_or(&Map::new()))
+            .map(|ids| MetaCall::Discover(Discovery::Describe(ids))),
+        CALL => call_target(arguments.take().unwrap_or_default()).map(|(id, inner)| MetaCall::Call(id, inner)),
+        _ => return None,
+    };
+    Some(read.map_err(|why| format!("invalid arguments for `{tool}`: {why}")))
+}
+
 /// Reads `rlp.search_tools` arguments; the error says what is wrong.
 pub fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, String> {
     only(arguments, SEARCH, &["query", "category", "limit"])?;

@@ -16,10 +16,11 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
+use crate::discovery::meta::{Discovery, MetaCall};
 use crate::discovery::{self, Catalog, Expose, meta};
 use crate::event::ToolDiscoverPayload;
 use crate::runtime::answer::AnswerSource;
@@ -227,28 +228,28 @@ impl Handler {
 }
 
 impl Handler {
-    /// Answers `rlp.search_tools` or `rlp.describe_tools` (`action`), and
+    /// Answers `rlp.search_tools` or `rlp.describe_tools` (`discovery`), and
     /// records what the client was shown before answering.
     async fn discover(
         &self,
-        action: &str,
-        arguments: Map<String, Value>,
+        discovery: Discovery,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let trace = self.trace_of(context, round_trips(context))?;
         let shared = Arc::clone(&self.shared);
-        let search = action == meta::SEARCH;
-        let (structured, frame): (Value, ToolDiscoverPayload) = if search {
-            let request = meta::search_request(&arguments).map_err(|why| invalid(meta::SEARCH, &why))?;
-            let found = shared.catalog.search(&request).map_err(|why| invalid(meta::SEARCH, &why))?;
-            let frame = discovery::search_frame(&request, &found);
-            (json!({"tools": found.iter().map(|t| discovery::found_json(t)).collect::<Vec<_>>()}), frame)
-        } else {
-            let ids = meta::describe_ids(&arguments).map_err(|why| invalid(meta::DESCRIBE, &why))?;
-            let (described, unknown) = shared.catalog.describe(&ids).map_err(|why| invalid(meta::DESCRIBE, &why))?;
-            let frame = discovery::describe_frame(&described, &unknown);
-            let definitions: Vec<&Value> = described.iter().map(|t| &t.definition).collect();
-            (json!({"tools": definitions, "unknown": unknown}), frame)
+        let (structured, frame): (Value, ToolDiscoverPayload) = match discovery {
+            Discovery::Search(request) => {
+                let found = shared.catalog.search(&request).map_err(|why| invalid(meta::SEARCH, &why))?;
+                let frame = discovery::search_frame(&request, &found);
+                (json!({"tools": found.iter().map(|t| discovery::found_json(t)).collect::<Vec<_>>()}), frame)
+            }
+            Discovery::Describe(ids) => {
+                let (described, unknown) =
+                    shared.catalog.describe(&ids).map_err(|why| invalid(meta::DESCRIBE, &why))?;
+                let frame = discovery::describe_frame(&described, &unknown);
+                let definitions: Vec<&Value> = described.iter().map(|t| &t.definition).collect();
+                (json!({"tools": definitions, "unknown": unknown}), frame)
+            }
         };
         // A discovery waits for a call slot like a call: the ledger writes
         // of a flood of searches queue behind --max-calls.
@@ -310,21 +311,16 @@ impl ServerHandler for Handler {
         if let Some(state) = params.request_state.clone() {
             return self.resume(&state, params, context).await;
         }
-        if self.shared.expose == Expose::Core {
-            match params.name.as_ref() {
-                meta::SEARCH | meta::DESCRIBE => {
-                    let action = params.name.to_string();
-                    return self.discover(&action, params.arguments.unwrap_or_default(), &context).await;
-                }
-                meta::CALL => {
-                    let mut params = params;
-                    let (id, arguments) = meta::call_target(params.arguments.take().unwrap_or_default())
-                        .map_err(|why| invalid(meta::CALL, &why))?;
+        let mut params = params;
+        if self.shared.expose == Expose::Core
+            && let Some(read) = meta::read(&params.name, &mut params.arguments)
+        {
+            match read.map_err(|why| ErrorData::invalid_params(why, None))? {
+                MetaCall::Call(id, arguments) => {
                     params.name = id.into();
                     params.arguments = Some(arguments);
-                    return self.start(params, context).await;
                 }
-                _ => {}
+                MetaCall::Discover(discovery) => return self.discover(discovery, &context).await,
             }
         }
         self.start(params, context).await

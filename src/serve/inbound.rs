@@ -31,17 +31,6 @@ pub(crate) fn traceparent(meta: &Meta) -> Option<String> {
     meta.get(TRACEPARENT_META).and_then(Value::as_str).map(str::to_string)
 }
 
-/// A meta-tool's arguments as the handler reads them: `None` for another
-/// tool, else whether they are valid.
-fn meta_arguments(tool: &str, arguments: &serde_json::Map<String, Value>) -> Option<bool> {
-    match tool {
-        meta::SEARCH => Some(meta::search_request(arguments).is_ok()),
-        meta::DESCRIBE => Some(meta::describe_ids(arguments).is_ok()),
-        meta::CALL => Some(meta::call_target(arguments.clone()).is_ok()),
-        _ => None,
-    }
-}
-
 /// What a `tools/call` message asks for, as the handler would read it.
 #[derive(Debug, PartialEq)]
 pub struct InboundCall {
@@ -70,15 +59,16 @@ pub fn read_message(bytes: &[u8]) -> Result<Option<InboundCall>, String> {
     let meta = request.request.get_meta().clone();
     let ClientRequest::CallToolRequest(call) = request.request else { return Ok(None) };
     let params = call.params;
-    let arguments = params.arguments.unwrap_or_default();
+    let mut arguments = params.arguments;
+    let argument_count = arguments.as_ref().map_or(0, serde_json::Map::len);
     Ok(Some(InboundCall {
         tool: params.name.to_string(),
-        arguments: arguments.len(),
+        arguments: argument_count,
         trace_id: named_trace(&meta).ok().flatten(),
         traceparent_recorded: traceparent(&meta).is_some_and(|t| crate::runtime::call::is_traceparent(&t)),
         progress: meta.get_progress_token().is_some(),
         resumes: params.request_state.is_some(),
-        meta_arguments: meta_arguments(&params.name, &arguments),
+        meta_arguments: meta::read(&params.name, &mut arguments).map(|read| read.is_ok()),
     }))
 }
 
