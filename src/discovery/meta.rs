@@ -32,6 +32,28 @@ pub struct SearchRequest {
     pub limit: usize,
 }
 
+impl SearchRequest {
+    /// A search for `query` (trimmed; not empty, at most [`MAX_QUERY_CHARS`]
+    /// characters), at most `limit` results (1 to [`MAX_LIMIT`]); `names`
+    /// name the two in errors (`` `query` `` and `` `limit` ``, or `QUERY`
+    /// and `--limit`).
+    pub fn new(query: &str, category: Option<String>, limit: u64, names: [&str; 2]) -> Result<Self, String> {
+        let [query_name, limit_name] = names;
+        let limit = usize::try_from(limit)
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| format!("{limit_name} must be an integer from 1 to {MAX_LIMIT}, not {limit}"))?;
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(format!("{query_name} is empty: say what the tool should do"));
+        }
+        if query.chars().count() > MAX_QUERY_CHARS {
+            return Err(format!("{query_name} is longer than {MAX_QUERY_CHARS} characters"));
+        }
+        Ok(SearchRequest { query: query.to_string(), category, limit })
+    }
+}
+
 /// What the three meta-tools say of the tools behind them, so their
 /// annotations hold for any tool they may reach.
 pub(crate) struct Reach {
@@ -173,28 +195,22 @@ pub fn read(tool: &str, arguments: &mut Option<Map<String, Value>>) -> Option<Re
 pub fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, String> {
     only(arguments, SEARCH, &["query", "category", "limit"])?;
     let query = match arguments.get("query") {
-        Some(Value::String(query)) if !query.trim().is_empty() => query.trim().to_string(),
-        Some(Value::String(_)) => return Err("`query` is empty: say what the tool should do".into()),
+        Some(Value::String(query)) => query,
         Some(other) => return Err(format!("`query` must be a string, not {}", json_kind(other))),
         None => return Err("`query` is required: say what the tool should do".into()),
     };
-    if query.chars().count() > MAX_QUERY_CHARS {
-        return Err(format!("`query` is longer than {MAX_QUERY_CHARS} characters"));
-    }
     let category = match arguments.get("category") {
         None | Some(Value::Null) => None,
         Some(Value::String(category)) => Some(category.clone()),
         Some(other) => return Err(format!("`category` must be a string, not {}", json_kind(other))),
     };
     let limit = match arguments.get("limit") {
-        None | Some(Value::Null) => DEFAULT_LIMIT,
-        Some(value) => value
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| format!("`limit` must be an integer from 1 to {MAX_LIMIT}, not {value}"))?,
+        None | Some(Value::Null) => DEFAULT_LIMIT as u64,
+        Some(value) => {
+            value.as_u64().ok_or_else(|| format!("`limit` must be an integer from 1 to {MAX_LIMIT}, not {value}"))?
+        }
     };
-    Ok(SearchRequest { query, category, limit })
+    SearchRequest::new(query, category, limit, ["`query`", "`limit`"])
 }
 
 /// Reads `rlp.describe_tools` arguments: the ids, each once, in order.

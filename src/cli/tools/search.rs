@@ -4,14 +4,15 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic, json_text};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::discovery::definition::Listed;
-use crate::discovery::{Catalog, found_json, meta};
+use crate::discovery::meta::{self, SearchRequest};
+use crate::discovery::{Catalog, found_json};
 use crate::text::{ellipsize, terminal_safe_line};
 
 /// Widest description shown in the table.
@@ -39,8 +40,8 @@ pub struct SearchArgs {
     #[arg(long, value_name = "C")]
     pub category: Option<String>,
     /// At most N results (1 to 50).
-    #[arg(long, value_name = "N", default_value_t = meta::DEFAULT_LIMIT)]
-    pub limit: usize,
+    #[arg(long, value_name = "N", default_value_t = meta::DEFAULT_LIMIT as u64)]
+    pub limit: u64,
     /// Output format: a table (human), or the `{"tools": [...]}` rlp.search_tools returns (json).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -66,14 +67,10 @@ fn table(found: &[&Listed]) -> String {
 
 /// Runs `rlp tools search`.
 pub(crate) fn run(args: &SearchArgs, ctx: &Context) -> CliResult {
-    let mut asked = Map::new();
-    asked.insert("query".into(), json!(args.query));
-    asked.insert("category".into(), json!(args.category));
-    asked.insert("limit".into(), json!(args.limit));
-    let request = meta::search_request(&asked).map_err(|why| {
-        CliError::usage(why.replace("`query`", "QUERY").replace("`limit`", "--limit"))
-            .with_help("e.g. rlp tools search agents/github \"create an issue\" --limit 5")
-    })?;
+    let request =
+        SearchRequest::new(&args.query, args.category.clone(), args.limit, ["QUERY", "--limit"]).map_err(|why| {
+            CliError::usage(why).with_help("e.g. rlp tools search agents/github \"create an issue\" --limit 5")
+        })?;
     let (runtime, _) = load_runtime(RuntimeFlags::inspecting(&args.bundle), ctx)?;
     let catalog = Catalog::of(&runtime);
     let found = catalog.search(&request).map_err(|why| {
