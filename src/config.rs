@@ -19,6 +19,9 @@
 //! [secrets]
 //! providers = ["env"]               # where secret values come from, in order (see crate::secrets)
 //!
+//! [ledger]
+//! url = "postgres://rlp@db.internal/rlp"   # default: the home's SQLite file (see crate::ledger)
+//!
 //! [policy]                          # system config only
 //! confirm_external_actions = true
 //! sandbox = "required"              # a floor: nothing weaker is used
@@ -43,6 +46,8 @@ pub(crate) const DEFAULT_SYSTEM_CONFIG: &str = "/etc/runloop/config.toml";
 pub(crate) const CONFIRM_ENV: &str = "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS";
 /// The environment variable for `runtime.sandbox`.
 pub(crate) const SANDBOX_ENV: &str = "RUNLOOP_RUNTIME_SANDBOX";
+/// The environment variable for `ledger.url`.
+pub(crate) const LEDGER_ENV: &str = "RUNLOOP_LEDGER_URL";
 /// Largest config file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -102,6 +107,8 @@ pub struct Config {
     pub tool_options: BTreeMap<String, BTreeMap<String, ConfiguredOptions>>,
     /// `[secrets]`: where secret values come from.
     pub(crate) secrets: SecretsConfig,
+    /// `ledger.url`: where frames are recorded (none: the home's SQLite file).
+    pub ledger_url: Option<Setting<String>>,
 }
 
 /// The options config files set for one tool.
@@ -128,6 +135,7 @@ impl Default for Config {
             sandbox: Setting { value: SandboxMode::default(), source: Source::Default },
             tool_options: BTreeMap::new(),
             secrets: SecretsConfig::default(),
+            ledger_url: None,
         }
     }
 }
@@ -137,6 +145,8 @@ impl Default for Config {
 pub(crate) struct Flags {
     /// `--confirm-external-actions true|false`.
     pub confirm_external_actions: Option<bool>,
+    /// `--ledger URL`.
+    pub ledger_url: Option<String>,
 }
 
 /// One config file's settings.
@@ -156,6 +166,8 @@ pub(crate) struct FileLayer {
     pub tool_options: BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
     /// `[secrets]`.
     pub secrets: SecretsLayer,
+    /// `[ledger] url`.
+    pub ledger_url: Option<String>,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -232,7 +244,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             layer.secrets = crate::secrets::config::parse(path, entries, &mut warnings)?;
             continue;
         }
-        if !matches!(section.as_str(), "security" | "runtime" | "policy") {
+        if !matches!(section.as_str(), "security" | "runtime" | "policy" | "ledger") {
             warnings.push(format!("{shown}: unknown table `[{section}]` ignored"));
             continue;
         }
@@ -252,6 +264,14 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
                 }
                 ("runtime", "sandbox") => layer.sandbox = Some(mode(section, value)?),
                 ("policy", "sandbox") => layer.policy_sandbox = Some(mode(section, value)?),
+                ("ledger", "url") => {
+                    let url = value.as_str().ok_or_else(|| ConfigError {
+                        message: format!("{shown}: `ledger.url` must be a string, found {}", value.type_str()),
+                        help: "write `url = \"postgres://USER@HOST/DATABASE\"` (or \"sqlite:///PATH\") under [ledger]"
+                            .to_string(),
+                    })?;
+                    layer.ledger_url = Some(url.to_string());
+                }
                 _ => warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored")),
             }
         }
@@ -314,6 +334,19 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvL
     if let Some(user) = user {
         config.secrets.apply(&user.secrets, Source::UserConfig(user.path.clone()));
     }
+    let ledger_layers = system
+        .iter()
+        .map(|l| (l.ledger_url.clone(), Source::SystemConfig(l.path.clone())))
+        .chain(user.map(|l| (l.ledger_url.clone(), Source::UserConfig(l.path.clone()))))
+        .chain([
+            (env.ledger_url.clone(), Source::Env(LEDGER_ENV.to_string())),
+            (flags.ledger_url.clone(), Source::Flag("--ledger".to_string())),
+        ]);
+    for (value, source) in ledger_layers {
+        if let Some(value) = value {
+            config.ledger_url = Some(Setting { value, source });
+        }
+    }
     for layer in system.iter().chain(user) {
         for (agent, tools) in &layer.tool_options {
             for (tool, values) in tools {
@@ -373,6 +406,8 @@ pub(crate) struct EnvLayer {
     pub confirm_external_actions: Option<bool>,
     /// `RUNLOOP_RUNTIME_SANDBOX`.
     pub sandbox: Option<SandboxMode>,
+    /// `RUNLOOP_LEDGER_URL`.
+    pub ledger_url: Option<String>,
 }
 
 /// The system config files, in the order they are read:
@@ -436,7 +471,8 @@ pub(crate) fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
         })?),
         _ => None,
     };
-    let env = EnvLayer { confirm_external_actions, sandbox };
+    let ledger_url = std::env::var(LEDGER_ENV).ok().filter(|url| !url.is_empty());
+    let env = EnvLayer { confirm_external_actions, sandbox, ledger_url };
     Ok(Loaded { config: resolve(&system, user.as_ref(), &env, flags), warnings })
 }
 
@@ -473,7 +509,12 @@ mod tests {
         let c = resolve(std::slice::from_ref(&system), Some(&user), &env_confirm(false), &Flags::default());
         assert_eq!(c.confirm_external_actions.source, Source::Env(CONFIRM_ENV.into()));
         assert!(!c.confirm_external_actions.value);
-        let c = resolve(&[], Some(&user), &env_confirm(false), &Flags { confirm_external_actions: Some(true) });
+        let c = resolve(
+            &[],
+            Some(&user),
+            &env_confirm(false),
+            &Flags { confirm_external_actions: Some(true), ..Flags::default() },
+        );
         assert!(c.confirm_external_actions.value);
         assert!(matches!(c.confirm_external_actions.source, Source::Flag(_)));
     }
@@ -486,7 +527,7 @@ mod tests {
             std::slice::from_ref(&system),
             Some(&user),
             &env_confirm(false),
-            &Flags { confirm_external_actions: Some(false) },
+            &Flags { confirm_external_actions: Some(false), ..Flags::default() },
         );
         assert!(c.confirm_external_actions.value);
         assert_eq!(c.confirm_external_actions.source, Source::SystemPolicy("/etc/s.toml".into()));
@@ -510,7 +551,12 @@ mod tests {
             "[policy]\nconfirm_external_actions = false\n[security]\nconfirm_external_actions = false\n",
             true,
         );
-        let c = resolve(&[strict, lax], None, &EnvLayer::default(), &Flags { confirm_external_actions: Some(false) });
+        let c = resolve(
+            &[strict, lax],
+            None,
+            &EnvLayer::default(),
+            &Flags { confirm_external_actions: Some(false), ..Flags::default() },
+        );
         assert!(c.confirm_external_actions.value);
         assert_eq!(c.confirm_required_by, Some(etc.clone()));
         assert_eq!(c.confirm_external_actions.source, Source::SystemPolicy(etc));

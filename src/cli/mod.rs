@@ -27,6 +27,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{ColorChoice, Printer, diagnostic};
 use crate::home::Home;
+use crate::ledger::Location;
 
 /// rlp: author, check, seal, run and replay agent bundles.
 #[derive(Debug, Parser)]
@@ -47,6 +48,10 @@ pub struct Cli {
     /// When to use colour.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// The ledger: sqlite:///PATH or postgres://USER@HOST[:PORT]/DB (default: $RUNLOOP_LEDGER_URL, [ledger] url
+    /// in config.toml, else the home's SQLite file).
+    #[arg(long, global = true, value_name = "URL")]
+    pub ledger: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -59,6 +64,24 @@ pub struct Context {
     pub home: Home,
     /// The colour choice.
     pub color: ColorChoice,
+    /// `--ledger URL`, if given.
+    pub ledger: Option<String>,
+}
+
+impl Context {
+    /// The ledger frames are recorded in and read from: `--ledger`, else
+    /// `$RUNLOOP_LEDGER_URL`, else `[ledger] url` in the config files, else
+    /// the home's SQLite file.
+    pub(crate) fn ledger(&self) -> Result<Location, CliError> {
+        let flags = crate::config::Flags { ledger_url: self.ledger.clone(), ..Default::default() };
+        let Some(url) = crate::config::load(&self.home, &flags)?.config.ledger_url else {
+            return Ok(Location::of_home(&self.home));
+        };
+        Location::parse(&url.value).map_err(|why| {
+            CliError::usage(format!("the ledger URL from {}: {why}", url.source.shown("ledger")))
+                .with_help("write sqlite:///ABSOLUTE/PATH or postgres://USER@HOST[:PORT]/DATABASE (docs/fleet.md)")
+        })
+    }
 }
 
 /// The commands.
@@ -112,7 +135,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_failed(&e),
     };
-    let context = Context { home: Home::resolve(cli.home.as_deref()), color: cli.color };
+    let context = Context { home: Home::resolve(cli.home.as_deref()), color: cli.color, ledger: cli.ledger };
     let result = run(cli.command, &context);
     finish(result, context.color)
 }

@@ -73,7 +73,7 @@ fn replay_with_progress(
 
 /// Runs `rlp replay`.
 pub(crate) fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
-    let input = parse_input(&args.trace, &ctx.home)?;
+    let input = parse_input(&args.trace, ctx)?;
     let format = match args.format {
         Format::Human => ReportFormat::Human,
         Format::Json => ReportFormat::Json,

@@ -100,13 +100,15 @@ pub(crate) fn load_concurrent_runtime(
 /// a [`GroupCommit`] writer in front of it.
 fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
     load_with(flags, ctx, || {
-        let ledger: Arc<dyn LedgerStore> = Location::of_home(&ctx.home)
-            .open()
-            .map_err(|e| {
+        let ledger: Arc<dyn LedgerStore> = match ctx.ledger()? {
+            // A PostgreSQL ledger's own error says what to check (exit 2).
+            location @ Location::Postgres(_) => location.open()?,
+            location => location.open().map_err(|e| {
                 CliError::problem(format!("cannot open the ledger: {e}"))
                     .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
-            })?
-            .into();
+            })?,
+        }
+        .into();
         if !group_commit {
             return Ok(ledger);
         }
@@ -123,7 +125,10 @@ fn load_with(
     ctx: &Context,
     recorder: impl FnOnce() -> Result<Arc<dyn Recorder>, CliError>,
 ) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
-    let loaded = config::load(&ctx.home, &Flags { confirm_external_actions: flags.confirm_external_actions })?;
+    let loaded = config::load(
+        &ctx.home,
+        &Flags { confirm_external_actions: flags.confirm_external_actions, ..Flags::default() },
+    )?;
     warn(&loaded.warnings);
     let recorder = recorder()?;
     let (confirmer, answerer): (Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {

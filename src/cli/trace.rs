@@ -15,7 +15,6 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, OutputError, Printer, diagnostic, write_each};
 use crate::event::frame::TraceFrame;
 use crate::event::{Outcome, Usage};
-use crate::home::Home;
 use crate::ledger::export::{ExportError, export_trace};
 use crate::ledger::import::{ImportError, import_file};
 use crate::ledger::query::{
@@ -185,14 +184,14 @@ pub(crate) const LAST: &str = "last";
 
 /// A trace id argument: a UUID, or `last` for the newest trace of the
 /// home's ledger (the one `rlp trace list` lists last).
-pub(crate) fn resolve_trace_id(text: &str, home: &Home) -> Result<Uuid, CliError> {
+pub(crate) fn resolve_trace_id(text: &str, ledger: &Location) -> Result<Uuid, CliError> {
     if text != LAST {
         return Uuid::parse_str(text).map_err(|_| {
             CliError::usage(format!("`{text}` is not a trace id (a UUID, or `{LAST}`)"))
                 .with_help("`rlp trace list` shows the trace ids")
         });
     }
-    newest_trace(&Location::of_home(home))?.and_then(|id| Uuid::parse_str(&id).ok()).ok_or_else(|| {
+    newest_trace(ledger)?.and_then(|id| Uuid::parse_str(&id).ok()).ok_or_else(|| {
         CliError::usage(format!("`{LAST}` names the newest trace, and the ledger holds none yet"))
             .with_help("a call makes one: `rlp tools call <bundle> <tool-id> --args …`")
     })
@@ -200,7 +199,7 @@ pub(crate) fn resolve_trace_id(text: &str, home: &Home) -> Result<Uuid, CliError
 
 /// A trace id (or `last`), or a JSON Lines file: an existing file wins;
 /// then a UUID or `last` names a trace of the home's ledger.
-pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliError> {
+pub(crate) fn parse_input(text: &str, ctx: &Context) -> Result<TraceInput, CliError> {
     let path = Path::new(text);
     if path.is_file() {
         return Ok(TraceInput::File(path.to_path_buf()));
@@ -210,13 +209,15 @@ pub(crate) fn parse_input(text: &str, home: &Home) -> Result<TraceInput, CliErro
             "pass a trace id from `rlp trace list` (or `last`), or the path of a file written by `rlp trace export`",
         ));
     }
-    Ok(TraceInput::Ledger { ledger: Location::of_home(home), trace_id: resolve_trace_id(text, home)? })
+    let ledger = ctx.ledger()?;
+    let trace_id = resolve_trace_id(text, &ledger)?;
+    Ok(TraceInput::Ledger { ledger, trace_id })
 }
 
 // ------------------------------------------------------------------ list
 
 fn list(args: &ListArgs, ctx: &Context) -> CliResult {
-    let ledger = Location::of_home(&ctx.home);
+    let ledger = ctx.ledger()?;
     let mut out = Printer::stdout();
     let mut first = true;
     let mut write_row = |out: &mut Printer, summary: TraceSummary| -> Result<(), OutputError> {
@@ -436,7 +437,7 @@ fn tagged(input: &TraceInput, tags: &[String]) -> Result<Option<HashSet<Uuid>>, 
 }
 
 fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
-    let input = parse_input(&args.trace, &ctx.home)?;
+    let input = parse_input(&args.trace, ctx)?;
     let only = tagged(&input, &args.tags)?;
     let kept = |frame: &TraceFrame| match &only {
         Some(only) => frame.body.invocation_id().is_some_and(|id| only.contains(&id)),
@@ -486,12 +487,8 @@ fn show(args: &ShowArgs, ctx: &Context) -> CliResult {
 
 // ---------------------------------------------------------------- export
 
-fn open_ledger(home: &Home) -> Result<Box<dyn LedgerStore>, CliError> {
-    let ledger = Location::of_home(home);
-    if !ledger.exists() {
-        return Err(InputError::NoLedger(ledger).into());
-    }
-    ledger.open_existing().map_err(CliError::from)
+fn open_ledger(ledger: Location) -> Result<Box<dyn LedgerStore>, CliError> {
+    ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger).into())
 }
 
 /// An export that stopped; `write` maps a failure to write the output.
@@ -525,10 +522,11 @@ fn output_dir(path: &Path) -> Result<&Path, CliError> {
 }
 
 fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
-    let trace_id = resolve_trace_id(&args.trace_id, &ctx.home)?;
+    let location = ctx.ledger()?;
+    let trace_id = resolve_trace_id(&args.trace_id, &location)?;
     let dir = args.output.as_deref().map(output_dir).transpose()?;
-    let only = tagged(&TraceInput::Ledger { ledger: Location::of_home(&ctx.home), trace_id }, &args.tags)?;
-    let ledger = open_ledger(&ctx.home)?;
+    let only = tagged(&TraceInput::Ledger { ledger: location.clone(), trace_id }, &args.tags)?;
+    let ledger = open_ledger(location)?;
     match (&args.output, dir) {
         (Some(path), Some(dir)) => {
             let cannot = |e: std::io::Error| {
@@ -561,7 +559,7 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
 // ---------------------------------------------------------------- import
 
 fn import(args: &ImportArgs, ctx: &Context) -> CliResult {
-    let ledger = Location::of_home(&ctx.home);
+    let ledger = ctx.ledger()?;
     let file = args.file.display();
     match import_file(&ledger, &args.file) {
         Ok(summary) => {
@@ -653,14 +651,12 @@ fn human_verify(report: &VerifyReport) -> String {
 
 /// Verifies `ledger`; a missing or unreadable ledger is an error (exit 2).
 fn verify_report(ledger: &Location) -> Result<VerifyReport, CliError> {
-    if !ledger.exists() {
-        return Err(InputError::NoLedger(ledger.clone()).into());
-    }
-    ledger.open_existing().and_then(|store| store.verify_chain()).map_err(CliError::from)
+    let store = ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
+    store.verify_chain().map_err(CliError::from)
 }
 
 fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
-    let ledger = Location::of_home(&ctx.home);
+    let ledger = ctx.ledger()?;
     let report = match verify_report(&ledger) {
         Ok(report) => report,
         Err(error) if args.format == Format::Json => {
@@ -691,8 +687,8 @@ fn verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
 // ------------------------------------------------------------------ diff
 
 fn diff(args: &DiffArgs, ctx: &Context) -> CliResult {
-    let baseline = parse_input(&args.baseline, &ctx.home)?;
-    let candidate = parse_input(&args.candidate, &ctx.home)?;
+    let baseline = parse_input(&args.baseline, ctx)?;
+    let candidate = parse_input(&args.candidate, ctx)?;
     let found = trace_diff(&baseline, &candidate)?;
     let exit = if found.is_clean() { Exit::Success } else { Exit::Problems };
     let mut out = Printer::stdout();

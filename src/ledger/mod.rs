@@ -2,12 +2,11 @@
 //! what works on any store — queries, verification, JSON Lines export and
 //! import, the timeline of `rlp trace show`.
 //!
-//! [`Location`] names a ledger and is the one place that picks a backend;
-//! today every ledger is a SQLite file ([`sqlite::SqliteLedger`],
-//! `$RUNLOOP_HOME/pog/events.sqlite`). A second backend is a new file that
-//! implements [`LedgerStore`] and [`BulkAppend`], and a `Location` variant:
-//! callers (the CLI, live replay) hold a `Location` or a `dyn LedgerStore`
-//! and are not touched.
+//! [`Location`] names a ledger and is the one place that picks a backend:
+//! a SQLite file ([`sqlite::SqliteLedger`], by default
+//! `$RUNLOOP_HOME/pog/events.sqlite`) or a PostgreSQL database
+//! ([`postgres::PostgresLedger`]). Callers (the CLI, live replay) hold a
+//! `Location` or a `dyn LedgerStore` and do not know which.
 //!
 //! The ledger depends on the event schema ([`crate::event`]) and nothing
 //! above it; the runtime records into a ledger through
@@ -18,6 +17,7 @@ pub mod group;
 pub mod import;
 pub mod jsonl;
 pub(crate) mod pending;
+pub mod postgres;
 pub mod query;
 pub(crate) mod sqlite;
 pub(crate) mod timeline;
@@ -25,7 +25,7 @@ pub(crate) mod verify;
 
 use std::fmt;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rusqlite::ErrorCode;
 use serde::Serialize;
@@ -35,6 +35,7 @@ use crate::error::{Class, Reportable};
 use crate::event::{Event, PreparedRow, Record, Recorder};
 use crate::home::Home;
 
+pub use postgres::{PostgresLedger, PostgresUrl};
 pub use query::TraceSummary;
 pub use sqlite::{SqliteLedger, verify_chain};
 pub use verify::VerifyReport;
@@ -74,9 +75,6 @@ pub trait LedgerStore: Recorder {
     /// kept unless [`BulkAppend::commit`] is called.
     fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError>;
 
-    /// The storage's own consistency check: `ok`, or its list of problems.
-    fn integrity_check(&self) -> Result<String, LedgerError>;
-
     /// Checks every row hash and every link of the chain (see [`verify`]).
     fn verify_chain(&self) -> Result<VerifyReport, LedgerError> {
         verify::verify(self)
@@ -101,6 +99,8 @@ pub trait BulkAppend {
 pub enum Location {
     /// A SQLite database file.
     Sqlite(PathBuf),
+    /// A PostgreSQL database.
+    Postgres(PostgresUrl),
 }
 
 /// In JSON reports a location is its display form: JSON strings are
@@ -117,36 +117,57 @@ impl Location {
         Location::Sqlite(home.ledger_file())
     }
 
-    /// Whether a ledger exists here yet.
-    pub fn exists(&self) -> bool {
-        match self {
-            Location::Sqlite(path) => path.exists(),
+    /// Reads a ledger URL: `sqlite:///ABSOLUTE/PATH` or
+    /// `postgres://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE` (also
+    /// `postgresql://`). The error never quotes the URL (it may hold a
+    /// password).
+    pub fn parse(url: &str) -> Result<Location, String> {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            return if path.starts_with('/') {
+                Ok(Location::Sqlite(PathBuf::from(path)))
+            } else {
+                Err("a SQLite ledger URL names an absolute path: sqlite:///path/to/events.sqlite".into())
+            };
         }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return PostgresUrl::parse(url).map(Location::Postgres);
+        }
+        Err("a ledger URL starts with sqlite:/// (a file) or postgres:// (a PostgreSQL database)".into())
     }
 
     /// Opens the ledger, creating it if needed.
     pub fn open(&self) -> Result<Box<dyn LedgerStore>, LedgerError> {
         match self {
             Location::Sqlite(path) => Ok(Box::new(SqliteLedger::open(path)?)),
+            Location::Postgres(url) => Ok(Box::new(PostgresLedger::open(url, true)?)),
         }
     }
 
-    /// Opens an existing ledger; an error if there is none.
-    pub fn open_existing(&self) -> Result<Box<dyn LedgerStore>, LedgerError> {
+    /// Opens an existing ledger; `None` when there is none here yet (no
+    /// file, or a database without rlp's tables). Creates nothing.
+    pub fn open_if_exists(&self) -> Result<Option<Box<dyn LedgerStore>>, LedgerError> {
         match self {
-            Location::Sqlite(path) => Ok(Box::new(SqliteLedger::open_existing(path)?)),
+            Location::Sqlite(path) if !path.exists() => Ok(None),
+            Location::Sqlite(path) => Ok(Some(Box::new(SqliteLedger::open_existing(path)?))),
+            Location::Postgres(url) => match PostgresLedger::open(url, false) {
+                Ok(ledger) => Ok(Some(Box::new(ledger))),
+                Err(LedgerError::Postgres { problem: PostgresProblem::Absent, .. }) => Ok(None),
+                Err(e) => Err(e),
+            },
         }
     }
 
     /// Runs `f` on the ledger, creating it if needed; when `f` fails and
     /// there was no ledger before, what opening created is removed again, so
-    /// a refused first write leaves nothing behind.
+    /// a refused first write leaves nothing behind (a PostgreSQL ledger
+    /// keeps its empty tables: other hosts may be using them already).
     pub fn write_all_or_nothing<T, E: From<LedgerError>>(
         &self,
         f: impl FnOnce(&dyn LedgerStore) -> Result<T, E>,
     ) -> Result<T, E> {
         match self {
             Location::Sqlite(path) => sqlite::write_all_or_nothing(path, |ledger| f(ledger)),
+            Location::Postgres(url) => f(&PostgresLedger::open(url, true)?),
         }
     }
 }
@@ -155,8 +176,26 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => write!(f, "{url}"),
         }
     }
+}
+
+/// What kind of problem a PostgreSQL ledger has, for the help shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostgresProblem {
+    /// The server could not be reached, or the connection broke.
+    Connection,
+    /// The server refused the user or password.
+    Authentication,
+    /// The user may not read or write the tables.
+    Permission,
+    /// The database holds no rlp ledger yet.
+    Absent,
+    /// The ledger's contents or schema are not what rlp wrote.
+    Edited,
+    /// Anything else the server reported.
+    Server,
 }
 
 /// What went wrong with the ledger.
@@ -186,6 +225,18 @@ pub enum LedgerError {
         /// What is wrong.
         message: String,
     },
+    /// A PostgreSQL ledger failed (the message never holds the password).
+    #[error("ledger {ledger}: {message}")]
+    Postgres {
+        /// The ledger's URL, shown without its password.
+        ledger: String,
+        /// The server's host and port.
+        server: String,
+        /// What kind of problem.
+        problem: PostgresProblem,
+        /// What the server or client said.
+        message: String,
+    },
 }
 
 /// A ledger that cannot be read stops the command (exit 2); a file that is
@@ -196,20 +247,38 @@ impl Reportable for LedgerError {
     }
 
     fn message(&self) -> String {
-        if self.is_not_a_database() {
-            format!("{} is not an rlp ledger: {self}", self.path().display())
-        } else {
-            format!("cannot read the ledger: {self}")
+        match self {
+            LedgerError::Sqlite { path, .. } if self.is_not_a_database() => {
+                format!("{} is not an rlp ledger: {self}", path.display())
+            }
+            LedgerError::Postgres { problem: PostgresProblem::Connection, .. } => {
+                format!("cannot reach the ledger: {self}")
+            }
+            _ => format!("cannot read the ledger: {self}"),
         }
     }
 
     fn help(&self) -> Option<String> {
-        Some(if self.is_not_a_database() {
-            "restore the file from a backup, or move it aside to start a new ledger; pass --home to use another \
-             runtime home"
-                .into()
-        } else {
-            "check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable".into()
+        Some(match self {
+            _ if self.is_not_a_database() => "restore the file from a backup, or move it aside to start a new ledger; \
+                                              pass --home to use another runtime home"
+                .into(),
+            LedgerError::Postgres { problem, server, .. } => match problem {
+                PostgresProblem::Connection => format!(
+                    "check that PostgreSQL is running at {server} and that the ledger URL (--ledger, \
+                     RUNLOOP_LEDGER_URL or [ledger] url in config.toml) is right"
+                ),
+                PostgresProblem::Authentication => "check the user and the password: in the URL, PGPASSWORD or \
+                                                    ~/.pgpass (rlp never shows it)"
+                    .into(),
+                PostgresProblem::Permission => "grant the user SELECT and INSERT on the ledger's tables \
+                                                (docs/fleet.md, \"Permissions\")"
+                    .into(),
+                PostgresProblem::Absent => "a first `rlp tools call` with this ledger creates its tables".into(),
+                PostgresProblem::Edited => EDITED_ROW_HELP.into(),
+                PostgresProblem::Server => "see the server's message; the server's log may say more".into(),
+            },
+            _ => "check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable".into(),
         })
     }
 }
@@ -218,13 +287,6 @@ impl Reportable for LedgerError {
 pub(crate) const EDITED_ROW_HELP: &str = "run `rlp trace verify` to see every row that was changed";
 
 impl LedgerError {
-    /// The ledger concerned.
-    pub fn path(&self) -> &Path {
-        match self {
-            LedgerError::Sqlite { path, .. } | LedgerError::Io { path, .. } | LedgerError::Invalid { path, .. } => path,
-        }
-    }
-
     /// Whether the storage cannot be read as a ledger at all (the file is
     /// not a database, or it is damaged): it is not a ledger rlp can use.
     pub fn is_not_a_database(&self) -> bool {

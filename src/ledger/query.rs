@@ -43,19 +43,19 @@ pub struct TraceSummary {
 /// until it breaks; returns how many it was called with. A ledger that does
 /// not exist yet has none.
 pub fn list_traces(ledger: &Location, mut f: impl FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
-    if !ledger.exists() {
-        return Ok(0);
+    match ledger.open_if_exists()? {
+        Some(store) => store.for_each_trace(&mut f),
+        None => Ok(0),
     }
-    ledger.open_existing()?.for_each_trace(&mut f)
 }
 
 /// The id of `ledger`'s newest trace (the one [`list_traces`] gives last);
 /// `None` when there is no ledger or no trace.
 pub fn newest_trace(ledger: &Location) -> Result<Option<String>, LedgerError> {
-    if !ledger.exists() {
-        return Ok(None);
+    match ledger.open_if_exists()? {
+        Some(store) => store.newest_trace(),
+        None => Ok(None),
     }
-    ledger.open_existing()?.newest_trace()
 }
 
 /// Where a trace is read from.
@@ -208,10 +208,10 @@ fn for_each_frame_with_payload(
 ) -> Result<u64, InputError> {
     match input {
         TraceInput::Ledger { ledger, trace_id } => {
-            if !ledger.exists() {
-                return Err(InputError::NoLedger(ledger.clone()));
-            }
-            let store = ledger.open_existing().map_err(InputError::Ledger)?;
+            let store = ledger
+                .open_if_exists()
+                .map_err(InputError::Ledger)?
+                .ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
             let mut position = 0u64;
             let mut failure = None;
             let mut scratch = String::new();

@@ -6,7 +6,8 @@
 //! linear however many processes write at once. A busy database is waited
 //! for (busy timeout) and the transaction retried, never reported as
 //! "database is locked" while another writer finishes. The table is
-//! `src/event/schema.sql`.
+//! `src/event/schema.sql`; the PostgreSQL ledger (src/ledger/postgres/)
+//! keeps the same one.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -195,6 +196,19 @@ impl SqliteLedger {
         &self.path
     }
 
+    /// SQLite's own consistency check (`PRAGMA integrity_check`): `ok`, or
+    /// its list of problems.
+    pub fn integrity_check(&self) -> Result<String, LedgerError> {
+        let conn = self.lock()?;
+        let mut statement = conn.prepare("PRAGMA integrity_check").map_err(|e| self.sqlite(e))?;
+        let lines: Vec<String> = statement
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.sqlite(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sqlite(e))?;
+        Ok(lines.join("\n"))
+    }
+
     fn sqlite(&self, source: rusqlite::Error) -> LedgerError {
         LedgerError::Sqlite { path: self.path.clone(), source }
     }
@@ -369,17 +383,6 @@ impl LedgerStore for SqliteLedger {
             bulk.prev = from_hex(&text).ok_or_else(|| self.bad_chain(&text))?;
         }
         Ok(Box::new(bulk))
-    }
-
-    fn integrity_check(&self) -> Result<String, LedgerError> {
-        let conn = self.lock()?;
-        let mut statement = conn.prepare("PRAGMA integrity_check").map_err(|e| self.sqlite(e))?;
-        let lines: Vec<String> = statement
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(|e| self.sqlite(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.sqlite(e))?;
-        Ok(lines.join("\n"))
     }
 }
 

@@ -64,7 +64,7 @@ impl Executor for LiveExecutor<'_> {
         self.recorder.record(&[record]).map_err(|e| ReplayError::Failed {
             position: 1,
             message: format!("cannot record the start of the replay: {e}"),
-            help: Some("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is writable".into()),
+            help: Some("check that the ledger named above can be written".into()),
         })
     }
 

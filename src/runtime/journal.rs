@@ -109,7 +109,7 @@ impl<'r> Journal<'r> {
                 CallErrorKind::Recording,
                 self.scrubber.scrub_string(&format!("cannot record the call of `{}`: {e}", self.tool)),
             )
-            .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is writable and the disk is not full")
+            .help("check that the ledger named above can be written (a file: its folder and free space; PostgreSQL: the server and the user's INSERT right)")
         })
     }
 

@@ -8,6 +8,7 @@ pub mod http;
 pub mod ledger;
 pub mod mcp;
 pub mod output;
+pub mod postgres;
 pub mod process;
 pub mod pty;
 pub mod sandbox;
