@@ -132,7 +132,25 @@ fn a_row_edited_or_removed_with_psql_is_found_by_verify() {
     let (text, _) = on(&sb, &url, 1, &["trace", "verify", "--format", "json"]);
     let report: Value = serde_json::from_str(&text).unwrap();
     let rows: Vec<String> = report["problems"].as_array().unwrap().iter().map(|p| p["row"].to_string()).collect();
-    assert_eq!(rows, [target, last], "{report:#}");
+    assert_eq!(rows, [target.clone(), last.clone()], "{report:#}");
+
+    // A head moved by hand makes the next append chain after a value no row
+    // has: verify finds the break there.
+    pg.psql(&format!("UPDATE rlp_head SET chain_blake3 = '{}'", "ab".repeat(32)));
+    call_json(&sb, &bundle, &url);
+    let first_new = pg.psql(&format!("SELECT min(id) FROM events WHERE id > {last}"));
+    let (text, _) = on(&sb, &url, 1, &["trace", "verify", "--format", "json"]);
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let rows: Vec<String> = report["problems"].as_array().unwrap().iter().map(|p| p["row"].to_string()).collect();
+    assert_eq!(rows, [target, last, first_new], "{report:#}");
+    // A head that is not a chain value at all stops appends with a clear error.
+    pg.psql("UPDATE rlp_head SET chain_blake3 = 'not hex'");
+    let refused = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert_contains(
+        &stderr(&refused),
+        "the chain head `not hex` in rlp_head is not 64 hex digits; the ledger was edited",
+    );
 }
 
 #[test]

@@ -1,33 +1,41 @@
 //! The PostgreSQL ledger: the same `events` table and hash chain as the
 //! SQLite ledger, in a database many hosts append to at once.
 //!
-//! **The chain head.** Each append is one transaction that first takes a
-//! transaction-level advisory lock (one key per `events` table), then —
-//! in a statement of its own, so its snapshot sees the previous holder's
-//! commit — reads the last chain value, inserts its rows chained after it
-//! and commits; the lock goes with the commit. Appenders on any number of
-//! hosts therefore extend one linear chain.
+//! **The chain head.** The last chain value is kept in `rlp_head`, a
+//! one-row table. An append reads it, computes its rows' chain values, and
+//! sends one statement that moves the head from the value it read to its
+//! last row's — `UPDATE rlp_head … WHERE chain_blake3 = <the value read>`
+//! — and inserts its rows only if that update happened. The head's row
+//! lock serialises appenders on any number of hosts for just the time the
+//! server takes to run that statement and commit: the critical section
+//! holds no round trip to a client. An appender whose head moved in the
+//! meantime inserts nothing, learns the new head in the same round trip
+//! (the query pipelined after it) and tries again. The chain therefore
+//! stays one line, in row id order, whoever appends.
 //!
 //! **Durability.** An append is acknowledged only once its commit is on
-//! disk, as with SQLite's `synchronous=FULL`. The appending transaction
-//! commits asynchronously (`SET LOCAL synchronous_commit = off`), which
-//! lets the lock go as soon as the commit is written to the WAL buffers;
-//! rlp then commits a second, tiny transaction synchronously, and returns
-//! only after it: the WAL is flushed in order, so that flush covers the
-//! append's commit. Waits for the disk thus overlap across appenders (the
-//! server's group commit) instead of queueing behind the lock, and a crash
-//! can lose only appends not yet acknowledged — with every later one, so
-//! the chain never points at a lost row.
+//! disk, as with SQLite's `synchronous=FULL`. The append commits
+//! asynchronously (`synchronous_commit = off` on rlp's connection), so its
+//! row lock goes as soon as the commit is in the WAL buffers; rlp then
+//! commits a second, one-row transaction synchronously (it bumps the
+//! connection's counter in `rlp_sync`: a transaction that writes nothing
+//! would not wait for the disk) and returns only after it. The WAL is
+//! flushed in order, so that flush covers the append's commit. Waits for
+//! the disk thus overlap across appenders (the server's group commit)
+//! instead of queueing behind the head, and a crash can lose only appends
+//! not yet acknowledged — with every later one, so the chain never points
+//! at a lost row.
 //!
 //! **Connections.** One connection per open ledger, on a current-thread
-//! runtime of its own: the INSERT and its COMMIT are pipelined. A
-//! connection the server closed is opened again on the next use. The
-//! schema is created on first use under another advisory lock, with a
-//! version table ([`schema.sql`](schema.sql)).
+//! runtime of its own, with requests pipelined. A connection the server
+//! closed is opened again on the next use. The schema is created on first
+//! use under an advisory lock, with a version table
+//! ([`schema.sql`](schema.sql)).
 
 pub(crate) mod connect;
 mod pgpass;
 
+use std::cell::Cell;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::{Mutex, MutexGuard};
@@ -36,7 +44,7 @@ use futures_util::{TryStreamExt, pin_mut};
 use tokio::runtime::Runtime;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, SimpleQueryMessage, Statement};
+use tokio_postgres::{Client, Statement};
 use uuid::Uuid;
 
 pub use connect::PostgresUrl;
@@ -52,14 +60,25 @@ const SCHEMA: &str = include_str!("schema.sql");
 const SCHEMA_VERSION: i32 = 1;
 /// The advisory lock held while the schema is created ("RLPSCHEM").
 const SCHEMA_LOCK: i64 = 0x524C_5053_4348_454D;
-/// The high half of the chain lock's key ("RLPC"); the low half is the
-/// `events` table's oid, so ledgers in different schemas do not contend.
-const CHAIN_LOCK_HIGH: i64 = 0x524C_5043 << 32;
+/// The advisory lock appenders wait in line for when the head is contended ("RLPCHAIN").
+const CHAIN_LOCK: i64 = 0x524C_5043_4841_494E;
+/// How many times an append tries again after the head moved under it
+/// before it gives up (each try follows another appender's success).
+const MAX_TRIES: u32 = 10_000;
 
 const COLUMNS: &str = "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
 /// The trace id of a row, as the `events_by_trace` index has it.
 const TRACE: &str = "((provenance_json::json) ->> 'trace_id')";
-const LAST_CHAIN: &str = "SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1";
+const READ_HEAD: &str = "SELECT chain_blake3 FROM rlp_head";
+/// Moves the head from `$10` to `$9` — unless another appender holds the
+/// chain lock `$11` — and, only if it did, inserts the rows.
+const APPEND: &str = "WITH head AS (UPDATE rlp_head SET chain_blake3 = $9
+                   WHERE chain_blake3 = $10 AND pg_try_advisory_xact_lock($11) RETURNING 1)
+     INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
+     SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+     WHERE EXISTS (SELECT 1 FROM head)
+     RETURNING id";
+/// Inserts rows while the caller holds the head (an import).
 const INSERT: &str = "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
      SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
      RETURNING id";
@@ -118,8 +137,17 @@ struct Session {
     /// `None` only while dropping (see the `Drop` impl).
     runtime: Option<Runtime>,
     client: Client,
-    insert: Statement,
-    chain_lock: i64,
+    statements: Statements,
+    /// The head this connection saw last: the value its next append
+    /// chains after (it is checked by the append itself).
+    head: Cell<Option<[u8; 32]>>,
+    /// Whether appends wait in line for the chain lock (the head was
+    /// contended) rather than first trying without it.
+    queued: Cell<bool>,
+    /// Begins a transaction holding the chain lock.
+    lock: String,
+    /// The synchronous commit that makes appends durable (see the module notes).
+    sync: String,
     /// Takes the password out of messages.
     credentials: connect::Credentials,
 }
@@ -202,29 +230,17 @@ fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-/// The text of the first column of the first row the last statement of a
-/// simple query returned, if it returned one.
-fn last_value(messages: &[SimpleQueryMessage]) -> Option<String> {
-    let mut statement_rows: Vec<Option<String>> = Vec::new();
-    let mut last_statement = Vec::new();
-    for message in messages {
-        match message {
-            SimpleQueryMessage::Row(row) => statement_rows.push(row.get(0).map(str::to_string)),
-            SimpleQueryMessage::CommandComplete(_) => last_statement = std::mem::take(&mut statement_rows),
-            _ => {}
-        }
-    }
-    last_statement.into_iter().next().flatten()
+/// The chain value `text` (as stored) as bytes; an error names an edited head.
+fn chain_value(text: &str) -> Result<[u8; 32], Failure> {
+    from_hex(text).ok_or_else(|| {
+        Failure::Invalid(format!("the chain head `{text}` in rlp_head is not 64 hex digits; the ledger was edited"))
+    })
 }
 
-/// The chain value `text` (as stored) as bytes; an error names an edited head.
-fn head(text: Option<String>) -> Result<[u8; 32], Failure> {
-    match text {
-        None => Ok(GENESIS),
-        Some(text) => from_hex(&text).ok_or_else(|| {
-            Failure::Invalid(format!("the last row's chain value `{text}` is not 64 hex digits; the ledger was edited"))
-        }),
-    }
+/// The head from a `READ_HEAD` row.
+fn head_of(row: Option<tokio_postgres::Row>) -> Result<[u8; 32], Failure> {
+    let row = row.ok_or_else(|| Failure::Invalid("rlp_head holds no row; the ledger was edited".into()))?;
+    chain_value(&row.try_get::<_, String>(0)?)
 }
 
 impl Session {
@@ -235,49 +251,94 @@ impl Session {
         }
     }
 
-    /// Runs `statements` (simple query) and, on any failure, rolls back.
-    async fn rollback_on_failure<T>(&self, result: Result<T, Failure>) -> Result<T, Failure> {
-        if result.is_err() {
-            // The transaction, if it began, is rolled back; a connection
-            // that failed ends it anyway.
-            let _ = self.client.batch_execute("ROLLBACK").await;
+    /// Appends `rows` chained after the head; returns their ids once the
+    /// commit is on disk (see the module notes).
+    async fn append(&self, rows: &[PreparedRow]) -> Result<Vec<i64>, Failure> {
+        if !self.queued.get() {
+            let guess = match self.head.get() {
+                Some(head) => head,
+                None => head_of(self.client.query_opt(&self.statements.read_head, &[]).await?)?,
+            };
+            if let Some(ids) = self.try_append(rows, guess).await? {
+                return Ok(ids);
+            }
+            self.queued.set(true);
         }
-        result
+        for _ in 0..MAX_TRIES {
+            let before = self.head.get();
+            // In line for the chain lock, then the head as it is once we hold it.
+            let begin = self.client.batch_execute(&self.lock);
+            let read = self.client.query_opt(&self.statements.read_head, &[]);
+            let (locked, read) = futures_util::join!(begin, read);
+            let head = match locked.map_err(Failure::from).and_then(|_| head_of(read?)) {
+                Ok(head) => head,
+                Err(failure) => {
+                    let _ = self.client.batch_execute("ROLLBACK").await;
+                    return Err(failure);
+                }
+            };
+            let appended = self.try_append(rows, head).await;
+            if appended.is_err() {
+                let _ = self.client.batch_execute("ROLLBACK").await;
+            }
+            if let Some(ids) = appended? {
+                // Nobody else appended since this connection's last append:
+                // the next one tries without waiting in line.
+                self.queued.set(before != Some(head));
+                return Ok(ids);
+            }
+        }
+        Err(Failure::Invalid(format!("the chain head moved under {MAX_TRIES} tries in a row; try again")))
     }
 
-    /// Appends `rows` in one transaction chained after the head; returns
-    /// their ids once the commit is on disk (see the module notes).
-    async fn append(&self, rows: &[PreparedRow]) -> Result<Vec<i64>, Failure> {
-        let begin = format!(
-            "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock({}); {LAST_CHAIN}",
-            self.chain_lock
-        );
-        let prev = match self.client.simple_query(&begin).await {
-            Ok(messages) => head(last_value(&messages)),
-            Err(e) => Err(e.into()),
-        };
-        let mut prev = self.rollback_on_failure(prev).await?;
+    /// One round trip: the append chained after `prev` (committed
+    /// asynchronously, with the transaction the caller began, if any), the
+    /// head read again in a snapshot of its own, and the synchronous commit
+    /// that, once it returns, has put the WAL on disk past the append's
+    /// commit record (see the module notes). `None` when the head was not
+    /// `prev` (nothing was appended).
+    async fn try_append(&self, rows: &[PreparedRow], prev: [u8; 32]) -> Result<Option<Vec<i64>>, Failure> {
         let mut columns = Columns::default();
+        let mut chain = prev;
         for row in rows {
-            prev = chain_hash(&prev, &row.hash);
-            columns.push(row, &prev);
+            chain = chain_hash(&chain, &row.hash);
+            columns.push(row, &chain);
         }
-        let params = columns.params();
-        let insert = self.client.query(&self.insert, &params);
+        let (from, to) = (to_hex(&prev), to_hex(&chain));
+        let mut params = columns.params().to_vec();
+        params.extend([&to as &(dyn ToSql + Sync), &from, &CHAIN_LOCK]);
+        let append = self.client.query(&self.statements.append, &params);
+        // Ends the caller's transaction, if it began one (a no-op otherwise).
         let commit = self.client.batch_execute("COMMIT");
-        // Pipelined: the COMMIT follows the INSERT without waiting for it;
-        // after a failed INSERT the server ends the transaction as a rollback.
-        let (inserted, committed) = futures_util::join!(insert, commit);
-        let inserted = inserted.map_err(Failure::from);
-        let rows = self.rollback_on_failure(inserted).await?;
+        let read = self.client.query_opt(&self.statements.read_head, &[]);
+        let sync = self.client.batch_execute(&self.sync);
+        let (appended, committed, read, synced) = futures_util::join!(append, commit, read, sync);
+        let appended = appended?;
         committed?;
-        // A synchronous commit after ours: once it returns, the WAL is on
-        // disk past our commit record.
-        self.client.batch_execute("BEGIN; SELECT pg_current_xact_id(); COMMIT").await?;
-        let mut ids = rows.iter().map(|r| r.try_get::<_, i64>(0)).collect::<Result<Vec<_>, _>>()?;
+        let head = head_of(read?)?;
+        synced?;
+        self.head.set(Some(head));
+        if appended.is_empty() {
+            return Ok(None);
+        }
+        let mut ids = appended.iter().map(|r| r.try_get::<_, i64>(0)).collect::<Result<Vec<_>, _>>()?;
         ids.sort_unstable();
-        Ok(ids)
+        Ok(Some(ids))
     }
+}
+
+/// The statements a connection prepares.
+struct Statements {
+    read_head: Statement,
+    append: Statement,
+    insert: Statement,
+}
+
+/// What a connection prepares for appends.
+struct Prepared {
+    statements: Statements,
+    /// This connection's row of `rlp_sync`.
+    slot: i32,
 }
 
 /// The columns of rows to insert, as the arrays `INSERT` unnests.
@@ -367,7 +428,19 @@ impl PostgresLedger {
         })?;
         runtime.spawn(connection);
         match runtime.block_on(Self::prepare(&client, create)) {
-            Ok((insert, chain_lock)) => Ok(Session { runtime: Some(runtime), client, insert, chain_lock, credentials }),
+            Ok(Prepared { statements, slot }) => Ok(Session {
+                runtime: Some(runtime),
+                client,
+                statements,
+                head: Cell::new(None),
+                queued: Cell::new(false),
+                lock: format!("BEGIN; SELECT pg_advisory_xact_lock({CHAIN_LOCK})"),
+                sync: format!(
+                    "BEGIN; SET LOCAL synchronous_commit = on; \
+                     UPDATE rlp_sync SET appends = appends + 1 WHERE slot = {slot}; COMMIT"
+                ),
+                credentials,
+            }),
             Err(Failure::Db(e)) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
                 runtime.shutdown_background();
                 Err(self
@@ -380,13 +453,16 @@ impl PostgresLedger {
         }
     }
 
-    /// Checks (or creates) the schema and prepares the insert; returns it
-    /// and the chain lock's key.
-    async fn prepare(client: &Client, create: bool) -> Result<(Statement, i64), Failure> {
-        client.batch_execute("SET synchronous_commit = on").await?;
+    /// Checks (or creates) the schema and prepares what appends use.
+    async fn prepare(client: &Client, create: bool) -> Result<Prepared, Failure> {
+        // Appends commit asynchronously and are then made durable together
+        // (see the module notes); every other write sets its own.
+        client.batch_execute("SET synchronous_commit = off").await?;
         let version = match client.query_opt("SELECT max(version) FROM rlp_schema", &[]).await {
             Err(e) if create && e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
-                let create = format!("BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;");
+                let create = format!(
+                    "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;"
+                );
                 if let Err(e) = client.batch_execute(&create).await {
                     let _ = client.batch_execute("ROLLBACK").await;
                     return Err(e.into());
@@ -404,9 +480,13 @@ impl PostgresLedger {
                 other => format!("rlp_schema holds version {other:?}, not {SCHEMA_VERSION}; the ledger was edited"),
             }));
         }
-        let oid: i64 = client.query_one("SELECT 'events'::regclass::oid::int8", &[]).await?.try_get(0)?;
-        let insert = client.prepare(INSERT).await?;
-        Ok((insert, CHAIN_LOCK_HIGH | oid))
+        let slot: i32 = client.query_one("SELECT pg_backend_pid() % 64", &[]).await?.try_get(0)?;
+        let statements = Statements {
+            read_head: client.prepare(READ_HEAD).await?,
+            append: client.prepare(APPEND).await?,
+            insert: client.prepare(INSERT).await?,
+        };
+        Ok(Prepared { statements, slot })
     }
 
     /// Runs `f` on the connection, naming its failure.
@@ -515,10 +595,14 @@ impl LedgerStore for PostgresLedger {
     fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError> {
         let guard = self.session(false)?;
         let mut bulk = PostgresBulk { ledger: self, guard, prev: GENESIS, committed: false };
-        let begin = format!("BEGIN; SELECT pg_advisory_xact_lock({}); {LAST_CHAIN}", bulk.session().chain_lock);
+        // Holding the head's row lock until the import commits: appenders
+        // wait, then chain after the import's last row.
+        let begin = "BEGIN; SET LOCAL synchronous_commit = on";
         // From here on, dropping the bulk append rolls the transaction back.
-        let head = bulk.run(async |s| head(last_value(&s.client.simple_query(&begin).await?)))?;
-        bulk.prev = head;
+        bulk.prev = bulk.run(async |s| {
+            s.client.batch_execute(begin).await?;
+            head_of(s.client.query_opt(&format!("{READ_HEAD} FOR UPDATE"), &[]).await?)
+        })?;
         Ok(Box::new(bulk))
     }
 }
@@ -574,13 +658,21 @@ impl BulkAppend for PostgresBulk<'_> {
         let chain = chain_hash(&self.prev, &row.hash);
         let mut columns = Columns::default();
         columns.push(row, &chain);
-        let id = self.run(async |s| Ok(s.client.query_one(&s.insert, &columns.params()).await?.try_get(0)?))?;
+        let id =
+            self.run(async |s| Ok(s.client.query_one(&s.statements.insert, &columns.params()).await?.try_get(0)?))?;
         self.prev = chain;
         Ok(id)
     }
 
     fn commit(mut self: Box<Self>) -> Result<(), LedgerError> {
-        self.run(async |s| Ok(s.client.batch_execute("COMMIT").await?))?;
+        let head = to_hex(&self.prev);
+        self.run(async |s| {
+            s.client.execute("UPDATE rlp_head SET chain_blake3 = $1", &[&head]).await?;
+            s.client.batch_execute("COMMIT").await?;
+            // This connection's idea of the head is stale now.
+            s.head.set(None);
+            Ok(())
+        })?;
         self.committed = true;
         Ok(())
     }

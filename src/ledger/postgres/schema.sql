@@ -16,5 +16,23 @@ CREATE TABLE IF NOT EXISTS events (
     hash_blake3 text NOT NULL,
     chain_blake3 text
 );
+-- The last row's chain value, which each append moves (one row; the
+-- genesis value, 64 zeros, while the ledger is empty).
+CREATE TABLE IF NOT EXISTS rlp_head (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    chain_blake3 text NOT NULL
+);
+INSERT INTO rlp_head (chain_blake3)
+SELECT coalesce((SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1),
+                repeat('0', 64))
+ON CONFLICT DO NOTHING;
+-- Touched by a synchronous commit after each append, which makes it (and
+-- every earlier commit) durable: one row per slot, a connection's slot
+-- being its backend pid modulo 64 (src/ledger/postgres/mod.rs).
+CREATE TABLE IF NOT EXISTS rlp_sync (
+    slot integer PRIMARY KEY,
+    appends bigint NOT NULL DEFAULT 0
+);
+INSERT INTO rlp_sync (slot) SELECT generate_series(0, 63) ON CONFLICT DO NOTHING;
 CREATE INDEX IF NOT EXISTS events_by_trace ON events (((provenance_json::json) ->> 'trace_id'), id);
 INSERT INTO rlp_schema (version) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM rlp_schema);
