@@ -311,3 +311,35 @@ fn reading_an_empty_database_creates_nothing() {
     assert_contains(&err, "there is no ledger at postgres://rlp@127.0.0.1:");
     assert_eq!(pg.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), "0");
 }
+
+#[test]
+fn a_role_with_only_the_documented_grants_appends_and_reads() {
+    let pg = Postgres::start();
+    let sb = Sandbox::new();
+    let bundle = fleet_bundle(&sb);
+    // The schema made by its owner (docs/fleet.md, "Permissions"), then the
+    // agents' role granted what the document lists, and nothing more.
+    call_json(&sb, &bundle, &pg.url());
+    pg.admin("postgres", "CREATE ROLE agents LOGIN PASSWORD 'agents-pw'");
+    pg.psql(
+        "GRANT SELECT, INSERT ON events TO agents; GRANT SELECT, UPDATE ON rlp_head, rlp_sync TO agents; \
+         GRANT SELECT ON rlp_schema TO agents",
+    );
+    let url = format!("postgres://agents:agents-pw@127.0.0.1:{}/rlp?sslmode=disable", pg.port);
+    call_json(&sb, &bundle, &url);
+    on(&sb, &url, 0, &["trace", "verify"]);
+    assert_eq!(pg.psql("SELECT count(*) FROM events WHERE kind = 'tool.result'"), "2");
+    // Rows cannot be changed through that role.
+    let changed = std::process::Command::new("psql")
+        .env("PGPASSWORD", "agents-pw")
+        .args(["-X", "-h", "127.0.0.1", "-U", "agents", "-p", &pg.port.to_string(), "-d", "rlp"])
+        .args(["-c", "DELETE FROM events"])
+        .output()
+        .unwrap();
+    assert_contains(&String::from_utf8_lossy(&changed.stderr), "permission denied for table events");
+    // Without INSERT, the call is refused with the server's words and the way out.
+    pg.psql("REVOKE INSERT ON events FROM agents");
+    let refused = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
+    assert_ne!(refused.status.code(), Some(0));
+    assert_contains(&stderr(&refused), "permission denied for table events");
+}
