@@ -259,7 +259,7 @@ impl Session {
                 Some(head) => head,
                 None => head_of(self.client.query_opt(&self.statements.read_head, &[]).await?)?,
             };
-            if let Some(ids) = self.try_append(rows, guess).await? {
+            if let Some(ids) = self.try_append(rows, guess, false).await? {
                 return Ok(ids);
             }
             self.queued.set(true);
@@ -277,7 +277,7 @@ impl Session {
                     return Err(failure);
                 }
             };
-            let appended = self.try_append(rows, head).await;
+            let appended = self.try_append(rows, head, true).await;
             if appended.is_err() {
                 let _ = self.client.batch_execute("ROLLBACK").await;
             }
@@ -292,12 +292,17 @@ impl Session {
     }
 
     /// One round trip: the append chained after `prev` (committed
-    /// asynchronously, with the transaction the caller began, if any), the
-    /// head read again in a snapshot of its own, and the synchronous commit
-    /// that, once it returns, has put the WAL on disk past the append's
-    /// commit record (see the module notes). `None` when the head was not
-    /// `prev` (nothing was appended).
-    async fn try_append(&self, rows: &[PreparedRow], prev: [u8; 32]) -> Result<Option<Vec<i64>>, Failure> {
+    /// asynchronously: on its own, or with the transaction the caller began
+    /// when `in_transaction`), the head read again in a snapshot of its own,
+    /// and the synchronous commit that, once it returns, has put the WAL on
+    /// disk past the append's commit record (see the module notes). `None`
+    /// when the head was not `prev` (nothing was appended).
+    async fn try_append(
+        &self,
+        rows: &[PreparedRow],
+        prev: [u8; 32],
+        in_transaction: bool,
+    ) -> Result<Option<Vec<i64>>, Failure> {
         let mut columns = Columns::default();
         let mut chain = prev;
         for row in rows {
@@ -307,9 +312,14 @@ impl Session {
         let (from, to) = (to_hex(&prev), to_hex(&chain));
         let mut params = columns.params().to_vec();
         params.extend([&to as &(dyn ToSql + Sync), &from, &CHAIN_LOCK]);
+        // Polled in this order, so sent in this order, before any answer.
         let append = self.client.query(&self.statements.append, &params);
-        // Ends the caller's transaction, if it began one (a no-op otherwise).
-        let commit = self.client.batch_execute("COMMIT");
+        let commit = async {
+            match in_transaction {
+                true => self.client.batch_execute("COMMIT").await,
+                false => Ok(()),
+            }
+        };
         let read = self.client.query_opt(&self.statements.read_head, &[]);
         let sync = self.client.batch_execute(&self.sync);
         let (appended, committed, read, synced) = futures_util::join!(append, commit, read, sync);

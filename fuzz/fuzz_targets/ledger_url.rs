@@ -1,0 +1,29 @@
+//! Fuzzes ledger URLs (`--ledger`, `RUNLOOP_LEDGER_URL`, `[ledger] url`):
+//! any text is read or refused without a panic, and the password a URL
+//! carries (`scheme://user:PASSWORD@host/…`) is in neither the refusal nor
+//! the location shown.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rlp::ledger::Location;
+
+/// The password part of `text`'s authority, when it has one.
+fn password(text: &str) -> Option<&str> {
+    let rest = text.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next()?;
+    let userinfo = authority.rsplit_once('@')?.0;
+    Some(userinfo.split_once(':')?.1)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let shown = match Location::parse(text) {
+        Ok(location) => location.to_string(),
+        Err(why) => why,
+    };
+    // A password long enough to tell apart, and found nowhere else in the URL.
+    if let Some(secret) = password(text).filter(|p| p.len() >= 6 && text.matches(*p).count() == 1) {
+        assert!(!shown.contains(secret), "the password shows in {shown:?}");
+    }
+});
