@@ -34,7 +34,8 @@ const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
 /// password) and its display form (which never does).
 #[derive(Clone)]
 pub struct PostgresUrl {
-    config: Config,
+    /// Boxed: a location is passed around by value, and most are files.
+    config: Box<Config>,
     shown: String,
 }
 
@@ -103,7 +104,7 @@ impl PostgresUrl {
             config.application_name("rlp");
         }
         let shown = shown(&config);
-        Ok(PostgresUrl { config, shown })
+        Ok(PostgresUrl { config: Box::new(config), shown })
     }
 
     /// The first host, shown (a socket folder percent-encoded, as in libpq URLs).
@@ -114,7 +115,7 @@ impl PostgresUrl {
     /// The settings to connect with and the password to use, looked up
     /// now; `warnings` receives why a password file was not read.
     pub(crate) fn credentials(&self, warnings: &mut Vec<String>) -> Credentials {
-        let mut config = self.config.clone();
+        let mut config = (*self.config).clone();
         let from_url = config.get_password().map(|p| Zeroizing::new(String::from_utf8_lossy(p).into_owned()));
         let password = from_url.or_else(|| env("PGPASSWORD").map(Zeroizing::new)).or_else(|| {
             let file = pgpass::default_file()?;
