@@ -227,7 +227,7 @@ fn credentials_never_show_and_failures_are_usage_errors() {
     let sb = Sandbox::new();
     let bundle = fleet_bundle(&sb);
     let wrong = "Wr0ng-pa55word";
-    let with_wrong = format!("postgres://rlp:{wrong}@127.0.0.1:{}/rlp?sslmode=disable", pg.port);
+    let with_wrong = format!("postgres://rlp:{wrong}@127.0.0.1:{}/rlp", pg.port);
     let no_password = pg.url_as("rlp");
     let cases: Vec<(&str, Vec<(&str, String)>)> =
         vec![(with_wrong.as_str(), vec![]), (no_password.as_str(), vec![("PGPASSWORD", wrong.to_string())])];
@@ -325,7 +325,7 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
         "GRANT SELECT, INSERT ON events TO agents; GRANT SELECT, UPDATE ON rlp_head, rlp_sync TO agents; \
          GRANT SELECT ON rlp_schema TO agents",
     );
-    let url = format!("postgres://agents:agents-pw@127.0.0.1:{}/rlp?sslmode=disable", pg.port);
+    let url = format!("postgres://agents:agents-pw@127.0.0.1:{}/rlp", pg.port);
     call_json(&sb, &bundle, &url);
     on(&sb, &url, 0, &["trace", "verify"]);
     assert_eq!(pg.psql("SELECT count(*) FROM events WHERE kind = 'tool.result'"), "2");
@@ -342,4 +342,30 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
     let refused = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
     assert_ne!(refused.status.code(), Some(0));
     assert_contains(&stderr(&refused), "permission denied for table events");
+}
+
+#[test]
+fn tls_is_verified_and_never_falls_back_to_plain_text() {
+    let (pg, certs) = Postgres::start_tls();
+    let sb = Sandbox::new();
+    let bundle = fleet_bundle(&sb);
+    let require = format!("{}?sslmode=require", pg.url());
+    // The server's certificate is signed by a CA rlp does not know: refused.
+    let refused = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &require]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert_contains(&stderr(&refused), "error: cannot reach the ledger: ledger postgres://rlp@127.0.0.1:");
+    assert_contains(&stderr(&refused), "UnknownIssuer");
+    // `prefer` (the default) does not fall back to plain text either.
+    let preferred = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &pg.url()]).output().unwrap();
+    assert_eq!(preferred.status.code(), Some(2), "{}", stderr(&preferred));
+    // With the CA named by PGSSLROOTCERT, the connection is encrypted and verified.
+    let ca = certs.path().join("ca.pem");
+    let called = sb
+        .call(&bundle, "fleet.ok", json!({}))
+        .args(["--ledger", &require])
+        .env("PGSSLROOTCERT", &ca)
+        .output()
+        .unwrap();
+    assert_eq!(called.status.code(), Some(0), "{}", stderr(&called));
+    assert_eq!(pg.psql("SELECT count(*) FROM events WHERE kind = 'tool.result'"), "1");
 }

@@ -114,13 +114,63 @@ impl Postgres {
     /// Starts a server from a copy of the template, with role `rlp`
     /// (password [`RLP_PASSWORD`]) owning database `rlp`.
     pub fn start() -> Postgres {
+        Self::start_with("")
+    }
+
+    /// [`Postgres::start`] with TLS: a certificate for 127.0.0.1 signed by a
+    /// new certificate authority, in the returned folder as `ca.pem`.
+    pub fn start_tls() -> (Postgres, tempfile::TempDir) {
+        let certs = scratch("pg-certs-");
+        let dir = certs.path();
+        let openssl = |args: &[&str]| check("openssl", Command::new("openssl").args(args).current_dir(dir).output());
+        let key = ["-newkey", "rsa:2048", "-nodes"];
+        openssl(
+            &[
+                &["req", "-x509", "-days", "2", "-subj", "/CN=rlp test CA", "-keyout", "ca.key", "-out", "ca.pem"][..],
+                &key,
+            ]
+            .concat(),
+        );
+        openssl(
+            &[&["req", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr"][..], &key].concat(),
+        );
+        std::fs::write(dir.join("san.ext"), "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n").unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "server.pem",
+        ]);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        hand_over(dir);
+        let options = format!(
+            "-c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+            dir.join("server.pem").display(),
+            dir.join("server.key").display()
+        );
+        (Self::start_with(&options), certs)
+    }
+
+    fn start_with(extra: &str) -> Postgres {
         let dir = scratch("pg-");
         check("cp", Command::new("cp").arg("-a").arg(template().join("data")).arg(dir.path()).output());
         hand_over(dir.path());
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let options = format!("-p {port} -c listen_addresses=127.0.0.1 -k {}", dir.path().display());
+            let options = format!("-p {port} -c listen_addresses=127.0.0.1 -k {} {extra}", dir.path().display());
             let started = server_command("pg_ctl")
                 .arg("-D")
                 .arg(dir.path().join("data"))
@@ -142,12 +192,12 @@ impl Postgres {
 
     /// The URL of database `rlp` as role `rlp`, with its password.
     pub fn url(&self) -> String {
-        format!("postgres://rlp:{RLP_PASSWORD}@127.0.0.1:{}/rlp?sslmode=disable", self.port)
+        format!("postgres://rlp:{RLP_PASSWORD}@127.0.0.1:{}/rlp", self.port)
     }
 
     /// The URL of database `rlp` as `user`, without a password.
     pub fn url_as(&self, user: &str) -> String {
-        format!("postgres://{user}@127.0.0.1:{}/rlp?sslmode=disable", self.port)
+        format!("postgres://{user}@127.0.0.1:{}/rlp", self.port)
     }
 
     /// Runs `sql` with psql as the superuser in `database`; returns its
