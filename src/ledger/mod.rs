@@ -186,6 +186,8 @@ impl fmt::Display for Location {
 pub enum PostgresProblem {
     /// The server could not be reached, or the connection broke.
     Connection,
+    /// The server's TLS certificate did not verify.
+    Certificate,
     /// The server refused the user or password.
     Authentication,
     /// The user may not read or write the tables.
@@ -251,7 +253,7 @@ impl Reportable for LedgerError {
             LedgerError::Sqlite { path, .. } if self.is_not_a_database() => {
                 format!("{} is not an rlp ledger: {self}", path.display())
             }
-            LedgerError::Postgres { problem: PostgresProblem::Connection, .. } => {
+            LedgerError::Postgres { problem: PostgresProblem::Connection | PostgresProblem::Certificate, .. } => {
                 format!("cannot reach the ledger: {self}")
             }
             _ => format!("cannot read the ledger: {self}"),
@@ -268,6 +270,10 @@ impl Reportable for LedgerError {
                     "check that PostgreSQL is running at {server} and that the ledger URL (--ledger, \
                      RUNLOOP_LEDGER_URL or [ledger] url in config.toml) is right"
                 ),
+                PostgresProblem::Certificate => "name the certificate of the server's certificate authority with \
+                                                 PGSSLROOTCERT=/path/to/ca.pem (rlp checks certificates whatever \
+                                                 the sslmode; docs/fleet.md, \"Credentials\")"
+                    .into(),
                 PostgresProblem::Authentication => "check the user and the password: in the URL, PGPASSWORD or \
                                                     ~/.pgpass (rlp never shows it)"
                     .into(),

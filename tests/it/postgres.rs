@@ -354,7 +354,11 @@ fn tls_is_verified_and_never_falls_back_to_plain_text() {
     let refused = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &require]).output().unwrap();
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert_contains(&stderr(&refused), "error: cannot reach the ledger: ledger postgres://rlp@127.0.0.1:");
-    assert_contains(&stderr(&refused), "UnknownIssuer");
+    assert_contains(&stderr(&refused), "invalid peer certificate: UnknownIssuer");
+    assert_contains(
+        &stderr(&refused),
+        "help: name the certificate of the server's certificate authority with PGSSLROOTCERT",
+    );
     // `prefer` (the default) does not fall back to plain text either.
     let preferred = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &pg.url()]).output().unwrap();
     assert_eq!(preferred.status.code(), Some(2), "{}", stderr(&preferred));

@@ -208,6 +208,7 @@ fn problem_of(e: &tokio_postgres::Error) -> PostgresProblem {
         }
         Some(code) if *code == SqlState::INSUFFICIENT_PRIVILEGE => PostgresProblem::Permission,
         Some(_) => PostgresProblem::Server,
+        None if describe(e).contains("invalid peer certificate") => PostgresProblem::Certificate,
         None => PostgresProblem::Connection,
     }
 }
