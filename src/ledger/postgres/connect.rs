@@ -74,6 +74,14 @@ impl PostgresUrl {
     /// Reads a `postgres://` (or `postgresql://`) URL, filling what it
     /// leaves out the way libpq does. The error never quotes the URL.
     pub fn parse(text: &str) -> Result<PostgresUrl, String> {
+        // An `@` left in a password would end it early, and the rest would
+        // be taken for the host and shown.
+        let authority = text.split_once("://").map_or("", |(_, rest)| rest.split(['/', '?']).next().unwrap_or(""));
+        if authority.matches('@').count() > 1 {
+            return Err("the PostgreSQL URL holds more than one `@` before the host: write an `@` in the user or \
+                        password as %40"
+                .into());
+        }
         let mut config = Config::from_str(text).map_err(|e| format!("the PostgreSQL URL cannot be read: {e}"))?;
         if config.get_user().is_none() {
             let user = default_user().ok_or("the PostgreSQL URL names no user, and neither PGUSER nor USER is set; write postgres://USER@HOST/DATABASE")?;
@@ -234,8 +242,10 @@ mod tests {
             assert!(credentials.has_password());
             assert_eq!(credentials.scrub("no s3cr@t here".into()), "no [redacted] here");
         }
-        let error = PostgresUrl::parse("postgres://ada:s3cret@db.example:notaport/x").err().unwrap();
-        assert!(!error.contains("s3cret"), "{error}");
+        for text in ["postgres://ada:s3cret@db.example:notaport/x", "postgres://ada:s3c@ret@db.example/x"] {
+            let error = PostgresUrl::parse(text).err().unwrap();
+            assert!(!error.contains("s3c") && !error.contains("ret"), "{error}");
+        }
     }
 
     #[test]
