@@ -22,13 +22,18 @@
 //! Usage: `bench_call [--iterations N] [--rlp PATH] [--disk DIR] [--tmpfs DIR] [--otel]`.
 //! Prints a Markdown report on stdout.
 
+use std::cell::Cell;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
 
 use rlp::event::{EventKind, Provenance, Record, Recorder, now_ms};
 use rlp::home::Home;
@@ -41,6 +46,9 @@ use serde_json::json;
 
 /// Connects the client tool makes per round.
 const CONNECTS: u32 = 2000;
+
+/// Spans the keep-alive server was sent as OTLP exports (`--otel`).
+static SPANS_RECEIVED: AtomicUsize = AtomicUsize::new(0);
 
 struct Args {
     iterations: usize,
@@ -236,17 +244,19 @@ fn serve(stream: TcpStream) {
     let mut reader = BufReader::new(stream);
     loop {
         let mut length = 0usize;
-        let mut first = true;
+        let mut request_line = String::new();
         loop {
             let mut line = String::new();
             match reader.read_line(&mut line) {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
             }
-            if line == "\r\n" && !first {
+            if line == "\r\n" && !request_line.is_empty() {
                 break;
             }
-            first = false;
+            if request_line.is_empty() {
+                request_line = line.clone();
+            }
             if let Some((k, v)) = line.split_once(':')
                 && k.eq_ignore_ascii_case("content-length")
             {
@@ -256,6 +266,9 @@ fn serve(stream: TcpStream) {
         let mut body = vec![0; length];
         if reader.read_exact(&mut body).is_err() {
             return;
+        }
+        if request_line.starts_with("POST /v1/traces ") {
+            SPANS_RECEIVED.fetch_add(spans_in(&body), Ordering::SeqCst);
         }
         let reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
         if writer.write_all(reply.as_bytes()).is_err() {
@@ -576,6 +589,13 @@ fn main() {
     let _ = std::io::stdout().flush();
 }
 
+/// The spans an OTLP export body holds (0 when it does not decode).
+fn spans_in(body: &[u8]) -> usize {
+    ExportTraceServiceRequest::decode(body)
+        .map(|request| request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum())
+        .unwrap_or(0)
+}
+
 /// The span recorder in front of `inner`, sending to the receiver on `port`.
 fn with_spans(inner: Arc<dyn Recorder>, port: u16) -> Arc<dyn Recorder> {
     let endpoint = format!("http://127.0.0.1:{port}");
@@ -623,17 +643,19 @@ fn span_export(args: &Args) -> String {
         write_bundle(disk.path(), "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"));
     let _ = rlp::process::become_subreaper();
 
-    let exec_off = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
-    let exec_on = runtime(&exec_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
+    let sent = Cell::new(0usize);
+    let plain_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
+    let traced_exec = runtime(&exec_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
     let ok = CallRequest::new("ok", json!({}));
     let mut exec = interleaved(
         n,
         &mut [
             &mut || {
-                exec_off.call(&ok).unwrap();
+                plain_exec.call(&ok).unwrap();
             },
             &mut || {
-                exec_on.call(&ok).unwrap();
+                traced_exec.call(&ok).unwrap();
+                sent.set(sent.get() + 1);
             },
         ],
     )
@@ -641,17 +663,18 @@ fn span_export(args: &Args) -> String {
     let (exec_off, exec_on) = (exec.next().unwrap(), exec.next().unwrap());
 
     let http_n = n * 3;
-    let http_off = runtime(&http_bundle, disk.path(), Arc::new(NullRecorder));
-    let http_on = runtime(&http_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
+    let plain_http = runtime(&http_bundle, disk.path(), Arc::new(NullRecorder));
+    let traced_http = runtime(&http_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
     let get = CallRequest::new("get", json!({}));
     let mut http = interleaved(
         http_n,
         &mut [
             &mut || {
-                http_off.call(&get).unwrap();
+                plain_http.call(&get).unwrap();
             },
             &mut || {
-                http_on.call(&get).unwrap();
+                traced_http.call(&get).unwrap();
+                sent.set(sent.get() + 1);
             },
         ],
     )
@@ -666,9 +689,17 @@ fn span_export(args: &Args) -> String {
             recorder.record(&batch).unwrap();
         }
     };
-    let mut recorders =
-        interleaved(frames_n, &mut [&mut || record_call(&null), &mut || record_call(&spans)]).into_iter();
+    let mut recorders = interleaved(
+        frames_n,
+        &mut [&mut || record_call(&null), &mut || {
+            record_call(&spans);
+            sent.set(sent.get() + 1);
+        }],
+    )
+    .into_iter();
     let (frames_off, frames_on) = (recorders.next().unwrap(), recorders.next().unwrap());
+    // Dropped, each span recorder sends what it holds (waiting 2 s at most).
+    drop((traced_exec, traced_http, spans));
 
     let mut out = String::new();
     out.push_str(&format!(
@@ -695,5 +726,10 @@ fn span_export(args: &Args) -> String {
     out.push_str(&format!("| exec call, spans on over off | {} |\n", over(&exec_on, &exec_off)));
     out.push_str(&format!("| http call, spans on over off | {} |\n", over(&http_on, &http_off)));
     out.push_str(&format!("| the span recorder alone, over a no-op recorder | {} |\n", over(&frames_on, &frames_off)));
+    out.push_str(&format!(
+        "\nSpans: {} made, {} received by the receiver (the rest dropped by a full queue).\n",
+        sent.get(),
+        SPANS_RECEIVED.load(Ordering::SeqCst)
+    ));
     out
 }
