@@ -112,3 +112,88 @@ fn frame_of(record: &Record, capture_content: bool) -> Option<Frame> {
     let body = Payload::read(record.kind, payload).ok()?;
     Some(Frame { ts_ms: record.ts_ms, body })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Keeps what it records, or refuses everything.
+    #[derive(Default)]
+    struct Kept {
+        records: Mutex<Vec<Record>>,
+        refuse: bool,
+    }
+
+    impl Recorder for Kept {
+        fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
+            if self.refuse {
+                return Err(RecordError("the disk is full".into()));
+            }
+            self.records.lock().unwrap().extend_from_slice(batch);
+            Ok(())
+        }
+
+        fn usage(&self, _trace_id: Uuid, _tool: &str) -> Result<Usage, RecordError> {
+            Ok(Usage { tokens: Some(7), usd: None })
+        }
+    }
+
+    fn recorder(inner: Arc<Kept>) -> SpanRecorder {
+        let settings =
+            Settings::live(|name| (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://127.0.0.1:9".into()));
+        SpanRecorder::start(inner, &settings.settings.unwrap(), Arc::new(|_: &str| {})).unwrap()
+    }
+
+    fn call(invocation: Uuid) -> Vec<Record> {
+        let trace = Uuid::from_u128(1);
+        vec![
+            Record::now(
+                EventKind::CapAudit,
+                "runtime",
+                "a",
+                trace,
+                json!({"tool": "t", "capability": "exec", "decision": "allow", "invocation_id": invocation}),
+            ),
+            Record::now(
+                EventKind::ToolCall,
+                "runtime",
+                "a",
+                trace,
+                json!({"tool": "t", "args": {"secretless": "content"}, "invocation_id": invocation}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn frames_are_recorded_first_and_assembled_only_once_recorded() {
+        let inner = Arc::new(Kept::default());
+        let spans = recorder(inner.clone());
+        let batch = call(Uuid::from_u128(2));
+        spans.record(&batch).unwrap();
+        assert_eq!(*inner.records.lock().unwrap(), batch);
+        assert_eq!(spans.usage(Uuid::from_u128(1), "t").unwrap().tokens, Some(7));
+        let open = spans.assembler.lock().unwrap().drain();
+        assert_eq!(open.iter().map(|i| i.frames.len()).collect::<Vec<_>>(), [2]);
+
+        let refusing = Arc::new(Kept { refuse: true, ..Kept::default() });
+        let spans = recorder(refusing);
+        let refused = spans.record(&call(Uuid::from_u128(3)));
+        assert_eq!(refused, Err(RecordError("the disk is full".into())));
+        assert!(spans.assembler.lock().unwrap().drain().is_empty(), "a span never shows an unrecorded frame");
+    }
+
+    #[test]
+    fn without_capture_the_content_is_left_out_before_reading() {
+        let record = &call(Uuid::from_u128(4))[1];
+        let Some(Frame { body: Payload::ToolCall(plain), .. }) = frame_of(record, false) else { panic!() };
+        assert_eq!(plain.args, Value::Null);
+        let Some(Frame { body: Payload::ToolCall(captured), .. }) = frame_of(record, true) else { panic!() };
+        assert_eq!(captured.args, json!({"secretless": "content"}));
+        let discovery =
+            Record::now(EventKind::ToolDiscover, "runtime", "a", Uuid::from_u128(1), json!({"action": "search"}));
+        assert_eq!(frame_of(&discovery, true), None);
+        let unreadable = Record::now(EventKind::ToolCall, "runtime", "a", Uuid::from_u128(1), json!([1]));
+        assert_eq!(frame_of(&unreadable, false), None);
+    }
+}
