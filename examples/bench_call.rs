@@ -14,16 +14,26 @@
 //!   the machine's fsync floor (write + fdatasync of a small file) in the same
 //!   folder.
 //!
-//! Usage: `bench_call [--iterations N] [--rlp PATH] [--disk DIR] [--tmpfs DIR]`.
+//! With `--otel` (see bench/otel.sh) it measures span export instead: the
+//! same in-process calls (exec and http) with spans off and on, sent to a
+//! live receiver on loopback, and the span recorder alone on one call's
+//! frames.
+//!
+//! Usage: `bench_call [--iterations N] [--rlp PATH] [--disk DIR] [--tmpfs DIR] [--otel]`.
 //! Prints a Markdown report on stdout.
 
+use std::cell::Cell;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
 
 use rlp::event::{EventKind, Provenance, Record, Recorder, now_ms};
 use rlp::home::Home;
@@ -31,16 +41,22 @@ use rlp::ledger::{LedgerStore, SqliteLedger as Ledger};
 use rlp::runtime::recorder::NullRecorder;
 use rlp::runtime::{CallRequest, Runtime, RuntimeOptions};
 use rlp::sandbox::SandboxMode;
+use rlp::telemetry::{Settings, SpanRecorder, Warn};
 use serde_json::json;
 
 /// Connects the client tool makes per round.
 const CONNECTS: u32 = 2000;
+
+/// Spans the keep-alive server was sent as OTLP exports (`--otel`).
+static SPANS_RECEIVED: AtomicUsize = AtomicUsize::new(0);
 
 struct Args {
     iterations: usize,
     rlp: Option<PathBuf>,
     disk: PathBuf,
     tmpfs: PathBuf,
+    /// Measure span export (bench/otel.sh) instead.
+    otel: bool,
 }
 
 /// As an exec tool (`<blob> --connect-client PORT N`): connects N times to
@@ -57,9 +73,14 @@ fn connect_client(port: &str, connects: &str) {
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { iterations: 300, rlp: None, disk: std::env::temp_dir(), tmpfs: PathBuf::from("/dev/shm") };
+    let mut args =
+        Args { iterations: 300, rlp: None, disk: std::env::temp_dir(), tmpfs: PathBuf::from("/dev/shm"), otel: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--otel" {
+            args.otel = true;
+            continue;
+        }
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
             "--iterations" => args.iterations = value.parse().expect("--iterations takes a number"),
@@ -223,17 +244,19 @@ fn serve(stream: TcpStream) {
     let mut reader = BufReader::new(stream);
     loop {
         let mut length = 0usize;
-        let mut first = true;
+        let mut request_line = String::new();
         loop {
             let mut line = String::new();
             match reader.read_line(&mut line) {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
             }
-            if line == "\r\n" && !first {
+            if line == "\r\n" && !request_line.is_empty() {
                 break;
             }
-            first = false;
+            if request_line.is_empty() {
+                request_line = line.clone();
+            }
             if let Some((k, v)) = line.split_once(':')
                 && k.eq_ignore_ascii_case("content-length")
             {
@@ -243,6 +266,9 @@ fn serve(stream: TcpStream) {
         let mut body = vec![0; length];
         if reader.read_exact(&mut body).is_err() {
             return;
+        }
+        if request_line.starts_with("POST /v1/traces ") {
+            SPANS_RECEIVED.fetch_add(spans_in(&body), Ordering::SeqCst);
         }
         let reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
         if writer.write_all(reply.as_bytes()).is_err() {
@@ -301,6 +327,11 @@ fn main() {
         return connect_client(port, connects);
     }
     let args = parse_args();
+    if args.otel {
+        print!("{}", span_export(&args));
+        let _ = std::io::stdout().flush();
+        return;
+    }
     let n = args.iterations;
     let disk = tempfile::tempdir_in(&args.disk).unwrap();
     let tmpfs = tempfile::tempdir_in(&args.tmpfs).unwrap_or_else(|_| tempfile::tempdir().unwrap());
@@ -556,4 +587,149 @@ fn main() {
     );
     print!("{out}");
     let _ = std::io::stdout().flush();
+}
+
+/// The spans an OTLP export body holds (0 when it does not decode).
+fn spans_in(body: &[u8]) -> usize {
+    ExportTraceServiceRequest::decode(body)
+        .map(|request| request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum())
+        .unwrap_or(0)
+}
+
+/// The span recorder in front of `inner`, sending to the receiver on `port`.
+fn with_spans(inner: Arc<dyn Recorder>, port: u16) -> Arc<dyn Recorder> {
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let settings = Settings::live(|name| (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| endpoint.clone()));
+    let settings = settings.settings.expect("spans on");
+    let warn: Warn = Arc::new(|line: &str| eprintln!("warning: {line}"));
+    Arc::new(SpanRecorder::start(inner, &settings, warn).expect("the span pipeline starts"))
+}
+
+/// The frames the runtime records for one successful call of `ok`, in
+/// its two batches (the call with its audit, then the result).
+fn call_frames() -> [Vec<Record>; 2] {
+    let (trace, invocation) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    let record = |kind, payload| Record::now(kind, "runtime", "bench", trace, payload);
+    [
+        vec![
+            record(
+                EventKind::CapAudit,
+                json!({"v": 1, "tool": "ok", "capability": "exec", "decision": "allow", "reason": "granted", "invocation_id": invocation}),
+            ),
+            record(EventKind::ToolCall, json!({"v": 1, "tool": "ok", "args": {"n": 1}, "invocation_id": invocation})),
+        ],
+        vec![record(
+            EventKind::ToolResult,
+            json!({"v": 1, "tool": "ok", "result": {"ok": true}, "attempt": 1, "duration_ms": 2, "invocation_id": invocation}),
+        )],
+    ]
+}
+
+/// Span export (bench/otel.sh): in-process calls with spans off and on —
+/// exec and http tools, no-op recorder behind — each pair interleaved, the
+/// spans sent to a live keep-alive receiver on loopback; and one call's
+/// frames through the span recorder alone.
+fn span_export(args: &Args) -> String {
+    let n = args.iterations;
+    let disk = tempfile::tempdir_in(&args.disk).unwrap();
+    let script = write_script(disk.path());
+    let port = start_server();
+    let exec_bundle = write_bundle(disk.path(), "bench_exec", exec_tools(&script), "[capabilities]\nexec = true\n");
+    let http = json!([{
+        "id": "get", "description": "trivial", "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{port}/ok")},
+        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
+    }]);
+    let http_bundle =
+        write_bundle(disk.path(), "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"));
+    let _ = rlp::process::become_subreaper();
+
+    let sent = Cell::new(0usize);
+    let plain_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
+    let traced_exec = runtime(&exec_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
+    let ok = CallRequest::new("ok", json!({}));
+    let mut exec = interleaved(
+        n,
+        &mut [
+            &mut || {
+                plain_exec.call(&ok).unwrap();
+            },
+            &mut || {
+                traced_exec.call(&ok).unwrap();
+                sent.set(sent.get() + 1);
+            },
+        ],
+    )
+    .into_iter();
+    let (exec_off, exec_on) = (exec.next().unwrap(), exec.next().unwrap());
+
+    let http_n = n * 3;
+    let plain_http = runtime(&http_bundle, disk.path(), Arc::new(NullRecorder));
+    let traced_http = runtime(&http_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
+    let get = CallRequest::new("get", json!({}));
+    let mut http = interleaved(
+        http_n,
+        &mut [
+            &mut || {
+                plain_http.call(&get).unwrap();
+            },
+            &mut || {
+                traced_http.call(&get).unwrap();
+                sent.set(sent.get() + 1);
+            },
+        ],
+    )
+    .into_iter();
+    let (http_off, http_on) = (http.next().unwrap(), http.next().unwrap());
+
+    let frames_n = n * 10;
+    let null: Arc<dyn Recorder> = Arc::new(NullRecorder);
+    let spans = with_spans(Arc::new(NullRecorder), port);
+    let record_call = |recorder: &Arc<dyn Recorder>| {
+        for batch in call_frames() {
+            recorder.record(&batch).unwrap();
+        }
+    };
+    let mut recorders = interleaved(
+        frames_n,
+        &mut [&mut || record_call(&null), &mut || {
+            record_call(&spans);
+            sent.set(sent.get() + 1);
+        }],
+    )
+    .into_iter();
+    let (frames_off, frames_on) = (recorders.next().unwrap(), recorders.next().unwrap());
+    // Dropped, each span recorder sends what it holds (waiting 2 s at most).
+    drop((traced_exec, traced_http, spans));
+
+    let mut out = String::new();
+    out.push_str(&format!(
+        "Iterations: {n} per exec series, {http_n} per http series, {frames_n} per recorder series; times in µs.\n\n"
+    ));
+    out.push_str("| series | median µs | mean µs | CPU µs per call |\n|---|---:|---:|---:|\n");
+    row(&mut out, "exec: `Runtime::call`, no-op recorder, spans off", &exec_off);
+    row(&mut out, "exec: `Runtime::call`, no-op recorder, spans on", &exec_on);
+    row(&mut out, "http: `Runtime::call`, no-op recorder, spans off", &http_off);
+    row(&mut out, "http: `Runtime::call`, no-op recorder, spans on", &http_on);
+    row(&mut out, "one call's frames (audit + call, result): no-op recorder", &frames_off);
+    row(&mut out, "one call's frames (audit + call, result): span recorder", &frames_on);
+    let over = |on: &Series, off: &Series| {
+        format!(
+            "{:.1} | {:.1} | {:.1}",
+            on.median() - off.median(),
+            on.mean() - off.mean(),
+            on.cpu_per_call() - off.cpu_per_call()
+        )
+    };
+    out.push_str(
+        "\n| span export, per call | wall µs (medians) | wall µs (means) | CPU µs (all threads) |\n|---|---:|---:|---:|\n",
+    );
+    out.push_str(&format!("| exec call, spans on over off | {} |\n", over(&exec_on, &exec_off)));
+    out.push_str(&format!("| http call, spans on over off | {} |\n", over(&http_on, &http_off)));
+    out.push_str(&format!("| the span recorder alone, over a no-op recorder | {} |\n", over(&frames_on, &frames_off)));
+    out.push_str(&format!(
+        "\nSpans: {} made, {} received by the receiver (the rest dropped by a full queue).\n",
+        sent.get(),
+        SPANS_RECEIVED.load(Ordering::SeqCst)
+    ));
+    out
 }

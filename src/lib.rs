@@ -11,7 +11,8 @@
 //! - 2: [`integrity`], [`event`] (the frame schema), and [`sandbox`] (the
 //!   seccomp filter and network supervisor of exec tools);
 //! - 3: [`pack`], [`ledger`] (the store of frames), [`process`] (the one
-//!   process runner);
+//!   process runner), [`telemetry`] (spans of the frames, sent to an
+//!   OpenTelemetry collector);
 //! - 4: [`runtime`], the call pipeline, which records through
 //!   [`event::Recorder`] and does not know the ledger;
 //! - 5: `authoring`, `discovery` (tool definitions, search) over the
@@ -40,4 +41,5 @@ pub mod runtime;
 pub mod sandbox;
 pub mod secrets;
 pub mod serve;
+pub mod telemetry;
 pub(crate) mod text;

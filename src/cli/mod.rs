@@ -14,6 +14,7 @@ pub(crate) mod runtime_setup;
 pub(crate) mod secrets;
 pub(crate) mod serve;
 pub(crate) mod sign;
+pub(crate) mod spans;
 pub(crate) mod terminal;
 pub(crate) mod tools;
 pub(crate) mod trace;

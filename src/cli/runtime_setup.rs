@@ -118,7 +118,8 @@ fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(R
     })
 }
 
-/// Loads the configuration, then the recorder `recorder` opens, then the
+/// Loads the configuration, then the recorder `recorder` opens (live spans
+/// in front of it when the OpenTelemetry variables turn them on), then the
 /// bundle into a runtime.
 fn load_with(
     flags: RuntimeFlags<'_>,
@@ -130,7 +131,8 @@ fn load_with(
         &Flags { confirm_external_actions: flags.confirm_external_actions, ..Flags::default() },
     )?;
     warn(&loaded.warnings);
-    let recorder = recorder()?;
+    let traced = crate::cli::spans::traced(recorder()?);
+    let recorder = traced.recorder();
     let (confirmer, answerer): (Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {
         let confirmer: Arc<dyn Confirmer> = if flags.yes { Arc::new(PreApproved) } else { Arc::new(NoTerminal) };
         (confirmer, Arc::new(NoAnswerer))
@@ -147,6 +149,7 @@ fn load_with(
         answerer,
     };
     let runtime = Runtime::load(flags.bundle, options)?;
+    traced.loaded(&runtime);
     warn(runtime.warnings());
     if let Some(note) = runtime.trust_note() {
         diagnostic(&format!("note: {}", crate::text::terminal_safe(&note)));

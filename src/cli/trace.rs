@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, OutputError, Printer, diagnostic, write_each};
+use crate::cli::output::{Format, OutputError, Printer, diagnostic, warning, write_each};
 use crate::event::frame::TraceFrame;
 use crate::event::{Outcome, Usage};
 use crate::ledger::export::{ExportError, export_trace};
@@ -24,6 +24,7 @@ use crate::ledger::query::{
 use crate::ledger::timeline::{Detail, Timeline, TimelineEntry, TimelineSummary};
 use crate::ledger::{LedgerStore, Location, VerifyReport};
 use crate::replay::trace_diff::trace_diff;
+use crate::telemetry::{SendError, Settings, TraceSender, process_env};
 use crate::text::{ellipsize, format_ts, plural, terminal_safe, terminal_safe_line};
 
 /// Characters of a payload shown on one timeline line.
@@ -93,10 +94,19 @@ Examples:
   rlp trace export last -o golden.jsonl
   rlp trace export last | head -1
   rlp trace export last --tag team=docs -o docs-calls.jsonl
+  rlp trace export last --otlp https://api.collector.example
+  OTEL_EXPORTER_OTLP_ENDPOINT=https://api.collector.example rlp trace export last --otlp
 
 With --tag, only the frames of the calls (invocations) one of whose frames carries every tag
 given are exported: a partial trace, numbered and chained on its own (each frame keeps its
 own hash_blake3). It can be shown, diffed, replayed and imported like a whole one.
+
+With --otlp, each call of the trace is sent as an OpenTelemetry span (the one a live call
+sends) over OTLP/HTTP with protobuf bodies, to ENDPOINT (a base URL: /v1/traces is added
+unless it is there) or where OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT
+says; headers and the timeout come from the OTEL_EXPORTER_OTLP_* variables, content only
+with RLP_OTEL_CAPTURE_CONTENT=true (docs/fleet.md). Exit 1 when the collector refuses
+the spans or cannot be reached.
 
 The file format is described in docs/replay.md.")]
 pub struct ExportArgs {
@@ -109,6 +119,9 @@ pub struct ExportArgs {
     /// Write to this file (atomically) instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Send the trace's calls as OpenTelemetry spans (OTLP/HTTP) to ENDPOINT, or to the collector the OTEL_EXPORTER_OTLP_* variables name.
+    #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, conflicts_with = "output")]
+    pub otlp: Option<Option<String>>,
 }
 
 /// Flags of `rlp trace import`.
@@ -522,6 +535,9 @@ fn output_dir(path: &Path) -> Result<&Path, CliError> {
 }
 
 fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
+    if let Some(endpoint) = &args.otlp {
+        return export_spans(args, endpoint.as_deref(), ctx);
+    }
     let location = ctx.ledger()?;
     let trace_id = resolve_trace_id(&args.trace_id, &location)?;
     let dir = args.output.as_deref().map(output_dir).transpose()?;
@@ -554,6 +570,63 @@ fn export(args: &ExportArgs, ctx: &Context) -> CliResult {
             }
         }
     }
+}
+
+/// `rlp trace export --otlp [ENDPOINT]`: the trace's calls as spans, sent
+/// to a collector; one that refuses them or cannot be reached is exit 1.
+fn export_spans(args: &ExportArgs, endpoint: Option<&str>, ctx: &Context) -> CliResult {
+    let ledger = ctx.ledger()?;
+    let trace_id = resolve_trace_id(&args.trace_id, &ledger)?;
+    let reading = Settings::export(process_env, endpoint).map_err(|why| {
+        CliError::usage(why).with_help(
+            "rlp sends OTLP over HTTP with protobuf bodies: pass the collector's base URL (e.g. --otlp \
+             http://localhost:4318) or set OTEL_EXPORTER_OTLP_ENDPOINT (docs/fleet.md)",
+        )
+    })?;
+    for line in &reading.warnings {
+        warning(line);
+    }
+    let settings = reading.settings;
+    let input = TraceInput::Ledger { ledger, trace_id };
+    let only = tagged(&input, &args.tags)?;
+    let mut sender = TraceSender::new(&settings).map_err(CliError::problem)?;
+    let mut failure = None;
+    for_each_frame(&input, |frame| {
+        let kept = match &only {
+            Some(only) => frame.body.invocation_id().is_some_and(|id| only.contains(&id)),
+            None => true,
+        };
+        if !kept {
+            return ControlFlow::Continue(());
+        }
+        match sender.add(frame) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })?;
+    let sent = match failure {
+        Some(e) => Err(e),
+        None => sender.finish(),
+    }
+    .map_err(|e| unsent(e, trace_id))?;
+    diagnostic(&format!("Sent {} of trace {trace_id} to {}.", plural(sent, "span"), settings.endpoint()));
+    Ok(Exit::Success)
+}
+
+/// The error of an export the collector refused or did not answer (exit 1).
+fn unsent(e: SendError, trace_id: Uuid) -> CliError {
+    let before = match e.sent {
+        0 => "no span was sent".to_string(),
+        n => format!("{} went before", plural(n, "span")),
+    };
+    CliError::problem(format!("cannot send the spans of trace {trace_id} to {}: {}; {before}", e.endpoint, e.why))
+        .with_help(
+            "check that an OpenTelemetry collector takes OTLP over HTTP (protobuf) there, with the headers it needs \
+             (OTEL_EXPORTER_OTLP_HEADERS); then export again",
+        )
 }
 
 // ---------------------------------------------------------------- import

@@ -11,7 +11,8 @@
 //! - [`hash`]: the frame hash and the hash chain;
 //! - [`row`]: rows of the `events` table (`schema.sql`, the one table
 //!   definition);
-//! - [`frame`]: a frame of a trace as read back.
+//! - [`frame`]: a frame of a trace as read back;
+//! - [`traceparent`]: the W3C trace context a caller sends with a call.
 //!
 //! The format is described for users in docs/runtime.md ("Ledger") and
 //! docs/replay.md (the export).
@@ -24,6 +25,7 @@ pub(crate) mod kind;
 pub(crate) mod payload;
 pub(crate) mod record;
 pub(crate) mod row;
+pub(crate) mod traceparent;
 
 pub use kind::{EventKind, Payload};
 pub use payload::{

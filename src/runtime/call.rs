@@ -13,6 +13,7 @@ use crate::bundle::policy::grant_line;
 use crate::bundle::tools::{Tool, Transport};
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::error::{Class, Reportable};
+use crate::event::traceparent::is_traceparent;
 use crate::event::{
     Decision, EventKind, Outcome, PAYLOAD_VERSION, ToolCallPayload, ToolConfirmPayload, ToolResultPayload, Usage,
     now_ms,
@@ -45,19 +46,6 @@ pub(crate) const TRUST_AUDIT: &str = "trust";
 
 /// The context of a call that brings nothing of its own.
 static NO_CONTEXT: CallContext = CallContext { confirmer: None, answerer: None, cancel: None, progress: None };
-
-/// Whether `text` is a W3C trace context `traceparent`: version `00`, a
-/// 32-digit trace id and a 16-digit parent id (neither all zeros), and
-/// 2-digit flags, in lower-case hexadecimal.
-pub(crate) fn is_traceparent(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('-').collect();
-    let hex = |part: &str, len: usize| {
-        part.len() == len && part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
-    matches!(parts.as_slice(), [version, trace, parent, flags]
-        if *version == "00" && hex(trace, 32) && hex(parent, 16) && hex(flags, 2)
-            && trace.bytes().any(|b| b != b'0') && parent.bytes().any(|b| b != b'0'))
-}
 
 /// One call to make.
 #[derive(Clone, Debug, PartialEq)]
@@ -876,22 +864,6 @@ mod tests {
         assert_eq!(backoff_ms(2, Some(50)), 50);
         assert_eq!(backoff_ms(40, None), BACKOFF_MAX_MS);
         assert_eq!(backoff_ms(1, Some(u64::MAX)), BACKOFF_MAX_MS);
-    }
-
-    #[test]
-    fn traceparents_are_checked_to_the_w3c_form() {
-        assert!(is_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
-        for bad in [
-            "",
-            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
-            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
-        ] {
-            assert!(!is_traceparent(bad), "{bad}");
-        }
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub fn read_message(bytes: &[u8]) -> Result<Option<InboundCall>, String> {
         tool: params.name.to_string(),
         arguments: argument_count,
         trace_id: named_trace(&meta).ok().flatten(),
-        traceparent_recorded: traceparent(&meta).is_some_and(|t| crate::runtime::call::is_traceparent(&t)),
+        traceparent_recorded: traceparent(&meta).is_some_and(|t| crate::event::traceparent::is_traceparent(&t)),
         progress: meta.get_progress_token().is_some(),
         resumes: params.request_state.is_some(),
         meta_arguments: meta::read(&params.name, &mut arguments).map(|read| read.is_ok()),

@@ -15,6 +15,7 @@ mod discovery;
 mod first_hour;
 mod io;
 mod lint;
+mod otel;
 mod postgres;
 mod replay;
 mod runtime;

@@ -17,9 +17,9 @@ use crate::support::process::decode_environ;
 use crate::support::{Sandbox, bundle};
 
 /// Holds `"`, `\`, `/`, a tab, a space, `+`, `=`, a non-ASCII and a non-BMP character.
-const SECRET: &str = "Qx9k\"Zr\\7w/Pv\tm\u{e9}\u{1F600} Lt3Nb8+=";
-const SECRET_ID: &str = "runloop/test/token";
-const SECRET_ENV: &str = "RUNLOOP_TEST__TOKEN";
+pub(crate) const SECRET: &str = "Qx9k\"Zr\\7w/Pv\tm\u{e9}\u{1F600} Lt3Nb8+=";
+pub(crate) const SECRET_ID: &str = "runloop/test/token";
+pub(crate) const SECRET_ENV: &str = "RUNLOOP_TEST__TOKEN";
 /// ASCII only (a header value cannot carry more), with `"`, `\`, `/`, a space and `+`.
 const HEADER_SECRET: &str = "Hx7q\"t\\k/Q9 +z=W4~";
 const HEADER_SECRET_ID: &str = "runloop/test/http_token";
@@ -105,7 +105,7 @@ fn embedded_run(prefix: &str, value: &str) -> String {
 }
 
 /// The spellings of `value` a tool may print whole, each with a label.
-fn whole_spellings(value: &str) -> Vec<(String, String)> {
+pub(crate) fn whole_spellings(value: &str) -> Vec<(String, String)> {
     let mut out = vec![
         ("raw", value.to_string()),
         ("json", json_inner(value)),
@@ -145,7 +145,7 @@ fn embedded_spellings(value: &str) -> Vec<(String, String, String)> {
 
 /// Every text whose presence would show `value`: each spelling, as it is and
 /// as it looks inside JSON, the runs of embedded base64, and pieces of the value.
-fn needles(value: &str, pieces: &[&str]) -> Vec<String> {
+pub(crate) fn needles(value: &str, pieces: &[&str]) -> Vec<String> {
     let mut needles: Vec<String> = whole_spellings(value).into_iter().map(|(_, s)| s).collect();
     needles.extend(embedded_spellings(value).into_iter().map(|(_, _, run)| run));
     needles.extend(needles.clone().iter().map(|s| json_inner(s)));
@@ -153,7 +153,7 @@ fn needles(value: &str, pieces: &[&str]) -> Vec<String> {
     needles
 }
 
-fn assert_absent(needles: &[String], what: &str, bytes: &[u8]) {
+pub(crate) fn assert_absent(needles: &[String], what: &str, bytes: &[u8]) {
     for needle in needles {
         let needle = needle.as_bytes();
         assert!(!bytes.windows(needle.len()).any(|w| w == needle), "{what} holds {:?}", text(needle));

@@ -25,7 +25,8 @@ const STATE: &str = "state";
 
 /// A temporary folder holding runtime homes (`home/` unless a test names
 /// others), bundles (`agents/`), keys and tool scripts. `rlp` runs in it with
-/// no `RUNLOOP_*` variable of the caller's environment, and
+/// no `RUNLOOP_*`, `OTEL_*` or `RLP_OTEL_*` variable of the caller's
+/// environment (no span goes to the caller's collector), and
 /// `RUNLOOP_SYSTEM_CONFIG` names a file the sandbox does not hold: the
 /// caller's settings never leak into a test.
 pub struct Sandbox {
@@ -85,7 +86,7 @@ impl Sandbox {
         let mut command = Command::new(program);
         command.current_dir(self.path());
         for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("RUNLOOP_") {
+            if ["RUNLOOP_", "OTEL_", "RLP_OTEL_"].iter().any(|prefix| name.to_string_lossy().starts_with(prefix)) {
                 command.env_remove(name);
             }
         }
