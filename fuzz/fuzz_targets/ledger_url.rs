@@ -16,14 +16,22 @@ fn password(text: &str) -> Option<&str> {
     Some(userinfo.split_once(':')?.1)
 }
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let shown = match Location::parse(text) {
+/// What rlp shows for `text`: the location, or why it is refused.
+fn shown(text: &str) -> String {
+    match Location::parse(text) {
         Ok(location) => location.to_string(),
         Err(why) => why,
-    };
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let shown_text = shown(text);
     // A password long enough to tell apart, and found nowhere else in the URL.
     if let Some(secret) = password(text).filter(|p| p.len() >= 6 && text.matches(*p).count() == 1) {
-        assert!(!shown.contains(secret), "the password shows in {shown:?}");
+        // rlp's own words may hold the same letters: what is shown for the
+        // same URL with another password of that length must hold them too.
+        let other = text.replacen(secret, &"Z".repeat(secret.len()), 1);
+        assert!(!shown_text.contains(secret) || shown(&other).contains(secret), "the password shows in {shown_text:?}");
     }
 });
