@@ -96,6 +96,17 @@ Machine: $(nproc) cores${cpu:+, $cpu}, $(uname -sr). Run: $(date -u +%Y-%m-%d).
 |---:|---:|---:|---:|---:|---:|---:|
 $rows
 Target: at least 0.8× the raw insert rate at each concurrency.
+
+Where it falls short, and why: raw inserts of independent rows only share
+the disk's flushes, while a hash chain makes each append depend on the one
+before it — a writer must learn the head, compute its frames' chain values
+and send them, a round trip to a client, before the next writer can. With
+one connection per writer that round trip is the serial part (the head's row
+lock itself is held only while the server runs one statement), so separate
+connections level off at one append per round trip however many there are.
+Concurrent calls of one process do not pay it per call: \`rlp serve\` and
+\`tools call --batch\` put them through the group-commit writer, one append
+per batch — the "grouped" column, above the raw rate from 4 writers on.
 SECTION
 )"
 echo "$section"
