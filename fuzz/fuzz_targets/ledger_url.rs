@@ -8,11 +8,11 @@
 use libfuzzer_sys::fuzz_target;
 use rlp::ledger::Location;
 
-/// The password part of `text`'s authority, when it has one.
+/// What may be a password in `text`: everything between the first `:`
+/// after `://` and the last `@` (however the URL is meant to split).
 fn password(text: &str) -> Option<&str> {
     let rest = text.split_once("://")?.1;
-    let authority = rest.split(['/', '?']).next()?;
-    let userinfo = authority.rsplit_once('@')?.0;
+    let userinfo = rest.rsplit_once('@')?.0;
     Some(userinfo.split_once(':')?.1)
 }
 

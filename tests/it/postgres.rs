@@ -69,6 +69,10 @@ fn calls_are_recorded_in_postgres_and_every_trace_command_reads_them() {
     assert_contains(&verified, "every hash and the chain check out");
     let (replayed, _) = on(&sb, &url, 0, &["replay", "last", "--bundle", bundle.to_str().unwrap()]);
     assert_contains(&replayed, "fleet.ok");
+    // A live replay reads the trace and records the new one in the same ledger.
+    on(&sb, &url, 0, &["replay", &trace, "--mode", "live", "--bundle", bundle.to_str().unwrap()]);
+    assert_eq!(pg.psql("SELECT count(*) FROM events WHERE kind = 'tool.result'"), "2");
+    assert_eq!(pg.psql("SELECT count(*) FROM events WHERE kind = 'trace.replay'"), "1");
     // The config file's [ledger] url is the third way to name it.
     std::fs::create_dir_all(sb.home()).unwrap();
     std::fs::write(sb.home().join("config.toml"), format!("[ledger]\nurl = \"{url}\"\n")).unwrap();

@@ -74,12 +74,12 @@ impl PostgresUrl {
     /// Reads a `postgres://` (or `postgresql://`) URL, filling what it
     /// leaves out the way libpq does. The error never quotes the URL.
     pub fn parse(text: &str) -> Result<PostgresUrl, String> {
-        // An `@` left in a password would end it early, and the rest would
-        // be taken for the host and shown.
-        let authority = text.split_once("://").map_or("", |(_, rest)| rest.split(['/', '?']).next().unwrap_or(""));
-        if authority.matches('@').count() > 1 {
-            return Err("the PostgreSQL URL holds more than one `@` before the host: write an `@` in the user or \
-                        password as %40"
+        // The client ends the user and password at the first `@` anywhere:
+        // a second `@` (one left in a password) would make the rest of the
+        // password the host or database, and shown.
+        if text.split_once("://").is_some_and(|(_, rest)| rest.matches('@').count() > 1) {
+            return Err("the PostgreSQL URL holds more than one `@`: write an `@` in the user, password or \
+                        database as %40"
                 .into());
         }
         let mut config = Config::from_str(text).map_err(|e| format!("the PostgreSQL URL cannot be read: {e}"))?;
@@ -242,7 +242,11 @@ mod tests {
             assert!(credentials.has_password());
             assert_eq!(credentials.scrub("no s3cr@t here".into()), "no [redacted] here");
         }
-        for text in ["postgres://ada:s3cret@db.example:notaport/x", "postgres://ada:s3c@ret@db.example/x"] {
+        for text in [
+            "postgres://ada:s3cret@db.example:notaport/x",
+            "postgres://ada:s3c@ret@db.example/x",
+            "postgres://ada:s3c@r/et@db.example/x",
+        ] {
             let error = PostgresUrl::parse(text).err().unwrap();
             assert!(!error.contains("s3c") && !error.contains("ret"), "{error}");
         }

@@ -66,6 +66,8 @@ const CHAIN_LOCK: i64 = 0x524C_5043_4841_494E;
 /// before it gives up (each try follows another appender's success).
 const MAX_TRIES: u32 = 10_000;
 
+/// Rows read per request when streaming (frames may be large).
+const PAGE_ROWS: usize = 256;
 const COLUMNS: &str = "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
 /// The trace id of a row, as the `events_by_trace` index has it.
 const TRACE: &str = "((provenance_json::json) ->> 'trace_id')";
@@ -507,23 +509,36 @@ impl PostgresLedger {
         session.block_on(f(session)).map_err(|failure| self.failed(&session.credentials, failure))
     }
 
-    /// Streams the rows `sql` selects (with `params`) to `f`.
+    /// Calls `f` with the rows of `events` (those `filter`, an SQL condition
+    /// on `$2`, keeps, when given) in id order, a page at a time: `f` runs
+    /// outside the client's runtime, so it may use another ledger (live
+    /// replay records while it reads).
     fn stream(
         &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        filter: Option<(&str, &(dyn ToSql + Sync))>,
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError> {
-        self.with(async |s| {
-            let rows = s.client.query_raw(sql, params.iter().copied()).await?;
-            pin_mut!(rows);
-            while let Some(row) = rows.try_next().await? {
-                if f(row_to_event(&row)?).is_break() {
-                    break;
+        let condition = filter.map_or(String::new(), |(sql, _)| format!(" AND {sql}"));
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE id > $1{condition} ORDER BY id LIMIT {PAGE_ROWS}");
+        let mut after = i64::MIN;
+        loop {
+            let page = self.with(async |s| {
+                let mut params: Vec<&(dyn ToSql + Sync)> = vec![&after];
+                params.extend(filter.map(|(_, value)| value));
+                let rows = s.client.query(&sql, &params).await?;
+                Ok(rows.iter().map(row_to_event).collect::<Result<Vec<_>, _>>()?)
+            })?;
+            let full = page.len() == PAGE_ROWS;
+            for event in page {
+                after = event.id;
+                if f(event).is_break() {
+                    return Ok(());
                 }
             }
-            Ok(())
-        })
+            if !full {
+                return Ok(());
+            }
+        }
     }
 }
 
@@ -549,7 +564,7 @@ impl LedgerStore for PostgresLedger {
     }
 
     fn for_each_event(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        self.stream(&format!("SELECT {COLUMNS} FROM events ORDER BY id"), &[], f)
+        self.stream(None, f)
     }
 
     fn for_each_in_trace(
@@ -558,7 +573,7 @@ impl LedgerStore for PostgresLedger {
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError> {
         let trace = trace_id.to_string();
-        self.stream(&format!("SELECT {COLUMNS} FROM events WHERE {TRACE} = $1 ORDER BY id"), &[&trace], f)
+        self.stream(Some((&format!("{TRACE} = $2"), &trace)), f)
     }
 
     fn for_each_trace(&self, f: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
@@ -570,16 +585,18 @@ impl LedgerStore for PostgresLedger {
             EventKind::ToolConfirm.as_str(),
             EventKind::TraceReplay.as_str(),
         ];
-        self.with(async |s| {
+        // Summaries are small, one per trace: read them all, then call `f`
+        // outside the client's runtime.
+        let summaries = self.with(async |s| {
             let rows = s.client.query_raw(LIST_SQL, kinds).await?;
             pin_mut!(rows);
-            let mut traces = 0;
+            let mut summaries = Vec::new();
             while let Some(row) = rows.try_next().await? {
                 let agents: Option<String> = row.try_get(1)?;
                 let mut agents: Vec<String> =
                     agents.map(|a| a.split(',').map(str::to_string).collect()).unwrap_or_default();
                 agents.sort();
-                let flow = f(TraceSummary {
+                summaries.push(TraceSummary {
                     trace_id: row.try_get::<_, Option<String>>(0)?.unwrap_or_default(),
                     agents,
                     first_ts_ms: row.try_get(2)?,
@@ -590,13 +607,17 @@ impl LedgerStore for PostgresLedger {
                     refused: count(row.try_get(7)?),
                     replay_of: row.try_get(8)?,
                 });
-                traces += 1;
-                if flow.is_break() {
-                    break;
-                }
             }
-            Ok(traces)
-        })
+            Ok(summaries)
+        })?;
+        let mut traces = 0;
+        for summary in summaries {
+            traces += 1;
+            if f(summary).is_break() {
+                break;
+            }
+        }
+        Ok(traces)
     }
 
     fn newest_trace(&self) -> Result<Option<String>, LedgerError> {
