@@ -146,11 +146,24 @@ fn commit(store: &dyn LedgerStore, group: Vec<Job>) {
         fates.push(job.done);
         all.extend(job.records);
     }
-    if fates.len() > 1 && store.append(&all).is_ok() {
-        for done in fates {
-            let _ = done.send(Ok(()));
+    if fates.len() > 1 {
+        match store.append(&all) {
+            Ok(_) => {
+                for done in fates {
+                    let _ = done.send(Ok(()));
+                }
+                return;
+            }
+            // Written, but not confirmed durable: appending each job again
+            // would record its frames twice.
+            Err(e) if e.was_appended() => {
+                for done in fates {
+                    let _ = done.send(Err(RecordError(e.to_string())));
+                }
+                return;
+            }
+            Err(_) => {}
         }
-        return;
     }
     let mut records = all.into_iter();
     for (size, done) in sizes.into_iter().zip(fates) {

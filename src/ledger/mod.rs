@@ -196,6 +196,9 @@ pub enum PostgresProblem {
     Absent,
     /// The ledger's contents or schema are not what rlp wrote.
     Edited,
+    /// An append committed but could not be made durable: it must not be
+    /// appended again.
+    Unconfirmed,
     /// Anything else the server reported.
     Server,
 }
@@ -277,11 +280,15 @@ impl Reportable for LedgerError {
                 PostgresProblem::Authentication => "check the user and the password: in the URL, PGPASSWORD or \
                                                     ~/.pgpass (rlp never shows it)"
                     .into(),
-                PostgresProblem::Permission => "grant the user SELECT and INSERT on the ledger's tables \
-                                                (docs/fleet.md, \"Permissions\")"
+                PostgresProblem::Permission => "grant the user what docs/fleet.md (\"Permissions\") lists: \
+                                                SELECT on the ledger's tables; to append, also INSERT on events \
+                                                and UPDATE on rlp_head and rlp_sync"
                     .into(),
                 PostgresProblem::Absent => "a first `rlp tools call` with this ledger creates its tables".into(),
                 PostgresProblem::Edited => EDITED_ROW_HELP.into(),
+                PostgresProblem::Unconfirmed => "the frames are in the ledger but may not survive a crash of the \
+                                                 server; check the server and its disk"
+                    .into(),
                 PostgresProblem::Server => "see the server's message; the server's log may say more".into(),
             },
             _ => "check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable".into(),
@@ -293,6 +300,13 @@ impl Reportable for LedgerError {
 pub(crate) const EDITED_ROW_HELP: &str = "run `rlp trace verify` to see every row that was changed";
 
 impl LedgerError {
+    /// Whether the failed append's rows were written nonetheless (a
+    /// PostgreSQL commit whose durability could not be confirmed): they
+    /// must not be appended again.
+    pub fn was_appended(&self) -> bool {
+        matches!(self, LedgerError::Postgres { problem: PostgresProblem::Unconfirmed, .. })
+    }
+
     /// Whether the storage cannot be read as a ledger at all (the file is
     /// not a database, or it is damaged): it is not a ledger rlp can use.
     pub fn is_not_a_database(&self) -> bool {

@@ -29,6 +29,8 @@ const HEADERS: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_
 const COMPRESSION: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"];
 const RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 const BSP_MAX_QUEUE_SIZE: &str = "OTEL_BSP_MAX_QUEUE_SIZE";
+/// The largest span queue (and batch) rlp sets up.
+const MAX_QUEUE: u64 = 65_536;
 const BSP_MAX_EXPORT_BATCH_SIZE: &str = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE";
 const BSP_SCHEDULE_DELAY: &str = "OTEL_BSP_SCHEDULE_DELAY";
 
@@ -306,12 +308,22 @@ impl<'a> Read<'a> {
         }
     }
 
+    /// A count from variable `name` (see [`Read::count`]) at most
+    /// `limit`, with a warning when it was more.
+    fn bounded(&mut self, name: &str, default: u64, limit: u64) -> usize {
+        let n = self.count(name, default);
+        if n > limit {
+            self.warnings.push(format!("{name} is more than {limit}; {limit} is used"));
+        }
+        usize::try_from(n.min(limit)).unwrap_or(usize::MAX)
+    }
+
     /// `OTEL_BSP_*`: the queue, the batch (at most the queue) and the delay.
+    /// The queue is allocated whole when spans start, so it is bounded.
     fn batch(&mut self) -> Batch {
-        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        let max_queue_size = size(self.count(BSP_MAX_QUEUE_SIZE, DEFAULT_BATCH.max_queue_size as u64));
+        let max_queue_size = self.bounded(BSP_MAX_QUEUE_SIZE, DEFAULT_BATCH.max_queue_size as u64, MAX_QUEUE);
         let mut max_export_batch_size =
-            size(self.count(BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_BATCH.max_export_batch_size as u64));
+            self.bounded(BSP_MAX_EXPORT_BATCH_SIZE, DEFAULT_BATCH.max_export_batch_size as u64, MAX_QUEUE);
         if max_export_batch_size > max_queue_size {
             max_export_batch_size = max_queue_size;
             if self.var(BSP_MAX_EXPORT_BATCH_SIZE).is_some() {
@@ -473,6 +485,10 @@ mod tests {
             bad_url.warnings,
             ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is not an http:// or https:// URL; spans are off"]
         );
+        // A queue is allocated whole: a huge one is cut to the bound, never a panic.
+        let huge = live(&[(ENDPOINT, "http://c:4318"), (BSP_MAX_QUEUE_SIZE, "18446744073709551615")]);
+        assert_eq!(huge.settings.unwrap().batch.max_queue_size, 65_536);
+        assert_eq!(huge.warnings, ["OTEL_BSP_MAX_QUEUE_SIZE is more than 65536; 65536 is used"]);
         let only_zipkin = live(&[(ENDPOINT, "http://c:4318"), (TRACES_EXPORTER, "zipkin")]);
         assert_eq!(only_zipkin.settings, None);
         assert!(only_zipkin.warnings[0].ends_with("; spans are off"), "{only_zipkin:?}");

@@ -341,11 +341,21 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
         .output()
         .unwrap();
     assert_contains(&String::from_utf8_lossy(&changed.stderr), "permission denied for table events");
-    // Without INSERT, the call is refused with the server's words and the way out.
-    pg.psql("REVOKE INSERT ON events FROM agents");
-    let refused = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
-    assert_ne!(refused.status.code(), Some(0));
-    assert_contains(&stderr(&refused), "permission denied for table events");
+    // Without a right appending needs, the call is refused before anything runs.
+    let before = pg.psql("SELECT count(*) FROM events");
+    for revoke in ["REVOKE UPDATE ON rlp_sync FROM agents", "REVOKE INSERT ON events FROM agents"] {
+        pg.psql(revoke);
+        let refused = sb.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+        assert_contains(
+            &stderr(&refused),
+            "user `agents` may not append: it needs INSERT on events and UPDATE on rlp_head and rlp_sync",
+        );
+        assert_contains(&stderr(&refused), "help: grant the user");
+    }
+    assert_eq!(pg.psql("SELECT count(*) FROM events"), before, "nothing was appended");
+    // Reading needs only SELECT.
+    on(&sb, &url, 0, &["trace", "verify"]);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio_postgres::Config;
-use tokio_postgres::config::Host;
+use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
 use zeroize::Zeroizing;
 
@@ -70,6 +70,24 @@ fn default_user() -> Option<String> {
     env("PGUSER").or_else(|| env("USER"))
 }
 
+/// The TLS mode when the URL names none: `PGSSLMODE`, else `require` for
+/// a server off the machine and `prefer` for a loopback address or a socket.
+fn default_ssl_mode(config: &Config) -> Result<SslMode, String> {
+    if let Some(mode) = env("PGSSLMODE") {
+        return match mode.as_str() {
+            "disable" => Ok(SslMode::Disable),
+            "allow" | "prefer" => Ok(SslMode::Prefer),
+            "require" | "verify-ca" | "verify-full" => Ok(SslMode::Require),
+            _ => Err(format!("PGSSLMODE is `{mode}`: write disable, prefer or require")),
+        };
+    }
+    let local = config.get_hosts().iter().all(|host| match host {
+        Host::Unix(_) => true,
+        Host::Tcp(name) => name == "localhost" || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+    });
+    Ok(if local { SslMode::Prefer } else { SslMode::Require })
+}
+
 impl PostgresUrl {
     /// Reads a `postgres://` (or `postgresql://`) URL, filling what it
     /// leaves out the way libpq does. The error never quotes the URL.
@@ -82,7 +100,10 @@ impl PostgresUrl {
                         database as %40"
                 .into());
         }
-        let mut config = Config::from_str(text).map_err(|e| format!("the PostgreSQL URL cannot be read: {e}"))?;
+        // rlp always verifies certificates: libpq's verifying modes are `require` here.
+        let text =
+            text.replace("sslmode=verify-full", "sslmode=require").replace("sslmode=verify-ca", "sslmode=require");
+        let mut config = Config::from_str(&text).map_err(|e| format!("the PostgreSQL URL cannot be read: {e}"))?;
         if config.get_user().is_none() {
             let user = default_user().ok_or("the PostgreSQL URL names no user, and neither PGUSER nor USER is set; write postgres://USER@HOST/DATABASE")?;
             config.user(user);
@@ -105,6 +126,9 @@ impl PostgresUrl {
             let database = env("PGDATABASE").or_else(|| config.get_user().map(str::to_string)).unwrap_or_default();
             config.dbname(database);
         }
+        if !text.contains("sslmode=") {
+            config.ssl_mode(default_ssl_mode(&config)?);
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -124,6 +148,9 @@ impl PostgresUrl {
     /// now; `warnings` receives why a password file was not read.
     pub(crate) fn credentials(&self, warnings: &mut Vec<String>) -> Credentials {
         let mut config = (*self.config).clone();
+        // The URL's password is sent as given (bytes); its text is kept only
+        // to take it out of messages.
+        let in_url = config.get_password().is_some();
         let from_url = config.get_password().map(|p| Zeroizing::new(String::from_utf8_lossy(p).into_owned()));
         let password = from_url.or_else(|| env("PGPASSWORD").map(Zeroizing::new)).or_else(|| {
             let file = pgpass::default_file()?;
@@ -147,7 +174,7 @@ impl PostgresUrl {
                 }
             }
         });
-        if let Some(password) = &password {
+        if let Some(password) = password.as_ref().filter(|_| !in_url) {
             config.password(password.as_bytes());
         }
         Credentials { config, password }
@@ -155,7 +182,7 @@ impl PostgresUrl {
 
     /// Whether the URL asks for no TLS (`sslmode=disable`).
     fn tls_disabled(&self) -> bool {
-        self.config.get_ssl_mode() == tokio_postgres::config::SslMode::Disable
+        self.config.get_ssl_mode() == SslMode::Disable
     }
 
     /// The TLS connector: the Mozilla roots, plus `PGSSLROOTCERT`'s certificates.
@@ -250,6 +277,17 @@ mod tests {
             let error = PostgresUrl::parse(text).err().unwrap();
             assert!(!error.contains("s3c") && !error.contains("ret"), "{error}");
         }
+    }
+
+    #[test]
+    fn tls_is_required_off_the_machine_unless_the_url_says_otherwise() {
+        let mode = |text: &str| PostgresUrl::parse(text).unwrap().config.get_ssl_mode();
+        assert_eq!(mode("postgres://ada@db.example/x"), SslMode::Require);
+        assert_eq!(mode("postgres://ada@10.0.0.7/x"), SslMode::Require);
+        assert_eq!(mode("postgres://ada@127.0.0.1/x"), SslMode::Prefer);
+        assert_eq!(mode("postgres://ada@localhost/x"), SslMode::Prefer);
+        assert_eq!(mode("postgres://ada@db.example/x?sslmode=disable"), SslMode::Disable);
+        assert_eq!(mode("postgres://ada@127.0.0.1/x?sslmode=verify-full"), SslMode::Require);
     }
 
     #[test]

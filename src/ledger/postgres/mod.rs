@@ -44,7 +44,7 @@ use futures_util::{TryStreamExt, pin_mut};
 use tokio::runtime::Runtime;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::{Client, SimpleQueryMessage, Statement};
 use uuid::Uuid;
 
 pub use connect::PostgresUrl;
@@ -71,6 +71,10 @@ const PAGE_ROWS: usize = 256;
 const COLUMNS: &str = "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
 /// The trace id of a row, as the `events_by_trace` index has it.
 const TRACE: &str = "((provenance_json::json) ->> 'trace_id')";
+/// Whether the user may append, and who the user is.
+const APPEND_RIGHTS: &str =
+    "SELECT has_table_privilege('events', 'INSERT') AND has_table_privilege('rlp_head', 'UPDATE')
+            AND has_table_privilege('rlp_sync', 'UPDATE'), current_user::text";
 const READ_HEAD: &str = "SELECT chain_blake3 FROM rlp_head";
 /// Moves the head from `$10` to `$9` — unless another appender holds the
 /// chain lock `$11` — and, only if it did, inserts the rows.
@@ -168,6 +172,13 @@ impl Drop for Session {
 enum Failure {
     Db(tokio_postgres::Error),
     Invalid(String),
+    /// The append committed, but the commit that makes it durable failed.
+    Unconfirmed(Box<Failure>),
+    /// The user lacks a right appending needs.
+    Denied(String),
+    /// Something else rlp cannot go on with (a newer schema, a head that
+    /// kept moving).
+    Refused(String),
 }
 
 impl From<tokio_postgres::Error> for Failure {
@@ -291,7 +302,7 @@ impl Session {
                 return Ok(ids);
             }
         }
-        Err(Failure::Invalid(format!("the chain head moved under {MAX_TRIES} tries in a row; try again")))
+        Err(Failure::Refused(format!("the chain head moved under {MAX_TRIES} tries in a row; try again")))
     }
 
     /// One round trip: the append chained after `prev` (committed
@@ -324,19 +335,46 @@ impl Session {
             }
         };
         let read = self.client.query_opt(&self.statements.read_head, &[]);
-        let sync = self.client.batch_execute(&self.sync);
+        let sync = self.client.simple_query(&self.sync);
         let (appended, committed, read, synced) = futures_util::join!(append, commit, read, sync);
         let appended = appended?;
         committed?;
-        let head = head_of(read?)?;
-        synced?;
+        let after = |failure: Failure| match appended.is_empty() {
+            true => failure,
+            false => Failure::Unconfirmed(Box::new(failure)),
+        };
+        let head = head_of(read.map_err(Failure::from).map_err(after)?).map_err(after)?;
         self.head.set(Some(head));
+        synced.map_err(Failure::from).and_then(|messages| synced_one(&messages)).map_err(after)?;
         if appended.is_empty() {
             return Ok(None);
         }
         let mut ids = appended.iter().map(|r| r.try_get::<_, i64>(0)).collect::<Result<Vec<_>, _>>()?;
         ids.sort_unstable();
         Ok(Some(ids))
+    }
+
+    /// The synchronous commit alone (see [`Session::try_append`]), on a
+    /// connection other than the one whose acknowledgement was lost.
+    async fn sync(&self) -> Result<(), Failure> {
+        synced_one(&self.client.simple_query(&self.sync).await?)
+    }
+}
+
+/// Checks that the synchronous commit's `UPDATE` changed its row: a
+/// transaction that writes nothing commits without waiting for the disk.
+fn synced_one(messages: &[SimpleQueryMessage]) -> Result<(), Failure> {
+    let counts: Vec<u64> = messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::CommandComplete(rows) => Some(*rows),
+            _ => None,
+        })
+        .collect();
+    // BEGIN, SET, UPDATE, COMMIT.
+    match counts.get(2) {
+        Some(1) => Ok(()),
+        _ => Err(Failure::Invalid("rlp_sync lacks this connection's row; the ledger was edited".into())),
     }
 }
 
@@ -403,6 +441,15 @@ impl PostgresLedger {
         match failure {
             Failure::Db(e) => self.error(problem_of(&e), credentials.scrub(describe(&e))),
             Failure::Invalid(message) => self.error(PostgresProblem::Edited, message),
+            Failure::Denied(message) => self.error(PostgresProblem::Permission, message),
+            Failure::Refused(message) => self.error(PostgresProblem::Server, message),
+            Failure::Unconfirmed(failure) => match self.failed(credentials, *failure) {
+                LedgerError::Postgres { message, .. } => self.error(
+                    PostgresProblem::Unconfirmed,
+                    format!("the frames were appended, but the commit that makes them durable failed: {message}"),
+                ),
+                other => other,
+            },
         }
     }
 
@@ -471,6 +518,10 @@ impl PostgresLedger {
         // Appends commit asynchronously and are then made durable together
         // (see the module notes); every other write sets its own.
         client.batch_execute("SET synchronous_commit = off").await?;
+        // A client that stops mid-transaction (an import suspended at a
+        // terminal) loses its session, and with it the head, after a minute;
+        // an append waits at most that long for the head, then fails.
+        client.batch_execute("SET idle_in_transaction_session_timeout = '60s'; SET lock_timeout = '60s'").await?;
         let version = match client.query_opt("SELECT max(version) FROM rlp_schema", &[]).await {
             Err(e) if create && e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
                 let create = format!(
@@ -486,12 +537,24 @@ impl PostgresLedger {
         };
         let version: Option<i32> = version.map(|row| row.try_get(0)).transpose()?.flatten();
         if version != Some(SCHEMA_VERSION) {
-            return Err(Failure::Invalid(match version {
-                Some(v) if v > SCHEMA_VERSION => format!(
+            return Err(match version {
+                Some(v) if v > SCHEMA_VERSION => Failure::Refused(format!(
                     "the ledger's schema is version {v}, newer than this rlp reads ({SCHEMA_VERSION}); upgrade rlp"
-                ),
-                other => format!("rlp_schema holds version {other:?}, not {SCHEMA_VERSION}; the ledger was edited"),
-            }));
+                )),
+                other => Failure::Invalid(format!(
+                    "rlp_schema holds version {other:?}, not {SCHEMA_VERSION}; the ledger was edited"
+                )),
+            });
+        }
+        if create {
+            // Checked now, not found out after a first append committed.
+            let rights = client.query_one(APPEND_RIGHTS, &[]).await?;
+            if !rights.try_get::<_, bool>(0)? {
+                return Err(Failure::Denied(format!(
+                    "user `{}` may not append: it needs INSERT on events and UPDATE on rlp_head and rlp_sync",
+                    rights.try_get::<_, String>(1)?
+                )));
+            }
         }
         let slot: i32 = client.query_one("SELECT pg_backend_pid() % 64", &[]).await?.try_get(0)?;
         let statements = Statements {
@@ -556,7 +619,16 @@ impl LedgerStore for PostgresLedger {
             .map(PreparedRow::from_record)
             .collect::<Result<_, _>>()
             .map_err(|e| self.error(PostgresProblem::Server, e.to_string()))?;
-        self.with(async |s| s.append(&rows).await)
+        match self.with(async |s| s.append(&rows).await) {
+            Err(LedgerError::Postgres { problem: PostgresProblem::Unconfirmed, message, .. }) => {
+                // The rows are in: make them durable through a fresh
+                // connection rather than append them twice.
+                self.with(async |s| s.sync().await).map(|()| Vec::new()).map_err(|again| {
+                    self.error(PostgresProblem::Unconfirmed, format!("{message}; again on a new connection: {again}"))
+                })
+            }
+            other => other,
+        }
     }
 
     fn count(&self) -> Result<u64, LedgerError> {

@@ -26,8 +26,7 @@ pub(crate) struct Target<'a> {
     pub user: &'a str,
 }
 
-/// What reading the password file found.
-#[derive(Debug)]
+/// What reading the password file found (no `Debug`: it holds a password).
 pub(crate) enum Lookup {
     /// A line matched.
     Found(Zeroizing<String>),
