@@ -51,6 +51,32 @@ pub(crate) const LEDGER_ENV: &str = "RUNLOOP_LEDGER_URL";
 /// Largest config file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
+/// A ledger URL as written, which may hold a password: its `Debug` shows
+/// none of it (what is shown of a URL is `ledger::Location`'s display).
+#[derive(Clone, PartialEq, Eq)]
+pub struct UrlText(String);
+
+impl UrlText {
+    /// The URL as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for UrlText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UrlText([redacted])")
+    }
+}
+
+impl std::str::FromStr for UrlText {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<UrlText, Self::Err> {
+        Ok(UrlText(text.to_string()))
+    }
+}
+
 /// Where a setting's value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -108,7 +134,7 @@ pub struct Config {
     /// `[secrets]`: where secret values come from.
     pub(crate) secrets: SecretsConfig,
     /// `ledger.url`: where frames are recorded (none: the home's SQLite file).
-    pub ledger_url: Option<Setting<String>>,
+    pub ledger_url: Option<Setting<UrlText>>,
 }
 
 /// The options config files set for one tool.
@@ -146,7 +172,7 @@ pub(crate) struct Flags {
     /// `--confirm-external-actions true|false`.
     pub confirm_external_actions: Option<bool>,
     /// `--ledger URL`.
-    pub ledger_url: Option<String>,
+    pub ledger_url: Option<UrlText>,
 }
 
 /// One config file's settings.
@@ -167,7 +193,7 @@ pub(crate) struct FileLayer {
     /// `[secrets]`.
     pub secrets: SecretsLayer,
     /// `[ledger] url`.
-    pub ledger_url: Option<String>,
+    pub ledger_url: Option<UrlText>,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -270,7 +296,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
                         help: "write `url = \"postgres://USER@HOST/DATABASE\"` (or \"sqlite:///PATH\") under [ledger]"
                             .to_string(),
                     })?;
-                    layer.ledger_url = Some(url.to_string());
+                    layer.ledger_url = Some(UrlText(url.to_string()));
                 }
                 _ => warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored")),
             }
@@ -407,7 +433,7 @@ pub(crate) struct EnvLayer {
     /// `RUNLOOP_RUNTIME_SANDBOX`.
     pub sandbox: Option<SandboxMode>,
     /// `RUNLOOP_LEDGER_URL`.
-    pub ledger_url: Option<String>,
+    pub ledger_url: Option<UrlText>,
 }
 
 /// The system config files, in the order they are read:
@@ -471,7 +497,7 @@ pub(crate) fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
         })?),
         _ => None,
     };
-    let ledger_url = std::env::var(LEDGER_ENV).ok().filter(|url| !url.is_empty());
+    let ledger_url = std::env::var(LEDGER_ENV).ok().filter(|url| !url.is_empty()).map(UrlText);
     let env = EnvLayer { confirm_external_actions, sandbox, ledger_url };
     Ok(Loaded { config: resolve(&system, user.as_ref(), &env, flags), warnings })
 }

@@ -52,7 +52,7 @@ pub struct Cli {
     /// The ledger: sqlite:///PATH or postgres://USER@HOST[:PORT]/DB (default: $RUNLOOP_LEDGER_URL, [ledger] url
     /// in config.toml, else the home's SQLite file).
     #[arg(long, global = true, value_name = "URL")]
-    pub ledger: Option<String>,
+    pub ledger: Option<crate::config::UrlText>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -66,7 +66,7 @@ pub struct Context {
     /// The colour choice.
     pub color: ColorChoice,
     /// `--ledger URL`, if given.
-    pub ledger: Option<String>,
+    pub ledger: Option<crate::config::UrlText>,
 }
 
 impl Context {
@@ -78,7 +78,7 @@ impl Context {
         let Some(url) = crate::config::load(&self.home, &flags)?.config.ledger_url else {
             return Ok(Location::of_home(&self.home));
         };
-        Location::parse(&url.value).map_err(|why| {
+        Location::parse(url.value.as_str()).map_err(|why| {
             CliError::usage(format!("the ledger URL from {}: {why}", url.source.shown("ledger")))
                 .with_help("write sqlite:///ABSOLUTE/PATH or postgres://USER@HOST[:PORT]/DATABASE (docs/fleet.md)")
         })

@@ -33,7 +33,10 @@ pub(crate) fn exporter(settings: &Settings, collector: Collector) -> Result<open
         .with_endpoint(settings.endpoint().as_str())
         .with_timeout(settings.timeout)
         .build()
-        .map_err(|e| format!("cannot send spans to {}: {e}", settings.endpoint()))?;
+        // The builder's error quotes the URL it was given: not shown.
+        .map_err(|_| {
+            format!("cannot send spans to {}: the exporter does not take this endpoint", settings.endpoint())
+        })?;
     exporter.set_resource(&Resource::builder().build());
     Ok(exporter)
 }

@@ -84,9 +84,16 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// The collector's traces URL (`http` or `https`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The collector's traces URL (`http` or `https`). Its `Debug`, like its
+/// `Display`, leaves out what may be a credential.
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Endpoint(url::Url);
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Endpoint").field(&self.to_string()).finish()
+    }
+}
 
 impl Endpoint {
     /// `text` as it is (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
