@@ -644,42 +644,28 @@ fn span_export(args: &Args) -> String {
     let _ = rlp::process::become_subreaper();
 
     let sent = Cell::new(0usize);
-    let plain_exec = runtime(&exec_bundle, disk.path(), Arc::new(NullRecorder));
-    let traced_exec = runtime(&exec_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
-    let ok = CallRequest::new("ok", json!({}));
-    let mut exec = interleaved(
-        n,
-        &mut [
-            &mut || {
-                plain_exec.call(&ok).unwrap();
-            },
-            &mut || {
-                traced_exec.call(&ok).unwrap();
-                sent.set(sent.get() + 1);
-            },
-        ],
-    )
-    .into_iter();
-    let (exec_off, exec_on) = (exec.next().unwrap(), exec.next().unwrap());
-
+    // The same call, spans off and on, interleaved: (off, on).
+    let off_on = |bundle: &Path, request: CallRequest, iterations: usize| {
+        let plain = runtime(bundle, disk.path(), Arc::new(NullRecorder));
+        let traced = runtime(bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
+        let mut series = interleaved(
+            iterations,
+            &mut [
+                &mut || {
+                    plain.call(&request).unwrap();
+                },
+                &mut || {
+                    traced.call(&request).unwrap();
+                    sent.set(sent.get() + 1);
+                },
+            ],
+        )
+        .into_iter();
+        (series.next().unwrap(), series.next().unwrap())
+    };
+    let (exec_off, exec_on) = off_on(&exec_bundle, CallRequest::new("ok", json!({})), n);
+    let (http_off, http_on) = off_on(&http_bundle, CallRequest::new("get", json!({})), n * 3);
     let http_n = n * 3;
-    let plain_http = runtime(&http_bundle, disk.path(), Arc::new(NullRecorder));
-    let traced_http = runtime(&http_bundle, disk.path(), with_spans(Arc::new(NullRecorder), port));
-    let get = CallRequest::new("get", json!({}));
-    let mut http = interleaved(
-        http_n,
-        &mut [
-            &mut || {
-                plain_http.call(&get).unwrap();
-            },
-            &mut || {
-                traced_http.call(&get).unwrap();
-                sent.set(sent.get() + 1);
-            },
-        ],
-    )
-    .into_iter();
-    let (http_off, http_on) = (http.next().unwrap(), http.next().unwrap());
 
     let frames_n = n * 10;
     let null: Arc<dyn Recorder> = Arc::new(NullRecorder);
@@ -698,8 +684,9 @@ fn span_export(args: &Args) -> String {
     )
     .into_iter();
     let (frames_off, frames_on) = (recorders.next().unwrap(), recorders.next().unwrap());
-    // Dropped, each span recorder sends what it holds (waiting 2 s at most).
-    drop((traced_exec, traced_http, spans));
+    // Dropped, a span recorder sends what it holds (waiting 2 s at most); the
+    // runtimes of the calls above were dropped with their series.
+    drop(spans);
 
     let mut out = String::new();
     out.push_str(&format!(

@@ -11,25 +11,17 @@
 //! URL as `--ledger` takes it (`sqlite:///…` or `postgres://…`). Prints
 //! `frames_per_second` on stdout.
 
+#[path = "common/frames.rs"]
+mod frames;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use rlp::event::{EventKind, Provenance, Record, Recorder, now_ms};
+use frames::frame;
+use rlp::event::Recorder;
 use rlp::ledger::group::GroupCommit;
 use rlp::ledger::{LedgerStore, Location};
-use serde_json::json;
-
-fn frame(trace: uuid::Uuid, n: u64) -> Record {
-    Record {
-        ts_ms: now_ms(),
-        actor: "runtime".into(),
-        kind: EventKind::ToolCall,
-        scope: "bench".into(),
-        payload: json!({"v": 1, "tool": "ok", "args": {"n": n}, "invocation_id": uuid::Uuid::now_v7()}),
-        provenance: Provenance { trace_id: trace, msg_id: uuid::Uuid::now_v7(), agent: "bench".into() },
-    }
-}
 
 fn main() {
     let (mut url, mut writers, mut seconds) = (None, 1usize, 5u64);

@@ -12,15 +12,18 @@
 //! Usage: `bench_ledger_commit --dir DIR [--writers W] [--frames N]` (N
 //! frames per writer). Prints a Markdown table on stdout.
 
+#[path = "common/frames.rs"]
+mod frames;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rlp::event::{EventKind, Provenance, Record, Recorder, now_ms};
+use frames::frame;
+use rlp::event::Recorder;
 use rlp::ledger::group::GroupCommit;
 use rlp::ledger::{LedgerStore, SqliteLedger};
-use serde_json::json;
 
 struct Args {
     dir: PathBuf,
@@ -42,17 +45,6 @@ fn parse_args() -> Args {
     args
 }
 
-fn frame(trace: uuid::Uuid, n: usize) -> Record {
-    Record {
-        ts_ms: now_ms(),
-        actor: "runtime".into(),
-        kind: EventKind::ToolCall,
-        scope: "bench".into(),
-        payload: json!({"v": 1, "tool": "ok", "args": {"n": n}, "invocation_id": uuid::Uuid::now_v7()}),
-        provenance: Provenance { trace_id: trace, msg_id: uuid::Uuid::now_v7(), agent: "bench".into() },
-    }
-}
-
 /// Frames per second of `writers` threads recording `frames` frames each into `recorder`.
 fn concurrent_rate(recorder: Arc<dyn Recorder>, writers: usize, frames: usize) -> f64 {
     let started = Instant::now();
@@ -62,7 +54,7 @@ fn concurrent_rate(recorder: Arc<dyn Recorder>, writers: usize, frames: usize) -
             std::thread::spawn(move || {
                 let trace = uuid::Uuid::now_v7();
                 for n in 0..frames {
-                    recorder.record(&[frame(trace, n)]).unwrap();
+                    recorder.record(&[frame(trace, n as u64)]).unwrap();
                 }
             })
         })
