@@ -8,6 +8,7 @@ pub(crate) mod digest;
 pub(crate) mod exit;
 pub(crate) mod keygen;
 pub(crate) mod lint;
+pub(crate) mod man;
 pub(crate) mod output;
 pub(crate) mod replay;
 pub(crate) mod runtime_setup;
@@ -118,6 +119,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Serve a bundle's tools over the Model Context Protocol (stdio or HTTP).
     Serve(serve::ServeArgs),
+    /// Print or install man pages (from the same definitions as --help).
+    Man(man::ManArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -155,6 +158,7 @@ fn run(command: Command, ctx: &Context) -> CliResult {
         Command::Trace(cmd) => trace::run(cmd, ctx),
         Command::Replay(args) => replay::run(&args, ctx),
         Command::Serve(args) => serve::run(&args, ctx),
+        Command::Man(args) => man::run(&args, ctx),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "rlp", &mut script);

@@ -49,3 +49,55 @@ fn help_examples_are_whole_commands() {
         }
     }
 }
+
+#[test]
+fn every_command_has_a_man_page_that_man_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    let written = Command::new(env!("CARGO_BIN_EXE_rlp")).args(["man", "--out"]).arg(&out).output().unwrap();
+    assert!(written.status.success(), "{}", String::from_utf8_lossy(&written.stderr));
+    let all = commands(Vec::new());
+    let mut files: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    let mut expected: Vec<String> = all
+        .iter()
+        .map(|path| {
+            format!("{}.1", std::iter::once("rlp").chain(path.iter().map(String::as_str)).collect::<Vec<_>>().join("-"))
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(files, expected, "one page per command, none for `help`");
+    assert_eq!(
+        String::from_utf8_lossy(&written.stderr),
+        format!("wrote {} man pages into {}\n", expected.len(), out.display())
+    );
+    for path in &all {
+        let file = out.join(format!(
+            "{}.1",
+            std::iter::once("rlp").chain(path.iter().map(String::as_str)).collect::<Vec<_>>().join("-")
+        ));
+        // Plain text: `col -b` takes out the overstriking man uses for bold.
+        let rendered = Command::new("bash")
+            .args(["-c", "set -o pipefail; man -l \"$1\" | col -bx", "bash"])
+            .arg(&file)
+            .env("MANWIDTH", "100")
+            .output()
+            .unwrap();
+        assert!(rendered.status.success(), "man -l {}: {}", file.display(), String::from_utf8_lossy(&rendered.stderr));
+        let text = String::from_utf8_lossy(&rendered.stdout);
+        assert!(text.contains("NAME") && text.contains("SYNOPSIS"), "{}: {text}", file.display());
+        // The page says what --help says, examples included.
+        let help = help(&path.iter().map(String::as_str).collect::<Vec<_>>());
+        if help.contains("Examples:") {
+            assert!(text.contains("Examples:"), "{}: no examples", file.display());
+        }
+    }
+    // One page to stdout, the same as the file written.
+    let printed = Command::new(env!("CARGO_BIN_EXE_rlp")).args(["man", "tools", "call"]).output().unwrap();
+    assert!(printed.status.success());
+    assert_eq!(printed.stdout, std::fs::read(out.join("rlp-tools-call.1")).unwrap());
+    let unknown = Command::new(env!("CARGO_BIN_EXE_rlp")).args(["man", "tools", "cal"]).output().unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).starts_with("error: `rlp tools cal` is not a command\n"));
+}

@@ -130,6 +130,7 @@ impl Fixture {
             ("replay", "replay golden.jsonl --bundle agents/demo"),
             ("replay", "replay TRACE --bundle agents/demo --format json"),
             ("serve", "serve agents/demo --help"),
+            ("man", "man tools call"),
             ("completions", "completions bash"),
             ("completions", "completions zsh"),
         ];
