@@ -9,6 +9,7 @@ mod support;
 mod authoring;
 mod batch;
 mod calls;
+mod ci_gate;
 mod cli;
 mod conformance;
 mod discovery;
