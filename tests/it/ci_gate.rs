@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use serde_json::{Value, json};
 
 use crate::support::output::{assert_contains, text};
+use crate::support::process::venv_python;
 use crate::support::{Sandbox, bundle};
 
 /// The rlp checkout (what `GITHUB_ACTION_PATH` names on a runner).
@@ -116,22 +117,7 @@ fn edit_policy(sb: &Sandbox) {
 /// The python of the venv holding pre-commit (tests/ci/setup.sh).
 fn pre_commit_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let target = Path::new(env!("CARGO_BIN_EXE_rlp")).parent().and_then(Path::parent).expect("the target folder");
-        let out = Command::new("sh")
-            .arg(repo().join("tests/ci/setup.sh"))
-            .arg(target.join("ci-venv"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("running tests/ci/setup.sh");
-        assert!(
-            out.status.success(),
-            "tests/ci/setup.sh could not make pre-commit's virtualenv (python3 -m venv, pip install from PyPI); the \
-             hook tests need it\n{}",
-            text(&out)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
+    PYTHON.get_or_init(|| venv_python("tests/ci/setup.sh", "ci-venv", "the pre-commit hook tests"))
 }
 
 /// `pre-commit try-repo <rlp checkout> <hook> --all-files` in `sb`, a git repository.

@@ -27,22 +27,7 @@ const LISTENING_LINE: &str = "rlp serve: listening on ";
 /// made fails the test: these tests are never skipped.
 pub fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let target = Path::new(env!("CARGO_BIN_EXE_rlp")).parent().and_then(Path::parent).expect("the target folder");
-        let out = Command::new("sh")
-            .arg(repo("tests/mcp/setup.sh"))
-            .arg(target.join("mcp-venv"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("running tests/mcp/setup.sh");
-        assert!(
-            out.status.success(),
-            "tests/mcp/setup.sh could not make the MCP Python SDK's virtualenv (python3 -m venv, pip install from \
-             PyPI); the serve tests need it\n{}",
-            output::text(&out)
-        );
-        PathBuf::from(output::stdout(&out).trim())
-    })
+    PYTHON.get_or_init(|| super::process::venv_python("tests/mcp/setup.sh", "mcp-venv", "the serve tests"))
 }
 
 /// Runs the client driver on `scenario` (see `tests/mcp/drive.py`) and

@@ -95,3 +95,25 @@ pub fn decode_environ(hex: &str) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+/// The python of the virtualenv the script `setup` (e.g.
+/// `tests/mcp/setup.sh`, see tests/venv.sh) makes under `<target>/<folder>`,
+/// made on first use; a failure names the script and what needs it.
+pub fn venv_python(setup: &str, folder: &str, needed_by: &str) -> std::path::PathBuf {
+    let target = std::path::Path::new(env!("CARGO_BIN_EXE_rlp"))
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("the target folder");
+    let out = std::process::Command::new("sh")
+        .arg(super::files::repo(setup))
+        .arg(target.join(folder))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {setup}: {e}"));
+    assert!(
+        out.status.success(),
+        "{setup} could not make its virtualenv (python3 -m venv, pip install from PyPI); {needed_by} need it\n{}",
+        super::output::text(&out)
+    );
+    std::path::PathBuf::from(super::output::stdout(&out).trim())
+}
