@@ -10,17 +10,19 @@
 //!
 //! - it starts where a proven piece ended (the first at the stream's start);
 //! - its decoder ends at a block boundary, byte-aligned, exactly at the
-//!   piece's last byte, and not after the final block (the last piece instead
-//!   ends with the final block, followed by exactly the 8-byte gzip trailer);
+//!   piece's last byte, not after the final block, having written exactly
+//!   [`CHUNK`] bytes (the last piece instead ends with the final block,
+//!   followed by exactly the 8-byte gzip trailer);
 //! - its output buffer does not wrap, so a match reaching before the piece's
 //!   start is an error rather than a read of bytes the decoder never wrote.
 //!
 //! A sequential decoder is then between blocks with nothing pending at every
 //! accepted cut, which is where a fresh decoder starts: both produce the same
-//! bytes. A piece that fails is joined with the next and decoded again; a
-//! stream that does not cut this way (not chunked, chunks larger than
-//! [`CHUNK`], marks too far apart) makes [`Parallel`] give up, and the caller
-//! reads the archive again with one sequential decoder.
+//! bytes. A piece that fails is joined with the next and decoded again (at
+//! most [`MAX_JOINED`] pieces); a stream that does not cut this way (not
+//! chunked, chunks of another size, marks too far apart or too many) makes
+//! [`Parallel`] give up, and the caller reads the archive again with one
+//! sequential decoder.
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
@@ -44,6 +46,10 @@ const READ_SIZE: usize = 1 << 18;
 const MAX_PIECE: usize = 2 * CHUNK;
 /// Most pieces being inflated at once.
 const MAX_IN_FLIGHT: usize = 8;
+/// Most pieces joined into one chunk. A mark inside a canonical chunk is rare
+/// (incompressible data that happens to hold the 4 bytes); a stream of tiny
+/// blocks each ended by a mark would otherwise be decoded again and again.
+const MAX_JOINED: usize = 16;
 
 /// Why the parallel path stopped: the archive is damaged, or not cut into
 /// chunks; either way the sequential reader decides and explains.
@@ -66,8 +72,9 @@ struct Decoded {
 }
 
 /// Decodes `input` from a block boundary with no history: `Some` when it ends
-/// at a byte-aligned block boundary exactly at its end (`last`: with the
-/// final block) and inflates to at most [`CHUNK`] bytes.
+/// at a byte-aligned block boundary exactly at its end and inflates to
+/// exactly [`CHUNK`] bytes, as every chunk but the last does (`last`: when it
+/// ends with the final block and inflates to at most [`CHUNK`] bytes).
 fn decode(input: &[u8], last: bool) -> Option<Decoded> {
     let mut output = vec![0u8; CHUNK];
     let mut decoder = DecompressorOxide::new();
@@ -82,7 +89,7 @@ fn decode(input: &[u8], last: bool) -> Option<Decoded> {
         written += w;
         match status {
             TINFLStatus::BlockBoundary if !last && read == input.len() => {
-                if decoder.block_boundary_state()?.num_bits != 0 {
+                if decoder.block_boundary_state()?.num_bits != 0 || written != CHUNK {
                     return None;
                 }
                 break;
@@ -110,8 +117,10 @@ pub(crate) struct Parallel<R: Read> {
     cut_all: bool,
     in_flight: VecDeque<Receiver<Piece>>,
     max_in_flight: usize,
-    /// Pieces since the last proven cut that did not end at a block boundary.
+    /// Pieces since the last proven cut that did not end at a chunk's end.
     joined: Vec<u8>,
+    /// How many.
+    joined_pieces: usize,
     current: Vec<u8>,
     position: usize,
     /// The gzip trailer, once the last piece is decoded.
@@ -135,6 +144,7 @@ impl<R: Read> Parallel<R> {
             in_flight: VecDeque::new(),
             max_in_flight,
             joined: Vec::new(),
+            joined_pieces: 0,
             current: Vec::new(),
             position: 0,
             trailer: None,
@@ -172,21 +182,23 @@ impl<R: Read> Parallel<R> {
                 self.cut()?;
             }
             let piece = self.in_flight.pop_front().ok_or(GiveUp)?.recv().map_err(|_| GiveUp)?;
-            let decoded = if self.joined.is_empty() {
-                match piece.decoded {
-                    Some(decoded) => Some((decoded, piece.input)),
-                    None => {
-                        self.joined = piece.input;
-                        None
-                    }
-                }
+            let Piece { input, last, decoded } = piece;
+            if self.joined_pieces == 0 {
+                self.joined = input;
             } else {
-                self.joined.extend_from_slice(&piece.input);
-                decode(&self.joined, piece.last).map(|decoded| (decoded, std::mem::take(&mut self.joined)))
-            };
+                self.joined.extend_from_slice(&input);
+            }
+            self.joined_pieces += 1;
+            let decoded = if self.joined_pieces == 1 { decoded } else { decode(&self.joined, last) };
             match decoded {
-                Some((decoded, input)) => return self.accept(decoded, &input, piece.last),
-                None if piece.last || self.joined.len() > MAX_PIECE => return Err(GiveUp),
+                Some(decoded) => {
+                    self.joined_pieces = 0;
+                    let input = std::mem::take(&mut self.joined);
+                    return self.accept(decoded, &input, last);
+                }
+                None if last || self.joined_pieces > MAX_JOINED || self.joined.len() > MAX_PIECE => {
+                    return Err(GiveUp);
+                }
                 None => {}
             }
         }
@@ -254,7 +266,7 @@ impl<R: Read> Parallel<R> {
 mod tests {
     use super::*;
     use crate::pack::canonical::GzipWriter;
-    use std::io::Write;
+    use std::io::{Read, Write};
 
     fn inflate_all(gz: &[u8]) -> Result<Vec<u8>, GiveUp> {
         let mut parallel = Parallel::new(&gz[10..], Vec::new());
@@ -276,7 +288,7 @@ mod tests {
         (0..len as u64)
             .map(|i| match (i / 100_000) % 3 {
                 0 => b"abcdefgh"[((i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61) as usize) % 8],
-                1 if i % 1000 < 4 => SYNC_MARK[(i % 4) as usize],
+                1 if i % 50_000 < 4 => SYNC_MARK[(i % 4) as usize],
                 1 => {
                     let z = (i ^ (i >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
                     let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -294,12 +306,26 @@ mod tests {
             let mut gz = GzipWriter::new(Vec::new()).unwrap();
             gz.write_all(&content).unwrap();
             let packed = gz.finish().unwrap();
-            assert_eq!(inflate_all(&packed).ok().as_deref(), Some(&content[..]), "len {len}");
+            assert!(inflate_all(&packed).ok().as_deref() == Some(&content[..]), "len {len}");
             if len > 3 * CHUNK {
                 let marks = memchr::memmem::find_iter(&packed, &SYNC_MARK).count();
                 assert!(marks > len / CHUNK, "{marks} marks: none inside a chunk");
             }
         }
+    }
+
+    #[test]
+    fn a_stream_of_tiny_blocks_is_left_to_the_sequential_reader() {
+        // 100,000 empty stored blocks, then the final one: a valid stream of nothing.
+        let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+        for _ in 0..100_000 {
+            gz.extend_from_slice(&[0, 0, 0, 0xff, 0xff]);
+        }
+        gz.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let mut inflated = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut inflated).unwrap();
+        assert!(inflated.is_empty());
+        assert!(inflate_all(&gz).is_err());
     }
 
     #[test]
