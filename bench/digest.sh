@@ -4,10 +4,14 @@
 # - `rlp digest --check` and `rlp bundle verify` against `b3sum` over the
 #   same files and `b3sum --check` of a digest list, on a bundle with one
 #   1 GiB artifact and on a bundle of 10,000 small files;
-# - `rlp bundle pack` against `tar -czf` of the same folder.
+# - `rlp bundle pack` against `tar -czf` of the same folder;
+# - `rlp bundle verify <archive>` (content, chunks inflated in parallel) and
+#   `rlp bundle verify --canonical <archive>` (re-encodes and compares) against
+#   `gzip -t` of tar's archive and of rlp's own, in the same rounds.
 #
 #   bench/digest.sh                       # best of 10 (hashing), 3 (small pack), 1 (large pack)
-#   RUNS=20 PACK_RUNS=5 bench/digest.sh
+#   RUNS=20 PACK_RUNS=5 VERIFY_RUNS=3 bench/digest.sh
+#   ONLY=archives bench/digest.sh         # only the pack and archive rows
 #
 # The compared commands run interleaved, round after round, and each keeps its
 # best time: on a shared machine, load then affects every series alike
@@ -21,6 +25,7 @@ root=$(pwd)
 work="$root/bench/work/digest"
 runs=${RUNS:-10}
 pack_runs=${PACK_RUNS:-3}
+only=${ONLY:-all}
 target=${CARGO_TARGET_DIR:-$root/target}
 
 cargo build --release --quiet
@@ -97,13 +102,14 @@ PY
 }
 
 row() { # label rlp_ms base_ms
-  printf '%-52s %9s ms %9s ms %7sx\n' "$1" "$2" "$3" "$(python3 -c "print(f'{$2 / $3:.2f}')")"
+  printf '%-64s %9s ms %9s ms %7sx\n' "$1" "$2" "$3" "$(python3 -c "print(f'{$2 / $3:.2f}')")"
 }
 get() { grep "^$1=" <<<"$2" | cut -d= -f2; }
 
-echo "machine: $(nproc) cores, $(uname -sr); best of $runs (hashing), $pack_runs (small pack), 1 (large pack)"
-printf '%-52s %12s %12s %8s\n' "case" "rlp" "baseline" "rlp/base"
+echo "machine: $(nproc) cores, $(uname -sr); best of $runs (hashing), $pack_runs (small pack and verify), 1 (large pack), ${VERIFY_RUNS:-2} (large verify)"
+printf '%-64s %12s %12s %8s\n' "case" "rlp" "baseline" "rlp/base"
 for case in big many; do
+  [ "$only" = archives ] && break
   dir=$([ "$case" = big ] && echo "$big" || echo "$many")
   label=$([ "$case" = big ] && echo "1 GiB artifact" || echo "10,000 small files")
   t=$(best_ms "$runs" "$dir" \
@@ -124,8 +130,15 @@ for case in many big; do
     pack -- "$rlp" bundle pack . -o "$work/out/$case.bundle.tar.gz" ";;" \
     tar -- tar -czf "$work/out/$case.tar.gz" .)
   row "$label: rlp bundle pack vs tar -czf" "$(get pack "$t")" "$(get tar "$t")"
-  t=$(best_ms "$n" "$work/out" verify -- "$rlp" bundle verify "$case.bundle.tar.gz" ";;" gunzip -- gzip -t "$case.tar.gz")
+  v=${VERIFY_RUNS:-$([ "$case" = big ] && echo 2 || echo "$pack_runs")}
+  t=$(best_ms "$v" "$work/out" \
+    verify -- "$rlp" bundle verify "$case.bundle.tar.gz" ";;" \
+    canonical -- "$rlp" bundle verify --canonical "$case.bundle.tar.gz" ";;" \
+    gunzip -- gzip -t "$case.tar.gz" ";;" \
+    gunzip_rlp -- gzip -t "$case.bundle.tar.gz")
   row "$label: rlp bundle verify <archive> vs gzip -t" "$(get verify "$t")" "$(get gunzip "$t")"
-  printf '%-52s %9s B  %9s B\n' "  archive sizes" "$(stat -c %s "$work/out/$case.bundle.tar.gz")" "$(stat -c %s "$work/out/$case.tar.gz")"
+  row "$label: rlp bundle verify <archive> vs gzip -t (rlp's)" "$(get verify "$t")" "$(get gunzip_rlp "$t")"
+  row "$label: rlp bundle verify --canonical vs gzip -t" "$(get canonical "$t")" "$(get gunzip "$t")"
+  printf '%-64s %9s B  %9s B\n' "  archive sizes" "$(stat -c %s "$work/out/$case.bundle.tar.gz")" "$(stat -c %s "$work/out/$case.tar.gz")"
 done
 echo "(rlp/base < 1: rlp is faster)"

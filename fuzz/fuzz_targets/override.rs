@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use rlp::bundle::capability::Capability;
 use rlp::bundle::policy::Policy;
-use rlp::runtime::exposure::apply_override;
 use rlp::event::Decision;
+use rlp::runtime::exposure::apply_override;
 
 const FILE: &str = "/home/op/.runloop/caps/overrides/mailer.toml";
 const BUNDLE_POLICY: &str = include_str!("../seeds/policy/full.caps");

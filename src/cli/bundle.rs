@@ -14,8 +14,9 @@ use crate::integrity::failure::Failure;
 use crate::integrity::keys::{PublicKey, SecretKey};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{Options, Trust, Verified};
+use crate::pack::reader::Encoding;
 use crate::pack::verify_path;
-use crate::pack::writer::{Destination, PackOptions, STDOUT, pack};
+use crate::pack::writer::{Destination, PackOptions, STDOUT, check, default_archive, pack};
 
 /// `rlp bundle …`
 #[derive(Debug, Subcommand)]
@@ -29,7 +30,7 @@ pub enum BundleCommand {
 /// Flags of `rlp bundle pack`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp bundle pack agents/mailer                        # writes ./mailer-0.1.0.bundle.tar.gz\n  mkdir -p dist && rlp bundle pack agents/mailer --key keys/release.key -o dist/mailer.bundle.tar.gz\n  rlp bundle pack agents/mailer -o - | ssh host 'cat > mailer.bundle.tar.gz'\n\nRefuses a bundle with lint errors, stale digests, all-zero placeholder digests, or a\nsignature that no longer matches manifest.toml.\nExit codes: 0 written, 1 bundle not ready, 2 unreadable input."
+    after_help = "Examples:\n  rlp bundle pack agents/mailer                        # writes ./mailer-0.1.0.bundle.tar.gz\n  mkdir -p dist && rlp bundle pack agents/mailer --key keys/release.key -o dist/mailer.bundle.tar.gz\n  rlp bundle pack agents/mailer --check -o dist/mailer.bundle.tar.gz   # is it what pack writes?\n  rlp bundle pack agents/mailer -o - | ssh host 'cat > mailer.bundle.tar.gz'\n\nRefuses a bundle with lint errors, stale digests, all-zero placeholder digests, or a\nsignature that no longer matches manifest.toml.\n--check writes nothing: it packs the bundle in memory and compares the result with the\narchive (-o, or the default name) byte for byte, naming the first difference: a file\nmissing, extra or changed, or the first byte of another compression of the same files.\nExit codes: 0 written (with --check: the archive is identical), 1 bundle not ready or\n(--check) the archive differs, 2 unreadable input."
 )]
 pub struct PackArgs {
     /// The bundle folder.
@@ -39,8 +40,12 @@ pub struct PackArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Sign the bundle with this secret key before packing.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "check")]
     pub key: Option<PathBuf>,
+    /// Write nothing; check that the archive (-o, or the default name) is byte for byte
+    /// what pack would write for the bundle (exit 1 naming the first difference).
+    #[arg(long)]
+    pub check: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -49,7 +54,7 @@ pub struct PackArgs {
 /// Flags of `rlp bundle verify`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp bundle verify mailer-0.1.0.bundle.tar.gz --require-signature\n  rlp bundle verify agents/mailer --key keys/release.pub\n\nWithout --key, the signer must be a trust anchor of $RUNLOOP_HOME/trust-policy.toml,\nnot revoked, and the bundle's capabilities must be within the anchor's rule.\nExit codes: 0 verified, 1 verification failed (tampering, bad signature, unsafe archive),\n2 unreadable input, 3 refused by policy (unsigned with --require-signature, untrusted or\nrevoked signer, capabilities beyond the signer's rule)."
+    after_help = "Examples:\n  rlp bundle verify mailer-0.1.0.bundle.tar.gz --require-signature\n  rlp bundle verify agents/mailer --key keys/release.pub\n\nWithout --key, the signer must be a trust anchor of $RUNLOOP_HOME/trust-policy.toml,\nnot revoked, and the bundle's capabilities must be within the anchor's rule.\nAn archive is checked as it inflates (its chunks on every core): every entry's type, name,\nsize and digest, the file set, the limits, the gzip checksum, nothing after the end.\nThat accepts another compression of the same files, which `rlp bundle pack` would not\nhave written; --canonical also refuses it, by compressing the content again (slower).\nExit codes: 0 verified, 1 verification failed (tampering, bad signature, unsafe archive,\nwith --canonical an encoding pack does not write), 2 unreadable input, 3 refused by policy\n(unsigned with --require-signature, untrusted or revoked signer, capabilities beyond the\nsigner's rule)."
 )]
 pub struct VerifyArgs {
     /// A bundle folder or a .bundle.tar.gz archive.
@@ -61,6 +66,10 @@ pub struct VerifyArgs {
     /// Refuse a bundle without a signature (implied by --key).
     #[arg(long)]
     pub require_signature: bool,
+    /// For an archive: also check that its compressed bytes are the canonical encoding
+    /// `rlp bundle pack` writes (byte-reproducibility); slower.
+    #[arg(long)]
+    pub canonical: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -75,6 +84,9 @@ pub(crate) fn run(command: BundleCommand, ctx: &Context) -> CliResult {
 }
 
 fn run_pack(args: &PackArgs) -> CliResult {
+    if args.check {
+        return run_pack_check(args);
+    }
     let key = args.key.as_deref().map(SecretKey::load).transpose().map_err(CliError::from)?;
     let mut out = Printer::stdout();
     let to_stdout = args.output.as_deref() == Some(Path::new(STDOUT));
@@ -125,6 +137,39 @@ fn run_pack(args: &PackArgs) -> CliResult {
     out.finish(Exit::Success)
 }
 
+fn run_pack_check(args: &PackArgs) -> CliResult {
+    let archive = match &args.output {
+        Some(path) if path.as_os_str() == STDOUT => {
+            return Err(CliError::usage("--check compares with an archive file, not standard output")
+                .with_help("give the archive with `-o FILE`"));
+        }
+        Some(path) => path.clone(),
+        None => default_archive(&args.bundle).map_err(CliError::from)?,
+    };
+    let progress = ByteProgress::on_terminal("checking");
+    let checked = check(&args.bundle, &archive, progress.as_ref()).map_err(CliError::from)?;
+    let summary = format!(
+        "{} is what `rlp bundle pack` writes for {} ({} {}: {} files): {} bytes, identical",
+        archive.display(),
+        args.bundle.display(),
+        checked.name,
+        checked.version,
+        checked.files,
+        checked.bytes
+    );
+    let json = json!({
+        "archive": path_json(&archive),
+        "name": checked.name,
+        "version": checked.version,
+        "files": checked.files,
+        "bytes": checked.bytes,
+        "identical": true,
+    });
+    let mut out = Printer::stdout();
+    out.report(args.format, &summary, &json)?;
+    out.finish(Exit::Success)
+}
+
 fn verified_json(source: &str, v: &Verified) -> Value {
     json!({
         "source": source,
@@ -154,7 +199,8 @@ fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
             Some(key) => Trust::Key(key, &policy),
             None => Trust::Policy(&policy),
         };
-        verify_path(&args.source, &Options { trust, require_signature: args.require_signature })
+        let encoding = if args.canonical { Encoding::Canonical } else { Encoding::Content };
+        verify_path(&args.source, &Options { trust, require_signature: args.require_signature }, encoding)
     });
     let out = Printer::stdout();
     match (args.format, result) {

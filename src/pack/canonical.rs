@@ -13,9 +13,12 @@
 //! Deflate allows many encodings of the same bytes (other match distances
 //! into repeated data, the unused bits after the last block). A reader that
 //! only checked the decompressed content would accept an archive whose bytes
-//! were changed without changing its content, so the reader compresses the
-//! content again, chunk by chunk, and compares the result with the archive's
-//! compressed bytes as they arrive ([`Checker`]).
+//! were changed without changing its content, so the canonical check
+//! (`rlp bundle verify --canonical`, `rlp bundle pack --check`, `rlp agent
+//! install`) compresses the content again, chunk by chunk, and compares the
+//! result with the archive's compressed bytes as they arrive ([`Checker`]).
+//! Plain `rlp bundle verify` checks the content only, inflating the chunks in
+//! parallel ([`crate::pack::inflate`]).
 
 use std::collections::VecDeque;
 use std::io::{self, Write};

@@ -4,6 +4,7 @@
 pub mod canonical;
 pub(crate) mod extract;
 pub(crate) mod format;
+pub(crate) mod inflate;
 pub(crate) mod install;
 pub mod reader;
 pub(crate) mod writer;
@@ -35,8 +36,9 @@ impl Progress for NoProgress {
 }
 
 /// Verifies a bundle folder or a `.bundle.tar.gz` archive (streamed, nothing
-/// written).
-pub fn verify_path(path: &Path, options: &Options<'_>) -> Result<Verified, Failure> {
+/// written). `encoding` says whether an archive's compressed bytes must also
+/// be the canonical encoding `rlp bundle pack` writes.
+pub fn verify_path(path: &Path, options: &Options<'_>, encoding: reader::Encoding) -> Result<Verified, Failure> {
     let meta = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
     if meta.is_dir() {
         return verify::verify_dir(path, options);
@@ -45,6 +47,6 @@ pub fn verify_path(path: &Path, options: &Options<'_>) -> Result<Verified, Failu
         return Err(Failure::new(Reason::Unreadable, format!("{} is neither a folder nor a file", path.display())));
     }
     let file = std::fs::File::open(path).map_err(|e| Failure::io(path, &e))?;
-    let evidence = reader::read_archive(file, &reader::Limits::default(), &mut reader::Discard)?;
+    let evidence = reader::verify_archive(file, &reader::Limits::default(), encoding)?;
     verify::check(&evidence, options)
 }

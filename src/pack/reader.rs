@@ -1,18 +1,20 @@
 //! The safe archive reader: streams a `.bundle.tar.gz`, refuses anything but
 //! the canonical form (see [`crate::pack::format`]), enforces limits, hashes
-//! every file as it passes and hands the content to a [`Sink`].
+//! every file as it passes and hands the content to a [`Sink`]. Verification
+//! ([`verify_archive`]) inflates the chunks of the archive on every core.
 //!
 //! Nothing in the archive is trusted before it is checked: entry types,
 //! names (no absolute paths, no `..`, no duplicates, nothing the manifest
 //! does not list), sizes (per file, in total, against the manifest), the
 //! entry count and the compression ratio are checked before any byte of an
-//! entry reaches the sink. The compressed bytes must be the canonical
-//! encoding of the content ([`crate::pack::canonical`]), the gzip CRC and
-//! length are checked at the end, and no byte may follow the gzip stream.
+//! entry reaches the sink. The gzip CRC and length are checked at the end,
+//! and no byte may follow the gzip stream. [`read_archive`] and
+//! [`Encoding::Canonical`] also require the compressed bytes to be the
+//! canonical encoding of the content ([`crate::pack::canonical`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 
 use flate2::bufread::DeflateDecoder;
 
@@ -22,6 +24,7 @@ use crate::integrity::signature::{MAX_SIGNATURE_BYTES, SIGNATURE_FILE};
 use crate::integrity::verify::{self, Evidence, FileFacts, MAX_MANIFEST_BYTES, MAX_POLICY_BYTES};
 use crate::pack::canonical::Checker;
 use crate::pack::format::{BLOCK, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
+use crate::pack::inflate::{GiveUp, Parallel};
 
 /// Bounds on what an archive may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,10 +110,12 @@ impl<R: Read> Read for Recording<R> {
 
 /// Whether the compressed bytes must be the canonical encoding of the content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Encoding {
-    /// Byte for byte what the writer produces (every archive read the first time).
+pub enum Encoding {
+    /// Byte for byte what the writer produces (`rlp bundle verify --canonical`,
+    /// and installation, which reads an archive the first time).
     Canonical,
-    /// Any deflate stream of the same content (re-reading an archive already checked).
+    /// Any deflate stream of the same content (`rlp bundle verify`; re-reading
+    /// an archive already checked).
     Content,
 }
 
@@ -124,44 +129,14 @@ fn cannot_reencode(e: io::Error) -> Failure {
     bad(format!("cannot re-encode the archive: {e}"))
 }
 
-/// The decompressed tar stream, with its CRC, length, ratio and encoding checks.
-struct Inflater<R: Read> {
-    decoder: DeflateDecoder<BufReader<Recording<R>>>,
-    crc: flate2::Crc,
-    out: u64,
-    limits: Limits,
-    checker: Option<Checker>,
-}
+/// The decompressed tar stream.
+trait TarStream: Sized {
+    /// The next bytes; `Ok(0)` at the end of the stream.
+    fn read_some(&mut self, buf: &mut [u8]) -> Result<usize, Failure>;
 
-impl<R: Read> Inflater<R> {
-    fn read_some(&mut self, buf: &mut [u8]) -> Result<usize, Failure> {
-        let n = loop {
-            match self.decoder.read(buf) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(bad(format!("the archive is corrupt: {e}"))),
-            }
-        };
-        self.crc.update(&buf[..n]);
-        self.out += n as u64;
-        let compressed = self.decoder.total_in();
-        if self.out > self.limits.ratio_floor && self.out > compressed.saturating_mul(self.limits.max_ratio) {
-            return Err(Failure::new(
-                Reason::Archive,
-                format!(
-                    "the archive expands more than {}× ({} bytes from {compressed}); refusing a likely compression bomb",
-                    self.limits.max_ratio, self.out
-                ),
-            ));
-        }
-        if let Some(checker) = &mut self.checker {
-            let record = self.decoder.get_mut().get_mut().record.get_or_insert_default();
-            if !checker.feed(&buf[..n], record).map_err(cannot_reencode)? {
-                return Err(not_canonical());
-            }
-        }
-        Ok(n)
-    }
+    /// Checks that nothing follows the end-of-archive marker, and the gzip
+    /// trailer (CRC-32 and length), and that nothing follows it.
+    fn finish(self) -> Result<(), Failure>;
 
     /// Fills `buf` completely; `Ok(false)` at a clean end of stream before the first byte.
     fn read_full(&mut self, buf: &mut [u8]) -> Result<bool, Failure> {
@@ -178,8 +153,51 @@ impl<R: Read> Inflater<R> {
         }
         Ok(true)
     }
+}
 
-    /// Checks the gzip trailer (CRC-32 and length) and that nothing follows it.
+fn bomb(limits: &Limits, out: u64, compressed: u64) -> Result<(), Failure> {
+    if out > limits.ratio_floor && out > compressed.saturating_mul(limits.max_ratio) {
+        return Err(Failure::new(
+            Reason::Archive,
+            format!(
+                "the archive expands more than {}× ({out} bytes from {compressed}); refusing a likely compression bomb",
+                limits.max_ratio
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The decompressed tar stream, one decoder, with its CRC, length, ratio and encoding checks.
+struct Inflater<R: Read> {
+    decoder: DeflateDecoder<BufReader<Recording<R>>>,
+    crc: flate2::Crc,
+    out: u64,
+    limits: Limits,
+    checker: Option<Checker>,
+}
+
+impl<R: Read> TarStream for Inflater<R> {
+    fn read_some(&mut self, buf: &mut [u8]) -> Result<usize, Failure> {
+        let n = loop {
+            match self.decoder.read(buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(bad(format!("the archive is corrupt: {e}"))),
+            }
+        };
+        self.crc.update(&buf[..n]);
+        self.out += n as u64;
+        bomb(&self.limits, self.out, self.decoder.total_in())?;
+        if let Some(checker) = &mut self.checker {
+            let record = self.decoder.get_mut().get_mut().record.get_or_insert_default();
+            if !checker.feed(&buf[..n], record).map_err(cannot_reencode)? {
+                return Err(not_canonical());
+            }
+        }
+        Ok(n)
+    }
+
     fn finish(mut self) -> Result<(), Failure> {
         let mut probe = [0u8; 1];
         if self.read_some(&mut probe)? != 0 {
@@ -205,6 +223,38 @@ impl<R: Read> Inflater<R> {
             Ok(_) => Err(bad("the archive has bytes after the end of its gzip stream")),
             Err(e) => Err(bad(format!("cannot read the archive: {e}"))),
         }
+    }
+}
+
+/// The decompressed tar stream of a chunked archive, inflated on every core
+/// ([`crate::pack::inflate`]). Any failure, whether the archive is damaged or
+/// only not chunked, sends the caller back to one sequential [`Inflater`],
+/// which decides and explains; the message here is never shown.
+struct ParallelStream<R: Read> {
+    inner: Parallel<R>,
+    limits: Limits,
+}
+
+fn gave_up(_: GiveUp) -> Failure {
+    bad("the archive is not cut into independent chunks")
+}
+
+impl<R: Read> TarStream for ParallelStream<R> {
+    fn read_some(&mut self, buf: &mut [u8]) -> Result<usize, Failure> {
+        let n = self.inner.read(buf).map_err(gave_up)?;
+        bomb(&self.limits, self.inner.out, self.inner.consumed)?;
+        Ok(n)
+    }
+
+    fn finish(mut self) -> Result<(), Failure> {
+        let mut probe = [0u8; 1];
+        if self.read_some(&mut probe)? != 0 {
+            return Err(bad("the archive has data after its end-of-archive marker"));
+        }
+        if !self.inner.trailer_matches() {
+            return Err(bad("the gzip checksum does not match the content (the archive was altered)"));
+        }
+        Ok(())
     }
 }
 
@@ -286,24 +336,56 @@ pub fn read_archive_content<R: Read>(input: R, limits: &Limits, sink: &mut dyn S
     read(input, limits, sink, Encoding::Content)
 }
 
+/// Verifies an archive (nothing is kept) and returns the evidence for
+/// [`verify::check`]. With [`Encoding::Content`] the chunks of an archive
+/// `rlp bundle pack` wrote are inflated on every core; any other deflate
+/// stream of the content is read with one decoder, and so is a damaged
+/// archive, whose failure is then the one [`read_archive_content`] reports.
+/// With [`Encoding::Canonical`] this is [`read_archive`].
+pub fn verify_archive<R: Read + Seek>(mut input: R, limits: &Limits, encoding: Encoding) -> Result<Evidence, Failure> {
+    if encoding == Encoding::Canonical {
+        return read(input, limits, &mut Discard, Encoding::Canonical);
+    }
+    let fast = (|| {
+        let mut gzip_header = [0u8; 10];
+        input.read_exact(&mut gzip_header).map_err(|_| bad("the file is too short to be a bundle archive"))?;
+        check_gzip_header(&gzip_header)?;
+        let stream = ParallelStream { inner: Parallel::new(&mut input, Vec::new()), limits: *limits };
+        parse(stream, limits, &mut Discard)
+    })();
+    if let Ok(evidence) = fast {
+        return Ok(evidence);
+    }
+    input.seek(SeekFrom::Start(0)).map_err(|e| bad(format!("cannot read the archive: {e}")))?;
+    read(input, limits, &mut Discard, Encoding::Content)
+}
+
+fn check_gzip_header(gzip_header: &[u8; 10]) -> Result<(), Failure> {
+    if gzip_header[..2] != GZIP_HEADER[..2] {
+        return Err(bad("the file is not a gzip archive"));
+    }
+    if *gzip_header != GZIP_HEADER {
+        return Err(bad("the gzip header is not the fixed one `rlp bundle pack` writes (name, time or flags differ)"));
+    }
+    Ok(())
+}
+
 fn read<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink, encoding: Encoding) -> Result<Evidence, Failure> {
     let record = (encoding == Encoding::Canonical).then(VecDeque::new);
     let mut raw = BufReader::with_capacity(1 << 16, Recording { inner: input, record });
     let mut gzip_header = [0u8; 10];
     raw.read_exact(&mut gzip_header).map_err(|_| bad("the file is too short to be a bundle archive"))?;
-    if gzip_header[..2] != GZIP_HEADER[..2] {
-        return Err(bad("the file is not a gzip archive"));
-    }
-    if gzip_header != GZIP_HEADER {
-        return Err(bad("the gzip header is not the fixed one `rlp bundle pack` writes (name, time or flags differ)"));
-    }
+    check_gzip_header(&gzip_header)?;
     if let Some(record) = &mut raw.get_mut().record {
         record.drain(..GZIP_HEADER.len());
     }
     let checker = (encoding == Encoding::Canonical).then(Checker::default);
-    let mut tar =
-        Inflater { decoder: DeflateDecoder::new(raw), crc: flate2::Crc::new(), out: 0, limits: *limits, checker };
+    let tar = Inflater { decoder: DeflateDecoder::new(raw), crc: flate2::Crc::new(), out: 0, limits: *limits, checker };
+    parse(tar, limits, sink)
+}
 
+/// Reads the tar stream, checking every entry before it reaches `sink`.
+fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
     let mut block = [0u8; BLOCK];
     let mut count = 0usize;
     let mut total = 0u64;

@@ -332,8 +332,17 @@ fn write_to_stream(
     Ok((written.bytes, Digest(*written.hasher.finalize().as_bytes())))
 }
 
-/// Packs a bundle folder.
-pub(crate) fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
+/// A bundle ready to be written as an archive.
+struct Plan {
+    manifest: Manifest,
+    name: String,
+    version: String,
+    entries: Vec<Entry>,
+    signed_by: Option<KeyId>,
+}
+
+/// Checks a bundle folder, signs it with `key` if given, and lists its entries.
+fn plan(dir: &Path, key: Option<&SecretKey>) -> Result<Plan, Failure> {
     if !crate::lint::is_bundle(dir) {
         return Err(Failure::new(
             Reason::Unreadable,
@@ -341,7 +350,7 @@ pub(crate) fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress
         ));
     }
     check_packable(dir)?;
-    if let Some(key) = options.key {
+    if let Some(key) = key {
         sign_bundle(dir, key)?;
     }
     let manifest_path = dir.join(MANIFEST_FILE);
@@ -353,6 +362,162 @@ pub(crate) fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress
     let version = manifest.version.clone().unwrap_or_default();
     let entries = entries(dir, &manifest, &manifest_bytes)?;
     check_limits(&entries, &Limits::default())?;
+    Ok(Plan { manifest, name, version, entries, signed_by })
+}
+
+/// The archive `rlp bundle pack` writes for a bundle by default.
+pub(crate) fn default_archive(dir: &Path) -> Result<PathBuf, Failure> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let manifest_bytes = crate::fsutil::read_limited(&manifest_path, verify::MAX_MANIFEST_BYTES)
+        .map_err(|e| Failure::read(&manifest_path, e, Reason::Size))?;
+    let manifest = verify::parse_manifest(&manifest_bytes)?;
+    Ok(PathBuf::from(format!(
+        "{}-{}.bundle.tar.gz",
+        manifest.name.unwrap_or_default(),
+        manifest.version.unwrap_or_default()
+    )))
+}
+
+/// Compares what is written with an existing file, byte by byte.
+struct Comparing<R> {
+    existing: R,
+    offset: u64,
+    first_difference: Option<u64>,
+    buffer: Vec<u8>,
+}
+
+impl<R: Read> Comparing<R> {
+    /// Reads up to `len` bytes of the existing file.
+    fn next(&mut self, len: usize) -> io::Result<&[u8]> {
+        self.buffer.resize(len, 0);
+        let mut filled = 0;
+        while filled < len {
+            match self.existing.read(&mut self.buffer[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(&self.buffer[..filled])
+    }
+}
+
+impl<R: Read> Write for Comparing<R> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.first_difference.is_none() {
+            let offset = self.offset;
+            let existing = self.next(buf.len())?;
+            let same = existing.iter().zip(buf).take_while(|(a, b)| a == b).count();
+            if same < buf.len() {
+                self.first_difference = Some(offset + same as u64);
+            }
+        }
+        self.offset += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An archive that is exactly what [`pack`] writes for its bundle.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    /// `[agent].name`.
+    pub name: String,
+    /// `[agent].version`.
+    pub version: String,
+    /// Number of files the manifest lists.
+    pub files: usize,
+    /// Archive size in bytes.
+    pub bytes: u64,
+}
+
+/// Checks that `archive` is byte for byte the archive [`pack`] would write
+/// for the bundle `dir` (nothing is written). When it is not, the failure
+/// names the first difference: an entry whose content differs, is missing or
+/// is extra, or, with the same content, the first byte where the encoding
+/// differs.
+pub(crate) fn check(dir: &Path, archive: &Path, progress: &dyn Progress) -> Result<Checked, Failure> {
+    let plan = plan(dir, None)?;
+    let file = File::open(archive).map_err(|e| Failure::io(archive, &e))?;
+    let archive_len = file.metadata().map_err(|e| Failure::io(archive, &e))?.len();
+    let compare = Comparing {
+        existing: io::BufReader::with_capacity(1 << 20, file),
+        offset: 0,
+        first_difference: None,
+        buffer: Vec::new(),
+    };
+    progress.start(plan.entries.iter().map(|e| e.size).sum());
+    let written = write_archive(dir, &plan.entries, compare, progress);
+    progress.finish();
+    let written = written?;
+    let first_difference =
+        written.first_difference.or((written.offset != archive_len).then_some(written.offset.min(archive_len)));
+    let Some(offset) = first_difference else {
+        return Ok(Checked {
+            name: plan.name,
+            version: plan.version,
+            files: plan.manifest.listed().count(),
+            bytes: archive_len,
+        });
+    };
+    Err(describe_difference(dir, &plan, archive, offset))
+}
+
+/// The first difference between the bundle and an archive that is not what [`pack`] writes for it.
+fn describe_difference(dir: &Path, plan: &Plan, archive: &Path, offset: u64) -> Failure {
+    let differs = |what: String| {
+        Failure::new(
+            Reason::Archive,
+            format!("{} is not what `rlp bundle pack` writes for {}: {what}", archive.display(), dir.display()),
+        )
+        .with_help(format!("pack it again: `rlp bundle pack {} -o {}`", dir.display(), archive.display()))
+    };
+    let evidence = match File::open(archive).map_err(|e| Failure::io(archive, &e)).and_then(|file| {
+        crate::pack::reader::read_archive_content(
+            io::BufReader::new(file),
+            &Limits::default(),
+            &mut crate::pack::reader::Discard,
+        )
+    }) {
+        Ok(evidence) => evidence,
+        Err(failure) => return differs(format!("it cannot be read as a bundle archive ({})", failure.message)),
+    };
+    for entry in &plan.entries {
+        if entry.kind == Kind::Dir {
+            continue;
+        }
+        let found = if entry.path == MANIFEST_FILE {
+            Some((evidence.manifest_bytes.len() as u64, Some(hash_bytes(&evidence.manifest_bytes))))
+        } else if entry.path == SIGNATURE_FILE {
+            evidence.signature.as_ref().map(|bytes| (bytes.len() as u64, Some(hash_bytes(bytes))))
+        } else {
+            evidence.files.get(&entry.path).map(|facts| (facts.size, facts.digest))
+        };
+        match found {
+            None => return differs(format!("`{}` is missing from the archive", entry.path)),
+            Some((size, digest)) if size != entry.size || entry.digest.is_some_and(|want| digest != Some(want)) => {
+                return differs(format!("`{}` differs from the bundle's", entry.path));
+            }
+            Some(_) => {}
+        }
+    }
+    if evidence.signature.is_some() && !plan.entries.iter().any(|e| e.path == SIGNATURE_FILE) {
+        return differs(format!("the archive holds {SIGNATURE_FILE}, the bundle does not"));
+    }
+    if let Some(extra) = evidence.files.keys().find(|path| !plan.entries.iter().any(|e| &e.path == *path)) {
+        return differs(format!("`{extra}` is in the archive, not in the bundle"));
+    }
+    differs(format!(
+        "its files are the same, but its bytes differ from byte {offset} on (another compression of the same content, or a file's mode)"
+    ))
+}
+
+/// Packs a bundle folder.
+pub(crate) fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
+    let Plan { manifest, name, version, entries, signed_by } = plan(dir, options.key)?;
 
     progress.start(entries.iter().map(|e| e.size).sum());
     let (path, written) = match options.output {

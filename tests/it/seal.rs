@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use flate2::Crc;
 use rlp::pack::canonical::{CHUNK, GzipWriter, encode_chunk};
+use rlp::pack::reader::Encoding;
 
 use crate::support::Sandbox;
 use crate::support::files::{copy_tree, file_names, noise};
@@ -493,7 +494,29 @@ fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
                 Ok(_) => panic!("byte {offset} ^ {flip:#x} went unnoticed"),
                 Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "byte {offset}: {f:?}"),
             }
+            assert_content_checked(&good, &bytes, &format!("byte {offset} ^ {flip:#x}"));
         }
+    }
+}
+
+/// The default verification (content, chunks inflated in parallel) of
+/// `changed`, an altered copy of the archive `good`: it refuses it, unless the
+/// change left the content exactly as it was (then only the canonical check,
+/// `--canonical`, can see it).
+fn assert_content_checked(good: &[u8], changed: &[u8], what: &str) {
+    let content = |bytes: &[u8]| {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out).ok().map(|_| out)
+    };
+    let limits = Default::default();
+    match rlp::pack::reader::verify_archive(std::io::Cursor::new(changed), &limits, Encoding::Content) {
+        Ok(_) => {
+            let (before, after) = (content(good), content(changed));
+            assert!(before.is_some() && before == after, "{what} went unnoticed and changed the content");
+            // The encoding alone changed: gzip's own reader agrees, and the trailer is the same.
+            assert_eq!(&good[good.len() - 8..], &changed[changed.len() - 8..], "{what}");
+        }
+        Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "{what}: {f:?}"),
     }
 }
 
@@ -523,16 +546,23 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
                 Ok(_) => panic!("byte {offset} ^ {flip:#x} of {} went unnoticed", good.len()),
                 Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "byte {offset}: {f:?}"),
             }
+            assert_content_checked(&good, &bytes, &format!("byte {offset} ^ {flip:#x}"));
         }
     }
     // A sample through the real binary: gzip header, early deflate (tar headers), middle, trailer.
+    // `--canonical` refuses every change; the default check every change of the
+    // content (the last deflate byte's padding bits are not content).
     let len = good.len();
     for offset in [0, 1, 3, 4, 9, 10, 12, 40, len / 3, len / 2, 2 * len / 3, len - 9, len - 8, len - 5, len - 1] {
         let mut bytes = good.clone();
         bytes[offset] ^= 0x01;
         fs::write(w.join("bad.tar.gz"), &bytes).unwrap();
-        let (_, stderr) = w.expect(1, &["bundle", "verify", "bad.tar.gz", "--key", &public]);
+        let (_, stderr) = w.expect(1, &["bundle", "verify", "bad.tar.gz", "--key", &public, "--canonical"]);
         assert!(stderr.starts_with("error: ") && !stderr.contains("panicked"), "byte {offset}: {stderr}");
+        if offset != len - 9 {
+            let (_, stderr) = w.expect(1, &["bundle", "verify", "bad.tar.gz", "--key", &public]);
+            assert!(stderr.starts_with("error: ") && !stderr.contains("panicked"), "byte {offset}: {stderr}");
+        }
     }
     // Truncated and extended archives.
     fs::write(w.join("short.tar.gz"), &good[..len - 1]).unwrap();
@@ -1143,4 +1173,75 @@ fn trust_add_and_revoke_report_as_json() {
             policy.display()
         )
     );
+}
+
+/// The deflate stream of `archive` compressed again as one stream at `level`,
+/// between the same gzip header and trailer: the same content, another encoding.
+fn recompressed(archive: &[u8], level: u32) -> Vec<u8> {
+    let mut tar = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(archive), &mut tar).unwrap();
+    let mut deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+    deflate.write_all(&tar).unwrap();
+    let mut out = archive[..10].to_vec();
+    out.extend(deflate.finish().unwrap());
+    out.extend_from_slice(&archive[archive.len() - 8..]);
+    out
+}
+
+#[test]
+fn another_compression_of_the_same_files_passes_verify_but_not_canonical_or_pack_check() {
+    let w = Sandbox::new();
+    let (public, key) = keygen(&w, "release");
+    let bundle = signed_bundle(&w, "mailer", "0.1.0", &key);
+    // 2.5 MiB of noise: three chunks, inflated in parallel.
+    fs::write(w.join(format!("{bundle}/noise.bin")), noise(5 << 19, 0x9e37_79b9_7f4a_7c15)).unwrap();
+    w.expect(0, &["digest", &bundle]);
+    w.expect(0, &["sign", &bundle, "--key", &key]);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "good.tar.gz"]);
+    let good = fs::read(w.join("good.tar.gz")).unwrap();
+    w.expect(0, &["bundle", "verify", "good.tar.gz", "--key", &public]);
+    w.expect(0, &["bundle", "verify", "good.tar.gz", "--key", &public, "--canonical"]);
+    let (stdout, _) = w.expect(0, &["bundle", "pack", &bundle, "--check", "-o", "good.tar.gz"]);
+    assert_contains(&stdout, "identical");
+
+    fs::write(w.join("other.tar.gz"), recompressed(&good, 9)).unwrap();
+    let (stdout, _) = w.expect(0, &["bundle", "verify", "other.tar.gz", "--key", &public]);
+    assert_contains(&stdout, "verified mailer 0.1.0");
+    let (_, canonical) = w.expect(1, &["bundle", "verify", "other.tar.gz", "--key", &public, "--canonical"]);
+    let (_, check) = w.expect(1, &["bundle", "pack", &bundle, "--check", "-o", "other.tar.gz"]);
+    insta::assert_snapshot!(
+        "recompressed_archive_refused",
+        format!(
+            "$ rlp bundle verify other.tar.gz --canonical\n{canonical}$ rlp bundle pack --check\n{}",
+            check.replace(&bundle, "BUNDLE")
+        )
+    );
+}
+
+#[test]
+fn pack_check_names_the_first_difference() {
+    let w = Sandbox::new();
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
+    w.expect(0, &["digest", &bundle]);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "mailer.tar.gz"]);
+    w.expect(0, &["bundle", "pack", &bundle, "--check", "-o", "mailer.tar.gz"]);
+    // The default archive name, absent: unreadable input.
+    let (_, stderr) = w.expect(2, &["bundle", "pack", &bundle, "--check"]);
+    assert_contains(&stderr, "mailer-0.1.0.bundle.tar.gz");
+    // A file changed in the bundle since the archive was written.
+    fs::write(w.join(format!("{bundle}/extra.txt")), "new\n").unwrap();
+    w.expect(0, &["digest", &bundle]);
+    let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle, "--check", "-o", "mailer.tar.gz"]);
+    assert_contains(&stderr, "`manifest.toml` differs from the bundle's");
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "mailer.tar.gz"]);
+    w.expect(0, &["bundle", "pack", &bundle, "--check", "-o", "mailer.tar.gz"]);
+    // A damaged archive.
+    let mut bytes = fs::read(w.join("mailer.tar.gz")).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs::write(w.join("mailer.tar.gz"), &bytes).unwrap();
+    let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle, "--check", "-o", "mailer.tar.gz"]);
+    assert_contains(&stderr, "it cannot be read as a bundle archive (the gzip checksum does not match");
+    // Standard output is not an archive to compare with.
+    w.expect(2, &["bundle", "pack", &bundle, "--check", "-o", "-"]);
 }
