@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
 
     let mut export = Vec::new();
     let opened = SqliteLedger::open_existing(&ledger).expect("the ledger opens");
-    let exported = export_trace(&opened, &summary.trace_id, &mut export).expect("the trace exports");
+    let exported = export_trace(&opened, &summary.trace_id, None, &mut export).expect("the trace exports");
     drop(opened);
     assert_eq!(exported, summary.frames);
     assert_eq!(rows(&export), rows(data), "the export does not read back as the frames imported");
