@@ -357,12 +357,7 @@ fn main() {
         &format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{port}\"]\n"),
     );
     let signed_bundle = install_signed(disk.path(), "bench_signed", exec);
-    let http = json!([{
-        "id": "get", "description": "trivial", "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{port}/ok")},
-        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
-    }]);
-    let http_bundle =
-        write_bundle(disk.path(), "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"));
+    let http_bundle = write_http_bundle(disk.path(), port);
     let _ = rlp::process::become_subreaper();
 
     // exec: the series run interleaved, so load from elsewhere on the machine
@@ -625,6 +620,15 @@ fn call_frames() -> [Vec<Record>; 2] {
     ]
 }
 
+/// A bundle with one http tool, `get`, calling the local server on `port`.
+fn write_http_bundle(dir: &Path, port: u16) -> PathBuf {
+    let http = json!([{
+        "id": "get", "description": "trivial", "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{port}/ok")},
+        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
+    }]);
+    write_bundle(dir, "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"))
+}
+
 /// Span export (bench/otel.sh): in-process calls with spans off and on —
 /// exec and http tools, no-op recorder behind — each pair interleaved, the
 /// spans sent to a live keep-alive receiver on loopback; and one call's
@@ -635,12 +639,7 @@ fn span_export(args: &Args) -> String {
     let script = write_script(disk.path());
     let port = start_server();
     let exec_bundle = write_bundle(disk.path(), "bench_exec", exec_tools(&script), "[capabilities]\nexec = true\n");
-    let http = json!([{
-        "id": "get", "description": "trivial", "transport": {"kind": "http", "method": "GET", "url": format!("http://127.0.0.1:{port}/ok")},
-        "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false,
-    }]);
-    let http_bundle =
-        write_bundle(disk.path(), "bench_http", http, &format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\n"));
+    let http_bundle = write_http_bundle(disk.path(), port);
     let _ = rlp::process::become_subreaper();
 
     let sent = Cell::new(0usize);

@@ -114,28 +114,7 @@ impl Drop for Server {
 fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>>) -> Option<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let line = line.trim_end().to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).ok()?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (k, v) = header.split_once(':')?;
-        headers.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    let request = Request { line, headers, body };
+    let request = read_request(&mut reader, usize::MAX)?;
     let answer = handler(&request);
     requests.lock().unwrap().push(request);
     let mut out = stream;
@@ -149,4 +128,33 @@ fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>>) -
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     Some(())
+}
+
+/// Reads one HTTP/1.1 request from `reader`: `None` at the end of the
+/// connection, on a malformed request, or when its body passes `max_body`.
+pub fn read_request(reader: &mut BufReader<TcpStream>, max_body: usize) -> Option<Request> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let line = line.trim_end().to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (k, v) = header.split_once(':')?;
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let request = Request { line, headers, body: Vec::new() };
+    let length: usize = request.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    if length > max_body {
+        return None;
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request { body, ..request })
 }

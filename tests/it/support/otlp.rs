@@ -6,7 +6,7 @@
 //! deadline. Also: a port nobody listens on, and a socket that accepts
 //! connections and never answers.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -16,6 +16,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
+
+use super::http::{Request, read_request};
 use serde_json::{Map, Value, json};
 
 use super::HANG_GUARD;
@@ -156,30 +158,8 @@ fn serve(stream: TcpStream, state: &(Mutex<State>, Condvar)) -> Option<()> {
     stream.set_read_timeout(Some(HANG_GUARD)).ok()?;
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return Some(());
-        }
-        let mut length = 0;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).ok()?;
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().ok()?;
-            }
-        }
-        if length > MAX_BODY {
-            return None;
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).ok()?;
+    // Keep-alive: requests one after another until the client closes.
+    while let Some(Request { line, body, .. }) = read_request(&mut reader, MAX_BODY) {
         let export = line.starts_with("POST /v1/traces ").then(|| ExportTraceServiceRequest::decode(&body[..]).ok());
         {
             let (lock, arrived) = state;
@@ -203,6 +183,7 @@ fn serve(stream: TcpStream, state: &(Mutex<State>, Condvar)) -> Option<()> {
         let answer = "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
         out.write_all(answer.as_bytes()).ok()?;
     }
+    Some(())
 }
 
 /// A socket that accepts connections (the kernel completes them) and never
