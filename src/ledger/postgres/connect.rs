@@ -25,6 +25,8 @@ use zeroize::Zeroizing;
 
 use crate::ledger::postgres::pgpass;
 
+/// Largest `PGSSLROOTCERT` file read.
+const MAX_ROOT_CERT_BYTES: u64 = 4 << 20;
 /// How long connecting may take when the URL does not say (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Where Debian's (and most distributions') server listens when no host is given.
@@ -187,13 +189,23 @@ impl PostgresUrl {
 
     /// The TLS connector: the Mozilla roots, plus `PGSSLROOTCERT`'s certificates.
     pub(crate) fn tls(&self) -> Result<MakeRustlsConnect, String> {
+        self.tls_with(env("PGSSLROOTCERT").map(PathBuf::from))
+    }
+
+    /// [`PostgresUrl::tls`] with `root_file` as `PGSSLROOTCERT`.
+    fn tls_with(&self, root_file: Option<PathBuf>) -> Result<MakeRustlsConnect, String> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         if !self.tls_disabled()
-            && let Some(file) = env("PGSSLROOTCERT").map(PathBuf::from)
+            && let Some(file) = root_file
         {
             let unreadable = |e: &dyn fmt::Display| format!("PGSSLROOTCERT names {}: {e}", file.display());
-            for cert in CertificateDer::pem_file_iter(&file).map_err(|e| unreadable(&e))? {
+            // A plain file of bounded size: never a FIFO that blocks, a device that never ends.
+            if !std::fs::metadata(&file).map_err(|e| unreadable(&e))?.is_file() {
+                return Err(unreadable(&"not a plain file"));
+            }
+            let pem = crate::fsutil::read_limited(&file, MAX_ROOT_CERT_BYTES).map_err(|e| unreadable(&e))?;
+            for cert in CertificateDer::pem_slice_iter(&pem) {
                 roots.add(cert.map_err(|e| unreadable(&e))?).map_err(|e| unreadable(&e))?;
             }
         }
@@ -288,6 +300,20 @@ mod tests {
         assert_eq!(mode("postgres://ada@localhost/x"), SslMode::Prefer);
         assert_eq!(mode("postgres://ada@db.example/x?sslmode=disable"), SslMode::Disable);
         assert_eq!(mode("postgres://ada@127.0.0.1/x?sslmode=verify-full"), SslMode::Require);
+    }
+
+    #[test]
+    fn a_root_certificate_file_must_be_a_bounded_plain_file() {
+        let url = PostgresUrl::parse("postgres://ada@db.example/x").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let big = dir.path().join("big.pem");
+        std::fs::write(&big, vec![b'A'; 5 << 20]).unwrap();
+        for (file, said) in [(fifo, "not a plain file"), (big, "larger than")] {
+            let error = url.tls_with(Some(file)).err().expect("refused");
+            assert!(error.contains(said), "{error}");
+        }
     }
 
     #[test]
