@@ -34,6 +34,7 @@ pub(crate) mod kill;
 pub mod ledger;
 pub(crate) mod leftovers;
 pub(crate) mod lint;
+pub mod oci;
 pub mod pack;
 pub mod process;
 pub mod replay;

@@ -1,4 +1,4 @@
-//! `rlp bundle pack` and `rlp bundle verify`.
+//! `rlp bundle pack` and `rlp bundle verify`; push and pull are in [`crate::cli::registry`].
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +25,10 @@ pub enum BundleCommand {
     Pack(PackArgs),
     /// Verify a bundle folder or archive: sizes, digests, file set, signature, trust policy.
     Verify(VerifyArgs),
+    /// Push a packed bundle to an OCI registry (oci://HOST/REPO:TAG).
+    Push(crate::cli::registry::PushArgs),
+    /// Pull a packed bundle from an OCI registry, checking its digest and content.
+    Pull(crate::cli::registry::PullArgs),
 }
 
 /// Flags of `rlp bundle pack`.
@@ -80,6 +84,8 @@ pub(crate) fn run(command: BundleCommand, ctx: &Context) -> CliResult {
     match command {
         BundleCommand::Pack(args) => run_pack(&args),
         BundleCommand::Verify(args) => run_verify(&args, ctx),
+        BundleCommand::Push(args) => crate::cli::registry::run_push(&args),
+        BundleCommand::Pull(args) => crate::cli::registry::run_pull(&args),
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod keygen;
 pub(crate) mod lint;
 pub(crate) mod man;
 pub(crate) mod output;
+pub(crate) mod registry;
 pub(crate) mod replay;
 pub(crate) mod runtime_setup;
 pub(crate) mod secrets;

@@ -27,6 +27,9 @@ const README: &str = include_str!("../../README.md");
 /// The one list of examples that are not run, each with its reason; each
 /// entry is the start of the example's line.
 const SKIPPED: &[(&str, &str)] = &[
+    ("rlp bundle push mailer-0.1.0.bundle.tar.gz oci://", "needs a registry (tests/it/oci.rs starts one and pushes)"),
+    ("rlp bundle pull oci://", "needs a registry (tests/it/oci.rs starts one and pulls)"),
+    ("rlp agent install oci://", "needs a registry (tests/it/oci.rs starts one and installs from it)"),
     ("rlp bundle pack agents/mailer -o - | ssh host", "`ssh host` stands for the user's own remote"),
     ("rlp serve agents/demo --http", "an HTTP server runs until it is stopped (tests/it/serve.rs drives it)"),
     ("pass show mail/smtp | rlp secrets set", "`pass` stands for the user's password manager"),

@@ -13,6 +13,7 @@ use clap::CommandFactory;
 use crate::support::files::entries;
 use crate::support::output::stderr;
 use crate::support::process::closed_pipe;
+use crate::support::registry::Registry;
 use crate::support::{Sandbox, bundle};
 
 const FULL_DISK: &str = "error: cannot write to standard output: No space left on device\n  help: free some disk space, or redirect standard output elsewhere\n";
@@ -23,12 +24,14 @@ const FULL_DISK: &str = "error: cannot write to standard output: No space left o
 struct Fixture {
     sb: Sandbox,
     trace_id: String,
+    /// The registry `bundle push` and `bundle pull` use.
+    registry: Option<Registry>,
 }
 
 impl Fixture {
     /// The sandbox alone: an empty home.
     fn empty() -> Fixture {
-        Fixture { sb: Sandbox::new(), trace_id: String::new() }
+        Fixture { sb: Sandbox::new(), trace_id: String::new(), registry: None }
     }
 
     fn new() -> Fixture {
@@ -57,7 +60,7 @@ impl Fixture {
         std::fs::write(fx.sb.home().join("config.toml"), "[secrets]\nproviders = [\"env\", \"file\"]\n").unwrap();
         let answer = r#"{"tools": [{"id": "scratch.listed", "description": "Lists", "transport": {"kind": "exec", "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false}]}"#;
         fx.sb.script("schema_tool", &format!("cat <<'EOF'\n{answer}\nEOF"));
-        Fixture { trace_id, ..fx }
+        Fixture { trace_id, registry: Some(Registry::start()), ..fx }
     }
 
     /// `rlp` in the fixture's folder, its home given by the environment (an
@@ -112,6 +115,8 @@ impl Fixture {
             ("bundle verify", "bundle verify demo.bundle.tar.gz"),
             ("bundle verify", "bundle verify demo.bundle.tar.gz --canonical"),
             ("bundle verify", "bundle verify agents/demo --format json"),
+            ("bundle push", "bundle push demo.bundle.tar.gz oci://REGISTRY/io/demo:RUN --plain-http"),
+            ("bundle pull", "bundle pull oci://REGISTRY/io/demo:RUN --plain-http -o RUN-pulled.tar.gz"),
             ("trust add", "trust add keys/RUN.pub --name RUN"),
             ("trust revoke", "trust revoke RUN"),
             ("trust list", "trust list"),
@@ -137,8 +142,13 @@ impl Fixture {
             ("completions", "completions zsh"),
         ];
         let schema_tool = self.sb.join("schema_tool").display().to_string();
-        let fill =
-            |word: &str| word.replace("RUN", run).replace("TRACE", &self.trace_id).replace("SCHEMA_TOOL", &schema_tool);
+        let registry = self.registry.as_ref().map_or("127.0.0.1:9", |r| r.host.as_str());
+        let fill = |word: &str| {
+            word.replace("RUN", run)
+                .replace("TRACE", &self.trace_id)
+                .replace("SCHEMA_TOOL", &schema_tool)
+                .replace("REGISTRY", registry)
+        };
         list.into_iter().map(|(command, line)| (command, line.split_whitespace().map(fill).collect())).collect()
     }
 

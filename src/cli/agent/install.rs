@@ -13,11 +13,14 @@ use crate::pack::install::{InstallOptions, install, list};
 /// Flags of `rlp agent install`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/demo --allow-unsigned\n\nThe bundle is extracted into a private staging folder under $RUNLOOP_HOME/agents/,\nverified there against trust-policy.toml, then renamed into $RUNLOOP_HOME/agents/<name>.\nExit codes: 0 installed, 1 verification failed, 2 unreadable input or the same version\nis installed (use --force), 3 refused by policy (unsigned, untrusted or revoked signer,\ncapabilities beyond the signer's rule, older than the installed version)."
+    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/demo --allow-unsigned\n  rlp agent install oci://registry.example.com/agents/mailer:0.1.0\n\nFrom oci://, the archive is pulled first as `rlp bundle pull` does (digest and content\nchecked), into a temporary folder.\nThe bundle is extracted into a private staging folder under $RUNLOOP_HOME/agents/,\nverified there against trust-policy.toml, then renamed into $RUNLOOP_HOME/agents/<name>.\nExit codes: 0 installed, 1 verification failed, 2 unreadable input or the same version\nis installed (use --force), 3 refused by policy (unsigned, untrusted or revoked signer,\ncapabilities beyond the signer's rule, older than the installed version)."
 )]
 pub struct InstallArgs {
-    /// A bundle folder or a packed archive.
+    /// A bundle folder, a packed archive, or oci://HOST[:PORT]/REPO:TAG in a registry.
     pub source: PathBuf,
+    /// For oci://: speak plain HTTP, to a registry on this machine only.
+    #[arg(long)]
+    pub plain_http: bool,
     /// Install a bundle that carries no signature.
     #[arg(long)]
     pub allow_unsigned: bool,
@@ -43,7 +46,22 @@ pub struct ListArgs {
 /// Runs `rlp agent install`.
 pub(crate) fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
     let options = InstallOptions { allow_unsigned: args.allow_unsigned, force: args.force };
-    let installed = install(&ctx.home, &args.source, options).map_err(CliError::from)?;
+    let remote = args.source.to_str().filter(|s| s.starts_with(crate::oci::reference::SCHEME));
+    if args.plain_http && remote.is_none() {
+        return Err(CliError::usage("--plain-http applies to an oci:// source only")
+            .with_help("drop --plain-http, or install from oci://HOST[:PORT]/REPO:TAG"));
+    }
+    let installed = match remote {
+        Some(reference) => {
+            let folder = tempfile::tempdir()
+                .map_err(|e| CliError::from(crate::integrity::failure::Failure::io(&std::env::temp_dir(), &e)))?;
+            let pulled =
+                crate::cli::registry::pull(reference, args.plain_http, Some(&folder.path().join("bundle.tar.gz")))?;
+            install(&ctx.home, &pulled.path, options)
+        }
+        None => install(&ctx.home, &args.source, options),
+    }
+    .map_err(CliError::from)?;
     let v = &installed.verified;
     let signer = match &v.signer {
         Some(s) => format!("signed by `{}`, key {}", s.anchor.as_deref().unwrap_or("-"), s.key_id),

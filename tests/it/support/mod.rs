@@ -13,6 +13,7 @@ pub mod output;
 pub mod postgres;
 pub mod process;
 pub mod pty;
+pub mod registry;
 pub mod sandbox;
 
 pub use sandbox::{HANG_GUARD, Sandbox};

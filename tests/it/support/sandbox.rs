@@ -25,10 +25,11 @@ const STATE: &str = "state";
 
 /// A temporary folder holding runtime homes (`home/` unless a test names
 /// others), bundles (`agents/`), keys and tool scripts. `rlp` runs in it with
-/// no `RUNLOOP_*`, `OTEL_*` or `RLP_OTEL_*` variable of the caller's
-/// environment (no span goes to the caller's collector), and
-/// `RUNLOOP_SYSTEM_CONFIG` names a file the sandbox does not hold: the
-/// caller's settings never leak into a test.
+/// no `RUNLOOP_*`, `OTEL_*` or `RLP_*` variable of the caller's environment
+/// (no span goes to the caller's collector, no registry token is sent), and
+/// `RUNLOOP_SYSTEM_CONFIG` and `DOCKER_CONFIG` name a file and a folder the
+/// sandbox does not hold: the caller's settings and registry credentials
+/// never leak into a test.
 pub struct Sandbox {
     dir: tempfile::TempDir,
 }
@@ -86,11 +87,12 @@ impl Sandbox {
         let mut command = Command::new(program);
         command.current_dir(self.path());
         for (name, _) in std::env::vars_os() {
-            if ["RUNLOOP_", "OTEL_", "RLP_OTEL_"].iter().any(|prefix| name.to_string_lossy().starts_with(prefix)) {
+            if ["RUNLOOP_", "OTEL_", "RLP_"].iter().any(|prefix| name.to_string_lossy().starts_with(prefix)) {
                 command.env_remove(name);
             }
         }
         command.env("RUNLOOP_SYSTEM_CONFIG", self.join("no-system-config.toml"));
+        command.env("DOCKER_CONFIG", self.join("no-docker-config"));
         command
     }
 

@@ -1,0 +1,419 @@
+//! Bundles through a real OCI registry (the distribution registry, started
+//! on 127.0.0.1 by each test): `rlp bundle push`, `rlp bundle pull`,
+//! `rlp agent install oci://…`, cross-checked with an independent client
+//! (oras-py) and against a registry's storage altered behind its back.
+
+use std::path::Path;
+
+use crate::support::http::{self, Server};
+use crate::support::output::{stderr, stdout};
+use crate::support::registry::{PASSWORD, Registry, USER};
+use crate::support::sandbox::Sandbox;
+
+const ARTIFACT_TYPE: &str = "application/vnd.runloop.bundle.v1";
+const LAYER_TYPE: &str = "application/vnd.runloop.bundle.layer.v1.tar+gzip";
+
+/// A signed, packed bundle `mailer` 0.1.0 in the sandbox; returns the signer's key id.
+fn packed(w: &Sandbox) -> String {
+    w.expect(0, &["agent", "scaffold", "mailer", "--non-interactive"]);
+    let (stdout, _) = w.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
+    let key_id = stdout.lines().find_map(|l| l.strip_prefix("key id ")).expect("a key id").to_string();
+    w.expect(0, &["sign", "agents/mailer", "--key", "keys/release.key"]);
+    w.expect(0, &["bundle", "pack", "agents/mailer"]);
+    key_id
+}
+
+/// `rlp <args>` in the sandbox with `DOCKER_CONFIG=<docker>`; returns the output.
+fn rlp_with(w: &Sandbox, docker: &Path, args: &[&str]) -> std::process::Output {
+    w.command().env("DOCKER_CONFIG", docker).args(args).stdin(std::process::Stdio::null()).output().unwrap()
+}
+
+fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "{}{}", stdout(out), stderr(out));
+}
+
+fn oras_python() -> std::path::PathBuf {
+    crate::support::process::venv_python("tests/oci/setup.sh", "oci-venv", "the OCI cross-checks with oras")
+}
+
+#[test]
+fn a_bundle_pushed_and_pulled_arrives_byte_identical_and_oras_reads_it() {
+    let w = Sandbox::new();
+    let key_id = packed(&w);
+    let registry = Registry::start_with_password();
+    let docker = registry.docker_config(w.path(), USER, PASSWORD);
+    let target = format!("oci://{}/agents/mailer", registry.host);
+
+    // Without a tag, the version is the tag.
+    let out = rlp_with(&w, &docker, &["bundle", "push", "mailer-0.1.0.bundle.tar.gz", &target, "--plain-http"]);
+    assert_exit(&out, 0);
+    let archive = std::fs::read(w.join("mailer-0.1.0.bundle.tar.gz")).unwrap();
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    assert_eq!(
+        lines[0],
+        format!(
+            "pushed mailer-0.1.0.bundle.tar.gz (mailer 0.1.0, signed by key {key_id}: {} bytes) to {target}:0.1.0",
+            archive.len()
+        )
+    );
+    let digest = lines[1].strip_prefix("digest ").expect("the manifest digest").to_string();
+    assert!(!stdout(&out).contains(PASSWORD) && !stderr(&out).contains(PASSWORD));
+
+    // The registry's API shows the tag, the artifact type and the labels.
+    assert_eq!(
+        registry.json("/v2/agents/mailer/tags/list"),
+        serde_json::json!({"name": "agents/mailer", "tags": ["0.1.0"]})
+    );
+    let manifest = registry.json("/v2/agents/mailer/manifests/0.1.0");
+    assert_eq!(manifest["artifactType"], ARTIFACT_TYPE);
+    assert_eq!(manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(manifest["layers"].as_array().unwrap().len(), 1);
+    let layer = &manifest["layers"][0];
+    assert_eq!(layer["mediaType"], LAYER_TYPE);
+    assert_eq!(layer["size"], archive.len());
+    assert_eq!(layer["annotations"]["org.opencontainers.image.title"], "mailer-0.1.0.bundle.tar.gz");
+    assert_eq!(
+        manifest["annotations"],
+        serde_json::json!({
+            "dev.runloop.bundle.name": "mailer",
+            "dev.runloop.bundle.signer": key_id,
+            "dev.runloop.bundle.version": "0.1.0",
+            "org.opencontainers.image.title": "mailer",
+            "org.opencontainers.image.version": "0.1.0",
+        })
+    );
+    let served =
+        registry.get("/v2/agents/mailer/manifests/0.1.0", Some("application/vnd.oci.image.manifest.v1+json")).unwrap();
+    assert_eq!(served.headers()["docker-content-digest"].to_str().unwrap(), digest);
+
+    // Pull by tag and by digest: the same bytes.
+    let out =
+        rlp_with(&w, &docker, &["bundle", "pull", &format!("{target}:0.1.0"), "--plain-http", "-o", "pulled.tar.gz"]);
+    assert_exit(&out, 0);
+    assert_eq!(std::fs::read(w.join("pulled.tar.gz")).unwrap(), archive);
+    assert!(stdout(&out).starts_with(&format!(
+        "pulled {target}:0.1.0 into pulled.tar.gz (mailer 0.1.0, signed by key {key_id}: 4 files, {} bytes)\ndigest {digest}, layer sha256:",
+        archive.len()
+    )));
+    let by_digest = format!("{target}@{digest}");
+    let out = rlp_with(
+        &w,
+        &docker,
+        &["bundle", "pull", &by_digest, "--plain-http", "-o", "by-digest.tar.gz", "--format", "json"],
+    );
+    assert_exit(&out, 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (doc["digest"].as_str(), doc["name"].as_str(), doc["signer"].as_str()),
+        (Some(digest.as_str()), Some("mailer"), Some(key_id.as_str()))
+    );
+    assert_eq!(std::fs::read(w.join("by-digest.tar.gz")).unwrap(), archive);
+
+    // The default output name is the bundle's.
+    std::fs::create_dir(w.join("elsewhere")).unwrap();
+    let out = w
+        .command()
+        .current_dir(w.join("elsewhere"))
+        .env("DOCKER_CONFIG", &docker)
+        .args(["bundle", "pull", &format!("{target}:0.1.0"), "--plain-http"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_eq!(std::fs::read(w.join("elsewhere/mailer-0.1.0.bundle.tar.gz")).unwrap(), archive);
+
+    // An independent client reads what rlp pushed.
+    let script = format!(
+        "import oras.client, sys\nc = oras.client.OrasClient(hostname='{host}', insecure=True, auth_backend='basic')\nc.login(username='{USER}', password='{PASSWORD}', hostname='{host}')\nprint(c.pull(target='{host}/agents/mailer:0.1.0', outdir=sys.argv[1]))\n",
+        host = registry.host
+    );
+    let out = std::process::Command::new(oras_python())
+        .args(["-c", &script])
+        .arg(w.join("oras"))
+        .env("DOCKER_CONFIG", w.join("oras-docker"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "oras pull: {}", stderr(&out));
+    assert_eq!(std::fs::read(w.join("oras/mailer-0.1.0.bundle.tar.gz")).unwrap(), archive);
+}
+
+#[test]
+fn install_from_a_registry_applies_the_trust_policy() {
+    let w = Sandbox::new();
+    let key_id = packed(&w);
+    let registry = Registry::start();
+    let reference = format!("oci://{}/mailer:stable", registry.host);
+    w.expect(0, &["bundle", "push", "mailer-0.1.0.bundle.tar.gz", &reference, "--plain-http"]);
+
+    let (_, err) = w.expect(3, &["agent", "install", &reference, "--plain-http"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: the bundle is signed by key {key_id}, which is not a trust anchor in trust-policy.toml\n  help: if you trust this signer, add their key: `rlp trust add <their.pub> --name NAME`\n"
+        )
+    );
+    assert!(!w.home().join("agents/mailer").exists());
+
+    w.expect(0, &["trust", "add", "keys/release.pub", "--name", "release"]);
+    let (out, _) = w.expect(0, &["agent", "install", &reference, "--plain-http"]);
+    assert_eq!(
+        out,
+        format!(
+            "installed mailer 0.1.0 (signed by `release`, key {key_id}) in {}\n",
+            w.home().join("agents/mailer").display()
+        )
+    );
+    let (list, _) = w.expect(0, &["agent", "list"]);
+    assert_eq!(list, format!("mailer  0.1.0  ok  release ({key_id})\n"));
+
+    // --plain-http belongs to oci:// sources only.
+    let (_, err) = w.expect(2, &["agent", "install", "mailer-0.1.0.bundle.tar.gz", "--plain-http"]);
+    assert!(err.starts_with("error: --plain-http applies to an oci:// source only"), "{err}");
+}
+
+#[test]
+fn a_blob_altered_in_the_registry_fails_the_pull_with_a_digest_error() {
+    let w = Sandbox::new();
+    packed(&w);
+    let registry = Registry::start();
+    let reference = format!("oci://{}/mailer:0.1.0", registry.host);
+    w.expect(0, &["bundle", "push", "mailer-0.1.0.bundle.tar.gz", &reference, "--plain-http"]);
+    let manifest = registry.json("/v2/mailer/manifests/0.1.0");
+    let layer_digest = manifest["layers"][0]["digest"].as_str().unwrap().to_string();
+    let blob = registry.blob_file(&layer_digest);
+    let original = std::fs::read(&blob).unwrap();
+
+    // One byte changed, the size kept.
+    let mut altered = original.clone();
+    altered[original.len() / 2] ^= 0x01;
+    std::fs::write(&blob, &altered).unwrap();
+    let (_, err) = w.expect(1, &["bundle", "pull", &reference, "--plain-http", "-o", "out.tar.gz"]);
+    assert!(
+        err.starts_with(&format!(
+            "error: {reference}: the bundle's bytes do not match their digest (Invalid digest. Expected {layer_digest}, got sha256:"
+        )),
+        "{err}"
+    );
+    assert!(err.ends_with("\n  help: the registry's copy was altered or damaged; nothing was kept\n"), "{err}");
+    let (_, err) = w.expect(1, &["agent", "install", &reference, "--plain-http", "--allow-unsigned"]);
+    assert!(err.contains("do not match their digest"), "{err}");
+
+    // Bytes added.
+    let mut longer = original.clone();
+    longer.extend_from_slice(b"tail");
+    std::fs::write(&blob, &longer).unwrap();
+    let (_, err) = w.expect(1, &["bundle", "pull", &reference, "--plain-http", "-o", "out.tar.gz"]);
+    assert!(err.contains(&format!("sent more than the {} bytes its manifest declares", original.len())), "{err}");
+
+    // Nothing was written or left behind, and nothing installed.
+    let mut left: Vec<String> =
+        std::fs::read_dir(w.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["agents", "keys", "mailer-0.1.0.bundle.tar.gz"]);
+    assert!(!w.home().join("agents/mailer").exists());
+}
+
+#[test]
+fn annotations_that_disagree_with_the_archive_are_refused() {
+    let w = Sandbox::new();
+    let key_id = packed(&w);
+    let registry = Registry::start();
+    w.expect(
+        0,
+        &[
+            "bundle",
+            "push",
+            "mailer-0.1.0.bundle.tar.gz",
+            &format!("oci://{}/mailer:0.1.0", registry.host),
+            "--plain-http",
+        ],
+    );
+    let mut manifest = registry.json("/v2/mailer/manifests/0.1.0");
+    manifest["annotations"]["dev.runloop.bundle.version"] = "9.9.9".into();
+    let put = registry.put(
+        "/v2/mailer/manifests/relabelled",
+        "application/vnd.oci.image.manifest.v1+json",
+        serde_json::to_vec(&manifest).unwrap(),
+    );
+    assert_eq!(put.status(), 201);
+    let reference = format!("oci://{}/mailer:relabelled", registry.host);
+    let (_, err) = w.expect(1, &["bundle", "pull", &reference, "--plain-http", "-o", "out.tar.gz"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: {reference}: the registry's annotations describe mailer 9.9.9 signed by key {key_id}, but the archive holds mailer 0.1.0 signed by key {key_id}\n  help: the artifact was altered after `rlp bundle push`; push the bundle again\n"
+        )
+    );
+    assert!(!w.join("out.tar.gz").exists());
+}
+
+#[test]
+fn other_artifacts_are_not_taken_for_bundles() {
+    let w = Sandbox::new();
+    let registry = Registry::start();
+    std::fs::write(w.join("notes.txt"), "not a bundle\n").unwrap();
+    let script = format!(
+        "import oras.client, os\nos.chdir(os.environ['WORK'])\nc = oras.client.OrasClient(hostname='{host}', insecure=True)\nc.push(target='{host}/notes:1', files=['notes.txt'])\n",
+        host = registry.host
+    );
+    let out = std::process::Command::new(oras_python())
+        .args(["-c", &script])
+        .env("WORK", w.path())
+        .env("DOCKER_CONFIG", w.join("oras-docker"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "oras push: {}", stderr(&out));
+    let reference = format!("oci://{}/notes:1", registry.host);
+    let (_, err) = w.expect(2, &["bundle", "pull", &reference, "--plain-http"]);
+    assert!(err.starts_with(&format!("error: {reference} is not an rlp bundle: its artifact type is `")), "{err}");
+    assert!(err.ends_with("\n  help: push bundles with `rlp bundle push`; check the repository and tag\n"), "{err}");
+}
+
+#[test]
+fn credentials_are_used_and_never_shown_and_refusals_say_what_to_do() {
+    let w = Sandbox::new();
+    packed(&w);
+    let registry = Registry::start_with_password();
+    let reference = format!("oci://{}/mailer:0.1.0", registry.host);
+    let push = ["bundle", "push", "mailer-0.1.0.bundle.tar.gz", reference.as_str(), "--plain-http"];
+
+    let (_, err) = w.expect(2, &push);
+    assert_eq!(
+        err,
+        format!(
+            "error: {reference}: the registry asks for credentials, and none were found\n  help: log in (basic credentials under `auths` in ~/.docker/config.json, e.g. by `docker login {host}`), or set RLP_REGISTRY_TOKEN\n",
+            host = registry.host
+        )
+    );
+    let wrong = registry.docker_config(w.path(), USER, "not-the-Pw-42");
+    let out = rlp_with(&w, &wrong, &push);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).starts_with(&format!(
+        "error: {reference}: the registry refused user `alice` from {} (or their rights)",
+        wrong.join("config.json").display()
+    )));
+    assert!(!stderr(&out).contains("not-the-Pw-42") && !stdout(&out).contains("not-the-Pw-42"));
+
+    // A credential helper rlp does not run is named, not silently skipped.
+    let helper = w.join("helper-docker");
+    std::fs::create_dir(&helper).unwrap();
+    std::fs::write(helper.join("config.json"), r#"{"credsStore": "desktop"}"#).unwrap();
+    let out = rlp_with(&w, &helper, &push);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).starts_with("warning: "), "{}", stderr(&out));
+    assert!(stderr(&out).contains("in the credential helper `desktop`, which rlp does not run"));
+
+    // A broken configuration file is named with its position, not quoted.
+    std::fs::write(helper.join("config.json"), r#"{"auths": "hunter2-secret"}"#).unwrap();
+    let out = rlp_with(&w, &helper, &push);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).starts_with(&format!("error: {}:1:", helper.join("config.json").display())));
+    assert!(!stderr(&out).contains("hunter2"));
+}
+
+#[test]
+fn a_registry_token_is_sent_as_a_bearer_credential_and_never_printed() {
+    let w = Sandbox::new();
+    packed(&w);
+    let server =
+        Server::start(|_| http::reply(401, r#"{"errors":[{"code":"UNAUTHORIZED","message":"token refused"}]}"#));
+    let reference = format!("oci://127.0.0.1:{}/mailer:0.1.0", server.port);
+    let token = "tok-7f3a9c-Secret";
+    let out = w
+        .command()
+        .env("RLP_REGISTRY_TOKEN", token)
+        .args(["bundle", "pull", &reference, "--plain-http"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "error: {reference}: the registry refused the token in RLP_REGISTRY_TOKEN (or their rights)\n"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains(token) && !stdout(&out).contains(token));
+    let requests = server.requests();
+    assert!(!requests.is_empty());
+    assert!(requests.iter().all(|r| r.header("authorization") == Some(&format!("Bearer {token}"))), "{requests:?}");
+
+    // A token that cannot be a header value is refused before anything is sent.
+    let out = w
+        .command()
+        .env("RLP_REGISTRY_TOKEN", "line\nbreak")
+        .args(["bundle", "pull", &reference, "--plain-http"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(stderr(&out).starts_with("error: RLP_REGISTRY_TOKEN is empty or holds characters a token cannot have"));
+    assert_eq!(server.requests().len(), requests.len());
+}
+
+#[test]
+fn a_registry_that_answers_nonsense_gets_an_error_not_a_crash() {
+    let w = Sandbox::new();
+    packed(&w);
+    // An upload location that is not a URL (the client crate would unwrap it).
+    let server = Server::start(|request| {
+        if request.line.starts_with("POST ") {
+            http::Reply { status: 202, headers: vec![("Location".into(), "http://[bad".into())], body: String::new() }
+        } else {
+            http::reply(200, "{}")
+        }
+    });
+    let reference = format!("oci://127.0.0.1:{}/mailer:0.1.0", server.port);
+    let (_, err) = w.expect(2, &["bundle", "push", "mailer-0.1.0.bundle.tar.gz", &reference, "--plain-http"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: the registry 127.0.0.1:{} sent an answer rlp cannot use\n  help: check that the address names an OCI registry\n",
+            server.port
+        )
+    );
+    // A manifest that is no OCI manifest.
+    let server = Server::start(|_| {
+        http::reply(
+            200,
+            r#"{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}"#,
+        )
+    });
+    let reference = format!("oci://127.0.0.1:{}/mailer:0.1.0", server.port);
+    let (_, err) = w.expect(2, &["bundle", "pull", &reference, "--plain-http"]);
+    assert!(
+        err.starts_with(&format!(
+            "error: {reference} is not an rlp bundle: its manifest is a `application/vnd.oci.image.index.v1+json`"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn references_and_plain_http_are_checked_before_anything_is_sent() {
+    let w = Sandbox::new();
+    packed(&w);
+    let (_, err) = w.expect(
+        2,
+        &["bundle", "push", "mailer-0.1.0.bundle.tar.gz", "oci://registry.example.com/mailer:1", "--plain-http"],
+    );
+    assert_eq!(
+        err,
+        "error: --plain-http is allowed only for a registry on this machine, not registry.example.com\n  help: serve the registry over HTTPS; plain HTTP would carry the bundle and any credentials in clear\n"
+    );
+    let (_, err) = w.expect(2, &["bundle", "pull", "oci://user:pw@host/mailer:1"]);
+    assert!(
+        err.contains("credentials go in ~/.docker/config.json or RLP_REGISTRY_TOKEN, never in the reference"),
+        "{err}"
+    );
+    assert!(!err.contains("user:pw"), "{err}");
+    let (_, err) = w.expect(2, &["bundle", "pull", "oci://127.0.0.1:5000/mailer", "--plain-http"]);
+    assert_eq!(
+        err,
+        "error: oci://127.0.0.1:5000/mailer names neither a tag nor a digest\n  help: pull a tag or a digest: oci://127.0.0.1:5000/mailer:TAG or oci://127.0.0.1:5000/mailer@sha256:…\n"
+    );
+    // A broken archive is never pushed.
+    std::fs::write(w.join("broken.bundle.tar.gz"), b"\x1f\x8b not really").unwrap();
+    let (_, err) =
+        w.expect(1, &["bundle", "push", "broken.bundle.tar.gz", "oci://127.0.0.1:9/mailer:1", "--plain-http"]);
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(!err.contains("cannot reach"), "{err}");
+}
