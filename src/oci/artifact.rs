@@ -101,8 +101,8 @@ pub struct Layer {
     pub descriptor: OciDescriptor,
     /// Its declared size.
     pub size: u64,
-    /// The manifest's labels, when it has them.
-    pub labels: Option<Labels>,
+    /// The manifest's annotations.
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// The fields of a manifest a pull reads.
@@ -174,11 +174,6 @@ pub fn bundle_layer(bytes: &[u8], shown: &str) -> Result<Layer, Failure> {
     let size = u64::try_from(layer.size).ok().filter(|s| (1..=MAX_LAYER_BYTES).contains(s)).ok_or_else(|| {
         not_bundle(format!("its layer claims {} bytes; a bundle archive has 1 to {MAX_LAYER_BYTES}", layer.size))
     })?;
-    let label = |key: &str| manifest.annotations.get(key).cloned();
-    let labels = match (label(NAME_ANNOTATION), label(VERSION_ANNOTATION)) {
-        (Some(name), Some(version)) => Some(Labels { name, version, signer: label(SIGNER_ANNOTATION) }),
-        _ => None,
-    };
     let descriptor = OciDescriptor {
         media_type: layer.media_type.clone(),
         digest: layer.digest.clone(),
@@ -186,7 +181,7 @@ pub fn bundle_layer(bytes: &[u8], shown: &str) -> Result<Layer, Failure> {
         urls: None,
         annotations: None,
     };
-    Ok(Layer { descriptor, size, labels })
+    Ok(Layer { descriptor, size, annotations: manifest.annotations })
 }
 
 /// Whether `digest` is `sha256:` + 64 or `sha512:` + 128 lowercase hex digits.
@@ -228,7 +223,7 @@ mod tests {
         assert_eq!(m["layers"][0]["annotations"][TITLE_ANNOTATION], "mailer-0.1.0.bundle.tar.gz");
         assert_eq!(m["annotations"][SIGNER_ANNOTATION], "ed25519:abcd");
         let layer = bundle_layer(m.to_string().as_bytes(), "oci://r/x:t").unwrap();
-        assert_eq!((layer.size, layer.labels), (7, Some(labels())));
+        assert_eq!((layer.size, layer.annotations[NAME_ANNOTATION].as_str()), (7, "mailer"));
     }
 
     #[test]

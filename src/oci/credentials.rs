@@ -1,6 +1,8 @@
-//! Registry credentials: `RLP_REGISTRY_TOKEN`, else the user's Docker
-//! configuration (`$DOCKER_CONFIG/config.json`, default
-//! `~/.docker/config.json`), else none.
+//! Registry credentials: `RLP_REGISTRY_TOKEN` for the registry named by
+//! `RLP_REGISTRY_TOKEN_HOST`, else the user's Docker configuration
+//! (`$DOCKER_CONFIG/config.json`, default `~/.docker/config.json`), else
+//! none. A token is never sent to another registry than the one it is for:
+//! a reference taken from elsewhere cannot collect it.
 //!
 //! From the Docker configuration only basic credentials are read: an
 //! `auths` entry with `auth` (base64 of `user:password`) or `username` and
@@ -20,6 +22,8 @@ use crate::integrity::failure::{Failure, Reason};
 
 /// The variable holding a bearer token for the registry.
 pub const TOKEN_VAR: &str = "RLP_REGISTRY_TOKEN";
+/// The variable naming the registry (`HOST[:PORT]`) the token is for.
+pub const TOKEN_HOST_VAR: &str = "RLP_REGISTRY_TOKEN_HOST";
 /// Largest Docker configuration file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -45,7 +49,9 @@ impl Credentials {
         match self {
             Credentials::Anonymous => "no credentials".to_string(),
             Credentials::Token(_) => format!("the token in {TOKEN_VAR}"),
-            Credentials::Basic { user, file, .. } => format!("user `{user}` from {}", file.display()),
+            Credentials::Basic { user, file, .. } => {
+                format!("user `{}` from {}", crate::text::terminal_safe_line(user), file.display())
+            }
         }
     }
 
@@ -75,7 +81,18 @@ pub(crate) fn for_registry(registry: &str) -> Result<Found, Failure> {
             )
             .with_help(format!("set {TOKEN_VAR} to the registry token alone (visible ASCII, no spaces or newlines)")));
         }
-        return Ok((Credentials::Token(token), None));
+        let Some(host) = std::env::var(TOKEN_HOST_VAR).ok().filter(|h| !h.is_empty()) else {
+            return Err(Failure::new(
+                Reason::Usage,
+                format!(
+                    "{TOKEN_VAR} is set but {TOKEN_HOST_VAR} is not: rlp sends a token only to the registry it is for"
+                ),
+            )
+            .with_help(format!("set {TOKEN_HOST_VAR}=HOST[:PORT], the registry the token was issued for")));
+        };
+        if host.eq_ignore_ascii_case(registry) {
+            return Ok((Credentials::Token(token), None));
+        }
     }
     match docker_config_file() {
         Some(file) => from_docker_config(&file, registry),

@@ -16,6 +16,7 @@ pub(crate) mod credentials;
 pub mod reference;
 pub(crate) mod registry;
 
+use std::collections::BTreeMap;
 use std::io::{BufWriter, Cursor, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -83,7 +84,12 @@ pub(crate) fn push(archive: &Path, remote: Remote<'_>) -> Result<Pushed, Failure
     let bytes = data.len() as u64;
     let file_name = format!("{}-{}.bundle.tar.gz", labels.name, labels.version);
     let manifest = artifact::manifest(layer_digest.clone(), bytes, &file_name, &labels);
-    let manifest_digest = registry.push(data, manifest)?;
+    let manifest = serde_json::to_vec(&manifest)
+        .map_err(|e| Failure::new(Reason::Unreadable, format!("cannot write the OCI manifest: {e}")))?;
+    // The digest printed is the one of the bytes sent: what the tag names
+    // now, whatever the registry answers or anyone pushes next.
+    let manifest_digest = artifact::sha256_digest(&manifest);
+    registry.push(&data, &layer_digest, manifest)?;
     Ok(Pushed { reference: reference.clone(), manifest_digest, layer_digest, bytes, verified })
 }
 
@@ -110,9 +116,7 @@ pub(crate) fn pull(remote: Remote<'_>, output: Option<&Path>, progress: &dyn Pro
     let file = temp.reopen().map_err(|e| Failure::io(&folder, &e))?;
     let evidence = reader::verify_archive(file, &Limits::default(), Encoding::Content)?;
     let verified = verify::check(&evidence, &Options { trust: Trust::Any, require_signature: false })?;
-    if let Some(labels) = &layer.labels {
-        labels_agree(labels, &verified, &shown)?;
-    }
+    labels_agree(&layer.annotations, &verified, &shown)?;
     let path = match output {
         Some(path) => path.to_path_buf(),
         None => {
@@ -137,26 +141,40 @@ fn labels_of(verified: &Verified) -> Labels {
     }
 }
 
-/// Refuses annotations that name another bundle than the archive holds:
-/// listings would show one bundle while another is installed.
-fn labels_agree(labels: &Labels, verified: &Verified, shown: &str) -> Result<(), Failure> {
+/// Refuses annotations that describe another bundle than the archive holds
+/// (every one rlp writes that is present is compared): listings would show
+/// one bundle while another is installed.
+fn labels_agree(annotations: &BTreeMap<String, String>, verified: &Verified, shown: &str) -> Result<(), Failure> {
     let held = labels_of(verified);
-    if *labels == held {
-        return Ok(());
+    let signer = held.signer.as_deref().unwrap_or("(none: unsigned)");
+    let expected = [
+        (artifact::NAME_ANNOTATION, held.name.as_str()),
+        (artifact::TITLE_ANNOTATION, held.name.as_str()),
+        (artifact::VERSION_ANNOTATION, held.version.as_str()),
+        (artifact::OCI_VERSION_ANNOTATION, held.version.as_str()),
+        (artifact::SIGNER_ANNOTATION, signer),
+    ];
+    for (key, want) in expected {
+        // The signer annotation is absent for an unsigned bundle.
+        let found = match annotations.get(key) {
+            Some(found) => found.as_str(),
+            None if key == artifact::SIGNER_ANNOTATION && annotations.contains_key(artifact::NAME_ANNOTATION) => {
+                "(none: unsigned)"
+            }
+            None => continue,
+        };
+        if found != want {
+            return Err(Failure::new(
+                Reason::Manifest,
+                format!(
+                    "{shown}: the registry's annotation {key} says `{}`, but the archive holds `{want}`",
+                    crate::text::ellipsize(&crate::text::terminal_safe_line(found), 120)
+                ),
+            )
+            .with_help("the artifact was altered after `rlp bundle push`; push the bundle again"));
+        }
     }
-    let describe = |l: &Labels| match &l.signer {
-        Some(key) => format!("{} {} signed by key {key}", l.name, l.version),
-        None => format!("{} {} unsigned", l.name, l.version),
-    };
-    Err(Failure::new(
-        Reason::Manifest,
-        format!(
-            "{shown}: the registry's annotations describe {}, but the archive holds {}",
-            crate::text::terminal_safe_line(&describe(labels)),
-            describe(&held)
-        ),
-    )
-    .with_help("the artifact was altered after `rlp bundle push`; push the bundle again"))
+    Ok(())
 }
 
 /// Refuses to replace anything but a regular file.

@@ -21,9 +21,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
-use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor};
 use oci_client::secrets::RegistryAuth;
 
 use crate::integrity::failure::{Failure, Reason};
@@ -34,6 +34,8 @@ use crate::pack::Progress;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest a manifest may take to arrive whole.
+const MANIFEST_DEADLINE: Duration = Duration::from_secs(60);
 
 /// A connection to the registry of one reference.
 pub(crate) struct Registry<'a> {
@@ -62,7 +64,7 @@ impl<'a> Registry<'a> {
                 "serve the registry over HTTPS; plain HTTP would carry the bundle and any credentials in clear",
             ));
         }
-        let config = ClientConfig {
+        let mut config = ClientConfig {
             protocol: if plain_http { ClientProtocol::Http } else { ClientProtocol::Https },
             connect_timeout: Some(CONNECT_TIMEOUT),
             read_timeout: Some(READ_TIMEOUT),
@@ -71,6 +73,14 @@ impl<'a> Registry<'a> {
             user_agent: concat!("rlp/", env!("CARGO_PKG_VERSION")),
             ..ClientConfig::default()
         };
+        if plain_http {
+            // A registry on this machine is reached directly: a proxy from
+            // the environment would carry plain HTTP (and credentials) off it.
+            // A proxy set here turns the environment's off, and the loopback
+            // hosts (the only ones plain HTTP may reach) bypass it.
+            config.http_proxy = Some("http://127.0.0.1:9".to_string());
+            config.no_proxy = Some("localhost,127.0.0.0/8,::1".to_string());
+        }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -81,25 +91,38 @@ impl<'a> Registry<'a> {
         Ok(Registry { client, runtime, auth: credentials.client_auth(), credentials, reference, plain_http })
     }
 
-    /// Pushes the archive `data` with `manifest`; returns the manifest's digest.
-    pub(crate) fn push(&self, data: Vec<u8>, manifest: OciImageManifest) -> Result<String, Failure> {
+    /// Pushes the archive `data` (whose digest is `layer_digest`) and the
+    /// config blob, then `manifest`, byte for byte.
+    pub(crate) fn push(&self, data: &[u8], layer_digest: &str, manifest: Vec<u8>) -> Result<(), Failure> {
         let reference = self.client_reference()?;
-        let layer = ImageLayer { data, media_type: artifact::LAYER_MEDIA_TYPE.to_string(), annotations: None };
-        let config = Config {
-            data: artifact::CONFIG_BYTES.to_vec(),
-            media_type: artifact::ARTIFACT_TYPE.to_string(),
-            annotations: None,
-        };
+        self.check_token_service()?;
+        let config_digest = artifact::sha256_digest(artifact::CONFIG_BYTES);
+        let manifest_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
         self.run(async {
-            self.client.push(&reference, &[layer], config, &self.auth, Some(manifest)).await?;
-            self.client.fetch_manifest_digest(&reference, &self.auth).await
+            self.client.store_auth_if_needed(reference.resolve_registry(), &self.auth).await;
+            self.client.push_blob(&reference, data, layer_digest).await?;
+            self.client.push_blob(&reference, artifact::CONFIG_BYTES, &config_digest).await?;
+            self.client.push_manifest_raw(&reference, manifest, manifest_type).await?;
+            Ok(())
         })
     }
 
     /// The raw manifest the reference names, and its digest.
     pub(crate) fn manifest(&self) -> Result<(Vec<u8>, String), Failure> {
         let reference = self.client_reference()?;
-        self.run(self.client.pull_manifest_raw(&reference, &self.auth, &[OCI_IMAGE_MEDIA_TYPE]))
+        self.check_token_service()?;
+        // The client reads a manifest whole: a deadline bounds what an
+        // answer that never ends can cost.
+        let fetch = self.client.pull_manifest_raw(&reference, &self.auth, &[OCI_IMAGE_MEDIA_TYPE]);
+        let bounded = async {
+            tokio::time::timeout(MANIFEST_DEADLINE, fetch).await.unwrap_or_else(|_| {
+                Err(OciDistributionError::GenericError(Some(format!(
+                    "no complete manifest within {} s",
+                    MANIFEST_DEADLINE.as_secs()
+                ))))
+            })
+        };
+        self.run(bounded)
     }
 
     /// Streams the blob `layer` (of `size` bytes) into `out`, checking its digest.
@@ -130,6 +153,57 @@ impl<'a> Registry<'a> {
             ));
         }
         Ok(())
+    }
+
+    /// Refuses to go on when basic credentials would be sent to a token
+    /// service in plain HTTP: the registry's challenge names where the
+    /// client sends them to exchange for a token.
+    fn check_token_service(&self) -> Result<(), Failure> {
+        if !matches!(self.credentials, Credentials::Basic { .. }) {
+            return Ok(());
+        }
+        let scheme = if self.plain_http { "http" } else { "https" };
+        let url = format!("{scheme}://{}/v2/", self.reference.registry);
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(READ_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none());
+        if self.plain_http {
+            builder = builder.no_proxy();
+        }
+        let challenge = self.runtime.block_on(async {
+            let response = builder.build().ok()?.get(&url).send().await.ok()?;
+            let header = response.headers().get(reqwest::header::WWW_AUTHENTICATE)?.to_str().ok()?.to_string();
+            Some(header)
+        });
+        // Unreachable now, the call itself will say so; no challenge or a
+        // basic one: credentials go to the registry alone.
+        let Some(realm) = challenge.as_deref().and_then(bearer_realm) else { return Ok(()) };
+        let safe = match url::Url::parse(realm) {
+            Ok(realm) if realm.scheme() == "https" => true,
+            Ok(realm) if realm.scheme() == "http" && self.plain_http => {
+                let host = format!(
+                    "{}{}",
+                    realm.host_str().unwrap_or_default(),
+                    realm.port().map(|p| format!(":{p}")).unwrap_or_default()
+                );
+                OciReference::parse(&format!("{}{host}/x", crate::oci::reference::SCHEME))
+                    .is_ok_and(|r| r.is_loopback())
+            }
+            _ => false,
+        };
+        if safe {
+            return Ok(());
+        }
+        Err(Failure::new(
+            Reason::Unreadable,
+            format!(
+                "the registry {} sends credentials to a token service that is not HTTPS (`{}`); rlp does not send them there",
+                self.reference.registry,
+                shown(realm)
+            ),
+        )
+        .with_help("fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry"))
     }
 
     fn client_reference(&self) -> Result<oci_client::Reference, Failure> {
@@ -204,19 +278,26 @@ impl<'a> Registry<'a> {
             OciDistributionError::ServerError { code, message, .. } => {
                 Failure::new(Reason::Unreadable, format!("{at}: the registry answered HTTP {code}: {}", shown(message)))
             }
-            OciDistributionError::RequestError(e) => {
-                let failure = Failure::new(
-                    Reason::Unreadable,
-                    format!("cannot reach the registry {}: {}", at.registry, shown_error(e)),
-                );
-                if !self.plain_http && at.is_loopback() {
-                    failure.with_help(
-                        "is it running? A registry on this machine that speaks plain HTTP needs --plain-http",
-                    )
-                } else {
-                    failure.with_help("check the address and that the registry is up")
+            // A blob's error status comes as a request error.
+            OciDistributionError::RequestError(e) => match e.status().map(|s| s.as_u16()) {
+                Some(401 | 403) => self.refused(),
+                Some(404) => Failure::new(Reason::Unreadable, format!("{at}: the registry has no such blob"))
+                    .with_help("the artifact is incomplete in the registry; push the bundle again"),
+                Some(code) => Failure::new(Reason::Unreadable, format!("{at}: the registry answered HTTP {code}")),
+                None => {
+                    let failure = Failure::new(
+                        Reason::Unreadable,
+                        format!("cannot reach the registry {}: {}", at.registry, request_error(e)),
+                    );
+                    if !self.plain_http && at.is_loopback() {
+                        failure.with_help(
+                            "is it running? A registry on this machine that speaks plain HTTP needs --plain-http",
+                        )
+                    } else {
+                        failure.with_help("check the address and that the registry is up")
+                    }
                 }
-            }
+            },
             e => Failure::new(Reason::Unreadable, format!("{at}: {}", shown_error(e))),
         }
     }
@@ -230,6 +311,35 @@ async fn quietly<F: Future>(work: F) -> F::Output {
     let output = work.await;
     std::panic::set_hook(previous);
     output
+}
+
+/// The `realm` of a `Bearer` challenge (`Bearer realm="…",service="…"`).
+fn bearer_realm(challenge: &str) -> Option<&str> {
+    let (scheme, params) = challenge.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let start = params.find("realm=\"")? + "realm=\"".len();
+    let end = params[start..].find('"')?;
+    Some(&params[start..start + end])
+}
+
+/// What went wrong with a request, without its URL: a redirect may have
+/// led to a URL whose query is a credential (a signed storage link).
+fn request_error(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return "no answer in time".to_string();
+    }
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    match causes.is_empty() {
+        true => "the request failed".to_string(),
+        false => shown(&causes.join(": ")),
+    }
 }
 
 /// An error's text with its sources, made safe to print and cut to size.
@@ -280,5 +390,21 @@ impl tokio::io::AsyncWrite for Bounded<'_> {
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_realm;
+
+    #[test]
+    fn the_realm_of_a_bearer_challenge_is_read() {
+        assert_eq!(
+            bearer_realm(r#"Bearer realm="https://auth.example.com/token",service="registry""#),
+            Some("https://auth.example.com/token")
+        );
+        assert_eq!(bearer_realm(r#"bearer service="r",realm="http://x/t""#), Some("http://x/t"));
+        assert_eq!(bearer_realm(r#"Basic realm="registry""#), None);
+        assert_eq!(bearer_realm(r#"Bearer realm="unterminated"#), None);
     }
 }

@@ -54,6 +54,22 @@ pub(crate) struct Installed {
     pub replaced: Option<semver::Version>,
 }
 
+/// A private folder for an archive to install that is still to be fetched
+/// (`rlp agent install oci://…`): `agents/.staging-<pid>-…`, removed when
+/// dropped, by the interrupt handler on a signal, or by the next install's
+/// sweep when the process was killed.
+pub(crate) fn download_folder(home: &Home) -> Result<(tempfile::TempDir, crate::interrupt::Tracked), Failure> {
+    let agents = home.agents_dir();
+    fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    let folder = tempfile::Builder::new()
+        .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
+        .permissions(fs::Permissions::from_mode(0o700))
+        .tempdir_in(&agents)
+        .map_err(|e| Failure::io(&agents, &e))?;
+    let tracked = crate::interrupt::track_dir(folder.path());
+    Ok((folder, tracked))
+}
+
 /// Installs a bundle folder or archive into `home`.
 pub(crate) fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<Installed, Failure> {
     let meta = fs::metadata(source).map_err(|e| Failure::io(source, &e))?;

@@ -208,8 +208,10 @@ fn a_blob_altered_in_the_registry_fails_the_pull_with_a_digest_error() {
     let mut left: Vec<String> =
         std::fs::read_dir(w.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     left.sort();
-    assert_eq!(left, ["agents", "keys", "mailer-0.1.0.bundle.tar.gz"]);
-    assert!(!w.home().join("agents/mailer").exists());
+    assert_eq!(left, ["agents", "home", "keys", "mailer-0.1.0.bundle.tar.gz"]);
+    let installed: Vec<_> =
+        std::fs::read_dir(w.home().join("agents")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(installed.is_empty(), "{installed:?}");
 }
 
 #[test]
@@ -240,10 +242,35 @@ fn annotations_that_disagree_with_the_archive_are_refused() {
     assert_eq!(
         err,
         format!(
-            "error: {reference}: the registry's annotations describe mailer 9.9.9 signed by key {key_id}, but the archive holds mailer 0.1.0 signed by key {key_id}\n  help: the artifact was altered after `rlp bundle push`; push the bundle again\n"
+            "error: {reference}: the registry's annotation dev.runloop.bundle.version says `9.9.9`, but the archive holds `0.1.0`\n  help: the artifact was altered after `rlp bundle push`; push the bundle again\n"
         )
     );
     assert!(!w.join("out.tar.gz").exists());
+
+    // The standard annotations registries show are compared too, and a
+    // signer annotation removed from a signed bundle's manifest is a change.
+    for (key, value, holds) in [
+        ("org.opencontainers.image.version", serde_json::json!("1.0.0"), "0.1.0".to_string()),
+        ("dev.runloop.bundle.signer", serde_json::Value::Null, key_id.clone()),
+    ] {
+        let mut manifest = registry.json("/v2/mailer/manifests/0.1.0");
+        match value {
+            serde_json::Value::Null => manifest["annotations"].as_object_mut().unwrap().remove(key),
+            value => manifest["annotations"].as_object_mut().unwrap().insert(key.to_string(), value),
+        };
+        let put = registry.put(
+            "/v2/mailer/manifests/relabelled",
+            "application/vnd.oci.image.manifest.v1+json",
+            serde_json::to_vec(&manifest).unwrap(),
+        );
+        assert_eq!(put.status(), 201);
+        let (_, err) = w.expect(1, &["bundle", "pull", &reference, "--plain-http", "-o", "out.tar.gz"]);
+        assert!(
+            err.contains(&format!("annotation {key} says `"))
+                && err.contains(&format!("but the archive holds `{holds}`")),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -318,12 +345,31 @@ fn a_registry_token_is_sent_as_a_bearer_credential_and_never_printed() {
         Server::start(|_| http::reply(401, r#"{"errors":[{"code":"UNAUTHORIZED","message":"token refused"}]}"#));
     let reference = format!("oci://127.0.0.1:{}/mailer:0.1.0", server.port);
     let token = "tok-7f3a9c-Secret";
-    let out = w
-        .command()
-        .env("RLP_REGISTRY_TOKEN", token)
-        .args(["bundle", "pull", &reference, "--plain-http"])
-        .output()
-        .unwrap();
+    let host = format!("127.0.0.1:{}", server.port);
+    let with_token = |token_host: Option<&str>, token: &str| {
+        let mut command = w.command();
+        command.env("RLP_REGISTRY_TOKEN", token).args(["bundle", "pull", &reference, "--plain-http"]);
+        if let Some(token_host) = token_host {
+            command.env("RLP_REGISTRY_TOKEN_HOST", token_host);
+        }
+        command.output().unwrap()
+    };
+    // Without the registry it is for, the token is not used at all.
+    let out = with_token(None, token);
+    assert_exit(&out, 2);
+    assert_eq!(
+        stderr(&out),
+        "error: RLP_REGISTRY_TOKEN is set but RLP_REGISTRY_TOKEN_HOST is not: rlp sends a token only to the registry it is for\n  help: set RLP_REGISTRY_TOKEN_HOST=HOST[:PORT], the registry the token was issued for\n"
+    );
+    assert!(server.requests().is_empty());
+    // A token for another registry is not sent to this one.
+    let out = with_token(Some("ghcr.io"), token);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("the registry asks for credentials, and none were found"), "{}", stderr(&out));
+    assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
+    let before = server.requests().len();
+
+    let out = with_token(Some(&host), token);
     assert_exit(&out, 2);
     assert!(
         stderr(&out).starts_with(&format!(
@@ -333,17 +379,13 @@ fn a_registry_token_is_sent_as_a_bearer_credential_and_never_printed() {
         stderr(&out)
     );
     assert!(!stderr(&out).contains(token) && !stdout(&out).contains(token));
-    let requests = server.requests();
+    let requests = server.requests()[before..].to_vec();
     assert!(!requests.is_empty());
     assert!(requests.iter().all(|r| r.header("authorization") == Some(&format!("Bearer {token}"))), "{requests:?}");
+    let requests = server.requests();
 
     // A token that cannot be a header value is refused before anything is sent.
-    let out = w
-        .command()
-        .env("RLP_REGISTRY_TOKEN", "line\nbreak")
-        .args(["bundle", "pull", &reference, "--plain-http"])
-        .output()
-        .unwrap();
+    let out = with_token(Some(&host), "line\nbreak");
     assert_exit(&out, 2);
     assert!(stderr(&out).starts_with("error: RLP_REGISTRY_TOKEN is empty or holds characters a token cannot have"));
     assert_eq!(server.requests().len(), requests.len());
@@ -385,6 +427,86 @@ fn a_registry_that_answers_nonsense_gets_an_error_not_a_crash() {
         )),
         "{err}"
     );
+}
+
+/// A manifest for a bundle layer of `size` bytes with digest `digest`, as a fake registry serves it.
+fn fake_manifest(digest: &str, size: usize) -> String {
+    serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": ARTIFACT_TYPE,
+        "config": {"mediaType": ARTIFACT_TYPE, "digest": format!("sha256:{}", "4".repeat(64)), "size": 2},
+        "layers": [{"mediaType": LAYER_TYPE, "digest": digest, "size": size}],
+    })
+    .to_string()
+}
+
+#[test]
+fn a_registry_that_serves_another_manifest_or_misses_the_blob_is_caught() {
+    let w = Sandbox::new();
+    let manifest = fake_manifest(&format!("sha256:{}", "7".repeat(64)), 10);
+    let served = manifest.clone();
+    let server = Server::start(move |request| {
+        if request.path().contains("/manifests/") {
+            http::Reply {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/vnd.oci.image.manifest.v1+json".into())],
+                body: served.clone(),
+            }
+        } else {
+            http::reply(404, r#"{"errors":[{"code":"BLOB_UNKNOWN","message":"blob unknown"}]}"#)
+        }
+    });
+    let base = format!("oci://127.0.0.1:{}/mailer", server.port);
+    // Pinned by digest: the manifest served is not the one named.
+    let pinned = format!("{base}@sha256:{}", "a".repeat(64));
+    let (_, err) = w.expect(1, &["bundle", "pull", &pinned, "--plain-http"]);
+    assert!(err.starts_with(&format!("error: {pinned}: the bundle's bytes do not match their digest (")), "{err}");
+    // By tag: the manifest is taken, the blob is missing.
+    let (_, err) = w.expect(2, &["bundle", "pull", &format!("{base}:0.1.0"), "--plain-http"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: {base}:0.1.0: the registry has no such blob\n  help: the artifact is incomplete in the registry; push the bundle again\n"
+        )
+    );
+    let left: Vec<_> = std::fs::read_dir(w.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn basic_credentials_never_go_to_a_plain_http_token_service() {
+    let w = Sandbox::new();
+    let server = Server::start(|_| http::Reply {
+        status: 401,
+        headers: vec![(
+            "WWW-Authenticate".into(),
+            r#"Bearer realm="http://auth.example.com/token",service="registry""#.into(),
+        )],
+        body: String::new(),
+    });
+    let registry_host = format!("127.0.0.1:{}", server.port);
+    let docker = w.join("docker");
+    std::fs::create_dir(&docker).unwrap();
+    std::fs::write(
+        docker.join("config.json"),
+        serde_json::json!({"auths": {registry_host.clone(): {"username": USER, "password": PASSWORD}}}).to_string(),
+    )
+    .unwrap();
+    let reference = format!("oci://{registry_host}/mailer:0.1.0");
+    let out = rlp_with(&w, &docker, &["bundle", "pull", &reference, "--plain-http"]);
+    assert_exit(&out, 2);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: the registry {registry_host} sends credentials to a token service that is not HTTPS (`http://auth.example.com/token`); rlp does not send them there\n  help: fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry\n"
+        )
+    );
+    // Only the challenge was asked for, with no credentials.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path(), "/v2/");
+    assert!(requests[0].header("authorization").is_none());
 }
 
 #[test]

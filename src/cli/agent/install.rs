@@ -8,12 +8,12 @@ use serde_json::json;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, path_json, warning};
-use crate::pack::install::{InstallOptions, install, list};
+use crate::pack::install::{InstallOptions, download_folder, install, list};
 
 /// Flags of `rlp agent install`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/demo --allow-unsigned\n  rlp agent install oci://registry.example.com/agents/mailer:0.1.0\n\nFrom oci://, the archive is pulled first as `rlp bundle pull` does (digest and content\nchecked), into a temporary folder.\nThe bundle is extracted into a private staging folder under $RUNLOOP_HOME/agents/,\nverified there against trust-policy.toml, then renamed into $RUNLOOP_HOME/agents/<name>.\nExit codes: 0 installed, 1 verification failed, 2 unreadable input or the same version\nis installed (use --force), 3 refused by policy (unsigned, untrusted or revoked signer,\ncapabilities beyond the signer's rule, older than the installed version)."
+    after_help = "Examples:\n  rlp agent install mailer-0.1.0.bundle.tar.gz\n  rlp agent install agents/demo --allow-unsigned\n  rlp agent install oci://registry.example.com/agents/mailer:0.1.0\n\nFrom oci://, the archive is pulled first as `rlp bundle pull` does (digest and content\nchecked), into a private folder under $RUNLOOP_HOME/agents/.\nThe bundle is extracted into a private staging folder under $RUNLOOP_HOME/agents/,\nverified there against trust-policy.toml, then renamed into $RUNLOOP_HOME/agents/<name>.\nExit codes: 0 installed, 1 verification failed, 2 unreadable input or the same version\nis installed (use --force), 3 refused by policy (unsigned, untrusted or revoked signer,\ncapabilities beyond the signer's rule, older than the installed version)."
 )]
 pub struct InstallArgs {
     /// A bundle folder, a packed archive, or oci://HOST[:PORT]/REPO:TAG in a registry.
@@ -53,10 +53,9 @@ pub(crate) fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
     }
     let installed = match remote {
         Some(reference) => {
-            let folder = tempfile::tempdir()
-                .map_err(|e| CliError::from(crate::integrity::failure::Failure::io(&std::env::temp_dir(), &e)))?;
-            let pulled =
-                crate::cli::registry::pull(reference, args.plain_http, Some(&folder.path().join("bundle.tar.gz")))?;
+            let (folder, _tracked) = download_folder(&ctx.home).map_err(CliError::from)?;
+            let archive = folder.path().join("bundle.tar.gz");
+            let pulled = crate::cli::registry::pull(reference, args.plain_http, Some(&archive))?;
             install(&ctx.home, &pulled.path, options)
         }
         None => install(&ctx.home, &args.source, options),
