@@ -1,4 +1,4 @@
-//! `rlp bundle pack` and `rlp bundle verify`.
+//! `rlp bundle pack` and `rlp bundle verify` (`rlp bundle export-mcpb` is in [`crate::cli::mcpb`]).
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +25,9 @@ pub enum BundleCommand {
     Pack(PackArgs),
     /// Verify a bundle folder or archive: sizes, digests, file set, signature, trust policy.
     Verify(VerifyArgs),
+    /// Export a bundle as an MCP Bundle (.mcpb) that desktop MCP hosts install: rlp serving it.
+    #[command(name = "export-mcpb")]
+    ExportMcpb(crate::cli::mcpb::ExportMcpbArgs),
 }
 
 /// Flags of `rlp bundle pack`.
@@ -80,6 +83,7 @@ pub(crate) fn run(command: BundleCommand, ctx: &Context) -> CliResult {
     match command {
         BundleCommand::Pack(args) => run_pack(&args),
         BundleCommand::Verify(args) => run_verify(&args, ctx),
+        BundleCommand::ExportMcpb(args) => crate::cli::mcpb::run(&args),
     }
 }
 
