@@ -112,6 +112,7 @@ impl Fixture {
             ("bundle verify", "bundle verify demo.bundle.tar.gz"),
             ("bundle verify", "bundle verify demo.bundle.tar.gz --canonical"),
             ("bundle verify", "bundle verify agents/demo --format json"),
+            ("bundle export-mcpb", "bundle export-mcpb agents/demo -o RUN.mcpb --format json"),
             ("trust add", "trust add keys/RUN.pub --name RUN"),
             ("trust revoke", "trust revoke RUN"),
             ("trust list", "trust list"),
