@@ -25,7 +25,7 @@ pub enum BundleCommand {
     Pack(PackArgs),
     /// Verify a bundle folder or archive: sizes, digests, file set, signature, trust policy.
     Verify(VerifyArgs),
-    /// Export a bundle as an MCP Bundle (.mcpb) that desktop MCP hosts install: rlp serving it.
+    /// Export a bundle, with rlp to serve it, as an MCP Bundle (.mcpb) for desktop hosts.
     #[command(name = "export-mcpb")]
     ExportMcpb(crate::cli::mcpb::ExportMcpbArgs),
 }

@@ -41,17 +41,17 @@ const SERVER_ENTRY: &str = "server/rlp";
 /// The folder of the archive that holds the bundle's folder, `<name>/`.
 const BUNDLE_FOLDER: &str = "bundle";
 
-/// The bundle's folder in the archive: `bundle/<name>` (lint requires a
-/// bundle's folder to bear its name).
-fn bundle_folder(name: &str) -> String {
-    format!("{BUNDLE_FOLDER}/{name}")
-}
-
 /// The MCPB manifest's name in the archive.
 const MANIFEST_JSON: &str = "manifest.json";
 
 /// The prefix of the temporary file the archive is written to.
 const TEMP_PREFIX: &str = ".rlp-mcpb-";
+
+/// The bundle's folder in the archive: `bundle/<name>` (lint requires a
+/// bundle's folder to bear its name).
+fn bundle_folder(name: &str) -> String {
+    format!("{BUNDLE_FOLDER}/{name}")
+}
 
 /// A written MCP Bundle.
 #[derive(Debug)]
@@ -205,7 +205,7 @@ struct Entry {
     content: Content,
     /// 0o644, or 0o755 for an executable.
     mode: u32,
-    /// Its size in bytes (for a file, when it was listed).
+    /// Its size in bytes (for a file, when the entries were listed).
     size: u64,
 }
 
