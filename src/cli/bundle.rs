@@ -1,4 +1,5 @@
-//! `rlp bundle pack` and `rlp bundle verify`; push and pull are in [`crate::cli::registry`].
+//! `rlp bundle pack` and `rlp bundle verify`; push and pull are in
+//! [`crate::cli::registry`], `rlp bundle export-mcpb` in [`crate::cli::mcpb`].
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,9 @@ pub enum BundleCommand {
     Push(crate::cli::registry::PushArgs),
     /// Pull a packed bundle from an OCI registry, checking its digest and content.
     Pull(crate::cli::registry::PullArgs),
+    /// Export a bundle, with rlp to serve it, as an MCP Bundle (.mcpb) for desktop hosts.
+    #[command(name = "export-mcpb")]
+    ExportMcpb(crate::cli::mcpb::ExportMcpbArgs),
 }
 
 /// Flags of `rlp bundle pack`.
@@ -86,6 +90,7 @@ pub(crate) fn run(command: BundleCommand, ctx: &Context) -> CliResult {
         BundleCommand::Verify(args) => run_verify(&args, ctx),
         BundleCommand::Push(args) => crate::cli::registry::run_push(&args),
         BundleCommand::Pull(args) => crate::cli::registry::run_pull(&args),
+        BundleCommand::ExportMcpb(args) => crate::cli::mcpb::run(&args),
     }
 }
 

@@ -9,6 +9,7 @@ pub(crate) mod exit;
 pub(crate) mod keygen;
 pub(crate) mod lint;
 pub(crate) mod man;
+pub(crate) mod mcpb;
 pub(crate) mod output;
 pub(crate) mod registry;
 pub(crate) mod replay;
@@ -104,7 +105,7 @@ pub enum Command {
     Keygen(keygen::KeygenArgs),
     /// Sign a bundle's manifest (SIGNATURES/manifest.sig).
     Sign(sign::SignArgs),
-    /// Pack bundles into reproducible archives and verify them.
+    /// Pack bundles into reproducible archives, verify them, export MCP Bundles.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
     /// Manage the trust policy: anchors, rules and revoked keys.

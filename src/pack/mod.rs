@@ -1,11 +1,12 @@
 //! Reproducible bundle archives: the writer, the safe reader and extractor,
-//! and installation into the runtime home.
+//! installation into the runtime home, and the MCP Bundle export.
 
 pub mod canonical;
 pub(crate) mod extract;
 pub(crate) mod format;
 pub(crate) mod inflate;
 pub(crate) mod install;
+pub(crate) mod mcpb;
 pub mod reader;
 pub(crate) mod writer;
 

@@ -77,16 +77,17 @@ struct Entry {
     digest: Option<Digest>,
 }
 
-/// Checks that a bundle may be packed: digests up to date, lint clean, no placeholder digests.
-pub(crate) fn check_packable(dir: &Path) -> Result<(), Failure> {
-    let plan = crate::integrity::ready::check_ready(dir, "pack")?;
+/// Checks that a bundle may be packed: digests up to date, lint clean, no
+/// placeholder digests; `then` names the step for the hints (`pack`).
+pub(crate) fn check_packable(dir: &Path, then: &str) -> Result<(), Failure> {
+    let plan = crate::integrity::ready::check_ready(dir, then)?;
     let manifest = verify::parse_manifest(plan.before.as_bytes())?;
     if let Some(artifact) = manifest.listed().find(|a| a.blake3.is_some_and(|d| d.is_placeholder())) {
         return Err(Failure::new(
             Reason::Placeholder,
             format!("`{}` still carries the all-zero placeholder digest", artifact.path),
         )
-        .with_help("build the file and run `rlp digest` before packing"));
+        .with_help(format!("build the file and run `rlp digest`, then {then} again")));
     }
     Ok(())
 }
@@ -280,21 +281,27 @@ fn existing_signer(dir: &Path, manifest_bytes: &[u8]) -> Result<Option<KeyId>, F
 /// The output path that stands for standard output.
 pub(crate) const STDOUT: &str = "-";
 
-/// Writes the archive to a temporary file next to `path`, syncs it and
-/// renames it into place; returns its size and BLAKE3.
-fn write_to_file(
+/// Writes an archive of the bundle `dir` to `path` atomically: `fill`
+/// writes it into a new temporary file (`<prefix>…`) next to `path`, which
+/// is then given mode 0644, synced and renamed into place; on any failure
+/// nothing is left. Refuses a `path` inside the bundle folder (the archive
+/// would become a file of the bundle) and one that exists but is not a
+/// regular file (`other` ends that hint with what else `-o` takes).
+pub(crate) fn write_atomically<T>(
     dir: &Path,
-    entries: &[Entry],
     path: &Path,
-    progress: &dyn Progress,
-) -> Result<(u64, Digest), Failure> {
+    prefix: &str,
+    other: &str,
+    fill: impl FnOnce(&mut File) -> Result<T, Failure>,
+) -> Result<T, Failure> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     if is_inside(&parent, dir) {
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         return Err(Failure::new(Reason::Usage, format!("{} lies inside the bundle folder", path.display()))
-            .with_help("write the archive outside the bundle, e.g. `-o ../name.bundle.tar.gz`"));
+            .with_help(format!("write the archive outside the bundle, e.g. `-o ../{name}`")));
     }
     if let Ok(meta) = fs::symlink_metadata(path)
         && !meta.is_file()
@@ -303,20 +310,32 @@ fn write_to_file(
             Reason::Usage,
             format!("{} exists and is not a regular file; the archive would replace it", path.display()),
         )
-        .with_help(format!("give the path of a new or existing archive file, or `-o {STDOUT}` for standard output")));
+        .with_help(format!("give the path of a new or existing archive file{other}")));
     }
-    let (temp, _tracked) =
-        crate::interrupt::temp_file_in(&parent, ".rlp-pack-").map_err(|e| Failure::io(&parent, &e))?;
-    let out = Hashing { inner: BufWriter::with_capacity(1 << 20, temp), hasher: blake3::Hasher::new(), bytes: 0 };
-    let written = write_archive(dir, entries, out, progress)?;
+    let (mut temp, _tracked) = crate::interrupt::temp_file_in(&parent, prefix).map_err(|e| Failure::io(&parent, &e))?;
+    let filled = fill(temp.as_file_mut())?;
     let write_err = |e: io::Error| Failure::io(path, &e);
-    let digest = Digest(*written.hasher.finalize().as_bytes());
-    let temp = written.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
     temp.as_file().set_permissions(fs::Permissions::from_mode(0o644)).map_err(write_err)?;
     temp.as_file().sync_all().map_err(write_err)?;
     temp.persist(path).map_err(|e| write_err(e.error))?;
     crate::fsutil::sync_dir(&parent).map_err(|e| Failure::io(&parent, &e))?;
-    Ok((written.bytes, digest))
+    Ok(filled)
+}
+
+/// Writes the archive to a temporary file next to `path`, syncs it and
+/// renames it into place; returns its size and BLAKE3.
+fn write_to_file(
+    dir: &Path,
+    entries: &[Entry],
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<(u64, Digest), Failure> {
+    write_atomically(dir, path, ".rlp-pack-", &format!(", or `-o {STDOUT}` for standard output"), |file| {
+        let out = Hashing { inner: BufWriter::with_capacity(1 << 20, file), hasher: blake3::Hasher::new(), bytes: 0 };
+        let written = write_archive(dir, entries, out, progress)?;
+        written.inner.into_inner().map_err(|e| Failure::io(path, &e.into_error()))?;
+        Ok((written.bytes, Digest(*written.hasher.finalize().as_bytes())))
+    })
 }
 
 /// Streams the archive to `out`.
@@ -341,15 +360,28 @@ struct Plan {
     signed_by: Option<KeyId>,
 }
 
-/// Checks a bundle folder, signs it with `key` if given, and lists its entries.
-fn plan(dir: &Path, key: Option<&SecretKey>) -> Result<Plan, Failure> {
+/// A bundle folder ready to be sealed into an archive, as read once checked.
+pub(crate) struct Sealable {
+    /// The exact bytes of manifest.toml (those its signature covers).
+    pub manifest_bytes: Vec<u8>,
+    /// manifest.toml, parsed from those bytes.
+    pub manifest: Manifest,
+    /// The key of its signature, which matches the manifest; `None` when unsigned.
+    pub signed_by: Option<KeyId>,
+}
+
+/// Checks that `dir` is a bundle folder that may be packed
+/// ([`check_packable`], `then` naming the step for the hints), signs it
+/// with `key` if given, and reads its manifest and signer (refusing a
+/// signature that no longer matches).
+pub(crate) fn sealable(dir: &Path, key: Option<&SecretKey>, then: &str) -> Result<Sealable, Failure> {
     if !crate::lint::is_bundle(dir) {
         return Err(Failure::new(
             Reason::Unreadable,
             format!("{} is not a bundle folder (no {MANIFEST_FILE})", dir.display()),
         ));
     }
-    check_packable(dir)?;
+    check_packable(dir, then)?;
     if let Some(key) = key {
         sign_bundle(dir, key)?;
     }
@@ -358,6 +390,12 @@ fn plan(dir: &Path, key: Option<&SecretKey>) -> Result<Plan, Failure> {
         .map_err(|e| Failure::read(&manifest_path, e, Reason::Size))?;
     let signed_by = existing_signer(dir, &manifest_bytes)?;
     let manifest = verify::parse_manifest(&manifest_bytes)?;
+    Ok(Sealable { manifest_bytes, manifest, signed_by })
+}
+
+/// Checks a bundle folder, signs it with `key` if given, and lists its entries.
+fn plan(dir: &Path, key: Option<&SecretKey>) -> Result<Plan, Failure> {
+    let Sealable { manifest_bytes, manifest, signed_by } = sealable(dir, key, "pack")?;
     let name = manifest.name.clone().unwrap_or_default();
     let version = manifest.version.clone().unwrap_or_default();
     let entries = entries(dir, &manifest, &manifest_bytes)?;

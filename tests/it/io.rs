@@ -117,6 +117,7 @@ impl Fixture {
             ("bundle verify", "bundle verify agents/demo --format json"),
             ("bundle push", "bundle push demo.bundle.tar.gz oci://REGISTRY/io/demo:RUN --plain-http"),
             ("bundle pull", "bundle pull oci://REGISTRY/io/demo:RUN --plain-http -o RUN-pulled.tar.gz"),
+            ("bundle export-mcpb", "bundle export-mcpb agents/demo -o RUN.mcpb --format json"),
             ("trust add", "trust add keys/RUN.pub --name RUN"),
             ("trust revoke", "trust revoke RUN"),
             ("trust list", "trust list"),

@@ -16,6 +16,7 @@ mod discovery;
 mod first_hour;
 mod io;
 mod lint;
+mod mcpb;
 mod oci;
 mod otel;
 mod postgres;

@@ -96,10 +96,11 @@ pub fn decode_environ(hex: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The python of the virtualenv the script `setup` (e.g.
-/// `tests/mcp/setup.sh`, see tests/venv.sh) makes under `<target>/<folder>`,
-/// made on first use; a failure names the script and what needs it.
-pub fn venv_python(setup: &str, folder: &str, needed_by: &str) -> std::path::PathBuf {
+/// Runs the set-up script `setup` (e.g. `tests/mcpb/setup.sh`) with the
+/// folder `<target>/<folder>` and returns the path it prints; a script that
+/// fails fails the test, naming it with `failure` (what it could not do)
+/// and with `needed_by`, the tests that need it (they are never skipped).
+pub fn set_up(setup: &str, folder: &str, failure: &str, needed_by: &str) -> std::path::PathBuf {
     let target = std::path::Path::new(env!("CARGO_BIN_EXE_rlp"))
         .parent()
         .and_then(std::path::Path::parent)
@@ -110,10 +111,13 @@ pub fn venv_python(setup: &str, folder: &str, needed_by: &str) -> std::path::Pat
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("running {setup}: {e}"));
-    assert!(
-        out.status.success(),
-        "{setup} could not make its virtualenv (python3 -m venv, pip install from PyPI); {needed_by} need it\n{}",
-        super::output::text(&out)
-    );
+    assert!(out.status.success(), "{setup} {failure}; {needed_by} need it\n{}", super::output::text(&out));
     std::path::PathBuf::from(super::output::stdout(&out).trim())
+}
+
+/// The python of the virtualenv the script `setup` (e.g.
+/// `tests/mcp/setup.sh`, see tests/venv.sh) makes under `<target>/<folder>`,
+/// made on first use; a failure names the script and what needs it.
+pub fn venv_python(setup: &str, folder: &str, needed_by: &str) -> std::path::PathBuf {
+    set_up(setup, folder, "could not make its virtualenv (python3 -m venv, pip install from PyPI)", needed_by)
 }

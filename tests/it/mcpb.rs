@@ -1,0 +1,336 @@
+//! `rlp bundle export-mcpb`: the MCP Bundle of a signed bundle, read back
+//! with the zip crate, checked and unpacked by the reference MCPB tools
+//! (installed once by `tests/mcpb/setup.sh`; without them these tests fail,
+//! they are never skipped), and started the way an MCP host starts it; the
+//! archive is reproducible, and a bundle that is not ready or an output
+//! that cannot be written leaves no file behind.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+use crate::support::bundle::{runtime_tool, with};
+use crate::support::files::{copy_tree, repo};
+use crate::support::output::{assert_contains, code, stderr, stdout, text};
+use crate::support::process::set_up;
+use crate::support::{Sandbox, mcp};
+
+/// The secret both tools use; `secret_echo.sh` reads it by its earlier
+/// variable name, RUNLOOP_TEST_TOKEN.
+const TOKEN: &str = "runloop/test/token";
+/// The secret of `vault.write` alone, a dotted id (`MAIL__SMTP__KEY`).
+const SMTP: &str = "mail.smtp.key";
+/// The values the host's user enters.
+const TOKEN_VALUE: &str = "tok-4f9a1c77e2b8";
+const SMTP_VALUE: &str = "smtp-8d0b3e51a6";
+
+/// The folder of the reference MCPB tools (`tests/mcpb/setup.sh` installs
+/// them on first use).
+fn mcpb_tools() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        set_up("tests/mcpb/setup.sh", "mcpb-cli", "could not install @anthropic-ai/mcpb with npm", "the mcpb tests")
+    })
+}
+
+/// The reference `mcpb` CLI run with `args` in the sandbox.
+fn mcpb(sb: &Sandbox, args: &[&str]) -> Output {
+    Command::new(mcpb_tools().join("node_modules/.bin/mcpb"))
+        .args(args)
+        .current_dir(sb.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Bundle `agents/vault`: two tools and two secrets, `TOKEN` used by both,
+/// a description, and an executable file of its own, `bin/rotate`.
+fn vault(sb: &Sandbox) -> PathBuf {
+    let tools = json!([
+        with(runtime_tool("vault.read", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN]})),
+        with(runtime_tool("vault.write", "ok.sh", &[]), json!({"secrets": [TOKEN, SMTP]})),
+    ]);
+    let caps = format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN}\", \"{SMTP}\"]\n");
+    let dir = sb.bundle("vault", tools, &caps);
+    let manifest = dir.join("manifest.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    let described = "version = \"0.1.0\"\ndescription = \"Reads and writes the vault\"\n";
+    fs::write(&manifest, text.replace("version = \"0.1.0\"\n", described)).unwrap();
+    fs::create_dir(dir.join("bin")).unwrap();
+    fs::write(dir.join("bin/rotate"), "#!/bin/sh\necho '{}'\n").unwrap();
+    fs::set_permissions(dir.join("bin/rotate"), fs::Permissions::from_mode(0o755)).unwrap();
+    sb.expect(0, &["digest", "agents/vault"]);
+    dir
+}
+
+/// `rlp keygen` and `rlp sign` of `agents/vault`; returns the key id.
+fn sign_vault(sb: &Sandbox) -> String {
+    let (out, _) = sb.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
+    let id = out.lines().find_map(|l| l.strip_prefix("key id ")).expect("the key id").to_string();
+    sb.expect(0, &["sign", "agents/vault", "--key", "keys/release.key"]);
+    id
+}
+
+/// One entry of a zip: its name, Unix mode, time stamp and compression.
+#[derive(Debug, PartialEq)]
+struct ZipEntry {
+    name: String,
+    mode: Option<u32>,
+    modified: Option<zip::DateTime>,
+    compression: zip::CompressionMethod,
+}
+
+/// The entries of the zip at `path`, in archive order, and the bytes of the
+/// ones named in `read`.
+fn read_zip(path: &Path, read: &[&str]) -> (Vec<ZipEntry>, Vec<Vec<u8>>) {
+    let mut archive = zip::ZipArchive::new(fs::File::open(path).unwrap()).unwrap();
+    let mut entries = Vec::new();
+    let mut contents = vec![Vec::new(); read.len()];
+    for i in 0..archive.len() {
+        let mut file = archive.by_index(i).unwrap();
+        let name = file.name().unwrap().to_string();
+        if let Some(slot) = read.iter().position(|r| *r == name) {
+            std::io::copy(&mut file, &mut contents[slot]).unwrap();
+        }
+        entries.push(ZipEntry {
+            mode: file.unix_mode(),
+            modified: file.last_modified(),
+            compression: file.compression(),
+            name,
+        });
+    }
+    (entries, contents)
+}
+
+/// BLAKE3 of a file, streamed.
+fn file_hash(path: &Path) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    std::io::copy(&mut fs::File::open(path).unwrap(), &mut hasher).unwrap();
+    hasher.finalize()
+}
+
+/// Names in the sandbox folder that an export may have left: archives and temporary files.
+fn left_behind(sb: &Sandbox) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(sb.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".mcpb") || n.starts_with(".rlp-"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it() {
+    let sb = Sandbox::new();
+    vault(&sb);
+    let key = sign_vault(&sb);
+    let (out, err) = sb.expect(0, &["bundle", "export-mcpb", "agents/vault", "-o", "vault.mcpb"]);
+    let bytes = fs::metadata(sb.join("vault.mcpb")).unwrap().len();
+    assert_eq!(
+        out,
+        format!("wrote vault.mcpb (vault 0.1.0: 2 tools, 2 secrets, signed by key {key}): {bytes} bytes\n")
+    );
+    assert_eq!(err, "");
+
+    // The zip: sorted entries, fixed times and modes, the manifest, this rlp.
+    let (entries, contents) = read_zip(&sb.join("vault.mcpb"), &["manifest.json", "bundle/vault/manifest.toml"]);
+    let file = |name: &str, mode: u32| ZipEntry {
+        name: name.to_string(),
+        mode: Some(0o100000 | mode),
+        modified: Some(zip::DateTime::default()),
+        compression: zip::CompressionMethod::Deflated,
+    };
+    assert_eq!(
+        entries,
+        [
+            file("bundle/vault/SIGNATURES/manifest.sig", 0o644),
+            file("bundle/vault/bin/rotate", 0o755),
+            file("bundle/vault/manifest.toml", 0o644),
+            file("bundle/vault/policy.caps", 0o644),
+            file("bundle/vault/tools.json", 0o644),
+            file("manifest.json", 0o644),
+            file("server/rlp", 0o755),
+        ]
+    );
+    assert_eq!(contents[1], fs::read(sb.join("agents/vault/manifest.toml")).unwrap());
+    let manifest = String::from_utf8(contents[0].clone()).unwrap();
+    assert_contains(&manifest, &format!("\"name\": \"rlp key {key}\""));
+    insta::assert_snapshot!("mcpb_manifest", manifest.replace(&key, "KEY_ID"));
+
+    // The reference tools validate and unpack it; what they unpack verifies.
+    let unpacked = mcpb(&sb, &["unpack", "vault.mcpb", "installed"]);
+    assert_eq!(code(&unpacked), 0, "{}", text(&unpacked));
+    let ext = sb.join("installed");
+    let validated = mcpb(&sb, &["validate", "installed/manifest.json"]);
+    assert_eq!(code(&validated), 0, "{}", text(&validated));
+    assert_contains(&stdout(&validated), "Manifest schema validation passes!");
+    let server = ext.join("server/rlp");
+    assert_eq!(fs::metadata(&server).unwrap().permissions().mode() & 0o777, 0o755);
+    assert_eq!(file_hash(&server), file_hash(Path::new(env!("CARGO_BIN_EXE_rlp"))));
+    let (out, _) = sb.expect(0, &["bundle", "verify", "installed/bundle/vault", "--key", "keys/release.pub"]);
+    assert_contains(&out, &format!("signed by key {key} (the key in keys/release.pub)"));
+
+    // The server configuration the host derives, with the user's two values.
+    let mut node = Command::new("node")
+        .arg(repo("tests/mcpb/host_config.mjs"))
+        .arg(mcpb_tools())
+        .arg(&ext)
+        .env("HOME", sb.join("user"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let values = json!({"runloop_test__token": TOKEN_VALUE, "mail__smtp__key": SMTP_VALUE});
+    node.stdin.take().unwrap().write_all(values.to_string().as_bytes()).unwrap();
+    let derived = node.wait_with_output().unwrap();
+    assert_eq!(code(&derived), 0, "{}", text(&derived));
+    let config: Value = serde_json::from_str(&stdout(&derived)).unwrap();
+    assert_eq!(
+        config,
+        json!({
+            "command": server.to_str().unwrap(),
+            "args": ["serve", "--stdio", ext.join("bundle/vault").to_str().unwrap()],
+            "env": {"RUNLOOP_TEST__TOKEN": TOKEN_VALUE, "MAIL__SMTP__KEY": SMTP_VALUE},
+        })
+    );
+
+    // The host's user trusts the key in the home rlp uses there, ~/.runloop.
+    let trusted = sb
+        .command_in("user/.runloop")
+        .args(["trust", "add", "keys/release.pub", "--name", "release", "--allow-exec"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&trusted), 0, "{}", text(&trusted));
+
+    // Started as hosts on the MCP SDKs start it: from a folder of their own,
+    // with HOME, PATH and the manifest's env alone (the sandbox's rule that
+    // no system configuration is read aside).
+    let mut command = Command::new(config["command"].as_str().unwrap());
+    command
+        .args(config["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
+        .env_clear()
+        .env("HOME", sb.join("user"))
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUNLOOP_SYSTEM_CONFIG", sb.join("no-system-config.toml"))
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in config["env"].as_object().unwrap() {
+        command.env(name, value.as_str().unwrap());
+    }
+    let mut child = command.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for request in [
+        mcp::initialize(1),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "vault.read", "arguments": {}}}),
+    ] {
+        writeln!(input, "{request}").unwrap();
+    }
+    let mut answers = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let last = message["id"] == 3;
+        answers.push(message);
+        if last {
+            break;
+        }
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let log = stderr(&out);
+    assert_eq!(code(&out), 0, "{log}");
+    assert!(!log.contains(TOKEN_VALUE) && !log.contains(SMTP_VALUE), "{log}");
+    let answer =
+        |id: u64| answers.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer {id}: {answers:?}"));
+    assert!(answer(1)["result"]["serverInfo"].is_object(), "{answers:?}");
+    let listed: Vec<&Value> = answer(2)["result"]["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+    let declared: Value = serde_json::from_str(&manifest).unwrap();
+    let declared: Vec<&Value> = declared["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+    assert_eq!(listed, declared);
+    assert_eq!(listed, [&json!("vault.read"), &json!("vault.write")]);
+    // The secret reached the tool (its value came back, scrubbed; a result
+    // schema that is not an object's wraps the result).
+    assert_eq!(
+        answer(3)["result"]["structuredContent"],
+        json!({"result": {"token": "[redacted]", "len": TOKEN_VALUE.len()}}),
+        "{answers:?}"
+    );
+    assert!(sb.ledger_path_in("user/.runloop").is_file(), "the calls are recorded in ~/.runloop");
+}
+
+#[test]
+fn the_same_bundle_exports_to_the_same_bytes_wherever_it_lies() {
+    let sb = Sandbox::new();
+    vault(&sb);
+    sb.expect(0, &["bundle", "export-mcpb", "agents/vault"]);
+    // A copy elsewhere: other paths, other time stamps, the same content.
+    copy_tree(&sb.join("agents/vault"), &sb.join("elsewhere/vault"));
+    let (out, _) = sb.expect(0, &["bundle", "export-mcpb", "elsewhere/vault", "-o", "copy.mcpb", "--format", "json"]);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        report,
+        json!({"archive": "copy.mcpb", "name": "vault", "version": "0.1.0", "tools": 2, "secrets": 2,
+               "bytes": fs::metadata(sb.join("copy.mcpb")).unwrap().len(), "signed_by": null, "warnings": []})
+    );
+    assert!(fs::read(sb.join("vault-0.1.0.mcpb")).unwrap() == fs::read(sb.join("copy.mcpb")).unwrap());
+}
+
+#[test]
+fn a_bundle_that_is_not_ready_is_refused_and_nothing_is_written() {
+    let sb = Sandbox::new();
+    let dir = vault(&sb);
+    fs::write(dir.join("policy.caps"), "[capabilities]\nexec = true\n").unwrap();
+    let (_, err) = sb.expect(1, &["bundle", "export-mcpb", "agents/vault"]);
+    assert_contains(&err, "agents/vault: the digests in manifest.toml are out of date");
+    assert_contains(&err, "help: run `rlp digest agents/vault`, then export again");
+    assert_eq!(left_behind(&sb), Vec::<String>::new());
+}
+
+#[test]
+fn an_output_that_cannot_be_written_is_exit_2_and_leaves_no_file() {
+    let sb = Sandbox::new();
+    vault(&sb);
+    let (_, err) = sb.expect(2, &["bundle", "export-mcpb", "agents/vault", "-o", "missing/vault.mcpb"]);
+    assert_contains(&err, "error: missing: No such file or directory");
+    fs::create_dir(sb.join("taken.mcpb")).unwrap();
+    let (_, err) = sb.expect(2, &["bundle", "export-mcpb", "agents/vault", "-o", "taken.mcpb"]);
+    assert_contains(&err, "error: taken.mcpb exists and is not a regular file; the archive would replace it");
+    let (_, err) = sb.expect(2, &["bundle", "export-mcpb", "agents/vault", "-o", "-"]);
+    assert_contains(&err, "error: an MCP Bundle is written to a file, not to standard output");
+    // The disk refuses the archive part way (a file size limit): nothing is left.
+    let out =
+        sb.shell("trap '' XFSZ && ulimit -f 64").args(["bundle", "export-mcpb", "agents/vault"]).output().unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert_contains(&stderr(&out), "error: vault-0.1.0.mcpb: File too large");
+    assert_eq!(left_behind(&sb), ["taken.mcpb"]);
+}
+
+#[test]
+fn an_exec_tool_run_from_inside_the_bundle_is_warned_about_and_stays_executable() {
+    let sb = Sandbox::new();
+    sb.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    let (out, err) = sb.expect(0, &["bundle", "export-mcpb", "agents/demo", "-o", "demo.mcpb"]);
+    assert_contains(&out, "wrote demo.mcpb (demo 0.1.0: 1 tool, 0 secrets, unsigned): ");
+    let program = sb.path().canonicalize().unwrap().join("agents/demo/bin/greet");
+    assert_eq!(
+        err,
+        format!(
+            "warning: tool `demo.greet` runs {}, inside the bundle folder: the host runs that path of its own \
+             machine, not the copy in the .mcpb; point `command` at a program installed where the .mcpb goes\n",
+            program.display()
+        )
+    );
+    let (entries, _) = read_zip(&sb.join("demo.mcpb"), &[]);
+    let greet = entries.iter().find(|e| e.name == "bundle/demo/bin/greet").expect("bin/greet in the archive");
+    assert_eq!(greet.mode, Some(0o100755));
+}
