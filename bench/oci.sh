@@ -113,7 +113,7 @@ report=$(
 )
 echo "machine: $(nproc) cores, $(uname -sr); distribution registry $(docker-registry --version | awk '{print $3}') on loopback; best of $runs rounds"
 echo "$report"
-update_doc_section "## OCI push and pull (bench/oci.sh)" "## OCI push and pull (bench/oci.sh)
+update_doc_section "## OCI push and pull (\`bench/oci.sh\`)" "## OCI push and pull (\`bench/oci.sh\`)
 
 \`bench/oci.sh\` ($(date +%Y-%m-%d), $(nproc) cores, the distribution registry $(docker-registry --version | awk '{print $3}') on loopback, plain HTTP, best of $runs rounds, each round to fresh repositories). The whole command is timed for both: process start, the upload or download, and for rlp the archive's verification (before a push, and before a pull renames the file into place). oras is oras-py $("$python" -c 'import importlib.metadata as m; print(m.version("oras"))'), the ORAS project's Python client, pushing and pulling the same file; both pulled files are compared with the original.
 

@@ -15,8 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Seek, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -24,13 +23,13 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, System, ZipWriter};
 
 use crate::bundle::capability::SecretId;
-use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest};
+use crate::bundle::manifest::{Digest, Manifest};
 use crate::bundle::tools::{Tool, Transport};
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::KeyId;
-use crate::integrity::signature::{MAX_SIGNATURE_BYTES, SIGNATURE_FILE};
 use crate::pack::Progress;
-use crate::pack::writer::{Sealable, sealable, write_atomically};
+use crate::pack::format::Kind;
+use crate::pack::writer::{Plan, copy_exact, plan, write_atomically};
 
 /// The MCPB manifest version written.
 const MANIFEST_VERSION: &str = "0.3";
@@ -196,8 +195,9 @@ fn programs_inside(dir: &Path, tools: &[Tool]) -> Vec<String> {
 enum Content {
     /// These bytes.
     Bytes(Vec<u8>),
-    /// The file at this path, whose BLAKE3 must be `digest` when given.
-    File { path: PathBuf, digest: Option<Digest> },
+    /// The regular file at `path` (shown as `shown`), of the entry's size,
+    /// whose BLAKE3 must be `digest` when given.
+    File { path: PathBuf, shown: String, digest: Option<Digest> },
 }
 
 /// One archive entry.
@@ -205,76 +205,39 @@ struct Entry {
     content: Content,
     /// 0o644, or 0o755 for an executable.
     mode: u32,
-    /// Its size in bytes (for a file, when the entries were listed).
+    /// Its size in bytes (for a file, as listed).
     size: u64,
 }
 
-impl Entry {
-    /// An entry of `bytes`, mode 0o644.
-    fn bytes(bytes: Vec<u8>) -> Entry {
-        Entry { size: bytes.len() as u64, content: Content::Bytes(bytes), mode: 0o644 }
-    }
-
-    /// An entry of the regular file at `path`, executable when its owner may
-    /// run it; its BLAKE3 must be `digest` when given.
-    fn file(path: PathBuf, digest: Option<Digest>) -> Result<Entry, Failure> {
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| Failure::io(&path, &e))?;
-        if !meta.file_type().is_file() {
-            return Err(Failure::new(Reason::NotRegular, format!("{} is not a regular file", path.display())));
-        }
-        let mode = if meta.permissions().mode() & 0o100 != 0 { 0o755 } else { 0o644 };
-        Ok(Entry { content: Content::File { path, digest }, mode, size: meta.len() })
-    }
-}
-
 /// The entries of the archive, by name: the MCPB manifest, the rlp
-/// executable, and the bundle's files (each to match `manifest`'s digest).
-fn entries(
-    dir: &Path,
-    sealed: &Sealable,
-    files: &[String],
-    manifest_json: Vec<u8>,
-    rlp: PathBuf,
-) -> Result<BTreeMap<String, Entry>, Failure> {
-    let folder = bundle_folder(sealed.manifest.name.as_deref().unwrap_or_default());
+/// executable at `rlp`, and the files of `plan` (manifest.toml and the
+/// signature included, each to match the digest it was checked with).
+fn entries(dir: &Path, plan: &Plan, manifest_json: Vec<u8>, rlp: PathBuf) -> Result<BTreeMap<String, Entry>, Failure> {
+    let folder = bundle_folder(&plan.name);
     let mut out = BTreeMap::new();
-    out.insert(MANIFEST_JSON.to_string(), Entry::bytes(manifest_json));
-    out.insert(SERVER_ENTRY.to_string(), Entry { mode: 0o755, ..Entry::file(rlp, None)? });
-    out.insert(format!("{folder}/{MANIFEST_FILE}"), Entry::bytes(sealed.manifest_bytes.clone()));
-    if sealed.signed_by.is_some() {
-        let path = dir.join(SIGNATURE_FILE);
-        let bytes = crate::fsutil::read_limited(&path, MAX_SIGNATURE_BYTES)
-            .map_err(|e| Failure::read(&path, e, Reason::Signature))?;
-        out.insert(format!("{folder}/{SIGNATURE_FILE}"), Entry::bytes(bytes));
+    out.insert(
+        MANIFEST_JSON.to_string(),
+        Entry { size: manifest_json.len() as u64, content: Content::Bytes(manifest_json), mode: 0o644 },
+    );
+    let meta = std::fs::metadata(&rlp).map_err(|e| Failure::io(&rlp, &e))?;
+    if !meta.is_file() {
+        return Err(Failure::new(
+            Reason::Unreadable,
+            format!("{} (the rlp executable) is not a regular file", rlp.display()),
+        ));
     }
-    for file in files {
-        let Some(digest) = sealed.manifest.artifact_for(file).and_then(|a| a.blake3) else {
-            return Err(Failure::new(Reason::FileSet, format!("`{file}` is not listed in {MANIFEST_FILE}"))
-                .with_help(format!("run `rlp digest {}`, then export again", dir.display())));
-        };
-        out.insert(format!("{folder}/{file}"), Entry::file(dir.join(file), Some(digest))?);
+    let shown = rlp.display().to_string();
+    out.insert(
+        SERVER_ENTRY.to_string(),
+        Entry { content: Content::File { path: rlp, shown, digest: None }, mode: 0o755, size: meta.len() },
+    );
+    for entry in &plan.entries {
+        let Kind::File { executable } = entry.kind else { continue };
+        let content = Content::File { path: dir.join(&entry.path), shown: entry.path.clone(), digest: entry.digest };
+        let mode = if executable { 0o755 } else { 0o644 };
+        out.insert(format!("{folder}/{}", entry.path), Entry { content, mode, size: entry.size });
     }
     Ok(out)
-}
-
-/// Copies the file at `source` into the entry being written, hashing it;
-/// returns its BLAKE3.
-fn copy_file(source: &Path, out: &mut impl Write, output: &Path, progress: &dyn Progress) -> Result<Digest, Failure> {
-    let mut file = File::open(source).map_err(|e| Failure::io(source, &e))?;
-    let mut hasher = blake3::Hasher::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    loop {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Failure::io(source, &e)),
-        };
-        hasher.update(&buffer[..n]);
-        out.write_all(&buffer[..n]).map_err(|e| Failure::io(output, &e))?;
-        progress.advance(n as u64);
-    }
-    Ok(Digest(*hasher.finalize().as_bytes()))
 }
 
 /// A failure of the zip writer on `output`.
@@ -293,6 +256,7 @@ fn write_zip(
     progress: &dyn Progress,
 ) -> Result<u64, Failure> {
     let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, file));
+    let mut buffer = vec![0u8; 1 << 16];
     let base = SimpleFileOptions::default()
         .compression_method(CompressionMethod::Deflated)
         .compression_level(Some(6))
@@ -303,15 +267,9 @@ fn write_zip(
         zip.start_file(name.as_str(), options).map_err(|e| zip_failure(output, e))?;
         match &entry.content {
             Content::Bytes(bytes) => zip.write_all(bytes).map_err(|e| Failure::io(output, &e))?,
-            Content::File { path, digest } => {
-                let found = copy_file(path, &mut zip, output, progress)?;
-                if digest.is_some_and(|want| want != found) {
-                    return Err(Failure::new(
-                        Reason::Digest,
-                        format!("{} changed while the bundle was being exported", path.display()),
-                    )
-                    .with_help("export again once nothing is writing to the bundle"));
-                }
+            Content::File { path, shown, digest } => {
+                let out_err = |e: io::Error| Failure::io(output, &e);
+                copy_exact(path, shown, entry.size, *digest, &mut zip, &out_err, &mut buffer, progress, "export")?;
             }
         }
     }
@@ -323,20 +281,29 @@ fn write_zip(
 /// Exports the bundle folder `dir` as an MCP Bundle to `output` (default
 /// `./<name>-<version>.mcpb`).
 pub(crate) fn export(dir: &Path, output: Option<PathBuf>, progress: &dyn Progress) -> Result<Exported, Failure> {
-    let sealed = sealable(dir, None, "export")?;
+    let plan = plan(dir, None, "export")?;
+    // The tools come from the tools.json whose digest was just checked; a
+    // bundle that no longer loads cleanly is not exported.
     let loaded = crate::bundle::load(dir);
+    if let Some(error) = loaded.findings.iter().find(|f| f.severity == crate::bundle::diag::Severity::Error) {
+        return Err(Failure::new(
+            Reason::Lint,
+            format!("the bundle changed while it was being exported: {}", error.message),
+        )
+        .with_help("export again once nothing is writing to the bundle"));
+    }
     let tools = loaded.tool_list();
-    let name = sealed.manifest.name.clone().unwrap_or_default();
-    let version = sealed.manifest.version.clone().unwrap_or_default();
+    let name = plan.name.clone();
+    let version = plan.version.clone();
     let path = output.unwrap_or_else(|| PathBuf::from(format!("{name}-{version}.mcpb")));
-    let rlp = std::env::current_exe().map_err(|e| {
+    // The executable itself, not a link to it (a package manager's bin/ link).
+    let rlp = std::env::current_exe().and_then(std::fs::canonicalize).map_err(|e| {
         Failure::new(Reason::Unreadable, format!("cannot find the rlp executable to put in the archive: {e}"))
     })?;
-    let document = manifest_json(&sealed.manifest, tools, sealed.signed_by);
+    let document = manifest_json(&plan.manifest, tools, plan.signed_by);
     let mut manifest_bytes = serde_json::to_vec_pretty(&document).unwrap_or_default();
     manifest_bytes.push(b'\n');
-    let files: Vec<String> = loaded.inventory.files.iter().map(|f| f.path.clone()).collect();
-    let entries = entries(dir, &sealed, &files, manifest_bytes, rlp)?;
+    let entries = entries(dir, &plan, manifest_bytes, rlp)?;
     progress.start(entries.values().filter(|e| matches!(e.content, Content::File { .. })).map(|e| e.size).sum());
     let written = write_atomically(dir, &path, TEMP_PREFIX, "", |file| write_zip(&entries, file, &path, progress));
     progress.finish();
@@ -345,7 +312,7 @@ pub(crate) fn export(dir: &Path, output: Option<PathBuf>, progress: &dyn Progres
         tools: tools.len(),
         secrets: secrets(tools).len(),
         warnings: programs_inside(dir, tools),
-        signed_by: sealed.signed_by,
+        signed_by: plan.signed_by,
         path,
         name,
         version,

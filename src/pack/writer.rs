@@ -69,12 +69,15 @@ pub(crate) struct Packed {
 
 /// One archive entry, in archive order.
 #[derive(Debug)]
-struct Entry {
-    path: String,
-    kind: Kind,
-    size: u64,
+pub(crate) struct Entry {
+    /// Its path in the bundle.
+    pub path: String,
+    /// A folder, or a file and whether it is executable.
+    pub kind: Kind,
+    /// Its size when listed.
+    pub size: u64,
     /// The digest the content must have (checked while copying).
-    digest: Option<Digest>,
+    pub digest: Option<Digest>,
 }
 
 /// Checks that a bundle may be packed: digests up to date, lint clean, no
@@ -206,42 +209,87 @@ fn write_archive<W: Write>(dir: &Path, entries: &[Entry], out: W, progress: &dyn
         if entry.kind == Kind::Dir {
             continue;
         }
-        let full = dir.join(&entry.path);
-        let mut file = File::open(&full).map_err(|e| Failure::io(&full, &e))?;
-        let mut hasher = blake3::Hasher::new();
-        let mut left = entry.size;
-        while left > 0 {
-            let want = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            let n = match file.read(&mut buffer[..want]) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Failure::io(&full, &e)),
-            };
-            hasher.update(&buffer[..n]);
-            gz.write_all(&buffer[..n]).map_err(io_err)?;
-            progress.advance(n as u64);
-            left -= n as u64;
-        }
-        let mut probe = [0u8; 1];
-        let grew = file.read(&mut probe).map_err(|e| Failure::io(&full, &e))? > 0;
-        if left > 0 || grew {
-            return Err(Failure::new(Reason::Size, format!("`{}` changed size while it was being packed", entry.path))
-                .with_help("pack again once nothing is writing to the bundle"));
-        }
-        if let Some(want) = entry.digest
-            && Digest(*hasher.finalize().as_bytes()) != want
-        {
-            return Err(Failure::new(
-                Reason::Digest,
-                format!("`{}` changed while the bundle was being packed", entry.path),
-            )
-            .with_help("pack again once nothing is writing to the bundle"));
-        }
+        copy_exact(
+            &dir.join(&entry.path),
+            &entry.path,
+            entry.size,
+            entry.digest,
+            &mut gz,
+            &io_err,
+            &mut buffer,
+            progress,
+            "pack",
+        )?;
         gz.write_all(&[0u8; BLOCK][..padding(entry.size)]).map_err(io_err)?;
     }
     gz.write_all(&[0u8; 2 * BLOCK]).map_err(io_err)?;
     gz.finish().map_err(io_err)
+}
+
+/// Copies the file at `full` (shown as `shown`), listed with `size` bytes,
+/// into `out`, hashing it on the way. It is opened without following a link
+/// or blocking on a FIFO and must be a regular file; no more than `size`
+/// bytes are read (and one more, to see it grew); its BLAKE3 must be
+/// `digest` when given. `then` names the command for the hints (`pack`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_exact(
+    full: &Path,
+    shown: &str,
+    size: u64,
+    digest: Option<Digest>,
+    out: &mut dyn Write,
+    out_err: &dyn Fn(io::Error) -> Failure,
+    buffer: &mut [u8],
+    progress: &dyn Progress,
+    then: &str,
+) -> Result<(), Failure> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let changed = |what: &str| {
+        Failure::new(Reason::Size, format!("`{shown}` {what} while the bundle was being read for {then}"))
+            .with_help(format!("{then} again once nothing is writing to the bundle"))
+    };
+    let mut file = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(full)
+    {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(changed("became a symbolic link")),
+        Err(e) => return Err(Failure::io(full, &e)),
+    };
+    if !file.metadata().map_err(|e| Failure::io(full, &e))?.file_type().is_file() {
+        return Err(changed("stopped being a regular file"));
+    }
+    let mut hasher = blake3::Hasher::new();
+    let mut left = size;
+    while left > 0 {
+        let want = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = match file.read(&mut buffer[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Failure::io(full, &e)),
+        };
+        hasher.update(&buffer[..n]);
+        out.write_all(&buffer[..n]).map_err(out_err)?;
+        progress.advance(n as u64);
+        left -= n as u64;
+    }
+    let mut probe = [0u8; 1];
+    let grew = file.read(&mut probe).map_err(|e| Failure::io(full, &e))? > 0;
+    if left > 0 || grew {
+        return Err(changed("changed size"));
+    }
+    if let Some(want) = digest
+        && Digest(*hasher.finalize().as_bytes()) != want
+    {
+        return Err(Failure::new(
+            Reason::Digest,
+            format!("`{shown}` changed while the bundle was being read for {then}"),
+        )
+        .with_help(format!("{then} again once nothing is writing to the bundle")));
+    }
+    Ok(())
 }
 
 /// Whether `inner` lies inside `outer` (both resolved).
@@ -352,12 +400,18 @@ fn write_to_stream(
 }
 
 /// A bundle ready to be written as an archive.
-struct Plan {
-    manifest: Manifest,
-    name: String,
-    version: String,
-    entries: Vec<Entry>,
-    signed_by: Option<KeyId>,
+/// A bundle checked for sealing, and the entries of its archive.
+pub(crate) struct Plan {
+    /// manifest.toml, parsed.
+    pub manifest: Manifest,
+    /// `[agent].name`.
+    pub name: String,
+    /// `[agent].version`.
+    pub version: String,
+    /// The archive's entries: manifest.toml first, then folders and files by name.
+    pub entries: Vec<Entry>,
+    /// The key of its signature, when signed.
+    pub signed_by: Option<KeyId>,
 }
 
 /// A bundle folder ready to be sealed into an archive, as read once checked.
@@ -393,9 +447,10 @@ pub(crate) fn sealable(dir: &Path, key: Option<&SecretKey>, then: &str) -> Resul
     Ok(Sealable { manifest_bytes, manifest, signed_by })
 }
 
-/// Checks a bundle folder, signs it with `key` if given, and lists its entries.
-fn plan(dir: &Path, key: Option<&SecretKey>) -> Result<Plan, Failure> {
-    let Sealable { manifest_bytes, manifest, signed_by } = sealable(dir, key, "pack")?;
+/// Checks a bundle folder, signs it with `key` if given, and lists its
+/// entries within the archive limits; `then` names the command for hints.
+pub(crate) fn plan(dir: &Path, key: Option<&SecretKey>, then: &str) -> Result<Plan, Failure> {
+    let Sealable { manifest_bytes, manifest, signed_by } = sealable(dir, key, then)?;
     let name = manifest.name.clone().unwrap_or_default();
     let version = manifest.version.clone().unwrap_or_default();
     let entries = entries(dir, &manifest, &manifest_bytes)?;
@@ -478,7 +533,7 @@ pub(crate) struct Checked {
 /// is extra, or, with the same content, the first byte where the encoding
 /// differs.
 pub(crate) fn check(dir: &Path, archive: &Path, progress: &dyn Progress) -> Result<Checked, Failure> {
-    let plan = plan(dir, None)?;
+    let plan = plan(dir, None, "pack")?;
     let file = File::open(archive).map_err(|e| Failure::io(archive, &e))?;
     let archive_len = file.metadata().map_err(|e| Failure::io(archive, &e))?.len();
     let compare = Comparing {
@@ -555,7 +610,7 @@ fn describe_difference(dir: &Path, plan: &Plan, archive: &Path, offset: u64) -> 
 
 /// Packs a bundle folder.
 pub(crate) fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
-    let Plan { manifest, name, version, entries, signed_by } = plan(dir, options.key)?;
+    let Plan { manifest, name, version, entries, signed_by } = plan(dir, options.key, "pack")?;
 
     progress.start(entries.iter().map(|e| e.size).sum());
     let (path, written) = match options.output {

@@ -294,6 +294,17 @@ fn a_bundle_that_is_not_ready_is_refused_and_nothing_is_written() {
     assert_contains(&err, "agents/vault: the digests in manifest.toml are out of date");
     assert_contains(&err, "help: run `rlp digest agents/vault`, then export again");
     assert_eq!(left_behind(&sb), Vec::<String>::new());
+
+    // A signature that is a link to a file elsewhere is refused, as pack refuses it.
+    let sb = Sandbox::new();
+    let dir = vault(&sb);
+    sign_vault(&sb);
+    let sig = dir.join("SIGNATURES/manifest.sig");
+    fs::rename(&sig, sb.join("elsewhere.sig")).unwrap();
+    std::os::unix::fs::symlink(sb.join("elsewhere.sig"), &sig).unwrap();
+    let (_, err) = sb.expect(1, &["bundle", "export-mcpb", "agents/vault"]);
+    assert_contains(&err, "error: `SIGNATURES/manifest.sig` is not a regular file");
+    assert_eq!(left_behind(&sb), Vec::<String>::new());
 }
 
 #[test]
