@@ -11,18 +11,5 @@ command -v gnome-keyring-daemon >/dev/null 2>&1 || missing="$missing gnome-keyri
 command -v secret-tool >/dev/null 2>&1 || missing="$missing libsecret-tools"
 [ -z "$missing" ] && exit 0
 
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "tests/keyring/setup.sh: install$missing (no apt-get here)" >&2
-  exit 1
-fi
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
 # shellcheck disable=SC2086
-if ! $sudo apt-get install -y --no-install-recommends $missing >/dev/null 2>&1; then
-  $sudo apt-get update >/dev/null 2>&1 || true
-  # shellcheck disable=SC2086
-  $sudo apt-get install -y --no-install-recommends $missing >&2 || {
-    echo "tests/keyring/setup.sh: cannot install$missing" >&2
-    exit 1
-  }
-fi
+exec sh "$(dirname "$0")/../apt.sh" tests/keyring/setup.sh $missing

@@ -11,20 +11,7 @@ missing=""
 command -v docker-registry >/dev/null 2>&1 || missing="$missing docker-registry"
 command -v htpasswd >/dev/null 2>&1 || missing="$missing apache2-utils"
 if [ -n "$missing" ]; then
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "tests/oci/setup.sh: install$missing (no apt-get here)" >&2
-    exit 1
-  fi
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   # shellcheck disable=SC2086
-  if ! $sudo apt-get install -y --no-install-recommends $missing >/dev/null 2>&1; then
-    $sudo apt-get update >/dev/null 2>&1 || true
-    # shellcheck disable=SC2086
-    $sudo apt-get install -y --no-install-recommends $missing >&2 || {
-      echo "tests/oci/setup.sh: cannot install$missing" >&2
-      exit 1
-    }
-  fi
+  sh "$(dirname "$0")/../apt.sh" tests/oci/setup.sh $missing
 fi
 exec sh "$(dirname "$0")/../venv.sh" "$1" "oras==0.2.43" "import oras.client"
