@@ -119,15 +119,24 @@ pub fn version_tag(version: &str) -> String {
     version.replace('+', "_")
 }
 
-/// `text` with anything before an `@` in its host part written `…`: a
-/// reference with credentials in it is quoted without them.
+/// `text` with everything before its last `@` (other than a digest's)
+/// written `…`: a reference with credentials in it — even a password
+/// holding a `/` — is quoted without them.
 fn without_userinfo(text: &str) -> std::borrow::Cow<'_, str> {
     let rest = text.strip_prefix(SCHEME).unwrap_or(text);
-    let host_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..host_end].rfind('@') {
+    match userinfo_end(rest) {
         Some(at) => format!("{SCHEME}…{}", &rest[at..]).into(),
         None => text.into(),
     }
+}
+
+/// Where what may be credentials ends in `rest` (the reference after
+/// `oci://`): at its last `@` that does not start a digest.
+pub fn userinfo_end(rest: &str) -> Option<usize> {
+    rest.match_indices('@').map(|(at, _)| at).rfind(|&at| {
+        let after = &rest[at + 1..];
+        !(after.starts_with("sha256:") || after.starts_with("sha512:"))
+    })
 }
 
 /// `text` as quoted in messages: control characters replaced, long text cut.
@@ -290,6 +299,11 @@ mod tests {
         assert!(refused("oci://host/").contains("names no repository"));
         let message = refused("oci://user:pw@host/repo:tag");
         assert!(message.contains("credentials go in") && message.starts_with("`oci://…@host/repo:tag`"), "{message}");
+        // A password holding `/` is not taken for the host's end.
+        let message = refused("oci://user:pa/ss-w0rd@host/repo:tag");
+        assert!(!message.contains("pa/ss") && !message.contains("user"), "{message}");
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        assert!(refused(&format!("oci://u:p@host/Repo@{digest}")).starts_with("`oci://…@host/Repo@sha256:"));
         assert!(refused("oci://host/Repo:tag").contains("component `Repo`"));
         assert!(refused("oci://host/a//b:tag").contains("component ``"));
         assert!(refused("oci://host/a-:tag").contains("component `a-`"));
