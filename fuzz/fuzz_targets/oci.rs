@@ -34,8 +34,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(layer) = bundle_layer(data, "oci://fuzz/x:y") {
         assert!((1..=MAX_LAYER_BYTES).contains(&layer.size));
-        let manifest: serde_json::Value = serde_json::from_slice(data).unwrap();
-        let kind = manifest.get("artifactType").or_else(|| manifest.get("config")?.get("mediaType"));
-        assert_eq!(kind.and_then(|k| k.as_str()), Some(ARTIFACT_TYPE));
+        // (A field rlp does not read may hold what a JSON value cannot, such
+        // as a lone surrogate escape; the reader skips it unread.)
+        if let Ok(manifest) = serde_json::from_slice::<serde_json::Value>(data) {
+            let kind = manifest.get("artifactType").or_else(|| manifest.get("config")?.get("mediaType"));
+            assert_eq!(kind.and_then(|k| k.as_str()), Some(ARTIFACT_TYPE));
+        }
     }
 });
