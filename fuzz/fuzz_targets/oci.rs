@@ -24,9 +24,14 @@ fuzz_target!(|data: &[u8]| {
                 let rest = text.strip_prefix("oci://").unwrap_or(text);
                 if let Some(at) = userinfo_end(rest) {
                     let userinfo = &rest[..at];
-                    // Long enough to tell apart, and found nowhere else in the text.
+                    // Long enough to tell apart, and found nowhere else in the
+                    // text; rlp's own words may hold the same letters, so the
+                    // message for the same text with other credentials of
+                    // that length must hold them too.
                     if userinfo.len() >= 6 && text.matches(userinfo).count() == 1 {
-                        assert!(!failure.message.contains(userinfo), "{:?}", failure.message);
+                        let other = text.replacen(userinfo, &"Z".repeat(userinfo.len()), 1);
+                        let own_words = OciReference::parse(&other).err().is_some_and(|f| f.message.contains(userinfo));
+                        assert!(!failure.message.contains(userinfo) || own_words, "{:?}", failure.message);
                     }
                 }
             }
