@@ -105,7 +105,7 @@ pub enum Command {
     Keygen(keygen::KeygenArgs),
     /// Sign a bundle's manifest (SIGNATURES/manifest.sig).
     Sign(sign::SignArgs),
-    /// Pack bundles into reproducible archives, verify them, export MCP Bundles.
+    /// Pack bundles into reproducible archives, verify them, move them through OCI registries, export MCP Bundles.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
     /// Manage the trust policy: anchors, rules and revoked keys.
