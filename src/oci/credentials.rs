@@ -24,6 +24,8 @@ use crate::integrity::failure::{Failure, Reason};
 pub const TOKEN_VAR: &str = "RLP_REGISTRY_TOKEN";
 /// The variable naming the registry (`HOST[:PORT]`) the token is for.
 pub const TOKEN_HOST_VAR: &str = "RLP_REGISTRY_TOKEN_HOST";
+/// Longest token sent (registries' tokens, JWTs included, are a few KiB).
+const MAX_TOKEN_BYTES: usize = 16 << 10;
 /// Largest Docker configuration file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -73,6 +75,10 @@ pub(crate) type Found = (Credentials, Option<String>);
 pub(crate) fn for_registry(registry: &str) -> Result<Found, Failure> {
     if let Some(token) = std::env::var_os(TOKEN_VAR) {
         let token = Zeroizing::new(token.into_string().unwrap_or_default());
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(Failure::new(Reason::Usage, format!("{TOKEN_VAR} is longer than {MAX_TOKEN_BYTES} bytes"))
+                .with_help(format!("set {TOKEN_VAR} to the registry token alone")));
+        }
         // The token goes into an HTTP header: visible ASCII only.
         if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(Failure::new(

@@ -177,9 +177,29 @@ impl<'a> Registry<'a> {
             Some(header)
         });
         // Unreachable now, the call itself will say so; no challenge or a
-        // basic one: credentials go to the registry alone.
-        let Some(realm) = challenge.as_deref().and_then(bearer_realm) else { return Ok(()) };
-        let safe = match url::Url::parse(realm) {
+        // basic one alone: credentials go to the registry alone. Otherwise
+        // every realm the header names must be safe, whichever challenge
+        // the client picks.
+        let realms = challenge.as_deref().map(token_realms).unwrap_or_default();
+        let Some(realm) = realms.into_iter().find(|realm| !self.is_safe_realm(realm)) else { return Ok(()) };
+        Err(Failure::new(
+            Reason::Unreadable,
+            format!(
+                "the registry {} sends credentials to a token service that is not HTTPS (`{}`); rlp does not send them there",
+                self.reference.registry,
+                shown(realm)
+            ),
+        )
+        .with_help("fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry"))
+    }
+
+    /// Whether basic credentials may go to the token service at `realm`:
+    /// HTTPS, or plain HTTP on this machine when the registry is reached so
+    /// (a basic challenge's realm, a name, is no address at all).
+    fn is_safe_realm(&self, realm: &str) -> bool {
+        match url::Url::parse(realm) {
+            // Not an address: the client cannot send anything there.
+            Err(_) => true,
             Ok(realm) if realm.scheme() == "https" => true,
             Ok(realm) if realm.scheme() == "http" && self.plain_http => {
                 let host = format!(
@@ -191,19 +211,7 @@ impl<'a> Registry<'a> {
                     .is_ok_and(|r| r.is_loopback())
             }
             _ => false,
-        };
-        if safe {
-            return Ok(());
         }
-        Err(Failure::new(
-            Reason::Unreadable,
-            format!(
-                "the registry {} sends credentials to a token service that is not HTTPS (`{}`); rlp does not send them there",
-                self.reference.registry,
-                shown(realm)
-            ),
-        )
-        .with_help("fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry"))
     }
 
     fn client_reference(&self) -> Result<oci_client::Reference, Failure> {
@@ -313,15 +321,24 @@ async fn quietly<F: Future>(work: F) -> F::Output {
     output
 }
 
-/// The `realm` of a `Bearer` challenge (`Bearer realm="…",service="…"`).
-fn bearer_realm(challenge: &str) -> Option<&str> {
-    let (scheme, params) = challenge.trim().split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
+/// The realms of a `WWW-Authenticate` header that offers a `Bearer`
+/// challenge (any of its challenges may be the one a client picks), quoted
+/// (`realm="…"`) or not; none when it offers only other schemes.
+fn token_realms(header: &str) -> Vec<&str> {
+    let lower = header.to_ascii_lowercase();
+    if !lower.contains("bearer") {
+        return Vec::new();
     }
-    let start = params.find("realm=\"")? + "realm=\"".len();
-    let end = params[start..].find('"')?;
-    Some(&params[start..start + end])
+    lower
+        .match_indices("realm=")
+        .map(|(at, found)| {
+            let value = &header[at + found.len()..];
+            match value.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap_or_default(),
+                None => value.split([',', ' ', '\t']).next().unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 /// What went wrong with a request, without its URL: a redirect may have
@@ -395,16 +412,22 @@ impl tokio::io::AsyncWrite for Bounded<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::bearer_realm;
+    use super::token_realms;
 
     #[test]
-    fn the_realm_of_a_bearer_challenge_is_read() {
+    fn every_realm_of_a_header_offering_bearer_is_read() {
         assert_eq!(
-            bearer_realm(r#"Bearer realm="https://auth.example.com/token",service="registry""#),
-            Some("https://auth.example.com/token")
+            token_realms(r#"Bearer realm="https://auth.example.com/token",service="registry""#),
+            ["https://auth.example.com/token"]
         );
-        assert_eq!(bearer_realm(r#"bearer service="r",realm="http://x/t""#), Some("http://x/t"));
-        assert_eq!(bearer_realm(r#"Basic realm="registry""#), None);
-        assert_eq!(bearer_realm(r#"Bearer realm="unterminated"#), None);
+        assert_eq!(token_realms(r#"bearer service="r",REALM="http://x/t""#), ["http://x/t"]);
+        assert!(token_realms(r#"Basic realm="registry""#).is_empty());
+        // A client may pick the second challenge: its realm is read too.
+        assert_eq!(
+            token_realms(r#"Basic realm="registry", Bearer realm="http://evil.example/token""#),
+            ["registry", "http://evil.example/token"]
+        );
+        assert_eq!(token_realms("Bearer realm=http://x/t,service=r"), ["http://x/t"]);
+        assert_eq!(token_realms(r#"Bearer realm="unterminated"#), ["unterminated"]);
     }
 }

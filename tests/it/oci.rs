@@ -388,6 +388,9 @@ fn a_registry_token_is_sent_as_a_bearer_credential_and_never_printed() {
     let out = with_token(Some(&host), "line\nbreak");
     assert_exit(&out, 2);
     assert!(stderr(&out).starts_with("error: RLP_REGISTRY_TOKEN is empty or holds characters a token cannot have"));
+    let out = with_token(Some(&host), &"t".repeat((16 << 10) + 1));
+    assert_exit(&out, 2);
+    assert!(stderr(&out).starts_with("error: RLP_REGISTRY_TOKEN is longer than 16384 bytes"), "{}", stderr(&out));
     assert_eq!(server.requests().len(), requests.len());
 }
 
@@ -476,37 +479,40 @@ fn a_registry_that_serves_another_manifest_or_misses_the_blob_is_caught() {
 
 #[test]
 fn basic_credentials_never_go_to_a_plain_http_token_service() {
-    let w = Sandbox::new();
-    let server = Server::start(|_| http::Reply {
-        status: 401,
-        headers: vec![(
-            "WWW-Authenticate".into(),
-            r#"Bearer realm="http://auth.example.com/token",service="registry""#.into(),
-        )],
-        body: String::new(),
-    });
-    let registry_host = format!("127.0.0.1:{}", server.port);
-    let docker = w.join("docker");
-    std::fs::create_dir(&docker).unwrap();
-    std::fs::write(
-        docker.join("config.json"),
-        serde_json::json!({"auths": {registry_host.clone(): {"username": USER, "password": PASSWORD}}}).to_string(),
-    )
-    .unwrap();
-    let reference = format!("oci://{registry_host}/mailer:0.1.0");
-    let out = rlp_with(&w, &docker, &["bundle", "pull", &reference, "--plain-http"]);
-    assert_exit(&out, 2);
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "error: the registry {registry_host} sends credentials to a token service that is not HTTPS (`http://auth.example.com/token`); rlp does not send them there\n  help: fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry\n"
+    // Alone, or behind a basic challenge the client may pass over.
+    for challenge in [
+        r#"Bearer realm="http://auth.example.com/token",service="registry""#,
+        r#"Basic realm="registry", Bearer realm="http://auth.example.com/token""#,
+    ] {
+        let w = Sandbox::new();
+        let server = Server::start(move |_| http::Reply {
+            status: 401,
+            headers: vec![("WWW-Authenticate".into(), challenge.into())],
+            body: String::new(),
+        });
+        let registry_host = format!("127.0.0.1:{}", server.port);
+        let docker = w.join("docker");
+        std::fs::create_dir(&docker).unwrap();
+        std::fs::write(
+            docker.join("config.json"),
+            serde_json::json!({"auths": {registry_host.clone(): {"username": USER, "password": PASSWORD}}}).to_string(),
         )
-    );
-    // Only the challenge was asked for, with no credentials.
-    let requests = server.requests();
-    assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].path(), "/v2/");
-    assert!(requests[0].header("authorization").is_none());
+        .unwrap();
+        let reference = format!("oci://{registry_host}/mailer:0.1.0");
+        let out = rlp_with(&w, &docker, &["bundle", "pull", &reference, "--plain-http"]);
+        assert_exit(&out, 2);
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "error: the registry {registry_host} sends credentials to a token service that is not HTTPS (`http://auth.example.com/token`); rlp does not send them there\n  help: fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry\n"
+            )
+        );
+        // Only the challenge was asked for, with no credentials.
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].path(), "/v2/");
+        assert!(requests[0].header("authorization").is_none());
+    }
 }
 
 #[test]
