@@ -113,20 +113,31 @@ pub(crate) enum PrivateFileError {
 /// are of the open file, so what is checked is what is read; a FIFO is
 /// refused without blocking on it.
 pub(crate) fn read_private(path: &Path, limit: u64) -> Result<Vec<u8>, PrivateFileError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| PrivateFileError::Read(e.into()))?;
-    let meta = file.metadata().map_err(|e| PrivateFileError::Read(e.into()))?;
-    if !meta.file_type().is_file() {
-        return Err(PrivateFileError::NotAFile);
-    }
+    let (file, meta) = open_regular(path)?.ok_or(PrivateFileError::NotAFile)?;
     if let Some(mode) = shared_mode(&meta) {
         return Err(PrivateFileError::Shared(mode));
     }
     Ok(read_stream_limited(file, limit, &path.display().to_string())?)
+}
+
+/// Reads the regular file at `path` (a symbolic link is followed), at most
+/// `limit` bytes, for a path an environment variable or a configuration
+/// names: a FIFO, a device or a folder is refused without blocking on it
+/// ("not a regular file"), as the check is of the open file.
+pub(crate) fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    match open_regular(path)? {
+        Some((file, _)) => read_stream_limited(file, limit, &path.display().to_string()),
+        None => Err(ReadError::Io(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"))),
+    }
+}
+
+/// Opens `path` for reading without blocking on a FIFO; `None` when the
+/// open file is not a regular file.
+fn open_regular(path: &Path) -> Result<Option<(fs::File, fs::Metadata)>, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    Ok(meta.file_type().is_file().then_some((file, meta)))
 }
 
 /// The permission bits of a file meant for its owner alone, when group or

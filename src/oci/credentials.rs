@@ -140,8 +140,15 @@ struct AuthEntry {
 }
 
 fn from_docker_config(file: &Path, registry: &str) -> Result<Found, Failure> {
-    let text = match crate::fsutil::read_text_limited(file, MAX_CONFIG_BYTES) {
-        Ok(text) => Zeroizing::new(text),
+    let text = match crate::fsutil::read_regular(file, MAX_CONFIG_BYTES) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Zeroizing::new(text),
+            Err(e) => {
+                drop(Zeroizing::new(e.into_bytes()));
+                return Err(Failure::new(Reason::Usage, format!("{}: not UTF-8 text", file.display()))
+                    .with_help(format!("fix the file, or set {TOKEN_VAR} (the file is then not read)")));
+            }
+        },
         Err(e) if e.is_not_found() => return Ok((Credentials::Anonymous, None)),
         Err(e) => return Err(Failure::read(file, e, Reason::Unreadable)),
     };
@@ -256,6 +263,18 @@ mod tests {
         assert!(same_registry("registry-1.docker.io", "index.docker.io"));
         assert!(!same_registry("docker.io.evil.example", "docker.io"));
         assert!(!same_registry("reg.example.com", "reg.example.com:5000"));
+    }
+
+    #[test]
+    fn a_configuration_that_is_no_regular_file_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("config.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let failure = from_docker_config(&fifo, "r").unwrap_err();
+        assert!(failure.message.ends_with("config.json: not a regular file"), "{}", failure.message);
+        std::fs::remove_file(&fifo).unwrap();
+        std::fs::create_dir(&fifo).unwrap();
+        assert!(from_docker_config(&fifo, "r").unwrap_err().message.ends_with("not a regular file"));
     }
 
     #[test]

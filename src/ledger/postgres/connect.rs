@@ -201,10 +201,7 @@ impl PostgresUrl {
         {
             let unreadable = |e: &dyn fmt::Display| format!("PGSSLROOTCERT names {}: {e}", file.display());
             // A plain file of bounded size: never a FIFO that blocks, a device that never ends.
-            if !std::fs::metadata(&file).map_err(|e| unreadable(&e))?.is_file() {
-                return Err(unreadable(&"not a plain file"));
-            }
-            let pem = crate::fsutil::read_limited(&file, MAX_ROOT_CERT_BYTES).map_err(|e| unreadable(&e))?;
+            let pem = crate::fsutil::read_regular(&file, MAX_ROOT_CERT_BYTES).map_err(|e| unreadable(&e))?;
             for cert in CertificateDer::pem_slice_iter(&pem) {
                 roots.add(cert.map_err(|e| unreadable(&e))?).map_err(|e| unreadable(&e))?;
             }
@@ -310,7 +307,7 @@ mod tests {
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         let big = dir.path().join("big.pem");
         std::fs::write(&big, vec![b'A'; 5 << 20]).unwrap();
-        for (file, said) in [(fifo, "not a plain file"), (big, "larger than")] {
+        for (file, said) in [(fifo, "not a regular file"), (big, "larger than")] {
             let error = url.tls_with(Some(file)).err().expect("refused");
             assert!(error.contains(said), "{error}");
         }

@@ -5,7 +5,6 @@
 //! ignored, the first matching line winning. Like libpq, a file that its
 //! group or others may read is not used.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use zeroize::Zeroizing;
@@ -46,22 +45,25 @@ pub(crate) fn default_file() -> Option<PathBuf> {
 
 /// Looks `target` up in the password file at `path`.
 pub(crate) fn lookup(path: &Path, target: Target<'_>) -> Lookup {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Lookup::None;
+    use crate::fsutil::PrivateFileError;
+    let bytes = match crate::fsutil::read_private(path, MAX_BYTES) {
+        Ok(bytes) => Zeroizing::new(bytes),
+        Err(PrivateFileError::Read(e)) if e.is_not_found() => return Lookup::None,
+        Err(PrivateFileError::NotAFile) => {
+            return Lookup::Ignored(format!("{} is not a plain file; it is not read", path.display()));
+        }
+        Err(PrivateFileError::Shared(_)) => {
+            return Lookup::Ignored(format!(
+                "{} may be read by others, so it is not used; run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            ));
+        }
+        Err(PrivateFileError::Read(e)) => return Lookup::Ignored(format!("cannot read {}: {e}", path.display())),
     };
-    if !meta.is_file() {
-        return Lookup::Ignored(format!("{} is not a plain file; it is not read", path.display()));
-    }
-    if meta.permissions().mode() & 0o077 != 0 {
-        return Lookup::Ignored(format!(
-            "{} may be read by others, so it is not used; run `chmod 600 {}`",
-            path.display(),
-            path.display()
-        ));
-    }
-    match crate::fsutil::read_text_limited(path, MAX_BYTES) {
-        Ok(text) => find(&Zeroizing::new(text), target).map_or(Lookup::None, Lookup::Found),
-        Err(e) => Lookup::Ignored(format!("cannot read {}: {e}", path.display())),
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => find(text, target).map_or(Lookup::None, Lookup::Found),
+        Err(_) => Lookup::Ignored(format!("cannot read {}: stream did not contain valid UTF-8", path.display())),
     }
 }
 
@@ -100,6 +102,7 @@ fn split(line: &str) -> Option<Vec<Zeroizing<String>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn target<'a>(host: &'a str, user: &'a str) -> Target<'a> {
         Target { host, port: 5432, database: "rlp", user }
