@@ -51,6 +51,47 @@ pub fn redirect(status: u16, location: &str) -> Reply {
 
 type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 
+/// A thread accepting connections on a free 127.0.0.1 port, handing each
+/// to `each`, until dropped: the accept loop and stop of the tests' servers.
+pub struct Acceptor {
+    /// The port it listens on.
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Acceptor {
+    /// Starts accepting; `each` gets every connection, on the accepting thread.
+    pub fn start(mut each: impl FnMut(TcpStream) + Send + 'static) -> Acceptor {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    each(stream);
+                }
+            })
+        };
+        Acceptor { port, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Acceptor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// A one-connection-at-a-time server that answers each request with what
 /// its handler makes of it, records every request and closes each
 /// connection after one reply. Dropping it stops it.
@@ -59,33 +100,23 @@ pub struct Server {
     pub port: u16,
     requests: Arc<Mutex<Vec<Request>>>,
     connections: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _acceptor: Acceptor,
 }
 
 impl Server {
     /// Starts serving on a free port, each request answered by `handler`.
     pub fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
         let handler: Handler = Arc::new(handler);
-        let thread = {
-            let (requests, connections, stop) = (requests.clone(), connections.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    connections.fetch_add(1, Ordering::SeqCst);
-                    serve(stream, &handler, &requests);
-                }
+        let acceptor = {
+            let (requests, connections) = (requests.clone(), connections.clone());
+            Acceptor::start(move |stream| {
+                connections.fetch_add(1, Ordering::SeqCst);
+                serve(stream, &handler, &requests);
             })
         };
-        Server { port, requests, connections, stop, thread: Some(thread) }
+        Server { port: acceptor.port, requests, connections, _acceptor: acceptor }
     }
 
     /// Every request so far, in order.
@@ -96,16 +127,6 @@ impl Server {
     /// How many connections were accepted.
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

@@ -8,7 +8,6 @@
 
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -17,7 +16,7 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 
-use super::http::{Request, read_request};
+use super::http::{Acceptor, Request, read_request};
 use serde_json::{Map, Value, json};
 
 use super::HANG_GUARD;
@@ -89,31 +88,21 @@ pub struct Receiver {
     /// The port it listens on.
     pub port: u16,
     state: Arc<(Mutex<State>, Condvar)>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _acceptor: Acceptor,
 }
 
 impl Receiver {
     /// Starts receiving on a free port.
     pub fn start() -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new((Mutex::new(State::default()), Condvar::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (state, stop) = (state.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    let state = state.clone();
-                    std::thread::spawn(move || serve(stream, &state));
-                }
+        let acceptor = {
+            let state = state.clone();
+            Acceptor::start(move |stream| {
+                let state = state.clone();
+                std::thread::spawn(move || serve(stream, &state));
             })
         };
-        Receiver { port, state, stop, thread: Some(thread) }
+        Receiver { port: acceptor.port, state, _acceptor: acceptor }
     }
 
     /// Its base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.
@@ -140,16 +129,6 @@ impl Receiver {
         }
         assert!(state.rejected.is_empty(), "requests the receiver could not read: {:?}", state.rejected);
         state.spans.clone()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
