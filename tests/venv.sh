@@ -17,17 +17,11 @@ check="$3"
 venv="$root/$(echo "$pin" | sed "s/==/-/")"
 python="$venv/bin/python"
 
-if [ ! -x "$python" ]; then
-  mkdir -p "$root"
-  exec 9>"$root/lock"
-  flock 9
-  if [ ! -x "$python" ]; then
-    rm -rf "$venv".partial.*
-    partial="$venv.partial.$$"
-    python3 -m venv "$partial" >&2
-    "$partial/bin/python" -m pip install --quiet --disable-pip-version-check "$pin" >&2
-    "$partial/bin/python" -c "$check" >&2
-    mv "$partial" "$venv"
-  fi
-fi
+build() {
+  python3 -m venv "$1" >&2
+  "$1/bin/python" -m pip install --quiet --disable-pip-version-check "$pin" >&2
+  "$1/bin/python" -c "$check" >&2
+}
+. "$(dirname "$0")/once.sh"
+make_once "$venv" build
 echo "$python"

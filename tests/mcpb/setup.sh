@@ -22,21 +22,16 @@ fail() {
   exit 1
 }
 
+build() {
+  npm install --prefix "$1" --save-exact --no-audit --no-fund "$package" >&2 ||
+    fail "npm install $package into $1 failed (it needs the npm registry)"
+  found=$("$1/node_modules/.bin/mcpb" --version) || fail "the installed $1/node_modules/.bin/mcpb does not run"
+  [ "$found" = "$version" ] || fail "the installed mcpb says it is version $found, not $version"
+}
 if [ ! -x "$cli" ]; then
   command -v node >/dev/null 2>&1 || fail "node is not on PATH: Node.js 18 or newer, with npm, runs $package"
   command -v npm >/dev/null 2>&1 || fail "npm is not on PATH: it installs $package from the npm registry"
-  mkdir -p "$root"
-  exec 9>"$root/lock"
-  flock 9
-  if [ ! -x "$cli" ]; then
-    rm -rf "$dir".partial.*
-    partial="$dir.partial.$$"
-    npm install --prefix "$partial" --save-exact --no-audit --no-fund "$package" >&2 ||
-      fail "npm install $package into $partial failed (it needs the npm registry)"
-    found=$("$partial/node_modules/.bin/mcpb" --version) ||
-      fail "the installed $partial/node_modules/.bin/mcpb does not run"
-    [ "$found" = "$version" ] || fail "the installed mcpb says it is version $found, not $version"
-    mv "$partial" "$dir"
-  fi
+  . "$(dirname "$0")/../once.sh"
+  make_once "$dir" build
 fi
 echo "$dir"
