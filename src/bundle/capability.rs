@@ -100,6 +100,12 @@ pub fn normalize_host(host: &str) -> Result<String, String> {
 
 /// A secret id: `runloop/<scope>/<name>`, or the dotted form of upstream
 /// Runloop (`mail.smtp.key`, see [`is_dotted_id`]).
+///
+/// Parsing ([`FromStr`]) is the only way to make one, and the one check of
+/// every id rlp reads (tools.json, policy.caps, the command line, the
+/// store): no `/`-separated part is empty, `.` or `..`, and none comes before
+/// `runloop`. So a provider may put an id into a command (`pass show {id}`)
+/// or use it as a key as it is: it never names a folder above its own.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SecretId(String);
 
@@ -194,6 +200,12 @@ impl FromStr for SecretId {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
+        if let Some(step) = text.split('/').find(|part| matches!(*part, "." | "..")) {
+            return Err(format!(
+                "`{text}` has a `{step}` part: a secret id is not a path, and a provider that reads it as one \
+                 (`pass show {{id}}`) would look outside its store"
+            ));
+        }
         let valid_part = |p: &str| {
             !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-.".contains(c))
         };
@@ -420,6 +432,36 @@ mod tests {
         }
     }
 
+    /// `.`, `..` and empty parts, and anything before `runloop/`, are
+    /// refused, so no id steps out of the folder a provider reads it in.
+    #[test]
+    fn secret_ids_with_path_steps_are_refused() {
+        for bad in [
+            "runloop/../x",
+            "runloop/./x",
+            "runloop/a/..",
+            "runloop/a/.",
+            "runloop/../..",
+            "../x",
+            "a/..",
+            "a/./b",
+            "runloop/a/./b",
+            "runloop//b",
+            "runloop/a//b",
+            "runloop/a/",
+            "/runloop/a/b",
+            "./runloop/a/b",
+            "",
+        ] {
+            assert!(bad.parse::<SecretId>().is_err(), "{bad}");
+        }
+        let why = "runloop/../x".parse::<SecretId>().unwrap_err();
+        assert!(why.starts_with("`runloop/../x` has a `..` part"), "{why}");
+        for good in ["runloop/a.b/c..d", "runloop/.../x", "runloop/.env/x.", "mail.smtp.key"] {
+            assert_eq!(good.parse::<SecretId>().map(|id| id.to_string()), Ok(good.to_string()));
+        }
+    }
+
     #[test]
     fn hosts_are_normalised_and_matched_exactly() {
         let grant: NetTarget = "API.Example.COM".parse().unwrap();
@@ -539,6 +581,8 @@ mod tests {
             frontier = frontier.iter().flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}"))).collect();
             parts.extend(frontier.iter().cloned());
         }
+        // Not ids (see `secret_ids_with_path_steps_are_refused`).
+        parts.retain(|part| part != "." && part != "..");
         let mut names = std::collections::HashMap::new();
         let mut legacy: std::collections::HashMap<String, Vec<SecretId>> = std::collections::HashMap::new();
         for scope in &parts {

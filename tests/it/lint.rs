@@ -406,6 +406,39 @@ fn each_rule_fires_alone_at_the_offending_value() {
     }
 }
 
+/// A secret id with a `..` part is refused where it is written — a tool's
+/// `secrets`, a header placeholder, the policy's grant — so it never
+/// reaches a provider that reads ids as paths (`pass show {id}`).
+#[test]
+fn secret_ids_with_a_dot_dot_part_are_refused_where_they_are_written() {
+    let listed = "\"secrets\": [\"runloop/mail/smtp_api_key\"]";
+    let header = "${secret:runloop/mail/smtp_api_key}";
+    let granted = "secrets = [\"runloop/mail/smtp_api_key\"]";
+    for (code, file, from, to, at) in [
+        (
+            "RLP211",
+            "tools.json",
+            listed,
+            "\"secrets\": [\"runloop/mail/smtp_api_key\", \"runloop/../x\"]",
+            "\"runloop/../x\"",
+        ),
+        ("RLP211", "tools.json", header, "${secret:runloop/../mail/smtp_api_key}", "\"Bearer ${secret:runloop/../"),
+        (
+            "RLP403",
+            "policy.caps",
+            granted,
+            "secrets = [\"runloop/mail/smtp_api_key\", \"runloop/mail/..\"]",
+            "\"runloop/mail/..\"",
+        ),
+    ] {
+        let fixture = Fixture::new();
+        fixture.edit(file, from, to);
+        fixture.digest();
+        let finding = assert_single(&fixture, &[], code, file, Some(at));
+        assert_contains(finding["message"].as_str().unwrap(), "has a `..` part: a secret id is not a path");
+    }
+}
+
 #[test]
 fn a_byte_order_mark_in_tools_json_is_named_with_the_way_to_remove_it() {
     let fixture = Fixture::new();

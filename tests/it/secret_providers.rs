@@ -230,6 +230,32 @@ fn a_command_supplies_the_value_with_a_cleared_environment() {
     assert!(!seen.contains("RUNLOOP_") && !seen.contains("UNRELATED"), "{seen}");
 }
 
+/// An id with a `..` part never reaches the `cmd` provider, whose
+/// `pass show {id}` would read outside the password store: the tool that
+/// lists it (and a policy granting it) is refused before any provider runs,
+/// and `rlp secrets set|rm` refuse it too.
+#[test]
+fn an_id_with_a_dot_dot_part_never_reaches_a_command() {
+    let sb = Sandbox::new();
+    let id = "runloop/../x";
+    let ran = sb.join("ran.txt");
+    command_provider(&sb, &format!("echo \"$1\" >> '{}'\necho value", ran.display()), "");
+    let script = sb.script("check.sh", "echo '{}'");
+    let tool =
+        bundle::with(bundle::tool("check", bundle::exec(&script.display().to_string(), &[])), json!({"secrets": [id]}));
+    let grants = bundle::caps(&format!("exec = true\nsecrets = [\"{id}\"]\n"), &sb.state_dir());
+    let stepping = sb.bundle("stepping", json!([bundle::with_fs(tool, &sb.state_dir())]), &grants);
+    let out = call(&sb, &stepping);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_contains(&stderr(&out), "`runloop/../x` has a `..` part");
+    for command in ["set", "rm"] {
+        let out = sb.rlp().args(["secrets", command, id]).write_stdin("value").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert_contains(&stderr(&out), "`runloop/../x` has a `..` part");
+    }
+    assert!(!ran.exists(), "the command ran: {}", std::fs::read_to_string(&ran).unwrap_or_default());
+}
+
 #[test]
 fn a_failing_command_refuses_the_call_without_printing_what_it_said() {
     let sb = Sandbox::new();

@@ -61,13 +61,9 @@ fn check_header_secrets(tool: &Tool, headers: &[(String, String)], diags: &mut D
     for (name, value) in headers {
         let at = At::Value(tool.at.key("transport").key("headers").key(name));
         for id in header_secret_refs(value).unwrap_or_default() {
-            if id.parse::<crate::bundle::capability::SecretId>().is_err() {
+            if let Err(why) = id.parse::<crate::bundle::capability::SecretId>() {
                 diags
-                    .report(
-                        Code::SecretIdInvalid,
-                        at.clone(),
-                        format!("`${{secret:{id}}}` is not a secret id of the form runloop/<scope>/<name>"),
-                    )
+                    .report(Code::SecretIdInvalid, at.clone(), format!("header `{name}`: {why}"))
                     .help("secret ids look like `runloop/mail/smtp_api_key`");
             } else if !tool.secrets.iter().any(|(_, s)| s.as_str() == id) {
                 diags
