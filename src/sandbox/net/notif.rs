@@ -43,7 +43,8 @@ pub(super) fn reply(listener: BorrowedFd<'_>, id: u64, result: Result<(), Errno>
 pub(super) fn task_pidfd(tid: u32) -> io::Result<OwnedFd> {
     let pid = Pid::from_raw(i32::try_from(tid).map_err(|_| Errno::SRCH)?).ok_or(Errno::SRCH)?;
     match pidfd_open(pid, PidfdFlags::empty()) {
-        Err(Errno::INVAL) => {}
+        // Not a leader: EINVAL, or ENOENT on newer kernels (6.18 at least).
+        Err(Errno::INVAL | Errno::NOENT) => {}
         other => return Ok(other?),
     }
     if let Ok(fd) = pidfd_open(pid, PidfdFlags::from_bits_retain(PIDFD_THREAD)) {

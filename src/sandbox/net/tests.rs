@@ -73,6 +73,19 @@ print(s.recv(100).decode())
     assert_eq!(report, NetReport { allowed: 1, refused: vec![] });
 }
 
+/// A connect from a thread that does not lead its process is answered too.
+#[test]
+fn a_connect_from_another_thread_is_answered() {
+    let port = greeter();
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "import threading\nt = threading.Thread(target=fetch, args=(socket.AF_INET, ('127.0.0.1', {port})))\nt.start()\nt.join()\n"
+    );
+    let (out, report) = supervised(&[&format!("127.0.0.1:{port}")], &script, dir.path());
+    assert_eq!(out, format!("hello {port}\n"));
+    assert_eq!(report, NetReport { allowed: 1, refused: vec![] });
+}
+
 #[test]
 fn a_localhost_grant_without_a_port_reaches_every_port() {
     let (first, second) = (greeter(), greeter());
