@@ -9,7 +9,8 @@
 //! its copy. Allowed, rlp connects the duplicate itself with that same copy
 //! and replies with the result; refused, it replies EACCES. A blocking
 //! connect runs on a short-lived worker thread so one slow peer does not
-//! hold up the tool's other threads.
+//! hold up the tool's other threads; at most [`MAX_CONNECT_WORKERS`] run at
+//! once, and while they all do, further notifications wait in the kernel.
 
 use std::collections::HashMap;
 use std::io;
@@ -18,7 +19,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
-use rustix::event::{PollFd, PollFlags, poll};
+use rustix::event::{EventfdFlags, PollFd, PollFlags, eventfd, poll};
 use rustix::fs::{OFlags, fcntl_getfl};
 use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, pipe_with};
@@ -30,6 +31,16 @@ use crate::sandbox::net::sockaddr::{Destination, classify};
 
 /// How many refused addresses a report keeps.
 const REFUSED_KEPT: usize = 8;
+
+/// Most blocking connects rlp makes for one tool at once, each on a worker
+/// thread of its own. A tool seldom waits on more than a few connects at a
+/// time (an HTTP client opens a handful per host), so 16 holds up no
+/// ordinary tool, while 16 threads per call stay cheap for rlp even when
+/// `rlp serve` runs many calls. A tool past it cannot make rlp start more:
+/// the supervisor reads no further notification until a worker ends, so the
+/// tool's next `connect` waits, as on a slow network, instead of failing
+/// with EAGAIN, which few programs retry.
+pub(super) const MAX_CONNECT_WORKERS: usize = 16;
 
 /// What a supervised tool did with the network.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -60,6 +71,7 @@ impl Supervisor {
         let (wake, stop) = pipe_with(PipeFlags::CLOEXEC)?;
         let session = Session {
             listener: Arc::new(listener),
+            freed: Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?),
             allow,
             report: NetReport::default(),
             in_flight: InFlight::default(),
@@ -81,6 +93,9 @@ impl Supervisor {
 struct Session {
     /// The filter's listener, shared with the workers that reply.
     listener: Arc<OwnedFd>,
+    /// An eventfd each worker signals once its connect is done: the thread
+    /// may read the next notification.
+    freed: Arc<OwnedFd>,
     /// What may be reached.
     allow: Allowlist,
     /// The report so far.
@@ -97,15 +112,25 @@ impl Session {
     fn run(mut self, wake: &OwnedFd) -> NetReport {
         block_signals();
         loop {
-            let mut fds = [PollFd::new(&*self.listener, PollFlags::IN), PollFd::new(wake, PollFlags::IN)];
+            // With every worker busy, only a hang-up of the listener is watched for.
+            let wanted = if self.worker_free() { PollFlags::IN } else { PollFlags::empty() };
+            let mut fds = [
+                PollFd::new(&*self.listener, wanted),
+                PollFd::new(wake, PollFlags::IN),
+                PollFd::new(&*self.freed, PollFlags::IN),
+            ];
             match poll(&mut fds, None) {
                 Ok(_) => {}
                 Err(Errno::INTR) => continue,
                 Err(_) => break,
             }
-            let (listener, stop) = (fds[0].revents(), fds[1].revents());
+            let (listener, stop, freed) = (fds[0].revents(), fds[1].revents(), fds[2].revents());
             if !stop.is_empty() {
                 break;
+            }
+            if !freed.is_empty() {
+                // Reading resets the count; the eventfd never blocks.
+                let _ = rustix::io::read(&*self.freed, &mut [0u8; 8]);
             }
             if listener.contains(PollFlags::IN) {
                 self.answer_next();
@@ -124,6 +149,11 @@ impl Session {
             let _ = worker.join();
         }
         self.report
+    }
+
+    /// Whether fewer than [`MAX_CONNECT_WORKERS`] connects are under way.
+    fn worker_free(&self) -> bool {
+        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).len() < MAX_CONNECT_WORKERS
     }
 
     /// Reads one notification and answers it.
@@ -179,12 +209,14 @@ impl Session {
         let socket = Arc::new(socket);
         let in_flight = Arc::clone(&self.in_flight);
         in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Arc::clone(&socket));
-        let listener = Arc::clone(&self.listener);
+        let (listener, freed) = (Arc::clone(&self.listener), Arc::clone(&self.freed));
         let work = move || {
             block_signals();
             let result = connect(socket.as_fd(), &address);
             in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
             notif::reply(listener.as_fd(), id, result);
+            // Adding 1 cannot overflow the count, which the thread resets.
+            let _ = rustix::io::write(&*freed, &1u64.to_ne_bytes());
         };
         match thread::Builder::new().name("rlp-net-connect".into()).spawn(work) {
             Ok(worker) => self.workers.push(worker),

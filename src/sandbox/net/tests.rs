@@ -1,9 +1,12 @@
 use std::io::Write;
 use std::net::TcpListener;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::thread;
+use std::time::{Duration, Instant};
 
+use super::supervisor::MAX_CONNECT_WORKERS;
 use super::*;
 use crate::sandbox::seccomp::sandboxed::python;
 use crate::sandbox::seccomp::{Filter, NetFilter};
@@ -110,4 +113,68 @@ fn unix_sockets_are_refused_by_path_and_by_name() {
     assert_eq!(out, "EACCES\nEACCES\nEACCES\n");
     assert_eq!(report, NetReport::default());
     drop(listener);
+}
+
+/// A listener on 127.0.0.1 that never accepts, with no room in its accept
+/// queue: once one connection waits there, the kernel drops every further
+/// SYN, and a blocking connect to it hangs.
+fn unanswering() -> TcpListener {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // SAFETY: listen on a live socket; a second listen only sets the backlog.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    listener
+}
+
+/// How many of this process's threads connect for tools.
+fn connect_workers() -> usize {
+    let name = |task: &std::fs::DirEntry| std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+    std::fs::read_dir("/proc/self/task").unwrap().flatten().filter(|task| name(task) == "rlp-net-connect\n").count()
+}
+
+/// A tool that makes three times the bound of blocking connects at once,
+/// to a port that never answers, gets at most [`MAX_CONNECT_WORKERS`]
+/// threads of rlp's; the other connects wait unread.
+#[test]
+fn blocking_connects_past_the_bound_wait_for_a_worker() {
+    let listener = unanswering();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "import os, socket, threading, time
+def hang():
+    try:
+        socket.socket().connect(('127.0.0.1', {port}))
+    except OSError:
+        pass
+for _ in range({}):
+    threading.Thread(target=hang, daemon=True).start()
+while not os.path.exists('done'):
+    time.sleep(0.05)
+print('done', flush=True)
+os._exit(0)
+",
+        3 * MAX_CONNECT_WORKERS
+    );
+    let grants = ["127.0.0.1".parse().unwrap()];
+    let mut sandboxed = python(Filter::build(NetFilter::Supervised).unwrap(), &script, dir.path());
+    let supervisor = Supervisor::start(sandboxed.listener.take().unwrap(), Allowlist::new(&grants)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while connect_workers() < MAX_CONNECT_WORKERS && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Settled: the fewest seen over a while (other tests' workers come and go).
+    thread::sleep(Duration::from_millis(300));
+    let settled = (0..5)
+        .map(|_| {
+            thread::sleep(Duration::from_millis(50));
+            connect_workers()
+        })
+        .min();
+    std::fs::write(dir.path().join("done"), "").unwrap();
+    let out = sandboxed.stdout();
+    let report = supervisor.finish();
+    drop(listener);
+    assert_eq!(settled, Some(MAX_CONNECT_WORKERS));
+    assert_eq!(out, "done\n");
+    assert!(report.refused.is_empty(), "{report:?}");
 }
