@@ -25,7 +25,7 @@ pub const TOKEN_VAR: &str = "RLP_REGISTRY_TOKEN";
 /// The variable naming the registry (`HOST[:PORT]`) the token is for.
 pub const TOKEN_HOST_VAR: &str = "RLP_REGISTRY_TOKEN_HOST";
 /// Longest token sent (registries' tokens, JWTs included, are a few KiB).
-const MAX_TOKEN_BYTES: usize = 16 << 10;
+pub(crate) const MAX_TOKEN_BYTES: usize = 16 << 10;
 /// Largest Docker configuration file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -68,6 +68,11 @@ impl Credentials {
     }
 }
 
+/// Whether `token` can go into an HTTP header: visible ASCII, not empty.
+pub(crate) fn is_header_safe(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// Credentials, and a warning when some were found that rlp cannot use.
 pub(crate) type Found = (Credentials, Option<String>);
 
@@ -80,7 +85,7 @@ pub(crate) fn for_registry(registry: &str) -> Result<Found, Failure> {
                 .with_help(format!("set {TOKEN_VAR} to the registry token alone")));
         }
         // The token goes into an HTTP header: visible ASCII only.
-        if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        if !is_header_safe(&token) {
             return Err(Failure::new(
                 Reason::Usage,
                 format!("{TOKEN_VAR} is empty or holds characters a token cannot have"),

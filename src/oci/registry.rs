@@ -13,6 +13,14 @@
 //! - The client crate unwraps some values taken from registry answers (a
 //!   `Location` header, a token); a panic there is caught and reported as
 //!   an answer rlp cannot use, never a crash.
+//! - Basic credentials meet a token service only through rlp: it asks the
+//!   registry for its challenge once, checks the token service that
+//!   challenge names and exchanges the credentials there itself, and the
+//!   client gets the token alone. A later answer naming another service
+//!   cannot draw the credentials there: the client does not hold them.
+//!   Limit: a registry whose challenge takes the credentials themselves
+//!   (`Basic`) gets them through the client, which asks again, and the
+//!   client would follow a token service named in that second answer.
 
 use std::future::Future;
 use std::io::{self, Write};
@@ -21,14 +29,17 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use oci_client::RegistryOperation;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor};
 use oci_client::secrets::RegistryAuth;
+use serde::Deserialize;
+use zeroize::Zeroizing;
 
 use crate::integrity::failure::{Failure, Reason};
 use crate::oci::artifact;
-use crate::oci::credentials::Credentials;
+use crate::oci::credentials::{self, Credentials};
 use crate::oci::reference::OciReference;
 use crate::pack::Progress;
 
@@ -36,12 +47,15 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest a manifest may take to arrive whole.
 const MANIFEST_DEADLINE: Duration = Duration::from_secs(60);
+/// Who every request to a registry or its token service says it is from.
+const USER_AGENT: &str = concat!("rlp/", env!("CARGO_PKG_VERSION"));
+/// Largest answer of a token service read (a token is at most 16 KiB).
+const MAX_TOKEN_ANSWER_BYTES: usize = 64 << 10;
 
 /// A connection to the registry of one reference.
 pub(crate) struct Registry<'a> {
     client: oci_client::Client,
     runtime: tokio::runtime::Runtime,
-    auth: RegistryAuth,
     credentials: &'a Credentials,
     reference: &'a OciReference,
     plain_http: bool,
@@ -70,7 +84,7 @@ impl<'a> Registry<'a> {
             read_timeout: Some(READ_TIMEOUT),
             // One request per blob: no chunked upload round trips.
             use_monolithic_push: true,
-            user_agent: concat!("rlp/", env!("CARGO_PKG_VERSION")),
+            user_agent: USER_AGENT,
             ..ClientConfig::default()
         };
         if plain_http {
@@ -88,18 +102,18 @@ impl<'a> Registry<'a> {
         let client = runtime.block_on(async { oci_client::Client::try_from(config) }).map_err(|e| {
             Failure::new(Reason::Unreadable, format!("cannot start the registry client: {}", shown_error(&e)))
         })?;
-        Ok(Registry { client, runtime, auth: credentials.client_auth(), credentials, reference, plain_http })
+        Ok(Registry { client, runtime, credentials, reference, plain_http })
     }
 
     /// Pushes the archive `data` (whose digest is `layer_digest`) and the
     /// config blob, then `manifest`, byte for byte.
     pub(crate) fn push(&self, data: &[u8], layer_digest: &str, manifest: Vec<u8>) -> Result<(), Failure> {
         let reference = self.client_reference()?;
-        self.check_token_service()?;
+        let auth = self.client_auth(RegistryOperation::Push)?;
         let config_digest = artifact::sha256_digest(artifact::CONFIG_BYTES);
         let manifest_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
         self.run(async {
-            self.client.store_auth_if_needed(reference.resolve_registry(), &self.auth).await;
+            self.client.store_auth_if_needed(reference.resolve_registry(), &auth).await;
             self.client.push_blob(&reference, data, layer_digest).await?;
             self.client.push_blob(&reference, artifact::CONFIG_BYTES, &config_digest).await?;
             self.client.push_manifest_raw(&reference, manifest, manifest_type).await?;
@@ -110,10 +124,10 @@ impl<'a> Registry<'a> {
     /// The raw manifest the reference names, and its digest.
     pub(crate) fn manifest(&self) -> Result<(Vec<u8>, String), Failure> {
         let reference = self.client_reference()?;
-        self.check_token_service()?;
+        let auth = self.client_auth(RegistryOperation::Pull)?;
         // The client reads a manifest whole: a deadline bounds what an
         // answer that never ends can cost.
-        let fetch = self.client.pull_manifest_raw(&reference, &self.auth, &[OCI_IMAGE_MEDIA_TYPE]);
+        let fetch = self.client.pull_manifest_raw(&reference, &auth, &[OCI_IMAGE_MEDIA_TYPE]);
         let bounded = async {
             tokio::time::timeout(MANIFEST_DEADLINE, fetch).await.unwrap_or_else(|_| {
                 Err(OciDistributionError::GenericError(Some(format!(
@@ -155,53 +169,81 @@ impl<'a> Registry<'a> {
         Ok(())
     }
 
-    /// Refuses to go on when basic credentials would be sent to a token
-    /// service in plain HTTP: the registry's challenge names where the
-    /// client sends them to exchange for a token.
-    fn check_token_service(&self) -> Result<(), Failure> {
-        if !matches!(self.credentials, Credentials::Basic { .. }) {
-            return Ok(());
-        }
-        let scheme = if self.plain_http { "http" } else { "https" };
-        let url = format!("{scheme}://{}/v2/", self.reference.registry);
+    /// What the client authenticates with for `operation`. For basic
+    /// credentials rlp asks for the registry's challenge once and answers
+    /// it: no challenge, nothing; one the registry answers itself, the
+    /// credentials; a `Bearer` one, a token rlp fetches from the token
+    /// service that very challenge names, once checked.
+    fn client_auth(&self, operation: RegistryOperation) -> Result<RegistryAuth, Failure> {
+        let Credentials::Basic { user, password, .. } = self.credentials else {
+            return Ok(self.credentials.client_auth());
+        };
+        self.runtime.block_on(async {
+            let http = self.http_client()?;
+            match self.challenge(&http).await? {
+                Challenge::None => Ok(RegistryAuth::Anonymous),
+                Challenge::Direct => Ok(self.credentials.client_auth()),
+                Challenge::Token { realm, service } => {
+                    let realm = self.checked_realm(&realm)?;
+                    let token =
+                        self.token(&http, realm, service.as_deref(), operation, (user, password.as_str())).await?;
+                    Ok(RegistryAuth::Bearer(token.to_string()))
+                }
+            }
+        })
+    }
+
+    /// rlp's own client for the registry and its token service: the OCI
+    /// client's identity and timeouts, direct with `--plain-http`, and no
+    /// redirect followed (one would carry the credentials elsewhere).
+    fn http_client(&self) -> Result<reqwest::Client, Failure> {
         let mut builder = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(READ_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none());
         if self.plain_http {
             builder = builder.no_proxy();
         }
-        let challenge = self.runtime.block_on(async {
-            let response = builder.build().ok()?.get(&url).send().await.ok()?;
-            let header = response.headers().get(reqwest::header::WWW_AUTHENTICATE)?.to_str().ok()?.to_string();
-            Some(header)
-        });
-        // Unreachable now, the call itself will say so; no challenge or a
-        // basic one alone: credentials go to the registry alone. Otherwise
-        // every realm the header names must be safe, whichever challenge
-        // the client picks.
-        let realms = challenge.as_deref().map(token_realms).unwrap_or_default();
-        let Some(realm) = realms.into_iter().find(|realm| !self.is_safe_realm(realm)) else { return Ok(()) };
-        Err(Failure::new(
-            Reason::Unreadable,
-            format!(
-                "the registry {} sends credentials to a token service that is not HTTPS (`{}`); rlp does not send them there",
-                self.reference.registry,
-                shown(realm)
-            ),
-        )
-        .with_help("fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry"))
+        builder.build().map_err(|e| {
+            Failure::new(Reason::Unreadable, format!("cannot start the registry client: {}", shown_error(&e)))
+        })
     }
 
-    /// Whether basic credentials may go to the token service at `realm`:
-    /// HTTPS, or plain HTTP on this machine when the registry is reached so
-    /// (a basic challenge's realm, a name, is no address at all).
-    fn is_safe_realm(&self, realm: &str) -> bool {
+    /// What the registry's `GET /v2/` asks for.
+    async fn challenge(&self, http: &reqwest::Client) -> Result<Challenge, Failure> {
+        let scheme = if self.plain_http { "http" } else { "https" };
+        let url = format!("{scheme}://{}/v2/", self.reference.registry);
+        let response = http.get(&url).send().await.map_err(|e| self.failure(&e.into()))?;
+        let headers = response.headers().get_all(reqwest::header::WWW_AUTHENTICATE);
+        Ok(Challenge::of(&headers.iter().filter_map(|h| h.to_str().ok()).collect::<Vec<_>>()))
+    }
+
+    /// `realm` as the address of a token service basic credentials may go
+    /// to: refused unless HTTPS, or plain HTTP on this machine when the
+    /// registry is reached so.
+    fn checked_realm(&self, realm: &str) -> Result<url::Url, Failure> {
         match url::Url::parse(realm) {
-            // Not an address: the client cannot send anything there.
-            Err(_) => true,
-            Ok(realm) if realm.scheme() == "https" => true,
-            Ok(realm) if realm.scheme() == "http" && self.plain_http => {
+            Ok(url) if self.is_safe_realm(&url) => Ok(url),
+            _ => Err(Failure::new(
+                Reason::Unreadable,
+                format!(
+                    "the registry {} sends credentials to a token service that is not HTTPS (`{}`); rlp does not send them there",
+                    self.reference.registry,
+                    shown(realm)
+                ),
+            )
+            .with_help(
+                "fix the registry's token service address, or use RLP_REGISTRY_TOKEN with a token issued for the registry",
+            )),
+        }
+    }
+
+    /// Whether basic credentials may go to the token service at `realm`.
+    fn is_safe_realm(&self, realm: &url::Url) -> bool {
+        match realm.scheme() {
+            "https" => true,
+            "http" if self.plain_http => {
                 let host = format!(
                     "{}{}",
                     realm.host_str().unwrap_or_default(),
@@ -212,6 +254,50 @@ impl<'a> Registry<'a> {
             }
             _ => false,
         }
+    }
+
+    /// A token for `operation` on the repository, from the token service at
+    /// `realm` (for `service`), in exchange for the basic credentials.
+    async fn token(
+        &self,
+        http: &reqwest::Client,
+        realm: url::Url,
+        service: Option<&str>,
+        operation: RegistryOperation,
+        (user, password): (&str, &str),
+    ) -> Result<Zeroizing<String>, Failure> {
+        let actions = match operation {
+            RegistryOperation::Pull => "pull",
+            RegistryOperation::Push => "pull,push",
+        };
+        let scope = format!("repository:{}:{actions}", self.reference.repository);
+        let mut query = vec![("scope", scope.as_str())];
+        query.extend(service.map(|service| ("service", service)));
+        let fetch = http.get(realm).query(&query).basic_auth(user, Some(password)).send();
+        let response =
+            fetch.await.map_err(|e| self.token_failure(format!("cannot be reached: {}", request_error(&e))))?;
+        match response.status().as_u16() {
+            200 => {}
+            401 | 403 => return Err(self.refused()),
+            code => return Err(self.token_failure(format!("answered HTTP {code}"))),
+        }
+        let unusable = || self.token_failure("sent no token rlp can use".to_string());
+        let body = capped_body(response, MAX_TOKEN_ANSWER_BYTES).await.ok().flatten().ok_or_else(unusable)?;
+        let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|_| unusable())?;
+        let token = answer.token.as_ref().or(answer.access_token.as_ref()).ok_or_else(unusable)?;
+        if token.len() > credentials::MAX_TOKEN_BYTES || !credentials::is_header_safe(token) {
+            return Err(unusable());
+        }
+        Ok(Zeroizing::new(token.clone()))
+    }
+
+    /// A failure of the registry's token service: `what` it did.
+    fn token_failure(&self, what: String) -> Failure {
+        Failure::new(
+            Reason::Unreadable,
+            format!("the token service of the registry {} {what}", self.reference.registry),
+        )
+        .with_help("check that the registry is up; or use RLP_REGISTRY_TOKEN with a token issued for the registry")
     }
 
     fn client_reference(&self) -> Result<oci_client::Reference, Failure> {
@@ -321,24 +407,112 @@ async fn quietly<F: Future>(work: F) -> F::Output {
     output
 }
 
-/// The realms of a `WWW-Authenticate` header that offers a `Bearer`
-/// challenge (any of its challenges may be the one a client picks), quoted
-/// (`realm="…"`) or not; none when it offers only other schemes.
-fn token_realms(header: &str) -> Vec<&str> {
-    let lower = header.to_ascii_lowercase();
-    if !lower.contains("bearer") {
-        return Vec::new();
-    }
-    lower
-        .match_indices("realm=")
-        .map(|(at, found)| {
-            let value = &header[at + found.len()..];
-            match value.strip_prefix('"') {
-                Some(quoted) => quoted.split('"').next().unwrap_or_default(),
-                None => value.split([',', ' ', '\t']).next().unwrap_or_default(),
+/// What a registry's challenge asks for.
+#[derive(Debug, PartialEq)]
+enum Challenge {
+    /// Nothing: no credentials are sent.
+    None,
+    /// The credentials, sent to the registry itself.
+    Direct,
+    /// A token from the service at `realm`, for `service`.
+    Token { realm: String, service: Option<String> },
+}
+
+impl Challenge {
+    /// What the `WWW-Authenticate` values `headers` ask for: a `Bearer`
+    /// challenge among them is taken first (as Docker's client does), any
+    /// other asks for the credentials directly.
+    fn of(headers: &[&str]) -> Challenge {
+        let bearer = headers.iter().flat_map(|header| challenges(header)).find(|(scheme, _)| scheme == "bearer");
+        match bearer {
+            Some((_, params)) => {
+                let param = |name: &str| params.iter().find(|(n, _)| n == name).map(|(_, value)| value.clone());
+                Challenge::Token { realm: param("realm").unwrap_or_default(), service: param("service") }
             }
-        })
-        .collect()
+            None if headers.is_empty() => Challenge::None,
+            None => Challenge::Direct,
+        }
+    }
+}
+
+/// The challenges of a `WWW-Authenticate` value, each a scheme (lowercase)
+/// with its `name=value` parameters (names lowercase, values unquoted).
+fn challenges(header: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut found: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for item in split_outside_quotes(header) {
+        let item = item.trim();
+        // `scheme [name=value]` starts a challenge, `name=value` goes on.
+        let (scheme, param) = match item.split_once([' ', '\t']) {
+            Some((word, rest)) if !word.contains('=') && !rest.trim_start().starts_with('=') => {
+                (word, rest.trim_start())
+            }
+            _ if !item.contains('=') => (item, ""),
+            _ => ("", item),
+        };
+        if !scheme.is_empty() {
+            found.push((scheme.to_ascii_lowercase(), Vec::new()));
+        }
+        if let (Some((_, params)), Some((name, value))) = (found.last_mut(), param.split_once('=')) {
+            params.push((name.trim().to_ascii_lowercase(), unquoted(value.trim())));
+        }
+    }
+    found
+}
+
+/// `text` cut at the commas outside quoted strings.
+fn split_outside_quotes(text: &str) -> Vec<&str> {
+    let (mut items, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
+    for (at, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                items.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&text[start..]);
+    items
+}
+
+/// A parameter's value without its quotes and escapes.
+fn unquoted(value: &str) -> String {
+    let Some(quoted) = value.strip_prefix('"') else { return value.to_string() };
+    let mut chars = quoted.chars();
+    let mut out = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '"' => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A token service's answer: the token under either name the
+/// specifications give it.
+#[derive(Deserialize, zeroize::Zeroize, zeroize::ZeroizeOnDrop)]
+struct TokenAnswer {
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    access_token: Option<String>,
+}
+
+/// The body of `response`; `None` when it passes `max` bytes.
+async fn capped_body(mut response: reqwest::Response, max: usize) -> reqwest::Result<Option<Zeroizing<Vec<u8>>>> {
+    let mut body = Zeroizing::new(Vec::new());
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > max {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 /// What went wrong with a request, without its URL: a redirect may have
@@ -412,22 +586,34 @@ impl tokio::io::AsyncWrite for Bounded<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::token_realms;
+    use super::Challenge;
+
+    fn token(realm: &str, service: Option<&str>) -> Challenge {
+        Challenge::Token { realm: realm.to_string(), service: service.map(str::to_string) }
+    }
 
     #[test]
-    fn every_realm_of_a_header_offering_bearer_is_read() {
+    fn a_bearer_challenge_names_the_token_service_and_others_ask_for_the_credentials() {
         assert_eq!(
-            token_realms(r#"Bearer realm="https://auth.example.com/token",service="registry""#),
-            ["https://auth.example.com/token"]
+            Challenge::of(&[r#"Bearer realm="https://auth.example.com/token",service="registry""#]),
+            token("https://auth.example.com/token", Some("registry"))
         );
-        assert_eq!(token_realms(r#"bearer service="r",REALM="http://x/t""#), ["http://x/t"]);
-        assert!(token_realms(r#"Basic realm="registry""#).is_empty());
-        // A client may pick the second challenge: its realm is read too.
+        assert_eq!(Challenge::of(&[r#"bearer service="r",REALM="http://x/t""#]), token("http://x/t", Some("r")));
+        assert_eq!(Challenge::of(&["Bearer realm=http://x/t,service=r"]), token("http://x/t", Some("r")));
+        assert_eq!(Challenge::of(&[r#"Bearer realm = "http://x/t""#]), token("http://x/t", None));
+        // Bearer is taken wherever it stands; commas and quotes inside a
+        // quoted value belong to it.
         assert_eq!(
-            token_realms(r#"Basic realm="registry", Bearer realm="http://evil.example/token""#),
-            ["registry", "http://evil.example/token"]
+            Challenge::of(&[r#"Basic realm="a, b", Bearer realm="http://evil.example/token""#]),
+            token("http://evil.example/token", None)
         );
-        assert_eq!(token_realms("Bearer realm=http://x/t,service=r"), ["http://x/t"]);
-        assert_eq!(token_realms(r#"Bearer realm="unterminated"#), ["unterminated"]);
+        assert_eq!(
+            Challenge::of(&[r#"Basic realm="registry""#, r#"Bearer realm="https://t/\"q\"",service="s""#]),
+            token(r#"https://t/"q""#, Some("s"))
+        );
+        assert_eq!(Challenge::of(&["Bearer"]), token("", None));
+        assert_eq!(Challenge::of(&[r#"Basic realm="registry""#]), Challenge::Direct);
+        assert_eq!(Challenge::of(&["Negotiate"]), Challenge::Direct);
+        assert_eq!(Challenge::of(&[]), Challenge::None);
     }
 }

@@ -4,10 +4,11 @@
 //! (oras-py) and against a registry's storage altered behind its back.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::support::http::{self, Server};
 use crate::support::output::{stderr, stdout};
-use crate::support::registry::{PASSWORD, Registry, USER};
+use crate::support::registry::{self, PASSWORD, Registry, USER};
 use crate::support::sandbox::Sandbox;
 
 const ARTIFACT_TYPE: &str = "application/vnd.runloop.bundle.v1";
@@ -491,13 +492,7 @@ fn basic_credentials_never_go_to_a_plain_http_token_service() {
             body: String::new(),
         });
         let registry_host = format!("127.0.0.1:{}", server.port);
-        let docker = w.join("docker");
-        std::fs::create_dir(&docker).unwrap();
-        std::fs::write(
-            docker.join("config.json"),
-            serde_json::json!({"auths": {registry_host.clone(): {"username": USER, "password": PASSWORD}}}).to_string(),
-        )
-        .unwrap();
+        let docker = registry::docker_config(w.path(), &registry_host, USER, PASSWORD);
         let reference = format!("oci://{registry_host}/mailer:0.1.0");
         let out = rlp_with(&w, &docker, &["bundle", "pull", &reference, "--plain-http"]);
         assert_exit(&out, 2);
@@ -512,6 +507,77 @@ fn basic_credentials_never_go_to_a_plain_http_token_service() {
         assert_eq!(requests.len(), 1);
         assert_eq!(requests[0].path(), "/v2/");
         assert!(requests[0].header("authorization").is_none());
+    }
+}
+
+/// A `401` whose challenge names the token service on 127.0.0.1:`port`.
+fn token_challenge(port: u16) -> http::Reply {
+    http::Reply {
+        status: 401,
+        headers: vec![(
+            "WWW-Authenticate".into(),
+            format!(r#"Bearer realm="http://127.0.0.1:{port}/token",service="fake-registry""#),
+        )],
+        body: r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#.into(),
+    }
+}
+
+#[test]
+fn basic_credentials_go_only_to_the_token_service_of_the_challenge_rlp_checked() {
+    const TOKEN: &str = "tok-checked-5e1d";
+    let w = Sandbox::new();
+    packed(&w);
+    let not_known = r#"{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known"}]}"#;
+    let pull_error = "the registry answered: repository name not known\n  help: check the repository and tag\n";
+    let push_error = format!("the registry answered HTTP 404: {not_known}\n");
+    for (command, scope, error) in [
+        (vec!["bundle", "pull"], "repository%3Amailer%3Apull", pull_error.to_string()),
+        (vec!["bundle", "push", "mailer-0.1.0.bundle.tar.gz"], "repository%3Amailer%3Apull%2Cpush", push_error),
+    ] {
+        let checked = Server::start(|_| http::reply(200, &format!(r#"{{"token": "{TOKEN}"}}"#)));
+        let evil = Server::start(|_| http::reply(200, r#"{"token": "tok-from-elsewhere"}"#));
+        let (checked_port, evil_port) = (checked.port, evil.port);
+        // The first challenge names one token service, every later one
+        // (and any request without the token) another.
+        let challenges = AtomicUsize::new(0);
+        let server = Server::start(move |request| {
+            let first = request.path() == "/v2/" && challenges.fetch_add(1, Ordering::SeqCst) == 0;
+            if first {
+                token_challenge(checked_port)
+            } else if request.header("authorization") == Some(&format!("Bearer {TOKEN}")) {
+                http::reply(404, not_known)
+            } else {
+                token_challenge(evil_port)
+            }
+        });
+        let host = format!("127.0.0.1:{}", server.port);
+        let docker = registry::docker_config(w.path(), &host, USER, PASSWORD);
+        let reference = format!("oci://{host}/mailer:0.1.0");
+        let args: Vec<&str> = command.iter().copied().chain([reference.as_str(), "--plain-http"]).collect();
+        let out = rlp_with(&w, &docker, &args);
+
+        assert!(evil.requests().is_empty(), "another token service was asked: {:?}", evil.requests());
+        assert_exit(&out, 2);
+        assert_eq!(stderr(&out), format!("error: {reference}: {error}"));
+        assert!(!stderr(&out).contains(PASSWORD) && !stdout(&out).contains(PASSWORD));
+        // The credentials went to the token service of the one challenge,
+        // for the scope of the command; the registry saw only the token.
+        let exchanged = checked.requests();
+        assert_eq!(exchanged.len(), 1, "{exchanged:?}");
+        assert_eq!(
+            exchanged[0].header("authorization"),
+            Some(format!("Basic {}", registry::basic_auth(USER, PASSWORD)).as_str())
+        );
+        assert!(exchanged[0].path().starts_with("/token?"), "{}", exchanged[0].path());
+        assert!(exchanged[0].path().contains(&format!("scope={scope}")), "{}", exchanged[0].path());
+        assert!(exchanged[0].path().contains("service=fake-registry"), "{}", exchanged[0].path());
+        let requests = server.requests();
+        assert_eq!(requests.iter().filter(|r| r.path() == "/v2/").count(), 1, "{requests:?}");
+        assert_eq!((requests[0].path(), requests[0].header("authorization")), ("/v2/", None));
+        assert!(
+            requests[1..].iter().all(|r| r.header("authorization") == Some(&format!("Bearer {TOKEN}"))),
+            "{requests:?}"
+        );
     }
 }
 

@@ -3,7 +3,7 @@
 //! stopped when the test ends; optionally with one htpasswd user. Missing
 //! programs fail the test, naming `tests/oci/setup.sh`: never a silent skip.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -130,15 +130,26 @@ impl Registry {
 
     /// A Docker configuration folder (for `DOCKER_CONFIG`) holding `user`
     /// and `password` for this registry, inside `parent`.
-    pub fn docker_config(&self, parent: &std::path::Path, user: &str, password: &str) -> PathBuf {
-        use base64::Engine;
-        let dir = parent.join(format!("docker-{user}-{}", password.len()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        let config = serde_json::json!({"auths": {self.host.clone(): {"auth": auth}}});
-        std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
-        dir
+    pub fn docker_config(&self, parent: &Path, user: &str, password: &str) -> PathBuf {
+        docker_config(parent, &self.host, user, password)
     }
+}
+
+/// A Docker configuration folder (for `DOCKER_CONFIG`) holding `user` and
+/// `password` for the registry `host` (`HOST:PORT`), inside `parent`.
+pub fn docker_config(parent: &Path, host: &str, user: &str, password: &str) -> PathBuf {
+    let dir = parent.join(format!("docker-{user}-{}", password.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = serde_json::json!({"auths": {host: {"auth": basic_auth(user, password)}}});
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    dir
+}
+
+/// `user:password` in base64: the `auth` of a Docker configuration entry
+/// and the value of an `Authorization: Basic` header.
+pub fn basic_auth(user: &str, password: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
 }
 
 impl Drop for Registry {
