@@ -3,12 +3,15 @@
 //! Hand-assembled ([`program`]) because neither library fits: seccompiler
 //! cannot express `SECCOMP_RET_USER_NOTIF`, and libseccomp is a C library.
 //! Every tool is refused calls that escape or weaken the sandbox (io_uring,
-//! ptrace, namespaces, kernel modules, terminal injection, …) and any
-//! socket but Unix and netlink ones. A [`NetFilter::Supervised`] tool may
-//! also open TCP sockets, and each of its `connect` calls goes to rlp
-//! through the filter's user-notification listener (see
-//! [`crate::sandbox::net`]); the child hands that listener to rlp with
-//! [`send_fd`] / [`recv_fd`].
+//! ptrace, namespaces, by `unshare` or `clone`, kernel modules, SysV IPC and
+//! POSIX message queues, terminal injection, …); `clone3`, whose flags the
+//! filter cannot read, is unavailable (ENOSYS) so that glibc uses `clone`.
+//! Its sockets are Unix stream and seqpacket ones (no datagrams, which
+//! reach any bound path without `connect`) and routing netlink ones. A
+//! [`NetFilter::Supervised`] tool may also open TCP sockets, and each of
+//! its `connect` calls goes to rlp through the filter's user-notification
+//! listener (see [`crate::sandbox::net`]); the child hands that listener
+//! to rlp with [`send_fd`] / [`recv_fd`].
 
 mod fd_pass;
 mod program;

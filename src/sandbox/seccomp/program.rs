@@ -4,11 +4,12 @@
 //! among the [`Rule`]s by binary search (a few comparisons for any call,
 //! which also keeps loading the filter cheap: the kernel runs it once per
 //! system call number to precompute what it can); a rule's block tests
-//! arguments and always ends in a return, and a call no rule names is
-//! allowed. Arguments
-//! are compared on their low 32 bits only (every argument tested is a C
-//! `int` or flag word), read at their little-endian offset in
-//! `struct seccomp_data` (both supported architectures are little-endian).
+//! arguments (a test may lead to further tests, as a socket's type after
+//! its family) and always ends in a return, and a call no rule names is
+//! allowed. Arguments are compared on their low 32 bits only (every
+//! argument tested is a C `int` or flag word), read at their little-endian
+//! offset in `struct seccomp_data` (both supported architectures are
+//! little-endian).
 
 use std::ffi::{c_int, c_long};
 
@@ -88,13 +89,31 @@ pub(super) const DENIED: &[c_long] = &[
     libc::SYS_clock_adjtime,     // (same)
     libc::SYS_adjtimex,          // (same)
     libc::SYS_lookup_dcookie,    // kernel profiling internals
+    libc::SYS_shmget,            // SysV shared memory: other processes' segments
+    libc::SYS_shmat,             // (same)
+    libc::SYS_shmdt,             // (same)
+    libc::SYS_shmctl,            // (same)
+    libc::SYS_msgget,            // SysV message queues: other processes' queues
+    libc::SYS_msgsnd,            // (same)
+    libc::SYS_msgrcv,            // (same)
+    libc::SYS_msgctl,            // (same)
+    libc::SYS_semget,            // SysV semaphores: other processes' semaphores
+    libc::SYS_semop,             // (same)
+    libc::SYS_semtimedop,        // (same)
+    libc::SYS_semctl,            // (same)
+    libc::SYS_mq_open,           // POSIX message queues: other processes' queues
+    libc::SYS_mq_unlink,         // (same)
+    libc::SYS_mq_timedsend,      // (same)
+    libc::SYS_mq_timedreceive,   // (same)
+    libc::SYS_mq_notify,         // (same)
+    libc::SYS_mq_getsetattr,     // (same)
     #[cfg(target_arch = "x86_64")]
     libc::SYS_iopl, // direct hardware port access
     #[cfg(target_arch = "x86_64")]
     libc::SYS_ioperm, // (same)
 ];
 
-/// When a [`Test`] applies its action.
+/// When a [`Test`] applies.
 #[derive(Clone, Copy)]
 enum When {
     /// The masked argument is one of the values.
@@ -102,6 +121,9 @@ enum When {
     /// The masked argument is none of the values.
     NotIn,
 }
+
+/// A mask that keeps an argument's whole low 32 bits.
+const WHOLE: u32 = u32::MAX;
 
 /// One test on an argument of a call.
 struct Test {
@@ -111,89 +133,150 @@ struct Test {
     mask: u32,
     /// The values compared against.
     values: &'static [u32],
-    /// Whether a match or a miss applies `action`.
+    /// Whether a match or a miss applies the test.
     when: When,
-    /// The filter's return value when the test applies.
-    action: u32,
+    /// What decides the call when the test applies.
+    then: Decision,
 }
 
-/// What one system call gets: its tests in order, then `otherwise`.
-struct Rule {
-    /// The system call number.
-    nr: c_long,
+impl Test {
+    /// `then` when argument `arg`, masked with `mask`, is one of `values`.
+    fn is(arg: u32, mask: u32, values: &'static [u32], then: Decision) -> Test {
+        Test { arg, mask, values, when: When::In, then }
+    }
+
+    /// `then` when argument `arg`, masked with `mask`, is none of `values`.
+    fn is_not(arg: u32, mask: u32, values: &'static [u32], then: Decision) -> Test {
+        Test { arg, mask, values, when: When::NotIn, then }
+    }
+}
+
+/// How a call is decided: its tests in order, then `otherwise`.
+struct Decision {
     /// Tests on arguments; the first that applies decides.
     tests: Vec<Test>,
     /// The action when no test applies.
     otherwise: u32,
 }
 
+impl Decision {
+    /// Always `action`.
+    fn always(action: u32) -> Decision {
+        Decision { tests: Vec::new(), otherwise: action }
+    }
+
+    /// Allowed unless one of `tests` applies.
+    fn allow_unless(tests: Vec<Test>) -> Decision {
+        Decision { tests, otherwise: SECCOMP_RET_ALLOW }
+    }
+
+    /// Failed with EACCES, as refused sockets are.
+    fn eacces() -> Decision {
+        Decision::always(errno(libc::EACCES))
+    }
+}
+
+/// What one system call gets.
+struct Rule {
+    /// The system call number.
+    nr: c_long,
+    /// How its arguments decide it.
+    decision: Decision,
+}
+
 impl Rule {
     /// A call that always gets `action`.
     fn always(nr: c_long, action: u32) -> Rule {
-        Rule { nr, tests: Vec::new(), otherwise: action }
+        Rule { nr, decision: Decision::always(action) }
+    }
+
+    /// A call allowed unless `test` applies.
+    fn allow_unless(nr: c_long, test: Test) -> Rule {
+        Rule { nr, decision: Decision::allow_unless(vec![test]) }
     }
 
     /// A send call whose flags, argument `arg`, ask for TCP Fast Open, which
     /// connects from `sendto`/`sendmsg` around `connect`: EOPNOTSUPP.
     fn no_fast_open(nr: c_long, arg: u32) -> Rule {
         const FAST_OPEN: u32 = libc::MSG_FASTOPEN as u32;
-        let test = Test { arg, mask: FAST_OPEN, values: &[FAST_OPEN], when: When::In, action: errno(libc::EOPNOTSUPP) };
-        Rule { nr, tests: vec![test], otherwise: SECCOMP_RET_ALLOW }
+        Rule::allow_unless(nr, Test::is(arg, FAST_OPEN, &[FAST_OPEN], Decision::always(errno(libc::EOPNOTSUPP))))
     }
 }
 
-/// The rules for `net`: the [`DENIED`] table, then the socket rules.
+/// What `socket` and `socketpair` keep of their type argument (argument 1):
+/// the type, without SOCK_NONBLOCK and SOCK_CLOEXEC.
+const TYPE_MASK: u32 = !((libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u32);
+
+/// The Unix sockets of `socket` and `socketpair`: stream and seqpacket ones
+/// only. Those reach no one but their pair, or a peer `connect` (refused)
+/// names, while a datagram socket (and a SOCK_RAW one, which Linux makes a
+/// datagram one), even one of a pair, sends to any bound path: the system
+/// log's, the service manager's notify socket.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn rules(net: NetFilter) -> Vec<Rule> {
-    const UNIX_FAMILIES: &[u32] = &[libc::AF_UNIX as u32, libc::AF_NETLINK as u32];
+fn unix_socket() -> Test {
+    const TYPES: &[u32] = &[libc::SOCK_STREAM as u32, libc::SOCK_SEQPACKET as u32];
+    let unix_type = Test::is_not(1, TYPE_MASK, TYPES, Decision::eacces());
+    Test::is(0, WHOLE, &[libc::AF_UNIX as u32], Decision::allow_unless(vec![unix_type]))
+}
+
+/// Netlink sockets for routing only (what glibc's getaddrinfo and
+/// if_nameindex use): no netfilter, audit, uevent or generic netlink.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn netlink_socket() -> Test {
+    let protocol = Test::is_not(2, WHOLE, &[libc::NETLINK_ROUTE as u32], Decision::eacces());
+    Test::is(0, WHOLE, &[libc::AF_NETLINK as u32], Decision::allow_unless(vec![protocol]))
+}
+
+/// `socket`: [`unix_socket`]s and [`netlink_socket`]s, TCP ones too when
+/// `net` is supervised, and nothing else.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn socket(net: NetFilter) -> Rule {
     const INET_FAMILIES: &[u32] = &[libc::AF_INET as u32, libc::AF_INET6 as u32];
     const TCP_PROTOCOLS: &[u32] = &[0, libc::IPPROTO_TCP as u32];
-    const TYPE_MASK: u32 = !((libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u32);
-    let eacces = errno(libc::EACCES);
-    let local = Test { arg: 0, mask: u32::MAX, values: UNIX_FAMILIES, when: When::In, action: SECCOMP_RET_ALLOW };
-    let socket = match net {
-        NetFilter::Denied => Rule { nr: libc::SYS_socket, tests: vec![local], otherwise: eacces },
-        NetFilter::Supervised => Rule {
-            nr: libc::SYS_socket,
-            tests: vec![
-                local,
-                Test { arg: 0, mask: u32::MAX, values: INET_FAMILIES, when: When::NotIn, action: eacces },
-                Test {
-                    arg: 1,
-                    mask: TYPE_MASK,
-                    values: &[libc::SOCK_STREAM as u32],
-                    when: When::NotIn,
-                    action: eacces,
-                },
-                Test { arg: 2, mask: u32::MAX, values: TCP_PROTOCOLS, when: When::NotIn, action: eacces },
-            ],
-            otherwise: SECCOMP_RET_ALLOW,
-        },
-    };
-    let socketpair = Rule {
-        nr: libc::SYS_socketpair,
-        tests: vec![Test {
-            arg: 0,
-            mask: u32::MAX,
-            values: &[libc::AF_UNIX as u32],
-            when: When::NotIn,
-            action: eacces,
-        }],
-        otherwise: SECCOMP_RET_ALLOW,
-    };
+    let mut tests = vec![unix_socket(), netlink_socket()];
+    if let NetFilter::Supervised = net {
+        let tcp = Decision::allow_unless(vec![
+            Test::is_not(1, TYPE_MASK, &[libc::SOCK_STREAM as u32], Decision::eacces()),
+            Test::is_not(2, WHOLE, TCP_PROTOCOLS, Decision::eacces()),
+        ]);
+        tests.push(Test::is(0, WHOLE, INET_FAMILIES, tcp));
+    }
+    Rule { nr: libc::SYS_socket, decision: Decision { tests, otherwise: errno(libc::EACCES) } }
+}
+
+/// `clone` asking for a new namespace: EPERM, as `unshare` (a user namespace
+/// brings CAP_NET_ADMIN over a new network namespace). The flags are
+/// argument 0 on both architectures; CLONE_NEWTIME is no flag of `clone`,
+/// whose low byte is the exit signal.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn clone() -> Rule {
+    const NAMESPACES: u32 = (libc::CLONE_NEWNS
+        | libc::CLONE_NEWCGROUP
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUSER
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWNET) as u32;
+    Rule::allow_unless(libc::SYS_clone, Test::is_not(0, NAMESPACES, &[0], Decision::always(errno(libc::EPERM))))
+}
+
+/// The rules for `net`: the [`DENIED`] table, process creation, terminals
+/// and sockets.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn rules(net: NetFilter) -> Vec<Rule> {
     // Terminal injection: pushing input into the controlling terminal.
-    let ioctl = Rule {
-        nr: libc::SYS_ioctl,
-        tests: vec![Test {
-            arg: 1,
-            mask: u32::MAX,
-            values: &[libc::TIOCSTI as u32, libc::TIOCLINUX as u32],
-            when: When::In,
-            action: errno(libc::EPERM),
-        }],
-        otherwise: SECCOMP_RET_ALLOW,
-    };
-    let mut rules = vec![socket, socketpair, ioctl];
+    const INJECTION: &[u32] = &[libc::TIOCSTI as u32, libc::TIOCLINUX as u32];
+    let eacces = errno(libc::EACCES);
+    let mut rules = vec![
+        socket(net),
+        // A pair reaches only itself, unless it is a datagram one.
+        Rule { nr: libc::SYS_socketpair, decision: Decision { tests: vec![unix_socket()], otherwise: eacces } },
+        Rule::allow_unless(libc::SYS_ioctl, Test::is(1, WHOLE, INJECTION, Decision::always(errno(libc::EPERM)))),
+        clone(),
+        // Its flags are in memory, out of the filter's reach; on ENOSYS glibc
+        // falls back to `clone`.
+        Rule::always(libc::SYS_clone3, errno(libc::ENOSYS)),
+    ];
     rules.extend(DENIED.iter().map(|&nr| Rule::always(nr, errno(libc::EPERM))));
     if let NetFilter::Denied = net {
         // Only Unix sockets remain to connect, and those are refused (see
@@ -231,26 +314,32 @@ fn jump(code: u32, k: u32, jt: u8, jf: u8) -> sock_filter {
     sock_filter { code: (BPF_JMP | code | BPF_K) as u16, jt, jf, k }
 }
 
-/// The instructions of one rule, after its number matched; they always return.
-fn block(rule: &Rule) -> Option<Vec<sock_filter>> {
+/// The instructions of `decision`, after its call's number matched; they
+/// always return.
+fn block(decision: &Decision) -> Option<Vec<sock_filter>> {
     let mut out = Vec::new();
-    for test in &rule.tests {
+    for test in &decision.tests {
+        let then = block(&test.then)?;
         out.push(stmt(BPF_LD | BPF_W | BPF_ABS, arg_offset(test.arg)));
-        if test.mask != u32::MAX {
+        if test.mask != WHOLE {
             out.push(stmt(BPF_ALU | BPF_AND | BPF_K, test.mask));
         }
+        // A match skips the remaining comparisons, then the `ja` over the
+        // test's block (In) or that block itself (NotIn).
+        let skip = match test.when {
+            When::In => 1,
+            When::NotIn => then.len(),
+        };
         let count = test.values.len();
         for (index, &value) in test.values.iter().enumerate() {
-            // A match skips the remaining comparisons and one instruction:
-            // the `ja` over the action (In), or the action itself (NotIn).
-            out.push(jump(BPF_JEQ, value, u8::try_from(count - index).ok()?, 0));
+            out.push(jump(BPF_JEQ, value, u8::try_from(count - index - 1 + skip).ok()?, 0));
         }
         if let When::In = test.when {
-            out.push(stmt(BPF_JMP | BPF_JA, 1));
+            out.push(stmt(BPF_JMP | BPF_JA, u32::try_from(then.len()).ok()?));
         }
-        out.push(stmt(BPF_RET | BPF_K, test.action));
+        out.extend(then);
     }
-    out.push(stmt(BPF_RET | BPF_K, rule.otherwise));
+    out.push(stmt(BPF_RET | BPF_K, decision.otherwise));
     Some(out)
 }
 
@@ -263,7 +352,7 @@ const LINEAR_RULES: usize = 3;
 fn search(rules: &[Rule], out: &mut Vec<sock_filter>) -> Option<()> {
     if rules.len() <= LINEAR_RULES {
         for rule in rules {
-            let block = block(rule)?;
+            let block = block(&rule.decision)?;
             out.push(jump(BPF_JEQ, u32::try_from(rule.nr).ok()?, 0, u8::try_from(block.len()).ok()?));
             out.extend(block);
         }

@@ -1,4 +1,7 @@
 use std::ffi::c_long;
+use std::io::ErrorKind;
+use std::os::unix::net::UnixDatagram;
+use std::process::{Command, Stdio};
 
 use libc::{
     BPF_ABS, BPF_ALU, BPF_AND, BPF_JA, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W,
@@ -6,7 +9,7 @@ use libc::{
 };
 
 use super::program::{ARCH, errno};
-use super::sandboxed::python;
+use super::sandboxed::{Sandboxed, python};
 use super::*;
 
 /// Runs `filter` on a call the way the kernel does, on the fields it reads.
@@ -81,7 +84,45 @@ fn sockets_denied_keep_unix_and_netlink_only_and_connect_nothing() {
     // Only Unix sockets could connect, and they may not.
     assert_eq!(on_arch(&filter, libc::SYS_connect, args(&[3])), errno(libc::EACCES));
     assert_eq!(on_arch(&filter, libc::SYS_socketpair, args(&[libc::AF_INET as u64])), errno(libc::EACCES));
-    assert_eq!(on_arch(&filter, libc::SYS_socketpair, args(&[libc::AF_UNIX as u64])), SECCOMP_RET_ALLOW);
+    let unix_pair = args(&[libc::AF_UNIX as u64, libc::SOCK_STREAM as u64]);
+    assert_eq!(on_arch(&filter, libc::SYS_socketpair, unix_pair), SECCOMP_RET_ALLOW);
+}
+
+#[test]
+fn unix_sockets_and_pairs_are_stream_or_seqpacket() {
+    for net in [NetFilter::Denied, NetFilter::Supervised] {
+        let filter = Filter::build(net).unwrap();
+        for nr in [libc::SYS_socket, libc::SYS_socketpair] {
+            let unix = |kind: i32| on_arch(&filter, nr, args(&[libc::AF_UNIX as u64, kind as u64]));
+            assert_eq!(unix(libc::SOCK_STREAM), SECCOMP_RET_ALLOW);
+            assert_eq!(unix(libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC), SECCOMP_RET_ALLOW);
+            assert_eq!(unix(libc::SOCK_DGRAM), errno(libc::EACCES));
+            assert_eq!(unix(libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC), errno(libc::EACCES));
+            // Linux makes a Unix SOCK_RAW socket a datagram one.
+            assert_eq!(unix(libc::SOCK_RAW), errno(libc::EACCES));
+        }
+    }
+}
+
+#[test]
+fn netlink_sockets_are_for_routing_only() {
+    for net in [NetFilter::Denied, NetFilter::Supervised] {
+        let filter = Filter::build(net).unwrap();
+        let netlink = |kind: i32, protocol: i32| {
+            on_arch(&filter, libc::SYS_socket, args(&[libc::AF_NETLINK as u64, kind as u64, protocol as u64]))
+        };
+        assert_eq!(netlink(libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE), SECCOMP_RET_ALLOW);
+        assert_eq!(netlink(libc::SOCK_DGRAM, libc::NETLINK_ROUTE), SECCOMP_RET_ALLOW);
+        for protocol in [
+            libc::NETLINK_SOCK_DIAG,
+            libc::NETLINK_AUDIT,
+            libc::NETLINK_NETFILTER,
+            libc::NETLINK_KOBJECT_UEVENT,
+            libc::NETLINK_GENERIC,
+        ] {
+            assert_eq!(netlink(libc::SOCK_RAW, protocol), errno(libc::EACCES), "protocol {protocol}");
+        }
+    }
 }
 
 #[test]
@@ -119,13 +160,56 @@ fn tcp_fast_open_is_refused_when_supervised() {
 fn escapes_and_terminal_injection_are_refused() {
     for net in [NetFilter::Denied, NetFilter::Supervised] {
         let filter = Filter::build(net).unwrap();
-        for nr in [libc::SYS_io_uring_setup, libc::SYS_ptrace, libc::SYS_unshare, libc::SYS_bpf, libc::SYS_mount] {
+        for nr in [
+            libc::SYS_io_uring_setup,
+            libc::SYS_ptrace,
+            libc::SYS_unshare,
+            libc::SYS_bpf,
+            libc::SYS_mount,
+            libc::SYS_shmat,
+            libc::SYS_msgsnd,
+            libc::SYS_semop,
+            libc::SYS_mq_open,
+        ] {
             assert_eq!(on_arch(&filter, nr, args(&[])), errno(libc::EPERM), "syscall {nr}");
         }
         let ioctl = |request: u64| on_arch(&filter, libc::SYS_ioctl, args(&[0, request]));
         assert_eq!(ioctl(libc::TIOCSTI), errno(libc::EPERM));
         assert_eq!(ioctl(libc::TIOCLINUX), errno(libc::EPERM));
         assert_eq!(ioctl(libc::TCGETS), SECCOMP_RET_ALLOW);
+    }
+}
+
+#[test]
+fn clone_makes_no_namespaces_and_clone3_is_unavailable() {
+    const THREAD: i32 = libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_FILES
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM
+        | libc::CLONE_SETTLS
+        | libc::CLONE_PARENT_SETTID
+        | libc::CLONE_CHILD_CLEARTID;
+    for net in [NetFilter::Denied, NetFilter::Supervised] {
+        let filter = Filter::build(net).unwrap();
+        let clone = |flags: i32| on_arch(&filter, libc::SYS_clone, args(&[(flags | libc::SIGCHLD) as u64]));
+        assert_eq!(clone(0), SECCOMP_RET_ALLOW);
+        assert_eq!(clone(THREAD), SECCOMP_RET_ALLOW);
+        assert_eq!(clone(libc::CLONE_VM | libc::CLONE_VFORK), SECCOMP_RET_ALLOW);
+        for namespace in [
+            libc::CLONE_NEWNS,
+            libc::CLONE_NEWCGROUP,
+            libc::CLONE_NEWUTS,
+            libc::CLONE_NEWIPC,
+            libc::CLONE_NEWUSER,
+            libc::CLONE_NEWPID,
+            libc::CLONE_NEWNET,
+        ] {
+            assert_eq!(clone(namespace), errno(libc::EPERM), "flag {namespace:#x}");
+        }
+        assert_eq!(clone(libc::CLONE_NEWUSER | libc::CLONE_NEWNET), errno(libc::EPERM));
+        assert_eq!(on_arch(&filter, libc::SYS_clone3, args(&[])), errno(libc::ENOSYS));
     }
 }
 
@@ -160,10 +244,20 @@ def attempt(name, f):
     except OSError as e:
         print(name, errno.errorcode[e.errno])
 libc = ctypes.CDLL(None, use_errno=True)
-def syscall(*args):
-    if libc.syscall(*args) < 0:
+def check(result):
+    if result < 0:
         raise OSError(ctypes.get_errno(), "")
+    return result
+def syscall(*args):
+    return check(libc.syscall(*args))
 "#;
+
+/// Runs `script` in Python without a filter, and returns its stdout.
+fn unfiltered(script: &str) -> String {
+    let mut command = Command::new("/usr/bin/python3");
+    command.arg("-c").arg(script).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    Sandboxed { child: command.spawn().unwrap(), listener: None }.stdout()
+}
 
 #[test]
 fn a_denied_tool_has_unix_sockets_and_no_internet_ones() {
@@ -200,4 +294,117 @@ attempt('fastopen', lambda: socket.socket().sendto(b'x', socket.MSG_FASTOPEN, ('
     assert!(sandboxed.listener.is_some());
     // Python names EOPNOTSUPP by its Linux alias ENOTSUP (both 95).
     assert_eq!(sandboxed.stdout(), "tcp ok\ntcp6 ok\nudp EACCES\nraw EACCES\nfastopen ENOTSUP\n");
+}
+
+#[test]
+fn a_tool_forks_threads_and_spawns_but_makes_no_namespaces() {
+    let namespaces = libc::CLONE_NEWUSER | libc::CLONE_NEWNET;
+    let script = format!(
+        "{PRELUDE}
+import os, subprocess, threading
+def child(start):
+    def f():
+        pid = start()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    return f
+def thread():
+    t = threading.Thread(target=lambda: None)
+    t.start()
+    t.join()
+attempt('clone', child(lambda: syscall({clone}, {namespaces} | {sigchld}, 0, 0, 0, 0)))
+attempt('clone3', child(lambda: syscall({clone3}, (ctypes.c_uint64 * 8)({namespaces}, 0, 0, 0, {sigchld}), 64)))
+attempt('unshare', lambda: syscall({unshare}, {namespaces}))
+attempt('fork', child(os.fork))
+attempt('thread', thread)
+attempt('spawn', lambda: subprocess.run(['/bin/true'], check=True))
+",
+        clone = libc::SYS_clone,
+        clone3 = libc::SYS_clone3,
+        unshare = libc::SYS_unshare,
+        sigchld = libc::SIGCHLD,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = python(Filter::build(NetFilter::Denied).unwrap(), &script, dir.path()).stdout();
+    assert_eq!(out, "clone EPERM\nclone3 ENOSYS\nunshare EPERM\nfork ok\nthread ok\nspawn ok\n");
+}
+
+#[test]
+fn a_tool_sends_no_unix_datagrams() {
+    let script = format!(
+        "{PRELUDE}
+def send(kind):
+    socket.socket(socket.AF_UNIX, kind).sendto(b'x', 'daemon.sock')
+def send_from_pair(kind):
+    socket.socketpair(socket.AF_UNIX, kind)[0].sendto(b'x', 'daemon.sock')
+attempt('dgram', lambda: send(socket.SOCK_DGRAM))
+attempt('dgram_nonblock', lambda: send(socket.SOCK_DGRAM | socket.SOCK_NONBLOCK))
+attempt('raw', lambda: send(socket.SOCK_RAW))
+attempt('pair_dgram', lambda: send_from_pair(socket.SOCK_DGRAM))
+attempt('seqpacket', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET))
+attempt('pair_seqpacket', lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET))
+"
+    );
+    for net in [NetFilter::Denied, NetFilter::Supervised] {
+        let dir = tempfile::tempdir().unwrap();
+        let daemon = UnixDatagram::bind(dir.path().join("daemon.sock")).unwrap();
+        daemon.set_nonblocking(true).unwrap();
+        let out = python(Filter::build(net).unwrap(), &script, dir.path()).stdout();
+        assert_eq!(
+            out,
+            "dgram EACCES\ndgram_nonblock EACCES\nraw EACCES\npair_dgram EACCES\nseqpacket ok\npair_seqpacket ok\n"
+        );
+        assert_eq!(daemon.recv(&mut [0; 8]).unwrap_err().kind(), ErrorKind::WouldBlock, "{net:?}");
+    }
+}
+
+#[test]
+fn a_tool_opens_routing_netlink_sockets_only() {
+    let script = format!(
+        "{PRELUDE}
+def netlink(protocol):
+    return lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, protocol).close()
+attempt('route', netlink({}))
+attempt('if_nameindex', socket.if_nameindex)
+attempt('audit', netlink({}))
+attempt('netfilter', netlink({}))
+attempt('uevent', netlink({}))
+attempt('generic', netlink({}))
+",
+        libc::NETLINK_ROUTE,
+        libc::NETLINK_AUDIT,
+        libc::NETLINK_NETFILTER,
+        libc::NETLINK_KOBJECT_UEVENT,
+        libc::NETLINK_GENERIC,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = python(Filter::build(NetFilter::Denied).unwrap(), &script, dir.path()).stdout();
+    assert_eq!(out, "route ok\nif_nameindex ok\naudit EACCES\nnetfilter EACCES\nuevent EACCES\ngeneric EACCES\n");
+}
+
+#[test]
+fn a_tool_reaches_no_sysv_ipc_or_message_queues() {
+    // Each object is made private and removed at once, where it can be made.
+    let script = format!(
+        "{PRELUDE}
+import os
+PRIVATE, CREATE, REMOVE = {}, {} | 0o600, {}
+queue = b'/rlp-seccomp-test-%d' % os.getpid()
+def message_queue():
+    check(libc.mq_close(check(libc.mq_open(queue, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600, None))))
+    check(libc.mq_unlink(queue))
+attempt('shm', lambda: check(libc.shmctl(check(libc.shmget(PRIVATE, 4096, CREATE)), REMOVE, None)))
+attempt('msg', lambda: check(libc.msgctl(check(libc.msgget(PRIVATE, CREATE)), REMOVE, None)))
+attempt('sem', lambda: check(libc.semctl(check(libc.semget(PRIVATE, 1, CREATE)), 0, REMOVE)))
+attempt('mq', message_queue)
+",
+        libc::IPC_PRIVATE,
+        libc::IPC_CREAT,
+        libc::IPC_RMID,
+    );
+    assert_eq!(unfiltered(&script), "shm ok\nmsg ok\nsem ok\nmq ok\n");
+    let dir = tempfile::tempdir().unwrap();
+    let out = python(Filter::build(NetFilter::Denied).unwrap(), &script, dir.path()).stdout();
+    assert_eq!(out, "shm EPERM\nmsg EPERM\nsem EPERM\nmq EPERM\n");
 }
