@@ -50,6 +50,8 @@ static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 static FILES: [AtomicPtr<c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 /// Private temporary folders, removed when empty (after the files).
 static DIRS: [AtomicPtr<c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+/// The `cgroup.kill` files of running calls' cgroups, written `1`.
+static KILLS: [AtomicPtr<c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
 /// The standard signals whose default action ends the process and that a
 /// handler may catch (besides SIGPIPE, see the module docs).
@@ -126,6 +128,9 @@ extern "C" fn on_pipe(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut l
 
 extern "C" fn on_signal(signal: libc::c_int) {
     ENDING.store(true, Ordering::SeqCst);
+    for path in KILLS.iter().filter_map(slot_path) {
+        crate::sandbox::lifetime::kill_cgroup(path);
+    }
     for slot in &GROUPS {
         kill_group(slot.load(Ordering::SeqCst));
     }
@@ -155,7 +160,7 @@ pub(crate) fn settle() {
     }
 }
 
-/// The path a slot of [`FILES`] or [`DIRS`] holds, if any.
+/// The path a slot of [`FILES`], [`DIRS`] or [`KILLS`] holds, if any.
 fn slot_path(slot: &AtomicPtr<c_char>) -> Option<&'static CStr> {
     let path = slot.load(Ordering::SeqCst);
     // SAFETY: a slot holds null or a C string from `CString::into_raw` that
@@ -256,6 +261,12 @@ impl Tracked {
             _ => None,
         }
     }
+}
+
+/// Has the handler kill the cgroup whose `cgroup.kill` is at `path` until
+/// the guard is dropped.
+pub(crate) fn track_kill(path: &CStr) -> Tracked {
+    track_path(&KILLS, Path::new(std::ffi::OsStr::from_bytes(path.to_bytes())))
 }
 
 /// Has the handler remove the file at `path` until the guard is dropped

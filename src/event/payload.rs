@@ -95,6 +95,18 @@ pub struct SandboxRecord {
     pub max_processes: Option<u64>,
     /// What the kernel could not enforce.
     pub gaps: Vec<String>,
+    /// The namespaces the tool ran in (`mount`, `pid`, `ipc`, and `user`
+    /// when rlp is not root); empty where the kernel gave none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// How the call's processes end with it: `pid-namespace` (the kernel
+    /// ends them all when the tool ends) or `sweep` (rlp finds and kills
+    /// them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<String>,
+    /// Who the tool ran as: its uid, and the capabilities it kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 /// What one attempt consumed, as the tool reported it in its success

@@ -18,13 +18,15 @@
 //! - no zombies, no orphans: the tool and the processes it left are reaped,
 //!   and rlp, as subreaper, sweeps the orphans a call leaves ([`reap`]).
 //!
-//! Layers, lowest first: [`reap`] (waits, over [`crate::kill`]), [`spawn`]
+//! Layers, lowest first: [`reap`] (waits, over [`crate::kill`]), [`release`]
+//! (closing slow descriptors off the call's path), [`spawn`]
 //! (starting a child), [`capture`] and [`run`] (one child to its end under
 //! limits), [`tool`] (the exec protocol: private folder, blob, environment).
 
 pub mod cancel;
 pub(crate) mod capture;
 pub(crate) mod reap;
+pub(crate) mod release;
 pub(crate) mod run;
 pub(crate) mod spawn;
 pub(crate) mod tool;

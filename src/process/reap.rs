@@ -117,6 +117,16 @@ pub(crate) fn reap_group(pgid: i32) {
     }
 }
 
+/// Reaps those of `pids` that are children of this process (orphans of a
+/// call, reparented here) once they exit, waiting at most a short grace
+/// for ones just killed.
+pub(crate) fn reap_pids(pids: &[i32]) {
+    let deadline = Instant::now() + REAP_GRACE;
+    for pid in pids.iter().filter_map(|&pid| Pid::from_raw(pid)) {
+        reap(|options| waitpid(Some(pid), options), deadline);
+    }
+}
+
 /// Reaps what `wait` names (a child, or a process group), until none is left
 /// or `deadline` passes.
 fn reap(wait: impl Fn(WaitOptions) -> rustix::io::Result<Option<(Pid, WaitStatus)>>, deadline: Instant) {

@@ -22,7 +22,7 @@ use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 use crate::kill::{kill_group, kill_tree};
 use crate::process::cancel::Cancel;
 use crate::process::capture::{Capture, Captured, Keep};
-use crate::process::reap::{reap_child, reap_group, sweep_orphans};
+use crate::process::reap::{reap_child, reap_group, reap_pids, sweep_orphans};
 use crate::process::spawn::Program;
 use crate::sandbox::Confinement;
 use crate::sandbox::net::NetReport;
@@ -96,7 +96,8 @@ pub(crate) fn run(
     sandbox: Option<&mut Confinement>,
     watch: &Watch<'_>,
 ) -> Result<Finished, RunError> {
-    let (child, supervisor) = match sandbox {
+    let mut sandbox = sandbox;
+    let (child, supervisor) = match sandbox.as_deref_mut() {
         Some(sandbox) => {
             let child = program.start(Some(sandbox.steps())).map_err(RunError::Start)?;
             // A supervisor that cannot start leaves every connect of the
@@ -105,6 +106,7 @@ pub(crate) fn run(
                 Ok(supervisor) => (child, supervisor),
                 Err(e) => {
                     kill_tree(child.pid);
+                    reap_pids(&sandbox.end_processes());
                     reap_child(child.pid, false);
                     return Err(RunError::Start(e));
                 }
@@ -116,6 +118,7 @@ pub(crate) fn run(
     let mut streams =
         [Stream::new(child.stdout, Keep::Head { limit: watch.max_stdout }), Stream::new(child.stderr, watch.stderr)];
     let exit = child.exit.as_ref().map(AsFd::as_fd);
+    let namespace = child.namespace;
     let mut finished = Finished {
         status: None,
         stdout: Captured::default(),
@@ -179,6 +182,13 @@ pub(crate) fn run(
     } else {
         kill_tree(pid);
     }
+    // A call cgroup ends the rest at once, whatever they did to escape;
+    // the tool itself is reaped below, for its status.
+    if let Some(sandbox) = sandbox.as_deref() {
+        let mut rest = sandbox.end_processes();
+        rest.retain(|&member| member != pid);
+        reap_pids(&rest);
+    }
     sweep_orphans(pid, watch.marker);
     finished.status = reap_child(pid, exited);
     reap_group(pid);
@@ -192,6 +202,9 @@ pub(crate) fn run(
         }
     }
     finished.net = supervisor.map(|s| s.finish());
+    if let Some(namespace) = namespace {
+        crate::process::release::later(namespace);
+    }
     let [stdout, stderr] = streams;
     finished.overflow |= stdout.overflow;
     finished.stdout = stdout.capture.into_captured();

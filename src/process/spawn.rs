@@ -9,27 +9,32 @@
 //!
 //! 1. every signal rlp handles gets its default action back (the child has
 //!    its own copy of the handler table), and SIGPIPE too;
-//! 2. `PR_SET_PDEATHSIG(SIGKILL)`, then a check that rlp is still its parent:
+//! 2. `PR_SET_PDEATHSIG(SIGKILL)`, then a check that rlp is still alive
+//!    (its parent, or, in a PID namespace of the tool's own, rlp's pidfd):
 //!    the kernel kills the tool when rlp dies, even of SIGKILL;
 //! 3. `setpgid(0, 0)`: the tool leads its own process group — or, when it
 //!    is sandboxed, `setsid()`: its own session too, with no controlling
 //!    terminal to read or inject keystrokes into;
 //! 4. stdin, stdout and stderr onto /dev/null and the two pipes;
-//! 5. `chdir` into the tool's folder, and every descriptor above the
-//!    standard streams marked close-on-exec: the tool inherits none that
-//!    rlp's own parent left open (a file outside the tool's grants, a
-//!    socket), whatever the sandbox says;
+//! 5. every descriptor above the standard streams marked close-on-exec:
+//!    the tool inherits none that rlp's own parent left open (a file
+//!    outside the tool's grants, a socket), whatever the sandbox says;
 //! 6. for a sandboxed tool, the confinement steps
-//!    ([`crate::sandbox::child`]: limits, capabilities, `no_new_privs`,
-//!    Landlock, seccomp);
-//! 7. the signal mask emptied, `execve`.
+//!    ([`crate::sandbox::child`]: its world — namespaces and filesystem
+//!    view —, limits, capabilities, `no_new_privs`, Landlock, seccomp);
+//! 7. `chdir` into the tool's folder;
+//! 8. the signal mask emptied, `execve`.
 //!
 //! rlp blocks every signal on the spawning thread around the clone, so
 //! none of its handlers runs in the child. The child registers its group
 //! with the interrupt handler itself, in a slot reserved before the clone
 //! ([`crate::interrupt::reserve_group`]), right after it becomes the
 //! group's leader: a signal that ends rlp always finds the tool, whichever
-//! thread of rlp handles it, even before the clone has returned.
+//! thread of rlp handles it, even before the clone has returned. A tool in
+//! a PID namespace of its own cannot name itself (it is PID 1 there): rlp
+//! registers it once the clone returns, and until then the death signal
+//! covers it — nothing can have been started below it before its exec, and
+//! what it starts later dies with it, PID 1 of its namespace.
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsStr, c_char, c_int, c_void};
@@ -37,6 +42,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use rustix::fs::{Mode, OFlags, fcntl_setfl};
@@ -124,10 +130,12 @@ impl Program {
             stdout: stdout_writer.as_fd(),
             stderr: stderr_writer.as_fd(),
             parent: getpid(),
+            parent_exit: own_pidfd(),
             sandbox,
             group: tracked.group_slot(),
             error: AtomicI32::new(0),
         };
+        let self_contained = sandbox.is_some_and(|steps| steps.clone_flags() & libc::CLONE_NEWNS != 0);
         let blocked = BlockedSignals::all()?;
         let pid = clone_child(&plan)?;
         let error = plan.error.load(Ordering::SeqCst);
@@ -135,10 +143,16 @@ impl Program {
             reap_child(pid, true);
             return Err(io::Error::from_raw_os_error(error));
         }
+        // A child in a PID namespace of its own cannot name its group (it
+        // is PID 1 there): rlp registers it, as the one that knows its pid.
+        if let Some(slot) = tracked.group_slot() {
+            slot.store(pid, Ordering::SeqCst);
+        }
         let guards = (Running::new(pid), tracked);
         drop(blocked);
         let exit = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok());
-        Ok(Child { pid, exit, stdout, stderr, _guards: guards })
+        let namespace = self_contained.then(|| hold_mount_namespace(pid)).flatten();
+        Ok(Child { pid, exit, stdout, stderr, namespace, _guards: guards })
     }
 }
 
@@ -155,7 +169,17 @@ pub(crate) struct Child {
     pub stdout: OwnedFd,
     /// The read end of its stderr (non-blocking).
     pub stderr: OwnedFd,
+    /// Its mount namespace, held so that the tool's exit does not wait for
+    /// its teardown; let go off the call's path ([`crate::process::release`]).
+    pub namespace: Option<OwnedFd>,
     _guards: (Running, Tracked),
+}
+
+/// A descriptor of the mount namespace of process `pid` (none if it has
+/// already exited: its namespace is gone with it).
+fn hold_mount_namespace(pid: i32) -> Option<OwnedFd> {
+    let path = format!("/proc/{pid}/ns/mnt");
+    rustix::fs::open(path.as_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()
 }
 
 /// `fd`, moved above the standard streams if it is one of them, so the
@@ -180,6 +204,8 @@ struct ChildPlan<'a> {
     stdout: BorrowedFd<'a>,
     stderr: BorrowedFd<'a>,
     parent: Pid,
+    /// A pidfd of rlp, readable once rlp has exited.
+    parent_exit: Option<BorrowedFd<'a>>,
     /// The confinement steps of a sandboxed tool.
     sandbox: Option<ChildSteps<'a>>,
     /// The interrupt handler's slot for the child's process group.
@@ -191,19 +217,32 @@ struct ChildPlan<'a> {
 /// Clones the child that runs [`child_main`]; returns once it has executed
 /// the tool or exited.
 fn clone_child(plan: &ChildPlan<'_>) -> io::Result<i32> {
+    let namespaces = plan.sandbox.map_or(0, |steps| steps.clone_flags());
+    let arg = std::ptr::from_ref(plan).cast_mut().cast::<c_void>();
+    clone_vfork(namespaces, child_main, arg)
+}
+
+/// Clones a child that runs `main(arg)` on a stack of its own, sharing this
+/// process's memory (`CLONE_VM | CLONE_VFORK`), in the new namespaces
+/// `namespaces` asks for (`CLONE_NEW*` flags); returns its pid once it has
+/// executed a program or exited. `main` must only make async-signal-safe
+/// system calls on what `arg` points to, which must outlive the call, and
+/// must end in `execve` or `_exit`.
+pub(crate) fn clone_vfork(
+    namespaces: c_int,
+    main: extern "C" fn(*mut c_void) -> c_int,
+    arg: *mut c_void,
+) -> io::Result<i32> {
     let mut stack = Vec::<u8>::with_capacity(CHILD_STACK);
     // Stacks grow down on the targets rlp runs on; the top is 16-byte aligned.
     let top = stack.as_mut_ptr().wrapping_add(stack.capacity());
     let top = top.wrapping_sub(top as usize % 16);
-    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
-    let arg = std::ptr::from_ref(plan).cast_mut().cast::<c_void>();
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | namespaces;
     // SAFETY: `top` is the aligned end of the CHILD_STACK bytes `stack`
     // owns, which outlive the child's use of them: CLONE_VFORK suspends this
-    // thread (and keeps `stack` alive) until the child has executed the tool
-    // or exited. `child_main` only reads `plan` (alive for the same reason)
-    // and makes async-signal-safe system calls; it never returns into this
-    // frame (it ends in execve or _exit).
-    let pid = unsafe { libc::clone(child_main, top.cast::<c_void>(), flags, arg) };
+    // thread (and keeps `stack` alive) until the child has executed a
+    // program or exited. The caller vouches for `main` and `arg`.
+    let pid = unsafe { libc::clone(main, top.cast::<c_void>(), flags, arg) };
     if pid < 0 { Err(io::Error::last_os_error()) } else { Ok(pid) }
 }
 
@@ -227,8 +266,12 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
     if let Err(e) = set_parent_process_death_signal(Some(Signal::KILL)) {
         return e;
     }
-    // rlp may have died before the death signal was armed.
-    if getppid() != Some(plan.parent) {
+    // rlp may have died before the death signal was armed. In a PID
+    // namespace of its own the child sees no parent (getppid is 0), so it
+    // asks rlp's pidfd instead.
+    let own_pids = plan.sandbox.is_some_and(|steps| steps.clone_flags() & libc::CLONE_NEWPID != 0);
+    let orphaned = if own_pids { has_exited(plan.parent_exit) } else { getppid() != Some(plan.parent) };
+    if orphaned {
         return Errno::SRCH;
     }
     let lead = match plan.sandbox {
@@ -236,17 +279,20 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
         None => setpgid(None, None),
     };
     if lead.is_ok()
+        && !own_pids
         && let Some(slot) = plan.group
     {
         slot.store(getpid().as_raw_nonzero().get(), Ordering::SeqCst);
     }
+    // The folder is entered last: a sandboxed tool's is the same path in
+    // the view the sandbox builds.
     let ready = lead
         .and_then(|()| dup2_stdin(plan.stdin))
         .and_then(|()| dup2_stdout(plan.stdout))
         .and_then(|()| dup2_stderr(plan.stderr))
-        .and_then(|()| chdir(plan.dir))
         .and_then(|()| close_inherited())
-        .and_then(|()| plan.sandbox.map_or(Ok(()), |steps| steps.apply()));
+        .and_then(|()| plan.sandbox.map_or(Ok(()), |steps| steps.apply()))
+        .and_then(|()| chdir(plan.dir));
     if let Err(e) = ready {
         return e;
     }
@@ -261,6 +307,21 @@ fn execute(plan: &ChildPlan<'_>) -> Errno {
     // of C strings, all owned by the suspended parent thread's frame.
     unsafe { libc::execve(plan.path.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr()) };
     Errno::from_raw_os_error(io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC))
+}
+
+/// A pidfd of this process, opened once (none on kernels before Linux 5.3).
+fn own_pidfd() -> Option<BorrowedFd<'static>> {
+    static OWN: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    OWN.get_or_init(|| pidfd_open(getpid(), PidfdFlags::empty()).ok()).as_ref().map(AsFd::as_fd)
+}
+
+/// In the child: whether the process of `pidfd` has exited (a pidfd is
+/// readable then). Without one, rlp is taken to be alive.
+fn has_exited(pidfd: Option<BorrowedFd<'_>>) -> bool {
+    let Some(pidfd) = pidfd else { return false };
+    let mut fds = [libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+    // SAFETY: poll with a zero timeout on the array on this frame.
+    unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) == 1 && fds[0].revents & libc::POLLIN != 0 }
 }
 
 /// Most descriptors marked one by one where `close_range` is missing

@@ -13,11 +13,9 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Write};
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{SyncSender, sync_channel};
-use std::sync::{Once, OnceLock};
+use std::sync::Once;
 use std::time::Instant;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -121,11 +119,10 @@ pub(crate) fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeErro
 /// Removes the call's private folder with anything the tool left in it.
 ///
 /// Its name is gone when this returns; the folder itself is let go (its last
-/// descriptor closed) on a background thread: on a file system mounted with
-/// `discard`, freeing a new folder's block waits for the disk to discard it,
-/// which can take milliseconds that are no part of the call. When that
-/// thread falls behind by [`PENDING_RELEASES`] folders, or cannot be
-/// started, the call lets go of its folder itself.
+/// descriptor closed) off the call's path ([`crate::process::release`]): on
+/// a file system mounted with `discard`, freeing a new folder's block waits
+/// for the disk to discard it, which can take milliseconds that are no part
+/// of the call.
 fn remove_private_dir(dir: tempfile::TempDir) {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let held = rustix::fs::open(dir.path(), flags, Mode::empty()).ok();
@@ -138,26 +135,22 @@ fn remove_private_dir(dir: tempfile::TempDir) {
     if fs::remove_dir(&path).is_err() {
         let _ = fs::remove_dir_all(&path);
     }
-    static RELEASER: OnceLock<Option<SyncSender<OwnedFd>>> = OnceLock::new();
-    let releaser = RELEASER.get_or_init(|| {
-        let (sender, receiver) = sync_channel::<OwnedFd>(PENDING_RELEASES);
-        let thread = std::thread::Builder::new().name("rlp-release".into()).stack_size(RELEASER_STACK);
-        thread.spawn(move || receiver.into_iter().for_each(drop)).ok().map(|_| sender)
-    });
-    if let (Some(folder), Some(releaser)) = (held, releaser) {
-        // A full queue hands the descriptor back, and dropping it lets go here.
-        let _ = releaser.try_send(folder);
+    if let Some(folder) = held {
+        crate::process::release::later(folder);
     }
 }
 
-/// Most folders waiting to be let go on the background thread.
-const PENDING_RELEASES: usize = 64;
-/// Stack size of that thread (it only closes descriptors).
-const RELEASER_STACK: usize = 64 * 1024;
+/// The folder the calls' private folders are made in: the temporary
+/// folder, after its symbolic links (a sandboxed tool's private folder is
+/// opened without following any).
+pub(crate) fn calls_dir() -> PathBuf {
+    let temp = std::env::temp_dir();
+    fs::canonicalize(&temp).unwrap_or(temp)
+}
 
 fn private_dir() -> io::Result<tempfile::TempDir> {
     static SWEPT: Once = Once::new();
-    let temp = std::env::temp_dir();
+    let temp = calls_dir();
     SWEPT.call_once(|| crate::leftovers::sweep(&temp, &[CALL_DIR_PREFIX]));
     let dir =
         tempfile::Builder::new().prefix(&format!("{CALL_DIR_PREFIX}{}-", std::process::id())).tempdir_in(&temp)?;

@@ -728,6 +728,14 @@ impl Runtime {
         let grants = Grants::of(tool, command, self.root());
         let setting = &self.options().config.sandbox;
         let plan = SandboxPlan::new(setting.value, &grants);
+        if let Some(why) = plan.linked_grant() {
+            journal.audit_named(SANDBOX_CAPABILITY, Decision::Deny, why);
+            return Err(journal.refuse(
+                CallError::new(CallErrorKind::Refused, format!("tool `{}` cannot run: {why}", tool.id)).help(
+                    "grant and declare the folder the link leads to (fs:<real path>) in policy.caps and tools.json, or remove the link",
+                ),
+            ));
+        }
         let Some(why) = plan.refusal() else { return Ok(plan) };
         journal.audit_named(SANDBOX_CAPABILITY, Decision::Deny, &why);
         Err(journal.refuse(

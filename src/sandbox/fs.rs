@@ -15,12 +15,14 @@
 //! Everything else is denied, for root too.
 
 use std::ffi::OsStr;
-use std::io::Read;
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 use landlock::{ABI, Access as _, AccessFs, BitFlags, PathFd};
+use rustix::fs::{Mode, OFlags};
 
 use crate::process::tool::TOOL_PATH;
 
@@ -68,11 +70,12 @@ pub(crate) struct FsRule {
 }
 
 /// Folders of programs and libraries, read and executed by every tool.
-const SYSTEM_PROGRAMS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store"];
+pub(crate) const SYSTEM_PROGRAMS: &[&str] =
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store"];
 
 /// What of `/etc` a program may need to run, read only: never all of
 /// `/etc` (it holds `shadow`, keys and credentials that root could read).
-const SYSTEM_CONFIG: &[&str] = &[
+pub(crate) const SYSTEM_CONFIG: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -107,10 +110,10 @@ const SYSTEM_CONFIG: &[&str] = &[
 const SYSTEM_KERNEL: &[&str] = &["/proc", "/sys/devices/system/cpu"];
 
 /// Device files every program may read and write.
-const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+pub(crate) const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
 /// Device files every program may read.
-const SYSTEM_RANDOM: &[&str] = &["/dev/random", "/dev/urandom"];
+pub(crate) const SYSTEM_RANDOM: &[&str] = &["/dev/random", "/dev/urandom"];
 
 /// A rule every tool gets, with its path held open (`O_PATH`) for the life
 /// of the process, so that a call's ruleset is built without a lookup.
@@ -147,16 +150,66 @@ fn is_system_program(path: &Path) -> bool {
     SYSTEM_PROGRAMS.iter().any(|dir| path.starts_with(dir))
 }
 
+/// Opens the folder (or file) at the absolute `path` as `O_PATH`, one
+/// component at a time, following no symbolic link: a link anywhere on the
+/// way fails with `ELOOP`. How a grant is opened, so that a link a tool
+/// planted inside a folder it may write never widens what it is granted.
+pub(crate) fn open_without_links(path: &Path) -> io::Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open("/", flags | OFlags::DIRECTORY, Mode::empty())?;
+    for component in path.components() {
+        match component {
+            Component::RootDir => {}
+            Component::Normal(name) => {
+                let next = rustix::fs::openat(&dir, name, flags, Mode::empty())?;
+                if rustix::fs::fstat(&next)?.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                    return Err(io::Error::from_raw_os_error(libc::ELOOP));
+                }
+                dir = next;
+            }
+            _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a plain absolute path")),
+        }
+    }
+    Ok(dir)
+}
+
+/// The first symbolic link on the way to `path` (itself included), and
+/// where it leads: what [`open_without_links`] refuses, for the message.
+pub(crate) fn first_link(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let mut ancestors: Vec<&Path> = path.ancestors().collect();
+    ancestors.reverse();
+    ancestors.into_iter().find_map(|at| {
+        let meta = std::fs::symlink_metadata(at).ok()?;
+        if !meta.file_type().is_symlink() {
+            return None;
+        }
+        Some((at.to_path_buf(), std::fs::read_link(at).ok()?))
+    })
+}
+
 /// Most `#!` interpreters followed, as the kernel does (it stops at 4).
 const MAX_INTERPRETERS: usize = 4;
 /// The longest `#!` line read (the kernel reads 256 bytes).
 const SHEBANG_BYTES: usize = 256;
 
-/// The rules a tool's program needs beyond the system folders: the
-/// executable itself and, for a script, each interpreter its `#!` line
-/// names, with that interpreter's library tree.
-pub(crate) fn program_rules(command: &Path) -> Vec<FsRule> {
+/// What a tool's program needs beyond the system folders.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ProgramRules {
+    /// The executable itself and, for a script, each interpreter its `#!`
+    /// line names, with that interpreter's library tree: where their
+    /// symbolic links lead.
+    pub rules: Vec<FsRule>,
+    /// The executable and the interpreters as they are named (by the
+    /// command, by a `#!` line), outside the system folders: the exec and
+    /// the kernel open them there.
+    pub named: Vec<PathBuf>,
+}
+
+/// The rules a tool's program needs beyond the system folders (see
+/// [`ProgramRules`]).
+pub(crate) fn program_rules(command: &Path) -> ProgramRules {
     let mut rules: Vec<FsRule> = Vec::new();
+    let mut named: Vec<PathBuf> = Vec::new();
     let mut program = command.to_path_buf();
     for depth in 0..=MAX_INTERPRETERS {
         let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
@@ -164,8 +217,13 @@ pub(crate) fn program_rules(command: &Path) -> Vec<FsRule> {
             break;
         }
         let mut found = Vec::new();
-        if !is_system_program(&real) {
+        // A system program named from elsewhere (a virtual environment's
+        // `bin/python`) is shown there: it needs a rule of its own.
+        if !is_system_program(&real) || !is_system_program(&program) {
             found.push(FsRule { path: real.clone(), access: Access::ReadExec });
+        }
+        if !is_system_program(&program) && !named.contains(&program) {
+            named.push(program.clone());
         }
         if depth > 0 {
             // Both where the interpreter was named (a virtual environment's
@@ -186,13 +244,16 @@ pub(crate) fn program_rules(command: &Path) -> Vec<FsRule> {
             None => break,
         }
     }
-    rules
+    ProgramRules { rules, named }
 }
 
 /// What an interpreter in `<prefix>/bin` loads from its installation:
 /// `<prefix>/lib` and `<prefix>/lib64` (read and execute), and a virtual
 /// environment's `<prefix>/pyvenv.cfg` (read). Never the whole prefix: for
-/// `~/.local/bin/tool` that would be much of a home folder.
+/// `~/.local/bin/tool` that would be much of a home folder. Each only where
+/// it stays inside the installation after its symbolic links (`lib64` →
+/// `lib` does; `lib` → `/` does not) and is [`trusted`]: a tool that could
+/// plant an installation would otherwise be handed what its links name.
 fn library_rules(interpreter: &Path) -> Vec<FsRule> {
     let prefix = interpreter
         .parent()
@@ -200,11 +261,24 @@ fn library_rules(interpreter: &Path) -> Vec<FsRule> {
         .and_then(Path::parent)
         .filter(|prefix| *prefix != Path::new("/"));
     let Some(prefix) = prefix else { return Vec::new() };
+    let Ok(real_prefix) = std::fs::canonicalize(prefix) else { return Vec::new() };
     [("lib", Access::ReadExec), ("lib64", Access::ReadExec), ("pyvenv.cfg", Access::Read)]
         .into_iter()
-        .map(|(name, access)| FsRule { path: prefix.join(name), access })
-        .filter(|rule| rule.path.exists())
+        .filter_map(|(name, access)| {
+            let real = std::fs::canonicalize(prefix.join(name)).ok()?;
+            (real.starts_with(&real_prefix) && trusted(&real)).then_some(FsRule { path: real, access })
+        })
         .collect()
+}
+
+/// Whether the file or folder at `path` may be handed to a tool as part of
+/// an interpreter's installation: owned by root or by the user running rlp,
+/// and writable by no one else (its group or others).
+fn trusted(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no failure mode.
+    let me = unsafe { libc::geteuid() };
+    std::fs::metadata(path).is_ok_and(|meta| (meta.uid() == 0 || meta.uid() == me) && meta.mode() & 0o022 == 0)
 }
 
 /// The interpreter a script's `#!` line names (`/usr/bin/env NAME` is
@@ -258,7 +332,7 @@ mod tests {
         let tool = dir.path().join("tools/run.py");
         executable(&tool, &format!("#!{} -u\nprint(1)\n", python.display()));
         assert_eq!(
-            program_rules(&tool),
+            program_rules(&tool).rules,
             vec![
                 FsRule { path: real(&tool), access: Access::ReadExec },
                 FsRule { path: real(&python), access: Access::ReadExec },
@@ -268,7 +342,7 @@ mod tests {
         // A system interpreter needs nothing beyond the system rules.
         let shell = dir.path().join("tool.sh");
         executable(&shell, "#!/usr/bin/env sh\necho\n");
-        assert_eq!(program_rules(&shell), vec![FsRule { path: real(&shell), access: Access::ReadExec }]);
+        assert_eq!(program_rules(&shell).rules, vec![FsRule { path: real(&shell), access: Access::ReadExec }]);
         assert!(interpreter(&shell).is_some_and(|sh| sh.ends_with("sh") && is_system_program(&sh)));
     }
 
@@ -282,7 +356,7 @@ mod tests {
         let tool = dir.path().join("tool");
         executable(&tool, &format!("#!{}\n", home_interp.display()));
         assert_eq!(
-            program_rules(&tool),
+            program_rules(&tool).rules,
             vec![
                 FsRule { path: real(&tool), access: Access::ReadExec },
                 FsRule { path: real(&home_interp), access: Access::ReadExec },
@@ -290,6 +364,6 @@ mod tests {
         );
         // `#!/` names a folder: nothing is added (the exec fails anyway).
         executable(&tool, "#!/ x\n");
-        assert_eq!(program_rules(&tool), vec![FsRule { path: real(&tool), access: Access::ReadExec }]);
+        assert_eq!(program_rules(&tool).rules, vec![FsRule { path: real(&tool), access: Access::ReadExec }]);
     }
 }

@@ -8,18 +8,26 @@
 //!   the passing of its user-notification listener back to rlp;
 //! - [`net`]: the supervisor that answers a supervised tool's `connect`
 //!   calls, letting through only the hosts and ports its `net` grants name;
-//! - [`child`]: the steps the child takes (limits, capabilities,
-//!   `no_new_privs`, Landlock, seccomp);
+//! - [`child`]: the steps the child takes (its world, limits,
+//!   capabilities, `no_new_privs`, Landlock, seccomp);
+//! - [`world`]: the namespaces the tool runs in and the filesystem view it
+//!   sees (only what it is granted, read-only but for its grants);
+//! - [`lifetime`]: how the call's processes end with it (`cgroup.kill`, or
+//!   a PID namespace);
 //! - [`pids`]: the cgroup that enforces `max_processes`;
+//! - [`cgroup`]: the call cgroups both are made of;
 //! - [`mode`]: `[runtime] sandbox`.
 
+pub(crate) mod cgroup;
 pub(crate) mod child;
 pub(crate) mod fs;
+pub(crate) mod lifetime;
 pub(crate) mod mode;
 pub mod net;
 pub(crate) mod pids;
 pub(crate) mod plan;
 pub mod seccomp;
+pub(crate) mod world;
 
 pub use mode::SandboxMode;
 pub(crate) use plan::{Confinement, Grants, SandboxPlan};

@@ -17,11 +17,14 @@ use crate::bundle::capability::{Capability, NetTarget, expand_home};
 use crate::bundle::tools::Tool;
 use crate::event::SandboxRecord;
 use crate::sandbox::SandboxMode;
-use crate::sandbox::child::{ChildSteps, Limit};
-use crate::sandbox::fs::{Access, FsRule, TARGET_ABI, program_rules, system_rules};
+use crate::sandbox::child::{ChildSteps, KEPT_CAPABILITY_NAMES, Limit};
+use crate::sandbox::fs::{Access, FsRule, TARGET_ABI, first_link, open_without_links, program_rules, system_rules};
+use crate::sandbox::lifetime::{self, KillCgroup, Lifetime};
 use crate::sandbox::net::{Allowlist, Supervisor};
 use crate::sandbox::pids::{self, PidsCgroup};
 use crate::sandbox::seccomp::{self, Filter, NetFilter};
+use crate::sandbox::world::build::ViewSteps;
+use crate::sandbox::world::{self, Namespaces, view};
 
 /// What a tool is granted, from its tools.json entry and the policy.
 #[derive(Clone, Debug)]
@@ -74,7 +77,7 @@ enum Network {
 }
 
 /// What the kernel offers, probed once per process.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Kernel {
     /// The Landlock ABI (0: none).
     landlock_abi: u32,
@@ -82,13 +85,24 @@ struct Kernel {
     filter: bool,
     /// seccomp user notification works (rlp can check connects).
     user_notif: bool,
+    /// The namespaces a tool can be given, or why none can.
+    world: Result<Namespaces, String>,
+    /// Calls can have a cgroup to kill.
+    kill_cgroup: bool,
 }
 
-fn kernel() -> Kernel {
+fn kernel() -> &'static Kernel {
     static KERNEL: OnceLock<Kernel> = OnceLock::new();
-    *KERNEL.get_or_init(|| {
+    KERNEL.get_or_init(|| {
         let seccomp = seccomp::available();
-        Kernel { landlock_abi: landlock_abi(), filter: seccomp.filter, user_notif: seccomp.user_notif }
+        let kill_cgroup = lifetime::cgroup_available();
+        Kernel {
+            landlock_abi: landlock_abi(),
+            filter: seccomp.filter,
+            user_notif: seccomp.user_notif,
+            world: world::support(!kill_cgroup),
+            kill_cgroup,
+        }
     })
 }
 
@@ -112,8 +126,19 @@ pub(crate) struct SandboxPlan {
     kernel: Kernel,
     /// Read (and execute) rules: system, program, bundle.
     rules: Vec<FsRule>,
-    /// Read-write grants.
+    /// The program and its interpreters as named (shown there too).
+    named: Vec<PathBuf>,
+    /// The bundle folder.
+    bundle: PathBuf,
+    /// Read-write grants, as declared (never through a symbolic link).
     writable: Vec<PathBuf>,
+    /// A grant that passes through a symbolic link: the call is refused.
+    linked_grant: Option<String>,
+    /// The namespaces and filesystem view the tool gets (none: the host's
+    /// filesystem through Landlock only).
+    namespaces: Option<Namespaces>,
+    /// How the call's processes end with it.
+    lifetime: Lifetime,
     network: Network,
     limits: Vec<Limit>,
     /// `max_processes`, when a pids cgroup enforces it.
@@ -121,30 +146,53 @@ pub(crate) struct SandboxPlan {
     /// What the kernel cannot enforce, and whether each one matters for
     /// `required` (a core guarantee) or only narrows the defence.
     gaps: Vec<(String, bool)>,
-    record: SandboxRecord,
+    /// What the call frame records (boxed: a plan travels in every call's
+    /// plan, and this is most of its size).
+    record: Box<SandboxRecord>,
 }
 
 impl SandboxPlan {
     /// The sandbox `grants` get under `mode` on this kernel.
     pub(crate) fn new(mode: SandboxMode, grants: &Grants<'_>) -> SandboxPlan {
-        SandboxPlan::on(kernel(), mode, grants)
+        SandboxPlan::on(kernel().clone(), mode, grants)
     }
 
     /// The sandbox `grants` get under `mode` on a kernel offering `kernel`.
     fn on(kernel: Kernel, mode: SandboxMode, grants: &Grants<'_>) -> SandboxPlan {
         let confined = mode != SandboxMode::Off;
         let mut rules = Vec::new();
+        let mut named = Vec::new();
         let mut writable = Vec::new();
+        let mut linked_grant = None;
+        let mut namespaces = None;
+        let mut lifetime = Lifetime::Sweep;
         let mut limits = Vec::new();
         let mut network = Network::Unrestricted;
         let mut gaps = Vec::new();
         let mut pids_cgroup = None;
         if confined {
-            rules.extend(program_rules(grants.command));
+            let program = program_rules(grants.command);
+            rules.extend(program.rules);
+            named = program.named;
             rules.push(FsRule { path: grants.bundle.to_path_buf(), access: Access::ReadExec });
-            // Granted as the kernel sees them (after symbolic links), and
-            // recorded so.
-            writable = grants.fs.iter().map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone())).collect();
+            // Granted as declared, never through a symbolic link: one a tool
+            // planted in a folder it may write would widen the grant.
+            writable = grants.fs.clone();
+            linked_grant = writable.iter().find_map(|dir| {
+                let (link, target) = first_link(dir)?;
+                Some(format!(
+                    "the fs grant `{}` passes through the symbolic link `{}` (→ `{}`): grants are never followed through links",
+                    dir.display(),
+                    link.display(),
+                    target.display()
+                ))
+            });
+            namespaces = kernel.world.clone().ok();
+            lifetime = match namespaces {
+                _ if kernel.kill_cgroup => Lifetime::Cgroup,
+                Some(Namespaces { pid: true, .. }) => Lifetime::PidNamespace,
+                _ => Lifetime::Sweep,
+            };
             network = if grants.net.is_empty() { Network::None } else { Network::Allow(grants.net.clone()) };
             limits.push((libc::RLIMIT_CORE, 0));
             limits.extend(grants.max_memory_bytes.map(|bytes| (libc::RLIMIT_AS, bytes)));
@@ -154,12 +202,12 @@ impl SandboxPlan {
             if pids_cgroup.is_none() {
                 limits.extend(grants.max_processes.map(|count| (libc::RLIMIT_NPROC, count)));
             }
-            gaps = kernel_gaps(kernel, &network, grants.max_processes.is_some() && pids_cgroup.is_none());
+            gaps = kernel_gaps(&kernel, &network, grants.max_processes.is_some() && pids_cgroup.is_none());
             if matches!(network, Network::Allow(_)) && !kernel.user_notif {
                 network = Network::Unrestricted;
             }
         }
-        let record = SandboxRecord {
+        let record = Box::new(SandboxRecord {
             mode: mode.to_string(),
             confined: confined && (kernel.landlock_abi > 0 || kernel.filter),
             landlock_abi: if confined { kernel.landlock_abi } else { 0 },
@@ -189,13 +237,38 @@ impl SandboxPlan {
             max_memory_bytes: grants.max_memory_bytes.filter(|_| confined),
             max_processes: grants.max_processes.filter(|_| confined),
             gaps: gaps.iter().map(|(gap, _)| gap.clone()).collect(),
-        };
-        SandboxPlan { mode, kernel, rules, writable, network, limits, pids_cgroup, gaps, record }
+            namespaces: namespaces.map(Namespaces::names).unwrap_or_default(),
+            processes: confined.then(|| lifetime.as_str().to_string()),
+            identity: confined.then(identity),
+        });
+        let bundle = grants.bundle.to_path_buf();
+        SandboxPlan {
+            mode,
+            kernel,
+            rules,
+            named,
+            bundle,
+            writable,
+            linked_grant,
+            namespaces,
+            lifetime,
+            network,
+            limits,
+            pids_cgroup,
+            gaps,
+            record,
+        }
     }
 
     /// What the call frame records.
     pub(crate) fn record(&self) -> &SandboxRecord {
         &self.record
+    }
+
+    /// Why the tool may not run whatever the mode (but `off`): a grant that
+    /// passes through a symbolic link.
+    pub(crate) fn linked_grant(&self) -> Option<&str> {
+        self.linked_grant.as_deref()
     }
 
     /// Why the tool may not run: under `required`, a core guarantee the
@@ -289,11 +362,22 @@ impl SandboxPlan {
             }
             _ => None,
         };
+        let killable = match self.lifetime {
+            Lifetime::Cgroup => KillCgroup::create()?,
+            _ => None,
+        };
         let pids = match self.pids_cgroup {
             Some(max) => PidsCgroup::create(max)?,
             None => None,
         };
-        Ok(Some(Confinement { pids, limits: self.limits.clone(), landlock, filter, supervised }))
+        let view = match self.namespaces {
+            Some(namespaces) => {
+                let entries = view::call_entries(&self.rules, &self.named, &self.bundle, private, &self.writable);
+                Some((namespaces, ViewSteps::new(&world::root_mount_point(), &entries, private, namespaces.user)?))
+            }
+            None => None,
+        };
+        Ok(Some(Confinement { killable, pids, view, limits: self.limits.clone(), landlock, filter, supervised }))
     }
 
     /// The Landlock ruleset: the plan's rules, the private folder and the
@@ -317,19 +401,42 @@ impl SandboxPlan {
             let rule = PathBeneath::new(&system.fd, system.rule.access.rights());
             ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
         }
-        let writable = std::iter::once(private).chain(self.writable.iter().map(PathBuf::as_path));
-        let rules = self
-            .rules
-            .iter()
-            .map(|rule| (rule.path.as_path(), rule.access))
-            .chain(writable.map(|path| (path, Access::ReadWrite)));
-        for (path, access) in rules {
-            // A path that went away since the plan was made (or a grant
-            // that does not exist) is simply not reachable.
-            let Ok(fd) = PathFd::new(path) else { continue };
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, access.rights())).map_err(landlock_error)?;
+        for rule in &self.rules {
+            // A path that went away since the plan was made is simply not
+            // reachable.
+            let Ok(fd) = PathFd::new(&rule.path) else { continue };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, rule.access.rights())).map_err(landlock_error)?;
+        }
+        // The private folder and the grants, never through a symbolic link
+        // (one planted since the plan was made refuses the attempt); a
+        // grant that does not exist is not reachable.
+        for path in std::iter::once(private).chain(self.writable.iter().map(PathBuf::as_path)) {
+            let fd = match open_without_links(path) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                    return Err(io::Error::other(format!(
+                        "`{}` passes through a symbolic link: grants are never followed through links",
+                        path.display()
+                    )));
+                }
+                Err(e) => return Err(e),
+            };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, Access::ReadWrite.rights())).map_err(landlock_error)?;
         }
         Ok(ruleset.into())
+    }
+}
+
+/// Who the tool runs as, for the call frame: its uid, and for root the
+/// capabilities it keeps.
+fn identity() -> String {
+    // SAFETY: geteuid has no failure mode.
+    let uid = unsafe { libc::geteuid() };
+    if world::is_root() {
+        format!("uid {uid}, capabilities {}", KEPT_CAPABILITY_NAMES.join(" "))
+    } else {
+        format!("uid {uid}, no capabilities")
     }
 }
 
@@ -343,7 +450,7 @@ fn filter(net: NetFilter) -> Option<&'static Filter> {
 
 /// What the kernel cannot enforce for a tool with `network` (each with
 /// whether `required` refuses over it).
-fn kernel_gaps(kernel: Kernel, network: &Network, process_limit: bool) -> Vec<(String, bool)> {
+fn kernel_gaps(kernel: &Kernel, network: &Network, process_limit: bool) -> Vec<(String, bool)> {
     let abi = kernel.landlock_abi;
     let mut gaps = Vec::new();
     let mut gap = |text: String, core: bool| gaps.push((text, core));
@@ -361,6 +468,14 @@ fn kernel_gaps(kernel: Kernel, network: &Network, process_limit: bool) -> Vec<(S
                 gap(format!("Landlock ABI {abi} does not control {what} (ABI {needed} does)"), false);
             }
         }
+    }
+    if let Err(why) = &kernel.world {
+        gap(
+            format!(
+                "no mount, PID and IPC namespaces ({why}): the tool sees the host's filesystem through Landlock alone, can change the metadata of files Landlock lets it read, shares System V IPC, and what it starts is swept rather than ended with it"
+            ),
+            true,
+        );
     }
     if !kernel.filter {
         gap("seccomp is not available: sockets and dangerous system calls are not filtered".into(), true);
@@ -381,8 +496,12 @@ fn kernel_gaps(kernel: Kernel, network: &Network, process_limit: bool) -> Vec<(S
 /// The sandbox of one attempt, prepared in rlp before the clone.
 #[derive(Debug)]
 pub(crate) struct Confinement {
+    /// The call's cgroup, killed when the attempt is over.
+    killable: Option<KillCgroup>,
     /// The call's pids cgroup, removed when the attempt is over.
     pids: Option<PidsCgroup>,
+    /// The namespaces and the filesystem view the child builds in them.
+    view: Option<(Namespaces, ViewSteps)>,
     limits: Vec<Limit>,
     landlock: Option<OwnedFd>,
     filter: Option<&'static Filter>,
@@ -404,12 +523,21 @@ impl Confinement {
     /// What the child applies.
     pub(crate) fn steps(&self) -> ChildSteps<'_> {
         ChildSteps {
-            cgroup: self.pids.as_ref().map(PidsCgroup::procs),
+            namespaces: self.view.as_ref().map_or(0, |(namespaces, _)| namespaces.clone_flags()),
+            cgroups: [self.pids.as_ref().map(PidsCgroup::procs), self.killable.as_ref().map(KillCgroup::procs)],
+            view: self.view.as_ref().map(|(_, steps)| steps),
+            keep_file_rights: world::is_root(),
             limits: &self.limits,
             landlock: self.landlock.as_ref().map(AsFd::as_fd),
             filter: self.filter,
             listener_to: self.supervised.as_ref().and_then(|s| s.child.as_ref()).map(AsFd::as_fd),
         }
+    }
+
+    /// Once the tool has ended: kills what is left of its processes in its
+    /// cgroup, if it has one; returns their pids (to be reaped).
+    pub(crate) fn end_processes(&self) -> Vec<i32> {
+        self.killable.as_ref().map(KillCgroup::kill).unwrap_or_default()
     }
 
     /// Once the child has executed the tool: starts the supervisor of its
@@ -443,8 +571,14 @@ mod tests {
     #[test]
     fn required_refuses_what_the_kernel_cannot_enforce_and_best_effort_records_it() {
         let sh = Path::new("/bin/sh");
-        let old = Kernel { landlock_abi: 0, filter: true, user_notif: false };
-        let refused = SandboxPlan::on(old, SandboxMode::Required, &grants(sh, &["api.example"]));
+        let old = Kernel {
+            landlock_abi: 0,
+            filter: true,
+            user_notif: false,
+            world: Ok(Namespaces { user: false, pid: false }),
+            kill_cgroup: true,
+        };
+        let refused = SandboxPlan::on(old.clone(), SandboxMode::Required, &grants(sh, &["api.example"]));
         assert_eq!(
             refused.refusal().as_deref(),
             Some(
@@ -456,8 +590,14 @@ mod tests {
         assert_eq!(lenient.record().net, "unrestricted");
         assert_eq!(lenient.record().gaps.len(), 2);
         // Narrower gaps of an older Landlock are recorded, never refused.
-        let abi3 = Kernel { landlock_abi: 3, filter: true, user_notif: true };
-        let plan = SandboxPlan::on(abi3, SandboxMode::Required, &grants(sh, &[]));
+        let abi3 = Kernel {
+            landlock_abi: 3,
+            filter: true,
+            user_notif: true,
+            world: Ok(Namespaces { user: false, pid: false }),
+            kill_cgroup: true,
+        };
+        let plan = SandboxPlan::on(abi3.clone(), SandboxMode::Required, &grants(sh, &[]));
         assert_eq!(plan.refusal(), None);
         assert_eq!(
             plan.record().gaps,

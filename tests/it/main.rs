@@ -23,6 +23,7 @@ mod postgres;
 mod replay;
 mod runtime;
 mod sandbox;
+mod sandbox_escapes;
 mod schemas;
 mod seal;
 mod secret_providers;

@@ -68,6 +68,7 @@ pub(super) const DENIED: &[c_long] = &[
     libc::SYS_finit_module,      // (same)
     libc::SYS_delete_module,     // unloads kernel modules
     libc::SYS_mount,             // changes the filesystem tree
+    libc::SYS_chroot,            // a root of its own, outside the view's
     libc::SYS_umount2,           // (same)
     libc::SYS_pivot_root,        // (same)
     libc::SYS_swapon,            // system-wide swap
@@ -260,8 +261,33 @@ fn clone() -> Rule {
     Rule::allow_unless(libc::SYS_clone, Test::is_not(0, NAMESPACES, &[0], Decision::always(errno(libc::EPERM))))
 }
 
-/// The rules for `net`: the [`DENIED`] table, process creation, terminals
-/// and sockets.
+/// A call whose mode, argument `arg`, sets the set-user-id or set-group-id
+/// bit: EPERM, so that no tool leaves a set-id program in its grants for
+/// someone else to run (as root, one owned by root).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn no_set_id(nr: c_long, arg: u32) -> Rule {
+    const SET_ID: u32 = libc::S_ISUID | libc::S_ISGID;
+    Rule::allow_unless(nr, Test::is_not(arg, SET_ID, &[0], Decision::always(errno(libc::EPERM))))
+}
+
+/// The calls that set a file's mode, with the argument that holds it:
+/// changing it, and creating a file with it.
+#[cfg(target_arch = "x86_64")]
+const MODE_CALLS: &[(c_long, u32)] = &[
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_open, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_creat, 1),
+];
+/// (aarch64 has neither `chmod`, `open` nor `creat`.)
+#[cfg(target_arch = "aarch64")]
+const MODE_CALLS: &[(c_long, u32)] = &[(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (452, 2), (libc::SYS_openat, 3)];
+
+/// The rules for `net`: the [`DENIED`] table, process creation, terminals,
+/// file modes and sockets.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn rules(net: NetFilter) -> Vec<Rule> {
     // Terminal injection: pushing input into the controlling terminal.
@@ -276,7 +302,10 @@ fn rules(net: NetFilter) -> Vec<Rule> {
         // Its flags are in memory, out of the filter's reach; on ENOSYS glibc
         // falls back to `clone`.
         Rule::always(libc::SYS_clone3, errno(libc::ENOSYS)),
+        // Its mode is in memory too; glibc's `open` never uses it.
+        Rule::always(libc::SYS_openat2, errno(libc::ENOSYS)),
     ];
+    rules.extend(MODE_CALLS.iter().map(|&(nr, arg)| no_set_id(nr, arg)));
     rules.extend(DENIED.iter().map(|&nr| Rule::always(nr, errno(libc::EPERM))));
     if let NetFilter::Denied = net {
         // Only Unix sockets remain to connect, and those are refused (see

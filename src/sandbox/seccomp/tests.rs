@@ -214,6 +214,23 @@ fn clone_makes_no_namespaces_and_clone3_is_unavailable() {
 }
 
 #[test]
+fn no_mode_sets_a_set_id_bit_and_openat2_is_unavailable() {
+    for net in [NetFilter::Denied, NetFilter::Supervised] {
+        let filter = Filter::build(net).unwrap();
+        let fchmodat = |mode: u64| on_arch(&filter, libc::SYS_fchmodat, args(&[0, 0, mode]));
+        let openat = |mode: u64| on_arch(&filter, libc::SYS_openat, args(&[0, 0, libc::O_CREAT as u64, mode]));
+        assert_eq!(fchmodat(0o755), SECCOMP_RET_ALLOW);
+        assert_eq!(fchmodat(0o4755), errno(libc::EPERM));
+        assert_eq!(fchmodat(0o2755), errno(libc::EPERM));
+        assert_eq!(openat(0o644), SECCOMP_RET_ALLOW);
+        assert_eq!(openat(0o4755), errno(libc::EPERM));
+        assert_eq!(on_arch(&filter, libc::SYS_fchmod, args(&[0, 0o6000])), errno(libc::EPERM));
+        assert_eq!(on_arch(&filter, libc::SYS_openat2, args(&[0, 0, 0, 24])), errno(libc::ENOSYS));
+        assert_eq!(on_arch(&filter, libc::SYS_chroot, args(&[0])), errno(libc::EPERM));
+    }
+}
+
+#[test]
 fn the_search_finds_every_rule_and_allows_every_other_number() {
     for net in [NetFilter::Denied, NetFilter::Supervised] {
         let filter = Filter::build(net).unwrap();

@@ -1,0 +1,105 @@
+//! How a call's processes end with it: every sandboxed tool runs in a
+//! cgroup v2 of its own, and when the call ends rlp writes `1` to its
+//! `cgroup.kill` — the kernel kills every process in it at once, forks in
+//! flight included, however they detached, changed session or re-forked.
+//! The cgroup is made below rlp's own v2 cgroup (as root, or where rlp's
+//! cgroup is delegated to it); where it cannot be, the tool is PID 1 of a
+//! PID namespace of its own instead ([`super::world`]), and where neither
+//! works, rlp's sweep finds and kills what is left ([`crate::kill`]).
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::interrupt::{self, Tracked};
+use crate::sandbox::cgroup::{self, CallCgroup};
+
+/// How the processes of a call end with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lifetime {
+    /// Its cgroup's `cgroup.kill`.
+    Cgroup,
+    /// The kernel ends the PID namespace the tool is PID 1 of.
+    PidNamespace,
+    /// rlp's sweep of the tool's group and descendants.
+    Sweep,
+}
+
+impl Lifetime {
+    /// As the call frame records it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Lifetime::Cgroup => "cgroup",
+            Lifetime::PidNamespace => "pid-namespace",
+            Lifetime::Sweep => "sweep",
+        }
+    }
+}
+
+/// The v2 cgroup rlp makes call cgroups in, found (and tried) once.
+fn parent() -> Option<&'static Path> {
+    static PARENT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PARENT
+        .get_or_init(|| {
+            let found = cgroup::v2_mount()?.join(cgroup::v2_path()?.trim_start_matches('/'));
+            cgroup::usable(&found, "cgroup.kill").then_some(found)
+        })
+        .as_deref()
+}
+
+/// Whether calls can have a cgroup to kill here.
+pub(crate) fn cgroup_available() -> bool {
+    parent().is_some()
+}
+
+/// A call's cgroup: killed by [`KillCgroup::kill`] (or by the signal
+/// handler if a signal ends rlp first), removed when dropped.
+#[derive(Debug)]
+pub(crate) struct KillCgroup {
+    cgroup: CallCgroup,
+    kill: CString,
+    _tracked: Tracked,
+}
+
+impl KillCgroup {
+    /// A new call cgroup, or `None` where calls can have none.
+    pub(crate) fn create() -> io::Result<Option<KillCgroup>> {
+        let Some(parent) = parent() else { return Ok(None) };
+        let cgroup = CallCgroup::create(parent)?;
+        let path = cgroup.dir().join("cgroup.kill");
+        let kill = CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        let tracked = interrupt::track_kill(&kill);
+        Ok(Some(KillCgroup { cgroup, kill, _tracked: tracked }))
+    }
+
+    /// The `cgroup.procs` file the child writes `0` to, to join.
+    pub(crate) fn procs(&self) -> &CStr {
+        self.cgroup.procs()
+    }
+
+    /// Kills every process in the cgroup; returns the pids it held (rlp's
+    /// own children among them are to be reaped).
+    pub(crate) fn kill(&self) -> Vec<i32> {
+        let members = std::fs::read_to_string(self.cgroup.dir().join("cgroup.procs"))
+            .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        kill_cgroup(&self.kill);
+        members
+    }
+}
+
+/// Writes `1` to the `cgroup.kill` file at `path`. Async-signal-safe (open,
+/// write, close on a prepared string): the signal handler uses it too.
+pub(crate) fn kill_cgroup(path: &CStr) {
+    // SAFETY: a C string prepared beforehand; the descriptor is closed
+    // before returning.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, b"1".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
+    }
+}

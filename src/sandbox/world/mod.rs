@@ -1,0 +1,126 @@
+//! The tool's world: the namespaces a sandboxed tool runs in and the
+//! filesystem it sees (docs/sandbox.md, "The tool's world").
+//!
+//! Every sandboxed tool is started in new mount and IPC namespaces (and a
+//! user namespace mapping only rlp's own ids, when rlp is not root):
+//!
+//! - its filesystem is an empty read-only root holding only what it is
+//!   granted ([`view`]), built by the child before the exec ([`build`]);
+//! - System V IPC objects and POSIX message queues are its own;
+//! - where rlp can make it no call cgroup to kill
+//!   ([`crate::sandbox::lifetime`]), it is also PID 1 of its own PID
+//!   namespace: when it ends, the kernel ends every process it started,
+//!   however they detach, and it sees only them.
+//!
+//! Whether this kernel and this user allow it is probed once per process
+//! ([`support`]); where they do not, the sandbox says so (a gap that
+//! `required` refuses).
+
+pub(crate) mod build;
+pub(crate) mod view;
+
+use std::ffi::{c_int, c_void};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::process::spawn::clone_vfork;
+use crate::sandbox::world::build::ViewSteps;
+
+/// The namespaces a tool gets: mount and IPC always.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Namespaces {
+    /// A user namespace too (mapping rlp's own uid and gid, nothing else):
+    /// what lets a user other than root make the others.
+    pub user: bool,
+    /// A PID namespace too, the tool its PID 1: how the call's processes
+    /// end with it where no call cgroup can ([`crate::sandbox::lifetime`]).
+    pub pid: bool,
+}
+
+impl Namespaces {
+    /// The `clone` flags that make them.
+    pub(crate) fn clone_flags(self) -> c_int {
+        let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
+        if self.pid {
+            flags |= libc::CLONE_NEWPID;
+        }
+        if self.user {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        flags
+    }
+
+    /// Their names, as the call frame records them.
+    pub(crate) fn names(self) -> Vec<String> {
+        let named = [("mount", true), ("pid", self.pid), ("ipc", true), ("user", self.user)];
+        named.into_iter().filter(|(_, on)| *on).map(|(name, _)| name.to_string()).collect()
+    }
+}
+
+/// Whether rlp runs as root (the tool then keeps root's file rights, in no
+/// user namespace of its own).
+pub(crate) fn is_root() -> bool {
+    // SAFETY: geteuid has no failure mode.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The folder over which a view's root is mounted: the folder of the
+/// calls' private folders, which exists for certain.
+pub(crate) fn root_mount_point() -> PathBuf {
+    crate::process::tool::calls_dir()
+}
+
+/// The namespaces this process can give tools (a PID namespace when `pid`),
+/// or why it cannot: probed once, by building an empty view in a child as
+/// a call would.
+pub(crate) fn support(pid: bool) -> Result<Namespaces, String> {
+    static SUPPORT: OnceLock<Result<Namespaces, String>> = OnceLock::new();
+    SUPPORT
+        .get_or_init(|| {
+            // Root needs no user namespace; where it lacks the right to
+            // mount (a container), one may still give it.
+            let tries: &[bool] = if is_root() { &[false, true] } else { &[true] };
+            let mut why = String::new();
+            for &user in tries {
+                match probe(Namespaces { user, pid }) {
+                    Ok(()) => return Ok(Namespaces { user, pid }),
+                    Err(e) => why = e,
+                }
+            }
+            Err(why)
+        })
+        .clone()
+}
+
+/// Builds an empty view in a child made with `namespaces`.
+fn probe(namespaces: Namespaces) -> Result<(), String> {
+    let root = root_mount_point();
+    let steps = ViewSteps::new(&root, view::system_entries(), &root, namespaces.user).map_err(|e| e.to_string())?;
+    let arg = std::ptr::from_ref(&steps).cast_mut().cast::<c_void>();
+    let pid = clone_vfork(namespaces.clone_flags(), probe_child, arg).map_err(|e| format!("clone: {e}"))?;
+    let mut status = 0;
+    // SAFETY: waits for the child just made, writing the status on this frame.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return Err("waitpid failed".into());
+        }
+    }
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, errno) => Err(std::io::Error::from_raw_os_error(errno).to_string()),
+        _ => Err("the probe was killed".into()),
+    }
+}
+
+/// The probe's child: builds the view, exits with 0 or the errno.
+extern "C" fn probe_child(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the ViewSteps `probe` passed, alive in the suspended
+    // parent thread's frame until this child exits.
+    let steps = unsafe { &*arg.cast::<ViewSteps>() };
+    let code = match steps.build() {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error(),
+    };
+    // SAFETY: _exit ends the child at once, running nothing of rlp's.
+    unsafe { libc::_exit(code) }
+}

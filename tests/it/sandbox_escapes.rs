@@ -1,0 +1,284 @@
+//! Escapes from the exec tool sandbox, each tried as a hostile tool running
+//! as root would (docs/sandbox.md, "The tool's world"): every attempt must
+//! be refused, the data outside its grants untouched, and nothing it
+//! started left running after the call.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::sandbox::{call_frame, python_tool, tool};
+use crate::support::Sandbox;
+use crate::support::output::{assert_contains, stderr, stdout_json};
+
+/// A secret file outside every grant, mode 0600.
+fn secret(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let dir = sb.join("secrets");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, "the secret").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+#[test]
+fn a_link_planted_inside_a_grant_never_widens_it() {
+    let sb = Sandbox::new();
+    let data = sb.join("work/data");
+    std::fs::create_dir_all(&data).unwrap();
+    let target = secret(&sb, "key").parent().unwrap().to_path_buf();
+    let sub = data.join("sub");
+    // The tool declares its grant and a folder below it (covered, so
+    // allowed); one call plants `sub` as a link, the next is granted `sub`.
+    let command = python_tool(
+        &sb,
+        "planter",
+        "sub, target = args\n\
+         if not os.path.lexists(sub):\n    os.symlink(target, sub)\n    result['planted'] = True\n\
+         else:\n    attempt('read', lambda: open(os.path.join(sub, 'key')).read())\n    \
+         attempt('write', lambda: open(os.path.join(sub, 'key'), 'w').write('owned'))",
+    );
+    let caps = [format!("fs:{}", data.display()), format!("fs:{}", sub.display())];
+    let policy = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\n", data.display());
+    let args = [sub.to_str().unwrap(), target.to_str().unwrap()];
+    let bundle = sb.bundle("planter", json!([tool("plant", &command, &args, &caps)]), &policy);
+    let first = sb.call(&bundle, "plant", json!({})).output().unwrap();
+    // `sub` did not exist when the first call started: not reachable, so
+    // the link is made through the `data` grant.
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(stdout_json(&first), json!({"planted": true}));
+    let second = sb.call(&bundle, "plant", json!({})).output().unwrap();
+    assert_eq!(second.status.code(), Some(3), "{}", stderr(&second));
+    assert_contains(
+        &stderr(&second),
+        &format!(
+            "error: tool `plant` cannot run: the fs grant `{}` passes through the symbolic link `{}` (→ `{}`): grants are never followed through links",
+            sub.display(),
+            sub.display(),
+            target.display()
+        ),
+    );
+    assert_eq!(std::fs::read_to_string(target.join("key")).unwrap(), "the secret");
+}
+
+#[test]
+fn an_interpreter_whose_lib_links_out_of_its_installation_gets_no_lib() {
+    let sb = Sandbox::new();
+    let key = secret(&sb, "shadow");
+    // What a sibling tool with any write grant could plant: an
+    // installation whose `bin/python3` is the system's Python and whose
+    // `lib` is the whole machine.
+    let prefix = sb.join("planted");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", prefix.join("bin/python3")).unwrap();
+    std::os::unix::fs::symlink("/", prefix.join("lib")).unwrap();
+    let script = sb.join("victim.py");
+    std::fs::write(
+        &script,
+        format!(
+            "#!{}\nimport json\ntry:\n    open({:?}).read()\n    print(json.dumps({{'read': 'ok'}}))\nexcept OSError as e:\n    print(json.dumps({{'read': e.__class__.__name__}}))\n",
+            prefix.join("bin/python3").display(),
+            prefix.join("lib").join(key.strip_prefix("/").unwrap()).display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bundle =
+        sb.bundle("victim", json!([tool("run", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "run", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"read": "FileNotFoundError"}));
+    let read = call_frame(&sb)["sandbox"]["read"].to_string();
+    assert!(!read.contains("planted/lib") && !read.contains("\"/\""), "{read}");
+}
+
+/// Changes the metadata of each path in `args` every way a tool could:
+/// mode (set-user-id too), owner, times, an extended attribute.
+const METADATA_PROBE: &str = "\
+for path in args:
+    name = os.path.basename(path)
+    attempt(name + ':chmod', lambda: os.chmod(path, 0o4777))
+    attempt(name + ':chown', lambda: os.chown(path, 4242, 4242))
+    attempt(name + ':utime', lambda: os.utime(path, (0, 0)))
+    attempt(name + ':xattr', lambda: os.setxattr(path, 'user.rlp', b'x'))";
+
+#[test]
+fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_inside() {
+    let sb = Sandbox::new();
+    let outside = secret(&sb, "outside");
+    let granted = sb.join("granted");
+    std::fs::create_dir_all(&granted).unwrap();
+    let own = granted.join("own");
+    std::fs::write(&own, "mine").unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let command = python_tool(&sb, "meta", METADATA_PROBE);
+    let readable = std::path::Path::new(&command).to_path_buf();
+    let args = [outside.to_str().unwrap(), readable.to_str().unwrap(), "/usr/bin/python3", own.to_str().unwrap()];
+    let caps = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\n", granted.display());
+    let grant = format!("fs:{}", granted.display());
+    let bundle = sb.bundle("meta", json!([tool("probe", &command, &args, &[grant])]), &caps);
+    let before = |path: &std::path::Path| {
+        let meta = std::fs::metadata(path).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        (meta.mode(), meta.uid(), meta.mtime())
+    };
+    let (outside_before, python_before, program_before) =
+        (before(&outside), before(std::path::Path::new("/usr/bin/python3")), before(&readable));
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout_json(&output),
+        json!({
+            // Not in the tool's world at all.
+            "outside:chmod": "ENOENT", "outside:chown": "ENOENT", "outside:utime": "ENOENT", "outside:xattr": "ENOENT",
+            // Shown read-only.
+            "meta.py:chmod": "EROFS", "meta.py:chown": "EROFS", "meta.py:utime": "EROFS", "meta.py:xattr": "EROFS",
+            "python3:chmod": "EROFS", "python3:chown": "EROFS", "python3:utime": "EROFS", "python3:xattr": "EROFS",
+            // Its own file: anything but a set-user-id bit.
+            "own:chmod": "EPERM", "own:chown": "ok", "own:utime": "ok", "own:xattr": "ok",
+        })
+    );
+    assert_eq!(before(&outside), outside_before);
+    assert_eq!(before(std::path::Path::new("/usr/bin/python3")), python_before);
+    assert_eq!(before(&readable), program_before);
+}
+
+#[test]
+fn a_datagram_never_reaches_a_unix_socket_outside_the_tool() {
+    let sb = Sandbox::new();
+    let socket_path = sb.join("daemon.sock");
+    let daemon = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    daemon.set_nonblocking(true).unwrap();
+    let command = python_tool(
+        &sb,
+        "dgram",
+        "def send():\n    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n    s.sendto(b'hostile', args[0])\n\
+         attempt('sendto', send)\n\
+         def pair(kind):\n    a, b = socket.socketpair(socket.AF_UNIX, kind)\n    a.send(b'x'); assert b.recv(1) == b'x'\n\
+         attempt('dgram_pair', lambda: pair(socket.SOCK_DGRAM))\n\
+         attempt('stream_pair', lambda: pair(socket.SOCK_STREAM))",
+    );
+    let port = "127.0.0.1:9";
+    for caps in [vec![], vec![format!("net:{port}")]] {
+        let policy = match caps.is_empty() {
+            true => "[capabilities]\nexec = true\n".to_string(),
+            false => format!("[capabilities]\nexec = true\nnet = [\"{port}\"]\n"),
+        };
+        let args = [socket_path.to_str().unwrap()];
+        let bundle = sb.bundle("dgram", json!([tool("send", &command, &args, &caps)]), &policy);
+        let output = sb.call(&bundle, "send", json!({})).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(
+            stdout_json(&output),
+            json!({"sendto": "EACCES", "dgram_pair": "EACCES", "stream_pair": "ok"}),
+            "{caps:?}"
+        );
+        assert!(daemon.recv(&mut [0u8; 16]).is_err(), "a datagram arrived ({caps:?})");
+    }
+}
+
+#[test]
+fn a_tool_makes_no_namespace_through_clone_and_clone3_is_unknown() {
+    let sb = Sandbox::new();
+    let command = python_tool(
+        &sb,
+        "clone",
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n\
+         CLONE_NEWUSER, CLONE_NEWNET, SIGCHLD = 0x10000000, 0x40000000, 17\n\
+         nr_clone, nr_clone3 = (56, 435) if os.uname().machine == 'x86_64' else (220, 435)\n\
+         pid = libc.syscall(nr_clone, CLONE_NEWUSER | CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0)\n\
+         if pid == 0:\n    os._exit(0)\n\
+         result['clone'] = 'ok' if pid > 0 else errno.errorcode[ctypes.get_errno()]\n\
+         if pid > 0: os.waitpid(pid, 0)\n\
+         args3 = (ctypes.c_uint64 * 11)(); args3[0] = CLONE_NEWUSER; args3[4] = SIGCHLD\n\
+         pid = libc.syscall(nr_clone3, ctypes.byref(args3), 88)\n\
+         if pid == 0:\n    os._exit(0)\n\
+         result['clone3'] = 'ok' if pid > 0 else errno.errorcode[ctypes.get_errno()]\n\
+         if pid > 0: os.waitpid(pid, 0)\n\
+         import subprocess\nresult['fork'] = subprocess.run(['/bin/true']).returncode",
+    );
+    let bundle = sb.bundle("clone", json!([tool("probe", &command, &[], &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"clone": "EPERM", "clone3": "ENOSYS", "fork": 0}));
+}
+
+/// The pids of the processes whose command line holds `token`.
+fn processes_with(token: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(token))
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_a_tool_starts_outlives_its_call_however_it_detaches() {
+    let sb = Sandbox::new();
+    let token = format!("rlp-escape-{}", std::process::id());
+    // A chain that re-forks every millisecond, each sleeper in a session of
+    // its own, then the tool exits at once.
+    let script = sb.script(
+        "detach.sh",
+        &format!(
+            "setsid sh -c 'while :; do setsid sleep 1000 {token} & sleep 0.001; done' {token} >/dev/null 2>&1 &\n\
+             sleep 0.3\necho '{{}}'"
+        ),
+    );
+    let bundle =
+        sb.bundle("detach", json!([tool("go", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "go", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Give a survivor time to show itself, then look.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let mut left = processes_with(&token);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = processes_with(&token);
+    }
+    for pid in &left {
+        // SAFETY: kill on a pid found above; cleans up after a failure.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "{} processes outlived the call", left.len());
+    assert_eq!(call_frame(&sb)["sandbox"]["processes"], "cgroup");
+}
+
+#[test]
+fn a_tool_cannot_reach_another_processs_shared_memory() {
+    let sb = Sandbox::new();
+    // SAFETY: a private System V segment of this test process, removed below.
+    let key: libc::key_t = 0x524c_5000 + (std::process::id() as libc::key_t & 0xfff);
+    let id = unsafe { libc::shmget(key, 4096, libc::IPC_CREAT | 0o666) };
+    assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
+    // SAFETY: attaches the segment just made; writes inside its 4096 bytes.
+    let memory = unsafe { libc::shmat(id, std::ptr::null(), 0) };
+    unsafe { std::ptr::copy_nonoverlapping(b"secret".as_ptr(), memory.cast::<u8>(), 6) };
+    let command = python_tool(
+        &sb,
+        "shm",
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\n\
+         shmid = libc.shmget(int(args[0]), 4096, 0)\n\
+         if shmid < 0:\n    result['shmget'] = errno.errorcode[ctypes.get_errno()]\n\
+         else:\n    addr = libc.shmat(shmid, None, 0)\n    ctypes.memmove(addr, b'OWNED!', 6)\n    result['shmget'] = 'ok'\n\
+         result['msgget'] = errno.errorcode.get(ctypes.get_errno(), 'ok') if libc.msgget(int(args[0]), 0o1666) < 0 else 'ok'",
+    );
+    let bundle =
+        sb.bundle("shm", json!([tool("probe", &command, &[&key.to_string()], &[])]), "[capabilities]\nexec = true\n");
+    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    let mut seen = [0u8; 6];
+    // SAFETY: reads the 6 bytes written above, then lets the segment go.
+    unsafe {
+        std::ptr::copy_nonoverlapping(memory.cast::<u8>(), seen.as_mut_ptr(), 6);
+        libc::shmdt(memory);
+        libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut());
+    }
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(&seen, b"secret");
+    assert_eq!(stdout_json(&output), json!({"shmget": "EPERM", "msgget": "EPERM"}));
+}
