@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustix::io::Errno;
 use rustix::process::{Pid, geteuid, test_kill_process};
@@ -14,18 +14,26 @@ use rustix::process::{Pid, geteuid, test_kill_process};
 /// `prefixes`) whose process no longer runs. Only folders and files owned
 /// by this user are touched; links are never followed.
 pub(crate) fn sweep(dir: &Path, prefixes: &[&str]) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
     let me = geteuid().as_raw();
-    for entry in entries.filter_map(Result::ok) {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| prefixes.iter().find_map(|p| n.strip_prefix(p))) else {
-            continue;
-        };
-        let pid = rest.split_once('-').and_then(|(pid, _)| pid.parse::<i32>().ok());
-        if pid.is_some_and(|pid| !process_exists(pid)) {
-            remove_owned(&entry.path(), me);
-        }
+    for path in dead_entries(dir, prefixes) {
+        remove_owned(&path, me);
     }
+}
+
+/// The entries of `dir` named `<prefix><pid>-…` (for any of `prefixes`)
+/// whose process no longer runs.
+pub(crate) fn dead_entries(dir: &Path, prefixes: &[&str]) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let name = entry.file_name();
+            let rest = name.to_str().and_then(|n| prefixes.iter().find_map(|p| n.strip_prefix(p)));
+            let pid = rest.and_then(|rest| rest.split_once('-')).and_then(|(pid, _)| pid.parse::<i32>().ok());
+            pid.is_some_and(|pid| !process_exists(pid))
+        })
+        .map(|entry| entry.path())
+        .collect()
 }
 
 /// Whether a process with this pid exists (signal 0 checks without sending).

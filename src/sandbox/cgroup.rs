@@ -64,8 +64,15 @@ impl Drop for CallCgroup {
 
 /// Whether `parent` takes call cgroups with `file` in them: a probe cgroup
 /// made and removed once; the cgroups of rlp processes killed before they
-/// could remove theirs are swept first.
+/// could remove theirs are killed and swept first.
 pub(super) fn usable(parent: &Path, file: &str) -> bool {
+    // What a call cgroup of a killed rlp still holds is killed first (where
+    // the cgroup can be), so its folder can go.
+    for dead in crate::leftovers::dead_entries(parent, &[PREFIX]) {
+        if let Ok(kill) = CString::new(dead.join("cgroup.kill").as_os_str().as_bytes()) {
+            crate::sandbox::lifetime::kill_cgroup(&kill);
+        }
+    }
     crate::leftovers::sweep(parent, &[PREFIX]);
     let probe = parent.join(format!("{PREFIX}{}-probe", std::process::id()));
     if std::fs::create_dir(&probe).is_err() {

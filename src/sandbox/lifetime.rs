@@ -96,7 +96,7 @@ pub(crate) fn kill_cgroup(path: &CStr) {
     // SAFETY: a C string prepared beforehand; the descriptor is closed
     // before returning.
     unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
         if fd >= 0 {
             libc::write(fd, b"1".as_ptr().cast(), 1);
             libc::close(fd);

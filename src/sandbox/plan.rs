@@ -315,6 +315,9 @@ impl SandboxPlan {
         if !self.record.confined {
             return "off".to_string();
         }
+        if self.linked_grant.is_some() {
+            return "refused: an fs grant passes through a symbolic link".to_string();
+        }
         let net = match &self.network {
             Network::None => "none".to_string(),
             Network::Allow(_) => self.record.net_allow.join(", "),

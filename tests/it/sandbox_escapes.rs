@@ -94,14 +94,19 @@ fn an_interpreter_whose_lib_links_out_of_its_installation_gets_no_lib() {
 }
 
 /// Changes the metadata of each path in `args` every way a tool could:
-/// mode (set-user-id too), owner, times, an extended attribute.
+/// mode, owner, times, an extended attribute; then tries to make the last
+/// one set-user-id.
 const METADATA_PROBE: &str = "\
 for path in args:
     name = os.path.basename(path)
-    attempt(name + ':chmod', lambda: os.chmod(path, 0o4777))
+    attempt(name + ':chmod', lambda: os.chmod(path, 0o777))
     attempt(name + ':chown', lambda: os.chown(path, 4242, 4242))
     attempt(name + ':utime', lambda: os.utime(path, (0, 0)))
-    attempt(name + ':xattr', lambda: os.setxattr(path, 'user.rlp', b'x'))";
+    attempt(name + ':xattr', lambda: os.setxattr(path, 'user.rlp', b'x'))
+attempt('setuid', lambda: os.chmod(args[-1], 0o4755))
+def create_setuid():
+    os.close(os.open(args[-1] + '.new', os.O_CREAT | os.O_WRONLY, 0o4755))
+attempt('create_setuid', create_setuid)";
 
 #[test]
 fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_inside() {
@@ -136,12 +141,14 @@ fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_ins
             "meta.py:chmod": "EROFS", "meta.py:chown": "EROFS", "meta.py:utime": "EROFS", "meta.py:xattr": "EROFS",
             "python3:chmod": "EROFS", "python3:chown": "EROFS", "python3:utime": "EROFS", "python3:xattr": "EROFS",
             // Its own file: anything but a set-user-id bit.
-            "own:chmod": "EPERM", "own:chown": "ok", "own:utime": "ok", "own:xattr": "ok",
+            "own:chmod": "ok", "own:chown": "ok", "own:utime": "ok", "own:xattr": "ok",
+            "setuid": "EPERM", "create_setuid": "EPERM",
         })
     );
     assert_eq!(before(&outside), outside_before);
     assert_eq!(before(std::path::Path::new("/usr/bin/python3")), python_before);
     assert_eq!(before(&readable), program_before);
+    assert!(!granted.join("own.new").exists());
 }
 
 #[test]
