@@ -615,4 +615,33 @@ mod tests {
         assert!(!off.record().confined && off.record().gaps.is_empty() && off.refusal().is_none());
         assert_eq!(off.brief(), "off");
     }
+
+    #[test]
+    fn without_namespaces_required_refuses_and_best_effort_sweeps() {
+        let sh = Path::new("/bin/sh");
+        let kernel = |world: Result<Namespaces, String>, kill_cgroup| Kernel {
+            landlock_abi: 7,
+            filter: true,
+            user_notif: true,
+            world,
+            kill_cgroup,
+        };
+        let bare = kernel(Err("Operation not permitted".into()), false);
+        let refused = SandboxPlan::on(bare.clone(), SandboxMode::Required, &grants(sh, &[]));
+        let why = refused.refusal().unwrap();
+        assert!(why.starts_with("no mount, PID and IPC namespaces (Operation not permitted): "), "{why}");
+        let lenient = SandboxPlan::on(bare, SandboxMode::BestEffort, &grants(sh, &[]));
+        assert_eq!(lenient.refusal(), None);
+        assert!(lenient.record().namespaces.is_empty());
+        assert_eq!(lenient.record().processes.as_deref(), Some("sweep"));
+        // A PID namespace where no call cgroup can be made, the cgroup where it can.
+        let pid = kernel(Ok(Namespaces { user: true, pid: true }), false);
+        let plan = SandboxPlan::on(pid, SandboxMode::Required, &grants(sh, &[]));
+        assert_eq!(plan.record().namespaces, ["mount", "pid", "ipc", "user"]);
+        assert_eq!(plan.record().processes.as_deref(), Some("pid-namespace"));
+        let cgroup = kernel(Ok(Namespaces { user: false, pid: false }), true);
+        let plan = SandboxPlan::on(cgroup, SandboxMode::Required, &grants(sh, &[]));
+        assert_eq!(plan.record().namespaces, ["mount", "ipc"]);
+        assert_eq!(plan.record().processes.as_deref(), Some("cgroup"));
+    }
 }

@@ -224,12 +224,9 @@ fn processes_with(token: &str) -> Vec<i32> {
         .collect()
 }
 
-#[test]
-fn nothing_a_tool_starts_outlives_its_call_however_it_detaches() {
-    let sb = Sandbox::new();
-    let token = format!("rlp-escape-{}", std::process::id());
-    // A chain that re-forks every millisecond, each sleeper in a session of
-    // its own, then the tool exits at once.
+/// A bundle whose tool starts a chain that re-forks every millisecond, each
+/// sleeper in a session of its own carrying `token`, then exits at once.
+fn detaching_bundle(sb: &Sandbox, token: &str) -> std::path::PathBuf {
     let script = sb.script(
         "detach.sh",
         &format!(
@@ -237,23 +234,58 @@ fn nothing_a_tool_starts_outlives_its_call_however_it_detaches() {
              sleep 0.3\necho '{{}}'"
         ),
     );
-    let bundle =
-        sb.bundle("detach", json!([tool("go", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "go", json!({})).output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    // Give a survivor time to show itself, then look.
+    sb.bundle("detach", json!([tool("go", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n")
+}
+
+/// Asserts that no process carrying `token` is left (giving a survivor a
+/// moment to show itself), killing any that is.
+fn assert_none_left(token: &str) {
     let deadline = Instant::now() + Duration::from_millis(500);
-    let mut left = processes_with(&token);
+    let mut left = processes_with(token);
     while !left.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
-        left = processes_with(&token);
+        left = processes_with(token);
     }
     for pid in &left {
         // SAFETY: kill on a pid found above; cleans up after a failure.
         unsafe { libc::kill(*pid, libc::SIGKILL) };
     }
     assert!(left.is_empty(), "{} processes outlived the call", left.len());
+}
+
+#[test]
+fn nothing_a_tool_starts_outlives_its_call_however_it_detaches() {
+    let sb = Sandbox::new();
+    let token = format!("rlp-escape-{}", std::process::id());
+    let bundle = detaching_bundle(&sb, &token);
+    let output = sb.call(&bundle, "go", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_none_left(&token);
     assert_eq!(call_frame(&sb)["sandbox"]["processes"], "cgroup");
+}
+
+#[test]
+fn for_a_user_without_cgroups_a_pid_namespace_ends_what_the_tool_started() {
+    let sb = Sandbox::new();
+    let token = format!("rlp-escape-nobody-{}", std::process::id());
+    let bundle = detaching_bundle(&sb, &token);
+    std::fs::create_dir_all(sb.home()).unwrap();
+    for open in [sb.path().to_path_buf(), sb.home()] {
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let output = sb
+        .wrapped(&["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["tools", "call"])
+        .arg(&bundle)
+        .args(["go", "--args", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_none_left(&token);
+    let sandbox = &call_frame(&sb)["sandbox"];
+    assert_eq!(sandbox["processes"], "pid-namespace");
+    assert_eq!(sandbox["namespaces"], json!(["mount", "pid", "ipc", "user"]));
+    assert_eq!(sandbox["identity"], "uid 65534, no capabilities");
 }
 
 #[test]
