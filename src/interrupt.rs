@@ -1,5 +1,5 @@
-//! What rlp undoes when a signal ends it: the process groups of the tools it
-//! runs are killed and the temporary files and private call folders it made
+//! What rlp undoes when a signal ends it: the calls' cgroups and the process
+//! groups of the tools it runs are killed and the temporary files and private call folders it made
 //! are removed, then the signal takes its default course, so rlp ends as it
 //! would have without the handler.
 //!
@@ -13,9 +13,10 @@
 //! behind, a later rlp sweeps ([`crate::leftovers`]).
 //!
 //! Work registers what must not outlive it with [`reserve_group`],
-//! [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
+//! [`track_kill`], [`track_file`] and [`track_dir`]; the returned [`Tracked`] guard
 //! unregisters on drop. The handler only makes async-signal-safe calls
-//! (`kill` through [`crate::kill::kill_group`], `unlink`, `openat`,
+//! (`open` and `write` of `cgroup.kill` through [`crate::kill::kill_cgroup`],
+//! `kill` through [`crate::kill::kill_group`], `unlink`, `openat`,
 //! `getdents64`, `close`, `rmdir`, `signal`, `raise`) on data prepared
 //! beforehand.
 //!
@@ -33,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 use rustix::fs::{AtFlags, CWD, Mode, OFlags, RawDir, SeekFrom, openat, seek, unlinkat};
 use rustix::process::getpid;
 
-use crate::kill::kill_group;
+use crate::kill::{kill_cgroup, kill_group};
 
 /// Most process groups, files and folders tracked at once; past that, work
 /// runs untracked (a tool is still killed at its timeout, a temporary file
@@ -129,7 +130,7 @@ extern "C" fn on_pipe(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut l
 extern "C" fn on_signal(signal: libc::c_int) {
     ENDING.store(true, Ordering::SeqCst);
     for path in KILLS.iter().filter_map(slot_path) {
-        crate::sandbox::lifetime::kill_cgroup(path);
+        kill_cgroup(path);
     }
     for slot in &GROUPS {
         kill_group(slot.load(Ordering::SeqCst));

@@ -1,5 +1,6 @@
-//! The one place that sends a tool a signal: the group kill, and the tree
-//! kill that also reaches the descendants that left the group or the session.
+//! The one place that sends a tool a signal: the group kill, the tree kill
+//! that also reaches the descendants that left the group or the session,
+//! and the kill of a call cgroup (which reaches every process in it).
 //!
 //! Descendants are found through `/proc/<pid>/task/<tid>/children` and
 //! frozen top-down (SIGSTOP) before they are killed, so none can fork a new
@@ -19,6 +20,22 @@ pub(crate) fn kill_group(pgid: i32) {
         && let Some(pgid) = Pid::from_raw(pgid)
     {
         let _ = kill_process_group(pgid, Signal::KILL);
+    }
+}
+
+/// Kills every process of the cgroup whose `cgroup.kill` file is at `path`
+/// (writing `1` to it). Async-signal-safe (open, write, close on a string
+/// prepared beforehand): the interrupt handler ([`crate::interrupt`]) ends
+/// the calls' cgroups with it.
+pub(crate) fn kill_cgroup(path: &std::ffi::CStr) {
+    // SAFETY: a C string prepared beforehand; the descriptor is closed
+    // before returning.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, b"1".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
     }
 }
 

@@ -70,7 +70,7 @@ pub(super) fn usable(parent: &Path, file: &str) -> bool {
     // the cgroup can be), so its folder can go.
     for dead in crate::leftovers::dead_entries(parent, &[PREFIX]) {
         if let Ok(kill) = CString::new(dead.join("cgroup.kill").as_os_str().as_bytes()) {
-            crate::sandbox::lifetime::kill_cgroup(&kill);
+            crate::kill::kill_cgroup(&kill);
         }
     }
     crate::leftovers::sweep(parent, &[PREFIX]);

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::interrupt::{self, Tracked};
+use crate::kill::kill_cgroup;
 use crate::sandbox::cgroup::{self, CallCgroup};
 
 /// How the processes of a call end with it.
@@ -87,19 +88,5 @@ impl KillCgroup {
             .unwrap_or_default();
         kill_cgroup(&self.kill);
         members
-    }
-}
-
-/// Writes `1` to the `cgroup.kill` file at `path`. Async-signal-safe (open,
-/// write, close on a prepared string): the signal handler uses it too.
-pub(crate) fn kill_cgroup(path: &CStr) {
-    // SAFETY: a C string prepared beforehand; the descriptor is closed
-    // before returning.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        if fd >= 0 {
-            libc::write(fd, b"1".as_ptr().cast(), 1);
-            libc::close(fd);
-        }
     }
 }
