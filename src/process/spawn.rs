@@ -246,6 +246,39 @@ pub(crate) fn clone_vfork(
     if pid < 0 { Err(io::Error::last_os_error()) } else { Ok(pid) }
 }
 
+/// Runs `main(arg)` in a child made by [`clone_vfork`] with `namespaces`,
+/// and says how it went: `main` ends in [`exit_with`]. For probes of what
+/// the kernel lets rlp do, once per process.
+pub(crate) fn try_in_child(
+    namespaces: c_int,
+    main: extern "C" fn(*mut c_void) -> c_int,
+    arg: *mut c_void,
+) -> Result<(), String> {
+    let pid = clone_vfork(namespaces, main, arg).map_err(|e| format!("clone: {e}"))?;
+    let mut status = 0;
+    // SAFETY: waits for the child just made, writing the status on this frame.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Err("waitpid failed".into());
+        }
+    }
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, errno) => Err(io::Error::from_raw_os_error(errno).to_string()),
+        _ => Err("the probe was killed".into()),
+    }
+}
+
+/// Ends a child of [`try_in_child`]: exit status 0, or the errno.
+pub(crate) fn exit_with(result: Result<(), Errno>) -> ! {
+    let code = match result {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error(),
+    };
+    // SAFETY: _exit ends the child at once, running nothing of rlp's.
+    unsafe { libc::_exit(code) }
+}
+
 /// The child between the clone and the exec (see the module docs).
 extern "C" fn child_main(plan: *mut c_void) -> c_int {
     // SAFETY: `plan` is the ChildPlan that `clone_child` passed to clone; it

@@ -62,9 +62,10 @@ impl Drop for CallCgroup {
     }
 }
 
-/// Whether `parent` takes call cgroups with `file` in them: a probe cgroup
-/// made and removed once; the cgroups of rlp processes killed before they
-/// could remove theirs are killed and swept first.
+/// Whether `parent` takes call cgroups with `file` in them that a child of
+/// rlp can join: a probe cgroup made, joined by a child and removed once;
+/// the cgroups of rlp processes killed before they could remove theirs are
+/// killed and swept first.
 pub(super) fn usable(parent: &Path, file: &str) -> bool {
     // What a call cgroup of a killed rlp still holds is killed first (where
     // the cgroup can be), so its folder can go.
@@ -78,9 +79,28 @@ pub(super) fn usable(parent: &Path, file: &str) -> bool {
     if std::fs::create_dir(&probe).is_err() {
         return false;
     }
-    let usable = probe.join(file).is_file();
-    let _ = std::fs::remove_dir(&probe);
+    let usable = probe.join(file).is_file() && a_child_joins(&probe);
+    let until = Instant::now() + REMOVE_WAIT;
+    while std::fs::remove_dir(&probe).is_err() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     usable
+}
+
+/// Whether a child of rlp can move itself into the cgroup at `dir` (a
+/// delegation boundary, or a hierarchy mounted read-only, says no).
+fn a_child_joins(dir: &Path) -> bool {
+    let Ok(procs) = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()) else { return false };
+    let arg = std::ptr::from_ref(&procs).cast_mut().cast::<std::ffi::c_void>();
+    crate::process::spawn::try_in_child(0, join_child, arg).is_ok()
+}
+
+/// The child of [`a_child_joins`].
+extern "C" fn join_child(arg: *mut std::ffi::c_void) -> std::ffi::c_int {
+    // SAFETY: `arg` is the CString `a_child_joins` passed, alive in the
+    // suspended parent thread's frame until this child exits.
+    let procs = unsafe { &*arg.cast_const().cast::<CString>() };
+    crate::process::spawn::exit_with(crate::sandbox::child::join_cgroup(procs))
 }
 
 /// `/proc/self/cgroup` and `/proc/self/mountinfo`, read once.

@@ -132,13 +132,19 @@ fn allow_fresh_proc(ruleset: BorrowedFd<'_>) -> Result<(), Errno> {
 }
 
 /// The errno of the last failed call.
-fn last_errno() -> Errno {
-    Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM))
+///
+/// Never panics: should errno read 0 it is `EIO` (a child between the clone
+/// and the exec shares rlp's memory and must not unwind).
+pub(crate) fn last_errno() -> Errno {
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(raw) if raw > 0 => Errno::from_raw_os_error(raw),
+        _ => Errno::IO,
+    }
 }
 
 /// Moves the calling process into the cgroup whose `cgroup.procs` is
 /// `procs` (writing `0` names the writer).
-fn join_cgroup(procs: &CStr) -> Result<(), Errno> {
+pub(crate) fn join_cgroup(procs: &CStr) -> Result<(), Errno> {
     // SAFETY: open, write and close on a C string and a byte string that
     // outlive the calls; the descriptor is closed before returning.
     unsafe {

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use rustix::io::Errno;
 
+use crate::sandbox::child::last_errno;
 use crate::sandbox::world::view::{self, DEVICE_LINKS, Entry, Resolve, Shown};
 
 /// `MOUNT_ATTR_RDONLY`, `MOUNT_ATTR_NOSUID`, `MOUNT_ATTR_NODEV` (linux/mount.h).
@@ -303,11 +304,6 @@ impl FdPath {
         self.bytes[PREFIX.len() + count] = 0;
         CStr::from_bytes_until_nul(&self.bytes).unwrap_or(c"/")
     }
-}
-
-/// The errno of the last failed call.
-fn last_errno() -> Errno {
-    Errno::from_raw_os_error(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM))
 }
 
 /// `mount(2)` with optional source, type and data.

@@ -23,7 +23,7 @@ use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::process::spawn::clone_vfork;
+use crate::process::spawn::{exit_with, try_in_child};
 use crate::sandbox::world::build::ViewSteps;
 
 /// The namespaces a tool gets: mount and IPC always.
@@ -97,19 +97,7 @@ fn probe(namespaces: Namespaces) -> Result<(), String> {
     let root = root_mount_point();
     let steps = ViewSteps::new(&root, view::system_entries(), &root, namespaces.user).map_err(|e| e.to_string())?;
     let arg = std::ptr::from_ref(&steps).cast_mut().cast::<c_void>();
-    let pid = clone_vfork(namespaces.clone_flags(), probe_child, arg).map_err(|e| format!("clone: {e}"))?;
-    let mut status = 0;
-    // SAFETY: waits for the child just made, writing the status on this frame.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Err("waitpid failed".into());
-        }
-    }
-    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-        (true, 0) => Ok(()),
-        (true, errno) => Err(std::io::Error::from_raw_os_error(errno).to_string()),
-        _ => Err("the probe was killed".into()),
-    }
+    try_in_child(namespaces.clone_flags(), probe_child, arg)
 }
 
 /// The probe's child: builds the view, exits with 0 or the errno.
@@ -117,10 +105,5 @@ extern "C" fn probe_child(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the ViewSteps `probe` passed, alive in the suspended
     // parent thread's frame until this child exits.
     let steps = unsafe { &*arg.cast::<ViewSteps>() };
-    let code = match steps.build() {
-        Ok(()) => 0,
-        Err(e) => e.raw_os_error(),
-    };
-    // SAFETY: _exit ends the child at once, running nothing of rlp's.
-    unsafe { libc::_exit(code) }
+    exit_with(steps.build())
 }
