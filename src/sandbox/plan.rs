@@ -571,16 +571,18 @@ mod tests {
         }
     }
 
+    /// Mount and IPC namespaces, as root.
+    const NAMESPACES: Namespaces = Namespaces { user: false, pid: false };
+
+    /// A kernel with everything but what `world` and `kill_cgroup` say.
+    fn kernel(world: Result<Namespaces, String>, kill_cgroup: bool) -> Kernel {
+        Kernel { landlock_abi: 7, filter: true, user_notif: true, world, kill_cgroup }
+    }
+
     #[test]
     fn required_refuses_what_the_kernel_cannot_enforce_and_best_effort_records_it() {
         let sh = Path::new("/bin/sh");
-        let old = Kernel {
-            landlock_abi: 0,
-            filter: true,
-            user_notif: false,
-            world: Ok(Namespaces { user: false, pid: false }),
-            kill_cgroup: true,
-        };
+        let old = Kernel { landlock_abi: 0, user_notif: false, ..kernel(Ok(NAMESPACES), true) };
         let refused = SandboxPlan::on(old.clone(), SandboxMode::Required, &grants(sh, &["api.example"]));
         assert_eq!(
             refused.refusal().as_deref(),
@@ -593,13 +595,7 @@ mod tests {
         assert_eq!(lenient.record().net, "unrestricted");
         assert_eq!(lenient.record().gaps.len(), 2);
         // Narrower gaps of an older Landlock are recorded, never refused.
-        let abi3 = Kernel {
-            landlock_abi: 3,
-            filter: true,
-            user_notif: true,
-            world: Ok(Namespaces { user: false, pid: false }),
-            kill_cgroup: true,
-        };
+        let abi3 = Kernel { landlock_abi: 3, ..kernel(Ok(NAMESPACES), true) };
         let plan = SandboxPlan::on(abi3.clone(), SandboxMode::Required, &grants(sh, &[]));
         assert_eq!(plan.refusal(), None);
         assert_eq!(
@@ -619,13 +615,6 @@ mod tests {
     #[test]
     fn without_namespaces_required_refuses_and_best_effort_sweeps() {
         let sh = Path::new("/bin/sh");
-        let kernel = |world: Result<Namespaces, String>, kill_cgroup| Kernel {
-            landlock_abi: 7,
-            filter: true,
-            user_notif: true,
-            world,
-            kill_cgroup,
-        };
         let bare = kernel(Err("Operation not permitted".into()), false);
         let refused = SandboxPlan::on(bare.clone(), SandboxMode::Required, &grants(sh, &[]));
         let why = refused.refusal().unwrap();
@@ -639,7 +628,7 @@ mod tests {
         let plan = SandboxPlan::on(pid, SandboxMode::Required, &grants(sh, &[]));
         assert_eq!(plan.record().namespaces, ["mount", "pid", "ipc", "user"]);
         assert_eq!(plan.record().processes.as_deref(), Some("pid-namespace"));
-        let cgroup = kernel(Ok(Namespaces { user: false, pid: false }), true);
+        let cgroup = kernel(Ok(NAMESPACES), true);
         let plan = SandboxPlan::on(cgroup, SandboxMode::Required, &grants(sh, &[]));
         assert_eq!(plan.record().namespaces, ["mount", "ipc"]);
         assert_eq!(plan.record().processes.as_deref(), Some("cgroup"));
