@@ -13,9 +13,9 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, path_json, warning};
 use crate::cli::terminal;
+use crate::config::secrets::{ProviderKind, SecretsConfig, StoreKey};
 use crate::config::{self, Flags};
 use crate::secrets::command::MAX_VALUE_BYTES;
-use crate::secrets::config::{ProviderKind, SecretsConfig, StoreKey};
 #[cfg(feature = "keyring")]
 use crate::secrets::keyring::Keyring;
 use crate::secrets::store::{Entry, Store};

@@ -25,9 +25,9 @@ use crate::process::capture::Keep;
 use crate::process::run::{Finished, RunError, Watch, run};
 use crate::process::spawn::Program;
 use crate::sandbox::SandboxPlan;
+use crate::sandbox::fs::TOOL_PATH;
+use crate::sandbox::world::calls_dir;
 
-/// The `PATH` a tool sees.
-pub(crate) const TOOL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The `LANG` a tool sees.
 pub(crate) const TOOL_LANG: &str = "C.UTF-8";
 /// The environment variable holding the invocation id (also how the orphan
@@ -138,14 +138,6 @@ fn remove_private_dir(dir: tempfile::TempDir) {
     if let Some(folder) = held {
         crate::process::release::later(folder);
     }
-}
-
-/// The folder the calls' private folders are made in: the temporary
-/// folder, after its symbolic links (a sandboxed tool's private folder is
-/// opened without following any).
-pub(crate) fn calls_dir() -> PathBuf {
-    let temp = std::env::temp_dir();
-    fs::canonicalize(&temp).unwrap_or(temp)
 }
 
 fn private_dir() -> io::Result<tempfile::TempDir> {

@@ -27,7 +27,7 @@ use crate::runtime::exec::{ExecPlan, check_command};
 use crate::runtime::http::{self, HttpPlan, PlanError};
 use crate::runtime::invalid_args::explain;
 use crate::runtime::journal::{Journal, call_tags, check_tags};
-use crate::runtime::secrets::Scrubber;
+use crate::runtime::scrub::Scrubber;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 use crate::runtime::trust_gate::{Admission, Checked};
 use crate::runtime::{Prepared, Runtime};

@@ -19,7 +19,7 @@ use crate::process::capture::Keep;
 use crate::process::run::{Finished, KILL_GRACE};
 use crate::process::tool::{Invocation, InvokeError, invoke};
 use crate::runtime::envelope::{self, Outcome, Stdout};
-use crate::runtime::secrets::tool_environment;
+use crate::runtime::scrub::tool_environment;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
 use crate::sandbox::SandboxPlan;
 

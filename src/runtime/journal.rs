@@ -11,7 +11,7 @@ use crate::event::{CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Record
 use crate::runtime::Runtime;
 use crate::runtime::call::{CallError, CallErrorKind};
 use crate::runtime::context::CallContext;
-use crate::runtime::secrets::Scrubber;
+use crate::runtime::scrub::Scrubber;
 
 /// Most tags one call may be given (`--tag`).
 pub(crate) const MAX_CALL_TAGS: usize = 32;

@@ -38,7 +38,7 @@ pub(crate) mod journal;
 pub(crate) mod options;
 pub mod questions;
 pub mod recorder;
-pub(crate) mod secrets;
+pub(crate) mod scrub;
 pub(crate) mod transport;
 pub(crate) mod trust_cache;
 pub(crate) mod trust_gate;

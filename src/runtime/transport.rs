@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::bundle::capability::SecretId;
 use crate::event::{ToolError, Usage};
-use crate::runtime::secrets::Scrubber;
+use crate::runtime::scrub::Scrubber;
 use crate::secrets::SecretValue;
 
 /// Everything one attempt of one call needs.

@@ -92,7 +92,7 @@ pub(super) fn usable(parent: &Path, file: &str) -> bool {
 fn a_child_joins(dir: &Path) -> bool {
     let Ok(procs) = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()) else { return false };
     let arg = std::ptr::from_ref(&procs).cast_mut().cast::<std::ffi::c_void>();
-    crate::process::spawn::try_in_child(0, join_child, arg).is_ok()
+    crate::sandbox::clone::try_in_child(0, join_child, arg).is_ok()
 }
 
 /// The child of [`a_child_joins`].
@@ -100,7 +100,7 @@ extern "C" fn join_child(arg: *mut std::ffi::c_void) -> std::ffi::c_int {
     // SAFETY: `arg` is the CString `a_child_joins` passed, alive in the
     // suspended parent thread's frame until this child exits.
     let procs = unsafe { &*arg.cast_const().cast::<CString>() };
-    crate::process::spawn::exit_with(crate::sandbox::child::join_cgroup(procs))
+    crate::sandbox::clone::exit_with(crate::sandbox::child::join_cgroup(procs))
 }
 
 /// `/proc/self/cgroup` and `/proc/self/mountinfo`, read once.

@@ -24,7 +24,8 @@ use std::sync::OnceLock;
 use landlock::{ABI, Access as _, AccessFs, BitFlags, PathFd};
 use rustix::fs::{Mode, OFlags};
 
-use crate::process::tool::TOOL_PATH;
+/// The `PATH` a tool sees (where its program and interpreters are looked up).
+pub(crate) const TOOL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The Landlock ABI whose rights rlp asks for; older kernels get the subset
 /// they know (best-effort compatibility of the `landlock` crate).

@@ -20,6 +20,7 @@
 
 pub(crate) mod cgroup;
 pub(crate) mod child;
+pub(crate) mod clone;
 pub(crate) mod fs;
 pub(crate) mod lifetime;
 pub(crate) mod mode;

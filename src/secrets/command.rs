@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use zeroize::Zeroize;
 
 use crate::bundle::capability::SecretId;
+use crate::config::secrets::CommandConfig;
 use crate::fsutil::{find_on_path, is_executable_file};
 use crate::process::capture::Keep;
 use crate::process::run::{RunError, Watch, run};
 use crate::process::spawn::Program;
-use crate::secrets::config::CommandConfig;
 use crate::secrets::{Lookup, Provider, ProviderError, SecretValue};
 
 /// The variables of rlp's environment a command receives (when set): what

@@ -17,10 +17,9 @@
 //! store, a command that prints more than a value can hold — stops the
 //! search: a later provider never stands in for a broken earlier one.
 //! Nothing here ever prints a value; scrubbing what tools echo back is
-//! [`crate::runtime::secrets::Scrubber`]'s job.
+//! [`crate::runtime::scrub::Scrubber`]'s job.
 
 pub(crate) mod command;
-pub(crate) mod config;
 pub(crate) mod env;
 #[cfg(feature = "keyring")]
 pub(crate) mod keyring;
@@ -29,6 +28,7 @@ pub mod store;
 mod value;
 
 pub use providers::Providers;
+pub(crate) use value::REDACTED;
 pub use value::SecretValue;
 
 use crate::bundle::capability::SecretId;

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use crate::bundle::capability::SecretId;
 use crate::config::ConfigError;
+use crate::config::secrets::{ProviderKind, SecretsConfig};
 use crate::home::Home;
 use crate::secrets::command::CommandProvider;
-use crate::secrets::config::{ProviderKind, SecretsConfig};
 use crate::secrets::env::EnvProvider;
 use crate::secrets::store::{AskPassphrase, FileProvider, Store};
 use crate::secrets::{Lookup, Provider, Resolution, SecretError, SecretResolver};

@@ -4,7 +4,9 @@ use std::fmt;
 
 use zeroize::Zeroizing;
 
-use crate::runtime::secrets::REDACTED;
+/// What a secret value is shown as, wherever one would be printed or
+/// recorded (its `Debug` and `Display`, and the runtime's scrubbing).
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// A secret's value. `Debug` and `Display` print `[redacted]`; the value is
 /// reachable only through [`SecretValue::expose`], and its memory is

@@ -23,7 +23,7 @@ use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::process::spawn::{exit_with, try_in_child};
+use crate::sandbox::clone::{exit_with, try_in_child};
 use crate::sandbox::world::build::ViewSteps;
 
 /// The namespaces a tool gets: mount and IPC always.
@@ -64,10 +64,18 @@ pub(crate) fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// The folder the calls' private folders are made in: the temporary
+/// folder, after its symbolic links (a sandboxed tool's private folder is
+/// opened without following any).
+pub(crate) fn calls_dir() -> PathBuf {
+    let temp = std::env::temp_dir();
+    std::fs::canonicalize(&temp).unwrap_or(temp)
+}
+
 /// The folder over which a view's root is mounted: the folder of the
 /// calls' private folders, which exists for certain.
 pub(crate) fn root_mount_point() -> PathBuf {
-    crate::process::tool::calls_dir()
+    calls_dir()
 }
 
 /// The namespaces this process can give tools (a PID namespace when `pid`),

@@ -15,9 +15,9 @@ use age::secrecy::{ExposeSecret, SecretString};
 use age::{DecryptError, Decryptor, Encryptor};
 use zeroize::Zeroizing;
 
+use crate::config::secrets::{DEFAULT_COMMAND_TIMEOUT, StoreKey};
 use crate::fsutil::{PrivateFileError, read_private, write_atomic};
 use crate::secrets::command::{Ran, run_for_value};
-use crate::secrets::config::{DEFAULT_COMMAND_TIMEOUT, StoreKey};
 use crate::secrets::{ProviderError, SecretValue};
 
 /// Largest identity file read.

@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rustix::fs::{FlockOperation, flock};
 
 use crate::bundle::capability::SecretId;
+use crate::config::secrets::StoreKey;
 use crate::fsutil::write_atomic;
 use crate::home::Home;
-use crate::secrets::config::StoreKey;
 use crate::secrets::{Lookup, Provider, ProviderError};
 
 pub use contents::{Contents, Entry};

@@ -35,7 +35,10 @@ use serde_json::{Map, Value};
 use crate::error::{Class, Reportable};
 use crate::home::Home;
 use crate::sandbox::SandboxMode;
-use crate::secrets::config::{SecretsConfig, SecretsLayer};
+
+pub(crate) mod secrets;
+
+use secrets::{SecretsConfig, SecretsLayer};
 
 /// The environment variable that names a second system config file, read
 /// after [`DEFAULT_SYSTEM_CONFIG`] (never instead of it).
@@ -267,7 +270,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             continue;
         }
         if section == "secrets" {
-            layer.secrets = crate::secrets::config::parse(path, entries, &mut warnings)?;
+            layer.secrets = secrets::parse(path, entries, &mut warnings)?;
             continue;
         }
         if !matches!(section.as_str(), "security" | "runtime" | "policy" | "ledger") {

@@ -12,12 +12,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::bundle::capability::SecretId;
-use crate::secrets::SecretValue;
+use crate::secrets::{REDACTED, SecretValue};
 
 use spelling::Spellings;
-
-/// What a scrubbed secret value is replaced with.
-pub(crate) const REDACTED: &str = "[redacted]";
 
 /// The environment variables an exec tool receives its secrets in: each
 /// under [`SecretId::env_var`], and also under its
