@@ -2,22 +2,24 @@
 //!
 //! The library does the work; the `rlp` binary parses arguments, calls into
 //! [`cli`], and maps outcomes to exit codes. Modules sit on layers and
-//! import only from layers below them (docs/architecture.md has the map):
+//! import only from layers below them and the leaves; docs/architecture.md
+//! has the map, and the tidy test (`tests/it/tidy.rs`) keeps it:
 //!
-//! - leaves: [`error`], `config`, [`home`], `interrupt`, `kill` (the one
-//!   place that signals a tool), `leftovers`, `fsutil`, `text`;
+//! - leaves: [`error`], [`home`], `interrupt`, `kill` (the one place that
+//!   signals a tool), `leftovers`, `fsutil`, `text`;
 //! - 0: [`bundle`], the data model;
-//! - 1: `lint`, the rule catalog;
-//! - 2: [`integrity`], [`event`] (the frame schema), and [`sandbox`] (the
-//!   seccomp filter and network supervisor of exec tools);
-//! - 3: [`pack`], [`ledger`] (the store of frames), [`process`] (the one
-//!   process runner), [`telemetry`] (spans of the frames, sent to an
-//!   OpenTelemetry collector);
-//! - 4: [`runtime`], the call pipeline, which records through
+//! - 1: `lint`, the rule catalog, and [`event`], the frame schema;
+//! - 2: [`integrity`], and [`sandbox`] (the confinement of exec tools);
+//! - 3: `config` (the settings, loaded once per command by the CLI),
+//!   [`pack`], [`ledger`] (the store of frames), [`process`] (the one
+//!   process runner), [`telemetry`] (spans of the frames);
+//! - 4: [`secrets`] (where secret values come from), [`oci`] (registries);
+//! - 5: [`runtime`], the call pipeline, which records through
 //!   [`event::Recorder`] and does not know the ledger;
-//! - 5: `authoring`, `discovery` (tool definitions, search) over the
-//!   runtime, and [`replay`] over the runtime and the ledger;
-//! - 6: [`cli`].
+//! - 6: `authoring`, [`discovery`] (tool definitions, search), and
+//!   [`replay`] over the runtime and the ledger;
+//! - 7: [`serve`], the MCP server;
+//! - 8: [`cli`].
 
 pub(crate) mod authoring;
 pub mod bundle;

@@ -30,5 +30,6 @@ mod secret_providers;
 mod secrets;
 mod serve;
 mod serve_durability;
+mod tidy;
 mod trace_diff;
 mod upstream;
