@@ -8,6 +8,9 @@
 //! Usage: `bench_canonical [FRAMES]` (default 400000), built with
 //! `--release`. Prints a Markdown table of the median of 5 rounds.
 
+// An example program: it prints what it finds and runs what it measures.
+#![allow(unreachable_pub, clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+
 use std::time::Instant;
 
 use rlp::event::canonical::canonical_text;

@@ -16,6 +16,9 @@
 //! measured as a reference row). The home is `$RUNLOOP_HOME`. Prints Markdown
 //! on stdout.
 
+// An example program: it prints what it finds and runs what it measures.
+#![allow(unreachable_pub, clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -11,6 +11,9 @@
 //! URL as `--ledger` takes it (`sqlite:///…` or `postgres://…`). Prints
 //! `frames_per_second` on stdout.
 
+// An example program: it prints what it finds and runs what it measures.
+#![allow(unreachable_pub, clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+
 #[path = "common/frames.rs"]
 mod frames;
 

@@ -12,6 +12,9 @@
 //! Usage: `bench_ledger_commit --dir DIR [--writers W] [--frames N]` (N
 //! frames per writer). Prints a Markdown table on stdout.
 
+// An example program: it prints what it finds and runs what it measures.
+#![allow(unreachable_pub, clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+
 #[path = "common/frames.rs"]
 mod frames;
 

@@ -15,6 +15,7 @@ use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 ///
 /// Async-signal-safe (one system call, no allocation): the interrupt handler
 /// ([`crate::interrupt`]) ends the tools' groups with it.
+#[expect(clippy::disallowed_methods, reason = "the one place rlp signals a process group")]
 pub(crate) fn kill_group(pgid: i32) {
     if pgid > 1
         && let Some(pgid) = Pid::from_raw(pgid)
@@ -40,6 +41,7 @@ pub(crate) fn kill_cgroup(path: &std::ffi::CStr) {
 }
 
 /// Sends `signal` to one process; one that is gone is not an error.
+#[expect(clippy::disallowed_methods, reason = "the one place rlp signals a process")]
 fn signal_process(pid: i32, signal: Signal) {
     if pid > 1
         && let Some(pid) = Pid::from_raw(pid)

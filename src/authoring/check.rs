@@ -66,7 +66,7 @@ pub(crate) fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Ve
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| AuthoringError::io("create", parent, &e))?;
         }
-        std::fs::write(&path, bytes).map_err(|e| AuthoringError::io("write", &path, &e))?;
+        crate::fsutil::write_atomic(&path, bytes, None).map_err(|e| AuthoringError::io("write", &path, &e))?;
         Ok(path)
     };
     write(MANIFEST_FILE, b"[agent]\nname = \"bundle\"\nversion = \"0.1.0\"\n")?;

@@ -135,6 +135,8 @@ pub enum Command {
 pub fn main() -> ExitCode {
     // Interrupted, rlp kills the tools it runs and removes its temporary files.
     let _ = crate::interrupt::install();
+    // What the library has to say besides results and errors goes to stderr.
+    crate::notice::install(output::notice);
     // What the tools it runs leave behind is reparented to rlp, reaped and swept.
     let _ = crate::process::become_subreaper();
     let cli = match Cli::try_parse() {

@@ -1,6 +1,8 @@
 //! Output conventions: formats, colour, the one printer of results on
 //! stdout, and diagnostics on stderr.
 
+#![allow(clippy::disallowed_methods, reason = "this module owns stdout (the `Printer`) and the diagnostics on stderr")]
+
 use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
 
@@ -235,6 +237,15 @@ pub(crate) fn diagnostic(text: &str) {
 /// a file or quote one) cannot drive the terminal.
 pub(crate) fn warning(text: impl std::fmt::Display) {
     diagnostic(&format!("warning: {}", crate::text::terminal_safe(&text.to_string())));
+}
+
+/// Where the library's notices go ([`crate::notice`]): stderr, made safe
+/// for the terminal.
+pub(crate) fn notice(notice: crate::notice::Notice<'_>) {
+    match notice {
+        crate::notice::Notice::Warning(text) => warning(text),
+        crate::notice::Notice::Note(text) => diagnostic(&crate::text::terminal_safe(text)),
+    }
 }
 
 /// Reads items with `visit` (a reader that calls back once per item and

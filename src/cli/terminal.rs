@@ -5,6 +5,8 @@
 //! Each is drawn only when there is a terminal to draw on; commands never
 //! reach for dialoguer or indicatif themselves.
 
+#![allow(clippy::disallowed_methods, reason = "this module owns the prompts and progress on stderr")]
+
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 

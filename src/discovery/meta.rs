@@ -6,24 +6,24 @@ use serde_json::{Map, Value, json};
 use crate::text::json_kind;
 
 /// Finds tools by what they do.
-pub const SEARCH: &str = "rlp.search_tools";
+pub(crate) const SEARCH: &str = "rlp.search_tools";
 /// Shows tools' full definitions.
-pub const DESCRIBE: &str = "rlp.describe_tools";
+pub(crate) const DESCRIBE: &str = "rlp.describe_tools";
 /// Calls a tool found by search.
-pub const CALL: &str = "rlp.call_tool";
+pub(crate) const CALL: &str = "rlp.call_tool";
 
 /// Results a search returns unless asked for another number.
-pub const DEFAULT_LIMIT: usize = 5;
+pub(crate) const DEFAULT_LIMIT: usize = 5;
 /// Most results one search returns.
-pub const MAX_LIMIT: usize = 50;
+pub(crate) const MAX_LIMIT: usize = 50;
 /// Most tools one description shows.
-pub const MAX_DESCRIBED: usize = 20;
+pub(crate) const MAX_DESCRIBED: usize = 20;
 /// Longest query, in characters.
 const MAX_QUERY_CHARS: usize = 500;
 
 /// What a search asks.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SearchRequest {
+pub(crate) struct SearchRequest {
     /// Words of what the tool should do.
     pub query: String,
     /// Only tools of this category.
@@ -37,7 +37,7 @@ impl SearchRequest {
     /// characters), at most `limit` results (1 to [`MAX_LIMIT`]); `names`
     /// name the two in errors (`` `query` `` and `` `limit` ``, or `QUERY`
     /// and `--limit`).
-    pub fn new(query: &str, category: Option<String>, limit: u64, names: [&str; 2]) -> Result<Self, String> {
+    pub(crate) fn new(query: &str, category: Option<String>, limit: u64, names: [&str; 2]) -> Result<Self, String> {
         let [query_name, limit_name] = names;
         let limit = usize::try_from(limit)
             .ok()
@@ -160,7 +160,7 @@ fn only(arguments: &Map<String, Value>, tool: &str, allowed: &[&str]) -> Result<
 
 /// A call of a meta-tool, its arguments read.
 #[derive(Clone, Debug, PartialEq)]
-pub enum MetaCall {
+pub(crate) enum MetaCall {
     /// `rlp.search_tools` or `rlp.describe_tools`.
     Discover(Discovery),
     /// `rlp.call_tool`: the tool to call and its arguments.
@@ -169,7 +169,7 @@ pub enum MetaCall {
 
 /// What a client asks to be shown of the catalog.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Discovery {
+pub(crate) enum Discovery {
     /// `rlp.search_tools`.
     Search(SearchRequest),
     /// `rlp.describe_tools`: the ids, each once, in order.
@@ -179,7 +179,7 @@ pub enum Discovery {
 /// Reads a call of `tool` (the one dispatch of the meta-tools): `None` when
 /// `tool` is no meta-tool (its `arguments` are left in place), else the
 /// arguments taken and read, or the -32602 reason naming the tool.
-pub fn read(tool: &str, arguments: &mut Option<Map<String, Value>>) -> Option<Result<MetaCall, String>> {
+pub(crate) fn read(tool: &str, arguments: &mut Option<Map<String, Value>>) -> Option<Result<MetaCall, String>> {
     let read = match tool {
         SEARCH => search_request(arguments.as_ref().unwrap_or(&Map::new()))
             .map(|request| MetaCall::Discover(Discovery::Search(request))),
@@ -192,7 +192,7 @@ pub fn read(tool: &str, arguments: &mut Option<Map<String, Value>>) -> Option<Re
 }
 
 /// Reads `rlp.search_tools` arguments; the error says what is wrong.
-pub fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, String> {
+pub(crate) fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, String> {
     only(arguments, SEARCH, &["query", "category", "limit"])?;
     let query = match arguments.get("query") {
         Some(Value::String(query)) => query,
@@ -214,7 +214,7 @@ pub fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, S
 }
 
 /// Reads `rlp.describe_tools` arguments: the ids, each once, in order.
-pub fn describe_ids(arguments: &Map<String, Value>) -> Result<Vec<String>, String> {
+pub(crate) fn describe_ids(arguments: &Map<String, Value>) -> Result<Vec<String>, String> {
     only(arguments, DESCRIBE, &["ids"])?;
     let ids = match arguments.get("ids") {
         Some(Value::Array(ids)) => ids,
@@ -235,7 +235,7 @@ pub fn describe_ids(arguments: &Map<String, Value>) -> Result<Vec<String>, Strin
 }
 
 /// Reads `rlp.call_tool` arguments: the tool id and its arguments.
-pub fn call_target(mut arguments: Map<String, Value>) -> Result<(String, Map<String, Value>), String> {
+pub(crate) fn call_target(mut arguments: Map<String, Value>) -> Result<(String, Map<String, Value>), String> {
     only(&arguments, CALL, &["id", "arguments"])?;
     let id = match arguments.remove("id") {
         Some(Value::String(id)) => id,

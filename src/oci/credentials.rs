@@ -21,9 +21,9 @@ use zeroize::Zeroizing;
 use crate::integrity::failure::{Failure, Reason};
 
 /// The variable holding a bearer token for the registry.
-pub const TOKEN_VAR: &str = "RLP_REGISTRY_TOKEN";
+pub(crate) const TOKEN_VAR: &str = "RLP_REGISTRY_TOKEN";
 /// The variable naming the registry (`HOST[:PORT]`) the token is for.
-pub const TOKEN_HOST_VAR: &str = "RLP_REGISTRY_TOKEN_HOST";
+pub(crate) const TOKEN_HOST_VAR: &str = "RLP_REGISTRY_TOKEN_HOST";
 /// Longest token sent (registries' tokens, JWTs included, are a few KiB).
 pub(crate) const MAX_TOKEN_BYTES: usize = 16 << 10;
 /// Largest Docker configuration file read.

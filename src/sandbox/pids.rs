@@ -48,6 +48,7 @@ impl PidsCgroup {
     pub(crate) fn create(max: u64) -> io::Result<Option<PidsCgroup>> {
         let Some(parent) = parent() else { return Ok(None) };
         let cgroup = CallCgroup::create(parent)?;
+        #[expect(clippy::disallowed_methods, reason = "a cgroupfs control file, written in place")]
         std::fs::write(cgroup.dir().join("pids.max"), max.to_string())?;
         Ok(Some(PidsCgroup(cgroup)))
     }

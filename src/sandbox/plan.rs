@@ -281,17 +281,17 @@ impl SandboxPlan {
         (!core.is_empty()).then(|| core.join("; "))
     }
 
-    /// Under `best-effort`, says once per process on stderr what the kernel
-    /// cannot enforce.
+    /// Under `best-effort`, warns once per process (a [`crate::notice`])
+    /// what the kernel cannot enforce.
     pub(crate) fn warn_once(&self) {
         static WARNED: Once = Once::new();
         if self.mode == SandboxMode::BestEffort && !self.gaps.is_empty() {
             WARNED.call_once(|| {
                 let gaps: Vec<&str> = self.gaps.iter().map(|(gap, _)| gap.as_str()).collect();
-                eprintln!(
-                    "warning: the exec tool sandbox is partial on this kernel: {} (docs/sandbox.md; set [runtime] sandbox = \"required\" to refuse such calls)",
+                crate::notice::warn(&format!(
+                    "the exec tool sandbox is partial on this kernel: {} (docs/sandbox.md; set [runtime] sandbox = \"required\" to refuse such calls)",
                     gaps.join("; ")
-                );
+                ));
             });
         }
     }

@@ -105,7 +105,7 @@ impl Handler {
         }
         Ok(*self.session_trace.get_or_init(|| {
             let trace = Uuid::now_v7();
-            eprintln!("rlp serve: session trace {trace}");
+            crate::notice::note(&format!("rlp serve: session trace {trace}"));
             trace
         }))
     }

@@ -86,6 +86,7 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
         );
         match options.listen {
             Listen::Stdio => {
+                #[expect(clippy::disallowed_methods, reason = "serving over stdio: the transport owns stdout")]
                 let stdio = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())
                     .with_max_line_length(MAX_MESSAGE_BYTES);
                 let service = match Handler::in_run_trace(shared).serve(stdio).await {

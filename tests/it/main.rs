@@ -4,6 +4,10 @@
 //! Run one area with `cargo test --test it <area>::`, e.g.
 //! `cargo test --test it runtime::`.
 
+// A test binary: its support code is `pub` for the test modules, and tests
+// set up real files and processes, and report what they measure, directly.
+#![allow(unreachable_pub, clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
+
 mod support;
 
 mod authoring;

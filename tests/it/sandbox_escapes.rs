@@ -291,12 +291,13 @@ fn for_a_user_without_cgroups_a_pid_namespace_ends_what_the_tool_started() {
 #[test]
 fn a_tool_cannot_reach_another_processs_shared_memory() {
     let sb = Sandbox::new();
-    // SAFETY: a private System V segment of this test process, removed below.
     let key: libc::key_t = 0x524c_5000 + (std::process::id() as libc::key_t & 0xfff);
+    // SAFETY: a private System V segment of this test process, removed below.
     let id = unsafe { libc::shmget(key, 4096, libc::IPC_CREAT | 0o666) };
     assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
     // SAFETY: attaches the segment just made; writes inside its 4096 bytes.
     let memory = unsafe { libc::shmat(id, std::ptr::null(), 0) };
+    // SAFETY: `memory` is the segment attached above, 4096 bytes long.
     unsafe { std::ptr::copy_nonoverlapping(b"secret".as_ptr(), memory.cast::<u8>(), 6) };
     let command = python_tool(
         &sb,

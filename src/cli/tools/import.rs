@@ -10,7 +10,7 @@ use crate::authoring::import::{DEFAULT_MAX_OUTPUT, Limits, Source, import};
 use crate::authoring::target::BundleTarget;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::{Format, Printer, path_json, warning};
+use crate::cli::output::{Format, Printer, diagnostic, path_json, warning};
 use crate::cli::tools::add::{grants_json, print_added_grants, print_warnings, warn_missing_grants};
 use crate::text::terminal_safe_line;
 
@@ -67,17 +67,14 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
         let kept = (!fields.kept.is_empty()).then(|| format!("kept {} (edited in tools.json)", fields.kept.join(", ")));
         let parts: Vec<String> = updated.into_iter().chain(kept).collect();
         if !parts.is_empty() {
-            eprintln!("{}", terminal_safe_line(&format!("{id}: {}", parts.join("; "))));
+            diagnostic(&terminal_safe_line(&format!("{id}: {}", parts.join("; "))));
         }
     }
     for id in imported.not_described.iter().filter(|_| human) {
-        eprintln!(
-            "{}",
-            terminal_safe_line(&format!(
-                "{id}: kept (no longer described by {}; remove it from tools.json if it is gone)",
-                args.exec.display()
-            ))
-        );
+        diagnostic(&terminal_safe_line(&format!(
+            "{id}: kept (no longer described by {}; remove it from tools.json if it is gone)",
+            args.exec.display()
+        )));
     }
     for (id, old, new) in &imported.retyped {
         warning(format_args!(

@@ -260,8 +260,9 @@ impl Open {
             if next < 0 {
                 return Err(errno);
             }
-            // SAFETY: fstat writes the struct on this frame.
+            // SAFETY: `stat` is plain data, for which all zeros is a value.
             let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat writes the struct on this frame.
             if unsafe { libc::fstat(next, &mut stat) } != 0 || stat.st_mode & libc::S_IFMT == libc::S_IFLNK {
                 // SAFETY: the descriptor opened just above.
                 unsafe { libc::close(next) };
