@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use age::secrecy::ExposeSecret;
 use rlp::bundle::capability::SecretId;
 use rlp::home::Home;
-use rlp::secrets::{Providers, Resolution, SecretResolver};
+use rlp::secrets::{Resolution, SecretResolver};
 
 fn main() {
     let mut iterations = 2000usize;
@@ -61,7 +61,7 @@ fn main() {
 
 /// The first resolution, and the mean of `iterations` more.
 fn measure(home: &Home, id: &SecretId, iterations: usize) -> (Duration, Duration) {
-    let providers = Providers::for_home(home).expect("the bench home's config");
+    let providers = rlp::cli::secret_providers(home.clone()).expect("the bench home's config");
     let resolve = || match providers.resolve(id).expect("a provider answers") {
         Resolution::Found { value, .. } => assert!(!value.expose().is_empty()),
         Resolution::Missing { why, .. } => panic!("not found: {why}"),

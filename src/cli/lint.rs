@@ -43,7 +43,7 @@ pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
     })?;
     let reports = lint_all(&dirs, &Settings { core_threshold: args.core_threshold });
     let checks: Vec<ToolCheck> = if args.check_tools {
-        let sandbox = crate::config::load(&ctx.home, &crate::config::Flags::default())?.config.sandbox.value;
+        let sandbox = ctx.config()?.sandbox.value;
         dirs.iter().map(|d| drift::check(d, sandbox)).collect()
     } else {
         Vec::new()

@@ -4,6 +4,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod bundle;
+pub(crate) mod context;
 pub(crate) mod digest;
 pub(crate) mod exit;
 pub(crate) mod keygen;
@@ -23,6 +24,8 @@ pub(crate) mod tools;
 pub(crate) mod trace;
 pub(crate) mod trust;
 
+pub use context::{Context, secret_providers};
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,7 +34,6 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{ColorChoice, Printer, diagnostic};
 use crate::home::Home;
-use crate::ledger::Location;
 
 /// rlp: author, check, seal, run and replay agent bundles.
 #[derive(Debug, Parser)]
@@ -59,33 +61,6 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// What every command receives besides its own flags.
-#[derive(Debug, Clone)]
-pub struct Context {
-    /// The runtime home.
-    pub home: Home,
-    /// The colour choice.
-    pub color: ColorChoice,
-    /// `--ledger URL`, if given.
-    pub ledger: Option<crate::config::UrlText>,
-}
-
-impl Context {
-    /// The ledger frames are recorded in and read from: `--ledger`, else
-    /// `$RUNLOOP_LEDGER_URL`, else `[ledger] url` in the config files, else
-    /// the home's SQLite file.
-    pub(crate) fn ledger(&self) -> Result<Location, CliError> {
-        let flags = crate::config::Flags { ledger_url: self.ledger.clone(), ..Default::default() };
-        let Some(url) = crate::config::load(&self.home, &flags)?.config.ledger_url else {
-            return Ok(Location::of_home(&self.home));
-        };
-        Location::parse(url.value.as_str()).map_err(|why| {
-            CliError::usage(format!("the ledger URL from {}: {why}", url.source.shown("ledger")))
-                .with_help("write sqlite:///ABSOLUTE/PATH or postgres://USER@HOST[:PORT]/DATABASE (docs/fleet.md)")
-        })
-    }
 }
 
 /// The commands.
@@ -143,7 +118,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_failed(&e),
     };
-    let context = Context { home: Home::resolve(cli.home.as_deref()), color: cli.color, ledger: cli.ledger };
+    let context = Context::new(Home::resolve(cli.home.as_deref()), cli.color, cli.ledger);
     let result = run(cli.command, &context);
     finish(result, context.color)
 }

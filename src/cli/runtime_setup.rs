@@ -10,7 +10,6 @@ use crate::cli::Context;
 use crate::cli::exit::CliError;
 use crate::cli::output::{diagnostic, warning};
 use crate::cli::terminal;
-use crate::config::{self, Flags};
 use crate::event::Recorder;
 use crate::ledger::group::GroupCommit;
 use crate::ledger::{LedgerStore, Location};
@@ -18,7 +17,6 @@ use crate::runtime::answer::{Answerer, NoAnswerer};
 use crate::runtime::confirm::{Confirmer, NoTerminal, PreApproved};
 use crate::runtime::recorder::NullRecorder;
 use crate::runtime::{Runtime, RuntimeOptions};
-use crate::secrets::Providers;
 
 /// The flags that shape a runtime.
 #[derive(Clone, Copy, Debug)]
@@ -126,11 +124,8 @@ fn load_with(
     ctx: &Context,
     recorder: impl FnOnce() -> Result<Arc<dyn Recorder>, CliError>,
 ) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
-    let loaded = config::load(
-        &ctx.home,
-        &Flags { confirm_external_actions: flags.confirm_external_actions, ..Flags::default() },
-    )?;
-    warn(&loaded.warnings);
+    let config = ctx.config_with(flags.confirm_external_actions)?;
+    warn(ctx.config_warnings()?);
     let traced = crate::cli::spans::traced(recorder()?);
     let recorder = traced.recorder();
     let (confirmer, answerer): (Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {
@@ -139,10 +134,10 @@ fn load_with(
     } else {
         (terminal::confirmer(flags.yes), terminal::answerer(flags.ask_questions))
     };
-    let secrets = Providers::configured(&ctx.home, &loaded.config.secrets, terminal::passphrase_asker())?;
+    let secrets = ctx.secret_providers(terminal::passphrase_asker())?;
     let options = RuntimeOptions {
         home: ctx.home.clone(),
-        config: loaded.config,
+        config,
         secrets: Arc::new(secrets),
         recorder: recorder.clone(),
         confirmer,

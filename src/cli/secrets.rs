@@ -14,7 +14,6 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, path_json, warning};
 use crate::cli::terminal;
 use crate::config::secrets::{ProviderKind, SecretsConfig, StoreKey};
-use crate::config::{self, Flags};
 use crate::secrets::command::MAX_VALUE_BYTES;
 #[cfg(feature = "keyring")]
 use crate::secrets::keyring::Keyring;
@@ -97,11 +96,11 @@ pub enum Writable {
 
 /// Runs a `secrets` subcommand.
 pub(crate) fn run(command: SecretsCommand, ctx: &Context) -> CliResult {
-    let loaded = config::load(&ctx.home, &Flags::default())?;
-    for line in &loaded.warnings {
+    for line in ctx.config_warnings()? {
         warning(line);
     }
-    let settings = &loaded.config.secrets;
+    let config = ctx.config()?;
+    let settings = &config.secrets;
     let open = |choice: Writable| Target::open(choice, ctx, settings);
     match command {
         SecretsCommand::Set(args) => {

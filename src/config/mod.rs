@@ -222,10 +222,22 @@ impl Reportable for ConfigError {
 /// The settings and any warnings met while reading them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Loaded {
-    /// The settings.
-    pub config: Config,
+    /// The system files that exist, in the order they are read.
+    system: Vec<FileLayer>,
+    /// The home's config.toml, if it exists.
+    user: Option<FileLayer>,
+    /// The `RUNLOOP_*` variables.
+    env: EnvLayer,
     /// Things ignored (unknown keys, `[policy]` outside the system config).
     pub warnings: Vec<String>,
+}
+
+impl Loaded {
+    /// The settings in force under a command's `flags` (pure: the files and
+    /// the environment were read by [`load`]).
+    pub(crate) fn config(&self, flags: &Flags) -> Config {
+        resolve(&self.system, self.user.as_ref(), &self.env, flags)
+    }
 }
 
 /// Parses a boolean the way environment variables write one.
@@ -465,9 +477,10 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
     }
 }
 
-/// Reads every layer: the system config, the home's config.toml, the
-/// environment and `flags`.
-pub(crate) fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
+/// Reads the layers below the command line: the system config, the home's
+/// config.toml and the environment. The CLI calls it once per command
+/// (`cli::context`); [`Loaded::config`] adds the command's flags.
+pub(crate) fn load(home: &Home) -> Result<Loaded, ConfigError> {
     let mut warnings = Vec::new();
     let mut system = Vec::new();
     for path in system_config_paths(std::env::var_os(SYSTEM_CONFIG_ENV).as_deref()) {
@@ -502,7 +515,7 @@ pub(crate) fn load(home: &Home, flags: &Flags) -> Result<Loaded, ConfigError> {
     };
     let ledger_url = std::env::var(LEDGER_ENV).ok().filter(|url| !url.is_empty()).map(UrlText);
     let env = EnvLayer { confirm_external_actions, sandbox, ledger_url };
-    Ok(Loaded { config: resolve(&system, user.as_ref(), &env, flags), warnings })
+    Ok(Loaded { system, user, env, warnings })
 }
 
 #[cfg(test)]

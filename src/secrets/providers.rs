@@ -1,7 +1,6 @@
 //! The configured providers, asked in order.
 
 use std::fmt;
-use std::sync::Arc;
 
 use crate::bundle::capability::SecretId;
 use crate::config::ConfigError;
@@ -31,17 +30,6 @@ impl Default for Providers {
 }
 
 impl Providers {
-    /// The providers the configuration of `home` names (its config.toml,
-    /// then the system config), as `rlp` uses them. A passphrase-protected
-    /// store is opened with `passphrase_command` only: nothing is asked on
-    /// a terminal. The error says what is wrong with the configuration.
-    pub fn for_home(home: &Home) -> Result<Providers, String> {
-        let shown = |e: ConfigError| format!("{} ({})", e.message, e.help);
-        let loaded = crate::config::load(home, &crate::config::Flags::default()).map_err(shown)?;
-        let no_prompt: AskPassphrase = Arc::new(|_: &str, _: bool| Err("no one is asked here".to_string()));
-        Self::configured(home, &loaded.config.secrets, no_prompt).map_err(shown)
-    }
-
     /// The providers `config` names, for the runtime home `home`; `ask`
     /// asks for the file store's passphrase when it needs one. A provider
     /// named but not set up (`cmd` without `[secrets.cmd]`, `keyring` in a

@@ -58,7 +58,7 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
         command: args.exec.clone(),
         args: args.args.clone(),
         limits: Limits { timeout: Duration::from_millis(args.timeout_ms), max_output: DEFAULT_MAX_OUTPUT },
-        sandbox: crate::config::load(&ctx.home, &crate::config::Flags::default())?.config.sandbox.value,
+        sandbox: ctx.config()?.sandbox.value,
     };
     let imported = import(&target, &source, args.grant, args.replace)?;
     let human = matches!(args.format, Format::Human);

@@ -69,8 +69,7 @@ pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
         return Err(CliError::usage("--expose applies to --format mcp only")
             .with_help("e.g. rlp tools list agents/github --format mcp --expose core"));
     }
-    let config = crate::config::load(&ctx.home, &crate::config::Flags::default())?;
-    let mut listing = list(&args.bundle, &ctx.home, &config.config)?;
+    let mut listing = list(&args.bundle, &ctx.home, &ctx.config()?)?;
     listing.filter(args.category.as_deref(), args.core);
     let text = match args.format {
         ListFormat::Json => json_text(&listing.to_json()),
