@@ -1,39 +1,49 @@
 //! The one error protocol. Every error a command can end with implements
-//! [`Reportable`]: it says which [`Class`] it is (and so which exit code of
-//! docs/cli.md it maps to) and, when it can, what to do about it. The CLI
+//! [`Reportable`]: it says which [`Exit`] code of docs/cli.md it maps to and, when it can, what to do about it. The CLI
 //! turns any of them into its error with one conversion; nothing matches on
 //! error messages.
 
 use std::fmt;
 
-/// How an error maps to the exit-code contract (docs/cli.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Class {
-    /// Exit 1: the command ran and found a problem (a failed verification,
-    /// a tool error, a stale digest).
-    Problem,
-    /// Exit 2: bad arguments or unreadable input that stops the command.
+/// How a command ends: the exit-code contract of docs/cli.md, the one
+/// table of it. Library errors say which of the failing codes they are
+/// ([`Reportable::class`]); the CLI returns the same values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exit {
+    /// 0: success.
+    Success,
+    /// 1: the command ran and found a problem (lint errors, a failed
+    /// verification, a tool error, a stale digest, a replay divergence).
+    Problems,
+    /// 2: bad arguments or unreadable input that stops the command.
     Usage,
-    /// Exit 3: refused by policy (capability, confirmation, trust, budget).
+    /// 3: refused by policy (capability, confirmation, trust, budget).
     Refused,
 }
 
-impl Class {
+impl Exit {
     /// The process exit code.
-    pub fn exit_code(self) -> u8 {
+    pub fn code(self) -> u8 {
         match self {
-            Class::Problem => 1,
-            Class::Usage => 2,
-            Class::Refused => 3,
+            Exit::Success => 0,
+            Exit::Problems => 1,
+            Exit::Usage => 2,
+            Exit::Refused => 3,
         }
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit.code())
     }
 }
 
 /// An error a command can end with: its message (`Display`, one line or a
 /// few, naming the file or field), its class, and a hint.
 pub trait Reportable: fmt::Display {
-    /// The exit-code class.
-    fn class(&self) -> Class;
+    /// The exit code it maps to (never [`Exit::Success`]).
+    fn class(&self) -> Exit;
 
     /// What the command line says (by default the error's `Display`); an
     /// error may say more there, e.g. what the command was doing.

@@ -4,15 +4,15 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 
 /// An authoring command that could not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct AuthoringError {
-    /// Exit-code class: [`Class::Usage`] for bad arguments, unreadable or
-    /// invalid input; [`Class::Problem`] for a problem found while running
+    /// Exit-code class: [`Exit::Usage`] for bad arguments, unreadable or
+    /// invalid input; [`Exit::Problems`] for a problem found while running
     /// (a tool binary that did not answer). Either way nothing was changed.
-    pub class: Class,
+    pub class: Exit,
     /// What is wrong; names the file, flag or field.
     pub message: String,
     /// What to do about it.
@@ -22,12 +22,12 @@ pub(crate) struct AuthoringError {
 impl AuthoringError {
     /// An input error (exit 2).
     pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Self { class: Class::Usage, message: message.into(), help: None }
+        Self { class: Exit::Usage, message: message.into(), help: None }
     }
 
     /// A problem found while running (exit 1).
     pub(crate) fn failed(message: impl Into<String>) -> Self {
-        Self { class: Class::Problem, message: message.into(), help: None }
+        Self { class: Exit::Problems, message: message.into(), help: None }
     }
 
     /// Adds a hint line.
@@ -62,7 +62,7 @@ impl fmt::Display for AuthoringError {
 impl std::error::Error for AuthoringError {}
 
 impl Reportable for AuthoringError {
-    fn class(&self) -> Class {
+    fn class(&self) -> Exit {
         self.class
     }
 

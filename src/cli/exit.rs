@@ -1,51 +1,12 @@
 //! Exit codes and command errors (the contract in docs/cli.md).
 
+use std::error::Error;
 use std::fmt;
-use std::process::ExitCode;
 
-use crate::error::{Class, Reportable};
+use crate::error::Reportable;
+use crate::text::terminal_safe;
 
-/// How a command ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// 0: success.
-    Success,
-    /// 1: the command ran and found a problem (lint errors, failed
-    /// verification, tool error, replay divergence).
-    Problems,
-    /// 2: usage error or unreadable input that stops the command.
-    Usage,
-    /// 3: refused by policy (capability, confirmation, trust, budget).
-    Refused,
-}
-
-impl Exit {
-    /// The process exit code.
-    pub fn code(self) -> u8 {
-        match self {
-            Exit::Success => 0,
-            Exit::Problems => 1,
-            Exit::Usage => 2,
-            Exit::Refused => 3,
-        }
-    }
-}
-
-impl From<Class> for Exit {
-    fn from(class: Class) -> Exit {
-        match class {
-            Class::Problem => Exit::Problems,
-            Class::Usage => Exit::Usage,
-            Class::Refused => Exit::Refused,
-        }
-    }
-}
-
-impl From<Exit> for ExitCode {
-    fn from(exit: Exit) -> Self {
-        ExitCode::from(exit.code())
-    }
-}
+pub(crate) use crate::error::Exit;
 
 /// A command that could not finish: what went wrong, how to fix it, and the
 /// exit code it maps to.
@@ -59,11 +20,14 @@ pub struct CliError {
     pub help: Option<String>,
     /// Nothing to print: the command stopped because its reader went away.
     quiet: bool,
+    /// The library error this one was made from, whose causes
+    /// ([`Error::source`]) are printed as `Caused by:` lines.
+    from: Option<Box<dyn Error + Send + Sync + 'static>>,
 }
 
 impl CliError {
     fn new(exit: Exit, message: impl Into<String>) -> Self {
-        Self { exit, message: message.into(), help: None, quiet: false }
+        Self { exit, message: message.into(), help: None, quiet: false, from: None }
     }
 
     /// A command that stopped because standard output was closed (a broken
@@ -106,15 +70,118 @@ impl fmt::Display for CliError {
     }
 }
 
-impl std::error::Error for CliError {}
+impl Error for CliError {
+    /// The cause of the library error this one was made from.
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.from.as_deref().and_then(Error::source)
+    }
+}
 
-impl<E: Reportable> From<E> for CliError {
+impl CliError {
+    /// The causes to print under the message, outermost first: each
+    /// [`Error::source`] whose text the message (or a cause already
+    /// printed) does not hold yet.
+    pub fn causes(&self) -> Vec<String> {
+        let mut shown = self.message.clone();
+        let mut out = Vec::new();
+        let mut next = self.source();
+        while let Some(cause) = next {
+            let text = cause.to_string();
+            if !text.is_empty() && !shown.contains(&text) {
+                shown.push('\n');
+                shown.push_str(&text);
+                out.push(text);
+            }
+            next = cause.source();
+        }
+        out
+    }
+}
+
+impl CliError {
+    /// `error: …`, a `  Caused by: …` line for each of [`CliError::causes`]
+    /// (as uv prints them), and `  help: …` (as cargo does); made safe for
+    /// the terminal, coloured when `color`.
+    pub fn render(&self, color: bool) -> String {
+        let (red, cyan, bold, reset) =
+            if color { ("\x1b[1;31m", "\x1b[1;36m", "\x1b[1m", "\x1b[0m") } else { ("", "", "", "") };
+        let mut text = format!("{red}error{reset}{bold}: {}{reset}", terminal_safe(&self.message));
+        for cause in self.causes() {
+            text.push_str(&format!("\n  {bold}Caused by{reset}: {}", terminal_safe(&cause)));
+        }
+        if let Some(help) = &self.help {
+            text.push_str(&format!("\n  {cyan}help{reset}: {}", terminal_safe(help)));
+        }
+        text
+    }
+}
+
+impl<E: Reportable + Error + Send + Sync + 'static> From<E> for CliError {
     /// The one conversion from a library error: its class picks the exit
-    /// code, its message and hint are printed as they are.
+    /// code, its message and hint are printed as they are, and its causes
+    /// are kept.
     fn from(error: E) -> CliError {
-        CliError { exit: error.class().into(), message: error.message(), help: error.help(), quiet: false }
+        CliError {
+            exit: error.class(),
+            message: error.message(),
+            help: error.help(),
+            quiet: false,
+            from: Some(Box::new(error)),
+        }
     }
 }
 
 /// What every command returns.
 pub(crate) type CliResult = Result<Exit, CliError>;
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::*;
+
+    /// A library error whose message leaves out its cause.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot open the store")]
+    struct Opening(#[source] io::Error);
+
+    impl Reportable for Opening {
+        fn class(&self) -> Exit {
+            Exit::Problems
+        }
+    }
+
+    /// One whose message already says its cause.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot open the store: {0}")]
+    struct Saying(#[source] io::Error);
+
+    impl Reportable for Saying {
+        fn class(&self) -> Exit {
+            Exit::Usage
+        }
+    }
+
+    #[test]
+    fn a_library_error_keeps_its_cause_and_its_exit_code() {
+        let error = CliError::from(Opening(io::Error::other("permission denied")));
+        assert_eq!(error.exit, Exit::Problems);
+        assert_eq!(error.source().map(ToString::to_string).as_deref(), Some("permission denied"));
+        assert_eq!(error.causes(), ["permission denied"]);
+        let shown = error.with_help("check the folder's permissions").render(false);
+        assert_eq!(
+            shown,
+            "error: cannot open the store\n  Caused by: permission denied\n  help: check the folder's permissions"
+        );
+    }
+
+    #[test]
+    fn a_cause_the_message_already_says_is_not_repeated() {
+        let error = CliError::from(Saying(io::Error::other("permission denied")));
+        assert_eq!(error.exit, Exit::Usage);
+        assert!(error.source().is_some());
+        assert!(error.causes().is_empty());
+        assert_eq!(error.render(false), "error: cannot open the store: permission denied");
+        assert!(CliError::usage("no source").causes().is_empty());
+    }
+}

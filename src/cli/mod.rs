@@ -173,13 +173,7 @@ pub fn finish(result: CliResult, color: ColorChoice) -> ExitCode {
     }
 }
 
-/// `error: …` and `  help: …` on stderr, as cargo prints them.
+/// Prints an error on stderr ([`CliError::render`]).
 pub fn print_error(error: &CliError, color: bool) {
-    let (red, cyan, bold, reset) =
-        if color { ("\x1b[1;31m", "\x1b[1;36m", "\x1b[1m", "\x1b[0m") } else { ("", "", "", "") };
-    let mut text = format!("{red}error{reset}{bold}: {}{reset}", crate::text::terminal_safe(&error.message));
-    if let Some(help) = &error.help {
-        text.push_str(&format!("\n  {cyan}help{reset}: {}", crate::text::terminal_safe(help)));
-    }
-    diagnostic(&text);
+    diagnostic(&error.render(color));
 }

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::home::Home;
 use crate::sandbox::SandboxMode;
 
@@ -210,8 +210,8 @@ pub(crate) struct ConfigError {
 }
 
 impl Reportable for ConfigError {
-    fn class(&self) -> Class {
-        Class::Usage
+    fn class(&self) -> Exit {
+        Exit::Usage
     }
 
     fn help(&self) -> Option<String> {

@@ -34,4 +34,4 @@ pub use payload::{
     ToolInquiryPayload, ToolResultPayload, Usage,
 };
 pub use record::{Provenance, Record, RecordError, Recorder, now_ms};
-pub use row::{Event, PreparedRow};
+pub use row::{Event, PreparedRow, RowError};

@@ -36,16 +36,54 @@ pub struct Event {
     pub chain_blake3: String,
 }
 
+/// What is wrong with a stored row: its texts do not read, or do not hash
+/// to what it says. Any of these means the ledger was edited (or damaged).
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    /// A JSON column does not read as what it holds.
+    #[error("event {row}: {column} is not {what}: {source}")]
+    Unreadable {
+        /// The row id.
+        row: i64,
+        /// `payload` or `provenance`.
+        column: &'static str,
+        /// What it should be (`JSON`, `valid`).
+        what: &'static str,
+        /// The reader's error.
+        source: serde_json::Error,
+    },
+    /// A JSON column is not in the canonical form it was hashed in.
+    #[error("event {row}: {column} is not in canonical form")]
+    NotCanonical {
+        /// The row id.
+        row: i64,
+        /// `payload_json` or `provenance_json`.
+        column: &'static str,
+    },
+    /// The stored texts do not hash to the row's `hash_blake3`.
+    #[error("the row does not match its hash_blake3: the ledger was edited")]
+    HashMismatch,
+}
+
 impl Event {
     /// The payload as a JSON value.
-    pub fn payload(&self) -> Result<Value, String> {
-        serde_json::from_str(&self.payload_json).map_err(|e| format!("event {}: payload is not JSON: {e}", self.id))
+    pub fn payload(&self) -> Result<Value, RowError> {
+        serde_json::from_str(&self.payload_json).map_err(|source| RowError::Unreadable {
+            row: self.id,
+            column: "payload",
+            what: "JSON",
+            source,
+        })
     }
 
     /// The provenance.
-    pub fn provenance(&self) -> Result<Provenance, String> {
-        serde_json::from_str(&self.provenance_json)
-            .map_err(|e| format!("event {}: provenance is not valid: {e}", self.id))
+    pub fn provenance(&self) -> Result<Provenance, RowError> {
+        serde_json::from_str(&self.provenance_json).map_err(|source| RowError::Unreadable {
+            row: self.id,
+            column: "provenance",
+            what: "valid",
+            source,
+        })
     }
 
     /// The row hash recomputed from the stored texts (one BLAKE3 pass, no
@@ -56,25 +94,29 @@ impl Event {
 
     /// Checks the row against its stored `hash_blake3`, as export, show and
     /// replay do for each row they read. Returns the hash, or what is wrong.
-    pub fn check_hash(&self, scratch: &mut String) -> Result<[u8; 32], String> {
+    pub fn check_hash(&self, scratch: &mut String) -> Result<[u8; 32], RowError> {
         let hash = self.stored_text_hash(scratch);
         if from_hex(&self.hash_blake3) != Some(hash) {
-            return Err("the row does not match its hash_blake3: the ledger was edited".into());
+            return Err(RowError::HashMismatch);
         }
         Ok(hash)
     }
 
     /// Recomputes this row's hash from its columns; an error when the stored
     /// JSON is not canonical (and so cannot have been hashed as stored).
-    pub fn computed_hash(&self) -> Result<[u8; 32], String> {
+    pub fn computed_hash(&self) -> Result<[u8; 32], RowError> {
         let payload = self.payload()?;
-        let provenance: Value = serde_json::from_str(&self.provenance_json)
-            .map_err(|e| format!("event {}: provenance is not JSON: {e}", self.id))?;
+        let provenance: Value = serde_json::from_str(&self.provenance_json).map_err(|source| RowError::Unreadable {
+            row: self.id,
+            column: "provenance",
+            what: "JSON",
+            source,
+        })?;
         if canonical_text(&payload) != self.payload_json {
-            return Err(format!("event {}: payload_json is not in canonical form", self.id));
+            return Err(RowError::NotCanonical { row: self.id, column: "payload_json" });
         }
         if canonical_text(&provenance) != self.provenance_json {
-            return Err(format!("event {}: provenance_json is not in canonical form", self.id));
+            return Err(RowError::NotCanonical { row: self.id, column: "provenance_json" });
         }
         Ok(self.stored_text_hash(&mut String::new()))
     }
@@ -193,12 +235,12 @@ mod tests {
             chain_blake3: to_hex(&chain_hash(&GENESIS, &row.hash)),
         };
         assert_eq!(event.computed_hash().unwrap(), row.hash);
-        assert_eq!(event.check_hash(&mut String::new()), Ok(row.hash));
+        assert_eq!(event.check_hash(&mut String::new()).unwrap(), row.hash);
         let mut edited = event.clone();
         edited.payload_json = edited.payload_json.replace("\"b\":2", "\"b\":3");
         assert_ne!(edited.computed_hash().unwrap(), row.hash);
         let mut spaced = event;
         spaced.payload_json = spaced.payload_json.replace(',', ", ");
-        assert!(spaced.computed_hash().unwrap_err().contains("canonical"));
+        assert!(matches!(spaced.computed_hash(), Err(RowError::NotCanonical { column: "payload_json", .. })));
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 
 /// What kind of problem stopped the command (stable names, used in JSON output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,13 +50,13 @@ pub enum Reason {
 
 impl Reason {
     /// The exit-code class.
-    pub fn class(self) -> Class {
+    pub fn class(self) -> Exit {
         match self {
-            Reason::Unreadable | Reason::Usage | Reason::Key | Reason::TrustPolicy => Class::Usage,
+            Reason::Unreadable | Reason::Usage | Reason::Key | Reason::TrustPolicy => Exit::Usage,
             Reason::Unsigned | Reason::Untrusted | Reason::Revoked | Reason::Capability | Reason::Rollback => {
-                Class::Refused
+                Exit::Refused
             }
-            _ => Class::Problem,
+            _ => Exit::Problems,
         }
     }
 
@@ -163,7 +163,7 @@ impl fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 impl Reportable for Failure {
-    fn class(&self) -> Class {
+    fn class(&self) -> Exit {
         self.reason.class()
     }
 

@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use serde::de::IgnoredAny;
 use uuid::Uuid;
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::event::hash::{GENESIS, chain_hash};
 use crate::ledger::jsonl::{FrameLine, write_frame_line};
 use crate::ledger::{LedgerError, LedgerStore};
@@ -45,10 +45,10 @@ pub enum ExportError {
 /// Exit 2 for what cannot be read; 1 for an edited row or an output that
 /// cannot be written.
 impl Reportable for ExportError {
-    fn class(&self) -> Class {
+    fn class(&self) -> Exit {
         match self {
-            ExportError::Ledger(_) | ExportError::NoSuchTrace(_) => Class::Usage,
-            ExportError::Edited { .. } | ExportError::Write(_) => Class::Problem,
+            ExportError::Ledger(_) | ExportError::NoSuchTrace(_) => Exit::Usage,
+            ExportError::Edited { .. } | ExportError::Write(_) => Exit::Problems,
         }
     }
 
@@ -96,7 +96,7 @@ pub fn export_trace(
         let hash = match event.check_hash(&mut scratch) {
             Ok(hash) => hash,
             Err(message) => {
-                failure = Some(ExportError::Edited { row: event.id, message });
+                failure = Some(ExportError::Edited { row: event.id, message: message.to_string() });
                 return ControlFlow::Break(());
             }
         };

@@ -31,7 +31,7 @@ use rusqlite::ErrorCode;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::event::{Event, PreparedRow, Record, Recorder};
 use crate::home::Home;
 
@@ -247,8 +247,8 @@ pub enum LedgerError {
 /// A ledger that cannot be read stops the command (exit 2); a file that is
 /// no database at all is named as not a ledger.
 impl Reportable for LedgerError {
-    fn class(&self) -> Class {
-        Class::Usage
+    fn class(&self) -> Exit {
+        Exit::Usage
     }
 
     fn message(&self) -> String {

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::event::frame::{Origin, TraceFrame, check_columns};
 use crate::event::{Event, EventKind, Payload, Provenance};
 use crate::ledger::jsonl::{JsonlReader, LineError, ReadError};
@@ -137,10 +137,10 @@ pub enum InputError {
 
 /// Exit 2, except a row that does not match its hash (1).
 impl Reportable for InputError {
-    fn class(&self) -> Class {
+    fn class(&self) -> Exit {
         match self {
-            InputError::Edited { .. } => Class::Problem,
-            _ => Class::Usage,
+            InputError::Edited { .. } => Exit::Problems,
+            _ => Exit::Usage,
         }
     }
 
@@ -220,7 +220,7 @@ fn for_each_frame_with_payload(
                     position += 1;
                     let checked = event
                         .check_hash(&mut scratch)
-                        .map_err(|message| InputError::Edited { row: event.id, message })
+                        .map_err(|message| InputError::Edited { row: event.id, message: message.to_string() })
                         .and_then(|_| frame_and_payload(event, position));
                     match checked {
                         Ok((frame, payload)) => f(frame, &payload),

@@ -39,7 +39,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::event::frame::TraceFrame;
 use crate::event::{EventKind, Outcome, Payload};
 use crate::ledger::pending::PendingCalls;
@@ -216,11 +216,11 @@ pub(crate) enum ReplayError {
 /// call that could not run or be recorded, or a report that cannot be
 /// written, exit 1.
 impl Reportable for ReplayError {
-    fn class(&self) -> Class {
+    fn class(&self) -> Exit {
         match self {
             ReplayError::Input(e) => e.class(),
-            ReplayError::Write(_) | ReplayError::Failed { .. } => Class::Problem,
-            ReplayError::Refused { .. } => Class::Refused,
+            ReplayError::Write(_) | ReplayError::Failed { .. } => Exit::Problems,
+            ReplayError::Refused { .. } => Exit::Refused,
         }
     }
 

@@ -12,7 +12,7 @@ use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::policy::grant_line;
 use crate::bundle::tools::{Tool, Transport};
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::event::traceparent::is_traceparent;
 use crate::event::{
     Decision, EventKind, Outcome, PAYLOAD_VERSION, ToolCallPayload, ToolConfirmPayload, ToolResultPayload, Usage,
@@ -130,11 +130,11 @@ pub enum CallErrorKind {
 
 impl CallErrorKind {
     /// The exit-code class of docs/cli.md.
-    pub fn class(self) -> Class {
+    pub fn class(self) -> Exit {
         match self {
-            CallErrorKind::UnknownTool | CallErrorKind::InvalidInput | CallErrorKind::Unanswered => Class::Usage,
-            CallErrorKind::Refused => Class::Refused,
-            CallErrorKind::Tool | CallErrorKind::Recording | CallErrorKind::Cancelled => Class::Problem,
+            CallErrorKind::UnknownTool | CallErrorKind::InvalidInput | CallErrorKind::Unanswered => Exit::Usage,
+            CallErrorKind::Refused => Exit::Refused,
+            CallErrorKind::Tool | CallErrorKind::Recording | CallErrorKind::Cancelled => Exit::Problems,
         }
     }
 }
@@ -170,7 +170,7 @@ impl fmt::Display for CallError {
 impl std::error::Error for CallError {}
 
 impl Reportable for CallError {
-    fn class(&self) -> Class {
+    fn class(&self) -> Exit {
         self.kind.class()
     }
 
@@ -876,9 +876,9 @@ mod tests {
 
     #[test]
     fn exit_codes() {
-        assert_eq!(CallErrorKind::Refused.class().exit_code(), 3);
-        assert_eq!(CallErrorKind::InvalidInput.class().exit_code(), 2);
-        assert_eq!(CallErrorKind::UnknownTool.class().exit_code(), 2);
-        assert_eq!(CallErrorKind::Tool.class().exit_code(), 1);
+        assert_eq!(CallErrorKind::Refused.class().code(), 3);
+        assert_eq!(CallErrorKind::InvalidInput.class().code(), 2);
+        assert_eq!(CallErrorKind::UnknownTool.class().code(), 2);
+        assert_eq!(CallErrorKind::Tool.class().code(), 1);
     }
 }

@@ -54,7 +54,7 @@ use crate::bundle::capability::Capability;
 use crate::bundle::diag::{Code, Severity};
 use crate::bundle::tools::Tool;
 use crate::config::Config;
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::event::Recorder;
 use crate::event::canonical::canonical_text;
 use crate::home::Home;
@@ -130,8 +130,8 @@ pub struct LoadError {
 }
 
 impl Reportable for LoadError {
-    fn class(&self) -> Class {
-        Class::Usage
+    fn class(&self) -> Exit {
+        Exit::Usage
     }
 
     fn help(&self) -> Option<String> {

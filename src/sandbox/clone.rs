@@ -44,20 +44,38 @@ pub(crate) fn try_in_child(
     namespaces: c_int,
     main: extern "C" fn(*mut c_void) -> c_int,
     arg: *mut c_void,
-) -> Result<(), String> {
-    let pid = clone_vfork(namespaces, main, arg).map_err(|e| format!("clone: {e}"))?;
+) -> Result<(), ProbeError> {
+    let pid = clone_vfork(namespaces, main, arg).map_err(ProbeError::Clone)?;
     let mut status = 0;
     // SAFETY: waits for the child just made, writing the status on this frame.
     while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Err("waitpid failed".into());
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(ProbeError::Wait(error));
         }
     }
     match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
         (true, 0) => Ok(()),
-        (true, errno) => Err(io::Error::from_raw_os_error(errno).to_string()),
-        _ => Err("the probe was killed".into()),
+        (true, errno) => Err(ProbeError::Refused(io::Error::from_raw_os_error(errno))),
+        _ => Err(ProbeError::Killed),
     }
+}
+
+/// Why a probe of [`try_in_child`] failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProbeError {
+    /// The child could not be made (the namespaces asked for are refused).
+    #[error("clone: {0}")]
+    Clone(#[source] io::Error),
+    /// The child's end could not be waited for.
+    #[error("waitpid: {0}")]
+    Wait(#[source] io::Error),
+    /// A step of the child failed with this error.
+    #[error("{0}")]
+    Refused(#[source] io::Error),
+    /// A signal ended the child.
+    #[error("the probe was killed")]
+    Killed,
 }
 
 /// Ends a child of [`try_in_child`]: exit status 0, or the errno.

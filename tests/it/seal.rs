@@ -492,7 +492,7 @@ fn changed_bytes_where_compressed_chunks_meet_fail_verification() {
             bytes[offset] ^= flip;
             match rlp::pack::reader::scan_archive(&bytes, &Default::default()) {
                 Ok(_) => panic!("byte {offset} ^ {flip:#x} went unnoticed"),
-                Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "byte {offset}: {f:?}"),
+                Err(f) => assert_eq!(f.reason.class(), rlp::error::Exit::Problems, "byte {offset}: {f:?}"),
             }
             assert_content_checked(&good, &bytes, &format!("byte {offset} ^ {flip:#x}"));
         }
@@ -516,7 +516,7 @@ fn assert_content_checked(good: &[u8], changed: &[u8], what: &str) {
             // The encoding alone changed: gzip's own reader agrees, and the trailer is the same.
             assert_eq!(&good[good.len() - 8..], &changed[changed.len() - 8..], "{what}");
         }
-        Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "{what}: {f:?}"),
+        Err(f) => assert_eq!(f.reason.class(), rlp::error::Exit::Problems, "{what}: {f:?}"),
     }
 }
 
@@ -544,7 +544,7 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
             bytes[offset] ^= flip;
             match verify(&bytes) {
                 Ok(_) => panic!("byte {offset} ^ {flip:#x} of {} went unnoticed", good.len()),
-                Err(f) => assert_eq!(f.reason.class(), rlp::error::Class::Problem, "byte {offset}: {f:?}"),
+                Err(f) => assert_eq!(f.reason.class(), rlp::error::Exit::Problems, "byte {offset}: {f:?}"),
             }
             assert_content_checked(&good, &bytes, &format!("byte {offset} ^ {flip:#x}"));
         }

@@ -240,7 +240,7 @@ pub(super) fn call_document(tool: &str, result: Result<&CallOutcome, &CallError>
                 "tool": tool,
                 "invocation_id": e.invocation_id.map(|id| id.to_string()),
                 "trace_id": e.trace_id.map(|id| id.to_string()),
-                "error": {"exit": e.kind.class().exit_code(), "message": e.message, "help": e.help},
+                "error": {"exit": e.kind.class().code(), "message": e.message, "help": e.help},
             });
             if let Some(outcome) = &e.unrecorded {
                 document["unrecorded_result"] = (**outcome).clone();

@@ -25,7 +25,7 @@ pub(crate) mod render;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
-use crate::error::{Class, Reportable};
+use crate::error::{Exit, Reportable};
 use crate::ledger::query::{InputError, TraceInput};
 use crate::replay::diff::{Change, diff};
 use crate::replay::replayer::MAX_LISTED_CHANGES;
@@ -132,12 +132,14 @@ impl fmt::Display for TraceDiffError {
     }
 }
 
+impl std::error::Error for TraceDiffError {}
+
 /// Exit 2 (unreadable or inconsistent), except an edited ledger row (1).
 impl Reportable for TraceDiffError {
-    fn class(&self) -> Class {
+    fn class(&self) -> Exit {
         match self {
             TraceDiffError::Input(error) => error.class(),
-            TraceDiffError::Inconsistent { .. } => Class::Usage,
+            TraceDiffError::Inconsistent { .. } => Exit::Usage,
         }
     }
 
