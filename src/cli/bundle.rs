@@ -218,7 +218,7 @@ fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
         (Format::Json, Ok(v)) => out.finish_with(&json_text(&verified_json(&source, &v)), Exit::Success),
         (Format::Json, Err(f)) => {
             let doc = json!({"source": source, "ok": false, "error": failure_json(&f)});
-            out.finish_with(&json_text(&doc), Exit::from(f.class()))
+            out.finish_with(&json_text(&doc), f.class())
         }
         (Format::Human, Ok(v)) => {
             let mut text = format!(

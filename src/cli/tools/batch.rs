@@ -51,7 +51,7 @@ pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
     let mut failed = Vec::new();
     let emit = |call: &BatchCall, result: Result<CallOutcome, CallError>| {
         if let Err(e) = &result {
-            exit = worse(exit, e.kind.class().into());
+            exit = worse(exit, e.kind.class());
             failed.push(call.line);
         }
         let _held = terminal::hold_prompts();
