@@ -28,13 +28,13 @@
 //!
 //! Secret values are scrubbed from every record, message and result.
 
-pub mod asking;
+pub(crate) mod asking;
 pub(crate) mod attempts;
 pub(crate) mod budget;
 pub(crate) mod call;
 pub mod context;
 pub mod envelope;
-pub mod error;
+pub(crate) mod error;
 pub(crate) mod exec;
 pub mod exposure;
 pub(crate) mod http;
@@ -49,8 +49,8 @@ pub(crate) mod trust_cache;
 pub(crate) mod trust_gate;
 pub(crate) mod validate;
 
-// Asking's parts by their earlier paths (the CLI's terminal and the fuzz
-// targets name them so).
+// The public paths of asking's parts (library users, the CLI's terminal and
+// the fuzz targets name them so).
 pub use asking::{answer, confirm, questions};
 
 use std::collections::HashMap;
