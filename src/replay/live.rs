@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::event::{EventKind, Outcome, PAYLOAD_VERSION, Record, RecordedError, Recorder, ReplayLinkPayload};
 use crate::replay::replayer::{Executor, Fresh, Mode, RecordedCall, ReplayError};
-use crate::runtime::answer::AnswerSource;
+use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::{CallErrorKind, CallRequest, Runtime};
 
 /// Runs calls through a [`Runtime`] into a new trace.

@@ -5,9 +5,8 @@
 
 use crate::bundle::tools::Tool;
 use crate::event::{Decision, Usage};
-use crate::runtime::Runtime;
-use crate::runtime::call::{CallError, CallErrorKind};
-use crate::runtime::journal::Journal;
+use crate::runtime::call::Call;
+use crate::runtime::error::{CallError, CallErrorKind};
 
 /// The `capability` of the audit frame of a token budget decision.
 pub(crate) const TOKENS_AUDIT: &str = "budget.tokens";
@@ -45,30 +44,28 @@ fn ceilings(tool: &Tool, used: Usage) -> Vec<Ceiling> {
     ceilings
 }
 
-impl Runtime {
+impl Call<'_> {
     /// Step 2: the tool's budgets in this trace. Each ceiling's decision is
     /// an audit frame; a spent one refuses the call (exit 3). A new trace
     /// has used nothing; a ledger that cannot say what was used refuses
     /// the call too (a budget never fails open).
-    pub(crate) fn check_budget(
-        &self,
-        tool: &Tool,
-        new_trace: bool,
-        journal: &mut Journal<'_>,
-    ) -> Result<(), CallError> {
+    pub(crate) fn check_budget(&mut self) -> Result<(), CallError> {
+        let tool = self.tool();
         if tool.budget_tokens.is_none() && tool.budget_usd.is_none() {
             return Ok(());
         }
-        let used = if new_trace {
+        let journal = &mut self.journal;
+        let used = if self.request.trace_id.is_none() {
             Usage::default()
         } else {
-            self.options().recorder.usage(journal.trace_id, &tool.id).map_err(|e| {
+            self.runtime.options().recorder.usage(journal.trace_id, &tool.id).map_err(|e| {
                 journal.refuse(
                     CallError::new(
                         CallErrorKind::Recording,
                         format!("cannot read the usage of `{}` in its trace: {e}", tool.id),
                     )
-                    .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is readable"),
+                    .help("check that the ledger ($RUNLOOP_HOME/pog/events.sqlite) is readable")
+                    .caused_by(e),
                 )
             })?
         };

@@ -15,13 +15,17 @@ use std::process::ExitStatus;
 
 use serde_json::{Value, json};
 
+use crate::bundle::capability::SecretId;
+use crate::event::{Decision, SandboxRecord};
 use crate::process::capture::Keep;
 use crate::process::run::{Finished, KILL_GRACE};
 use crate::process::tool::{Invocation, InvokeError, invoke};
+use crate::runtime::call::Call;
 use crate::runtime::envelope::{self, Outcome, Stdout};
-use crate::runtime::scrub::tool_environment;
-use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
-use crate::sandbox::SandboxPlan;
+use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::transport::{Attempt, AttemptError, Audit, FailureKind, Plan, Reply};
+use crate::sandbox::{Grants, SandboxPlan};
+use crate::secrets::SecretValue;
 
 /// How much of stderr is kept for error messages (the tail).
 pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -29,6 +33,9 @@ pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
 const STDERR_QUOTE_BYTES: usize = 4 * 1024;
 /// How much of a non-JSON stdout an error message quotes.
 const STDOUT_QUOTE_BYTES: usize = 512;
+/// The `capability` of the audit frame that records a call refused because
+/// the sandbox is required and the kernel cannot confine the tool.
+pub(crate) const SANDBOX_CAPABILITY: &str = "sandbox";
 
 /// A checked exec transport.
 #[derive(Debug)]
@@ -43,25 +50,95 @@ pub(crate) struct ExecPlan {
     pub sandbox: SandboxPlan,
 }
 
+/// Why a tool's `transport.command` cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CommandError {
+    /// Not an absolute path.
+    #[error("command `{0}` is not an absolute path; rlp never searches PATH")]
+    NotAbsolute(String),
+    /// It cannot be looked at.
+    #[error("command `{command}` cannot be used: {source}")]
+    Unusable {
+        /// The command.
+        command: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// Not a regular file.
+    #[error("command `{0}` is not a regular file")]
+    NotRegularFile(String),
+    /// No execute permission bit.
+    #[error("command `{0}` is not executable (no execute permission bit)")]
+    NotExecutable(String),
+}
+
 /// Checks that `command` is an absolute path to an executable regular file.
-pub(crate) fn check_command(command: &str) -> Result<PathBuf, String> {
+pub(crate) fn check_command(command: &str) -> Result<PathBuf, CommandError> {
     let path = Path::new(command);
     if !path.is_absolute() {
-        return Err(format!("command `{command}` is not an absolute path; rlp never searches PATH"));
+        return Err(CommandError::NotAbsolute(command.to_string()));
     }
-    let meta = fs::metadata(path).map_err(|e| format!("command `{command}` cannot be used: {e}"))?;
+    let meta = fs::metadata(path).map_err(|source| CommandError::Unusable { command: command.to_string(), source })?;
     if !meta.is_file() {
-        return Err(format!("command `{command}` is not a regular file"));
+        return Err(CommandError::NotRegularFile(command.to_string()));
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(format!("command `{command}` is not executable (no execute permission bit)"));
+        return Err(CommandError::NotExecutable(command.to_string()));
     }
     Ok(path.to_path_buf())
 }
 
-impl ExecPlan {
-    /// How the call is shown for confirmation: the command and its arguments.
-    pub(crate) fn target(&self) -> String {
+impl Call<'_> {
+    /// The exec transport's plan of the call: its command (an executable
+    /// at an absolute path) and the sandbox it runs in.
+    pub(crate) fn plan_exec(&mut self, command: &str, args: &[String]) -> Result<ExecPlan, CallError> {
+        let tool = self.tool();
+        let command = check_command(command).map_err(|why| {
+            self.journal.refuse(
+                CallError::new(CallErrorKind::Tool, format!("tool `{}` cannot run: {why}", tool.id))
+                    .help("install the tool's binary at that path, or fix `transport.command` in tools.json"),
+            )
+        })?;
+        let sandbox = self.sandbox(&command)?;
+        Ok(ExecPlan { command, args: args.to_vec(), max_output_bytes: tool.max_output_bytes, sandbox })
+    }
+
+    /// The kernel sandbox of an exec tool: what it declares of `fs` and
+    /// `net` (every declared capability is granted by now), under
+    /// `runtime.sandbox`. Under `required`, a kernel that cannot confine the
+    /// tool refuses the call, and the refusal is recorded.
+    fn sandbox(&mut self, command: &Path) -> Result<SandboxPlan, CallError> {
+        let tool = self.tool();
+        let grants = Grants::of(tool, command, self.runtime.root());
+        let setting = &self.runtime.options().config.sandbox;
+        let plan = SandboxPlan::new(setting.value, &grants);
+        if let Some(why) = plan.linked_grant() {
+            self.journal.audit_named(SANDBOX_CAPABILITY, Decision::Deny, why);
+            return Err(self.journal.refuse(
+                CallError::new(CallErrorKind::Refused, format!("tool `{}` cannot run: {why}", tool.id)).help(
+                    "grant and declare the folder the link leads to (fs:<real path>) in policy.caps and tools.json, or remove the link",
+                ),
+            ));
+        }
+        let Some(why) = plan.refusal() else { return Ok(plan) };
+        self.journal.audit_named(SANDBOX_CAPABILITY, Decision::Deny, &why);
+        Err(self.journal.refuse(
+            CallError::new(
+                CallErrorKind::Refused,
+                format!(
+                    "tool `{}` cannot run: the sandbox is required ({}) and this kernel cannot confine it: {why}",
+                    tool.id,
+                    setting.source.shown("runtime")
+                ),
+            )
+            .help("run on a kernel with Landlock and seccomp (Linux 5.13 or later), or set [runtime] sandbox = \"best-effort\" in config.toml (docs/sandbox.md)"),
+        ))
+    }
+}
+
+impl Plan for ExecPlan {
+    /// The command and its arguments.
+    fn target(&self) -> String {
         let mut shown = self.command.display().to_string();
         shown.push_str(" <blob>");
         for arg in &self.args {
@@ -70,6 +147,34 @@ impl ExecPlan {
         }
         shown
     }
+
+    fn sandbox(&self) -> Option<&SandboxRecord> {
+        Some(self.sandbox.record())
+    }
+
+    fn run(&self, attempt: &Attempt<'_>, _audits: &mut Vec<Audit>) -> Result<Reply, AttemptError> {
+        run(self, attempt)
+    }
+}
+
+/// The environment variables an exec tool receives its secrets in: each
+/// under [`SecretId::env_var`], and also under its
+/// [`SecretId::legacy_env_var`] where no other secret of the same tool has
+/// that name (old or new), so tools written against the earlier names keep
+/// working. These are the tool's own granted values, so nothing leaks.
+pub(crate) fn tool_environment(secrets: &[(SecretId, SecretValue)]) -> Vec<(String, &SecretValue)> {
+    let names: Vec<String> = secrets.iter().map(|(id, _)| id.env_var()).collect();
+    let legacy: Vec<Option<String>> = secrets.iter().map(|(id, _)| id.legacy_env_var()).collect();
+    let mut out: Vec<(String, &SecretValue)> = names.iter().cloned().zip(secrets.iter().map(|(_, v)| v)).collect();
+    for (old, (_, value)) in legacy.iter().zip(secrets) {
+        if let Some(old) = old
+            && legacy.iter().flatten().filter(|other| *other == old).count() == 1
+            && !names.contains(old)
+        {
+            out.push((old.clone(), value));
+        }
+    }
+    out
 }
 
 /// The JSON blob handed to the tool for the `run` action.
@@ -86,7 +191,7 @@ pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
             "options": attempt.options,
         },
         "context": {
-            "root": attempt.root.display().to_string(),
+            "root": attempt.runtime.root().display().to_string(),
             "attempt": attempt.number,
             "deadline_ms": attempt.deadline_ms,
         },
@@ -253,14 +358,14 @@ mod tests {
 
     #[test]
     fn checks_the_command() {
-        assert!(check_command("sh").unwrap_err().contains("absolute"));
-        assert!(check_command("/").unwrap_err().contains("regular file"));
-        assert!(check_command("/nonexistent/x").unwrap_err().contains("cannot be used"));
+        assert!(check_command("sh").unwrap_err().to_string().contains("absolute"));
+        assert!(check_command("/").unwrap_err().to_string().contains("regular file"));
+        assert!(check_command("/nonexistent/x").unwrap_err().to_string().contains("cannot be used"));
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         fs::write(&file, "x").unwrap();
         fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(check_command(file.to_str().unwrap()).unwrap_err().contains("not executable"));
+        assert!(check_command(file.to_str().unwrap()).unwrap_err().to_string().contains("not executable"));
         let command = check_command("/bin/sh").unwrap();
         let grants = Grants {
             command: &command,
@@ -273,5 +378,30 @@ mod tests {
         let sandbox = SandboxPlan::new(SandboxMode::Off, &grants);
         let plan = ExecPlan { command, args: vec!["-x".into()], max_output_bytes: 1, sandbox };
         assert_eq!(plan.target(), "/bin/sh <blob> -x");
+    }
+
+    #[test]
+    fn tools_get_new_names_and_unshared_old_ones() {
+        let secrets: Vec<(SecretId, SecretValue)> =
+            ["runloop/mail/api_key", "runloop/mail/api-key", "runloop/github/token", "runloop/a_/b", "runloop/a/b"]
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.parse().unwrap(), SecretValue::new(format!("v{i}"))))
+                .collect();
+        let env: Vec<(String, &str)> =
+            tool_environment(&secrets).into_iter().map(|(name, v)| (name, v.expose())).collect();
+        let expected = [
+            ("RUNLOOP_MAIL__API_KEY", "v0"),
+            ("RUNLOOP__MAIL_SAPI_HKEY", "v1"),
+            ("RUNLOOP_GITHUB__TOKEN", "v2"),
+            ("RUNLOOP__A_U_SB", "v3"),
+            ("RUNLOOP_A__B", "v4"),
+            // RUNLOOP_MAIL_API_KEY is shared by two of them; RUNLOOP_A__B
+            // (the old name of runloop/a_/b) is the new name of runloop/a/b.
+            ("RUNLOOP_GITHUB_TOKEN", "v2"),
+            ("RUNLOOP_A_B", "v4"),
+        ];
+        let expected: Vec<(String, &str)> = expected.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        assert_eq!(env, expected);
     }
 }

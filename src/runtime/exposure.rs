@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 
 use crate::bundle::capability::Capability;
 use crate::bundle::diag::Diagnostics;
-use crate::bundle::policy::{Grant, Grants, Policy, Scope};
+use crate::bundle::policy::{Grant, Grants, Policy, Scope, grant_line};
 use crate::bundle::source::Position;
 use crate::bundle::value::load_toml;
 use crate::event::Decision;
+use crate::runtime::call::Call;
+use crate::runtime::error::{CallError, CallErrorKind};
 
 /// The policy a runtime enforces, and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +45,47 @@ impl EffectivePolicy {
             self.override_file.as_deref().map_or_else(|| "the operator override".into(), |p| p.display().to_string());
         (Decision::Deny, format!("revoked by the operator override {path}"))
     }
+}
+
+impl Call<'_> {
+    /// Step 1: every capability the tool needs is granted, each decision
+    /// an audit frame. A granted secret the tool lists in `secrets` is
+    /// audited when it is resolved (step 3), naming the provider.
+    pub(crate) fn expose(&mut self) -> Result<(), CallError> {
+        let tool = self.tool();
+        let policy = self.runtime.policy();
+        let mut denied = Vec::new();
+        for cap in tool.required_capabilities() {
+            let (decision, reason) = policy.decide(&cap);
+            let resolved_later = matches!(&cap, Capability::Secret(id) if tool.secrets.iter().any(|(_, s)| s == id));
+            if decision == Decision::Allow && resolved_later {
+                self.journal.unresolved_secrets.push((cap, reason));
+                continue;
+            }
+            self.journal.audit(&cap, decision, &reason);
+            if decision == Decision::Deny {
+                denied.push((cap, reason));
+            }
+        }
+        if !denied.is_empty() {
+            return Err(self.journal.refuse(denied_error(policy, &tool.id, &denied)));
+        }
+        Ok(())
+    }
+}
+
+/// The refusal of a call of `tool` that needs what `policy` does not
+/// grant (each capability with the policy's reason), saying where to grant it.
+pub(crate) fn denied_error(policy: &EffectivePolicy, tool: &str, denied: &[(Capability, String)]) -> CallError {
+    let listed: Vec<String> = denied.iter().map(|(cap, reason)| format!("`{cap}` ({reason})")).collect();
+    let message = format!("tool `{tool}` is not exposed: it needs {}", listed.join(", "));
+    let help = if denied.iter().all(|(cap, _)| !policy.bundle.allows(cap)) {
+        let lines: Vec<String> = denied.iter().map(|(cap, _)| grant_line(cap, None)).collect();
+        format!("grant it under [capabilities] in policy.caps ({}), then run `rlp digest`", lines.join("; "))
+    } else {
+        "the operator override revokes it; edit or remove the override file to allow the call".to_string()
+    };
+    CallError::new(CallErrorKind::Refused, message).help(help)
 }
 
 /// Reads an override file's text and intersects it with the bundle policy.

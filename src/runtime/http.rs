@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use reqwest::blocking::Client;
+use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 use serde_json::{Map, Value};
@@ -20,8 +20,11 @@ use crate::bundle::capability::{Capability, NetTarget, SecretId};
 use crate::bundle::url_template::{UrlTemplate, target_of};
 use crate::event::Decision;
 use crate::process::cancel::Cancel;
+use crate::runtime::call::Call;
 use crate::runtime::envelope::{self, Outcome, Stdout};
-use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Reply};
+use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::exposure::denied_error;
+use crate::runtime::transport::{Attempt, AttemptError, Audit, FailureKind, Plan, Reply};
 use crate::secrets::SecretValue;
 
 /// Redirects followed at most.
@@ -68,27 +71,22 @@ pub(crate) enum PlanError {
     Refused(String),
 }
 
-/// One redirect decision, for an audit frame ([`crate::event::EventKind::CapAudit`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct RedirectAudit {
-    /// The capability the redirect needs.
-    pub capability: Capability,
-    /// allow or deny.
-    pub decision: Decision,
-    /// Why.
-    pub reason: String,
-}
+/// Why the HTTP client every call shares could not be set up (each attempt
+/// of an http tool then fails with it).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up the HTTP client: {0}")]
+pub(crate) struct ClientError(#[source] reqwest::Error);
 
 /// The HTTP client every call shares: no redirects, no proxies from the
 /// environment (a call goes only where its grant says).
-pub(crate) fn client() -> Result<Client, String> {
+pub(crate) fn client() -> Result<Client, ClientError> {
     Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("rlp/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+        .map_err(ClientError)
 }
 
 /// Whether `method` sends the unused arguments as a JSON body.
@@ -179,10 +177,56 @@ pub(crate) fn plan(
     Ok(HttpPlan { method, url, body, headers: planned, target, max_output_bytes })
 }
 
-impl HttpPlan {
-    /// How the call is shown for confirmation: method and URL.
-    pub(crate) fn target_text(&self) -> String {
+impl Call<'_> {
+    /// The http transport's plan of the call: the request built from the
+    /// URL template, the headers and the arguments; its final URL's target
+    /// must be granted too.
+    pub(crate) fn plan_http(
+        &mut self,
+        method: &str,
+        template: &UrlTemplate,
+        headers: &[(String, String)],
+    ) -> Result<HttpPlan, CallError> {
+        let tool = self.tool();
+        let planned = plan(method, template, headers, &self.request.arguments, &self.secrets, tool.max_output_bytes);
+        let plan = match planned {
+            Ok(plan) => plan,
+            Err(PlanError::Input(why)) => {
+                return Err(self.journal.refuse(
+                    CallError::new(CallErrorKind::InvalidInput, format!("tool `{}`: {why}", tool.id))
+                        .help("pass every argument the URL template names"),
+                ));
+            }
+            Err(PlanError::Refused(why)) => {
+                return Err(self.journal.refuse(
+                    CallError::new(CallErrorKind::Refused, format!("tool `{}`: {why}", tool.id))
+                        .help("fix the header template or the secret's value"),
+                ));
+            }
+        };
+        // The grant is checked again on the final URL.
+        let cap = Capability::Net(plan.target.clone());
+        let policy = self.runtime.policy();
+        let (decision, reason) = policy.decide(&cap);
+        self.journal.audit(&cap, decision, &format!("final URL: {reason}"));
+        if decision == Decision::Deny {
+            return Err(self.journal.refuse(denied_error(policy, &tool.id, &[(cap, reason)])));
+        }
+        Ok(plan)
+    }
+}
+
+impl Plan for HttpPlan {
+    /// Method and URL.
+    fn target(&self) -> String {
         format!("{} {}", self.method, self.url)
+    }
+
+    fn run(&self, attempt: &Attempt<'_>, audits: &mut Vec<Audit>) -> Result<Reply, AttemptError> {
+        let client =
+            attempt.runtime.http_client().map_err(|e| AttemptError::new(FailureKind::Transport, e.to_string()))?;
+        let policy = attempt.runtime.policy();
+        run(client, self, attempt, &|cap: &Capability| policy.effective.allows(cap), audits)
     }
 }
 
@@ -204,9 +248,8 @@ pub(crate) fn run(
     plan: &HttpPlan,
     attempt: &Attempt<'_>,
     allows: &dyn Fn(&Capability) -> bool,
-    audits: &mut Vec<RedirectAudit>,
+    audits: &mut Vec<Audit>,
 ) -> Result<Reply, AttemptError> {
-    let scrub = |text: String| attempt.scrubber.scrub_string(&text);
     let first_origin = origin(&plan.url);
     let mut url = plan.url.clone();
     let mut method = plan.method.clone();
@@ -218,30 +261,23 @@ pub(crate) fn run(
             return Err(timeout(attempt));
         }
         let same_origin = origin(&url) == first_origin;
-        let mut request = client.request(method.clone(), url.clone()).timeout(remaining);
-        let mut has_accept = false;
-        for header in &plan.headers {
-            if header.carries_secret && !same_origin {
-                continue;
-            }
-            has_accept |= header.name == ACCEPT;
-            request = request.header(header.name.clone(), header.value.clone());
-        }
-        if !has_accept {
-            request = request.header(ACCEPT, "application/json");
-        }
-        if let Some(body) = &body {
-            let bytes = serde_json::to_vec(body)
-                .map_err(|e| AttemptError::new(FailureKind::Transport, format!("cannot encode the body: {e}")))?;
-            request = request.header(CONTENT_TYPE, "application/json").body(bytes);
-        }
+        let request = build_request(
+            client.request(method.clone(), url.clone()).timeout(remaining),
+            plan,
+            same_origin,
+            body.as_ref(),
+        )?;
         let response = match request.send() {
             Ok(response) => response,
             Err(e) if e.is_timeout() => return Err(timeout(attempt)),
             Err(e) => {
                 let error = AttemptError::new(
                     FailureKind::Transport,
-                    scrub(format!("cannot reach {}: {}", url.host_str().unwrap_or("the host"), error_chain(&e))),
+                    attempt.scrubber.scrub_string(&format!(
+                        "cannot reach {}: {}",
+                        url.host_str().unwrap_or("the host"),
+                        error_chain(&e)
+                    )),
                 );
                 return Err(if e.is_connect() { error.transient(None) } else { error });
             }
@@ -250,45 +286,7 @@ pub(crate) fn run(
         if status.is_redirection()
             && let Some(location) = response.headers().get(LOCATION)
         {
-            let next = location
-                .to_str()
-                .ok()
-                .and_then(|l| url.join(l).ok())
-                .filter(|u| matches!(u.scheme(), "http" | "https"))
-                .ok_or_else(|| {
-                    AttemptError::new(
-                        FailureKind::Transport,
-                        format!("HTTP {status}: the redirect's Location is not an http(s) URL"),
-                    )
-                })?;
-            let Some(target) = target_of(&next) else {
-                return Err(AttemptError::new(FailureKind::Transport, "the redirect's Location has no host"));
-            };
-            let capability = Capability::Net(target.clone());
-            if !allows(&capability) {
-                audits.push(RedirectAudit {
-                    capability: capability.clone(),
-                    decision: Decision::Deny,
-                    reason: format!(
-                        "redirect from {} is not granted; not followed",
-                        url.origin().ascii_serialization()
-                    ),
-                });
-                let mut error = AttemptError::new(
-                    FailureKind::Refused,
-                    format!(
-                        "HTTP {status}: redirect to {target} not followed: the policy does not grant `{capability}`"
-                    ),
-                )
-                .refused();
-                error.status = Some(status.as_u16());
-                return Err(error);
-            }
-            audits.push(RedirectAudit {
-                capability,
-                decision: Decision::Allow,
-                reason: "redirect target granted by policy".to_string(),
-            });
+            let next = redirect_target(&url, status, location, allows, audits)?;
             if status == StatusCode::SEE_OTHER
                 || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && method == Method::POST)
             {
@@ -304,6 +302,80 @@ pub(crate) fn run(
         return read_response(response, plan, attempt, status);
     }
     Err(AttemptError::new(FailureKind::Transport, format!("more than {MAX_REDIRECTS} redirects")))
+}
+
+/// One hop's request: the plan's headers (those built from secrets only to
+/// the first origin), `Accept: application/json` unless the tool set its
+/// own, and the JSON body.
+fn build_request(
+    mut request: RequestBuilder,
+    plan: &HttpPlan,
+    same_origin: bool,
+    body: Option<&Value>,
+) -> Result<RequestBuilder, AttemptError> {
+    let mut has_accept = false;
+    for header in &plan.headers {
+        if header.carries_secret && !same_origin {
+            continue;
+        }
+        has_accept |= header.name == ACCEPT;
+        request = request.header(header.name.clone(), header.value.clone());
+    }
+    if !has_accept {
+        request = request.header(ACCEPT, "application/json");
+    }
+    if let Some(body) = body {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| AttemptError::new(FailureKind::Transport, format!("cannot encode the body: {e}")))?;
+        request = request.header(CONTENT_TYPE, "application/json").body(bytes);
+    }
+    Ok(request)
+}
+
+/// Where a redirect from `url` leads, once its target is found granted;
+/// the decision is appended to `audits` either way.
+fn redirect_target(
+    url: &Url,
+    status: StatusCode,
+    location: &HeaderValue,
+    allows: &dyn Fn(&Capability) -> bool,
+    audits: &mut Vec<Audit>,
+) -> Result<Url, AttemptError> {
+    let next = location
+        .to_str()
+        .ok()
+        .and_then(|l| url.join(l).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| {
+            AttemptError::new(
+                FailureKind::Transport,
+                format!("HTTP {status}: the redirect's Location is not an http(s) URL"),
+            )
+        })?;
+    let Some(target) = target_of(&next) else {
+        return Err(AttemptError::new(FailureKind::Transport, "the redirect's Location has no host"));
+    };
+    let capability = Capability::Net(target.clone());
+    if !allows(&capability) {
+        audits.push(Audit {
+            capability: capability.clone(),
+            decision: Decision::Deny,
+            reason: format!("redirect from {} is not granted; not followed", url.origin().ascii_serialization()),
+        });
+        let mut error = AttemptError::new(
+            FailureKind::Refused,
+            format!("HTTP {status}: redirect to {target} not followed: the policy does not grant `{capability}`"),
+        )
+        .refused();
+        error.status = Some(status.as_u16());
+        return Err(error);
+    }
+    audits.push(Audit {
+        capability,
+        decision: Decision::Allow,
+        reason: "redirect target granted by policy".to_string(),
+    });
+    Ok(next)
 }
 
 /// Size of one read of a response body (the cancel is looked at between reads).

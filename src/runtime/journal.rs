@@ -7,10 +7,8 @@ use uuid::Uuid;
 
 use crate::bundle::capability::Capability;
 use crate::bundle::tools::Tool;
-use crate::event::{CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Record, RecordError, ToolDiscoverPayload};
-use crate::runtime::Runtime;
-use crate::runtime::call::{CallError, CallErrorKind};
-use crate::runtime::context::CallContext;
+use crate::event::{CapAuditPayload, Decision, EventKind, PAYLOAD_VERSION, Record, Recorder};
+use crate::runtime::error::{CallError, CallErrorKind};
 use crate::runtime::scrub::Scrubber;
 
 /// Most tags one call may be given (`--tag`).
@@ -28,21 +26,12 @@ pub(crate) fn call_tags(tool: Option<&Tool>, given: &[String]) -> Vec<String> {
     tags
 }
 
-impl Runtime {
-    /// Records what a client was shown by a search or a description of
-    /// tools (`rlp serve --expose core`), in `trace_id`.
-    pub fn record_discovery(&self, trace_id: Uuid, discovery: &ToolDiscoverPayload) -> Result<(), RecordError> {
-        let payload = serde_json::to_value(discovery).unwrap_or(Value::Null);
-        let record = Record::now(EventKind::ToolDiscover, "runtime", self.agent(), trace_id, payload);
-        self.options().recorder.record(&[record])
-    }
-}
-
 /// Collects one call's events and hands them to the recorder in batches.
 pub(crate) struct Journal<'r> {
-    pub(crate) runtime: &'r Runtime,
-    /// What the call brings besides its request.
-    pub(crate) context: &'r CallContext,
+    /// Where the frames go.
+    recorder: &'r dyn Recorder,
+    /// The agent, in every frame's provenance.
+    agent: &'r str,
     /// The caller's well-formed `traceparent`, recorded on the call and
     /// result frames.
     pub(crate) traceparent: Option<String>,
@@ -61,10 +50,26 @@ pub(crate) struct Journal<'r> {
 }
 
 impl<'r> Journal<'r> {
+    /// An empty journal of a call of `tool` in `trace_id` (a new trace when `None`).
+    pub(crate) fn new(recorder: &'r dyn Recorder, agent: &'r str, tool: &'r str, trace_id: Option<Uuid>) -> Self {
+        Journal {
+            recorder,
+            agent,
+            traceparent: None,
+            tool,
+            trace_id: trace_id.unwrap_or_else(Uuid::now_v7),
+            invocation_id: Uuid::now_v7(),
+            pending: Vec::new(),
+            scrubber: Scrubber::default(),
+            tags: Vec::new(),
+            unresolved_secrets: Vec::new(),
+        }
+    }
+
     pub(crate) fn push(&mut self, kind: EventKind, actor: String, payload: impl Serialize) {
         let mut payload = serde_json::to_value(payload).unwrap_or(Value::Null);
         self.scrubber.scrub_payload(&mut payload);
-        self.pending.push(Record::now(kind, &actor, self.runtime.agent(), self.trace_id, payload));
+        self.pending.push(Record::now(kind, &actor, self.agent, self.trace_id, payload));
     }
 
     pub(crate) fn audit(&mut self, capability: &Capability, decision: Decision, reason: &str) {
@@ -104,12 +109,13 @@ impl<'r> Journal<'r> {
             return Ok(());
         }
         let batch = std::mem::take(&mut self.pending);
-        self.runtime.options().recorder.record(&batch).map_err(|e| {
+        self.recorder.record(&batch).map_err(|e| {
             CallError::new(
                 CallErrorKind::Recording,
                 self.scrubber.scrub_string(&format!("cannot record the call of `{}`: {e}", self.tool)),
             )
             .help("check that the ledger named above can be written (a file: its folder and free space; PostgreSQL: the server and the user's INSERT right)")
+            .caused_by(e)
         })
     }
 
@@ -122,9 +128,7 @@ impl<'r> Journal<'r> {
             error.message.push_str(&format!(" (and the decision could not be recorded: {})", recording.message));
         }
         error.message = self.scrubber.scrub_string(&error.message);
-        error.invocation_id = Some(self.invocation_id);
-        error.trace_id = Some(self.trace_id);
-        error
+        error.of_call(self.invocation_id, self.trace_id)
     }
 }
 

@@ -19,29 +19,39 @@
 //! 6. validate the result against `result_schema`;
 //! 7. record the result frame durably, then return the result.
 //!
+//! One call is a `call::Call`: it owns what the call brings and its frames
+//! (`journal::Journal`), and each step is a method of it, in the module of
+//! its step. The transports (`exec`, `http`) are dispatched in one place,
+//! `transport`; the attempts and retries are `attempts`.
+//!
 //! Frames ([`crate::event`]) go to a [`Recorder`] given in [`RuntimeOptions`].
 //!
 //! Secret values are scrubbed from every record, message and result.
 
-pub mod answer;
-pub(crate) mod ask;
+pub(crate) mod asking;
+pub(crate) mod attempts;
 pub(crate) mod budget;
 pub(crate) mod call;
-pub mod confirm;
 pub mod context;
 pub mod envelope;
+pub(crate) mod error;
 pub(crate) mod exec;
 pub mod exposure;
 pub(crate) mod http;
 pub(crate) mod invalid_args;
 pub(crate) mod journal;
 pub(crate) mod options;
-pub mod questions;
 pub mod recorder;
 pub(crate) mod scrub;
+pub(crate) mod secret_resolution;
 pub(crate) mod transport;
 pub(crate) mod trust_cache;
 pub(crate) mod trust_gate;
+pub(crate) mod validate;
+
+// The public paths of asking's parts (library users, the CLI's terminal and
+// the fuzz targets name them so).
+pub use asking::{answer, confirm, questions};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -50,24 +60,30 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use crate::bundle::LoadedBundle;
 use crate::bundle::capability::Capability;
 use crate::bundle::diag::{Code, Severity};
 use crate::bundle::tools::Tool;
 use crate::config::Config;
 use crate::error::{Exit, Reportable};
-use crate::event::Recorder;
 use crate::event::canonical::canonical_text;
+use crate::event::{EventKind, Record, RecordError, Recorder, ToolDiscoverPayload};
 use crate::home::Home;
-use crate::runtime::answer::{Answerer, NoAnswerer};
-use crate::runtime::confirm::{Confirmer, NoTerminal};
+use crate::runtime::asking::answer::{Answerer, NoAnswerer};
+use crate::runtime::asking::confirm::{Confirmer, NoTerminal};
+use crate::runtime::call::{Call, NO_CONTEXT};
 use crate::runtime::exposure::EffectivePolicy;
+use crate::runtime::http::ClientError;
+use crate::runtime::journal::Journal;
 use crate::runtime::trust_gate::TrustGate;
 use crate::secrets::{Providers, SecretResolver};
 use crate::text::plural;
+use uuid::Uuid;
 
 pub use crate::process::cancel::Cancel;
-pub use crate::runtime::call::{CallError, CallErrorKind, CallOutcome, CallRequest};
+pub use crate::runtime::call::{CallOutcome, CallRequest};
 pub use crate::runtime::context::{CallContext, Progress, ProgressSink};
+pub use crate::runtime::error::{CallError, CallErrorKind};
 
 /// Most calls one process runs at once (`rlp tools call --batch --jobs`,
 /// `rlp serve --max-calls`): each one's process group and private folder
@@ -169,7 +185,7 @@ pub struct Runtime {
     tool_ids: Vec<String>,
     policy: EffectivePolicy,
     options: RuntimeOptions,
-    http: OnceLock<Result<reqwest::blocking::Client, String>>,
+    http: OnceLock<Result<reqwest::blocking::Client, ClientError>>,
     warnings: Vec<String>,
     gate: TrustGate,
 }
@@ -288,8 +304,37 @@ impl Runtime {
         &self.options
     }
 
-    pub(crate) fn http_client(&self) -> Result<&reqwest::blocking::Client, String> {
-        self.http.get_or_init(http::client).as_ref().map_err(Clone::clone)
+    /// The HTTP client every call shares, set up at the first http call.
+    pub(crate) fn http_client(&self) -> Result<&reqwest::blocking::Client, &ClientError> {
+        self.http.get_or_init(http::client).as_ref()
+    }
+
+    /// Runs one call through the whole pipeline, confirmed and answered by
+    /// the runtime's own confirmer and answerer.
+    pub fn call(&self, request: &CallRequest) -> Result<CallOutcome, CallError> {
+        self.call_in(request, &NO_CONTEXT)
+    }
+
+    /// Runs one call through the whole pipeline with what `context` brings
+    /// (its confirmer and answerer, cancellation, progress).
+    pub fn call_in(&self, request: &CallRequest, context: &CallContext) -> Result<CallOutcome, CallError> {
+        Call::open(self, request, context)?.run()
+    }
+
+    /// Checks the bundle against the trust policy before anything of a
+    /// recorded trace runs again (live replay); a refusal is recorded in
+    /// `trace_id` as a deny audit frame for tool `*`.
+    pub fn check_trust(&self, trace_id: Uuid) -> Result<(), CallError> {
+        let mut journal = Journal::new(&*self.options.recorder, &self.agent, "*", Some(trace_id));
+        self.gate.admit(&self.agent, &mut journal)
+    }
+
+    /// Records what a client was shown by a search or a description of
+    /// tools (`rlp serve --expose core`), in `trace_id`.
+    pub fn record_discovery(&self, trace_id: Uuid, discovery: &ToolDiscoverPayload) -> Result<(), RecordError> {
+        let payload = serde_json::to_value(discovery).unwrap_or(Value::Null);
+        let record = Record::now(EventKind::ToolDiscover, "runtime", self.agent(), trace_id, payload);
+        self.options.recorder.record(&[record])
     }
 }
 
@@ -309,29 +354,7 @@ impl Contents {
     /// override in `home`, and compiles every tool's schemas.
     fn read(dir: &Path, home: &Home) -> Result<Contents, LoadError> {
         let report = crate::lint::lint_bundle(dir);
-        let errors: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|l| l.finding.severity == Severity::Error && !RUNTIME_ENFORCED.contains(&l.finding.code))
-            .collect();
-        if !errors.is_empty() {
-            let mut message =
-                format!("bundle {} has {} and cannot be loaded:", dir.display(), plural(errors.len(), "lint error"));
-            for located in errors.iter().take(QUOTED_FINDINGS) {
-                message.push_str(&format!(
-                    "\n  {}:{}:{}: {} {}",
-                    located.finding.file.display(),
-                    located.position.line,
-                    located.position.column,
-                    located.finding.code,
-                    located.finding.message
-                ));
-            }
-            if errors.len() > QUOTED_FINDINGS {
-                message.push_str(&format!("\n  … and {} more", errors.len() - QUOTED_FINDINGS));
-            }
-            return Err(LoadError { message, help: Some(format!("run `rlp lint {}` for details", dir.display())) });
-        }
+        refuse_lint_errors(dir, &report.findings)?;
         let bundle = report.bundle;
         let version = bundle.manifest.as_ref().and_then(|m| m.version.clone());
         let agent = bundle.manifest.as_ref().and_then(|m| m.name.clone()).ok_or_else(|| LoadError {
@@ -339,64 +362,11 @@ impl Contents {
             help: Some("set `name` under [agent] in manifest.toml".into()),
         })?;
         let mut warnings = Vec::new();
-        let policy = {
-            let path = home.override_file(&agent);
-            match crate::fsutil::read_text_limited(&path, crate::home::MAX_OVERRIDE_BYTES) {
-                Ok(text) => {
-                    let (policy, w) = exposure::apply_override(bundle.policy(), &path, &text).map_err(|message| {
-                        LoadError { message, help: Some("fix the override file, or remove it".into()) }
-                    })?;
-                    warnings.extend(w);
-                    policy
-                }
-                Err(e) if e.is_not_found() => EffectivePolicy::new(bundle.policy()),
-                Err(crate::fsutil::ReadError::Io(e)) => {
-                    return Err(LoadError {
-                        message: format!("cannot read the operator override {}: {e}", path.display()),
-                        help: Some("fix its permissions, or remove it".into()),
-                    });
-                }
-                Err(e) => return Err(LoadError { message: format!("the operator override {e}"), help: e.help() }),
-            }
-        };
+        let policy = read_policy(&bundle, &agent, home, &mut warnings)?;
         let mut tools = HashMap::new();
         let mut tool_ids = Vec::new();
         for tool in bundle.tool_list() {
-            let documents = bundle.schema_documents(Some(tool));
-            let compile = |key: &str, schema: Option<&Value>| {
-                let schema = schema.ok_or_else(|| LoadError {
-                    message: format!("tool `{}` has no `{key}`", tool.id),
-                    help: Some(format!("add `{key}` to the tool in tools.json")),
-                })?;
-                crate::bundle::schema::compile(schema, documents.clone()).map_err(|e| LoadError {
-                    message: format!("tool `{}`: `{key}` does not compile: {e}", tool.id),
-                    help: Some(format!("run `rlp lint {}`", dir.display())),
-                })
-            };
-            let input = compile("input_schema", tool.input_schema.as_ref())?;
-            let result = compile("result_schema", tool.result_schema.as_ref())?;
-            let options = match &tool.options_schema {
-                Some(schema) => Some(compile("options_schema", Some(schema))?),
-                None => None,
-            };
-            let identify = |schema: Option<&Value>| {
-                let schema = schema.cloned().unwrap_or(Value::Bool(true));
-                let resolved = bundle.resolve_schema(tool, &schema).cloned().unwrap_or(schema.clone());
-                let canonical = canonical_text(&resolved);
-                SchemaId {
-                    reference: schema_ref(&schema),
-                    blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
-                    resolved,
-                }
-            };
-            let prepared = Prepared {
-                tool: tool.clone(),
-                input,
-                result,
-                options,
-                input_schema: identify(tool.input_schema.as_ref()),
-                result_schema: identify(tool.result_schema.as_ref()),
-            };
+            let prepared = prepare(dir, &bundle, tool)?;
             tool_ids.push(tool.id.clone());
             tools.insert(tool.id.clone(), Arc::new(prepared));
         }
@@ -415,6 +385,98 @@ impl Contents {
             warnings: Vec::new(),
         }
     }
+}
+
+/// Refuses a bundle with lint errors (those the runtime does not enforce
+/// itself), quoting the first few.
+fn refuse_lint_errors(dir: &Path, findings: &[crate::lint::Located]) -> Result<(), LoadError> {
+    let errors: Vec<_> = findings
+        .iter()
+        .filter(|l| l.finding.severity == Severity::Error && !RUNTIME_ENFORCED.contains(&l.finding.code))
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let mut message =
+        format!("bundle {} has {} and cannot be loaded:", dir.display(), plural(errors.len(), "lint error"));
+    for located in errors.iter().take(QUOTED_FINDINGS) {
+        message.push_str(&format!(
+            "\n  {}:{}:{}: {} {}",
+            located.finding.file.display(),
+            located.position.line,
+            located.position.column,
+            located.finding.code,
+            located.finding.message
+        ));
+    }
+    if errors.len() > QUOTED_FINDINGS {
+        message.push_str(&format!("\n  … and {} more", errors.len() - QUOTED_FINDINGS));
+    }
+    Err(LoadError { message, help: Some(format!("run `rlp lint {}` for details", dir.display())) })
+}
+
+/// The bundle's policy under the operator override of `agent` in `home`,
+/// if there is one (its warnings go to `warnings`).
+fn read_policy(
+    bundle: &LoadedBundle,
+    agent: &str,
+    home: &Home,
+    warnings: &mut Vec<String>,
+) -> Result<EffectivePolicy, LoadError> {
+    let path = home.override_file(agent);
+    match crate::fsutil::read_text_limited(&path, crate::home::MAX_OVERRIDE_BYTES) {
+        Ok(text) => {
+            let (policy, w) = exposure::apply_override(bundle.policy(), &path, &text)
+                .map_err(|message| LoadError { message, help: Some("fix the override file, or remove it".into()) })?;
+            warnings.extend(w);
+            Ok(policy)
+        }
+        Err(e) if e.is_not_found() => Ok(EffectivePolicy::new(bundle.policy())),
+        Err(crate::fsutil::ReadError::Io(e)) => Err(LoadError {
+            message: format!("cannot read the operator override {}: {e}", path.display()),
+            help: Some("fix its permissions, or remove it".into()),
+        }),
+        Err(e) => Err(LoadError { message: format!("the operator override {e}"), help: e.help() }),
+    }
+}
+
+/// A tool of the bundle at `dir` with its schemas compiled and identified.
+fn prepare(dir: &Path, bundle: &LoadedBundle, tool: &Tool) -> Result<Prepared, LoadError> {
+    let documents = bundle.schema_documents(Some(tool));
+    let compile = |key: &str, schema: Option<&Value>| {
+        let schema = schema.ok_or_else(|| LoadError {
+            message: format!("tool `{}` has no `{key}`", tool.id),
+            help: Some(format!("add `{key}` to the tool in tools.json")),
+        })?;
+        crate::bundle::schema::compile(schema, documents.clone()).map_err(|e| LoadError {
+            message: format!("tool `{}`: `{key}` does not compile: {e}", tool.id),
+            help: Some(format!("run `rlp lint {}`", dir.display())),
+        })
+    };
+    let input = compile("input_schema", tool.input_schema.as_ref())?;
+    let result = compile("result_schema", tool.result_schema.as_ref())?;
+    let options = match &tool.options_schema {
+        Some(schema) => Some(compile("options_schema", Some(schema))?),
+        None => None,
+    };
+    let identify = |schema: Option<&Value>| {
+        let schema = schema.cloned().unwrap_or(Value::Bool(true));
+        let resolved = bundle.resolve_schema(tool, &schema).cloned().unwrap_or(schema.clone());
+        let canonical = canonical_text(&resolved);
+        SchemaId {
+            reference: schema_ref(&schema),
+            blake3: blake3::hash(canonical.as_bytes()).to_hex().to_string(),
+            resolved,
+        }
+    };
+    Ok(Prepared {
+        tool: tool.clone(),
+        input,
+        result,
+        options,
+        input_schema: identify(tool.input_schema.as_ref()),
+        result_schema: identify(tool.result_schema.as_ref()),
+    })
 }
 
 /// The agent's name as its manifest says, else the folder's name (for the

@@ -10,9 +10,9 @@ use serde_json::{Map, Value};
 
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::config::ConfiguredOptions;
-use crate::runtime::call::{CallError, CallErrorKind, schema_errors};
-use crate::runtime::journal::Journal;
-use crate::runtime::{Prepared, Runtime};
+use crate::runtime::call::Call;
+use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::validate::schema_errors;
 
 /// Where the values of a tool's options come from.
 #[derive(Clone, Copy, Debug)]
@@ -62,21 +62,18 @@ pub(crate) fn merge(tool: &str, sources: OptionSources<'_>) -> Result<Option<Map
     Ok(Some(merged))
 }
 
-impl Runtime {
+impl Call<'_> {
     /// Step 2: the call's options, merged ([`merge`]) and validated against
     /// the tool's `options_schema`; `None` when the tool takes none. Invalid
     /// options refuse the call before anything runs (exit 2).
-    pub(crate) fn options_of(
-        &self,
-        prepared: &Prepared,
-        given: &Map<String, Value>,
-        journal: &mut Journal<'_>,
-    ) -> Result<Option<Map<String, Value>>, CallError> {
+    pub(crate) fn options_of(&mut self) -> Result<Option<Map<String, Value>>, CallError> {
+        let (runtime, prepared) = (self.runtime, self.prepared);
         let tool = &prepared.tool;
+        let journal = &mut self.journal;
         let sources = OptionSources {
             schema: tool.options_schema.as_ref(),
-            configured: self.options().config.options_of(self.agent(), &tool.id),
-            given,
+            configured: runtime.options().config.options_of(runtime.agent(), &tool.id),
+            given: &self.request.options,
         };
         let merged = merge(&tool.id, sources)
             .map_err(|e| journal.refuse(CallError::new(CallErrorKind::InvalidInput, e.message).help(e.help)))?;
@@ -104,7 +101,7 @@ impl Runtime {
                 )
                 .help(format!(
                     "fix --option, or [agents.{}.tools.\"{}\".options] in config.toml (see `rlp tools list`)",
-                    self.agent(),
+                    runtime.agent(),
                     tool.id
                 )),
             ));

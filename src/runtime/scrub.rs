@@ -1,7 +1,7 @@
-//! Secrets in a call: the environment a tool receives them in, and
-//! scrubbing of resolved values — in every spelling a tool or server may
-//! echo them back in — from everything recorded or printed. Where values
-//! come from is [`crate::secrets`].
+//! Secrets in a call: scrubbing of resolved values — in every spelling a
+//! tool or server may echo them back in — from everything recorded or
+//! printed. Where values come from is [`crate::secrets`]; the environment
+//! an exec tool receives them in is [`crate::runtime::exec`]'s.
 
 mod spelling;
 
@@ -11,30 +11,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::bundle::capability::SecretId;
 use crate::secrets::{REDACTED, SecretValue};
 
 use spelling::Spellings;
-
-/// The environment variables an exec tool receives its secrets in: each
-/// under [`SecretId::env_var`], and also under its
-/// [`SecretId::legacy_env_var`] where no other secret of the same tool has
-/// that name (old or new), so tools written against the earlier names keep
-/// working. These are the tool's own granted values, so nothing leaks.
-pub(crate) fn tool_environment(secrets: &[(SecretId, SecretValue)]) -> Vec<(String, &SecretValue)> {
-    let names: Vec<String> = secrets.iter().map(|(id, _)| id.env_var()).collect();
-    let legacy: Vec<Option<String>> = secrets.iter().map(|(id, _)| id.legacy_env_var()).collect();
-    let mut out: Vec<(String, &SecretValue)> = names.iter().cloned().zip(secrets.iter().map(|(_, v)| v)).collect();
-    for (old, (_, value)) in legacy.iter().zip(secrets) {
-        if let Some(old) = old
-            && legacy.iter().flatten().filter(|other| *other == old).count() == 1
-            && !names.contains(old)
-        {
-            out.push((old.clone(), value));
-        }
-    }
-    out
-}
 
 /// Replaces every occurrence of the secret values it knows with `[redacted]`,
 /// in each spelling a tool or server may echo one back in: raw,
@@ -472,30 +451,5 @@ mod tests {
         assert_eq!(s.scrub_tail(b"0123", 4, false), "0123");
         assert_eq!(s.scrub_head(b"xx ABCDEFGH yy", 6), "xx [re…");
         assert_eq!(s.scrub_head("é".repeat(4).as_bytes(), 3), "é…");
-    }
-
-    #[test]
-    fn tools_get_new_names_and_unshared_old_ones() {
-        let secrets: Vec<(SecretId, SecretValue)> =
-            ["runloop/mail/api_key", "runloop/mail/api-key", "runloop/github/token", "runloop/a_/b", "runloop/a/b"]
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.parse().unwrap(), SecretValue::new(format!("v{i}"))))
-                .collect();
-        let env: Vec<(String, &str)> =
-            tool_environment(&secrets).into_iter().map(|(name, v)| (name, v.expose())).collect();
-        let expected = [
-            ("RUNLOOP_MAIL__API_KEY", "v0"),
-            ("RUNLOOP__MAIL_SAPI_HKEY", "v1"),
-            ("RUNLOOP_GITHUB__TOKEN", "v2"),
-            ("RUNLOOP__A_U_SB", "v3"),
-            ("RUNLOOP_A__B", "v4"),
-            // RUNLOOP_MAIL_API_KEY is shared by two of them; RUNLOOP_A__B
-            // (the old name of runloop/a_/b) is the new name of runloop/a/b.
-            ("RUNLOOP_GITHUB_TOKEN", "v2"),
-            ("RUNLOOP_A_B", "v4"),
-        ];
-        let expected: Vec<(String, &str)> = expected.iter().map(|(n, v)| (n.to_string(), *v)).collect();
-        assert_eq!(env, expected);
     }
 }

@@ -1,18 +1,82 @@
-//! What the transports share: one attempt's context and its failure.
+//! What the transports share: the [`Plan`] a transport makes of a call,
+//! one attempt's request ([`Attempt`]), its reply and its failure; and the
+//! dispatch, the one place that knows every transport.
+//!
+//! A transport is a module with a plan type that implements [`Plan`] and a
+//! step of [`Call`] that makes the plan (checked before anyone is asked to
+//! confirm); [`Call::dispatch`] names it in one match arm.
 
-use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::bundle::capability::SecretId;
-use crate::event::{ToolError, Usage};
+use crate::bundle::capability::{Capability, SecretId};
+use crate::bundle::tools::Transport;
+use crate::event::{Decision, SandboxRecord, ToolError, Usage};
+use crate::runtime::Runtime;
+use crate::runtime::call::{Call, CallOutcome};
+use crate::runtime::error::{CallError, CallErrorKind};
 use crate::runtime::scrub::Scrubber;
 use crate::secrets::SecretValue;
 
-/// Everything one attempt of one call needs.
+/// What a transport makes of one call before it runs: checked, ready to
+/// show for confirmation, and run once per attempt.
+pub(crate) trait Plan {
+    /// Where the call goes, as a confirmation shows it (`METHOD URL`, the
+    /// command line).
+    fn target(&self) -> String;
+
+    /// The kernel sandbox recorded on the call frame, for a transport that
+    /// confines what it starts.
+    fn sandbox(&self) -> Option<&SandboxRecord> {
+        None
+    }
+
+    /// Runs one attempt; policy decisions made on the way (a redirect's
+    /// target) go to `audits`, recorded once the attempt ends.
+    fn run(&self, attempt: &Attempt<'_>, audits: &mut Vec<Audit>) -> Result<Reply, AttemptError>;
+}
+
+impl<'r> Call<'r> {
+    /// Plans the call with its tool's transport, then confirms, records and
+    /// runs it ([`Call::execute`]). Each transport is one arm.
+    pub(crate) fn dispatch(mut self) -> Result<CallOutcome, CallError> {
+        let tool = self.tool();
+        match &tool.transport {
+            Some(Transport::Exec { command, args }) => {
+                let plan = self.plan_exec(command, args)?;
+                self.execute(&plan)
+            }
+            Some(Transport::Http { method, url: Some(template), headers }) => {
+                let plan = self.plan_http(method, template, headers)?;
+                self.execute(&plan)
+            }
+            _ => Err(self.journal.refuse(
+                CallError::new(CallErrorKind::Tool, format!("tool `{}` has no usable transport", tool.id))
+                    .help("fix `transport` in tools.json"),
+            )),
+        }
+    }
+}
+
+/// A policy decision a transport made during an attempt, recorded as an
+/// audit frame ([`crate::event::EventKind::CapAudit`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Audit {
+    /// The capability decided on.
+    pub capability: Capability,
+    /// allow or deny.
+    pub decision: Decision,
+    /// Why.
+    pub reason: String,
+}
+
+/// Everything one attempt of one call needs: the request a transport is
+/// handed, built once per attempt from the call.
 pub(crate) struct Attempt<'a> {
+    /// The runtime (its bundle folder, policy and shared HTTP client).
+    pub runtime: &'a Runtime,
     /// The tool id.
     pub tool: &'a str,
     /// The invocation id.
@@ -33,8 +97,6 @@ pub(crate) struct Attempt<'a> {
     pub timeout_ms: u64,
     /// The same deadline in milliseconds since the Unix epoch (for the tool).
     pub deadline_ms: i64,
-    /// The bundle folder (absolute).
-    pub root: &'a Path,
     /// The tool's resolved secrets.
     pub secrets: &'a [(SecretId, SecretValue)],
     /// Scrubs those secrets from messages.

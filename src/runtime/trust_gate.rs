@@ -20,11 +20,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::bundle::manifest::SIGNATURES_DIR;
+use crate::event::Decision;
 use crate::home::Home;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{self, Options, Signer, Trust};
+use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::journal::Journal;
 use crate::runtime::trust_cache::{TrustCache, cache_key};
+
+/// The `capability` of the audit frame ([`crate::event::EventKind::CapAudit`]) that records the trust gate's decision.
+pub(crate) const TRUST_AUDIT: &str = "trust";
 
 /// Deepest folder nesting fingerprinted (deeper bundles are never cached).
 const MAX_FINGERPRINT_DEPTH: usize = 32;
@@ -104,6 +110,41 @@ impl TrustGate {
         matches!(self.checked(), Ok(None)).then(|| {
             format!("{} is an unsigned working folder: it is not checked against the trust policy", self.root.display())
         })
+    }
+
+    /// Step 0 of a call: the bundle as it is now, against the trust policy
+    /// as it is now. A verified bundle's allow event is recorded with the
+    /// call; a refusal of agent `agent` is recorded at once.
+    pub(crate) fn admit(&self, agent: &str, journal: &mut Journal<'_>) -> Result<(), CallError> {
+        match self.check() {
+            Ok(Admission::Unchecked) => Ok(()),
+            Ok(Admission::Verified { checked, signer }) => {
+                let what = match checked {
+                    Checked::Installed => "installed bundle verified",
+                    Checked::Signed => "signed bundle verified",
+                };
+                let by = match signer {
+                    Some(Signer { key_id, anchor: Some(anchor) }) => {
+                        format!("signed by trust anchor `{anchor}` (key {key_id}), within its rule")
+                    }
+                    Some(Signer { key_id, anchor: None }) => format!("signed by key {key_id}"),
+                    None => "unsigned (installed with --allow-unsigned)".to_string(),
+                };
+                journal.audit_named(TRUST_AUDIT, Decision::Allow, &format!("{what}: {by}"));
+                Ok(())
+            }
+            Err(failure) => {
+                journal.audit_named(TRUST_AUDIT, Decision::Deny, &failure.message);
+                let error = CallError::new(
+                    CallErrorKind::Refused,
+                    format!("bundle `{agent}` is refused by the trust policy: {}", failure.message),
+                );
+                Err(journal.refuse(match failure.help {
+                    Some(help) => error.help(help),
+                    None => error,
+                }))
+            }
+        }
     }
 
     /// Checks the bundle now (or reuses the verdict of an unchanged bundle).

@@ -20,8 +20,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer};
-use crate::runtime::confirm::{ConfirmRequest, Confirmation, Confirmer};
+use crate::runtime::asking::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer};
+use crate::runtime::asking::confirm::{ConfirmRequest, Confirmation, Confirmer};
 use crate::serve::calls::Event;
 
 /// How long a call waits for the client to answer a form (either revision).
@@ -112,7 +112,7 @@ pub(crate) struct McpConfirmer(pub(crate) Arc<dyn Asker>);
 
 /// The confirmation form of one call.
 fn confirmation_form(request: &ConfirmRequest<'_>) -> Value {
-    let arguments = crate::runtime::confirm::shown_arguments(request.arguments);
+    let arguments = crate::runtime::asking::confirm::shown_arguments(request.arguments);
     json!({
         "mode": "form",
         "message": format!(

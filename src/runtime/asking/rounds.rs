@@ -8,35 +8,26 @@ use serde_json::{Map, Value};
 
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::event::{EventKind, PAYLOAD_VERSION, RecordedAnswer, ToolAnswerPayload, ToolInquiryPayload};
-use crate::runtime::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer};
-use crate::runtime::call::{CallErrorKind, CallRequest};
-use crate::runtime::journal::Journal;
-use crate::runtime::questions::{Question, looks_secret, read_questions};
+use crate::runtime::asking::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer};
+use crate::runtime::asking::questions::{Question, looks_secret, read_questions};
+use crate::runtime::call::Call;
+use crate::runtime::error::CallErrorKind;
 use crate::runtime::transport::{AttemptError, FailureKind};
-use crate::runtime::{Prepared, Runtime};
 
 /// Characters of a refused answer quoted in the error.
 const SHOWN_ANSWER: usize = 80;
 /// Most rounds of questions one call answers.
 pub(crate) const MAX_ROUNDS: u32 = 8;
+/// What to do about questions that are not well formed.
+const FIX_ENVELOPE: &str = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")";
 
 /// The questions of one call so far.
-pub(crate) struct Questioning<'a> {
-    /// Answers the call brought, not yet used.
-    given: &'a Map<String, Value>,
-    /// Where those come from.
-    given_source: AnswerSource,
+#[derive(Debug, Default)]
+pub(crate) struct Questioning {
     /// Every answer so far (what the tool gets in `tool.answers`).
     pub(crate) answers: Map<String, Value>,
     /// Rounds answered.
     rounds: u32,
-}
-
-impl<'a> Questioning<'a> {
-    /// Nothing asked yet; `request` brings answers up front.
-    pub(crate) fn new(request: &'a CallRequest) -> Self {
-        Questioning { given: &request.answers, given_source: request.answer_source, answers: Map::new(), rounds: 0 }
-    }
 }
 
 /// Why questions end a call: the attempt's error (recorded as its result,
@@ -63,26 +54,24 @@ fn shown(question: &Question) -> String {
     format!("`{}` (\"{}\", {})", question.id, question.text, question.expected())
 }
 
-impl<'r> Journal<'r> {
+impl<'r> Call<'r> {
     /// Who answers this call's questions: its context's answerer, else the runtime's.
-    pub(crate) fn answerer(&self) -> &'r dyn Answerer {
+    fn answerer(&self) -> &'r dyn Answerer {
         self.context.answerer.as_deref().unwrap_or(&*self.runtime.options().answerer)
     }
-}
 
-impl Runtime {
     /// Records the questions of attempt `attempt`, gets and records their
     /// answers. A [`Stop`] ends the call.
-    pub(crate) fn ask(
-        &self,
-        prepared: &Prepared,
-        asked: &[Value],
-        state: &mut Questioning<'_>,
-        journal: &mut Journal<'_>,
-        attempt: u32,
-    ) -> Result<(), Stop> {
-        let tool = &prepared.tool;
-        const FIX_ENVELOPE: &str = "fix the tool's `needs_input` envelope (docs/runtime.md, \"Questions\")";
+    pub(crate) fn ask(&mut self, asked: &[Value], attempt: u32) -> Result<(), Stop> {
+        let questions = self.record_inquiry(asked, attempt)?;
+        let answers = self.answers_to(&questions)?;
+        self.record_answers(&questions, &answers, attempt)
+    }
+
+    /// The questions of one round, recorded as they were asked (scrubbed)
+    /// and checked.
+    fn record_inquiry(&mut self, asked: &[Value], attempt: u32) -> Result<Vec<Question>, Stop> {
+        let tool = self.tool();
         // What cannot be read back is not recorded (as for results): the
         // questions array and what it holds.
         let depth = 1 + asked.iter().map(json_depth).max().unwrap_or(0);
@@ -98,28 +87,29 @@ impl Runtime {
         }
         // The tool holds the call's secrets: whatever it asks is scrubbed of
         // them before anyone sees it (the prompt, error messages, the frame).
-        let asked: Vec<Value> = asked.iter().map(|q| journal.scrubber.scrubbed(q)).collect();
+        let asked: Vec<Value> = asked.iter().map(|q| self.journal.scrubber.scrubbed(q)).collect();
+        let questions = read_questions(&asked);
         let inquiry = ToolInquiryPayload {
             v: PAYLOAD_VERSION,
-            invocation_id: journal.invocation_id,
+            invocation_id: self.journal.invocation_id,
             tool: tool.id.clone(),
             attempt: attempt.into(),
-            questions: asked.clone(),
-            tags: journal.tags.clone(),
+            questions: asked,
+            tags: self.journal.tags.clone(),
         };
-        journal.push(EventKind::ToolInquiry, format!("tool:{}", tool.id), inquiry);
-        if state.rounds >= MAX_ROUNDS {
+        self.journal.push(EventKind::ToolInquiry, format!("tool:{}", tool.id), inquiry);
+        if self.questions.rounds >= MAX_ROUNDS {
             return Err(Stop::new(
                 CallErrorKind::Tool,
                 format!(
                     "tool `{}` asked questions {} times; rlp answers at most {MAX_ROUNDS} rounds",
                     tool.id,
-                    state.rounds + 1
+                    self.questions.rounds + 1
                 ),
                 "fix the tool: it keeps asking after every question is answered",
             ));
         }
-        let questions = read_questions(&asked).map_err(|why| {
+        let questions = questions.map_err(|why| {
             Stop::new(CallErrorKind::Tool, format!("tool `{}` asked an invalid question: {why}", tool.id), FIX_ENVELOPE)
         })?;
         if let Some(secret) = questions.iter().find(|q| looks_secret(&q.id)) {
@@ -132,26 +122,34 @@ impl Runtime {
                 "give the tool the value as a secret (`secrets` in tools.json), never as an answer",
             ));
         }
+        Ok(questions)
+    }
+
+    /// An answer to every question: those the call brought, then the
+    /// answerer's; each checked against its question.
+    fn answers_to(&self, questions: &[Question]) -> Result<Vec<GivenAnswer>, Stop> {
+        let tool = self.tool();
+        let (given, source) = (&self.request.answers, self.request.answer_source);
         let mut answers = Vec::with_capacity(questions.len());
-        for question in &questions {
-            if let Some(value) = state.given.get(&question.id) {
-                let value = match (state.given_source, value) {
+        for question in questions {
+            if let Some(value) = given.get(&question.id) {
+                let value = match (source, value) {
                     (AnswerSource::Flag, Value::String(text)) => question.read_text(text),
                     (_, value) => value.clone(),
                 };
-                answers.push(GivenAnswer { id: question.id.clone(), value, source: state.given_source });
+                answers.push(GivenAnswer { id: question.id.clone(), value, source });
             }
         }
         let unanswered = |answers: &[GivenAnswer]| -> Vec<&Question> {
             questions.iter().filter(|q| !answers.iter().any(|a| a.id == q.id)).collect()
         };
         let open = unanswered(&answers);
-        let answerer = journal.answerer();
+        let answerer = self.answerer();
         if !open.is_empty() {
             let request = AnswerRequest {
                 tool: &tool.id,
                 description: &tool.description,
-                invocation_id: journal.invocation_id,
+                invocation_id: self.journal.invocation_id,
                 questions: &open,
             };
             let mut given = answerer.answer(&request);
@@ -175,43 +173,55 @@ impl Runtime {
                     .unwrap_or_else(|| format!("answer with {}, or call from a terminal to be asked", flags.join(" "))),
             ));
         }
-        for answer in &answers {
-            let question = questions.iter().find(|q| q.id == answer.id).expect("every answer is to a question asked");
-            if let Err(why) = question.check(&answer.value) {
-                return Err(Stop::new(
-                    CallErrorKind::InvalidInput,
-                    format!(
-                        "the answer to `{}` ({}, from {}) does not fit: {why}",
-                        question.id,
-                        crate::text::ellipsize(&answer.value.to_string(), SHOWN_ANSWER),
-                        answer.source.as_str()
-                    ),
-                    format!("answer `{}` with {}", question.id, question.expected()),
-                ));
-            }
-        }
+        check_answers(questions, &answers)?;
+        Ok(answers)
+    }
+
+    /// Records the answers of attempt `attempt` (in the order of the
+    /// questions) and keeps them for the next attempts.
+    fn record_answers(&mut self, questions: &[Question], answers: &[GivenAnswer], attempt: u32) -> Result<(), Stop> {
         let recorded: Vec<RecordedAnswer> = questions
             .iter()
             .filter_map(|q| answers.iter().find(|a| a.id == q.id))
             .map(|a| RecordedAnswer { id: a.id.clone(), value: a.value.clone(), source: a.source.as_str().to_string() })
             .collect();
         for answer in &recorded {
-            state.answers.insert(answer.id.clone(), answer.value.clone());
+            self.questions.answers.insert(answer.id.clone(), answer.value.clone());
         }
         let frame = ToolAnswerPayload {
             v: PAYLOAD_VERSION,
-            invocation_id: journal.invocation_id,
-            tool: tool.id.clone(),
+            invocation_id: self.journal.invocation_id,
+            tool: self.tool().id.clone(),
             attempt: attempt.into(),
             answers: recorded,
-            tags: journal.tags.clone(),
+            tags: self.journal.tags.clone(),
         };
-        journal.push(EventKind::ToolAnswer, "operator".into(), frame);
-        state.rounds += 1;
-        journal.flush().map_err(|e| Stop {
+        self.journal.push(EventKind::ToolAnswer, "operator".into(), frame);
+        self.questions.rounds += 1;
+        self.journal.flush().map_err(|e| Stop {
             error: AttemptError::new(FailureKind::Transport, e.message),
             kind: e.kind,
             help: e.help.unwrap_or_default(),
         })
     }
+}
+
+/// Each answer fits its question.
+fn check_answers(questions: &[Question], answers: &[GivenAnswer]) -> Result<(), Stop> {
+    for answer in answers {
+        let question = questions.iter().find(|q| q.id == answer.id).expect("every answer is to a question asked");
+        if let Err(why) = question.check(&answer.value) {
+            return Err(Stop::new(
+                CallErrorKind::InvalidInput,
+                format!(
+                    "the answer to `{}` ({}, from {}) does not fit: {why}",
+                    question.id,
+                    crate::text::ellipsize(&answer.value.to_string(), SHOWN_ANSWER),
+                    answer.source.as_str()
+                ),
+                format!("answer `{}` with {}", question.id, question.expected()),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -9,7 +9,7 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::runtime::questions::Question;
+use crate::runtime::asking::questions::Question;
 
 /// Where an answer came from, as the `tool.answer` frame records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,6 +7,11 @@
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::event::{EventKind, PAYLOAD_VERSION, ToolConfirmPayload};
+use crate::runtime::call::Call;
+use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::transport::Plan;
+
 /// What the operator is asked to approve.
 #[derive(Clone, Debug)]
 pub struct ConfirmRequest<'a> {
@@ -62,6 +67,75 @@ pub(crate) struct NoTerminal;
 impl Confirmer for NoTerminal {
     fn confirm(&self, _request: &ConfirmRequest<'_>) -> Confirmation {
         Confirmation { approved: false, by: "runtime".into(), how: "no terminal to ask on, and no --yes".into() }
+    }
+}
+
+impl<'r> Call<'r> {
+    /// Who confirms this call: its context's confirmer, else the runtime's.
+    fn confirmer(&self) -> &'r dyn Confirmer {
+        self.context.confirmer.as_deref().unwrap_or(&*self.runtime.options().confirmer)
+    }
+
+    /// Step 4: a tool that needs confirmation is approved (or the config
+    /// waives it); the answer is recorded, and a refusal ends the call.
+    pub(crate) fn confirm(&mut self, plan: &impl Plan, shown_args: &Value) -> Result<(), CallError> {
+        let tool = self.tool();
+        if !tool.needs_confirmation() {
+            return Ok(());
+        }
+        let answer = self.confirmation(plan, shown_args);
+        let payload = ToolConfirmPayload {
+            v: PAYLOAD_VERSION,
+            tool: tool.id.clone(),
+            invocation_id: self.journal.invocation_id,
+            approved: answer.approved,
+            by: answer.by.clone(),
+            how: answer.how.clone(),
+            tags: self.journal.tags.clone(),
+        };
+        self.journal.push(EventKind::ToolConfirm, answer.by.clone(), payload);
+        if answer.approved {
+            return Ok(());
+        }
+        let config = &self.runtime.options().config;
+        let help = match (self.confirmer().refusal_help(), &config.confirm_required_by) {
+            (Some(help), _) => help,
+            (None, Some(path)) => format!("pass --yes to approve the call ({} requires confirmation)", path.display()),
+            (None, None) => {
+                "pass --yes to approve the call, or set security.confirm_external_actions = false".to_string()
+            }
+        };
+        Err(self.journal.refuse(
+            CallError::new(
+                CallErrorKind::Refused,
+                format!("tool `{}` requires confirmation and the call was not approved: {}", tool.id, answer.how),
+            )
+            .help(help),
+        ))
+    }
+
+    /// The confirmer's answer, or the config's when it waives confirmation.
+    fn confirmation(&self, plan: &impl Plan, shown_args: &Value) -> Confirmation {
+        let tool = self.tool();
+        let setting = &self.runtime.options().config.confirm_external_actions;
+        if !setting.value {
+            return Confirmation {
+                approved: true,
+                by: "config".into(),
+                how: format!(
+                    "not asked: security.confirm_external_actions = false ({})",
+                    setting.source.shown("security")
+                ),
+            };
+        }
+        let target = self.journal.scrubber.scrub_string(&plan.target());
+        self.confirmer().confirm(&ConfirmRequest {
+            tool: &tool.id,
+            description: &tool.description,
+            arguments: shown_args,
+            target: &target,
+            invocation_id: self.journal.invocation_id,
+        })
     }
 }
 
