@@ -172,7 +172,7 @@ struct Answer {
 
 /// Why the binary gave no output to read.
 #[derive(Debug)]
-enum AskError {
+enum NoOutput {
     /// It could not be started (or the blob written).
     Start(String),
     /// It did not finish in time; it was killed with everything it started.
@@ -181,12 +181,12 @@ enum AskError {
     TooLarge(usize),
 }
 
-impl std::fmt::Display for AskError {
+impl std::fmt::Display for NoOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            AskError::Start(why) => write!(f, "it could not be started: {why}"),
-            AskError::Timeout(t) => write!(f, "it did not answer within {} ms and was killed", t.as_millis()),
-            AskError::TooLarge(n) => write!(f, "it printed more than {n} bytes and was killed"),
+            NoOutput::Start(why) => write!(f, "it could not be started: {why}"),
+            NoOutput::Timeout(t) => write!(f, "it did not answer within {} ms and was killed", t.as_millis()),
+            NoOutput::TooLarge(n) => write!(f, "it printed more than {n} bytes and was killed"),
         }
     }
 }
@@ -209,7 +209,7 @@ fn schema_blob(invocation_id: &str, bundle_root: &Path, timeout: Duration) -> Va
 }
 
 /// Runs `command` with a `schema` blob and returns what it printed.
-fn ask_schema(source: &Source, bundle_root: &Path) -> Result<Answer, AskError> {
+fn ask_schema(source: &Source, bundle_root: &Path) -> Result<Answer, NoOutput> {
     let (command, args, limits) = (source.command.as_path(), source.args.as_slice(), source.limits);
     let invocation_id = uuid::Uuid::now_v7().to_string();
     let blob = schema_blob(&invocation_id, bundle_root, limits.timeout);
@@ -225,7 +225,7 @@ fn ask_schema(source: &Source, bundle_root: &Path) -> Result<Answer, AskError> {
     };
     let sandbox = SandboxPlan::new(source.sandbox, &grants);
     if let Some(why) = sandbox.refusal() {
-        return Err(AskError::Start(format!(
+        return Err(NoOutput::Start(format!(
             "refused: the sandbox is required and this kernel cannot confine the binary: {why}"
         )));
     }
@@ -243,7 +243,7 @@ fn ask_schema(source: &Source, bundle_root: &Path) -> Result<Answer, AskError> {
         cancel: None,
     };
     let finished = invoke(&invocation).map_err(|e| {
-        AskError::Start(match e {
+        NoOutput::Start(match e {
             InvokeError::Folder(e) => format!("cannot create a private folder: {e}"),
             InvokeError::Blob(e) => format!("cannot write the blob: {e}"),
             InvokeError::Sandbox(e) => format!("cannot prepare the sandbox: {e}"),
@@ -252,12 +252,12 @@ fn ask_schema(source: &Source, bundle_root: &Path) -> Result<Answer, AskError> {
         })
     })?;
     if finished.timed_out {
-        return Err(AskError::Timeout(limits.timeout));
+        return Err(NoOutput::Timeout(limits.timeout));
     }
     if finished.overflow {
-        return Err(AskError::TooLarge(limits.max_output));
+        return Err(NoOutput::TooLarge(limits.max_output));
     }
-    let status = finished.status.ok_or_else(|| AskError::Start("lost track of the process".into()))?;
+    let status = finished.status.ok_or_else(|| NoOutput::Start("lost track of the process".into()))?;
     let stderr = &finished.stderr.bytes;
     let tail = &stderr[stderr.len().saturating_sub(STDERR_TAIL)..];
     Ok(Answer { status, stdout: finished.stdout.bytes, stderr: String::from_utf8_lossy(tail).into_owned() })
