@@ -78,18 +78,19 @@ impl Error for CliError {
 }
 
 impl CliError {
-    /// The causes to print under the message, outermost first: each
-    /// [`Error::source`] whose text the message (or a cause already
-    /// printed) does not hold yet.
+    /// The causes to print under the message, outermost first: the
+    /// [`Error::source`] chain up to the first cause the message already
+    /// says (that one, and what lies under it, the message has told in its
+    /// own words).
     pub fn causes(&self) -> Vec<String> {
-        let mut shown = self.message.clone();
         let mut out = Vec::new();
         let mut next = self.source();
         while let Some(cause) = next {
             let text = cause.to_string();
-            if !text.is_empty() && !shown.contains(&text) {
-                shown.push('\n');
-                shown.push_str(&text);
+            if self.message.contains(&text) {
+                break;
+            }
+            if !text.is_empty() && !out.contains(&text) {
                 out.push(text);
             }
             next = cause.source();
@@ -154,7 +155,12 @@ mod tests {
     /// One whose message already says its cause.
     #[derive(Debug, thiserror::Error)]
     #[error("cannot open the store: {0}")]
-    struct Saying(#[source] io::Error);
+    struct Saying(#[source] Inner);
+
+    /// A cause that has a cause of its own.
+    #[derive(Debug, thiserror::Error)]
+    #[error("file is not a database")]
+    struct Inner(#[source] io::Error);
 
     impl Reportable for Saying {
         fn class(&self) -> Exit {
@@ -177,11 +183,11 @@ mod tests {
 
     #[test]
     fn a_cause_the_message_already_says_is_not_repeated() {
-        let error = CliError::from(Saying(io::Error::other("permission denied")));
+        let error = CliError::from(Saying(Inner(io::Error::other("Error code 26: file is not a database"))));
         assert_eq!(error.exit, Exit::Usage);
         assert!(error.source().is_some());
         assert!(error.causes().is_empty());
-        assert_eq!(error.render(false), "error: cannot open the store: permission denied");
+        assert_eq!(error.render(false), "error: cannot open the store: file is not a database");
         assert!(CliError::usage("no source").causes().is_empty());
     }
 }

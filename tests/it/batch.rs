@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::Sandbox;
+use crate::support::TestDir;
 use crate::support::bundle::{self, with};
 use crate::support::ledger::payload;
 use crate::support::output::{assert_contains, stderr, stdout};
@@ -19,8 +19,8 @@ use crate::support::pty::Terminal;
 /// The tools of the bundles here: `ok` succeeds, `fail` exits 1, `post`
 /// needs a network grant it does not have, `strict` wants `{"n": integer}`,
 /// `touch` creates `state/ran` and asks for confirmation.
-fn mixed_bundle(sb: &Sandbox) -> PathBuf {
-    let state = sb.state_dir();
+fn mixed_bundle(td: &TestDir) -> PathBuf {
+    let state = td.state_dir();
     let strict = with(
         bundle::runtime_tool("strict", "ok.sh", &[]),
         json!({"input_schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}}),
@@ -36,18 +36,18 @@ fn mixed_bundle(sb: &Sandbox) -> PathBuf {
         strict,
         touch,
     ]);
-    sb.bundle("mixed", tools, &bundle::caps("exec = true\n", &state))
+    td.bundle("mixed", tools, &bundle::caps("exec = true\n", &state))
 }
 
 /// `rlp tools call <bundle> --batch <file> <flags>` (`file` relative to the
-/// sandbox) with an empty stdin.
-fn batch(sb: &Sandbox, bundle: &Path, file: &str, flags: &[&str]) -> Output {
-    sb.rlp().args(["tools", "call"]).arg(bundle).arg("--batch").arg(file).args(flags).output().unwrap()
+/// test folder) with an empty stdin.
+fn batch(td: &TestDir, bundle: &Path, file: &str, flags: &[&str]) -> Output {
+    td.rlp().args(["tools", "call"]).arg(bundle).arg("--batch").arg(file).args(flags).output().unwrap()
 }
 
-/// Writes `lines` (each a line of the batch) to `<sandbox>/<name>`; returns `name`.
-fn batch_file<'a>(sb: &Sandbox, name: &'a str, lines: &[&str]) -> &'a str {
-    std::fs::write(sb.join(name), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+/// Writes `lines` (each a line of the batch) to `<testdir>/<name>`; returns `name`.
+fn batch_file<'a>(td: &TestDir, name: &'a str, lines: &[&str]) -> &'a str {
+    std::fs::write(td.join(name), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     name
 }
 
@@ -88,14 +88,14 @@ fn most_at_once(log: &Path, calls: usize) -> usize {
 
 #[test]
 fn results_come_in_input_order_each_with_its_invocation_all_in_one_trace() {
-    let sb = Sandbox::new();
-    let bundle = mixed_bundle(&sb);
+    let td = TestDir::new();
+    let bundle = mixed_bundle(&td);
     let file = batch_file(
-        &sb,
+        &td,
         "calls.jsonl",
         &[r#"{"tool": "ok"}"#, "", r#"{"tool": "strict", "args": {"n": 1}}"#, "  ", r#"{"args": {}, "tool": "ok"}"#],
     );
-    let output = batch(&sb, &bundle, file, &["--jobs", "2"]);
+    let output = batch(&td, &bundle, file, &["--jobs", "2"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(errors(&output).is_empty(), "{}", stderr(&output));
     let lines = results(&output);
@@ -115,7 +115,7 @@ fn results_come_in_input_order_each_with_its_invocation_all_in_one_trace() {
     }
 
     // Standard input, added to that trace.
-    let output = sb
+    let output = td
         .rlp()
         .args(["tools", "call"])
         .arg(&bundle)
@@ -128,28 +128,28 @@ fn results_come_in_input_order_each_with_its_invocation_all_in_one_trace() {
     assert_eq!(lines.iter().map(|l| &l["line"]).collect::<Vec<_>>(), [1, 2]);
     assert!(lines.iter().all(|l| l["trace_id"] == trace.as_str()));
 
-    let shown = sb.rlp().args(["trace", "show", &trace]).output().unwrap();
+    let shown = td.rlp().args(["trace", "show", &trace]).output().unwrap();
     assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
     assert_contains(&stdout(&shown), "15 frames: 5 calls (5 ok, 0 error, 0 without result)");
-    let verified = sb.rlp().args(["trace", "verify"]).output().unwrap();
+    let verified = td.rlp().args(["trace", "verify"]).output().unwrap();
     assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
     assert_contains(&stdout(&verified), "every hash and the chain check out");
 }
 
 #[test]
 fn at_most_jobs_calls_run_at_once() {
-    let sb = Sandbox::new();
-    let state = sb.state_dir();
+    let td = TestDir::new();
+    let state = td.state_dir();
     let overlap = |id: &str, log: &str, seconds: &str| {
         bundle::with_fs(bundle::runtime_tool(id, "overlap.sh", &[state.join(log).to_str().unwrap(), seconds]), &state)
     };
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "overlapping",
         json!([overlap("slow", "slow.log", "1"), overlap("quick", "quick.log", "0.1")]),
         &bundle::caps("exec = true\n", &state),
     );
-    let slow = batch_file(&sb, "slow.jsonl", &[r#"{"tool": "slow"}"#; 20]);
-    let output = batch(&sb, &bundle, slow, &["--jobs", "8"]);
+    let slow = batch_file(&td, "slow.jsonl", &[r#"{"tool": "slow"}"#; 20]);
+    let output = batch(&td, &bundle, slow, &["--jobs", "8"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         results(&output).iter().map(|l| l["line"].as_u64().unwrap()).collect::<Vec<_>>(),
@@ -157,16 +157,16 @@ fn at_most_jobs_calls_run_at_once() {
     );
     assert_eq!(most_at_once(&state.join("slow.log"), 20), 8);
 
-    let quick = batch_file(&sb, "quick.jsonl", &[r#"{"tool": "quick"}"#; 20]);
-    let output = batch(&sb, &bundle, quick, &["--jobs", "1"]);
+    let quick = batch_file(&td, "quick.jsonl", &[r#"{"tool": "quick"}"#; 20]);
+    let output = batch(&td, &bundle, quick, &["--jobs", "1"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(most_at_once(&state.join("quick.log"), 20), 1);
 }
 
 #[test]
 fn the_exit_code_is_the_worst_outcome_refused_then_bad_input_then_failed() {
-    let sb = Sandbox::new();
-    let bundle = mixed_bundle(&sb);
+    let td = TestDir::new();
+    let bundle = mixed_bundle(&td);
     let ok = r#"{"tool": "ok"}"#;
     let failed = r#"{"tool": "fail"}"#;
     let unknown = r#"{"tool": "nope"}"#;
@@ -179,12 +179,12 @@ fn the_exit_code_is_the_worst_outcome_refused_then_bad_input_then_failed() {
         (vec![unknown, ok], 2),
         (vec![failed, unknown, refused, ok], 3),
     ] {
-        let output = batch(&sb, &bundle, batch_file(&sb, "mixed.jsonl", &lines), &[]);
+        let output = batch(&td, &bundle, batch_file(&td, "mixed.jsonl", &lines), &[]);
         assert_eq!(output.status.code(), Some(code), "{lines:?}: {}", stderr(&output));
         assert_eq!(results(&output).len(), lines.len());
     }
 
-    let output = batch(&sb, &bundle, "mixed.jsonl", &[]);
+    let output = batch(&td, &bundle, "mixed.jsonl", &[]);
     let lines = results(&output);
     let exits: Vec<&Value> = lines.iter().map(|l| &l["error"]["exit"]).collect();
     assert_eq!(exits, [&json!(1), &json!(2), &json!(3), &Value::Null]);
@@ -212,23 +212,23 @@ fn the_exit_code_is_the_worst_outcome_refused_then_bad_input_then_failed() {
     );
 
     // Without a terminal, a call that needs confirmation is refused unless --yes.
-    let file = batch_file(&sb, "touch.jsonl", &[r#"{"tool": "touch"}"#, r#"{"tool": "ok"}"#]);
-    let output = batch(&sb, &bundle, file, &[]);
+    let file = batch_file(&td, "touch.jsonl", &[r#"{"tool": "touch"}"#, r#"{"tool": "ok"}"#]);
+    let output = batch(&td, &bundle, file, &[]);
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert_eq!(
         results(&output)[0]["error"]["message"],
         "tool `touch` requires confirmation and the call was not approved: no terminal to ask on, and no --yes"
     );
-    assert!(!sb.state_dir().join("ran").exists());
-    let output = batch(&sb, &bundle, file, &["--yes"]);
+    assert!(!td.state_dir().join("ran").exists());
+    let output = batch(&td, &bundle, file, &["--yes"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(sb.state_dir().join("ran").exists());
+    assert!(td.state_dir().join("ran").exists());
 }
 
 #[test]
 fn a_bad_line_stops_the_batch_before_any_call() {
-    let sb = Sandbox::new();
-    let bundle = mixed_bundle(&sb);
+    let td = TestDir::new();
+    let bundle = mixed_bundle(&td);
     let touch = r#"{"tool": "touch"}"#;
     let help = "  help: write one call a line, {\"tool\": \"<id>\", \"args\": {…}} (\"args\" may be left out); no call was made";
     for (bad, error) in [
@@ -239,16 +239,16 @@ fn a_bad_line_stops_the_batch_before_any_call() {
         ("{\"tool\": \"ok\", \"args\": null}", "bad.jsonl:3:27: invalid type: null, expected a map"),
         ("{\"tool\": \"ok\", \"yes\": true}", "bad.jsonl:3:20: unknown field `yes`, expected `tool` or `args`"),
     ] {
-        let output = batch(&sb, &bundle, batch_file(&sb, "bad.jsonl", &[touch, "", bad]), &["--yes"]);
+        let output = batch(&td, &bundle, batch_file(&td, "bad.jsonl", &[touch, "", bad]), &["--yes"]);
         assert_eq!(output.status.code(), Some(2), "{bad}: {}", stderr(&output));
         assert_eq!(errors(&output), [format!("error: {error}"), help.to_string()], "{bad}");
         assert_eq!(stdout(&output), "");
     }
-    assert!(!sb.state_dir().join("ran").exists(), "no call ran");
-    assert!(!sb.ledger_path().exists(), "nothing was recorded");
+    assert!(!td.state_dir().join("ran").exists(), "no call ran");
+    assert!(!td.ledger_path().exists(), "nothing was recorded");
 
-    let many = batch_file(&sb, "many.jsonl", &[r#"{"tool": "ok"}"#; 10_001]);
-    let output = batch(&sb, &bundle, many, &[]);
+    let many = batch_file(&td, "many.jsonl", &[r#"{"tool": "ok"}"#; 10_001]);
+    let output = batch(&td, &bundle, many, &[]);
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         errors(&output),
@@ -258,7 +258,7 @@ fn a_bad_line_stops_the_batch_before_any_call() {
         ]
     );
 
-    let output = batch(&sb, &bundle, "missing.jsonl", &[]);
+    let output = batch(&td, &bundle, "missing.jsonl", &[]);
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         errors(&output)[0],
@@ -268,8 +268,8 @@ fn a_bad_line_stops_the_batch_before_any_call() {
 
 #[test]
 fn flags_that_belong_to_one_call_are_refused_with_a_batch() {
-    let sb = Sandbox::new();
-    let bundle = mixed_bundle(&sb);
+    let td = TestDir::new();
+    let bundle = mixed_bundle(&td);
     let bundle = bundle.to_str().unwrap();
     for (args, error) in [
         (
@@ -294,17 +294,17 @@ fn flags_that_belong_to_one_call_are_refused_with_a_batch() {
     ] {
         let mut all = vec!["tools", "call", bundle];
         all.extend(&args);
-        let (_, err) = sb.expect(2, &all);
+        let (_, err) = td.expect(2, &all);
         assert_eq!(err.lines().next(), Some(error), "{args:?}");
     }
 }
 
 #[test]
 fn prompts_of_concurrent_calls_come_one_at_a_time_on_the_terminal() {
-    let sb = Sandbox::new();
-    let bundle = mixed_bundle(&sb);
-    let file = batch_file(&sb, "touch.jsonl", &[r#"{"tool": "touch"}"#, r#"{"tool": "touch"}"#]);
-    let mut command = sb.command();
+    let td = TestDir::new();
+    let bundle = mixed_bundle(&td);
+    let file = batch_file(&td, "touch.jsonl", &[r#"{"tool": "touch"}"#, r#"{"tool": "touch"}"#]);
+    let mut command = td.command();
     command.args(["tools", "call"]).arg(&bundle).arg("--batch").arg(file).args(["--jobs", "2"]);
     let mut terminal = Terminal::spawn(command, Duration::from_secs(20));
     for _ in 0..2 {
@@ -315,7 +315,7 @@ fn prompts_of_concurrent_calls_come_one_at_a_time_on_the_terminal() {
     }
     terminal.expect(r#""line":2"#);
     terminal.expect_end();
-    let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
+    let confirms: Vec<Value> = td.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
     assert_eq!(confirms.len(), 2);
     assert!(confirms.iter().all(|c| c["approved"] == true && c["how"] == "terminal prompt"), "{confirms:?}");
 }
@@ -325,8 +325,8 @@ fn a_closed_stdout_cancels_the_calls_still_running() {
     // Line 1 succeeds once line 2's tool runs; its output line finds stdout
     // closed, and line 2's tool, which would sleep 30 s, is killed (line 3
     // may have been taken meanwhile: it is cancelled too).
-    let sb = Sandbox::new();
-    let state = sb.state_dir();
+    let td = TestDir::new();
+    let state = td.state_dir();
     let pid_file = state.join("slow.pid");
     let pid_path = pid_file.to_str().unwrap();
     let tools = json!([
@@ -334,10 +334,10 @@ fn a_closed_stdout_cancels_the_calls_still_running() {
         bundle::with_fs(bundle::runtime_tool("slow", "slow.sh", &[pid_path]), &state),
         bundle::runtime_tool("ok", "ok.sh", &[]),
     ]);
-    let bundle = sb.bundle("cancelling", tools, &bundle::caps("exec = true\n", &state));
-    let file = batch_file(&sb, "b.jsonl", &[r#"{"tool": "wait"}"#, r#"{"tool": "slow"}"#, r#"{"tool": "ok"}"#]);
+    let bundle = td.bundle("cancelling", tools, &bundle::caps("exec = true\n", &state));
+    let file = batch_file(&td, "b.jsonl", &[r#"{"tool": "wait"}"#, r#"{"tool": "slow"}"#, r#"{"tool": "ok"}"#]);
     let started = Instant::now();
-    let mut command = sb.command();
+    let mut command = td.command();
     command.args(["tools", "call"]).arg(&bundle).arg("--batch").arg(file).args(["--jobs", "2"]);
     let child = command.stdin(Stdio::null()).stdout(closed_pipe()).stderr(Stdio::piped()).spawn().unwrap();
     let output = child.wait_with_output().unwrap();
@@ -346,17 +346,17 @@ fn a_closed_stdout_cancels_the_calls_still_running() {
     assert!(started.elapsed() < Duration::from_secs(20), "the batch waited for its slow call");
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     assert!(!is_running(pid.trim()), "the slow tool outlived the batch");
-    let results: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.result").map(payload).collect();
+    let results: Vec<Value> = td.events().iter().filter(|e| e.kind == "tool.result").map(payload).collect();
     let slow = results.iter().find(|r| r["tool"] == "slow").unwrap();
     assert_eq!(slow["error"]["kind"], "cancelled", "{slow}");
 }
 
 #[test]
 fn tags_no_call_could_take_stop_the_batch_before_any_call() {
-    let sb = Sandbox::new();
-    let bundle = mixed_bundle(&sb);
-    let file = batch_file(&sb, "b.jsonl", &[r#"{"tool": "ok"}"#, r#"{"tool": "touch"}"#]);
-    let output = batch(&sb, &bundle, file, &["--yes", "--tag", "team=mail", "--tag", ""]);
+    let td = TestDir::new();
+    let bundle = mixed_bundle(&td);
+    let file = batch_file(&td, "b.jsonl", &[r#"{"tool": "ok"}"#, r#"{"tool": "touch"}"#]);
+    let output = batch(&td, &bundle, file, &["--yes", "--tag", "team=mail", "--tag", ""]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert_eq!(
         errors(&output),
@@ -366,6 +366,6 @@ fn tags_no_call_could_take_stop_the_batch_before_any_call() {
         ]
     );
     assert_eq!(stdout(&output), "");
-    assert!(!sb.state_dir().join("ran").exists(), "no call ran");
-    assert!(!sb.ledger_path().exists(), "nothing was recorded");
+    assert!(!td.state_dir().join("ran").exists(), "no call ran");
+    assert!(!td.ledger_path().exists(), "nothing was recorded");
 }

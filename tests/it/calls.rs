@@ -10,24 +10,20 @@ use crate::support::bundle::{self, with};
 use crate::support::ledger::{kinds, payload};
 use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
 use crate::support::pty::Terminal;
-use crate::support::{HANG_GUARD, Sandbox};
+use crate::support::rlp_snapshot;
+use crate::support::{HANG_GUARD, TestDir};
 
 /// A bundle whose tool `mail.draft` asks the questions named by `asks`
 /// (`tone`, `when`, `password`; see the fixture `ask.py`).
-fn asking_bundle(sb: &Sandbox, name: &str, asks: &[&str]) -> PathBuf {
-    sb.bundle(name, json!([bundle::runtime_tool("mail.draft", "ask.py", asks)]), "[capabilities]\nexec = true\n")
-}
-
-/// The payloads of the frames of `kind` in the default home's ledger.
-fn frames_of(sb: &Sandbox, kind: &str) -> Vec<Value> {
-    sb.events().iter().filter(|e| e.kind == kind).map(payload).collect()
+fn asking_bundle(td: &TestDir, name: &str, asks: &[&str]) -> PathBuf {
+    td.bundle(name, json!([bundle::runtime_tool("mail.draft", "ask.py", asks)]), "[capabilities]\nexec = true\n")
 }
 
 #[test]
 fn questions_answered_by_flags_are_recorded_in_order() {
-    let sb = Sandbox::new();
-    let bundle = asking_bundle(&sb, "drafter", &["tone", "when"]);
-    let output = sb
+    let td = TestDir::new();
+    let bundle = asking_bundle(&td, "drafter", &["tone", "when"]);
+    let output = td
         .call(&bundle, "mail.draft", json!({}))
         .args(["--answer", "tone=formal", "--answer", "when=2026-12-01", "--format", "json"])
         .output()
@@ -37,20 +33,20 @@ fn questions_answered_by_flags_are_recorded_in_order() {
     assert_eq!(doc["result"], json!({"answers": {"tone": "formal", "when": "2026-12-01"}, "options": {}}));
     assert_eq!(doc["attempts"], 3);
     assert_eq!(doc["usage"], json!({"tokens": 600}));
-    let events = sb.events();
+    let events = td.events();
     assert_eq!(
         kinds(&events),
         ["cap.audit", "tool.call", "tool.inquiry", "tool.answer", "tool.inquiry", "tool.answer", "tool.result"]
     );
-    let inquiries = frames_of(&sb, "tool.inquiry");
+    let inquiries = td.payloads("tool.inquiry");
     assert_eq!(inquiries[0]["attempt"], 1);
     assert_eq!(inquiries[0]["questions"][0]["id"], "tone");
     assert_eq!(inquiries[1]["attempt"], 2);
     assert_eq!(inquiries[1]["questions"][0]["id"], "when");
-    let answers = frames_of(&sb, "tool.answer");
+    let answers = td.payloads("tool.answer");
     assert_eq!(answers[0]["answers"], json!([{"id": "tone", "value": "formal", "source": "flag"}]));
     assert_eq!(answers[1]["answers"], json!([{"id": "when", "value": "2026-12-01", "source": "flag"}]));
-    let result = &frames_of(&sb, "tool.result")[0];
+    let result = &td.payloads("tool.result")[0];
     assert_eq!(result["attempt"], 3);
     assert_eq!(result["usage"], json!({"tokens": 600}));
 
@@ -58,17 +54,17 @@ fn questions_answered_by_flags_are_recorded_in_order() {
     // gives the recorded answers again.
     let trace = doc["trace_id"].as_str().unwrap();
     for mode in ["strict", "live"] {
-        let output = sb.rlp().args(["replay", trace, "--bundle"]).arg(&bundle).args(["--mode", mode]).output().unwrap();
+        let output = td.rlp().args(["replay", trace, "--bundle"]).arg(&bundle).args(["--mode", mode]).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{mode}: {}{}", stdout(&output), stderr(&output));
-        assert_contains(&stdout(&output), "no divergence");
+        rlp_snapshot!(&td, &output);
     }
 }
 
 #[test]
 fn a_question_nobody_answers_fails_naming_it_and_its_flag() {
-    let sb = Sandbox::new();
-    let bundle = asking_bundle(&sb, "drafter", &["tone", "when"]);
-    let output = sb.call(&bundle, "mail.draft", json!({})).args(["--answer", "tone=casual"]).output().unwrap();
+    let td = TestDir::new();
+    let bundle = asking_bundle(&td, "drafter", &["tone", "when"]);
+    let output = td.call(&bundle, "mail.draft", json!({})).args(["--answer", "tone=casual"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         stderr(&output).lines().filter(|l| l.starts_with("error") || l.starts_with("  help")).collect::<Vec<_>>(),
@@ -77,47 +73,43 @@ fn a_question_nobody_answers_fails_naming_it_and_its_flag() {
             "  help: answer with --answer when=VALUE, or call from a terminal to be asked",
         ]
     );
-    let result = &frames_of(&sb, "tool.result")[0];
+    let result = &td.payloads("tool.result")[0];
     assert_eq!(result["error"]["kind"], "needs_input");
     assert_eq!(result["attempt"], 2);
 
     // An answer that does not fit its question is refused before the tool sees it.
-    let output = sb.call(&bundle, "mail.draft", json!({})).args(["--answer", "tone=rude"]).output().unwrap();
+    let output = td.call(&bundle, "mail.draft", json!({})).args(["--answer", "tone=rude"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(&stderr(&output), "error: the answer to `tone` (\"rude\", from flag) does not fit:");
-    assert_contains(&stderr(&output), "help: answer `tone` with a string, one of formal, casual");
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn a_question_for_a_secret_is_refused() {
-    let sb = Sandbox::new();
-    let bundle = asking_bundle(&sb, "drafter", &["password"]);
-    let output = sb.call(&bundle, "mail.draft", json!({})).args(["--answer", "smtp_password=x"]).output().unwrap();
+    let td = TestDir::new();
+    let bundle = asking_bundle(&td, "drafter", &["password"]);
+    let output = td.call(&bundle, "mail.draft", json!({})).args(["--answer", "smtp_password=x"]).output().unwrap();
     assert_eq!(output.status.code(), Some(3));
-    assert_contains(
-        &stderr(&output),
-        "error: tool `mail.draft` asked for `smtp_password`, which looks like a secret; secrets come from the secret resolver, never from answers",
-    );
-    assert!(frames_of(&sb, "tool.answer").is_empty(), "no answer is recorded");
+    rlp_snapshot!(&td, &output);
+    assert!(td.payloads("tool.answer").is_empty(), "no answer is recorded");
 }
 
 #[test]
 fn what_a_tool_asks_is_scrubbed_of_its_secrets_and_bounded_in_depth() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tool = with(bundle::runtime_tool("mail.draft", "ask.py", &["leak"]), json!({"secrets": ["runloop/t/key"]}));
-    let bundle = sb.bundle("leaky", json!([tool]), "[capabilities]\nexec = true\nsecrets = [\"runloop/t/key\"]\n");
-    let output = sb.call(&bundle, "mail.draft", json!({})).env("RUNLOOP_T__KEY", "s3cr3t-value").output().unwrap();
+    let bundle = td.bundle("leaky", json!([tool]), "[capabilities]\nexec = true\nsecrets = [\"runloop/t/key\"]\n");
+    let output = td.call(&bundle, "mail.draft", json!({})).env("RUNLOOP_T__KEY", "s3cr3t-value").output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
-    assert_contains(&err, "`cc` (\"Copy to [redacted]?\", a string)");
+    rlp_snapshot!(&td, &output);
     assert!(!err.contains("s3cr3t-value"), "{err}");
-    let inquiry = &frames_of(&sb, "tool.inquiry")[0];
+    let inquiry = &td.payloads("tool.inquiry")[0];
     assert_eq!(inquiry["questions"][0]["text"], "Copy to [redacted]?");
-    let ledger = std::fs::read(sb.ledger_path()).unwrap();
+    let ledger = std::fs::read(td.ledger_path()).unwrap();
     assert!(!ledger.windows(12).any(|w| w == b"s3cr3t-value"), "the ledger's bytes hold no secret");
     // The prompt on a terminal too.
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rlp"));
-    command.arg("--home").arg(sb.home()).args(["tools", "call"]).arg(&bundle).arg("mail.draft");
+    command.arg("--home").arg(td.home()).args(["tools", "call"]).arg(&bundle).arg("mail.draft");
     command.env("RUNLOOP_T__KEY", "s3cr3t-value");
     let mut terminal = Terminal::spawn(command, HANG_GUARD);
     terminal.answer("Copy to [redacted]? [a string]", "ops@example.com");
@@ -125,36 +117,30 @@ fn what_a_tool_asks_is_scrubbed_of_its_secrets_and_bounded_in_depth() {
     terminal.expect_end();
 
     // Questions nested deeper than a frame can hold are not recorded: the call fails.
-    let deep = asking_bundle(&sb, "deep", &["deep"]);
-    let output = sb.call(&deep, "mail.draft", json!({})).output().unwrap();
+    let deep = asking_bundle(&td, "deep", &["deep"]);
+    let output = td.call(&deep, "mail.draft", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert_contains(
-        &stderr(&output),
-        "asked questions that nest arrays and objects 112 levels deep; rlp records at most 100",
-    );
-    let verified = sb.rlp().args(["trace", "verify"]).output().unwrap();
+    rlp_snapshot!(&td, &output);
+    let verified = td.rlp().args(["trace", "verify"]).output().unwrap();
     assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
 
     // Options too.
     let nested = "[".repeat(110) + &"]".repeat(110);
-    let output = sb
-        .call(&options_bundle(&sb), "blob.echo", json!({}))
+    let output = td
+        .call(&options_bundle(&td), "blob.echo", json!({}))
         .args(["--option", &format!("max={nested}")])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(
-        &stderr(&output),
-        "error: the options of `blob.echo` nest arrays and objects more than 100 levels deep",
-    );
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn questions_are_asked_on_a_terminal_until_the_answer_fits() {
-    let sb = Sandbox::new();
-    let bundle = asking_bundle(&sb, "drafter", &["tone", "when"]);
+    let td = TestDir::new();
+    let bundle = asking_bundle(&td, "drafter", &["tone", "when"]);
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rlp"));
-    command.arg("--home").arg(sb.home()).args(["tools", "call"]).arg(&bundle).arg("mail.draft");
+    command.arg("--home").arg(td.home()).args(["tools", "call"]).arg(&bundle).arg("mail.draft");
     let mut terminal = Terminal::spawn(command, HANG_GUARD);
     terminal.expect("Tool `mail.draft` asks 1 question:");
     terminal.answer("Which tone? [a string, one of formal, casual]", "rude");
@@ -163,16 +149,16 @@ fn questions_are_asked_on_a_terminal_until_the_answer_fits() {
     terminal.answer("Send when? [a string (date)]", "2026-12-01");
     terminal.expect("\"tone\": \"formal\"");
     terminal.expect_end();
-    let answers = frames_of(&sb, "tool.answer");
+    let answers = td.payloads("tool.answer");
     assert_eq!(answers[0]["answers"], json!([{"id": "tone", "value": "formal", "source": "terminal"}]));
     assert_eq!(answers[1]["answers"], json!([{"id": "when", "value": "2026-12-01", "source": "terminal"}]));
 }
 
 #[test]
 fn live_replay_flags_a_question_the_recording_does_not_answer() {
-    let sb = Sandbox::new();
-    let recorded = asking_bundle(&sb, "drafter", &["tone"]);
-    let output = sb
+    let td = TestDir::new();
+    let recorded = asking_bundle(&td, "drafter", &["tone"]);
+    let output = td
         .call(&recorded, "mail.draft", json!({}))
         .args(["--answer", "tone=formal", "--format", "json"])
         .output()
@@ -180,8 +166,8 @@ fn live_replay_flags_a_question_the_recording_does_not_answer() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let trace = stdout_json(&output)["trace_id"].as_str().unwrap().to_string();
     // The tool now asks a second question.
-    let changed = asking_bundle(&sb, "drafter", &["tone", "when"]);
-    let output = sb
+    let changed = asking_bundle(&td, "drafter", &["tone", "when"]);
+    let output = td
         .rlp()
         .args(["replay", &trace, "--bundle"])
         .arg(&changed)
@@ -197,16 +183,16 @@ fn live_replay_flags_a_question_the_recording_does_not_answer() {
 
 #[test]
 fn a_changed_schema_is_flagged_even_when_the_data_still_fits() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tool = bundle::runtime_tool("ok", "ok.sh", &[]);
-    let bundle = sb.bundle("plain", json!([tool.clone()]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "ok", json!({})).args(["--format", "json"]).output().unwrap();
+    let bundle = td.bundle("plain", json!([tool.clone()]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "ok", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let trace = stdout_json(&output)["trace_id"].as_str().unwrap().to_string();
     let described = with(tool, json!({"result_schema": {"description": "anything at all"}}));
-    let bundle = sb.bundle("plain", json!([described]), "[capabilities]\nexec = true\n");
+    let bundle = td.bundle("plain", json!([described]), "[capabilities]\nexec = true\n");
     let output =
-        sb.rlp().args(["replay", &trace, "--bundle"]).arg(&bundle).args(["--format", "json"]).output().unwrap();
+        td.rlp().args(["replay", &trace, "--bundle"]).arg(&bundle).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let doc = stdout_json(&output);
     assert_eq!(doc["divergences"].as_array().unwrap().len(), 1);
@@ -215,14 +201,14 @@ fn a_changed_schema_is_flagged_even_when_the_data_still_fits() {
 }
 
 /// A tool that prints its blob, with an options schema.
-fn options_bundle(sb: &Sandbox) -> PathBuf {
+fn options_bundle(td: &TestDir) -> PathBuf {
     let schema = json!({
         "type": "object",
         "properties": {"signature": {"type": "boolean", "default": true}, "max": {"type": "integer", "maximum": 10}},
         "additionalProperties": false
     });
     let tool = with(bundle::runtime_tool("blob.echo", "echo_blob.sh", &[]), json!({"options_schema": schema}));
-    sb.bundle(
+    td.bundle(
         "optioned",
         json!([tool, bundle::runtime_tool("plain", "echo_blob.sh", &[])]),
         "[capabilities]\nexec = true\n",
@@ -231,85 +217,69 @@ fn options_bundle(sb: &Sandbox) -> PathBuf {
 
 #[test]
 fn options_merge_flags_config_and_defaults_and_are_validated_before_the_tool_runs() {
-    let sb = Sandbox::new();
-    let bundle = options_bundle(&sb);
-    std::fs::create_dir_all(sb.home()).unwrap();
-    std::fs::write(sb.home().join("config.toml"), "[agents.optioned.tools.\"blob.echo\".options]\nmax = 5\n").unwrap();
-    let output = sb.call(&bundle, "blob.echo", json!({})).args(["--option", "signature=false"]).output().unwrap();
+    let td = TestDir::new();
+    let bundle = options_bundle(&td);
+    std::fs::create_dir_all(td.home()).unwrap();
+    std::fs::write(td.home().join("config.toml"), "[agents.optioned.tools.\"blob.echo\".options]\nmax = 5\n").unwrap();
+    let output = td.call(&bundle, "blob.echo", json!({})).args(["--option", "signature=false"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let blob: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let blob: Value = stdout_json(&output);
     assert_eq!(blob["tool"]["options"], json!({"signature": false, "max": 5}));
-    assert_eq!(frames_of(&sb, "tool.call")[0]["options"], json!({"signature": false, "max": 5}));
+    assert_eq!(td.payloads("tool.call")[0]["options"], json!({"signature": false, "max": 5}));
 
-    let calls_before = frames_of(&sb, "tool.call").len();
-    let output = sb.call(&bundle, "blob.echo", json!({})).args(["--option", "max=50"]).output().unwrap();
+    let calls_before = td.payloads("tool.call").len();
+    let output = td.call(&bundle, "blob.echo", json!({})).args(["--option", "max=50"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(
-        &stderr(&output),
-        "error: the options of `blob.echo` do not match its options_schema: /max: 50 is greater than the maximum of 10",
-    );
-    let output = sb.call(&bundle, "plain", json!({})).args(["--option", "max=1"]).output().unwrap();
+    rlp_snapshot!(&td, &output);
+    let output = td.call(&bundle, "plain", json!({})).args(["--option", "max=1"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(
-        &stderr(&output),
-        "error: tool `plain` takes no options (it has no options_schema), but it was given --option max",
-    );
-    assert_eq!(frames_of(&sb, "tool.call").len(), calls_before, "no refused call ran");
+    rlp_snapshot!(&td, &output);
+    assert_eq!(td.payloads("tool.call").len(), calls_before, "no refused call ran");
 
-    let output = sb.rlp().args(["tools", "list"]).arg(&bundle).output().unwrap();
-    assert_contains(
-        &stdout(&output),
-        "Options (--option overrides them for a call):\n  blob.echo: signature = true (default), max = 5 (config)\n",
-    );
+    let output = td.rlp().args(["tools", "list"]).arg(&bundle).output().unwrap();
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn a_budget_refuses_the_call_once_its_trace_has_used_it_up() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tool = with(bundle::runtime_tool("mail.send", "usage.sh", &[]), json!({"budget": {"tokens": 1000}}));
-    let bundle = sb.bundle("spender", json!([tool]), "[capabilities]\nexec = true\n");
-    let first = sb.call(&bundle, "mail.send", json!({})).args(["--format", "json"]).output().unwrap();
+    let bundle = td.bundle("spender", json!([tool]), "[capabilities]\nexec = true\n");
+    let first = td.call(&bundle, "mail.send", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let trace = stdout_json(&first)["trace_id"].as_str().unwrap().to_string();
-    let again = || sb.call(&bundle, "mail.send", json!({})).args(["--trace-id", &trace]).output().unwrap();
+    let again = || td.call(&bundle, "mail.send", json!({})).args(["--trace-id", &trace]).output().unwrap();
     assert_eq!(again().status.code(), Some(0), "600 of 1000 used: the second call runs");
     let third = again();
     assert_eq!(third.status.code(), Some(3));
-    assert_contains(
-        &stderr(&third),
-        &format!(
-            "error: budget spent: tool `mail.send` has reached its budget.tokens (1200 of 1000 used) in trace {trace}"
-        ),
-    );
-    let denied: Vec<Value> = frames_of(&sb, "cap.audit").into_iter().filter(|a| a["decision"] == "deny").collect();
+    rlp_snapshot!(&td, &third);
+    let denied: Vec<Value> = td.payloads("cap.audit").into_iter().filter(|a| a["decision"] == "deny").collect();
     assert_eq!(denied.len(), 1);
     assert_eq!(denied[0]["capability"], "budget.tokens");
     assert_eq!(denied[0]["reason"], format!("1200 of 1000 used in trace {trace}"));
     // A new trace starts fresh.
-    let fresh = sb.call(&bundle, "mail.send", json!({})).output().unwrap();
+    let fresh = td.call(&bundle, "mail.send", json!({})).output().unwrap();
     assert_eq!(fresh.status.code(), Some(0));
 
-    let shown = sb.rlp().args(["trace", "show", &trace]).output().unwrap();
-    let text = stdout(&shown);
-    assert_contains(&text, "usage: 600 tokens, $0.25");
-    assert_contains(&text, ", usage 1200 tokens, $0.5,");
+    let shown = td.rlp().args(["trace", "show", &trace]).output().unwrap();
+    rlp_snapshot!(&td, &shown);
 }
 
 #[test]
 fn tags_reach_every_frame_of_the_call() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tool = with(
         bundle::runtime_tool("mail.draft", "ask.py", &["tone"]),
         json!({"observability": {"tags": ["mail"]}, "requires_confirmation": true}),
     );
-    let bundle = sb.bundle("tagged", json!([tool]), "[capabilities]\nexec = true\n");
-    let output = sb
+    let bundle = td.bundle("tagged", json!([tool]), "[capabilities]\nexec = true\n");
+    let output = td
         .call(&bundle, "mail.draft", json!({}))
         .args(["--yes", "--answer", "tone=formal", "--tag", "team=mail", "--tag", "mail"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let events = sb.events();
+    let events = td.events();
     assert_eq!(
         kinds(&events),
         ["cap.audit", "tool.confirm", "tool.call", "tool.inquiry", "tool.answer", "tool.result"]
@@ -319,12 +289,12 @@ fn tags_reach_every_frame_of_the_call() {
     }
     let tagged = events[0].provenance().unwrap().trace_id;
     let untagged =
-        sb.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
-    assert_eq!(sb.call(&untagged, "ok", json!({})).output().unwrap().status.code(), Some(0));
-    let listed = sb.rlp().args(["trace", "list", "--tag", "team=mail", "--format", "json"]).output().unwrap();
+        td.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    assert_eq!(td.call(&untagged, "ok", json!({})).output().unwrap().status.code(), Some(0));
+    let listed = td.rlp().args(["trace", "list", "--tag", "team=mail", "--format", "json"]).output().unwrap();
     let ids: Vec<String> = stdout_json(&listed).as_array().unwrap().iter().map(|t| t["trace_id"].to_string()).collect();
     assert_eq!(ids, [json!(tagged).to_string()], "only the tagged trace is listed");
-    let output = sb.call(&bundle, "mail.draft", json!({})).args(["--tag", ""]).output().unwrap();
+    let output = td.call(&bundle, "mail.draft", json!({})).args(["--tag", ""]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(&stderr(&output), "error: the tag `` is not a tag (1 to 128 bytes, no control characters)");
+    rlp_snapshot!(&td, &output);
 }

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use crate::support::output::{assert_contains, text};
 use crate::support::process::venv_python;
-use crate::support::{Sandbox, bundle};
+use crate::support::rlp_snapshot;
+use crate::support::{TestDir, bundle};
 
 /// The rlp checkout (what `GITHUB_ACTION_PATH` names on a runner).
 fn repo() -> PathBuf {
@@ -25,23 +26,23 @@ fn action_steps() -> Vec<String> {
 }
 
 /// A sample repository with two clean bundles under `agents/`.
-fn sample() -> Sandbox {
-    let sb = Sandbox::new();
+fn sample() -> TestDir {
+    let td = TestDir::new();
     for name in ["mailer", "notes"] {
-        sb.bundle(
+        td.bundle(
             name,
             json!([bundle::runtime_tool(&format!("{name}.ok"), "ok.sh", &[])]),
             "[capabilities]\nexec = true\n",
         );
     }
-    sb
+    td
 }
 
-/// Runs the action's shell steps in `sb` on `paths`, as a runner does: each
+/// Runs the action's shell steps in `td` on `paths`, as a runner does: each
 /// step a bash process, `GITHUB_PATH` entries put on `PATH` for the next.
 /// Returns each step's output.
-fn run_action(sb: &Sandbox, paths: &str) -> Vec<Output> {
-    let runner = sb.join("runner");
+fn run_action(td: &TestDir, paths: &str) -> Vec<Output> {
+    let runner = td.join("runner");
     std::fs::create_dir_all(&runner).unwrap();
     let github_path = runner.join("path");
     std::fs::write(&github_path, "").unwrap();
@@ -52,17 +53,17 @@ fn run_action(sb: &Sandbox, paths: &str) -> Vec<Output> {
         let path = std::env::join_paths(added.into_iter().chain(["/usr/bin".into(), "/bin".into()])).unwrap();
         let output = Command::new("bash")
             .args(["-c", &step])
-            .current_dir(sb.path())
+            .current_dir(td.path())
             .env_clear()
             .env("PATH", path)
-            .env("HOME", sb.path())
+            .env("HOME", td.path())
             .env("GITHUB_ACTION_PATH", repo())
             .env("GITHUB_PATH", &github_path)
             .env("RUNNER_TEMP", &runner)
             .env("RLP_BIN", env!("CARGO_BIN_EXE_rlp"))
             .env("RLP_PATHS", paths)
             .env("RLP_SARIF", "rlp.sarif")
-            .env("RUNLOOP_HOME", sb.home())
+            .env("RUNLOOP_HOME", td.home())
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -78,38 +79,35 @@ fn codes(outputs: &[Output]) -> Vec<Option<i32>> {
 #[test]
 fn the_action_passes_clean_bundles_and_fails_on_lint_errors_and_stale_digests() {
     assert_eq!(action_steps().len(), 4, "install, lint, digest, finish");
-    let sb = sample();
-    let clean = run_action(&sb, "agents");
+    let td = sample();
+    let clean = run_action(&td, "agents");
     assert_eq!(codes(&clean), [Some(0); 4], "{}", clean.iter().map(text).collect::<String>());
-    assert_contains(&text(&clean[0]), &format!("using {}", env!("CARGO_BIN_EXE_rlp")));
-    assert_contains(&text(&clean[3]), "rlp: every bundle lints clean and its digests are current");
-    let sarif: Value = serde_json::from_slice(&std::fs::read(sb.join("rlp.sarif")).unwrap()).unwrap();
+    rlp_snapshot!(&td, &clean[0]);
+    rlp_snapshot!(&td, &clean[3]);
+    let sarif: Value = serde_json::from_slice(&std::fs::read(td.join("rlp.sarif")).unwrap()).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(sarif["runs"][0]["results"], json!([]));
 
     // A file changed after `rlp digest`: the digest step names the bundle, finish fails.
-    edit_policy(&sb);
-    let stale = run_action(&sb, "agents");
+    edit_policy(&td);
+    let stale = run_action(&td, "agents");
     assert_eq!(codes(&stale)[2..], [Some(0), Some(1)], "{}", stale.iter().map(text).collect::<String>());
-    assert_contains(
-        &text(&stale[2]),
-        "::error file=agents/notes/manifest.toml::the digests in agents/notes/manifest.toml are stale: run `rlp digest agents/notes` and commit",
-    );
-    assert_contains(&text(&stale[3]), "stale digests: agents/notes");
+    rlp_snapshot!(&td, &stale[2]);
+    rlp_snapshot!(&td, &stale[3]);
 
     // A lint error: annotations in the log, results in the SARIF, finish fails.
-    std::fs::write(sb.join("agents/mailer/tools.json"), "{\"tools\": [}").unwrap();
-    let broken = run_action(&sb, "agents");
+    std::fs::write(td.join("agents/mailer/tools.json"), "{\"tools\": [}").unwrap();
+    let broken = run_action(&td, "agents");
     assert_eq!(codes(&broken)[3], Some(1));
-    assert_contains(&text(&broken[1]), "::error file=");
-    assert_contains(&text(&broken[3]), "rlp lint failed (exit 1): see the annotations above");
-    let sarif: Value = serde_json::from_slice(&std::fs::read(sb.join("rlp.sarif")).unwrap()).unwrap();
+    rlp_snapshot!(&td, &broken[1]);
+    rlp_snapshot!(&td, &broken[3]);
+    let sarif: Value = serde_json::from_slice(&std::fs::read(td.join("rlp.sarif")).unwrap()).unwrap();
     assert!(!sarif["runs"][0]["results"].as_array().unwrap().is_empty(), "{sarif:#}");
 }
 
 /// Changes a file of `agents/notes` after its digests were written.
-fn edit_policy(sb: &Sandbox) {
-    let path = sb.join("agents/notes/policy.caps");
+fn edit_policy(td: &TestDir) {
+    let path = td.join("agents/notes/policy.caps");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, format!("# reviewed\n{text}")).unwrap();
 }
@@ -120,28 +118,28 @@ fn pre_commit_python() -> &'static Path {
     PYTHON.get_or_init(|| venv_python("tests/ci/setup.sh", "ci-venv", "the pre-commit hook tests"))
 }
 
-/// `pre-commit try-repo <rlp checkout> <hook> --all-files` in `sb`, a git repository.
-fn try_hook(sb: &Sandbox, hook: &str) -> Output {
+/// `pre-commit try-repo <rlp checkout> <hook> --all-files` in `td`, a git repository.
+fn try_hook(td: &TestDir, hook: &str) -> Output {
     let rlp_dir = Path::new(env!("CARGO_BIN_EXE_rlp")).parent().unwrap();
     let path = std::env::join_paths([rlp_dir.to_path_buf(), "/usr/bin".into(), "/bin".into()]).unwrap();
     Command::new(pre_commit_python())
         .args(["-m", "pre_commit", "try-repo"])
         .arg(repo())
         .args([hook, "--all-files", "--color", "never"])
-        .current_dir(sb.path())
+        .current_dir(td.path())
         .env("PATH", path)
-        .env("PRE_COMMIT_HOME", sb.join("pre-commit-cache"))
-        .env("RUNLOOP_HOME", sb.home())
+        .env("PRE_COMMIT_HOME", td.join("pre-commit-cache"))
+        .env("RUNLOOP_HOME", td.home())
         .stdin(Stdio::null())
         .output()
         .unwrap()
 }
 
-fn git(sb: &Sandbox, args: &[&str]) {
+fn git(td: &TestDir, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
         .args(args)
-        .current_dir(sb.path())
+        .current_dir(td.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {}", text(&out));
@@ -149,28 +147,28 @@ fn git(sb: &Sandbox, args: &[&str]) {
 
 #[test]
 fn the_pre_commit_hooks_fail_a_stale_digest_until_rlp_digest_runs() {
-    let sb = sample();
-    git(&sb, &["init", "-q"]);
-    git(&sb, &["add", "agents"]);
-    git(&sb, &["commit", "-q", "-m", "bundles"]);
+    let td = sample();
+    git(&td, &["init", "-q"]);
+    git(&td, &["add", "agents"]);
+    git(&td, &["commit", "-q", "-m", "bundles"]);
     for hook in ["rlp-digest-check", "rlp-lint"] {
-        let passed = try_hook(&sb, hook);
+        let passed = try_hook(&td, hook);
         assert_eq!(passed.status.code(), Some(0), "{hook}: {}", text(&passed));
     }
 
-    edit_policy(&sb);
-    git(&sb, &["add", "agents"]);
-    let stale = try_hook(&sb, "rlp-digest-check");
+    edit_policy(&td);
+    git(&td, &["add", "agents"]);
+    let stale = try_hook(&td, "rlp-digest-check");
     assert_eq!(stale.status.code(), Some(1), "{}", text(&stale));
     assert_contains(&text(&stale), "run `rlp digest agents/notes` to refresh its digests");
-    let linted = try_hook(&sb, "rlp-lint");
+    let linted = try_hook(&td, "rlp-lint");
     assert_eq!(linted.status.code(), Some(1), "lint checks digests too: {}", text(&linted));
 
-    let refreshed = sb.rlp().args(["digest", "agents/notes"]).output().unwrap();
+    let refreshed = td.rlp().args(["digest", "agents/notes"]).output().unwrap();
     assert_eq!(refreshed.status.code(), Some(0), "{}", text(&refreshed));
-    git(&sb, &["add", "agents"]);
+    git(&td, &["add", "agents"]);
     for hook in ["rlp-digest-check", "rlp-lint"] {
-        let passed = try_hook(&sb, hook);
+        let passed = try_hook(&td, hook);
         assert_eq!(passed.status.code(), Some(0), "{hook}: {}", text(&passed));
     }
 }

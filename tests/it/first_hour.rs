@@ -13,13 +13,13 @@
 
 use std::time::Duration;
 
-use clap::CommandFactory;
 use serde_json::json;
 
-use crate::support::Sandbox;
+use crate::support::TestDir;
 use crate::support::http::{Server, reply};
-use crate::support::output::{assert_contains, code, stderr, stdout, text};
+use crate::support::output::{code, stderr, stdout, text};
 use crate::support::pty::Terminal;
+use crate::support::rlp_snapshot;
 
 /// README.md, as a new user reads it.
 const README: &str = include_str!("../../README.md");
@@ -65,13 +65,13 @@ fn readme_examples() -> Vec<Example> {
 
 /// The `rlp` lines of the "Examples:" section of every help text, as the
 /// built binary prints them, command by command in the order of the tree.
-fn help_examples(sb: &Sandbox) -> Vec<Example> {
-    let mut paths = Vec::new();
-    walk(&rlp::cli::Cli::command(), Vec::new(), &mut paths);
+fn help_examples(td: &TestDir) -> Vec<Example> {
     let mut examples = Vec::new();
-    for path in paths {
-        let out = sb.rlp().args(&path).arg("--help").output().unwrap();
+    for (path, _) in crate::support::cli::commands() {
+        let out = td.rlp().args(&path).arg("--help").output().unwrap();
         assert_eq!(code(&out), 0, "rlp {path:?} --help: {}", text(&out));
+        let name = if path.is_empty() { "help".to_string() } else { format!("help_{}", path.join("_")) };
+        rlp_snapshot!(name, td, &out);
         let help = stdout(&out);
         let section: String = help
             .lines()
@@ -84,16 +84,6 @@ fn help_examples(sb: &Sandbox) -> Vec<Example> {
         examples.extend(rlp_lines(&section).into_iter().map(|line| Example { source: source.clone(), line }));
     }
     examples
-}
-
-/// Every command of the tree (the root first), `help` aside.
-fn walk(command: &clap::Command, path: Vec<String>, out: &mut Vec<Vec<String>>) {
-    out.push(path.clone());
-    for sub in command.get_subcommands().filter(|c| c.get_name() != "help") {
-        let mut sub_path = path.clone();
-        sub_path.push(sub.get_name().to_string());
-        walk(sub, sub_path, out);
-    }
 }
 
 /// The lines of `text` that run `rlp`, with `\` continuations joined.
@@ -164,11 +154,11 @@ fn with_loopback(line: &str, port: u16) -> String {
 
 #[test]
 fn every_readme_and_help_example_runs_as_printed() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let server = Server::start(|_| reply(200, r#"{"queued": true}"#));
     let mut examples = readme_examples();
     let from_readme = examples.len();
-    examples.extend(help_examples(&sb));
+    examples.extend(help_examples(&td));
     assert!(from_readme >= 10 && examples.len() >= from_readme + 40, "{} examples found", examples.len());
     let mut skipped = Vec::new();
     for example in &examples {
@@ -177,7 +167,7 @@ fn every_readme_and_help_example_runs_as_printed() {
             continue;
         }
         let line = with_loopback(&example.line, server.port);
-        let out = sb.typed(&line).output().unwrap();
+        let out = td.typed(&line).output().unwrap();
         assert_eq!(
             code(&out),
             expected_exit(&example.line),
@@ -194,42 +184,38 @@ fn every_readme_and_help_example_runs_as_printed() {
 
 #[test]
 fn the_example_tool_goes_from_scaffold_to_a_replayed_trace() {
-    let sb = Sandbox::new();
-    sb.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
-    let script = std::fs::read_to_string(sb.join("agents/demo/bin/greet")).unwrap();
+    let td = TestDir::new();
+    td.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    let script = std::fs::read_to_string(td.join("agents/demo/bin/greet")).unwrap();
     assert!(script.starts_with("#!/bin/sh\n"), "{script}");
-    let (out, _) = sb.expect(0, &["lint", "agents/demo", "--deny-warnings"]);
+    let (out, _) = td.expect(0, &["lint", "agents/demo", "--deny-warnings"]);
     assert_eq!(out, "1 bundle checked: no problems\n");
-    let (out, _) = sb.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    let (out, _) = td.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
     assert_eq!(out, "{\n  \"greeting\": \"Hello, Ada!\"\n}\n");
-    let (out, _) = sb.expect(0, &["trace", "show", "last"]);
-    assert!(out.contains(r#"tool.result  demo.greet               ok in "#), "{out}");
-    assert!(out.contains(r#" → {"greeting":"Hello, Ada!"}  (call #2, attempt 1)"#), "{out}");
-    let (out, _) = sb.expect(0, &["replay", "last", "--bundle", "agents/demo"]);
-    assert!(out.contains("Result: no divergence in 3 frames, 1 call (1 ok"), "{out}");
+    rlp_snapshot!(&td, td.expect_output(0, &["trace", "show", "last"]));
+    rlp_snapshot!(&td, td.expect_output(0, &["replay", "last", "--bundle", "agents/demo"]));
 }
 
 /// `rlp agent scaffold demo --example` typed where there is no terminal (a
 /// script, CI) takes the defaults instead of refusing, and says so.
 #[test]
 fn the_example_needs_no_terminal() {
-    let sb = Sandbox::new();
-    let (out, err) = sb.expect(0, &["agent", "scaffold", "demo", "--example"]);
+    let td = TestDir::new();
+    let (out, err) = td.expect(0, &["agent", "scaffold", "demo", "--example"]);
     assert_eq!(err, "note: no terminal to ask on: the example bundle takes the defaults (--non-interactive)\n");
     assert!(out.starts_with("Created agents/demo/"), "{out}");
-    let (out, _) = sb.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    let (out, _) = td.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
     assert_eq!(out, "{\n  \"greeting\": \"Hello, Ada!\"\n}\n");
     // Without --example there are answers no default stands for: still refused.
-    let (_, err) = sb.expect(2, &["agent", "scaffold", "other"]);
-    assert_contains(&err, "error: no terminal to ask the wizard's questions on");
+    rlp_snapshot!(&td, td.expect_output(2, &["agent", "scaffold", "other"]));
 }
 
 /// The wizard on a pseudo-terminal takes `--example` too: the example tool
 /// is there before it asks, so it offers no other tool by default.
 #[test]
 fn the_wizard_writes_the_example_tool_too() {
-    let sb = Sandbox::new();
-    let mut command = sb.command();
+    let td = TestDir::new();
+    let mut command = td.command();
     command.args(["agent", "scaffold", "demo", "--example", "--color", "never"]).env("TERM", "dumb");
     let mut p = Terminal::spawn(command, Duration::from_secs(30));
     for prompt in ["Description", "Model id", "Directories it may read", "Hosts it may reach"] {
@@ -243,31 +229,31 @@ fn the_wizard_writes_the_example_tool_too() {
     p.expect("Created agents/demo/ (1 tool)");
     p.expect("Lint: no problems");
     p.expect_end();
-    let (out, _) = sb.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Grace"}"#]);
+    let (out, _) = td.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Grace"}"#]);
     assert_eq!(out, "{\n  \"greeting\": \"Hello, Grace!\"\n}\n");
 }
 
 #[test]
 fn invalid_arguments_show_the_schema_and_a_corrected_args() {
-    let sb = Sandbox::new();
-    sb.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    let td = TestDir::new();
+    td.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
     let long = "x".repeat(300);
     for (name, args) in [
         ("invalid_args_missing_required", json!({})),
         ("invalid_args_wrong_type", json!({"name": 7})),
         ("invalid_args_long_value", json!({"name": long})),
     ] {
-        let out = sb.rlp().args(["tools", "call", "agents/demo", "demo.greet", "--args", &args.to_string()]).output();
+        let out = td.rlp().args(["tools", "call", "agents/demo", "demo.greet", "--args", &args.to_string()]).output();
         let out = out.unwrap();
         assert_eq!(code(&out), 2, "{}", text(&out));
-        let shown = stderr(&out).replace(&sb.path().display().to_string(), "<sandbox>");
+        let shown = stderr(&out).replace(&td.path().display().to_string(), "<sandbox>");
         insta::assert_snapshot!(name, shown);
     }
 }
 
 #[test]
 fn the_skeleton_keeps_valid_values_and_fixes_the_rest() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tool = json!({
         "id": "mail.send", "description": "Sends a draft",
         "transport": {"kind": "exec", "command": "/bin/true"},
@@ -283,9 +269,9 @@ fn the_skeleton_keeps_valid_values_and_fixes_the_rest() {
         },
         "result_schema": {}
     });
-    let bundle = sb.bundle("mailer", json!([tool]), "[capabilities]\nexec = true\n");
+    let bundle = td.bundle("mailer", json!([tool]), "[capabilities]\nexec = true\n");
     let args = json!({"to": "a@b.c", "priority": "urgent", "draft": {"subject": "Hi"}});
-    let out = sb.call(&bundle, "mail.send", args).output().unwrap();
+    let out = td.call(&bundle, "mail.send", args).output().unwrap();
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(
         stderr(&out).ends_with(

@@ -8,13 +8,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use clap::CommandFactory;
-
 use crate::support::files::entries;
-use crate::support::output::stderr;
+use crate::support::output::{stderr, stdout_json};
 use crate::support::process::closed_pipe;
 use crate::support::registry::Registry;
-use crate::support::{Sandbox, bundle};
+use crate::support::{TestDir, bundle};
 
 const FULL_DISK: &str = "error: cannot write to standard output: No space left on device\n  help: free some disk space, or redirect standard output elsewhere\n";
 
@@ -22,16 +20,16 @@ const FULL_DISK: &str = "error: cannot write to standard output: No space left o
 /// recorded traces and one of them exported, in a temporary folder that is
 /// also the working directory of every command.
 struct Fixture {
-    sb: Sandbox,
+    td: TestDir,
     trace_id: String,
     /// The registry `bundle push` and `bundle pull` use.
     registry: Option<Registry>,
 }
 
 impl Fixture {
-    /// The sandbox alone: an empty home.
+    /// The test folder alone: an empty home.
     fn empty() -> Fixture {
-        Fixture { sb: Sandbox::new(), trace_id: String::new(), registry: None }
+        Fixture { td: TestDir::new(), trace_id: String::new(), registry: None }
     }
 
     fn new() -> Fixture {
@@ -50,24 +48,24 @@ impl Fixture {
         let tool = serde_json::json!([{"id": "w.get", "description": "Gets", "transport": {"kind": "exec",
             "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"},
             "requires_confirmation": false, "colour": "blue"}]);
-        bundle::write(&fx.sb.join("warned"), "w", tool, "[capabilities]\nexec = true\n");
+        bundle::write(&fx.td.join("warned"), "w", tool, "[capabilities]\nexec = true\n");
         let list = fx.ok(&["trace", "list", "--format", "json"]);
-        let traces: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+        let traces: serde_json::Value = stdout_json(&list);
         let trace_id = traces[0]["trace_id"].as_str().unwrap().to_string();
         fx.ok(&["trace", "export", &trace_id, "-o", "golden.jsonl"]);
-        std::fs::write(fx.sb.join("calls.jsonl"), "{\"tool\": \"demo.echo\"}\n".repeat(3)).unwrap();
-        std::fs::write(fx.sb.join("value.txt"), "io-value\n").unwrap();
-        std::fs::write(fx.sb.home().join("config.toml"), "[secrets]\nproviders = [\"env\", \"file\"]\n").unwrap();
+        std::fs::write(fx.td.join("calls.jsonl"), "{\"tool\": \"demo.echo\"}\n".repeat(3)).unwrap();
+        std::fs::write(fx.td.join("value.txt"), "io-value\n").unwrap();
+        std::fs::write(fx.td.home().join("config.toml"), "[secrets]\nproviders = [\"env\", \"file\"]\n").unwrap();
         let answer = r#"{"tools": [{"id": "scratch.listed", "description": "Lists", "transport": {"kind": "exec", "command": "/bin/cat"}, "input_schema": {"type": "object"}, "result_schema": {"type": "object"}, "requires_confirmation": false}]}"#;
-        fx.sb.script("schema_tool", &format!("cat <<'EOF'\n{answer}\nEOF"));
+        fx.td.script("schema_tool", &format!("cat <<'EOF'\n{answer}\nEOF"));
         Fixture { trace_id, registry: Some(Registry::start()), ..fx }
     }
 
     /// `rlp` in the fixture's folder, its home given by the environment (an
     /// invocation may name another with `--home`).
     fn rlp(&self) -> Command {
-        let mut command = self.sb.command_without_home();
-        command.env("RUNLOOP_HOME", self.sb.home());
+        let mut command = self.td.command_without_home();
+        command.env("RUNLOOP_HOME", self.td.home());
         command
     }
 
@@ -142,7 +140,7 @@ impl Fixture {
             ("completions", "completions bash"),
             ("completions", "completions zsh"),
         ];
-        let schema_tool = self.sb.join("schema_tool").display().to_string();
+        let schema_tool = self.td.join("schema_tool").display().to_string();
         let registry = self.registry.as_ref().map_or("127.0.0.1:9", |r| r.host.as_str());
         let fill = |word: &str| {
             word.replace("RUN", run)
@@ -161,30 +159,12 @@ impl Fixture {
 
     /// No temporary file of rlp's is left anywhere in the fixture.
     fn assert_no_temporary_files(&self) {
-        let found: Vec<_> = entries(self.sb.path())
+        let found: Vec<_> = entries(self.td.path())
             .into_iter()
             .filter(|path| path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".rlp-")))
             .collect();
         assert!(found.is_empty(), "temporary files left: {found:?}");
     }
-}
-
-/// Every leaf of the command tree (`agent scaffold`, `lint`, …), `help` aside.
-fn leaf_commands() -> Vec<String> {
-    fn walk(command: &clap::Command, path: &str, leaves: &mut Vec<String>) {
-        let subcommands: Vec<_> = command.get_subcommands().filter(|c| c.get_name() != "help").collect();
-        if subcommands.is_empty() {
-            leaves.push(path.to_string());
-        }
-        for sub in subcommands {
-            let sub_path =
-                if path.is_empty() { sub.get_name().to_string() } else { format!("{path} {}", sub.get_name()) };
-            walk(sub, &sub_path, leaves);
-        }
-    }
-    let mut leaves = Vec::new();
-    walk(&rlp::cli::Cli::command(), "", &mut leaves);
-    leaves
 }
 
 fn dev_full() -> Stdio {
@@ -195,7 +175,7 @@ fn dev_full() -> Stdio {
 fn every_command_is_covered() {
     let fx = Fixture::empty();
     let covered: Vec<&str> = fx.invocations("x").iter().map(|(command, _)| *command).collect();
-    for leaf in leaf_commands() {
+    for leaf in crate::support::cli::leaves() {
         assert!(covered.contains(&leaf.as_str()), "`rlp {leaf}` has no invocation in tests/it/io.rs");
     }
 }
@@ -227,7 +207,7 @@ fn a_full_stdout_is_an_error_of_every_command() {
 #[test]
 fn a_closed_stdout_keeps_the_exit_code_of_what_was_found() {
     let fx = Fixture::new();
-    std::fs::write(fx.sb.join("agents/scratch/tools.json"), "{\"version\": 1, \"tools\": [").unwrap();
+    std::fs::write(fx.td.join("agents/scratch/tools.json"), "{\"version\": 1, \"tools\": [").unwrap();
     let output = fx.run_with(&["lint".into(), "agents".into()], closed_pipe());
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(stderr(&output), "");
@@ -249,7 +229,7 @@ fn a_closed_stderr_is_no_panic_either() {
 /// Runs `args` with at most 1 GiB of address space (an unbounded read of
 /// an endless source fails instead of filling the machine), with `stdin`.
 fn bounded(fx: &Fixture, args: &[&str], stdin: Stdio) -> Output {
-    fx.sb.shell("ulimit -v 1048576").args(args).stdin(stdin).output().unwrap()
+    fx.td.shell("ulimit -v 1048576").args(args).stdin(stdin).output().unwrap()
 }
 
 const READS_AT_MOST: &str =
@@ -310,7 +290,7 @@ fn fifo_with_writer(path: &Path, bytes: &'static [u8], endless: bool) -> std::th
 #[test]
 fn a_fifo_is_read_to_its_limit_and_no_further() {
     let fx = Fixture::new();
-    let fifo = fx.sb.join("endless");
+    let fifo = fx.td.join("endless");
     let writer = fifo_with_writer(&fifo, &[b' '; 1 << 16], true);
     let spec = format!("@{}", fifo.display());
     let output = bounded(&fx, &["tools", "call", "agents/demo", "demo.echo", "--args", &spec], Stdio::null());
@@ -321,12 +301,12 @@ fn a_fifo_is_read_to_its_limit_and_no_further() {
 #[test]
 fn a_fifo_with_a_small_document_works_like_process_substitution() {
     let fx = Fixture::new();
-    let fifo = fx.sb.join("args");
+    let fifo = fx.td.join("args");
     let writer = fifo_with_writer(&fifo, b"{\"n\": 42}", false);
     let spec = format!("@{}", fifo.display());
     let output = bounded(&fx, &["tools", "call", "agents/demo", "demo.echo", "--args", &spec], Stdio::null());
     assert!(output.status.success(), "{}", stderr(&output));
-    let blob: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let blob: serde_json::Value = stdout_json(&output);
     assert_eq!(blob["tool"]["arguments"], serde_json::json!({"n": 42}));
     writer.join().unwrap();
 }
@@ -335,27 +315,27 @@ fn a_fifo_with_a_small_document_works_like_process_substitution() {
 fn json_reports_name_paths_that_are_not_utf8() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     // A runtime home and a bundle root whose names are not UTF-8.
-    let odd = sb.join(OsStr::from_bytes(b"odd-\xff"));
+    let odd = td.join(OsStr::from_bytes(b"odd-\xff"));
     let home = odd.join("home");
     let run = |args: &[&OsStr]| {
-        let out = sb.command_without_home().arg("--home").arg(&home).args(args).stdin(Stdio::null()).output().unwrap();
+        let out = td.command_without_home().arg("--home").arg(&home).args(args).stdin(Stdio::null()).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report: serde_json::Value = stdout_json(&out);
         report
     };
     let os = |s: &'static str| OsStr::new(s);
     let keys = odd.join("keys");
     let report = run(&[os("keygen"), os("--out"), keys.as_os_str(), os("--name"), os("k"), os("--format"), os("json")]);
-    assert_eq!(report["public_file"], format!("{}/odd-\u{fffd}/keys/k.pub", sb.path().display()));
+    assert_eq!(report["public_file"], format!("{}/odd-\u{fffd}/keys/k.pub", td.path().display()));
     let public = keys.join("k.pub");
     let report = run(&[os("trust"), os("add"), public.as_os_str(), os("--name"), os("k"), os("--format"), os("json")]);
-    assert_eq!(report["policy"], format!("{}/odd-\u{fffd}/home/trust-policy.toml", sb.path().display()));
+    assert_eq!(report["policy"], format!("{}/odd-\u{fffd}/home/trust-policy.toml", td.path().display()));
     let report = run(&[os("trust"), os("revoke"), os("k"), os("--format"), os("json")]);
     assert_eq!(report["newly_revoked"], true);
     let report = run(&[os("trust"), os("list"), os("--format"), os("json")]);
-    assert_eq!(report["file"], format!("{}/odd-\u{fffd}/home/trust-policy.toml", sb.path().display()));
+    assert_eq!(report["file"], format!("{}/odd-\u{fffd}/home/trust-policy.toml", td.path().display()));
     let agents = odd.join("agents");
     let report = run(&[
         os("agent"),
@@ -367,7 +347,7 @@ fn json_reports_name_paths_that_are_not_utf8() {
         os("--format"),
         os("json"),
     ]);
-    let bundle = format!("{}/odd-\u{fffd}/agents/demo", sb.path().display());
+    let bundle = format!("{}/odd-\u{fffd}/agents/demo", td.path().display());
     assert_eq!(report["bundle"], bundle);
     let demo = agents.join("demo");
     let report = run(&[
@@ -387,9 +367,9 @@ fn json_reports_name_paths_that_are_not_utf8() {
     assert_eq!(report["tools_file"], format!("{bundle}/tools.json"));
     assert_eq!(report["grants"]["policy"], format!("{bundle}/policy.caps"));
     // A call (whatever its outcome) starts the ledger that `trace verify` reports on.
-    let mut call = sb.command_without_home();
+    let mut call = td.command_without_home();
     call.arg("--home").arg(&home).args([os("tools"), os("call"), demo.as_os_str(), os("demo.run")]);
     call.stdin(Stdio::null()).output().unwrap();
     let report = run(&[os("trace"), os("verify"), os("--format"), os("json")]);
-    assert_eq!(report["ledger"], format!("{}/odd-\u{fffd}/home/pog/events.sqlite", sb.path().display()));
+    assert_eq!(report["ledger"], format!("{}/odd-\u{fffd}/home/pog/events.sqlite", td.path().display()));
 }

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::support::Sandbox;
+use crate::support::TestDir;
 use crate::support::files::{copy_tree, noise};
-use crate::support::output::{assert_contains, stdout};
+use crate::support::output::{assert_contains, stdout, stdout_json};
+use crate::support::text_snapshot;
 
 const MANIFEST: &str = r#"# The mailer agent.
 [agent]
@@ -69,23 +70,23 @@ const REQUEST_SCHEMA: &str = r##"{
 }
 "##;
 
-/// A valid full-form bundle `mailer` inside a fresh sandbox.
+/// A valid full-form bundle `mailer` inside a fresh test folder.
 struct Fixture {
-    sb: Sandbox,
+    td: TestDir,
     root: PathBuf,
 }
 
 impl Fixture {
     fn new() -> Self {
-        let sb = Sandbox::new();
-        let root = sb.join("mailer");
+        let td = TestDir::new();
+        let root = td.join("mailer");
         fs::create_dir_all(root.join("schemas")).unwrap();
         fs::write(root.join("manifest.toml"), MANIFEST).unwrap();
         fs::write(root.join("policy.caps"), POLICY).unwrap();
         fs::write(root.join("tools.json"), TOOLS).unwrap();
         fs::write(root.join("schemas/mail.send.request.v1.json"), REQUEST_SCHEMA).unwrap();
         fs::write(root.join("README.md"), "# mailer\n").unwrap();
-        let fixture = Fixture { sb, root };
+        let fixture = Fixture { td, root };
         fixture.digest();
         fixture
     }
@@ -116,10 +117,7 @@ impl Fixture {
 
     /// Runs `rlp lint --format json` in the bundle's parent folder on `mailer`.
     fn lint_json(&self, extra: &[&str]) -> (i32, Vec<Value>) {
-        let output = self.sb.rlp().args(["lint", "mailer", "--format", "json"]).args(extra).output().unwrap();
-        let findings: Vec<Value> = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
-        (output.status.code().unwrap(), findings)
+        self.td.lint_json(["mailer"].iter().chain(extra))
     }
 }
 
@@ -173,7 +171,7 @@ fn valid_full_form_bundle_lints_clean() {
 #[test]
 fn human_output_for_a_clean_bundle() {
     let fixture = Fixture::new();
-    fixture.sb.rlp().args(["lint", "mailer"]).assert().success().stdout("1 bundle checked: no problems\n");
+    fixture.td.rlp().args(["lint", "mailer"]).assert().success().stdout("1 bundle checked: no problems\n");
 }
 
 #[test]
@@ -687,7 +685,7 @@ fn broken_fixture() -> Fixture {
 }
 
 fn run_format(fixture: &Fixture, format: &str) -> (i32, String) {
-    let output = fixture.sb.rlp().args(["lint", "mailer", "--format", format]).output().unwrap();
+    let output = fixture.td.rlp().args(["lint", "mailer", "--format", format]).output().unwrap();
     (output.status.code().unwrap(), stdout(&output))
 }
 
@@ -724,8 +722,8 @@ fn sarif_artifact_uris_are_percent_encoded() {
     let odd = fixture.root.parent().unwrap().join("we,ird:dir\n");
     fs::create_dir(&odd).unwrap();
     fs::rename(&fixture.root, odd.join("mailer")).unwrap();
-    let output = fixture.sb.rlp().args(["lint", "we,ird:dir\n/mailer", "--format", "sarif"]).output().unwrap();
-    let sarif: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let output = fixture.td.rlp().args(["lint", "we,ird:dir\n/mailer", "--format", "sarif"]).output().unwrap();
+    let sarif: Value = stdout_json(&output);
     let uris: std::collections::BTreeSet<&str> = sarif["runs"][0]["results"]
         .as_array()
         .unwrap()
@@ -792,19 +790,19 @@ fn json_sarif_and_github_carry_the_same_findings() {
 
 #[test]
 fn a_folder_of_bundles_is_linted_in_name_order() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     for name in ["zeta", "alpha"] {
         let fixture = Fixture::new();
-        let dest = sb.join(name);
+        let dest = td.join(name);
         copy_tree(&fixture.root, &dest);
         let manifest = fs::read_to_string(dest.join("manifest.toml")).unwrap();
         fs::write(dest.join("manifest.toml"), manifest.replace("name = \"mailer\"", &format!("name = \"{name}\"")))
             .unwrap();
         rlp::integrity::digest::write(&dest).unwrap();
     }
-    fs::write(sb.join("alpha/stray"), "x").unwrap();
-    fs::create_dir(sb.join("not_a_bundle")).unwrap();
-    sb.rlp()
+    fs::write(td.join("alpha/stray"), "x").unwrap();
+    fs::create_dir(td.join("not_a_bundle")).unwrap();
+    td.rlp()
         .args(["lint", ".", "--format", "github"])
         .assert()
         .code(1)
@@ -813,19 +811,19 @@ fn a_folder_of_bundles_is_linted_in_name_order() {
 
 #[test]
 fn unreadable_paths_exit_2() {
-    let sb = Sandbox::new();
-    let missing = sb.join("nope");
-    sb.rlp()
+    let td = TestDir::new();
+    let missing = td.join("nope");
+    td.rlp()
         .args(["lint"])
         .arg(&missing)
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot read").and(predicates::str::contains("help: pass a bundle folder")));
-    sb.rlp().args(["lint"]).arg(sb.path()).assert().code(2).stderr(predicates::str::contains("holds no bundle"));
-    let nested = sb.join("nest/sub/b");
+    td.rlp().args(["lint"]).arg(td.path()).assert().code(2).stderr(predicates::str::contains("holds no bundle"));
+    let nested = td.join("nest/sub/b");
     fs::create_dir_all(&nested).unwrap();
     fs::write(nested.join("manifest.toml"), MANIFEST).unwrap();
-    sb.rlp().args(["lint"]).arg(sb.join("nest")).assert().code(2).stderr(predicates::str::contains(
+    td.rlp().args(["lint"]).arg(td.join("nest")).assert().code(2).stderr(predicates::str::contains(
         "nest holds no bundle (no manifest.toml in it or in the folders directly inside it)",
     ));
 }
@@ -943,7 +941,7 @@ fn fifty_thousand_findings_are_each_placed_exactly() {
     fs::write(fixture.path("tools.json"), &text).unwrap();
     fixture.digest();
     let output = fixture
-        .sb
+        .td
         .rlp()
         // Core tools are not this test's subject (RLP217).
         .args(["lint", "mailer", "--format", "json", "--core-threshold", "50000"])
@@ -951,7 +949,7 @@ fn fifty_thousand_findings_are_each_placed_exactly() {
         .output()
         .expect("lint finishes");
     assert_eq!(output.status.code(), Some(1));
-    let findings: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let findings: Vec<Value> = serde_json::from_value(stdout_json(&output)).unwrap();
     let expected: Vec<(u64, u64)> = text
         .lines()
         .enumerate()
@@ -978,12 +976,12 @@ fn control_characters_in_findings_are_escaped() {
     let (status, human) = run_format(&fixture, "human");
     assert_eq!(status, 1);
     assert!(!human.contains('\u{1b}'), "{human:?}");
-    assert_contains(&human, "error[RLP201]: tool id `notes\\u{1b}[31m\\u{a}search` does not match");
+    text_snapshot!(&fixture.td, human);
     let (status, github) = run_format(&fixture, "github");
     assert_eq!(status, 1);
     assert!(!github.contains('\u{1b}'), "{github:?}");
     assert_eq!(github.lines().count(), 1, "{github}");
-    assert_contains(&github, "::tool id `notes%1B[31m%0Asearch` does not match");
+    text_snapshot!(&fixture.td, github);
 }
 
 /// RLP215 and RLP216: what an exec tool can reach under the sandbox, and

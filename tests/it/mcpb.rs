@@ -16,9 +16,10 @@ use serde_json::{Value, json};
 
 use crate::support::bundle::{runtime_tool, with};
 use crate::support::files::{copy_tree, repo};
-use crate::support::output::{assert_contains, code, stderr, stdout, text};
+use crate::support::output::{self, assert_contains, code, stderr, stdout_json, text};
 use crate::support::process::set_up;
-use crate::support::{Sandbox, mcp};
+use crate::support::rlp_snapshot;
+use crate::support::{TestDir, mcp};
 
 /// The secret both tools use; `secret_echo.sh` reads it by its earlier
 /// variable name, RUNLOOP_TEST_TOKEN.
@@ -38,11 +39,11 @@ fn mcpb_tools() -> &'static Path {
     })
 }
 
-/// The reference `mcpb` CLI run with `args` in the sandbox.
-fn mcpb(sb: &Sandbox, args: &[&str]) -> Output {
+/// The reference `mcpb` CLI run with `args` in the test folder.
+fn mcpb(td: &TestDir, args: &[&str]) -> Output {
     Command::new(mcpb_tools().join("node_modules/.bin/mcpb"))
         .args(args)
-        .current_dir(sb.path())
+        .current_dir(td.path())
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -50,13 +51,13 @@ fn mcpb(sb: &Sandbox, args: &[&str]) -> Output {
 
 /// Bundle `agents/vault`: two tools and two secrets, `TOKEN` used by both,
 /// a description, and an executable file of its own, `bin/rotate`.
-fn vault(sb: &Sandbox) -> PathBuf {
+fn vault(td: &TestDir) -> PathBuf {
     let tools = json!([
         with(runtime_tool("vault.read", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN]})),
         with(runtime_tool("vault.write", "ok.sh", &[]), json!({"secrets": [TOKEN, SMTP]})),
     ]);
     let caps = format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN}\", \"{SMTP}\"]\n");
-    let dir = sb.bundle("vault", tools, &caps);
+    let dir = td.bundle("vault", tools, &caps);
     let manifest = dir.join("manifest.toml");
     let text = fs::read_to_string(&manifest).unwrap();
     let described = "version = \"0.1.0\"\ndescription = \"Reads and writes the vault\"\n";
@@ -64,15 +65,15 @@ fn vault(sb: &Sandbox) -> PathBuf {
     fs::create_dir(dir.join("bin")).unwrap();
     fs::write(dir.join("bin/rotate"), "#!/bin/sh\necho '{}'\n").unwrap();
     fs::set_permissions(dir.join("bin/rotate"), fs::Permissions::from_mode(0o755)).unwrap();
-    sb.expect(0, &["digest", "agents/vault"]);
+    td.expect(0, &["digest", "agents/vault"]);
     dir
 }
 
 /// `rlp keygen` and `rlp sign` of `agents/vault`; returns the key id.
-fn sign_vault(sb: &Sandbox) -> String {
-    let (out, _) = sb.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
+fn sign_vault(td: &TestDir) -> String {
+    let (out, _) = td.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
     let id = out.lines().find_map(|l| l.strip_prefix("key id ")).expect("the key id").to_string();
-    sb.expect(0, &["sign", "agents/vault", "--key", "keys/release.key"]);
+    td.expect(0, &["sign", "agents/vault", "--key", "keys/release.key"]);
     id
 }
 
@@ -114,9 +115,9 @@ fn file_hash(path: &Path) -> blake3::Hash {
     hasher.finalize()
 }
 
-/// Names in the sandbox folder that an export may have left: archives and temporary files.
-fn left_behind(sb: &Sandbox) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(sb.path())
+/// Names in the test folder that an export may have left: archives and temporary files.
+fn left_behind(td: &TestDir) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(td.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".mcpb") || n.starts_with(".rlp-"))
@@ -127,11 +128,11 @@ fn left_behind(sb: &Sandbox) -> Vec<String> {
 
 #[test]
 fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it() {
-    let sb = Sandbox::new();
-    vault(&sb);
-    let key = sign_vault(&sb);
-    let (out, err) = sb.expect(0, &["bundle", "export-mcpb", "agents/vault", "-o", "vault.mcpb"]);
-    let bytes = fs::metadata(sb.join("vault.mcpb")).unwrap().len();
+    let td = TestDir::new();
+    vault(&td);
+    let key = sign_vault(&td);
+    let (out, err) = td.expect(0, &["bundle", "export-mcpb", "agents/vault", "-o", "vault.mcpb"]);
+    let bytes = fs::metadata(td.join("vault.mcpb")).unwrap().len();
     assert_eq!(
         out,
         format!("wrote vault.mcpb (vault 0.1.0: 2 tools, 2 secrets, signed by key {key}): {bytes} bytes\n")
@@ -139,7 +140,7 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
     assert_eq!(err, "");
 
     // The zip: sorted entries, fixed times and modes, the manifest, this rlp.
-    let (entries, contents) = read_zip(&sb.join("vault.mcpb"), &["manifest.json", "bundle/vault/manifest.toml"]);
+    let (entries, contents) = read_zip(&td.join("vault.mcpb"), &["manifest.json", "bundle/vault/manifest.toml"]);
     let file = |name: &str, mode: u32| ZipEntry {
         name: name.to_string(),
         mode: Some(0o100000 | mode),
@@ -158,30 +159,32 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
             file("server/rlp", 0o755),
         ]
     );
-    assert_eq!(contents[1], fs::read(sb.join("agents/vault/manifest.toml")).unwrap());
+    assert_eq!(contents[1], fs::read(td.join("agents/vault/manifest.toml")).unwrap());
     let manifest = String::from_utf8(contents[0].clone()).unwrap();
     assert_contains(&manifest, &format!("\"name\": \"rlp key {key}\""));
     insta::assert_snapshot!("mcpb_manifest", manifest.replace(&key, "KEY_ID"));
 
     // The reference tools validate and unpack it; what they unpack verifies.
-    let unpacked = mcpb(&sb, &["unpack", "vault.mcpb", "installed"]);
+    let unpacked = mcpb(&td, &["unpack", "vault.mcpb", "installed"]);
     assert_eq!(code(&unpacked), 0, "{}", text(&unpacked));
-    let ext = sb.join("installed");
-    let validated = mcpb(&sb, &["validate", "installed/manifest.json"]);
+    let ext = td.join("installed");
+    let validated = mcpb(&td, &["validate", "installed/manifest.json"]);
     assert_eq!(code(&validated), 0, "{}", text(&validated));
-    assert_contains(&stdout(&validated), "Manifest schema validation passes!");
+    rlp_snapshot!(&td, &validated);
     let server = ext.join("server/rlp");
     assert_eq!(fs::metadata(&server).unwrap().permissions().mode() & 0o777, 0o755);
     assert_eq!(file_hash(&server), file_hash(Path::new(env!("CARGO_BIN_EXE_rlp"))));
-    let (out, _) = sb.expect(0, &["bundle", "verify", "installed/bundle/vault", "--key", "keys/release.pub"]);
-    assert_contains(&out, &format!("signed by key {key} (the key in keys/release.pub)"));
+    rlp_snapshot!(
+        &td,
+        td.expect_output(0, &["bundle", "verify", "installed/bundle/vault", "--key", "keys/release.pub"])
+    );
 
     // The server configuration the host derives, with the user's two values.
     let mut node = Command::new("node")
         .arg(repo("tests/mcpb/host_config.mjs"))
         .arg(mcpb_tools())
         .arg(&ext)
-        .env("HOME", sb.join("user"))
+        .env("HOME", td.join("user"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -191,7 +194,7 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
     node.stdin.take().unwrap().write_all(values.to_string().as_bytes()).unwrap();
     let derived = node.wait_with_output().unwrap();
     assert_eq!(code(&derived), 0, "{}", text(&derived));
-    let config: Value = serde_json::from_str(&stdout(&derived)).unwrap();
+    let config: Value = stdout_json(&derived);
     assert_eq!(
         config,
         json!({
@@ -202,7 +205,7 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
     );
 
     // The host's user trusts the key in the home rlp uses there, ~/.runloop.
-    let trusted = sb
+    let trusted = td
         .command_in("user/.runloop")
         .args(["trust", "add", "keys/release.pub", "--name", "release", "--allow-exec"])
         .output()
@@ -210,15 +213,15 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
     assert_eq!(code(&trusted), 0, "{}", text(&trusted));
 
     // Started as hosts on the MCP SDKs start it: from a folder of their own,
-    // with HOME, PATH and the manifest's env alone (the sandbox's rule that
+    // with HOME, PATH and the manifest's env alone (the test folder's rule that
     // no system configuration is read aside).
     let mut command = Command::new(config["command"].as_str().unwrap());
     command
         .args(config["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
         .env_clear()
-        .env("HOME", sb.join("user"))
+        .env("HOME", td.join("user"))
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("RUNLOOP_SYSTEM_CONFIG", sb.join("no-system-config.toml"))
+        .env("RUNLOOP_SYSTEM_CONFIG", td.join("no-system-config.toml"))
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -265,74 +268,71 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
         json!({"result": {"token": "[redacted]", "len": TOKEN_VALUE.len()}}),
         "{answers:?}"
     );
-    assert!(sb.ledger_path_in("user/.runloop").is_file(), "the calls are recorded in ~/.runloop");
+    assert!(td.ledger_path_in("user/.runloop").is_file(), "the calls are recorded in ~/.runloop");
 }
 
 #[test]
 fn the_same_bundle_exports_to_the_same_bytes_wherever_it_lies() {
-    let sb = Sandbox::new();
-    vault(&sb);
-    sb.expect(0, &["bundle", "export-mcpb", "agents/vault"]);
+    let td = TestDir::new();
+    vault(&td);
+    td.expect(0, &["bundle", "export-mcpb", "agents/vault"]);
     // A copy elsewhere: other paths, other time stamps, the same content.
-    copy_tree(&sb.join("agents/vault"), &sb.join("elsewhere/vault"));
-    let (out, _) = sb.expect(0, &["bundle", "export-mcpb", "elsewhere/vault", "-o", "copy.mcpb", "--format", "json"]);
+    copy_tree(&td.join("agents/vault"), &td.join("elsewhere/vault"));
+    let (out, _) = td.expect(0, &["bundle", "export-mcpb", "elsewhere/vault", "-o", "copy.mcpb", "--format", "json"]);
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         report,
         json!({"archive": "copy.mcpb", "name": "vault", "version": "0.1.0", "tools": 2, "secrets": 2,
-               "bytes": fs::metadata(sb.join("copy.mcpb")).unwrap().len(), "signed_by": null, "warnings": []})
+               "bytes": fs::metadata(td.join("copy.mcpb")).unwrap().len(), "signed_by": null, "warnings": []})
     );
-    assert!(fs::read(sb.join("vault-0.1.0.mcpb")).unwrap() == fs::read(sb.join("copy.mcpb")).unwrap());
+    assert!(fs::read(td.join("vault-0.1.0.mcpb")).unwrap() == fs::read(td.join("copy.mcpb")).unwrap());
 }
 
 #[test]
 fn a_bundle_that_is_not_ready_is_refused_and_nothing_is_written() {
-    let sb = Sandbox::new();
-    let dir = vault(&sb);
+    let td = TestDir::new();
+    let dir = vault(&td);
     fs::write(dir.join("policy.caps"), "[capabilities]\nexec = true\n").unwrap();
-    let (_, err) = sb.expect(1, &["bundle", "export-mcpb", "agents/vault"]);
-    assert_contains(&err, "agents/vault: the digests in manifest.toml are out of date");
-    assert_contains(&err, "help: run `rlp digest agents/vault`, then export again");
-    assert_eq!(left_behind(&sb), Vec::<String>::new());
+    rlp_snapshot!(&td, td.expect_output(1, &["bundle", "export-mcpb", "agents/vault"]));
+    assert_eq!(left_behind(&td), Vec::<String>::new());
 
     // A signature that is a link to a file elsewhere is refused, as pack refuses it.
-    let sb = Sandbox::new();
-    let dir = vault(&sb);
-    sign_vault(&sb);
+    let td = TestDir::new();
+    let dir = vault(&td);
+    sign_vault(&td);
     let sig = dir.join("SIGNATURES/manifest.sig");
-    fs::rename(&sig, sb.join("elsewhere.sig")).unwrap();
-    std::os::unix::fs::symlink(sb.join("elsewhere.sig"), &sig).unwrap();
-    let (_, err) = sb.expect(1, &["bundle", "export-mcpb", "agents/vault"]);
-    assert_contains(&err, "error: `SIGNATURES/manifest.sig` is not a regular file");
-    assert_eq!(left_behind(&sb), Vec::<String>::new());
+    fs::rename(&sig, td.join("elsewhere.sig")).unwrap();
+    std::os::unix::fs::symlink(td.join("elsewhere.sig"), &sig).unwrap();
+    rlp_snapshot!(&td, td.expect_output(1, &["bundle", "export-mcpb", "agents/vault"]));
+    assert_eq!(left_behind(&td), Vec::<String>::new());
 }
 
 #[test]
 fn an_output_that_cannot_be_written_is_exit_2_and_leaves_no_file() {
-    let sb = Sandbox::new();
-    vault(&sb);
-    let (_, err) = sb.expect(2, &["bundle", "export-mcpb", "agents/vault", "-o", "missing/vault.mcpb"]);
+    let td = TestDir::new();
+    vault(&td);
+    let (_, err) = td.expect(2, &["bundle", "export-mcpb", "agents/vault", "-o", "missing/vault.mcpb"]);
     assert_contains(&err, "error: missing: No such file or directory");
-    fs::create_dir(sb.join("taken.mcpb")).unwrap();
-    let (_, err) = sb.expect(2, &["bundle", "export-mcpb", "agents/vault", "-o", "taken.mcpb"]);
-    assert_contains(&err, "error: taken.mcpb exists and is not a regular file; the archive would replace it");
-    let (_, err) = sb.expect(2, &["bundle", "export-mcpb", "agents/vault", "-o", "-"]);
-    assert_contains(&err, "error: an MCP Bundle is written to a file, not to standard output");
+    fs::create_dir(td.join("taken.mcpb")).unwrap();
+    rlp_snapshot!(&td, td.expect_output(2, &["bundle", "export-mcpb", "agents/vault", "-o", "taken.mcpb"]));
+    rlp_snapshot!(&td, td.expect_output(2, &["bundle", "export-mcpb", "agents/vault", "-o", "-"]));
     // The disk refuses the archive part way (a file size limit): nothing is left.
     let out =
-        sb.shell("trap '' XFSZ && ulimit -f 64").args(["bundle", "export-mcpb", "agents/vault"]).output().unwrap();
+        td.shell("trap '' XFSZ && ulimit -f 64").args(["bundle", "export-mcpb", "agents/vault"]).output().unwrap();
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert_contains(&stderr(&out), "error: vault-0.1.0.mcpb: File too large");
-    assert_eq!(left_behind(&sb), ["taken.mcpb"]);
+    assert_eq!(left_behind(&td), ["taken.mcpb"]);
 }
 
 #[test]
 fn an_exec_tool_run_from_inside_the_bundle_is_warned_about_and_stays_executable() {
-    let sb = Sandbox::new();
-    sb.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
-    let (out, err) = sb.expect(0, &["bundle", "export-mcpb", "agents/demo", "-o", "demo.mcpb"]);
-    assert_contains(&out, "wrote demo.mcpb (demo 0.1.0: 1 tool, 0 secrets, unsigned): ");
-    let program = sb.path().canonicalize().unwrap().join("agents/demo/bin/greet");
+    let td = TestDir::new();
+    td.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    let err = output::stderr(&rlp_snapshot!(
+        td.filters().regex(r"\): \d+ bytes", "): [SIZE] bytes"),
+        td.expect_output(0, &["bundle", "export-mcpb", "agents/demo", "-o", "demo.mcpb"])
+    ));
+    let program = td.path().canonicalize().unwrap().join("agents/demo/bin/greet");
     assert_eq!(
         err,
         format!(
@@ -341,7 +341,7 @@ fn an_exec_tool_run_from_inside_the_bundle_is_warned_about_and_stays_executable(
             program.display()
         )
     );
-    let (entries, _) = read_zip(&sb.join("demo.mcpb"), &[]);
+    let (entries, _) = read_zip(&td.join("demo.mcpb"), &[]);
     let greet = entries.iter().find(|e| e.name == "bundle/demo/bin/greet").expect("bin/greet in the archive");
     assert_eq!(greet.mode, Some(0o100755));
 }

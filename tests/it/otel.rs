@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use crate::secrets::{SECRET, SECRET_ENV, SECRET_ID, assert_absent, needles, whole_spellings};
 use crate::support::otlp::{Blackhole, Received, Receiver, dead_endpoint};
 use crate::support::output::{code, stderr, stdout_json, text};
-use crate::support::{HANG_GUARD, Sandbox, bundle, ledger};
+use crate::support::rlp_snapshot;
+use crate::support::{HANG_GUARD, TestDir, bundle};
 
 const ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 const CAPTURE: &str = "RLP_OTEL_CAPTURE_CONTENT";
@@ -29,9 +30,9 @@ const ERROR: i32 = 2;
 /// Bundle `mailer`: `mail.ok` succeeds, `mail.fail` answers an error
 /// envelope, `mail.flaky` fails transiently twice and then succeeds (three
 /// attempts allowed; its count kept in `state/`).
-fn mailer(sb: &Sandbox) -> PathBuf {
-    let fail = sb.script("fail.sh", r#"echo '{"outcome":"error","message":"mailbox full"}'"#);
-    let state = sb.state_dir();
+fn mailer(td: &TestDir) -> PathBuf {
+    let fail = td.script("fail.sh", r#"echo '{"outcome":"error","message":"mailbox full"}'"#);
+    let state = td.state_dir();
     let counter = state.join("flaky-count");
     let flaky = bundle::runtime_tool("mail.flaky", "transient.sh", &[counter.to_str().unwrap()]);
     let tools = json!([
@@ -39,13 +40,13 @@ fn mailer(sb: &Sandbox) -> PathBuf {
         bundle::tool("mail.fail", bundle::exec(fail.to_str().unwrap(), &[])),
         bundle::with(bundle::with_fs(flaky, &state), json!({"retry": {"max_attempts": 3}})),
     ]);
-    sb.bundle("mailer", tools, &bundle::caps("exec = true\n", &state))
+    td.bundle("mailer", tools, &bundle::caps("exec = true\n", &state))
 }
 
 /// `rlp tools call <bundle> <tool> --format json <extra…>`, spans sent to
 /// `endpoint`.
-fn call(sb: &Sandbox, bundle: &Path, tool: &str, endpoint: &str, extra: &[&str]) -> Output {
-    let mut command = sb.call(bundle, tool, json!({}));
+fn call(td: &TestDir, bundle: &Path, tool: &str, endpoint: &str, extra: &[&str]) -> Output {
+    let mut command = td.call(bundle, tool, json!({}));
     command.args(["--format", "json"]).args(extra).env(ENDPOINT, endpoint);
     command.output().unwrap()
 }
@@ -76,15 +77,6 @@ fn span_of<'a>(spans: &'a [Received], invocation: &str) -> &'a Received {
     found[0]
 }
 
-/// The payloads of the frames of `invocation` in the ledger, with their times.
-fn frames_of(sb: &Sandbox, invocation: &str) -> Vec<(i64, String, Value)> {
-    sb.events()
-        .iter()
-        .map(|e| (e.ts_ms, e.kind.clone(), ledger::payload(e)))
-        .filter(|(_, _, payload)| payload["invocation_id"] == invocation)
-        .collect()
-}
-
 /// The `warning:` lines of `stderr`.
 fn warnings(stderr: &str) -> Vec<&str> {
     stderr.lines().filter(|line| line.starts_with("warning:")).collect()
@@ -92,10 +84,10 @@ fn warnings(stderr: &str) -> Vec<&str> {
 
 #[test]
 fn a_call_is_an_execute_tool_span_with_the_genai_and_rlp_attributes() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let receiver = Receiver::start();
-    let bundle = mailer(&sb);
-    let out = call(&sb, &bundle, "mail.ok", &receiver.endpoint(), &["--tag", "team=mail"]);
+    let bundle = mailer(&td);
+    let out = call(&td, &bundle, "mail.ok", &receiver.endpoint(), &["--tag", "team=mail"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(warnings(&stderr(&out)), Vec::<&str>::new());
     let (invocation, trace) = ids(&out);
@@ -105,11 +97,11 @@ fn a_call_is_an_execute_tool_span_with_the_genai_and_rlp_attributes() {
     assert_eq!(span.span.name, "execute_tool mail.ok");
     assert_eq!(span.span.kind, INTERNAL);
     assert_eq!(span.ids(), (trace_hex(&trace), span_hex(&invocation), String::new()));
-    let frames = frames_of(&sb, &invocation);
+    let frames: Vec<_> = td.frames().into_iter().filter(|f| f.payload["invocation_id"] == invocation).collect();
     let (first, last) = (frames.first().unwrap(), frames.last().unwrap());
-    assert_eq!(last.1, "tool.result");
-    assert_eq!(span.span.start_time_unix_nano, first.0 as u64 * 1_000_000);
-    assert_eq!(span.span.end_time_unix_nano, last.0 as u64 * 1_000_000);
+    assert_eq!(last.kind, "tool.result");
+    assert_eq!(span.span.start_time_unix_nano, first.ts_ms as u64 * 1_000_000);
+    assert_eq!(span.span.end_time_unix_nano, last.ts_ms as u64 * 1_000_000);
     assert_eq!(
         Value::Object(span.attributes()),
         json!({
@@ -122,7 +114,7 @@ fn a_call_is_an_execute_tool_span_with_the_genai_and_rlp_attributes() {
             "rlp.attempt": 1,
             "rlp.outcome": "ok",
             "rlp.bundle.version": "0.1.0",
-            "rlp.duration_ms": last.2["duration_ms"],
+            "rlp.duration_ms": last.payload["duration_ms"],
             "rlp.tags": ["team=mail"],
         })
     );
@@ -136,17 +128,17 @@ fn a_call_is_an_execute_tool_span_with_the_genai_and_rlp_attributes() {
 
 #[test]
 fn failures_and_refusals_are_error_spans_with_their_error_type() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let receiver = Receiver::start();
-    let bundle = mailer(&sb);
+    let bundle = mailer(&td);
     let endpoint = receiver.endpoint();
 
-    let failed = call(&sb, &bundle, "mail.fail", &endpoint, &[]);
+    let failed = call(&td, &bundle, "mail.fail", &endpoint, &[]);
     assert_eq!(code(&failed), 1, "{}", text(&failed));
-    let flaky = call(&sb, &bundle, "mail.flaky", &endpoint, &[]);
+    let flaky = call(&td, &bundle, "mail.flaky", &endpoint, &[]);
     assert_eq!(code(&flaky), 0, "{}", text(&flaky));
-    sb.write_override("mailer", "[capabilities]\nexec = false\n");
-    let refused = call(&sb, &bundle, "mail.ok", &endpoint, &[]);
+    td.write_override("mailer", "[capabilities]\nexec = false\n");
+    let refused = call(&td, &bundle, "mail.ok", &endpoint, &[]);
     assert_eq!(code(&refused), 3, "{}", text(&refused));
     let spans = receiver.wait_for(3);
     assert_eq!(spans.len(), 3, "{spans:#?}");
@@ -217,11 +209,11 @@ fn lines_of(stdout: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Rec
 
 #[test]
 fn a_traceparent_sent_over_mcp_makes_the_span_a_child_of_the_caller() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let receiver = Receiver::start();
-    let bundle = mailer(&sb);
-    let server_stderr = std::fs::File::create(sb.join("serve.stderr")).unwrap();
-    let mut server = sb
+    let bundle = mailer(&td);
+    let server_stderr = std::fs::File::create(td.join("serve.stderr")).unwrap();
+    let mut server = td
         .command()
         .arg("serve")
         .arg(&bundle)
@@ -267,7 +259,7 @@ fn a_traceparent_sent_over_mcp_makes_the_span_a_child_of_the_caller() {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    let serve_stderr = std::fs::read_to_string(sb.join("serve.stderr")).unwrap();
+    let serve_stderr = std::fs::read_to_string(td.join("serve.stderr")).unwrap();
     assert!(status.success(), "{serve_stderr}");
     assert_eq!(warnings(&serve_stderr), Vec::<&str>::new());
     let run_trace = serve_stderr.lines().find_map(|l| l.strip_prefix("rlp serve: trace ")).unwrap().to_string();
@@ -286,12 +278,12 @@ fn a_traceparent_sent_over_mcp_makes_the_span_a_child_of_the_caller() {
 
 #[test]
 fn a_collector_that_is_down_or_hangs_costs_a_call_one_warning() {
-    let sb = Sandbox::new();
-    let bundle = mailer(&sb);
+    let td = TestDir::new();
+    let bundle = mailer(&td);
     let blackhole = Blackhole::start();
     for endpoint in [dead_endpoint(), blackhole.endpoint()] {
         let with_password = endpoint.replace("http://", "http://otel-user:pa55word@");
-        let out = sb
+        let out = td
             .call(&bundle, "mail.ok", json!({}))
             .env(ENDPOINT, &with_password)
             .env("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20header-s3cret")
@@ -308,8 +300,8 @@ fn a_collector_that_is_down_or_hangs_costs_a_call_one_warning() {
         }
     }
     // Five calls, each span sent on its own: several exports fail, one warning.
-    std::fs::write(sb.join("calls.jsonl"), "{\"tool\": \"mail.ok\"}\n".repeat(5)).unwrap();
-    let out = sb
+    std::fs::write(td.join("calls.jsonl"), "{\"tool\": \"mail.ok\"}\n".repeat(5)).unwrap();
+    let out = td
         .rlp()
         .args(["tools", "call"])
         .arg(&bundle)
@@ -332,9 +324,9 @@ esac
 
 #[test]
 fn content_is_exported_only_when_asked_and_never_a_secret() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let receiver = Receiver::start();
-    let data = sb.state_dir();
+    let data = td.state_dir();
     let spellings: serde_json::Map<String, Value> =
         whole_spellings(SECRET).into_iter().map(|(label, spelled)| (label, json!(spelled))).collect();
     let mut result = spellings.clone();
@@ -343,17 +335,17 @@ fn content_is_exported_only_when_asked_and_never_a_secret() {
     let quoted: Vec<String> = spellings.values().map(|s| s.as_str().unwrap().to_string()).collect();
     let message = format!("error-shown: {}", quoted.join(" | "));
     std::fs::write(data.join("envelope.json"), json!({"outcome": "error", "message": message}).to_string()).unwrap();
-    let script = sb.script("echo_secret.sh", &ECHO.replace("DATA", &data.display().to_string()));
+    let script = td.script("echo_secret.sh", &ECHO.replace("DATA", &data.display().to_string()));
     let tool = |mode: &str| {
         let mut tool = bundle::tool(&format!("echo.{mode}"), bundle::exec(script.to_str().unwrap(), &[mode]));
         tool["secrets"] = json!([SECRET_ID]);
         bundle::with_fs(tool, &data)
     };
     let caps = bundle::caps(&format!("exec = true\nsecrets = {}\n", json!([SECRET_ID])), &data);
-    let bundle = sb.bundle("echoer", json!([tool("result"), tool("envelope")]), &caps);
+    let bundle = td.bundle("echoer", json!([tool("result"), tool("envelope")]), &caps);
     let arguments = json!({"echo": SECRET, "note": "argument-shown"});
     let run = |tool: &str, capture: bool, exit: i32| {
-        let mut command = sb.call(&bundle, tool, arguments.clone());
+        let mut command = td.call(&bundle, tool, arguments.clone());
         command.args(["--format", "json"]).env(ENDPOINT, receiver.endpoint()).env(SECRET_ENV, SECRET);
         if capture {
             command.env(CAPTURE, "true");
@@ -397,25 +389,25 @@ fn content_is_exported_only_when_asked_and_never_a_secret() {
 
 #[test]
 fn trace_export_otlp_sends_the_spans_a_trace_sent_live() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let live = Receiver::start();
-    let bundle = mailer(&sb);
+    let bundle = mailer(&td);
     let trace = "0197b0ff-0000-7000-8000-0000000e4a01";
     let in_trace = ["--trace-id", trace];
     let mut invocations = Vec::new();
     for (tool, exit) in [("mail.ok", 0), ("mail.fail", 1), ("mail.flaky", 0)] {
-        let out = call(&sb, &bundle, tool, &live.endpoint(), &in_trace);
+        let out = call(&td, &bundle, tool, &live.endpoint(), &in_trace);
         assert_eq!(code(&out), exit, "{}", text(&out));
         invocations.push(ids(&out).0);
     }
-    sb.write_override("mailer", "[capabilities]\nexec = false\n");
-    let out = call(&sb, &bundle, "mail.ok", &live.endpoint(), &in_trace);
+    td.write_override("mailer", "[capabilities]\nexec = false\n");
+    let out = call(&td, &bundle, "mail.ok", &live.endpoint(), &in_trace);
     assert_eq!(code(&out), 3, "{}", text(&out));
     invocations.push(ids(&out).0);
     let sent_live = live.wait_for(4);
 
     let after = Receiver::start();
-    let out = sb.rlp().args(["trace", "export", trace, "--otlp", &after.endpoint()]).output().unwrap();
+    let out = td.rlp().args(["trace", "export", trace, "--otlp", &after.endpoint()]).output().unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(stderr(&out), format!("Sent 4 spans of trace {trace} to {}/v1/traces.\n", after.endpoint()));
     let exported = after.wait_for(4);
@@ -436,7 +428,7 @@ fn trace_export_otlp_sends_the_spans_a_trace_sent_live() {
     }
 
     let dead = dead_endpoint();
-    let out = sb.rlp().args(["trace", "export", "last", "--otlp", &dead]).output().unwrap();
+    let out = td.rlp().args(["trace", "export", "last", "--otlp", &dead]).output().unwrap();
     assert_eq!(code(&out), 1, "{}", text(&out));
     assert!(
         stderr(&out).starts_with(&format!("error: cannot send the spans of trace {trace} to {dead}/v1/traces: ")),
@@ -444,7 +436,7 @@ fn trace_export_otlp_sends_the_spans_a_trace_sent_live() {
         stderr(&out)
     );
     let hung = Blackhole::start();
-    let out = sb
+    let out = td
         .rlp()
         .args(["trace", "export", trace, "--otlp"])
         .env(ENDPOINT, hung.endpoint())
@@ -452,8 +444,8 @@ fn trace_export_otlp_sends_the_spans_a_trace_sent_live() {
         .output()
         .unwrap();
     assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(stderr(&out).contains(": no answer within 300 ms; no span was sent"), "{}", stderr(&out));
-    let out = sb.rlp().args(["trace", "export", trace, "--otlp"]).output().unwrap();
+    rlp_snapshot!(&td, &out);
+    let out = td.rlp().args(["trace", "export", trace, "--otlp"]).output().unwrap();
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(stderr(&out).starts_with("error: no collector to send to"), "{}", stderr(&out));
 }

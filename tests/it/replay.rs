@@ -16,9 +16,10 @@ use serde_json::{Value, json};
 use crate::support::bundle;
 use crate::support::http::{Server, reply};
 use crate::support::ledger;
-use crate::support::output::{assert_contains, stderr, stdout};
+use crate::support::output::{stderr, stdout, stdout_json};
 use crate::support::process::closed_pipe;
-use crate::support::{Sandbox, files};
+use crate::support::rlp_snapshot;
+use crate::support::{TestDir, files};
 
 const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
 
@@ -26,21 +27,21 @@ const TRACE: &str = "0197a000-0000-7000-8000-00000000aaaa";
 
 /// Writes a data file a `cat_file.sh` tool prints, in the sandbox's state
 /// folder (which [`data_caps`] grants).
-pub(crate) fn data(sb: &Sandbox, name: &str, value: Value) -> String {
-    let path = sb.state_dir().join(name);
+pub(crate) fn data(td: &TestDir, name: &str, value: Value) -> String {
+    let path = td.state_dir().join(name);
     std::fs::write(&path, value.to_string()).unwrap();
     path.display().to_string()
 }
 
 /// A policy granting `grants` (lines under `[capabilities]`) and the folder
 /// of the data files.
-pub(crate) fn data_caps(sb: &Sandbox, grants: &str) -> String {
-    bundle::caps(grants, &sb.state_dir())
+pub(crate) fn data_caps(td: &TestDir, grants: &str) -> String {
+    bundle::caps(grants, &td.state_dir())
 }
 
 /// `rlp tools call` into trace [`TRACE`] with runtime home `home`; asserts success.
-fn record(sb: &Sandbox, home: &str, bundle: &Path, tool: &str, args: Value) {
-    let output = sb
+fn record(td: &TestDir, home: &str, bundle: &Path, tool: &str, args: Value) {
+    let output = td
         .rlp_in(home)
         .args(["tools", "call"])
         .arg(bundle)
@@ -52,16 +53,16 @@ fn record(sb: &Sandbox, home: &str, bundle: &Path, tool: &str, args: Value) {
 }
 
 /// `rlp trace export TRACE -o <file>` from `home`; returns the file.
-fn export(sb: &Sandbox, home: &str, name: &str) -> PathBuf {
-    let file = sb.join(name);
-    let output = sb.rlp_in(home).args(["trace", "export", TRACE, "-o"]).arg(&file).output().unwrap();
+fn export(td: &TestDir, home: &str, name: &str) -> PathBuf {
+    let file = td.join(name);
+    let output = td.rlp_in(home).args(["trace", "export", TRACE, "-o"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "export: {}", stderr(&output));
     file
 }
 
 /// The rows of the ledger of `home`.
-fn rows(sb: &Sandbox, home: &str) -> i64 {
-    ledger::rows(&sb.ledger_path_in(home))
+fn rows(td: &TestDir, home: &str) -> i64 {
+    ledger::rows(&td.ledger_path_in(home))
 }
 
 /// Tool `id` printing `data_file` with `cat_file.sh`; it declares the
@@ -158,8 +159,8 @@ fn written_trace() -> Vec<String> {
     ]
 }
 
-fn write_lines(sb: &Sandbox, name: &str, lines: &[String]) -> PathBuf {
-    let path = sb.join(name);
+fn write_lines(td: &TestDir, name: &str, lines: &[String]) -> PathBuf {
+    let path = td.join(name);
     std::fs::write(&path, lines.concat()).unwrap();
     path
 }
@@ -171,10 +172,10 @@ fn write_lines(sb: &Sandbox, name: &str, lines: &[String]) -> PathBuf {
 /// and gives the same report bytes every time and from either source.
 #[test]
 fn record_export_import_and_replay_strictly() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let forecast = json!({"city": "Oslo", "days": [{"high": 7}, {"high": 9}]}).to_string();
     let server = Server::start(move |_| reply(200, &forecast));
-    let notes = data(&sb, "notes.json", json!({"note": "hello", "n": 1.5}));
+    let notes = data(&td, "notes.json", json!({"note": "hello", "n": 1.5}));
     let tools = json!([
         exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["note"]})),
         {
@@ -185,12 +186,12 @@ fn record_export_import_and_replay_strictly() {
             "result_schema": {"type": "object", "required": ["days"]},
         }
     ]);
-    let bundle = sb.bundle("desk", tools, &data_caps(&sb, "exec = true\nnet = [\"127.0.0.1\"]\n"));
-    record(&sb, "a", &bundle, "notes.read", json!({}));
-    record(&sb, "a", &bundle, "forecast.get", json!({"city": "Oslo"}));
-    record(&sb, "a", &bundle, "notes.read", json!({"again": true}));
+    let bundle = td.bundle("desk", tools, &data_caps(&td, "exec = true\nnet = [\"127.0.0.1\"]\n"));
+    record(&td, "a", &bundle, "notes.read", json!({}));
+    record(&td, "a", &bundle, "forecast.get", json!({"city": "Oslo"}));
+    record(&td, "a", &bundle, "notes.read", json!({"again": true}));
 
-    let golden = export(&sb, "a", "golden.jsonl");
+    let golden = export(&td, "a", "golden.jsonl");
     let lines = frames(&golden);
     let kinds: Vec<&str> = lines.iter().map(|f| f["kind"].as_str().unwrap()).collect();
     assert_eq!(
@@ -221,23 +222,23 @@ fn record_export_import_and_replay_strictly() {
     }
 
     // Import into another home, export again: byte for byte the same.
-    let imported = sb.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
+    let imported = td.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
     assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
     assert_eq!(
         stdout(&imported).trim_end().rsplit_once(" into ").unwrap().0,
         format!("Imported 12 frames (3 calls) of trace {TRACE}")
     );
-    let again = export(&sb, "b", "again.jsonl");
+    let again = export(&td, "b", "again.jsonl");
     assert_eq!(std::fs::read(&golden).unwrap(), std::fs::read(&again).unwrap());
     // A second import of the same trace is refused, and changes nothing.
-    let twice = sb.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
+    let twice = td.rlp_in("b").args(["trace", "import"]).arg(&golden).output().unwrap();
     assert_eq!(twice.status.code(), Some(1));
-    assert_contains(&stderr(&twice), &format!("already holds trace {TRACE}; nothing was imported"));
-    assert_eq!(rows(&sb, "b"), 12);
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &twice);
+    assert_eq!(rows(&td, "b"), 12);
 
     // Strict replay: exit 0, every result identical to the recorded one.
     let replay = |home: &str, source: &str, format: &str| {
-        let output = sb
+        let output = td
             .rlp_in(home)
             .args(["replay", source, "--bundle"])
             .arg(&bundle)
@@ -284,18 +285,18 @@ fn record_export_import_and_replay_strictly() {
         "{human}"
     );
     // Strict replay runs nothing: no request reached the server, no row was added.
-    assert_eq!(rows(&sb, "a"), 12);
-    assert_eq!(rows(&sb, "b"), 12);
+    assert_eq!(rows(&td, "a"), 12);
+    assert_eq!(rows(&td, "b"), 12);
 }
 
 /// A tool removed, an input schema tightened, a result schema changed: every
 /// divergence in one report, at its frame, in both formats.
 #[test]
 fn strict_replay_reports_every_divergence_at_its_frame() {
-    let sb = Sandbox::new();
-    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
-    let weather = data(&sb, "weather.json", json!({"temp": 21}));
-    let stats = data(&sb, "stats.json", json!({"min": 1}));
+    let td = TestDir::new();
+    let notes = data(&td, "notes.json", json!({"note": "hello"}));
+    let weather = data(&td, "weather.json", json!({"temp": 21}));
+    let stats = data(&td, "stats.json", json!({"min": 1}));
     let city = |extra: Value| {
         let mut schema = json!({"type": "string"});
         for (k, v) in extra.as_object().unwrap() {
@@ -303,8 +304,8 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
         }
         json!({"type": "object", "properties": {"city": schema}, "required": ["city"]})
     };
-    let caps = &data_caps(&sb, "exec = true\n");
-    let bundle = sb.bundle(
+    let caps = &data_caps(&td, "exec = true\n");
+    let bundle = td.bundle(
         "desk",
         json!([
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
@@ -313,14 +314,14 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
         ]),
         caps,
     );
-    record(&sb, "home", &bundle, "notes.read", json!({}));
-    record(&sb, "home", &bundle, "weather.get", json!({"city": "Oslo"}));
-    record(&sb, "home", &bundle, "stats.get", json!({}));
-    record(&sb, "home", &bundle, "weather.get", json!({"city": "Bergen"}));
-    let golden = export(&sb, "home", "golden.jsonl");
+    record(&td, "home", &bundle, "notes.read", json!({}));
+    record(&td, "home", &bundle, "weather.get", json!({"city": "Oslo"}));
+    record(&td, "home", &bundle, "stats.get", json!({}));
+    record(&td, "home", &bundle, "weather.get", json!({"city": "Bergen"}));
+    let golden = export(&td, "home", "golden.jsonl");
 
     // Today's bundle: notes.read is gone, city is at most 4 characters, stats need `max` too.
-    sb.bundle(
+    td.bundle(
         "desk",
         json!([
             exec_tool(
@@ -339,7 +340,7 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
         caps,
     );
     let run = |format: &str| {
-        let output = sb
+        let output = td
             .rlp_in("home")
             .args(["replay"])
             .arg(&golden)
@@ -391,14 +392,14 @@ fn strict_replay_reports_every_divergence_at_its_frame() {
 /// fields that changed.
 #[test]
 fn live_replay_diffs_new_results_and_links_the_new_trace() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     // The forecast every request (`GET /forecast/<city>`) gets, changed below.
     let forecast = Arc::new(Mutex::new(json!({"city": "Oslo", "days": [{"high": 7}]}).to_string()));
     let server = {
         let forecast = forecast.clone();
         Server::start(move |_| reply(200, &forecast.lock().unwrap()))
     };
-    let weather = data(&sb, "weather.json", json!({"temp": 21, "sky": "clear"}));
+    let weather = data(&td, "weather.json", json!({"temp": 21, "sky": "clear"}));
     let mut now = exec_tool("weather.now", &weather, json!({"type": "object"}), json!({"type": "object"}));
     now["requires_confirmation"] = json!(true);
     let tools = json!([
@@ -411,12 +412,12 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
             "result_schema": {"type": "object"},
         }
     ]);
-    let bundle = sb.bundle("desk", tools, &data_caps(&sb, "exec = true\nnet = [\"127.0.0.1\"]\n"));
-    record(&sb, "home", &bundle, "weather.now", json!({}));
-    record(&sb, "home", &bundle, "forecast.get", json!({"city": "Oslo"}));
-    let golden = export(&sb, "home", "golden.jsonl");
+    let bundle = td.bundle("desk", tools, &data_caps(&td, "exec = true\nnet = [\"127.0.0.1\"]\n"));
+    record(&td, "home", &bundle, "weather.now", json!({}));
+    record(&td, "home", &bundle, "forecast.get", json!({"city": "Oslo"}));
+    let golden = export(&td, "home", "golden.jsonl");
     let live = |extra: &[&str]| {
-        sb.rlp_in("home")
+        td.rlp_in("home")
             .arg("replay")
             .arg(&golden)
             .arg("--bundle")
@@ -434,15 +435,15 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     // Without --yes and without a terminal, the call that needs confirmation is refused.
     let refused = live(&[]);
     assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert_contains(&stderr(&refused), "replay stopped at frame #4: tool `weather.now` requires confirmation");
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &refused);
     assert_eq!(stdout(&refused), "");
 
     // The tools' outputs change.
-    data(&sb, "weather.json", json!({"temp": 25, "sky": "clear", "wind": 3}));
+    data(&td, "weather.json", json!({"temp": 25, "sky": "clear", "wind": 3}));
     *forecast.lock().unwrap() = json!({"city": "Oslo", "days": []}).to_string();
     let changed = live(&["--yes"]);
     assert_eq!(changed.status.code(), Some(1), "{}", stderr(&changed));
-    let doc: Value = serde_json::from_slice(&changed.stdout).unwrap();
+    let doc: Value = stdout_json(&changed);
     let divergences = doc["divergences"].as_array().unwrap();
     assert_eq!(divergences.len(), 2, "{doc:#}");
     assert_eq!(divergences[0]["kind"], "result_changed");
@@ -466,19 +467,19 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
     // The new trace is in the ledger, linked to the old one by its first frame.
     let new_trace = doc["new_trace_id"].as_str().unwrap().to_string();
     assert_ne!(new_trace, TRACE);
-    let list = sb.rlp_in("home").args(["trace", "list", "--format", "json"]).output().unwrap();
-    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let list = td.rlp_in("home").args(["trace", "list", "--format", "json"]).output().unwrap();
+    let list: Value = stdout_json(&list);
     let entry = list.as_array().unwrap().iter().find(|t| t["trace_id"] == new_trace.as_str()).unwrap();
     assert_eq!(entry["replay_of"], TRACE);
     assert_eq!(entry["calls"], 2);
-    let export = sb.rlp_in("home").args(["trace", "export", &new_trace]).output().unwrap();
+    let export = td.rlp_in("home").args(["trace", "export", &new_trace]).output().unwrap();
     let first: Value = serde_json::from_str(stdout(&export).lines().next().unwrap()).unwrap();
     assert_eq!(first["kind"], "trace.replay");
     assert_eq!(first["payload"]["replay_of"], TRACE);
     assert_eq!(first["payload"]["mode"], "live");
 
     // Replaying from the ledger itself (read while the new calls are written) finds the same.
-    let by_id = sb
+    let by_id = td
         .rlp_in("home")
         .args(["replay", TRACE, "--bundle"])
         .arg(&bundle)
@@ -486,12 +487,12 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
         .output()
         .unwrap();
     assert_eq!(by_id.status.code(), Some(1), "{}", stderr(&by_id));
-    let by_id: Value = serde_json::from_slice(&by_id.stdout).unwrap();
+    let by_id: Value = stdout_json(&by_id);
     assert_eq!(by_id["divergences"], doc["divergences"]);
     assert_ne!(by_id["new_trace_id"], doc["new_trace_id"]);
 
     // The human report names the changed fields too.
-    let human = sb
+    let human = td
         .rlp_in("home")
         .arg("replay")
         .arg(&golden)
@@ -501,33 +502,32 @@ fn live_replay_diffs_new_results_and_links_the_new_trace() {
         .output()
         .unwrap();
     assert_eq!(human.status.code(), Some(1));
-    let text = stdout(&human);
-    assert_contains(&text, "            changed /temp: 21 → 25\n");
-    assert_contains(&text, "            added   /wind: 3\n");
-    assert_contains(&text, "            removed /days/0: {\"high\":7}\n");
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &human);
 }
 
 /// `rlp trace verify` names the row that was edited or removed (exit 1).
 #[test]
 fn verify_names_the_edited_or_removed_row() {
-    let sb = Sandbox::new();
-    let bundle = notes_bundle(&sb);
+    let td = TestDir::new();
+    // A recorded run: its times, durations and hashes differ from run to run.
+    let filters = td.filters().literal(TRACE, "[TRACE]").digests();
+    let bundle = notes_bundle(&td);
     for n in 0..3 {
-        record(&sb, "a", &bundle, "notes.read", json!({"n": n}));
+        record(&td, "a", &bundle, "notes.read", json!({"n": n}));
     }
-    std::fs::create_dir_all(sb.join("b/pog")).unwrap();
-    let conn = rusqlite::Connection::open(sb.ledger_path_in("a")).unwrap();
-    conn.execute("VACUUM INTO ?1", [sb.ledger_path_in("b").display().to_string()]).unwrap();
+    std::fs::create_dir_all(td.join("b/pog")).unwrap();
+    let conn = rusqlite::Connection::open(td.ledger_path_in("a")).unwrap();
+    conn.execute("VACUUM INTO ?1", [td.ledger_path_in("b").display().to_string()]).unwrap();
     drop(conn);
     let verify =
-        |home: &str, format: &str| sb.rlp_in(home).args(["trace", "verify", "--format", format]).output().unwrap();
+        |home: &str, format: &str| td.rlp_in(home).args(["trace", "verify", "--format", format]).output().unwrap();
 
     let intact = verify("a", "human");
     assert_eq!(intact.status.code(), Some(0), "{}", stdout(&intact));
-    assert_contains(&stdout(&intact), ": 12 rows, every hash and the chain check out.\nHead: ");
+    rlp_snapshot!(&filters, &intact);
 
     // Edit one row's payload in place.
-    let conn = rusqlite::Connection::open(sb.ledger_path_in("a")).unwrap();
+    let conn = rusqlite::Connection::open(td.ledger_path_in("a")).unwrap();
     let changed = conn
         .execute("UPDATE events SET payload_json = replace(payload_json, '\"n\":1', '\"n\":7') WHERE id = 7", [])
         .unwrap();
@@ -535,26 +535,19 @@ fn verify_names_the_edited_or_removed_row() {
     drop(conn);
     let edited = verify("a", "human");
     assert_eq!(edited.status.code(), Some(1));
-    let text = stdout(&edited);
-    assert_contains(&text, ": 12 rows, 1 problem; the first is row 7.\n");
-    assert_contains(
-        &text,
-        &format!(
-            "  row 7 (tool.call, trace {TRACE}): edited: the row's content does not match its hash_blake3: the row was edited\n"
-        ),
-    );
+    rlp_snapshot!(&filters, &edited);
     let doc: Value = serde_json::from_slice(&verify("a", "json").stdout).unwrap();
     assert_eq!(doc["intact"], false);
     assert_eq!(doc["problems"][0]["row"], 7);
     assert_eq!(doc["problems"][0]["problem"], "edited");
 
     // Delete a row in the copy.
-    let conn = rusqlite::Connection::open(sb.ledger_path_in("b")).unwrap();
+    let conn = rusqlite::Connection::open(td.ledger_path_in("b")).unwrap();
     conn.execute("DELETE FROM events WHERE id = 4", []).unwrap();
     drop(conn);
     let removed = verify("b", "json");
     assert_eq!(removed.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&removed.stdout).unwrap();
+    let doc: Value = stdout_json(&removed);
     assert_eq!(doc["rows"], 11);
     assert_eq!(doc["problems"].as_array().unwrap().len(), 1, "{doc:#}");
     assert_eq!(doc["problems"][0]["row"], 5);
@@ -565,36 +558,31 @@ fn verify_names_the_edited_or_removed_row() {
     );
 
     // Export refuses an edited trace.
-    let export = sb.rlp_in("a").args(["trace", "export", TRACE]).output().unwrap();
+    let export = td.rlp_in("a").args(["trace", "export", TRACE]).output().unwrap();
     assert_eq!(export.status.code(), Some(1));
-    assert_contains(
-        &stderr(&export),
-        "ledger row 7: the row does not match its hash_blake3: the ledger was edited; nothing was exported",
-    );
+    rlp_snapshot!(&filters, &export);
 
     // No ledger at all: exit 2.
     let none = verify("empty", "human");
     assert_eq!(none.status.code(), Some(2));
-    assert_contains(&stderr(&none), "there is no ledger at");
+    rlp_snapshot!(&filters, &none);
 }
 
 /// Malformed files are refused whole, with line numbers (exit 2); nothing is imported.
 #[test]
 fn import_refuses_malformed_files_with_line_numbers() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let good = written_trace();
-    let import = |home: &str, file: &Path| sb.rlp_in(home).args(["trace", "import"]).arg(file).output().unwrap();
+    let import = |home: &str, file: &Path| td.rlp_in(home).args(["trace", "import"]).arg(file).output().unwrap();
 
     // A truncated last line.
     let mut truncated = good.clone();
     let last = truncated.pop().unwrap();
     truncated.push(last[..last.len() / 2].to_string());
-    let output = import("fresh", &write_lines(&sb, "truncated.jsonl", &truncated));
+    let output = import("fresh", &write_lines(&td, "truncated.jsonl", &truncated));
     assert_eq!(output.status.code(), Some(2));
-    let text = stderr(&output);
-    assert_contains(&text, "truncated.jsonl: 1 problem; nothing was imported:\n  line 6: the frame is cut short (");
-    assert_contains(&text, "): the file is truncated; export the trace again\n");
-    assert!(!sb.ledger_path_in("fresh").exists(), "a refused import into a new home leaves no ledger");
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &output);
+    assert!(!td.ledger_path_in("fresh").exists(), "a refused import into a new home leaves no ledger");
 
     // An unknown kind, a result without its call, and bad JSON: all listed.
     let mut bad = good.clone();
@@ -606,7 +594,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
         json!({"v": 1, "invocation_id": "0197a000-0000-7000-8000-0000000000ff", "result": 1}),
     );
     bad[3] = "{\"id\": 4,\n".to_string();
-    let output = import("fresh", &write_lines(&sb, "bad.jsonl", &bad));
+    let output = import("fresh", &write_lines(&td, "bad.jsonl", &bad));
     assert_eq!(output.status.code(), Some(2));
     let text = stderr(&output);
     let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("  line ")).collect();
@@ -626,45 +614,44 @@ fn import_refuses_malformed_files_with_line_numbers() {
         ],
         "{text}"
     );
-    assert_contains(&text, "bad.jsonl: 6 problems; nothing was imported:");
-    assert_contains(&text, "help: fix the file or export the trace again; the ledger is unchanged");
-    assert!(!sb.ledger_path_in("fresh").exists());
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &output);
+    assert!(!td.ledger_path_in("fresh").exists());
 
     // An edited frame whose hash no longer matches.
     let exported_home = "src";
-    let good_file = write_lines(&sb, "good.jsonl", &good);
+    let good_file = write_lines(&td, "good.jsonl", &good);
     assert_eq!(import(exported_home, &good_file).status.code(), Some(0));
-    let hashed = export(&sb, exported_home, "hashed.jsonl");
+    let hashed = export(&td, exported_home, "hashed.jsonl");
     let edited = std::fs::read_to_string(&hashed).unwrap().replace("\"note\":\"hello\"", "\"note\":\"HELLO\"");
-    let edited_file = sb.join("edited.jsonl");
+    let edited_file = td.join("edited.jsonl");
     std::fs::write(&edited_file, edited).unwrap();
 
     // Into a ledger that already holds a trace: refused, and the ledger is unchanged.
     let other: Vec<String> = good.iter().map(|l| l.replace(TRACE, "0197a000-0000-7000-8000-00000000bbbb")).collect();
-    assert_eq!(import("busy", &write_lines(&sb, "other.jsonl", &other)).status.code(), Some(0));
+    assert_eq!(import("busy", &write_lines(&td, "other.jsonl", &other)).status.code(), Some(0));
     let output = import("busy", &edited_file);
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(&stderr(&output), "  line 3: `hash_blake3` does not match the frame's content (recomputed ");
-    assert_eq!(rows(&sb, "busy"), 6);
-    let list = sb.rlp_in("busy").args(["trace", "list", "--format", "json"]).output().unwrap();
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &output);
+    assert_eq!(rows(&td, "busy"), 6);
+    let list = td.rlp_in("busy").args(["trace", "list", "--format", "json"]).output().unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&list.stdout).unwrap().as_array().unwrap().len(), 1);
 }
 
 /// `trace list` and `trace show` of a known trace, in both formats.
 #[test]
 fn list_and_show_a_trace() {
-    let sb = Sandbox::new();
-    let file = write_lines(&sb, "written.jsonl", &written_trace());
-    let output = sb.rlp_in("home").args(["trace", "import", "--format", "json"]).arg(&file).output().unwrap();
+    let td = TestDir::new();
+    let file = write_lines(&td, "written.jsonl", &written_trace());
+    let output = td.rlp_in("home").args(["trace", "import", "--format", "json"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let doc: Value = stdout_json(&output);
     assert_eq!(
         (doc["frames"].as_u64(), doc["calls"].as_u64(), doc["first_row"].as_u64(), doc["last_row"].as_u64()),
         (Some(6), Some(2), Some(1), Some(6))
     );
 
     let run = |args: &[&str]| {
-        let output = sb.rlp_in("home").args(args).output().unwrap();
+        let output = td.rlp_in("home").args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         stdout(&output)
     };
@@ -683,30 +670,30 @@ fn list_and_show_a_trace() {
     assert_eq!(from_file["frames"][5]["result"], json!({"temp": 21}));
 
     // An empty home lists nothing.
-    let empty = sb.rlp_in("empty").args(["trace", "list", "--format", "json"]).output().unwrap();
+    let empty = td.rlp_in("empty").args(["trace", "list", "--format", "json"]).output().unwrap();
     assert_eq!(stdout(&empty), "[]\n");
 }
 
 /// Unreadable input stops replay with exit 2 and a message that says what to do.
 #[test]
 fn replay_refuses_unreadable_input() {
-    let sb = Sandbox::new();
-    let bundle = notes_bundle(&sb);
-    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let td = TestDir::new();
+    let bundle = notes_bundle(&td);
+    let file = write_lines(&td, "written.jsonl", &written_trace());
     let replay = |trace: &str, bundle: &Path| {
-        let output = sb.rlp_in("home").args(["replay", trace, "--bundle"]).arg(bundle).output().unwrap();
+        let output = td.rlp_in("home").args(["replay", trace, "--bundle"]).arg(bundle).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{trace}: {}", stdout(&output));
         assert_eq!(stdout(&output), "");
         stderr(&output)
     };
     assert!(replay(TRACE, &bundle).contains("there is no ledger at"));
-    record(&sb, "home", &bundle, "notes.read", json!({}));
+    record(&td, "home", &bundle, "notes.read", json!({}));
     let unknown = "0197a000-0000-7000-8000-00000000cccc";
     assert!(replay(unknown, &bundle).contains(&format!("has no trace {unknown}")));
     assert!(replay("nope.jsonl", &bundle).contains("error: `nope.jsonl` is neither a file nor a trace id"));
-    let empty = write_lines(&sb, "empty.jsonl", &[]);
+    let empty = write_lines(&td, "empty.jsonl", &[]);
     assert!(replay(empty.to_str().unwrap(), &bundle).contains("empty.jsonl holds no frame"));
-    let broken = write_lines(&sb, "broken.jsonl", &["{\"id\": 1}\n".to_string()]);
+    let broken = write_lines(&td, "broken.jsonl", &["{\"id\": 1}\n".to_string()]);
     assert!(
         replay(broken.to_str().unwrap(), &bundle).contains("broken.jsonl: line 1: not a frame: missing field `ts_ms`")
     );
@@ -717,38 +704,38 @@ fn replay_refuses_unreadable_input() {
 
 /// A bundle `desk` with tool `notes.read` alone, answering with a fixed
 /// note and accepting any object.
-fn notes_bundle(sb: &Sandbox) -> PathBuf {
-    let notes = data(sb, "notes.json", json!({"note": "hello"}));
-    sb.bundle(
+fn notes_bundle(td: &TestDir) -> PathBuf {
+    let notes = data(td, "notes.json", json!({"note": "hello"}));
+    td.bundle(
         "desk",
         json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"}))]),
-        &data_caps(sb, "exec = true\n"),
+        &data_caps(td, "exec = true\n"),
     )
 }
 
 /// A bundle `desk` with the two tools of [`written_trace`], both answering
 /// with a fixed note and accepting any object.
-fn desk_bundle(sb: &Sandbox) -> PathBuf {
-    let notes = data(sb, "notes.json", json!({"note": "hello"}));
-    sb.bundle(
+fn desk_bundle(td: &TestDir) -> PathBuf {
+    let notes = data(td, "notes.json", json!({"note": "hello"}));
+    td.bundle(
         "desk",
         json!([
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
         ]),
-        &data_caps(sb, "exec = true\n"),
+        &data_caps(td, "exec = true\n"),
     )
 }
 
 /// A trace where calls have no result (or results no call) is `invalid_trace`.
 #[test]
 fn strict_replay_flags_an_inconsistent_trace() {
-    let sb = Sandbox::new();
-    let bundle = desk_bundle(&sb);
+    let td = TestDir::new();
+    let bundle = desk_bundle(&td);
     let mut lines = written_trace();
     lines.truncate(5); // weather.get's final result is gone: its retry is the last frame.
-    let file = write_lines(&sb, "cut.jsonl", &lines);
-    let output = sb
+    let file = write_lines(&td, "cut.jsonl", &lines);
+    let output = td
         .rlp_in("home")
         .args(["replay"])
         .arg(&file)
@@ -758,7 +745,7 @@ fn strict_replay_flags_an_inconsistent_trace() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let doc: Value = stdout_json(&output);
     assert_eq!(doc["divergences"].as_array().unwrap().len(), 1);
     assert_eq!(doc["divergences"][0]["kind"], "invalid_trace");
     assert_eq!(doc["divergences"][0]["position"], 4);
@@ -771,8 +758,8 @@ fn strict_replay_flags_an_inconsistent_trace() {
 /// reports extra, unused and out-of-order calls.
 #[test]
 fn replay_source_answers_calls_from_a_recording() {
-    let sb = Sandbox::new();
-    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let td = TestDir::new();
+    let file = write_lines(&td, "written.jsonl", &written_trace());
     let mut source = ReplaySource::load(&TraceInput::File(file)).unwrap();
     assert_eq!(source.recordings().len(), 2);
     // weather.get first (out of order), with the same arguments spelled differently.
@@ -815,8 +802,8 @@ fn renumber(lines: &[String]) -> Vec<String> {
 }
 
 /// Strict replay of `file` against `bundle` as JSON; asserts the exit code.
-fn replay_json(sb: &Sandbox, file: &Path, bundle: &Path, code: i32) -> Value {
-    let output = sb
+fn replay_json(td: &TestDir, file: &Path, bundle: &Path, code: i32) -> Value {
+    let output = td
         .rlp_in("home")
         .arg("replay")
         .arg(file)
@@ -826,16 +813,16 @@ fn replay_json(sb: &Sandbox, file: &Path, bundle: &Path, code: i32) -> Value {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(code), "{}{}", stdout(&output), stderr(&output));
-    serde_json::from_slice(&output.stdout).unwrap()
+    stdout_json(&output)
 }
 
 /// A call whose arguments and result both no longer validate has both
 /// divergences reported.
 #[test]
 fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
-    let sb = Sandbox::new();
-    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let notes = data(&td, "notes.json", json!({"note": "hello"}));
+    let bundle = td.bundle(
         "desk",
         json!([
             exec_tool(
@@ -846,10 +833,10 @@ fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
             ),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object"})),
         ]),
-        &data_caps(&sb, "exec = true\n"),
+        &data_caps(&td, "exec = true\n"),
     );
-    let file = write_lines(&sb, "written.jsonl", &written_trace());
-    let doc = replay_json(&sb, &file, &bundle, 1);
+    let file = write_lines(&td, "written.jsonl", &written_trace());
+    let doc = replay_json(&td, &file, &bundle, 1);
     let found: Vec<(&str, u64, &str)> = doc["divergences"]
         .as_array()
         .unwrap()
@@ -872,12 +859,12 @@ fn strict_replay_reports_args_and_schema_mismatch_of_one_call() {
 /// `invalid_trace`, not another call: the counts add up to the calls listed.
 #[test]
 fn strict_replay_counts_each_listed_call_once() {
-    let sb = Sandbox::new();
-    let bundle = desk_bundle(&sb);
+    let td = TestDir::new();
+    let bundle = desk_bundle(&td);
     let mut lines = written_trace();
     lines.insert(2, lines[1].clone());
-    let file = write_lines(&sb, "twice.jsonl", &renumber(&lines));
-    let doc = replay_json(&sb, &file, &bundle, 1);
+    let file = write_lines(&td, "twice.jsonl", &renumber(&lines));
+    let doc = replay_json(&td, &file, &bundle, 1);
     let summary = &doc["summary"];
     assert_eq!(
         json!([
@@ -897,9 +884,9 @@ fn strict_replay_counts_each_listed_call_once() {
 }
 
 /// Imports the hand-written trace into `home`; asserts success.
-fn import_written(sb: &Sandbox, home: &str) -> PathBuf {
-    let file = write_lines(sb, "written.jsonl", &written_trace());
-    let output = sb.rlp_in(home).args(["trace", "import"]).arg(&file).output().unwrap();
+fn import_written(td: &TestDir, home: &str) -> PathBuf {
+    let file = write_lines(td, "written.jsonl", &written_trace());
+    let output = td.rlp_in(home).args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     file
 }
@@ -909,8 +896,8 @@ fn import_written(sb: &Sandbox, home: &str) -> PathBuf {
 /// document.
 #[test]
 fn a_file_that_is_not_a_ledger_is_unreadable_input() {
-    let sb = Sandbox::new();
-    let ledger = sb.ledger_path_in("junk");
+    let td = TestDir::new();
+    let ledger = td.ledger_path_in("junk");
     std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
     std::fs::write(&ledger, "garbage\n").unwrap();
     let expected = format!(
@@ -918,7 +905,7 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
          or move it aside to start a new ledger; pass --home to use another runtime home\n",
         ledger.display()
     );
-    let file = write_lines(&sb, "written.jsonl", &written_trace());
+    let file = write_lines(&td, "written.jsonl", &written_trace());
     let runs: [&[&str]; 5] = [
         &["trace", "verify"],
         &["trace", "list"],
@@ -927,24 +914,24 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
         &["trace", "import", file.to_str().unwrap()],
     ];
     for args in runs {
-        let output = sb.rlp_in("junk").args(args).output().unwrap();
+        let output = td.rlp_in("junk").args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
         assert_eq!(stderr(&output), expected, "{args:?}");
         assert_eq!(stdout(&output), "", "{args:?}");
     }
-    let output = sb.rlp_in("junk").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    let output = td.rlp_in("junk").args(["trace", "verify", "--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(stderr(&output), expected);
-    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let doc: Value = stdout_json(&output);
     assert_eq!(doc["ledger"], ledger.display().to_string());
     assert_eq!(doc["intact"], false);
     assert_eq!(doc["error"]["message"], expected.lines().next().unwrap().trim_start_matches("error: "));
     assert_eq!(std::fs::read(&ledger).unwrap(), b"garbage\n", "the file is left as it was");
 
     // No ledger at all: the JSON document too.
-    let output = sb.rlp_in("none").args(["trace", "verify", "--format", "json"]).output().unwrap();
+    let output = td.rlp_in("none").args(["trace", "verify", "--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let doc: Value = stdout_json(&output);
     assert_eq!(doc["intact"], false);
     assert!(doc["error"]["message"].as_str().unwrap().starts_with("there is no ledger at "), "{doc}");
 }
@@ -953,13 +940,13 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
 /// usage error (exit 2) naming the path.
 #[test]
 fn export_refuses_an_output_path_it_cannot_write() {
-    let sb = Sandbox::new();
-    import_written(&sb, "home");
-    let folder = sb.join("out");
+    let td = TestDir::new();
+    import_written(&td, "home");
+    let folder = td.join("out");
     std::fs::create_dir(&folder).unwrap();
-    let missing = sb.join("no-such-folder/x.jsonl");
+    let missing = td.join("no-such-folder/x.jsonl");
     let export = |path: &Path| {
-        let output = sb.rlp_in("home").args(["trace", "export", TRACE, "-o"]).arg(path).output().unwrap();
+        let output = td.rlp_in("home").args(["trace", "export", TRACE, "-o"]).arg(path).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
         stderr(&output)
     };
@@ -986,10 +973,10 @@ fn export_refuses_an_output_path_it_cannot_write() {
 /// and refuse an edited row as export does (exit 1, naming the row).
 #[test]
 fn show_and_replay_refuse_an_edited_row_like_export() {
-    let sb = Sandbox::new();
-    let bundle = desk_bundle(&sb);
-    import_written(&sb, "home");
-    let conn = rusqlite::Connection::open(sb.ledger_path_in("home")).unwrap();
+    let td = TestDir::new();
+    let bundle = desk_bundle(&td);
+    import_written(&td, "home");
+    let conn = rusqlite::Connection::open(td.ledger_path_in("home")).unwrap();
     let changed = conn
         .execute("UPDATE events SET payload_json = replace(payload_json, '\"hello\"', '\"HELLO\"') WHERE id = 3", [])
         .unwrap();
@@ -998,16 +985,16 @@ fn show_and_replay_refuse_an_edited_row_like_export() {
     let refused = "error: ledger row 3: the row does not match its hash_blake3: the ledger was edited";
     let help = "\n  help: run `rlp trace verify` to see every row that was changed\n";
     let run = |args: &[&str]| {
-        let output = sb.rlp_in("home").args(args).arg("--bundle").arg(&bundle).output().unwrap();
+        let output = td.rlp_in("home").args(args).arg("--bundle").arg(&bundle).output().unwrap();
         (output.status.code(), stderr(&output), stdout(&output))
     };
     let (code, err, out) = run(&["replay", TRACE, "--format", "json"]);
     assert_eq!((code, err, out), (Some(1), format!("{refused}{help}"), String::new()));
-    let output = sb.rlp_in("home").args(["trace", "show", TRACE]).output().unwrap();
+    let output = td.rlp_in("home").args(["trace", "show", TRACE]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), format!("{refused}{help}"));
     assert!(!stdout(&output).contains("HELLO"), "{}", stdout(&output));
-    let output = sb.rlp_in("home").args(["trace", "export", TRACE]).output().unwrap();
+    let output = td.rlp_in("home").args(["trace", "export", TRACE]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), format!("{refused}; nothing was exported{help}"));
 }
@@ -1015,9 +1002,9 @@ fn show_and_replay_refuse_an_edited_row_like_export() {
 /// A reader that goes away (EPIPE) ends the command quietly.
 #[test]
 fn a_closed_stdout_ends_commands_quietly() {
-    let sb = Sandbox::new();
-    let bundle = desk_bundle(&sb);
-    let file = import_written(&sb, "home");
+    let td = TestDir::new();
+    let bundle = desk_bundle(&td);
+    let file = import_written(&td, "home");
     let bundle_arg = bundle.display().to_string();
     let runs: [(&[&str], i32); 6] = [
         (&["trace", "list"], 0),
@@ -1029,7 +1016,7 @@ fn a_closed_stdout_ends_commands_quietly() {
     ];
     for (args, code) in runs {
         // As in `rlp … | head -3`.
-        let output = sb.command().args(args).stdout(closed_pipe()).output().unwrap();
+        let output = td.command().args(args).stdout(closed_pipe()).output().unwrap();
         assert_eq!((output.status.code(), stderr(&output)), (Some(code), String::new()), "{args:?}");
     }
 }
@@ -1038,7 +1025,7 @@ fn a_closed_stdout_ends_commands_quietly() {
 /// claims no wait when none was recorded.
 #[test]
 fn show_states_the_recorded_retry_wait() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let mut lines = written_trace();
     lines[4] = frame_line(
         5,
@@ -1046,10 +1033,10 @@ fn show_states_the_recorded_retry_wait() {
         "tool:weather.get",
         json!({"v": 1, "invocation_id": INV_B, "error": {"message": "busy", "kind": "tool", "transient": true, "retry_after_ms": 100, "will_retry": true}, "attempt": 1, "duration_ms": 3}),
     );
-    let with_wait = write_lines(&sb, "wait.jsonl", &lines);
-    let without_wait = write_lines(&sb, "written.jsonl", &written_trace());
+    let with_wait = write_lines(&td, "wait.jsonl", &lines);
+    let without_wait = write_lines(&td, "written.jsonl", &written_trace());
     let show = |file: &Path| {
-        let output = sb.rlp_in("home").args(["trace", "show"]).arg(file).output().unwrap();
+        let output = td.rlp_in("home").args(["trace", "show"]).arg(file).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         stdout(&output).lines().nth(5).unwrap().to_string()
     };
@@ -1067,15 +1054,15 @@ fn show_states_the_recorded_retry_wait() {
 /// the human output of `trace show` and `replay`.
 #[test]
 fn human_output_escapes_control_characters_from_the_trace() {
-    let sb = Sandbox::new();
-    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let notes = data(&td, "notes.json", json!({"note": "hello"}));
+    let bundle = td.bundle(
         "desk",
         json!([
             exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})),
             exec_tool("weather.get", &notes, json!({"type": "object"}), json!({"type": "object", "required": ["x"]})),
         ]),
-        &data_caps(&sb, "exec = true\n"),
+        &data_caps(&td, "exec = true\n"),
     );
     let hostile = "boom\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}31m";
     let mut lines = written_trace();
@@ -1091,20 +1078,16 @@ fn human_output_escapes_control_characters_from_the_trace() {
         "tool:weather.get",
         json!({"v": 1, "invocation_id": INV_B, "result": {"temp": hostile}, "attempt": 2}),
     );
-    let file = write_lines(&sb, "hostile.jsonl", &lines);
-    let escaped = "boom\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{9b}31m";
-    let show = sb.rlp_in("home").args(["trace", "show"]).arg(&file).output().unwrap();
-    let replay = sb.rlp_in("home").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    let file = write_lines(&td, "hostile.jsonl", &lines);
+    let show = td.rlp_in("home").args(["trace", "show"]).arg(&file).output().unwrap();
+    let replay = td.rlp_in("home").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
     assert_eq!(replay.status.code(), Some(1), "{}", stderr(&replay));
     for text in [stdout(&show), stdout(&replay)] {
         assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
     }
-    let text = stdout(&show);
-    assert_contains(&text, &format!("error → {escaped}  (call #2, attempt 1)\n"));
-    let text = stdout(&replay);
-    assert_contains(&text, &format!("error     error: {escaped}\n"));
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &show);
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &replay);
     // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
-    assert_contains(&text, "{\"temp\":\"boom\\u001b[2J\\u001b]0;owned\\u0007\\u{9b}31m\"}");
 }
 
 /// A frame line changed by `f`.
@@ -1118,7 +1101,7 @@ fn edit_line(line: &str, f: impl FnOnce(&mut Value)) -> String {
 /// 2); replay of the file refuses the same frames.
 #[test]
 fn import_refuses_frames_the_format_forbids() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let good = written_trace();
     let msg_id = |id: u64| format!("0197a000-0000-7000-8000-{id:012}");
     let mut cases: Vec<(&str, Vec<String>, String)> = Vec::new();
@@ -1187,8 +1170,8 @@ fn import_refuses_frames_the_format_forbids() {
     ));
 
     for (name, lines, expected) in cases {
-        let file = write_lines(&sb, &format!("{name}.jsonl"), &lines);
-        let output = sb.rlp_in("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
+        let file = write_lines(&td, &format!("{name}.jsonl"), &lines);
+        let output = td.rlp_in("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
         assert_eq!(
             stderr(&output),
@@ -1199,15 +1182,15 @@ fn import_refuses_frames_the_format_forbids() {
             ),
             "{name}"
         );
-        assert!(!sb.ledger_path_in("fresh").exists(), "{name}");
+        assert!(!td.ledger_path_in("fresh").exists(), "{name}");
     }
 
     // Replay reads files with the same reader: the same frames are refused.
     let mut lines = good.clone();
     lines[0] = edit_line(&lines[0], |f| f["actor"] = json!("robot"));
-    let file = write_lines(&sb, "actor.jsonl", &lines);
-    let bundle = notes_bundle(&sb);
-    let output = sb.rlp_in("fresh").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
+    let file = write_lines(&td, "actor.jsonl", &lines);
+    let bundle = notes_bundle(&td);
+    let output = td.rlp_in("fresh").arg("replay").arg(&file).arg("--bundle").arg(&bundle).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).starts_with(&format!(
@@ -1223,21 +1206,21 @@ fn import_refuses_frames_the_format_forbids() {
 /// ledger already holds its trace; a good one then for the duplicate (exit 1).
 #[test]
 fn import_reports_file_problems_before_a_trace_already_held() {
-    let sb = Sandbox::new();
-    import_written(&sb, "home");
+    let td = TestDir::new();
+    import_written(&td, "home");
     let mut lines = written_trace();
     lines[3] = "{\"id\": 4,\n".to_string();
-    let file = write_lines(&sb, "broken.jsonl", &lines);
-    let output = sb.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    let file = write_lines(&td, "broken.jsonl", &lines);
+    let output = td.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stderr(&output);
-    assert_contains(&text, ": 3 problems; nothing was imported:\n  line 4: not valid JSON: ");
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &output);
     assert!(!text.contains("already holds"), "{text}");
-    let file = write_lines(&sb, "good.jsonl", &written_trace());
-    let output = sb.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();
+    let file = write_lines(&td, "good.jsonl", &written_trace());
+    let output = td.rlp_in("home").args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains(&format!("already holds trace {TRACE}; nothing was imported")));
-    assert_eq!(rows(&sb, "home"), 6);
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &output);
+    assert_eq!(rows(&td, "home"), 6);
 }
 
 /// `--tag` on `trace list|show|export`: only traces with a frame carrying
@@ -1245,22 +1228,22 @@ fn import_reports_file_problems_before_a_trace_already_held() {
 /// export is a partial trace that imports and shows like a whole one.
 #[test]
 fn tag_filters_list_show_and_export() {
-    let sb = Sandbox::new();
-    let notes = data(&sb, "notes.json", json!({"note": "hello"}));
+    let td = TestDir::new();
+    let notes = data(&td, "notes.json", json!({"note": "hello"}));
     let mail = bundle::with(
         exec_tool("mail.send", &notes, json!({"type": "object"}), json!({"type": "object"})),
         json!({"observability": {"tags": ["mail", "external"]}}),
     );
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "desk",
         json!([exec_tool("notes.read", &notes, json!({"type": "object"}), json!({"type": "object"})), mail]),
-        &data_caps(&sb, "exec = true\n"),
+        &data_caps(&td, "exec = true\n"),
     );
     let other = "0197a000-0000-7000-8000-00000000bbbb";
-    record(&sb, "home", &bundle, "notes.read", json!({}));
-    record(&sb, "home", &bundle, "mail.send", json!({"to": "ann"}));
-    record(&sb, "home", &bundle, "notes.read", json!({"again": true}));
-    let output = sb
+    record(&td, "home", &bundle, "notes.read", json!({}));
+    record(&td, "home", &bundle, "mail.send", json!({"to": "ann"}));
+    record(&td, "home", &bundle, "notes.read", json!({"again": true}));
+    let output = td
         .rlp_in("home")
         .args(["tools", "call"])
         .arg(&bundle)
@@ -1270,7 +1253,7 @@ fn tag_filters_list_show_and_export() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 
     let run = |args: &[&str], code: i32| {
-        let output = sb.rlp_in("home").args(args).output().unwrap();
+        let output = td.rlp_in("home").args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(code), "{}", stderr(&output));
         output
     };
@@ -1289,11 +1272,11 @@ fn tag_filters_list_show_and_export() {
     assert_eq!(listed(&["mail", "test"]), Vec::<String>::new());
     let none = run(&["trace", "list", "--tag", "mail", "--tag", "test"], 0);
     assert_eq!(stdout(&none), "");
-    assert_contains(&stderr(&none), "has a frame tagged mail and test.");
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &none);
 
     // show: the frames of the mail call only, at their positions in the whole trace.
     let timeline = |output: &std::process::Output| -> Vec<(u64, String, String)> {
-        let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let doc: Value = stdout_json(output);
         doc["frames"]
             .as_array()
             .unwrap()
@@ -1317,21 +1300,21 @@ fn tag_filters_list_show_and_export() {
     );
     let missing = run(&["trace", "show", TRACE, "--tag", "nope"], 1);
     assert_eq!(stdout(&missing), "");
-    assert_contains(&stderr(&missing), &format!("no call of trace {TRACE} has a frame tagged nope"));
+    rlp_snapshot!(td.filters().literal(TRACE, "[TRACE]"), &missing);
 
     // export: the same frames, renumbered and chained on their own; importable.
-    let file = sb.join("mail.jsonl");
+    let file = td.join("mail.jsonl");
     run(&["trace", "export", TRACE, "--tag", "mail", "-o", file.to_str().unwrap()], 0);
     let lines = frames(&file);
     assert_eq!(lines.iter().map(|f| f["id"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2, 3, 4]);
     assert!(lines.iter().all(|f| f["payload"]["tool"] == "mail.send" || f["kind"] == "tool.result"));
-    let imported = sb.rlp_in("other").args(["trace", "import"]).arg(&file).output().unwrap();
+    let imported = td.rlp_in("other").args(["trace", "import"]).arg(&file).output().unwrap();
     assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
-    let reshown = sb.rlp_in("other").args(["trace", "show", TRACE, "--format", "json"]).output().unwrap();
+    let reshown = td.rlp_in("other").args(["trace", "show", TRACE, "--format", "json"]).output().unwrap();
     assert_eq!(
         timeline(&reshown).iter().map(|f| (f.1.clone(), f.2.clone())).collect::<Vec<_>>(),
         shown.iter().map(|f| (f.1.clone(), f.2.clone())).collect::<Vec<_>>()
     );
-    let verify = sb.rlp_in("other").args(["trace", "verify"]).output().unwrap();
+    let verify = td.rlp_in("other").args(["trace", "verify"]).output().unwrap();
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }

@@ -20,7 +20,8 @@ use crate::support::ledger::{self, kinds, payload};
 use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
 use crate::support::process::{self, wait_for_file, wait_until_gone};
 use crate::support::pty::Terminal;
-use crate::support::{HANG_GUARD, Sandbox, files};
+use crate::support::rlp_snapshot;
+use crate::support::{HANG_GUARD, TestDir, files};
 
 const SECRET: &str = "sk-live-7f3a9c1e-RECOGNISABLE";
 const TOKEN_ENV: &str = "RUNLOOP_TEST_TOKEN";
@@ -42,14 +43,14 @@ fn touch_tool(marker: &Path) -> Value {
 }
 
 /// Where [`touch_tool`] leaves its marker: in the sandbox's state folder.
-fn marker_of(sb: &Sandbox) -> PathBuf {
-    sb.state_dir().join("ran")
+fn marker_of(td: &TestDir) -> PathBuf {
+    td.state_dir().join("ran")
 }
 
 /// A policy granting `grants` (lines under `[capabilities]`) and the
-/// sandbox's state folder.
-fn state_caps(sb: &Sandbox, grants: &str) -> String {
-    bundle::caps(grants, &sb.state_dir())
+/// test folder's state folder.
+fn state_caps(td: &TestDir, grants: &str) -> String {
+    bundle::caps(grants, &td.state_dir())
 }
 
 fn http_tool(id: &str, method: &str, url: &str) -> Value {
@@ -71,8 +72,8 @@ fn net_caps(port: u16) -> String {
 
 #[test]
 fn exec_tool_call_records_frames_in_order() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "echoer",
         json!([with(
             bundle::runtime_tool("blob.echo", "echo_blob.sh", &[]),
@@ -81,7 +82,7 @@ fn exec_tool_call_records_frames_in_order() {
         "[capabilities]\nexec = true\n",
     );
     let output =
-        sb.call(&bundle, "blob.echo", json!({"to": "a@b.c", "n": 2})).args(["--format", "json"]).output().unwrap();
+        td.call(&bundle, "blob.echo", json!({"to": "a@b.c", "n": 2})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let doc = stdout_json(&output);
     let invocation = doc["invocation_id"].as_str().unwrap().to_string();
@@ -110,7 +111,7 @@ fn exec_tool_call_records_frames_in_order() {
     assert!(deadline > now_ms && deadline <= now_ms + 30_000, "deadline {deadline} vs now {now_ms}");
 
     // The ledger: audit, call, result, in order, all with the same ids.
-    let events = sb.events();
+    let events = td.events();
     assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result"]);
     let audit = payload(&events[0]);
     assert_eq!(
@@ -143,15 +144,15 @@ fn exec_tool_call_records_frames_in_order() {
     }
     assert_eq!(events[1].actor, "runtime");
     assert_eq!(events[2].actor, "tool:blob.echo");
-    let report = rlp::ledger::verify_chain(&sb.ledger_path()).unwrap();
+    let report = rlp::ledger::verify_chain(&td.ledger_path()).unwrap();
     assert!(report.is_intact() && report.rows == 3, "{report:?}");
 }
 
 #[test]
 fn human_format_prints_the_result_only() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    let td = TestDir::new();
+    let bundle = td.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "{\n  \"ok\": true\n}\n");
     // An unsigned working folder is callable; rlp says once that its trust is not checked.
@@ -167,11 +168,11 @@ fn human_format_prints_the_result_only() {
 #[test]
 fn http_tool_call_records_frames_in_order() {
     let server = Server::start(|_| reply(200, r#"{"id": 7, "status": "queued"}"#));
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let url = format!("http://127.0.0.1:{}/v1/items/{{item}}", server.port);
     let bundle =
-        sb.bundle("poster", json!([http_tool_taking("items.put", "POST", &url, "item")]), &net_caps(server.port));
-    let output = sb
+        td.bundle("poster", json!([http_tool_taking("items.put", "POST", &url, "item")]), &net_caps(server.port));
+    let output = td
         .call(&bundle, "items.put", json!({"item": "a b", "note": "hi", "n": 1}))
         .args(["--format", "json"])
         .output()
@@ -185,7 +186,7 @@ fn http_tool_call_records_frames_in_order() {
     assert_eq!(requests[0].header("content-type"), Some("application/json"));
     assert_eq!(serde_json::from_slice::<Value>(&requests[0].body).unwrap(), json!({"note": "hi", "n": 1}));
 
-    let events = sb.events();
+    let events = td.events();
     assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "tool.call", "tool.result"]);
     let capability = format!("net:127.0.0.1:{}", server.port);
     assert_eq!(payload(&events[0])["capability"], capability.as_str());
@@ -200,15 +201,15 @@ fn http_tool_call_records_frames_in_order() {
 
 #[test]
 fn trace_id_groups_calls() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let bundle =
-        sb.bundle("grouped", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+        td.bundle("grouped", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let trace = uuid::Uuid::now_v7();
     for _ in 0..2 {
-        sb.call(&bundle, "ok", json!({})).args(["--trace-id", &trace.to_string()]).assert().code(0);
+        td.call(&bundle, "ok", json!({})).args(["--trace-id", &trace.to_string()]).assert().code(0);
     }
-    sb.call(&bundle, "ok", json!({})).assert().code(0);
-    let ledger = Ledger::open_existing(&sb.ledger_path()).unwrap();
+    td.call(&bundle, "ok", json!({})).assert().code(0);
+    let ledger = Ledger::open_existing(&td.ledger_path()).unwrap();
     let mut in_trace = Vec::new();
     ledger
         .for_each_in_trace(&trace, |e| {
@@ -220,27 +221,25 @@ fn trace_id_groups_calls() {
     assert_ne!(in_trace[0].1, in_trace[3].1, "two invocations");
     assert_eq!(ledger.count().unwrap(), 9);
 
-    let output = sb.call(&bundle, "ok", json!({})).args(["--trace-id", "not-a-uuid"]).output().unwrap();
+    let output = td.call(&bundle, "ok", json!({})).args(["--trace-id", "not-a-uuid"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(&stderr(&output), "--trace-id `not-a-uuid` is not a UUID");
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn ungranted_exec_is_refused_without_running() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = sb.bundle("noexec", json!([touch_tool(&marker)]), &state_caps(&sb, "time = true\n"));
-    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle("noexec", json!([touch_tool(&marker)]), &state_caps(&td, "time = true\n"));
+    let output = td.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool ran");
-    let err = stderr(&output);
-    assert_contains(&err, "error: tool `touch` is not exposed: it needs `exec` (policy.caps does not grant it)");
-    assert_contains(&err, "help: grant it under [capabilities] in policy.caps (exec = true)");
-    let events = sb.events();
+    rlp_snapshot!(&td, &output);
+    let events = td.events();
     assert_eq!(kinds(&events), ["cap.audit", "cap.audit"]);
     let folder = payload(&events[0]);
     assert_eq!(folder["decision"], "allow");
-    assert_eq!(folder["capability"], format!("fs:{}", sb.state_dir().display()).as_str());
+    assert_eq!(folder["capability"], format!("fs:{}", td.state_dir().display()).as_str());
     let audit = payload(&events[1]);
     assert_eq!(audit["decision"], "deny");
     assert_eq!(audit["capability"], "exec");
@@ -250,8 +249,8 @@ fn ungranted_exec_is_refused_without_running() {
 
 #[test]
 fn ungranted_net_host_is_refused() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "nonet",
         json!([with(
             http_tool("api.get", "GET", "https://api.example.com/v1/x"),
@@ -259,86 +258,77 @@ fn ungranted_net_host_is_refused() {
         )]),
         "[capabilities]\nnet = [\"other.example.com\"]\n",
     );
-    let output = sb.call(&bundle, "api.get", json!({})).output().unwrap();
+    let output = td.call(&bundle, "api.get", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    let denied: Vec<Value> = sb.events().iter().map(payload).filter(|p| p["decision"] == "deny").collect();
+    let denied: Vec<Value> = td.events().iter().map(payload).filter(|p| p["decision"] == "deny").collect();
     assert_eq!(denied.len(), 2, "{denied:?}");
     assert_eq!(denied[0]["capability"], "net:api.example.com");
     assert_eq!(denied[1]["capability"], "net:api.example.com:443");
-    assert_contains(&stderr(&output), "help: grant it under [capabilities] in policy.caps");
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn override_revokes_net_without_connecting() {
     let server = Server::start(|_| reply(200, "{}"));
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let url = format!("http://127.0.0.1:{}/x", server.port);
-    let bundle = sb.bundle("revoked", json!([http_tool("x.get", "GET", &url)]), &net_caps(server.port));
-    let override_file = sb.write_override("revoked", "[capabilities]\nnet = []\n");
-    let output = sb.call(&bundle, "x.get", json!({})).output().unwrap();
+    let bundle = td.bundle("revoked", json!([http_tool("x.get", "GET", &url)]), &net_caps(server.port));
+    let override_file = td.write_override("revoked", "[capabilities]\nnet = []\n");
+    let output = td.call(&bundle, "x.get", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert_eq!(server.connections(), 0, "a connection was made");
-    let events = sb.events();
+    let events = td.events();
     assert_eq!(kinds(&events), ["cap.audit"]);
     assert_eq!(payload(&events[0])["decision"], "deny");
     assert_eq!(
         payload(&events[0])["reason"],
         format!("revoked by the operator override {}", override_file.display()).as_str()
     );
-    assert_contains(&stderr(&output), "help: the operator override revokes it");
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn override_cannot_add_grants() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = sb.bundle("adder", json!([touch_tool(&marker)]), &state_caps(&sb, "time = true\n"));
-    let override_file = sb.write_override("adder", &state_caps(&sb, "exec = true\n"));
-    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle("adder", json!([touch_tool(&marker)]), &state_caps(&td, "time = true\n"));
+    td.write_override("adder", &state_caps(&td, "exec = true\n"));
+    let output = td.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3));
     assert!(!marker.exists());
-    assert_contains(
-        &stderr(&output),
-        &format!(
-            "warning: {}: `exec = true` reaches beyond the bundle's policy.caps; an override can only narrow, so only what the bundle grants of it applies",
-            override_file.display()
-        ),
-    );
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn invalid_input_never_runs_the_tool() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle(
         "strict",
         json!([with(
             touch_tool(&marker),
             json!({"input_schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}})
         )]),
-        &state_caps(&sb, "exec = true\n"),
+        &state_caps(&td, "exec = true\n"),
     );
-    let output = sb.call(&bundle, "touch", json!({"n": "seven"})).output().unwrap();
+    let output = td.call(&bundle, "touch", json!({"n": "seven"})).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool ran");
-    assert_contains(
-        &stderr(&output),
-        "error: the arguments do not match the input_schema of `touch`: /n: \"seven\" is not of type \"integer\"",
-    );
-    assert!(!kinds(&sb.events()).contains(&"tool.call"));
+    rlp_snapshot!(&td, &output);
+    assert!(!kinds(&td.events()).contains(&"tool.call"));
 
-    let output = sb.rlp().args(["tools", "call"]).arg(&bundle).args(["touch", "--args", "{nope"]).output().unwrap();
+    let output = td.rlp().args(["tools", "call"]).arg(&bundle).args(["touch", "--args", "{nope"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(&stderr(&output), "the arguments in --args are not valid JSON");
+    rlp_snapshot!(&td, &output);
 
-    sb.call(&bundle, "touch", json!({"n": 7})).assert().code(0);
+    td.call(&bundle, "touch", json!({"n": 7})).assert().code(0);
     assert!(marker.exists());
 }
 
 #[test]
 fn result_failing_result_schema_is_an_error() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "badres",
         json!([with(
             bundle::runtime_tool("bad", "bad_result.sh", &[]),
@@ -346,14 +336,11 @@ fn result_failing_result_schema_is_an_error() {
         )]),
         "[capabilities]\nexec = true\n",
     );
-    let output = sb.call(&bundle, "bad", json!({})).output().unwrap();
+    let output = td.call(&bundle, "bad", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(output.stdout.is_empty());
-    assert_contains(
-        &stderr(&output),
-        "error: the result of `bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\"",
-    );
-    let events = sb.events();
+    rlp_snapshot!(&td, &output);
+    let events = td.events();
     assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result"]);
     let result = payload(&events[2]);
     assert!(result.get("result").is_none());
@@ -362,13 +349,13 @@ fn result_failing_result_schema_is_an_error() {
 
 #[test]
 fn exec_tool_sees_only_documented_environment() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "envdump",
         json!([with(bundle::runtime_tool("env.dump", "env_dump.sh", &["extra"]), json!({"secrets": [TOKEN_ID]}))]),
         &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"),
     );
-    let output = sb
+    let output = td
         .call(&bundle, "env.dump", json!({}))
         .args(["--format", "json"])
         .env("AWS_SECRET_ACCESS_KEY", "leak")
@@ -401,16 +388,16 @@ fn exec_tool_sees_only_documented_environment() {
 
 #[test]
 fn secret_never_leaks_from_exec_tools() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tools = json!([
         with(bundle::runtime_tool("sec.result", "secret_echo.sh", &["result"]), json!({"secrets": [TOKEN_ID]})),
         with(bundle::runtime_tool("sec.stderr", "secret_echo.sh", &["stderr"]), json!({"secrets": [TOKEN_ID]})),
         with(bundle::runtime_tool("sec.envelope", "secret_echo.sh", &["envelope"]), json!({"secrets": [TOKEN_ID]})),
     ]);
-    let bundle = sb.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
+    let bundle = td.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
     let mut transcript = Vec::new();
     let mut run = |tool: &str, args: Value, code: i32| {
-        let output = sb.call(&bundle, tool, args).env(TOKEN_ENV, SECRET).output().unwrap();
+        let output = td.call(&bundle, tool, args).env(TOKEN_ENV, SECRET).output().unwrap();
         assert_eq!(output.status.code(), Some(code), "{tool}: {}", stderr(&output));
         transcript.extend_from_slice(&output.stdout);
         transcript.extend_from_slice(&output.stderr);
@@ -419,15 +406,12 @@ fn secret_never_leaks_from_exec_tools() {
     let output = run("sec.result", json!({"echo": SECRET}), 0);
     assert_eq!(stdout_json(&output), json!({"token": "[redacted]", "len": SECRET.len()}));
     let output = run("sec.stderr", json!({}), 1);
-    assert_contains(
-        &stderr(&output),
-        "error: tool `sec.stderr` exited with status 4; stderr: the token is [redacted], failing",
-    );
+    rlp_snapshot!(&td, &output);
     let output = run("sec.envelope", json!({}), 1);
-    assert_contains(&stderr(&output), "error: tool `sec.envelope` failed: rejected token [redacted]");
+    rlp_snapshot!(&td, &output);
     assert_no_secret(&transcript, "rlp's output");
-    assert_ledger_has_no_secret(&sb);
-    let events = sb.events();
+    assert_ledger_has_no_secret(&td);
+    let events = td.events();
     let call = events.iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
     assert_eq!(call["args"], json!({"echo": "[redacted]"}));
 }
@@ -456,41 +440,41 @@ fn a_response_body_that_stalls_is_a_timeout() {
         let mut rest = Vec::new();
         let _ = out.read_to_end(&mut rest); // until rlp hangs up
     });
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let url = format!("http://127.0.0.1:{port}/slow");
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "stalled",
         json!([with(http_tool("slow.get", "GET", &url), json!({"timeout_ms": 500}))]),
         &net_caps(port),
     );
-    let output = sb.call(&bundle, "slow.get", json!({})).output().unwrap();
+    let output = td.call(&bundle, "slow.get", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert_contains(&stderr(&output), "timed out after 500 ms (timeout_ms)");
-    let result = sb.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
+    rlp_snapshot!(&td, &output);
+    let result = td.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "timeout");
     server.join().unwrap();
 }
 
 #[test]
 fn json_format_reports_a_failed_call_as_one_document() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "failing",
         json!([bundle::runtime_tool("fail", "secret_echo.sh", &["stderr"])]),
         "[capabilities]\nexec = true\n",
     );
-    let output = sb.call(&bundle, "fail", json!({})).args(["--format", "json"]).output().unwrap();
+    let output = td.call(&bundle, "fail", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let document = stdout_json(&output);
     assert_eq!(document["tool"], "fail");
     assert_eq!(document["error"]["exit"], 1);
     assert_eq!(document["error"]["message"], "tool `fail` exited with status 4; stderr: the token is , failing");
-    let call = sb.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
+    let call = td.events().iter().find(|e| e.kind == "tool.call").map(payload).unwrap();
     assert_eq!(document["invocation_id"], call["invocation_id"]);
     assert!(document["trace_id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
-    assert_contains(&stderr(&output), "\nerror: tool `fail` exited with status 4");
+    rlp_snapshot!(&td, &output);
 
-    let output = sb.call(&bundle, "nope", json!({})).args(["--format", "json"]).output().unwrap();
+    let output = td.call(&bundle, "nope", json!({})).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let document = stdout_json(&output);
     assert_eq!((document["error"]["exit"].clone(), document["invocation_id"].clone()), (json!(2), Value::Null));
@@ -498,14 +482,14 @@ fn json_format_reports_a_failed_call_as_one_document() {
 
 #[test]
 fn a_short_secret_value_leaves_the_trace_readable() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tools = json!([with(
         bundle::runtime_tool("sec.result", "secret_echo.sh", &["result"]),
         json!({"secrets": [TOKEN_ID]})
     )]);
-    let bundle = sb.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
+    let bundle = td.bundle("secretive", tools, &format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n"));
     let trace = "0197b0ff-0000-7000-8000-000000000002";
-    let output = sb
+    let output = td
         .call(&bundle, "sec.result", json!({"n": 100}))
         .args(["--trace-id", trace])
         .env(TOKEN_ENV, "0")
@@ -513,7 +497,7 @@ fn a_short_secret_value_leaves_the_trace_readable() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"token": "[redacted]", "len": 1}));
-    let events = sb.events();
+    let events = td.events();
     let of_kind = |kind: &str| events.iter().find(|e| e.kind == kind).map(payload).unwrap();
     let call = of_kind("tool.call");
     assert_eq!(call["args"], json!({"n": "[redacted]"}), "tool data is scrubbed");
@@ -521,7 +505,7 @@ fn a_short_secret_value_leaves_the_trace_readable() {
     assert_eq!(call["input_schema_blake3"].as_str().unwrap().len(), 64, "{call}");
     assert_eq!(of_kind("tool.result")["invocation_id"], call["invocation_id"]);
     for args in [vec!["trace", "show", trace], vec!["trace", "export", trace]] {
-        let output = sb.rlp().args(&args).output().unwrap();
+        let output = td.rlp().args(&args).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
     }
 }
@@ -531,8 +515,8 @@ fn assert_no_secret(bytes: &[u8], what: &str) {
     assert!(!bytes.windows(needle.len()).any(|w| w == needle), "the secret appears in {what}");
 }
 
-fn assert_ledger_has_no_secret(sb: &Sandbox) {
-    let files = ledger::files(&sb.ledger_path());
+fn assert_ledger_has_no_secret(td: &TestDir) {
+    let files = ledger::files(&td.ledger_path());
     assert!(!files.is_empty(), "no ledger file to scan");
     for (path, bytes) in files {
         assert_no_secret(&bytes, &path.display().to_string());
@@ -548,7 +532,7 @@ fn secret_never_leaks_from_http_tools() {
         }
         reply(200, &format!(r#"{{"seen": "{auth}"}}"#))
     });
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let header = json!({"Authorization": format!("Bearer ${{secret:{TOKEN_ID}}}")});
     let mk = |id: &str, path: &str| {
         with(
@@ -557,21 +541,17 @@ fn secret_never_leaks_from_http_tools() {
                    "url": format!("http://127.0.0.1:{}/{path}", server.port), "headers": header}}),
         )
     };
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "httpsecret",
         json!([mk("h.ok", "ok"), mk("h.fail", "fail")]),
         &format!("[capabilities]\nnet = [\"127.0.0.1:{}\"]\nsecrets = [\"{TOKEN_ID}\"]\n", server.port),
     );
-    let ok = sb.call(&bundle, "h.ok", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    let ok = td.call(&bundle, "h.ok", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert_eq!(stdout_json(&ok), json!({"seen": "Bearer [redacted]"}));
-    let fail = sb.call(&bundle, "h.fail", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    let fail = td.call(&bundle, "h.fail", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
     assert_eq!(fail.status.code(), Some(1));
-    assert!(
-        stderr(&fail).contains(r#"error: HTTP 401 Unauthorized: {"error": "bad credentials Bearer [redacted]"}"#),
-        "{}",
-        stderr(&fail)
-    );
+    rlp_snapshot!(&td, &fail);
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].header("authorization"), Some(format!("Bearer {SECRET}").as_str()), "the header was sent");
@@ -579,32 +559,24 @@ fn secret_never_leaks_from_http_tools() {
         assert_no_secret(&output.stdout, "stdout");
         assert_no_secret(&output.stderr, "stderr");
     }
-    assert_ledger_has_no_secret(&sb);
+    assert_ledger_has_no_secret(&td);
 }
 
 #[test]
 fn missing_secret_names_the_variable() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle(
         "nosecret",
         json!([with(touch_tool(&marker), json!({"secrets": [TOKEN_ID]}))]),
-        &state_caps(&sb, &format!("exec = true\nsecrets = [\"{TOKEN_ID}\"]\n")),
+        &state_caps(&td, &format!("exec = true\nsecrets = [\"{TOKEN_ID}\"]\n")),
     );
-    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    let output = td.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
-    let err = stderr(&output);
-    assert_contains(
-        &err,
-        "error: tool `touch` needs secrets that are not available: `runloop/test/token` (env: RUNLOOP_TEST__TOKEN is not set)",
-    );
-    assert_contains(
-        &err,
-        "help: set the environment variable RUNLOOP_TEST__TOKEN (secret `runloop/test/token`), then call again",
-    );
+    rlp_snapshot!(&td, &output);
     // The secret's grant is audited once: denied, since no provider has it.
-    let events = sb.events();
+    let events = td.events();
     assert_eq!(kinds(&events), ["cap.audit", "cap.audit", "cap.audit"]);
     let last = payload(&events[2]);
     assert_eq!(last["capability"], "secrets:runloop/test/token");
@@ -625,51 +597,48 @@ fn call_expecting_timeout(mut call: assert_cmd::Command, tool: &str) {
 
 #[test]
 fn timeout_kills_the_whole_process_group() {
-    let sb = Sandbox::new();
-    let pids = sb.state_dir();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let pids = td.state_dir();
+    let bundle = td.bundle(
         "sleeper",
         json!([with(exec_tool_on("sleep", "sleep_fork.sh", &pids, &pids), json!({"timeout_ms": 1000}))]),
-        &state_caps(&sb, "exec = true\n"),
+        &state_caps(&td, "exec = true\n"),
     );
-    call_expecting_timeout(sb.call(&bundle, "sleep", json!({})), "sleep");
+    call_expecting_timeout(td.call(&bundle, "sleep", json!({})), "sleep");
     let parent = std::fs::read_to_string(pids.join("parent.pid")).unwrap();
     let child = std::fs::read_to_string(pids.join("child.pid")).unwrap();
     assert!(!process::is_running(parent.trim()), "the tool {parent} is still there");
     assert!(!process::is_running(child.trim()), "its child {child} is still there");
-    let result = sb.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
+    let result = td.events().iter().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "timeout");
 }
 
 #[test]
 fn huge_stdout_is_refused_with_memory_bounded() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "flood",
         json!([bundle::runtime_tool("flood", "flood_stdout.sh", &[])]),
         "[capabilities]\nexec = true\n",
     );
     // rlp runs with its address space capped at 1 GiB: buffering 5 GB would fail.
-    let mut command = sb.shell("ulimit -v 1048576");
+    let mut command = td.shell("ulimit -v 1048576");
     command.args(["tools", "call"]).arg(&bundle).arg("flood");
     let output = assert_cmd::Command::from_std(command).timeout(HANG_GUARD).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert_contains(
-        &stderr(&output),
-        "error: tool `flood` output too large: more than 1048576 bytes on stdout (max_output_bytes); it was killed",
-    );
-    assert_eq!(payload(&sb.events()[2])["error"]["kind"], "output_too_large");
+    rlp_snapshot!(&td, &output);
+    assert_eq!(payload(&td.events()[2])["error"]["kind"], "output_too_large");
 }
 
 #[test]
 fn stderr_flood_before_stdout_does_not_deadlock() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "noisy",
         json!([bundle::runtime_tool("noisy", "stderr_first.sh", &[])]),
         "[capabilities]\nexec = true\n",
     );
-    let output = sb.call(&bundle, "noisy", json!({})).output().unwrap();
+    let output = td.call(&bundle, "noisy", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"ok": true}));
 }
@@ -677,25 +646,25 @@ fn stderr_flood_before_stdout_does_not_deadlock() {
 #[test]
 fn http_argument_stays_inside_its_path_segment() {
     let server = Server::start(|_| reply(200, "{}"));
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let url = format!("http://127.0.0.1:{}/users/{{user}}/mail", server.port);
     let bundle =
-        sb.bundle("traversal", json!([http_tool_taking("mail.get", "GET", &url, "user")]), &net_caps(server.port));
+        td.bundle("traversal", json!([http_tool_taking("mail.get", "GET", &url, "user")]), &net_caps(server.port));
     let output =
-        sb.call(&bundle, "mail.get", json!({"user": "../../admin?x=1#@evil.example", "q": "a b"})).output().unwrap();
+        td.call(&bundle, "mail.get", json!({"user": "../../admin?x=1#@evil.example", "q": "a b"})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].line, "GET /users/..%2F..%2Fadmin%3Fx%3D1%23%40evil.example/mail?q=a+b HTTP/1.1");
     assert_eq!(requests[0].header("host"), Some(format!("127.0.0.1:{}", server.port).as_str()));
 
-    let output = sb.call(&bundle, "mail.get", json!({"user": ".."})).output().unwrap();
+    let output = td.call(&bundle, "mail.get", json!({"user": ".."})).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert_contains(&stderr(&output), "argument `user` cannot be `..`");
+    rlp_snapshot!(&td, &output);
     assert_eq!(server.connections(), 1);
 }
 
-fn redirect_bundle(sb: &Sandbox, from: &Server, grants: &[u16]) -> PathBuf {
+fn redirect_bundle(td: &TestDir, from: &Server, grants: &[u16]) -> PathBuf {
     let url = format!("http://127.0.0.1:{}/start", from.port);
     let tool = json!({
         "id": "hop",
@@ -708,7 +677,7 @@ fn redirect_bundle(sb: &Sandbox, from: &Server, grants: &[u16]) -> PathBuf {
         "requires_confirmation": false,
     });
     let net: Vec<String> = grants.iter().map(|p| format!("\"127.0.0.1:{p}\"")).collect();
-    sb.bundle(
+    td.bundle(
         "hopper",
         json!([tool]),
         &format!("[capabilities]\nnet = [{}]\nsecrets = [\"{TOKEN_ID}\"]\n", net.join(", ")),
@@ -720,9 +689,9 @@ fn redirect_to_an_ungranted_host_is_not_followed() {
     let other = Server::start(|_| reply(200, r#"{"stolen": true}"#));
     let location = format!("http://127.0.0.1:{}/steal", other.port);
     let first = Server::start(move |_| redirect(302, &location));
-    let sb = Sandbox::new();
-    let bundle = redirect_bundle(&sb, &first, &[first.port]);
-    let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    let td = TestDir::new();
+    let bundle = redirect_bundle(&td, &first, &[first.port]);
+    let output = td.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert_contains(
         &stderr(&output),
@@ -733,9 +702,9 @@ fn redirect_to_an_ungranted_host_is_not_followed() {
     );
     assert_eq!(other.connections(), 0, "the redirect was followed");
     assert_eq!(first.requests()[0].header("authorization"), Some(format!("Bearer {SECRET}").as_str()));
-    let deny = sb.events().iter().map(payload).find(|p| p["decision"] == "deny").unwrap();
+    let deny = td.events().iter().map(payload).find(|p| p["decision"] == "deny").unwrap();
     assert_eq!(deny["capability"], format!("net:127.0.0.1:{}", other.port).as_str());
-    assert_ledger_has_no_secret(&sb);
+    assert_ledger_has_no_secret(&td);
 }
 
 #[test]
@@ -743,9 +712,9 @@ fn granted_redirect_drops_the_secret_header() {
     let other = Server::start(|_| reply(200, r#"{"landed": true}"#));
     let location = format!("http://127.0.0.1:{}/landing", other.port);
     let first = Server::start(move |_| redirect(307, &location));
-    let sb = Sandbox::new();
-    let bundle = redirect_bundle(&sb, &first, &[first.port, other.port]);
-    let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
+    let td = TestDir::new();
+    let bundle = redirect_bundle(&td, &first, &[first.port, other.port]);
+    let output = td.call(&bundle, "hop", json!({})).env(TOKEN_ENV, SECRET).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"landed": true}));
     let landed = other.requests();
@@ -754,53 +723,45 @@ fn granted_redirect_drops_the_secret_header() {
     assert_eq!(landed[0].header("authorization"), None, "the secret header followed the redirect");
     assert_eq!(landed[0].header("x-plain"), Some("visible"));
     let allowed: Vec<Value> =
-        sb.events().iter().map(payload).filter(|p| p["reason"] == "redirect target granted by policy").collect();
+        td.events().iter().map(payload).filter(|p| p["reason"] == "redirect target granted by policy").collect();
     assert_eq!(allowed.len(), 1);
 }
 
 #[test]
 fn header_producing_crlf_is_refused() {
     let server = Server::start(|_| reply(200, "{}"));
-    let sb = Sandbox::new();
-    let bundle = redirect_bundle(&sb, &server, &[server.port]);
-    let output = sb.call(&bundle, "hop", json!({})).env(TOKEN_ENV, "abc\r\nX-Injected: 1").output().unwrap();
+    let td = TestDir::new();
+    let bundle = redirect_bundle(&td, &server, &[server.port]);
+    let output = td.call(&bundle, "hop", json!({})).env(TOKEN_ENV, "abc\r\nX-Injected: 1").output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert_contains(
-        &stderr(&output),
-        "error: tool `hop`: header `Authorization` would contain CR, LF or NUL after its placeholders were filled; the call is refused",
-    );
+    rlp_snapshot!(&td, &output);
     assert!(!stderr(&output).contains("X-Injected"));
     assert_eq!(server.connections(), 0);
 }
 
-fn confirm_bundle(sb: &Sandbox, marker: &Path) -> PathBuf {
-    sb.bundle(
+fn confirm_bundle(td: &TestDir, marker: &Path) -> PathBuf {
+    td.bundle(
         "careful",
         json!([with(touch_tool(marker), json!({"requires_confirmation": true}))]),
-        &state_caps(sb, "exec = true\n"),
+        &state_caps(td, "exec = true\n"),
     )
 }
 
 #[test]
 fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = confirm_bundle(&sb, &marker);
-    let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = confirm_bundle(&td, &marker);
+    let output = td.call(&bundle, "touch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
-    let err = stderr(&output);
-    assert_contains(
-        &err,
-        "error: tool `touch` requires confirmation and the call was not approved: no terminal to ask on, and no --yes",
-    );
-    assert_contains(&err, "help: pass --yes to approve the call");
-    let confirm = sb.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
+    rlp_snapshot!(&td, &output);
+    let confirm = td.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
     assert_eq!(confirm["approved"], false);
 
-    sb.call(&bundle, "touch", json!({})).arg("--yes").assert().code(0);
+    td.call(&bundle, "touch", json!({})).arg("--yes").assert().code(0);
     assert!(marker.exists());
-    let events = sb.events();
+    let events = td.events();
     let confirms: Vec<Value> = events.iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
     assert_eq!(confirms.len(), 2);
     assert_eq!(confirms[1]["approved"], true);
@@ -812,50 +773,50 @@ fn confirmation_without_a_terminal_is_refused_and_yes_approves() {
 
 #[test]
 fn user_config_or_environment_can_waive_confirmation() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = confirm_bundle(&sb, &marker);
-    std::fs::create_dir_all(sb.home()).unwrap();
-    std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
-    sb.call(&bundle, "touch", json!({})).assert().code(0);
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = confirm_bundle(&td, &marker);
+    std::fs::create_dir_all(td.home()).unwrap();
+    std::fs::write(td.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
+    td.call(&bundle, "touch", json!({})).assert().code(0);
     assert!(marker.exists());
-    let confirm = sb.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
+    let confirm = td.events().iter().find(|e| e.kind == "tool.confirm").map(payload).unwrap();
     assert_eq!(confirm["by"], "config");
     assert_eq!(
         confirm["how"],
         format!(
             "not asked: security.confirm_external_actions = false ([security] in {})",
-            sb.home().join("config.toml").display()
+            td.home().join("config.toml").display()
         )
         .as_str()
     );
 
     // The environment outranks the user config, in both directions.
     std::fs::remove_file(&marker).unwrap();
-    sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "true").assert().code(3);
+    td.call(&bundle, "touch", json!({})).env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "true").assert().code(3);
     assert!(!marker.exists());
-    std::fs::remove_file(sb.home().join("config.toml")).unwrap();
-    sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "false").assert().code(0);
+    std::fs::remove_file(td.home().join("config.toml")).unwrap();
+    td.call(&bundle, "touch", json!({})).env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "false").assert().code(0);
     assert!(marker.exists());
-    let output = sb
+    let output = td
         .call(&bundle, "touch", json!({}))
         .env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "maybe")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(&stderr(&output), "RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS=`maybe` is not a boolean");
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn system_policy_confirmation_cannot_be_switched_off() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = confirm_bundle(&sb, &marker);
-    let system = sb.join("system.toml");
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = confirm_bundle(&td, &marker);
+    let system = td.join("system.toml");
     std::fs::write(&system, "[policy]\nconfirm_external_actions = true\n").unwrap();
-    std::fs::create_dir_all(sb.home()).unwrap();
-    std::fs::write(sb.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
-    let output = sb
+    std::fs::create_dir_all(td.home()).unwrap();
+    std::fs::write(td.home().join("config.toml"), "[security]\nconfirm_external_actions = false\n").unwrap();
+    let output = td
         .call(&bundle, "touch", json!({}))
         .env("RUNLOOP_SYSTEM_CONFIG", &system)
         .env("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "false")
@@ -864,11 +825,8 @@ fn system_policy_confirmation_cannot_be_switched_off() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(!marker.exists());
-    assert_contains(
-        &stderr(&output),
-        &format!("help: pass --yes to approve the call ({} requires confirmation)", system.display()),
-    );
-    sb.call(&bundle, "touch", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).arg("--yes").assert().code(0);
+    rlp_snapshot!(&td, &output);
+    td.call(&bundle, "touch", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).arg("--yes").assert().code(0);
     assert!(marker.exists());
 }
 
@@ -876,15 +834,15 @@ fn system_policy_confirmation_cannot_be_switched_off() {
 fn concurrent_processes_lose_nothing_and_keep_the_chain() {
     const PROCESSES: usize = 8;
     const CALLS: usize = 100;
-    let sb = Sandbox::new();
-    let bundle = sb.bundle("busy", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let td = TestDir::new();
+    let bundle = td.bundle("busy", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     let failures = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|scope| {
         for _ in 0..PROCESSES {
-            let (sb, bundle, failures) = (&sb, &bundle, failures.clone());
+            let (td, bundle, failures) = (&td, &bundle, failures.clone());
             scope.spawn(move || {
                 for _ in 0..CALLS {
-                    let output = sb.call(bundle, "ok", json!({})).output().unwrap();
+                    let output = td.call(bundle, "ok", json!({})).output().unwrap();
                     if output.status.code() != Some(0) {
                         failures.lock().unwrap().push(stderr(&output));
                     }
@@ -894,12 +852,12 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
     });
     let failures = failures.lock().unwrap();
     assert!(failures.is_empty(), "{} calls failed, first: {}", failures.len(), failures[0]);
-    let events = sb.events();
+    let events = td.events();
     let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
     assert_eq!(count("tool.call"), PROCESSES * CALLS);
     assert_eq!(count("tool.result"), PROCESSES * CALLS);
     assert_eq!(count("cap.audit"), PROCESSES * CALLS);
-    let report = rlp::ledger::verify_chain(&sb.ledger_path()).unwrap();
+    let report = rlp::ledger::verify_chain(&td.ledger_path()).unwrap();
     assert!(report.is_intact(), "{:?}", report.problems);
     assert_eq!(report.rows, (3 * PROCESSES * CALLS) as u64);
     // Within each invocation: call before result.
@@ -916,15 +874,15 @@ fn concurrent_processes_lose_nothing_and_keep_the_chain() {
 
 #[test]
 fn kill_during_a_call_leaves_a_sound_ledger() {
-    let sb = Sandbox::new();
-    let pid_file = sb.state_dir().join("tool.pid");
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let pid_file = td.state_dir().join("tool.pid");
+    let bundle = td.bundle(
         "victim",
-        json!([exec_tool_on("slow", "slow.sh", &pid_file, &sb.state_dir()), bundle::runtime_tool("ok", "ok.sh", &[])]),
-        &state_caps(&sb, "exec = true\n"),
+        json!([exec_tool_on("slow", "slow.sh", &pid_file, &td.state_dir()), bundle::runtime_tool("ok", "ok.sh", &[])]),
+        &state_caps(&td, "exec = true\n"),
     );
-    sb.call(&bundle, "ok", json!({})).assert().code(0);
-    let mut child = sb
+    td.call(&bundle, "ok", json!({})).assert().code(0);
+    let mut child = td
         .command()
         .args(["tools", "call"])
         .arg(&bundle)
@@ -939,15 +897,15 @@ fn kill_during_a_call_leaves_a_sound_ledger() {
     // The kernel kills the tool when rlp dies; what it forked is orphaned: end it.
     wait_until_gone(tool_pid);
     process::signal(-tool_pid, libc::SIGKILL);
-    let ledger = Ledger::open(&sb.ledger_path()).unwrap();
+    let ledger = Ledger::open(&td.ledger_path()).unwrap();
     assert_eq!(ledger.integrity_check().unwrap(), "ok");
     let report = ledger.verify_chain().unwrap();
     assert!(report.is_intact(), "{report:?}");
-    let events = sb.events();
+    let events = td.events();
     assert_eq!(kinds(&events), ["cap.audit", "tool.call", "tool.result", "cap.audit", "cap.audit", "tool.call"]);
     drop(ledger);
-    sb.call(&bundle, "ok", json!({})).assert().code(0);
-    assert!(rlp::ledger::verify_chain(&sb.ledger_path()).unwrap().is_intact());
+    td.call(&bundle, "ok", json!({})).assert().code(0);
+    assert!(rlp::ledger::verify_chain(&td.ledger_path()).unwrap().is_intact());
 }
 
 #[test]
@@ -965,15 +923,15 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
         libc::SIGRTMIN() + 1,
     ];
     for signal in signals {
-        let sb = Sandbox::new();
-        let pids = sb.state_dir();
-        let tmp = sb.tmp_dir();
-        let bundle = sb.bundle(
+        let td = TestDir::new();
+        let pids = td.state_dir();
+        let tmp = td.tmp_dir();
+        let bundle = td.bundle(
             "sleeper",
             json!([exec_tool_on("sleep", "sleep_fork.sh", &pids, &pids)]),
-            &state_caps(&sb, "exec = true\n"),
+            &state_caps(&td, "exec = true\n"),
         );
-        let mut rlp = sb
+        let mut rlp = td
             .command()
             .args(["tools", "call"])
             .arg(&bundle)
@@ -997,8 +955,8 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
 
 #[test]
 fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
-    let sb = Sandbox::new();
-    let tmp = sb.join("tmp");
+    let td = TestDir::new();
+    let tmp = td.join("tmp");
     // A pid no process has (above the kernel's pid_max), and this test's own.
     let dead = tmp.join("rlp-call-99999999-AbCdEf");
     let alive = tmp.join(format!("rlp-call-{}-GhIjKl", std::process::id()));
@@ -1006,8 +964,8 @@ fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
         std::fs::create_dir_all(folder.join("scratch")).unwrap();
         std::fs::write(folder.join("call.json"), "{\"tool\": {\"arguments\": {\"card\": \"4111\"}}}").unwrap();
     }
-    let bundle = sb.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
-    sb.call(&bundle, "ok", json!({})).env("TMPDIR", &tmp).assert().success();
+    let bundle = td.bundle("plain", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    td.call(&bundle, "ok", json!({})).env("TMPDIR", &tmp).assert().success();
     assert!(!dead.exists(), "the folder of a dead rlp is swept");
     assert!(alive.exists(), "the folder of a live process is kept");
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -1016,22 +974,22 @@ fn a_later_call_sweeps_the_call_folders_of_dead_rlp_processes() {
 
 /// Bundle `escaper` with tool `escape` (leave_group.pl, `timeout_ms` 1000),
 /// which joins rlp's process group and records its pids in `pids`.
-fn escaper_bundle(sb: &Sandbox, pids: &Path) -> PathBuf {
-    sb.bundle(
+fn escaper_bundle(td: &TestDir, pids: &Path) -> PathBuf {
+    td.bundle(
         "escaper",
-        json!([with(exec_tool_on("escape", "leave_group.pl", pids, &sb.state_dir()), json!({"timeout_ms": 1000}))]),
-        &state_caps(sb, "exec = true\n"),
+        json!([with(exec_tool_on("escape", "leave_group.pl", pids, &td.state_dir()), json!({"timeout_ms": 1000}))]),
+        &state_caps(td, "exec = true\n"),
     )
 }
 
 #[test]
 fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
-    let sb = Sandbox::new();
-    let pids = sb.state_dir().join("pids");
-    let bundle = escaper_bundle(&sb, &pids);
+    let td = TestDir::new();
+    let pids = td.state_dir().join("pids");
+    let bundle = escaper_bundle(&td, &pids);
     // A sandboxed tool runs in a session of its own and cannot join rlp's
     // process group at all (see the next test): this is the unconfined path.
-    let mut call = sb.call(&bundle, "escape", json!({}));
+    let mut call = td.call(&bundle, "escape", json!({}));
     call.env("RUNLOOP_RUNTIME_SANDBOX", "off");
     // Before the fix rlp waited for the tool (1000 s): the hang guard fails the test.
     call_expecting_timeout(call, "escape");
@@ -1043,12 +1001,12 @@ fn a_tool_that_leaves_its_process_group_is_still_killed_at_its_timeout() {
 
 #[test]
 fn a_sandboxed_tool_cannot_join_the_process_group_of_rlp() {
-    let sb = Sandbox::new();
-    let pids = sb.state_dir().join("pids");
-    let bundle = escaper_bundle(&sb, &pids);
-    let output = sb.call(&bundle, "escape", json!({})).output().unwrap();
+    let td = TestDir::new();
+    let pids = td.state_dir().join("pids");
+    let bundle = escaper_bundle(&td, &pids);
+    let output = td.call(&bundle, "escape", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    let call = sb.events().into_iter().find(|e| e.kind == "tool.call").map(|e| payload(&e)).unwrap();
+    let call = td.events().into_iter().find(|e| e.kind == "tool.call").map(|e| payload(&e)).unwrap();
     let record = &call["sandbox"];
     assert_eq!(record["confined"], true, "{record}");
     let script = files::fixture("runtime/leave_group.pl");
@@ -1058,7 +1016,7 @@ fn a_sandboxed_tool_cannot_join_the_process_group_of_rlp() {
          no network\n",
         abi = record["landlock_abi"],
         bundle = bundle.display(),
-        state = sb.state_dir().display(),
+        state = td.state_dir().display(),
     );
     assert_contains(&stderr(&output), &expected);
     assert!(!pids.exists(), "the tool went on after setpgrp failed");
@@ -1066,14 +1024,14 @@ fn a_sandboxed_tool_cannot_join_the_process_group_of_rlp() {
 
 #[test]
 fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
-    let sb = Sandbox::new();
-    let pid_file = sb.state_dir().join("background.pid");
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let pid_file = td.state_dir().join("background.pid");
+    let bundle = td.bundle(
         "holder",
-        json!([exec_tool_on("hold", "background_holds_stdout.sh", &pid_file, &sb.state_dir())]),
-        &state_caps(&sb, "exec = true\n"),
+        json!([exec_tool_on("hold", "background_holds_stdout.sh", &pid_file, &td.state_dir())]),
+        &state_caps(&td, "exec = true\n"),
     );
-    let output = sb.call(&bundle, "hold", json!({})).output().unwrap();
+    let output = td.call(&bundle, "hold", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"answer": 42}));
     let background = std::fs::read_to_string(&pid_file).unwrap();
@@ -1084,7 +1042,7 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
     std::fs::remove_file(&pid_file).unwrap();
     let runtime = Runtime::load(
         &bundle,
-        RuntimeOptions::new(rlp::home::Home::new(sb.home()), Arc::new(MemoryRecorder::default())),
+        RuntimeOptions::new(rlp::home::Home::new(td.home()), Arc::new(MemoryRecorder::default())),
     )
     .unwrap();
     let request = CallRequest::new("hold", json!({}));
@@ -1096,20 +1054,20 @@ fn a_result_printed_before_exit_survives_a_background_process_holding_stdout() {
 
 #[test]
 fn transient_errors_are_retried_and_each_attempt_recorded() {
-    let sb = Sandbox::new();
-    let counter = sb.state_dir().join("attempts");
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let counter = td.state_dir().join("attempts");
+    let bundle = td.bundle(
         "flaky",
         json!([with(
-            exec_tool_on("flaky", "transient.sh", &counter, &sb.state_dir()),
+            exec_tool_on("flaky", "transient.sh", &counter, &td.state_dir()),
             json!({"retry": {"max_attempts": 3}})
         )]),
-        &state_caps(&sb, "exec = true\n"),
+        &state_caps(&td, "exec = true\n"),
     );
-    let output = sb.call(&bundle, "flaky", json!({})).output().unwrap();
+    let output = td.call(&bundle, "flaky", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"attempt": 3}));
-    let results: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.result").map(payload).collect();
+    let results: Vec<Value> = td.events().iter().filter(|e| e.kind == "tool.result").map(payload).collect();
     assert_eq!(results.len(), 3);
     for (i, result) in results.iter().enumerate() {
         assert_eq!(result["attempt"], i + 1);
@@ -1122,45 +1080,41 @@ fn transient_errors_are_retried_and_each_attempt_recorded() {
 
     // Without retries configured, the first transient failure is final.
     std::fs::remove_file(&counter).unwrap();
-    let once = sb.bundle(
+    let once = td.bundle(
         "flaky_once",
         json!([bundle::runtime_tool("flaky", "transient.sh", &[counter.to_str().unwrap()])]),
         "[capabilities]\nexec = true\n",
     );
-    let output = sb.call(&once, "flaky", json!({})).output().unwrap();
+    let output = td.call(&once, "flaky", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert_contains(&stderr(&output), "error: tool `flaky` failed: busy, try again");
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn unknown_tools_and_invalid_bundles_are_usage_errors() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle("known", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "nope", json!({})).output().unwrap();
+    let td = TestDir::new();
+    let bundle = td.bundle("known", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "nope", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(&stderr(&output), "error: bundle `known` has no tool `nope`\n  help: the tools are: ok");
+    rlp_snapshot!(&td, &output);
 
     // A stale digest is a lint error: the bundle is refused at load.
     std::fs::write(bundle.join("policy.caps"), "[capabilities]\nexec = true\ntime = true\n").unwrap();
-    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    let output = td.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    let err = stderr(&output);
-    assert_contains(&err, "has 1 lint error and cannot be loaded:");
-    assert_contains(&err, &format!("{}:", bundle.join("manifest.toml").display()));
-    assert_contains(&err, "RLP503");
-    assert_contains(&err, &format!("help: run `rlp lint {}` for details", bundle.display()));
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn library_runtime_serves_calls_from_several_threads() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "lib",
         json!([bundle::runtime_tool("blob.echo", "echo_blob.sh", &[])]),
         "[capabilities]\nexec = true\n",
     );
     let recorder = Arc::new(MemoryRecorder::new());
-    let options = RuntimeOptions::new(rlp::home::Home::new(sb.home()), recorder.clone());
+    let options = RuntimeOptions::new(rlp::home::Home::new(td.home()), recorder.clone());
     let runtime = Arc::new(Runtime::load(&bundle, options).unwrap());
     assert!(runtime.is_exposed("blob.echo"));
     let trace = uuid::Uuid::now_v7();
@@ -1186,11 +1140,11 @@ fn library_runtime_serves_calls_from_several_threads() {
 
 #[test]
 fn confirmation_prompt_on_a_terminal() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = confirm_bundle(&sb, &marker);
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = confirm_bundle(&td, &marker);
     let spawn = || {
-        let mut cmd = sb.command();
+        let mut cmd = td.command();
         cmd.args(["tools", "call"]).arg(&bundle).args(["touch", "--args", r#"{"to": "a@b.c"}"#]);
         Terminal::spawn(cmd, Duration::from_secs(20))
     };
@@ -1211,7 +1165,7 @@ fn confirmation_prompt_on_a_terminal() {
     terminal.expect("\"ok\": true");
     terminal.expect_end();
     assert!(marker.exists());
-    let confirms: Vec<Value> = sb.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
+    let confirms: Vec<Value> = td.events().iter().filter(|e| e.kind == "tool.confirm").map(payload).collect();
     assert_eq!(confirms.len(), 2);
     assert_eq!(
         (&confirms[0]["approved"], &confirms[0]["how"]),
@@ -1223,16 +1177,16 @@ fn confirmation_prompt_on_a_terminal() {
 // ---------------------------------------------------------------- trust at call time
 
 /// Signs `bundle` with a new key `keys/<name>.key`; returns the public key file.
-fn sign_bundle(sb: &Sandbox, bundle: &Path, name: &str) -> PathBuf {
-    let keys = sb.join("keys");
-    sb.rlp().args(["keygen", "--out"]).arg(&keys).args(["--name", name]).assert().success();
-    sb.rlp().arg("sign").arg(bundle).arg("--key").arg(keys.join(format!("{name}.key"))).assert().success();
+fn sign_bundle(td: &TestDir, bundle: &Path, name: &str) -> PathBuf {
+    let keys = td.join("keys");
+    td.rlp().args(["keygen", "--out"]).arg(&keys).args(["--name", name]).assert().success();
+    td.rlp().arg("sign").arg(bundle).arg("--key").arg(keys.join(format!("{name}.key"))).assert().success();
     keys.join(format!("{name}.pub"))
 }
 
 /// The trust gate's `cap.audit` events, as (decision, reason).
-fn trust_audits(sb: &Sandbox) -> Vec<(String, String)> {
-    sb.events()
+fn trust_audits(td: &TestDir) -> Vec<(String, String)> {
+    td.events()
         .iter()
         .filter(|e| e.kind == "cap.audit")
         .map(payload)
@@ -1241,31 +1195,31 @@ fn trust_audits(sb: &Sandbox) -> Vec<(String, String)> {
         .collect()
 }
 
-fn tool_calls(sb: &Sandbox) -> usize {
-    if !sb.ledger_path().exists() {
+fn tool_calls(td: &TestDir) -> usize {
+    if !td.ledger_path().exists() {
         return 0;
     }
-    sb.events().iter().filter(|e| e.kind == "tool.call").count()
+    td.events().iter().filter(|e| e.kind == "tool.call").count()
 }
 
 /// A signed `marked` bundle (one exec tool) installed under the home, its
 /// signer a trust anchor allowed `exec`; returns (installed folder, public key file).
-fn installed_bundle(sb: &Sandbox) -> (PathBuf, PathBuf) {
+fn installed_bundle(td: &TestDir) -> (PathBuf, PathBuf) {
     let bundle =
-        sb.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
-    let public = sign_bundle(sb, &bundle, "release");
-    sb.rlp()
+        td.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let public = sign_bundle(td, &bundle, "release");
+    td.rlp()
         .args(["trust", "add"])
         .arg(&public)
         .args(["--name", "release", "--allow-caps", "exec", "--allow-exec"])
         .assert()
         .success();
-    sb.rlp().args(["agent", "install"]).arg(&bundle).assert().success();
-    let installed = sb.home().join("agents/marked");
-    let output = sb.call(&installed, "ok", json!({})).output().unwrap();
+    td.rlp().args(["agent", "install"]).arg(&bundle).assert().success();
+    let installed = td.home().join("agents/marked");
+    let output = td.call(&installed, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stderr(&output), "", "a checked bundle gets no note");
-    let audits = trust_audits(sb);
+    let audits = trust_audits(td);
     assert_eq!(audits.len(), 1);
     assert_eq!(audits[0].0, "allow");
     assert!(audits[0].1.starts_with("installed bundle verified: signed by trust anchor `release` (key "), "{audits:?}");
@@ -1273,103 +1227,103 @@ fn installed_bundle(sb: &Sandbox) -> (PathBuf, PathBuf) {
 }
 
 /// Calls `ok` in `bundle`, expecting a trust refusal naming `why`; the tool never runs.
-fn assert_refused_by_trust(sb: &Sandbox, bundle: &Path, why: &str) {
-    let calls_before = tool_calls(sb);
-    let output = sb.call(bundle, "ok", json!({})).output().unwrap();
+fn assert_refused_by_trust(td: &TestDir, bundle: &Path, why: &str) {
+    let calls_before = tool_calls(td);
+    let output = td.call(bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(err.starts_with("error: bundle `marked` is refused by the trust policy: "), "{err}");
     assert!(err.contains(why), "expected `{why}` in: {err}");
     assert!(output.stdout.is_empty());
-    assert_eq!(tool_calls(sb), calls_before, "the tool ran");
-    let (decision, reason) = trust_audits(sb).pop().unwrap();
+    assert_eq!(tool_calls(td), calls_before, "the tool ran");
+    let (decision, reason) = trust_audits(td).pop().unwrap();
     assert_eq!(decision, "deny");
     assert_contains(&reason, why);
 }
 
 #[test]
 fn an_installed_bundle_whose_signer_was_revoked_is_refused_at_call_time() {
-    let sb = Sandbox::new();
-    let (installed, _) = installed_bundle(&sb);
-    sb.rlp().args(["trust", "revoke", "release"]).assert().success();
-    assert_refused_by_trust(&sb, &installed, "which is revoked in trust-policy.toml");
+    let td = TestDir::new();
+    let (installed, _) = installed_bundle(&td);
+    td.rlp().args(["trust", "revoke", "release"]).assert().success();
+    assert_refused_by_trust(&td, &installed, "which is revoked in trust-policy.toml");
 }
 
 #[test]
 fn an_installed_bundle_beyond_its_signers_narrowed_rule_is_refused_at_call_time() {
-    let sb = Sandbox::new();
-    let (installed, _) = installed_bundle(&sb);
-    let policy_file = sb.home().join("trust-policy.toml");
+    let td = TestDir::new();
+    let (installed, _) = installed_bundle(&td);
+    let policy_file = td.home().join("trust-policy.toml");
     let policy = std::fs::read_to_string(&policy_file).unwrap();
     let narrowed = policy.replace("allow_caps = [\"exec\"]", "allow_caps = []").replace("allow_exec = true", "");
     assert_ne!(narrowed, policy);
     std::fs::write(&policy_file, narrowed).unwrap();
-    assert_refused_by_trust(&sb, &installed, "the bundle requests `exec`, beyond what signer `release`");
+    assert_refused_by_trust(&td, &installed, "the bundle requests `exec`, beyond what signer `release`");
 }
 
 #[test]
 fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_time() {
-    let sb = Sandbox::new();
-    let (installed, _) = installed_bundle(&sb);
+    let td = TestDir::new();
+    let (installed, _) = installed_bundle(&td);
     let tools = installed.join("tools.json");
     let text = std::fs::read_to_string(&tools).unwrap().replace("test tool ok", "now does something else");
     std::fs::write(&tools, text).unwrap();
-    sb.rlp().arg("digest").arg(&installed).assert().success();
-    assert_refused_by_trust(&sb, &installed, "SIGNATURES/manifest.sig does not match manifest.toml");
+    td.rlp().arg("digest").arg(&installed).assert().success();
+    assert_refused_by_trust(&td, &installed, "SIGNATURES/manifest.sig does not match manifest.toml");
     // Live replay runs nothing of the recorded trace either.
-    let trace = sb.events().iter().find(|e| e.kind == "tool.call").unwrap().provenance().unwrap().trace_id.to_string();
-    let output = sb.rlp().args(["replay", &trace, "--mode", "live", "--bundle"]).arg(&installed).output().unwrap();
+    let trace = td.events().iter().find(|e| e.kind == "tool.call").unwrap().provenance().unwrap().trace_id.to_string();
+    let output = td.rlp().args(["replay", &trace, "--mode", "live", "--bundle"]).arg(&installed).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert_contains(&stderr(&output), "refused by the trust policy");
-    assert_eq!(tool_calls(&sb), 1);
+    rlp_snapshot!(&td, &output);
+    assert_eq!(tool_calls(&td), 1);
     // Strict replay runs nothing: it still reads the bundle's tools.
-    let output = sb.rlp().args(["replay", &trace, "--bundle"]).arg(&installed).output().unwrap();
+    let output = td.rlp().args(["replay", &trace, "--bundle"]).arg(&installed).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
 #[test]
 fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let bundle =
-        sb.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
-    let public = sign_bundle(&sb, &bundle, "author");
+        td.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let public = sign_bundle(&td, &bundle, "author");
     // Signed by a key that is not a trust anchor.
-    assert_refused_by_trust(&sb, &bundle, "which is not a trust anchor in trust-policy.toml");
-    sb.rlp()
+    assert_refused_by_trust(&td, &bundle, "which is not a trust anchor in trust-policy.toml");
+    td.rlp()
         .args(["trust", "add"])
         .arg(&public)
         .args(["--name", "author", "--allow-caps", "exec", "--allow-exec"])
         .assert()
         .success();
-    sb.call(&bundle, "ok", json!({})).assert().success();
+    td.call(&bundle, "ok", json!({})).assert().success();
     // Changed after signing, even with fresh digests.
     let tools = bundle.join("tools.json");
     std::fs::write(&tools, std::fs::read_to_string(&tools).unwrap().replace("test tool ok", "changed")).unwrap();
-    sb.rlp().arg("digest").arg(&bundle).assert().success();
-    assert_refused_by_trust(&sb, &bundle, "does not match manifest.toml");
-    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
-    assert_contains(&stderr(&output), "help: the bundle changed after it was signed");
+    td.rlp().arg("digest").arg(&bundle).assert().success();
+    assert_refused_by_trust(&td, &bundle, "does not match manifest.toml");
+    let output = td.call(&bundle, "ok", json!({})).output().unwrap();
+    rlp_snapshot!(&td, &output);
     // Without its signature it is an author's working folder again.
     std::fs::remove_dir_all(bundle.join("SIGNATURES")).unwrap();
-    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    let output = td.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).starts_with("note: "), "{}", stderr(&output));
 }
 
 #[test]
 fn an_override_with_an_unknown_table_or_key_refuses_every_call_of_its_agent() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = sb.bundle("guarded", json!([touch_tool(&marker)]), &state_caps(&sb, "exec = true\n"));
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle("guarded", json!([touch_tool(&marker)]), &state_caps(&td, "exec = true\n"));
     for (text, at) in
         [("exec = false\n", "1:1"), ("[Capabilities]\nexec = false\n", "1:2"), ("[capability]\nexec = false\n", "1:2")]
     {
-        let override_file = sb.write_override("guarded", text);
-        let output = sb.call(&bundle, "touch", json!({})).output().unwrap();
+        let override_file = td.write_override("guarded", text);
+        let output = td.call(&bundle, "touch", json!({})).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{text:?}: {}", stderr(&output));
         let expected = format!("error: {}:{at}: unknown key", override_file.display());
         assert!(stderr(&output).starts_with(&expected), "{text:?}: {}", stderr(&output));
-        assert_contains(&stderr(&output), "help: fix the override file, or remove it");
+        rlp_snapshot!(&td, &output);
         assert!(!marker.exists(), "{text:?}: the tool ran");
     }
 }
@@ -1379,14 +1333,14 @@ fn an_override_with_an_unknown_table_or_key_refuses_every_call_of_its_agent() {
 /// followed by `after` (run whatever rlp's exit; the script exits with
 /// rlp's code). Needs root and unshare(1); fails loudly without them.
 fn rlp_in_mount_namespace(
-    sb: &Sandbox,
+    td: &TestDir,
     setup: &str,
     after: &str,
     env: &[(&str, &str)],
     args: &[&str],
 ) -> std::process::Output {
     let script = format!("set -e; mount --make-rprivate /; {setup}; set +e; \"$@\"; code=$?; {after}; exit $code");
-    let mut command = sb.wrapped(&["unshare", "--mount", "sh", "-c", &script, "sh"]);
+    let mut command = td.wrapped(&["unshare", "--mount", "sh", "-c", &script, "sh"]);
     command.args(args).envs(env.iter().copied());
     let output = assert_cmd::Command::from_std(command).timeout(HANG_GUARD).output().unwrap();
     assert!(
@@ -1400,8 +1354,8 @@ fn rlp_in_mount_namespace(
 /// Runs `rlp <args>` where /etc (an overlay of the real one) holds
 /// `/etc/runloop/config.toml` = `system_config`: the real system file,
 /// without touching the machine's.
-fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
-    let overlay = sb.join("etc-overlay");
+fn rlp_with_etc_config(td: &TestDir, system_config: &str, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let overlay = td.join("etc-overlay");
     std::fs::create_dir_all(overlay.join("upper")).unwrap();
     std::fs::create_dir_all(overlay.join("work")).unwrap();
     std::fs::write(overlay.join("config.toml"), system_config).unwrap();
@@ -1410,41 +1364,37 @@ fn rlp_with_etc_config(sb: &Sandbox, system_config: &str, env: &[(&str, &str)], 
          mkdir -p /etc/runloop; cp '{o}/config.toml' /etc/runloop/config.toml",
         o = overlay.display()
     );
-    rlp_in_mount_namespace(sb, &setup, "true", env, args)
+    rlp_in_mount_namespace(td, &setup, "true", env, args)
 }
 
 #[test]
 fn no_variable_or_flag_lifts_the_system_policy() {
-    let sb = Sandbox::new();
-    let marker = marker_of(&sb);
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle(
         "careful",
         json!([with(touch_tool(&marker), json!({"requires_confirmation": true}))]),
-        &state_caps(&sb, "exec = true\n"),
+        &state_caps(&td, "exec = true\n"),
     );
     let bundle = bundle.to_str().unwrap();
     let policy = "[policy]\nconfirm_external_actions = true\n";
-    let lax = sb.join("lax.toml");
+    let lax = td.join("lax.toml");
     std::fs::write(&lax, "[policy]\nconfirm_external_actions = false\n[security]\nconfirm_external_actions = false\n")
         .unwrap();
     for system_config in ["/dev/null", lax.to_str().unwrap(), "", "/nonexistent/config.toml"] {
         let output = rlp_with_etc_config(
-            &sb,
+            &td,
             policy,
             &[("RUNLOOP_SYSTEM_CONFIG", system_config), ("RUNLOOP_SECURITY_CONFIRM_EXTERNAL_ACTIONS", "false")],
             &["tools", "call", bundle, "touch", "--confirm-external-actions", "false"],
         );
         assert_eq!(output.status.code(), Some(3), "RUNLOOP_SYSTEM_CONFIG={system_config:?}: {}", stderr(&output));
-        assert!(
-            stderr(&output).contains("(/etc/runloop/config.toml requires confirmation)"),
-            "{system_config:?}: {}",
-            stderr(&output)
-        );
+        rlp_snapshot!(&td, &output);
         assert!(!marker.exists(), "RUNLOOP_SYSTEM_CONFIG={system_config:?}: the tool ran unconfirmed");
     }
     // The policy asks for confirmation; --yes gives it.
     let output = rlp_with_etc_config(
-        &sb,
+        &td,
         policy,
         &[("RUNLOOP_SYSTEM_CONFIG", "/dev/null")],
         &["tools", "call", bundle, "touch", "--yes"],
@@ -1455,21 +1405,21 @@ fn no_variable_or_flag_lifts_the_system_policy() {
 
 #[test]
 fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
-    let sb = Sandbox::new();
-    let saved = sb.join("saved");
-    std::fs::create_dir_all(sb.home()).unwrap();
+    let td = TestDir::new();
+    let saved = td.join("saved");
+    std::fs::create_dir_all(td.home()).unwrap();
     // The tool writes to the home's file system: it declares the home.
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "filler",
-        json!([exec_tool_on("fill", "fill_disk.sh", &sb.home(), &sb.home())]),
-        &bundle::caps("exec = true\n", &sb.home()),
+        json!([exec_tool_on("fill", "fill_disk.sh", &td.home(), &td.home())]),
+        &bundle::caps("exec = true\n", &td.home()),
     );
     // The home is a 1 MiB file system; the tool fills it after its call frame is recorded.
-    let setup = format!("mount -t tmpfs -o size=1m tmpfs '{}'", sb.home().display());
-    let after = format!("mkdir -p '{s}' && cp -r '{}/pog' '{s}/'", sb.home().display(), s = saved.display());
+    let setup = format!("mount -t tmpfs -o size=1m tmpfs '{}'", td.home().display());
+    let after = format!("mkdir -p '{s}' && cp -r '{}/pog' '{s}/'", td.home().display(), s = saved.display());
     for format in ["human", "json"] {
         let output = rlp_in_mount_namespace(
-            &sb,
+            &td,
             &setup,
             &after,
             &[("RUNLOOP_SYSTEM_CONFIG", "/nonexistent/system.toml")],
@@ -1510,23 +1460,23 @@ fn nested(depth: usize) -> Value {
 
 #[test]
 fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "deep",
         json!([bundle::runtime_tool("ok", "ok.sh", &[]), bundle::runtime_tool("echo", "echo_blob.sh", &[])]),
         "[capabilities]\nexec = true\n",
     );
-    let output = sb.call(&bundle, "ok", nested(100)).args(["--format", "json"]).output().unwrap();
+    let output = td.call(&bundle, "ok", nested(100)).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let trace = stdout_json(&output)["trace_id"].as_str().unwrap().to_string();
     // Every reader reads it back, and the round trip through JSONL is lossless.
-    sb.rlp().args(["trace", "show", &trace]).assert().success();
-    sb.rlp().args(["trace", "show", &trace, "--format", "json"]).assert().success();
-    let file = sb.join("deep.jsonl");
-    sb.rlp().args(["trace", "export", &trace, "-o"]).arg(&file).assert().success();
-    sb.rlp().args(["replay", &trace, "--bundle"]).arg(&bundle).assert().success();
-    sb.rlp().arg("replay").arg(&file).arg("--bundle").arg(&bundle).assert().success();
-    let other = Sandbox::new();
+    td.rlp().args(["trace", "show", &trace]).assert().success();
+    td.rlp().args(["trace", "show", &trace, "--format", "json"]).assert().success();
+    let file = td.join("deep.jsonl");
+    td.rlp().args(["trace", "export", &trace, "-o"]).arg(&file).assert().success();
+    td.rlp().args(["replay", &trace, "--bundle"]).arg(&bundle).assert().success();
+    td.rlp().arg("replay").arg(&file).arg("--bundle").arg(&bundle).assert().success();
+    let other = TestDir::new();
     other.rlp().args(["trace", "import"]).arg(&file).assert().success();
     let again = other.join("again.jsonl");
     other.rlp().args(["trace", "export", &trace, "-o"]).arg(&again).assert().success();
@@ -1535,52 +1485,46 @@ fn what_a_call_records_at_the_deepest_reads_back_and_deeper_is_refused_up_front(
     assert_eq!(call["args"], nested(100));
 
     // One level more is refused before anything runs.
-    let output = sb.call(&bundle, "ok", nested(101)).output().unwrap();
+    let output = td.call(&bundle, "ok", nested(101)).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert_contains(
-        &stderr(&output),
-        "error: the arguments of `ok` nest arrays and objects 101 levels deep; rlp accepts at most 100",
-    );
+    rlp_snapshot!(&td, &output);
     // A result nested too deeply is an invalid result, recorded as an error.
-    let output = sb.call(&bundle, "echo", nested(99)).output().unwrap();
+    let output = td.call(&bundle, "echo", nested(99)).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert_contains(
-        &stderr(&output),
-        "the result of `echo` nests arrays and objects 101 levels deep; rlp records at most 100",
-    );
-    let result = sb.events().iter().rev().find(|e| e.kind == "tool.result").map(payload).unwrap();
+    rlp_snapshot!(&td, &output);
+    let result = td.events().iter().rev().find(|e| e.kind == "tool.result").map(payload).unwrap();
     assert_eq!(result["error"]["kind"], "invalid_result");
-    sb.rlp().args(["trace", "verify"]).assert().success();
+    td.rlp().args(["trace", "verify"]).assert().success();
 
     // A hand-made file with a deeper payload is refused on import, naming the line.
     let text = std::fs::read_to_string(&file).unwrap();
     let deeper = text.replace("{\"deep\":", "{\"deep\":[[").replacen("]}", "]]]}", 1);
     assert_ne!(deeper, text);
-    std::fs::write(sb.join("deeper.jsonl"), deeper).unwrap();
-    let output = Sandbox::new().rlp().args(["trace", "import"]).arg(sb.join("deeper.jsonl")).output().unwrap();
+    std::fs::write(td.join("deeper.jsonl"), deeper).unwrap();
+    let output = TestDir::new().rlp().args(["trace", "import"]).arg(td.join("deeper.jsonl")).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert_contains(&stderr(&output), "levels deep; the ledger holds at most 101");
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn a_bundle_path_cannot_drive_the_terminal() {
-    let sb = Sandbox::new();
-    let parent = sb.join("clear\x1b[2Jscreen");
+    let td = TestDir::new();
+    let parent = td.join("clear\x1b[2Jscreen");
     let bundle = bundle::write(
         &parent,
         "plain",
         json!([bundle::runtime_tool("ok", "ok.sh", &[])]),
         "[capabilities]\nexec = true\n",
     );
-    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    let output = td.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!stderr(&output).contains('\x1b'), "{:?}", stderr(&output));
-    assert_contains(&stderr(&output), "clear\\u{1b}[2Jscreen");
+    rlp_snapshot!(&td, &output);
 }
 
 /// A library runtime for `bundle`, recording into `recorder`.
-fn library_runtime(sb: &Sandbox, bundle: &Path, recorder: Arc<MemoryRecorder>) -> Runtime {
-    Runtime::load(bundle, RuntimeOptions::new(rlp::home::Home::new(sb.home()), recorder)).unwrap()
+fn library_runtime(td: &TestDir, bundle: &Path, recorder: Arc<MemoryRecorder>) -> Runtime {
+    Runtime::load(bundle, RuntimeOptions::new(rlp::home::Home::new(td.home()), recorder)).unwrap()
 }
 
 /// Cancels its call when the first attempt ends.
@@ -1601,15 +1545,15 @@ fn a_cancel_ends_the_pause_before_a_retry() {
         headers: vec![("Retry-After".into(), "30".into())],
         body: String::new(),
     });
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let url = format!("http://127.0.0.1:{}/busy", server.port);
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "busy",
         json!([with(http_tool("busy.get", "GET", &url), json!({"retry": {"max_attempts": 3}}))]),
         &net_caps(server.port),
     );
     let recorder = Arc::new(MemoryRecorder::new());
-    let runtime = library_runtime(&sb, &bundle, recorder.clone());
+    let runtime = library_runtime(&td, &bundle, recorder.clone());
     let cancel = rlp::runtime::Cancel::new().unwrap();
     let context = rlp::runtime::CallContext {
         cancel: Some(cancel.clone()),
@@ -1646,15 +1590,15 @@ fn a_cancel_ends_an_http_call_while_its_body_trickles_in() {
             std::thread::sleep(Duration::from_millis(50));
         }
     });
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let url = format!("http://127.0.0.1:{port}/trickle");
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "trickle",
         json!([with(http_tool("trickle.get", "GET", &url), json!({"timeout_ms": 600_000}))]),
         &net_caps(port),
     );
     let recorder = Arc::new(MemoryRecorder::new());
-    let runtime = library_runtime(&sb, &bundle, recorder.clone());
+    let runtime = library_runtime(&td, &bundle, recorder.clone());
     let cancel = rlp::runtime::Cancel::new().unwrap();
     let context = rlp::runtime::CallContext { cancel: Some(cancel.clone()), ..Default::default() };
     let canceller = std::thread::spawn(move || {
@@ -1673,20 +1617,20 @@ fn a_cancel_ends_an_http_call_while_its_body_trickles_in() {
 
 #[test]
 fn showing_the_tools_needs_no_ledger() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle("shown", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    let td = TestDir::new();
+    let bundle = td.bundle("shown", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
     // Where the ledger's folder would go, a file: no ledger can be opened.
-    let ledger_dir = sb.ledger_path().parent().unwrap().to_path_buf();
+    let ledger_dir = td.ledger_path().parent().unwrap().to_path_buf();
     std::fs::create_dir_all(ledger_dir.parent().unwrap()).unwrap();
     std::fs::write(&ledger_dir, "not a folder").unwrap();
-    let listed = sb.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "mcp"]).output().unwrap();
+    let listed = td.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "mcp"]).output().unwrap();
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
     assert_eq!(stdout_json(&listed)["tools"][0]["name"], "ok");
-    let found = sb.rlp().args(["tools", "search"]).arg(&bundle).args(["test", "--format", "json"]).output().unwrap();
+    let found = td.rlp().args(["tools", "search"]).arg(&bundle).args(["test", "--format", "json"]).output().unwrap();
     assert_eq!(found.status.code(), Some(0), "{}", stderr(&found));
     assert_eq!(stdout_json(&found)["tools"][0]["id"], "ok");
     // A call does need the ledger.
-    let called = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    let called = td.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(called.status.code(), Some(1));
     assert_contains(&stderr(&called), "error: cannot open the ledger");
     assert_eq!(std::fs::read_to_string(&ledger_dir).unwrap(), "not a folder");

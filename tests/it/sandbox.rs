@@ -9,15 +9,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::support::Sandbox;
+use crate::support::TestDir;
 use crate::support::bundle::{self, with};
 use crate::support::output::{assert_contains, stderr, stdout_json};
+use crate::support::rlp_snapshot;
 
 /// A Python tool at `<sandbox>/bin/<name>.py` running `body`, where `args`
 /// holds the tool's command-line arguments after the blob and `result`
 /// is printed as its JSON result.
-pub(crate) fn python_tool(sb: &Sandbox, name: &str, body: &str) -> String {
-    let dir = sb.join("bin");
+pub(crate) fn python_tool(td: &TestDir, name: &str, body: &str) -> String {
+    let dir = td.join("bin");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.py"));
     let text = format!(
@@ -37,8 +38,8 @@ pub(crate) fn tool(id: &str, command: &str, args: &[&str], caps: &[String]) -> V
 }
 
 /// The payload of the call frame of the last call.
-pub(crate) fn call_frame(sb: &Sandbox) -> Value {
-    let events = sb.events();
+pub(crate) fn call_frame(td: &TestDir) -> Value {
+    let events = td.events();
     let call = events.iter().rev().find(|e| e.kind == "tool.call").expect("a call frame");
     call.payload().unwrap()
 }
@@ -82,19 +83,19 @@ attempt('read_shadow', lambda: open('/etc/shadow').read())";
 
 #[test]
 fn a_tool_writes_inside_its_grant_and_reaches_nothing_else() {
-    let sb = Sandbox::new();
-    let granted = sb.join("granted");
-    let outside = sb.join("outside");
+    let td = TestDir::new();
+    let granted = td.join("granted");
+    let outside = td.join("outside");
     std::fs::create_dir_all(&granted).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("secret.txt"), "secret").unwrap();
-    let command = python_tool(&sb, "files", FILE_PROBE);
+    let command = python_tool(&td, "files", FILE_PROBE);
     let args = [granted.to_str().unwrap(), other.path().to_str().unwrap(), outside.to_str().unwrap()];
     let grant = format!("fs:{}", granted.display());
     let caps = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\n", granted.display());
-    let bundle = sb.bundle("files", json!([tool("probe", &command, &args, &[grant])]), &caps);
-    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    let bundle = td.bundle("files", json!([tool("probe", &command, &args, &[grant])]), &caps);
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stdout_json(&output),
@@ -116,26 +117,26 @@ fn a_tool_writes_inside_its_grant_and_reaches_nothing_else() {
 
 #[test]
 fn with_no_grant_python_and_shell_tools_run_and_use_their_private_folder() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let python = python_tool(
-        &sb,
+        &td,
         "private",
         "tmp = os.environ['TMPDIR']\n\
          def scratch():\n    p = os.path.join(tmp, 'scratch')\n    open(p, 'w').write('x')\n    assert open(p).read() == 'x'\n    os.mkdir(os.path.join(tmp, 'sub'))\n\
          attempt('scratch', scratch)\nresult['cwd_is_tmp'] = os.getcwd() == tmp\n\
          import ssl, locale, tempfile\nresult['tempfile'] = os.path.dirname(tempfile.mkstemp()[1]) == tmp",
     );
-    let shell = sb.script(
+    let shell = td.script(
         "private.sh",
         "cd \"$TMPDIR\" && echo x > scratch && mkdir sub && ls -d sub >/dev/null && date >/dev/null \
          && printf '{\"shell\":\"%s\"}\\n' \"$(cat scratch)\"",
     );
     let tools = json!([tool("py", &python, &[], &[]), tool("sh", shell.to_str().unwrap(), &[], &[])]);
-    let bundle = sb.bundle("private", tools, "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "py", json!({})).output().unwrap();
+    let bundle = td.bundle("private", tools, "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "py", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"scratch": "ok", "cwd_is_tmp": true, "tempfile": true}));
-    let output = sb.call(&bundle, "sh", json!({})).output().unwrap();
+    let output = td.call(&bundle, "sh", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"shell": "x"}));
 }
@@ -148,29 +149,29 @@ attempt('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())
 
 #[test]
 fn a_tool_without_net_cannot_connect_even_to_loopback() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let server = Listener::start();
-    let command = python_tool(&sb, "connect", CONNECT_PROBE);
+    let command = python_tool(&td, "connect", CONNECT_PROBE);
     let port = server.port.to_string();
-    let bundle = sb.bundle("offline", json!([tool("probe", &command, &[&port], &[])]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    let bundle = td.bundle("offline", json!([tool("probe", &command, &[&port], &[])]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({format!("127.0.0.1:{port}"): "EACCES", "udp": "EACCES"}));
     assert_eq!(server.accepted(), 0);
-    let frame = call_frame(&sb);
+    let frame = call_frame(&td);
     assert_eq!(frame["sandbox"]["net"], "none");
 }
 
 #[test]
 fn a_tool_granted_one_port_reaches_it_and_not_another() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let (granted, other) = (Listener::start(), Listener::start());
-    let command = python_tool(&sb, "connect", CONNECT_PROBE);
+    let command = python_tool(&td, "connect", CONNECT_PROBE);
     let (p, q) = (granted.port.to_string(), other.port.to_string());
     let grant = format!("net:127.0.0.1:{p}");
     let caps = format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{p}\"]\n");
-    let bundle = sb.bundle("online", json!([tool("probe", &command, &[&p, &q], &[grant])]), &caps);
-    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    let bundle = td.bundle("online", json!([tool("probe", &command, &[&p, &q], &[grant])]), &caps);
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stdout_json(&output),
@@ -178,24 +179,24 @@ fn a_tool_granted_one_port_reaches_it_and_not_another() {
     );
     // The connection that went through reached the server; the other never left.
     assert_eq!((granted.accepted(), other.accepted()), (1, 0));
-    let frame = call_frame(&sb);
+    let frame = call_frame(&td);
     assert_eq!(frame["sandbox"]["net"], "allowlist");
     assert_eq!(frame["sandbox"]["net_allow"], json!([format!("127.0.0.1:{p}")]));
 }
 
 #[test]
 fn a_host_name_grant_reaches_what_the_name_resolves_to() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let server = Listener::start();
     let port = server.port.to_string();
     let command = python_tool(
-        &sb,
+        &td,
         "by_name",
         "attempt('localhost', lambda: socket.create_connection(('localhost', int(args[0])), timeout=5).close())",
     );
     let caps = "[capabilities]\nexec = true\nnet = [\"localhost\"]\n";
-    let bundle = sb.bundle("named", json!([tool("probe", &command, &[&port], &["net:localhost".to_string()])]), caps);
-    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    let bundle = td.bundle("named", json!([tool("probe", &command, &[&port], &["net:localhost".to_string()])]), caps);
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"localhost": "ok"}));
     assert_eq!(server.accepted(), 1);
@@ -203,16 +204,16 @@ fn a_host_name_grant_reaches_what_the_name_resolves_to() {
 
 #[test]
 fn a_refused_connect_is_named_in_the_error() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let (granted, other) = (Listener::start(), Listener::start());
-    let script = sb.script(
+    let script = td.script(
         "fetch.sh",
         &format!("exec python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {}))'", other.port),
     );
     let grant = format!("net:127.0.0.1:{}", granted.port);
     let caps = format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{}\"]\n", granted.port);
-    let bundle = sb.bundle("fetcher", json!([tool("fetch", script.to_str().unwrap(), &[], &[grant])]), &caps);
-    let output = sb.call(&bundle, "fetch", json!({})).output().unwrap();
+    let bundle = td.bundle("fetcher", json!([tool("fetch", script.to_str().unwrap(), &[], &[grant])]), &caps);
+    let output = td.call(&bundle, "fetch", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_contains(&stderr(&output), "PermissionError: [Errno 13] Permission denied");
     assert_contains(&stderr(&output), "; the tool ran sandboxed (Landlock ABI ");
@@ -236,10 +237,10 @@ attempt('tty', lambda: open('/dev/tty').close())";
 
 #[test]
 fn the_tool_runs_without_new_privileges_in_a_session_of_its_own() {
-    let sb = Sandbox::new();
-    let command = python_tool(&sb, "status", STATUS_PROBE);
-    let bundle = sb.bundle("status", json!([tool("probe", &command, &[], &[])]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    let td = TestDir::new();
+    let command = python_tool(&td, "status", STATUS_PROBE);
+    let bundle = td.bundle("status", json!([tool("probe", &command, &[], &[])]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let status = stdout_json(&output);
     assert_eq!(status["NoNewPrivs"], "1");
@@ -256,18 +257,18 @@ fn the_tool_runs_without_new_privileges_in_a_session_of_its_own() {
 
 #[test]
 fn the_call_frame_records_the_sandbox_that_applied() {
-    let sb = Sandbox::new();
-    let granted = sb.join("granted");
+    let td = TestDir::new();
+    let granted = td.join("granted");
     std::fs::create_dir_all(&granted).unwrap();
-    let script = sb.script("ok.sh", "echo '{}'");
+    let script = td.script("ok.sh", "echo '{}'");
     let grant = format!("fs:{}", granted.display());
     let caps = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\n", granted.display());
-    let bundle = sb.bundle("recorded", json!([tool("ok", script.to_str().unwrap(), &[], &[grant])]), &caps);
-    let output = sb.call(&bundle, "ok", json!({})).output().unwrap();
+    let bundle = td.bundle("recorded", json!([tool("ok", script.to_str().unwrap(), &[], &[grant])]), &caps);
+    let output = td.call(&bundle, "ok", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let root = bundle.canonicalize().unwrap();
     assert_eq!(
-        call_frame(&sb)["sandbox"],
+        call_frame(&td)["sandbox"],
         json!({
             "mode": "best-effort",
             "confined": true,
@@ -294,27 +295,27 @@ fn landlock_abi() -> u32 {
 
 #[test]
 fn with_the_sandbox_off_the_tool_is_unconfined_and_the_frame_says_so() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("secret.txt"), "secret").unwrap();
     let command = python_tool(
-        &sb,
+        &td,
         "unconfined",
         "attempt('read_other', lambda: open(os.path.join(args[0], 'secret.txt')).read())\n\
          result['NoNewPrivs'] = [l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')][0]",
     );
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "off",
         json!([tool("probe", &command, &[other.path().to_str().unwrap()], &[])]),
         "[capabilities]\nexec = true\n",
     );
-    std::fs::create_dir_all(sb.home()).unwrap();
-    std::fs::write(sb.home().join("config.toml"), "[runtime]\nsandbox = \"off\"\n").unwrap();
-    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    std::fs::create_dir_all(td.home()).unwrap();
+    std::fs::write(td.home().join("config.toml"), "[runtime]\nsandbox = \"off\"\n").unwrap();
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"read_other": "ok", "NoNewPrivs": "0"}));
     assert_eq!(
-        call_frame(&sb)["sandbox"],
+        call_frame(&td)["sandbox"],
         json!({
             "mode": "off",
             "confined": false,
@@ -328,96 +329,93 @@ fn with_the_sandbox_off_the_tool_is_unconfined_and_the_frame_says_so() {
         })
     );
     // The environment variable wins over the file.
-    let output = sb.call(&bundle, "probe", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "best-effort").output().unwrap();
+    let output = td.call(&bundle, "probe", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "best-effort").output().unwrap();
     assert_eq!(stdout_json(&output)["read_other"], "ENOENT");
 }
 
 #[test]
 fn tools_list_shows_the_sandbox_of_each_exec_tool() {
-    let sb = Sandbox::new();
-    let granted = sb.join("granted");
-    let script = sb.script("ok.sh", "echo '{}'");
+    let td = TestDir::new();
+    let granted = td.join("granted");
+    let script = td.script("ok.sh", "echo '{}'");
     let tools = json!([
         tool("files", script.to_str().unwrap(), &[], &[format!("fs:{}", granted.display())]),
         tool("net", script.to_str().unwrap(), &[], &["net:127.0.0.1:9".to_string()]),
     ]);
     let caps = format!("[capabilities]\nexec = true\nfs = [\"{}\"]\nnet = [\"127.0.0.1:9\"]\n", granted.display());
-    let bundle = sb.bundle("listed", tools, &caps);
-    let (out, _) = sb.expect(0, &["tools", "list", bundle.to_str().unwrap(), "--format", "json"]);
+    let bundle = td.bundle("listed", tools, &caps);
+    let (out, _) = td.expect(0, &["tools", "list", bundle.to_str().unwrap(), "--format", "json"]);
     let listed: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(listed["tools"][0]["sandbox"]["write"], json!(["$TMPDIR", granted]));
     assert_eq!(listed["tools"][1]["sandbox"]["net_allow"], json!(["127.0.0.1:9"]));
-    let (out, _) = sb.expect(0, &["tools", "list", bundle.to_str().unwrap()]);
+    let (out, _) = td.expect(0, &["tools", "list", bundle.to_str().unwrap()]);
     assert_contains(&out, &format!("rw: $TMPDIR, {}; net: none", granted.display()));
     assert_contains(&out, "rw: $TMPDIR; net: 127.0.0.1:9");
-    let output = sb.rlp().env("RUNLOOP_RUNTIME_SANDBOX", "off").args(["tools", "list"]).arg(&bundle).output().unwrap();
+    let output = td.rlp().env("RUNLOOP_RUNTIME_SANDBOX", "off").args(["tools", "list"]).arg(&bundle).output().unwrap();
     assert_contains(&String::from_utf8(output.stdout).unwrap(), "  off\n");
 }
 
 #[test]
 fn a_bad_sandbox_setting_is_a_usage_error() {
-    let sb = Sandbox::new();
-    let script = sb.script("ok.sh", "echo '{}'");
+    let td = TestDir::new();
+    let script = td.script("ok.sh", "echo '{}'");
     let bundle =
-        sb.bundle("bad", json!([tool("ok", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "ok", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "strict").output().unwrap();
+        td.bundle("bad", json!([tool("ok", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "ok", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "strict").output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert_contains(
-        &stderr(&output),
-        "error: RUNLOOP_RUNTIME_SANDBOX: `strict` is not a sandbox mode (required, best-effort or off)",
-    );
+    rlp_snapshot!(&td, &output);
 }
 
 #[test]
 fn max_memory_bytes_bounds_each_process_of_the_tool() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let command = python_tool(
-        &sb,
+        &td,
         "memory",
         "import resource\nresult['limit'] = resource.getrlimit(resource.RLIMIT_AS)[0]\n\
          try:\n    block = bytearray(512 * 1024 * 1024)\n    result['allocated'] = True\nexcept MemoryError:\n    result['allocated'] = False",
     );
     let limited = with(tool("probe", &command, &[], &[]), json!({"max_memory_bytes": 268_435_456}));
-    let bundle = sb.bundle("memory", json!([limited]), "[capabilities]\nexec = true\n");
-    let output = sb.call(&bundle, "probe", json!({})).output().unwrap();
+    let bundle = td.bundle("memory", json!([limited]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"limit": 268_435_456, "allocated": false}));
-    assert_eq!(call_frame(&sb)["sandbox"]["max_memory_bytes"], 268_435_456);
+    assert_eq!(call_frame(&td)["sandbox"]["max_memory_bytes"], 268_435_456);
 }
 
 #[test]
 fn max_processes_bounds_the_tools_own_processes_for_root_too() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let command = python_tool(
-        &sb,
+        &td,
         "forks",
         "import signal, time\nchildren = []\nfor _ in range(8):\n    try:\n        pid = os.fork()\n    except OSError as e:\n        result['refused'] = errno.errorcode[e.errno]\n        break\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    children.append(pid)\n\
          result['forked'] = len(children)\nfor pid in children:\n    os.kill(pid, signal.SIGKILL)\n    os.waitpid(pid, 0)",
     );
     let limited = with(tool("forks", &command, &[], &[]), json!({"max_processes": 4}));
-    let bundle = sb.bundle("limited", json!([limited]), "[capabilities]\nexec = true\n");
+    let bundle = td.bundle("limited", json!([limited]), "[capabilities]\nexec = true\n");
     // Required: this kernel can enforce it (a pids cgroup), so the call runs.
-    let output = sb.call(&bundle, "forks", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "required").output().unwrap();
+    let output = td.call(&bundle, "forks", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "required").output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // The tool itself and three children: the fourth fork is refused.
     assert_eq!(stdout_json(&output), json!({"forked": 3, "refused": "EAGAIN"}));
-    let frame = call_frame(&sb);
+    let frame = call_frame(&td);
     assert_eq!((frame["sandbox"]["max_processes"].as_u64(), frame["sandbox"]["gaps"].clone()), (Some(4), json!([])));
     assert_eq!(frame["sandbox"]["mode"], "required");
 }
 
 #[test]
 fn a_descriptor_rlp_inherited_never_reaches_the_tool() {
-    let sb = Sandbox::new();
-    let leak = sb.join("leak.txt");
+    let td = TestDir::new();
+    let leak = td.join("leak.txt");
     std::fs::write(&leak, "").unwrap();
     let script =
-        sb.script("fd.sh", "if echo x >&5; then echo '{\"fd5\":\"open\"}'; else echo '{\"fd5\":\"closed\"}'; fi");
+        td.script("fd.sh", "if echo x >&5; then echo '{\"fd5\":\"open\"}'; else echo '{\"fd5\":\"closed\"}'; fi");
     let bundle =
-        sb.bundle("fds", json!([tool("fd", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
+        td.bundle("fds", json!([tool("fd", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
     for mode in ["best-effort", "off"] {
         // rlp is started with descriptor 5 open on a file outside every grant.
-        let output = sb
+        let output = td
             .wrapped(&["sh", "-c", "exec 5>>\"$0\"; exec \"$@\"", leak.to_str().unwrap()])
             .args(["tools", "call"])
             .arg(&bundle)
@@ -433,11 +431,11 @@ fn a_descriptor_rlp_inherited_never_reaches_the_tool() {
 
 #[test]
 fn tools_import_asks_a_binary_for_its_schema_under_the_configured_sandbox() {
-    let sb = Sandbox::new();
-    let agents = sb.join("agents");
-    sb.expect(0, &["agent", "scaffold", "imported", "--non-interactive", "--root", agents.to_str().unwrap()]);
-    let escaped = sb.join("escaped");
-    let binary = sb.script(
+    let td = TestDir::new();
+    let agents = td.join("agents");
+    td.expect(0, &["agent", "scaffold", "imported", "--non-interactive", "--root", agents.to_str().unwrap()]);
+    let escaped = td.join("escaped");
+    let binary = td.script(
         "describe.sh",
         &format!(
             "touch {} 2>/dev/null\n\
@@ -446,7 +444,7 @@ fn tools_import_asks_a_binary_for_its_schema_under_the_configured_sandbox() {
         ),
     );
     let import = |mode: &str| {
-        let output = sb
+        let output = td
             .rlp()
             .args(["tools", "import"])
             .arg(agents.join("imported"))
@@ -465,13 +463,13 @@ fn tools_import_asks_a_binary_for_its_schema_under_the_configured_sandbox() {
 
 #[test]
 fn a_sandboxed_tool_cannot_reach_a_local_daemons_socket() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let daemon = tempfile::tempdir().unwrap();
     let path = daemon.path().join("daemon.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     std::thread::spawn(move || for _ in listener.incoming() {});
     let command = python_tool(
-        &sb,
+        &td,
         "daemon",
         "attempt('daemon', lambda: socket.socket(socket.AF_UNIX).connect(args[0]))\n\
          attempt('pair', lambda: socket.socketpair())",
@@ -482,12 +480,12 @@ fn a_sandboxed_tool_cannot_reach_a_local_daemons_socket() {
         tool("online", &command, &[path.to_str().unwrap()], &[format!("net:127.0.0.1:{port}")]),
     ]);
     let caps = format!("[capabilities]\nexec = true\nnet = [\"127.0.0.1:{port}\"]\n");
-    let bundle = sb.bundle("daemon", tools, &caps);
+    let bundle = td.bundle("daemon", tools, &caps);
     for id in ["offline", "online"] {
-        let output = sb.call(&bundle, id, json!({})).output().unwrap();
+        let output = td.call(&bundle, id, json!({})).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         assert_eq!(stdout_json(&output), json!({"daemon": "EACCES", "pair": "ok"}), "{id}");
     }
-    let output = sb.call(&bundle, "offline", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "off").output().unwrap();
+    let output = td.call(&bundle, "offline", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "off").output().unwrap();
     assert_eq!(stdout_json(&output), json!({"daemon": "ok", "pair": "ok"}));
 }

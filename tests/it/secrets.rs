@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use crate::support::http::{Request, Server, reply};
 use crate::support::ledger::{self, payload};
-use crate::support::output::assert_contains;
+use crate::support::output::{assert_contains, stdout_json};
 use crate::support::process::decode_environ;
-use crate::support::{Sandbox, bundle};
+use crate::support::{TestDir, bundle};
 
 /// Holds `"`, `\`, `/`, a tab, a space, `+`, `=`, a non-ASCII and a non-BMP character.
 pub(crate) const SECRET: &str = "Qx9k\"Zr\\7w/Pv\tm\u{e9}\u{1F600} Lt3Nb8+=";
@@ -29,19 +29,19 @@ const TRACE: &str = "0197b0ff-0000-7000-8000-00000000c0de";
 // ---------------------------------------------------------------- helpers
 
 /// Everything the ledger files hold, byte for byte.
-fn ledger_bytes(sb: &Sandbox) -> Vec<(String, Vec<u8>)> {
+fn ledger_bytes(td: &TestDir) -> Vec<(String, Vec<u8>)> {
     let files: Vec<(String, Vec<u8>)> =
-        ledger::files(&sb.ledger_path()).into_iter().map(|(path, bytes)| (path.display().to_string(), bytes)).collect();
+        ledger::files(&td.ledger_path()).into_iter().map(|(path, bytes)| (path.display().to_string(), bytes)).collect();
     assert!(files.iter().any(|(path, _)| path.ends_with("-wal")), "no -wal file to scan");
     files
 }
 
 /// What `trace show` (human and json) and `trace export` print for TRACE.
-fn trace_outputs(sb: &Sandbox) -> Vec<(String, Vec<u8>)> {
+fn trace_outputs(td: &TestDir) -> Vec<(String, Vec<u8>)> {
     [vec!["trace", "show", TRACE], vec!["trace", "show", TRACE, "--format", "json"], vec!["trace", "export", TRACE]]
         .into_iter()
         .map(|args| {
-            let output = sb.rlp().args(&args).output().unwrap();
+            let output = td.rlp().args(&args).output().unwrap();
             assert_eq!(output.status.code(), Some(0), "{args:?}: {}", text(&output.stderr));
             assert!(text(&output.stdout).contains("[redacted]"), "{args:?}: {}", text(&output.stdout));
             (args.join(" "), [output.stdout, output.stderr].concat())
@@ -178,43 +178,43 @@ esac
 
 #[test]
 fn an_exec_tool_echoing_its_secret_in_any_spelling_leaks_nothing() {
-    let sb = Sandbox::new();
-    assert_echoes_leak_nothing(&sb, &[(SECRET_ENV, SECRET)]);
+    let td = TestDir::new();
+    assert_echoes_leak_nothing(&td, &[(SECRET_ENV, SECRET)]);
 }
 
 #[test]
 fn a_secret_from_the_file_store_echoed_in_any_spelling_leaks_nothing() {
-    let sb = Sandbox::new();
-    sb.rlp().args(["secrets", "set", SECRET_ID]).write_stdin(SECRET).assert().code(0);
-    std::fs::write(sb.home().join("config.toml"), "[secrets]\nproviders = [\"file\"]\n").unwrap();
-    assert_echoes_leak_nothing(&sb, &[]);
+    let td = TestDir::new();
+    td.rlp().args(["secrets", "set", SECRET_ID]).write_stdin(SECRET).assert().code(0);
+    std::fs::write(td.home().join("config.toml"), "[secrets]\nproviders = [\"file\"]\n").unwrap();
+    assert_echoes_leak_nothing(&td, &[]);
     let needles = needles(SECRET, &["Qx9k", "Lt3Nb8"]);
     for file in ["store.age", "identity.txt"] {
-        let path = sb.home().join("secrets").join(file);
+        let path = td.home().join("secrets").join(file);
         assert_absent(&needles, file, &std::fs::read(path).unwrap());
     }
 }
 
 #[test]
 fn a_secret_from_a_command_echoed_in_any_spelling_leaks_nothing() {
-    let sb = Sandbox::new();
-    let value_file = sb.join("value.txt");
+    let td = TestDir::new();
+    let value_file = td.join("value.txt");
     std::fs::write(&value_file, format!("{SECRET}\n")).unwrap();
-    let script = sb
+    let script = td
         .script("print_secret.sh", &format!("[ \"$1\" = '{SECRET_ID}' ] || exit 1\ncat '{}'\n", value_file.display()));
     let config =
         format!("[secrets]\nproviders = [\"cmd\"]\n[secrets.cmd]\ncommand = [\"{}\", \"{{id}}\"]\n", script.display());
-    std::fs::create_dir_all(sb.home()).unwrap();
-    std::fs::write(sb.home().join("config.toml"), config).unwrap();
-    assert_echoes_leak_nothing(&sb, &[]);
+    std::fs::create_dir_all(td.home()).unwrap();
+    std::fs::write(td.home().join("config.toml"), config).unwrap();
+    assert_echoes_leak_nothing(&td, &[]);
 }
 
 /// Calls tools that echo the secret SECRET_ID — provided by `env` or by the
 /// home's configured provider — in every spelling, in results, stderr and
 /// an error envelope, and finds it in none of rlp's output, the ledger
 /// files or the trace commands.
-fn assert_echoes_leak_nothing(sb: &Sandbox, env: &[(&str, &str)]) {
-    let data = sb.state_dir();
+fn assert_echoes_leak_nothing(td: &TestDir, env: &[(&str, &str)]) {
+    let data = td.state_dir();
     let whole = whole_spellings(SECRET);
     let embedded = embedded_spellings(SECRET);
     let mut lines: Vec<String> = whole.iter().map(|(label, s)| format!("{label}: {s}")).collect();
@@ -227,14 +227,14 @@ fn assert_echoes_leak_nothing(sb: &Sandbox, env: &[(&str, &str)]) {
     let result: serde_json::Map<String, Value> =
         whole.iter().map(|(label, s)| (label.clone(), json!(s))).chain([("embedded".into(), json!(lines))]).collect();
     std::fs::write(data.join("result.json"), Value::Object(result).to_string()).unwrap();
-    let script = sb.script("echo_secret.sh", &ECHO_SCRIPT.replace("DATA", &data.display().to_string()));
+    let script = td.script("echo_secret.sh", &ECHO_SCRIPT.replace("DATA", &data.display().to_string()));
     let tools = ["stderr", "envelope", "nested", "result"]
         .map(|mode| bundle::with_fs(exec_tool(&format!("echo.{mode}"), &script, &[mode], &[SECRET_ID]), &data));
-    let bundle = sb.bundle("echoer", json!(tools), &bundle::caps(&exec_grants(&[SECRET_ID]), &data));
+    let bundle = td.bundle("echoer", json!(tools), &bundle::caps(&exec_grants(&[SECRET_ID]), &data));
 
     let mut printed = Vec::new();
     let mut run = |mode: &str, code: i32| {
-        let output = sb
+        let output = td
             .call(&bundle, &format!("echo.{mode}"), json!({"echo": SECRET}))
             .args(["--trace-id", TRACE])
             .envs(env.iter().copied())
@@ -259,17 +259,17 @@ fn assert_echoes_leak_nothing(sb: &Sandbox, env: &[(&str, &str)]) {
     assert_contains(&stderr, &format!("error: tool `echo.envelope` failed: {scrubbed}"));
 
     let output = run("nested", 0);
-    let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let shown: Value = stdout_json(&output);
     assert_eq!(shown, json!({"payload": r#"{"token":"[redacted]"}"#}));
 
     let output = run("result", 0);
-    let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let shown: Value = stdout_json(&output);
     for (label, _) in &whole {
         assert_eq!(shown[label], "[redacted]", "{label}");
     }
 
     let needles = needles(SECRET, &["Qx9k", "Lt3Nb8"]);
-    for (what, bytes) in printed.iter().chain(&ledger_bytes(sb)).chain(&trace_outputs(sb)) {
+    for (what, bytes) in printed.iter().chain(&ledger_bytes(td)).chain(&trace_outputs(td)) {
         assert_absent(&needles, what, bytes);
     }
 }
@@ -297,7 +297,7 @@ fn echo_token(request: &Request) -> String {
 fn an_http_server_echoing_the_header_secret_encoded_leaks_nothing() {
     let server = Server::start(|request| reply(401, &echo_token(request)));
     let port = server.port;
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tool = json!({
         "id": "echo.http",
         "description": "echoes its token",
@@ -309,10 +309,10 @@ fn an_http_server_echoing_the_header_secret_encoded_leaks_nothing() {
         "requires_confirmation": false,
     });
     let caps = format!("[capabilities]\nnet = [\"127.0.0.1:{port}\"]\nsecrets = [\"{HEADER_SECRET_ID}\"]\n");
-    let bundle = sb.bundle("httpecho", json!([tool]), &caps);
+    let bundle = td.bundle("httpecho", json!([tool]), &caps);
     let mut printed = Vec::new();
     for kind in ["json", "pct-upper", "pct-lower", "pct-form", "b64", "b64-url", "basic", "basic-url"] {
-        let output = sb
+        let output = td
             .call(&bundle, "echo.http", json!({"kind": kind}))
             .args(["--trace-id", TRACE])
             .env(HEADER_SECRET_ENV, HEADER_SECRET)
@@ -329,7 +329,7 @@ fn an_http_server_echoing_the_header_secret_encoded_leaks_nothing() {
         printed.push((format!("`tools call` ({kind})"), [output.stdout, output.stderr].concat()));
     }
     let needles = needles(HEADER_SECRET, &["Hx7q", "Q9 +z"]);
-    for (what, bytes) in printed.iter().chain(&ledger_bytes(&sb)).chain(&trace_outputs(&sb)) {
+    for (what, bytes) in printed.iter().chain(&ledger_bytes(&td)).chain(&trace_outputs(&td)) {
         assert_absent(&needles, what, bytes);
     }
 }
@@ -344,15 +344,15 @@ const COLLIDING: [(&str, &str); 4] = [
 ];
 
 /// Calls tool `env` of `bundle` and returns the environment it saw.
-fn environment_seen(sb: &Sandbox, bundle: &Path, env: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut cmd = sb.call(bundle, "env", json!({}));
+fn environment_seen(td: &TestDir, bundle: &Path, env: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut cmd = td.call(bundle, "env", json!({}));
     cmd.args(["--trace-id", TRACE]);
     for (name, value) in env {
         cmd.env(name, value);
     }
     let output = cmd.output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let result: Value = stdout_json(&output);
     decode_environ(result["environ"].as_str().unwrap())
 }
 
@@ -362,14 +362,14 @@ fn names(environ: &BTreeMap<String, String>) -> Vec<&str> {
 
 #[test]
 fn ids_that_shared_one_variable_each_read_their_own() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let ids: Vec<&str> = COLLIDING.iter().map(|(id, _)| *id).collect();
-    let script = sb.script("env.sh", ENV_SCRIPT);
-    let bundle = sb.bundle("collide", json!([exec_tool("env", &script, &[], &ids)]), &exec_caps(&ids));
+    let script = td.script("env.sh", ENV_SCRIPT);
+    let bundle = td.bundle("collide", json!([exec_tool("env", &script, &[], &ids)]), &exec_caps(&ids));
     let mut env: Vec<(&str, &str)> = vec![("RUNLOOP_MAIL_API_KEY", "shared-old-value")];
     let values = ["value-underscore", "value-scope", "value-hyphen", "value-dot"];
     env.extend(COLLIDING.iter().zip(values).map(|((_, name), value)| (*name, value)));
-    let seen = environment_seen(&sb, &bundle, &env);
+    let seen = environment_seen(&td, &bundle, &env);
     assert_eq!(
         names(&seen),
         [
@@ -391,13 +391,13 @@ fn ids_that_shared_one_variable_each_read_their_own() {
 
 #[test]
 fn an_id_whose_earlier_name_is_shared_never_reads_it() {
-    let sb = Sandbox::new();
-    let marker = sb.join("ran");
-    let script = sb.script("touch.sh", &format!("touch '{}'\necho '{{}}'\n", marker.display()));
+    let td = TestDir::new();
+    let marker = td.join("ran");
+    let script = td.script("touch.sh", &format!("touch '{}'\necho '{{}}'\n", marker.display()));
     let id = "runloop/mail/api-key";
-    let bundle = sb.bundle("hyphen", json!([exec_tool("touch", &script, &[], &[id])]), &exec_caps(&[id]));
+    let bundle = td.bundle("hyphen", json!([exec_tool("touch", &script, &[], &[id])]), &exec_caps(&[id]));
     let value = "only-the-shared-name-holds-this";
-    let output = sb
+    let output = td
         .call(&bundle, "touch", json!({}))
         .args(["--trace-id", TRACE])
         .env("RUNLOOP_MAIL_API_KEY", value)
@@ -412,7 +412,7 @@ fn an_id_whose_earlier_name_is_shared_never_reads_it() {
          RUNLOOP__MAIL_SAPI_HKEY is not set (RUNLOOP_MAIL_API_KEY is, but that name is shared by several ids))\n  \
          help: set the environment variable RUNLOOP__MAIL_SAPI_HKEY (secret `runloop/mail/api-key`), then call again",
     );
-    let audits: Vec<Value> = sb.events().iter().map(payload).collect();
+    let audits: Vec<Value> = td.events().iter().map(payload).collect();
     let denial = audits.iter().rev().find(|a| a["capability"] == format!("secrets:{id}")).unwrap();
     assert_eq!(denial["decision"], "deny");
     assert_eq!(
@@ -422,33 +422,33 @@ fn an_id_whose_earlier_name_is_shared_never_reads_it() {
     );
     let needles = vec![value.to_string()];
     assert_absent(&needles, "rlp's output", &[output.stdout, output.stderr].concat());
-    for (what, bytes) in ledger_bytes(&sb) {
+    for (what, bytes) in ledger_bytes(&td) {
         assert_absent(&needles, &what, &bytes);
     }
 }
 
 #[test]
 fn an_id_of_letters_and_digits_still_reads_its_earlier_name() {
-    let sb = Sandbox::new();
-    let script = sb.script("env.sh", ENV_SCRIPT);
+    let td = TestDir::new();
+    let script = td.script("env.sh", ENV_SCRIPT);
     let id = "runloop/github/token";
-    let bundle = sb.bundle("github", json!([exec_tool("env", &script, &[], &[id])]), &exec_caps(&[id]));
-    let seen = environment_seen(&sb, &bundle, &[("RUNLOOP_GITHUB_TOKEN", "from-the-old-name")]);
+    let bundle = td.bundle("github", json!([exec_tool("env", &script, &[], &[id])]), &exec_caps(&[id]));
+    let seen = environment_seen(&td, &bundle, &[("RUNLOOP_GITHUB_TOKEN", "from-the-old-name")]);
     assert_eq!(seen["RUNLOOP_GITHUB__TOKEN"], "from-the-old-name");
     assert_eq!(seen["RUNLOOP_GITHUB_TOKEN"], "from-the-old-name");
     let both = [("RUNLOOP_GITHUB_TOKEN", "old"), ("RUNLOOP_GITHUB__TOKEN", "new")];
-    let seen = environment_seen(&sb, &bundle, &both);
+    let seen = environment_seen(&td, &bundle, &both);
     assert_eq!((seen["RUNLOOP_GITHUB__TOKEN"].as_str(), seen["RUNLOOP_GITHUB_TOKEN"].as_str()), ("new", "new"));
 }
 
 #[test]
 fn a_tool_gets_new_names_and_the_earlier_ones_it_alone_uses() {
-    let sb = Sandbox::new();
-    let script = sb.script("env.sh", ENV_SCRIPT);
+    let td = TestDir::new();
+    let script = td.script("env.sh", ENV_SCRIPT);
     let ids = ["runloop/github/token", "runloop/mail/api-key", "runloop/mail/smtp_api_key"];
-    let bundle = sb.bundle("mixed", json!([exec_tool("env", &script, &[], &ids)]), &exec_caps(&ids));
+    let bundle = td.bundle("mixed", json!([exec_tool("env", &script, &[], &ids)]), &exec_caps(&ids));
     let env = [("RUNLOOP_GITHUB__TOKEN", "g"), ("RUNLOOP__MAIL_SAPI_HKEY", "h"), ("RUNLOOP_MAIL__SMTP_API_KEY", "s")];
-    let seen = environment_seen(&sb, &bundle, &env);
+    let seen = environment_seen(&td, &bundle, &env);
     let expected = [
         ("LANG", "C.UTF-8"),
         ("PATH", "/usr/local/bin:/usr/bin:/bin"),
@@ -469,14 +469,14 @@ fn a_tool_gets_new_names_and_the_earlier_ones_it_alone_uses() {
 
 #[test]
 fn lint_warns_about_ids_that_shared_one_variable() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tools = json!([
         exec_tool("mail.a", "/usr/local/bin/mail-a", &[], &["runloop/mail/api_key"]),
         exec_tool("mail.b", "/usr/local/bin/mail-b", &[], &["runloop/github/token", "runloop/mail/api-key"]),
     ]);
     let granted = ["runloop/mail/api_key", "runloop/github/token", "runloop/mail/api-key", "runloop/mail/api.key"];
-    sb.bundle("demo", tools, &exec_caps(&granted));
-    let output = sb.rlp().args(["lint", "agents/demo", "--color", "never"]).output().unwrap();
+    td.bundle("demo", tools, &exec_caps(&granted));
+    let output = td.rlp().args(["lint", "agents/demo", "--color", "never"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "warnings only: {}", text(&output.stderr));
     let expected = r#"warning[RLP214]: secrets `runloop/mail/api_key` and `runloop/mail/api.key` were both read from RUNLOOP_MAIL_API_KEY; they are now read from RUNLOOP_MAIL__API_KEY and RUNLOOP__MAIL_SAPI_DKEY
   ┌─ agents/demo/policy.caps:3:81
@@ -497,6 +497,6 @@ warning[RLP214]: secrets `runloop/mail/api_key` and `runloop/mail/api-key` were 
 1 bundle checked: 0 errors and 2 warnings
 "#;
     assert_eq!(text(&output.stdout), expected);
-    let denied = sb.rlp().args(["lint", "agents/demo", "--deny-warnings"]).output().unwrap();
+    let denied = td.rlp().args(["lint", "agents/demo", "--deny-warnings"]).output().unwrap();
     assert_eq!(denied.status.code(), Some(1));
 }

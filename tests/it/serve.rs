@@ -14,8 +14,9 @@ use crate::support::bundle::{self, exec, http, runtime_tool, tool, with, with_fs
 use crate::support::files;
 use crate::support::ledger::{kinds, payload};
 use crate::support::mcp::{self, HttpServe, call, scenario, stdio};
-use crate::support::output::{assert_contains, stderr, stdout};
-use crate::support::{HANG_GUARD, Sandbox};
+use crate::support::output::{stderr, stdout};
+use crate::support::rlp_snapshot;
+use crate::support::{HANG_GUARD, TestDir};
 
 /// The SDK's connect modes and the revision each speaks.
 const MODES: [(&str, &str); 2] = [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")];
@@ -35,10 +36,10 @@ fn greeting_schema() -> Value {
 /// result), `desk.bad` (a result its schema refuses), `desk.send`
 /// (confirmation; leaves `state/sent`), `desk.lookup` (http, its host
 /// granted) and `desk.fetch` (http, its host not granted: not exposed).
-fn desk(sb: &Sandbox) -> PathBuf {
-    let state = sb.state_dir();
-    let greet = sb.script("greet.sh", r#"exec jq -c '{greeting: ("hello " + .tool.arguments.name)}' "$1""#);
-    let count = sb.script("count.sh", "echo 3");
+fn desk(td: &TestDir) -> PathBuf {
+    let state = td.state_dir();
+    let greet = td.script("greet.sh", r#"exec jq -c '{greeting: ("hello " + .tool.arguments.name)}' "$1""#);
+    let count = td.script("count.sh", "echo 3");
     let sent = state.join("sent");
     let tools = json!([
         with(
@@ -60,12 +61,7 @@ fn desk(sb: &Sandbox) -> PathBuf {
         ),
         tool("desk.fetch", http("GET", "https://other.example.net/x")),
     ]);
-    sb.bundle("desk", tools, &bundle::caps("exec = true\nnet = [\"api.example.com\"]\n", &state))
-}
-
-/// The payloads of the frames of `kind` in the default home's ledger.
-fn frames_of(sb: &Sandbox, kind: &str) -> Vec<Value> {
-    sb.events().iter().filter(|e| e.kind == kind).map(payload).collect()
+    td.bundle("desk", tools, &bundle::caps("exec = true\nnet = [\"api.example.com\"]\n", &state))
 }
 
 /// The record of step `i` of a driver report.
@@ -89,9 +85,9 @@ fn text_of(record: &Value) -> &str {
 /// Asserts that a call record's meta counts the attempts its last
 /// `tool.result` frame in the ledger recorded (here: the tool ran once).
 #[track_caller]
-fn assert_attempts_recorded(sb: &Sandbox, record: &Value) {
+fn assert_attempts_recorded(td: &TestDir, record: &Value) {
     let meta = call_meta(record);
-    let results = frames_of(sb, "tool.result");
+    let results = td.payloads("tool.result");
     let recorded = results.iter().rfind(|r| r["invocation_id"] == meta["invocation_id"]).expect("a tool.result frame");
     assert_eq!(recorded["attempt"], 1, "{recorded}");
     assert_eq!(meta["attempts"], recorded["attempt"], "the meta's attempts are not the recorded ones: {record}");
@@ -99,8 +95,8 @@ fn assert_attempts_recorded(sb: &Sandbox, record: &Value) {
 
 #[test]
 fn tools_list_shows_exposed_tools_sorted_with_schemas_and_hints() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     let exec_hints = json!({"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false});
     let expected = json!([
         {"name": "desk.bad", "description": "test tool desk.bad", "inputSchema": {"type": "object"},
@@ -116,7 +112,7 @@ fn tools_list_shows_exposed_tools_sorted_with_schemas_and_hints() {
          "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false}},
     ]);
     for (mode, version) in MODES {
-        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, json!([{"op": "list"}])));
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, None, json!([{"op": "list"}])));
         assert_eq!(report["protocol_version"], version);
         assert_eq!(step(&report, 0)["tools"], expected, "{mode}");
     }
@@ -124,11 +120,11 @@ fn tools_list_shows_exposed_tools_sorted_with_schemas_and_hints() {
 
 #[test]
 fn a_call_answers_with_structured_content_a_text_block_and_its_call_meta() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     for (mode, _) in MODES {
         let steps = json!([call("desk.greet", json!({"name": "ada"})), call("desk.count", json!({}))]);
-        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, None, steps));
         let greet = step(&report, 0);
         assert_eq!(greet["result"]["isError"], false, "{mode}: {greet}");
         assert_eq!(greet["result"]["structuredContent"], json!({"greeting": "hello ada"}));
@@ -139,7 +135,7 @@ fn a_call_answers_with_structured_content_a_text_block_and_its_call_meta() {
         assert_eq!(text_of(count), r#"{"result":3}"#);
 
         // The meta names the invocation and trace the ledger recorded.
-        let events = sb.events();
+        let events = td.events();
         let calls: Vec<&Event> = events.iter().filter(|e| e.kind == "tool.call").collect();
         let greeted = calls[calls.len() - 2];
         let expected = json!({"invocation_id": payload(greeted)["invocation_id"],
@@ -152,15 +148,15 @@ fn a_call_answers_with_structured_content_a_text_block_and_its_call_meta() {
 
 #[test]
 fn invalid_arguments_and_unknown_tools_are_invalid_params_errors() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     for (mode, _) in MODES {
         let steps = json!([
             call("desk.greet", json!({"name": 7})),
             call("desk.greet", json!({})),
             call("desk.nothing", json!({})),
         ]);
-        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, None, steps));
         let schema_error = |i: usize, detail: &str| {
             let error = &step(&report, i)["error"];
             assert_eq!(error["code"], -32602, "{mode}: {error}");
@@ -181,20 +177,20 @@ fn invalid_arguments_and_unknown_tools_are_invalid_params_errors() {
         );
     }
     // Nothing was called.
-    assert!(frames_of(&sb, "tool.call").is_empty());
+    assert!(td.payloads("tool.call").is_empty());
 }
 
 #[test]
 fn an_invalid_result_and_an_unexposed_tool_are_tool_errors() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     for (mode, _) in MODES {
         let steps = json!([call("desk.bad", json!({})), call("desk.fetch", json!({}))]);
-        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, None, steps));
         let bad = step(&report, 0);
         assert_eq!(bad["result"]["isError"], true, "{mode}: {bad}");
         assert_eq!(call_meta(bad)["outcome"], "error");
-        assert_attempts_recorded(&sb, bad);
+        assert_attempts_recorded(&td, bad);
         assert_eq!(
             text_of(bad),
             "the result of `desk.bad` does not match its result_schema: /n: \"not a number\" is not of type \"integer\"\n\
@@ -210,7 +206,7 @@ fn an_invalid_result_and_an_unexposed_tool_are_tool_errors() {
              help: grant it under [capabilities] in policy.caps (net = [\"other.example.net:443\"]), then run `rlp digest`"
         );
     }
-    let denied: Vec<Value> = frames_of(&sb, "cap.audit").into_iter().filter(|p| p["decision"] == "deny").collect();
+    let denied: Vec<Value> = td.payloads("cap.audit").into_iter().filter(|p| p["decision"] == "deny").collect();
     assert!(denied.iter().all(|p| p["tool"] == "desk.fetch"), "{denied:?}");
     assert!(!denied.is_empty());
 }
@@ -222,14 +218,14 @@ const CONFIRM_HELP: &str = "help: approve the call when the client asks; a clien
 
 #[test]
 fn confirmation_is_asked_through_elicitation() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
-    let sent = sb.state_dir().join("sent");
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let sent = td.state_dir().join("sent");
     let marker = files::fixture("runtime/marker.sh");
     for (mode, _) in MODES {
         let answers = json!([{"action": "decline"}, {"action": "accept", "content": {"approve": true}}]);
         let steps = json!([call("desk.send", json!({})), call("desk.send", json!({}))]);
-        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, Some(answers), steps));
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, Some(answers), steps));
 
         let declined = step(&report, 0);
         assert_eq!(declined["result"]["isError"], true, "{mode}: {declined}");
@@ -270,7 +266,7 @@ fn confirmation_is_asked_through_elicitation() {
             );
         }
     }
-    let confirms = frames_of(&sb, "tool.confirm");
+    let confirms = td.payloads("tool.confirm");
     let decisions: Vec<(&Value, &Value)> = confirms.iter().map(|c| (&c["approved"], &c["how"])).collect();
     let (no, declined, yes, mcp) = (json!(false), json!("mcp: declined over MCP"), json!(true), json!("mcp"));
     assert_eq!(decisions, [(&no, &declined), (&yes, &mcp), (&no, &declined), (&yes, &mcp)]);
@@ -278,8 +274,8 @@ fn confirmation_is_asked_through_elicitation() {
 
 #[test]
 fn only_an_accepted_approve_true_approves() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     let answers = json!([
         {"action": "accept", "content": {"approve": false}},
         {"action": "accept"},
@@ -288,27 +284,27 @@ fn only_an_accepted_approve_true_approves() {
         {"action": "cancel"},
     ]);
     let steps = json!(vec![call("desk.send", json!({})); 5]);
-    let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), "legacy", Some(answers), steps));
+    let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), "legacy", Some(answers), steps));
     for i in 0..5 {
         assert_eq!(call_meta(step(&report, i))["outcome"], "refused", "{report}");
     }
-    assert!(!sb.state_dir().join("sent").exists());
-    let hows: Vec<Value> = frames_of(&sb, "tool.confirm").iter().map(|c| c["how"].clone()).collect();
+    assert!(!td.state_dir().join("sent").exists());
+    let hows: Vec<Value> = td.payloads("tool.confirm").iter().map(|c| c["how"].clone()).collect();
     let not_approved = json!("mcp: not approved");
     assert_eq!(
         hows,
         [&not_approved, &not_approved, &not_approved, &not_approved, &json!("mcp: cancelled over MCP")]
             .map(Value::clone)
     );
-    assert!(frames_of(&sb, "tool.confirm").iter().all(|c| c["approved"] == false));
+    assert!(td.payloads("tool.confirm").iter().all(|c| c["approved"] == false));
 }
 
 #[test]
 fn confirmation_without_elicitation_names_yes_and_yes_approves() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     for (mode, _) in MODES {
-        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, json!([call("desk.send", json!({}))])));
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, None, json!([call("desk.send", json!({}))])));
         let refused = step(&report, 0);
         assert_eq!(refused["result"]["isError"], true, "{mode}: {refused}");
         assert_eq!(call_meta(refused)["outcome"], "refused");
@@ -319,14 +315,14 @@ fn confirmation_without_elicitation_names_yes_and_yes_approves() {
                  be asked (it does not support elicitation) or did not answer\n{CONFIRM_HELP}"
             )
         );
-        assert!(!sb.state_dir().join("sent").exists());
+        assert!(!td.state_dir().join("sent").exists());
 
         let report =
-            mcp::drive(&scenario(stdio(&sb, &desk, &["--yes"]), mode, None, json!([call("desk.send", json!({}))])));
+            mcp::drive(&scenario(stdio(&td, &desk, &["--yes"]), mode, None, json!([call("desk.send", json!({}))])));
         assert_eq!(call_meta(step(&report, 0))["outcome"], "ok", "{mode}: {report}");
-        std::fs::remove_file(sb.state_dir().join("sent")).unwrap();
+        std::fs::remove_file(td.state_dir().join("sent")).unwrap();
     }
-    let confirms = frames_of(&sb, "tool.confirm");
+    let confirms = td.payloads("tool.confirm");
     let decisions: Vec<(&Value, &Value)> = confirms.iter().map(|c| (&c["approved"], &c["how"])).collect();
     let unasked = json!("mcp: the MCP client could not be asked (it does not support elicitation) or did not answer");
     let (no, yes, pre_approved) = (json!(false), json!(true), json!("pre-approved (--yes)"));
@@ -335,8 +331,8 @@ fn confirmation_without_elicitation_names_yes_and_yes_approves() {
 
 #[test]
 fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
-    let sb = Sandbox::new();
-    let bundle = sb.bundle(
+    let td = TestDir::new();
+    let bundle = td.bundle(
         "drafter",
         json!([bundle::runtime_tool("mail.draft", "ask.py", &["tone"])]),
         "[capabilities]\nexec = true\n",
@@ -344,7 +340,7 @@ fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
     for (mode, _) in MODES {
         let answers = json!([{"action": "accept", "content": {"tone": "formal"}}]);
         let report = mcp::drive(&scenario(
-            stdio(&sb, &bundle, &[]),
+            stdio(&td, &bundle, &[]),
             mode,
             Some(answers),
             json!([call("mail.draft", json!({}))]),
@@ -368,7 +364,7 @@ fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
 
         // Without elicitation, the error lists the question.
         let report =
-            mcp::drive(&scenario(stdio(&sb, &bundle, &[]), mode, None, json!([call("mail.draft", json!({}))])));
+            mcp::drive(&scenario(stdio(&td, &bundle, &[]), mode, None, json!([call("mail.draft", json!({}))])));
         let record = step(&report, 0);
         assert_eq!(record["result"]["isError"], true, "{mode}: {record}");
         assert_eq!(
@@ -378,32 +374,32 @@ fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
              does not support elicitation), so use one that does"
         );
         assert_eq!(call_meta(record)["outcome"], "error");
-        assert_attempts_recorded(&sb, record);
+        assert_attempts_recorded(&td, record);
     }
-    let answers: Vec<Value> = frames_of(&sb, "tool.answer").into_iter().map(|a| a["answers"].clone()).collect();
+    let answers: Vec<Value> = td.payloads("tool.answer").into_iter().map(|a| a["answers"].clone()).collect();
     let formal = json!([{"id": "tone", "value": "formal", "source": "mcp"}]);
     assert_eq!(answers, [formal.clone(), formal]);
 }
 
 #[test]
 fn parallel_calls_overlap_and_their_frames_verify() {
-    let sb = Sandbox::new();
-    let state = sb.state_dir();
-    let nap = sb.script(
+    let td = TestDir::new();
+    let state = td.state_dir();
+    let nap = td.script(
         "nap.sh",
         &format!(
             "n=$(jq -r .tool.arguments.n \"$1\")\ndate +%s%N > {s}/$n.start\nsleep 1\ndate +%s%N > {s}/$n.end\necho '{{}}'",
             s = state.display()
         ),
     );
-    let bundle = sb.bundle(
+    let bundle = td.bundle(
         "napper",
         json!([with_fs(tool("nap.take", exec(nap.to_str().unwrap(), &[])), &state)]),
         &bundle::caps("exec = true\n", &state),
     );
     let calls: Vec<Value> = (0..8).map(|n| json!({"tool": "nap.take", "arguments": {"n": n}})).collect();
     let report = mcp::drive(&scenario(
-        stdio(&sb, &bundle, &["--max-calls", "8"]),
+        stdio(&td, &bundle, &["--max-calls", "8"]),
         "legacy",
         None,
         json!([{"op": "parallel", "calls": calls}]),
@@ -417,22 +413,22 @@ fn parallel_calls_overlap_and_their_frames_verify() {
     let first_end = (0..8).map(|n| stamp(format!("{n}.end"))).min().unwrap();
     assert!(last_start < first_end, "the calls ran one after another: last start {last_start}, first end {first_end}");
 
-    let events = sb.events();
+    let events = td.events();
     let frames: Vec<&str> = kinds(&events).into_iter().filter(|k| matches!(*k, "tool.call" | "tool.result")).collect();
     assert_eq!(frames.len(), 16, "{frames:?}");
     assert_eq!(frames.iter().filter(|k| **k == "tool.call").count(), 8);
-    let verified = sb.rlp().args(["trace", "verify"]).output().unwrap();
+    let verified = td.rlp().args(["trace", "verify"]).output().unwrap();
     assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
 }
 
 /// Bundle `waiter`: `wait.long` starts `sleep 60` in the background, writes
 /// its pid to `state/child.pid` and waits for it.
-fn waiter(sb: &Sandbox) -> (PathBuf, PathBuf) {
-    let state = sb.state_dir();
+fn waiter(td: &TestDir) -> (PathBuf, PathBuf) {
+    let state = td.state_dir();
     let pid_file = state.join("child.pid");
     let long =
-        sb.script("long.sh", &format!("sleep 60 &\necho $! > {p}.tmp && mv {p}.tmp {p}\nwait", p = pid_file.display()));
-    let bundle = sb.bundle(
+        td.script("long.sh", &format!("sleep 60 &\necho $! > {p}.tmp && mv {p}.tmp {p}\nwait", p = pid_file.display()));
+    let bundle = td.bundle(
         "waiter",
         json!([with_fs(tool("wait.long", exec(long.to_str().unwrap(), &[])), &state)]),
         &bundle::caps("exec = true\n", &state),
@@ -461,41 +457,41 @@ fn assert_cancelled_and_gone(report: &Value) {
 }
 
 /// Asserts that the last `tool.result` of the ledger is a cancellation.
-fn assert_recorded_cancelled(sb: &Sandbox) {
-    let results = frames_of(sb, "tool.result");
+fn assert_recorded_cancelled(td: &TestDir) {
+    let results = td.payloads("tool.result");
     assert_eq!(results.last().unwrap()["error"]["kind"], "cancelled", "{results:?}");
 }
 
 #[test]
 fn a_cancelled_call_kills_the_tool_and_its_children() {
-    let sb = Sandbox::new();
-    let (bundle, pid_file) = waiter(&sb);
-    let report = mcp::drive(&scenario(stdio(&sb, &bundle, &[]), "legacy", None, cancel_steps(&pid_file)));
+    let td = TestDir::new();
+    let (bundle, pid_file) = waiter(&td);
+    let report = mcp::drive(&scenario(stdio(&td, &bundle, &[]), "legacy", None, cancel_steps(&pid_file)));
     assert_cancelled_and_gone(&report);
-    assert_recorded_cancelled(&sb);
+    assert_recorded_cancelled(&td);
 }
 
 #[test]
 fn an_http_client_going_away_cancels_its_call() {
-    let sb = Sandbox::new();
-    let (bundle, pid_file) = waiter(&sb);
-    let server = HttpServe::start(&sb, &bundle, &[]);
+    let td = TestDir::new();
+    let (bundle, pid_file) = waiter(&td);
+    let server = HttpServe::start(&td, &bundle, &[]);
     let report = mcp::drive(&scenario(server.transport(None), "2026-07-28", None, cancel_steps(&pid_file)));
     assert_cancelled_and_gone(&report);
-    assert_recorded_cancelled(&sb);
+    assert_recorded_cancelled(&td);
 }
 
 /// A call waiting for a confirmation its client never gives, then
 /// cancelled, frees its slot: with one slot, the next call runs.
 #[test]
 fn a_cancelled_call_stops_waiting_for_its_confirmation() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     for transport in ["stdio", "http"] {
-        let server = (transport == "http").then(|| HttpServe::start(&sb, &desk, &["--max-calls", "1"]));
+        let server = (transport == "http").then(|| HttpServe::start(&td, &desk, &["--max-calls", "1"]));
         let connect = match &server {
             Some(server) => server.transport(None),
-            None => stdio(&sb, &desk, &["--max-calls", "1"]),
+            None => stdio(&td, &desk, &["--max-calls", "1"]),
         };
         let steps = json!([
             {"op": "call", "tool": "desk.send", "arguments": {}, "cancel": {"after_ms": 300}},
@@ -505,19 +501,19 @@ fn a_cancelled_call_stops_waiting_for_its_confirmation() {
         assert_eq!(step(&report, 0)["cancelled"], true, "{transport}: {report}");
         assert_eq!(step(&report, 1)["result"]["structuredContent"], json!({"greeting": "hello ada"}), "{transport}");
     }
-    assert!(!sb.state_dir().join("sent").exists());
-    let confirms = frames_of(&sb, "tool.confirm");
+    assert!(!td.state_dir().join("sent").exists());
+    let confirms = td.payloads("tool.confirm");
     assert_eq!(confirms.len(), 2);
     assert!(confirms.iter().all(|c| c["approved"] == false), "{confirms:?}");
 }
 
 #[test]
 fn progress_is_reported_when_asked_for() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     for (mode, _) in MODES {
         let steps = json!([{"op": "call", "tool": "desk.count", "arguments": {}, "progress": true}]);
-        let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), mode, None, steps));
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, None, steps));
         let progress: Vec<Value> = report["progress"]
             .as_array()
             .unwrap()
@@ -538,8 +534,8 @@ fn progress_is_reported_when_asked_for() {
 
 /// `rlp serve` over stdio, spoken to line by line: the child, its stdin and
 /// its stdout's lines.
-fn raw_stdio(sb: &Sandbox, desk: &Path) -> (std::process::Child, ChildStdin, Lines<BufReader<ChildStdout>>) {
-    let mut child = sb
+fn raw_stdio(td: &TestDir, desk: &Path) -> (std::process::Child, ChildStdin, Lines<BufReader<ChildStdout>>) {
+    let mut child = td
         .command()
         .arg("serve")
         .arg(desk)
@@ -555,9 +551,9 @@ fn raw_stdio(sb: &Sandbox, desk: &Path) -> (std::process::Child, ChildStdin, Lin
 
 #[test]
 fn stdio_stdout_carries_only_json_rpc() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
-    let (child, mut input, mut lines) = raw_stdio(&sb, &desk);
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let (child, mut input, mut lines) = raw_stdio(&td, &desk);
     let requests = [
         mcp::initialize(1),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -591,9 +587,9 @@ fn stdio_stdout_carries_only_json_rpc() {
 
 #[test]
 fn stdio_drops_a_line_past_its_bound_and_goes_on() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
-    let (child, mut input, lines) = raw_stdio(&sb, &desk);
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let (child, mut input, lines) = raw_stdio(&td, &desk);
     let huge = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                       "params": {"name": "desk.greet", "arguments": {"name": "x".repeat(rlp::serve::MAX_MESSAGE_BYTES)}}});
     for request in [
@@ -610,20 +606,20 @@ fn stdio_drops_a_line_past_its_bound_and_goes_on() {
     assert_eq!(ids, [json!(1), json!(3)]);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(frames_of(&sb, "tool.call").is_empty());
+    assert!(td.payloads("tool.call").is_empty());
 }
 
 #[test]
 fn http_refuses_foreign_origins_and_unbound_addresses() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
-    let server = HttpServe::start(&sb, &desk, &[]);
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let server = HttpServe::start(&td, &desk, &[]);
     let (status, _) = mcp::post(server.address(), &[("Origin", "http://evil.example")], &mcp::initialize(1));
     assert_eq!(status, 403);
     let (status, body) = mcp::post(server.address(), &[("Origin", "http://127.0.0.1")], &mcp::initialize(1));
     assert_eq!(status, 200, "{body}");
 
-    let out = sb.rlp().arg("serve").arg(&desk).args(["--http", "0.0.0.0:0"]).timeout(HANG_GUARD).output().unwrap();
+    let out = td.rlp().arg("serve").arg(&desk).args(["--http", "0.0.0.0:0"]).timeout(HANG_GUARD).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(
         stderr(&out).lines().filter(|l| !l.starts_with("note: ")).collect::<Vec<_>>(),
@@ -637,9 +633,9 @@ fn http_refuses_foreign_origins_and_unbound_addresses() {
 
 #[test]
 fn http_refuses_a_body_past_its_bound() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
-    let server = HttpServe::start(&sb, &desk, &[]);
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let server = HttpServe::start(&td, &desk, &[]);
     let mut big = mcp::initialize(1);
     big["params"]["clientInfo"]["name"] = json!("x".repeat(rlp::serve::MAX_MESSAGE_BYTES));
     let (status, _) = mcp::post(server.address(), &[], &big);
@@ -650,12 +646,12 @@ fn http_refuses_a_body_past_its_bound() {
 
 #[test]
 fn http_with_a_token_requires_the_bearer() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
-    let token_file = sb.join("token");
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let token_file = td.join("token");
     std::fs::write(&token_file, "s3cret-token-for-the-tests\n").unwrap();
     std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
-    let out = sb
+    let out = td
         .rlp()
         .arg("serve")
         .arg(&desk)
@@ -678,7 +674,7 @@ fn http_with_a_token_requires_the_bearer() {
         ]
     );
     std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let server = HttpServe::start(&sb, &desk, &["--token-file", token_file.to_str().unwrap()]);
+    let server = HttpServe::start(&td, &desk, &["--token-file", token_file.to_str().unwrap()]);
     let (status, _) = mcp::post(server.address(), &[], &mcp::initialize(1));
     assert_eq!(status, 401);
     let (status, _) = mcp::post(server.address(), &[("Authorization", "Bearer wrong")], &mcp::initialize(1));
@@ -693,23 +689,23 @@ fn http_with_a_token_requires_the_bearer() {
 
 #[test]
 fn a_served_trace_replays_and_verifies() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     let steps = json!([call("desk.greet", json!({"name": "ada"})), call("desk.count", json!({}))]);
-    let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), "legacy", None, steps));
+    let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), "legacy", None, steps));
     let trace = call_meta(step(&report, 0))["trace_id"].as_str().unwrap().to_string();
     assert_eq!(call_meta(step(&report, 1))["trace_id"], trace.as_str());
-    let out = sb.rlp().args(["replay", &trace, "--bundle"]).arg(&desk).output().unwrap();
+    let out = td.rlp().args(["replay", &trace, "--bundle"]).arg(&desk).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
-    assert_contains(&stdout(&out), "no divergence");
-    let verified = sb.rlp().args(["trace", "verify"]).output().unwrap();
+    rlp_snapshot!(&td, &out);
+    let verified = td.rlp().args(["trace", "verify"]).output().unwrap();
     assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
 }
 
 #[test]
 fn a_client_trace_id_groups_stateless_calls() {
-    let sb = Sandbox::new();
-    let desk = desk(&sb);
+    let td = TestDir::new();
+    let desk = desk(&td);
     let trace = "01900000-0000-7000-8000-000000000001";
     let meta = json!({"dev.runloop/trace_id": trace});
     let steps = json!([
@@ -717,8 +713,8 @@ fn a_client_trace_id_groups_stateless_calls() {
         {"op": "call", "tool": "desk.count", "arguments": {}, "meta": meta},
         call("desk.count", json!({})),
     ]);
-    let report = mcp::drive(&scenario(stdio(&sb, &desk, &[]), "2026-07-28", None, steps));
+    let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), "2026-07-28", None, steps));
     assert_eq!(call_meta(step(&report, 0))["trace_id"], trace);
     assert_eq!(call_meta(step(&report, 1))["trace_id"], trace);
-    assert_eq!(call_meta(step(&report, 2))["trace_id"], mcp::stdio_trace(&sb).as_str());
+    assert_eq!(call_meta(step(&report, 2))["trace_id"], mcp::stdio_trace(&td).as_str());
 }

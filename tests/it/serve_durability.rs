@@ -10,7 +10,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, bundle, ledger};
+use crate::support::{TestDir, bundle, ledger};
 
 /// Calls sent at once.
 const CALLS: usize = 16;
@@ -23,10 +23,10 @@ fn line(message: &Value) -> String {
 
 #[test]
 fn a_killed_server_loses_no_acknowledged_frame() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let tool = bundle::runtime_tool("echo", "echo_blob.sh", &[]);
-    let dir = sb.bundle("durable", json!([tool]), "[capabilities]\nexec = true\n");
-    let mut server = sb
+    let dir = td.bundle("durable", json!([tool]), "[capabilities]\nexec = true\n");
+    let mut server = td
         .command()
         .args(["serve", dir.to_str().unwrap(), "--max-calls", "4"])
         .stdin(Stdio::piped())
@@ -61,7 +61,7 @@ fn a_killed_server_loses_no_acknowledged_frame() {
     server.kill().unwrap();
     server.wait().unwrap();
 
-    let events = ledger::events(&sb.ledger_path());
+    let events = ledger::events(&td.ledger_path());
     let recorded = |kind: &str| -> BTreeSet<String> {
         events
             .iter()
@@ -73,6 +73,6 @@ fn a_killed_server_loses_no_acknowledged_frame() {
     for invocation in &acknowledged {
         assert!(calls.contains(invocation) && results.contains(invocation), "{invocation} was acknowledged, not kept");
     }
-    let (out, _) = sb.expect(0, &["trace", "verify"]);
+    let (out, _) = td.expect(0, &["trace", "verify"]);
     assert!(out.contains("every hash and the chain check out"), "{out}");
 }

@@ -8,27 +8,27 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::Sandbox;
+use crate::support::TestDir;
 use crate::support::bundle::{self, with};
 use crate::support::files::{copy_tree, fixture, read};
 use crate::support::output::{stderr, stdout, stdout_json, text};
 
 /// `rlp digest` then `rlp lint` of fixture bundle `name` (copied into the
-/// sandbox's `agents/`), both outputs as one text.
-fn digest_then_lint(sb: &Sandbox, name: &str) -> String {
-    copy_tree(Path::new(&fixture(&format!("upstream/{name}"))), &sb.bundle_path(name));
-    let digest = sb.rlp().current_dir(sb.join("agents")).args(["digest", name]).output().unwrap();
+/// test folder's `agents/`), both outputs as one text.
+fn digest_then_lint(td: &TestDir, name: &str) -> String {
+    copy_tree(Path::new(&fixture(&format!("upstream/{name}"))), &td.bundle_path(name));
+    let digest = td.rlp().current_dir(td.join("agents")).args(["digest", name]).output().unwrap();
     assert_eq!(digest.status.code(), Some(0), "{}", stderr(&digest));
-    let lint = sb.rlp().current_dir(sb.join("agents")).args(["lint", name]).output().unwrap();
+    let lint = td.rlp().current_dir(td.join("agents")).args(["lint", name]).output().unwrap();
     assert_eq!(lint.status.code(), Some(0), "{}", text(&lint));
     format!("$ rlp digest {name}\n{}$ rlp lint {name}\n{}", text(&digest), text(&lint))
 }
 
 #[test]
 fn an_upstream_bundle_with_tools_digests_and_lints_clean_and_keeps_its_forms() {
-    let sb = Sandbox::new();
-    insta::assert_snapshot!("upstream_notebook", digest_then_lint(&sb, "notebook"));
-    let root = sb.bundle_path("notebook");
+    let td = TestDir::new();
+    insta::assert_snapshot!("upstream_notebook", digest_then_lint(&td, "notebook"));
+    let root = td.bundle_path("notebook");
     let manifest = read(&root.join("manifest.toml"));
     for kept in ["[ports]\nin = [\"intent.note.write.v1\"]", "[schemas.with.properties.title]"] {
         assert!(manifest.contains(kept), "{kept:?} lost:\n{manifest}");
@@ -41,19 +41,19 @@ fn an_upstream_bundle_with_tools_digests_and_lints_clean_and_keeps_its_forms() {
 
 #[test]
 fn an_upstream_wasm_agent_without_tools_lints_clean() {
-    let sb = Sandbox::new();
-    insta::assert_snapshot!("upstream_relay", digest_then_lint(&sb, "relay"));
+    let td = TestDir::new();
+    insta::assert_snapshot!("upstream_relay", digest_then_lint(&td, "relay"));
 }
 
 #[test]
 fn bad_home_forms_and_dotted_ids_are_errors_that_say_why() {
-    let sb = Sandbox::new();
+    let td = TestDir::new();
     let caps =
         "[capabilities]\nfs = [\"~alice/notes\", \"/srv/~/x\", \"~\"]\nsecrets = [\"runloop.home\", \"Mail.key\"]\n";
-    sb.bundle("strict", json!([]), caps);
-    let output = sb.rlp().current_dir(sb.join("agents")).args(["lint", "strict", "--format", "json"]).output().unwrap();
+    td.bundle("strict", json!([]), caps);
+    let output = td.rlp().current_dir(td.join("agents")).args(["lint", "strict", "--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    let findings: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let findings: Vec<Value> = serde_json::from_value(stdout_json(&output)).unwrap();
     let messages: Vec<&str> = findings.iter().map(|f| f["message"].as_str().unwrap()).collect();
     let not_an_id = "is not a secret id of the form runloop/<scope>/<name> (lower case, digits, _ - .) or \
                      <segment>.<segment>… (each a lower-case letter, then lower case, digits and single `_`)";
@@ -72,26 +72,26 @@ fn bad_home_forms_and_dotted_ids_are_errors_that_say_why() {
 /// A bundle `homely` whose exec tool `save` declares `fs:~/work` and secret
 /// `notes.sync.token`, granted by the same forms in policy.caps; the tool
 /// writes the secret to `<dir>/note.txt` and prints it.
-fn homely(sb: &Sandbox, dir: &Path) -> std::path::PathBuf {
+fn homely(td: &TestDir, dir: &Path) -> std::path::PathBuf {
     let body =
         "printf '%s' \"$NOTES__SYNC__TOKEN\" > \"$2/note.txt\" && printf '{\"token\":\"%s\"}' \"$NOTES__SYNC__TOKEN\"";
-    let script = sb.script("save.sh", body);
+    let script = td.script("save.sh", body);
     let save = with(
         bundle::tool("save", bundle::exec(script.to_str().unwrap(), &[dir.to_str().unwrap()])),
         json!({"capabilities": ["fs:~/work"], "secrets": ["notes.sync.token"]}),
     );
     let caps = "[capabilities]\nexec = true\nfs = [\"~/work\"]\nsecrets = [\"notes.sync.token\"]\n";
-    sb.bundle("homely", json!([save]), caps)
+    td.bundle("homely", json!([save]), caps)
 }
 
 #[test]
 fn a_home_grant_is_the_users_home_at_call_time_and_a_dotted_secret_is_read_and_scrubbed() {
-    let sb = Sandbox::new();
-    let home = sb.join("user");
+    let td = TestDir::new();
+    let home = td.join("user");
     let work = home.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let bundle = homely(&sb, &work);
-    let output = sb
+    let bundle = homely(&td, &work);
+    let output = td
         .call(&bundle, "save", json!({}))
         .env("HOME", &home)
         .env("NOTES__SYNC__TOKEN", "s3cret-t0ken")
@@ -100,18 +100,18 @@ fn a_home_grant_is_the_users_home_at_call_time_and_a_dotted_secret_is_read_and_s
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(stdout_json(&output), json!({"token": "[redacted]"}));
     assert_eq!(read(&work.join("note.txt")), "s3cret-t0ken", "the tool wrote below the expanded grant");
-    let events = sb.events();
+    let events = td.events();
     let call = events.iter().find(|e| e.kind == "tool.call").expect("a call frame").payload().unwrap();
     assert_eq!(call["sandbox"]["write"], json!(["$TMPDIR", work.canonicalize().unwrap()]));
-    let ledger = std::fs::read(sb.ledger_path()).unwrap();
+    let ledger = std::fs::read(td.ledger_path()).unwrap();
     assert!(!ledger.windows(12).any(|w| w == b"s3cret-t0ken"), "the secret reached the ledger");
 }
 
 #[test]
 fn without_an_absolute_home_a_home_grant_grants_nothing() {
-    let sb = Sandbox::new();
-    let bundle = homely(&sb, &sb.join("user/work"));
-    let output = sb.call(&bundle, "save", json!({})).env("HOME", "relative/home").output().unwrap();
+    let td = TestDir::new();
+    let bundle = homely(&td, &td.join("user/work"));
+    let output = td.call(&bundle, "save", json!({})).env("HOME", "relative/home").output().unwrap();
     assert_eq!((output.status.code(), stdout(&output)), (Some(3), String::new()), "{}", stderr(&output));
     // After the note naming the (temporary) bundle folder.
     let err = stderr(&output);

@@ -30,6 +30,23 @@ pub fn kinds(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.kind.as_str()).collect()
 }
 
+/// An event as a test reads it.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// Milliseconds since the Unix epoch.
+    pub ts_ms: i64,
+    /// `tool.call`, `tool.result`, `cap.audit`…
+    pub kind: String,
+    pub payload: Value,
+}
+
+impl Frame {
+    /// The frame of `event`.
+    pub fn of(event: &Event) -> Self {
+        Frame { ts_ms: event.ts_ms, kind: event.kind.clone(), payload: payload(event) }
+    }
+}
+
 /// An event's payload.
 pub fn payload(event: &Event) -> Value {
     event.payload().unwrap()

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::files::repo;
 use super::output;
-use super::{HANG_GUARD, Sandbox};
+use super::{HANG_GUARD, TestDir};
 
 /// The prefix of the stderr line naming the trace of a server run.
 const TRACE_LINE: &str = "rlp serve: trace ";
@@ -74,18 +74,18 @@ fn wait_bounded(child: Child) -> std::process::Output {
     waiter.join().unwrap().unwrap()
 }
 
-/// `rlp --home <home> serve <bundle> <args…>` as the sandbox runs rlp.
-fn serve_command(sb: &Sandbox, bundle: &Path, args: &[&str]) -> Command {
-    let mut command = sb.command();
+/// `rlp --home <home> serve <bundle> <args…>` as the test folder runs rlp.
+fn serve_command(td: &TestDir, bundle: &Path, args: &[&str]) -> Command {
+    let mut command = td.command();
     command.arg("serve").arg(bundle).args(args);
     command
 }
 
 /// The driver's stdio transport: it starts `rlp serve <bundle> <args…>` in
-/// the sandbox with its clean environment, stderr to `<sandbox>/serve.stderr`
+/// the test folder with its clean environment, stderr to `<testdir>/serve.stderr`
 /// (see [`stdio_trace`]).
-pub fn stdio(sb: &Sandbox, bundle: &Path, args: &[&str]) -> Value {
-    let command = serve_command(sb, bundle, args);
+pub fn stdio(td: &TestDir, bundle: &Path, args: &[&str]) -> Value {
+    let command = serve_command(td, bundle, args);
     let env: serde_json::Map<String, Value> =
         command.get_envs().filter_map(|(k, v)| Some((k.to_str()?.to_string(), json!(v?.to_str()?)))).collect();
     json!({
@@ -93,14 +93,14 @@ pub fn stdio(sb: &Sandbox, bundle: &Path, args: &[&str]) -> Value {
         "command": command.get_program().to_str().unwrap(),
         "args": command.get_args().map(|a| a.to_str().unwrap()).collect::<Vec<_>>(),
         "env": env,
-        "cwd": sb.path().to_str().unwrap(),
-        "stderr": sb.join("serve.stderr").to_str().unwrap(),
+        "cwd": td.path().to_str().unwrap(),
+        "stderr": td.join("serve.stderr").to_str().unwrap(),
     })
 }
 
 /// The trace a stdio server run announced on its stderr.
-pub fn stdio_trace(sb: &Sandbox) -> String {
-    let text = super::files::read(&sb.join("serve.stderr"));
+pub fn stdio_trace(td: &TestDir) -> String {
+    let text = super::files::read(&td.join("serve.stderr"));
     trace_of(&text).unwrap_or_else(|| panic!("no trace line on the server's stderr:\n{text}"))
 }
 
@@ -120,7 +120,7 @@ pub fn call(tool: &str, arguments: Value) -> Value {
     json!({"op": "call", "tool": tool, "arguments": arguments})
 }
 
-/// `rlp serve --http` running in the sandbox; killed when dropped.
+/// `rlp serve --http` running in the test folder; killed when dropped.
 pub struct HttpServe {
     child: Child,
     /// The endpoint it announced, `http://127.0.0.1:PORT/mcp`.
@@ -133,8 +133,8 @@ pub struct HttpServe {
 impl HttpServe {
     /// Starts `rlp serve <bundle> --http 127.0.0.1:0 <args…>` and waits for
     /// its trace and listening lines.
-    pub fn start(sb: &Sandbox, bundle: &Path, args: &[&str]) -> HttpServe {
-        let mut command = serve_command(sb, bundle, &["--http", "127.0.0.1:0"]);
+    pub fn start(td: &TestDir, bundle: &Path, args: &[&str]) -> HttpServe {
+        let mut command = serve_command(td, bundle, &["--http", "127.0.0.1:0"]);
         command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = command.spawn().unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));

@@ -1,9 +1,11 @@
-//! What the integration tests share, one module per job: the sandbox rlp
+//! What the integration tests share, one module per job: the test folder rlp
 //! runs in, bundles written by hand, the ledger read back, process output,
 //! processes and signals, files, an HTTP server, an OpenTelemetry
-//! collector's receiver and a pseudo-terminal.
+//! collector's receiver, a pseudo-terminal, the command tree, and
+//! whole-output snapshots.
 
 pub mod bundle;
+pub mod cli;
 pub mod files;
 pub mod http;
 pub mod ledger;
@@ -14,6 +16,8 @@ pub mod postgres;
 pub mod process;
 pub mod pty;
 pub mod registry;
-pub mod sandbox;
+pub mod snapshot;
+pub mod testdir;
 
-pub use sandbox::{HANG_GUARD, Sandbox};
+pub(crate) use snapshot::{rlp_snapshot, text_snapshot};
+pub use testdir::{HANG_GUARD, TestDir};

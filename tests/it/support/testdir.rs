@@ -16,10 +16,10 @@ const RLP: &str = env!("CARGO_BIN_EXE_rlp");
 /// Guards against a hang; not a timing assertion.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
-/// The runtime home of a sandbox, unless a test names another one.
+/// The runtime home of a test folder, unless a test names another one.
 const HOME: &str = "home";
 
-/// The folder of a sandbox that tools are granted (`fs:`) for the files they
+/// The subfolder that tools are granted (`fs:`) for the files they
 /// leave for a test: markers, pids, counters, data they read.
 const STATE: &str = "state";
 
@@ -28,24 +28,27 @@ const STATE: &str = "state";
 /// no `RUNLOOP_*`, `OTEL_*` or `RLP_*` variable of the caller's environment
 /// (no span goes to the caller's collector, no registry token is sent), and
 /// `RUNLOOP_SYSTEM_CONFIG` and `DOCKER_CONFIG` name a file and a folder the
-/// sandbox does not hold: the caller's settings and registry credentials
+/// test folder does not hold: the caller's settings and registry credentials
 /// never leak into a test.
-pub struct Sandbox {
+///
+/// (Named `TestDir`, not after the kernel sandbox that rlp puts tools in and
+/// that `tests/it/sandbox.rs` tests.)
+pub struct TestDir {
     dir: tempfile::TempDir,
 }
 
-impl Sandbox {
-    /// A new, empty sandbox (its home is made by the first command that needs it).
+impl TestDir {
+    /// A new, empty test folder (its home is made by the first command that needs it).
     pub fn new() -> Self {
-        Sandbox { dir: tempfile::tempdir().unwrap() }
+        TestDir { dir: tempfile::tempdir().unwrap() }
     }
 
-    /// The sandbox folder, the working directory of every command.
+    /// The test folder, the working directory of every command.
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    /// `relative` inside the sandbox.
+    /// `relative` inside the test folder.
     pub fn join(&self, relative: impl AsRef<Path>) -> PathBuf {
         self.path().join(relative)
     }
@@ -55,16 +58,16 @@ impl Sandbox {
         self.join(HOME)
     }
 
-    /// `<sandbox>/state`, made if missing: the one folder a test grants its
+    /// `<testdir>/state`, made if missing: the one folder a test grants its
     /// tools (see [`bundle::with_fs`] and [`bundle::caps`]) for the files they
-    /// write or read, as an exec tool reaches nothing else of the sandbox.
+    /// write or read, as an exec tool reaches nothing else of the test folder.
     pub fn state_dir(&self) -> PathBuf {
         let dir = self.join(STATE);
         std::fs::create_dir_all(&dir).unwrap();
         dir
     }
 
-    /// `<sandbox>/tmp`, made if missing: a `TMPDIR` for rlp, below which each
+    /// `<testdir>/tmp`, made if missing: a `TMPDIR` for rlp, below which each
     /// call gets its private folder (see [`super::process::wait_for_private_file`]).
     pub fn tmp_dir(&self) -> PathBuf {
         let dir = self.join("tmp");
@@ -77,12 +80,12 @@ impl Sandbox {
         self.ledger_path_in(HOME)
     }
 
-    /// The ledger of runtime home `home` (a folder of the sandbox).
+    /// The ledger of runtime home `home` (a subfolder).
     pub fn ledger_path_in(&self, home: &str) -> PathBuf {
         ledger::path(&self.join(home))
     }
 
-    /// `program` in the sandbox with the clean environment.
+    /// `program` in the test folder with the clean environment.
     fn program(&self, program: impl AsRef<OsStr>) -> Command {
         let mut command = Command::new(program);
         command.current_dir(self.path());
@@ -107,7 +110,7 @@ impl Sandbox {
         self.command_in(HOME)
     }
 
-    /// `rlp --home <sandbox>/<home>` as [`Sandbox::command`].
+    /// `rlp --home <testdir>/<home>` as [`TestDir::command`].
     pub fn command_in(&self, home: &str) -> Command {
         let mut command = self.command_without_home();
         command.arg("--home").arg(self.join(home));
@@ -128,9 +131,9 @@ impl Sandbox {
         self.wrapped(&["sh", "-c", &format!("{setup} && exec \"$@\""), "sh"])
     }
 
-    /// A command line as a user types it, run by `sh -c` in the sandbox:
+    /// A command line as a user types it, run by `sh -c` in the test folder:
     /// `rlp` first on `PATH`, the default home as `RUNLOOP_HOME`, `HOME` the
-    /// sandbox folder `user/`, standard input empty; stopped by the hang guard.
+    /// test folder `user/`, standard input empty; stopped by the hang guard.
     pub fn typed(&self, line: &str) -> assert_cmd::Command {
         let rlp_dir = Path::new(RLP).parent().expect("the folder of rlp");
         let path = std::env::join_paths(
@@ -152,7 +155,7 @@ impl Sandbox {
         self.rlp_in(HOME)
     }
 
-    /// `rlp --home <sandbox>/<home>` as [`Sandbox::rlp`].
+    /// `rlp --home <testdir>/<home>` as [`TestDir::rlp`].
     pub fn rlp_in(&self, home: &str) -> assert_cmd::Command {
         let mut command = assert_cmd::Command::from_std(self.command_in(home));
         command.timeout(HANG_GUARD);
@@ -171,13 +174,13 @@ impl Sandbox {
         out
     }
 
-    /// [`Sandbox::expect_output`], returning stdout and stderr as text.
+    /// [`TestDir::expect_output`], returning stdout and stderr as text.
     pub fn expect(&self, code: i32, args: &[&str]) -> (String, String) {
         let out = self.expect_output(code, args);
         (output::stdout(&out), output::stderr(&out))
     }
 
-    /// `relative` inside the sandbox as an executable shell script running
+    /// `relative` inside the test folder as an executable shell script running
     /// `body`; returns its absolute path.
     pub fn script(&self, relative: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
@@ -216,5 +219,24 @@ impl Sandbox {
     /// Every event of the default home's ledger, in order.
     pub fn events(&self) -> Vec<rlp::event::Event> {
         ledger::events(&self.ledger_path())
+    }
+
+    /// Every frame of the default home's ledger, in order, with its time,
+    /// kind and payload.
+    pub fn frames(&self) -> Vec<ledger::Frame> {
+        self.events().iter().map(ledger::Frame::of).collect()
+    }
+
+    /// The payloads of the frames of `kind` in the default home's ledger.
+    pub fn payloads(&self, kind: &str) -> Vec<Value> {
+        self.frames().into_iter().filter(|f| f.kind == kind).map(|f| f.payload).collect()
+    }
+
+    /// `rlp lint <args…> --format json` (the bundles among `args`): its exit
+    /// code and findings.
+    pub fn lint_json<S: AsRef<OsStr>>(&self, args: impl IntoIterator<Item = S>) -> (i32, Vec<Value>) {
+        let out = self.rlp().arg("lint").args(args).args(["--format", "json"]).output().unwrap();
+        let findings = serde_json::from_value(output::stdout_json(&out)).unwrap();
+        (output::code(&out), findings)
     }
 }
