@@ -99,7 +99,7 @@ fn the_action_passes_clean_bundles_and_fails_on_lint_errors_and_stale_digests() 
     std::fs::write(td.join("agents/mailer/tools.json"), "{\"tools\": [}").unwrap();
     let broken = run_action(&td, "agents");
     assert_eq!(codes(&broken)[3], Some(1));
-    rlp_snapshot!(&td, &broken[1]);
+    rlp_snapshot!(td.filters().regex(r"the manifest says \d+", "the manifest says [SIZE]"), &broken[1]);
     rlp_snapshot!(&td, &broken[3]);
     let sarif: Value = serde_json::from_slice(&std::fs::read(td.join("rlp.sarif")).unwrap()).unwrap();
     assert!(!sarif["runs"][0]["results"].as_array().unwrap().is_empty(), "{sarif:#}");

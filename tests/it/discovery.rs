@@ -549,7 +549,7 @@ fn tools_list_shows_and_filters_by_category_and_discoverability() {
         rows,
         [vec!["ID", "CATEGORY", "DISCOVERY"], vec!["web.fetch", "web", "core"], vec!["web.search", "web", "core"]]
     );
-    rlp_snapshot!(&td, &out);
+    rlp_snapshot!(td.filters().aligned(), &out);
 
     let out = td.rlp().args(["tools", "list"]).arg(&workspace).args(["--core", "--format", "json"]).output().unwrap();
     let document: Value = stdout_json(&out);

@@ -18,7 +18,7 @@
 //! ```
 //!
 //! Filters, applied in order (a test's own [`Filters::literal`]s first):
-//! the `rlp` binary (`[RLP]`), the test folder of [`TestDir`] and its
+//! the `rlp` binary (`[RLP]`), the checkout (`[REPO]`), the test folder of [`TestDir`] and its
 //! canonical form (`[TEMP]`), other temporary folders of `tempfile`
 //! (`[OTHER_TEMP]`), the user's home (`[USER_HOME]`), with
 //! [`Filters::digests`] BLAKE3 and SHA-256 digests (`[HASH]`), UUIDs
@@ -51,6 +51,11 @@ impl Filters {
     /// The filters of every snapshot, for commands run in `dir`.
     pub fn new(dir: &Path) -> Self {
         let mut paths = vec![(escape(env!("CARGO_BIN_EXE_rlp")), "[RLP]".to_string())];
+        // The checkout (fixtures' paths), wherever it is.
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for root in [std::fs::canonicalize(repo).unwrap_or(repo.to_path_buf()), repo.to_path_buf()] {
+            paths.push((format!(r"{}\b", escape(&root.to_string_lossy())), "[REPO]".to_string()));
+        }
         let mut temp = vec![dir.to_path_buf()];
         if let Ok(canonical) = std::fs::canonicalize(dir) {
             temp.push(canonical);
@@ -83,6 +88,12 @@ impl Filters {
     pub fn regex(mut self, pattern: &str, with: &str) -> Self {
         self.own.push((pattern.to_string(), with.to_string()));
         self
+    }
+
+    /// Also collapses each run of spaces into two: for a table whose column
+    /// widths follow a path of the checkout (which differs between machines).
+    pub fn aligned(self) -> Self {
+        self.regex(" {2,}", "  ")
     }
 
     /// Also replaces BLAKE3 and SHA-256 digests (64 hex digits, with or
