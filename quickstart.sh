@@ -3,14 +3,30 @@
 # scaffold → import a self-describing tool → lint → digest → keygen → sign →
 # pack → verify → trust → install → call the tool → inspect the trace →
 # replay it against the bundle. Nothing outside the temporary folder is touched.
+#
+# Bold command lines only on a terminal, and not under NO_COLOR: a log file
+# holds plain text. RLP_QUICKSTART_RLP and RLP_QUICKSTART_TOOL name an `rlp`
+# binary and the example tool to use instead of building them (the test of
+# this script passes its debug builds).
 set -euo pipefail
 cd "$(dirname "$0")"
 
-echo "building rlp and the example tool (cargo build --release)…" >&2
-cargo build --release --quiet --bin rlp --example greet_tool
-target=${CARGO_TARGET_DIR:-$(pwd)/target}
-rlp_bin="$target/release/rlp"
-tool_bin="$target/release/examples/greet_tool"
+if [[ -n "${RLP_QUICKSTART_RLP:-}" && -n "${RLP_QUICKSTART_TOOL:-}" ]]; then
+  rlp_bin="$RLP_QUICKSTART_RLP"
+  tool_bin="$RLP_QUICKSTART_TOOL"
+else
+  echo "building rlp and the example tool (cargo build --release)…" >&2
+  cargo build --release --quiet --bin rlp --example greet_tool
+  target=${CARGO_TARGET_DIR:-$(pwd)/target}
+  rlp_bin="$target/release/rlp"
+  tool_bin="$target/release/examples/greet_tool"
+fi
+
+if [[ -t 1 && -z "${NO_COLOR:-}" ]]; then
+  bold=$'\033[1m' plain=$'\033[0m'
+else
+  bold='' plain=''
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rlp-quickstart.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -19,7 +35,7 @@ cd "$work"
 
 # Prints a command the way a person would type it, then runs it.
 run() {
-  printf '\n\033[1m$ %s\033[0m\n' "$*" | sed "s|$rlp_bin|rlp|; s|$work/||g"
+  printf '\n%s$ %s%s\n' "$bold" "$*" "$plain" | sed "s|$rlp_bin|rlp|; s|$work/||g"
   "$@"
 }
 rlp() { run "$rlp_bin" "$@"; }
@@ -45,4 +61,4 @@ rlp trace show "$trace_id"
 rlp trace verify
 rlp replay "$trace_id" --bundle "$RUNLOOP_HOME/agents/demo" --mode strict
 
-printf '\n\033[1mquickstart: every step passed\033[0m\n'
+printf '\n%squickstart: every step passed%s\n' "$bold" "$plain"

@@ -11,11 +11,14 @@
 //! `|`, `&&` or `;`, after any `NAME=value` assignments) is `rlp`: examples
 //! added later are picked up, and run, on their own.
 
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::support::TestDir;
+use crate::support::files::repo;
 use crate::support::http::{Server, reply};
 use crate::support::output::{code, stderr, stdout, text};
 use crate::support::pty::Terminal;
@@ -280,4 +283,45 @@ fn the_skeleton_keeps_valid_values_and_fixes_the_rest() {
         "{}",
         stderr(&out)
     );
+}
+
+/// The example tool quickstart.sh imports, built by `cargo test` with the
+/// other examples (and here when only this test binary was built).
+fn greet_tool() -> PathBuf {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let tool = deps.parent().unwrap().join("examples/greet_tool");
+    if !tool.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let built = Command::new(cargo)
+            .args(["build", "--locked", "--example", "greet_tool"])
+            .current_dir(repo("."))
+            .status()
+            .unwrap();
+        assert!(built.success(), "cargo build --example greet_tool failed");
+    }
+    tool
+}
+
+/// The README's first command runs every step end to end (scaffold, import,
+/// lint, sign, pack, verify, trust, install, call, trace, replay), and what
+/// it prints into a log holds no escape code, NO_COLOR or not.
+#[test]
+fn the_quickstart_runs_end_to_end_and_logs_plain_text() {
+    let td = TestDir::new();
+    let out = td
+        .program(repo("quickstart.sh"))
+        .env("RLP_QUICKSTART_RLP", env!("CARGO_BIN_EXE_rlp"))
+        .env("RLP_QUICKSTART_TOOL", greet_tool())
+        .env("TMPDIR", td.path())
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let log = stdout(&out);
+    assert!(log.ends_with("\nquickstart: every step passed\n"), "{log}");
+    for step in ["$ rlp agent scaffold demo", "$ rlp bundle verify demo.bundle.tar.gz", "$ rlp replay "] {
+        assert!(log.contains(step), "{step:?} missing from:\n{log}");
+    }
+    assert!(!log.contains('\u{1b}') && !stderr(&out).contains('\u{1b}'), "escape codes in the log:\n{}", text(&out));
 }

@@ -86,7 +86,7 @@ impl TestDir {
     }
 
     /// `program` in the test folder with the clean environment.
-    fn program(&self, program: impl AsRef<OsStr>) -> Command {
+    pub fn program(&self, program: impl AsRef<OsStr>) -> Command {
         let mut command = Command::new(program);
         command.current_dir(self.path());
         for (name, _) in std::env::vars_os() {
