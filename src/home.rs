@@ -64,6 +64,11 @@ impl Home {
         self.root.join("secrets")
     }
 
+    /// `secrets/store.age`: the encrypted secret store (`rlp secrets set`).
+    pub fn secret_store_file(&self) -> PathBuf {
+        self.secrets_dir().join("store.age")
+    }
+
     /// `pog/events.sqlite`: the knowledge base.
     pub fn ledger_file(&self) -> PathBuf {
         self.root.join("pog").join("events.sqlite")

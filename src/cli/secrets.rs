@@ -13,6 +13,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, path_json, warning};
 use crate::cli::terminal;
+use crate::config::Source;
 use crate::config::secrets::{ProviderKind, SecretsConfig, StoreKey};
 use crate::secrets::command::MAX_VALUE_BYTES;
 #[cfg(feature = "keyring")]
@@ -318,10 +319,12 @@ impl<'a> Target<'a> {
         }
     }
 
-    /// Warns when calls do not read this provider.
+    /// Warns when calls do not read this provider (by default they read
+    /// the file store once it exists).
     fn note_unused(&self, ctx: &Context) {
         let providers = &self.settings.providers;
-        if !providers.value.contains(&self.kind()) {
+        let by_default = providers.source == Source::Default && self.kind() == ProviderKind::File;
+        if !by_default && !providers.value.contains(&self.kind()) {
             warning(format_args!(
                 "calls do not read the `{name}` provider: it is not in [secrets] providers (from {}); \
                  to use it, write `providers = [\"{name}\", \"env\"]` under [secrets] in {}",

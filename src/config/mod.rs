@@ -228,6 +228,9 @@ pub(crate) struct Loaded {
     user: Option<FileLayer>,
     /// The `RUNLOOP_*` variables.
     env: EnvLayer,
+    /// Whether the home has a secret store (`rlp secrets set` made one):
+    /// the default providers then read it after the environment.
+    secret_store: bool,
     /// Things ignored (unknown keys, `[policy]` outside the system config).
     pub warnings: Vec<String>,
 }
@@ -236,7 +239,11 @@ impl Loaded {
     /// The settings in force under a command's `flags` (pure: the files and
     /// the environment were read by [`load`]).
     pub(crate) fn config(&self, flags: &Flags) -> Config {
-        resolve(&self.system, self.user.as_ref(), &self.env, flags)
+        let mut config = resolve(&self.system, self.user.as_ref(), &self.env, flags);
+        if self.secret_store {
+            config.secrets.read_store_by_default();
+        }
+        config
     }
 }
 
@@ -515,7 +522,8 @@ pub(crate) fn load(home: &Home) -> Result<Loaded, ConfigError> {
     };
     let ledger_url = std::env::var(LEDGER_ENV).ok().filter(|url| !url.is_empty()).map(UrlText);
     let env = EnvLayer { confirm_external_actions, sandbox, ledger_url };
-    Ok(Loaded { system, user, env, warnings })
+    let secret_store = home.secret_store_file().is_file();
+    Ok(Loaded { system, user, env, secret_store, warnings })
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! [secrets]
-//! providers = ["file", "cmd", "env"]   # asked in this order; default ["env"]
+//! providers = ["file", "cmd", "env"]   # asked in this order; default ["env"],
+//!                                      # and ["env", "file"] once the home has a store
 //!
 //! [secrets.file]
 //! key = "identity"                     # or "passphrase"
@@ -83,6 +84,18 @@ pub(crate) struct SecretsConfig {
     pub file: StoreKey,
     /// `[secrets.cmd]`, when some file sets it.
     pub cmd: Option<CommandConfig>,
+}
+
+impl SecretsConfig {
+    /// Where no file names `[secrets] providers`, reads the home's store
+    /// after the environment: a secret set with `rlp secrets set` works
+    /// with no configuration, and a variable set for one run still wins
+    /// over the stored value (as variables win over config files).
+    pub(crate) fn read_store_by_default(&mut self) {
+        if self.providers.source == Source::Default {
+            self.providers.value = vec![ProviderKind::Env, ProviderKind::File];
+        }
+    }
 }
 
 impl Default for SecretsConfig {
@@ -342,6 +355,19 @@ mod tests {
             let e = parsed(&format!("[secrets]\n{text}\n")).unwrap_err();
             assert_eq!(e.message, format!("/h/config.toml: {message}"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_home_with_a_store_reads_it_after_the_environment_unless_providers_are_named() {
+        let mut config = SecretsConfig::default();
+        config.read_store_by_default();
+        assert_eq!(config.providers.value, [ProviderKind::Env, ProviderKind::File]);
+        assert_eq!(config.providers.source, Source::Default);
+        let mut named = SecretsConfig::default();
+        let (layer, _) = parsed("[secrets]\nproviders = [\"env\"]\n").unwrap();
+        named.apply(&layer, Source::UserConfig("/h/config.toml".into()));
+        named.read_store_by_default();
+        assert_eq!(named.providers.value, [ProviderKind::Env]);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! A tool names the secrets it needs by id (`runloop/mail/smtp_api_key`). At
 //! call time the runtime asks [`Providers`], which asks each provider in the
-//! order `[secrets] providers` in config.toml gives (default `["env"]`):
+//! order `[secrets] providers` in config.toml gives (default `["env"]`, and
+//! `["env", "file"]` once the home has a store):
 //!
 //! - `env` ([`env`]): the environment variable the id names;
 //! - `file` ([`store`]): the age-encrypted store `$RUNLOOP_HOME/secrets/store.age`,

@@ -109,6 +109,32 @@ fn a_secret_set_from_stdin_reaches_the_tool_and_is_never_stored_in_clear() {
     assert_eq!(stdout_json(&call(&td, &bundle)), json!({"match": false}));
 }
 
+/// With no `[secrets] providers` in any config file, a secret set with
+/// `rlp secrets set` reaches the next call: the store is read after the
+/// environment, whose variable still wins; naming the providers turns the
+/// store off again.
+#[test]
+fn a_secret_set_with_no_configuration_reaches_the_next_call() {
+    let td = TestDir::new();
+    let bundle = checking_bundle(&td, VALUE);
+    let out = set(&td, ID, VALUE);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "no warning that calls do not read the store");
+
+    let out = call(&td, &bundle);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out), json!({"match": true}));
+    assert_eq!(secret_audit(&td)["provider"], "file");
+
+    let out = td.call(&bundle, "check", json!({})).env(ENV, "from the environment").output().unwrap();
+    assert_eq!(stdout_json(&out), json!({"match": false}), "the environment is asked first");
+    assert_eq!(secret_audit(&td)["provider"], "env");
+
+    configure(&td, "[secrets]\nproviders = [\"env\"]\n");
+    let out = call(&td, &bundle);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+}
+
 #[test]
 fn list_shows_ids_providers_and_changes_never_values() {
     let td = TestDir::new();

@@ -39,6 +39,8 @@ const MAX_STORE_BYTES: u64 = 64 * 1024 * 1024;
 /// The store of a runtime home.
 pub(crate) struct Store {
     dir: PathBuf,
+    /// `secrets/store.age` ([`Home::secret_store_file`]).
+    file: PathBuf,
     key: Key,
 }
 
@@ -71,12 +73,12 @@ impl Store {
     pub(crate) fn of_home(home: &Home, kind: StoreKey, ask: AskPassphrase) -> Store {
         let dir = home.secrets_dir();
         let key = Key::new(kind, dir.join("identity.txt"), ask);
-        Store { dir, key }
+        Store { dir, file: home.secret_store_file(), key }
     }
 
     /// `secrets/store.age`.
     pub(crate) fn path(&self) -> PathBuf {
-        self.dir.join("store.age")
+        self.file.clone()
     }
 
     /// `secrets/identity.txt`.
