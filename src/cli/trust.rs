@@ -11,6 +11,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, path_json};
 use crate::integrity::keys::{KeyId, PublicKey};
 use crate::integrity::trust::{self, AllowCaps, Rule, TrustPolicy};
+use crate::integrity::{Failure, Reason};
 
 /// `rlp trust …`
 #[derive(Debug, Subcommand)]
@@ -19,8 +20,40 @@ pub enum TrustCommand {
     Add(AddArgs),
     /// Revoke a key: everything it signed is refused, installed or not.
     Revoke(RevokeArgs),
+    /// Widen or narrow what a trusted signer's bundles may request.
+    Allow(AllowArgs),
     /// Show anchors, their rules and revoked keys.
     List(ListArgs),
+}
+
+/// Flags of `rlp trust allow`.
+#[derive(Debug, Args)]
+#[command(
+    group = clap::ArgGroup::new("change").required(true).multiple(true)
+        .args(["caps", "add_caps", "remove_caps", "exec", "no_exec"]),
+    after_help = "Examples:\n  rlp trust allow release --exec\n  rlp trust allow ci --add-caps net:api.example.com,kb_write\n  rlp trust allow ci --remove-caps kb_write --no-exec\n  rlp trust allow ci --caps any\n\nThe rule is [rules.NAME] in the home's trust-policy.toml; the rest of the file is kept as written.\nExit codes: 0 changed, 2 no such anchor, a bad capability or a malformed policy."
+)]
+pub struct AllowArgs {
+    /// The anchor's name (see `rlp trust list`).
+    pub name: String,
+    /// Replace what its bundles may request: `any`, or a comma-separated list of capabilities.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with_all = ["add_caps", "remove_caps"])]
+    pub caps: Vec<String>,
+    /// Add these capabilities to its list (comma-separated).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub add_caps: Vec<String>,
+    /// Remove these capabilities from its list (comma-separated).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub remove_caps: Vec<String>,
+    /// Let its bundles request `exec`.
+    #[arg(long, conflicts_with = "no_exec")]
+    pub exec: bool,
+    /// Do not let its bundles request `exec`.
+    #[arg(long)]
+    pub no_exec: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// Flags of `rlp trust add`.
@@ -124,25 +157,107 @@ pub(crate) fn run(command: TrustCommand, ctx: &Context) -> CliResult {
             out.report(args.format, &human, &json)?;
             out.finish(Exit::Success)
         }
+        TrustCommand::Allow(args) => allow(&path, &args),
         TrustCommand::List(args) => list(&path, args.format),
     }
 }
 
-fn rule_from(args: &AddArgs) -> Result<Rule, CliError> {
-    let allow_caps = match args.allow_caps.as_slice() {
-        [] => AllowCaps::Any,
-        [any] if any == "any" => AllowCaps::Any,
-        list => AllowCaps::Only(
-            list.iter()
-                .map(|text| {
-                    text.trim().parse::<Capability>().map_err(|why| {
-                        CliError::usage(format!("--allow-caps: {why}"))
-                            .with_help("capabilities: exec, time, model, net:<host>[:<port>], fs:<dir>, kb_read[:<domain>], kb_write[:<domain>], secrets:<id>")
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-        ),
+/// `rlp trust allow`: the anchor's rule changed as the flags say.
+fn allow(path: &std::path::Path, args: &AllowArgs) -> CliResult {
+    let replace = if args.caps.is_empty() { None } else { Some(allow_caps_from("--caps", &args.caps)?) };
+    let add = capabilities("--add-caps", &args.add_caps)?;
+    let remove = capabilities("--remove-caps", &args.remove_caps)?;
+    let exec = match (args.exec, args.no_exec) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
     };
+    let (_, before, after) = trust::change_rule(path, &args.name, |rule| {
+        changed_rule(rule, replace, &add, &remove, exec).map_err(|message| {
+            Failure::new(Reason::Usage, message)
+                .with_help("replace the whole list with --caps (e.g. --caps kb_read,net:api.example.com)")
+        })
+    })?;
+    let human = format!(
+        "anchor `{}` in {}: its bundles may request {} (before: {})",
+        args.name,
+        path.display(),
+        after.describe(),
+        before.describe()
+    );
+    let rule_json =
+        |rule: &Rule| json!({"allow_caps": allow_caps_json(&rule.allow_caps), "allow_exec": rule.exec_allowed()});
+    let json = json!({
+        "anchor": args.name,
+        "policy": path_json(path),
+        "before": rule_json(&before),
+        "after": rule_json(&after),
+    });
+    let mut out = Printer::stdout();
+    out.report(args.format, &human, &json)?;
+    out.finish(Exit::Success)
+}
+
+/// `rule` with the changes of `rlp trust allow` made, or why they cannot be.
+fn changed_rule(
+    rule: &Rule,
+    replace: Option<AllowCaps>,
+    add: &[Capability],
+    remove: &[Capability],
+    exec: Option<bool>,
+) -> Result<Rule, String> {
+    let mut allow_caps = replace.unwrap_or_else(|| rule.allow_caps.clone());
+    match &mut allow_caps {
+        AllowCaps::Any if !remove.is_empty() => {
+            return Err("the rule allows any capability, so there is no list to remove from".to_string());
+        }
+        AllowCaps::Any => {}
+        AllowCaps::Only(list) => {
+            list.retain(|cap| !remove.contains(cap));
+            for cap in add {
+                if !list.contains(cap) {
+                    list.push(cap.clone());
+                }
+            }
+            if exec == Some(false) {
+                list.retain(|cap| *cap != Capability::Exec);
+            }
+        }
+    }
+    let listed_exec = matches!(&allow_caps, AllowCaps::Only(list) if list.contains(&Capability::Exec));
+    let allow_exec = match exec {
+        Some(choice) => Some(choice),
+        None if listed_exec => Some(true),
+        None => rule.allow_exec,
+    };
+    Ok(Rule { allow_caps, allow_exec })
+}
+
+/// Capability strings of a flag, parsed.
+fn capabilities(flag: &str, texts: &[String]) -> Result<Vec<Capability>, CliError> {
+    texts
+        .iter()
+        .map(|text| {
+            text.trim().parse::<Capability>().map_err(|why| {
+                CliError::usage(format!("{flag}: {why}")).with_help(
+                    "capabilities: exec, time, model, net:<host>[:<port>], fs:<dir>, kb_read[:<domain>], kb_write[:<domain>], secrets:<id>",
+                )
+            })
+        })
+        .collect()
+}
+
+/// `any`, or the list of capabilities a flag names.
+fn allow_caps_from(flag: &str, texts: &[String]) -> Result<AllowCaps, CliError> {
+    match texts {
+        [] => Ok(AllowCaps::Any),
+        [any] if any == "any" => Ok(AllowCaps::Any),
+        list => Ok(AllowCaps::Only(capabilities(flag, list)?)),
+    }
+}
+
+fn rule_from(args: &AddArgs) -> Result<Rule, CliError> {
+    let allow_caps = allow_caps_from("--allow-caps", &args.allow_caps)?;
     let listed_exec = matches!(&allow_caps, AllowCaps::Only(list) if list.contains(&Capability::Exec));
     Ok(Rule { allow_caps, allow_exec: Some(args.allow_exec || listed_exec) })
 }

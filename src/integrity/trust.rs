@@ -405,6 +405,36 @@ pub fn add_anchor(path: &Path, name: &str, key: &PublicKey, rule: &Rule) -> Resu
     let mut anchor = Table::new();
     anchor.insert("key", toml_edit::value(key.to_string()));
     implicit_table(&mut doc, "anchors", path)?.insert(name, Item::Table(anchor));
+    write_rule(&mut doc, path, name, rule)?;
+    save(path, &doc)
+}
+
+/// Changes the rule of anchor `name` (`[rules.NAME]`) to what `change`
+/// makes of the rule in force, keeping the rest of the file as written.
+/// Returns the new policy and the rules before and after.
+pub fn change_rule(
+    path: &Path,
+    name: &str,
+    change: impl FnOnce(&Rule) -> Result<Rule, Failure>,
+) -> Result<(TrustPolicy, Rule, Rule), Failure> {
+    let (policy, mut doc) = open_for_edit(path)?;
+    let Some(anchor) = policy.anchor_named(name) else {
+        let known: Vec<&str> = policy.anchors.iter().map(|a| a.name.as_str()).collect();
+        let help = if known.is_empty() {
+            "add the signer first: `rlp trust add KEY.pub --name NAME`".to_string()
+        } else {
+            format!("anchors in this policy: {}", known.join(", "))
+        };
+        return Err(Failure::new(Reason::Usage, format!("no anchor `{name}` in {}", path.display())).with_help(help));
+    };
+    let before = anchor.effective_rule();
+    let after = change(&before)?;
+    write_rule(&mut doc, path, name, &after)?;
+    Ok((save(path, &doc)?, before, after))
+}
+
+/// Writes `[rules.NAME]` as `rule` says, in place of what was there.
+fn write_rule(doc: &mut DocumentMut, path: &Path, name: &str, rule: &Rule) -> Result<(), Failure> {
     let mut table = Table::new();
     let caps = match &rule.allow_caps {
         AllowCaps::Any => Value::from("any"),
@@ -414,8 +444,8 @@ pub fn add_anchor(path: &Path, name: &str, key: &PublicKey, rule: &Rule) -> Resu
     if let Some(exec) = rule.allow_exec {
         table.insert("allow_exec", toml_edit::value(exec));
     }
-    implicit_table(&mut doc, "rules", path)?.insert(name, Item::Table(table));
-    save(path, &doc)
+    implicit_table(doc, "rules", path)?.insert(name, Item::Table(table));
+    Ok(())
 }
 
 /// Adds a key id to `[revoked] keys`. Returns the new policy and whether the

@@ -356,8 +356,9 @@ pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Fai
                 ),
             )
             .with_help(format!(
-                "sign it with a key whose rule allows `{cap}`, or widen [rules.{}] in trust-policy.toml",
-                anchor.name
+                "to trust this signer with it, run `rlp trust allow {} {}`; or sign the bundle with a key whose rule allows `{cap}`",
+                anchor.name,
+                if cap == Capability::Exec { "--exec".to_string() } else { format!("--add-caps {cap}") }
             )));
         }
     }

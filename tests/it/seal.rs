@@ -669,11 +669,28 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
     assert_eq!(
         stderr,
         format!(
-            "error: the bundle requests `kb_write:drafts`, beyond what signer `dev` (key {key_id}) may grant: its rule allows kb_read, net:api.mail.example\n  help: sign it with a key whose rule allows `kb_write:drafts`, or widen [rules.dev] in trust-policy.toml\n"
+            "error: the bundle requests `kb_write:drafts`, beyond what signer `dev` (key {key_id}) may grant: its rule allows kb_read, net:api.mail.example\n  help: to trust this signer with it, run `rlp trust allow dev --add-caps kb_write:drafts`; or sign the bundle with a key whose rule allows `kb_write:drafts`\n"
         )
     );
     w.expect(3, &["agent", "install", &greedy]);
     assert_eq!(installed_names(&w), ["mailer"]);
+
+    // Widened from the command line as the help says, the bundle installs;
+    // narrowed again, it is refused again; the policy keeps its comments.
+    let policy = w.home().join("trust-policy.toml");
+    let commented = format!("# the release signers\n{}", fs::read_to_string(&policy).unwrap());
+    fs::write(&policy, &commented).unwrap();
+    rlp_snapshot!(&w, w.expect_output(0, &["trust", "allow", "dev", "--add-caps", "kb_write:drafts"]));
+    w.expect(0, &["agent", "install", &greedy]);
+    assert_eq!(installed_names(&w), ["greedy", "mailer"]);
+    assert!(fs::read_to_string(&policy).unwrap().starts_with("# the release signers\n"));
+    rlp_snapshot!(
+        &w,
+        w.expect_output(0, &["trust", "allow", "dev", "--remove-caps", "kb_write:drafts", "--format", "json"])
+    );
+    w.expect(3, &["bundle", "verify", &greedy]);
+    rlp_snapshot!(&w, w.expect_output(2, &["trust", "allow", "nobody", "--exec"]));
+    rlp_snapshot!(&w, w.expect_output(2, &["trust", "allow", "dev"]));
 
     // exec needs --allow-exec even when the list is "any".
     let (public2, key2) = keygen(&w, "ops");
@@ -682,6 +699,8 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
     w.expect(0, &["digest", &runner]);
     w.expect(0, &["sign", &runner, "--key", &key2]);
     rlp_snapshot!(&w, w.expect_output(3, &["agent", "install", &runner]));
+    w.expect(0, &["trust", "allow", "ops", "--exec"]);
+    w.expect(0, &["agent", "install", &runner]);
 }
 
 /// The blake3 value of `[artifacts.caps]` in a manifest's text.
