@@ -317,3 +317,30 @@ fn list(path: &std::path::Path, format: Format) -> CliResult {
     }
     out.finish(Exit::Success)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(list: &[&str]) -> Vec<Capability> {
+        list.iter().map(|c| c.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn allow_widens_narrows_and_replaces_a_rule() {
+        let dev = Rule { allow_caps: AllowCaps::Only(caps(&["kb_read"])), allow_exec: None };
+        let wider = changed_rule(&dev, None, &caps(&["kb_write", "kb_read"]), &[], None).unwrap();
+        assert_eq!(wider.allow_caps, AllowCaps::Only(caps(&["kb_read", "kb_write"])));
+        let narrower = changed_rule(&wider, None, &[], &caps(&["kb_read"]), Some(false)).unwrap();
+        assert_eq!(narrower, Rule { allow_caps: AllowCaps::Only(caps(&["kb_write"])), allow_exec: Some(false) });
+        let listed = changed_rule(&narrower, None, &caps(&["exec"]), &[], None).unwrap();
+        assert!(listed.exec_allowed(), "exec added to the list is allowed");
+        let any = changed_rule(&dev, Some(AllowCaps::Any), &[], &[], Some(true)).unwrap();
+        assert_eq!(any.describe(), "any capability");
+        let refused = changed_rule(&any, None, &[], &caps(&["kb_read"]), None).unwrap_err();
+        assert_eq!(refused, "the rule allows any capability, so there is no list to remove from");
+        let no_exec = changed_rule(&listed, None, &[], &[], Some(false)).unwrap();
+        assert!(!no_exec.exec_allowed());
+        assert_eq!(no_exec.allow_caps, AllowCaps::Only(caps(&["kb_write"])));
+    }
+}
