@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::support::TestDir;
 use crate::support::bundle::{self, with};
 use crate::support::files::{copy_tree, fixture, read};
+use crate::support::rlp_snapshot;
 use crate::support::output::{stderr, stdout, stdout_json, text};
 
 /// `rlp digest` then `rlp lint` of fixture bundle `name` (copied into the
@@ -37,6 +38,17 @@ fn an_upstream_bundle_with_tools_digests_and_lints_clean_and_keeps_its_forms() {
     for file in ["policy.caps", "tools.json"] {
         assert_eq!(read(&root.join(file)), read(&original.join(file)), "{file} rewritten");
     }
+}
+
+/// Before `rlp digest`, an upstream bundle fails lint, and each finding
+/// names `rlp digest` as the fix; the policy's says why it must be digested.
+#[test]
+fn an_upstream_bundle_before_digest_is_told_to_run_rlp_digest() {
+    let td = TestDir::new();
+    copy_tree(Path::new(&fixture("upstream/notebook")), &td.bundle_path("notebook"));
+    let lint = td.rlp().current_dir(td.join("agents")).args(["lint", "notebook"]).output().unwrap();
+    assert_eq!(lint.status.code(), Some(1), "{}", text(&lint));
+    rlp_snapshot!(&td, &lint);
 }
 
 #[test]

@@ -100,13 +100,22 @@ pub(crate) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     for file in &bundle.inventory.files {
         if !listed.contains(file.path.as_str()) {
             let mut diags = Diagnostics::new(bundle.display_path(&file.path));
-            diags
-                .report(
-                    Code::ArtifactUnlisted,
-                    At::File,
-                    format!("`{}` is in the bundle but not listed in manifest.toml", file.path),
+            // Upstream manifests name the policy in `[caps] file` and digest
+            // nothing but tools.json and the entry binary.
+            let (message, why) = if file.path == manifest.caps_file {
+                (
+                    format!(
+                        "`{}` is the bundle's policy (`[caps] file`) but has no digest in manifest.toml",
+                        file.path
+                    ),
+                    ": rlp digests every file, so that a signature covers the policy too",
                 )
-                .help(format!("run `rlp digest {}` to list it with its digest", bundle.dir.display()));
+            } else {
+                (format!("`{}` is in the bundle but not listed in manifest.toml", file.path), "")
+            };
+            diags
+                .report(Code::ArtifactUnlisted, At::File, message)
+                .help(format!("run `rlp digest {}` to list it with its digest{why}", bundle.dir.display()));
             out.extend(diags.into_findings());
         }
     }
