@@ -325,3 +325,25 @@ fn the_quickstart_runs_end_to_end_and_logs_plain_text() {
     }
     assert!(!log.contains('\u{1b}') && !stderr(&out).contains('\u{1b}'), "escape codes in the log:\n{}", text(&out));
 }
+
+/// The `Next:` steps `rlp agent scaffold --example` prints run as printed,
+/// one after another, in the folder it was typed in.
+#[test]
+fn the_next_steps_of_a_scaffold_run_as_printed() {
+    let td = TestDir::new();
+    let out = td.typed("rlp agent scaffold demo --example --non-interactive").output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let printed = stdout(&out);
+    let steps: Vec<&str> = printed
+        .lines()
+        .skip_while(|line| *line != "Next:")
+        .skip(1)
+        .map(|line| line.split("   # ").next().unwrap().trim())
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert!(steps.len() >= 6 && steps.iter().all(|s| s.starts_with("rlp ")), "{printed}");
+    for step in steps {
+        let out = td.typed(step).output().unwrap();
+        assert_eq!(code(&out), 0, "`{step}`:\n{}", text(&out));
+    }
+}

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use crate::support::TestDir;
 use crate::support::bundle::{self, with};
 use crate::support::files::{copy_tree, fixture, read};
-use crate::support::rlp_snapshot;
 use crate::support::output::{stderr, stdout, stdout_json, text};
+use crate::support::rlp_snapshot;
 
 /// `rlp digest` then `rlp lint` of fixture bundle `name` (copied into the
 /// test folder's `agents/`), both outputs as one text.
