@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use crate::replay::{data, data_caps, exec_tool};
 use crate::support::TestDir;
-use crate::support::output::{assert_contains, stderr, stdout};
-use crate::support::rlp_snapshot;
+use crate::support::output::{stderr, stdout};
+use crate::support::{rlp_snapshot, text_snapshot};
 
 /// One call of a hand-written trace: tool, arguments, and the payload
 /// members of each attempt's result (`{"result": …}` or `{"error": …}`).
@@ -238,6 +238,5 @@ fn recorded_traces_compare_by_id_and_by_export() {
         json!([{"op": "changed", "path": "/days/1/high", "baseline": 9, "candidate": 11}])
     );
     let human = diff(&td, &[first, second], 1);
-    assert_contains(&human, "            changed /days/1/high: 9 → 11\n");
-    assert_contains(&human, "Result: 1 divergence (result_changed 1) between 1 baseline call and 1 candidate call\n");
+    text_snapshot!(td.filters().literal(first, "[FIRST]").literal(second, "[SECOND]"), human);
 }
