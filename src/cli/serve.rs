@@ -27,7 +27,7 @@ const MIN_TOKEN_CHARS: usize = 16;
 Examples:
   rlp serve agents/demo                 # over stdio, for an MCP host that starts it
   rlp serve agents/demo --expose core
-  rlp serve agents/github --tools 'issues.*' --tools repos.get
+  rlp serve agents/demo --tools 'demo.*'      # only the tools matching a pattern (repeatable)
   rlp serve agents/demo --http 127.0.0.1:8931
   rlp serve agents/demo --http 0.0.0.0:8931 --token-file /etc/rlp/token
 
