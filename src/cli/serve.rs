@@ -153,7 +153,7 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
     };
     let (runtime, _) = load_runtime(flags, ctx)?;
     for pattern in args.tools.iter().filter(|p| !runtime.tool_ids().iter().any(|id| p.matches(id))) {
-        warning(&format!("--tools {pattern} matches no tool of bundle `{}`", runtime.agent()));
+        warning(format!("--tools {pattern} matches no tool of bundle `{}`", runtime.agent()));
     }
     if args.expose == Expose::Core {
         refuse_meta_names(&runtime)?;
