@@ -620,9 +620,7 @@ fn lint_asks_large_bundles_for_core_tools_and_core_tools_for_a_category() {
 fn the_operators_list_hides_tools_from_search_and_describe_and_refuses_their_calls() {
     let td = TestDir::new();
     let workspace = workspace(&td);
-    std::fs::create_dir_all(td.home()).unwrap();
-    let config = td.home().join("config.toml");
-    std::fs::write(&config, "[agents.workspace.tools]\ndeny = [\"github.create_*\"]\n").unwrap();
+    let config = td.write_config("[agents.workspace.tools]\ndeny = [\"github.create_*\"]\n");
     let issue = json!({"owner": "o", "repo": "r", "title": "t"});
     let steps = json!([
         call("rlp.search_tools", json!({"query": "create an issue"})),

@@ -1650,14 +1650,6 @@ fn github_bundle(td: &TestDir) -> PathBuf {
     td.bundle("github", Value::Array(tools), &state_caps(td, "exec = true\n"))
 }
 
-/// Writes the home's config.toml; returns its path.
-fn write_home_config(td: &TestDir, text: &str) -> PathBuf {
-    std::fs::create_dir_all(td.home()).unwrap();
-    let path = td.home().join("config.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// The `cap.audit` frames of the operator's lists (`capability` `tool`).
 fn list_audits(td: &TestDir) -> Vec<Value> {
     td.payloads("cap.audit").into_iter().filter(|p| p["capability"] == "tool").collect()
@@ -1667,8 +1659,7 @@ fn list_audits(td: &TestDir) -> Vec<Value> {
 fn the_operators_list_refuses_a_call_like_the_policy_with_an_audit_frame() {
     let td = TestDir::new();
     let github = github_bundle(&td);
-    let config =
-        write_home_config(&td, "[agents.github.tools]\nallow = [\"issues.*\", \"repos.*\"]\ndeny = [\"*.delete\"]\n");
+    let config = td.write_config("[agents.github.tools]\nallow = [\"issues.*\", \"repos.*\"]\ndeny = [\"*.delete\"]\n");
     let output = td.call(&github, "issues.delete", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     rlp_snapshot!(&td, &output);
@@ -1707,7 +1698,7 @@ fn the_operators_list_refuses_a_call_like_the_policy_with_an_audit_frame() {
     );
     // Nor can it undo the system's deny.
     std::fs::write(&system, "[agents.github.tools]\ndeny = [\"issues.list\"]\n").unwrap();
-    write_home_config(&td, "[agents.github.tools]\nallow = [\"*\"]\n");
+    td.write_config("[agents.github.tools]\nallow = [\"*\"]\n");
     td.call(&github, "issues.list", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).assert().code(3);
     assert_eq!(list_audits(&td).pop().unwrap()["decision"], "deny");
 }
@@ -1716,11 +1707,11 @@ fn the_operators_list_refuses_a_call_like_the_policy_with_an_audit_frame() {
 fn a_bad_list_stops_the_command_naming_the_file_and_key() {
     let td = TestDir::new();
     let github = github_bundle(&td);
-    write_home_config(&td, "[agents.github.tools]\ndeny = [\"Issues.*\"]\n");
+    td.write_config("[agents.github.tools]\ndeny = [\"Issues.*\"]\n");
     let output = td.call(&github, "issues.list", json!({})).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     rlp_snapshot!(&td, &output);
-    write_home_config(&td, "[agents.github.tools]\nallow = \"issues.*\"\n");
+    td.write_config("[agents.github.tools]\nallow = \"issues.*\"\n");
     let output = td.rlp().args(["tools", "list"]).arg(&github).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     rlp_snapshot!(&td, &output);
@@ -1735,7 +1726,7 @@ fn tools_list_shows_what_the_operators_list_does_not_expose_and_why() {
     let tools: Vec<Value> =
         ["issues.list", "issues.delete", "repos.get"].map(|id| bundle::tool(id, bundle::exec("/bin/true", &[]))).into();
     let github = td.bundle("github", Value::Array(tools), "[capabilities]\nexec = true\n");
-    write_home_config(&td, "[agents.github.tools]\ndeny = [\"*.delete\"]\n");
+    td.write_config("[agents.github.tools]\ndeny = [\"*.delete\"]\n");
     let system = td.join("system.toml");
     std::fs::write(&system, "[agents.github.tools]\nallow = [\"issues.*\"]\n").unwrap();
     let list = |format: &str| {

@@ -728,9 +728,7 @@ fn names(record: &Value) -> Vec<&str> {
 fn the_operators_list_and_tools_narrow_tools_list_and_calls_outside_them_are_refused() {
     let td = TestDir::new();
     let desk = desk(&td);
-    std::fs::create_dir_all(td.home()).unwrap();
-    let config = td.home().join("config.toml");
-    std::fs::write(&config, "[agents.desk.tools]\ndeny = [\"desk.send\", \"desk.b*\"]\n").unwrap();
+    let config = td.write_config("[agents.desk.tools]\ndeny = [\"desk.send\", \"desk.b*\"]\n");
     let denied_send = format!(
         "tool `desk.send` is not exposed: denied by the operator's list in {c} (\"desk.send\")\n\
          help: change `allow`/`deny` under [agents.desk.tools] in {c}",
