@@ -1,6 +1,7 @@
 //! `rlp tools list`: each tool with its transport, what it needs, and whether
 //! the effective policy (the bundle's policy.caps ∩ the operator override
-//! `$RUNLOOP_HOME/caps/overrides/<name>.toml`, when there is one) exposes it.
+//! `$RUNLOOP_HOME/caps/overrides/<name>.toml`, when there is one) and the
+//! operator's lists of config.toml expose it (as `runtime::exposure` decides).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ use crate::bundle::tools::{Discoverability, TOOLS_FILE, Tool, Transport};
 use crate::config::{Config, ConfiguredOptions};
 use crate::event::SandboxRecord;
 use crate::home::Home;
+use crate::runtime::exposure::decide_listed;
 use crate::sandbox::{Grants, SandboxMode, SandboxPlan};
 use crate::text::terminal_safe_line;
 
@@ -38,6 +40,8 @@ pub(crate) struct Row {
     pub core: bool,
     /// Needed capabilities the effective policy does not grant.
     pub missing: Vec<String>,
+    /// Why the operator's lists do not expose the tool, if they do not.
+    pub unlisted: Option<String>,
     /// The kernel sandbox of an exec tool: a brief account and the record
     /// its call frames would carry.
     pub sandbox: Option<(String, SandboxRecord)>,
@@ -91,6 +95,8 @@ pub(crate) struct Listing {
     pub policy_file: String,
     /// The operator override applied, if one exists.
     pub override_file: Option<PathBuf>,
+    /// Where the operator's lists of the agent's tools are, if any is set.
+    pub lists: Option<String>,
     /// How many tools the bundle has (`rows` may be filtered).
     pub total: usize,
 }
@@ -121,18 +127,21 @@ pub(crate) fn list(dir: &Path, home: &Home, config: &Config) -> Result<Listing, 
     }
     // The sandbox names the bundle as the runtime does: by its absolute path.
     let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let tool_list = config.tool_list(&agent);
     let rows = bundle
         .tool_list()
         .iter()
         .map(|tool| {
             let mut row = row(tool, &policy, &root, config.sandbox.value);
             row.options = option_values(tool, config.options_of(&agent, &tool.id));
+            row.unlisted = decide_listed(&tool_list, &tool.id).filter(|d| d.denied_by.is_some()).map(|d| d.reason);
             row
         })
         .collect();
     let policy_file = bundle.manifest.as_ref().map_or("policy.caps".to_string(), |m| m.caps_file.clone());
     let total = bundle.tool_list().len();
-    Ok(Listing { rows, policy_file, override_file, total })
+    let lists = (!tool_list.is_empty()).then(|| tool_list.places());
+    Ok(Listing { rows, policy_file, override_file, lists, total })
 }
 
 /// Reads an operator override; a missing file is `None`.
@@ -185,6 +194,7 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
         category: tool.category.clone(),
         core: tool.discoverability == Discoverability::Core,
         missing: needed.iter().filter(|n| !policy.allows(&n.capability)).map(|n| n.shown()).collect(),
+        unlisted: None,
         sandbox: match &tool.transport {
             Some(Transport::Exec { command, .. }) => {
                 let plan = SandboxPlan::new(mode, &Grants::of(tool, Path::new(command), bundle));
@@ -202,9 +212,19 @@ impl Row {
         if self.core { "core" } else { "discoverable" }
     }
 
-    /// `yes`, or `no: missing <caps>`.
+    /// Whether the tool is exposed.
+    pub(crate) fn is_exposed(&self) -> bool {
+        self.missing.is_empty() && self.unlisted.is_none()
+    }
+
+    /// `yes`, or `no: ` and why (`missing <caps>`, the operator's list).
     pub(crate) fn exposed(&self) -> String {
-        if self.missing.is_empty() { "yes".to_string() } else { format!("no: missing {}", self.missing.join(", ")) }
+        let mut why = Vec::new();
+        if !self.missing.is_empty() {
+            why.push(format!("missing {}", self.missing.join(", ")));
+        }
+        why.extend(self.unlisted.clone());
+        if why.is_empty() { "yes".to_string() } else { format!("no: {}", why.join("; ")) }
     }
 }
 
@@ -259,15 +279,18 @@ impl Listing {
             out.push_str(line.trim_end());
             out.push('\n');
         }
-        let exposed = self.rows.iter().filter(|r| r.missing.is_empty()).count();
+        let exposed = self.rows.iter().filter(|r| r.is_exposed()).count();
         let mut tools = if self.total == 1 { "1 tool".to_string() } else { format!("{} tools", self.total) };
         if self.rows.len() != self.total {
             tools = format!("{} of {tools} shown", self.rows.len());
         }
-        let policy = match &self.override_file {
+        let mut policy = match &self.override_file {
             Some(path) => format!("{} ∩ {}", self.policy_file, path.display()),
             None => self.policy_file.clone(),
         };
+        if let Some(lists) = &self.lists {
+            policy.push_str(&format!(" and the operator's list {lists}"));
+        }
         out.push_str(&format!("\n{tools}, {exposed} exposed by {policy}\n"));
         let with_options: Vec<(&str, &[OptionValue])> =
             self.rows.iter().filter_map(|r| r.options.as_deref().map(|o| (r.id.as_str(), o))).collect();
@@ -303,8 +326,9 @@ impl Listing {
                     "requires_confirmation": r.confirm,
                     "category": r.category,
                     "discoverability": r.discoverability(),
-                    "exposed": r.missing.is_empty(),
+                    "exposed": r.is_exposed(),
                     "missing": r.missing,
+                    "unlisted": r.unlisted,
                     "sandbox": r.sandbox.as_ref().map(|(_, record)| record),
                     "options": r.options.as_ref().map(|options| {
                         options
@@ -319,6 +343,7 @@ impl Listing {
             "tools": tools,
             "policy": self.policy_file,
             "override": self.override_file.as_ref().map(|p| p.display().to_string()),
+            "operator_list": self.lists,
         })
     }
 }

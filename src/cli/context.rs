@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::cli::exit::CliError;
 use crate::cli::output::ColorChoice;
+use crate::config::tool_list::ToolPattern;
 use crate::config::{self, Config, ConfigError, Flags, Loaded, UrlText};
 use crate::home::Home;
 use crate::ledger::Location;
@@ -42,13 +43,18 @@ impl Context {
 
     /// The settings in force for this command, with `--ledger`.
     pub(crate) fn config(&self) -> Result<Config, CliError> {
-        self.config_with(None)
+        self.config_with(None, None)
     }
 
     /// The settings in force for a command that also takes
-    /// `--confirm-external-actions`.
-    pub(crate) fn config_with(&self, confirm_external_actions: Option<bool>) -> Result<Config, CliError> {
-        let flags = Flags { confirm_external_actions, ledger_url: self.ledger.clone() };
+    /// `--confirm-external-actions` or `--tools`.
+    pub(crate) fn config_with(
+        &self,
+        confirm_external_actions: Option<bool>,
+        tools: Option<&[ToolPattern]>,
+    ) -> Result<Config, CliError> {
+        let flags =
+            Flags { confirm_external_actions, ledger_url: self.ledger.clone(), tools: tools.map(<[_]>::to_vec) };
         Ok(self.loaded()?.config(&flags))
     }
 

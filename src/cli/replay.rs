@@ -89,6 +89,7 @@ pub(crate) fn run(args: &ReplayArgs, ctx: &Context) -> CliResult {
                 bundle: &args.bundle,
                 yes: args.yes,
                 confirm_external_actions: args.confirm_external_actions,
+                tools: None,
                 ask_questions: false,
                 serving: false,
             };

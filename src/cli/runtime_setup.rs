@@ -10,6 +10,7 @@ use crate::cli::Context;
 use crate::cli::exit::CliError;
 use crate::cli::output::{diagnostic, warning};
 use crate::cli::terminal;
+use crate::config::tool_list::ToolPattern;
 use crate::event::Recorder;
 use crate::ledger::group::GroupCommit;
 use crate::ledger::{LedgerStore, Location};
@@ -27,6 +28,8 @@ pub(crate) struct RuntimeFlags<'a> {
     pub yes: bool,
     /// `--confirm-external-actions`.
     pub confirm_external_actions: Option<bool>,
+    /// `rlp serve --tools`: allow patterns over and above the config's lists.
+    pub tools: Option<&'a [ToolPattern]>,
     /// Whether the person at the terminal answers tools' questions (live
     /// replay answers only from the recording).
     pub ask_questions: bool,
@@ -75,6 +78,7 @@ pub(crate) fn load_runtime<'a>(
                 bundle,
                 yes: false,
                 confirm_external_actions: None,
+                tools: None,
                 ask_questions: false,
                 serving: false,
             };
@@ -124,7 +128,7 @@ fn load_with(
     ctx: &Context,
     recorder: impl FnOnce() -> Result<Arc<dyn Recorder>, CliError>,
 ) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
-    let config = ctx.config_with(flags.confirm_external_actions)?;
+    let config = ctx.config_with(flags.confirm_external_actions, flags.tools)?;
     warn(ctx.config_warnings()?);
     let traced = crate::cli::spans::traced(recorder()?);
     let recorder = traced.recorder();

@@ -8,8 +8,9 @@ use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::output::diagnostic;
+use crate::cli::output::{diagnostic, warning};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::config::tool_list::ToolPattern;
 use crate::discovery::{Expose, meta};
 use crate::fsutil::{PrivateFileError, read_private};
 use crate::runtime::{MAX_CONCURRENT_CALLS, Runtime};
@@ -26,12 +27,18 @@ const MIN_TOKEN_CHARS: usize = 16;
 Examples:
   rlp serve agents/demo                 # over stdio, for an MCP host that starts it
   rlp serve agents/demo --expose core
+  rlp serve agents/demo --tools 'demo.*'      # only the tools matching a pattern (repeatable)
   rlp serve agents/demo --http 127.0.0.1:8931
   rlp serve agents/demo --http 0.0.0.0:8931 --token-file /etc/rlp/token
 
 --expose core lists only the tools marked \"discoverability\": \"core\" and three meta-tools,
 rlp.search_tools, rlp.describe_tools and rlp.call_tool, that find, show and call the rest
 (docs/discovery.md); `rlp tools list --format mcp --expose core` prints that list.
+
+--tools narrows what is exposed to the tools matching one of its patterns (tool ids with `*`
+for any run of characters, dots included), within the operator's lists of config.toml
+([agents.<agent>.tools] allow/deny) and the policy: a tool outside them is not listed, not
+found by search, and a call to it is refused with a cap.audit deny frame naming the list.
 
 Every tools/call runs through the runtime (trust, capabilities, validation, secrets,
 confirmation, questions, options, budgets, recording). Calls that need confirmation are
@@ -55,6 +62,10 @@ pub struct ServeArgs {
     /// that search, describe and call the rest.
     #[arg(long, value_enum, default_value_t = Expose::All)]
     pub expose: Expose,
+    /// Expose only the tools matching one of these patterns (repeatable, or comma-separated):
+    /// tool ids with `*` for any run of characters, e.g. 'issues.*'; within config.toml's lists.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub tools: Vec<ToolPattern>,
     /// Approve calls that need confirmation without asking.
     #[arg(long)]
     pub yes: bool,
@@ -136,10 +147,14 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         bundle: &args.bundle,
         yes: args.yes,
         confirm_external_actions: None,
+        tools: (!args.tools.is_empty()).then_some(args.tools.as_slice()),
         ask_questions: false,
         serving: true,
     };
     let (runtime, _) = load_runtime(flags, ctx)?;
+    for pattern in args.tools.iter().filter(|p| !runtime.tool_ids().iter().any(|id| p.matches(id))) {
+        warning(format!("--tools {pattern} matches no tool of bundle `{}`", runtime.agent()));
+    }
     if args.expose == Expose::Core {
         refuse_meta_names(&runtime)?;
     }

@@ -22,6 +22,10 @@
 //! [ledger]
 //! url = "postgres://rlp@db.internal/rlp"   # default: the home's SQLite file (see crate::ledger)
 //!
+//! [agents.github.tools]             # the operator's list of an agent's tools (see tool_list)
+//! allow = ["issues.*", "repos.get"] # only these
+//! deny = ["*.delete"]               # never these
+//!
 //! [policy]                          # system config only
 //! confirm_external_actions = true
 //! sandbox = "required"              # a floor: nothing weaker is used
@@ -36,9 +40,12 @@ use crate::error::{Exit, Reportable};
 use crate::home::Home;
 use crate::sandbox::SandboxMode;
 
+pub(crate) mod agents;
 pub(crate) mod secrets;
+pub(crate) mod tool_list;
 
 use secrets::{SecretsConfig, SecretsLayer};
+use tool_list::{FileList, Patterns, ToolList, ToolPattern};
 
 /// The environment variable that names a second system config file, read
 /// after [`DEFAULT_SYSTEM_CONFIG`] (never instead of it).
@@ -134,6 +141,11 @@ pub struct Config {
     /// options, by agent, then tool id (a later file's value for a key
     /// replaces an earlier one's).
     pub tool_options: BTreeMap<String, BTreeMap<String, ConfiguredOptions>>,
+    /// `[agents.<agent>.tools] allow` and `deny`: the operator's lists, by
+    /// agent, from every config file that sets one.
+    pub tool_lists: BTreeMap<String, ToolList>,
+    /// `rlp serve --tools`: allow patterns for the agent served.
+    pub tools_flag: Option<Patterns>,
     /// `[secrets]`: where secret values come from.
     pub(crate) secrets: SecretsConfig,
     /// `ledger.url`: where frames are recorded (none: the home's SQLite file).
@@ -154,6 +166,14 @@ impl Config {
     pub fn options_of(&self, agent: &str, tool: &str) -> Option<&ConfiguredOptions> {
         self.tool_options.get(agent)?.get(tool)
     }
+
+    /// The operator's lists of `agent`'s tools: those of the config files,
+    /// then `--tools` (empty when none is set).
+    pub fn tool_list(&self, agent: &str) -> ToolList {
+        let mut list = self.tool_lists.get(agent).cloned().unwrap_or_default();
+        list.allow.extend(self.tools_flag.clone());
+        list
+    }
 }
 
 impl Default for Config {
@@ -163,6 +183,8 @@ impl Default for Config {
             confirm_required_by: None,
             sandbox: Setting { value: SandboxMode::default(), source: Source::Default },
             tool_options: BTreeMap::new(),
+            tool_lists: BTreeMap::new(),
+            tools_flag: None,
             secrets: SecretsConfig::default(),
             ledger_url: None,
         }
@@ -176,6 +198,8 @@ pub(crate) struct Flags {
     pub confirm_external_actions: Option<bool>,
     /// `--ledger URL`.
     pub ledger_url: Option<UrlText>,
+    /// `rlp serve --tools PATTERN`.
+    pub tools: Option<Vec<ToolPattern>>,
 }
 
 /// One config file's settings.
@@ -193,6 +217,8 @@ pub(crate) struct FileLayer {
     pub policy_sandbox: Option<SandboxMode>,
     /// `[agents.<agent>.tools."<tool id>".options]`, by agent, then tool id.
     pub tool_options: BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
+    /// `[agents.<agent>.tools] allow` and `deny`, by agent.
+    pub tool_lists: BTreeMap<String, FileList>,
     /// `[secrets]`.
     pub secrets: SecretsLayer,
     /// `[ledger] url`.
@@ -285,7 +311,9 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             continue;
         };
         if section == "agents" {
-            read_agents(path, entries, &mut layer.tool_options, &mut warnings)?;
+            let agents = agents::read_agents(path, entries, &mut warnings)?;
+            layer.tool_options = agents.options;
+            layer.tool_lists = agents.lists;
             continue;
         }
         if section == "secrets" {
@@ -327,50 +355,6 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
     Ok((layer, warnings))
 }
 
-/// Reads `[agents.<agent>.tools."<tool id>".options]` tables; anything
-/// else under `[agents]` is ignored with a warning.
-fn read_agents(
-    path: &Path,
-    agents: &toml::Table,
-    options: &mut BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
-    warnings: &mut Vec<String>,
-) -> Result<(), ConfigError> {
-    let shown = path.display();
-    let not_table = |what: String| ConfigError {
-        message: format!("{shown}: `{what}` must be a table"),
-        help: format!("write it as [{what}] with `name = value` lines below it"),
-    };
-    for (agent, entry) in agents {
-        let entry = entry.as_table().ok_or_else(|| not_table(format!("agents.{agent}")))?;
-        for (key, tools) in entry {
-            if key != "tools" {
-                warnings.push(format!("{shown}: unknown key `agents.{agent}.{key}` ignored"));
-                continue;
-            }
-            let tools = tools.as_table().ok_or_else(|| not_table(format!("agents.{agent}.tools")))?;
-            for (tool, settings) in tools {
-                let at = format!("agents.{agent}.tools.\"{tool}\"");
-                let settings = settings.as_table().ok_or_else(|| not_table(at.clone()))?;
-                for (key, value) in settings {
-                    if key != "options" {
-                        warnings.push(format!("{shown}: unknown key `{at}.{key}` ignored"));
-                        continue;
-                    }
-                    let table = value.as_table().ok_or_else(|| not_table(format!("{at}.options")))?;
-                    let values = serde_json::to_value(table).map_err(|e| ConfigError {
-                        message: format!("{shown}: `{at}.options` cannot be read: {e}"),
-                        help: "write the options as plain TOML values".to_string(),
-                    })?;
-                    if let Value::Object(values) = values {
-                        options.entry(agent.clone()).or_default().insert(tool.clone(), values);
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Combines the layers (pure: no files or environment read). `system` holds
 /// the system files that exist, in the order they are read.
 pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvLayer, flags: &Flags) -> Config {
@@ -395,6 +379,17 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvL
             config.ledger_url = Some(Setting { value, source });
         }
     }
+    let file_sources = system
+        .iter()
+        .map(|l| (l, Source::SystemConfig(l.path.clone())))
+        .chain(user.map(|l| (l, Source::UserConfig(l.path.clone()))));
+    for (layer, source) in file_sources {
+        for (agent, list) in &layer.tool_lists {
+            config.tool_lists.entry(agent.clone()).or_default().add(list, &source);
+        }
+    }
+    config.tools_flag =
+        flags.tools.clone().map(|patterns| Patterns { patterns, source: Source::Flag("--tools".to_string()) });
     for layer in system.iter().chain(user) {
         for (agent, tools) in &layer.tool_options {
             for (tool, values) in tools {
@@ -657,5 +652,87 @@ mod tests {
         );
         let (user, warnings) = parse_file(Path::new("/h/c.toml"), "[policy]\nsandbox = \"required\"\n", false).unwrap();
         assert_eq!((user.policy_sandbox, warnings.len()), (None, 1));
+    }
+
+    #[test]
+    fn agents_tools_reads_the_operators_lists_beside_tool_options() {
+        let text = r#"
+[agents.github.tools]
+allow = ["issues.*", "repos.get"]
+deny = ["*.delete"]
+
+[agents.github.tools."issues.create".options]
+labels = ["triage"]
+
+[agents.mailer.tools]
+allow = []
+"#;
+        let (layer, warnings) = parse_file(Path::new("/h/c.toml"), text, false).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let github = &layer.tool_lists["github"];
+        fn shown(p: &[ToolPattern]) -> Vec<&str> {
+            p.iter().map(ToolPattern::as_str).collect()
+        }
+        assert_eq!(shown(github.allow.as_deref().unwrap()), ["issues.*", "repos.get"]);
+        assert_eq!(shown(&github.deny), ["*.delete"]);
+        assert_eq!(layer.tool_options["github"]["issues.create"]["labels"], serde_json::json!(["triage"]));
+        assert!(!layer.tool_options["github"].contains_key("allow"));
+        assert_eq!(layer.tool_lists["mailer"].allow, Some(Vec::new()));
+        assert_eq!(layer.tool_lists["mailer"].deny, Vec::new());
+    }
+
+    #[test]
+    fn a_bad_list_names_the_file_and_key() {
+        let error = |text: &str| parse_file(Path::new("/h/c.toml"), text, false).unwrap_err();
+        let e = error("[agents.github.tools]\nallow = \"issues.*\"\n");
+        assert_eq!(
+            e.message,
+            "/h/c.toml: `agents.github.tools.allow` must be an array of tool-id patterns, found string"
+        );
+        assert_eq!(
+            e.help,
+            "write `allow = [\"issues.*\", \"repos.get\"]` under [agents.github.tools]; `allow` and `deny` there are the operator's lists, never tool ids"
+        );
+        // A table named like a list is not a tool's settings.
+        let e = error("[agents.github.tools.deny.options]\nx = 1\n");
+        assert_eq!(
+            e.message,
+            "/h/c.toml: `agents.github.tools.deny` must be an array of tool-id patterns, found table"
+        );
+        let e = error("[agents.github.tools]\ndeny = [\"a.b\", 3]\n");
+        assert_eq!(e.message, "/h/c.toml: `agents.github.tools.deny[1]` must be a string, found integer");
+        let e = error("[agents.github.tools]\nallow = [\"Issues.*\"]\n");
+        assert_eq!(
+            e.message,
+            "/h/c.toml: `agents.github.tools.allow[0]`: `Issues.*` is not a tool-id pattern: write a tool id (lowercase names joined by dots) with `*` for any run of characters"
+        );
+        assert!(e.help.contains("\"*.delete\""), "{}", e.help);
+    }
+
+    #[test]
+    fn every_layer_of_the_lists_narrows_and_none_widens() {
+        let system =
+            layer("/etc/s.toml", "[agents.github.tools]\nallow = [\"issues.*\"]\ndeny = [\"*.delete\"]\n", true);
+        // The home tries to widen the allow list and to lift the deny: it can only add.
+        let user = layer("/h/config.toml", "[agents.github.tools]\nallow = [\"*\"]\ndeny = [\"issues.lock\"]\n", false);
+        let flags = Flags { tools: Some(vec!["issues.list".parse().unwrap()]), ..Flags::default() };
+        let c = resolve(std::slice::from_ref(&system), Some(&user), &EnvLayer::default(), &flags);
+        let list = c.tool_list("github");
+        let sources: Vec<&Source> = list.allow.iter().map(|p| &p.source).collect();
+        assert_eq!(
+            sources,
+            [
+                &Source::SystemConfig("/etc/s.toml".into()),
+                &Source::UserConfig("/h/config.toml".into()),
+                &Source::Flag("--tools".into())
+            ]
+        );
+        assert_eq!(list.deny.len(), 2);
+        assert_eq!(list.places(), "in /etc/s.toml, in /h/config.toml, of --tools");
+        // Another agent has only the flag's list; without it, none.
+        assert_eq!(c.tool_list("mailer").allow.len(), 1);
+        let c = resolve(&[system], Some(&user), &EnvLayer::default(), &Flags::default());
+        assert!(c.tool_list("mailer").is_empty());
+        assert_eq!(c.tool_list("github").allow.len(), 2);
     }
 }

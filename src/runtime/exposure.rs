@@ -1,5 +1,9 @@
-//! Exposure: the effective policy (bundle ∩ operator override) and the
-//! allow/deny decision, with its reason, for each capability a tool needs.
+//! Exposure: what a runtime lets a model see and call. The operator's lists
+//! of the agent's tools (`[agents.<agent>.tools] allow`/`deny` in
+//! config.toml, `rlp serve --tools`) decide first, then the effective policy
+//! (bundle ∩ operator override) decides each capability a tool needs; each
+//! decision has its reason. `tools/list`, the search and description of
+//! `--expose core`, `rlp tools list` and every call ask here.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +12,10 @@ use crate::bundle::diag::Diagnostics;
 use crate::bundle::policy::{Grant, Grants, Policy, Scope, grant_line};
 use crate::bundle::source::Position;
 use crate::bundle::value::load_toml;
+use crate::config::Source;
+use crate::config::tool_list::{Patterns, ToolList, place};
 use crate::event::Decision;
+use crate::runtime::Runtime;
 use crate::runtime::call::Call;
 use crate::runtime::error::{CallError, CallErrorKind};
 
@@ -47,12 +54,86 @@ impl EffectivePolicy {
     }
 }
 
+/// The `capability` of the audit frame of the operator's lists' decision.
+pub(crate) const LIST_AUDIT: &str = "tool";
+
+/// What the operator's lists say of one tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListDecision<'l> {
+    /// Allowed or denied.
+    pub decision: Decision,
+    /// Why, naming the list's file or flag.
+    pub reason: String,
+    /// The list that denies it.
+    pub denied_by: Option<&'l Patterns>,
+}
+
+/// What the operator's `list` says of tool `id`: `None` when no list is
+/// set (the policy alone decides). A deny pattern of any layer wins; else
+/// the tool must match a pattern of every allow list.
+pub fn decide_listed<'l>(list: &'l ToolList, id: &str) -> Option<ListDecision<'l>> {
+    if list.is_empty() {
+        return None;
+    }
+    let denied =
+        |reason: String, by: &'l Patterns| ListDecision { decision: Decision::Deny, reason, denied_by: Some(by) };
+    for deny in &list.deny {
+        if let Some(pattern) = deny.matching(id) {
+            return Some(denied(format!("denied by the operator's list {} (\"{pattern}\")", deny.place()), deny));
+        }
+    }
+    if let Some(allow) = list.allow.iter().find(|allow| allow.matching(id).is_none()) {
+        return Some(denied(format!("not allowed by the operator's list {}", allow.place()), allow));
+    }
+    let verb = if list.allow.is_empty() { "not denied" } else { "allowed" };
+    Some(ListDecision {
+        decision: Decision::Allow,
+        reason: format!("{verb} by the operator's list {}", list.places()),
+        denied_by: None,
+    })
+}
+
+/// What to do about a tool `list` denies: where the list is changed.
+fn list_help(list: &Patterns, agent: &str, id: &str) -> String {
+    match &list.source {
+        Source::Flag(flag) => {
+            format!("serve with a {flag} pattern that matches it (e.g. {flag} {id}), or without {flag}")
+        }
+        Source::SystemConfig(path) | Source::SystemPolicy(path) => format!(
+            "the system config {} lists the tools of `{agent}` under [agents.{agent}.tools]; only its administrator can change that",
+            path.display()
+        ),
+        source => format!("change `allow`/`deny` under [agents.{agent}.tools] {}", place(source)),
+    }
+}
+
+impl Runtime {
+    /// Whether tool `id` is exposed: the operator's lists let it through
+    /// and the effective policy grants every capability it needs.
+    pub fn is_exposed(&self, id: &str) -> bool {
+        let listed = decide_listed(self.tool_list(), id).is_none_or(|d| d.decision == Decision::Allow);
+        listed
+            && self.tool(id).is_some_and(|t| {
+                t.required_capabilities().iter().all(|c: &Capability| self.policy().effective.allows(c))
+            })
+    }
+}
+
 impl Call<'_> {
-    /// Step 1: every capability the tool needs is granted, each decision
-    /// an audit frame. A granted secret the tool lists in `secrets` is
-    /// audited when it is resolved (step 3), naming the provider.
+    /// Step 1: the operator's lists let the tool through and every
+    /// capability it needs is granted, each decision an audit frame. A
+    /// granted secret the tool lists in `secrets` is audited when it is
+    /// resolved (step 3), naming the provider.
     pub(crate) fn expose(&mut self) -> Result<(), CallError> {
         let tool = self.tool();
+        if let Some(listed) = decide_listed(self.runtime.tool_list(), &tool.id) {
+            self.journal.audit_named(LIST_AUDIT, listed.decision, &listed.reason);
+            if let Some(list) = listed.denied_by {
+                let message = format!("tool `{}` is not exposed: {}", tool.id, listed.reason);
+                let help = list_help(list, self.runtime.agent(), &tool.id);
+                return Err(self.journal.refuse(CallError::new(CallErrorKind::Refused, message).help(help)));
+            }
+        }
         let policy = self.runtime.policy();
         let mut denied = Vec::new();
         for cap in tool.required_capabilities() {
@@ -218,5 +299,55 @@ mod tests {
             assert!(err.starts_with(at), "{text:?}: {err}");
             assert!(err.contains("unknown key"), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn the_operators_lists_deny_first_then_every_allow_list_must_match() {
+        use crate::config::tool_list::Patterns;
+        let patterns = |texts: &[&str], source: Source| Patterns {
+            patterns: texts.iter().map(|t| t.parse().unwrap()).collect(),
+            source,
+        };
+        let system = || Source::SystemConfig("/etc/s.toml".into());
+        let list = ToolList {
+            allow: vec![
+                patterns(&["issues.*", "repos.get"], system()),
+                patterns(&["issues.list", "issues.delete"], Source::Flag("--tools".into())),
+            ],
+            deny: vec![patterns(&["*.delete"], Source::UserConfig("/h/c.toml".into()))],
+        };
+        let decide = |id: &str| decide_listed(&list, id).map(|d| (d.decision, d.reason));
+        assert_eq!(
+            decide("issues.list"),
+            Some((Decision::Allow, "allowed by the operator's list in /etc/s.toml, of --tools, in /h/c.toml".into()))
+        );
+        assert_eq!(
+            decide("issues.delete"),
+            Some((Decision::Deny, "denied by the operator's list in /h/c.toml (\"*.delete\")".into()))
+        );
+        assert_eq!(
+            decide("pulls.list"),
+            Some((Decision::Deny, "not allowed by the operator's list in /etc/s.toml".into()))
+        );
+        assert_eq!(decide("repos.get"), Some((Decision::Deny, "not allowed by the operator's list of --tools".into())));
+        let denying = ToolList { allow: Vec::new(), deny: list.deny.clone() };
+        assert_eq!(
+            decide_listed(&denying, "repos.get").map(|d| d.reason),
+            Some("not denied by the operator's list in /h/c.toml".into())
+        );
+        assert_eq!(decide_listed(&ToolList::default(), "repos.get"), None);
+        // Where each list is changed.
+        assert_eq!(
+            list_help(&list.allow[1], "github", "repos.get"),
+            "serve with a --tools pattern that matches it (e.g. --tools repos.get), or without --tools"
+        );
+        assert_eq!(
+            list_help(&list.allow[0], "github", "pulls.list"),
+            "the system config /etc/s.toml lists the tools of `github` under [agents.github.tools]; only its administrator can change that"
+        );
+        assert_eq!(
+            list_help(&list.deny[0], "github", "issues.delete"),
+            "change `allow`/`deny` under [agents.github.tools] in /h/c.toml"
+        );
     }
 }

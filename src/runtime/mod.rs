@@ -61,10 +61,10 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::bundle::LoadedBundle;
-use crate::bundle::capability::Capability;
 use crate::bundle::diag::{Code, Severity};
 use crate::bundle::tools::Tool;
 use crate::config::Config;
+use crate::config::tool_list::ToolList;
 use crate::error::{Exit, Reportable};
 use crate::event::canonical::canonical_text;
 use crate::event::{EventKind, Record, RecordError, Recorder, ToolDiscoverPayload};
@@ -184,6 +184,7 @@ pub struct Runtime {
     tools: HashMap<String, Arc<Prepared>>,
     tool_ids: Vec<String>,
     policy: EffectivePolicy,
+    tool_list: ToolList,
     options: RuntimeOptions,
     http: OnceLock<Result<reqwest::blocking::Client, ClientError>>,
     warnings: Vec<String>,
@@ -236,7 +237,20 @@ impl Runtime {
             Err(e) => return Err(e),
         };
         let Contents { agent, version, tools, tool_ids, policy, warnings } = contents;
-        Ok(Runtime { root, agent, version, tools, tool_ids, policy, options, http: OnceLock::new(), warnings, gate })
+        let tool_list = options.config.tool_list(&agent);
+        Ok(Runtime {
+            root,
+            agent,
+            version,
+            tools,
+            tool_ids,
+            policy,
+            tool_list,
+            options,
+            http: OnceLock::new(),
+            warnings,
+            gate,
+        })
     }
 
     /// The agent's name.
@@ -269,10 +283,9 @@ impl Runtime {
         &self.policy
     }
 
-    /// Whether every capability `id` needs is granted.
-    pub fn is_exposed(&self, id: &str) -> bool {
-        self.tool(id)
-            .is_some_and(|t| t.required_capabilities().iter().all(|c: &Capability| self.policy.effective.allows(c)))
+    /// The operator's lists of the agent's tools (config.toml, `--tools`).
+    pub fn tool_list(&self) -> &ToolList {
+        &self.tool_list
     }
 
     /// A tool's input and result schemas, each resolved from its

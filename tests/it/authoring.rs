@@ -969,6 +969,7 @@ fn tools_list_shows_transport_needs_and_exposure() {
             "discoverability": "discoverable",
             "exposed": false,
             "missing": ["net:api.mail.example", "secrets:runloop/mail/key"],
+            "unlisted": null,
             "sandbox": null,
             "options": null
         })

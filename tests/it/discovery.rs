@@ -615,3 +615,60 @@ fn lint_asks_large_bundles_for_core_tools_and_core_tools_for_a_category() {
         stdout(&human).replace(&td.path().display().to_string(), "<sandbox>")
     );
 }
+
+#[test]
+fn the_operators_list_hides_tools_from_search_and_describe_and_refuses_their_calls() {
+    let td = TestDir::new();
+    let workspace = workspace(&td);
+    let config = td.write_config("[agents.workspace.tools]\ndeny = [\"github.create_*\"]\n");
+    let issue = json!({"owner": "o", "repo": "r", "title": "t"});
+    let steps = json!([
+        call("rlp.search_tools", json!({"query": "create an issue"})),
+        call("rlp.describe_tools", json!({"ids": ["github.create_issue", "github.get_issue"]})),
+        call("rlp.call_tool", json!({"id": "github.create_issue", "arguments": issue})),
+    ]);
+    let report = drive_core(&td, &workspace, None, steps);
+    let found = found_ids(step(&report, 0));
+    assert!(!found.is_empty());
+    assert!(found.iter().all(|id| !id.starts_with("github.create_")), "{found:?}");
+    let described = &step(&report, 1)["result"]["structuredContent"];
+    let described_ids: Vec<&Value> = described["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+    assert_eq!(described_ids, [&json!("github.get_issue")]);
+    assert_eq!(described["unknown"], json!(["github.create_issue"]));
+    let refused = &step(&report, 2)["result"];
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["content"][0]["text"],
+        format!(
+            "tool `github.create_issue` is not exposed: denied by the operator's list in {c} (\"github.create_*\")\n\
+             help: change `allow`/`deny` under [agents.workspace.tools] in {c}",
+            c = config.display()
+        )
+    );
+    assert!(!ran(&td, "github.create_issue"));
+    // `rlp tools search` reads the same lists.
+    let cli = td.rlp().args(["tools", "search"]).arg(&workspace).args(["create an issue", "--format", "json"]).output();
+    let cli = stdout_json(&cli.unwrap());
+    let cli_ids: Vec<&str> = cli["tools"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(cli_ids, found);
+
+    // `--tools` narrows the core list and the search the same way.
+    let served = stdio(&td, &workspace, &["--expose", "core", "--tools", "slack.*"]);
+    let steps = json!([{"op": "list"}, call("rlp.search_tools", json!({"query": "list issues and channels"}))]);
+    let report = mcp::drive(&scenario(served, "legacy", None, steps));
+    let listed: Vec<&str> =
+        step(&report, 0)["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(listed, ["slack.post_message", "rlp.search_tools", "rlp.describe_tools", "rlp.call_tool"]);
+    let narrowed = found_ids(step(&report, 1));
+    assert!(!narrowed.is_empty() && narrowed.iter().all(|id| id.starts_with("slack.")), "{narrowed:?}");
+}
+
+/// The ids a search's record found.
+fn found_ids(record: &Value) -> Vec<&str> {
+    record["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect()
+}

@@ -1635,3 +1635,136 @@ fn showing_the_tools_needs_no_ledger() {
     assert_contains(&stderr(&called), "error: cannot open the ledger");
     assert_eq!(std::fs::read_to_string(&ledger_dir).unwrap(), "not a folder");
 }
+
+/// Bundle `github`: `issues.list`, `issues.delete` and `repos.get`, every
+/// capability granted; each leaves `<state>/ran-<id>` when it runs.
+fn github_bundle(td: &TestDir) -> PathBuf {
+    let state = td.state_dir();
+    let tools: Vec<Value> = ["issues.list", "issues.delete", "repos.get"]
+        .into_iter()
+        .map(|id| {
+            let marker = state.join(format!("ran-{id}"));
+            bundle::with_fs(bundle::runtime_tool(id, "marker.sh", &[marker.to_str().unwrap()]), &state)
+        })
+        .collect();
+    td.bundle("github", Value::Array(tools), &state_caps(td, "exec = true\n"))
+}
+
+/// The `cap.audit` frames of the operator's lists (`capability` `tool`).
+fn list_audits(td: &TestDir) -> Vec<Value> {
+    td.payloads("cap.audit").into_iter().filter(|p| p["capability"] == "tool").collect()
+}
+
+#[test]
+fn the_operators_list_refuses_a_call_like_the_policy_with_an_audit_frame() {
+    let td = TestDir::new();
+    let github = github_bundle(&td);
+    let config = td.write_config("[agents.github.tools]\nallow = [\"issues.*\", \"repos.*\"]\ndeny = [\"*.delete\"]\n");
+    let output = td.call(&github, "issues.delete", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    rlp_snapshot!(&td, &output);
+    // Nothing ran, nothing but the decision was recorded.
+    assert!(!td.state_dir().join("ran-issues.delete").exists());
+    assert_eq!(kinds(&td.events()), ["cap.audit"]);
+    let denied = &td.payloads("cap.audit")[0];
+    assert_eq!(denied["tool"], "issues.delete");
+    assert_eq!(denied["capability"], "tool");
+    assert_eq!(denied["decision"], "deny");
+    assert_eq!(denied["reason"], format!("denied by the operator's list in {} (\"*.delete\")", config.display()));
+
+    // A tool the lists let through runs; the decision is audited first.
+    td.call(&github, "issues.list", json!({})).assert().code(0);
+    assert!(td.state_dir().join("ran-issues.list").exists());
+    let audits = td.payloads("cap.audit");
+    assert_eq!(audits[1]["capability"], "tool");
+    assert_eq!(audits[1]["decision"], "allow");
+    assert_eq!(audits[1]["reason"], format!("allowed by the operator's list in {}", config.display()));
+
+    // The system config's list is a floor: the home's `allow` cannot widen it.
+    let system = td.join("system.toml");
+    std::fs::write(&system, "[agents.github.tools]\nallow = [\"issues.*\"]\n").unwrap();
+    let output = td.call(&github, "repos.get", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    rlp_snapshot!(&td, &output);
+    assert!(!td.state_dir().join("ran-repos.get").exists());
+    let last = list_audits(&td).pop().unwrap();
+    assert_eq!(
+        (last["tool"].as_str(), last["decision"].as_str(), last["reason"].as_str()),
+        (
+            Some("repos.get"),
+            Some("deny"),
+            Some(format!("not allowed by the operator's list in {}", system.display()).as_str())
+        )
+    );
+    // Nor can it undo the system's deny.
+    std::fs::write(&system, "[agents.github.tools]\ndeny = [\"issues.list\"]\n").unwrap();
+    td.write_config("[agents.github.tools]\nallow = [\"*\"]\n");
+    td.call(&github, "issues.list", json!({})).env("RUNLOOP_SYSTEM_CONFIG", &system).assert().code(3);
+    assert_eq!(list_audits(&td).pop().unwrap()["decision"], "deny");
+}
+
+#[test]
+fn a_bad_list_stops_the_command_naming_the_file_and_key() {
+    let td = TestDir::new();
+    let github = github_bundle(&td);
+    td.write_config("[agents.github.tools]\ndeny = [\"Issues.*\"]\n");
+    let output = td.call(&github, "issues.list", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    rlp_snapshot!(&td, &output);
+    td.write_config("[agents.github.tools]\nallow = \"issues.*\"\n");
+    let output = td.rlp().args(["tools", "list"]).arg(&github).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    rlp_snapshot!(&td, &output);
+    // The command stopped before any ledger was opened.
+    assert!(!td.ledger_path().exists());
+}
+
+#[test]
+fn tools_list_shows_what_the_operators_list_does_not_expose_and_why() {
+    let td = TestDir::new();
+    // Tools that name no temporary path: the table's columns keep their widths.
+    let tools: Vec<Value> =
+        ["issues.list", "issues.delete", "repos.get"].map(|id| bundle::tool(id, bundle::exec("/bin/true", &[]))).into();
+    let github = td.bundle("github", Value::Array(tools), "[capabilities]\nexec = true\n");
+    td.write_config("[agents.github.tools]\ndeny = [\"*.delete\"]\n");
+    let system = td.join("system.toml");
+    std::fs::write(&system, "[agents.github.tools]\nallow = [\"issues.*\"]\n").unwrap();
+    let list = |format: &str| {
+        td.rlp()
+            .args(["tools", "list"])
+            .arg(&github)
+            .args(["--format", format])
+            .env("RUNLOOP_SYSTEM_CONFIG", &system)
+            .output()
+            .unwrap()
+    };
+    let output = list("human");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The temporary folder's length sets the columns' widths: gaps shown as two spaces.
+    rlp_snapshot!(td.filters().regex(" {2,}", "  "), &output);
+    let json = stdout_json(&list("json"));
+    let exposed: Vec<(&Value, &Value, &Value)> =
+        json["tools"].as_array().unwrap().iter().map(|t| (&t["id"], &t["exposed"], &t["unlisted"])).collect();
+    let home_config = td.home().join("config.toml");
+    assert_eq!(
+        exposed,
+        [
+            (&json!("issues.list"), &json!(true), &Value::Null),
+            (
+                &json!("issues.delete"),
+                &json!(false),
+                &json!(format!("denied by the operator's list in {} (\"*.delete\")", home_config.display()))
+            ),
+            (
+                &json!("repos.get"),
+                &json!(false),
+                &json!(format!("not allowed by the operator's list in {}", system.display()))
+            ),
+        ]
+    );
+    assert_eq!(json["operator_list"], format!("in {}, in {}", system.display(), home_config.display()));
+    // `--format mcp` lists what `rlp serve` would: the one tool let through.
+    let mcp = stdout_json(&list("mcp"));
+    let names: Vec<&Value> = mcp["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+    assert_eq!(names, [&json!("issues.list")]);
+}

@@ -718,3 +718,76 @@ fn a_client_trace_id_groups_stateless_calls() {
     assert_eq!(call_meta(step(&report, 1))["trace_id"], trace);
     assert_eq!(call_meta(step(&report, 2))["trace_id"], mcp::stdio_trace(&td).as_str());
 }
+
+/// The names a `list` step of a driver report shows.
+fn names(record: &Value) -> Vec<&str> {
+    record["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn the_operators_list_and_tools_narrow_tools_list_and_calls_outside_them_are_refused() {
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let config = td.write_config("[agents.desk.tools]\ndeny = [\"desk.send\", \"desk.b*\"]\n");
+    let denied_send = format!(
+        "tool `desk.send` is not exposed: denied by the operator's list in {c} (\"desk.send\")\n\
+         help: change `allow`/`deny` under [agents.desk.tools] in {c}",
+        c = config.display()
+    );
+    for (mode, _) in MODES {
+        let steps = json!([{"op": "list"}, call("desk.send", json!({})), call("desk.count", json!({}))]);
+        let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), mode, None, steps));
+        assert_eq!(names(step(&report, 0)), ["desk.count", "desk.greet", "desk.lookup"], "{mode}");
+        let send = step(&report, 1);
+        assert_eq!(send["result"]["isError"], true, "{mode}: {send}");
+        assert_eq!(call_meta(send)["outcome"], "refused");
+        assert_eq!(call_meta(send)["attempts"], 0);
+        assert_eq!(text_of(send), denied_send);
+        assert_eq!(step(&report, 2)["result"]["structuredContent"], json!({"result": 3}), "{mode}");
+
+        // --tools narrows within the config's lists: desk.send stays denied.
+        let served = stdio(&td, &desk, &["--tools", "desk.g*,desk.send", "--tools", "desk.count"]);
+        let steps = json!([
+            {"op": "list"},
+            call("desk.lookup", json!({})),
+            call("desk.send", json!({})),
+            call("desk.greet", json!({"name": "ada"})),
+        ]);
+        let report = mcp::drive(&scenario(served, mode, None, steps));
+        assert_eq!(names(step(&report, 0)), ["desk.count", "desk.greet"], "{mode}");
+        let lookup = step(&report, 1);
+        assert_eq!(call_meta(lookup)["outcome"], "refused", "{mode}: {lookup}");
+        assert_eq!(
+            text_of(lookup),
+            "tool `desk.lookup` is not exposed: not allowed by the operator's list of --tools\n\
+             help: serve with a --tools pattern that matches it (e.g. --tools desk.lookup), or without --tools"
+        );
+        assert_eq!(text_of(step(&report, 2)), denied_send);
+        assert_eq!(step(&report, 3)["result"]["structuredContent"], json!({"greeting": "hello ada"}), "{mode}");
+    }
+    assert!(!td.state_dir().join("sent").exists());
+    // Every refusal is a deny frame of the list, and nothing else was decided for those calls.
+    let audits = td.payloads("cap.audit");
+    let refused: Vec<(&str, &str)> = audits
+        .iter()
+        .filter(|p| p["decision"] == "deny")
+        .map(|p| (p["tool"].as_str().unwrap(), p["capability"].as_str().unwrap()))
+        .collect();
+    assert_eq!(refused, [("desk.send", "tool"), ("desk.lookup", "tool"), ("desk.send", "tool")].repeat(MODES.len()));
+    let send_denials: Vec<&Value> = audits.iter().filter(|p| p["tool"] == "desk.send").map(|p| &p["reason"]).collect();
+    assert!(
+        send_denials
+            .iter()
+            .all(|r| **r == format!("denied by the operator's list in {} (\"desk.send\")", config.display())),
+        "{send_denials:?}"
+    );
+    assert!(td.payloads("tool.call").iter().all(|c| c["tool"] != "desk.send" && c["tool"] != "desk.lookup"));
+}
+
+#[test]
+fn tools_takes_tool_id_patterns_and_warns_of_one_that_matches_nothing() {
+    let td = TestDir::new();
+    let desk = desk(&td);
+    rlp_snapshot!(&td, td.rlp().arg("serve").arg(&desk).args(["--tools", "Desk.*"]));
+    rlp_snapshot!(&td, td.rlp().arg("serve").arg(&desk).args(["--tools", "desk.*,nope.*"]).write_stdin(""));
+}

@@ -215,6 +215,7 @@ pub(super) fn runtime_flags(args: &CallArgs) -> RuntimeFlags<'_> {
         bundle: &args.bundle,
         yes: args.yes,
         confirm_external_actions: args.confirm_external_actions,
+        tools: None,
         ask_questions: true,
         serving: false,
     }

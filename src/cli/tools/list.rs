@@ -32,7 +32,9 @@ Examples:
   rlp tools list agents/notes --format mcp --expose core
 
 EXPOSED is `yes` when the effective policy (policy.caps ∩ $RUNLOOP_HOME/caps/overrides/<name>.toml,
-when present) grants every capability the tool needs, else `no: missing …`.
+when present) grants every capability the tool needs and the operator's list of config.toml
+([agents.<name>.tools] allow/deny) lets it through, else `no: missing …` or `no: ` and the
+list that keeps it out (`denied by the operator's list in FILE (\"PATTERN\")`).
 SANDBOX is what an exec tool may write (rw) and reach (net) under [runtime] sandbox
 (docs/sandbox.md), or `off`. DISCOVERY is `core` (listed up front by `rlp serve --expose core`)
 or `discoverable` (found through rlp.search_tools; docs/discovery.md).

@@ -216,6 +216,14 @@ impl TestDir {
         path
     }
 
+    /// Writes the default home's config.toml; returns its path.
+    pub fn write_config(&self, text: &str) -> PathBuf {
+        std::fs::create_dir_all(self.home()).unwrap();
+        let path = self.home().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
     /// Every event of the default home's ledger, in order.
     pub fn events(&self) -> Vec<rlp::event::Event> {
         ledger::events(&self.ledger_path())
