@@ -52,6 +52,16 @@ impl<'r> Call<'r> {
                 let plan = self.plan_http(method, template, headers)?;
                 self.execute(&plan)
             }
+            Some(Transport::Mcp { server, .. }) => Err(self.journal.refuse(
+                CallError::new(
+                    CallErrorKind::Tool,
+                    format!(
+                        "tool `{}` lives in the MCP server `{server}`, and this version of rlp cannot call MCP servers yet",
+                        tool.id
+                    ),
+                )
+                .help("rlp lists and lints mcp tools; call the server with an MCP client of its own until rlp can"),
+            )),
             _ => Err(self.journal.refuse(
                 CallError::new(CallErrorKind::Tool, format!("tool `{}` has no usable transport", tool.id))
                     .help("fix `transport` in tools.json"),

@@ -70,7 +70,7 @@ fn covers(grant: &Capability, wanted: &Capability) -> bool {
     }
 }
 
-/// Runs RLP215 on every exec tool and RLP216 on every http tool.
+/// Runs RLP215 on every exec tool and RLP216 on every http and mcp tool.
 pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
     let unclaimed = unclaimed_grants(bundle);
@@ -89,7 +89,9 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
                     report_undeclared(tool, family, &granted, &named, caps_file, &mut diags);
                 }
             }
-            Some(Transport::Http { .. }) => check_limits(tool, &mut diags),
+            Some(transport @ (Transport::Http { .. } | Transport::Mcp { .. })) => {
+                check_limits(tool, transport, &mut diags)
+            }
             None => {}
         }
     }
@@ -178,16 +180,20 @@ fn listed<'a>(family: Family, caps: impl IntoIterator<Item = &'a Capability>) ->
     shown.join(" or ")
 }
 
-/// Reports RLP216 for each sandbox limit set on an http tool.
-fn check_limits(tool: &Tool, diags: &mut Diagnostics) {
+/// Reports RLP216 for each sandbox limit set on an http or mcp tool.
+fn check_limits(tool: &Tool, transport: &Transport, diags: &mut Diagnostics) {
+    let (kind, why) = match transport {
+        Transport::Mcp { .. } => ("an mcp", "an mcp tool's calls run in its server's process, which the tool's limits do not bound"),
+        _ => ("an http", "an http tool runs no process of its own for the sandbox to limit"),
+    };
     let limits = [("max_memory_bytes", tool.max_memory_bytes), ("max_processes", tool.max_processes)];
     for (key, _) in limits.iter().filter(|(_, value)| value.is_some()) {
         diags
             .report(
                 Code::SandboxLimitOnHttpTool,
                 At::Key(tool.at.key(*key)),
-                format!("`{key}` applies only to exec tools; `{}` is an http tool and it is ignored", tool.id),
+                format!("`{key}` applies only to exec tools; `{}` is {kind} tool and it is ignored", tool.id),
             )
-            .help(format!("remove `{key}`: an http tool runs no process of its own for the sandbox to limit"));
+            .help(format!("remove `{key}`: {why}"));
     }
 }
