@@ -1635,3 +1635,40 @@ fn showing_the_tools_needs_no_ledger() {
     assert_contains(&stderr(&called), "error: cannot open the ledger");
     assert_eq!(std::fs::read_to_string(&ledger_dir).unwrap(), "not a folder");
 }
+
+/// An `mcp` tool is listed like any other, and its call is refused before
+/// anything runs: no secret is resolved (the one the server needs is not
+/// set) and the server is never started (it would leave a marker).
+#[test]
+fn an_mcp_tool_is_listed_and_its_call_refused_before_anything_runs() {
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let marker_script = files::fixture("runtime/marker.sh");
+    let document = bundle::mcp_document(&marker_script, &[marker.to_str().unwrap()]);
+    let caps = format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n");
+    let bundle = td.bundle_document("bridge", &document, &caps);
+
+    let output = td.call(&bundle, "files.read", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_contains(
+        &stderr(&output),
+        "tool `files.read` lives in the MCP server `files`, and this version of rlp cannot call MCP servers yet",
+    );
+    assert!(!marker.exists(), "the server was started");
+    rlp_snapshot!(&td, &output);
+    assert_eq!(kinds(&td.events()), Vec::<&str>::new());
+
+    let listed = td.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "json"]).output().unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let tools = stdout_json(&listed);
+    assert_eq!(
+        tools["tools"][0]["transport"],
+        json!({"kind": "mcp", "server": "files", "tool": "read_text_file", "definition_blake3": null}),
+        "{tools}"
+    );
+    let human = td.rlp().args(["tools", "list"]).arg(&bundle).output().unwrap();
+    assert_contains(&stdout(&human), "mcp files read_text_file");
+    let mcp = td.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "mcp"]).output().unwrap();
+    assert_eq!(mcp.status.code(), Some(0), "{}", stderr(&mcp));
+    assert_contains(&stdout(&mcp), "\"name\": \"files.read\"");
+}

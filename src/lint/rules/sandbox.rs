@@ -5,7 +5,8 @@
 //! RLP215 names, for an exec tool that declares no capability of a family,
 //! what it may have reached before: the policy's grants of that family that
 //! no tool declares or reaches through its URL (a grant another tool claims
-//! is that tool's), and the folders and hosts its `transport.args` name.
+//! is that tool's, one a server needs is that server's), and the folders and
+//! hosts its `transport.args` name.
 
 mod args;
 
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::bundle::LoadedBundle;
 use crate::bundle::capability::{Capability, NetTarget, fs_covers};
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
+use crate::bundle::servers::Server;
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
 
 /// A capability family the sandbox confines.
@@ -98,11 +100,18 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     out.extend(diags.into_findings());
 }
 
-/// The policy's `fs` and `net` grants, in file order, that no tool needs.
+/// The policy's `fs` and `net` grants, in file order, that no tool or
+/// server needs.
 fn unclaimed_grants(bundle: &LoadedBundle) -> Vec<Capability> {
     let Some(grants) = &bundle.grants else { return Vec::new() };
-    let needed: Vec<Capability> =
-        bundle.tool_list().iter().flat_map(Tool::required_capabilities).filter(|c| Family::of(c).is_some()).collect();
+    let servers = bundle.tools.iter().flat_map(|file| &file.servers);
+    let needed: Vec<Capability> = bundle
+        .tool_list()
+        .iter()
+        .flat_map(Tool::required_capabilities)
+        .chain(servers.flat_map(Server::required_capabilities))
+        .filter(|c| Family::of(c).is_some())
+        .collect();
     let fs = grants.fs.iter().flatten().map(|p: &PathBuf| Capability::Fs(p.clone()));
     let net = grants.net.iter().flatten().map(|t: &NetTarget| Capability::Net(t.clone()));
     let mut out: Vec<Capability> = Vec::new();

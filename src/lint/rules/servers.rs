@@ -130,9 +130,12 @@ fn check_declared(tool: &Tool, server: &Server, diags: &mut Diagnostics) {
             continue;
         }
         let noun = if list.len() == 1 { format!("the {one}") } else { format!("the {key}") };
-        let shown = |cap: &&Capability| match cap {
-            Capability::Secret(id) => id.to_string(),
-            other => other.to_string(),
+        // The URL's own spelling of its host, as for the grant it implies.
+        let url = server.url();
+        let shown = |cap: &&Capability| match (cap, url) {
+            (Capability::Secret(id), _) => id.to_string(),
+            (Capability::Net(target), Some(url)) if target == url.target() => format!("net:{}", url.suggested_grant()),
+            (other, _) => other.to_string(),
         };
         let named: Vec<String> = list.iter().map(|cap| format!("`{}`", shown(cap))).collect();
         let quoted: Vec<String> = list.iter().map(|cap| format!("\"{}\"", shown(cap))).collect();
