@@ -14,8 +14,8 @@ use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, pars
 use crate::bundle::manifest::{NAME_PATTERN, is_valid_name};
 use crate::bundle::schema::{invalid_schema_id, is_valid_schema_id};
 use crate::bundle::tools::{
-    HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, secret_refs, header_value_control, is_header_name,
-    is_valid_tool_id,
+    HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, header_value_control, is_header_name, is_valid_tool_id,
+    secret_refs,
 };
 use crate::bundle::url_template::UrlTemplate;
 use crate::bundle::value;

@@ -110,7 +110,11 @@ pub(crate) fn read_servers(top: &Fields<'_>, diags: &mut Diagnostics) -> Vec<Ser
         let at = servers.at(name);
         if !is_valid_name(name) {
             diags
-                .report(Code::InvalidValue, At::Key(at.clone()), format!("server name `{name}` does not match {NAME_PATTERN}"))
+                .report(
+                    Code::InvalidValue,
+                    At::Key(at.clone()),
+                    format!("server name `{name}` does not match {NAME_PATTERN}"),
+                )
                 .help("name servers with lower-case letters, digits and `_`, starting with a letter, e.g. `files`");
         }
         let Some(value) = servers.get(name) else { continue };
@@ -144,7 +148,13 @@ fn read_server(name: &str, value: &Value, at: Pointer, diags: &mut Diagnostics) 
             None
         }
         (true, false) => {
-            report_unexpected(&f, &["headers"], "a stdio server", "remove it; headers belong to a server with a `url`", diags);
+            report_unexpected(
+                &f,
+                &["headers"],
+                "a stdio server",
+                "remove it; headers belong to a server with a `url`",
+                diags,
+            );
             read_stdio(&f, &mut refs, diags)
         }
         (false, true) => {
@@ -204,7 +214,11 @@ fn read_stdio(f: &Fields<'_>, refs: &mut Vec<SecretRef>, diags: &mut Diagnostics
             let Some(value) = table.string(name, true, diags) else { continue };
             if !is_env_name(name) {
                 diags
-                    .report(Code::InvalidValue, At::Key(table.at(name)), format!("`{name}` is not an environment variable name"))
+                    .report(
+                        Code::InvalidValue,
+                        At::Key(table.at(name)),
+                        format!("`{name}` is not an environment variable name"),
+                    )
                     .help("use letters, digits and `_`, not starting with a digit, e.g. `API_KEY`");
                 continue;
             }

@@ -468,9 +468,7 @@ fn read_schema_refs(f: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, Str
 /// "an `exec` transport").
 pub(super) fn report_unexpected(t: &Fields<'_>, keys: &[&str], what: &str, help: &str, diags: &mut Diagnostics) {
     for key in keys.iter().filter(|key| t.get(key).is_some()) {
-        diags
-            .report(Code::UnknownField, At::Key(t.at(key)), format!("`{key}` has no meaning for {what}"))
-            .help(help);
+        diags.report(Code::UnknownField, At::Key(t.at(key)), format!("`{key}` has no meaning for {what}")).help(help);
     }
 }
 

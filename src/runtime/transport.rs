@@ -80,7 +80,9 @@ impl Call<'_> {
 fn mcp_not_callable(tool: &str, server: &str) -> CallError {
     CallError::new(
         CallErrorKind::Tool,
-        format!("tool `{tool}` lives in the MCP server `{server}`, and this version of rlp cannot call MCP servers yet"),
+        format!(
+            "tool `{tool}` lives in the MCP server `{server}`, and this version of rlp cannot call MCP servers yet"
+        ),
     )
     .help("rlp lists and lints mcp tools; until it calls them, call the server with an MCP client of its own")
 }

@@ -1215,7 +1215,14 @@ mod servers {
             })
         };
         let list = tools["tools"].as_array_mut().unwrap();
-        list.push(tool("files.read", "files", "read_text_file", json!(["exec", "fs:/srv/notes"]), "runloop/notes/key", false));
+        list.push(tool(
+            "files.read",
+            "files",
+            "read_text_file",
+            json!(["exec", "fs:/srv/notes"]),
+            "runloop/notes/key",
+            false,
+        ));
         list.push(tool(
             "tracker.search",
             "tracker",
@@ -1225,7 +1232,11 @@ mod servers {
             true,
         ));
         write_tools(&fixture, &tools);
-        fixture.edit("policy.caps", "net = [\"api.mail.example\"]", "net = [\"api.mail.example\", \"mcp.tracker.example\"]");
+        fixture.edit(
+            "policy.caps",
+            "net = [\"api.mail.example\"]",
+            "net = [\"api.mail.example\", \"mcp.tracker.example\"]",
+        );
         fixture.edit(
             "policy.caps",
             "secrets = [\"runloop/mail/smtp_api_key\"]",

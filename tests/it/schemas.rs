@@ -389,7 +389,9 @@ fn schemas_repeat_the_loaders_constants() {
         assert_eq!((&range["minimum"], &range["maximum"]), (&json!(1), &json!(rlp::bundle::tools::MAX_TIMEOUT_MS)));
     }
     let mcp = &tools["$defs"]["mcpTransport"]["properties"];
-    assert!(mcp["tool"]["pattern"].as_str().unwrap().contains(&format!(",{}}}", rlp::bundle::tools::MAX_MCP_TOOL_NAME)));
+    assert!(
+        mcp["tool"]["pattern"].as_str().unwrap().contains(&format!(",{}}}", rlp::bundle::tools::MAX_MCP_TOOL_NAME))
+    );
     assert_eq!(mcp["server"]["pattern"], rlp::bundle::manifest::NAME_PATTERN);
     assert_eq!(tools["properties"]["servers"]["propertyNames"]["pattern"], rlp::bundle::manifest::NAME_PATTERN);
     let policy = schema(POLICY_SCHEMA);
@@ -417,7 +419,11 @@ fn valid_tools_documents_pass_schema_and_loader() {
     assert_valid(Kind::Tools, "upper-case scheme", &http_with("url", json!("HTTPS://Api.Example.com/{id}")));
     assert_valid(Kind::Tools, "servers", SERVERS_TOOLS);
     assert_valid(Kind::Tools, "absolute command", &stdio_with("command", json!("/usr/local/bin/files-server")));
-    assert_valid(Kind::Tools, "dollar signs", &stdio_with("args", json!(["$HOME", "$$", "a$", "$${secret:runloop/notes/key}"])));
+    assert_valid(
+        Kind::Tools,
+        "dollar signs",
+        &stdio_with("args", json!(["$HOME", "$$", "a$", "$${secret:runloop/notes/key}"])),
+    );
     assert_valid(Kind::Tools, "no pin", &mcp_with("definition_blake3", Value::Null));
     assert_valid(Kind::Tools, "no servers", r#"{"version": 1, "servers": {}}"#);
 }
@@ -488,13 +494,21 @@ fn invalid_tools_documents_fail_schema_and_loader() {
         ("neither command nor url", server_with("local", json!({"capabilities": []})), MissingField),
         ("relative server command", stdio_with("command", json!("npx")), ExecCommandNotAbsolute),
         ("command out of the bundle", stdio_with("command", json!("${bundle}/../x")), ExecCommandNotAbsolute),
-        ("server url with a placeholder", server_with("local", json!({"url": "https://x.example/{t}"})), HttpUrlInvalid),
+        (
+            "server url with a placeholder",
+            server_with("local", json!({"url": "https://x.example/{t}"})),
+            HttpUrlInvalid,
+        ),
         ("server url of another scheme", server_with("local", json!({"url": "ws://x.example/mcp"})), HttpUrlInvalid),
         ("server url with credentials", server_with("local", json!({"url": "https://u:p@x.example/"})), HttpUrlInvalid),
         ("env name", stdio_with("env", json!({"1A": "x"})), InvalidValue),
         ("NUL in env", stdio_with("env", json!({"A": "a\u{0}b"})), InvalidValue),
         ("non-secret placeholder in args", stdio_with("args", json!(["${HOME}"])), InvalidValue),
-        ("server header with CRLF", server_with("local", json!({"url": "http://localhost/", "headers": {"A": "a\r\nb"}})), HeaderInvalid),
+        (
+            "server header with CRLF",
+            server_with("local", json!({"url": "http://localhost/", "headers": {"A": "a\r\nb"}})),
+            HeaderInvalid,
+        ),
         ("server name", server_with("Files", json!({"command": "/bin/s"})), InvalidValue),
         ("server as a string", server_with("local", json!("http://localhost/")), WrongType),
         ("servers as a list", r#"{"version": 1, "servers": []}"#.to_string(), WrongType),

@@ -200,7 +200,10 @@ fn values_hold_only_well_formed_secret_references() {
 #[test]
 fn a_url_is_a_fixed_http_endpoint() {
     for (url, message) in [
-        ("https://x.example/{tenant}/mcp", "RLP205 `{tenant}` in a server's URL: a server is reached at one fixed address"),
+        (
+            "https://x.example/{tenant}/mcp",
+            "RLP205 `{tenant}` in a server's URL: a server is reached at one fixed address",
+        ),
         ("ws://x.example/mcp", "RLP205 scheme `ws` is not http or https"),
         ("https://u:p@x.example/mcp", "RLP205 credentials in the URL are refused; use a header with ${secret:<id>}"),
         ("mcp.example", "RLP205 `mcp.example` is not an absolute URL (it needs http:// or https://)"),
@@ -219,7 +222,10 @@ fn names_grants_and_timeouts_are_checked() {
         json!({"command": "/bin/s", "capabilities": ["fs:srv"], "secrets": ["key"]}),
         &[
             ("\"fs:srv\"", "RLP212 `srv` is not an absolute path (or `~/<dir>`)"),
-            ("\"key\"", "RLP211 `key` is not a secret id of the form runloop/<scope>/<name> (lower case, digits, _ - .) or <segment>.<segment>… (each a lower-case letter, then lower case, digits and single `_`)"),
+            (
+                "\"key\"",
+                "RLP211 `key` is not a secret id of the form runloop/<scope>/<name> (lower case, digits, _ - .) or <segment>.<segment>… (each a lower-case letter, then lower case, digits and single `_`)",
+            ),
         ],
     );
     assert_server(
@@ -239,7 +245,10 @@ fn an_mcp_transport_names_a_server_a_tool_and_a_pin() {
     let text = with_transport(&json!({"kind": "mcp", "server": "files", "tool": "read"}));
     assert_findings(&text, &[]);
     let transport = read(&text).0.unwrap().tools[0].transport.clone();
-    assert_eq!(transport, Some(Transport::Mcp { server: "files".into(), tool: "read".into(), definition_blake3: None }));
+    assert_eq!(
+        transport,
+        Some(Transport::Mcp { server: "files".into(), tool: "read".into(), definition_blake3: None })
+    );
     let long = "x".repeat(129);
     let long_message = format!("RLP007 `{long}` is not a tool name an MCP server can give");
     let cases = [
@@ -255,11 +264,7 @@ fn an_mcp_transport_names_a_server_a_tool_and_a_pin() {
             "\"read file\"",
             "RLP007 `read file` is not a tool name an MCP server can give",
         ),
-        (
-            json!({"kind": "mcp", "server": "files", "tool": long}),
-            "\"xxx",
-            long_message.as_str(),
-        ),
+        (json!({"kind": "mcp", "server": "files", "tool": long}), "\"xxx", long_message.as_str()),
         (
             json!({"kind": "mcp", "server": "files", "tool": "read", "definition_blake3": PIN.to_uppercase()}),
             "\"0D66",

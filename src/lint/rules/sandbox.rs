@@ -192,7 +192,9 @@ fn listed<'a>(family: Family, caps: impl IntoIterator<Item = &'a Capability>) ->
 /// Reports RLP216 for each sandbox limit set on an http or mcp tool.
 fn check_limits(tool: &Tool, transport: &Transport, diags: &mut Diagnostics) {
     let (kind, why) = match transport {
-        Transport::Mcp { .. } => ("an mcp", "an mcp tool's calls run in its server's process, which the tool's limits do not bound"),
+        Transport::Mcp { .. } => {
+            ("an mcp", "an mcp tool's calls run in its server's process, which the tool's limits do not bound")
+        }
         _ => ("an http", "an http tool runs no process of its own for the sandbox to limit"),
     };
     let limits = [("max_memory_bytes", tool.max_memory_bytes), ("max_processes", tool.max_processes)];
