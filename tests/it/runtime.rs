@@ -1656,7 +1656,20 @@ fn an_mcp_tool_is_listed_and_its_call_refused_before_anything_runs() {
     );
     assert!(!marker.exists(), "the server was started");
     rlp_snapshot!(&td, &output);
-    assert_eq!(kinds(&td.events()), Vec::<&str>::new());
+    // The exposure's decisions are recorded; no call is.
+    let events = td.events();
+    let decisions: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            let audit = payload(e);
+            (audit["capability"].as_str().unwrap().to_string(), audit["decision"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(kinds(&events), ["cap.audit", "cap.audit"]);
+    assert_eq!(
+        decisions,
+        [("exec".to_string(), "allow".to_string()), (format!("secrets:{TOKEN_ID}"), "allow".to_string())]
+    );
 
     let listed = td.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "json"]).output().unwrap();
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
