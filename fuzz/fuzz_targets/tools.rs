@@ -13,6 +13,10 @@ fuzz_target!(|data: &[u8]| {
     if let Some(tools) = &tools {
         for tool in &tools.tools {
             let _ = tool.required_capabilities();
+            let _ = tools.server_of(tool);
+        }
+        for server in &tools.servers {
+            let _ = server.required_capabilities();
         }
     }
     let source = SourceFile::new(TOOLS_FILE, text.to_string(), Syntax::Json);

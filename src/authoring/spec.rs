@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use crate::authoring::validate;
 use crate::bundle::capability::{Capability, SecretId};
-use crate::bundle::tools::header_secret_refs;
+use crate::bundle::tools::secret_refs;
 use crate::bundle::url_template::UrlTemplate;
 use crate::bundle::value;
 
@@ -465,7 +465,7 @@ impl ToolSpec {
         let mut out = self.secrets.clone();
         if let TransportSpec::Http { headers, .. } = &self.transport {
             for (_, value) in headers {
-                for id in header_secret_refs(value).unwrap_or_default() {
+                for id in secret_refs(value).unwrap_or_default() {
                     if let Ok(id) = id.parse::<SecretId>() {
                         out.push(id);
                     }

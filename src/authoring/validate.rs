@@ -14,8 +14,8 @@ use crate::bundle::capability::{Capability, NetTarget, SecretId, is_domain, pars
 use crate::bundle::manifest::{NAME_PATTERN, is_valid_name};
 use crate::bundle::schema::{invalid_schema_id, is_valid_schema_id};
 use crate::bundle::tools::{
-    HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, header_secret_refs, header_value_control, is_header_name,
-    is_valid_tool_id,
+    HTTP_METHODS, TOOL_ID_PATTERN, header_control_message, header_value_control, is_header_name, is_valid_tool_id,
+    secret_refs,
 };
 use crate::bundle::url_template::UrlTemplate;
 use crate::bundle::value;
@@ -110,7 +110,7 @@ pub(crate) fn header(text: &str) -> Result<(String, String), String> {
     if let Some(c) = header_value_control(value) {
         return Err(header_control_message(name, c));
     }
-    for id in header_secret_refs(value)? {
+    for id in secret_refs(value)? {
         secret(&id)?;
     }
     Ok((name.to_string(), value.to_string()))

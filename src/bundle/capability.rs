@@ -27,6 +27,13 @@ impl NetTarget {
         self.host == wanted.host && (self.port.is_none() || self.port == wanted.port)
     }
 
+    /// Whether the host is this machine's loopback: `localhost`, an address
+    /// of 127.0.0.0/8, or `[::1]`.
+    pub fn is_loopback(&self) -> bool {
+        let bare = self.host.trim_start_matches('[').trim_end_matches(']');
+        self.host == "localhost" || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// The narrower of two targets, if they overlap.
     pub fn meet(&self, other: &NetTarget) -> Option<NetTarget> {
         if self.covers(other) {

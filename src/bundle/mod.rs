@@ -12,6 +12,7 @@ pub(crate) mod pointer;
 pub mod policy;
 pub(crate) mod reader;
 pub(crate) mod schema;
+pub mod servers;
 pub mod source;
 pub mod tools;
 pub(crate) mod url_template;

@@ -8,6 +8,7 @@ use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::diag::{At, Code, Diagnostics};
 use crate::bundle::pointer::Pointer;
 use crate::bundle::reader::{Fields, type_name};
+use crate::bundle::servers::{Server, read_servers};
 use crate::bundle::url_template::UrlTemplate;
 
 /// The tools.json versions this rlp reads.
@@ -16,6 +17,8 @@ pub const SUPPORTED_VERSIONS: &[u64] = &[1];
 pub const TOOLS_FILE: &str = "tools.json";
 /// Default `timeout_ms`.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// The largest `timeout_ms` (and server `startup_timeout_ms`): one day.
+pub const MAX_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
 /// Default `max_output_bytes`.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 20;
 /// The values `max_memory_bytes` may take: 1 MiB to 1 TiB.
@@ -26,6 +29,13 @@ pub const MAX_PROCESSES_RANGE: RangeInclusive<u64> = 1..=4096;
 pub const TOOL_ID_PATTERN: &str = "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$";
 /// Methods an http transport may use.
 pub const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
+/// The transport kinds this rlp reads.
+pub const TRANSPORT_KINDS: &[&str] = &["exec", "http", "mcp"];
+/// The longest tool name on an MCP server (`transport.tool`), in characters.
+pub const MAX_MCP_TOOL_NAME: usize = 128;
+
+const TRANSPORT_KEYS: &[&str] =
+    &["kind", "command", "args", "method", "url", "headers", "server", "tool", "definition_blake3"];
 
 const TOOL_KEYS: &[&str] = &[
     "id",
@@ -70,10 +80,11 @@ pub fn header_control_message(name: &str, c: char) -> String {
     format!("header `{name}` contains the control character U+{:04X}, which HTTP does not allow in a value", c as u32)
 }
 
-/// Splits a header value into literal text and `${secret:<id>}` references.
+/// Splits a value (a header's, a server's environment variable or argument)
+/// into literal text and `${secret:<id>}` references.
 ///
 /// Returns the ids referenced, or the malformed reference text.
-pub fn header_secret_refs(value: &str) -> Result<Vec<String>, String> {
+pub fn secret_refs(value: &str) -> Result<Vec<String>, String> {
     let mut ids = Vec::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -107,6 +118,27 @@ pub enum Transport {
         /// Static headers, in file order; values may hold `${secret:<id>}`.
         headers: Vec<(String, String)>,
     },
+    /// Call a tool of an MCP server declared in `servers`.
+    Mcp {
+        /// The server's name (a key of `servers`).
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+        /// The pin of the server's definition of the tool: 64 lower-case hex
+        /// digits of BLAKE3; `None` when not pinned (RLP223).
+        definition_blake3: Option<String>,
+    },
+}
+
+impl Transport {
+    /// The transport's `kind`, as written in tools.json.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Exec { .. } => "exec",
+            Transport::Http { .. } => "http",
+            Transport::Mcp { .. } => "mcp",
+        }
+    }
 }
 
 /// `discoverability`: whether a tool is offered up front or found on demand.
@@ -176,18 +208,32 @@ impl Tool {
 
     /// Every capability the tool needs: declared, plus those implied by its
     /// transport (`exec`, `net:<url host:port>`) and its secrets.
+    ///
+    /// An `mcp` tool implies nothing: it declares its server's needs itself
+    /// (RLP221), so that the policy decides on the tool alone.
     pub fn required_capabilities(&self) -> Vec<Capability> {
-        let mut caps: Vec<Capability> = self.capabilities.iter().map(|(_, c)| c.clone()).collect();
-        match &self.transport {
-            Some(Transport::Exec { .. }) => caps.push(Capability::Exec),
-            Some(Transport::Http { url: Some(url), .. }) => caps.push(Capability::Net(url.target().clone())),
-            _ => {}
-        }
-        caps.extend(self.secrets.iter().map(|(_, s)| Capability::Secret(s.clone())));
-        let mut seen = std::collections::HashSet::new();
-        caps.retain(|c| seen.insert(c.clone()));
-        caps
+        let implied = match &self.transport {
+            Some(Transport::Exec { .. }) => Some(Capability::Exec),
+            Some(Transport::Http { url: Some(url), .. }) => Some(Capability::Net(url.target().clone())),
+            _ => None,
+        };
+        with_implied(&self.capabilities, implied, &self.secrets)
     }
+}
+
+/// The declared capabilities, then the one a transport implies, then one
+/// per secret, without repeats.
+pub(crate) fn with_implied(
+    declared: &[(Pointer, Capability)],
+    implied: Option<Capability>,
+    secrets: &[(Pointer, SecretId)],
+) -> Vec<Capability> {
+    let mut caps: Vec<Capability> = declared.iter().map(|(_, c)| c.clone()).collect();
+    caps.extend(implied);
+    caps.extend(secrets.iter().map(|(_, s)| Capability::Secret(s.clone())));
+    let mut seen = std::collections::HashSet::new();
+    caps.retain(|c| seen.insert(c.clone()));
+    caps
 }
 
 /// A loaded tools.json.
@@ -197,6 +243,8 @@ pub struct ToolsFile {
     pub version: u64,
     /// `tools`, in order (entries that are not objects are skipped).
     pub tools: Vec<Tool>,
+    /// `servers`, in file order (entries that are not objects are skipped).
+    pub servers: Vec<Server>,
 }
 
 impl ToolsFile {
@@ -205,9 +253,22 @@ impl ToolsFile {
         self.tools.iter().find(|t| t.id == id)
     }
 
+    /// The server with this name.
+    pub fn server(&self, name: &str) -> Option<&Server> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// The server an `mcp` tool lives in, if it is declared.
+    pub fn server_of(&self, tool: &Tool) -> Option<&Server> {
+        match &tool.transport {
+            Some(Transport::Mcp { server, .. }) => self.server(server),
+            _ => None,
+        }
+    }
+
     /// Reads the tools.json tree, reporting structural problems.
     pub fn from_value(root: &Value, diags: &mut Diagnostics) -> Option<ToolsFile> {
-        let top = Fields::of(root, Pointer::root(), "tools.json", &["version", "tools"], diags)?;
+        let top = Fields::of(root, Pointer::root(), "tools.json", &["version", "tools", "servers"], diags)?;
         top.finish(diags);
         let version = match top.get("version") {
             None => {
@@ -231,7 +292,7 @@ impl ToolsFile {
                 return None;
             }
         }
-        let mut file = ToolsFile { version: 1, tools: Vec::new() };
+        let mut file = ToolsFile { version: 1, tools: Vec::new(), servers: read_servers(&top, diags) };
         match top.get("tools") {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) => {
@@ -273,8 +334,7 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
             .report(Code::ToolDescriptionEmpty, at, format!("tool `{id}` has no description"))
             .help("add a one-line `description`: the model reads it to decide when to call the tool");
     }
-    let transport =
-        f.table("transport", "the transport", &["kind", "command", "args", "method", "url", "headers"], true, diags);
+    let transport = f.table("transport", "the transport", TRANSPORT_KEYS, true, diags);
     let transport = transport.and_then(|t| read_transport(&t, diags));
     let schema = |key: &str, required: bool, diags: &mut Diagnostics| match f.get(key) {
         Some(value @ (Value::Object(_) | Value::Bool(_))) => Some(value.clone()),
@@ -347,7 +407,7 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
         budget_usd,
         requires_confirmation: f.boolean("requires_confirmation", diags),
         tags,
-        timeout_ms: f.integer("timeout_ms", 1, 24 * 3600 * 1000, diags).unwrap_or(DEFAULT_TIMEOUT_MS),
+        timeout_ms: f.integer("timeout_ms", 1, MAX_TIMEOUT_MS, diags).unwrap_or(DEFAULT_TIMEOUT_MS),
         max_output_bytes: f.integer("max_output_bytes", 1, 1 << 32, diags).unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
         max_memory_bytes: f.integer(
             "max_memory_bytes",
@@ -363,7 +423,9 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
     })
 }
 
-fn parsed_list<T: std::str::FromStr<Err = String>>(
+/// The strings of list `key`, each parsed, with its pointer; one that does
+/// not parse is reported with `code` and left out.
+pub(super) fn parsed_list<T: std::str::FromStr<Err = String>>(
     f: &Fields<'_>,
     key: &str,
     code: Code,
@@ -402,24 +464,26 @@ fn read_schema_refs(f: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, Str
     out
 }
 
+/// Reports each of `keys` present in `t` as meaningless for `what` (e.g.
+/// "an `exec` transport").
+pub(super) fn report_unexpected(t: &Fields<'_>, keys: &[&str], what: &str, help: &str, diags: &mut Diagnostics) {
+    for key in keys.iter().filter(|key| t.get(key).is_some()) {
+        diags.report(Code::UnknownField, At::Key(t.at(key)), format!("`{key}` has no meaning for {what}")).help(help);
+    }
+}
+
 fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> {
     let kind = t.string("kind", true, diags)?;
-    let unexpected = |keys: &[&str], kind: &str, diags: &mut Diagnostics| {
-        for key in keys {
-            if t.get(key).is_some() {
-                diags
-                    .report(
-                        Code::UnknownField,
-                        At::Key(t.at(key)),
-                        format!("`{key}` has no meaning for an `{kind}` transport"),
-                    )
-                    .help("remove it");
-            }
-        }
+    let others: Vec<&str> = match kind {
+        "exec" => vec!["method", "url", "headers", "server", "tool", "definition_blake3"],
+        "http" => vec!["command", "args", "server", "tool", "definition_blake3"],
+        "mcp" => vec!["command", "args", "method", "url", "headers"],
+        _ => vec![],
     };
+    // `exec`, `http` and `mcp` are all read with a vowel sound first: "an".
+    report_unexpected(t, &others, &format!("an `{kind}` transport"), "remove it", diags);
     match kind {
         "exec" => {
-            unexpected(&["method", "url", "headers"], kind, diags);
             let command = t.string("command", true, diags)?.to_string();
             if !command.starts_with('/') {
                 diags
@@ -435,7 +499,6 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
             Some(Transport::Exec { command, args })
         }
         "http" => {
-            unexpected(&["command", "args"], kind, diags);
             let method = t.string("method", true, diags).unwrap_or("GET").to_string();
             if t.get("method").is_some() && !HTTP_METHODS.contains(&method.as_str()) {
                 diags
@@ -457,16 +520,74 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
             t.finish(diags);
             Some(Transport::Http { method, url, headers })
         }
+        "mcp" => read_mcp_transport(t, diags),
         other => {
             diags
                 .report(Code::InvalidValue, At::Value(t.at("kind")), format!("unknown transport kind `{other}`"))
-                .help("use `exec` or `http`");
+                .help("use `exec`, `http` or `mcp`");
             None
         }
     }
 }
 
-fn read_headers(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)> {
+/// Whether `name` can be a tool's name on an MCP server: 1 to 128
+/// characters, none of them white space or a control character.
+pub fn is_valid_mcp_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= MAX_MCP_TOOL_NAME
+        && !name.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Whether `text` is a BLAKE3 digest as a pin holds it: 64 lower-case hex digits.
+pub fn is_definition_digest(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn read_mcp_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> {
+    let server = t.string("server", true, diags).map(str::to_string);
+    if let Some(name) = &server
+        && !crate::bundle::manifest::is_valid_name(name)
+    {
+        diags
+            .report(
+                Code::InvalidValue,
+                At::Value(t.at("server")),
+                format!("server name `{name}` does not match {}", crate::bundle::manifest::NAME_PATTERN),
+            )
+            .help("name a key of the top-level `servers`: lower-case letters, digits and `_`, starting with a letter");
+    }
+    let tool = t.string("tool", true, diags).map(str::to_string);
+    if let Some(name) = &tool
+        && !is_valid_mcp_tool_name(name)
+    {
+        diags
+            .report(
+                Code::InvalidValue,
+                At::Value(t.at("tool")),
+                format!("`{name}` is not a tool name an MCP server can give"),
+            )
+            .help(format!(
+                "write the tool's name on the server as it lists it: 1 to {MAX_MCP_TOOL_NAME} characters, without spaces or control characters"
+            ));
+    }
+    let definition_blake3 = t.string("definition_blake3", false, diags).map(str::to_string);
+    let pin_ok = definition_blake3.as_deref().is_none_or(is_definition_digest);
+    if !pin_ok {
+        diags
+            .report(
+                Code::InvalidValue,
+                At::Value(t.at("definition_blake3")),
+                "`definition_blake3` must be 64 lower-case hex digits (a BLAKE3 digest)",
+            )
+            .help("re-import the tool with `rlp tools import --mcp` to write the pin");
+    }
+    t.finish(diags);
+    Some(Transport::Mcp { server: server?, tool: tool?, definition_blake3: definition_blake3.filter(|_| pin_ok) })
+}
+
+/// Reads `headers` of `t` (an http transport or a server): names and values
+/// checked, `${secret:<id>}` references well-formed.
+pub(super) fn read_headers(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)> {
     let Some(headers) = t.table("headers", "`headers`", &[], false, diags) else { return Vec::new() };
     let mut out = Vec::new();
     let map: &Map<String, Value> = match t.get("headers") {
@@ -487,7 +608,7 @@ fn read_headers(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)
             );
             continue;
         }
-        if let Err(why) = header_secret_refs(text) {
+        if let Err(why) = secret_refs(text) {
             diags.report(Code::HeaderInvalid, At::Value(headers.at(name)), why);
             continue;
         }

@@ -145,6 +145,11 @@ impl UrlTemplate {
         &self.raw
     }
 
+    /// Whether the scheme is `https` (rather than plain `http`).
+    pub fn is_https(&self) -> bool {
+        self.raw.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
+    }
+
     /// The placeholder names, in order of appearance.
     pub fn placeholders(&self) -> impl Iterator<Item = &str> {
         self.pieces.iter().filter_map(|p| match p {

@@ -172,6 +172,7 @@ impl<'r> Call<'r> {
         self.check_arguments()?;
         self.check_budget()?;
         self.options = self.options_of()?;
+        self.check_callable()?;
         // 3. Resolve secrets: from here on, their values are scrubbed.
         self.secrets = self.resolve_secrets()?;
         self.journal.scrubber = Scrubber::new(self.secrets.iter().map(|(_, v)| v));

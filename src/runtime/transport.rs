@@ -52,12 +52,39 @@ impl<'r> Call<'r> {
                 let plan = self.plan_http(method, template, headers)?;
                 self.execute(&plan)
             }
+            Some(Transport::Mcp { server, .. }) => Err(self.journal.refuse(mcp_not_callable(&tool.id, server))),
             _ => Err(self.journal.refuse(
                 CallError::new(CallErrorKind::Tool, format!("tool `{}` has no usable transport", tool.id))
                     .help("fix `transport` in tools.json"),
             )),
         }
     }
+}
+
+impl Call<'_> {
+    /// Refuses, before any secret is resolved (a `cmd` provider runs a
+    /// program), a call whose transport this version cannot run.
+    pub(crate) fn check_callable(&mut self) -> Result<(), CallError> {
+        match &self.tool().transport {
+            Some(Transport::Mcp { server, .. }) => {
+                let error = mcp_not_callable(&self.tool().id, server);
+                Err(self.journal.refuse(error))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why an `mcp` tool is not called: calling MCP servers is a later step of
+/// the bridge.
+fn mcp_not_callable(tool: &str, server: &str) -> CallError {
+    CallError::new(
+        CallErrorKind::Tool,
+        format!(
+            "tool `{tool}` lives in the MCP server `{server}`, and this version of rlp cannot call MCP servers yet"
+        ),
+    )
+    .help("rlp lists and lints mcp tools; until it calls them, call the server with an MCP client of its own")
 }
 
 /// A policy decision a transport made during an attempt, recorded as an

@@ -123,7 +123,11 @@ impl Fixture {
 
 /// 1-based line and column (in characters) of the first occurrence of `needle`.
 fn position_of(text: &str, needle: &str) -> (u64, u64) {
-    let offset = text.find(needle).unwrap_or_else(|| panic!("{needle:?} not found"));
+    position_at(text, text.find(needle).unwrap_or_else(|| panic!("{needle:?} not found")))
+}
+
+/// 1-based line and column (in characters) of the byte `offset`.
+fn position_at(text: &str, offset: usize) -> (u64, u64) {
     let before = &text[..offset];
     let line = before.matches('\n').count() as u64 + 1;
     let column = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() as u64 + 1;
@@ -1166,5 +1170,293 @@ mod sandbox {
         }
         fixture.digest();
         assert_eq!(fixture.lint_json(&["--deny-warnings"]), (0, vec![]), "{edits:?}");
+    }
+}
+
+/// RLP219–RLP224, and RLP210 and RLP216 where they meet servers: the MCP
+/// servers of tools.json and the `mcp` tools that live in them.
+mod servers {
+    use serde_json::json;
+
+    use super::*;
+
+    const PIN: &str = "0d66d411a21e80d93afa1487b002a1867432c04ba1d08dc790d259639f6a69c4";
+
+    /// The valid bundle plus a stdio and an HTTP server, one tool each, and
+    /// the grants they need.
+    fn fixture() -> Fixture {
+        let fixture = Fixture::new();
+        let read: Value = serde_json::from_str(&fixture.read("tools.json")).unwrap();
+        let mut tools = json!({"version": 1, "servers": {}, "tools": read["tools"]});
+        tools["servers"] = json!({
+            "files": {
+                "command": "/usr/local/bin/files-server",
+                "args": ["/srv/notes"],
+                "env": {"API_KEY": "${secret:runloop/notes/key}"},
+                "capabilities": ["fs:/srv/notes"],
+                "secrets": ["runloop/notes/key"]
+            },
+            "tracker": {
+                "url": "https://mcp.tracker.example/mcp",
+                "headers": {"Authorization": "Bearer ${secret:runloop/tracker/token}"},
+                "secrets": ["runloop/tracker/token"]
+            }
+        });
+        let tool = |id: &str, server: &str, name: &str, caps: Value, secret: &str, confirm: bool| {
+            json!({
+                "id": id,
+                "description": format!("{name} of the {server} server."),
+                "transport": {"kind": "mcp", "server": server, "tool": name, "definition_blake3": PIN},
+                "input_schema": {"type": "object"},
+                "result_schema": {},
+                "capabilities": caps,
+                "secrets": [secret],
+                "requires_confirmation": confirm
+            })
+        };
+        let list = tools["tools"].as_array_mut().unwrap();
+        list.push(tool(
+            "files.read",
+            "files",
+            "read_text_file",
+            json!(["exec", "fs:/srv/notes"]),
+            "runloop/notes/key",
+            false,
+        ));
+        list.push(tool(
+            "tracker.search",
+            "tracker",
+            "search_issues",
+            json!(["net:mcp.tracker.example"]),
+            "runloop/tracker/token",
+            true,
+        ));
+        write_tools(&fixture, &tools);
+        fixture.edit(
+            "policy.caps",
+            "net = [\"api.mail.example\"]",
+            "net = [\"api.mail.example\", \"mcp.tracker.example\"]",
+        );
+        fixture.edit(
+            "policy.caps",
+            "secrets = [\"runloop/mail/smtp_api_key\"]",
+            "secrets = [\"runloop/mail/smtp_api_key\", \"runloop/notes/key\", \"runloop/tracker/token\"]\nfs = [\"/srv/notes\"]",
+        );
+        fixture.digest();
+        fixture
+    }
+
+    fn write_tools(fixture: &Fixture, tools: &Value) {
+        fs::write(fixture.path("tools.json"), serde_json::to_string_pretty(tools).unwrap() + "\n").unwrap();
+    }
+
+    /// Rewrites tools.json through `change`, then re-digests.
+    fn change_tools(fixture: &Fixture, change: impl FnOnce(&mut Value)) {
+        let mut tools: Value = serde_json::from_str(&fixture.read("tools.json")).unwrap();
+        change(&mut tools);
+        write_tools(fixture, &tools);
+        fixture.digest();
+    }
+
+    /// The JSON record of a finding of `code` in tools.json at the first
+    /// `needle` after the first `anchor`.
+    fn finding(fixture: &Fixture, code: &str, (anchor, needle): (&str, &str), message: &str, help: &str) -> Value {
+        let text = fixture.read("tools.json");
+        let from = text.find(anchor).unwrap_or_else(|| panic!("{anchor:?} not in tools.json"));
+        let offset = from + text[from..].find(needle).unwrap_or_else(|| panic!("{needle:?} not after {anchor:?}"));
+        let (line, column) = position_at(&text, offset);
+        let rule = rlp::bundle::diag::Code::ALL.iter().find(|c| c.as_str() == code).unwrap();
+        json!({
+            "code": code, "rule": rule.name(), "severity": rule.severity().as_str(), "file": "mailer/tools.json",
+            "line": line, "column": column, "message": message, "help": help,
+        })
+    }
+
+    /// [`finding`] at the first `needle` of the file.
+    fn in_tools(fixture: &Fixture, code: &str, needle: &str, message: &str, help: &str) -> Value {
+        finding(fixture, code, ("", needle), message, help)
+    }
+
+    #[test]
+    fn a_bundle_with_servers_lints_clean() {
+        let fixture = fixture();
+        assert_eq!(fixture.lint_json(&["--deny-warnings"]), (0, vec![]));
+        // Plain http to this machine is fine.
+        change_tools(&fixture, |tools| {
+            tools["servers"]["tracker"]["url"] = json!("http://127.0.0.1:8931/mcp");
+            tools["tools"][3]["capabilities"] = json!(["net:127.0.0.1:8931"]);
+        });
+        fixture.edit("policy.caps", "\"mcp.tracker.example\"]", "\"127.0.0.1:8931\"]");
+        fixture.digest();
+        assert_eq!(fixture.lint_json(&["--deny-warnings"]), (0, vec![]));
+    }
+
+    #[test]
+    fn an_unknown_server_is_named_with_the_known_ones() {
+        let fixture = fixture();
+        change_tools(&fixture, |tools| tools["tools"][3]["transport"]["server"] = json!("trackers"));
+        let expected = vec![
+            in_tools(
+                &fixture,
+                "RLP224",
+                "\"tracker\": {",
+                "server `tracker` is used by no tool",
+                "remove it, or give a tool `\"transport\": {\"kind\": \"mcp\", \"server\": \"tracker\", \"tool\": \"<its name on the server>\"}`",
+            ),
+            in_tools(
+                &fixture,
+                "RLP219",
+                "\"trackers\"",
+                "tool `tracker.search` lives in server `trackers`, which `servers` does not declare",
+                "declare `trackers` under `servers`, or name one of `files`, `tracker`",
+            ),
+        ];
+        assert_eq!(fixture.lint_json(&[]), (1, expected));
+    }
+
+    #[test]
+    fn a_grant_a_server_needs_is_named_once_at_the_server() {
+        let fixture = fixture();
+        fixture.edit("policy.caps", "\nfs = [\"/srv/notes\"]", "");
+        fixture.digest();
+        let help = "add `fs = [\"/srv/notes\"]` under [capabilities] in policy.caps; every tool of the server needs it";
+        let expected = vec![in_tools(
+            &fixture,
+            "RLP220",
+            "\"fs:/srv/notes\"",
+            "server `files` declares `fs:/srv/notes`, which policy.caps does not grant",
+            help,
+        )];
+        assert_eq!(fixture.lint_json(&[]), (1, expected));
+        // An implied grant is named where it comes from: the command.
+        let fixture = super::servers::fixture();
+        fixture.edit("policy.caps", "exec = true\n", "");
+        fixture.digest();
+        let (status, findings) = fixture.lint_json(&[]);
+        assert_eq!(status, 1);
+        let server = in_tools(
+            &fixture,
+            "RLP220",
+            "\"/usr/local/bin/files-server\"",
+            "server `files` runs a command and so needs `exec`, which policy.caps does not grant",
+            "add `exec = true` under [capabilities] in policy.caps; every tool of the server needs it",
+        );
+        let codes: Vec<&str> = findings.iter().map(|f| f["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["RLP220", "RLP401"], "{findings:#?}");
+        assert_eq!(findings[0], server);
+    }
+
+    #[test]
+    fn what_a_server_needs_its_tool_declares() {
+        let fixture = fixture();
+        change_tools(&fixture, |tools| {
+            tools["tools"][2]["capabilities"] = json!(["fs:/srv/notes"]);
+            tools["tools"][2].as_object_mut().unwrap().remove("secrets");
+        });
+        let expected = vec![
+            in_tools(
+                &fixture,
+                "RLP221",
+                "{\n      \"id\": \"files.read\"",
+                "tool `files.read` does not declare the secret `runloop/notes/key` that its server `files` needs",
+                "add \"runloop/notes/key\" to the tool's `secrets`: every tool of a server needs what the server needs, so that the policy decides on each tool",
+            ),
+            finding(
+                &fixture,
+                "RLP221",
+                ("\"files.read\"", "\"capabilities\""),
+                "tool `files.read` does not declare the capability `exec` that its server `files` needs",
+                "add \"exec\" to the tool's `capabilities`: every tool of a server needs what the server needs, so that the policy decides on each tool",
+            ),
+        ];
+        assert_eq!(fixture.lint_json(&[]), (1, expected));
+    }
+
+    #[test]
+    fn plain_http_is_for_loopback_only() {
+        let fixture = fixture();
+        change_tools(&fixture, |tools| tools["servers"]["tracker"]["url"] = json!("http://mcp.tracker.example/mcp"));
+        let expected = vec![in_tools(
+            &fixture,
+            "RLP222",
+            "\"http://mcp.tracker.example/mcp\"",
+            "server `tracker` is reached over plain http at `mcp.tracker.example`: its requests, headers and secrets would cross the network unencrypted",
+            "use `https://`; plain `http://` is only for a server on this machine (`localhost`, `127.0.0.1`, `[::1]`)",
+        )];
+        assert_eq!(fixture.lint_json(&[]), (1, expected));
+    }
+
+    #[test]
+    fn warnings_for_a_missing_pin_an_unused_server_and_sandbox_limits() {
+        let fixture = fixture();
+        change_tools(&fixture, |tools| {
+            tools["servers"]["spare"] = json!({"command": "/usr/local/bin/spare-server"});
+            tools["tools"][2]["transport"].as_object_mut().unwrap().remove("definition_blake3");
+            tools["tools"][2]["max_processes"] = json!(8);
+        });
+        let expected = vec![
+            in_tools(
+                &fixture,
+                "RLP224",
+                "\"spare\"",
+                "server `spare` is used by no tool",
+                "remove it, or give a tool `\"transport\": {\"kind\": \"mcp\", \"server\": \"spare\", \"tool\": \"<its name on the server>\"}`",
+            ),
+            finding(
+                &fixture,
+                "RLP223",
+                ("\"files.read\"", "\"transport\""),
+                "tool `files.read` does not pin its server's definition of `read_text_file`",
+                "re-import it with `rlp tools import --mcp files`, which writes `definition_blake3`: with the pin, a server whose tool changed is refused until you re-import",
+            ),
+            in_tools(
+                &fixture,
+                "RLP216",
+                "\"max_processes\"",
+                "`max_processes` applies only to exec tools; `files.read` is an mcp tool and it is ignored",
+                "remove `max_processes`: an mcp tool's calls run in its server's process, which the tool's limits do not bound",
+            ),
+        ];
+        assert_eq!(fixture.lint_json(&[]), (0, expected));
+        assert_eq!(fixture.lint_json(&["--deny-warnings"]).0, 1);
+    }
+
+    #[test]
+    fn a_server_secret_reference_is_listed_in_the_servers_secrets() {
+        let fixture = fixture();
+        change_tools(&fixture, |tools| {
+            tools["servers"]["files"]["env"]["API_KEY"] = json!("${secret:runloop/notes/other}");
+            tools["servers"]["tracker"]["headers"]["Authorization"] = json!("Bearer ${secret:Bad}");
+        });
+        let expected = vec![
+            in_tools(
+                &fixture,
+                "RLP210",
+                "\"${secret:runloop/notes/other}\"",
+                "env `API_KEY` uses secret `runloop/notes/other`, which server `files` does not list in `secrets`",
+                "add `\"runloop/notes/other\"` to the server's `secrets`",
+            ),
+            in_tools(
+                &fixture,
+                "RLP211",
+                "\"Bearer ${secret:Bad}\"",
+                "header `Authorization`: `Bad` is not a secret id of the form runloop/<scope>/<name> (lower case, digits, _ - .) or <segment>.<segment>… (each a lower-case letter, then lower case, digits and single `_`)",
+                "secret ids look like `runloop/mail/smtp_api_key`",
+            ),
+        ];
+        assert_eq!(fixture.lint_json(&[]), (1, expected));
+    }
+
+    #[test]
+    fn human_output_names_each_server_problem() {
+        let fixture = fixture();
+        change_tools(&fixture, |tools| {
+            tools["servers"]["tracker"]["url"] = json!("http://mcp.tracker.example/mcp");
+            tools["tools"][2]["transport"]["server"] = json!("file");
+            tools["tools"][3]["capabilities"] = json!([]);
+        });
+        let (status, human) = run_format(&fixture, "human");
+        assert_eq!(status, 1);
+        insta::assert_snapshot!("servers_human", human);
     }
 }

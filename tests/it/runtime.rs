@@ -1768,3 +1768,53 @@ fn tools_list_shows_what_the_operators_list_does_not_expose_and_why() {
     let names: Vec<&Value> = mcp["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
     assert_eq!(names, [&json!("issues.list")]);
 }
+
+/// An `mcp` tool is listed like any other, and its call is refused before
+/// anything runs: no secret is resolved (the one the server needs is not
+/// set) and the server is never started (it would leave a marker).
+#[test]
+fn an_mcp_tool_is_listed_and_its_call_refused_before_anything_runs() {
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let marker_script = files::fixture("runtime/marker.sh");
+    let document = bundle::mcp_document(&marker_script, &[marker.to_str().unwrap()]);
+    let caps = format!("[capabilities]\nexec = true\nsecrets = [\"{TOKEN_ID}\"]\n");
+    let bundle = td.bundle_document("bridge", &document, &caps);
+
+    let output = td.call(&bundle, "files.read", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_contains(
+        &stderr(&output),
+        "tool `files.read` lives in the MCP server `files`, and this version of rlp cannot call MCP servers yet",
+    );
+    assert!(!marker.exists(), "the server was started");
+    rlp_snapshot!(&td, &output);
+    // The exposure's decisions are recorded; no call is.
+    let events = td.events();
+    let decisions: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            let audit = payload(e);
+            (audit["capability"].as_str().unwrap().to_string(), audit["decision"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(kinds(&events), ["cap.audit", "cap.audit"]);
+    assert_eq!(
+        decisions,
+        [("exec".to_string(), "allow".to_string()), (format!("secrets:{TOKEN_ID}"), "allow".to_string())]
+    );
+
+    let listed = td.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "json"]).output().unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let tools = stdout_json(&listed);
+    assert_eq!(
+        tools["tools"][0]["transport"],
+        json!({"kind": "mcp", "server": "files", "tool": "read_text_file", "definition_blake3": null}),
+        "{tools}"
+    );
+    let human = td.rlp().args(["tools", "list"]).arg(&bundle).output().unwrap();
+    assert_contains(&stdout(&human), "mcp files read_text_file");
+    let mcp = td.rlp().args(["tools", "list"]).arg(&bundle).args(["--format", "mcp"]).output().unwrap();
+    assert_eq!(mcp.status.code(), Some(0), "{}", stderr(&mcp));
+    assert_contains(&stdout(&mcp), "\"name\": \"files.read\"");
+}

@@ -237,6 +237,77 @@ fn http_with(field: &str, value: Value) -> String {
     json!({"version": 1, "tools": [tool]}).to_string()
 }
 
+const PIN: &str = "0d66d411a21e80d93afa1487b002a1867432c04ba1d08dc790d259639f6a69c4";
+
+/// A stdio and a Streamable HTTP server, each with one tool.
+const SERVERS_TOOLS: &str = r#"{
+  "version": 1,
+  "servers": {
+    "files": {
+      "command": "${bundle}/bin/files-server",
+      "args": ["/srv/notes", "--key=${secret:runloop/notes/key}"],
+      "env": {"LOG_LEVEL": "warn", "API_KEY": "${secret:runloop/notes/key}"},
+      "capabilities": ["exec", "fs:/srv/notes"],
+      "secrets": ["runloop/notes/key"],
+      "startup_timeout_ms": 10000
+    },
+    "tracker": {
+      "url": "https://mcp.tracker.example/mcp",
+      "headers": {"Authorization": "Bearer ${secret:tracker.token}"},
+      "capabilities": ["net:mcp.tracker.example"],
+      "secrets": ["tracker.token"]
+    },
+    "local": {"url": "http://127.0.0.1:8931/mcp"}
+  },
+  "tools": [
+    {
+      "id": "files.read_text_file",
+      "description": "Read a text file under /srv/notes.",
+      "transport": {"kind": "mcp", "server": "files", "tool": "read_text_file",
+                    "definition_blake3": "0d66d411a21e80d93afa1487b002a1867432c04ba1d08dc790d259639f6a69c4"},
+      "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+      "result_schema": {},
+      "capabilities": ["exec", "fs:/srv/notes"],
+      "secrets": ["runloop/notes/key"],
+      "requires_confirmation": false
+    },
+    {
+      "id": "tracker.search",
+      "description": "Search the tracker.",
+      "transport": {"kind": "mcp", "server": "tracker", "tool": "search-issues/v2"},
+      "input_schema": {"type": "object"},
+      "result_schema": {},
+      "capabilities": ["net:mcp.tracker.example"],
+      "secrets": ["tracker.token"],
+      "requires_confirmation": true
+    }
+  ]
+}"#;
+
+/// [`SERVERS_TOOLS`] with server `name` replaced by `server` (removed when
+/// null).
+fn server_with(name: &str, server: Value) -> String {
+    let mut document: Value = serde_json::from_str(SERVERS_TOOLS).unwrap();
+    set(&mut document["servers"], name, server);
+    document.to_string()
+}
+
+/// [`SERVERS_TOOLS`] with the stdio server's `field` replaced by `value`
+/// (removed when null).
+fn stdio_with(field: &str, value: Value) -> String {
+    let mut document: Value = serde_json::from_str(SERVERS_TOOLS).unwrap();
+    set(&mut document["servers"]["files"], field, value);
+    document.to_string()
+}
+
+/// [`SERVERS_TOOLS`] with the first tool's transport `field` replaced by
+/// `value` (removed when null).
+fn mcp_with(field: &str, value: Value) -> String {
+    let mut document: Value = serde_json::from_str(SERVERS_TOOLS).unwrap();
+    set(&mut document["tools"][0]["transport"], field, value);
+    document.to_string()
+}
+
 #[test]
 fn every_schema_is_a_valid_2020_12_schema() {
     let mut names: Vec<String> = std::fs::read_dir(repo("schemas"))
@@ -312,6 +383,17 @@ fn schemas_repeat_the_loaders_constants() {
     assert_eq!(tool["retry"]["properties"]["max_attempts"]["default"], 1);
     assert_eq!(tool["discoverability"]["default"], "discoverable");
     assert_eq!(tools["$defs"]["httpTransport"]["properties"]["method"]["enum"], json!(HTTP_METHODS));
+    let server = &tools["$defs"]["server"]["properties"];
+    assert_eq!(server["startup_timeout_ms"]["default"], rlp::bundle::servers::DEFAULT_STARTUP_TIMEOUT_MS);
+    for range in [&server["startup_timeout_ms"], &tool["timeout_ms"]] {
+        assert_eq!((&range["minimum"], &range["maximum"]), (&json!(1), &json!(rlp::bundle::tools::MAX_TIMEOUT_MS)));
+    }
+    let mcp = &tools["$defs"]["mcpTransport"]["properties"];
+    assert!(
+        mcp["tool"]["pattern"].as_str().unwrap().contains(&format!(",{}}}", rlp::bundle::tools::MAX_MCP_TOOL_NAME))
+    );
+    assert_eq!(mcp["server"]["pattern"], rlp::bundle::manifest::NAME_PATTERN);
+    assert_eq!(tools["properties"]["servers"]["propertyNames"]["pattern"], rlp::bundle::manifest::NAME_PATTERN);
     let policy = schema(POLICY_SCHEMA);
     let keys: Vec<&String> = policy["properties"]["capabilities"]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(keys, rlp::bundle::policy::CAPABILITY_KEYS);
@@ -335,6 +417,15 @@ fn valid_tools_documents_pass_schema_and_loader() {
     assert_valid(Kind::Tools, "one process", &tool_with("max_processes", json!(1)));
     assert_valid(Kind::Tools, "root fs grant", &tool_with("capabilities", json!(["fs:/", "fs:/srv/.cache/..x"])));
     assert_valid(Kind::Tools, "upper-case scheme", &http_with("url", json!("HTTPS://Api.Example.com/{id}")));
+    assert_valid(Kind::Tools, "servers", SERVERS_TOOLS);
+    assert_valid(Kind::Tools, "absolute command", &stdio_with("command", json!("/usr/local/bin/files-server")));
+    assert_valid(
+        Kind::Tools,
+        "dollar signs",
+        &stdio_with("args", json!(["$HOME", "$$", "a$", "$${secret:runloop/notes/key}"])),
+    );
+    assert_valid(Kind::Tools, "no pin", &mcp_with("definition_blake3", Value::Null));
+    assert_valid(Kind::Tools, "no servers", r#"{"version": 1, "servers": {}}"#);
 }
 
 #[test]
@@ -399,6 +490,39 @@ fn invalid_tools_documents_fail_schema_and_loader() {
         ("tags as a string", tool_with("observability", json!({"tags": "mail"})), WrongType),
         ("tools as an object", r#"{"version": 1, "tools": {}}"#.to_string(), WrongType),
         ("a tool that is a number", r#"{"version": 1, "tools": [7]}"#.to_string(), WrongType),
+        ("command and url", stdio_with("url", json!("https://x.example/mcp")), InvalidValue),
+        ("neither command nor url", server_with("local", json!({"capabilities": []})), MissingField),
+        ("relative server command", stdio_with("command", json!("npx")), ExecCommandNotAbsolute),
+        ("command out of the bundle", stdio_with("command", json!("${bundle}/../x")), ExecCommandNotAbsolute),
+        (
+            "server url with a placeholder",
+            server_with("local", json!({"url": "https://x.example/{t}"})),
+            HttpUrlInvalid,
+        ),
+        ("server url of another scheme", server_with("local", json!({"url": "ws://x.example/mcp"})), HttpUrlInvalid),
+        ("server url with credentials", server_with("local", json!({"url": "https://u:p@x.example/"})), HttpUrlInvalid),
+        ("env name", stdio_with("env", json!({"1A": "x"})), InvalidValue),
+        ("NUL in env", stdio_with("env", json!({"A": "a\u{0}b"})), InvalidValue),
+        ("non-secret placeholder in args", stdio_with("args", json!(["${HOME}"])), InvalidValue),
+        (
+            "server header with CRLF",
+            server_with("local", json!({"url": "http://localhost/", "headers": {"A": "a\r\nb"}})),
+            HeaderInvalid,
+        ),
+        ("server name", server_with("Files", json!({"command": "/bin/s"})), InvalidValue),
+        ("server as a string", server_with("local", json!("http://localhost/")), WrongType),
+        ("servers as a list", r#"{"version": 1, "servers": []}"#.to_string(), WrongType),
+        ("startup timeout 0", stdio_with("startup_timeout_ms", json!(0)), InvalidValue),
+        ("startup timeout over a day", stdio_with("startup_timeout_ms", json!(86_400_001)), InvalidValue),
+        ("server capability", stdio_with("capabilities", json!(["fs:srv"])), CapabilityInvalid),
+        ("server secret", stdio_with("secrets", json!(["key"])), SecretIdInvalid),
+        ("no server", mcp_with("server", Value::Null), MissingField),
+        ("no tool", mcp_with("tool", Value::Null), MissingField),
+        ("server in upper case", mcp_with("server", json!("Files")), InvalidValue),
+        ("tool with a space", mcp_with("tool", json!("read file")), InvalidValue),
+        ("tool of 129 characters", mcp_with("tool", json!("x".repeat(129))), InvalidValue),
+        ("upper-case pin", mcp_with("definition_blake3", json!(PIN.to_uppercase())), InvalidValue),
+        ("short pin", mcp_with("definition_blake3", json!(&PIN[1..])), InvalidValue),
     ];
     for (label, text, code) in cases {
         assert_invalid(Kind::Tools, label, &text, code);
@@ -467,6 +591,10 @@ fn unknown_keys_are_schema_errors_but_loader_warnings() {
         tool_with("colour", json!("blue")),
         tool_with("retry", json!({"max_attempts": 2, "backoff_ms": 100})),
         http_with("command", json!("/bin/sh")),
+        stdio_with("colour", json!("blue")),
+        stdio_with("headers", json!({"A": "b"})),
+        server_with("local", json!({"url": "http://localhost/", "args": []})),
+        mcp_with("url", json!("https://x.example/mcp")),
     ];
     for text in documents {
         let (document, findings, loaded) = Kind::Tools.check(&text);
@@ -700,6 +828,7 @@ fn format_docs_examples_are_valid() {
     assert_valid(Kind::Manifest, "upstream example", fenced_block(&text, "## Upstream Runloop manifests", "toml"));
     assert_valid(Kind::Policy, "policy example", fenced_block(&text, "## policy.caps", "toml"));
     assert_valid(Kind::Tools, "tools example", fenced_block(&text, "## tools.json (version 1)", "json"));
+    assert_valid(Kind::Tools, "servers example", fenced_block(&text, "### MCP servers", "json"));
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod grants;
 mod sandbox;
 mod schemas;
 mod secrets;
+mod servers;
 mod tools;
 
 use crate::bundle::LoadedBundle;
@@ -22,6 +23,7 @@ pub(crate) fn check_all(bundle: &LoadedBundle, settings: &Settings, out: &mut Ve
     discovery::check(bundle, settings.core_threshold, out);
     schemas::check(bundle, out);
     grants::check(bundle, out);
+    servers::check(bundle, out);
     sandbox::check(bundle, out);
     secrets::check(bundle, out);
     artifacts::check(bundle, out);

@@ -5,7 +5,8 @@
 //! RLP215 names, for an exec tool that declares no capability of a family,
 //! what it may have reached before: the policy's grants of that family that
 //! no tool declares or reaches through its URL (a grant another tool claims
-//! is that tool's), and the folders and hosts its `transport.args` name.
+//! is that tool's, one a server needs is that server's), and the folders and
+//! hosts its `transport.args` name.
 
 mod args;
 
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::bundle::LoadedBundle;
 use crate::bundle::capability::{Capability, NetTarget, fs_covers};
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
+use crate::bundle::servers::Server;
 use crate::bundle::tools::{TOOLS_FILE, Tool, Transport};
 
 /// A capability family the sandbox confines.
@@ -70,7 +72,7 @@ fn covers(grant: &Capability, wanted: &Capability) -> bool {
     }
 }
 
-/// Runs RLP215 on every exec tool and RLP216 on every http tool.
+/// Runs RLP215 on every exec tool and RLP216 on every http and mcp tool.
 pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
     let unclaimed = unclaimed_grants(bundle);
@@ -89,18 +91,27 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
                     report_undeclared(tool, family, &granted, &named, caps_file, &mut diags);
                 }
             }
-            Some(Transport::Http { .. }) => check_limits(tool, &mut diags),
+            Some(transport @ (Transport::Http { .. } | Transport::Mcp { .. })) => {
+                check_limits(tool, transport, &mut diags)
+            }
             None => {}
         }
     }
     out.extend(diags.into_findings());
 }
 
-/// The policy's `fs` and `net` grants, in file order, that no tool needs.
+/// The policy's `fs` and `net` grants, in file order, that no tool or
+/// server needs.
 fn unclaimed_grants(bundle: &LoadedBundle) -> Vec<Capability> {
     let Some(grants) = &bundle.grants else { return Vec::new() };
-    let needed: Vec<Capability> =
-        bundle.tool_list().iter().flat_map(Tool::required_capabilities).filter(|c| Family::of(c).is_some()).collect();
+    let servers = bundle.tools.iter().flat_map(|file| &file.servers);
+    let needed: Vec<Capability> = bundle
+        .tool_list()
+        .iter()
+        .flat_map(Tool::required_capabilities)
+        .chain(servers.flat_map(Server::required_capabilities))
+        .filter(|c| Family::of(c).is_some())
+        .collect();
     let fs = grants.fs.iter().flatten().map(|p: &PathBuf| Capability::Fs(p.clone()));
     let net = grants.net.iter().flatten().map(|t: &NetTarget| Capability::Net(t.clone()));
     let mut out: Vec<Capability> = Vec::new();
@@ -178,16 +189,22 @@ fn listed<'a>(family: Family, caps: impl IntoIterator<Item = &'a Capability>) ->
     shown.join(" or ")
 }
 
-/// Reports RLP216 for each sandbox limit set on an http tool.
-fn check_limits(tool: &Tool, diags: &mut Diagnostics) {
+/// Reports RLP216 for each sandbox limit set on an http or mcp tool.
+fn check_limits(tool: &Tool, transport: &Transport, diags: &mut Diagnostics) {
+    let (kind, why) = match transport {
+        Transport::Mcp { .. } => {
+            ("an mcp", "an mcp tool's calls run in its server's process, which the tool's limits do not bound")
+        }
+        _ => ("an http", "an http tool runs no process of its own for the sandbox to limit"),
+    };
     let limits = [("max_memory_bytes", tool.max_memory_bytes), ("max_processes", tool.max_processes)];
     for (key, _) in limits.iter().filter(|(_, value)| value.is_some()) {
         diags
             .report(
                 Code::SandboxLimitOnHttpTool,
                 At::Key(tool.at.key(*key)),
-                format!("`{key}` applies only to exec tools; `{}` is an http tool and it is ignored", tool.id),
+                format!("`{key}` applies only to exec tools; `{}` is {kind} tool and it is ignored", tool.id),
             )
-            .help(format!("remove `{key}`: an http tool runs no process of its own for the sandbox to limit"));
+            .help(format!("remove `{key}`: {why}"));
     }
 }

@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 
 use crate::bundle::LoadedBundle;
-use crate::bundle::capability::Capability;
+use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
-use crate::bundle::tools::{TOOLS_FILE, Tool, Transport, header_secret_refs};
+use crate::bundle::pointer::Pointer;
+use crate::bundle::tools::{TOOLS_FILE, Tool, Transport, secret_refs};
 
 pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
@@ -58,26 +59,41 @@ fn check_placeholders<'a>(
 }
 
 fn check_header_secrets(tool: &Tool, headers: &[(String, String)], diags: &mut Diagnostics) {
+    let owner = Owner { named: format!("tool `{}`", tool.id), kind: "tool", secrets: &tool.secrets };
     for (name, value) in headers {
-        let at = At::Value(tool.at.key("transport").key("headers").key(name));
-        for id in header_secret_refs(value).unwrap_or_default() {
-            if let Err(why) = id.parse::<crate::bundle::capability::SecretId>() {
-                diags
-                    .report(Code::SecretIdInvalid, at.clone(), format!("header `{name}`: {why}"))
-                    .help("secret ids look like `runloop/mail/smtp_api_key`");
-            } else if !tool.secrets.iter().any(|(_, s)| s.as_str() == id) {
-                diags
-                    .report(
-                        Code::HeaderSecretUndeclared,
-                        at.clone(),
-                        format!(
-                            "header `{name}` uses secret `{id}`, which tool `{}` does not list in `secrets`",
-                            tool.id
-                        ),
-                    )
-                    .help(format!("add `\"{id}\"` to the tool's `secrets`"));
-            }
+        let at = tool.at.key("transport").key("headers").key(name);
+        for id in secret_refs(value).unwrap_or_default() {
+            check_secret_ref(&owner, &at, &format!("header `{name}`"), &id, diags);
         }
+    }
+}
+
+/// Who lists the secrets a `${secret:<id>}` may use: a tool or a server.
+pub(super) struct Owner<'a> {
+    /// As messages name it: ``tool `mail.send` ``.
+    pub named: String,
+    /// `tool` or `server`.
+    pub kind: &'static str,
+    /// Its `secrets`.
+    pub secrets: &'a [(Pointer, SecretId)],
+}
+
+/// RLP211 or RLP210 for one `${secret:<id>}` in the value at `at`, which
+/// messages call `site`.
+pub(super) fn check_secret_ref(owner: &Owner<'_>, at: &Pointer, site: &str, id: &str, diags: &mut Diagnostics) {
+    let at = At::Value(at.clone());
+    if let Err(why) = id.parse::<SecretId>() {
+        diags
+            .report(Code::SecretIdInvalid, at, format!("{site}: {why}"))
+            .help("secret ids look like `runloop/mail/smtp_api_key`");
+    } else if !owner.secrets.iter().any(|(_, s)| s.as_str() == id) {
+        diags
+            .report(
+                Code::HeaderSecretUndeclared,
+                at,
+                format!("{site} uses secret `{id}`, which {} does not list in `secrets`", owner.named),
+            )
+            .help(format!("add `\"{id}\"` to the {}'s `secrets`", owner.kind));
     }
 }
 

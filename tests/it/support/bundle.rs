@@ -7,9 +7,15 @@ use serde_json::{Value, json};
 /// Writes (or rewrites) bundle `<agents>/<name>`: `tools` as tools.json v1,
 /// `caps` as policy.caps, and a manifest listing both with their digests.
 pub fn write(agents: &Path, name: &str, tools: Value, caps: &str) -> PathBuf {
+    write_document(agents, name, &json!({"version": 1, "tools": tools}), caps)
+}
+
+/// Writes (or rewrites) bundle `<agents>/<name>` as [`write`] does, with
+/// the whole tools.json `document` (servers and all).
+pub fn write_document(agents: &Path, name: &str, document: &Value, caps: &str) -> PathBuf {
     let dir = agents.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    let tools_text = serde_json::to_string_pretty(&json!({"version": 1, "tools": tools})).unwrap();
+    let tools_text = serde_json::to_string_pretty(document).unwrap();
     std::fs::write(dir.join("tools.json"), &tools_text).unwrap();
     std::fs::write(dir.join("policy.caps"), caps).unwrap();
     let entry = |path: &str, text: &str| {
@@ -76,4 +82,24 @@ pub fn with(mut tool: Value, extra: Value) -> Value {
         tool[k] = v.clone();
     }
     tool
+}
+
+/// A tools.json with the stdio server `files` (running `command` with
+/// `args`, its environment holding the secret `runloop/test/token`) and
+/// its tool `files.read`, which declares what the server needs.
+pub fn mcp_document(command: &str, args: &[&str]) -> Value {
+    let read = with(
+        tool("files.read", json!({"kind": "mcp", "server": "files", "tool": "read_text_file"})),
+        json!({"capabilities": ["exec"], "secrets": ["runloop/test/token"]}),
+    );
+    json!({
+        "version": 1,
+        "servers": {"files": {
+            "command": command,
+            "args": args,
+            "env": {"TOKEN": "${secret:runloop/test/token}"},
+            "secrets": ["runloop/test/token"],
+        }},
+        "tools": [read],
+    })
 }

@@ -200,6 +200,12 @@ impl TestDir {
         bundle::write(&self.join("agents"), name, tools, caps)
     }
 
+    /// Writes (or rewrites) bundle `agents/<name>` with the whole tools.json
+    /// `document`, as [`bundle::write_document`] does.
+    pub fn bundle_document(&self, name: &str, document: &Value, caps: &str) -> PathBuf {
+        bundle::write_document(&self.join("agents"), name, document, caps)
+    }
+
     /// `rlp tools call <bundle> <tool> --args <args>`.
     pub fn call(&self, bundle: &Path, tool: &str, args: Value) -> assert_cmd::Command {
         let mut command = self.rlp();
