@@ -25,6 +25,9 @@ const IGNORED: &[Code] = &[
     Code::ArtifactSizeMismatch,
     Code::ArtifactDigestMismatch,
     Code::ArtifactPlaceholderDigest,
+    // The staged copy has no program files; the bundle's own lint checks them.
+    Code::BundleProgramInvalid,
+    Code::CommandInsideBundle,
 ];
 
 /// A finding about a staged entry, as one printable line (plus help).

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::authoring::import::{Limits, Source, describe, merge};
 use crate::authoring::tools_file::ToolsDoc;
+use crate::bundle::command;
 use crate::sandbox::SandboxMode;
 use crate::text::terminal_safe_line;
 
@@ -83,9 +84,10 @@ pub(crate) struct ToolCheck {
 pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
     let mut report = ToolCheck::default();
     let Ok(tools) = ToolsDoc::read(bundle_dir) else { return report };
+    let root = bundle_dir.canonicalize().unwrap_or_else(|_| bundle_dir.to_path_buf());
     let mut sources: Vec<(PathBuf, Vec<String>)> = Vec::new();
     for entry in tools.entries() {
-        if let Some(source) = exec_source(entry)
+        if let Some(source) = exec_source(entry, &root)
             && !sources.contains(&source)
         {
             sources.push(source);
@@ -122,7 +124,7 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
         }
         for entry in tools.entries() {
             let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
-            let runs_it = exec_source(entry).is_some_and(|s| s == (command.clone(), args.clone()));
+            let runs_it = exec_source(entry, &root).is_some_and(|s| s == (command.clone(), args.clone()));
             if runs_it && !described.iter().any(|a| a.get("id").and_then(Value::as_str) == Some(id)) {
                 out.push(Drift { tool: id.to_string(), command: command.clone(), kind: DriftKind::MissingFromBinary });
             }
@@ -131,19 +133,20 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
     report
 }
 
-/// The command and arguments of an exec entry with an absolute command.
-pub(crate) fn exec_source(entry: &Map<String, Value>) -> Option<(PathBuf, Vec<String>)> {
+/// The command and arguments of an exec entry of the bundle at `root`
+/// (canonical), `${bundle}` resolved, when the command is absolute then.
+pub(crate) fn exec_source(entry: &Map<String, Value>, root: &Path) -> Option<(PathBuf, Vec<String>)> {
     let transport = entry.get("transport")?;
     if transport.get("kind").and_then(Value::as_str) != Some("exec") {
         return None;
     }
-    let command = transport.get("command").and_then(Value::as_str).filter(|c| c.starts_with('/'))?;
+    let command = transport.get("command").and_then(Value::as_str).map(|c| command::resolve(c, root))?;
     let args = transport
         .get("args")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| a.iter().filter_map(Value::as_str).map(|arg| command::resolve(arg, root)).collect())
         .unwrap_or_default();
-    Some((PathBuf::from(command), args))
+    command.starts_with('/').then(|| (PathBuf::from(command), args))
 }
 
 /// The report of one bundle: a `drift:` line per difference, then a `note:`

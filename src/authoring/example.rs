@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::authoring::spec::ToolDefinition;
+use crate::bundle::command::BUNDLE_PREFIX;
 use crate::fsutil::{find_on_path, is_executable_file};
 
 /// Where the script goes, relative to the bundle folder.
@@ -48,18 +49,18 @@ fn detect_in(sh: &Path, path: Option<&std::ffi::OsStr>) -> Option<Interpreter> {
 /// The example tool of one bundle: its tools.json entry and its script.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Example {
-    /// The tools.json entry (its `transport.command` is the script's absolute path).
+    /// The tools.json entry (its `transport.command` is `${bundle}/bin/greet`,
+    /// so the bundle can be installed or copied anywhere).
     pub tool: ToolDefinition,
     /// The text of [`SCRIPT_FILE`].
     pub script: String,
 }
 
 impl Example {
-    /// The example tool of agent `agent` whose bundle folder will be
-    /// `bundle_dir` (absolute, as the exec transport requires).
-    pub(crate) fn new(agent: &str, bundle_dir: &Path, interpreter: &Interpreter) -> Example {
+    /// The example tool of agent `agent`, its script run by `interpreter`.
+    pub(crate) fn new(agent: &str, interpreter: &Interpreter) -> Example {
         let id = tool_id(agent);
-        let command = bundle_dir.join(SCRIPT_FILE).display().to_string();
+        let command = format!("{BUNDLE_PREFIX}{SCRIPT_FILE}");
         let entry: Map<String, Value> = json!({
             "id": id,
             "description": "Greets someone by name: an example exec tool (bin/greet) to call, trace and replay",
@@ -168,7 +169,7 @@ mod tests {
     /// Runs the script of `interpreter` with a blob of `action` and `arguments`.
     fn run(interpreter: &Interpreter, action: &str, arguments: Value) -> Value {
         let dir = tempfile::tempdir().unwrap();
-        let example = Example::new("demo", dir.path(), interpreter);
+        let example = Example::new("demo", interpreter);
         let script = dir.path().join("greet");
         std::fs::write(&script, &example.script).unwrap();
         let blob = dir.path().join("blob.json");
@@ -197,9 +198,9 @@ mod tests {
 
     #[test]
     fn the_python_script_names_its_interpreter() {
-        let example = Example::new("demo", Path::new("/b/demo"), &Interpreter::Python3("/opt/py/bin/python3".into()));
+        let example = Example::new("demo", &Interpreter::Python3("/opt/py/bin/python3".into()));
         assert!(example.script.starts_with("#!/opt/py/bin/python3\n\"\"\"demo.greet: "), "{}", example.script);
         let ToolDefinition::Entry(entry) = example.tool else { panic!("an entry") };
-        assert_eq!(entry["transport"]["command"], "/b/demo/bin/greet");
+        assert_eq!(entry["transport"]["command"], "${bundle}/bin/greet");
     }
 }

@@ -29,6 +29,7 @@ use crate::authoring::drift::exec_source;
 use crate::authoring::spec::ToolDraft;
 use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::{Change, ToolsDoc};
+use crate::bundle::command::BUNDLE_PREFIX;
 use crate::bundle::value;
 use crate::process::capture::Keep;
 use crate::process::tool::{Invocation, InvokeError, invoke};
@@ -327,7 +328,7 @@ pub(crate) fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<St
         if !entry.contains_key("transport") {
             let mut transport = Map::new();
             transport.insert("kind".into(), json!("exec"));
-            transport.insert("command".into(), json!(source.command.display().to_string()));
+            transport.insert("command".into(), json!(written_command(&source.command, &root)));
             if !source.args.is_empty() {
                 transport.insert("args".into(), json!(source.args));
             }
@@ -373,6 +374,17 @@ pub(crate) fn not_supported(source: &Source, target: &BundleTarget, why: &str) -
 
 /// Imports the binary's tools into the bundle; `replace`: the binary's
 /// answer wins for every field it states.
+/// `command` as tools.json should write it: `${bundle}/<path>` for a
+/// program inside the bundle at `root` (canonical), so the bundle can move;
+/// else as given.
+fn written_command(command: &Path, root: &Path) -> String {
+    let program = command.canonicalize().unwrap_or_else(|_| command.to_path_buf());
+    match program.strip_prefix(root) {
+        Ok(inside) => format!("{BUNDLE_PREFIX}{}", inside.display()),
+        Err(_) => command.display().to_string(),
+    }
+}
+
 pub(crate) fn import(
     target: &BundleTarget,
     source: &Source,
@@ -388,10 +400,13 @@ pub(crate) fn import(
     let kind = |entry: Option<&Map<String, Value>>| {
         entry.and_then(|e| e.get("transport")?.get("kind")?.as_str()).map(str::to_string)
     };
-    let asked = (source.command.clone(), source.args.clone());
+    let root = target.dir.canonicalize().unwrap_or_else(|_| target.dir.clone());
+    let program = source.command.canonicalize().unwrap_or_else(|_| source.command.clone());
+    let asked = (program, source.args.clone());
+    let same = |found: (PathBuf, Vec<String>)| (found.0.canonicalize().unwrap_or(found.0), found.1) == asked;
     let not_described: Vec<String> = tools
         .entries()
-        .filter(|e| exec_source(e).as_ref() == Some(&asked))
+        .filter(|e| exec_source(e, &root).is_some_and(same))
         .filter_map(|e| e.get("id").and_then(Value::as_str))
         .filter(|id| !entries.iter().any(|answer| answer.get("id").and_then(Value::as_str) == Some(id)))
         .map(str::to_string)

@@ -201,7 +201,8 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
         unlisted: None,
         sandbox: match &tool.transport {
             Some(Transport::Exec { command, .. }) => {
-                let plan = SandboxPlan::new(mode, &Grants::of(tool, Path::new(command), bundle));
+                let program = crate::bundle::command::resolve(command, bundle);
+                let plan = SandboxPlan::new(mode, &Grants::of(tool, Path::new(&program), bundle));
                 Some((plan.brief(), plan.record().clone()))
             }
             _ => None,

@@ -100,6 +100,8 @@ rule_catalog! {
     ServerPlainHttp = "RLP222", "server-plain-http", Error, "A server's `url` is plain `http://` to a host other than loopback.";
     DefinitionUnpinned = "RLP223", "definition-unpinned", Warning, "An mcp tool has no `definition_blake3` pin of its server's definition.";
     ServerUnused = "RLP224", "server-unused", Warning, "A server that no tool uses.";
+    BundleProgramInvalid = "RLP225", "bundle-program-invalid", Error, "A `${bundle}/<path>` command names no file of the bundle, a file the manifest does not list, or one that is not executable.";
+    CommandInsideBundle = "RLP226", "command-inside-bundle", Warning, "An absolute `command` points inside the bundle's own folder; written `${bundle}/<path>` it would travel with the bundle.";
     SchemaMissing = "RLP301", "schema-missing", Error, "A tool has no `input_schema` or `result_schema`.";
     SchemaInvalid = "RLP302", "schema-invalid", Error, "A schema is not a valid JSON Schema (2020-12).";
     SchemaRefUnresolved = "RLP303", "schema-ref-unresolved", Error, "A `$ref` names a schema that does not exist in the bundle.";

@@ -5,6 +5,7 @@
 //! module knows nothing of terminals, processes, networks or databases.
 
 pub mod capability;
+pub mod command;
 pub mod diag;
 pub mod inventory;
 pub mod manifest;

@@ -11,8 +11,9 @@
 use serde_json::Value;
 
 use crate::bundle::capability::{Capability, SecretId};
+use crate::bundle::command;
 use crate::bundle::diag::{At, Code, Diagnostics};
-use crate::bundle::manifest::{NAME_PATTERN, is_valid_artifact_path, is_valid_name};
+use crate::bundle::manifest::{NAME_PATTERN, is_valid_name};
 use crate::bundle::pointer::{Pointer, Segment};
 use crate::bundle::reader::Fields;
 use crate::bundle::tools::{MAX_TIMEOUT_MS, parsed_list, read_headers, report_unexpected, secret_refs, with_implied};
@@ -21,9 +22,6 @@ use crate::bundle::url_template::UrlTemplate;
 /// Default `startup_timeout_ms`: how long a server may take to start and
 /// answer the MCP handshake.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
-/// What a stdio server's `command` starts with to name a program in the
-/// bundle folder (resolved when the server is started).
-pub const BUNDLE_PREFIX: &str = "${bundle}/";
 
 const SERVER_KEYS: &[&str] =
     &["command", "args", "env", "url", "headers", "capabilities", "secrets", "startup_timeout_ms"];
@@ -176,27 +174,9 @@ fn read_server(name: &str, value: &Value, at: Pointer, diags: &mut Diagnostics) 
     })
 }
 
-/// What is wrong with a stdio server's `command`, if anything.
-fn command_problem(command: &str) -> Option<(String, &'static str)> {
-    if command.starts_with('/') {
-        return None;
-    }
-    match command.strip_prefix(BUNDLE_PREFIX) {
-        Some(inside) if is_valid_artifact_path(inside) => None,
-        Some(_) => Some((
-            format!("command `{command}` does not name a file inside the bundle"),
-            "after `${bundle}/` write the file's path in the bundle, e.g. `${bundle}/bin/server`, without `.` or `..`",
-        )),
-        None => Some((
-            format!("command `{command}` is neither an absolute path nor `${{bundle}}/<path>`"),
-            "write the full path, e.g. `/usr/local/bin/server`, or `${bundle}/bin/server` for a program in the bundle; the runtime never searches PATH",
-        )),
-    }
-}
-
 fn read_stdio(f: &Fields<'_>, refs: &mut Vec<SecretRef>, diags: &mut Diagnostics) -> Option<ServerTransport> {
     let command = f.string("command", true, diags)?.to_string();
-    if let Some((message, help)) = command_problem(&command) {
+    if let Some((message, help)) = command::problem(&command, "server") {
         diags.report(Code::ExecCommandNotAbsolute, At::Value(f.at("command")), message).help(help);
     }
     let mut args = Vec::new();

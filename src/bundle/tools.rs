@@ -485,14 +485,8 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
     match kind {
         "exec" => {
             let command = t.string("command", true, diags)?.to_string();
-            if !command.starts_with('/') {
-                diags
-                    .report(
-                        Code::ExecCommandNotAbsolute,
-                        At::Value(t.at("command")),
-                        format!("command `{command}` is not an absolute path"),
-                    )
-                    .help("write the full path, e.g. `/usr/local/bin/mytool`; the runtime never searches PATH");
+            if let Some((message, help)) = crate::bundle::command::problem(&command, "tool") {
+                diags.report(Code::ExecCommandNotAbsolute, At::Value(t.at("command")), message).help(help);
             }
             let args = t.strings("args", diags).into_iter().map(|(_, s)| s.to_string()).collect();
             t.finish(diags);

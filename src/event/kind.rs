@@ -169,6 +169,7 @@ mod tests {
                 options: None,
                 sandbox: None,
                 traceparent: None,
+                command: None,
             })
         );
         let retry = Payload::read(

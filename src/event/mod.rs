@@ -29,9 +29,9 @@ pub(crate) mod traceparent;
 
 pub use kind::{EventKind, Payload};
 pub use payload::{
-    CapAuditPayload, Decision, Outcome, PAYLOAD_VERSION, RecordedAnswer, RecordedError, ReplayLinkPayload,
-    SandboxRecord, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolDiscoverPayload, ToolError,
-    ToolInquiryPayload, ToolResultPayload, Usage,
+    CapAuditPayload, CommandRecord, Decision, Outcome, PAYLOAD_VERSION, RecordedAnswer, RecordedError,
+    ReplayLinkPayload, SandboxRecord, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolDiscoverPayload,
+    ToolError, ToolInquiryPayload, ToolResultPayload, Usage,
 };
 pub use record::{Provenance, Record, RecordError, Recorder, now_ms};
 pub use row::{Event, PreparedRow, RowError};

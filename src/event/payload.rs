@@ -62,6 +62,21 @@ pub struct ToolCallPayload {
     /// a well-formed one.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
     pub traceparent: Option<String>,
+    /// An exec tool's program named with `${bundle}`: the form as written
+    /// and the path it resolved to for this call (absent for a command
+    /// written as an absolute path, which is its own record).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub command: Option<CommandRecord>,
+}
+
+/// A program named relative to the bundle's folder, as a call frame records
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    /// As tools.json writes it (`${bundle}/bin/greet`).
+    pub written: String,
+    /// The path it named at this call.
+    pub resolved: String,
 }
 
 /// The kernel sandbox of an exec call, as its call frame records it

@@ -167,9 +167,9 @@ fn manifest_json(manifest: &Manifest, tools: &[Tool], signed_by: Option<KeyId>) 
     out
 }
 
-/// Warnings for exec tools whose program lies inside the bundle folder: a
-/// tool runs its `command`, an absolute path, as written, so on the host it
-/// would run that path of the host's machine, not the archive's copy.
+/// Warnings for exec tools whose program lies inside the bundle folder but
+/// is named by an absolute path: on the host that runs the path of the
+/// host's machine, not the archive's copy (`${bundle}/…` travels with it).
 fn programs_inside(dir: &Path, tools: &[Tool]) -> Vec<String> {
     let Ok(root) = dir.canonicalize() else { return Vec::new() };
     tools
@@ -180,9 +180,10 @@ fn programs_inside(dir: &Path, tools: &[Tool]) -> Vec<String> {
                 program.starts_with(&root).then(|| {
                     format!(
                         "tool `{}` runs {command}, inside the bundle folder: the host runs that path of its own \
-                         machine, not the copy in the .mcpb; point `command` at a program installed where the \
-                         .mcpb goes",
-                        tool.id
+                         machine, not the copy in the .mcpb; write `command` as `${{bundle}}/{}` so that it names \
+                         the copy wherever the bundle is",
+                        tool.id,
+                        program.strip_prefix(&root).unwrap_or(&program).display()
                     )
                 })
             }

@@ -322,6 +322,7 @@ mod tests {
                 options: None,
                 sandbox: None,
                 traceparent: None,
+                command: None,
             }),
         )
     }

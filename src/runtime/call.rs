@@ -206,6 +206,7 @@ impl<'r> Call<'r> {
             options: self.options.as_ref().map(|o| Value::Object(o.clone())),
             sandbox: plan.sandbox().cloned(),
             traceparent: journal.traceparent.clone(),
+            command: plan.command_record(),
         };
         journal.push(EventKind::ToolCall, "runtime".into(), call);
         let (invocation_id, trace_id) = (journal.invocation_id, journal.trace_id);

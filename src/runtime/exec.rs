@@ -16,7 +16,8 @@ use std::process::ExitStatus;
 use serde_json::{Value, json};
 
 use crate::bundle::capability::SecretId;
-use crate::event::{Decision, SandboxRecord};
+use crate::bundle::command::{self as bundle_command, BUNDLE_DIR};
+use crate::event::{CommandRecord, Decision, SandboxRecord};
 use crate::process::capture::Keep;
 use crate::process::run::{Finished, KILL_GRACE};
 use crate::process::tool::{Invocation, InvokeError, invoke};
@@ -48,6 +49,9 @@ pub(crate) struct ExecPlan {
     pub max_output_bytes: u64,
     /// The kernel sandbox the tool runs in.
     pub sandbox: SandboxPlan,
+    /// The command as tools.json writes it, where it names the program with
+    /// `${bundle}`.
+    pub written: Option<String>,
 }
 
 /// Why a tool's `transport.command` cannot be run.
@@ -93,14 +97,22 @@ impl Call<'_> {
     /// at an absolute path) and the sandbox it runs in.
     pub(crate) fn plan_exec(&mut self, command: &str, args: &[String]) -> Result<ExecPlan, CallError> {
         let tool = self.tool();
-        let command = check_command(command).map_err(|why| {
-            self.journal.refuse(
-                CallError::new(CallErrorKind::Tool, format!("tool `{}` cannot run: {why}", tool.id))
-                    .help("install the tool's binary at that path, or fix `transport.command` in tools.json"),
-            )
+        // `${bundle}` is the folder this bundle was loaded from.
+        let root = self.runtime.root();
+        let written = command.contains(BUNDLE_DIR).then(|| command.to_string());
+        let resolved = bundle_command::resolve(command, root);
+        let command = check_command(&resolved).map_err(|why| {
+            let help = if written.is_some() {
+                "the bundle lacks the program its tools.json names: restore the file, or fix `transport.command`"
+            } else {
+                "install the tool's binary at that path, or fix `transport.command` in tools.json"
+            };
+            self.journal
+                .refuse(CallError::new(CallErrorKind::Tool, format!("tool `{}` cannot run: {why}", tool.id)).help(help))
         })?;
         let sandbox = self.sandbox(&command)?;
-        Ok(ExecPlan { command, args: args.to_vec(), max_output_bytes: tool.max_output_bytes, sandbox })
+        let args = args.iter().map(|arg| bundle_command::resolve(arg, root)).collect();
+        Ok(ExecPlan { command, args, max_output_bytes: tool.max_output_bytes, sandbox, written })
     }
 
     /// The kernel sandbox of an exec tool: what it declares of `fs` and
@@ -150,6 +162,11 @@ impl Plan for ExecPlan {
 
     fn sandbox(&self) -> Option<&SandboxRecord> {
         Some(self.sandbox.record())
+    }
+
+    fn command_record(&self) -> Option<CommandRecord> {
+        let written = self.written.clone()?;
+        Some(CommandRecord { written, resolved: self.command.display().to_string() })
     }
 
     fn run(&self, attempt: &Attempt<'_>, _audits: &mut Vec<Audit>) -> Result<Reply, AttemptError> {
@@ -376,7 +393,7 @@ mod tests {
             max_processes: None,
         };
         let sandbox = SandboxPlan::new(SandboxMode::Off, &grants);
-        let plan = ExecPlan { command, args: vec!["-x".into()], max_output_bytes: 1, sandbox };
+        let plan = ExecPlan { command, args: vec!["-x".into()], max_output_bytes: 1, sandbox, written: None };
         assert_eq!(plan.target(), "/bin/sh <blob> -x");
     }
 

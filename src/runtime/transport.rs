@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::tools::Transport;
-use crate::event::{Decision, SandboxRecord, ToolError, Usage};
+use crate::event::{CommandRecord, Decision, SandboxRecord, ToolError, Usage};
 use crate::runtime::Runtime;
 use crate::runtime::call::{Call, CallOutcome};
 use crate::runtime::error::{CallError, CallErrorKind};
@@ -30,6 +30,12 @@ pub(crate) trait Plan {
     /// The kernel sandbox recorded on the call frame, for a transport that
     /// confines what it starts.
     fn sandbox(&self) -> Option<&SandboxRecord> {
+        None
+    }
+
+    /// The program named with `${bundle}`, as written and as resolved, for
+    /// a transport that starts one.
+    fn command_record(&self) -> Option<CommandRecord> {
         None
     }
 

@@ -117,6 +117,7 @@ impl Fixture {
             ("bundle pull", "bundle pull oci://REGISTRY/io/demo:RUN --plain-http -o RUN-pulled.tar.gz"),
             ("bundle export-mcpb", "bundle export-mcpb agents/demo -o RUN.mcpb --format json"),
             ("trust add", "trust add keys/RUN.pub --name RUN"),
+            ("trust allow", "trust allow RUN --exec"),
             ("trust revoke", "trust revoke RUN"),
             ("trust list", "trust list"),
             ("trust list", "trust list --format json"),

@@ -36,4 +36,5 @@ mod serve;
 mod serve_durability;
 mod tidy;
 mod trace_diff;
+mod travel;
 mod upstream;

@@ -329,20 +329,30 @@ fn an_output_that_cannot_be_written_is_exit_2_and_leaves_no_file() {
 fn an_exec_tool_run_from_inside_the_bundle_is_warned_about_and_stays_executable() {
     let td = TestDir::new();
     td.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    // The example names its program `${bundle}/bin/greet`: it travels in the .mcpb.
     let err = output::stderr(&rlp_snapshot!(
         td.filters().regex(r"\): \d+ bytes", "): [SIZE] bytes"),
         td.expect_output(0, &["bundle", "export-mcpb", "agents/demo", "-o", "demo.mcpb"])
     ));
+    assert_eq!(err, "");
+    let (entries, _) = read_zip(&td.join("demo.mcpb"), &[]);
+    let greet = entries.iter().find(|e| e.name == "bundle/demo/bin/greet").expect("bin/greet in the archive");
+    assert_eq!(greet.mode, Some(0o100755));
+
+    // Named by the author's absolute path, it would not.
     let program = td.path().canonicalize().unwrap().join("agents/demo/bin/greet");
+    let tools_file = td.join("agents/demo/tools.json");
+    let tools = fs::read_to_string(&tools_file).unwrap();
+    fs::write(&tools_file, tools.replace("${bundle}/bin/greet", program.to_str().unwrap())).unwrap();
+    td.expect(0, &["digest", "agents/demo"]);
+    let (_, err) = td.expect(0, &["bundle", "export-mcpb", "agents/demo", "-o", "absolute.mcpb"]);
     assert_eq!(
         err,
         format!(
             "warning: tool `demo.greet` runs {}, inside the bundle folder: the host runs that path of its own \
-             machine, not the copy in the .mcpb; point `command` at a program installed where the .mcpb goes\n",
+             machine, not the copy in the .mcpb; write `command` as `${{bundle}}/bin/greet` so that it names \
+             the copy wherever the bundle is\n",
             program.display()
         )
     );
-    let (entries, _) = read_zip(&td.join("demo.mcpb"), &[]);
-    let greet = entries.iter().find(|e| e.name == "bundle/demo/bin/greet").expect("bin/greet in the archive");
-    assert_eq!(greet.mode, Some(0o100755));
 }

@@ -1,7 +1,7 @@
 //! `rlp agent scaffold`: the wizard (or flags) → a new bundle folder.
 //!
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
@@ -113,7 +113,7 @@ pub(crate) fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
                 .map_err(|e| CliError::usage(format!("--tool #{}: {e}", i + 1)).with_help(e.help))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let example = args.example.then(|| example_tool(&args.name, &target)).transpose()?;
+    let example = args.example.then(|| example_tool(&args.name)).transpose()?;
     let tools = example.iter().map(|e| e.tool.clone()).chain(tools).collect();
     // With --example every answer has a default: without a terminal to ask
     // on, those defaults are taken rather than refusing.
@@ -147,14 +147,12 @@ pub(crate) fn run(args: &ScaffoldArgs, ctx: &Context) -> CliResult {
 
 /// The example tool for the bundle that will be `target`, its script for
 /// the interpreter this machine has.
-fn example_tool(name: &str, target: &Path) -> Result<Example, CliError> {
+fn example_tool(name: &str) -> Result<Example, CliError> {
     let interpreter = Interpreter::detect().ok_or_else(|| {
         CliError::usage("--example: neither /bin/sh nor python3 (on PATH) is here to run the example tool")
             .with_help("scaffold without --example and add a tool of your own with `rlp tools add`")
     })?;
-    let dir = std::path::absolute(target)
-        .map_err(|e| CliError::usage(format!("--example: the absolute path of {}: {e}", target.display())))?;
-    Ok(Example::new(name, &dir, &interpreter))
+    Ok(Example::new(name, &interpreter))
 }
 
 /// The summary as one JSON document: the folder, its files, its tools and

@@ -2,6 +2,7 @@
 
 mod agent;
 mod artifacts;
+mod commands;
 mod discovery;
 mod grants;
 mod sandbox;
@@ -24,6 +25,7 @@ pub(crate) fn check_all(bundle: &LoadedBundle, settings: &Settings, out: &mut Ve
     schemas::check(bundle, out);
     grants::check(bundle, out);
     servers::check(bundle, out);
+    commands::check(bundle, out);
     sandbox::check(bundle, out);
     secrets::check(bundle, out);
     artifacts::check(bundle, out);

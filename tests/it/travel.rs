@@ -1,0 +1,145 @@
+//! Bundles that travel: a program the bundle carries is named
+//! `${bundle}/<path>`, which resolves to wherever the bundle is loaded from
+//! — installed into another home, copied to another folder — and lint keeps
+//! such commands honest (RLP225, RLP226).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::{Value, json};
+
+use crate::support::TestDir;
+use crate::support::files::{copy_tree, read_json};
+use crate::support::output::{code, stdout, stdout_json, text};
+
+const GREETING: &str = "{\n  \"greeting\": \"Hello, Ada!\"\n}\n";
+
+/// The example bundle `agents/demo`, scaffolded, lint-clean.
+fn example(td: &TestDir) {
+    td.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    let tools = read_json(&td.join("agents/demo/tools.json"));
+    assert_eq!(tools["tools"][0]["transport"]["command"], "${bundle}/bin/greet");
+    td.expect(0, &["lint", "agents/demo", "--deny-warnings"]);
+}
+
+/// The command record of the last `tool.call` frame of a home.
+fn command_record(td: &TestDir, home: &str) -> Value {
+    let events = crate::support::ledger::events(&td.ledger_path_in(home));
+    let call = events.iter().rev().find(|e| e.kind == "tool.call").expect("a call frame");
+    call.payload().unwrap()["command"].clone()
+}
+
+/// Signed, packed, installed into a second home, the author's folder gone:
+/// the installed copy runs its own program.
+#[test]
+fn an_installed_bundle_runs_its_own_program_after_the_authors_folder_is_gone() {
+    let td = TestDir::new();
+    example(&td);
+    td.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
+    td.expect(0, &["sign", "agents/demo", "--key", "keys/release.key"]);
+    td.expect(0, &["bundle", "pack", "agents/demo", "-o", "demo.bundle.tar.gz"]);
+    let run = |args: &[&str]| {
+        let out = td.rlp_in("elsewhere").args(args).output().unwrap();
+        assert_eq!(code(&out), 0, "{args:?}: {}", text(&out));
+        out
+    };
+    run(&["trust", "add", "keys/release.pub", "--name", "release", "--allow-caps", "exec", "--allow-exec"]);
+    run(&["agent", "install", "demo.bundle.tar.gz"]);
+    fs::remove_dir_all(td.join("agents")).unwrap();
+
+    let installed = td.join("elsewhere/agents/demo");
+    let out = run(&["tools", "call", installed.to_str().unwrap(), "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    assert_eq!(stdout(&out), GREETING);
+    let resolved = installed.canonicalize().unwrap().join("bin/greet");
+    assert_eq!(
+        command_record(&td, "elsewhere"),
+        json!({"written": "${bundle}/bin/greet", "resolved": resolved.display().to_string()})
+    );
+}
+
+/// A bundle folder copied elsewhere runs the copy's program, and lists it
+/// as written.
+#[test]
+fn a_copied_bundle_runs_the_copys_program() {
+    let td = TestDir::new();
+    example(&td);
+    copy_tree(&td.join("agents/demo"), &td.join("moved/demo"));
+    fs::write(td.join("agents/demo/bin/greet"), "#!/bin/sh\necho '{\"greeting\": \"the original\"}'\n").unwrap();
+
+    let (out, _) = td.expect(0, &["tools", "call", "moved/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    assert_eq!(out, GREETING);
+    let listed = stdout_json(&td.expect_output(0, &["tools", "list", "moved/demo", "--format", "json"]));
+    assert_eq!(listed["tools"][0]["transport"]["command"], "${bundle}/bin/greet");
+    let resolved = td.join("moved/demo").canonicalize().unwrap().join("bin/greet");
+    assert_eq!(command_record(&td, "home")["resolved"], resolved.display().to_string());
+}
+
+/// `${bundle}/…` must name a listed, executable file of the bundle
+/// (RLP225); an absolute command into the bundle's own folder is a warning
+/// with the `${bundle}` form as the fix (RLP226).
+#[test]
+fn lint_checks_programs_named_in_the_bundle() {
+    let td = TestDir::new();
+    example(&td);
+    let tools_file = td.join("agents/demo/tools.json");
+    let mut tools = read_json(&tools_file);
+    let edit = |tools: &mut Value, command: &str| {
+        tools["tools"][0]["transport"]["command"] = json!(command);
+        fs::write(&tools_file, serde_json::to_string_pretty(tools).unwrap()).unwrap();
+        td.expect(0, &["digest", "agents/demo"]);
+    };
+    let findings = |td: &TestDir| -> Vec<(String, String)> {
+        let (_, found) = td.lint_json(["agents/demo"]);
+        found
+            .iter()
+            .map(|f| (f["code"].as_str().unwrap().to_string(), f["message"].as_str().unwrap().to_string()))
+            .collect()
+    };
+
+    edit(&mut tools, "${bundle}/bin/missing");
+    assert_eq!(findings(&td), [("RLP225".into(), "`${bundle}/bin/missing` names no file of the bundle".into())]);
+
+    let script = td.join("agents/demo/bin/greet");
+    edit(&mut tools, "${bundle}/bin/greet");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(findings(&td), [("RLP225".into(), "`${bundle}/bin/greet` names a file that is not executable".into())]);
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+
+    let absolute = td.join("agents/demo/bin/greet").canonicalize().unwrap().display().to_string();
+    edit(&mut tools, &absolute);
+    let (status, found) = td.lint_json(["agents/demo"]);
+    assert_eq!(status, 0, "{found:?}");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["code"], "RLP226");
+    assert_eq!(
+        found[0]["help"],
+        "write `${bundle}/bin/greet`: it names the bundle's copy wherever the bundle is installed or copied"
+    );
+    let strict = td.rlp().args(["lint", "agents/demo", "--deny-warnings"]).output().unwrap();
+    assert_eq!(code(&strict), 1, "{}", text(&strict));
+}
+
+/// `rlp tools import --exec` of a program inside the bundle writes the
+/// `${bundle}` form.
+#[test]
+fn importing_a_program_inside_the_bundle_writes_the_bundle_form() {
+    let td = TestDir::new();
+    td.expect(0, &["agent", "scaffold", "demo", "--non-interactive"]);
+    let tool = td.join("agents/demo/bin/describe");
+    fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    fs::write(
+        &tool,
+        "#!/bin/sh\necho '{\"tools\": [{\"id\": \"demo.hello\", \"description\": \"Says hello.\", \"input_schema\": {\"type\": \"object\"}, \"result_schema\": {\"type\": \"object\"}}]}'\n",
+    )
+    .unwrap();
+    fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).unwrap();
+    let program = tool.canonicalize().unwrap();
+    td.expect(0, &["tools", "import", "agents/demo", "--exec", program.to_str().unwrap(), "--grant"]);
+    let tools = read_json(&td.join("agents/demo/tools.json"));
+    assert_eq!(tools["tools"][0]["transport"]["command"], "${bundle}/bin/describe");
+    // Imported again, the same tool is recognised as the same binary's.
+    let (_, err) = td.expect(0, &["tools", "import", "agents/demo", "--exec", program.to_str().unwrap()]);
+    assert!(!err.contains("no longer described"), "{err}");
+    td.expect(0, &["digest", "agents/demo"]);
+    td.expect(0, &["lint", "agents/demo"]);
+}
