@@ -66,7 +66,7 @@ pub struct ToolCallPayload {
     /// and the path it resolved to for this call (absent for a command
     /// written as an absolute path, which is its own record).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
-    pub command: Option<CommandRecord>,
+    pub command: Option<Box<CommandRecord>>,
 }
 
 /// A program named relative to the bundle's folder, as a call frame records
