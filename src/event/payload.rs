@@ -57,7 +57,7 @@ pub struct ToolCallPayload {
     /// The kernel sandbox an exec tool ran in (absent for http tools and in
     /// traces written before rlp sandboxed tools).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
-    pub sandbox: Option<SandboxRecord>,
+    pub sandbox: Option<Box<SandboxRecord>>,
     /// The W3C `traceparent` the caller sent (MCP `_meta`), when it sent
     /// a well-formed one.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
@@ -66,7 +66,7 @@ pub struct ToolCallPayload {
     /// and the path it resolved to for this call (absent for a command
     /// written as an absolute path, which is its own record).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
-    pub command: Option<Box<CommandRecord>>,
+    pub command: Option<CommandRecord>,
 }
 
 /// A program named relative to the bundle's folder, as a call frame records

@@ -204,7 +204,7 @@ impl<'r> Call<'r> {
             input_schema_blake3: prepared.input_schema.blake3.clone(),
             tags: journal.tags.clone(),
             options: self.options.as_ref().map(|o| Value::Object(o.clone())),
-            sandbox: plan.sandbox().cloned(),
+            sandbox: plan.sandbox().cloned().map(Box::new),
             traceparent: journal.traceparent.clone(),
             command: plan.command_record(),
         };

@@ -164,9 +164,9 @@ impl Plan for ExecPlan {
         Some(self.sandbox.record())
     }
 
-    fn command_record(&self) -> Option<Box<CommandRecord>> {
+    fn command_record(&self) -> Option<CommandRecord> {
         let written = self.written.clone()?;
-        Some(Box::new(CommandRecord { written, resolved: self.command.display().to_string() }))
+        Some(CommandRecord { written, resolved: self.command.display().to_string() })
     }
 
     fn run(&self, attempt: &Attempt<'_>, _audits: &mut Vec<Audit>) -> Result<Reply, AttemptError> {

@@ -35,7 +35,7 @@ pub(crate) trait Plan {
 
     /// The program named with `${bundle}`, as written and as resolved, for
     /// a transport that starts one.
-    fn command_record(&self) -> Option<Box<CommandRecord>> {
+    fn command_record(&self) -> Option<CommandRecord> {
         None
     }
 
