@@ -181,21 +181,8 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
     );
 
     // The server configuration the host derives, with the user's two values.
-    let mut node = Command::new("node")
-        .arg(repo("tests/mcpb/host_config.mjs"))
-        .arg(mcpb_tools())
-        .arg(&ext)
-        .env("HOME", td.join("user"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let values = json!({"runloop_test__token": TOKEN_VALUE, "mail__smtp__key": SMTP_VALUE});
-    node.stdin.take().unwrap().write_all(values.to_string().as_bytes()).unwrap();
-    let derived = node.wait_with_output().unwrap();
-    assert_eq!(code(&derived), 0, "{}", text(&derived));
-    let config: Value = stdout_json(&derived);
+    let config = host_config(&td, &ext, &values);
     assert_eq!(
         config,
         json!({
@@ -213,46 +200,7 @@ fn an_exported_bundle_validates_unpacks_verifies_and_serves_as_a_host_starts_it(
         .unwrap();
     assert_eq!(code(&trusted), 0, "{}", text(&trusted));
 
-    // Started as hosts on the MCP SDKs start it: from a folder of their own,
-    // with HOME, PATH and the manifest's env alone (the test folder's rule that
-    // no system configuration is read aside).
-    let mut command = Command::new(config["command"].as_str().unwrap());
-    command
-        .args(config["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
-        .env_clear()
-        .env("HOME", td.join("user"))
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("RUNLOOP_SYSTEM_CONFIG", td.join("no-system-config.toml"))
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in config["env"].as_object().unwrap() {
-        command.env(name, value.as_str().unwrap());
-    }
-    let mut child = command.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    for request in [
-        mcp::initialize(1),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "vault.read", "arguments": {}}}),
-    ] {
-        writeln!(input, "{request}").unwrap();
-    }
-    let mut answers = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let last = message["id"] == 3;
-        answers.push(message);
-        if last {
-            break;
-        }
-    }
-    drop(input);
-    let out = child.wait_with_output().unwrap();
-    let log = stderr(&out);
-    assert_eq!(code(&out), 0, "{log}");
+    let (answers, log) = start_as_host(&td, &config, json!({"name": "vault.read", "arguments": {}}));
     assert!(!log.contains(TOKEN_VALUE) && !log.contains(SMTP_VALUE), "{log}");
     let answer =
         |id: u64| answers.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer {id}: {answers:?}"));
@@ -355,4 +303,94 @@ fn an_exec_tool_run_from_inside_the_bundle_is_warned_about_and_stays_executable(
             program.display()
         )
     );
+}
+
+/// The server configuration the reference host code derives from the
+/// unpacked extension `ext`, with the user's `values`.
+fn host_config(td: &TestDir, ext: &Path, values: &Value) -> Value {
+    let mut node = Command::new("node")
+        .arg(repo("tests/mcpb/host_config.mjs"))
+        .arg(mcpb_tools())
+        .arg(ext)
+        .env("HOME", td.join("user"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    node.stdin.take().unwrap().write_all(values.to_string().as_bytes()).unwrap();
+    let derived = node.wait_with_output().unwrap();
+    assert_eq!(code(&derived), 0, "{}", text(&derived));
+    stdout_json(&derived)
+}
+
+/// Starts the server of `config` as hosts on the MCP SDKs start it — from a
+/// folder of their own, with HOME, PATH and the manifest's env alone (the
+/// test folder's rule that no system configuration is read aside) — and
+/// sends initialize, tools/list (id 2) and one tools/call of `call` (id 3).
+/// Returns the answers and the server's stderr; it must exit 0.
+fn start_as_host(td: &TestDir, config: &Value, call: Value) -> (Vec<Value>, String) {
+    let mut command = Command::new(config["command"].as_str().unwrap());
+    command
+        .args(config["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
+        .env_clear()
+        .env("HOME", td.join("user"))
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUNLOOP_SYSTEM_CONFIG", td.join("no-system-config.toml"))
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in config["env"].as_object().into_iter().flatten() {
+        command.env(name, value.as_str().unwrap());
+    }
+    let mut child = command.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for request in [
+        mcp::initialize(1),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}),
+    ] {
+        writeln!(input, "{request}").unwrap();
+    }
+    let mut answers = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let last = message["id"] == 3;
+        answers.push(message);
+        if last {
+            break;
+        }
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let log = stderr(&out);
+    assert_eq!(code(&out), 0, "{log}");
+    (answers, log)
+}
+
+/// The example bundle, exported and unpacked by the reference tools into a
+/// fresh folder, its author's folder gone: started as a host starts it, it
+/// runs the copy of its program the `.mcpb` carries (`${bundle}`).
+#[test]
+fn an_exported_example_runs_its_own_program_where_it_is_unpacked() {
+    let td = TestDir::new();
+    td.expect(0, &["agent", "scaffold", "demo", "--example", "--non-interactive"]);
+    td.expect(0, &["keygen", "--out", "keys", "--name", "release"]);
+    td.expect(0, &["sign", "agents/demo", "--key", "keys/release.key"]);
+    td.expect(0, &["bundle", "export-mcpb", "agents/demo", "-o", "demo.mcpb"]);
+    fs::remove_dir_all(td.join("agents")).unwrap();
+    let unpacked = mcpb(&td, &["unpack", "demo.mcpb", "fresh"]);
+    assert_eq!(code(&unpacked), 0, "{}", text(&unpacked));
+    let config = host_config(&td, &td.join("fresh"), &json!({}));
+    let trusted = td
+        .command_in("user/.runloop")
+        .args(["trust", "add", "keys/release.pub", "--name", "release", "--allow-caps", "exec", "--allow-exec"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&trusted), 0, "{}", text(&trusted));
+    let (answers, _) = start_as_host(&td, &config, json!({"name": "demo.greet", "arguments": {"name": "Ada"}}));
+    let called = answers.iter().find(|m| m["id"] == 3).unwrap_or_else(|| panic!("no answer: {answers:?}"));
+    assert_eq!(called["result"]["structuredContent"], json!({"greeting": "Hello, Ada!"}), "{answers:?}");
 }
