@@ -167,13 +167,20 @@ fn read_override(path: &Path) -> Result<Option<Policy>, AuthoringError> {
 fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
     let needed = needed_by(tool);
     let (transport, transport_json) = match &tool.transport {
-        Some(Transport::Exec { command, args }) => {
-            let mut shown = format!("exec {command}");
+        Some(transport @ Transport::Exec { command, args, platforms }) => {
+            let here = crate::bundle::command::this_platform();
+            let mut shown = format!("exec {}", transport.exec_program(&here).unwrap_or("(none for this platform)"));
             for arg in args {
                 shown.push(' ');
                 shown.push_str(arg);
             }
-            (shown, json!({"kind": "exec", "command": command, "args": args}))
+            let mut json = json!({"kind": "exec", "command": command, "args": args});
+            if !platforms.is_empty() {
+                let map: serde_json::Map<String, serde_json::Value> =
+                    platforms.iter().map(|(_, target, c)| (target.clone(), json!(c))).collect();
+                json["platforms"] = serde_json::Value::Object(map);
+            }
+            (shown, json)
         }
         Some(Transport::Http { method, url: Some(url), .. }) => (
             format!("http {method} {}", url.suggested_grant()),
@@ -200,8 +207,10 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
         missing: needed.iter().filter(|n| !policy.allows(&n.capability)).map(|n| n.shown()).collect(),
         unlisted: None,
         sandbox: match &tool.transport {
-            Some(Transport::Exec { command, .. }) => {
-                let program = crate::bundle::command::resolve(command, bundle);
+            Some(transport @ Transport::Exec { .. }) => {
+                let here = crate::bundle::command::this_platform();
+                let program =
+                    crate::bundle::command::resolve(transport.exec_program(&here).unwrap_or_default(), bundle);
                 let plan = SandboxPlan::new(mode, &Grants::of(tool, Path::new(&program), bundle));
                 Some((plan.brief(), plan.record().clone()))
             }

@@ -11,6 +11,24 @@ use crate::bundle::manifest::is_valid_artifact_path;
 /// What stands for the bundle's folder.
 pub const BUNDLE_DIR: &str = "${bundle}";
 
+/// The platforms a `platforms` map may name: `<os>-<arch>`, as
+/// [`this_platform`] writes the one rlp runs on.
+pub const TARGETS: &[&str] = &[
+    "linux-x86_64",
+    "linux-aarch64",
+    "linux-arm",
+    "linux-riscv64",
+    "macos-x86_64",
+    "macos-aarch64",
+    "windows-x86_64",
+    "windows-aarch64",
+];
+
+/// The platform rlp runs on, as `platforms` names it (`linux-x86_64`).
+pub fn this_platform() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
 /// What a command starts with to name a program in the bundle.
 pub const BUNDLE_PREFIX: &str = "${bundle}/";
 

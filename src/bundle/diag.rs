@@ -101,6 +101,7 @@ rule_catalog! {
     DefinitionUnpinned = "RLP223", "definition-unpinned", Warning, "An mcp tool has no `definition_blake3` pin of its server's definition.";
     ServerUnused = "RLP224", "server-unused", Warning, "A server that no tool uses.";
     BundleProgramInvalid = "RLP225", "bundle-program-invalid", Error, "A `${bundle}/<path>` command names no file of the bundle, a file the manifest does not list, or one that is not executable.";
+    PlatformUnknown = "RLP227", "platform-unknown", Error, "A key of an exec transport's `platforms` is not a platform rlp knows (`linux-x86_64`, `macos-aarch64`, …).";
     CommandInsideBundle = "RLP226", "command-inside-bundle", Warning, "An absolute `command` points inside the bundle's own folder; written `${bundle}/<path>` it would travel with the bundle.";
     SchemaMissing = "RLP301", "schema-missing", Error, "A tool has no `input_schema` or `result_schema`.";
     SchemaInvalid = "RLP302", "schema-invalid", Error, "A schema is not a valid JSON Schema (2020-12).";

@@ -5,6 +5,7 @@ use std::ops::RangeInclusive;
 use serde_json::{Map, Value};
 
 use crate::bundle::capability::{Capability, SecretId};
+use crate::bundle::command;
 use crate::bundle::diag::{At, Code, Diagnostics};
 use crate::bundle::pointer::Pointer;
 use crate::bundle::reader::{Fields, type_name};
@@ -35,7 +36,7 @@ pub const TRANSPORT_KINDS: &[&str] = &["exec", "http", "mcp"];
 pub const MAX_MCP_TOOL_NAME: usize = 128;
 
 const TRANSPORT_KEYS: &[&str] =
-    &["kind", "command", "args", "method", "url", "headers", "server", "tool", "definition_blake3"];
+    &["kind", "command", "args", "platforms", "method", "url", "headers", "server", "tool", "definition_blake3"];
 
 const TOOL_KEYS: &[&str] = &[
     "id",
@@ -104,10 +105,14 @@ pub fn secret_refs(value: &str) -> Result<Vec<String>, String> {
 pub enum Transport {
     /// Run a local binary.
     Exec {
-        /// Absolute path of the executable.
-        command: String,
+        /// The executable: an absolute path or `${bundle}/<path>`; absent
+        /// when `platforms` names one for every platform the tool runs on.
+        command: Option<String>,
         /// Arguments appended after the blob path.
         args: Vec<String>,
+        /// `platforms`: the executable for a target (`linux-x86_64`, …),
+        /// in file order, each with its pointer; it wins over `command`.
+        platforms: Vec<(Pointer, String, String)>,
     },
     /// Call an HTTP API.
     Http {
@@ -138,6 +143,25 @@ impl Transport {
             Transport::Http { .. } => "http",
             Transport::Mcp { .. } => "mcp",
         }
+    }
+
+    /// An exec transport's executable on `platform` (`linux-x86_64`): its
+    /// `platforms` entry, else `command`; `None` for another transport or
+    /// a platform the tool carries nothing for.
+    pub fn exec_program(&self, platform: &str) -> Option<&str> {
+        let Transport::Exec { command, platforms, .. } = self else { return None };
+        platforms.iter().find(|(_, target, _)| target == platform).map(|(_, _, c)| c.as_str()).or(command.as_deref())
+    }
+
+    /// Every executable an exec transport names (`command`, then each
+    /// `platforms` entry), with where it is written.
+    pub fn exec_programs(&self) -> Vec<(Option<&Pointer>, &str)> {
+        let Transport::Exec { command, platforms, .. } = self else { return Vec::new() };
+        command
+            .iter()
+            .map(|c| (None, c.as_str()))
+            .chain(platforms.iter().map(|(at, _, c)| (Some(at), c.as_str())))
+            .collect()
     }
 }
 
@@ -476,21 +500,22 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
     let kind = t.string("kind", true, diags)?;
     let others: Vec<&str> = match kind {
         "exec" => vec!["method", "url", "headers", "server", "tool", "definition_blake3"],
-        "http" => vec!["command", "args", "server", "tool", "definition_blake3"],
-        "mcp" => vec!["command", "args", "method", "url", "headers"],
+        "http" => vec!["command", "args", "platforms", "server", "tool", "definition_blake3"],
+        "mcp" => vec!["command", "args", "platforms", "method", "url", "headers"],
         _ => vec![],
     };
     // `exec`, `http` and `mcp` are all read with a vowel sound first: "an".
     report_unexpected(t, &others, &format!("an `{kind}` transport"), "remove it", diags);
     match kind {
         "exec" => {
-            let command = t.string("command", true, diags)?.to_string();
-            if let Some((message, help)) = crate::bundle::command::problem(&command, "tool") {
+            let platforms = read_platforms(t, diags);
+            let command = t.string("command", platforms.is_empty(), diags).map(str::to_string);
+            if let Some((message, help)) = command.as_deref().and_then(|c| command::problem(c, "tool")) {
                 diags.report(Code::ExecCommandNotAbsolute, At::Value(t.at("command")), message).help(help);
             }
             let args = t.strings("args", diags).into_iter().map(|(_, s)| s.to_string()).collect();
             t.finish(diags);
-            Some(Transport::Exec { command, args })
+            Some(Transport::Exec { command, args, platforms })
         }
         "http" => {
             let method = t.string("method", true, diags).unwrap_or("GET").to_string();
@@ -581,6 +606,32 @@ fn read_mcp_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transpo
 
 /// Reads `headers` of `t` (an http transport or a server): names and values
 /// checked, `${secret:<id>}` references well-formed.
+/// `platforms` of an exec transport: a target (`linux-x86_64`, …) to the
+/// command for it, each command checked as `command` is.
+fn read_platforms(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(Pointer, String, String)> {
+    let Some(table) = t.table("platforms", "`platforms`", &[], false, diags) else { return Vec::new() };
+    let Some(Value::Object(map)) = t.get("platforms") else { return Vec::new() };
+    let mut out = Vec::new();
+    for target in map.keys() {
+        let Some(text) = table.string(target, true, diags) else { continue };
+        if !command::TARGETS.contains(&target.as_str()) {
+            diags
+                .report(
+                    Code::PlatformUnknown,
+                    At::Key(table.at(target)),
+                    format!("`{target}` is not a platform rlp knows"),
+                )
+                .help(format!("name one of {}", command::TARGETS.join(", ")));
+            continue;
+        }
+        if let Some((message, help)) = command::problem(text, "tool") {
+            diags.report(Code::ExecCommandNotAbsolute, At::Value(table.at(target)), message).help(help);
+        }
+        out.push((table.at(target), target.clone(), text.to_string()));
+    }
+    out
+}
+
 pub(super) fn read_headers(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)> {
     let Some(headers) = t.table("headers", "`headers`", &[], false, diags) else { return Vec::new() };
     let mut out = Vec::new();

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::bundle::capability::SecretId;
 use crate::bundle::command::{self as bundle_command, BUNDLE_DIR};
+use crate::bundle::tools::Transport;
 use crate::event::{CommandRecord, Decision, SandboxRecord};
 use crate::process::capture::Keep;
 use crate::process::run::{Finished, KILL_GRACE};
@@ -95,8 +96,28 @@ pub(crate) fn check_command(command: &str) -> Result<PathBuf, CommandError> {
 impl Call<'_> {
     /// The exec transport's plan of the call: its command (an executable
     /// at an absolute path) and the sandbox it runs in.
-    pub(crate) fn plan_exec(&mut self, command: &str, args: &[String]) -> Result<ExecPlan, CallError> {
+    pub(crate) fn plan_exec(&mut self, transport: &Transport, args: &[String]) -> Result<ExecPlan, CallError> {
         let tool = self.tool();
+        let here = bundle_command::this_platform();
+        let Some(command) = transport.exec_program(&here) else {
+            let carried: Vec<&str> = match transport {
+                Transport::Exec { platforms, .. } => platforms.iter().map(|(_, target, _)| target.as_str()).collect(),
+                _ => Vec::new(),
+            };
+            return Err(self.journal.refuse(
+                CallError::new(
+                    CallErrorKind::Tool,
+                    format!(
+                        "tool `{}` carries no program for this platform ({here}); it carries one for {}",
+                        tool.id,
+                        carried.join(", ")
+                    ),
+                )
+                .help(format!(
+                    "add `\"{here}\"` to the tool's `transport.platforms`, or a `command` for every other platform"
+                )),
+            ));
+        };
         // `${bundle}` is the folder this bundle was loaded from.
         let root = self.runtime.root();
         let written = command.contains(BUNDLE_DIR).then(|| command.to_string());

@@ -50,8 +50,8 @@ impl<'r> Call<'r> {
     pub(crate) fn dispatch(mut self) -> Result<CallOutcome, CallError> {
         let tool = self.tool();
         match &tool.transport {
-            Some(Transport::Exec { command, args }) => {
-                let plan = self.plan_exec(command, args)?;
+            Some(transport @ Transport::Exec { args, .. }) => {
+                let plan = self.plan_exec(transport, args)?;
                 self.execute(&plan)
             }
             Some(Transport::Http { method, url: Some(template), headers }) => {

@@ -143,3 +143,70 @@ fn importing_a_program_inside_the_bundle_writes_the_bundle_form() {
     td.expect(0, &["digest", "agents/demo"]);
     td.expect(0, &["lint", "agents/demo"]);
 }
+
+/// The platform the tests run on, as `platforms` names it.
+fn here() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// `transport.platforms` of the example tool set to `platforms` (and its
+/// `command` removed unless `keep_command`), re-digested.
+fn with_platforms(td: &TestDir, platforms: Value, keep_command: bool) {
+    let tools_file = td.join("agents/demo/tools.json");
+    let mut tools = read_json(&tools_file);
+    tools["tools"][0]["transport"]["platforms"] = platforms;
+    if !keep_command {
+        tools["tools"][0]["transport"].as_object_mut().unwrap().remove("command");
+    }
+    fs::write(&tools_file, serde_json::to_string_pretty(&tools).unwrap()).unwrap();
+    td.expect(0, &["digest", "agents/demo"]);
+}
+
+/// A `platforms` entry for the platform rlp runs on wins over `command`;
+/// a tool with none for it is refused, naming the platforms it carries.
+#[test]
+fn a_tool_runs_the_program_for_its_platform_or_says_which_it_carries() {
+    let td = TestDir::new();
+    example(&td);
+    let native = td.join("agents/demo/bin/greet-native");
+    fs::write(&native, "#!/bin/sh\necho '{\"greeting\": \"native\"}'\n").unwrap();
+    fs::set_permissions(&native, fs::Permissions::from_mode(0o755)).unwrap();
+    with_platforms(&td, json!({ here(): "${bundle}/bin/greet-native" }), true);
+    td.expect(0, &["lint", "agents/demo", "--deny-warnings"]);
+    let (out, _) = td.expect(0, &["tools", "call", "agents/demo", "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    assert_eq!(out, "{\n  \"greeting\": \"native\"\n}\n");
+
+    let other = if here() == "macos-aarch64" { "linux-riscv64" } else { "macos-aarch64" };
+    with_platforms(&td, json!({ other: "${bundle}/bin/greet" }), false);
+    td.expect(0, &["lint", "agents/demo"]);
+    let out = td.call(&td.join("agents/demo"), "demo.greet", json!({"name": "Ada"})).output().unwrap();
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let err = crate::support::output::stderr(&out);
+    assert!(err.ends_with(&format!(
+            "error: tool `demo.greet` carries no program for this platform ({}); it carries one for {other}\n  help: add `\"{}\"` to the tool's `transport.platforms`, or a `command` for every other platform\n",
+            here(),
+            here()
+        )),
+        "{err}"
+    );
+}
+
+/// Lint names an unknown platform (RLP227) and checks each platform's
+/// program as it checks `command` (RLP225).
+#[test]
+fn lint_checks_every_platform_of_a_tool() {
+    let td = TestDir::new();
+    example(&td);
+    with_platforms(&td, json!({"linux-x64": "${bundle}/bin/greet", "macos-aarch64": "${bundle}/bin/greet-mac"}), true);
+    let (status, found) = td.lint_json(["agents/demo"]);
+    assert_eq!(status, 1);
+    let codes: Vec<(&str, &str)> =
+        found.iter().map(|f| (f["code"].as_str().unwrap(), f["message"].as_str().unwrap())).collect();
+    assert_eq!(
+        codes,
+        [
+            ("RLP227", "`linux-x64` is not a platform rlp knows"),
+            ("RLP225", "`${bundle}/bin/greet-mac` names no file of the bundle"),
+        ]
+    );
+}

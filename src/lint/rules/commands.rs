@@ -15,8 +15,9 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
     let root = bundle.dir.canonicalize().ok();
     for tool in bundle.tool_list() {
-        if let Some(Transport::Exec { command, .. }) = &tool.transport {
-            check_command(bundle, root.as_deref(), command, &tool.at.key("transport").key("command"), &mut diags);
+        for (at, command) in tool.transport.iter().flat_map(Transport::exec_programs) {
+            let at = at.cloned().unwrap_or_else(|| tool.at.key("transport").key("command"));
+            check_command(bundle, root.as_deref(), command, &at, &mut diags);
         }
     }
     for server in bundle.tools.iter().flat_map(|t| &t.servers) {
