@@ -194,6 +194,27 @@ fn programs_inside(dir: &Path, tools: &[Tool]) -> Vec<String> {
         .collect()
 }
 
+/// Warnings for exec tools with no program for the platform of the `rlp`
+/// the `.mcpb` holds (the one it runs on): a host would be refused their
+/// calls. A bundle's per-platform programs are chosen by that `rlp` at each
+/// call, so the `.mcpb` needs no `platform_overrides` of its own.
+fn programs_missing_here(tools: &[Tool]) -> Vec<String> {
+    let here = crate::bundle::command::this_platform();
+    tools
+        .iter()
+        .filter_map(|tool| {
+            let transport = tool.transport.as_ref()?;
+            (transport.kind() == "exec" && transport.exec_program(&here).is_none()).then(|| {
+                format!(
+                    "tool `{}` carries no program for {here}, the platform of the rlp in the .mcpb: a host's calls \
+                     to it are refused; add `\"{here}\"` to its `transport.platforms`",
+                    tool.id
+                )
+            })
+        })
+        .collect()
+}
+
 /// What an archive entry holds.
 enum Content {
     /// These bytes.
@@ -314,7 +335,7 @@ pub(crate) fn export(dir: &Path, output: Option<PathBuf>, progress: &dyn Progres
         bytes: written?,
         tools: tools.len(),
         secrets: secrets(tools).len(),
-        warnings: programs_inside(dir, tools),
+        warnings: programs_inside(dir, tools).into_iter().chain(programs_missing_here(tools)).collect(),
         signed_by: plan.signed_by,
         path,
         name,

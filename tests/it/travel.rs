@@ -189,6 +189,16 @@ fn a_tool_runs_the_program_for_its_platform_or_says_which_it_carries() {
         )),
         "{err}"
     );
+    // Exported as an .mcpb, whose rlp runs on this platform, it is warned about.
+    let (_, err) = td.expect(0, &["bundle", "export-mcpb", "agents/demo", "-o", "demo.mcpb"]);
+    assert_eq!(
+        err,
+        format!(
+            "warning: tool `demo.greet` carries no program for {0}, the platform of the rlp in the .mcpb: a host's \
+             calls to it are refused; add `\"{0}\"` to its `transport.platforms`\n",
+            here()
+        )
+    );
 }
 
 /// Lint names an unknown platform (RLP227) and checks each platform's
