@@ -167,17 +167,17 @@ fn read_override(path: &Path) -> Result<Option<Policy>, AuthoringError> {
 fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
     let needed = needed_by(tool);
     let (transport, transport_json) = match &tool.transport {
-        Some(transport @ Transport::Exec { command, args, platforms }) => {
+        Some(Transport::Exec { programs, args }) => {
             let here = crate::bundle::command::this_platform();
-            let mut shown = format!("exec {}", transport.exec_program(&here).unwrap_or("(none for this platform)"));
+            let mut shown = format!("exec {}", programs.for_platform(&here).unwrap_or("(none for this platform)"));
             for arg in args {
                 shown.push(' ');
                 shown.push_str(arg);
             }
-            let mut json = json!({"kind": "exec", "command": command, "args": args});
-            if !platforms.is_empty() {
+            let mut json = json!({"kind": "exec", "command": programs.command, "args": args});
+            if !programs.platforms.is_empty() {
                 let map: serde_json::Map<String, serde_json::Value> =
-                    platforms.iter().map(|(_, target, c)| (target.clone(), json!(c))).collect();
+                    programs.platforms.iter().map(|(_, target, c)| (target.clone(), json!(c))).collect();
                 json["platforms"] = serde_json::Value::Object(map);
             }
             (shown, json)
@@ -207,10 +207,9 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
         missing: needed.iter().filter(|n| !policy.allows(&n.capability)).map(|n| n.shown()).collect(),
         unlisted: None,
         sandbox: match &tool.transport {
-            Some(transport @ Transport::Exec { .. }) => {
+            Some(Transport::Exec { programs, .. }) => {
                 let here = crate::bundle::command::this_platform();
-                let program =
-                    crate::bundle::command::resolve(transport.exec_program(&here).unwrap_or_default(), bundle);
+                let program = crate::bundle::command::resolve(programs.for_platform(&here).unwrap_or_default(), bundle);
                 let plan = SandboxPlan::new(mode, &Grants::of(tool, Path::new(&program), bundle));
                 Some((plan.brief(), plan.record().clone()))
             }

@@ -6,7 +6,12 @@
 
 use std::path::Path;
 
+use serde_json::Value;
+
+use crate::bundle::diag::{At, Code, Diagnostics};
 use crate::bundle::manifest::is_valid_artifact_path;
+use crate::bundle::pointer::Pointer;
+use crate::bundle::reader::Fields;
 
 /// What stands for the bundle's folder.
 pub const BUNDLE_DIR: &str = "${bundle}";
@@ -35,6 +40,74 @@ pub const BUNDLE_PREFIX: &str = "${bundle}/";
 /// The program's path in the bundle, for a command written `${bundle}/…`.
 pub fn in_bundle(command: &str) -> Option<&str> {
     command.strip_prefix(BUNDLE_PREFIX)
+}
+
+/// The program of an exec tool or a stdio server: `command`, and the
+/// `platforms` entries that win over it on their platform.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Programs {
+    /// `command`; absent when `platforms` names the programs.
+    pub command: Option<String>,
+    /// `platforms`: a platform (`linux-x86_64`), its program, and where the
+    /// entry is written; in file order.
+    pub platforms: Vec<(Pointer, String, String)>,
+}
+
+impl Programs {
+    /// The program on `platform`: its `platforms` entry, else `command`.
+    pub fn for_platform(&self, platform: &str) -> Option<&str> {
+        let entry = self.platforms.iter().find(|(_, target, _)| target == platform);
+        entry.map(|(_, _, program)| program.as_str()).or(self.command.as_deref())
+    }
+
+    /// Every program named (`command`, then each `platforms` entry), with
+    /// the pointer of a `platforms` entry.
+    pub fn all(&self) -> Vec<(Option<&Pointer>, &str)> {
+        let command = self.command.iter().map(|c| (None, c.as_str()));
+        command.chain(self.platforms.iter().map(|(at, _, program)| (Some(at), program.as_str()))).collect()
+    }
+
+    /// The platforms `platforms` names.
+    pub fn carried(&self) -> Vec<&str> {
+        self.platforms.iter().map(|(_, target, _)| target.as_str()).collect()
+    }
+}
+
+/// Reads `command` and `platforms` of `f` (an exec transport or a stdio
+/// server, a `what`), each program checked; `command` is required unless
+/// `platforms` names programs.
+pub(crate) fn read(f: &Fields<'_>, what: &str, diags: &mut Diagnostics) -> Option<Programs> {
+    let platforms = read_platforms(f, what, diags);
+    let command = f.string("command", platforms.is_empty(), diags).map(str::to_string);
+    if let Some((message, help)) = command.as_deref().and_then(|c| problem(c, what)) {
+        diags.report(Code::ExecCommandNotAbsolute, At::Value(f.at("command")), message).help(help);
+    }
+    (command.is_some() || !platforms.is_empty()).then_some(Programs { command, platforms })
+}
+
+/// `platforms`: a platform to the program for it.
+fn read_platforms(f: &Fields<'_>, what: &str, diags: &mut Diagnostics) -> Vec<(Pointer, String, String)> {
+    let Some(table) = f.table("platforms", "`platforms`", &[], false, diags) else { return Vec::new() };
+    let Some(Value::Object(map)) = f.get("platforms") else { return Vec::new() };
+    let mut out = Vec::new();
+    for target in map.keys() {
+        let Some(program) = table.string(target, true, diags) else { continue };
+        if !TARGETS.contains(&target.as_str()) {
+            diags
+                .report(
+                    Code::PlatformUnknown,
+                    At::Key(table.at(target)),
+                    format!("`{target}` is not a platform rlp knows"),
+                )
+                .help(format!("name one of {}", TARGETS.join(", ")));
+            continue;
+        }
+        if let Some((message, help)) = problem(program, what) {
+            diags.report(Code::ExecCommandNotAbsolute, At::Value(table.at(target)), message).help(help);
+        }
+        out.push((table.at(target), target.clone(), program.to_string()));
+    }
+    out
 }
 
 /// `text` with every `${bundle}` replaced by `dir`.

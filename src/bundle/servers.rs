@@ -24,15 +24,16 @@ use crate::bundle::url_template::UrlTemplate;
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
 
 const SERVER_KEYS: &[&str] =
-    &["command", "args", "env", "url", "headers", "capabilities", "secrets", "startup_timeout_ms"];
+    &["command", "args", "env", "platforms", "url", "headers", "capabilities", "secrets", "startup_timeout_ms"];
 
 /// How a server is reached.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerTransport {
     /// A program rlp starts, speaking MCP on its stdin and stdout.
     Stdio {
-        /// An absolute path, or `${bundle}/<path in the bundle>`.
-        command: String,
+        /// `command` (an absolute path, or `${bundle}/<path in the bundle>`)
+        /// and `platforms`.
+        programs: command::Programs,
         /// Its arguments; each may hold `${secret:<id>}`.
         args: Vec<String>,
         /// Its environment, in file order; values may hold `${secret:<id>}`.
@@ -128,7 +129,8 @@ fn read_server(name: &str, value: &Value, at: Pointer, diags: &mut Diagnostics) 
     f.finish(diags);
     let mut refs = Vec::new();
     let present = |key: &str| f.get(key).is_some_and(|v| !v.is_null());
-    let transport = match (present("command"), present("url")) {
+    let stdio = present("command") || present("platforms");
+    let transport = match (stdio, present("url")) {
         (true, true) => {
             diags
                 .report(
@@ -156,8 +158,8 @@ fn read_server(name: &str, value: &Value, at: Pointer, diags: &mut Diagnostics) 
             read_stdio(&f, &mut refs, diags)
         }
         (false, true) => {
-            let help = "remove it; `args` and `env` belong to a server with a `command`";
-            report_unexpected(&f, &["args", "env"], "an HTTP server", help, diags);
+            let help = "remove it; `args`, `env` and `platforms` belong to a server with a `command`";
+            report_unexpected(&f, &["args", "env", "platforms"], "an HTTP server", help, diags);
             Some(read_http(&f, &mut refs, diags))
         }
     };
@@ -175,10 +177,7 @@ fn read_server(name: &str, value: &Value, at: Pointer, diags: &mut Diagnostics) 
 }
 
 fn read_stdio(f: &Fields<'_>, refs: &mut Vec<SecretRef>, diags: &mut Diagnostics) -> Option<ServerTransport> {
-    let command = f.string("command", true, diags)?.to_string();
-    if let Some((message, help)) = command::problem(&command, "server") {
-        diags.report(Code::ExecCommandNotAbsolute, At::Value(f.at("command")), message).help(help);
-    }
+    let programs = command::read(f, "server", diags)?;
     let mut args = Vec::new();
     for (at, arg) in f.strings("args", diags) {
         let position = match at.segments().last() {
@@ -207,7 +206,7 @@ fn read_stdio(f: &Fields<'_>, refs: &mut Vec<SecretRef>, diags: &mut Diagnostics
             }
         }
     }
-    Some(ServerTransport::Stdio { command, args, env })
+    Some(ServerTransport::Stdio { programs, args, env })
 }
 
 fn read_http(f: &Fields<'_>, refs: &mut Vec<SecretRef>, diags: &mut Diagnostics) -> ServerTransport {

@@ -105,14 +105,11 @@ pub fn secret_refs(value: &str) -> Result<Vec<String>, String> {
 pub enum Transport {
     /// Run a local binary.
     Exec {
-        /// The executable: an absolute path or `${bundle}/<path>`; absent
-        /// when `platforms` names one for every platform the tool runs on.
-        command: Option<String>,
+        /// `command` and `platforms`: the executable (an absolute path or
+        /// `${bundle}/<path>`), per platform where the bundle says.
+        programs: command::Programs,
         /// Arguments appended after the blob path.
         args: Vec<String>,
-        /// `platforms`: the executable for a target (`linux-x86_64`, …),
-        /// in file order, each with its pointer; it wins over `command`.
-        platforms: Vec<(Pointer, String, String)>,
     },
     /// Call an HTTP API.
     Http {
@@ -145,23 +142,12 @@ impl Transport {
         }
     }
 
-    /// An exec transport's executable on `platform` (`linux-x86_64`): its
-    /// `platforms` entry, else `command`; `None` for another transport or
-    /// a platform the tool carries nothing for.
-    pub fn exec_program(&self, platform: &str) -> Option<&str> {
-        let Transport::Exec { command, platforms, .. } = self else { return None };
-        platforms.iter().find(|(_, target, _)| target == platform).map(|(_, _, c)| c.as_str()).or(command.as_deref())
-    }
-
-    /// Every executable an exec transport names (`command`, then each
-    /// `platforms` entry), with where it is written.
-    pub fn exec_programs(&self) -> Vec<(Option<&Pointer>, &str)> {
-        let Transport::Exec { command, platforms, .. } = self else { return Vec::new() };
-        command
-            .iter()
-            .map(|c| (None, c.as_str()))
-            .chain(platforms.iter().map(|(at, _, c)| (Some(at), c.as_str())))
-            .collect()
+    /// An exec transport's programs (`command`, `platforms`).
+    pub fn programs(&self) -> Option<&command::Programs> {
+        match self {
+            Transport::Exec { programs, .. } => Some(programs),
+            _ => None,
+        }
     }
 }
 
@@ -508,14 +494,10 @@ fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> 
     report_unexpected(t, &others, &format!("an `{kind}` transport"), "remove it", diags);
     match kind {
         "exec" => {
-            let platforms = read_platforms(t, diags);
-            let command = t.string("command", platforms.is_empty(), diags).map(str::to_string);
-            if let Some((message, help)) = command.as_deref().and_then(|c| command::problem(c, "tool")) {
-                diags.report(Code::ExecCommandNotAbsolute, At::Value(t.at("command")), message).help(help);
-            }
+            let programs = command::read(t, "tool", diags)?;
             let args = t.strings("args", diags).into_iter().map(|(_, s)| s.to_string()).collect();
             t.finish(diags);
-            Some(Transport::Exec { command, args, platforms })
+            Some(Transport::Exec { programs, args })
         }
         "http" => {
             let method = t.string("method", true, diags).unwrap_or("GET").to_string();
@@ -606,32 +588,6 @@ fn read_mcp_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transpo
 
 /// Reads `headers` of `t` (an http transport or a server): names and values
 /// checked, `${secret:<id>}` references well-formed.
-/// `platforms` of an exec transport: a target (`linux-x86_64`, …) to the
-/// command for it, each command checked as `command` is.
-fn read_platforms(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(Pointer, String, String)> {
-    let Some(table) = t.table("platforms", "`platforms`", &[], false, diags) else { return Vec::new() };
-    let Some(Value::Object(map)) = t.get("platforms") else { return Vec::new() };
-    let mut out = Vec::new();
-    for target in map.keys() {
-        let Some(text) = table.string(target, true, diags) else { continue };
-        if !command::TARGETS.contains(&target.as_str()) {
-            diags
-                .report(
-                    Code::PlatformUnknown,
-                    At::Key(table.at(target)),
-                    format!("`{target}` is not a platform rlp knows"),
-                )
-                .help(format!("name one of {}", command::TARGETS.join(", ")));
-            continue;
-        }
-        if let Some((message, help)) = command::problem(text, "tool") {
-            diags.report(Code::ExecCommandNotAbsolute, At::Value(table.at(target)), message).help(help);
-        }
-        out.push((table.at(target), target.clone(), text.to_string()));
-    }
-    out
-}
-
 pub(super) fn read_headers(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)> {
     let Some(headers) = t.table("headers", "`headers`", &[], false, diags) else { return Vec::new() };
     let mut out = Vec::new();

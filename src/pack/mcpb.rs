@@ -175,7 +175,7 @@ fn programs_inside(dir: &Path, tools: &[Tool]) -> Vec<String> {
     tools
         .iter()
         .filter_map(|tool| {
-            match tool.transport.as_ref()?.exec_programs().into_iter().find(|(_, c)| c.starts_with('/')) {
+            match tool.transport.as_ref()?.programs()?.all().into_iter().find(|(_, c)| c.starts_with('/')) {
                 Some((_, command)) => {
                     let program = Path::new(command).canonicalize().unwrap_or_else(|_| PathBuf::from(command));
                     program.starts_with(&root).then(|| {
@@ -204,7 +204,7 @@ fn programs_missing_here(tools: &[Tool]) -> Vec<String> {
         .iter()
         .filter_map(|tool| {
             let transport = tool.transport.as_ref()?;
-            (transport.kind() == "exec" && transport.exec_program(&here).is_none()).then(|| {
+            transport.programs().filter(|p| p.for_platform(&here).is_none()).map(|_| {
                 format!(
                     "tool `{}` carries no program for {here}, the platform of the rlp in the .mcpb: a host's calls \
                      to it are refused; add `\"{here}\"` to its `transport.platforms`",

@@ -99,11 +99,8 @@ impl Call<'_> {
     pub(crate) fn plan_exec(&mut self, transport: &Transport, args: &[String]) -> Result<ExecPlan, CallError> {
         let tool = self.tool();
         let here = bundle_command::this_platform();
-        let Some(command) = transport.exec_program(&here) else {
-            let carried: Vec<&str> = match transport {
-                Transport::Exec { platforms, .. } => platforms.iter().map(|(_, target, _)| target.as_str()).collect(),
-                _ => Vec::new(),
-            };
+        let carried = transport.programs().map(|p| p.carried()).unwrap_or_default();
+        let Some(command) = transport.programs().and_then(|p| p.for_platform(&here)) else {
             return Err(self.journal.refuse(
                 CallError::new(
                     CallErrorKind::Tool,

@@ -220,3 +220,22 @@ fn lint_checks_every_platform_of_a_tool() {
         ]
     );
 }
+
+/// A stdio server's `platforms` are read and checked as an exec tool's.
+#[test]
+fn a_stdio_servers_platforms_are_checked_as_a_tools() {
+    let td = TestDir::new();
+    example(&td);
+    let tools_file = td.join("agents/demo/tools.json");
+    let mut tools = read_json(&tools_file);
+    tools["servers"] = json!({"files": {
+        "platforms": {"linux-x64": "/usr/bin/env", "macos-aarch64": "${bundle}/bin/server-mac"},
+    }});
+    fs::write(&tools_file, serde_json::to_string_pretty(&tools).unwrap()).unwrap();
+    td.expect(0, &["digest", "agents/demo"]);
+    let (_, found) = td.lint_json(["agents/demo"]);
+    let codes: Vec<(&str, &str)> =
+        found.iter().map(|f| (f["code"].as_str().unwrap(), f["message"].as_str().unwrap())).collect();
+    assert!(codes.contains(&("RLP227", "`linux-x64` is not a platform rlp knows")), "{codes:?}");
+    assert!(codes.contains(&("RLP225", "`${bundle}/bin/server-mac` names no file of the bundle")), "{codes:?}");
+}

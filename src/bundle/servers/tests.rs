@@ -1,6 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::bundle::command::Programs;
 use crate::bundle::source::{SourceFile, Syntax};
 use crate::bundle::tools::{TOOLS_FILE, ToolsFile, Transport};
 
@@ -86,7 +87,7 @@ fn a_stdio_and_an_http_server_load_with_every_field() {
     assert_eq!(
         files.transport,
         Some(ServerTransport::Stdio {
-            command: "${bundle}/bin/files-server".into(),
+            programs: Programs { command: Some("${bundle}/bin/files-server".into()), platforms: Vec::new() },
             args: vec!["/srv/notes".into(), "--token=${secret:notes.key}".into()],
             env: vec![("LOG_LEVEL".into(), "warn".into()), ("API_KEY".into(), "${secret:runloop/notes/key}".into())],
         })

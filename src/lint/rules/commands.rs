@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::bundle::LoadedBundle;
-use crate::bundle::command::{BUNDLE_PREFIX, in_bundle};
+use crate::bundle::command::{BUNDLE_PREFIX, Programs, in_bundle};
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::pointer::Pointer;
 use crate::bundle::servers::ServerTransport;
@@ -15,14 +15,19 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     let mut diags = Diagnostics::new(bundle.display_path(TOOLS_FILE));
     let root = bundle.dir.canonicalize().ok();
     for tool in bundle.tool_list() {
-        for (at, command) in tool.transport.iter().flat_map(Transport::exec_programs) {
+        for (at, command) in
+            tool.transport.as_ref().and_then(Transport::programs).map(Programs::all).unwrap_or_default()
+        {
             let at = at.cloned().unwrap_or_else(|| tool.at.key("transport").key("command"));
             check_command(bundle, root.as_deref(), command, &at, &mut diags);
         }
     }
     for server in bundle.tools.iter().flat_map(|t| &t.servers) {
-        if let Some(ServerTransport::Stdio { command, .. }) = &server.transport {
-            check_command(bundle, root.as_deref(), command, &server.at.key("command"), &mut diags);
+        if let Some(ServerTransport::Stdio { programs, .. }) = &server.transport {
+            for (at, command) in programs.all() {
+                let at = at.cloned().unwrap_or_else(|| server.at.key("command"));
+                check_command(bundle, root.as_deref(), command, &at, &mut diags);
+            }
         }
     }
     out.extend(diags.into_findings());
