@@ -22,6 +22,16 @@ fn example(td: &TestDir) {
     td.expect(0, &["lint", "agents/demo", "--deny-warnings"]);
 }
 
+/// `rlp lint agents/demo`: its exit code and each finding's code and message.
+fn findings_of(td: &TestDir) -> (i32, Vec<(String, String)>) {
+    let (status, found) = td.lint_json(["agents/demo"]);
+    let codes = found
+        .iter()
+        .map(|f| (f["code"].as_str().unwrap().to_string(), f["message"].as_str().unwrap().to_string()))
+        .collect();
+    (status, codes)
+}
+
 /// The command record of the last `tool.call` frame of a home.
 fn command_record(td: &TestDir, home: &str) -> Value {
     let events = crate::support::ledger::events(&td.ledger_path_in(home));
@@ -88,13 +98,7 @@ fn lint_checks_programs_named_in_the_bundle() {
         fs::write(&tools_file, serde_json::to_string_pretty(tools).unwrap()).unwrap();
         td.expect(0, &["digest", "agents/demo"]);
     };
-    let findings = |td: &TestDir| -> Vec<(String, String)> {
-        let (_, found) = td.lint_json(["agents/demo"]);
-        found
-            .iter()
-            .map(|f| (f["code"].as_str().unwrap().to_string(), f["message"].as_str().unwrap().to_string()))
-            .collect()
-    };
+    let findings = |td: &TestDir| findings_of(td).1;
 
     edit(&mut tools, "${bundle}/bin/missing");
     assert_eq!(findings(&td), [("RLP225".into(), "`${bundle}/bin/missing` names no file of the bundle".into())]);
@@ -208,15 +212,13 @@ fn lint_checks_every_platform_of_a_tool() {
     let td = TestDir::new();
     example(&td);
     with_platforms(&td, json!({"linux-x64": "${bundle}/bin/greet", "macos-aarch64": "${bundle}/bin/greet-mac"}), true);
-    let (status, found) = td.lint_json(["agents/demo"]);
+    let (status, codes) = findings_of(&td);
     assert_eq!(status, 1);
-    let codes: Vec<(&str, &str)> =
-        found.iter().map(|f| (f["code"].as_str().unwrap(), f["message"].as_str().unwrap())).collect();
     assert_eq!(
         codes,
         [
-            ("RLP227", "`linux-x64` is not a platform rlp knows"),
-            ("RLP225", "`${bundle}/bin/greet-mac` names no file of the bundle"),
+            ("RLP227".to_string(), "`linux-x64` is not a platform rlp knows".to_string()),
+            ("RLP225".to_string(), "`${bundle}/bin/greet-mac` names no file of the bundle".to_string()),
         ]
     );
 }
@@ -233,9 +235,8 @@ fn a_stdio_servers_platforms_are_checked_as_a_tools() {
     }});
     fs::write(&tools_file, serde_json::to_string_pretty(&tools).unwrap()).unwrap();
     td.expect(0, &["digest", "agents/demo"]);
-    let (_, found) = td.lint_json(["agents/demo"]);
-    let codes: Vec<(&str, &str)> =
-        found.iter().map(|f| (f["code"].as_str().unwrap(), f["message"].as_str().unwrap())).collect();
-    assert!(codes.contains(&("RLP227", "`linux-x64` is not a platform rlp knows")), "{codes:?}");
-    assert!(codes.contains(&("RLP225", "`${bundle}/bin/server-mac` names no file of the bundle")), "{codes:?}");
+    let (_, codes) = findings_of(&td);
+    let has = |code: &str, message: &str| codes.iter().any(|(c, m)| c == code && m == message);
+    assert!(has("RLP227", "`linux-x64` is not a platform rlp knows"), "{codes:?}");
+    assert!(has("RLP225", "`${bundle}/bin/server-mac` names no file of the bundle"), "{codes:?}");
 }
