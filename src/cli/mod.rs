@@ -44,7 +44,8 @@ Examples:
   rlp tools call agents/hello hello.greet --args '{\"name\": \"Ada\"}'
   rlp trace show last                                    # the newest trace of the ledger
   rlp replay last --bundle agents/hello                  # the same, replayed against the bundle
-  rlp digest agents/hello && rlp sign agents/hello --key keys/release.key
+  rlp keygen --out keys --name hello                     # once: a signing key pair
+  rlp digest agents/hello && rlp sign agents/hello --key keys/hello.key
 
 Exit codes: 0 success, 1 problems found, 2 usage or unreadable input, 3 refused by policy.")]
 pub struct Cli {

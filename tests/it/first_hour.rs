@@ -347,3 +347,24 @@ fn the_next_steps_of_a_scaffold_run_as_printed() {
         assert_eq!(code(&out), 0, "`{step}`:\n{}", text(&out));
     }
 }
+
+/// The examples of `rlp --help` alone run one after another in an empty
+/// folder: each makes what the next needs.
+#[test]
+fn the_examples_of_rlp_help_run_in_an_empty_folder() {
+    let td = TestDir::new();
+    let help = stdout(&td.rlp().arg("--help").output().unwrap());
+    let section: String = help
+        .lines()
+        .skip_while(|l| *l != "Examples:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let lines = rlp_lines(&section);
+    assert!(lines.len() >= 7, "{help}");
+    for line in lines {
+        let out = td.typed(&line).output().unwrap();
+        assert_eq!(code(&out), expected_exit(&line), "`{line}`:\n{}", text(&out));
+    }
+}
