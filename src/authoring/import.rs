@@ -200,8 +200,9 @@ fn schema_blob(invocation_id: &str, bundle_root: &Path, timeout: Duration) -> Va
         "action": "schema",
         "invocation_id": invocation_id,
         "trace_id": uuid::Uuid::now_v7().to_string(),
-        "tool": {"id": null, "arguments": {}, "answers": {}, "options": {}},
+        "tool": {"id": null, "name": null, "arguments": {}, "answers": {}, "options": {}},
         "context": {
+            "action": "schema",
             "root": bundle_root.display().to_string(),
             "attempt": 1,
             "deadline_ms": now_ms + timeout.as_millis() as u64,

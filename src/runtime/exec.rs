@@ -221,11 +221,13 @@ pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
         "trace_id": attempt.trace_id.to_string(),
         "tool": {
             "id": attempt.tool,
+            "name": attempt.tool,
             "arguments": attempt.arguments,
             "answers": attempt.answers,
             "options": attempt.options,
         },
         "context": {
+            "action": "run",
             "root": attempt.runtime.root().display().to_string(),
             "attempt": attempt.number,
             "deadline_ms": attempt.deadline_ms,

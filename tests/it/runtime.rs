@@ -102,8 +102,10 @@ fn exec_tool_call_records_frames_in_order() {
     assert_eq!(blob["trace_id"], trace.as_str());
     assert_eq!(
         blob["tool"],
-        json!({"id": "blob.echo", "arguments": {"to": "a@b.c", "n": 2}, "answers": {}, "options": {}})
+        json!({"id": "blob.echo", "name": "blob.echo", "arguments": {"to": "a@b.c", "n": 2}, "answers": {}, "options": {}})
     );
+    // The seed's `context.action` beside rlp's top-level `action`.
+    assert_eq!(blob["context"]["action"], "run");
     assert_eq!(blob["context"]["root"], bundle.canonicalize().unwrap().display().to_string());
     assert_eq!(blob["context"]["attempt"], 1);
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
