@@ -15,10 +15,10 @@ use crate::authoring::check::check_drafts;
 use crate::authoring::edited::Editable;
 use crate::authoring::example;
 use crate::authoring::policy_edit::{Needed, PolicyDoc, needed_by_entries};
-use crate::authoring::spec::{ToolDefinition, ToolDraft};
+use crate::authoring::spec::{ToolDefinition, ToolDraft, TransportSpec};
 use crate::authoring::templates;
 use crate::authoring::tools_file::ToolsDoc;
-use crate::bundle::capability::SecretId;
+use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::diag::Severity;
 use crate::bundle::manifest::MANIFEST_FILE;
 use crate::lint::BundleReport;
@@ -80,6 +80,31 @@ impl AgentPlan {
         unique
     }
 
+    /// An exec tool of a spec (the wizard's, `--tool`'s) that declares no
+    /// `fs:` (or no `net:`) capability gets the folders (hosts) the agent is
+    /// granted, so that its sandbox lets it reach what the agent may: the
+    /// documented default that keeps fresh output clean under
+    /// `rlp lint --deny-warnings` (RLP215). A tool that declares its own keeps
+    /// them; entries written as JSON are taken as they are. One that gets a
+    /// `net:` grant this way asks for confirmation, as network tools do.
+    fn with_agent_grants(&self, tool: ToolDefinition) -> ToolDefinition {
+        let ToolDefinition::Spec(mut spec) = tool else { return tool };
+        if !matches!(spec.transport, TransportSpec::Exec { .. }) {
+            return ToolDefinition::Spec(spec);
+        }
+        let kinds: [fn(&Capability) -> bool; 2] =
+            [|c| matches!(c, Capability::Fs(_)), |c| matches!(c, Capability::Net(_))];
+        for is_kind in kinds {
+            if !spec.capabilities.iter().any(is_kind) {
+                let inherited = self.grants.iter().map(|g| &g.capability).filter(|c| is_kind(c)).cloned();
+                spec.capabilities.extend(inherited.collect::<Vec<_>>());
+            }
+        }
+        // A tool that reaches the network asks before it runs, as any does by default.
+        spec.confirm |= spec.capabilities.iter().any(|c| matches!(c, Capability::Net(_)));
+        ToolDefinition::Spec(spec)
+    }
+
     /// The tool entries and schema files, checked with lint's rules (an error
     /// refuses the plan).
     pub(crate) fn drafts(&self) -> Result<Vec<ToolDraft>, AuthoringError> {
@@ -88,7 +113,7 @@ impl AgentPlan {
             let planned: Vec<String> =
                 drafts.iter().flat_map(|d| d.schema_files.iter().map(|(p, _)| p.clone())).collect();
             let exists = |id: &str| planned.iter().any(|p| *p == format!("schemas/{id}.json"));
-            let draft = tool.clone().into_draft(&exists);
+            let draft = self.with_agent_grants(tool.clone()).into_draft(&exists);
             if drafts.iter().any(|d| d.id() == draft.id()) {
                 return Err(AuthoringError::usage(format!("two tools have the id `{}`", draft.id()))
                     .with_help("give each tool its own id"));

@@ -1199,3 +1199,35 @@ fn tools_import_never_leaves_its_binary_running_when_rlp_is_interrupted_or_kille
         found.iter().for_each(|pid| kill_left(pid));
     }
 }
+
+/// Fresh scaffold output with granted folders and hosts and an exec tool
+/// that names none of them is clean under `--deny-warnings`: the tool gets
+/// the agent's grants (and, reaching the network, asks for confirmation).
+#[test]
+fn an_exec_tool_of_a_fresh_scaffold_gets_the_agents_grants_and_lints_clean() {
+    let td = TestDir::new();
+    let data = td.join("data");
+    td.expect(
+        0,
+        &[
+            "agent",
+            "scaffold",
+            "demo",
+            "--non-interactive",
+            "--cap-fs",
+            data.to_str().unwrap(),
+            "--cap-net",
+            "api.example.com",
+            "--tool",
+            "id=demo.list;desc=Lists things;exec=/usr/bin/env",
+        ],
+    );
+    let (out, _) = td.expect(0, &["lint", "agents/demo", "--deny-warnings"]);
+    assert_eq!(out, "1 bundle checked: no problems\n");
+    let tools = crate::support::files::read_json(&td.join("agents/demo/tools.json"));
+    assert_eq!(
+        tools["tools"][0]["capabilities"],
+        serde_json::json!([format!("fs:{}", data.display()), "net:api.example.com"])
+    );
+    assert_eq!(tools["tools"][0]["requires_confirmation"], true);
+}
