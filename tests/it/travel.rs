@@ -240,3 +240,30 @@ fn a_stdio_servers_platforms_are_checked_as_a_tools() {
     assert!(has("RLP227", "`linux-x64` is not a platform rlp knows"), "{codes:?}");
     assert!(has("RLP225", "`${bundle}/bin/server-mac` names no file of the bundle"), "{codes:?}");
 }
+
+/// A `${bundle}` command cannot leave the bundle: `..` is refused by the
+/// reader, and a program that is a link to a file outside (planted in the
+/// folder) makes the bundle unloadable; neither call runs anything.
+#[test]
+fn a_bundle_program_cannot_point_outside_the_bundle() {
+    let td = TestDir::new();
+    example(&td);
+    let marker = td.state_dir().join("ran");
+    let outside = td.script("outside.sh", &format!("touch '{}'; echo '{{}}'", marker.display()));
+    let tools_file = td.join("agents/demo/tools.json");
+    let original = fs::read_to_string(&tools_file).unwrap();
+
+    fs::write(&tools_file, original.replace("${bundle}/bin/greet", "${bundle}/../../outside.sh")).unwrap();
+    let out = td.call(&td.join("agents/demo"), "demo.greet", json!({"name": "Ada"})).output().unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(crate::support::output::stderr(&out).contains("does not name a file inside the bundle"), "{}", text(&out));
+
+    fs::write(&tools_file, &original).unwrap();
+    let program = td.join("agents/demo/bin/greet");
+    fs::remove_file(&program).unwrap();
+    std::os::unix::fs::symlink(&outside, &program).unwrap();
+    let out = td.call(&td.join("agents/demo"), "demo.greet", json!({"name": "Ada"})).output().unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(crate::support::output::stderr(&out).contains("RLP506"), "{}", text(&out));
+    assert!(!marker.exists(), "the program outside the bundle ran");
+}
