@@ -29,7 +29,7 @@ use crate::authoring::drift::exec_source;
 use crate::authoring::spec::ToolDraft;
 use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::{Change, ToolsDoc};
-use crate::bundle::command::BUNDLE_PREFIX;
+use crate::bundle::command::bundle_form;
 use crate::bundle::value;
 use crate::process::capture::Keep;
 use crate::process::tool::{Invocation, InvokeError, invoke};
@@ -379,11 +379,7 @@ pub(crate) fn not_supported(source: &Source, target: &BundleTarget, why: &str) -
 /// program inside the bundle at `root` (canonical), so the bundle can move;
 /// else as given.
 fn written_command(command: &Path, root: &Path) -> String {
-    let program = command.canonicalize().unwrap_or_else(|_| command.to_path_buf());
-    match program.strip_prefix(root) {
-        Ok(inside) => format!("{BUNDLE_PREFIX}{}", inside.display()),
-        Err(_) => command.display().to_string(),
-    }
+    bundle_form(command, root).unwrap_or_else(|| command.display().to_string())
 }
 
 pub(crate) fn import(

@@ -110,6 +110,13 @@ fn read_platforms(f: &Fields<'_>, what: &str, diags: &mut Diagnostics) -> Vec<(P
     out
 }
 
+/// The `${bundle}/<path>` form of `program` when it lies inside the bundle
+/// folder `root` (canonical), links resolved; `None` outside it.
+pub fn bundle_form(program: &Path, root: &Path) -> Option<String> {
+    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+    real.strip_prefix(root).ok().map(|inside| format!("{BUNDLE_PREFIX}{}", inside.display()))
+}
+
 /// `text` with every `${bundle}` replaced by `dir`.
 pub fn resolve(text: &str, dir: &Path) -> String {
     text.replace(BUNDLE_DIR, &dir.to_string_lossy())

@@ -23,8 +23,9 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, System, ZipWriter};
 
 use crate::bundle::capability::SecretId;
+use crate::bundle::command::{Programs, bundle_form};
 use crate::bundle::manifest::{Digest, Manifest};
-use crate::bundle::tools::Tool;
+use crate::bundle::tools::{Tool, Transport};
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::KeyId;
 use crate::pack::Progress;
@@ -174,22 +175,17 @@ fn programs_inside(dir: &Path, tools: &[Tool]) -> Vec<String> {
     let Ok(root) = dir.canonicalize() else { return Vec::new() };
     tools
         .iter()
-        .filter_map(|tool| {
-            match tool.transport.as_ref()?.programs()?.all().into_iter().find(|(_, c)| c.starts_with('/')) {
-                Some((_, command)) => {
-                    let program = Path::new(command).canonicalize().unwrap_or_else(|_| PathBuf::from(command));
-                    program.starts_with(&root).then(|| {
-                        format!(
-                            "tool `{}` runs {command}, inside the bundle folder: the host runs that path of its own \
-                         machine, not the copy in the .mcpb; write `command` as `${{bundle}}/{}` so that it names \
-                         the copy wherever the bundle is",
-                            tool.id,
-                            program.strip_prefix(&root).unwrap_or(&program).display()
-                        )
-                    })
-                }
-                _ => None,
-            }
+        .flat_map(|tool| {
+            let programs = tool.transport.as_ref().and_then(Transport::programs).map(Programs::all).unwrap_or_default();
+            programs.into_iter().filter(|(_, c)| c.starts_with('/')).filter_map(|(_, command)| {
+                let form = bundle_form(Path::new(command), &root)?;
+                Some(format!(
+                    "tool `{}` runs {command}, inside the bundle folder: the host runs that path of its own \
+                     machine, not the copy in the .mcpb; write `command` as `{form}` so that it names the copy \
+                     wherever the bundle is",
+                    tool.id
+                ))
+            })
         })
         .collect()
 }

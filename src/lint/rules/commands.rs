@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::bundle::LoadedBundle;
-use crate::bundle::command::{BUNDLE_PREFIX, Programs, in_bundle};
+use crate::bundle::command::{Programs, bundle_form, in_bundle};
 use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::pointer::Pointer;
 use crate::bundle::servers::ServerTransport;
@@ -48,21 +48,14 @@ fn check_command(bundle: &LoadedBundle, root: Option<&Path>, command: &str, at: 
         }
         return;
     }
-    let Some(root) = root else { return };
-    let program = Path::new(command);
-    let program = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
-    if let Ok(inside) = program.strip_prefix(root) {
-        diags
-            .report(
-                Code::CommandInsideBundle,
-                At::Value(at.clone()),
-                format!("`{command}` is inside the bundle's folder, named by a path of this machine"),
-            )
-            .help(format!(
-                "write `{BUNDLE_PREFIX}{}`: it names the bundle's copy wherever the bundle is installed or copied",
-                inside.display()
-            ));
-    }
+    let Some(form) = root.and_then(|root| bundle_form(Path::new(command), root)) else { return };
+    diags
+        .report(
+            Code::CommandInsideBundle,
+            At::Value(at.clone()),
+            format!("`{command}` is inside the bundle's folder, named by a path of this machine"),
+        )
+        .help(format!("write `{form}`: it names the bundle's copy wherever the bundle is installed or copied"));
 }
 
 /// Why the bundle's file `inside` cannot be run, if it cannot.
