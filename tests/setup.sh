@@ -9,6 +9,9 @@ target="${CARGO_TARGET_DIR:-target}"
 echo "== MCP Python SDK for the serve tests (tests/mcp/setup.sh)"
 sh tests/mcp/setup.sh "$target/mcp-venv" >/dev/null
 
+echo "== real MCP servers from npm and PyPI for the bridge tests (tests/bridge/setup.sh)"
+sh tests/bridge/setup.sh "$target/bridge" >/dev/null
+
 echo "== pre-commit for the hook tests (tests/ci/setup.sh)"
 sh tests/ci/setup.sh "$target/ci-venv" >/dev/null
 

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::event::fields;
 use crate::event::payload::{
     CapAuditPayload, ReplayLinkPayload, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolDiscoverPayload,
-    ToolInquiryPayload, ToolResultPayload,
+    ToolInquiryPayload, ToolResultPayload, ToolSamplePayload,
 };
 
 /// Content type id of a tool call frame (CT_TOOL_CALL).
@@ -86,6 +86,8 @@ frame_kinds! {
     ToolInquiry = "tool.inquiry", None, ToolInquiryPayload;
     /// The answers given to them, and where each came from.
     ToolAnswer = "tool.answer", None, ToolAnswerPayload;
+    /// A model completion an MCP server asked for during a call, relayed or refused.
+    ToolSample = "tool.sample", None, ToolSamplePayload;
     /// The first frame of a trace made by a live replay: names the trace it replays.
     TraceReplay = "trace.replay", None, ReplayLinkPayload;
     /// A search or description of tools (`rlp serve --expose core`): what the client was shown.
@@ -127,6 +129,7 @@ impl Payload {
             Payload::ToolConfirm(confirm) => Some(confirm.invocation_id),
             Payload::ToolInquiry(inquiry) => Some(inquiry.invocation_id),
             Payload::ToolAnswer(answer) => Some(answer.invocation_id),
+            Payload::ToolSample(sample) => Some(sample.invocation_id),
             Payload::TraceReplay(_) | Payload::ToolDiscover(_) => None,
         }
     }
@@ -170,6 +173,7 @@ mod tests {
                 sandbox: None,
                 traceparent: None,
                 command: None,
+                server: None,
             })
         );
         let retry = Payload::read(

@@ -67,6 +67,25 @@ pub struct ToolCallPayload {
     /// written as an absolute path, which is its own record).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
     pub command: Option<CommandRecord>,
+    /// The MCP server an `mcp` tool's call went to: who it said it is at
+    /// the handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub server: Option<Box<ServerRecord>>,
+}
+
+/// The MCP server of a call, as its call frame records it: what the server
+/// said of itself at the handshake.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerRecord {
+    /// Its `serverInfo.name`.
+    pub name: String,
+    /// Its `serverInfo.version`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The protocol revision agreed on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// A program named relative to the bundle's folder, as a call frame records
@@ -471,6 +490,40 @@ pub struct ToolInquiryPayload {
     /// The questions, as the tool wrote them (`id`, `text`, `schema`, `default`).
     #[serde(default, deserialize_with = "fields::lenient")]
     pub questions: Vec<Value>,
+    /// The call's tags (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
+}
+
+/// A model completion an MCP server asked for during a call
+/// (`sampling/createMessage`): what it asked, and whether rlp relayed it to
+/// its own client (`rlp serve`) or refused it, with the answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSamplePayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation id.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// The tool id.
+    #[serde(deserialize_with = "fields::text")]
+    pub tool: String,
+    /// The attempt during which the server asked.
+    #[serde(default = "fields::first_attempt", deserialize_with = "fields::attempt")]
+    pub attempt: u64,
+    /// The request's params, scrubbed.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub request: Value,
+    /// Whether it was relayed to rlp's client.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub relayed: bool,
+    /// The answer handed to the server, scrubbed.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub response: Option<Value>,
+    /// Why there is no answer.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub error: Option<String>,
     /// The call's tags (absent when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
     pub tags: Vec<String>,

@@ -86,6 +86,15 @@ pub(crate) enum Detail {
     },
     /// A discovery: what the client was shown.
     Discover(crate::event::ToolDiscoverPayload),
+    /// A model completion a server asked for.
+    Sample {
+        /// Whether it was relayed to rlp's client (else refused).
+        relayed: bool,
+        /// The answer given to the server.
+        response: Option<Value>,
+        /// Why there is none.
+        error: Option<String>,
+    },
     /// A replay link.
     ReplayLink {
         /// The replayed trace.
@@ -110,6 +119,8 @@ impl TimelineEntry {
             Detail::Discover(discovery) => &discovery.action,
             Detail::Inquiry { .. } => "asked",
             Detail::Answer { .. } => "answered",
+            Detail::Sample { error: Some(_), .. } => "refused",
+            Detail::Sample { .. } => "sampled",
         }
     }
 
@@ -152,6 +163,9 @@ impl TimelineEntry {
             }
             Detail::Inquiry { questions } => json!({"questions": questions}),
             Detail::Answer { answers } => json!({"answers": answers}),
+            Detail::Sample { relayed, response, error } => {
+                json!({"relayed": relayed, "response": response, "error": error})
+            }
         };
         if let (Value::Object(map), Value::Object(extra)) = (&mut entry, extra) {
             map.extend(extra);
@@ -253,6 +267,10 @@ impl Timeline {
                 (Some(inquiry.tool), Detail::Inquiry { questions: inquiry.questions })
             }
             Payload::ToolAnswer(answer) => (Some(answer.tool), Detail::Answer { answers: answer.answers }),
+            Payload::ToolSample(sample) => (
+                Some(sample.tool),
+                Detail::Sample { relayed: sample.relayed, response: sample.response, error: sample.error },
+            ),
             Payload::CapAudit(audit) => {
                 if audit.decision == Decision::Deny {
                     s.denials += 1;

@@ -80,6 +80,11 @@ impl Capture {
         captured.closed = true;
     }
 
+    /// The bytes kept so far.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.captured.bytes
+    }
+
     /// What was read.
     pub(crate) fn into_captured(self) -> Captured {
         self.captured

@@ -21,13 +21,16 @@
 //! Layers, lowest first: [`reap`] (waits, over [`crate::kill`]), [`release`]
 //! (closing slow descriptors off the call's path), [`spawn`]
 //! (starting a child), [`capture`] and [`run`] (one child to its end under
-//! limits), [`tool`] (the exec protocol: private folder, blob, environment).
+//! limits), [`tool`] (the exec protocol: private folder, blob, environment),
+//! [`server`] (a program that stays up across calls: an MCP server on
+//! stdio, with the same guarantees).
 
 pub mod cancel;
 pub(crate) mod capture;
 pub(crate) mod reap;
 pub(crate) mod release;
 pub(crate) mod run;
+pub(crate) mod server;
 pub(crate) mod spawn;
 pub(crate) mod tool;
 

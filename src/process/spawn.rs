@@ -109,13 +109,27 @@ impl Program {
     /// pipes to rlp, and it is confined by `sandbox` when given (see the
     /// module docs for the rest).
     pub(crate) fn start(&self, sandbox: Option<ChildSteps<'_>>) -> io::Result<Child> {
+        let null = rustix::fs::open(c"/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+        self.start_reading(null, sandbox)
+    }
+
+    /// Starts the program as [`Program::start`] does, with a pipe from rlp
+    /// as its stdin (a server that reads requests there); returns the pipe's
+    /// write end (non-blocking) with the child.
+    pub(crate) fn start_piped(&self, sandbox: Option<ChildSteps<'_>>) -> io::Result<(Child, OwnedFd)> {
+        let (stdin, stdin_writer) = pipe_with(PipeFlags::CLOEXEC)?;
+        fcntl_setfl(&stdin_writer, OFlags::NONBLOCK)?;
+        Ok((self.start_reading(stdin, sandbox)?, stdin_writer))
+    }
+
+    /// Starts the program with `stdin` as its standard input.
+    fn start_reading(&self, stdin: OwnedFd, sandbox: Option<ChildSteps<'_>>) -> io::Result<Child> {
         let (stdout, stdout_writer) = pipe_with(PipeFlags::CLOEXEC)?;
         let (stderr, stderr_writer) = pipe_with(PipeFlags::CLOEXEC)?;
         fcntl_setfl(&stdout, OFlags::NONBLOCK)?;
         fcntl_setfl(&stderr, OFlags::NONBLOCK)?;
-        let null = rustix::fs::open(c"/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
-        let (null, stdout_writer, stderr_writer) =
-            (above_stdio(null)?, above_stdio(stdout_writer)?, above_stdio(stderr_writer)?);
+        let (stdin, stdout_writer, stderr_writer) =
+            (above_stdio(stdin)?, above_stdio(stdout_writer)?, above_stdio(stderr_writer)?);
         let argv = null_terminated(&self.argv);
         let envp = null_terminated(&self.envp);
         let tracked = interrupt::reserve_group();
@@ -124,7 +138,7 @@ impl Program {
             argv: &argv,
             envp: &envp,
             dir: &self.dir,
-            stdin: null.as_fd(),
+            stdin: stdin.as_fd(),
             stdout: stdout_writer.as_fd(),
             stderr: stderr_writer.as_fd(),
             parent: getpid(),
@@ -150,7 +164,7 @@ impl Program {
         drop(blocked);
         let exit = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok());
         let namespace = self_contained.then(|| hold_mount_namespace(pid)).flatten();
-        Ok(Child { pid, exit, stdout, stderr, namespace, _guards: guards })
+        Ok(Child { pid, exit, stdout, stderr, namespace, guards })
     }
 }
 
@@ -170,7 +184,9 @@ pub(crate) struct Child {
     /// Its mount namespace, held so that the tool's exit does not wait for
     /// its teardown; let go off the call's path ([`crate::process::release`]).
     pub namespace: Option<OwnedFd>,
-    _guards: (Running, Tracked),
+    /// Its registrations with the orphan sweep and the interrupt handler,
+    /// held until it is reaped.
+    pub guards: (Running, Tracked),
 }
 
 /// A descriptor of the mount namespace of process `pid` (none if it has

@@ -123,7 +123,7 @@ pub(crate) fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeErro
 /// a file system mounted with `discard`, freeing a new folder's block waits
 /// for the disk to discard it, which can take milliseconds that are no part
 /// of the call.
-fn remove_private_dir(dir: tempfile::TempDir) {
+pub(crate) fn remove_private_dir(dir: tempfile::TempDir) {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let held = rustix::fs::open(dir.path(), flags, Mode::empty()).ok();
     let path = dir.keep();
@@ -140,7 +140,8 @@ fn remove_private_dir(dir: tempfile::TempDir) {
     }
 }
 
-fn private_dir() -> io::Result<tempfile::TempDir> {
+/// A new private folder (mode 0700) for one tool run or one server.
+pub(crate) fn private_dir() -> io::Result<tempfile::TempDir> {
     static SWEPT: Once = Once::new();
     let temp = calls_dir();
     SWEPT.call_once(|| crate::leftovers::sweep(&temp, &[CALL_DIR_PREFIX]));

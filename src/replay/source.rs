@@ -323,6 +323,7 @@ mod tests {
                 sandbox: None,
                 traceparent: None,
                 command: None,
+                server: None,
             }),
         )
     }

@@ -52,6 +52,7 @@ impl Call<'_> {
                 },
                 // 6. Validate the result.
                 Ok(Reply::Result { value, usage }) => self.check_result(value, usage),
+                Ok(Reply::Asks(_)) => unreachable!("an attempt answers what a server asks before it returns"),
                 Err(e) => Err(e),
             };
             let will_retry = matches!(&outcome, Err(e) if e.transient) && tries < max_attempts;
@@ -80,9 +81,14 @@ impl Call<'_> {
             ))
         } else {
             let mut audits = Vec::new();
-            let reply = plan.run(&self.request(number), &mut audits);
+            let mut reply = plan.run(&self.request(number), &mut audits);
             for audit in audits {
                 self.journal.audit(&audit.capability, audit.decision, &audit.reason);
+            }
+            // What a server asks meanwhile is answered, and the attempt goes on.
+            while let Ok(Reply::Asks(conversation)) = reply {
+                let answer = self.answer_server(&conversation, number);
+                reply = conversation.answer(answer);
             }
             reply
         };
@@ -110,6 +116,8 @@ impl Call<'_> {
             secrets: &self.secrets,
             scrubber: &self.journal.scrubber,
             cancel: self.context.cancel.as_ref(),
+            progress: self.context.progress.as_ref(),
+            traceparent: self.journal.traceparent.as_deref(),
         }
     }
 

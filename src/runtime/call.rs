@@ -27,7 +27,7 @@ use crate::secrets::SecretValue;
 
 /// The context of a call that brings nothing of its own.
 pub(crate) static NO_CONTEXT: CallContext =
-    CallContext { confirmer: None, answerer: None, cancel: None, progress: None };
+    CallContext { confirmer: None, answerer: None, cancel: None, progress: None, sampler: None };
 
 /// The options of a tool that takes none.
 static NO_OPTIONS: LazyLock<Map<String, Value>> = LazyLock::new(Map::new);
@@ -172,7 +172,6 @@ impl<'r> Call<'r> {
         self.check_arguments()?;
         self.check_budget()?;
         self.options = self.options_of()?;
-        self.check_callable()?;
         // 3. Resolve secrets: from here on, their values are scrubbed.
         self.secrets = self.resolve_secrets()?;
         self.journal.scrubber = Scrubber::new(self.secrets.iter().map(|(_, v)| v));
@@ -207,6 +206,7 @@ impl<'r> Call<'r> {
             sandbox: plan.sandbox().cloned().map(Box::new),
             traceparent: journal.traceparent.clone(),
             command: plan.command_record(),
+            server: plan.server_record().map(Box::new),
         };
         journal.push(EventKind::ToolCall, "runtime".into(), call);
         let (invocation_id, trace_id) = (journal.invocation_id, journal.trace_id);

@@ -11,7 +11,7 @@ use crate::runtime::answer::Answerer;
 use crate::runtime::confirm::Confirmer;
 
 /// A step of a call, as [`ProgressSink`]s hear of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Progress {
     /// An attempt starts (1, 2, … of at most `of`).
     AttemptStarted {
@@ -29,6 +29,25 @@ pub enum Progress {
         /// Whether it succeeded.
         ok: bool,
     },
+    /// The MCP server of the call reported progress during an attempt.
+    Reported {
+        /// The attempt number, from 1.
+        attempt: u32,
+        /// How far, as the server counts.
+        progress: f64,
+        /// Out of how much, when it says.
+        total: Option<f64>,
+        /// What it says (scrubbed).
+        message: Option<String>,
+    },
+}
+
+/// Asks a model on behalf of an MCP server during a call
+/// (`sampling/createMessage`): `rlp serve` relays to its client.
+pub trait Sampler: Send + Sync {
+    /// Answers the request's params with a `CreateMessageResult`, or says
+    /// why not.
+    fn sample(&self, request: &serde_json::Value) -> Result<serde_json::Value, String>;
 }
 
 /// Hears of a call's progress. Called from the call's thread.
@@ -49,6 +68,9 @@ pub struct CallContext {
     pub cancel: Option<Cancel>,
     /// Hears of each attempt's start and end.
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// Asks a model for an MCP server that wants one; without it, sampling
+    /// is refused.
+    pub sampler: Option<Arc<dyn Sampler>>,
 }
 
 impl CallContext {
@@ -72,6 +94,7 @@ impl fmt::Debug for CallContext {
             .field("answerer", &self.answerer.is_some())
             .field("cancel", &self.cancel)
             .field("progress", &self.progress.is_some())
+            .field("sampler", &self.sampler.is_some())
             .finish()
     }
 }

@@ -68,6 +68,23 @@ pub fn parse(stdout: &[u8]) -> Stdout {
     read_value(value)
 }
 
+/// Reads a text that may hold one JSON value (an MCP text content); `None`
+/// when it is not JSON.
+pub fn read_value_text(text: &str) -> Option<Stdout> {
+    serde_json::from_str(text).ok().map(read_value)
+}
+
+impl Outcome {
+    /// The envelope's `outcome` word.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Success { .. } => "success",
+            Outcome::Error { .. } => "error",
+            Outcome::NeedsInput { .. } => "needs_input",
+        }
+    }
+}
+
 /// Reads one JSON value as an envelope, or as a bare result.
 pub fn read_value(value: Value) -> Stdout {
     let Some(outcome) = value.get("outcome").and_then(Value::as_str) else { return Stdout::Plain(value) };

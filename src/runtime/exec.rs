@@ -138,10 +138,17 @@ impl Call<'_> {
     /// `runtime.sandbox`. Under `required`, a kernel that cannot confine the
     /// tool refuses the call, and the refusal is recorded.
     fn sandbox(&mut self, command: &Path) -> Result<SandboxPlan, CallError> {
+        let grants = Grants::of(self.tool(), command, self.runtime.root());
+        self.confine(&grants)
+    }
+
+    /// The kernel sandbox of a program with `grants` (an exec tool, or the
+    /// stdio server of an mcp tool), under `runtime.sandbox`; a refusal is
+    /// recorded.
+    pub(crate) fn confine(&mut self, grants: &Grants<'_>) -> Result<SandboxPlan, CallError> {
         let tool = self.tool();
-        let grants = Grants::of(tool, command, self.runtime.root());
         let setting = &self.runtime.options().config.sandbox;
-        let plan = SandboxPlan::new(setting.value, &grants);
+        let plan = SandboxPlan::new(setting.value, grants);
         if let Some(why) = plan.linked_grant() {
             self.journal.audit_named(SANDBOX_CAPABILITY, Decision::Deny, why);
             return Err(self.journal.refuse(

@@ -102,24 +102,29 @@ fn query_text(value: &Value) -> String {
     }
 }
 
-/// Replaces each `${secret:<id>}` in a header template.
-fn substitute(name: &str, template: &str, secrets: &[(SecretId, SecretValue)]) -> Result<(String, bool), PlanError> {
+/// Replaces each `${secret:<id>}` in `template`, the value of `site` (as
+/// messages name it: ``header `Authorization` ``); says whether it used a
+/// secret. The error says what is wrong with the template.
+pub(crate) fn fill_secrets(
+    site: &str,
+    template: &str,
+    secrets: &[(SecretId, SecretValue)],
+) -> Result<(String, bool), String> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     let mut used = false;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| PlanError::Refused(format!("header `{name}` has an unclosed `${{` placeholder")))?;
+        let end = after.find('}').ok_or_else(|| format!("{site} has an unclosed `${{` placeholder"))?;
         let inner = &after[..end];
-        let id = inner.strip_prefix("secret:").ok_or_else(|| {
-            PlanError::Refused(format!("header `{name}`: `${{{inner}}}` is not a `${{secret:<id>}}` placeholder"))
-        })?;
-        let (_, value) = secrets.iter().find(|(s, _)| s.as_str() == id).ok_or_else(|| {
-            PlanError::Refused(format!("header `{name}` uses secret `{id}`, which is not among the tool's secrets"))
-        })?;
+        let id = inner
+            .strip_prefix("secret:")
+            .ok_or_else(|| format!("{site}: `${{{inner}}}` is not a `${{secret:<id>}}` placeholder"))?;
+        let (_, value) = secrets
+            .iter()
+            .find(|(s, _)| s.as_str() == id)
+            .ok_or_else(|| format!("{site} uses secret `{id}`, which is not among the tool's secrets"))?;
         out.push_str(value.expose());
         used = true;
         rest = &after[end + 1..];
@@ -160,7 +165,8 @@ pub(crate) fn plan(
         target_of(&url).ok_or_else(|| PlanError::Input(format!("the URL `{}` has no host", template.as_str())))?;
     let mut planned = Vec::with_capacity(headers.len());
     for (name, raw) in headers {
-        let (text, carries_secret) = substitute(name, raw, secrets)?;
+        let (text, carries_secret) =
+            fill_secrets(&format!("header `{name}`"), raw, secrets).map_err(PlanError::Refused)?;
         if text.contains(['\r', '\n', '\0']) {
             return Err(PlanError::Refused(format!(
                 "header `{name}` would contain CR, LF or NUL after its placeholders were filled; the call is refused"

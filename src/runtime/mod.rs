@@ -40,6 +40,7 @@ pub mod exposure;
 pub(crate) mod http;
 pub(crate) mod invalid_args;
 pub(crate) mod journal;
+pub(crate) mod mcp;
 pub(crate) mod options;
 pub mod recorder;
 pub(crate) mod scrub;
@@ -62,6 +63,7 @@ use serde_json::Value;
 
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{Code, Severity};
+use crate::bundle::servers::Server;
 use crate::bundle::tools::Tool;
 use crate::config::Config;
 use crate::config::tool_list::ToolList;
@@ -82,7 +84,7 @@ use uuid::Uuid;
 
 pub use crate::process::cancel::Cancel;
 pub use crate::runtime::call::{CallOutcome, CallRequest};
-pub use crate::runtime::context::{CallContext, Progress, ProgressSink};
+pub use crate::runtime::context::{CallContext, Progress, ProgressSink, Sampler};
 pub use crate::runtime::error::{CallError, CallErrorKind};
 
 /// Most calls one process runs at once (`rlp tools call --batch --jobs`,
@@ -189,6 +191,10 @@ pub struct Runtime {
     http: OnceLock<Result<reqwest::blocking::Client, ClientError>>,
     warnings: Vec<String>,
     gate: TrustGate,
+    /// The MCP servers of the bundle's `mcp` tools.
+    servers: Vec<Server>,
+    /// The sessions with them.
+    bridge: mcp::session::Bridge,
 }
 
 impl fmt::Debug for Runtime {
@@ -236,7 +242,7 @@ impl Runtime {
             Err(_) if gate.check().is_err() => Contents::unread(&root),
             Err(e) => return Err(e),
         };
-        let Contents { agent, version, tools, tool_ids, policy, warnings } = contents;
+        let Contents { agent, version, tools, tool_ids, policy, warnings, servers } = contents;
         let tool_list = options.config.tool_list(&agent);
         Ok(Runtime {
             root,
@@ -250,6 +256,8 @@ impl Runtime {
             http: OnceLock::new(),
             warnings,
             gate,
+            servers,
+            bridge: mcp::session::Bridge::default(),
         })
     }
 
@@ -317,6 +325,16 @@ impl Runtime {
         &self.options
     }
 
+    /// A server of the bundle's `servers`.
+    pub(crate) fn server(&self, name: &str) -> Option<&Server> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// The sessions with the bundle's MCP servers.
+    pub(crate) fn bridge(&self) -> &mcp::session::Bridge {
+        &self.bridge
+    }
+
     /// The HTTP client every call shares, set up at the first http call.
     pub(crate) fn http_client(&self) -> Result<&reqwest::blocking::Client, &ClientError> {
         self.http.get_or_init(http::client).as_ref()
@@ -360,6 +378,7 @@ struct Contents {
     tool_ids: Vec<String>,
     policy: EffectivePolicy,
     warnings: Vec<String>,
+    servers: Vec<Server>,
 }
 
 impl Contents {
@@ -383,7 +402,8 @@ impl Contents {
             tool_ids.push(tool.id.clone());
             tools.insert(tool.id.clone(), Arc::new(prepared));
         }
-        Ok(Contents { agent, version, tools, tool_ids, policy, warnings })
+        let servers = bundle.tools.as_ref().map(|file| file.servers.clone()).unwrap_or_default();
+        Ok(Contents { agent, version, tools, tool_ids, policy, warnings, servers })
     }
 
     /// Nothing of a bundle that could not be read: its agent named after its
@@ -396,6 +416,7 @@ impl Contents {
             tool_ids: Vec::new(),
             policy: EffectivePolicy::new(crate::bundle::policy::Policy::empty()),
             warnings: Vec::new(),
+            servers: Vec::new(),
         }
     }
 }

@@ -13,10 +13,11 @@ use uuid::Uuid;
 
 use crate::bundle::capability::{Capability, SecretId};
 use crate::bundle::tools::Transport;
-use crate::event::{CommandRecord, Decision, SandboxRecord, ToolError, Usage};
+use crate::event::{CommandRecord, Decision, SandboxRecord, ServerRecord, ToolError, Usage};
 use crate::runtime::Runtime;
 use crate::runtime::call::{Call, CallOutcome};
 use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::mcp::Conversation;
 use crate::runtime::scrub::Scrubber;
 use crate::secrets::SecretValue;
 
@@ -39,6 +40,11 @@ pub(crate) trait Plan {
         None
     }
 
+    /// The MCP server the call goes to, for the mcp transport.
+    fn server_record(&self) -> Option<ServerRecord> {
+        None
+    }
+
     /// Runs one attempt; policy decisions made on the way (a redirect's
     /// target) go to `audits`, recorded once the attempt ends.
     fn run(&self, attempt: &Attempt<'_>, audits: &mut Vec<Audit>) -> Result<Reply, AttemptError>;
@@ -58,39 +64,16 @@ impl<'r> Call<'r> {
                 let plan = self.plan_http(method, template, headers)?;
                 self.execute(&plan)
             }
-            Some(Transport::Mcp { server, .. }) => Err(self.journal.refuse(mcp_not_callable(&tool.id, server))),
+            Some(Transport::Mcp { server, tool: name, definition_blake3 }) => {
+                let plan = self.plan_mcp(server, name, definition_blake3.as_deref())?;
+                self.execute(&plan)
+            }
             _ => Err(self.journal.refuse(
                 CallError::new(CallErrorKind::Tool, format!("tool `{}` has no usable transport", tool.id))
                     .help("fix `transport` in tools.json"),
             )),
         }
     }
-}
-
-impl Call<'_> {
-    /// Refuses, before any secret is resolved (a `cmd` provider runs a
-    /// program), a call whose transport this version cannot run.
-    pub(crate) fn check_callable(&mut self) -> Result<(), CallError> {
-        match &self.tool().transport {
-            Some(Transport::Mcp { server, .. }) => {
-                let error = mcp_not_callable(&self.tool().id, server);
-                Err(self.journal.refuse(error))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Why an `mcp` tool is not called: calling MCP servers is a later step of
-/// the bridge.
-fn mcp_not_callable(tool: &str, server: &str) -> CallError {
-    CallError::new(
-        CallErrorKind::Tool,
-        format!(
-            "tool `{tool}` lives in the MCP server `{server}`, and this version of rlp cannot call MCP servers yet"
-        ),
-    )
-    .help("rlp lists and lints mcp tools; until it calls them, call the server with an MCP client of its own")
 }
 
 /// A policy decision a transport made during an attempt, recorded as an
@@ -136,10 +119,14 @@ pub(crate) struct Attempt<'a> {
     pub scrubber: &'a Scrubber,
     /// Ends the attempt early once cancelled.
     pub cancel: Option<&'a crate::process::cancel::Cancel>,
+    /// Hears of the progress a server reports.
+    pub progress: Option<&'a std::sync::Arc<dyn crate::runtime::context::ProgressSink>>,
+    /// The caller's W3C `traceparent`, passed on to an MCP server.
+    pub traceparent: Option<&'a str>,
 }
 
 /// What an attempt that did not fail produced.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Reply {
     /// A result (not yet checked against `result_schema`).
     Result {
@@ -150,6 +137,9 @@ pub(crate) enum Reply {
     },
     /// Questions the tool asks before it can go on (the question objects).
     Questions(Vec<Value>),
+    /// An MCP server asks something while the attempt goes on: answered by
+    /// the call, after which the attempt waits on.
+    Asks(Box<Conversation>),
 }
 
 impl Reply {

@@ -14,6 +14,8 @@ use landlock::{
 use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
 
 use crate::bundle::capability::{Capability, NetTarget, expand_home};
+use crate::bundle::pointer::Pointer;
+use crate::bundle::servers::Server;
 use crate::bundle::tools::Tool;
 use crate::event::SandboxRecord;
 use crate::sandbox::SandboxMode;
@@ -47,7 +49,22 @@ impl<'a> Grants<'a> {
     /// What `tool` (run as `command`, from the bundle at `bundle`) declares:
     /// by the time it runs, every declared capability is granted.
     pub(crate) fn of(tool: &Tool, command: &'a Path, bundle: &'a Path) -> Grants<'a> {
-        let declared = || tool.capabilities.iter().map(|(_, cap)| cap);
+        let mut grants = Grants::declared(&tool.capabilities, command, bundle);
+        grants.max_memory_bytes = tool.max_memory_bytes;
+        grants.max_processes = tool.max_processes;
+        grants
+    }
+
+    /// What an MCP server on stdio (run as `command`) declares in its
+    /// `capabilities`: by the time it starts, each of its tools was exposed,
+    /// and they declare the same. Limits are per call, not per server.
+    pub(crate) fn of_server(server: &Server, command: &'a Path, bundle: &'a Path) -> Grants<'a> {
+        Grants::declared(&server.capabilities, command, bundle)
+    }
+
+    /// The `fs:` and `net:` grants of `declared`, without limits.
+    fn declared(declared: &[(Pointer, Capability)], command: &'a Path, bundle: &'a Path) -> Grants<'a> {
+        let declared = || declared.iter().map(|(_, cap)| cap);
         Grants {
             command,
             bundle,
@@ -59,8 +76,8 @@ impl<'a> Grants<'a> {
             net: declared()
                 .filter_map(|cap| if let Capability::Net(t) = cap { Some(t.clone()) } else { None })
                 .collect(),
-            max_memory_bytes: tool.max_memory_bytes,
-            max_processes: tool.max_processes,
+            max_memory_bytes: None,
+            max_processes: None,
         }
     }
 }

@@ -180,27 +180,42 @@ pub(crate) fn forward_progress(
 ) -> (ProgressNotifier, tokio::task::JoinHandle<()>) {
     let (steps, mut received) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
-        let notify = |progress: u32, total: u32, message: String| {
+        let notify = |progress: f64, total: u32, message: String| {
             let params = json!({"progressToken": token, "progress": progress, "total": total, "message": message});
             serde_json::from_value::<ProgressNotificationParam>(params).ok()
         };
         let mut most_attempts = None;
+        // Notifications must go up: a server's report that does not is not passed on.
+        let mut last = 0.0;
         while let Some(step) = received.recv().await {
             let (progress, of, message) = match step {
                 Progress::AttemptStarted { attempt, of } => {
-                    (2 * attempt - 1, of, format!("attempt {attempt} of at most {of} started"))
+                    (f64::from(2 * attempt - 1), of, format!("attempt {attempt} of at most {of} started"))
                 }
                 Progress::AttemptEnded { attempt, of, ok } => {
-                    (2 * attempt, of, format!("attempt {attempt} {}", if ok { "ended" } else { "failed" }))
+                    (f64::from(2 * attempt), of, format!("attempt {attempt} {}", if ok { "ended" } else { "failed" }))
+                }
+                // The server's own progress, within the attempt's step.
+                Progress::Reported { attempt, progress, total, message } => {
+                    let done = match total {
+                        Some(total) if total > 0.0 => (progress / total).clamp(0.0, 1.0),
+                        _ => 1.0 - 1.0 / (1.0 + progress.max(0.0)),
+                    };
+                    let said = message.unwrap_or_else(|| format!("the server reports {progress}"));
+                    (f64::from(2 * attempt - 1) + 0.9 * done, most_attempts.unwrap_or(attempt), said)
                 }
             };
+            if progress <= last {
+                continue;
+            }
+            last = progress;
             most_attempts = Some(of);
             if let Some(params) = notify(progress, 2 * of + 1, message) {
                 let _ = peer.notify_progress(params).await;
             }
         }
         if let Some(of) = most_attempts
-            && let Some(params) = notify(2 * of + 1, 2 * of + 1, "the call ended and is recorded".into())
+            && let Some(params) = notify(f64::from(2 * of + 1), 2 * of + 1, "the call ended and is recorded".into())
         {
             let _ = peer.notify_progress(params).await;
         }

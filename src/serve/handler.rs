@@ -176,6 +176,7 @@ impl Handler {
             answerer: Some(Arc::new(McpAnswerer(asker))),
             cancel: Some(cancel.clone()),
             progress,
+            sampler: None,
         };
         let permit = Arc::clone(&self.shared.calls)
             .acquire_owned()

@@ -265,6 +265,7 @@ fn tool_of(frame: &Frame) -> Option<&str> {
         Payload::ToolConfirm(confirm) => &confirm.tool,
         Payload::ToolInquiry(inquiry) => &inquiry.tool,
         Payload::ToolAnswer(answer) => &answer.tool,
+        Payload::ToolSample(sample) => &sample.tool,
         Payload::TraceReplay(_) | Payload::ToolDiscover(_) => return None,
     };
     Some(tool.as_str()).filter(|t| !t.is_empty())
@@ -279,6 +280,7 @@ fn tags_of(body: &Payload) -> &[String] {
         Payload::ToolConfirm(confirm) => &confirm.tags,
         Payload::ToolInquiry(inquiry) => &inquiry.tags,
         Payload::ToolAnswer(answer) => &answer.tags,
+        Payload::ToolSample(sample) => &sample.tags,
         Payload::TraceReplay(_) | Payload::ToolDiscover(_) => &[],
     }
 }
@@ -350,6 +352,14 @@ fn event_of(body: &Payload, options: &SpanOptions<'_>) -> Option<(&'static str, 
                 attributes.push(KeyValue::new("rlp.answers", json(&answer.answers)));
             }
             Some(("rlp.answer", attributes))
+        }
+        Payload::ToolSample(sample) => {
+            let mut attributes =
+                vec![KeyValue::new("rlp.attempt", count(sample.attempt)), KeyValue::new("rlp.relayed", sample.relayed)];
+            if capture {
+                attributes.push(KeyValue::new("rlp.request", json(&sample.request)));
+            }
+            Some(("rlp.sampling", attributes))
         }
         Payload::ToolCall(_) | Payload::ToolResult(_) | Payload::TraceReplay(_) | Payload::ToolDiscover(_) => None,
     }

@@ -98,6 +98,13 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
                 answers.iter().map(|a| format!("`{}` = {} ({})", a.id, compact(&a.value), a.source)).collect();
             given.join(", ")
         }
+        Detail::Sample { relayed, response, error } => match (error, response) {
+            (Some(why), _) => {
+                format!("sampling {}: {}", if *relayed { "failed" } else { "refused" }, ellipsize(why, SHOWN_VALUE))
+            }
+            (None, Some(answer)) => format!("sampled by the client → {}", compact(answer)),
+            (None, None) => "sampled by the client".to_string(),
+        },
         Detail::Audit { capability, decision, reason } => format!("{decision} {capability}: {reason}"),
         Detail::Confirm { approved, by, how } => {
             format!("{} by {by} ({how})", if *approved { "approved" } else { "denied" })

@@ -1,0 +1,309 @@
+//! Sessions with MCP servers: one per server for the life of a runtime
+//! ([`Bridge`]), started at the first call of one of its tools, shared by
+//! every call after it (concurrent ones too), and started again at the next
+//! call once it died or was retired (a timed-out or cancelled call retires
+//! it). A stdio server runs as a [`ServerProcess`] (sandboxed, its own
+//! process group, a private folder); an HTTP server is reached with the
+//! official SDK's Streamable HTTP client.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
+
+use crate::event::ServerRecord;
+use crate::process::server::{ServerPipes, ServerProcess};
+use crate::runtime::mcp::client::{BridgeClient, Inflight};
+
+/// How long a stopping stdio server may take to exit once its stdin is
+/// closed, before it is killed with everything it started.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+
+/// The client side of one session.
+type Service = RunningService<RoleClient, BridgeClient>;
+
+/// The sessions of one runtime, by server name, and the I/O threads they
+/// run on (made at the first call of an `mcp` tool).
+#[derive(Default)]
+pub(crate) struct Bridge {
+    io: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+/// The session with one server, if one was started; held while one starts.
+type Slot = Mutex<Option<Arc<Session>>>;
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge").finish_non_exhaustive()
+    }
+}
+
+/// How a session is started: the server reached, and what rlp offers it.
+pub(crate) enum Connect {
+    /// A started stdio server and the protocol's pipes.
+    Stdio(Box<ServerProcess>, ServerPipes),
+    /// A Streamable HTTP endpoint and its filled headers.
+    Http {
+        /// The URL.
+        url: String,
+        /// The headers, secrets filled in.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Bridge {
+    /// The I/O runtime's handle, made on first use.
+    pub(crate) fn handle(&self) -> Result<tokio::runtime::Handle, String> {
+        let io = self.io.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("rlp-mcp")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the MCP client's I/O threads: {e}"))
+        });
+        io.as_ref().map(|rt| rt.handle().clone()).map_err(Clone::clone)
+    }
+
+    /// The live session with `server`, or a new one from `connect` (called
+    /// with the server's slot held, so one call starts it and the others
+    /// wait for it).
+    pub(crate) fn session(
+        &self,
+        server: &str,
+        connect: impl FnOnce() -> Result<Connect, String>,
+        client: impl FnOnce(Arc<Inflight>, Arc<AtomicBool>) -> BridgeClient,
+        startup: Duration,
+    ) -> Result<Arc<Session>, String> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(slots.entry(server.to_string()).or_default())
+        };
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(session) = slot.as_ref().filter(|s| s.is_usable()) {
+            return Ok(Arc::clone(session));
+        }
+        *slot = None;
+        let handle = self.handle()?;
+        let session = Arc::new(Session::start(server, handle, connect()?, client, startup)?);
+        *slot = Some(Arc::clone(&session));
+        Ok(session)
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        // Sessions stop first (their processes with them), then the I/O
+        // threads, without waiting on them: this may run in async code.
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        if let Some(Ok(io)) = self.io.take() {
+            io.shutdown_background();
+        }
+    }
+}
+
+/// One session with one server.
+pub(crate) struct Session {
+    /// The server's name (its key in `servers`).
+    pub(crate) server: String,
+    service: Option<Arc<Service>>,
+    process: Mutex<Option<ServerProcess>>,
+    /// Who the server said it is, recorded on each call frame.
+    pub(crate) record: ServerRecord,
+    /// The calls waiting on it.
+    pub(crate) inflight: Arc<Inflight>,
+    tools_changed: Arc<AtomicBool>,
+    definitions: Mutex<Option<HashMap<String, Value>>>,
+    retired: AtomicBool,
+    handle: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("server", &self.server).field("record", &self.record).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Connects and does the handshake within `startup`.
+    fn start(
+        server: &str,
+        handle: tokio::runtime::Handle,
+        connect: Connect,
+        client: impl FnOnce(Arc<Inflight>, Arc<AtomicBool>) -> BridgeClient,
+        startup: Duration,
+    ) -> Result<Session, String> {
+        let inflight = Arc::new(Inflight::default());
+        let tools_changed = Arc::new(AtomicBool::new(false));
+        let client = client(Arc::clone(&inflight), Arc::clone(&tools_changed));
+        let (service, process) = match connect {
+            Connect::Stdio(process, pipes) => {
+                let started = handle.block_on(async move {
+                    let read = tokio::net::unix::pipe::Receiver::from_owned_fd(pipes.stdout)
+                        .map_err(|e| format!("cannot read the server's stdout: {e}"))?;
+                    let write = tokio::net::unix::pipe::Sender::from_owned_fd(pipes.stdin)
+                        .map_err(|e| format!("cannot write the server's stdin: {e}"))?;
+                    handshake(client.serve((read, write)), startup).await
+                });
+                match started {
+                    Ok(service) => (service, Some(*process)),
+                    Err(why) => {
+                        let said = process.stderr_tail();
+                        process.stop(STOP_GRACE);
+                        return Err(with_stderr(why, &said));
+                    }
+                }
+            }
+            Connect::Http { url, headers } => {
+                install_crypto_provider();
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let name = http::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|e| format!("header `{name}` is not a header name: {e}"))?;
+                    let value = http::HeaderValue::from_str(&value)
+                        .map_err(|_| format!("header `{name}` is not a valid header value"))?;
+                    custom.insert(name, value);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+                let service = handle.block_on(async move {
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    handshake(client.serve(transport), startup).await
+                })?;
+                (service, None)
+            }
+        };
+        let record = server_record(&service);
+        Ok(Session {
+            server: server.to_string(),
+            service: Some(Arc::new(service)),
+            process: Mutex::new(process),
+            record,
+            inflight,
+            tools_changed,
+            definitions: Mutex::new(None),
+            retired: AtomicBool::new(false),
+            handle,
+        })
+    }
+
+    /// The client side, shared by the calls.
+    pub(crate) fn service(&self) -> Arc<Service> {
+        Arc::clone(self.service.as_ref().expect("a session has its service until it drops"))
+    }
+
+    /// The I/O runtime the session runs on.
+    pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
+
+    /// Takes it out of service: the next call starts a new session; this
+    /// one stops once the calls that hold it end.
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the next call may use it: not retired, and its server alive.
+    fn is_usable(&self) -> bool {
+        !self.retired.load(Ordering::SeqCst)
+            && !self.service.as_ref().is_some_and(|s| s.is_closed())
+            && !self.has_exited()
+    }
+
+    /// Whether its stdio server has exited.
+    pub(crate) fn has_exited(&self) -> bool {
+        let mut process = self.process.lock().unwrap_or_else(PoisonError::into_inner);
+        process.as_mut().is_some_and(ServerProcess::has_exited)
+    }
+
+    /// The end of what its stdio server wrote on stderr (empty for HTTP).
+    pub(crate) fn stderr_tail(&self) -> String {
+        let process = self.process.lock().unwrap_or_else(PoisonError::into_inner);
+        process.as_ref().map(ServerProcess::stderr_tail).unwrap_or_default()
+    }
+
+    /// Whether it runs a process of its own (stdio).
+    pub(crate) fn is_stdio(&self) -> bool {
+        self.process.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
+    /// The server's definitions of its tools (`tools/list`, every page), by
+    /// name: listed once, and again after the server said the list changed.
+    pub(crate) fn definitions(&self, deadline: Duration) -> Result<HashMap<String, Value>, String> {
+        let mut definitions = self.definitions.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = self.tools_changed.swap(false, Ordering::SeqCst);
+        if let Some(known) = definitions.as_ref().filter(|_| !changed) {
+            return Ok(known.clone());
+        }
+        let service = self.service();
+        let listed = self.handle.block_on(async move {
+            match tokio::time::timeout(deadline, service.peer().list_all_tools()).await {
+                Ok(Ok(tools)) => Ok(tools),
+                Ok(Err(e)) => Err(format!("tools/list failed: {e}")),
+                Err(_) => Err(format!("tools/list got no answer within {} ms", deadline.as_millis())),
+            }
+        })?;
+        let by_name: HashMap<String, Value> = listed
+            .into_iter()
+            .filter_map(|tool| Some((tool.name.to_string(), serde_json::to_value(&tool).ok()?)))
+            .collect();
+        *definitions = Some(by_name.clone());
+        Ok(by_name)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Dropping the client closes the transport (a stdio server's stdin);
+        // the server then gets a grace to exit.
+        drop(self.service.take());
+        if let Some(process) = self.process.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+            process.stop(STOP_GRACE);
+        }
+    }
+}
+
+/// The MCP handshake, bounded by `startup`.
+async fn handshake<E: std::fmt::Display>(
+    serving: impl Future<Output = Result<Service, E>>,
+    startup: Duration,
+) -> Result<Service, String> {
+    match tokio::time::timeout(startup, serving).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => Err(format!("the MCP handshake failed: {e}")),
+        Err(_) => Err(format!(
+            "the server did not finish the MCP handshake within {} ms (startup_timeout_ms)",
+            startup.as_millis()
+        )),
+    }
+}
+
+/// `why`, with what the server wrote on stderr.
+pub(crate) fn with_stderr(why: String, said: &str) -> String {
+    if said.is_empty() { why } else { format!("{why}; its stderr: {said}") }
+}
+
+/// Who the server says it is: name, version and protocol revision.
+fn server_record(service: &Service) -> ServerRecord {
+    let info = service.peer_info().and_then(|info| serde_json::to_value(&*info).ok()).unwrap_or(Value::Null);
+    let text = |pointer: &str| info.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+    ServerRecord {
+        name: text("/serverInfo/name").unwrap_or_default(),
+        version: text("/serverInfo/version"),
+        protocol: text("/protocolVersion"),
+    }
+}
+
+/// Makes ring the process's TLS provider, once, for the HTTP client of the
+/// SDK (as for every other TLS client of rlp).
+fn install_crypto_provider() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
