@@ -23,6 +23,7 @@ pub(crate) mod error;
 pub(crate) mod example;
 pub(crate) mod import;
 pub(crate) mod list;
+pub(crate) mod mcp_import;
 pub(crate) mod policy_edit;
 pub(crate) mod scaffold;
 pub(crate) mod spec;

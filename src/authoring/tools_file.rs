@@ -104,6 +104,30 @@ impl ToolsDoc {
         self.entries().find(|e| e.get("id").and_then(Value::as_str) == Some(id))
     }
 
+    /// The entry of server `name` in `servers`.
+    pub(crate) fn server(&self, name: &str) -> Option<&Map<String, Value>> {
+        self.root.get("servers")?.get(name)?.as_object()
+    }
+
+    /// Sets the entry of server `name` in `servers` (made, before `tools`,
+    /// when the file has none).
+    pub(crate) fn set_server(&mut self, name: &str, entry: Map<String, Value>) {
+        if !matches!(self.root.get("servers"), Some(Value::Object(_))) {
+            let mut root = Map::new();
+            for (key, value) in std::mem::take(&mut self.root) {
+                if key == "tools" {
+                    root.insert("servers".into(), json!({}));
+                }
+                root.insert(key, value);
+            }
+            root.entry("servers").or_insert_with(|| json!({}));
+            self.root = root;
+        }
+        if let Some(Value::Object(servers)) = self.root.get_mut("servers") {
+            servers.insert(name.to_string(), Value::Object(entry));
+        }
+    }
+
     /// Appends a new entry; refuses an id that is already used.
     pub(crate) fn add(&mut self, entry: Map<String, Value>) -> Result<(), AuthoringError> {
         let id = entry.get("id").and_then(Value::as_str).unwrap_or_default().to_string();

@@ -19,6 +19,13 @@ use crate::text::terminal_safe_line;
 #[command(after_help = "\
 Examples:
   rlp tools import agents/demo --exec \"$PWD/agents/demo/bin/greet\" --grant
+  rlp tools import agents/demo --mcp time --cap fs:/opt/venvs -- /opt/venvs/time/bin/python -m mcp_server_time
+  rlp tools import agents/demo --mcp tracker --url https://mcp.tracker.example/mcp --header 'Authorization=Bearer ${secret:tracker/token}'
+  rlp tools import agents/demo --mcp-config ~/.config/Claude/claude_desktop_config.json --grant
+
+--mcp starts the server (a stdio server sandboxed with the --cap grants) and adds each
+tool it lists as NAME.<tool>, with its schemas, a pin of its definition and
+requires_confirmation from its annotations (docs/bridge.md).
 
 The binary is run as `CMD <blob> ARGS…` with a blob whose \"action\" is \"schema\"; it
 prints {\"tools\": [<tools.json entry>, …]}. Tools are matched by id: new ones are
@@ -29,14 +36,38 @@ pub struct ImportArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
     /// The tool binary's absolute path.
-    #[arg(long, value_name = "CMD")]
-    pub exec: PathBuf,
+    #[arg(long, value_name = "CMD", required_unless_present_any = ["mcp", "mcp_config"], conflicts_with_all = ["mcp", "mcp_config"])]
+    pub exec: Option<PathBuf>,
     /// An argument passed after the blob path (repeatable); kept in the tools' transport.
-    #[arg(long = "arg", value_name = "A", allow_hyphen_values = true)]
+    #[arg(long = "arg", value_name = "A", allow_hyphen_values = true, requires = "exec")]
     pub args: Vec<String>,
     /// How long the binary gets to answer.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub timeout_ms: u64,
+    /// Import the tools of the MCP server NAME: started as `-- COMMAND [ARGS…]`, or reached at --url.
+    #[arg(long, value_name = "NAME", conflicts_with = "mcp_config")]
+    pub mcp: Option<String>,
+    /// The Streamable HTTP endpoint of the --mcp server.
+    #[arg(long, value_name = "URL", requires = "mcp")]
+    pub url: Option<String>,
+    /// A header sent to the --url server, `K=V` (repeatable; V may hold `${secret:ID}`).
+    #[arg(long = "header", value_name = "K=V", requires = "url")]
+    pub headers: Vec<String>,
+    /// An environment variable of the stdio server, `K=V` (repeatable; V may hold `${secret:ID}`).
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// A capability the server needs, e.g. `fs:/srv/notes` or `net:api.example.com` (repeatable).
+    #[arg(long = "cap", value_name = "CAP")]
+    pub caps: Vec<String>,
+    /// A secret the server's env or headers use (repeatable).
+    #[arg(long = "secret", value_name = "ID")]
+    pub secrets: Vec<String>,
+    /// Import every server of an MCP host's configuration (`mcpServers`, or an editor's `servers`).
+    #[arg(long, value_name = "FILE", conflicts_with = "mcp")]
+    pub mcp_config: Option<PathBuf>,
+    /// The stdio server's command and arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
     /// Also grant what the tools need in policy.caps (otherwise the lines to add are printed).
     #[arg(long)]
     pub grant: bool,
@@ -54,8 +85,9 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
         return Err(CliError::usage("--timeout-ms must be at least 1"));
     }
     let target = BundleTarget::open(&args.bundle)?;
+    let Some(exec) = &args.exec else { return crate::cli::tools::import_mcp::run(args, ctx, &target) };
     let source = Source {
-        command: args.exec.clone(),
+        command: exec.clone(),
         args: args.args.clone(),
         limits: Limits { timeout: Duration::from_millis(args.timeout_ms), max_output: DEFAULT_MAX_OUTPUT },
         sandbox: ctx.config()?.sandbox.value,
@@ -73,7 +105,7 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
     for id in imported.not_described.iter().filter(|_| human) {
         diagnostic(&terminal_safe_line(&format!(
             "{id}: kept (no longer described by {}; remove it from tools.json if it is gone)",
-            args.exec.display()
+            exec.display()
         )));
     }
     for (id, old, new) in &imported.retyped {

@@ -4,6 +4,7 @@ pub(crate) mod add;
 pub(crate) mod batch;
 pub(crate) mod call;
 pub(crate) mod import;
+pub(crate) mod import_mcp;
 pub(crate) mod list;
 pub(crate) mod search;
 
@@ -21,7 +22,7 @@ pub enum ToolsCommand {
     List(list::ListArgs),
     /// Find a bundle's tools by what they do (the search of `rlp serve --expose core`).
     Search(search::SearchArgs),
-    /// Ask a binary for its own tool definitions (`schema` action) and add them.
+    /// Add the tools a binary describes (`schema` action) or an MCP server lists (--mcp, --mcp-config).
     Import(import::ImportArgs),
     /// Run one tool call through the runtime and print its result.
     Call(call::CallArgs),

@@ -539,3 +539,48 @@ impl Call<'_> {
         answer
     }
 }
+
+/// What a server said at the handshake and the definitions of its tools
+/// (every page of `tools/list`), asked outside any call: by `rlp tools
+/// import --mcp` and `rlp lint --check-tools`. A stdio server runs in the
+/// kernel sandbox with the server's grants under `mode`, and is stopped
+/// once it answered.
+pub(crate) fn list_tools(
+    server: &Server,
+    root: &std::path::Path,
+    mode: crate::sandbox::SandboxMode,
+    secrets: &[(crate::bundle::capability::SecretId, crate::secrets::SecretValue)],
+) -> Result<(ServerRecord, Vec<Value>), String> {
+    let prepared = match &server.transport {
+        Some(ServerTransport::Stdio { programs, args, env }) => {
+            let here = bundle_command::this_platform();
+            let command = programs
+                .for_platform(&here)
+                .ok_or_else(|| format!("server `{}` carries no program for this platform ({here})", server.name))?;
+            let program = check_command(&bundle_command::resolve(command, root)).map_err(|e| e.to_string())?;
+            let plan = SandboxPlan::new(mode, &Grants::of_server(server, &program, root));
+            if let Some(why) = plan.linked_grant() {
+                return Err(why.to_string());
+            }
+            if let Some(why) = plan.refusal() {
+                return Err(format!("the sandbox is required and this kernel cannot confine the server: {why}"));
+            }
+            Prepared::Stdio { program, args, env, plan: Box::new(plan) }
+        }
+        Some(ServerTransport::Http { url: Some(url), headers }) => {
+            Prepared::Http { url: url.as_str().to_string(), headers }
+        }
+        _ => return Err(format!("server `{}` has no usable `command` or `url`", server.name)),
+    };
+    let bridge = session::Bridge::default();
+    let startup = Duration::from_millis(server.startup_timeout_ms);
+    let session = bridge.session(
+        &server.name,
+        || prepared.connect(root, secrets),
+        |inflight, tools_changed| BridgeClient { roots: Vec::new(), inflight, tools_changed },
+        startup,
+    )?;
+    let mut definitions: Vec<Value> = session.definitions(startup)?.into_values().collect();
+    definitions.sort_by(|a, b| a.get("name").and_then(Value::as_str).cmp(&b.get("name").and_then(Value::as_str)));
+    Ok((session.record.clone(), definitions))
+}
