@@ -1,5 +1,11 @@
 //! `rlp lint --check-tools`: ask each exec binary of a bundle for its own
-//! definitions (the `schema` action) and report where tools.json differs.
+//! definitions (the `schema` action), and each MCP server for its tools
+//! (`tools/list`), and report where tools.json differs.
+//!
+//! For a server, drift is a tool it lists that no tool of the bundle calls,
+//! a tool of the bundle it no longer lists, and a definition that no longer
+//! matches its pin (`definition_blake3`), with the parts that differ from
+//! the bundle's copy.
 //!
 //! Binaries are asked once per distinct command and arguments. A binary that
 //! does not answer the action (missing, not executable, not supporting it) is
@@ -19,6 +25,9 @@ use serde_json::{Map, Value};
 use crate::authoring::import::{Limits, Source, describe, merge};
 use crate::authoring::tools_file::ToolsDoc;
 use crate::bundle::command;
+use crate::bundle::diag::Diagnostics;
+use crate::bundle::tools::{TOOLS_FILE, Tool, ToolsFile, Transport};
+use crate::runtime::mcp::{list_tools, pin};
 use crate::sandbox::SandboxMode;
 use crate::text::terminal_safe_line;
 
@@ -31,6 +40,9 @@ pub(crate) enum DriftKind {
     MissingFromBinary,
     /// A field differs.
     FieldDiffers(String),
+    /// An MCP server's definition of the tool no longer matches its pin
+    /// (with the parts that differ from the bundle's copy).
+    PinChanged(String),
 }
 
 /// One difference between tools.json and a binary's `schema` answer.
@@ -38,15 +50,15 @@ pub(crate) enum DriftKind {
 pub(crate) struct Drift {
     /// The tool id.
     pub tool: String,
-    /// The binary asked.
-    pub command: PathBuf,
+    /// Who was asked: a binary's path, or ``MCP server `name` ``.
+    pub source: String,
     /// What differs.
     pub kind: DriftKind,
 }
 
 impl fmt::Display for Drift {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let command = self.command.display();
+        let command = &self.source;
         match &self.kind {
             DriftKind::MissingFromBundle => {
                 write!(f, "tool `{}` is described by {command} but not in tools.json", self.tool)
@@ -57,6 +69,11 @@ impl fmt::Display for Drift {
             DriftKind::FieldDiffers(field) => {
                 write!(f, "tool `{}`: `{field}` differs from what {command} describes", self.tool)
             }
+            DriftKind::PinChanged(parts) => write!(
+                f,
+                "tool `{}`: {command} changed its definition since it was pinned ({parts}); calls are refused until it is re-imported",
+                self.tool
+            ),
         }
     }
 }
@@ -64,8 +81,8 @@ impl fmt::Display for Drift {
 /// A binary that gave no usable `schema` answer, so its tools were not checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Unchecked {
-    /// The binary asked.
-    pub command: PathBuf,
+    /// Who was asked: a binary's path, or ``MCP server `name` ``.
+    pub source: String,
     /// Why its answer could not be used.
     pub why: String,
 }
@@ -99,7 +116,7 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
         let described = match describe(&source, bundle_dir) {
             Ok(described) => described,
             Err(why) => {
-                report.unchecked.push(Unchecked { command, why });
+                report.unchecked.push(Unchecked { source: command.display().to_string(), why });
                 continue;
             }
         };
@@ -108,14 +125,14 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
             match tools.get(id) {
                 None => out.push(Drift {
                     tool: id.to_string(),
-                    command: command.clone(),
+                    source: command.display().to_string(),
                     kind: DriftKind::MissingFromBundle,
                 }),
                 Some(entry) => {
                     for field in merge(entry, answer.clone(), false).1.updated {
                         out.push(Drift {
                             tool: id.to_string(),
-                            command: command.clone(),
+                            source: command.display().to_string(),
                             kind: DriftKind::FieldDiffers(field),
                         });
                     }
@@ -126,11 +143,87 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
             let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
             let runs_it = exec_source(entry, &root).is_some_and(|s| s == (command.clone(), args.clone()));
             if runs_it && !described.iter().any(|a| a.get("id").and_then(Value::as_str) == Some(id)) {
-                out.push(Drift { tool: id.to_string(), command: command.clone(), kind: DriftKind::MissingFromBinary });
+                out.push(Drift {
+                    tool: id.to_string(),
+                    source: command.display().to_string(),
+                    kind: DriftKind::MissingFromBinary,
+                });
             }
         }
     }
+    check_servers(bundle_dir, &root, sandbox, &mut report);
     report
+}
+
+/// Asks each MCP server of the bundle for its tools and compares them with
+/// the pins of the bundle's tools. A server whose env or headers need a
+/// secret is not started here (no secret is resolved by lint): it is
+/// reported as not checked.
+fn check_servers(bundle_dir: &Path, root: &Path, sandbox: SandboxMode, report: &mut ToolCheck) {
+    let Ok(text) = crate::fsutil::read_text_limited(&bundle_dir.join(TOOLS_FILE), crate::bundle::MAX_TEXT_FILE_BYTES)
+    else {
+        return;
+    };
+    let Ok(document) = serde_json::from_str::<Value>(&text) else { return };
+    let mut diags = Diagnostics::new(TOOLS_FILE);
+    let Some(file) = ToolsFile::from_value(&document, &mut diags) else { return };
+    for server in &file.servers {
+        let source = format!("MCP server `{}`", server.name);
+        if !server.secrets.is_empty() {
+            let why = "it needs secrets, which lint does not resolve; `rlp tools import --mcp` checks it".to_string();
+            report.unchecked.push(Unchecked { source, why });
+            continue;
+        }
+        let definitions = match list_tools(server, root, sandbox, &[]) {
+            Ok((_, definitions)) => definitions,
+            Err(why) => {
+                report.unchecked.push(Unchecked { source, why });
+                continue;
+            }
+        };
+        let name_of = |d: &Value| d.get("name").and_then(Value::as_str).map(str::to_string);
+        let calls: Vec<(&Tool, &str, Option<&str>)> = file
+            .tools
+            .iter()
+            .filter_map(|tool| match &tool.transport {
+                Some(Transport::Mcp { server: s, tool: name, definition_blake3 }) if *s == server.name => {
+                    Some((tool, name.as_str(), definition_blake3.as_deref()))
+                }
+                _ => None,
+            })
+            .collect();
+        for definition in &definitions {
+            let Some(name) = name_of(definition) else { continue };
+            if !calls.iter().any(|(_, called, _)| *called == name) {
+                let tool = format!("{}.{name}", server.name);
+                report.drifts.push(Drift { tool, source: source.clone(), kind: DriftKind::MissingFromBundle });
+            }
+        }
+        for (tool, name, pin) in calls {
+            let definition = definitions.iter().find(|d| name_of(d).as_deref() == Some(name));
+            let kind = match (definition, pin) {
+                (None, _) => DriftKind::MissingFromBinary,
+                (Some(definition), Some(pin)) if pin::definition_blake3(definition) != pin => {
+                    let copy = serde_json::json!({
+                        "name": name,
+                        "description": tool.description,
+                        "inputSchema": tool.input_schema,
+                        "outputSchema": definition.get("outputSchema").and(tool.result_schema.as_ref()),
+                        "annotations": definition.get("annotations"),
+                    });
+                    let parts = pin::changed_parts(&copy, definition);
+                    let named = if parts.is_empty() {
+                        "annotations or another pinned part".to_string()
+                    } else {
+                        format!("differs from tools.json in: {}", parts.join(", "))
+                    };
+                    DriftKind::PinChanged(named)
+                }
+                _ => continue,
+            };
+            report.drifts.push(Drift { tool: tool.id.clone(), source: source.clone(), kind });
+        }
+    }
 }
 
 /// The command and arguments of an exec entry of the bundle at `root`
@@ -156,7 +249,6 @@ pub(crate) fn exec_source(entry: &Map<String, Value>, root: &Path) -> Option<(Pa
 pub(crate) fn render(bundle_dir: &Path, check: &ToolCheck) -> String {
     let bundle = bundle_dir.display();
     let drifts = check.drifts.iter().map(|d| format!("drift: {bundle}: {d}"));
-    let unchecked =
-        check.unchecked.iter().map(|u| format!("note: {bundle}: {} was not checked: {}", u.command.display(), u.why));
+    let unchecked = check.unchecked.iter().map(|u| format!("note: {bundle}: {} was not checked: {}", u.source, u.why));
     drifts.chain(unchecked).map(|line| format!("{}\n", terminal_safe_line(&line))).collect()
 }

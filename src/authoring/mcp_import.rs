@@ -76,9 +76,16 @@ pub(crate) fn import_mcp(
     let mut servers = Vec::new();
     let mut merged = Vec::new();
     for source in sources {
-        let entry = match tools.server(&source.name) {
-            Some(old) => merge(old, source.entry.clone(), true).0,
-            None => source.entry.clone(),
+        let entry = match (tools.server(&source.name), source.entry.is_empty()) {
+            (Some(old), _) => merge(old, source.entry.clone(), true).0,
+            (None, false) => source.entry.clone(),
+            (None, true) => {
+                return Err(AuthoringError::usage(format!(
+                    "tools.json declares no server `{}`: give it as `-- COMMAND [ARGS…]` or --url URL",
+                    source.name
+                ))
+                .with_help("e.g. rlp tools import agents/demo --mcp time -- /usr/bin/python3 -m mcp_server_time"));
+            }
         };
         let server = read_server(&source.name, &entry)?;
         let values = resolve_secrets(&server.secrets.iter().map(|(_, id)| id.clone()).collect::<Vec<_>>(), secrets)?;

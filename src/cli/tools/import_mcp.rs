@@ -78,10 +78,8 @@ fn from_flags(name: &str, args: &ImportArgs) -> Result<McpSource, CliError> {
             note_downloader(name, program, rest);
         }
         (Some(_), Some(_)) => return Err(CliError::usage("give either --url URL or `-- COMMAND [ARGS…]`, not both")),
-        (None, None) => {
-            return Err(CliError::usage(format!("--mcp {name} needs the server: `-- COMMAND [ARGS…]` or --url URL"))
-                .with_help("e.g. rlp tools import agents/demo --mcp time -- /usr/bin/python3 -m mcp_server_time"));
-        }
+        // Re-import of a server tools.json declares.
+        (None, None) => {}
     }
     if !args.caps.is_empty() {
         entry.insert("capabilities".into(), json!(args.caps));
