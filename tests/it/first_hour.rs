@@ -37,6 +37,15 @@ const SKIPPED: &[(&str, &str)] = &[
     ("rlp serve agents/demo --http", "an HTTP server runs until it is stopped (tests/it/serve.rs drives it)"),
     ("pass show mail/smtp | rlp secrets set", "`pass` stands for the user's password manager"),
     (
+        "rlp tools import agents/demo --mcp time",
+        "the time server stands for one the user installed (tests/it/bridge.rs imports installed ones)",
+    ),
+    ("rlp tools import agents/demo --mcp tracker --url https://", "an HTTPS MCP service of the user's own"),
+    (
+        "rlp tools import agents/demo --mcp-config ~/.config/Claude",
+        "the configuration of the user's desktop host (tests/it/bridge.rs imports one)",
+    ),
+    (
         "rlp secrets set runloop/mail/smtp_api_key   # on a terminal",
         "it asks on a terminal (tests/it/secret_providers.rs types the value on one)",
     ),

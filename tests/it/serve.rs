@@ -791,31 +791,3 @@ fn tools_takes_tool_id_patterns_and_warns_of_one_that_matches_nothing() {
     rlp_snapshot!(&td, td.rlp().arg("serve").arg(&desk).args(["--tools", "Desk.*"]));
     rlp_snapshot!(&td, td.rlp().arg("serve").arg(&desk).args(["--tools", "desk.*,nope.*"]).write_stdin(""));
 }
-
-/// An `mcp` tool is offered by tools/list like any other; a call to it is
-/// answered as an error saying this version cannot call MCP servers, and
-/// its server is never started.
-#[test]
-fn an_mcp_tool_is_listed_and_its_call_answered_with_the_refusal() {
-    let td = TestDir::new();
-    let marker = td.state_dir().join("ran");
-    let document = bundle::mcp_document(&files::fixture("runtime/marker.sh"), &[marker.to_str().unwrap()]);
-    let bridge =
-        td.bundle_document("bridge", &document, "[capabilities]\nexec = true\nsecrets = [\"runloop/test/token\"]\n");
-    for (mode, _) in MODES {
-        let steps = json!([{"op": "list"}, call("files.read", json!({}))]);
-        let report = mcp::drive(&scenario(stdio(&td, &bridge, &[]), mode, None, steps));
-        let names: Vec<&str> =
-            step(&report, 0)["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["files.read"], "{mode}");
-        let called = step(&report, 1);
-        assert_eq!(called["result"]["isError"], true, "{mode}: {called}");
-        assert_eq!(call_meta(called)["attempts"], 0);
-        assert_eq!(
-            text_of(called),
-            "tool `files.read` lives in the MCP server `files`, and this version of rlp cannot call MCP servers yet\n\
-             help: rlp lists and lints mcp tools; until it calls them, call the server with an MCP client of its own"
-        );
-    }
-    assert!(!marker.exists(), "the server was started");
-}

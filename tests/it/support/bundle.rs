@@ -83,23 +83,3 @@ pub fn with(mut tool: Value, extra: Value) -> Value {
     }
     tool
 }
-
-/// A tools.json with the stdio server `files` (running `command` with
-/// `args`, its environment holding the secret `runloop/test/token`) and
-/// its tool `files.read`, which declares what the server needs.
-pub fn mcp_document(command: &str, args: &[&str]) -> Value {
-    let read = with(
-        tool("files.read", json!({"kind": "mcp", "server": "files", "tool": "read_text_file"})),
-        json!({"capabilities": ["exec"], "secrets": ["runloop/test/token"]}),
-    );
-    json!({
-        "version": 1,
-        "servers": {"files": {
-            "command": command,
-            "args": args,
-            "env": {"TOKEN": "${secret:runloop/test/token}"},
-            "secrets": ["runloop/test/token"],
-        }},
-        "tools": [read],
-    })
-}
