@@ -12,6 +12,7 @@ mod support;
 
 mod authoring;
 mod batch;
+mod bridge;
 mod calls;
 mod ci_gate;
 mod cli;
