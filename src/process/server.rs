@@ -13,7 +13,7 @@ use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -103,11 +103,12 @@ impl ServerProcess {
             .chain(spec.env.iter().map(|(name, value)| (OsStr::new(name.as_str()), OsStr::new(*value))))
             .chain(sandbox_env.iter().map(|(name, value)| (OsStr::new(name.as_str()), OsStr::new(value.as_str()))));
         let program = Program::new(spec.command, spec.args.iter().map(OsStr::new), env, dir.path())?;
-        let mut confinement = match spec.sandbox {
+        let confinement = match spec.sandbox {
             Some(plan) => plan.confine(dir.path())?,
             None => None,
         };
-        let (child, stdin) = program.start_piped(confinement.as_ref().map(Confinement::steps))?;
+        let (started, mut confinement) = start_on_spawner(program, confinement)?;
+        let (child, stdin) = started?;
         let supervisor = match confinement.as_mut().map(Confinement::supervise).transpose() {
             Ok(supervisor) => supervisor.flatten(),
             Err(e) => {
@@ -222,6 +223,40 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.end();
     }
+}
+
+/// What the spawner hands back: the started child and its stdin, and the
+/// confinement it was started in.
+type Started = (io::Result<(Child, OwnedFd)>, Option<Confinement>);
+
+/// A program to start on the spawner, the confinement to start it in, and
+/// where the result goes.
+type Job = (Program, Option<Confinement>, mpsc::Sender<Started>);
+
+/// Starts `program` on the one thread that starts servers. The kernel sends
+/// a child its parent-death signal when the *thread* that started it ends,
+/// not the process: a server outlives the call (and the thread) that needed
+/// it first, so it is started by a thread that lives as long as rlp, and
+/// still dies with rlp, even of SIGKILL.
+fn start_on_spawner(program: Program, confinement: Option<Confinement>) -> io::Result<Started> {
+    static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, received) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("rlp-spawner".into())
+            .spawn(move || {
+                for (program, confinement, reply) in received {
+                    let started = program.start_piped(confinement.as_ref().map(Confinement::steps));
+                    let _ = reply.send((started, confinement));
+                }
+            })
+            .map(|_| jobs)
+            .map_err(|e| format!("cannot start the thread that starts servers: {e}"))
+    });
+    let jobs = spawner.as_ref().map_err(|why| io::Error::other(why.clone()))?;
+    let (reply, answer) = mpsc::channel();
+    jobs.send((program, confinement, reply)).map_err(|_| io::Error::other("the thread that starts servers stopped"))?;
+    answer.recv().map_err(|_| io::Error::other("the thread that starts servers stopped"))
 }
 
 /// Reads `stderr` to its end on a thread of its own, keeping its tail.

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::asking::answer::{AnswerRequest, AnswerSource, Answerer, GivenAnswer};
 use crate::runtime::asking::confirm::{ConfirmRequest, Confirmation, Confirmer};
+use crate::runtime::context::Sampler;
 use crate::serve::calls::Event;
 
 /// How long a call waits for the client to answer a form (either revision).
@@ -195,5 +196,34 @@ impl Answerer for McpAnswerer {
              elicitation), so use one that does"
                 .into(),
         )
+    }
+}
+
+/// Relays the model completions a bridged MCP server asks for during a call
+/// (`sampling/createMessage`) to the client that made the call, over the
+/// session, from the call's blocking thread.
+pub(crate) struct SessionSampler {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) handle: tokio::runtime::Handle,
+    /// The request's cancellation: a cancelled call stops waiting.
+    pub(crate) cancelled: CancellationToken,
+}
+
+#[allow(deprecated, reason = "sampling is deprecated by SEP-2577 and what servers in use today ask for")]
+impl Sampler for SessionSampler {
+    fn sample(&self, request: &Value) -> Result<Value, String> {
+        let params: rmcp::model::CreateMessageRequestParams = serde_json::from_value(request.clone())
+            .map_err(|e| format!("the server's sampling request is not one: {e}"))?;
+        let answer = self.handle.block_on(async {
+            tokio::select! {
+                answer = tokio::time::timeout(ANSWER_WAIT, self.peer.create_message(params)) => match answer {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(e)) => Err(format!("the client did not sample: {e}")),
+                    Err(_) => Err(format!("the client did not answer the sampling request within {} s", ANSWER_WAIT.as_secs())),
+                },
+                () = self.cancelled.cancelled() => Err("the call was cancelled".to_string()),
+            }
+        })?;
+        serde_json::to_value(answer).map_err(|e| e.to_string())
     }
 }

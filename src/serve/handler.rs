@@ -25,8 +25,8 @@ use crate::discovery::{self, Catalog, Expose, meta};
 use crate::event::ToolDiscoverPayload;
 use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::asking::confirm::Confirmer;
-use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime};
-use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker};
+use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime, Sampler};
+use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker, SessionSampler};
 use crate::serve::calls::{Event, Pending, complete, follow, forward_progress};
 use crate::serve::http::client_gone;
 use crate::serve::inbound::{named_trace, traceparent};
@@ -135,6 +135,19 @@ impl Handler {
         (Arc::new(asker), None)
     }
 
+    /// Who relays a bridged server's sampling requests: the client, over the
+    /// session, when it says it samples.
+    fn sampler(&self, context: &RequestContext<RoleServer>) -> Option<Arc<dyn Sampler>> {
+        let samples = context.client_capabilities().is_some_and(|caps| caps.sampling.is_some());
+        samples.then(|| {
+            Arc::new(SessionSampler {
+                peer: context.peer.clone(),
+                handle: self.shared.handle.clone(),
+                cancelled: context.ct.clone(),
+            }) as Arc<dyn Sampler>
+        })
+    }
+
     /// Starts a new call of `params` and follows it.
     async fn start(
         &self,
@@ -176,7 +189,7 @@ impl Handler {
             answerer: Some(Arc::new(McpAnswerer(asker))),
             cancel: Some(cancel.clone()),
             progress,
-            sampler: None,
+            sampler: self.sampler(&context),
         };
         let permit = Arc::clone(&self.shared.calls)
             .acquire_owned()

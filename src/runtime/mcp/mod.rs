@@ -46,6 +46,12 @@ use crate::runtime::scrub::Scrubber;
 use crate::runtime::transport::{Attempt, AttemptError, Audit, FailureKind, Plan, Reply};
 use crate::sandbox::{Grants, SandboxPlan};
 
+/// How long a server whose connection ended is given to show that it
+/// exited (its pipes close a moment before its exit is seen).
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+/// How long progress a server reported before its answer may take to
+/// arrive after the answer.
+const LATE_PROGRESS: Duration = Duration::from_millis(10);
 /// How often a waiting call looks at its cancellation.
 const CANCEL_TICK: Duration = Duration::from_millis(20);
 /// The `_meta` keys of the tool context (seed 002): rlp's, then the seed's.
@@ -393,20 +399,41 @@ impl Waiting {
                 ));
             }
             match self.events.recv_timeout(left.min(CANCEL_TICK)) {
-                Ok(Step::Done(Ok(answer))) => return reply::interpret(&self.tool, &self.session.server, answer),
-                Ok(Step::Done(Err(why))) => return Err(self.failed(&why)),
-                Ok(Step::Progress { progress, total, message }) => {
-                    if let Some(sink) = &self.progress {
-                        let message = message.map(|m| self.scrubber.scrub_string(&m));
-                        sink.progress(Progress::Reported { attempt: self.attempt, progress, total, message });
-                    }
+                Ok(Step::Done(Ok(answer))) => {
+                    self.pass_on_late_progress();
+                    return reply::interpret(&self.tool, &self.session.server, answer);
                 }
+                Ok(Step::Done(Err(why))) => return Err(self.failed(&why)),
+                Ok(Step::Progress { progress, total, message }) => self.report(progress, total, message),
                 Ok(Step::Asked { ask, reply }) => {
                     return Ok(Reply::Asks(Box::new(Conversation { ask, reply, waiting: self })));
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return Err(self.failed("the MCP client stopped")),
             }
+        }
+    }
+
+    /// Passes on the progress a server reported just before its answer: the
+    /// SDK may hand notifications over a moment after the answer that
+    /// followed them.
+    fn pass_on_late_progress(&self) {
+        if self.progress.is_none() {
+            return;
+        }
+        let until = Instant::now() + LATE_PROGRESS;
+        while let Ok(step) = self.events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            if let Step::Progress { progress, total, message } = step {
+                self.report(progress, total, message);
+            }
+        }
+    }
+
+    /// Passes on the progress the server reported (its message scrubbed).
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(sink) = &self.progress {
+            let message = message.map(|m| self.scrubber.scrub_string(&m));
+            sink.progress(Progress::Reported { attempt: self.attempt, progress, total, message });
         }
     }
 
@@ -424,7 +451,7 @@ impl Waiting {
     /// The error of a request that got no answer.
     fn failed(&self, why: &str) -> AttemptError {
         let server = &self.session.server;
-        let message = if self.session.has_exited() {
+        let message = if self.session.exits_within(EXIT_GRACE) {
             self.session.retire();
             with_stderr(
                 format!(

@@ -31,7 +31,7 @@ type Service = RunningService<RoleClient, BridgeClient>;
 /// run on (made at the first call of an `mcp` tool).
 #[derive(Default)]
 pub(crate) struct Bridge {
-    io: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    io: OnceLock<Result<Io, String>>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
 }
 
@@ -60,15 +60,8 @@ pub(crate) enum Connect {
 impl Bridge {
     /// The I/O runtime's handle, made on first use.
     pub(crate) fn handle(&self) -> Result<tokio::runtime::Handle, String> {
-        let io = self.io.get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("rlp-mcp")
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the MCP client's I/O threads: {e}"))
-        });
-        io.as_ref().map(|rt| rt.handle().clone()).map_err(Clone::clone)
+        let io = self.io.get_or_init(Io::start);
+        io.as_ref().map(|io| io.handle.clone()).map_err(Clone::clone)
     }
 
     /// The live session with `server`, or a new one from `connect` (called
@@ -81,17 +74,18 @@ impl Bridge {
         client: impl FnOnce(Arc<Inflight>, Arc<AtomicBool>) -> BridgeClient,
         startup: Duration,
     ) -> Result<Arc<Session>, String> {
-        let slot = {
+        let slot_arc = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(slots.entry(server.to_string()).or_default())
         };
-        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = slot_arc.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(session) = slot.as_ref().filter(|s| s.is_usable()) {
             return Ok(Arc::clone(session));
         }
         *slot = None;
         let handle = self.handle()?;
         let session = Arc::new(Session::start(server, handle, connect()?, client, startup)?);
+        let _ = session.slot.set(Arc::downgrade(&slot_arc));
         *slot = Some(Arc::clone(&session));
         Ok(session)
     }
@@ -103,8 +97,37 @@ impl Drop for Bridge {
         // threads, without waiting on them: this may run in async code.
         self.slots.lock().unwrap_or_else(PoisonError::into_inner).clear();
         if let Some(Ok(io)) = self.io.take() {
-            io.shutdown_background();
+            let _ = io.stop.send(());
         }
+    }
+}
+
+/// The I/O runtime of the sessions: one thread that drives every session's
+/// transport and runs the tasks the SDK spawns, in the order they were
+/// spawned (a server's notifications are handled in the order it sent
+/// them), until the bridge is dropped.
+struct Io {
+    handle: tokio::runtime::Handle,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Io {
+    fn start() -> Result<Io, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the MCP client's I/O runtime: {e}"))?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("rlp-mcp".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+            })
+            .map_err(|e| format!("cannot start the MCP client's I/O thread: {e}"))?;
+        Ok(Io { handle, stop })
     }
 }
 
@@ -122,6 +145,8 @@ pub(crate) struct Session {
     definitions: Mutex<Option<HashMap<String, Value>>>,
     retired: AtomicBool,
     handle: tokio::runtime::Handle,
+    /// The bridge's slot that holds it, emptied when it is retired.
+    slot: OnceLock<std::sync::Weak<Slot>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -189,6 +214,7 @@ impl Session {
             definitions: Mutex::new(None),
             retired: AtomicBool::new(false),
             handle,
+            slot: OnceLock::new(),
         })
     }
 
@@ -206,6 +232,14 @@ impl Session {
     /// one stops once the calls that hold it end.
     pub(crate) fn retire(&self) {
         self.retired.store(true, Ordering::SeqCst);
+        let Some(slot) = self.slot.get().and_then(std::sync::Weak::upgrade) else { return };
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_some_and(|held| std::ptr::eq(Arc::as_ptr(held), self)) {
+            // Dropped here only if no call holds it; else by the last one.
+            let retired = slot.take();
+            drop(slot);
+            drop(retired);
+        }
     }
 
     /// Whether the next call may use it: not retired, and its server alive.
@@ -219,6 +253,21 @@ impl Session {
     pub(crate) fn has_exited(&self) -> bool {
         let mut process = self.process.lock().unwrap_or_else(PoisonError::into_inner);
         process.as_mut().is_some_and(ServerProcess::has_exited)
+    }
+
+    /// Whether its stdio server exits within `grace` (the end of its
+    /// pipes reaches rlp a moment before its exit does).
+    pub(crate) fn exits_within(&self, grace: Duration) -> bool {
+        let deadline = std::time::Instant::now() + grace;
+        loop {
+            if self.has_exited() {
+                return true;
+            }
+            if !self.is_stdio() || std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// The end of what its stdio server wrote on stderr (empty for HTTP).
