@@ -5,19 +5,34 @@
 use serde_json::{Map, Value, json};
 
 use crate::bundle::capability::Capability;
-use crate::bundle::tools::Discoverability;
+use crate::bundle::tools::{Discoverability, Transport};
 use crate::discovery::meta::Reach;
 use crate::runtime::Runtime;
 
-/// One listed tool: its MCP definition, and whether its results are
-/// wrapped (`{"result": …}`) because its result schema is not an object.
+/// How a tool's results are answered over MCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResultShape {
+    /// As `structuredContent` (its result schema is an object schema, the
+    /// tool's `outputSchema`), and its JSON as the one text block.
+    Object,
+    /// As `structuredContent` `{"result": …}` (its result schema is not an
+    /// object schema), and its JSON as the one text block.
+    Wrapped,
+    /// A tool of an MCP server without an object result schema: the content
+    /// blocks the server answered with, as it sent them; another result (an
+    /// outcome envelope's) as its JSON in one text block. No `outputSchema`
+    /// is listed, as the server listed none.
+    Content,
+}
+
+/// One listed tool: its MCP definition, and how its results are answered.
 pub(crate) struct Listed {
     /// The tool id.
     pub(crate) id: String,
     /// The MCP definition.
     pub(crate) definition: Value,
-    /// Whether results are wrapped.
-    pub(crate) wrapped: bool,
+    /// How its results are answered.
+    pub(crate) shape: ResultShape,
     /// The tool's `category`.
     pub(crate) category: Option<String>,
     /// Whether the tool is `core` (listed up front under `--expose core`).
@@ -52,8 +67,13 @@ fn listed(runtime: &Runtime, id: &str) -> Option<Listed> {
     definition.insert("description".into(), json!(tool.description));
     let input = if is_object_schema(input) { input.clone() } else { json!({"type": "object"}) };
     definition.insert("inputSchema".into(), input);
-    let wrapped = !is_object_schema(result);
-    if !wrapped {
+    let bridged = matches!(tool.transport, Some(Transport::Mcp { .. }));
+    let shape = match (is_object_schema(result), bridged) {
+        (true, _) => ResultShape::Object,
+        (false, true) => ResultShape::Content,
+        (false, false) => ResultShape::Wrapped,
+    };
+    if shape == ResultShape::Object {
         definition.insert("outputSchema".into(), result.clone());
     }
     definition.insert(
@@ -67,7 +87,7 @@ fn listed(runtime: &Runtime, id: &str) -> Option<Listed> {
     Some(Listed {
         id: id.to_string(),
         definition: Value::Object(definition),
-        wrapped,
+        shape,
         category: tool.category.clone(),
         core: tool.discoverability == Discoverability::Core,
         reach,

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
+use crate::discovery::definition::ResultShape;
 use crate::runtime::{CallError, CallErrorKind, CallOutcome, Cancel, Progress, ProgressSink};
 use crate::serve::parked::Parked;
 
@@ -36,8 +37,8 @@ pub(crate) struct Pending {
     pub(crate) answers: Option<Sender<InputResponses>>,
     /// Cancels the call.
     pub(crate) cancel: Cancel,
-    /// Whether the tool's result is wrapped as `{"result": …}`.
-    pub(crate) wrapped: bool,
+    /// How the tool's result is answered.
+    pub(crate) shape: ResultShape,
 }
 
 /// Follows `pending` until it ends or asks the client; cancels it when the
@@ -76,7 +77,7 @@ pub(crate) async fn follow(
         }
     };
     match event {
-        Some(Event::Done(result)) => outcome(*result, pending.wrapped),
+        Some(Event::Done(result)) => outcome(*result, pending.shape),
         Some(Event::Input(requests)) => {
             let state = parked
                 .park(pending)
@@ -102,12 +103,23 @@ fn call_meta(invocation_id: Option<uuid::Uuid>, trace_id: Option<uuid::Uuid>, at
 /// A call's outcome as MCP: a result (with `isError` for failures the
 /// model can act on), or a JSON-RPC error (-32602) for an unknown tool or
 /// invalid arguments.
-pub(crate) fn outcome(result: Result<CallOutcome, CallError>, wrapped: bool) -> Result<CallToolResponse, ErrorData> {
+pub(crate) fn outcome(
+    result: Result<CallOutcome, CallError>,
+    shape: ResultShape,
+) -> Result<CallToolResponse, ErrorData> {
     let built = match result {
         Ok(done) => {
-            let structured = if wrapped { json!({"result": done.result}) } else { done.result };
             let meta = call_meta(Some(done.invocation_id), Some(done.trace_id), done.attempts, "ok");
-            return complete(structured, meta);
+            return match shape {
+                ResultShape::Object => complete(done.result, meta),
+                ResultShape::Wrapped => complete(json!({"result": done.result}), meta),
+                ResultShape::Content => into_response(json!({
+                    "resultType": "complete",
+                    "content": content_blocks(done.result),
+                    "isError": false,
+                    "_meta": meta,
+                })),
+            };
         }
         Err(e) if matches!(e.kind, CallErrorKind::UnknownTool | CallErrorKind::InvalidInput) => {
             // The runtime's help speaks of command-line flags; the message
@@ -148,6 +160,18 @@ pub(crate) fn complete(structured: Value, meta: Value) -> Result<CallToolRespons
         "isError": false,
         "_meta": meta,
     }))
+}
+
+/// The content blocks of a bridged tool's result: those its server sent
+/// (`{"content": [...]}`, rlp's form of them), else the result's JSON as
+/// one text block.
+fn content_blocks(result: Value) -> Value {
+    match result {
+        Value::Object(mut only) if only.len() == 1 && only.get("content").is_some_and(Value::is_array) => {
+            only.remove("content").unwrap_or_default()
+        }
+        other => json!([{"type": "text", "text": serde_json::to_string(&other).unwrap_or_default()}]),
+    }
 }
 
 /// A built result as the SDK's type.

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
+use crate::discovery::definition::ResultShape;
 use crate::discovery::meta::{Discovery, MetaCall};
 use crate::discovery::{self, Catalog, Expose, meta};
 use crate::event::ToolDiscoverPayload;
@@ -204,8 +205,8 @@ impl Handler {
             let _ = events.send(Event::Done(Box::new(result)));
             drop(permit);
         });
-        let wrapped = self.shared.catalog.get(&tool).is_some_and(|t| t.wrapped);
-        let pending = Pending { events: receiver, answers, cancel, wrapped };
+        let shape = self.shared.catalog.get(&tool).map_or(ResultShape::Wrapped, |t| t.shape);
+        let pending = Pending { events: receiver, answers, cancel, shape };
         let gone = client_gone(&context.extensions);
         let response = follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await;
         if let Some(task) = progress_sent {

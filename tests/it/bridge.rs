@@ -378,15 +378,15 @@ fn step(report: &Value, i: usize) -> &Value {
 }
 
 /// The text of the one content block the bridged server answered, as
-/// `rlp serve` passes a result it does not unwrap on: the MCP answer as the
-/// tool's result, wrapped (`result_schema` `{}` is not an object's).
+/// `rlp serve` passes it on: the server's content blocks as it sent them,
+/// and no `structuredContent` (the tool's `result_schema` `{}` lists no
+/// `outputSchema`).
 #[track_caller]
 fn served_text(record: &Value) -> String {
     let result = &record["result"];
     assert_eq!(result["isError"], false, "{record}");
-    let content = result["structuredContent"]["result"]["content"]
-        .as_array()
-        .unwrap_or_else(|| panic!("not a bridged server's answer: {record}"));
+    assert!(result.get("structuredContent").is_none(), "{record}");
+    let content = result["content"].as_array().unwrap_or_else(|| panic!("not a bridged server's answer: {record}"));
     assert_eq!(content.len(), 1, "{record}");
     assert_eq!(content[0]["type"], "text", "{record}");
     content[0]["text"].as_str().unwrap().to_string()
@@ -999,13 +999,8 @@ fn serve_lists_bridged_tools_and_calls_them_through_one_server_process() {
                     "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false}})
         );
         assert_eq!(listed.len(), 14, "{listed:?}");
-        // The answer of the bridged server, whole, as the tool's result.
-        let echoed = step(&report, 2);
-        let text = served_text(echoed);
-        assert_eq!(
-            echoed["result"]["structuredContent"],
-            json!({"result": {"content": [{"type": "text", "text": text}]}})
-        );
+        // The answer of the bridged server: its content blocks, as sent.
+        let text = served_text(step(&report, 2));
         let echoed: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(echoed["text"], mode);
         assert_eq!(echoed["meta"].as_object().unwrap().keys().collect::<Vec<_>>(), ["progressToken"], "{echoed}");
@@ -1415,13 +1410,15 @@ fn serve_calls_the_filesystem_and_time_servers() {
         );
         let read = step(&report, 1);
         assert_eq!(read["result"]["isError"], false, "{mode}: {read}");
-        assert_eq!(read["result"]["structuredContent"], json!({"result": {"content": "in shared\n"}}), "{mode}");
+        // The server's structuredContent is the result; without an object
+        // result_schema it is answered as its JSON in one text block.
+        assert_eq!(served_text(read), r#"{"content":"in shared\n"}"#, "{mode}");
         let refused = served_error(step(&report, 2));
         output::assert_contains(
             &refused,
             &format!("Access denied - path outside allowed directories: {}", other.join("b.txt").display()),
         );
-        let now = &step(&report, 3)["result"]["structuredContent"]["result"];
+        let now: Value = serde_json::from_str(&served_text(step(&report, 3))).unwrap();
         assert_eq!(now["timezone"], "UTC", "{mode}: {now}");
         let told = epoch_seconds(now["datetime"].as_str().unwrap_or_else(|| panic!("{mode}: {now}")));
         let clock = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() as i64;
