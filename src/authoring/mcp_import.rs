@@ -4,7 +4,8 @@
 //! Each server is written to `servers` in tools.json, started (a stdio
 //! server in the kernel sandbox with the grants given) and asked for its
 //! tools (every page of `tools/list`); each tool becomes an entry with id
-//! `<server>.<tool>` (lower-cased, other characters made `_`), its
+//! `<server>.<tool>` (lower-cased, other characters made `_`; `--bare-ids`:
+//! `<tool>` alone, for a host that calls the server's tools by name), its
 //! description, `input_schema`, `result_schema` from `outputSchema` (else
 //! `{}`: content blocks, or what an outcome envelope says), `requires_confirmation` from its
 //! annotations (false under `readOnlyHint`, else `destructiveHint`, which
@@ -38,6 +39,9 @@ pub(crate) struct McpSource {
     pub name: String,
     /// Its entry, as tools.json writes it.
     pub entry: Map<String, Value>,
+    /// Whether its tools' ids are their names on the server alone, without
+    /// the `<server>.` prefix.
+    pub bare_ids: bool,
 }
 
 /// What importing one server did.
@@ -75,6 +79,7 @@ pub(crate) fn import_mcp(
     let root = target.dir.canonicalize().unwrap_or_else(|_| target.dir.clone());
     let mut servers = Vec::new();
     let mut merged = Vec::new();
+    let mut produced: Vec<(String, String)> = Vec::new();
     for source in sources {
         let entry = match (tools.server(&source.name), source.entry.is_empty()) {
             (Some(old), _) => merge(old, source.entry.clone(), true).0,
@@ -102,8 +107,19 @@ pub(crate) fn import_mcp(
         let mut changes = Vec::new();
         let mut listed = Vec::new();
         for definition in &definitions {
-            let fresh = tool_entry(&source.name, definition, &declared);
+            let fresh = tool_entry(&source.name, source.bare_ids, definition, &declared);
             let id = fresh.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            if let Some(other) = produced.iter().find(|(made, _)| *made == id).map(|(_, from)| from) {
+                return Err(AuthoringError::usage(format!(
+                    "the tool id `{id}` would be given twice (servers `{other}` and `{}`); {} is unchanged",
+                    source.name,
+                    target.dir.display()
+                ))
+                .with_help(
+                    "import these servers without --bare-ids, so each tool's id starts with its server's name",
+                ));
+            }
+            produced.push((id.clone(), source.name.clone()));
             listed.push(id.clone());
             let (entry, fields) = match tools.get(&id) {
                 Some(old) => merge(old, fresh, replace),
@@ -186,6 +202,7 @@ fn declared_needs(entry: &Map<String, Value>) -> (Vec<Value>, Vec<Value>) {
 /// The tools.json entry of one tool a server lists.
 fn tool_entry(
     server: &str,
+    bare_ids: bool,
     definition: &Value,
     (capabilities, secrets): &(Vec<Value>, Vec<Value>),
 ) -> Map<String, Value> {
@@ -203,7 +220,8 @@ fn tool_entry(
     // outcome envelope among them says: anything.
     let result_schema = definition.get("outputSchema").map_or_else(|| json!({}), as_bundle_schema);
     let mut entry = Map::new();
-    entry.insert("id".into(), json!(format!("{server}.{}", id_part(name))));
+    let id = if bare_ids { id_part(name) } else { format!("{server}.{}", id_part(name)) };
+    entry.insert("id".into(), json!(id));
     entry.insert("description".into(), json!(description));
     entry.insert("category".into(), json!(server));
     entry.insert("capabilities".into(), Value::Array(capabilities.clone()));
@@ -270,12 +288,15 @@ mod tests {
     fn tools_get_ids_confirmation_and_pins_from_their_definitions() {
         let definition =
             json!({"name": "read-File", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
-        let entry = tool_entry("files", &definition, &(vec![json!("exec")], vec![]));
+        let entry = tool_entry("files", false, &definition, &(vec![json!("exec")], vec![]));
         assert_eq!(entry["id"], json!("files.read_file"));
         assert_eq!(entry["requires_confirmation"], json!(false));
         assert_eq!(entry["category"], json!("files"));
         assert_eq!(entry["transport"]["definition_blake3"], json!(pin::definition_blake3(&definition)));
-        let plain = tool_entry("files", &json!({"name": "9x", "inputSchema": {}}), &(vec![], vec![]));
+        let plain = tool_entry("files", false, &json!({"name": "9x", "inputSchema": {}}), &(vec![], vec![]));
+        let bare =
+            tool_entry("files", true, &json!({"name": "test_simple_text", "inputSchema": {}}), &(vec![], vec![]));
+        assert_eq!(bare["id"], json!("test_simple_text"));
         assert_eq!((plain["id"].clone(), plain["requires_confirmation"].clone()), (json!("files.t9x"), json!(true)));
         assert_eq!(plain["description"], json!("The tool `9x` of the MCP server `files`."));
     }

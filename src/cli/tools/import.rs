@@ -65,6 +65,9 @@ pub struct ImportArgs {
     /// Import every server of an MCP host's configuration (`mcpServers`, or an editor's `servers`).
     #[arg(long, value_name = "FILE", conflicts_with = "mcp")]
     pub mcp_config: Option<PathBuf>,
+    /// Give each server tool its name on the server as its id (where it is a valid id), without the `NAME.` prefix.
+    #[arg(long, conflicts_with = "exec")]
+    pub bare_ids: bool,
     /// The stdio server's command and arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

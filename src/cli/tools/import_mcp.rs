@@ -87,7 +87,7 @@ fn from_flags(name: &str, args: &ImportArgs) -> Result<McpSource, CliError> {
     if !args.secrets.is_empty() {
         entry.insert("secrets".into(), json!(args.secrets));
     }
-    Ok(McpSource { name: name.to_string(), entry })
+    Ok(McpSource { name: name.to_string(), entry, bare_ids: args.bare_ids })
 }
 
 /// The absolute path of a server's program, found the way a shell finds it.
@@ -175,7 +175,7 @@ fn from_config(file: &Path, args: &ImportArgs) -> Result<Vec<McpSource>, CliErro
         if !args.caps.is_empty() {
             entry.insert("capabilities".into(), json!(args.caps));
         }
-        sources.push(McpSource { name, entry });
+        sources.push(McpSource { name, entry, bare_ids: args.bare_ids });
     }
     Ok(sources)
 }
