@@ -5,8 +5,8 @@
 //! `capabilities` and `secrets` are what it needs; every tool of the server
 //! declares them too (RLP221), so the policy decides on each tool alone.
 //! Values of `env`, `args` and `headers` may hold `${secret:<id>}`, each id
-//! listed in the server's `secrets` (RLP210). Calling a server is a later
-//! step of the bridge; this is the data model and its reader.
+//! listed in the server's `secrets` (RLP210). This is the data model and its
+//! reader; calling a server is the runtime's (`runtime::mcp`).
 
 use serde_json::Value;
 

@@ -23,7 +23,8 @@
 //! (starting a child), [`capture`] and [`run`] (one child to its end under
 //! limits), [`tool`] (the exec protocol: private folder, blob, environment),
 //! [`server`] (a program that stays up across calls: an MCP server on
-//! stdio, with the same guarantees).
+//! stdio, with the same guarantees, started by one long-lived thread since
+//! the parent-death signal follows the thread that started a child).
 
 pub mod cancel;
 pub(crate) mod capture;
