@@ -13,6 +13,7 @@ mod support;
 mod authoring;
 mod batch;
 mod bridge;
+mod bridge_import;
 mod calls;
 mod ci_gate;
 mod cli;
