@@ -78,13 +78,16 @@ impl fmt::Display for Drift {
     }
 }
 
-/// A binary that gave no usable `schema` answer, so its tools were not checked.
+/// A binary that gave no usable `schema` answer, or an MCP server that was
+/// not asked or did not list its tools: its tools were not checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Unchecked {
     /// Who was asked: a binary's path, or ``MCP server `name` ``.
     pub source: String,
     /// Why its answer could not be used.
     pub why: String,
+    /// Whether it is an MCP server (else a binary).
+    pub server: bool,
 }
 
 /// What `--check-tools` found in one bundle.
@@ -116,7 +119,7 @@ pub(crate) fn check(bundle_dir: &Path, sandbox: SandboxMode) -> ToolCheck {
         let described = match describe(&source, bundle_dir) {
             Ok(described) => described,
             Err(why) => {
-                report.unchecked.push(Unchecked { source: command.display().to_string(), why });
+                report.unchecked.push(Unchecked { source: command.display().to_string(), why, server: false });
                 continue;
             }
         };
@@ -171,13 +174,13 @@ fn check_servers(bundle_dir: &Path, root: &Path, sandbox: SandboxMode, report: &
         let source = format!("MCP server `{}`", server.name);
         if !server.secrets.is_empty() {
             let why = "it needs secrets, which lint does not resolve; `rlp tools import --mcp` checks it".to_string();
-            report.unchecked.push(Unchecked { source, why });
+            report.unchecked.push(Unchecked { source, why, server: true });
             continue;
         }
         let definitions = match list_tools(server, root, sandbox, &[]) {
             Ok((_, definitions)) => definitions,
             Err(why) => {
-                report.unchecked.push(Unchecked { source, why });
+                report.unchecked.push(Unchecked { source, why, server: true });
                 continue;
             }
         };
@@ -186,7 +189,7 @@ fn check_servers(bundle_dir: &Path, root: &Path, sandbox: SandboxMode, report: &
             .tools
             .iter()
             .filter_map(|tool| match &tool.transport {
-                Some(Transport::Mcp { server: s, tool: name, definition_blake3 }) if *s == server.name => {
+                Some(Transport::Mcp { server: s, tool: name, definition_blake3, .. }) if *s == server.name => {
                     Some((tool, name.as_str(), definition_blake3.as_deref()))
                 }
                 _ => None,
@@ -204,19 +207,7 @@ fn check_servers(bundle_dir: &Path, root: &Path, sandbox: SandboxMode, report: &
             let kind = match (definition, pin) {
                 (None, _) => DriftKind::MissingFromBinary,
                 (Some(definition), Some(pin)) if pin::definition_blake3(definition) != pin => {
-                    let copy = serde_json::json!({
-                        "name": name,
-                        "description": tool.description,
-                        "inputSchema": tool.input_schema,
-                        "outputSchema": definition.get("outputSchema").and(tool.result_schema.as_ref()),
-                        "annotations": definition.get("annotations"),
-                    });
-                    let parts = pin::changed_parts(&copy, definition);
-                    let named = if parts.is_empty() {
-                        "annotations or another pinned part".to_string()
-                    } else {
-                        format!("differs from tools.json in: {}", parts.join(", "))
-                    };
+                    let named = pin::what_changed(tool, definition);
                     DriftKind::PinChanged(named)
                 }
                 _ => continue,

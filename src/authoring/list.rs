@@ -189,7 +189,7 @@ fn row(tool: &Tool, policy: &Policy, bundle: &Path, mode: SandboxMode) -> Row {
         Some(Transport::Http { method, url: None, .. }) => {
             (format!("http {method} (invalid URL)"), json!({"kind": "http", "method": method, "url": null}))
         }
-        Some(Transport::Mcp { server, tool, definition_blake3 }) => (
+        Some(Transport::Mcp { server, tool, definition_blake3, .. }) => (
             format!("mcp {server} {tool}"),
             json!({"kind": "mcp", "server": server, "tool": tool, "definition_blake3": definition_blake3}),
         ),

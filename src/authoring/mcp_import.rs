@@ -89,7 +89,11 @@ pub(crate) fn import_mcp(
                     "tools.json declares no server `{}`: give it as `-- COMMAND [ARGS…]` or --url URL",
                     source.name
                 ))
-                .with_help("e.g. rlp tools import agents/demo --mcp time -- /usr/bin/python3 -m mcp_server_time"));
+                .with_help(format!(
+                    "e.g. rlp tools import {} --mcp {} -- /usr/bin/python3 -m mcp_server_time",
+                    target.dir.display(),
+                    source.name
+                )));
             }
         };
         let server = read_server(&source.name, &entry)?;
@@ -122,7 +126,7 @@ pub(crate) fn import_mcp(
             produced.push((id.clone(), source.name.clone()));
             listed.push(id.clone());
             let (entry, fields) = match tools.get(&id) {
-                Some(old) => merge(old, fresh, replace),
+                Some(old) => merge_tool(old, fresh, replace),
                 None => (fresh, Fields::default()),
             };
             changes.push((id.clone(), tools.upsert(entry), fields));
@@ -142,6 +146,32 @@ pub(crate) fn import_mcp(
     let (grants, policy) = plan_grants(target, &merged, grant)?;
     commit(target, &tools, policy.as_ref(), &[])?;
     Ok(McpImported { servers, grants })
+}
+
+/// Merges a server's `fresh` entry for a tool into its `old` one, as
+/// `--exec` import does ([`merge`]), except for the description: one the
+/// author did not edit (it is still the one pinned in `definition_parts`)
+/// follows the server.
+fn merge_tool(old: &Map<String, Value>, fresh: Map<String, Value>, replace: bool) -> (Map<String, Value>, Fields) {
+    let pinned: Vec<(String, String)> = old
+        .get("transport")
+        .and_then(|t| t.get("definition_parts"))
+        .and_then(Value::as_object)
+        .map(|parts| parts.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+        .unwrap_or_default();
+    let unedited =
+        old.get("description").and_then(Value::as_str).is_some_and(|d| pin::is_pinned_description(&pinned, d));
+    let order: Vec<String> = fresh.keys().cloned().collect();
+    let description = fresh.get("description").cloned();
+    let (mut merged, mut fields) = merge(old, fresh, replace);
+    if let (true, Some(description)) = (unedited, description)
+        && fields.kept.iter().any(|k| k == "description")
+    {
+        merged.insert("description".into(), description);
+        fields.kept.retain(|k| k != "description");
+        fields.updated = order.into_iter().filter(|k| k == "description" || fields.updated.contains(k)).collect();
+    }
+    (merged, fields)
 }
 
 /// Reads a server entry the way the bundle reader does; an error names what
@@ -230,7 +260,13 @@ fn tool_entry(
     }
     entry.insert(
         "transport".into(),
-        json!({"kind": "mcp", "server": server, "tool": name, "definition_blake3": pin::definition_blake3(definition)}),
+        json!({
+            "kind": "mcp",
+            "server": server,
+            "tool": name,
+            "definition_blake3": pin::definition_blake3(definition),
+            "definition_parts": pin::part_digests(definition),
+        }),
     );
     let input_schema = definition.get("inputSchema").map_or_else(|| json!({"type": "object"}), as_bundle_schema);
     entry.insert("input_schema".into(), input_schema);
@@ -293,6 +329,7 @@ mod tests {
         assert_eq!(entry["requires_confirmation"], json!(false));
         assert_eq!(entry["category"], json!("files"));
         assert_eq!(entry["transport"]["definition_blake3"], json!(pin::definition_blake3(&definition)));
+        assert_eq!(entry["transport"]["definition_parts"], json!(pin::part_digests(&definition)));
         let plain = tool_entry("files", false, &json!({"name": "9x", "inputSchema": {}}), &(vec![], vec![]));
         let bare =
             tool_entry("files", true, &json!({"name": "test_simple_text", "inputSchema": {}}), &(vec![], vec![]));

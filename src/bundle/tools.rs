@@ -35,8 +35,22 @@ pub const TRANSPORT_KINDS: &[&str] = &["exec", "http", "mcp"];
 /// The longest tool name on an MCP server (`transport.tool`), in characters.
 pub const MAX_MCP_TOOL_NAME: usize = 128;
 
-const TRANSPORT_KEYS: &[&str] =
-    &["kind", "command", "args", "platforms", "method", "url", "headers", "server", "tool", "definition_blake3"];
+const TRANSPORT_KEYS: &[&str] = &[
+    "kind",
+    "command",
+    "args",
+    "platforms",
+    "method",
+    "url",
+    "headers",
+    "server",
+    "tool",
+    "definition_blake3",
+    "definition_parts",
+];
+/// The parts of a server's definition of a tool that `definition_parts`
+/// pins one by one.
+pub const DEFINITION_PARTS: &[&str] = &["description", "input_schema", "output_schema", "annotations"];
 
 const TOOL_KEYS: &[&str] = &[
     "id",
@@ -129,6 +143,10 @@ pub enum Transport {
         /// The pin of the server's definition of the tool: 64 lower-case hex
         /// digits of BLAKE3; `None` when not pinned (RLP223).
         definition_blake3: Option<String>,
+        /// The pins of the parts of that definition ([`DEFINITION_PARTS`]),
+        /// each with its digest, in that order: what lets rlp name the part
+        /// that changed, and tell a server's change from an author's edit.
+        definition_parts: Vec<(String, String)>,
     },
 }
 
@@ -485,8 +503,8 @@ pub(super) fn report_unexpected(t: &Fields<'_>, keys: &[&str], what: &str, help:
 fn read_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transport> {
     let kind = t.string("kind", true, diags)?;
     let others: Vec<&str> = match kind {
-        "exec" => vec!["method", "url", "headers", "server", "tool", "definition_blake3"],
-        "http" => vec!["command", "args", "platforms", "server", "tool", "definition_blake3"],
+        "exec" => vec!["method", "url", "headers", "server", "tool", "definition_blake3", "definition_parts"],
+        "http" => vec!["command", "args", "platforms", "server", "tool", "definition_blake3", "definition_parts"],
         "mcp" => vec!["command", "args", "platforms", "method", "url", "headers"],
         _ => vec![],
     };
@@ -582,8 +600,38 @@ fn read_mcp_transport(t: &Fields<'_>, diags: &mut Diagnostics) -> Option<Transpo
             )
             .help("re-import the tool with `rlp tools import --mcp` to write the pin");
     }
+    let definition_parts = read_definition_parts(t, diags);
     t.finish(diags);
-    Some(Transport::Mcp { server: server?, tool: tool?, definition_blake3: definition_blake3.filter(|_| pin_ok) })
+    Some(Transport::Mcp {
+        server: server?,
+        tool: tool?,
+        definition_blake3: definition_blake3.filter(|_| pin_ok),
+        definition_parts,
+    })
+}
+
+/// Reads `definition_parts` of an mcp transport: each known part's digest.
+fn read_definition_parts(t: &Fields<'_>, diags: &mut Diagnostics) -> Vec<(String, String)> {
+    let Some(parts) = t.table("definition_parts", "`definition_parts`", DEFINITION_PARTS, false, diags) else {
+        return Vec::new();
+    };
+    parts.finish(diags);
+    let mut out = Vec::new();
+    for part in DEFINITION_PARTS {
+        let Some(digest) = parts.string(part, false, diags) else { continue };
+        if is_definition_digest(digest) {
+            out.push(((*part).to_string(), digest.to_string()));
+        } else {
+            diags
+                .report(
+                    Code::InvalidValue,
+                    At::Value(parts.at(part)),
+                    format!("`definition_parts.{part}` must be 64 lower-case hex digits (a BLAKE3 digest)"),
+                )
+                .help("re-import the tool with `rlp tools import --mcp` to write the pins");
+        }
+    }
+    out
 }
 
 /// Reads `headers` of `t` (an http transport or a server): names and values

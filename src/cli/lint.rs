@@ -54,7 +54,8 @@ pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
         errors: reports.iter().map(|r| r.count(Severity::Error)).sum(),
         warnings: reports.iter().map(|r| r.count(Severity::Warning)).sum(),
         drifts: checks.iter().map(|c| c.drifts.len()).sum(),
-        unchecked: checks.iter().map(|c| c.unchecked.len()).sum(),
+        unchecked: checks.iter().flat_map(|c| &c.unchecked).filter(|u| !u.server).count(),
+        unchecked_servers: checks.iter().flat_map(|c| &c.unchecked).filter(|u| u.server).count(),
     };
     let failed = count.errors > 0 || (args.deny_warnings && count.warnings > 0) || count.drifts > 0;
     let exit = if failed { Exit::Problems } else { Exit::Success };
@@ -81,6 +82,7 @@ struct Counts {
     warnings: usize,
     drifts: usize,
     unchecked: usize,
+    unchecked_servers: usize,
 }
 
 impl Counts {
@@ -89,10 +91,16 @@ impl Counts {
     fn summary(&self) -> String {
         let bundles = render::plural(self.bundles, "bundle");
         let problems = render::problems(self.errors, self.warnings, self.drifts);
-        let unchecked = match self.unchecked {
-            0 => String::new(),
-            1 => " (1 tool binary not checked)".to_string(),
-            n => format!(" ({n} tool binaries not checked)"),
+        let binaries = match self.unchecked {
+            0 => None,
+            1 => Some("1 tool binary".to_string()),
+            n => Some(format!("{n} tool binaries")),
+        };
+        let servers = (self.unchecked_servers > 0).then(|| render::plural(self.unchecked_servers, "MCP server"));
+        let unchecked = match (binaries, servers) {
+            (None, None) => String::new(),
+            (Some(one), None) | (None, Some(one)) => format!(" ({one} not checked)"),
+            (Some(binaries), Some(servers)) => format!(" ({binaries} and {servers} not checked)"),
         };
         format!("{bundles} checked: {problems}{unchecked}\n")
     }

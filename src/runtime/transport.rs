@@ -64,7 +64,7 @@ impl<'r> Call<'r> {
                 let plan = self.plan_http(method, template, headers)?;
                 self.execute(&plan)
             }
-            Some(Transport::Mcp { server, tool: name, definition_blake3 }) => {
+            Some(Transport::Mcp { server, tool: name, definition_blake3, .. }) => {
                 let plan = self.plan_mcp(server, name, definition_blake3.as_deref())?;
                 self.execute(&plan)
             }

@@ -230,6 +230,23 @@ fn pin_of(definition: &Value) -> String {
     blake3::hash(canonical(definition).as_bytes()).to_hex().to_string()
 }
 
+/// The pins of the parts of a definition (`definition_parts`): each
+/// member's RFC 8785 form, hashed, for those it has.
+fn parts_of(definition: &Value) -> Value {
+    let mut parts = serde_json::Map::new();
+    for (key, member) in [
+        ("description", "description"),
+        ("input_schema", "inputSchema"),
+        ("output_schema", "outputSchema"),
+        ("annotations", "annotations"),
+    ] {
+        if let Some(value) = definition.get(member) {
+            parts.insert(key.into(), json!(blake3::hash(canonical(value).as_bytes()).to_hex().to_string()));
+        }
+    }
+    Value::Object(parts)
+}
+
 /// The RFC 8785 form of a JSON value of strings, booleans, arrays and
 /// objects (keys in code-unit order; no numbers here).
 fn canonical(value: &Value) -> String {
@@ -258,7 +275,8 @@ fn expected_seed_entry(definition: &Value, caps: &[String]) -> Value {
         "description": definition["description"],
         "category": "seed",
         "capabilities": capabilities,
-        "transport": {"kind": "mcp", "server": "seed", "tool": name, "definition_blake3": pin_of(definition)},
+        "transport": {"kind": "mcp", "server": "seed", "tool": name, "definition_blake3": pin_of(definition),
+                      "definition_parts": parts_of(definition)},
         "input_schema": definition["inputSchema"],
         "result_schema": definition.get("outputSchema").cloned().unwrap_or_else(|| json!({})),
         // Read-only tools need no confirmation; MCP's destructiveHint
@@ -513,7 +531,7 @@ fn a_server_with_a_secret_in_its_env_is_imported_and_lint_says_it_was_not_checke
             0,
             format!(
                 "note: {b}: MCP server `seed` was not checked: it needs secrets, which lint does not resolve; `rlp \
-                 tools import --mcp` checks it\n1 bundle checked: no problems (1 tool binary not checked)\n"
+                 tools import --mcp` checks it\n1 bundle checked: no problems (1 MCP server not checked)\n"
             )
         )
     );
@@ -574,7 +592,8 @@ fn a_streamable_http_server_is_imported_by_url_with_its_headers() {
     assert_eq!(
         structured["transport"],
         json!({"kind": "mcp", "server": "web", "tool": "structured",
-               "definition_blake3": pin_of(&seed_definition("structured", DEFAULT_ECHO))})
+               "definition_blake3": pin_of(&seed_definition("structured", DEFAULT_ECHO)),
+               "definition_parts": parts_of(&seed_definition("structured", DEFAULT_ECHO))})
     );
     let out = rlp(&td, &["lint", b, "--format", "json"]);
     assert_eq!((code(&out), stdout_json(&out)), (0, json!([])), "{}", output::text(&out));
@@ -770,7 +789,7 @@ fn an_import_that_cannot_be_done_says_why_and_changes_nothing() {
         &out,
         2,
         "tools.json declares no server `x`: give it as `-- COMMAND [ARGS…]` or --url URL",
-        Some("e.g. rlp tools import agents/demo --mcp time -- /usr/bin/python3 -m mcp_server_time"),
+        Some(&format!("e.g. rlp tools import {b} --mcp x -- /usr/bin/python3 -m mcp_server_time")),
     );
     // A program that is not there.
     let out = rlp(&td, &["tools", "import", b, "--mcp", "x", "--grant", "--", "/nonexistent/mcp-server", "--stdio"]);
@@ -860,7 +879,7 @@ fn a_changed_definition_is_drift_and_refused_until_it_is_reimported() {
             1,
             format!(
                 "drift: {b}: tool `seed.echo_meta`: MCP server `seed` changed its definition since it was pinned \
-                 (differs from tools.json in: description); calls are refused until it is re-imported\n\
+                 (its description changed); calls are refused until it is re-imported\n\
                  1 bundle checked: 0 errors, 0 warnings and 1 drift\n"
             )
         )
@@ -872,7 +891,7 @@ fn a_changed_definition_is_drift_and_refused_until_it_is_reimported() {
         stderr(&out),
         format!(
             "{}error: tool `seed.echo_meta` refused: the server `seed` changed its definition of `echo_meta` since it \
-             was pinned (definition_blake3 {}…, now {}…); it differs from this bundle's copy in: description\n  help: \
+             was pinned (definition_blake3 {}…, now {}…); its description changed\n  help: \
              review the change (`rlp lint --check-tools`), then re-import with `rlp tools import {b} --mcp seed` to \
              accept it\n",
             unsigned_note(&bundle),

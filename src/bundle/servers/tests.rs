@@ -115,7 +115,8 @@ fn a_stdio_and_an_http_server_load_with_every_field() {
         Some(Transport::Mcp {
             server: "files".into(),
             tool: "read_text_file".into(),
-            definition_blake3: Some(PIN.into())
+            definition_blake3: Some(PIN.into()),
+            definition_parts: Vec::new(),
         })
     );
     assert_eq!(file.server_of(tool).map(|s| s.name.as_str()), Some("files"));
@@ -248,7 +249,12 @@ fn an_mcp_transport_names_a_server_a_tool_and_a_pin() {
     let transport = read(&text).0.unwrap().tools[0].transport.clone();
     assert_eq!(
         transport,
-        Some(Transport::Mcp { server: "files".into(), tool: "read".into(), definition_blake3: None })
+        Some(Transport::Mcp {
+            server: "files".into(),
+            tool: "read".into(),
+            definition_blake3: None,
+            definition_parts: Vec::new()
+        })
     );
     let long = "x".repeat(129);
     let long_message = format!("RLP007 `{long}` is not a tool name an MCP server can give");

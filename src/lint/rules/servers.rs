@@ -35,7 +35,7 @@ pub(super) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
         }
     }
     for tool in &file.tools {
-        let Some(Transport::Mcp { server, tool: name, definition_blake3 }) = &tool.transport else { continue };
+        let Some(Transport::Mcp { server, tool: name, definition_blake3, .. }) = &tool.transport else { continue };
         match file.server(server) {
             Some(found) => check_declared(tool, found, &mut diags),
             // A name that cannot be a server's is reported where it is read.

@@ -193,19 +193,7 @@ impl Call<'_> {
         if now == pin {
             return Ok(());
         }
-        let copy = json!({
-            "name": name,
-            "description": tool.description,
-            "inputSchema": tool.input_schema,
-            "outputSchema": definition.get("outputSchema").and(tool.result_schema.as_ref()),
-            "annotations": definition.get("annotations"),
-        });
-        let parts = pin::changed_parts(&copy, definition);
-        let named = if parts.is_empty() {
-            "its annotations or another pinned part".to_string()
-        } else {
-            format!("it differs from this bundle's copy in: {}", parts.join(", "))
-        };
+        let named = pin::what_changed(tool, definition);
         let reason = format!(
             "the server `{}` changed its definition of `{name}` since it was pinned (definition_blake3 {}…, now {}…); {named}",
             session.server,

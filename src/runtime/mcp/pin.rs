@@ -1,10 +1,22 @@
 //! The pin of a server's definition of a tool (`definition_blake3`): the
 //! BLAKE3 of the RFC 8785 form of its `name`, `description`,
-//! `inputSchema`, `outputSchema` and `annotations`, those it has.
+//! `inputSchema`, `outputSchema` and `annotations`, those it has; and the
+//! pins of those parts one by one (`definition_parts`), which name what
+//! changed.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
+use crate::bundle::tools::{Tool, Transport};
 use crate::event::canonical::canonical_text;
+
+/// Each part `definition_parts` pins: its key there, its member in a
+/// definition, how messages name it.
+const PARTS: &[(&str, &str, &str)] = &[
+    ("description", "description", "description"),
+    ("input_schema", "inputSchema", "input schema"),
+    ("output_schema", "outputSchema", "output schema"),
+    ("annotations", "annotations", "annotations"),
+];
 
 /// The members of a definition the pin covers, each with how messages name
 /// it.
@@ -35,12 +47,67 @@ pub(crate) fn definition_blake3(definition: &Value) -> String {
 
 /// How messages name the members in which `now` differs from `before`
 /// (both definitions as JSON), in [`PINNED`] order.
-pub(crate) fn changed_parts(before: &Value, now: &Value) -> Vec<&'static str> {
+fn changed_parts(before: &Value, now: &Value) -> Vec<&'static str> {
     PINNED
         .iter()
         .filter(|(key, _)| before.get(*key).filter(|v| !v.is_null()) != now.get(*key).filter(|v| !v.is_null()))
         .map(|(_, shown)| *shown)
         .collect()
+}
+
+/// The digest of one member of a definition (`None` when it has none).
+fn member_digest(definition: &Value, member: &str) -> Option<String> {
+    let value = definition.get(member).filter(|v| !v.is_null())?;
+    Some(blake3::hash(canonical_text(value).as_bytes()).to_hex().to_string())
+}
+
+/// The pins of the parts of `definition` (`definition_parts`), those it has.
+pub(crate) fn part_digests(definition: &Value) -> Map<String, Value> {
+    PARTS
+        .iter()
+        .filter_map(|(key, member, _)| Some(((*key).to_string(), json!(member_digest(definition, member)?))))
+        .collect()
+}
+
+/// Whether `text` is the description whose pin `parts` holds.
+pub(crate) fn is_pinned_description(parts: &[(String, String)], text: &str) -> bool {
+    let digest = member_digest(&json!({"description": text}), "description");
+    parts.iter().any(|(key, pinned)| key == "description" && Some(pinned) == digest.as_ref())
+}
+
+/// What changed in the server's `definition` of `tool` since it was
+/// pinned, in words: by the part pins when tools.json has them, else by
+/// comparing with the bundle's own copy.
+pub(crate) fn what_changed(tool: &Tool, definition: &Value) -> String {
+    let parts = match &tool.transport {
+        Some(Transport::Mcp { definition_parts, .. }) => definition_parts.as_slice(),
+        _ => &[],
+    };
+    if !parts.is_empty() {
+        let changed: Vec<&str> = PARTS
+            .iter()
+            .filter(|(key, member, _)| {
+                let pinned = parts.iter().find(|(k, _)| k == key).map(|(_, digest)| digest.clone());
+                pinned != member_digest(definition, member)
+            })
+            .map(|(_, _, shown)| *shown)
+            .collect();
+        return match changed.as_slice() {
+            [] => "its name or a part rlp does not pin on its own changed".to_string(),
+            parts => format!("its {} changed", parts.join(", ")),
+        };
+    }
+    let copy = json!({
+        "name": definition.get("name"),
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+        "outputSchema": definition.get("outputSchema").and(tool.result_schema.as_ref()),
+        "annotations": definition.get("annotations"),
+    });
+    match changed_parts(&copy, definition).as_slice() {
+        [] => "its annotations or another pinned part changed".to_string(),
+        parts => format!("it differs from this bundle's copy in: {}", parts.join(", ")),
+    }
 }
 
 #[cfg(test)]
@@ -57,6 +124,12 @@ mod tests {
         let changed = json!({"name": "read", "description": "Reads all.", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
         assert_ne!(definition_blake3(&tool), definition_blake3(&changed));
         assert_eq!(changed_parts(&tool, &changed), vec!["description", "annotations"]);
+        let parts = part_digests(&tool);
+        assert_eq!(parts.keys().collect::<Vec<_>>(), ["description", "input_schema"]);
+        let pinned: Vec<(String, String)> =
+            parts.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect();
+        assert!(is_pinned_description(&pinned, "Reads."));
+        assert!(!is_pinned_description(&pinned, "Reads all."));
         assert_eq!(definition_blake3(&tool).len(), 64);
     }
 }
