@@ -10,7 +10,8 @@ use crate::process::cancel::Cancel;
 use crate::runtime::answer::Answerer;
 use crate::runtime::confirm::Confirmer;
 
-/// A step of a call, as [`ProgressSink`]s hear of it.
+/// A step of a call, or what its MCP server says on the way, as
+/// [`ProgressSink`]s hear of it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Progress {
     /// An attempt starts (1, 2, … of at most `of`).
@@ -39,6 +40,16 @@ pub enum Progress {
         total: Option<f64>,
         /// What it says (scrubbed).
         message: Option<String>,
+    },
+    /// The MCP server of the call sent a log message during an attempt
+    /// (`notifications/message`).
+    Logged {
+        /// Its level, as the protocol names it (`debug` … `emergency`).
+        level: String,
+        /// The logger that sent it, when it says.
+        logger: Option<String>,
+        /// What it says (scrubbed).
+        data: serde_json::Value,
     },
 }
 

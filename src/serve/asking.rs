@@ -197,6 +197,12 @@ impl Answerer for McpAnswerer {
                 .into(),
         )
     }
+
+    /// A bridged server's form goes to the client as the server wrote it
+    /// (titled and multi-select enums, defaults, URL mode included).
+    fn elicit(&self, form: &Value) -> Option<Value> {
+        serde_json::to_value(self.0.ask(form.clone())?).ok()
+    }
 }
 
 /// Relays the model completions a bridged MCP server asks for during a call

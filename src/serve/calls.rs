@@ -1,9 +1,10 @@
 //! One `tools/call` through the runtime: the call runs on a blocking thread
 //! (the runtime is synchronous) while the request's task follows it,
 //! turning what happens into MCP: questions for the client
-//! ([`Event::Input`]), the outcome ([`Event::Done`]), progress
+//! ([`Event::Input`]), the outcome ([`Event::Done`]), progress and log
 //! notifications, and cancellation.
 
+use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use rmcp::model::{
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::discovery::definition::ResultShape;
 use crate::runtime::{CallError, CallErrorKind, CallOutcome, Cancel, Progress, ProgressSink};
+use crate::serve::logging::LogThreshold;
 use crate::serve::parked::Parked;
 
 /// What a running call tells the request that follows it.
@@ -182,7 +184,7 @@ fn into_response(built: Value) -> Result<CallToolResponse, ErrorData> {
 }
 
 /// Hears of a call's progress on its blocking thread and hands each step to
-/// the call's [`forward_progress`] task, which sends them in order.
+/// the call's [`forward_notifications`] task, which sends them in order.
 pub(crate) struct ProgressNotifier {
     steps: UnboundedSender<Progress>,
 }
@@ -193,18 +195,23 @@ impl ProgressSink for ProgressNotifier {
     }
 }
 
-/// A progress notifier for one call (`progressToken` given), and the task
-/// that sends its notifications: two per attempt (started, ended), then one
-/// when the call has ended and is recorded (`progress` = `total`). The task
-/// ends once the notifier is dropped; await it before answering, so every
-/// notification precedes the response.
-pub(crate) fn forward_progress(
+/// A notifier for one call, and the task that sends what it hears in
+/// order: the log messages of a bridged server that pass the session's
+/// `threshold`, and, when the client gave a `progressToken`, progress —
+/// two notifications per attempt (started, ended), the server's own
+/// reports within them, then one when the call has ended and is recorded
+/// (`progress` = `total`). The task ends once the notifier is dropped;
+/// await it before answering, so every notification precedes the response.
+#[allow(deprecated, reason = "logging is deprecated by SEP-2577 and what servers in use today send")]
+pub(crate) fn forward_notifications(
     peer: Peer<RoleServer>,
-    token: ProgressToken,
+    token: Option<ProgressToken>,
+    threshold: Arc<LogThreshold>,
 ) -> (ProgressNotifier, tokio::task::JoinHandle<()>) {
     let (steps, mut received) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
         let notify = |progress: f64, total: u32, message: String| {
+            let token = token.as_ref()?;
             let params = json!({"progressToken": token, "progress": progress, "total": total, "message": message});
             serde_json::from_value::<ProgressNotificationParam>(params).ok()
         };
@@ -227,6 +234,17 @@ pub(crate) fn forward_progress(
                     };
                     let said = message.unwrap_or_else(|| format!("the server reports {progress}"));
                     (f64::from(2 * attempt - 1) + 0.9 * done, most_attempts.unwrap_or(attempt), said)
+                }
+                Progress::Logged { level, logger, data } => {
+                    if threshold.passes(&level) {
+                        let params = json!({"level": level, "logger": logger, "data": data});
+                        if let Ok(params) =
+                            serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params)
+                        {
+                            let _ = peer.notify_logging_message(params).await;
+                        }
+                    }
+                    continue;
                 }
             };
             if progress <= last {

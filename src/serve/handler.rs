@@ -28,9 +28,10 @@ use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::asking::confirm::Confirmer;
 use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime, Sampler};
 use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker, SessionSampler};
-use crate::serve::calls::{Event, Pending, complete, follow, forward_progress};
+use crate::serve::calls::{Event, Pending, complete, follow, forward_notifications};
 use crate::serve::http::client_gone;
 use crate::serve::inbound::{named_trace, traceparent};
+use crate::serve::logging::LogThreshold;
 use crate::serve::parked::Parked;
 
 /// What every session and request of one server shares.
@@ -81,18 +82,20 @@ pub(crate) struct Handler {
     shared: Arc<Shared>,
     /// The session's trace (2025-11-25), made at its first call.
     session_trace: Arc<OnceLock<Uuid>>,
+    /// The least severe log message the session's client wants.
+    log_threshold: Arc<LogThreshold>,
 }
 
 impl Handler {
     /// A handler whose session records into a trace of its own.
     pub(crate) fn new(shared: Arc<Shared>) -> Handler {
-        Handler { shared, session_trace: Arc::new(OnceLock::new()) }
+        Handler { shared, session_trace: Arc::new(OnceLock::new()), log_threshold: Arc::default() }
     }
 
     /// A handler whose one session records into the server-run trace (stdio).
     pub(crate) fn in_run_trace(shared: Arc<Shared>) -> Handler {
         let session_trace = OnceLock::from(shared.run_trace);
-        Handler { shared, session_trace: Arc::new(session_trace) }
+        Handler { shared, session_trace: Arc::new(session_trace), log_threshold: Arc::default() }
     }
 
     /// The trace a call goes into: the one its `_meta` names; else its
@@ -178,18 +181,13 @@ impl Handler {
         let (asker, answers) = self.asker(&context, &events);
         let confirmer: Option<Arc<dyn Confirmer>> =
             if self.shared.yes { None } else { Some(Arc::new(McpConfirmer(Arc::clone(&asker)))) };
-        let (progress, progress_sent) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (notifier, task) = forward_progress(context.peer.clone(), token);
-                (Some(Arc::new(notifier) as Arc<dyn ProgressSink>), Some(task))
-            }
-            None => (None, None),
-        };
+        let token = context.meta.get_progress_token();
+        let (notifier, notified) = forward_notifications(context.peer.clone(), token, Arc::clone(&self.log_threshold));
         let call_context = CallContext {
             confirmer,
             answerer: Some(Arc::new(McpAnswerer(asker))),
             cancel: Some(cancel.clone()),
-            progress,
+            progress: Some(Arc::new(notifier) as Arc<dyn ProgressSink>),
             sampler: self.sampler(&context),
         };
         let permit = Arc::clone(&self.shared.calls)
@@ -209,13 +207,11 @@ impl Handler {
         let pending = Pending { events: receiver, answers, cancel, shape };
         let gone = client_gone(&context.extensions);
         let response = follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await;
-        if let Some(task) = progress_sent {
-            match &response {
-                // The request ends before the call: its progress token with it.
-                Ok(CallToolResponse::InputRequired(_)) => task.abort(),
-                _ => {
-                    let _ = task.await;
-                }
+        match &response {
+            // The request ends before the call: its progress token with it.
+            Ok(CallToolResponse::InputRequired(_)) => notified.abort(),
+            _ => {
+                let _ = notified.await;
             }
         }
         response
@@ -295,10 +291,11 @@ fn round_trips(context: &RequestContext<RoleServer>) -> bool {
 }
 
 impl ServerHandler for Handler {
+    #[allow(deprecated, reason = "logging is deprecated by SEP-2577 and what servers in use today send")]
     fn get_info(&self) -> ServerConfig {
         let runtime = &self.shared.runtime;
         let mut info = ServerConfig::default();
-        info.capabilities = ServerCapabilities::builder().enable_tools().build();
+        info.capabilities = ServerCapabilities::builder().enable_tools().enable_logging().build();
         info.server_info = Implementation::new(
             format!("rlp-{}", runtime.agent()),
             runtime.version().unwrap_or(env!("CARGO_PKG_VERSION")).to_string(),
@@ -308,6 +305,19 @@ impl ServerHandler for Handler {
             runtime.agent()
         ));
         info
+    }
+
+    /// The client's log level: the log messages of bridged servers below it
+    /// are not passed on.
+    #[allow(deprecated, reason = "logging is deprecated by SEP-2577 and what servers in use today send")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        self.log_threshold.set(level.as_str().unwrap_or("info"));
+        Ok(())
     }
 
     async fn list_tools(

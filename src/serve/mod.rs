@@ -24,6 +24,7 @@ mod calls;
 pub mod handler;
 pub mod http;
 pub mod inbound;
+mod logging;
 mod parked;
 
 use std::sync::Arc;

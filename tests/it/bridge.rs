@@ -1079,12 +1079,12 @@ fn serve_passes_an_elicitation_during_a_call_on_to_a_client_that_supports_elicit
         assert_eq!(served_text(step(&report, 0)), r#"{"action":"accept","content":{"name":"Ada"}}"#, "{mode}");
         let asked = report["elicitations"].as_array().unwrap();
         assert_eq!(asked.len(), 1, "{mode}: {asked:?}");
+        // The client sees the form as the server wrote it.
         assert_eq!(asked[0]["params"]["mode"], "form");
-        assert_eq!(asked[0]["params"]["message"], "`seed.ask` asks:\n- Your name?");
+        assert_eq!(asked[0]["params"]["message"], "Your name?");
         assert_eq!(
             asked[0]["params"]["requestedSchema"],
-            json!({"type": "object", "properties": {"name": {"type": "string", "title": "Your name?"}},
-                   "required": ["name"]}),
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
             "{mode}"
         );
 

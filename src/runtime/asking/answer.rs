@@ -71,6 +71,14 @@ pub trait Answerer: Send + Sync {
     fn unanswered_help(&self) -> Option<String> {
         None
     }
+
+    /// Puts an MCP server's `elicitation/create` params to whoever answers,
+    /// as they are, and returns the `ElicitResult` (as JSON). `None` when
+    /// this answerer takes no forms (the form's fields are then asked as
+    /// questions) or could not ask.
+    fn elicit(&self, _form: &Value) -> Option<Value> {
+        None
+    }
 }
 
 /// Answers nothing: there is nobody to ask.

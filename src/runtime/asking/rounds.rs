@@ -4,7 +4,7 @@
 //! [`Answerer`] — recorded (`tool.answer`), and is run again with every
 //! answer so far, at most [`MAX_ROUNDS`] times.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::event::{EventKind, PAYLOAD_VERSION, RecordedAnswer, ToolAnswerPayload, ToolInquiryPayload};
@@ -71,6 +71,20 @@ impl<'r> Call<'r> {
     /// The questions of one round, recorded as they were asked (scrubbed)
     /// and checked.
     fn record_inquiry(&mut self, asked: &[Value], attempt: u32) -> Result<Vec<Question>, Stop> {
+        let asked = self.push_inquiry(asked, attempt)?;
+        let tool = self.tool();
+        let questions = read_questions(&asked).map_err(|why| {
+            Stop::new(CallErrorKind::Tool, format!("tool `{}` asked an invalid question: {why}", tool.id), FIX_ENVELOPE)
+        })?;
+        if let Some(secret) = questions.iter().find(|q| looks_secret(&q.id)) {
+            return Err(asked_for_secret(&tool.id, &secret.id));
+        }
+        Ok(questions)
+    }
+
+    /// Records the questions of one round as they were asked (scrubbed),
+    /// unless they nest too deep or the call has had its rounds; returns them.
+    fn push_inquiry(&mut self, asked: &[Value], attempt: u32) -> Result<Vec<Value>, Stop> {
         let tool = self.tool();
         // What cannot be read back is not recorded (as for results): the
         // questions array and what it holds.
@@ -88,13 +102,12 @@ impl<'r> Call<'r> {
         // The tool holds the call's secrets: whatever it asks is scrubbed of
         // them before anyone sees it (the prompt, error messages, the frame).
         let asked: Vec<Value> = asked.iter().map(|q| self.journal.scrubber.scrubbed(q)).collect();
-        let questions = read_questions(&asked);
         let inquiry = ToolInquiryPayload {
             v: PAYLOAD_VERSION,
             invocation_id: self.journal.invocation_id,
             tool: tool.id.clone(),
             attempt: attempt.into(),
-            questions: asked,
+            questions: asked.clone(),
             tags: self.journal.tags.clone(),
         };
         self.journal.push(EventKind::ToolInquiry, format!("tool:{}", tool.id), inquiry);
@@ -109,20 +122,44 @@ impl<'r> Call<'r> {
                 "fix the tool: it keeps asking after every question is answered",
             ));
         }
-        let questions = questions.map_err(|why| {
-            Stop::new(CallErrorKind::Tool, format!("tool `{}` asked an invalid question: {why}", tool.id), FIX_ENVELOPE)
-        })?;
-        if let Some(secret) = questions.iter().find(|q| looks_secret(&q.id)) {
-            return Err(Stop::new(
-                CallErrorKind::Refused,
-                format!(
-                    "tool `{}` asked for `{}`, which looks like a secret; secrets come from the secret resolver, never from answers",
-                    tool.id, secret.id
-                ),
-                "give the tool the value as a secret (`secrets` in tools.json), never as an answer",
-            ));
+        Ok(asked)
+    }
+
+    /// Puts an MCP server's elicitation `form` (scrubbed) to the call's
+    /// answerer as it is, when the answerer takes forms (an MCP client
+    /// under `rlp serve`) and the call brought no answers of its own:
+    /// recorded as one round, its fields as the questions (`asked`) and
+    /// the accepted content as the answers. `None` when the form is for
+    /// the questions flow instead; a field that looks like a secret is
+    /// declined unasked.
+    pub(crate) fn relay_form(&mut self, form: &Value, asked: &[Value], attempt: u32) -> Option<Value> {
+        if !self.request.answers.is_empty() {
+            return None;
         }
-        Ok(questions)
+        let form = self.journal.scrubber.scrubbed(form);
+        if asked.iter().any(|q| q.get("id").and_then(Value::as_str).is_some_and(looks_secret)) {
+            return Some(json!({"action": "decline"}));
+        }
+        let answer = self.answerer().elicit(&form)?;
+        if self.push_inquiry(asked, attempt).is_err() {
+            return Some(json!({"action": "decline"}));
+        }
+        let content = match answer.get("action").and_then(Value::as_str) {
+            Some("accept") => answer.get("content").and_then(Value::as_object).cloned().unwrap_or_default(),
+            _ => return Some(answer),
+        };
+        let recorded = content
+            .iter()
+            .map(|(id, value)| RecordedAnswer {
+                id: id.clone(),
+                value: value.clone(),
+                source: AnswerSource::Mcp.as_str().to_string(),
+            })
+            .collect();
+        match self.push_answers(recorded, attempt) {
+            Ok(()) => Some(answer),
+            Err(_) => Some(json!({"action": "decline"})),
+        }
     }
 
     /// An answer to every question: those the call brought, then the
@@ -185,6 +222,11 @@ impl<'r> Call<'r> {
             .filter_map(|q| answers.iter().find(|a| a.id == q.id))
             .map(|a| RecordedAnswer { id: a.id.clone(), value: a.value.clone(), source: a.source.as_str().to_string() })
             .collect();
+        self.push_answers(recorded, attempt)
+    }
+
+    /// Records the answers of one round and keeps them for the next attempts.
+    fn push_answers(&mut self, recorded: Vec<RecordedAnswer>, attempt: u32) -> Result<(), Stop> {
         for answer in &recorded {
             self.questions.answers.insert(answer.id.clone(), answer.value.clone());
         }
@@ -204,6 +246,17 @@ impl<'r> Call<'r> {
             help: e.help.unwrap_or_default(),
         })
     }
+}
+
+/// The refusal of a question whose id looks like a secret.
+fn asked_for_secret(tool: &str, id: &str) -> Stop {
+    Stop::new(
+        CallErrorKind::Refused,
+        format!(
+            "tool `{tool}` asked for `{id}`, which looks like a secret; secrets come from the secret resolver, never from answers"
+        ),
+        "give the tool the value as a secret (`secrets` in tools.json), never as an answer",
+    )
 }
 
 /// Each answer fits its question.

@@ -3,6 +3,7 @@
 //! a call.
 //!
 //! `roots/list` is answered here, with the server's `fs:` grants.
+//! Progress and log messages go to the call waiting on the server.
 //! Elicitation and sampling belong to a call: they go to the thread of the
 //! call that is waiting on the server ([`Inflight::route`]), which records
 //! them and asks whoever answers the call's questions, and the answer comes
@@ -18,7 +19,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ErrorData, Implementation, ListRootsResult, ProgressNotificationParam,
+    ElicitResult, ElicitationAction, ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam,
+    ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::{Value, json};
@@ -60,6 +62,15 @@ pub(crate) enum Step {
         total: Option<f64>,
         /// What it says.
         message: Option<String>,
+    },
+    /// The server sent a log message (`notifications/message`).
+    Log {
+        /// Its level, as the protocol names it (`debug` … `emergency`).
+        level: String,
+        /// The logger that sent it, when it says.
+        logger: Option<String>,
+        /// What it says.
+        data: Value,
     },
     /// The call's answer, or why there is none.
     Done(Result<rmcp::model::CallToolResult, String>),
@@ -189,6 +200,18 @@ impl ClientHandler for BridgeClient {
         if let Some(sender) = self.inflight.route() {
             let _ =
                 sender.send(Step::Progress { progress: params.progress, total: params.total, message: params.message });
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(sender) = self.inflight.route() {
+            let level = serde_json::to_value(params.level).ok().and_then(|l| l.as_str().map(str::to_string));
+            let level = level.unwrap_or_else(|| "info".into());
+            let _ = sender.send(Step::Log { level, logger: params.logger, data: params.data });
         }
     }
 

@@ -49,9 +49,9 @@ use crate::sandbox::{Grants, SandboxPlan};
 /// How long a server whose connection ended is given to show that it
 /// exited (its pipes close a moment before its exit is seen).
 const EXIT_GRACE: Duration = Duration::from_millis(500);
-/// How long progress a server reported before its answer may take to
-/// arrive after the answer.
-const LATE_PROGRESS: Duration = Duration::from_millis(10);
+/// How long the notifications (progress, log messages) a server sent
+/// before its answer may take to arrive after the answer.
+const LATE_NOTIFICATIONS: Duration = Duration::from_millis(10);
 /// How often a waiting call looks at its cancellation.
 const CANCEL_TICK: Duration = Duration::from_millis(20);
 /// The `_meta` keys of the tool context (seed 002): rlp's, then the seed's.
@@ -388,11 +388,12 @@ impl Waiting {
             }
             match self.events.recv_timeout(left.min(CANCEL_TICK)) {
                 Ok(Step::Done(Ok(answer))) => {
-                    self.pass_on_late_progress();
+                    self.pass_on_late_notifications();
                     return reply::interpret(&self.tool, &self.session.server, answer);
                 }
                 Ok(Step::Done(Err(why))) => return Err(self.failed(&why)),
                 Ok(Step::Progress { progress, total, message }) => self.report(progress, total, message),
+                Ok(Step::Log { level, logger, data }) => self.log(level, logger, &data),
                 Ok(Step::Asked { ask, reply }) => {
                     return Ok(Reply::Asks(Box::new(Conversation { ask, reply, waiting: self })));
                 }
@@ -402,18 +403,28 @@ impl Waiting {
         }
     }
 
-    /// Passes on the progress a server reported just before its answer: the
-    /// SDK may hand notifications over a moment after the answer that
-    /// followed them.
-    fn pass_on_late_progress(&self) {
+    /// Passes on the progress and log messages a server sent just before
+    /// its answer: the SDK may hand notifications over a moment after the
+    /// answer that followed them.
+    fn pass_on_late_notifications(&self) {
         if self.progress.is_none() {
             return;
         }
-        let until = Instant::now() + LATE_PROGRESS;
+        let until = Instant::now() + LATE_NOTIFICATIONS;
         while let Ok(step) = self.events.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            if let Step::Progress { progress, total, message } = step {
-                self.report(progress, total, message);
+            match step {
+                Step::Progress { progress, total, message } => self.report(progress, total, message),
+                Step::Log { level, logger, data } => self.log(level, logger, &data),
+                _ => {}
             }
+        }
+    }
+
+    /// Passes on a log message of the server (scrubbed).
+    fn log(&self, level: String, logger: Option<String>, data: &Value) {
+        if let Some(sink) = &self.progress {
+            let logger = logger.map(|l| self.scrubber.scrub_string(&l));
+            sink.progress(Progress::Logged { level, logger, data: self.scrubber.scrubbed(data) });
         }
     }
 
@@ -495,14 +506,14 @@ impl Call<'_> {
         }
     }
 
-    /// The answer to an elicitation: its form's fields asked as questions
-    /// (recorded), `accept` with the answers, else `decline`.
+    /// The answer to an elicitation: the form as it is to an answerer that
+    /// takes forms (an MCP client under `rlp serve`), else its fields asked
+    /// as questions; recorded either way. `accept` with the answers, else
+    /// `decline`.
     fn elicited(&mut self, params: &Value, attempt: u32) -> Value {
         let message = params.get("message").and_then(Value::as_str).unwrap_or_default();
-        let properties = params.pointer("/requestedSchema/properties").and_then(Value::as_object);
-        let Some(properties) = properties.filter(|p| !p.is_empty()) else {
-            return json!({"action": "decline"});
-        };
+        let empty = Map::new();
+        let properties = params.pointer("/requestedSchema/properties").and_then(Value::as_object).unwrap_or(&empty);
         let questions: Vec<Value> = properties
             .iter()
             .map(|(id, schema)| {
@@ -519,6 +530,12 @@ impl Call<'_> {
                 question
             })
             .collect();
+        if let Some(answer) = self.relay_form(params, &questions, attempt) {
+            return answer;
+        }
+        if questions.is_empty() {
+            return json!({"action": "decline"});
+        }
         match self.ask(&questions, attempt) {
             Ok(()) => {
                 let content: Map<String, Value> = properties

