@@ -19,20 +19,9 @@
 # (run here; quick once done).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-target_dir="${CARGO_TARGET_DIR:-$here/../../target}"
-rlp="$(realpath "${1:-$target_dir/debug/rlp}")"
-work="${CONFORMANCE_WORK:-$target_dir/conformance}"
-mkdir -p "$work"
-work="$(realpath "$work")"
-
-fail() {
-  echo "conformance gateway: $*" >&2
-  exit 1
-}
-[ -x "$rlp" ] || fail "no rlp binary at $rlp (build it first: cargo build)"
 # shellcheck source=tests/conformance/suite.sh
 . "$here/suite.sh"
-install_suite "$work"
+start_run "conformance gateway" "$@"
 servers_env="$(sh "$here/../bridge/setup.sh" "$target_dir/bridge" 2>"$work/bridge-setup.log")" ||
   { cat "$work/bridge-setup.log" >&2; fail "tests/bridge/setup.sh failed (log above)"; }
 # shellcheck disable=SC1090 # written by tests/bridge/setup.sh

@@ -14,20 +14,9 @@
 #                      results are written (default: $CARGO_TARGET_DIR/conformance)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-target_dir="${CARGO_TARGET_DIR:-$here/../../target}"
-rlp="$(realpath "${1:-$target_dir/debug/rlp}")"
-work="${CONFORMANCE_WORK:-$target_dir/conformance}"
-mkdir -p "$work"
-work="$(realpath "$work")"
-
-fail() {
-  echo "conformance: $*" >&2
-  exit 1
-}
-[ -x "$rlp" ] || fail "no rlp binary at $rlp (build it first: cargo build)"
 # shellcheck source=tests/conformance/suite.sh
 . "$here/suite.sh"
-install_suite "$work"
+start_run "conformance" "$@"
 
 # rlp sees none of the caller's settings: its own home, nothing else.
 while read -r name; do unset "$name"; done < <(compgen -e | grep '^RUNLOOP_' || true)

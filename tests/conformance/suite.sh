@@ -1,4 +1,10 @@
 # Shared by run.sh and gateway.sh: `. tests/conformance/suite.sh`, then
+#   start_run NAME [RLP] sets $target_dir, $rlp (RLP, default
+#                        $CARGO_TARGET_DIR/debug/rlp, which must exist) and
+#                        $work ($CONFORMANCE_WORK, default
+#                        $CARGO_TARGET_DIR/conformance), makes `fail MESSAGE`
+#                        print "NAME: MESSAGE" and exit 1, and installs the
+#                        suite (install_suite $work);
 #   install_suite WORK   installs the MCP conformance suite pinned by
 #                        package.json + package-lock.json beside this file into
 #                        WORK/suite (once per version of the lock file), puts
@@ -7,7 +13,25 @@
 #   wait_for_url LOG PID SED  waits (10 s at most) until LOG has a line that
 #                        the sed expression SED turns into a URL, and sets $url;
 #                        fails if PID exits first.
-# Both fail loudly through `fail MESSAGE`, which the sourcing script defines.
+# Each fails loudly, naming what went wrong.
+
+start_run() {
+  run_name="$1"
+  local here
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  target_dir="${CARGO_TARGET_DIR:-$here/../../target}"
+  rlp="$(realpath "${2:-$target_dir/debug/rlp}")"
+  work="${CONFORMANCE_WORK:-$target_dir/conformance}"
+  mkdir -p "$work"
+  work="$(realpath "$work")"
+  [ -x "$rlp" ] || fail "no rlp binary at $rlp (build it first: cargo build)"
+  install_suite "$work"
+}
+
+fail() {
+  echo "${run_name:-conformance}: $*" >&2
+  exit 1
+}
 
 install_suite() {
   local work="$1" here

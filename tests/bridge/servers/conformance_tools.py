@@ -31,7 +31,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from seed import ClientRefused, obj, request_client, serve_http, text
+from seed import ClientRefused, ask_model, obj, request_client, serve_http, text
 
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
@@ -157,21 +157,8 @@ async def call_tool(
     if name == "test_error_handling":
         return text("This tool always fails", is_error=True)
     if name == "test_sampling":
-        request = types.CreateMessageRequest(
-            params=types.CreateMessageRequestParams(
-                messages=[types.SamplingMessage(role="user", content=types.TextContent(text=str(args.get("prompt"))))],
-                max_tokens=100,
-            )
-        )
-        try:
-            answer = await request_client(ctx, raw, "sample", request, types.CreateMessageResult)
-        except ClientRefused as error:
-            return text(f"sampling refused: {error}", is_error=True)
-        if isinstance(answer, types.InputRequiredResult):
-            return answer
-        blocks = answer.content if isinstance(answer.content, list) else [answer.content]
-        said = "".join(block.text for block in blocks if isinstance(block, types.TextContent))
-        return text(f"LLM response: {said}")
+        said = await ask_model(ctx, raw, str(args.get("prompt")), 100)
+        return text(f"LLM response: {said}") if isinstance(said, str) else said
     if name == "test_elicitation":
         return await elicit(ctx, raw, str(args.get("message")), USER_SCHEMA)
     if name == "test_elicitation_sep1034_defaults":

@@ -313,13 +313,16 @@ async def ask(ctx: ServerRequestContext, raw: dict[str, Any]) -> types.CallToolR
     return json_text({"action": answer.action, "content": answer.content})
 
 
-async def sample(
-    ctx: ServerRequestContext, raw: dict[str, Any], prompt: str
-) -> types.CallToolResult | types.InputRequiredResult:
+async def ask_model(
+    ctx: ServerRequestContext, raw: dict[str, Any], prompt: str, max_tokens: int
+) -> str | types.CallToolResult | types.InputRequiredResult:
+    """The text the client's model completes `prompt` with (sampling/createMessage
+    during this call), or the result that ends the call instead: an error when
+    the client refuses, the input request on 2026-07-28."""
     request = types.CreateMessageRequest(
         params=types.CreateMessageRequestParams(
             messages=[types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
-            max_tokens=50,
+            max_tokens=max_tokens,
         )
     )
     try:
@@ -329,8 +332,14 @@ async def sample(
     if isinstance(answer, types.InputRequiredResult):
         return answer
     blocks = answer.content if isinstance(answer.content, list) else [answer.content]
-    sampled = "".join(block.text for block in blocks if isinstance(block, types.TextContent))
-    return json_text({"sampled": sampled})
+    return "".join(block.text for block in blocks if isinstance(block, types.TextContent))
+
+
+async def sample(
+    ctx: ServerRequestContext, raw: dict[str, Any], prompt: str
+) -> types.CallToolResult | types.InputRequiredResult:
+    sampled = await ask_model(ctx, raw, prompt, 50)
+    return json_text({"sampled": sampled}) if isinstance(sampled, str) else sampled
 
 
 async def roots(ctx: ServerRequestContext, raw: dict[str, Any]) -> types.CallToolResult | types.InputRequiredResult:
