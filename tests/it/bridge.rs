@@ -10,20 +10,21 @@
 //! so each bundle grants what its server's program reads: the Python or
 //! Node.js installation, `target/bridge` and the folders a test hands it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::Output;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
+use crate::support::TestDir;
+use crate::support::bridge::{
+    HttpSeed, echo_description, one_text, pin_of, seed_command, seed_folders, servers, succeeded, unsigned_note,
+};
 use crate::support::bundle::{self, with};
-use crate::support::files::{self, repo};
+use crate::support::files;
 use crate::support::mcp::{self, HttpServe, call, scenario, stdio};
-use crate::support::output::{self, stderr, stdout, stdout_json};
-use crate::support::process::{self, is_running};
-use crate::support::{HANG_GUARD, TestDir};
+use crate::support::output::{self, stderr, stdout};
+use crate::support::process::is_running;
 
 /// The SDK's connect modes and the revision each speaks.
 const MODES: [(&str, &str); 2] = [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")];
@@ -39,87 +40,6 @@ const IDLE: Duration = Duration::from_secs(12);
 /// records it.
 fn seed_server_record() -> Value {
     json!({"name": "rlp-bridge-seed", "version": "1.0.0", "protocol": "2025-11-25"})
-}
-
-// ---------------------------------------------------------------------------
-// The servers tests/bridge/setup.sh installed
-
-/// What `tests/bridge/setup.sh` installed, read from its `servers.env`.
-struct Servers {
-    node: String,
-    filesystem_js: String,
-    memory_js: String,
-    everything_js: String,
-    /// The node_modules folder of the three npm servers.
-    node_modules: PathBuf,
-    time_python: String,
-    sdk_python: String,
-    /// `tests/bridge/servers`, which holds seed.py.
-    servers_dir: PathBuf,
-    /// The folder of servers.env (`<target>/bridge`): the virtualenvs and
-    /// the npm installs.
-    root: PathBuf,
-    /// The Python installation the SDK's virtualenv runs on (its
-    /// `sys.base_prefix`, resolved): a stdio server on it reads it.
-    sdk_python_home: PathBuf,
-    /// The same for the time server's virtualenv.
-    time_python_home: PathBuf,
-}
-
-/// The servers, installed (or found installed) by `tests/bridge/setup.sh`
-/// under the cargo target folder on first use, as the serve tests get the
-/// SDK's virtualenv. A missing or broken install fails the test, naming the
-/// script: these tests are never skipped.
-fn servers() -> &'static Servers {
-    static SERVERS: OnceLock<Servers> = OnceLock::new();
-    SERVERS.get_or_init(|| {
-        let env_file = process::set_up(
-            "tests/bridge/setup.sh",
-            "bridge",
-            "could not install or check the MCP servers (npm ci, PyPI, the MCP Python SDK; run it by hand to see why)",
-            "the bridge tests (tests/it/bridge.rs)",
-        );
-        let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-            panic!(
-                "tests/bridge/setup.sh named {} as its servers.env, which cannot be read ({e}); the bridge tests need it",
-                env_file.display()
-            )
-        });
-        let vars: BTreeMap<&str, &str> = text.lines().filter_map(|line| line.split_once('=')).collect();
-        let get = |key: &str| -> String {
-            let value = vars.get(key).unwrap_or_else(|| {
-                panic!("{} has no {key}: run `sh tests/bridge/setup.sh target/bridge` again", env_file.display())
-            });
-            value.to_string()
-        };
-        let sdk_python = get("SDK_PYTHON");
-        let time_python = get("TIME_PYTHON");
-        Servers {
-            node: get("NODE"),
-            filesystem_js: get("FILESYSTEM_JS"),
-            memory_js: get("MEMORY_JS"),
-            everything_js: get("EVERYTHING_JS"),
-            node_modules: PathBuf::from(get("NODE_MODULES")),
-            servers_dir: PathBuf::from(get("SERVERS_DIR")),
-            root: env_file.parent().expect("the folder of servers.env").to_path_buf(),
-            sdk_python_home: python_home(&sdk_python),
-            time_python_home: python_home(&time_python),
-            sdk_python,
-            time_python,
-        }
-    })
-}
-
-/// The installation `python` (a virtualenv's) runs on: its resolved
-/// `sys.base_prefix`.
-fn python_home(python: &str) -> PathBuf {
-    let out = Command::new(python)
-        .args(["-c", "import sys; print(sys.base_prefix)"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    assert!(out.status.success(), "{python} could not say its base prefix\n{}", output::text(&out));
-    std::fs::canonicalize(stdout(&out).trim()).unwrap()
 }
 
 // ---------------------------------------------------------------------------
@@ -193,27 +113,11 @@ fn bridged(td: &TestDir, name: &str, servers: &[Server], tools: Vec<Value>) -> P
     td.bundle_document(name, &json!({"version": 1, "servers": entries, "tools": tools}), &caps)
 }
 
-/// The file seed.py reads the description of `echo_meta` from (at every
-/// tools/list; the default description while it does not exist). Its path,
-/// on the server's command line, is unique to the test: it tells the test's
-/// seed.py processes from any other.
-fn echo_description(td: &TestDir) -> PathBuf {
-    td.state_dir().join("echo-description")
-}
-
 /// The seed server of a test's bundle: seed.py on the SDK's Python,
-/// granted the Python installation, `target/bridge`, seed.py's folder and
-/// the test's `state/`.
+/// granted the folders it needs.
 fn seed_server(td: &TestDir) -> Server {
-    let servers = servers();
-    let seed = servers.servers_dir.join("seed.py");
-    let description = echo_description(td);
-    stdio_server(
-        "seed",
-        &servers.sdk_python,
-        &[seed.to_str().unwrap(), "--description-file", description.to_str().unwrap()],
-        vec![servers.sdk_python_home.clone(), servers.root.clone(), servers.servers_dir.clone(), td.state_dir()],
-    )
+    let command = seed_command(td);
+    Server { name: "seed", entry: json!({"command": command[0], "args": command[1..]}), fs: seed_folders(td) }
 }
 
 /// Tool `seed.<tool>`: seed.py's `tool`.
@@ -260,18 +164,6 @@ fn call_tool(td: &TestDir, bundle: &Path, tool: &str, args: Value, extra: &[&str
     td.call(bundle, tool, args).args(extra).write_stdin("").output().unwrap()
 }
 
-/// The stdout of a call that succeeded, as JSON.
-#[track_caller]
-fn succeeded(out: &Output) -> Value {
-    assert_eq!(out.status.code(), Some(0), "{}", output::text(out));
-    stdout_json(out)
-}
-
-/// The line rlp prints first about an unsigned bundle folder.
-fn unsigned_note(bundle: &Path) -> String {
-    format!("note: {} is an unsigned working folder: it is not checked against the trust policy\n", bundle.display())
-}
-
 /// Asserts that a call exited with `code`, printed nothing on stdout, and
 /// on stderr exactly the unsigned note, `error: <message>` and
 /// `  help: <help>`.
@@ -296,12 +188,6 @@ fn last_invocation(td: &TestDir) -> String {
 /// The frames of kind `kind` of invocation `invocation`.
 fn frames_of(td: &TestDir, kind: &str, invocation: &str) -> Vec<Value> {
     td.payloads(kind).into_iter().filter(|p| p["invocation_id"] == invocation).collect()
-}
-
-/// A result of one text block, as `rlp tools call` prints an MCP answer it
-/// does not unwrap.
-fn one_text(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}]})
 }
 
 /// The processes (not zombies) whose command line holds `marker`.
@@ -345,30 +231,6 @@ fn pid_of_stat(stat: &str) -> i32 {
     stat.split_whitespace().next().and_then(|pid| pid.parse().ok()).unwrap_or_else(|| panic!("not a stat: {stat}"))
 }
 
-/// The pin of a server's tool definition, computed here from its parts
-/// (docs/formats.md, mcp transport): BLAKE3 of the RFC 8785 form of its
-/// `name`, `description`, `inputSchema`, `outputSchema` and `annotations`.
-fn pin_of(definition: &Value) -> String {
-    blake3::hash(canonical(definition).as_bytes()).to_hex().to_string()
-}
-
-/// The RFC 8785 form of a JSON value of strings, arrays and objects (keys
-/// in code-unit order; no numbers here).
-fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-            let members: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", serde_json::to_string(k).unwrap(), canonical(&map[*k]))).collect();
-            format!("{{{}}}", members.join(","))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
-        Value::Number(_) => panic!("no numbers in a pinned definition here: {value}"),
-        other => serde_json::to_string(other).unwrap(),
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Serving bridged tools
 
@@ -410,6 +272,18 @@ fn call_meta(record: &Value) -> &Value {
 /// A call step reading the server's own `/proc/self/stat`.
 fn read_own_stat() -> Value {
     call("seed.read_file", json!({"path": "/proc/self/stat"}))
+}
+
+/// `rlp serve --http` of the test's bundle `seed` ([`seed_bundle`]).
+fn serve_seed(td: &TestDir) -> HttpServe {
+    HttpServe::start(td, &seed_bundle(td), &[])
+}
+
+/// The pid of the seed.py behind `serve`, as it reads it in a call of a
+/// client session of its own.
+fn served_seed_pid(serve: &HttpServe) -> i32 {
+    let report = mcp::drive(&scenario(serve.transport(None), "legacy", None, json!([read_own_stat()])));
+    pid_of_stat(&served_text(step(&report, 0)))
 }
 
 // ---------------------------------------------------------------------------
@@ -646,7 +520,6 @@ fn sampling_under_tools_call_is_refused_and_recorded() {
 fn the_server_runs_in_the_sandbox_with_its_grants_and_its_roots_are_those_grants() {
     let td = TestDir::new();
     let seed = seed_bundle(&td);
-    let servers = servers();
 
     // A file in a granted folder is read.
     let granted = td.state_dir().join("granted.txt");
@@ -673,12 +546,11 @@ fn the_server_runs_in_the_sandbox_with_its_grants_and_its_roots_are_those_grants
     let sandbox = &frame["sandbox"];
     assert_eq!(sandbox["confined"], true, "{sandbox}");
     assert_eq!(sandbox["net"], "none", "{sandbox}");
-    let grants = [&servers.sdk_python_home, &servers.root, &servers.servers_dir, &td.state_dir()]
-        .map(|dir| dir.display().to_string());
+    let grants: Vec<String> = seed_folders(&td).iter().map(|dir| dir.display().to_string()).collect();
     let mut write = vec!["$TMPDIR".to_string()];
     write.extend(grants.iter().cloned());
     assert_eq!(sandbox["write"], json!(write), "{sandbox}");
-    let program = std::fs::canonicalize(&servers.sdk_python).unwrap();
+    let program = std::fs::canonicalize(&servers().sdk_python).unwrap();
     assert_eq!(sandbox["read"], json!(["system", program.display().to_string(), seed.display().to_string()]));
 
     // The server's roots are its folders.
@@ -799,38 +671,6 @@ fn a_server_that_does_not_finish_the_handshake_in_time_is_stopped_and_the_call_f
     assert!(started.elapsed() < Duration::from_secs(10), "the call took {:?}", started.elapsed());
     assert_eq!(processes_with(marker.to_str().unwrap()), Vec::<i32>::new());
     assert!(td.payloads("tool.call").is_empty());
-}
-
-/// seed.py serving Streamable HTTP on a port of its choosing; killed when
-/// dropped.
-struct HttpSeed {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl HttpSeed {
-    fn start(td: &TestDir) -> HttpSeed {
-        let servers = servers();
-        let port_file = td.join("seed.port");
-        let child = Command::new(&servers.sdk_python)
-            .arg(servers.servers_dir.join("seed.py"))
-            .args(["--http", "0", "--port-file"])
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(td.join("seed.stderr")).unwrap())
-            .spawn()
-            .unwrap();
-        let port = process::wait_for_file(&port_file).trim().parse().unwrap();
-        HttpSeed { child, port }
-    }
-}
-
-impl Drop for HttpSeed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]
@@ -983,8 +823,7 @@ fn a_tool_must_declare_what_its_server_needs() {
 #[test]
 fn serve_lists_bridged_tools_and_calls_them_through_one_server_process() {
     let td = TestDir::new();
-    let seed = seed_bundle(&td);
-    let serve = HttpServe::start(&td, &seed, &[]);
+    let serve = serve_seed(&td);
     let mut pids = Vec::new();
     for (mode, version) in MODES {
         let steps = json!([{"op": "list"}, read_own_stat(), call("seed.echo_meta", json!({"text": mode})), read_own_stat(), read_own_stat()]);
@@ -1022,15 +861,12 @@ fn serve_lists_bridged_tools_and_calls_them_through_one_server_process() {
 #[test]
 fn serve_keeps_its_server_between_calls_far_apart() {
     let td = TestDir::new();
-    let seed = seed_bundle(&td);
-    let serve = HttpServe::start(&td, &seed, &[]);
-    let report = mcp::drive(&scenario(serve.transport(None), "legacy", None, json!([read_own_stat()])));
-    let first = pid_of_stat(&served_text(step(&report, 0)));
+    let serve = serve_seed(&td);
+    let first = served_seed_pid(&serve);
     // rlp serve waits for its next call, however long: its server with it.
     std::thread::sleep(IDLE);
     assert_eq!(seed_processes(&td), [first], "the server of rlp serve stopped while it waited; {}", serve.stderr());
-    let report = mcp::drive(&scenario(serve.transport(None), "legacy", None, json!([read_own_stat()])));
-    assert_eq!(pid_of_stat(&served_text(step(&report, 0))), first);
+    assert_eq!(served_seed_pid(&serve), first);
 }
 
 #[test]
@@ -1101,10 +937,8 @@ fn serve_passes_an_elicitation_during_a_call_on_to_a_client_that_supports_elicit
 #[test]
 fn serve_cancels_a_call_past_its_timeout_stops_the_server_and_starts_it_again_at_the_next_call() {
     let td = TestDir::new();
-    let seed = seed_bundle(&td);
-    let serve = HttpServe::start(&td, &seed, &[]);
-    let report = mcp::drive(&scenario(serve.transport(None), "legacy", None, json!([read_own_stat()])));
-    let first = pid_of_stat(&served_text(step(&report, 0)));
+    let serve = serve_seed(&td);
+    let first = served_seed_pid(&serve);
     assert_eq!(seed_processes(&td), [first]);
 
     let report = mcp::drive(&scenario(serve.transport(None), "legacy", None, json!([call("seed.hang", json!({}))])));
@@ -1121,8 +955,7 @@ fn serve_cancels_a_call_past_its_timeout_stops_the_server_and_starts_it_again_at
     // Stopped while rlp serve goes on, before any other call.
     let left = wait_for_no_seed(&td, STOPPING);
 
-    let report = mcp::drive(&scenario(serve.transport(None), "legacy", None, json!([read_own_stat()])));
-    let second = pid_of_stat(&served_text(step(&report, 0)));
+    let second = served_seed_pid(&serve);
     assert_ne!(first, second);
     assert_eq!(seed_processes(&td), [second]);
     assert_eq!(
@@ -1174,15 +1007,7 @@ fn serve_relays_sampling_to_a_client_that_samples() {
         "arguments": {"prompt": "Say hi"},
         "reply": "hi from the client's model",
     });
-    let mut child = Command::new(&servers().sdk_python)
-        .arg(repo("tests/bridge/sampling_client.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), request.to_string().as_bytes()).unwrap();
-    let out = wait_bounded(child);
+    let out = mcp::run_client(Path::new(&servers().sdk_python), "tests/bridge/sampling_client.py", &request);
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("the sampling client printed no report ({e})\n{}", output::text(&out)));
     assert!(report.get("fatal").is_none(), "{}\n{}", report["fatal"].as_str().unwrap_or_default(), output::text(&out));
@@ -1200,22 +1025,6 @@ fn serve_relays_sampling_to_a_client_that_samples() {
     let samples = td.payloads("tool.sample");
     assert_eq!(samples.len(), 1, "{samples:?}");
     assert_eq!(samples[0]["relayed"], true);
-}
-
-/// Waits for `child`, killing it past the hang guard.
-fn wait_bounded(child: std::process::Child) -> Output {
-    let pid = child.id();
-    let (done, finished) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let out = child.wait_with_output();
-        let _ = done.send(());
-        out
-    });
-    if finished.recv_timeout(HANG_GUARD).is_err() {
-        process::signal(pid as i32, libc::SIGKILL);
-        panic!("the MCP client hung for {HANG_GUARD:?}");
-    }
-    waiter.join().unwrap().unwrap()
 }
 
 // ---------------------------------------------------------------------------

@@ -5,93 +5,23 @@
 //! `rlp lint --check-tools` asking each server for its tools.
 //!
 //! The servers are those `tests/bridge/setup.sh` installs under the cargo
-//! target folder (its `servers.env`, as tests/it/bridge.rs reads it): the
+//! target folder (its `servers.env`, read in tests/it/support/bridge.rs): the
 //! tests' own seed.py, the npm filesystem and memory servers and the PyPI
 //! time server. Every import starts its stdio server in the kernel sandbox
 //! with the `--cap` grants, so each import grants what the server reads.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
 use crate::support::TestDir;
+use crate::support::bridge::{
+    HttpSeed, echo_description, one_text, parts_of, pin_of, seed_command, seed_folders, servers, succeeded,
+    unsigned_note,
+};
 use crate::support::files::{contents, read_json};
 use crate::support::output::{self, code, stderr, stdout, stdout_json};
-use crate::support::process;
-
-// ---------------------------------------------------------------------------
-// The servers tests/bridge/setup.sh installed (as tests/it/bridge.rs)
-
-/// What `tests/bridge/setup.sh` installed, read from its `servers.env`.
-struct Servers {
-    node: String,
-    filesystem_js: String,
-    memory_js: String,
-    /// The node_modules folder of the npm servers.
-    node_modules: PathBuf,
-    time_python: String,
-    sdk_python: String,
-    /// `tests/bridge/servers`, which holds seed.py.
-    servers_dir: PathBuf,
-    /// The folder of servers.env (`<target>/bridge`).
-    root: PathBuf,
-    /// The Python installation the SDK's virtualenv runs on.
-    sdk_python_home: PathBuf,
-    /// The same for the time server's virtualenv.
-    time_python_home: PathBuf,
-}
-
-/// The servers, installed (or found installed) on first use; a missing or
-/// broken install fails the test, naming the script.
-fn servers() -> &'static Servers {
-    static SERVERS: OnceLock<Servers> = OnceLock::new();
-    SERVERS.get_or_init(|| {
-        let env_file = process::set_up(
-            "tests/bridge/setup.sh",
-            "bridge",
-            "could not install or check the MCP servers (npm ci, PyPI, the MCP Python SDK; run it by hand to see why)",
-            "the bridge import tests (tests/it/bridge_import.rs)",
-        );
-        let text = std::fs::read_to_string(&env_file)
-            .unwrap_or_else(|e| panic!("{} cannot be read ({e}); the bridge import tests need it", env_file.display()));
-        let vars: BTreeMap<&str, &str> = text.lines().filter_map(|line| line.split_once('=')).collect();
-        let get = |key: &str| -> String {
-            let value = vars.get(key).unwrap_or_else(|| {
-                panic!("{} has no {key}: run `sh tests/bridge/setup.sh target/bridge` again", env_file.display())
-            });
-            value.to_string()
-        };
-        let sdk_python = get("SDK_PYTHON");
-        let time_python = get("TIME_PYTHON");
-        Servers {
-            node: get("NODE"),
-            filesystem_js: get("FILESYSTEM_JS"),
-            memory_js: get("MEMORY_JS"),
-            node_modules: PathBuf::from(get("NODE_MODULES")),
-            servers_dir: PathBuf::from(get("SERVERS_DIR")),
-            root: env_file.parent().expect("the folder of servers.env").to_path_buf(),
-            sdk_python_home: python_home(&sdk_python),
-            time_python_home: python_home(&time_python),
-            sdk_python,
-            time_python,
-        }
-    })
-}
-
-/// The installation `python` (a virtualenv's) runs on: its resolved
-/// `sys.base_prefix`.
-fn python_home(python: &str) -> PathBuf {
-    let out = Command::new(python)
-        .args(["-c", "import sys; print(sys.base_prefix)"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    assert!(out.status.success(), "{python} could not say its base prefix\n{}", output::text(&out));
-    std::fs::canonicalize(stdout(&out).trim()).unwrap()
-}
 
 // ---------------------------------------------------------------------------
 // The bundle, the seed server and what an import of it writes
@@ -107,36 +37,12 @@ fn s(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-/// The file seed.py reads the description of `echo_meta` from, at every
-/// tools/list (the default description while it does not exist); in the
-/// test's `state/`, which the server is granted.
-fn echo_description(td: &TestDir) -> PathBuf {
-    td.state_dir().join("echo-description")
-}
-
 /// seed.py's description of `echo_meta` while the file does not exist.
 const DEFAULT_ECHO: &str = "Echoes its text and the request's _meta, as JSON text.";
 
-/// The grants seed.py needs: the Python installation, `target/bridge`,
-/// seed.py's folder and the test's `state/`.
+/// The grants seed.py needs: `fs:` of each of its folders.
 fn seed_caps(td: &TestDir) -> Vec<String> {
-    let servers = servers();
-    [&servers.sdk_python_home, &servers.root, &servers.servers_dir, &td.state_dir()]
-        .iter()
-        .map(|dir| format!("fs:{}", dir.display()))
-        .collect()
-}
-
-/// The command line of seed.py: the SDK's Python, seed.py and the test's
-/// description file.
-fn seed_command(td: &TestDir) -> Vec<String> {
-    let servers = servers();
-    vec![
-        servers.sdk_python.clone(),
-        servers.servers_dir.join("seed.py").display().to_string(),
-        "--description-file".to_string(),
-        echo_description(td).display().to_string(),
-    ]
+    seed_folders(td).iter().map(|dir| format!("fs:{}", dir.display())).collect()
 }
 
 /// `rlp tools import <bundle> --mcp seed --cap … <extra…> -- <seed.py…>`.
@@ -155,6 +61,39 @@ fn import_seed(td: &TestDir, bundle: &Path, extra: &[&str]) -> Output {
 /// succeed.
 fn imported_seed(td: &TestDir, bundle: &Path) -> Output {
     let out = import_seed(td, bundle, &["--grant"]);
+    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    out
+}
+
+/// The scaffold's bundle `agents/demo` with seed.py imported (`--grant`).
+fn demo_with_seed(td: &TestDir) -> PathBuf {
+    let bundle = demo(td);
+    imported_seed(td, &bundle);
+    bundle
+}
+
+/// `rlp tools import <bundle> --mcp seed <extra…>`: a re-import of the
+/// server tools.json declares, which must succeed.
+fn reimported_seed(td: &TestDir, bundle: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["tools", "import", s(bundle), "--mcp", "seed"];
+    args.extend(extra);
+    let out = rlp(td, &args);
+    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    out
+}
+
+/// `--cap <cap>` for each of `caps`.
+fn cap_args(caps: &[String]) -> Vec<&str> {
+    caps.iter().flat_map(|cap| ["--cap", cap.as_str()]).collect()
+}
+
+/// `rlp tools import <bundle> --mcp-config <config> --grant --cap <cap>…`
+/// with `PATH` set to `path` alone, where a host finds the servers'
+/// programs; it must succeed.
+fn imported_config_on_path(td: &TestDir, bundle: &Path, config: &Path, caps: &[String], path: &Path) -> Output {
+    let mut args = vec!["tools", "import", s(bundle), "--mcp-config", s(config), "--grant"];
+    args.extend(cap_args(caps));
+    let out = td.command().args(&args).env("PATH", path).stdin(Stdio::null()).output().unwrap();
     assert_eq!(code(&out), 0, "{}", output::text(&out));
     out
 }
@@ -218,50 +157,25 @@ fn seed_names() -> Vec<String> {
     names
 }
 
+/// The ids of seed.py's tools imported as server `server`, sorted.
+fn seed_ids(server: &str) -> Vec<String> {
+    seed_names().iter().map(|name| format!("{server}.{name}")).collect()
+}
+
+/// The report an import prints on stdout for tools `ids`: a line each, what
+/// `change` says of the id (`added`, `updated`, `unchanged`), then the id.
+fn report_lines(ids: &[String], change: impl Fn(&str) -> &'static str) -> String {
+    ids.iter().map(|id| format!("{:9} {id}\n", change(id))).collect()
+}
+
+/// The record of tool `id` in the JSON report of an import of one server.
+fn reported_tool(report: &Value, id: &str) -> Option<Value> {
+    report["servers"][0]["tools"].as_array().unwrap().iter().find(|t| t["id"] == id).cloned()
+}
+
 /// The definition of seed.py's tool `name`.
 fn seed_definition(name: &str, echo: &str) -> Value {
     seed_definitions(echo).into_iter().find(|d| d["name"] == name).unwrap()
-}
-
-/// The pin of a server's tool definition, computed here from its parts
-/// (docs/formats.md, mcp transport): BLAKE3 of the RFC 8785 form of its
-/// `name`, `description`, `inputSchema`, `outputSchema` and `annotations`.
-fn pin_of(definition: &Value) -> String {
-    blake3::hash(canonical(definition).as_bytes()).to_hex().to_string()
-}
-
-/// The pins of the parts of a definition (`definition_parts`): each
-/// member's RFC 8785 form, hashed, for those it has.
-fn parts_of(definition: &Value) -> Value {
-    let mut parts = serde_json::Map::new();
-    for (key, member) in [
-        ("description", "description"),
-        ("input_schema", "inputSchema"),
-        ("output_schema", "outputSchema"),
-        ("annotations", "annotations"),
-    ] {
-        if let Some(value) = definition.get(member) {
-            parts.insert(key.into(), json!(blake3::hash(canonical(value).as_bytes()).to_hex().to_string()));
-        }
-    }
-    Value::Object(parts)
-}
-
-/// The RFC 8785 form of a JSON value of strings, booleans, arrays and
-/// objects (keys in code-unit order; no numbers here).
-fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-            let members: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", serde_json::to_string(k).unwrap(), canonical(&map[*k]))).collect();
-            format!("{{{}}}", members.join(","))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
-        Value::Number(_) => panic!("no numbers in a pinned definition here: {value}"),
-        other => serde_json::to_string(other).unwrap(),
-    }
 }
 
 /// The tools.json entry an import writes for seed.py's tool `definition`
@@ -294,10 +208,16 @@ fn granted(bundle: &Path, lines: &[String]) -> String {
     text
 }
 
+/// The policy.caps lines `--grant` adds for the `fs:` capabilities `caps`:
+/// one a folder.
+fn fs_grant_lines(caps: &[String]) -> Vec<String> {
+    caps.iter().map(|cap| format!("fs = {}", json!([cap.strip_prefix("fs:").unwrap()]))).collect()
+}
+
 /// The grant lines of seed.py's import with `--grant` in a fresh bundle.
 fn seed_grant_lines(td: &TestDir) -> Vec<String> {
     let mut lines = vec!["exec = true".to_string()];
-    lines.extend(seed_caps(td).iter().map(|cap| format!("fs = {}", json!([cap.strip_prefix("fs:").unwrap()]))));
+    lines.extend(fs_grant_lines(&seed_caps(td)));
     lines
 }
 
@@ -337,27 +257,23 @@ fn edit_tools(td: &TestDir, bundle: &Path, edit: impl FnOnce(&mut Value)) {
     assert_eq!(code(&out), 0, "{}", output::text(&out));
 }
 
+/// Sets the description of tool `id` in the tools.json of `bundle`, as its
+/// author would ([`edit_tools`]).
+fn describe_tool(td: &TestDir, bundle: &Path, id: &str, description: &str) {
+    edit_tools(td, bundle, |tools| {
+        let tool = tools["tools"].as_array_mut().unwrap().iter_mut().find(|t| t["id"] == id).unwrap();
+        tool["description"] = json!(description);
+    });
+}
+
 /// `rlp tools call <bundle> <tool> --args <args> --yes` with an empty stdin.
 fn call(td: &TestDir, bundle: &Path, tool: &str, args: Value) -> Output {
     td.call(bundle, tool, args).arg("--yes").write_stdin("").output().unwrap()
 }
 
-/// The stdout of a call that succeeded, as JSON.
-#[track_caller]
-fn succeeded(out: &Output) -> Value {
-    assert_eq!(out.status.code(), Some(0), "{}", output::text(out));
-    stdout_json(out)
-}
-
-/// A result of one text block, as `rlp tools call` prints an MCP answer it
-/// does not unwrap.
-fn one_text(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}]})
-}
-
-/// The line rlp prints first about an unsigned bundle folder.
-fn unsigned_note(bundle: &Path) -> String {
-    format!("note: {} is an unsigned working folder: it is not checked against the trust policy\n", bundle.display())
+/// What `seed.echo_meta` answers to `text` ([`call`]), which must succeed.
+fn echoed(td: &TestDir, bundle: &Path, text: &str) -> Value {
+    succeeded(&call(td, bundle, "seed.echo_meta", json!({"text": text})))
 }
 
 /// `rlp lint <bundle> --check-tools`: exit code and stdout.
@@ -370,6 +286,15 @@ fn check_tools(td: &TestDir, bundle: &Path) -> (i32, String) {
 /// What `rlp lint --check-tools` prints of a bundle that is clean.
 const CLEAN: &str = "1 bundle checked: no problems\n";
 
+/// Asserts that `rlp lint <bundle>` finds nothing, and `--check-tools` no
+/// drift either.
+#[track_caller]
+fn assert_lints_clean(td: &TestDir, bundle: &Path) {
+    let out = rlp(td, &["lint", s(bundle), "--format", "json"]);
+    assert_eq!((code(&out), stdout_json(&out)), (0, json!([])), "{}", output::text(&out));
+    assert_eq!(check_tools(td, bundle), (0, CLEAN.to_string()));
+}
+
 // ---------------------------------------------------------------------------
 // rlp tools import --mcp: a stdio server
 
@@ -377,10 +302,9 @@ const CLEAN: &str = "1 bundle checked: no problems\n";
 fn importing_a_stdio_server_writes_it_and_a_pinned_entry_for_each_of_its_tools() {
     let td = TestDir::new();
     let bundle = demo(&td);
-    let b = s(&bundle);
     let out = imported_seed(&td, &bundle);
-    let names = seed_names();
-    let added: String = names.iter().map(|n| format!("added     seed.{n}\n")).collect();
+    let imported = seed_ids("seed");
+    let added = report_lines(&imported, |_| "added");
     assert_eq!(stdout(&out), format!("{added}{}", granted(&bundle, &seed_grant_lines(&td))));
     assert_eq!(stderr(&out), SEED_SERVER_LINE);
 
@@ -390,7 +314,7 @@ fn importing_a_stdio_server_writes_it_and_a_pinned_entry_for_each_of_its_tools()
     let command = seed_command(&td);
     assert_eq!(tools["servers"], json!({"seed": {"command": command[0], "args": command[1..], "capabilities": caps}}));
     // One entry per tool, pinned to the definition the server sent.
-    assert_eq!(ids(&tools), names.iter().map(|n| format!("seed.{n}")).collect::<Vec<_>>());
+    assert_eq!(ids(&tools), imported);
     for definition in seed_definitions(DEFAULT_ECHO) {
         let id = format!("seed.{}", definition["name"].as_str().unwrap());
         assert_eq!(entry(&tools, &id), &expected_seed_entry(&definition, &caps), "{id}");
@@ -409,14 +333,11 @@ fn importing_a_stdio_server_writes_it_and_a_pinned_entry_for_each_of_its_tools()
         &caps_text,
         &format!("exec = true\nfs = {}\n", json!(folders).to_string().replace(',', ", ")),
     );
-    let out = rlp(&td, &["lint", b, "--format", "json"]);
-    assert_eq!((code(&out), stdout_json(&out)), (0, json!([])), "{}", output::text(&out));
-    assert_eq!(check_tools(&td, &bundle), (0, CLEAN.to_string()));
+    assert_lints_clean(&td, &bundle);
 
     let out = call(&td, &bundle, "seed.structured", json!({"n": 2}));
     assert_eq!(succeeded(&out), json!({"doubled": 4}));
-    let out = call(&td, &bundle, "seed.echo_meta", json!({"text": "hi"}));
-    assert_eq!(succeeded(&out), one_text(r#"{"text":"hi","meta":{"progressToken":1}}"#));
+    assert_eq!(echoed(&td, &bundle, "hi"), one_text(r#"{"text":"hi","meta":{"progressToken":1}}"#));
     // A read-only tool needs no approval; the others do.
     let hello = td.state_dir().join("hello.txt");
     std::fs::write(&hello, "hello\n").unwrap();
@@ -434,10 +355,8 @@ fn importing_in_json_reports_each_tool_the_server_and_the_grants() {
     let out = import_seed(&td, &bundle, &["--format", "json"]);
     assert_eq!(code(&out), 0, "{}", output::text(&out));
     // Without --grant, what is missing is named, and nothing is granted.
-    let tools: Vec<Value> = seed_names()
-        .iter()
-        .map(|n| json!({"id": format!("seed.{n}"), "change": "added", "updated": [], "kept": []}))
-        .collect();
+    let tools: Vec<Value> =
+        seed_ids("seed").iter().map(|id| json!({"id": id, "change": "added", "updated": [], "kept": []})).collect();
     let report = stdout_json(&out);
     assert_eq!(report["bundle"], s(&bundle));
     assert_eq!(
@@ -464,37 +383,26 @@ fn importing_in_json_reports_each_tool_the_server_and_the_grants() {
 #[test]
 fn a_reimport_keeps_an_edited_description_and_reports_the_other_tools_unchanged() {
     let td = TestDir::new();
-    let bundle = demo(&td);
-    let b = s(&bundle);
-    imported_seed(&td, &bundle);
-    edit_tools(&td, &bundle, |tools| {
-        let echo = tools["tools"].as_array_mut().unwrap().iter_mut().find(|t| t["id"] == "seed.echo_meta").unwrap();
-        echo["description"] = json!("Echoes, as I put it.");
-    });
+    let bundle = demo_with_seed(&td);
+    describe_tool(&td, &bundle, "seed.echo_meta", "Echoes, as I put it.");
     let before = tools_json(&bundle);
     // An edited description is the author's, not drift.
     assert_eq!(check_tools(&td, &bundle), (0, CLEAN.to_string()));
 
     // `--mcp seed` alone: the server tools.json declares.
-    let out = rlp(&td, &["tools", "import", b, "--mcp", "seed"]);
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
-    let unchanged: String = seed_names().iter().map(|n| format!("unchanged seed.{n}\n")).collect();
-    assert_eq!(stdout(&out), unchanged);
+    let out = reimported_seed(&td, &bundle, &[]);
+    assert_eq!(stdout(&out), report_lines(&seed_ids("seed"), |_| "unchanged"));
     assert_eq!(stderr(&out), format!("{SEED_SERVER_LINE}seed.echo_meta: kept description (edited in tools.json)\n"));
     let after = tools_json(&bundle);
     assert_eq!(entry(&after, "seed.echo_meta")["description"], "Echoes, as I put it.");
     assert_eq!(after, before);
 
-    let out = rlp(&td, &["tools", "import", b, "--mcp", "seed", "--format", "json"]);
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
-    let report = stdout_json(&out);
-    let echo = report["servers"][0]["tools"].as_array().unwrap().iter().find(|t| t["id"] == "seed.echo_meta").cloned();
+    let out = reimported_seed(&td, &bundle, &["--format", "json"]);
     assert_eq!(
-        echo,
+        reported_tool(&stdout_json(&out), "seed.echo_meta"),
         Some(json!({"id": "seed.echo_meta", "change": "unchanged", "updated": [], "kept": ["description"]}))
     );
-    let out = call(&td, &bundle, "seed.echo_meta", json!({"text": "still"}));
-    assert_eq!(succeeded(&out), one_text(r#"{"text":"still","meta":{"progressToken":1}}"#));
+    assert_eq!(echoed(&td, &bundle, "still"), one_text(r#"{"text":"still","meta":{"progressToken":1}}"#));
 }
 
 #[test]
@@ -510,7 +418,7 @@ fn a_server_with_a_secret_in_its_env_is_imported_and_lint_says_it_was_not_checke
     assert_eq!(code(&out), 0, "{}", output::text(&out));
     let mut grants = seed_grant_lines(&td);
     grants.push(format!("secrets = [\"{id}\"]"));
-    let added: String = seed_names().iter().map(|n| format!("added     seed.{n}\n")).collect();
+    let added = report_lines(&seed_ids("seed"), |_| "added");
     assert_eq!(stdout(&out), format!("{added}{}", granted(&bundle, &grants)));
 
     let tools = tools_json(&bundle);
@@ -537,38 +445,6 @@ fn a_server_with_a_secret_in_its_env_is_imported_and_lint_says_it_was_not_checke
     );
 }
 
-/// seed.py serving Streamable HTTP on a port of its choosing; killed when
-/// dropped.
-struct HttpSeed {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl HttpSeed {
-    fn start(td: &TestDir) -> HttpSeed {
-        let servers = servers();
-        let port_file = td.join("seed.port");
-        let child = Command::new(&servers.sdk_python)
-            .arg(servers.servers_dir.join("seed.py"))
-            .args(["--http", "0", "--port-file"])
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(td.join("seed.stderr")).unwrap())
-            .spawn()
-            .unwrap();
-        let port = process::wait_for_file(&port_file).trim().parse().unwrap();
-        HttpSeed { child, port }
-    }
-}
-
-impl Drop for HttpSeed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_streamable_http_server_is_imported_by_url_with_its_headers() {
     let td = TestDir::new();
@@ -579,7 +455,7 @@ fn a_streamable_http_server_is_imported_by_url_with_its_headers() {
     let url = format!("http://{host}/mcp");
     let out = rlp(&td, &["tools", "import", b, "--mcp", "web", "--url", &url, "--header", "X-Client=rlp", "--grant"]);
     assert_eq!(code(&out), 0, "{}", output::text(&out));
-    let added: String = seed_names().iter().map(|n| format!("added     web.{n}\n")).collect();
+    let added = report_lines(&seed_ids("web"), |_| "added");
     assert_eq!(stdout(&out), format!("{added}{}", granted(&bundle, &[format!("net = [\"{host}\"]")])));
     assert_eq!(stderr(&out), "server `web`: rlp-bridge-seed 1.0.0, protocol 2025-11-25, 13 tools\n");
 
@@ -595,9 +471,7 @@ fn a_streamable_http_server_is_imported_by_url_with_its_headers() {
                "definition_blake3": pin_of(&seed_definition("structured", DEFAULT_ECHO)),
                "definition_parts": parts_of(&seed_definition("structured", DEFAULT_ECHO))})
     );
-    let out = rlp(&td, &["lint", b, "--format", "json"]);
-    assert_eq!((code(&out), stdout_json(&out)), (0, json!([])), "{}", output::text(&out));
-    assert_eq!(check_tools(&td, &bundle), (0, CLEAN.to_string()));
+    assert_lints_clean(&td, &bundle);
     let out = call(&td, &bundle, "web.structured", json!({"n": 3}));
     assert_eq!(succeeded(&out), json!({"doubled": 6}));
 }
@@ -625,12 +499,7 @@ fn a_desktop_hosts_and_a_vscode_configuration_import_every_server_with_programs_
     std::fs::write(&desktop, serde_json::to_string_pretty(&document).unwrap()).unwrap();
     let node_dir = Path::new(&servers.node).parent().unwrap();
     let caps = [servers.node_modules.clone(), shared.clone(), td.state_dir()].map(|d| format!("fs:{}", d.display()));
-    let mut args = vec!["tools", "import", b, "--mcp-config", s(&desktop), "--grant"];
-    for cap in &caps {
-        args.extend(["--cap", cap.as_str()]);
-    }
-    let out = td.command().args(&args).env("PATH", node_dir).stdin(Stdio::null()).output().unwrap();
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    let out = imported_config_on_path(&td, &bundle, &desktop, &caps, node_dir);
 
     let tools = tools_json(&bundle);
     let of = |server: &str| -> Vec<String> {
@@ -640,9 +509,9 @@ fn a_desktop_hosts_and_a_vscode_configuration_import_every_server_with_programs_
     for id in ["files.read_text_file", "files.list_directory", "memory.create_entities", "memory.read_graph"] {
         assert!(files.contains(&id.to_string()) || memory.contains(&id.to_string()), "no {id} in {tools:#}");
     }
-    let added: String = files.iter().chain(&memory).map(|id| format!("added     {id}\n")).collect();
+    let added = report_lines(&[files.as_slice(), memory.as_slice()].concat(), |_| "added");
     let mut grant_lines = vec!["exec = true".to_string()];
-    grant_lines.extend(caps.iter().map(|c| format!("fs = {}", json!([c.strip_prefix("fs:").unwrap()]))));
+    grant_lines.extend(fs_grant_lines(&caps));
     assert_eq!(stdout(&out), format!("{added}{}", granted(&bundle, &grant_lines)));
     let node_note = |server: &str| {
         format!(
@@ -665,18 +534,16 @@ fn a_desktop_hosts_and_a_vscode_configuration_import_every_server_with_programs_
                                                    "args": ["-m", "mcp_server_time"]}}});
     std::fs::write(&vscode, serde_json::to_string_pretty(&document).unwrap()).unwrap();
     let time_caps = [&servers.time_python_home, &servers.root].map(|d| format!("fs:{}", d.display()));
-    let out = rlp(
-        &td,
-        &["tools", "import", b, "--mcp-config", s(&vscode), "--cap", &time_caps[0], "--cap", &time_caps[1], "--grant"],
-    );
+    let mut args = vec!["tools", "import", b, "--mcp-config", s(&vscode)];
+    args.extend(cap_args(&time_caps));
+    args.push("--grant");
+    let out = rlp(&td, &args);
     assert_eq!(code(&out), 0, "{}", output::text(&out));
     let tools = tools_json(&bundle);
     let time: Vec<String> = ids(&tools).into_iter().filter(|id| id.starts_with("my_time.")).collect();
     assert!(time.contains(&"my_time.get_current_time".to_string()), "{time:?}");
-    let added: String = time.iter().map(|id| format!("added     {id}\n")).collect();
-    let time_grants: Vec<String> =
-        time_caps.iter().map(|c| format!("fs = {}", json!([c.strip_prefix("fs:").unwrap()]))).collect();
-    assert_eq!(stdout(&out), format!("{added}{}", granted(&bundle, &time_grants)));
+    let added = report_lines(&time, |_| "added");
+    assert_eq!(stdout(&out), format!("{added}{}", granted(&bundle, &fs_grant_lines(&time_caps))));
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
@@ -699,9 +566,7 @@ fn a_desktop_hosts_and_a_vscode_configuration_import_every_server_with_programs_
         (&now["category"], &now["transport"]["server"], &now["transport"]["tool"]),
         (&json!("my_time"), &json!("my_time"), &json!("get_current_time"))
     );
-    let out = rlp(&td, &["lint", b, "--format", "json"]);
-    assert_eq!((code(&out), stdout_json(&out)), (0, json!([])), "{}", output::text(&out));
-    assert_eq!(check_tools(&td, &bundle), (0, CLEAN.to_string()));
+    assert_lints_clean(&td, &bundle);
 
     // A call through each server.
     let out = call(&td, &bundle, "files.read_text_file", json!({"path": shared.join("a.txt")}));
@@ -720,7 +585,6 @@ fn a_desktop_hosts_and_a_vscode_configuration_import_every_server_with_programs_
 fn a_server_started_by_a_launcher_that_downloads_is_warned_about() {
     let td = TestDir::new();
     let bundle = demo(&td);
-    let b = s(&bundle);
     let servers = servers();
     // An `npx` of the test's own that runs the installed memory server.
     let bin = td.join("bin");
@@ -732,12 +596,7 @@ fn a_server_started_by_a_launcher_that_downloads_is_warned_about() {
                                                      "env": {"MEMORY_FILE_PATH": memory_file}}}});
     std::fs::write(&config, document.to_string()).unwrap();
     let caps = [bin.clone(), servers.node_modules.clone(), td.state_dir()].map(|d| format!("fs:{}", d.display()));
-    let mut args = vec!["tools", "import", b, "--mcp-config", s(&config), "--grant"];
-    for cap in &caps {
-        args.extend(["--cap", cap.as_str()]);
-    }
-    let out = td.command().args(&args).env("PATH", &bin).stdin(Stdio::null()).output().unwrap();
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    let out = imported_config_on_path(&td, &bundle, &config, &caps, &bin);
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
@@ -863,9 +722,8 @@ fn an_import_that_cannot_be_done_says_why_and_changes_nothing() {
 #[test]
 fn a_changed_definition_is_drift_and_refused_until_it_is_reimported() {
     let td = TestDir::new();
-    let bundle = demo(&td);
+    let bundle = demo_with_seed(&td);
     let b = s(&bundle);
-    imported_seed(&td, &bundle);
     assert_eq!(check_tools(&td, &bundle), (0, CLEAN.to_string()));
 
     // The server now describes echo_meta otherwise.
@@ -904,41 +762,29 @@ fn a_changed_definition_is_drift_and_refused_until_it_is_reimported() {
     assert_eq!(succeeded(&out), json!({"doubled": 2}));
 
     // Re-imported, the change is accepted: the new pin, and the call goes.
-    let out = rlp(&td, &["tools", "import", b, "--mcp", "seed"]);
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
-    let report: String = seed_names()
-        .iter()
-        .map(|n| format!("{:9} seed.{n}\n", if n == "echo_meta" { "updated" } else { "unchanged" }))
-        .collect();
-    assert_eq!(stdout(&out), report);
+    let out = reimported_seed(&td, &bundle, &[]);
+    let changes = report_lines(&seed_ids("seed"), |id| if id == "seed.echo_meta" { "updated" } else { "unchanged" });
+    assert_eq!(stdout(&out), changes);
     let tools = tools_json(&bundle);
     assert_eq!(entry(&tools, "seed.echo_meta")["transport"]["definition_blake3"], now);
     assert_eq!(check_tools(&td, &bundle), (0, CLEAN.to_string()));
-    let out = call(&td, &bundle, "seed.echo_meta", json!({"text": "accepted"}));
-    assert_eq!(succeeded(&out), one_text(r#"{"text":"accepted","meta":{"progressToken":1}}"#));
+    assert_eq!(echoed(&td, &bundle, "accepted"), one_text(r#"{"text":"accepted","meta":{"progressToken":1}}"#));
 }
 
 #[test]
 fn a_reimport_takes_the_servers_new_description_unless_the_author_edited_it() {
     let td = TestDir::new();
-    let bundle = demo(&td);
-    let b = s(&bundle);
-    imported_seed(&td, &bundle);
+    let bundle = demo_with_seed(&td);
     // The author leaves echo_meta alone and edits structured's description.
-    edit_tools(&td, &bundle, |tools| {
-        let list = tools["tools"].as_array_mut().unwrap();
-        let structured = list.iter_mut().find(|t| t["id"] == "seed.structured").unwrap();
-        structured["description"] = json!("Doubles, as I put it.");
-    });
+    describe_tool(&td, &bundle, "seed.structured", "Doubles, as I put it.");
     let changed = "Echoes its text, louder.";
     std::fs::write(echo_description(&td), changed).unwrap();
 
     // The re-import accepts the server's change of a description nobody
     // edited (it is what the new pin covers), and keeps the author's.
-    let out = rlp(&td, &["tools", "import", b, "--mcp", "seed", "--format", "json"]);
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    let out = reimported_seed(&td, &bundle, &["--format", "json"]);
     let report = stdout_json(&out);
-    let record = |id: &str| report["servers"][0]["tools"].as_array().unwrap().iter().find(|t| t["id"] == id).cloned();
+    let record = |id: &str| reported_tool(&report, id);
     assert_eq!(
         record("seed.structured"),
         Some(json!({"id": "seed.structured", "change": "unchanged", "updated": [], "kept": ["description"]}))
@@ -959,9 +805,8 @@ fn a_reimport_takes_the_servers_new_description_unless_the_author_edited_it() {
 #[test]
 fn tools_missing_on_either_side_are_drift() {
     let td = TestDir::new();
-    let bundle = demo(&td);
+    let bundle = demo_with_seed(&td);
     let b = s(&bundle);
-    imported_seed(&td, &bundle);
     // tools.json loses seed.hang, and gains a tool the server does not list.
     edit_tools(&td, &bundle, |tools| {
         let list = tools["tools"].as_array_mut().unwrap();
@@ -990,13 +835,9 @@ fn tools_missing_on_either_side_are_drift() {
     );
 
     // A re-import adds what the server lists and keeps what it does not.
-    let out = rlp(&td, &["tools", "import", b, "--mcp", "seed"]);
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
-    let report: String = seed_names()
-        .iter()
-        .map(|n| format!("{:9} seed.{n}\n", if n == "hang" { "added" } else { "unchanged" }))
-        .collect();
-    assert_eq!(stdout(&out), report);
+    let out = reimported_seed(&td, &bundle, &[]);
+    let changes = report_lines(&seed_ids("seed"), |id| if id == "seed.hang" { "added" } else { "unchanged" });
+    assert_eq!(stdout(&out), changes);
     assert_eq!(
         stderr(&out),
         format!(

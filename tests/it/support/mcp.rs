@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -30,18 +30,24 @@ pub fn python() -> &'static Path {
     PYTHON.get_or_init(|| super::process::venv_python("tests/mcp/setup.sh", "mcp-venv", "the serve tests"))
 }
 
-/// Runs the client driver on `scenario` (see `tests/mcp/drive.py`) and
-/// returns its report, which must be complete.
-pub fn drive(scenario: &Value) -> Value {
-    let mut child = Command::new(python())
-        .arg(repo("tests/mcp/drive.py"))
+/// Runs the MCP client `script` (a path in the repository) on `python` with
+/// `request` as its stdin, killed past the hang guard; returns its output.
+pub fn run_client(python: &Path, script: &str, request: &Value) -> Output {
+    let mut child = Command::new(python)
+        .arg(repo(script))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(scenario.to_string().as_bytes()).unwrap();
-    let out = wait_bounded(child);
+    child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).unwrap();
+    wait_bounded(child)
+}
+
+/// Runs the client driver on `scenario` (see `tests/mcp/drive.py`) and
+/// returns its report, which must be complete.
+pub fn drive(scenario: &Value) -> Value {
+    let out = run_client(python(), "tests/mcp/drive.py", scenario);
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("the driver printed no report ({e})\n{}", output::text(&out)));
     if let Some(fatal) = report.get("fatal") {
@@ -59,7 +65,7 @@ pub fn drive(scenario: &Value) -> Value {
 }
 
 /// Waits for `child`, killing it past the hang guard.
-fn wait_bounded(child: Child) -> std::process::Output {
+fn wait_bounded(child: Child) -> Output {
     let pid = child.id();
     let (done, finished) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
@@ -69,7 +75,7 @@ fn wait_bounded(child: Child) -> std::process::Output {
     });
     if finished.recv_timeout(HANG_GUARD).is_err() {
         super::process::signal(pid as i32, libc::SIGKILL);
-        panic!("the MCP client driver hung for {HANG_GUARD:?}");
+        panic!("the MCP client hung for {HANG_GUARD:?}");
     }
     waiter.join().unwrap().unwrap()
 }

@@ -1,9 +1,10 @@
 //! What the integration tests share, one module per job: the test folder rlp
 //! runs in, bundles written by hand, the ledger read back, process output,
 //! processes and signals, files, an HTTP server, an OpenTelemetry
-//! collector's receiver, a pseudo-terminal, the command tree, and
-//! whole-output snapshots.
+//! collector's receiver, a pseudo-terminal, the command tree, whole-output
+//! snapshots, and the MCP servers the bridge tests run.
 
+pub mod bridge;
 pub mod bundle;
 pub mod cli;
 pub mod files;
