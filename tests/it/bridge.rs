@@ -1234,3 +1234,66 @@ fn serve_calls_the_filesystem_and_time_servers() {
         assert!((clock - told).abs() < 120, "{now} is not now ({clock})");
     }
 }
+
+#[test]
+fn serve_as_a_gateway_finds_bridged_tools_by_server_under_its_allow_list_confirmation_and_token() {
+    let td = TestDir::new();
+    let (shared, other) = two_folders(&td);
+    // As import writes them: each tool in its server's category.
+    let mut tools: Vec<Value> = filesystem_tools().into_iter().map(|t| with(t, json!({"category": "files"}))).collect();
+    tools[0] = with(tools[0].clone(), json!({"requires_confirmation": true}));
+    tools.push(with(mcp_tool("time.now", "time", "get_current_time"), json!({"category": "time"})));
+    let desk = bridged(&td, "desk", &[filesystem_server(&[&shared, &other], &shared), time_server()], tools);
+    let token_file = td.join("token");
+    std::fs::write(&token_file, "gateway-token-for-the-tests\n").unwrap();
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let token = ["--token-file", token_file.to_str().unwrap()];
+    let server = HttpServe::start(&td, &desk, &[&["--expose", "core", "--tools", "files.*"][..], &token].concat());
+    let read = json!({"id": "files.read_text_file", "arguments": {"path": shared.join("a.txt")}});
+    let steps = json!([
+        {"op": "list"},
+        call("rlp.search_tools", json!({"query": "read a file", "category": "files"})),
+        call("rlp.search_tools", json!({"query": "current time"})),
+        call("rlp.call_tool", read),
+        call("rlp.call_tool", json!({"id": "time.now", "arguments": {"timezone": "UTC"}})),
+    ]);
+    for (mode, _) in MODES {
+        // The client approves the call that needs confirmation.
+        let approve = json!([{"action": "accept", "content": {"approve": true}}]);
+        let report = mcp::drive(&scenario(
+            server.transport(Some("gateway-token-for-the-tests")),
+            mode,
+            Some(approve),
+            steps.clone(),
+        ));
+        let listed: Vec<&str> =
+            step(&report, 0)["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(listed, ["rlp.search_tools", "rlp.describe_tools", "rlp.call_tool"], "{mode}");
+        let found: Vec<&str> = step(&report, 1)["result"]["structuredContent"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        assert!(!found.is_empty() && found.iter().all(|id| id.starts_with("files.")), "{mode}: {found:?}");
+        let timeless = &step(&report, 2)["result"]["structuredContent"]["tools"];
+        assert!(timeless.as_array().unwrap().iter().all(|t| t["id"] != "time.now"), "{mode}: {timeless}");
+        assert_eq!(served_text(step(&report, 3)), r#"{"content":"in shared\n"}"#, "{mode}");
+        assert_eq!(report["elicitations"].as_array().unwrap().len(), 1, "{mode}: {report}");
+        assert_eq!(
+            served_error(step(&report, 4)),
+            "tool `time.now` is not exposed: not allowed by the operator's list of --tools\n\
+             help: serve with a --tools pattern that matches it (e.g. --tools time.now), or without --tools",
+            "{mode}"
+        );
+    }
+    // A client that cannot be asked does not get the call run.
+    let report = mcp::drive(&scenario(server.transport(Some("gateway-token-for-the-tests")), "legacy", None, steps));
+    output::assert_contains(
+        &served_error(step(&report, 3)),
+        "tool `files.read_text_file` requires confirmation and the call was not approved",
+    );
+    // Without the token, nothing.
+    let (status, _) = mcp::post(server.address(), &[], &mcp::initialize(1));
+    assert_eq!(status, 401);
+}
