@@ -204,6 +204,12 @@ pub(crate) struct ProgramRules {
     /// command, by a `#!` line), outside the system folders: the exec and
     /// the kernel open them there.
     pub named: Vec<PathBuf>,
+    /// The symbolic links met on the way from a named path to what it
+    /// leads to, past the first (`venv/bin/python3` → `~/.pyenv/…/python3`
+    /// → `python3.11`), outside the system folders, each with its target:
+    /// a view that shows the named link as it is (inside a granted folder)
+    /// must show the rest of the chain too.
+    pub links: Vec<(PathBuf, PathBuf)>,
 }
 
 /// The rules a tool's program needs beyond the system folders (see
@@ -211,6 +217,7 @@ pub(crate) struct ProgramRules {
 pub(crate) fn program_rules(command: &Path) -> ProgramRules {
     let mut rules: Vec<FsRule> = Vec::new();
     let mut named: Vec<PathBuf> = Vec::new();
+    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut program = command.to_path_buf();
     for depth in 0..=MAX_INTERPRETERS {
         let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
@@ -225,6 +232,11 @@ pub(crate) fn program_rules(command: &Path) -> ProgramRules {
         }
         if !is_system_program(&program) && !named.contains(&program) {
             named.push(program.clone());
+            for link in link_chain(&program).into_iter().skip(1) {
+                if !is_system_program(&link.0) && !links.contains(&link) {
+                    links.push(link);
+                }
+            }
         }
         if depth > 0 {
             // Both where the interpreter was named (a virtual environment's
@@ -245,7 +257,25 @@ pub(crate) fn program_rules(command: &Path) -> ProgramRules {
             None => break,
         }
     }
-    ProgramRules { rules, named }
+    ProgramRules { rules, named, links }
+}
+
+/// Most links followed from one named path (the kernel's own limit is 40).
+const MAX_LINK_HOPS: usize = 40;
+
+/// The symbolic links from `path` on, each with its target as written,
+/// until a path that is not a link (or a loop's worth of hops).
+fn link_chain(path: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let mut chain = Vec::new();
+    let mut at = path.to_path_buf();
+    while chain.len() < MAX_LINK_HOPS {
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|meta| meta.file_type().is_symlink());
+        let Some(target) = is_link.then(|| std::fs::read_link(&at).ok()).flatten() else { break };
+        let next = at.parent().map_or_else(|| target.clone(), |folder| folder.join(&target));
+        chain.push((at, target));
+        at = next;
+    }
+    chain
 }
 
 /// What an interpreter in `<prefix>/bin` loads from its installation:

@@ -145,6 +145,8 @@ pub(crate) struct SandboxPlan {
     rules: Vec<FsRule>,
     /// The program and its interpreters as named (shown there too).
     named: Vec<PathBuf>,
+    /// The links between a named path and what it leads to (shown as links).
+    links: Vec<(PathBuf, PathBuf)>,
     /// The bundle folder.
     bundle: PathBuf,
     /// Read-write grants, as declared (never through a symbolic link).
@@ -179,6 +181,7 @@ impl SandboxPlan {
         let confined = mode != SandboxMode::Off;
         let mut rules = Vec::new();
         let mut named = Vec::new();
+        let mut links = Vec::new();
         let mut writable = Vec::new();
         let mut linked_grant = None;
         let mut namespaces = None;
@@ -191,6 +194,7 @@ impl SandboxPlan {
             let program = program_rules(grants.command);
             rules.extend(program.rules);
             named = program.named;
+            links = program.links;
             rules.push(FsRule { path: grants.bundle.to_path_buf(), access: Access::ReadExec });
             // Granted as declared, never through a symbolic link: one a tool
             // planted in a folder it may write would widen the grant.
@@ -264,6 +268,7 @@ impl SandboxPlan {
             kernel,
             rules,
             named,
+            links,
             bundle,
             writable,
             linked_grant,
@@ -392,7 +397,8 @@ impl SandboxPlan {
         };
         let view = match self.namespaces {
             Some(namespaces) => {
-                let entries = view::call_entries(&self.rules, &self.named, &self.bundle, private, &self.writable);
+                let entries =
+                    view::call_entries(&self.rules, &self.named, &self.links, &self.bundle, private, &self.writable);
                 Some((namespaces, ViewSteps::new(&world::root_mount_point(), &entries, private, namespaces.user)?))
             }
             None => None,

@@ -488,3 +488,26 @@ fn a_sandboxed_tool_cannot_reach_a_local_daemons_socket() {
     let output = td.call(&bundle, "offline", json!({})).env("RUNLOOP_RUNTIME_SANDBOX", "off").output().unwrap();
     assert_eq!(stdout_json(&output), json!({"daemon": "ok", "pair": "ok"}));
 }
+
+#[test]
+fn a_script_whose_interpreter_is_a_chain_of_links_from_a_granted_folder_runs() {
+    // As a virtual environment in a granted folder: env/bin/python3 links to
+    // an installation elsewhere, whose python3 links on to its real program.
+    let td = TestDir::new();
+    let (env, home) = (td.join("env/bin"), td.join("pyhome/bin"));
+    std::fs::create_dir_all(&env).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", home.join("python3.real")).unwrap();
+    std::os::unix::fs::symlink("python3.real", home.join("python3")).unwrap();
+    std::os::unix::fs::symlink(home.join("python3"), env.join("python3")).unwrap();
+    let script = env.join("tool");
+    std::fs::write(&script, format!("#!{}\nprint('{{\"ran\": true}}')\n", env.join("python3").display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let granted = td.join("env").display().to_string();
+    let tools = json!([tool("venv", script.to_str().unwrap(), &[], &[format!("fs:{granted}")])]);
+    let bundle = td.bundle("venv", tools, &format!("[capabilities]\nexec = true\nfs = [\"{granted}\"]\n"));
+    let output = td.call(&bundle, "venv", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), json!({"ran": true}));
+}

@@ -99,10 +99,12 @@ fn bind(path: &Path, shown: Shown) -> Entry {
 /// executable and interpreters, both where they are named and where they
 /// lead), the bundle, then the private folder and the `fs` grants
 /// read-write. `named` are the paths the tool's program and interpreters
-/// are named by (the exec and the kernel's `#!` handling use those).
+/// are named by (the exec and the kernel's `#!` handling use those);
+/// `links` the links between those and what they lead to, shown as links.
 pub(crate) fn call_entries(
     rules: &[FsRule],
     named: &[PathBuf],
+    links: &[(PathBuf, PathBuf)],
     bundle: &Path,
     private: &Path,
     writable: &[PathBuf],
@@ -115,6 +117,7 @@ pub(crate) fn call_entries(
         .chain(std::iter::once(bundle))
         .filter(|path| !is_shown_by_system(path));
     entries.extend(read_only.map(|path| bind(path, Shown::ReadOnly)));
+    entries.extend(links.iter().map(|(path, target)| Entry::Link { path: path.clone(), target: target.clone() }));
     let read_write = std::iter::once(private).chain(writable.iter().map(PathBuf::as_path));
     entries.extend(read_write.map(|path| Entry::Bind {
         path: path.to_path_buf(),
