@@ -39,7 +39,9 @@ impl Call<'_> {
             let attempt_started = Instant::now();
             // Set when questions end the call (it says how the call fails).
             let mut stop = None;
-            let outcome = match self.attempt(plan, attempt, max_attempts) {
+            // Attempts after answered questions are not tries: each adds one
+            // to the most the call can make.
+            let outcome = match self.attempt(plan, attempt, max_attempts + attempt - tries) {
                 Ok(Reply::Questions(asked)) => match self.ask(&asked, attempt) {
                     Ok(()) => {
                         attempt += 1;

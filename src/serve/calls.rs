@@ -41,6 +41,8 @@ pub(crate) struct Pending {
     pub(crate) cancel: Cancel,
     /// How the tool's result is answered.
     pub(crate) shape: ResultShape,
+    /// Where its progress and log notifications go.
+    pub(crate) notifications: Notifications,
 }
 
 /// Follows `pending` until it ends or asks the client; cancels it when the
@@ -75,12 +77,21 @@ pub(crate) async fn follow(
                     break;
                 }
             }
+            pending.notifications.finish().await;
             return Err(ErrorData::internal_error("the request was cancelled; the call was recorded as cancelled", None));
         }
     };
     match event {
-        Some(Event::Done(result)) => outcome(*result, pending.shape),
+        Some(Event::Done(result)) => {
+            let shape = pending.shape;
+            // Every notification precedes the response.
+            pending.notifications.finish().await;
+            outcome(*result, shape)
+        }
         Some(Event::Input(requests)) => {
+            // The request ends here, its progress token with it: until the
+            // client's retry resumes the call, nothing is sent.
+            pending.notifications.pause();
             let state = parked
                 .park(pending)
                 .ok_or_else(|| ErrorData::internal_error("cannot make a requestState: no randomness", None))?;
@@ -195,25 +206,53 @@ impl ProgressSink for ProgressNotifier {
     }
 }
 
+/// The request a call's notifications go to (its peer, and its progress
+/// token when it gave one): the request that started the call, then the
+/// retry that resumed it (2026-07-28); none while the call is parked.
+type Target = Option<(Peer<RoleServer>, Option<ProgressToken>)>;
+
+/// The sending side of a call's notifications: whom they go to now, and
+/// the task that sends them.
+pub(crate) struct Notifications {
+    target: Arc<std::sync::Mutex<Target>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Notifications {
+    /// Sends what follows to `peer`'s request, with progress under `token`.
+    pub(crate) fn follow(&self, peer: Peer<RoleServer>, token: Option<ProgressToken>) {
+        *self.target.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((peer, token));
+    }
+
+    /// Sends nothing until the next [`Notifications::follow`].
+    fn pause(&self) {
+        *self.target.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Waits until every notification of the ended call is sent.
+    async fn finish(self) {
+        let _ = self.task.await;
+    }
+}
+
 /// A notifier for one call, and the task that sends what it hears in
-/// order: the log messages of a bridged server that pass the session's
-/// `threshold`, and, when the client gave a `progressToken`, progress —
-/// two notifications per attempt (started, ended), the server's own
-/// reports within them, then one when the call has ended and is recorded
-/// (`progress` = `total`). The task ends once the notifier is dropped;
-/// await it before answering, so every notification precedes the response.
+/// order to the request it follows: the log messages of a bridged server
+/// that pass the session's `threshold`, and, when the request gave a
+/// `progressToken`, progress — two notifications per attempt (started,
+/// ended), the server's own reports within them, then one when the call
+/// has ended and is recorded (`progress` = `total`). The task ends once
+/// the notifier is dropped, which the call does before it ends.
 #[allow(deprecated, reason = "logging is deprecated by SEP-2577 and what servers in use today send")]
-pub(crate) fn forward_notifications(
-    peer: Peer<RoleServer>,
-    token: Option<ProgressToken>,
-    threshold: Arc<LogThreshold>,
-) -> (ProgressNotifier, tokio::task::JoinHandle<()>) {
+pub(crate) fn forward_notifications(threshold: Arc<LogThreshold>) -> (ProgressNotifier, Notifications) {
+    let target: Arc<std::sync::Mutex<Target>> = Arc::default();
+    let current = Arc::clone(&target);
     let (steps, mut received) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
+        let target = || current.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let notify = |progress: f64, total: u32, message: String| {
-            let token = token.as_ref()?;
-            let params = json!({"progressToken": token, "progress": progress, "total": total, "message": message});
-            serde_json::from_value::<ProgressNotificationParam>(params).ok()
+            let (peer, token) = target()?;
+            let params = json!({"progressToken": token?, "progress": progress, "total": total, "message": message});
+            Some((peer, serde_json::from_value::<ProgressNotificationParam>(params).ok()?))
         };
         let mut most_attempts = None;
         // Notifications must go up: a server's report that does not is not passed on.
@@ -236,13 +275,10 @@ pub(crate) fn forward_notifications(
                     (f64::from(2 * attempt - 1) + 0.9 * done, most_attempts.unwrap_or(attempt), said)
                 }
                 Progress::Logged { level, logger, data } => {
-                    if threshold.passes(&level) {
-                        let params = json!({"level": level, "logger": logger, "data": data});
-                        if let Ok(params) =
-                            serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params)
-                        {
-                            let _ = peer.notify_logging_message(params).await;
-                        }
+                    let params = json!({"level": level, "logger": logger, "data": data});
+                    let params = serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params);
+                    if let (true, Some((peer, _)), Ok(params)) = (threshold.passes(&level), target(), params) {
+                        let _ = peer.notify_logging_message(params).await;
                     }
                     continue;
                 }
@@ -252,15 +288,16 @@ pub(crate) fn forward_notifications(
             }
             last = progress;
             most_attempts = Some(of);
-            if let Some(params) = notify(progress, 2 * of + 1, message) {
+            if let Some((peer, params)) = notify(progress, 2 * of + 1, message) {
                 let _ = peer.notify_progress(params).await;
             }
         }
         if let Some(of) = most_attempts
-            && let Some(params) = notify(f64::from(2 * of + 1), 2 * of + 1, "the call ended and is recorded".into())
+            && let Some((peer, params)) =
+                notify(f64::from(2 * of + 1), 2 * of + 1, "the call ended and is recorded".into())
         {
             let _ = peer.notify_progress(params).await;
         }
     });
-    (ProgressNotifier { steps }, task)
+    (ProgressNotifier { steps }, Notifications { target, task })
 }

@@ -181,8 +181,8 @@ impl Handler {
         let (asker, answers) = self.asker(&context, &events);
         let confirmer: Option<Arc<dyn Confirmer>> =
             if self.shared.yes { None } else { Some(Arc::new(McpConfirmer(Arc::clone(&asker)))) };
-        let token = context.meta.get_progress_token();
-        let (notifier, notified) = forward_notifications(context.peer.clone(), token, Arc::clone(&self.log_threshold));
+        let (notifier, notifications) = forward_notifications(Arc::clone(&self.log_threshold));
+        notifications.follow(context.peer.clone(), context.meta.get_progress_token());
         let call_context = CallContext {
             confirmer,
             answerer: Some(Arc::new(McpAnswerer(asker))),
@@ -204,17 +204,9 @@ impl Handler {
             drop(permit);
         });
         let shape = self.shared.catalog.get(&tool).map_or(ResultShape::Wrapped, |t| t.shape);
-        let pending = Pending { events: receiver, answers, cancel, shape };
+        let pending = Pending { events: receiver, answers, cancel, shape, notifications };
         let gone = client_gone(&context.extensions);
-        let response = follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await;
-        match &response {
-            // The request ends before the call: its progress token with it.
-            Ok(CallToolResponse::InputRequired(_)) => notified.abort(),
-            _ => {
-                let _ = notified.await;
-            }
-        }
-        response
+        follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await
     }
 
     /// Resumes the call parked under `state` with the client's answers.
@@ -230,6 +222,8 @@ impl Handler {
                 None,
             )
         })?;
+        // What the call says from here on goes to this request.
+        pending.notifications.follow(context.peer.clone(), context.meta.get_progress_token());
         if let Some(answers) = &pending.answers {
             let _ = answers.send(params.input_responses.unwrap_or_default());
         }

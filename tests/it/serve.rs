@@ -532,6 +532,27 @@ fn progress_is_reported_when_asked_for() {
     }
 }
 
+#[test]
+fn progress_goes_on_after_a_round_of_questions() {
+    // Under 2026-07-28 the questions end the request and the client's retry
+    // resumes the call: what follows is reported under the retry's token.
+    let td = TestDir::new();
+    let bundle = td.bundle(
+        "drafter",
+        json!([bundle::runtime_tool("mail.draft", "ask.py", &["tone"])]),
+        "[capabilities]\nexec = true\n",
+    );
+    for (mode, _) in MODES {
+        let answers = json!([{"action": "accept", "content": {"tone": "formal"}}]);
+        let steps = json!([{"op": "call", "tool": "mail.draft", "arguments": {}, "progress": true}]);
+        let report = mcp::drive(&scenario(stdio(&td, &bundle, &[]), mode, Some(answers), steps));
+        let messages: Vec<&str> =
+            report["progress"].as_array().unwrap().iter().map(|p| p["message"].as_str().unwrap()).collect();
+        let after_answers = ["attempt 2 of at most 2 started", "attempt 2 ended", "the call ended and is recorded"];
+        assert!(messages.ends_with(&after_answers), "{mode}: {messages:?}");
+    }
+}
+
 /// `rlp serve` over stdio, spoken to line by line: the child, its stdin and
 /// its stdout's lines.
 fn raw_stdio(td: &TestDir, desk: &Path) -> (std::process::Child, ChildStdin, Lines<BufReader<ChildStdout>>) {
