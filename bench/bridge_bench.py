@@ -1,0 +1,531 @@
+"""The measurements of bench/bridge.sh, in one run; prints a Markdown report.
+
+Every series calls the everything server's `echo` tool with
+{"message": "hi"} and checks the answer ("Echo: hi").
+
+Warm calls (µs per `tools/call` round trip, one after the other over one
+session), the series of a table interleaved round by round so that load on
+the machine touches them alike, each after a warm-up:
+  - stdio: the server (`node EVERYTHING_JS`) called directly; through
+    `rlp serve` (stdio) whose `echo` is bridged to its own stdio server,
+    sandboxed by default and with the sandbox off; through a FastMCP proxy
+    (bench/bridge_fastmcp.py) of its own stdio server, a fresh backend
+    session per request (create_proxy's default) and one shared session;
+  - HTTP: one server (`node EVERYTHING_JS streamableHttp`) on 127.0.0.1
+    called directly over Streamable HTTP; through `rlp serve --http` and a
+    FastMCP proxy served over Streamable HTTP (the client's leg is HTTP as
+    in the direct series); and through `rlp serve` and a FastMCP proxy
+    served over stdio (a host that starts the gateway, which reaches a
+    remote server).
+The client is the same in every series: the official MCP Python SDK's
+`Client` (mode "legacy": the initialize handshake, 2025-11-25). As a
+cross-check, a raw client without the SDK times the direct and rlp series
+again: newline-delimited JSON-RPC on stdio (bench/serve_bench.py's), and
+Python's http.client over one keep-alive connection for HTTP. A series at
+tens of ms a call (FastMCP's fresh sessions over HTTP, a stalled raw HTTP
+series) makes a tenth of the calls.
+
+Cold start (wall ms, median of REPEATS, interleaved):
+  - the server's own start-up as the SDK client sees it: spawn
+    `node EVERYTHING_JS` until `initialize` is answered; then one call and
+    stopping it (stdin closed, exit awaited);
+  - one `rlp tools call BUNDLE echo` process (its own start, the bundle, the
+    ledger, the server started in the sandbox, handshake, pin check, call,
+    server stopped), sandboxed and with the sandbox off: until its answer is
+    on stdout, and until it exited;
+  - HTTP, the server already running: connect, initialize, one call and
+    close from the SDK client, against one `rlp tools call` of the bundle
+    bridged to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+sys.dont_write_bytecode = True  # no __pycache__ in bench/
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serve_bench import StdioClient, check  # noqa: E402
+
+TOOL = "echo"
+ARGUMENTS = {"message": "hi"}
+ANSWER = "Echo: hi"
+SLOW_DIVISOR = 10
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without rlp's own variables, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNLOOP_", "RLP_", "OTEL_"))}
+    env.update(extra)
+    return env
+
+
+def checked(result) -> None:
+    """Fails unless `result` is the echo's answer."""
+    texts = [getattr(block, "text", None) for block in result.content]
+    if result.is_error or texts != [ANSWER]:
+        raise RuntimeError(f"unexpected answer: {result.model_dump(mode='json', exclude_none=True)}")
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Paths:
+    """Where the series' programs and logs are."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.logs = Path(args.logs)
+
+    def log(self, name: str):
+        return open(self.logs / f"{name}.stderr", "a")
+
+    def server(self) -> list[str]:
+        return [self.args.node, self.args.everything]
+
+    def rlp_serve(self, bundle: str, *extra: str) -> list[str]:
+        return [self.args.rlp, "serve", bundle, *extra]
+
+    def fastmcp(self, session: str, *target: str, http_port_file: str | None = None) -> list[str]:
+        extra = ["--http-port-file", http_port_file] if http_port_file else []
+        return [self.args.python, self.args.fastmcp, "--session", session, *extra, *target]
+
+
+def sdk_stdio(argv: list[str], env: dict[str, str], log) -> Client:
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    return Client(stdio_client(params, errlog=log), mode="legacy", cache=None)
+
+
+def sdk_http(url: str) -> Client:
+    return Client(streamable_http_client(url), mode="legacy", cache=None)
+
+
+class RawHttpClient:
+    """A minimal Streamable HTTP client: one keep-alive connection, a POST
+    per message, the answer read as JSON or as the SSE stream that carries it."""
+
+    def __init__(self, url: str):
+        parsed = urllib.parse.urlsplit(url)
+        self.path = parsed.path
+        self.conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        self.next_id = 0
+        response = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        session = response.getheader("mcp-session-id")
+        self.answer(response, 0)
+        if session:
+            self.headers["mcp-session-id"] = session
+        self.headers["mcp-protocol-version"] = "2025-11-25"
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).read()
+
+    def post(self, message: dict):
+        self.conn.request("POST", self.path, json.dumps(message).encode(), self.headers)
+        response = self.conn.getresponse()
+        if response.status >= 300:
+            raise RuntimeError(f"HTTP {response.status}: {response.read()[:300]!r}")
+        return response
+
+    def answer(self, response, request_id: int) -> dict:
+        body = response.read().decode()
+        if response.getheader("content-type", "").startswith("text/event-stream"):
+            for line in body.splitlines():
+                if line.startswith("data:") and line[5:].strip():
+                    message = json.loads(line[5:])
+                    if message.get("id") == request_id and "method" not in message:
+                        return check(message)
+            raise RuntimeError(f"no answer to {request_id} in the stream: {body[:300]!r}")
+        return check(json.loads(body))
+
+    def call(self) -> dict:
+        self.next_id += 1
+        return self.answer(self.post({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                                      "params": {"name": TOOL, "arguments": ARGUMENTS}}), self.next_id)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def slow_raw_series(raw: dict) -> set[str]:
+    """The raw series whose calls take tens of ms (timed with 20 calls each)."""
+    slow = set()
+    for name, client in raw.items():
+        start = time.perf_counter()
+        for _ in range(20):
+            client.call()
+        if (time.perf_counter() - start) / 20 > 0.02:
+            slow.add(name)
+    return slow
+
+
+class Background:
+    """A gateway serving Streamable HTTP, started before the series and
+    stopped after; `url` is its endpoint."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, *, listening_line: str | None = None,
+                 port_file: Path | None = None):
+        self.log = open(log_path, "w")
+        self.url = ""
+        if listening_line:
+            self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, text=True)
+            found = threading.Event()
+
+            def drain():
+                for line in self.proc.stderr:
+                    self.log.write(line)
+                    self.log.flush()
+                    if line.startswith(listening_line):
+                        self.url = line[len(listening_line):].strip()
+                        found.set()
+                found.set()
+
+            threading.Thread(target=drain, daemon=True).start()
+            if not found.wait(30) or not self.url:
+                raise RuntimeError(f"{argv[0]} announced no endpoint (see {log_path})")
+        else:
+            self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+            deadline = time.monotonic() + 30
+            while not port_file.exists():
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{argv[0]} did not start (see {log_path})")
+                time.sleep(0.05)
+            self.url = f"http://127.0.0.1:{port_file.read_text().strip()}/mcp"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def share(name: str, count: int, slow: set[str]) -> int:
+    """`count` calls, a tenth of them for a series in `slow` (tens of ms a
+    call: a tenth keeps the run short and its mean still far apart)."""
+    return max(1, count // SLOW_DIVISOR) if name in slow else count
+
+
+async def warm(clients: dict[str, Client], iterations: int, warmup: int, rounds: int,
+               slow: set[str] = frozenset()) -> dict[str, list[float]]:
+    """Samples (µs) of each client's calls: `warmup` calls each, then
+    `rounds` rounds each running every client in turn for
+    iterations/rounds calls (a tenth of both for a series in `slow`)."""
+    for name, client in clients.items():
+        for _ in range(share(name, warmup, slow)):
+            checked(await client.call_tool(TOOL, ARGUMENTS))
+    samples: dict[str, list[float]] = {name: [] for name in clients}
+    per_round = max(1, iterations // rounds)
+    for _ in range(rounds):
+        for name, client in clients.items():
+            for _ in range(share(name, per_round, slow)):
+                start = time.perf_counter()
+                result = await client.call_tool(TOOL, ARGUMENTS)
+                samples[name].append((time.perf_counter() - start) * 1e6)
+                checked(result)
+    return samples
+
+
+def warm_raw(series: dict, iterations: int, warmup: int, rounds: int,
+             slow: set[str] = frozenset()) -> dict[str, list[float]]:
+    """As `warm`, with raw clients (StdioClient or RawHttpClient)."""
+
+    def call(client) -> None:
+        if isinstance(client, RawHttpClient):
+            result = client.call()
+        else:
+            result = client.wait_for(client.send("tools/call", {"name": TOOL, "arguments": ARGUMENTS}))
+        if [block.get("text") for block in result["content"]] != [ANSWER]:
+            raise RuntimeError(f"unexpected answer: {result}")
+
+    for name, client in series.items():
+        for _ in range(share(name, warmup, slow)):
+            call(client)
+    samples: dict[str, list[float]] = {name: [] for name in series}
+    per_round = max(1, iterations // rounds)
+    for _ in range(rounds):
+        for name, client in series.items():
+            for _ in range(share(name, per_round, slow)):
+                start = time.perf_counter()
+                call(client)
+                samples[name].append((time.perf_counter() - start) * 1e6)
+    return samples
+
+
+def warm_table(title: str, samples: dict[str, list[float]], direct: str, rlp: str, fastmcp: list[str]) -> list[str]:
+    """The Markdown table of one set of warm series, overheads against
+    `direct` and FastMCP's series against `rlp`'s."""
+    base_mean = statistics.mean(samples[direct])
+    base_p50 = statistics.median(samples[direct])
+    out = [f"| {title} | calls | mean µs | p50 µs | p99 µs | above direct, mean µs | above direct, p50 µs |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, values in samples.items():
+        mean, p50 = statistics.mean(values), statistics.median(values)
+        above = "–" if name == direct else f"{mean - base_mean:+.0f}"
+        above_p50 = "–" if name == direct else f"{p50 - base_p50:+.0f}"
+        out.append(f"| {name} | {len(values)} | {mean:.0f} | {p50:.0f} | {percentile(values, 0.99):.0f} | {above} | {above_p50} |")
+    if fastmcp:
+        rlp_mean = statistics.mean(samples[rlp])
+        rlp_over = rlp_mean - base_mean
+        out += ["", f"| FastMCP against {rlp} (means) | per call, FastMCP / rlp | above direct, FastMCP / rlp |",
+                "|---|---:|---:|"]
+        for name in fastmcp:
+            mean = statistics.mean(samples[name])
+            over = f"{(mean - base_mean) / rlp_over:.2f}×" if rlp_over > 0 else "rlp at or below direct"
+            out.append(f"| {name} | {mean / rlp_mean:.2f}× | {over} |")
+    return out
+
+
+def over_direct(args: argparse.Namespace, what: str, samples: dict[str, list[float]], direct: str, rlp: str) -> None:
+    """Records the first target: rlp serve under 0.5 ms per call above direct."""
+    above = statistics.mean(samples[rlp]) - statistics.mean(samples[direct])
+    above_p50 = statistics.median(samples[rlp]) - statistics.median(samples[direct])
+    args.targets.append((f"`rlp serve` under 0.5 ms per call above direct: {what}",
+                         f"{above:+.0f} µs mean, {above_p50:+.0f} µs p50", "yes" if above < 500 else "no"))
+
+
+def ahead_of_fastmcp(args: argparse.Namespace, what: str, samples: dict[str, list[float]], rlp: str,
+                     fastmcp: list[str]) -> None:
+    """Records the second target: rlp serve's calls faster than every FastMCP proxy setting."""
+    rlp_mean = statistics.mean(samples[rlp])
+    best = min(statistics.mean(samples[name]) for name in fastmcp)
+    args.targets.append((f"`rlp serve` ahead of the FastMCP proxy: {what}",
+                         f"fastest FastMCP setting / rlp = {best / rlp_mean:.2f}× (means)", "yes" if best > rlp_mean else "no"))
+
+
+async def stdio_series(paths: Paths, args: argparse.Namespace) -> list[str]:
+    env = clean_env()
+    rlp_env = clean_env(RUNLOOP_HOME=args.home)
+    off_env = clean_env(RUNLOOP_HOME=args.home_off)
+    makers = {
+        "direct: client → `node everything` (stdio)":
+            lambda: sdk_stdio(paths.server(), env, paths.log("stdio-direct")),
+        "client → `rlp serve` (stdio) → server (stdio, sandboxed)":
+            lambda: sdk_stdio(paths.rlp_serve(args.bundle_stdio), rlp_env, paths.log("stdio-rlp")),
+        "client → `rlp serve` (stdio) → server (stdio, sandbox off)":
+            lambda: sdk_stdio(paths.rlp_serve(args.bundle_stdio), off_env, paths.log("stdio-rlp-off")),
+        "client → FastMCP proxy (stdio) → server (stdio), fresh session per request":
+            lambda: sdk_stdio(paths.fastmcp("fresh", "--", *paths.server()), env, paths.log("stdio-fastmcp-fresh")),
+        "client → FastMCP proxy (stdio) → server (stdio), one shared session":
+            lambda: sdk_stdio(paths.fastmcp("shared", "--", *paths.server()), env, paths.log("stdio-fastmcp-shared")),
+    }
+    async with AsyncExitStack() as stack:
+        clients = {name: await stack.enter_async_context(make()) for name, make in makers.items()}
+        samples = await warm(clients, args.iterations, args.warmup, args.rounds)
+    names = list(makers)
+    out = [f"**stdio** — {args.iterations} calls per series after {args.warmup} warm-up calls, "
+           f"{args.rounds} interleaved rounds, MCP Python SDK client:", ""]
+    out += warm_table("stdio server, one `echo` round trip", samples, names[0], names[1], names[3:])
+    over_direct(args, "stdio, SDK client", samples, names[0], names[1])
+    ahead_of_fastmcp(args, "stdio", samples, names[1], names[3:])
+
+    # The raw client, direct and through rlp serve only.
+    raw = {
+        "direct (raw client)": StdioClient(paths.server(), env, paths.log("stdio-raw-direct")),
+        "`rlp serve`, sandboxed (raw client)": StdioClient(paths.rlp_serve(args.bundle_stdio), rlp_env, paths.log("stdio-raw-rlp")),
+    }
+    raw_samples = warm_raw(raw, args.iterations, args.warmup, args.rounds)
+    for client in raw.values():
+        client.close()
+    out += ["", "Cross-check with a raw client (newline-delimited JSON-RPC, no SDK), same counts:", ""]
+    out += warm_table("stdio server, one `echo` round trip", raw_samples, *list(raw), [])
+    over_direct(args, "stdio, raw client", raw_samples, *list(raw))
+    return out
+
+
+async def http_series(paths: Paths, args: argparse.Namespace) -> list[str]:
+    env = clean_env()
+    rlp_env = clean_env(RUNLOOP_HOME=args.home)
+    logs = paths.logs
+    backgrounds = [
+        Background(paths.rlp_serve(args.bundle_http, "--http", "127.0.0.1:0"), rlp_env, logs / "http-rlp-http.stderr",
+                   listening_line="rlp serve: listening on "),
+    ]
+    for session in ("fresh", "shared"):
+        port_file = logs / f"http-fastmcp-{session}.port"
+        port_file.unlink(missing_ok=True)
+        backgrounds.append(Background(paths.fastmcp(session, "--url", args.url, http_port_file=str(port_file)), env,
+                                      logs / f"http-fastmcp-http-{session}.stderr", port_file=port_file))
+    rlp_http, fastmcp_fresh, fastmcp_shared = (b.url for b in backgrounds)
+    makers = {
+        "direct: client → server (HTTP)": lambda: sdk_http(args.url),
+        "client → `rlp serve --http` → server (HTTP)": lambda: sdk_http(rlp_http),
+        "client → FastMCP proxy (HTTP) → server (HTTP), fresh session per request": lambda: sdk_http(fastmcp_fresh),
+        "client → FastMCP proxy (HTTP) → server (HTTP), one shared session": lambda: sdk_http(fastmcp_shared),
+        "client → `rlp serve` (stdio) → server (HTTP)":
+            lambda: sdk_stdio(paths.rlp_serve(args.bundle_http), rlp_env, paths.log("http-rlp-stdio")),
+        "client → FastMCP proxy (stdio) → server (HTTP), fresh session per request":
+            lambda: sdk_stdio(paths.fastmcp("fresh", "--url", args.url), env, paths.log("http-fastmcp-stdio-fresh")),
+        "client → FastMCP proxy (stdio) → server (HTTP), one shared session":
+            lambda: sdk_stdio(paths.fastmcp("shared", "--url", args.url), env, paths.log("http-fastmcp-stdio-shared")),
+    }
+    try:
+        async with AsyncExitStack() as stack:
+            clients = {name: await stack.enter_async_context(make()) for name, make in makers.items()}
+            slow = {name for name in makers if "fresh session" in name}
+            samples = await warm(clients, args.iterations, args.warmup, args.rounds, slow)
+        raw = {"direct (raw client)": RawHttpClient(args.url), "`rlp serve --http` (raw client)": RawHttpClient(rlp_http)}
+        raw_samples = warm_raw(raw, args.iterations, args.warmup, args.rounds, slow_raw_series(raw))
+        for client in raw.values():
+            client.close()
+    finally:
+        for background in backgrounds:
+            background.stop()
+    names = list(makers)
+    out = [f"**Streamable HTTP** — the same counts (a tenth of them for a series at tens of ms a call); one server "
+           "for every series; the first four series reach their first hop over Streamable HTTP as the direct one "
+           "does, the last three over stdio:", ""]
+    out += warm_table("HTTP server, one `echo` round trip", samples, names[0], names[1], names[2:4])
+    over_direct(args, "Streamable HTTP (`rlp serve --http`), SDK client", samples, names[0], names[1])
+    ahead_of_fastmcp(args, "Streamable HTTP, HTTP front", samples, names[1], names[2:4])
+    ahead_of_fastmcp(args, "Streamable HTTP, stdio front", samples, names[4], names[5:])
+    rlp_mean = statistics.mean(samples[names[4]])
+    out += ["", "| gateway over stdio, HTTP server (means) | per call, FastMCP / rlp |", "|---|---:|"]
+    for name in names[5:]:
+        out.append(f"| {name} | {statistics.mean(samples[name]) / rlp_mean:.2f}× |")
+    out += ["", "Cross-check with a raw client (Python's `http.client`, one keep-alive connection, a POST per message), "
+            "same counts (a tenth for a series at tens of ms a call):", ""]
+    out += warm_table("HTTP server, one `echo` round trip", raw_samples, *list(raw), [])
+    over_direct(args, "Streamable HTTP, raw client", raw_samples, *list(raw))
+    return out
+
+
+async def cold(paths: Paths, args: argparse.Namespace) -> list[str]:
+    env = clean_env()
+    times: dict[str, list[float]] = {}
+
+    def note(name: str, ms: float) -> None:
+        times.setdefault(name, []).append(ms)
+
+    def rlp_call(bundle: str, home: str) -> tuple[float, float]:
+        """Wall ms until `rlp tools call` printed its answer, and until it exited."""
+        start = time.perf_counter()
+        proc = subprocess.Popen([args.rlp, "tools", "call", bundle, TOOL, "--args", json.dumps(ARGUMENTS)],
+                                env=clean_env(RUNLOOP_HOME=home), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        first = proc.stdout.read(1)
+        answered = (time.perf_counter() - start) * 1e3
+        out = first + proc.stdout.read()
+        err = proc.stderr.read()
+        code = proc.wait()
+        exited = (time.perf_counter() - start) * 1e3
+        if code != 0 or json.loads(out) != {"content": [{"type": "text", "text": ANSWER}]}:
+            raise RuntimeError(f"rlp tools call failed ({code}): {out[:300]!r} {err[-600:]!r}")
+        return answered, exited
+
+    startup = "stdio server start-up: spawn `node everything` → `initialize` answered"
+    direct_call = "then one `echo` call"
+    direct_stop = "then the server stopped: stdin closed → exit"
+    rlp_answer = "`rlp tools call`, sandboxed: its answer on stdout"
+    rlp_exit = "`rlp tools call`, sandboxed: the process exited"
+    off_answer = "`rlp tools call`, sandbox off: its answer on stdout"
+    off_exit = "`rlp tools call`, sandbox off: the process exited"
+    http_direct = "HTTP server running: SDK client connect, `initialize`, one `echo`, close"
+    http_answer = "HTTP server running: `rlp tools call`, its answer on stdout"
+    http_exit = "HTTP server running: `rlp tools call`, the process exited"
+    with paths.log("cold-direct") as log:
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            async with sdk_stdio(paths.server(), env, log) as client:
+                initialized = time.perf_counter()
+                checked(await client.call_tool(TOOL, ARGUMENTS))
+                called = time.perf_counter()
+            stopped = time.perf_counter()
+            note(startup, (initialized - start) * 1e3)
+            note(direct_call, (called - initialized) * 1e3)
+            note(direct_stop, (stopped - called) * 1e3)
+            for (answer, exit_), home in (((rlp_answer, rlp_exit), args.home), ((off_answer, off_exit), args.home_off)):
+                answered, exited = rlp_call(args.bundle_stdio, home)
+                note(answer, answered)
+                note(exit_, exited)
+            start = time.perf_counter()
+            async with sdk_http(args.url) as client:
+                checked(await client.call_tool(TOOL, ARGUMENTS))
+            note(http_direct, (time.perf_counter() - start) * 1e3)
+            answered, exited = rlp_call(args.bundle_http, args.home)
+            note(http_answer, answered)
+            note(http_exit, exited)
+    out = [f"**Cold start** — {args.repeats} repeats, interleaved; wall ms from spawning the first process "
+           "(the SDK client's rows are in its running process; each `rlp tools call` is a whole process):", "",
+           "| one call from nothing | median ms | min ms | max ms |", "|---|---:|---:|---:|"]
+    for name, values in times.items():
+        out.append(f"| {name} | {statistics.median(values):.1f} | {min(values):.1f} | {max(values):.1f} |")
+    median = {name: statistics.median(values) for name, values in times.items()}
+    through_call = median[startup] + median[direct_call]
+    through_stop = through_call + median[direct_stop]
+    out += ["", "| cold, medians | ms above | × |", "|---|---:|---:|"]
+    ratios = (
+        ("`rlp tools call` answered (sandboxed), against the server's start-up", median[rlp_answer], median[startup]),
+        ("`rlp tools call` answered (sandboxed), against start-up + one call", median[rlp_answer], through_call),
+        ("`rlp tools call` answered (sandbox off), against start-up + one call", median[off_answer], through_call),
+        ("`rlp tools call` exited (sandboxed), against start-up + one call + stop", median[rlp_exit], through_stop),
+        ("`rlp tools call` answered (HTTP), against the SDK client's connect + call", median[http_answer], median[http_direct]),
+    )
+    for label, value, base in ratios:
+        out.append(f"| {label} | {value - base:+.1f} | {value / base:.2f}× |")
+    return out
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    paths = Paths(args)
+    out: list[str] = []
+    if "stdio" in args.only:
+        out += await stdio_series(paths, args)
+        out.append("")
+    if "http" in args.only:
+        out += await http_series(paths, args)
+        out.append("")
+    if "cold" in args.only:
+        out += await cold(paths, args)
+        out.append("")
+    if args.targets:
+        out += ["| target | measured | met |", "|---|---|---|"]
+        out += [f"| {target} | {measured} | {met} |" for target, measured, met in args.targets]
+    print("\n".join(out).rstrip())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rlp", required=True)
+    parser.add_argument("--node", required=True)
+    parser.add_argument("--everything", required=True, help="EVERYTHING_JS")
+    parser.add_argument("--url", required=True, help="the running HTTP everything server's endpoint")
+    parser.add_argument("--bundle-stdio", required=True, help="the bundle bridging `echo` to a stdio server")
+    parser.add_argument("--bundle-http", required=True, help="the bundle bridging `echo` to --url")
+    parser.add_argument("--home", required=True, help="RUNLOOP_HOME of rlp")
+    parser.add_argument("--home-off", required=True, help="RUNLOOP_HOME of rlp with the sandbox off")
+    parser.add_argument("--python", required=True, help="the venv's python, for the FastMCP proxy")
+    parser.add_argument("--fastmcp", required=True, help="bench/bridge_fastmcp.py")
+    parser.add_argument("--logs", required=True)
+    parser.add_argument("--iterations", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--only", default="stdio,http,cold", help="comma-separated: stdio, http, cold")
+    args = parser.parse_args()
+    args.only = set(args.only.split(","))
+    args.targets = []
+    anyio.run(main_async, args)
+
+
+if __name__ == "__main__":
+    main()
