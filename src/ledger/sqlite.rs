@@ -114,10 +114,9 @@ fn count(value: i64) -> u64 {
 
 /// The chain value of the last chained row, as stored (`None` before the first).
 fn last_chain(conn: &Connection) -> rusqlite::Result<Option<String>> {
-    conn.query_row("SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1", [], |r| {
-        r.get(0)
-    })
-    .optional()
+    conn.prepare_cached("SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1")?
+        .query_row([], |r| r.get(0))
+        .optional()
 }
 
 /// Inserts `row` chained after `prev`; returns the new chain value and the row id.

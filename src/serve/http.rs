@@ -145,6 +145,10 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
             },
             () = stop.cancelled() => return Ok(()),
         };
+        // A response's headers and its first event go out as two small
+        // writes: with Nagle's algorithm the second waits for the client's
+        // delayed acknowledgement of the first (about 40 ms).
+        let _ = stream.set_nodelay(true);
         let service = service.clone();
         let token = token.clone();
         let connection = hyper::service::service_fn(move |mut request: Request<Incoming>| {

@@ -178,7 +178,7 @@ impl Call<'_> {
             ))
         })?;
         let capability = format!("mcp:{}/{name}", session.server);
-        let Some(definition) = definitions.get(name) else {
+        let Some(listed) = definitions.get(name) else {
             let reason = format!("the server `{}` no longer lists a tool `{name}`", session.server);
             self.journal.audit_named(&capability, Decision::Deny, &reason);
             return Err(self.journal.refuse(
@@ -189,11 +189,11 @@ impl Call<'_> {
             ));
         };
         let Some(pin) = pin else { return Ok(()) };
-        let now = pin::definition_blake3(definition);
+        let now = &listed.pin;
         if now == pin {
             return Ok(());
         }
-        let named = pin::what_changed(tool, definition);
+        let named = pin::what_changed(tool, &listed.definition);
         let reason = format!(
             "the server `{}` changed its definition of `{name}` since it was pinned (definition_blake3 {}…, now {}…); {named}",
             session.server,
@@ -612,7 +612,7 @@ pub(crate) fn list_tools(
         |inflight, tools_changed| BridgeClient { roots: Vec::new(), inflight, tools_changed },
         startup,
     )?;
-    let mut definitions: Vec<Value> = session.definitions(startup)?.into_values().collect();
+    let mut definitions: Vec<Value> = session.definitions(startup)?.values().map(|l| l.definition.clone()).collect();
     definitions.sort_by(|a, b| a.get("name").and_then(Value::as_str).cmp(&b.get("name").and_then(Value::as_str)));
     Ok((session.record.clone(), definitions))
 }

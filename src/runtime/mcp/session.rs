@@ -142,7 +142,7 @@ pub(crate) struct Session {
     /// The calls waiting on it.
     pub(crate) inflight: Arc<Inflight>,
     tools_changed: Arc<AtomicBool>,
-    definitions: Mutex<Option<HashMap<String, Value>>>,
+    definitions: Mutex<Option<Arc<Definitions>>>,
     retired: AtomicBool,
     handle: tokio::runtime::Handle,
     /// The bridge's slot that holds it, emptied when it is retired.
@@ -282,12 +282,13 @@ impl Session {
     }
 
     /// The server's definitions of its tools (`tools/list`, every page), by
-    /// name: listed once, and again after the server said the list changed.
-    pub(crate) fn definitions(&self, deadline: Duration) -> Result<HashMap<String, Value>, String> {
+    /// name, each with its pin: listed once, and again after the server said
+    /// the list changed.
+    pub(crate) fn definitions(&self, deadline: Duration) -> Result<Arc<Definitions>, String> {
         let mut definitions = self.definitions.lock().unwrap_or_else(PoisonError::into_inner);
         let changed = self.tools_changed.swap(false, Ordering::SeqCst);
         if let Some(known) = definitions.as_ref().filter(|_| !changed) {
-            return Ok(known.clone());
+            return Ok(Arc::clone(known));
         }
         let service = self.service();
         let listed = self.handle.block_on(async move {
@@ -297,11 +298,16 @@ impl Session {
                 Err(_) => Err(format!("tools/list got no answer within {} ms", deadline.as_millis())),
             }
         })?;
-        let by_name: HashMap<String, Value> = listed
+        let by_name: Definitions = listed
             .into_iter()
-            .filter_map(|tool| Some((tool.name.to_string(), serde_json::to_value(&tool).ok()?)))
+            .filter_map(|tool| {
+                let definition = serde_json::to_value(&tool).ok()?;
+                let pin = super::pin::definition_blake3(&definition);
+                Some((tool.name.to_string(), Listed { definition, pin }))
+            })
             .collect();
-        *definitions = Some(by_name.clone());
+        let by_name = Arc::new(by_name);
+        *definitions = Some(Arc::clone(&by_name));
         Ok(by_name)
     }
 }
@@ -315,6 +321,18 @@ impl Drop for Session {
             process.stop(STOP_GRACE);
         }
     }
+}
+
+/// A server's tools as it lists them, by name.
+pub(crate) type Definitions = HashMap<String, Listed>;
+
+/// One tool as its server lists it.
+#[derive(Debug)]
+pub(crate) struct Listed {
+    /// Its definition (`Tool` as JSON).
+    pub(crate) definition: Value,
+    /// Its `definition_blake3`, computed once per listing.
+    pub(crate) pin: String,
 }
 
 /// The MCP handshake, bounded by `startup`.
