@@ -40,16 +40,7 @@ source "$servers_env"
 set +a
 
 # The client's interpreter and the FastMCP proxy's: bench/serve.sh's venv and pins.
-venv=bench/work/serve-venv
-requirements="mcp==2.3.0 fastmcp==4.2.3"
-if [ "$(cat "$venv/pinned" 2>/dev/null)" != "$requirements" ]; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  # shellcheck disable=SC2086 # one argument per requirement
-  "$venv/bin/pip" install --quiet $requirements >&2
-  echo "$requirements" >"$venv/pinned"
-fi
-python="$PWD/$venv/bin/python"
+python="$(mcp_venv)"
 
 # rlp's homes (ledger included) on tmpfs, as bench/serve.sh's latency series:
 # one with the default sandbox, one with the sandbox off.
@@ -126,7 +117,7 @@ documentation's example) and with a connected client handed to
 
 Reproduce: \`bench/bridge.sh\` (\`ITERATIONS=$iterations WARMUP=$warmup ROUNDS=$rounds REPEATS=$repeats\`;
 builds with \`cargo build --release\`, installs the servers with
-\`tests/bridge/setup.sh $shown_target/bridge\` and \`$requirements\` into \`$venv\`,
+\`tests/bridge/setup.sh $shown_target/bridge\` and \`mcp==2.3.0 fastmcp==4.2.3\` into \`bench/work/serve-venv\`,
 then runs \`bench/bridge_bench.py\` with \`$shown_target/release/rlp\`).
 
 Machine: $machine; server: $server_version. Run: $(date -u +%Y-%m-%d), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).

@@ -23,3 +23,18 @@ update_doc_section() {
   mv "$tmp" "$doc"
   echo "updated $doc" >&2
 }
+
+# mcp_venv: makes (once per set of pins) bench/work/serve-venv, a virtualenv
+# with the pinned MCP Python SDK and FastMCP that the serve and bridge
+# benchmarks' clients and baseline servers run on, and prints its python.
+mcp_venv() {
+  local venv=bench/work/serve-venv requirements="mcp==2.3.0 fastmcp==4.2.3"
+  if [ "$(cat "$venv/pinned" 2>/dev/null)" != "$requirements" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    # shellcheck disable=SC2086 # one argument per requirement
+    "$venv/bin/pip" install --quiet $requirements >&2
+    echo "$requirements" >"$venv/pinned"
+  fi
+  echo "$PWD/$venv/bin/python"
+}

@@ -28,15 +28,7 @@ cargo build --release --bin rlp --example bench_ledger_commit >&2
 rlp="$target_dir/release/rlp"
 
 # The baseline server's interpreter: a venv with the pinned MCP SDK and FastMCP.
-venv=bench/work/serve-venv
-requirements="mcp==2.3.0 fastmcp==4.2.3"
-if [ "$(cat "$venv/pinned" 2>/dev/null)" != "$requirements" ]; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  # shellcheck disable=SC2086 # one argument per requirement
-  "$venv/bin/pip" install --quiet $requirements >&2
-  echo "$requirements" >"$venv/pinned"
-fi
+python="$(mcp_venv)"
 
 # The trivial tool, and a bundle serving it.
 printf '#include <unistd.h>\nint main(void) { return write(1, "{}\\n", 3) != 3; }\n' >"$work/ok.c"
@@ -54,8 +46,8 @@ cat >"$bundle/tools.json" <<TOOLS
 TOOLS
 RUNLOOP_HOME="$work/home" "$rlp" digest "$bundle" >/dev/null
 
-report="$("$venv/bin/python" bench/serve_bench.py --rlp "$rlp" --bundle "$bundle" --tool "$tool" \
-  --python "$venv/bin/python" --fastmcp bench/serve_fastmcp.py --schema src/event/schema.sql \
+report="$("$python" bench/serve_bench.py --rlp "$rlp" --bundle "$bundle" --tool "$tool" \
+  --python "$python" --fastmcp bench/serve_fastmcp.py --schema src/event/schema.sql \
   --tmpfs "$tmpfs_dir" --disk "$disk_dir" --logs "$work/logs" \
   --iterations "$iterations" --calls "$calls" --window "$window")"
 
@@ -82,7 +74,7 @@ written one transaction per frame and the disk's fsync floor, measured in the
 same run.
 
 Reproduce: \`bench/serve.sh\` (\`ITERATIONS=$iterations CALLS=$calls WINDOW=$window\`; builds with
-\`cargo build --release\`, installs \`$requirements\` into \`$venv\`, then runs
+\`cargo build --release\`, installs \`mcp==2.3.0 fastmcp==4.2.3\` into \`bench/work/serve-venv\` (\`mcp_venv\` in bench/lib.sh), then runs
 \`bench/serve_bench.py\` with \`$shown_target/release/rlp\`).
 
 Machine: $machine. Run: $(date -u +%Y-%m-%d), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).

@@ -329,16 +329,26 @@ fn confirmation_without_elicitation_names_yes_and_yes_approves() {
     assert_eq!(decisions, [(&no, &unasked), (&yes, &pre_approved), (&no, &unasked), (&yes, &pre_approved)]);
 }
 
-#[test]
-fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
-    let td = TestDir::new();
-    let bundle = td.bundle(
+/// Bundle `drafter`: `mail.draft` asks which tone, then returns its answers.
+fn drafter(td: &TestDir) -> PathBuf {
+    td.bundle(
         "drafter",
         json!([bundle::runtime_tool("mail.draft", "ask.py", &["tone"])]),
         "[capabilities]\nexec = true\n",
-    );
+    )
+}
+
+/// The client's answers to `mail.draft`'s question: accepted, formal.
+fn formal() -> Value {
+    json!([{"action": "accept", "content": {"tone": "formal"}}])
+}
+
+#[test]
+fn questions_are_answered_through_elicitation_and_recorded_as_mcp() {
+    let td = TestDir::new();
+    let bundle = drafter(&td);
     for (mode, _) in MODES {
-        let answers = json!([{"action": "accept", "content": {"tone": "formal"}}]);
+        let answers = formal();
         let report = mcp::drive(&scenario(
             stdio(&td, &bundle, &[]),
             mode,
@@ -537,13 +547,9 @@ fn progress_goes_on_after_a_round_of_questions() {
     // Under 2026-07-28 the questions end the request and the client's retry
     // resumes the call: what follows is reported under the retry's token.
     let td = TestDir::new();
-    let bundle = td.bundle(
-        "drafter",
-        json!([bundle::runtime_tool("mail.draft", "ask.py", &["tone"])]),
-        "[capabilities]\nexec = true\n",
-    );
+    let bundle = drafter(&td);
     for (mode, _) in MODES {
-        let answers = json!([{"action": "accept", "content": {"tone": "formal"}}]);
+        let answers = formal();
         let steps = json!([{"op": "call", "tool": "mail.draft", "arguments": {}, "progress": true}]);
         let report = mcp::drive(&scenario(stdio(&td, &bundle, &[]), mode, Some(answers), steps));
         let messages: Vec<&str> =
