@@ -850,10 +850,13 @@ fn serve_lists_bridged_tools_and_calls_them_through_one_server_process() {
         assert_eq!(seed_processes(&td), [pids[0]], "{mode}: {}", serve.stderr());
     }
     assert!(pids.iter().all(|pid| *pid == pids[0]), "{pids:?}");
-    // Every call frame names the server.
+    // Every call frame names the server and the sandbox it runs in, the
+    // calls that found it running as the one that started it.
     let calls = td.payloads("tool.call");
     assert_eq!(calls.len(), 8);
     assert!(calls.iter().all(|c| c["server"] == seed_server_record()), "{calls:?}");
+    assert!(calls[0]["sandbox"].is_object(), "{}", calls[0]);
+    assert!(calls.iter().all(|c| c["sandbox"] == calls[0]["sandbox"]), "{calls:?}");
     drop(serve);
     assert_eq!(wait_for_no_seed(&td, STOPPING), Vec::<i32>::new(), "seed.py outlived rlp serve");
 }

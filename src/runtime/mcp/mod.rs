@@ -41,7 +41,7 @@ use crate::runtime::error::{CallError, CallErrorKind};
 use crate::runtime::exec::check_command;
 use crate::runtime::http::fill_secrets;
 use crate::runtime::mcp::client::{BridgeClient, CALL, Registration, ServerAnswer, ServerAsk, Step};
-use crate::runtime::mcp::session::{Connect, Session, with_stderr};
+use crate::runtime::mcp::session::{Connect, Session, Started, with_stderr};
 use crate::runtime::scrub::Scrubber;
 use crate::runtime::transport::{Attempt, AttemptError, Audit, FailureKind, Plan, Reply};
 use crate::sandbox::{Grants, SandboxPlan};
@@ -85,9 +85,16 @@ impl Call<'_> {
                 .help("declare the server under `servers` in tools.json"),
             )
         })?;
+        let startup = Duration::from_millis(declared.startup_timeout_ms);
+        // A running server was planned, confined and started by an earlier
+        // call: nothing about it is worked out again.
+        if let Some(session) = self.runtime.bridge().running(server) {
+            let Started { sandbox, command } = session.started.clone();
+            self.check_pin(&session, name, pin, startup)?;
+            return Ok(McpPlan { session, tool: name.to_string(), sandbox, command });
+        }
         let mut sandbox = None;
         let mut command = None;
-        let startup = Duration::from_millis(declared.startup_timeout_ms);
         let connect = match &declared.transport {
             Some(ServerTransport::Stdio { programs, args, env }) => {
                 let (program, written) = self.server_program(declared, programs)?;
@@ -115,7 +122,10 @@ impl Call<'_> {
         let secrets = &self.secrets;
         let started = self.runtime.bridge().session(
             server,
-            || connect.connect(&root, secrets),
+            || {
+                let started = Started { sandbox: sandbox.clone(), command: command.clone() };
+                connect.connect(&root, secrets).map(|connected| (connected, started))
+            },
             |inflight, tools_changed| BridgeClient { roots, inflight, tools_changed },
             startup,
         );
@@ -608,7 +618,7 @@ pub(crate) fn list_tools(
     let startup = Duration::from_millis(server.startup_timeout_ms);
     let session = bridge.session(
         &server.name,
-        || prepared.connect(root, secrets),
+        || prepared.connect(root, secrets).map(|connected| (connected, Started::default())),
         |inflight, tools_changed| BridgeClient { roots: Vec::new(), inflight, tools_changed },
         startup,
     )?;

@@ -64,13 +64,21 @@ impl Bridge {
         io.as_ref().map(|io| io.handle.clone()).map_err(Clone::clone)
     }
 
+    /// The session with `server` if one runs and is usable (waiting, if a
+    /// call is starting it, until it is started).
+    pub(crate) fn running(&self, server: &str) -> Option<Arc<Session>> {
+        let slot = Arc::clone(self.slots.lock().unwrap_or_else(PoisonError::into_inner).get(server)?);
+        let session = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        session.as_ref().filter(|s| s.is_usable()).map(Arc::clone)
+    }
+
     /// The live session with `server`, or a new one from `connect` (called
     /// with the server's slot held, so one call starts it and the others
-    /// wait for it).
+    /// wait for it), which also says how the server is started.
     pub(crate) fn session(
         &self,
         server: &str,
-        connect: impl FnOnce() -> Result<Connect, String>,
+        connect: impl FnOnce() -> Result<(Connect, Started), String>,
         client: impl FnOnce(Arc<Inflight>, Arc<AtomicBool>) -> BridgeClient,
         startup: Duration,
     ) -> Result<Arc<Session>, String> {
@@ -84,7 +92,8 @@ impl Bridge {
         }
         *slot = None;
         let handle = self.handle()?;
-        let session = Arc::new(Session::start(server, handle, connect()?, client, startup)?);
+        let (connect, started) = connect()?;
+        let session = Arc::new(Session::start(server, handle, connect, started, client, startup)?);
         let _ = session.slot.set(Arc::downgrade(&slot_arc));
         *slot = Some(Arc::clone(&session));
         Ok(session)
@@ -147,6 +156,19 @@ pub(crate) struct Session {
     handle: tokio::runtime::Handle,
     /// The bridge's slot that holds it, emptied when it is retired.
     slot: OnceLock<std::sync::Weak<Slot>>,
+    /// How its server was started (its sandbox, its command as written),
+    /// for the frames of the calls that use it once it runs.
+    pub(crate) started: Started,
+}
+
+/// How a stdio server was started, as each call frame records it (both
+/// `None` for an HTTP server).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Started {
+    /// The sandbox it runs in.
+    pub(crate) sandbox: Option<crate::event::SandboxRecord>,
+    /// Its command as tools.json writes it, and as resolved.
+    pub(crate) command: Option<crate::event::CommandRecord>,
 }
 
 impl std::fmt::Debug for Session {
@@ -161,6 +183,7 @@ impl Session {
         server: &str,
         handle: tokio::runtime::Handle,
         connect: Connect,
+        started: Started,
         client: impl FnOnce(Arc<Inflight>, Arc<AtomicBool>) -> BridgeClient,
         startup: Duration,
     ) -> Result<Session, String> {
@@ -213,6 +236,7 @@ impl Session {
             tools_changed,
             definitions: Mutex::new(None),
             retired: AtomicBool::new(false),
+            started,
             handle,
             slot: OnceLock::new(),
         })
