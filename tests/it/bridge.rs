@@ -1300,3 +1300,35 @@ fn serve_as_a_gateway_finds_bridged_tools_by_server_under_its_allow_list_confirm
     let (status, _) = mcp::post(server.address(), &[], &mcp::initialize(1));
     assert_eq!(status, 401);
 }
+
+#[test]
+fn a_server_that_asks_too_much_during_a_call_is_declined_past_its_rounds_and_its_forms_stay_flat() {
+    let td = TestDir::new();
+    let servers = servers();
+    let script = servers.servers_dir.join("hostile.py");
+    let hostile = stdio_server(
+        "hostile",
+        &servers.sdk_python,
+        &[script.to_str().unwrap()],
+        vec![servers.sdk_python_home.clone(), servers.root.clone(), servers.servers_dir.clone()],
+    );
+    let bundle = bridged(&td, "hostile", &[hostile], vec![mcp_tool("hostile.ask", "hostile", "ask")]);
+    let accept = json!({"action": "accept", "content": {"name": "Ada"}});
+    let answers = Value::Array(vec![accept; 12]);
+    let steps = json!([
+        call("hostile.ask", json!({"times": 10, "depth": 1})),
+        call("hostile.ask", json!({"times": 1, "depth": 105})),
+    ]);
+    let report = mcp::drive(&scenario(stdio(&td, &bundle, &[]), "legacy", Some(answers), steps));
+    // At most 8 rounds a call reach the client; the rest are declined.
+    let mut expected = vec!["accept"; 8];
+    expected.extend(["decline", "decline"]);
+    assert_eq!(served_text(step(&report, 0)), serde_json::to_string(&expected).unwrap(), "{report}");
+    // A schema nested deep reaches the client as the flat form elicitation
+    // allows (the SDK reads it into that shape), and is recorded.
+    assert_eq!(served_text(step(&report, 1)), r#"["accept"]"#, "{report}");
+    let asked = report["elicitations"].as_array().unwrap();
+    assert_eq!(asked.len(), 9, "{report}");
+    assert_eq!(asked[8]["params"]["requestedSchema"]["properties"]["name"], json!({"type": "string"}));
+    assert_eq!(td.payloads("tool.inquiry").len(), 9);
+}

@@ -130,14 +130,19 @@ impl<'r> Call<'r> {
     /// under `rlp serve`) and the call brought no answers of its own:
     /// recorded as one round, its fields as the questions (`asked`) and
     /// the accepted content as the answers. `None` when the form is for
-    /// the questions flow instead; a field that looks like a secret is
-    /// declined unasked.
+    /// the questions flow instead; a field that looks like a secret, or a
+    /// form past the call's rounds, is declined unasked.
     pub(crate) fn relay_form(&mut self, form: &Value, asked: &[Value], attempt: u32) -> Option<Value> {
         if !self.request.answers.is_empty() {
             return None;
         }
         let form = self.journal.scrubber.scrubbed(form);
-        if asked.iter().any(|q| q.get("id").and_then(Value::as_str).is_some_and(looks_secret)) {
+        // A call past its rounds is declined before anyone is asked (the
+        // SDK reads a form into the flat schema elicitation allows, so none
+        // nests deeper than the ledger records).
+        if self.questions.rounds >= MAX_ROUNDS
+            || asked.iter().any(|q| q.get("id").and_then(Value::as_str).is_some_and(looks_secret))
+        {
             return Some(json!({"action": "decline"}));
         }
         let answer = self.answerer().elicit(&form)?;
