@@ -120,6 +120,8 @@ pub(crate) struct Call<'r> {
     pub(crate) secrets: Vec<(SecretId, SecretValue)>,
     /// The questions the tool asked so far, and their answers.
     pub(crate) questions: Questioning,
+    /// The model completions its MCP server asked for so far.
+    pub(crate) samples: u32,
     started: Instant,
 }
 
@@ -154,6 +156,7 @@ impl<'r> Call<'r> {
             options: None,
             secrets: Vec::new(),
             questions: Questioning::default(),
+            samples: 0,
             started,
         })
     }

@@ -1301,18 +1301,22 @@ fn serve_as_a_gateway_finds_bridged_tools_by_server_under_its_allow_list_confirm
     assert_eq!(status, 401);
 }
 
-#[test]
-fn a_server_that_asks_too_much_during_a_call_is_declined_past_its_rounds_and_its_forms_stay_flat() {
-    let td = TestDir::new();
+/// tests/bridge/servers/hostile.py, a server that asks too much.
+fn hostile_server() -> Server {
     let servers = servers();
     let script = servers.servers_dir.join("hostile.py");
-    let hostile = stdio_server(
+    stdio_server(
         "hostile",
         &servers.sdk_python,
         &[script.to_str().unwrap()],
         vec![servers.sdk_python_home.clone(), servers.root.clone(), servers.servers_dir.clone()],
-    );
-    let bundle = bridged(&td, "hostile", &[hostile], vec![mcp_tool("hostile.ask", "hostile", "ask")]);
+    )
+}
+
+#[test]
+fn a_server_that_asks_too_much_during_a_call_is_declined_past_its_rounds_and_its_forms_stay_flat() {
+    let td = TestDir::new();
+    let bundle = bridged(&td, "hostile", &[hostile_server()], vec![mcp_tool("hostile.ask", "hostile", "ask")]);
     let accept = json!({"action": "accept", "content": {"name": "Ada"}});
     let answers = Value::Array(vec![accept; 12]);
     let steps = json!([
@@ -1331,4 +1335,28 @@ fn a_server_that_asks_too_much_during_a_call_is_declined_past_its_rounds_and_its
     assert_eq!(asked.len(), 9, "{report}");
     assert_eq!(asked[8]["params"]["requestedSchema"]["properties"]["name"], json!({"type": "string"}));
     assert_eq!(td.payloads("tool.inquiry").len(), 9);
+}
+
+#[test]
+fn serve_relays_at_most_eight_completions_a_call_and_refuses_the_rest() {
+    let td = TestDir::new();
+    let bundle = bridged(&td, "hostile", &[hostile_server()], vec![mcp_tool("hostile.sample", "hostile", "sample")]);
+    let request = json!({
+        "transport": stdio(&td, &bundle, &[]),
+        "tool": "hostile.sample",
+        "arguments": {"times": 10},
+        "reply": "again and again",
+    });
+    let out = mcp::run_client(Path::new(&servers().sdk_python), "tests/bridge/sampling_client.py", &request);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("the sampling client printed no report ({e})\n{}", output::text(&out)));
+    assert_eq!(report["sampling_requests"].as_array().unwrap().len(), 8, "{report}");
+    let mut expected = vec!["ok"; 8];
+    expected.extend(["refused", "refused"]);
+    assert_eq!(served_text(&json!({"result": report["result"]})), serde_json::to_string(&expected).unwrap());
+    // Each request is recorded, the refused ones with why.
+    let samples = td.payloads("tool.sample");
+    assert_eq!(samples.len(), 10);
+    let refused = &samples[9];
+    assert_eq!(refused["error"], "sampling is refused: the server asked for more than 8 completions during one call");
 }

@@ -52,6 +52,8 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// How long the notifications (progress, log messages) a server sent
 /// before its answer may take to arrive after the answer.
 const LATE_NOTIFICATIONS: Duration = Duration::from_millis(10);
+/// Most model completions a server may have relayed during one call.
+const MAX_SAMPLES: u32 = 8;
 /// How often a waiting call looks at its cancellation.
 const CANCEL_TICK: Duration = Duration::from_millis(20);
 /// The `_meta` keys of the tool context (seed 002): rlp's, then the seed's.
@@ -558,10 +560,16 @@ impl Call<'_> {
         }
     }
 
-    /// The answer to a sampling request: relayed to the call's sampler, or
-    /// refused; recorded as `tool.sample`.
+    /// The answer to a sampling request: relayed to the call's sampler (at
+    /// most [`MAX_SAMPLES`] a call), or refused; recorded as `tool.sample`.
     fn sampled(&mut self, params: &Value, attempt: u32) -> Result<Value, String> {
+        self.samples += 1;
         let answer = match &self.context.sampler {
+            // Each completion may cost the client's user: a server that keeps
+            // asking is refused before the client is asked again.
+            Some(_) if self.samples > MAX_SAMPLES => Err(format!(
+                "sampling is refused: the server asked for more than {MAX_SAMPLES} completions during one call"
+            )),
             Some(sampler) => sampler.sample(params),
             None => Err("sampling is refused: `rlp tools call` has no model to ask; call the tool through `rlp serve`, whose client may sample".to_string()),
         };

@@ -2,9 +2,13 @@
 
 Usage: hostile.py, with the SDK venv's python (tests/bridge/setup.sh).
 
-Tool `ask {times, depth}`: elicits `times` forms one after the other during
-the call, each with one field whose schema nests `depth` objects deep, then
-answers the actions it got back as JSON text, in order.
+Tools (each answers JSON text):
+
+    ask {times, depth}   elicits `times` forms one after the other during the
+                         call, each with one field whose schema nests `depth`
+                         objects deep; the actions it got back, in order
+    sample {times}       asks the client's model `times` times during the
+                         call; "ok" or "refused" for each, in order
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from seed import json_text, obj, request_client, serve_stdio
+from seed import ask_model, json_text, obj, request_client, serve_stdio
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -27,13 +31,23 @@ def nested(depth: int) -> dict[str, Any]:
 
 
 async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    schema = obj({"times": {"type": "integer"}, "depth": {"type": "integer"}}, ["times", "depth"])
-    return types.ListToolsResult(tools=[types.Tool(name="ask", description="Asks too much.", input_schema=schema)])
+    times = {"type": "integer"}
+    ask = obj({"times": times, "depth": {"type": "integer"}}, ["times", "depth"])
+    sample = obj({"times": times}, ["times"])
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name="ask", description="Elicits too much.", input_schema=ask),
+            types.Tool(name="sample", description="Samples too much.", input_schema=sample),
+        ]
+    )
 
 
 async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
     raw = dict(ctx.params or {})
     args = raw.get("arguments") or {}
+    if params.name == "sample":
+        said = [await ask_model(ctx, raw, "again", 10) for _ in range(int(args["times"]))]
+        return json_text(["ok" if isinstance(answer, str) else "refused" for answer in said])
     form = obj({"name": nested(int(args["depth"]))}, ["name"])
     actions = []
     for _ in range(int(args["times"])):
