@@ -1360,3 +1360,20 @@ fn serve_relays_at_most_eight_completions_a_call_and_refuses_the_rest() {
     let refused = &samples[9];
     assert_eq!(refused["error"], "sampling is refused: the server asked for more than 8 completions during one call");
 }
+
+#[test]
+fn serve_passes_a_servers_log_messages_on_and_leaves_out_a_huge_one() {
+    let td = TestDir::new();
+    let bundle = bridged(&td, "hostile", &[hostile_server()], vec![mcp_tool("hostile.log", "hostile", "log")]);
+    let steps = json!([call("hostile.log", json!({"size": 100_000}))]);
+    let report = mcp::drive(&scenario(stdio(&td, &bundle, &[]), "legacy", None, steps));
+    assert_eq!(served_text(step(&report, 0)), r#""logged""#, "{report}");
+    assert_eq!(
+        report["logs"],
+        json!([
+            {"level": "info", "logger": null,
+             "data": "rlp: a log message of 100002 bytes from the server was left out (over 16 KiB)"},
+            {"level": "info", "logger": null, "data": "done"},
+        ]),
+    );
+}

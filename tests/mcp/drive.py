@@ -32,7 +32,8 @@ support elicitation at all. A step is one of:
 It prints one JSON document: the negotiated protocol version, one record per
 step (a call's result as sent, or its JSON-RPC error's code, message and
 data, or that it was cancelled), every elicitation request with the answer
-given, every progress notification, and times in milliseconds since the
+given, every progress notification, every log message (level, logger,
+data), and times in milliseconds since the
 driver started. A failure outside the steps (cannot connect) is reported as
 `fatal` with exit code 1.
 """
@@ -79,6 +80,11 @@ class Observer:
         self.answers = list(answers or [])
         self.elicitations: list[dict] = []
         self.progress: list[dict] = []
+        self.logs: list[dict] = []
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """Records a log message notification."""
+        self.logs.append({"level": params.level, "logger": params.logger, "data": params.data})
 
     async def elicit(self, _context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """Answers an elicitation request with the next scripted answer (declines when none is left)."""
@@ -206,10 +212,12 @@ async def drive(scenario: dict, report: dict) -> None:
     observer = Observer(answers)
     report["elicitations"] = observer.elicitations
     report["progress"] = observer.progress
+    report["logs"] = observer.logs
     async with Client(
         transport_of(scenario["transport"]),
         mode=scenario.get("mode", "auto"),
         elicitation_callback=observer.elicit if answers is not None else None,
+        logging_callback=observer.log,
         cache=None,
     ) as client:
         report["protocol_version"] = client.protocol_version

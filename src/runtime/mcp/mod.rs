@@ -52,6 +52,8 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// How long the notifications (progress, log messages) a server sent
 /// before its answer may take to arrive after the answer.
 const LATE_NOTIFICATIONS: Duration = Duration::from_millis(10);
+/// The largest log message of a server passed on (its data as JSON).
+const MAX_LOG_BYTES: usize = 16 * 1024;
 /// Most model completions a server may have relayed during one call.
 const MAX_SAMPLES: u32 = 8;
 /// How often a waiting call looks at its cancellation.
@@ -432,11 +434,21 @@ impl Waiting {
         }
     }
 
-    /// Passes on a log message of the server (scrubbed).
+    /// Passes on a log message of the server (scrubbed); one past
+    /// [`MAX_LOG_BYTES`] is passed on as a line that says so.
     fn log(&self, level: String, logger: Option<String>, data: &Value) {
         if let Some(sink) = &self.progress {
             let logger = logger.map(|l| self.scrubber.scrub_string(&l));
-            sink.progress(Progress::Logged { level, logger, data: self.scrubber.scrubbed(data) });
+            let size = serde_json::to_string(data).map_or(usize::MAX, |text| text.len());
+            let data = if size > MAX_LOG_BYTES {
+                Value::String(format!(
+                    "rlp: a log message of {size} bytes from the server was left out (over {} KiB)",
+                    MAX_LOG_BYTES / 1024
+                ))
+            } else {
+                self.scrubber.scrubbed(data)
+            };
+            sink.progress(Progress::Logged { level, logger, data });
         }
     }
 

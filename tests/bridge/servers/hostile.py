@@ -9,6 +9,8 @@ Tools (each answers JSON text):
                          objects deep; the actions it got back, in order
     sample {times}       asks the client's model `times` times during the
                          call; "ok" or "refused" for each, in order
+    log {size}           sends an info log message of `size` characters, then
+                         one that says "done"; answers "logged"
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestPa
         tools=[
             types.Tool(name="ask", description="Elicits too much.", input_schema=ask),
             types.Tool(name="sample", description="Samples too much.", input_schema=sample),
+            types.Tool(name="log", description="Logs too much.", input_schema=obj({"size": times}, ["size"])),
         ]
     )
 
@@ -45,6 +48,10 @@ async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestPa
 async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
     raw = dict(ctx.params or {})
     args = raw.get("arguments") or {}
+    if params.name == "log":
+        for data in ["x" * int(args["size"]), "done"]:
+            await ctx.session.send_log_message(level="info", data=data, related_request_id=ctx.request_id)
+        return json_text("logged")
     if params.name == "sample":
         said = [await ask_model(ctx, raw, "again", 10) for _ in range(int(args["times"]))]
         return json_text(["ok" if isinstance(answer, str) else "refused" for answer in said])
