@@ -117,13 +117,21 @@ pub(crate) fn call_entries(
         .chain(std::iter::once(bundle))
         .filter(|path| !is_shown_by_system(path));
     entries.extend(read_only.map(|path| bind(path, Shown::ReadOnly)));
-    entries.extend(links.iter().map(|(path, target)| Entry::Link { path: path.clone(), target: target.clone() }));
     let read_write = std::iter::once(private).chain(writable.iter().map(PathBuf::as_path));
     entries.extend(read_write.map(|path| Entry::Bind {
         path: path.to_path_buf(),
         shown: Shown::ReadWrite,
         resolve: Resolve::NoLinks,
     }));
+    // A link (the tool's program may name links it planted) never stands
+    // where an entry is, or on the way to one: what the view binds stays
+    // where it belongs.
+    let links: Vec<Entry> = links
+        .iter()
+        .filter(|(path, _)| !entries.iter().any(|e| e.path().starts_with(path)))
+        .map(|(path, target)| Entry::Link { path: path.clone(), target: target.clone() })
+        .collect();
+    entries.extend(links);
     order(entries)
 }
 
@@ -227,6 +235,23 @@ mod tests {
     fn entries_come_parents_first_once_each_read_write_winning() {
         let entries = order(vec![rw("/w/data"), ro("/w"), ro("/w/data"), ro("/a/../etc"), ro("/"), ro("relative")]);
         assert_eq!(entries, vec![ro("/w"), rw("/w/data")]);
+    }
+
+    #[test]
+    fn a_link_never_stands_where_an_entry_is_or_on_the_way_to_one() {
+        let links = [
+            (PathBuf::from("/home"), PathBuf::from("/etc")),
+            (PathBuf::from("/home/u/data"), PathBuf::from("/")),
+            (PathBuf::from("/opt/py/bin/python3"), PathBuf::from("python3.11")),
+        ];
+        let rules = [FsRule { path: "/opt/py/bin/python3.11".into(), access: crate::sandbox::fs::Access::ReadExec }];
+        let entries =
+            call_entries(&rules, &[], &links, Path::new("/b"), Path::new("/tmp/rlp-call-1"), &["/home/u/data".into()]);
+        let shown_links: Vec<&Path> =
+            entries.iter().filter(|e| matches!(e, Entry::Link { .. })).map(Entry::path).collect();
+        assert!(shown_links.contains(&Path::new("/opt/py/bin/python3")), "{shown_links:?}");
+        assert!(!shown_links.iter().any(|p| p.starts_with("/home")), "{shown_links:?}");
+        assert!(entries.contains(&rw("/home/u/data")));
     }
 
     #[test]
