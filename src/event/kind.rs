@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use crate::event::fields;
 use crate::event::payload::{
-    CapAuditPayload, ReplayLinkPayload, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolDiscoverPayload,
-    ToolInquiryPayload, ToolResultPayload, ToolSamplePayload,
+    CapAuditPayload, ReplayLinkPayload, ServerExchangePayload, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload,
+    ToolDiscoverPayload, ToolInquiryPayload, ToolResultPayload, ToolSamplePayload,
 };
 
 /// Content type id of a tool call frame (CT_TOOL_CALL).
@@ -92,6 +92,24 @@ frame_kinds! {
     TraceReplay = "trace.replay", None, ReplayLinkPayload;
     /// A search or description of tools (`rlp serve --expose core`): what the client was shown.
     ToolDiscover = "tool.discover", None, ToolDiscoverPayload;
+    /// A bridged server's resources listed (`resources/list`) for a client of `rlp serve`.
+    ResourceList = "resource.list", None, ServerExchangePayload;
+    /// A bridged server's resource templates listed (`resources/templates/list`).
+    ResourceTemplates = "resource.templates", None, ServerExchangePayload;
+    /// A resource of a bridged server read (`resources/read`).
+    ResourceRead = "resource.read", None, ServerExchangePayload;
+    /// A subscription to a bridged server's resource begun or ended (`resources/subscribe`, `resources/unsubscribe`).
+    ResourceSubscribe = "resource.subscribe", None, ServerExchangePayload;
+    /// A bridged server said a subscribed resource changed (`notifications/resources/updated`), passed on.
+    ResourceUpdated = "resource.updated", None, ServerExchangePayload;
+    /// A bridged server's prompts listed (`prompts/list`).
+    PromptList = "prompt.list", None, ServerExchangePayload;
+    /// A prompt of a bridged server got (`prompts/get`).
+    PromptGet = "prompt.get", None, ServerExchangePayload;
+    /// Completions of a prompt's or resource template's argument (`completion/complete`).
+    CompletionComplete = "completion.complete", None, ServerExchangePayload;
+    /// A bridged server said its tools, resources or prompts changed (`notifications/*/list_changed`).
+    ServerChanged = "server.changed", None, ServerExchangePayload;
 }
 
 impl fmt::Display for EventKind {
@@ -130,7 +148,25 @@ impl Payload {
             Payload::ToolInquiry(inquiry) => Some(inquiry.invocation_id),
             Payload::ToolAnswer(answer) => Some(answer.invocation_id),
             Payload::ToolSample(sample) => Some(sample.invocation_id),
-            Payload::TraceReplay(_) | Payload::ToolDiscover(_) => None,
+            _ => None,
+        }
+    }
+
+    /// What passed between a client of `rlp serve` and a bridged server, for
+    /// the frames that record it (`resource.*`, `prompt.*`,
+    /// `completion.complete`, `server.changed`).
+    pub fn exchange(&self) -> Option<&ServerExchangePayload> {
+        match self {
+            Payload::ResourceList(exchange)
+            | Payload::ResourceTemplates(exchange)
+            | Payload::ResourceRead(exchange)
+            | Payload::ResourceSubscribe(exchange)
+            | Payload::ResourceUpdated(exchange)
+            | Payload::PromptList(exchange)
+            | Payload::PromptGet(exchange)
+            | Payload::CompletionComplete(exchange)
+            | Payload::ServerChanged(exchange) => Some(exchange),
+            _ => None,
         }
     }
 }

@@ -304,6 +304,10 @@ pub struct ToolResultPayload<E = RecordedError> {
     /// What the attempt consumed, when the tool said.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
     pub usage: Option<Usage>,
+    /// The content blocks an MCP server sent beside its structured result
+    /// (binary data past a bound by digest: `crate::runtime::mcp::content`).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub content: Option<Vec<Value>>,
     /// The call's tags (absent when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
     pub tags: Vec<String>,
@@ -613,6 +617,37 @@ pub struct ToolDiscoverPayload {
     pub unknown: Vec<String>,
 }
 
+/// Payload of the frames of what passes between a client of `rlp serve`
+/// and a bridged server besides tool calls ([`crate::event::EventKind`]
+/// `resource.*`, `prompt.*`, `completion.complete`, `server.changed`): the
+/// request as the client sent it and the answer as the client got it (both
+/// scrubbed; binary contents past a bound by digest), or why there was
+/// none. Recorded before the answer is sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerExchangePayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The server's name (its key in tools.json's `servers`).
+    #[serde(deserialize_with = "fields::text")]
+    pub server: String,
+    /// The MCP method (`resources/read`, `notifications/resources/updated`, …).
+    #[serde(deserialize_with = "fields::text")]
+    pub method: String,
+    /// The request's params, or the notification's, as rlp's client sent or got them.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub request: Value,
+    /// The answer as rlp's client got it (names as served).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub response: Option<Value>,
+    /// Why there is no answer.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub error: Option<String>,
+    /// How long the server took, in milliseconds (requests only).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::count")]
+    pub duration_ms: Option<u64>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,6 +665,7 @@ mod tests {
             result_schema: "inline".into(),
             result_schema_blake3: "00".into(),
             usage: Some(Usage { tokens: Some(600), usd: None }),
+            content: None,
             tags: vec!["team=mail".into()],
             traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
         };

@@ -55,6 +55,8 @@ pub(crate) enum Detail {
         will_retry: bool,
         /// What the attempt consumed, when the tool said.
         usage: Option<Usage>,
+        /// The content blocks a bridged server sent beside a structured result.
+        content: Option<Vec<Value>>,
     },
     /// The questions a tool asked.
     Inquiry {
@@ -86,6 +88,9 @@ pub(crate) enum Detail {
     },
     /// A discovery: what the client was shown.
     Discover(crate::event::ToolDiscoverPayload),
+    /// What passed between a client of `rlp serve` and a bridged server
+    /// besides tool calls (resources, prompts, completions, changes).
+    Exchange(crate::event::ServerExchangePayload),
     /// A model completion a server asked for.
     Sample {
         /// Whether it was relayed to rlp's client (else refused).
@@ -121,6 +126,9 @@ impl TimelineEntry {
             Detail::Answer { .. } => "answered",
             Detail::Sample { error: Some(_), .. } => "refused",
             Detail::Sample { .. } => "sampled",
+            Detail::Exchange(exchange) if exchange.error.is_some() => "error",
+            Detail::Exchange(exchange) if exchange.method.starts_with("notifications/") => "notice",
+            Detail::Exchange(_) => "ok",
         }
     }
 
@@ -139,10 +147,13 @@ impl TimelineEntry {
         });
         let extra = match &self.detail {
             Detail::Call { args, tags } => json!({"args": args, "tags": tags}),
-            Detail::Result { call_position, outcome, attempt, duration_ms, usage, .. } => {
+            Detail::Result { call_position, outcome, attempt, duration_ms, usage, content, .. } => {
                 let mut value = json!({"call_position": call_position, "attempt": attempt, "duration_ms": duration_ms});
                 if let (Value::Object(map), Some(usage)) = (&mut value, usage) {
                     map.insert("usage".into(), json!(usage));
+                }
+                if let (Value::Object(map), Some(content)) = (&mut value, content) {
+                    map.insert("content".into(), json!(content));
                 }
                 if let (Value::Object(map), Value::Object(out)) = (&mut value, outcome.to_json()) {
                     map.extend(out);
@@ -154,6 +165,13 @@ impl TimelineEntry {
             }
             Detail::Confirm { approved, by, how } => json!({"approved": approved, "by": by, "how": how}),
             Detail::ReplayLink { replay_of, mode } => json!({"replay_of": replay_of, "mode": mode}),
+            Detail::Exchange(exchange) => {
+                let mut value = serde_json::to_value(exchange).unwrap_or(Value::Null);
+                if let Value::Object(map) = &mut value {
+                    map.remove("v");
+                }
+                value
+            }
             Detail::Discover(discovery) => {
                 let mut value = serde_json::to_value(discovery).unwrap_or(Value::Null);
                 if let Value::Object(map) = &mut value {
@@ -259,6 +277,7 @@ impl Timeline {
                         duration_ms: result.duration_ms,
                         will_retry,
                         usage: result.usage,
+                        content: result.content,
                     },
                 )
             }
@@ -288,6 +307,10 @@ impl Timeline {
             }
             Payload::TraceReplay(link) => (None, Detail::ReplayLink { replay_of: link.replay_of, mode: link.mode }),
             Payload::ToolDiscover(discovery) => (None, Detail::Discover(discovery)),
+            other => match other.exchange() {
+                Some(exchange) => (None, Detail::Exchange(exchange.clone())),
+                None => unreachable!("every other kind carries an exchange"),
+            },
         };
         TimelineEntry {
             position: frame.position,

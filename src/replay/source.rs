@@ -341,6 +341,7 @@ mod tests {
                 result_schema: String::new(),
                 result_schema_blake3: String::new(),
                 usage: None,
+                content: None,
                 tags: vec![],
                 traceparent: None,
             }),

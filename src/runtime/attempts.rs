@@ -11,6 +11,7 @@ use crate::runtime::asking::rounds::Stop;
 use crate::runtime::call::{Call, CallOutcome};
 use crate::runtime::context::Progress;
 use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::mcp::content;
 use crate::runtime::transport::{Attempt, AttemptError, FailureKind, Plan, Reply};
 
 /// First retry delay; doubles with each attempt.
@@ -41,6 +42,8 @@ impl Call<'_> {
             let mut stop = None;
             // Attempts after answered questions are not tries: each adds one
             // to the most the call can make.
+            // The content blocks an MCP server sent beside its structured result.
+            let mut content = None;
             let outcome = match self.attempt(plan, attempt, max_attempts + attempt - tries) {
                 Ok(Reply::Questions(asked)) => match self.ask(&asked, attempt) {
                     Ok(()) => {
@@ -54,14 +57,22 @@ impl Call<'_> {
                 },
                 // 6. Validate the result.
                 Ok(Reply::Result { value, usage }) => self.check_result(value, usage),
+                Ok(Reply::Structured { value, content: blocks }) => {
+                    content = Some(blocks);
+                    self.check_result(value, None)
+                }
                 Ok(Reply::Asks(_)) => unreachable!("an attempt answers what a server asks before it returns"),
                 Err(e) => Err(e),
             };
             let will_retry = matches!(&outcome, Err(e) if e.transient) && tries < max_attempts;
             // 7. Record the result, then hand it back.
-            let result = self.record_result(&outcome, attempt, attempt_started, will_retry)?;
+            let result = self.record_result(&outcome, content.as_deref(), attempt, attempt_started, will_retry)?;
             match outcome {
-                Ok((_, usage)) => return Ok(self.outcome(result, usage, attempt)),
+                Ok((_, usage)) => {
+                    let mut done = self.outcome(result, usage, attempt);
+                    done.content = content.map(|blocks| self.journal.scrubber.scrubbed(&Value::Array(blocks)));
+                    return Ok(done);
+                }
                 Err(e) if will_retry => {
                     self.pause(tries, e.retry_after_ms);
                     attempt += 1;
@@ -123,25 +134,34 @@ impl Call<'_> {
         }
     }
 
-    /// Step 7: the result frame of attempt `attempt`, made durable; returns
-    /// the result as recorded (scrubbed; `null` for a failure).
+    /// Step 7: the result frame of attempt `attempt` (with the content
+    /// blocks an MCP server sent beside a structured result), made durable;
+    /// returns the result scrubbed (`null` for a failure). A bridged
+    /// server's binary content past a bound is recorded by digest
+    /// ([`crate::runtime::mcp::content`]); the result returned keeps it.
     fn record_result(
         &mut self,
         outcome: &Ended,
+        content: Option<&[Value]>,
         attempt: u32,
         started: Instant,
         will_retry: bool,
     ) -> Result<Value, CallError> {
         let prepared = self.prepared;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (recorded, usage) = match outcome {
-            Ok((result, usage)) => (Outcome::Result(self.journal.scrubber.scrubbed(result)), *usage),
-            Err(e) => (Outcome::Error(e.to_frame(will_retry)), None),
+        let bridged = matches!(prepared.tool.transport, Some(crate::bundle::tools::Transport::Mcp { .. }));
+        let (result, recorded, usage) = match outcome {
+            Ok((result, usage)) => {
+                let result = self.journal.scrubber.scrubbed(result);
+                let recorded = if bridged { content::recorded_result(&result) } else { result.clone() };
+                (result, Outcome::Result(recorded), *usage)
+            }
+            Err(e) => (Value::Null, Outcome::Error(e.to_frame(will_retry)), None),
         };
-        let result = match &recorded {
-            Outcome::Result(result) => result.clone(),
-            Outcome::Error(_) => Value::Null,
-        };
+        let content = content.map(|blocks| {
+            let scrubbed = self.journal.scrubber.scrubbed(&Value::Array(blocks.to_vec()));
+            content::recorded_blocks(scrubbed.as_array().map_or(&[], Vec::as_slice))
+        });
         let frame = ToolResultPayload {
             v: PAYLOAD_VERSION,
             invocation_id: self.journal.invocation_id,
@@ -152,6 +172,7 @@ impl Call<'_> {
             result_schema: prepared.result_schema.reference.clone(),
             result_schema_blake3: prepared.result_schema.blake3.clone(),
             usage,
+            content,
             tags: self.journal.tags.clone(),
             traceparent: self.journal.traceparent.clone(),
         };

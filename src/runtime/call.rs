@@ -88,6 +88,10 @@ pub struct CallOutcome {
     /// What the call consumed, when the tool said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The content blocks an MCP server sent beside a structured result, as
+    /// sent (scrubbed); `None` for other tools and answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
     /// Attempts made.
     pub attempts: u32,
     /// Wall time of the whole call in milliseconds.
@@ -229,6 +233,7 @@ impl<'r> Call<'r> {
             trace_id: self.journal.trace_id,
             result,
             usage,
+            content: None,
             attempts,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }

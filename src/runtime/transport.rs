@@ -135,6 +135,14 @@ pub(crate) enum Reply {
         /// What the attempt consumed, when the tool said (`usage`).
         usage: Option<Usage>,
     },
+    /// An MCP server's `structuredContent` (the result, not yet checked)
+    /// with the content blocks it sent beside it, as sent.
+    Structured {
+        /// The structured result.
+        value: Value,
+        /// The content blocks.
+        content: Vec<Value>,
+    },
     /// Questions the tool asks before it can go on (the question objects).
     Questions(Vec<Value>),
     /// An MCP server asks something while the attempt goes on: answered by

@@ -123,16 +123,22 @@ pub(crate) fn outcome(
     let built = match result {
         Ok(done) => {
             let meta = call_meta(Some(done.invocation_id), Some(done.trace_id), done.attempts, "ok");
-            return match shape {
-                ResultShape::Object => complete(done.result, meta),
-                ResultShape::Wrapped => complete(json!({"result": done.result}), meta),
-                ResultShape::Content => into_response(json!({
-                    "resultType": "complete",
-                    "content": content_blocks(done.result),
-                    "isError": false,
-                    "_meta": meta,
-                })),
+            // A bridged server's content blocks go out as it sent them.
+            let (structured, content) = match (shape, done.content) {
+                (ResultShape::Object, content) => (Some(done.result), content),
+                (ResultShape::Wrapped, content) => (Some(json!({"result": done.result})), content),
+                (ResultShape::Content, Some(content)) => (Some(done.result), Some(content)),
+                (ResultShape::Content, None) => (None, Some(content_blocks(done.result))),
             };
+            let content = match (content, &structured) {
+                (Some(content), _) => content,
+                (None, structured) => json!([{"type": "text", "text": serde_json::to_string(structured).unwrap_or_default()}]),
+            };
+            let mut built = json!({"resultType": "complete", "content": content, "isError": false, "_meta": meta});
+            if let Some(structured) = structured {
+                built["structuredContent"] = structured;
+            }
+            return into_response(built);
         }
         Err(e) if matches!(e.kind, CallErrorKind::UnknownTool | CallErrorKind::InvalidInput) => {
             // The runtime's help speaks of command-line flags; the message

@@ -266,7 +266,7 @@ fn tool_of(frame: &Frame) -> Option<&str> {
         Payload::ToolInquiry(inquiry) => &inquiry.tool,
         Payload::ToolAnswer(answer) => &answer.tool,
         Payload::ToolSample(sample) => &sample.tool,
-        Payload::TraceReplay(_) | Payload::ToolDiscover(_) => return None,
+        _ => return None,
     };
     Some(tool.as_str()).filter(|t| !t.is_empty())
 }
@@ -281,7 +281,7 @@ fn tags_of(body: &Payload) -> &[String] {
         Payload::ToolInquiry(inquiry) => &inquiry.tags,
         Payload::ToolAnswer(answer) => &answer.tags,
         Payload::ToolSample(sample) => &sample.tags,
-        Payload::TraceReplay(_) | Payload::ToolDiscover(_) => &[],
+        _ => &[],
     }
 }
 
@@ -361,7 +361,7 @@ fn event_of(body: &Payload, options: &SpanOptions<'_>) -> Option<(&'static str, 
             }
             Some(("rlp.sampling", attributes))
         }
-        Payload::ToolCall(_) | Payload::ToolResult(_) | Payload::TraceReplay(_) | Payload::ToolDiscover(_) => None,
+        _ => None,
     }
 }
 

@@ -60,7 +60,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
             }
             text
         }
-        Detail::Result { call_position, outcome, attempt, duration_ms, will_retry, usage } => {
+        Detail::Result { call_position, outcome, attempt, duration_ms, will_retry, usage, content } => {
             let took = duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
             let status = match (will_retry, outcome) {
                 (true, Outcome::Error(e)) => {
@@ -69,9 +69,13 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
                 }
                 _ => format!("{}{took}", entry.status()),
             };
-            let value = match outcome {
-                Outcome::Result(v) => compact(v),
-                Outcome::Error(e) => ellipsize(&e.error.message, SHOWN_VALUE),
+            let value = match (outcome, content) {
+                (Outcome::Result(v), None) => match v.get("content").and_then(Value::as_array) {
+                    Some(blocks) if v.as_object().is_some_and(|o| o.len() == 1) => shown_blocks(blocks),
+                    _ => compact(v),
+                },
+                (Outcome::Result(v), Some(blocks)) => format!("{} + {}", compact(v), shown_blocks(blocks)),
+                (Outcome::Error(e), _) => ellipsize(&e.error.message, SHOWN_VALUE),
             };
             let call = match call_position {
                 Some(p) => format!("call #{p}"),
@@ -111,10 +115,49 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
         }
         Detail::ReplayLink { replay_of, mode } => format!("{mode} replay of trace {replay_of}"),
         Detail::Discover(discovery) => shown_discovery(discovery),
+        Detail::Exchange(exchange) => shown_exchange(exchange),
     };
     let line =
         format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
     terminal_safe_line(&line).into_owned()
+}
+
+/// Content blocks in words: `text "It is 7°C", image (image/png, 68 bytes),
+/// resource test://doc (text/plain)`.
+fn shown_blocks(blocks: &[Value]) -> String {
+    let text = |block: &Value, key: &str| block.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
+    let size = |block: &Value, field: &str| match (block.get(field), block.get(format!("{field}_bytes"))) {
+        (Some(Value::String(data)), _) => format!("{} bytes", data.len() / 4 * 3),
+        (_, Some(bytes)) => format!("{bytes} bytes, recorded by digest"),
+        _ => "no data".to_string(),
+    };
+    let shown: Vec<String> = blocks
+        .iter()
+        .map(|block| match block.get("type").and_then(Value::as_str).unwrap_or("?") {
+            "text" => format!("text {}", compact(block.get("text").unwrap_or(&Value::Null))),
+            kind @ ("image" | "audio") => format!("{kind} ({}, {})", text(block, "mimeType"), size(block, "data")),
+            "resource" => {
+                let resource = block.get("resource").unwrap_or(&Value::Null);
+                let what = if resource.get("text").is_some() { "text".to_string() } else { size(resource, "blob") };
+                format!("resource {} ({what})", text(resource, "uri"))
+            }
+            "resource_link" => format!("link {}", text(block, "uri")),
+            other => format!("{other} block"),
+        })
+        .collect();
+    if shown.is_empty() { "no content".to_string() } else { ellipsize(&shown.join(", "), SHOWN_VALUE * 2) }
+}
+
+/// An exchange with a bridged server in words: `files: resources/read
+/// {"uri":"test://a"} → {"contents":[…]} in 3 ms`.
+fn shown_exchange(exchange: &crate::event::ServerExchangePayload) -> String {
+    let took = exchange.duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default();
+    let answer = match (&exchange.error, &exchange.response) {
+        (Some(why), _) => format!(" → error: {}", ellipsize(why, SHOWN_VALUE)),
+        (None, Some(response)) => format!(" → {}", compact(response)),
+        (None, None) => String::new(),
+    };
+    format!("{}: {} {}{answer}{took}", exchange.server, exchange.method, compact(&exchange.request))
 }
 
 /// A discovery in words: `search "create an issue" (category github,

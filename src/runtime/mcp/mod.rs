@@ -16,6 +16,7 @@
 //! call holds it. The answer is read by [`reply::interpret`].
 
 pub(crate) mod client;
+pub(crate) mod content;
 pub(crate) mod pin;
 pub(crate) mod reply;
 pub(crate) mod session;

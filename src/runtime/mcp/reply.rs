@@ -9,7 +9,8 @@
 //!   `transient`;
 //! - several contents are never unwrapped, whatever one of them holds;
 //! - anything else is the server's own answer: its `structuredContent` when
-//!   it gave one, else `{"content": [the content blocks as sent]}`.
+//!   it gave one (with its content blocks beside it, kept for the client and
+//!   the ledger), else `{"content": [the content blocks as sent]}`.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
@@ -47,10 +48,13 @@ pub(crate) fn interpret(tool: &str, server: &str, answer: CallToolResult) -> Res
         (None, true) => {
             Err(AttemptError::new(FailureKind::Tool, format!("tool `{tool}` failed: {}", error_text(&answer))))
         }
-        (None, false) => Ok(Reply::bare(match answer.structured_content {
-            Some(structured) => structured,
-            None => json!({ "content": answer.content }),
-        })),
+        (None, false) => Ok(match answer.structured_content {
+            Some(structured) => Reply::Structured {
+                value: structured,
+                content: answer.content.iter().filter_map(|block| serde_json::to_value(block).ok()).collect(),
+            },
+            None => Reply::bare(json!({ "content": answer.content })),
+        }),
     }
 }
 
@@ -115,6 +119,9 @@ mod tests {
         assert_eq!(plain.message, "tool `t` failed: it broke");
         let mut structured = answer(&["{\"n\":2}"], false);
         structured.structured_content = Some(json!({"n": 2}));
-        assert_eq!(interpret("t", "s", structured).unwrap(), Reply::bare(json!({"n": 2})));
+        assert_eq!(
+            interpret("t", "s", structured).unwrap(),
+            Reply::Structured { value: json!({"n": 2}), content: vec![json!({"type": "text", "text": "{\"n\":2}"})] }
+        );
     }
 }
