@@ -26,8 +26,9 @@ use crate::authoring::import::{Limits, Source, describe, merge};
 use crate::authoring::tools_file::ToolsDoc;
 use crate::bundle::command;
 use crate::bundle::diag::Diagnostics;
-use crate::bundle::tools::{TOOLS_FILE, Tool, ToolsFile, Transport};
-use crate::runtime::mcp::{list_tools, pin};
+use crate::bundle::tools::{TOOLS_FILE, ToolsFile};
+use crate::runtime::mcp::list_tools;
+use crate::runtime::mcp::pin::{self, ToolChange};
 use crate::sandbox::SandboxMode;
 use crate::text::terminal_safe_line;
 
@@ -184,35 +185,13 @@ fn check_servers(bundle_dir: &Path, root: &Path, sandbox: SandboxMode, report: &
                 continue;
             }
         };
-        let name_of = |d: &Value| d.get("name").and_then(Value::as_str).map(str::to_string);
-        let calls: Vec<(&Tool, &str, Option<&str>)> = file
-            .tools
-            .iter()
-            .filter_map(|tool| match &tool.transport {
-                Some(Transport::Mcp { server: s, tool: name, definition_blake3, .. }) if *s == server.name => {
-                    Some((tool, name.as_str(), definition_blake3.as_deref()))
-                }
-                _ => None,
-            })
-            .collect();
-        for definition in &definitions {
-            let Some(name) = name_of(definition) else { continue };
-            if !calls.iter().any(|(_, called, _)| *called == name) {
-                let tool = format!("{}.{name}", server.name);
-                report.drifts.push(Drift { tool, source: source.clone(), kind: DriftKind::MissingFromBundle });
-            }
-        }
-        for (tool, name, pin) in calls {
-            let definition = definitions.iter().find(|d| name_of(d).as_deref() == Some(name));
-            let kind = match (definition, pin) {
-                (None, _) => DriftKind::MissingFromBinary,
-                (Some(definition), Some(pin)) if pin::definition_blake3(definition) != pin => {
-                    let named = pin::what_changed(tool, definition);
-                    DriftKind::PinChanged(named)
-                }
-                _ => continue,
+        for change in pin::compare(&server.name, &file.tools, &definitions) {
+            let (tool, kind) = match change {
+                ToolChange::Added(name) => (format!("{}.{name}", server.name), DriftKind::MissingFromBundle),
+                ToolChange::Gone(tool) => (tool.id.clone(), DriftKind::MissingFromBinary),
+                ToolChange::Changed(tool, named) => (tool.id.clone(), DriftKind::PinChanged(named)),
             };
-            report.drifts.push(Drift { tool: tool.id.clone(), source: source.clone(), kind });
+            report.drifts.push(Drift { tool, source: source.clone(), kind });
         }
     }
 }

@@ -69,7 +69,7 @@ use crate::config::Config;
 use crate::config::tool_list::ToolList;
 use crate::error::{Exit, Reportable};
 use crate::event::canonical::canonical_text;
-use crate::event::{EventKind, Record, RecordError, Recorder, ToolDiscoverPayload};
+use crate::event::{EventKind, Record, RecordError, Recorder};
 use crate::home::Home;
 use crate::runtime::asking::answer::{Answerer, NoAnswerer};
 use crate::runtime::asking::confirm::{Confirmer, NoTerminal};
@@ -325,6 +325,11 @@ impl Runtime {
         &self.options
     }
 
+    /// The bundle's `servers`, in tools.json order.
+    pub fn servers(&self) -> &[Server] {
+        &self.servers
+    }
+
     /// A server of the bundle's `servers`.
     pub(crate) fn server(&self, name: &str) -> Option<&Server> {
         self.servers.iter().find(|s| s.name == name)
@@ -360,11 +365,16 @@ impl Runtime {
         self.gate.admit(&self.agent, &mut journal)
     }
 
-    /// Records what a client was shown by a search or a description of
-    /// tools (`rlp serve --expose core`), in `trace_id`.
-    pub fn record_discovery(&self, trace_id: Uuid, discovery: &ToolDiscoverPayload) -> Result<(), RecordError> {
-        let payload = serde_json::to_value(discovery).unwrap_or(Value::Null);
-        let record = Record::now(EventKind::ToolDiscover, "runtime", self.agent(), trace_id, payload);
+    /// Records one frame of `kind` that belongs to no call (a discovery, an
+    /// exchange with a bridged server) in trace `trace_id`, durably.
+    pub fn record_frame(
+        &self,
+        trace_id: Uuid,
+        kind: EventKind,
+        payload: &impl serde::Serialize,
+    ) -> Result<(), RecordError> {
+        let payload = serde_json::to_value(payload).unwrap_or(Value::Null);
+        let record = Record::now(kind, "runtime", self.agent(), trace_id, payload);
         self.options.recorder.record(&[record])
     }
 }

@@ -11,8 +11,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -27,6 +29,7 @@ use crate::event::ToolDiscoverPayload;
 use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::asking::confirm::Confirmer;
 use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime, Sampler};
+use crate::serve::bridged::{self, Bridged, List, notices};
 use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker, SessionSampler};
 use crate::serve::calls::{Event, Pending, complete, follow, forward_notifications};
 use crate::serve::http::client_gone;
@@ -51,6 +54,8 @@ pub(crate) struct Shared {
     pub(crate) calls: Arc<Semaphore>,
     pub(crate) parked: Parked,
     pub(crate) handle: tokio::runtime::Handle,
+    /// The bridged servers whose resources and prompts are offered.
+    pub(crate) bridged: Bridged,
 }
 
 impl Shared {
@@ -63,7 +68,6 @@ impl Shared {
         let catalog = Catalog::of(&runtime);
         let listed = catalog.tools_list(options.expose)?;
         Ok(Shared {
-            runtime,
             catalog,
             expose: options.expose,
             listed,
@@ -72,6 +76,8 @@ impl Shared {
             calls: Arc::new(Semaphore::new(options.max_calls.max(1))),
             parked: Parked::default(),
             handle: tokio::runtime::Handle::current(),
+            bridged: Bridged::of(&runtime),
+            runtime,
         })
     }
 }
@@ -84,18 +90,20 @@ pub(crate) struct Handler {
     session_trace: Arc<OnceLock<Uuid>>,
     /// The least severe log message the session's client wants.
     log_threshold: Arc<LogThreshold>,
+    /// Tells this session from the others.
+    key: Uuid,
 }
 
 impl Handler {
     /// A handler whose session records into a trace of its own.
     pub(crate) fn new(shared: Arc<Shared>) -> Handler {
-        Handler { shared, session_trace: Arc::new(OnceLock::new()), log_threshold: Arc::default() }
+        Handler { shared, session_trace: Arc::new(OnceLock::new()), log_threshold: Arc::default(), key: Uuid::now_v7() }
     }
 
     /// A handler whose one session records into the server-run trace (stdio).
     pub(crate) fn in_run_trace(shared: Arc<Shared>) -> Handler {
         let session_trace = OnceLock::from(shared.run_trace);
-        Handler { shared, session_trace: Arc::new(session_trace), log_threshold: Arc::default() }
+        Handler { shared, session_trace: Arc::new(session_trace), log_threshold: Arc::default(), key: Uuid::now_v7() }
     }
 
     /// The trace a call goes into: the one its `_meta` names; else its
@@ -107,11 +115,31 @@ impl Handler {
         if round_trips {
             return Ok(self.shared.run_trace);
         }
-        Ok(*self.session_trace.get_or_init(|| {
+        Ok(self.session_trace())
+    }
+
+    /// The session's trace, made when first needed.
+    fn session_trace(&self) -> Uuid {
+        *self.session_trace.get_or_init(|| {
             let trace = Uuid::now_v7();
             crate::notice::note(&format!("rlp serve: session trace {trace}"));
             trace
-        }))
+        })
+    }
+
+    /// This session as the bridged servers' notifications reach it.
+    fn listener(&self, peer: rmcp::service::Peer<RoleServer>) -> notices::Session {
+        notices::Session {
+            key: self.key,
+            peer,
+            trace: self.session_trace(),
+            log_threshold: Arc::clone(&self.log_threshold),
+        }
+    }
+
+    /// The trace of a request for a bridged server's resources or prompts.
+    fn request_trace(&self, context: &RequestContext<RoleServer>) -> Result<Uuid, ErrorData> {
+        self.trace_of(context, round_trips(context))
     }
 
     /// Who asks the client for this request, and whether it asks by round
@@ -263,7 +291,7 @@ impl Handler {
             .await
             .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
         let recorded = tokio::task::spawn_blocking(move || {
-            let recorded = shared.runtime.record_discovery(trace, &frame);
+            let recorded = shared.runtime.record_frame(trace, crate::event::EventKind::ToolDiscover, &frame);
             drop(permit);
             recorded
         })
@@ -272,6 +300,24 @@ impl Handler {
         recorded.map_err(|e| ErrorData::internal_error(format!("cannot record the discovery: {e}"), None))?;
         complete(structured, json!({"dev.runloop/discover": {"trace_id": trace}}))
     }
+}
+
+impl Handler {
+    /// `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`,
+    /// passed to its server; this session then hears of its updates, or
+    /// no longer.
+    async fn subscription(&self, uri: &str, context: RequestContext<RoleServer>, on: bool) -> Result<(), ErrorData> {
+        let trace = self.request_trace(&context)?;
+        let method = if on { "resources/subscribe" } else { "resources/unsubscribe" };
+        let (server, _) = bridged::resource(&self.shared, trace, method, uri).await?;
+        self.shared.bridged.listeners.subscribe(server, uri, self.listener(context.peer), on);
+        Ok(())
+    }
+}
+
+/// A server's answer (JSON) as the SDK's type.
+fn from_json<T: serde::de::DeserializeOwned>(answer: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(format!("the server's answer is not valid: {e}"), None))
 }
 
 /// A -32602 error for invalid meta-tool arguments.
@@ -289,7 +335,21 @@ impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         let runtime = &self.shared.runtime;
         let mut info = ServerConfig::default();
-        info.capabilities = ServerCapabilities::builder().enable_tools().enable_logging().build();
+        info.capabilities = if self.shared.bridged.any() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_logging()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_completions()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().enable_logging().build()
+        };
         info.server_info = Implementation::new(
             format!("rlp-{}", runtime.agent()),
             runtime.version().unwrap_or(env!("CARGO_PKG_VERSION")).to_string(),
@@ -312,6 +372,84 @@ impl ServerHandler for Handler {
         let level = serde_json::to_value(request.level).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         self.log_threshold.set(level.as_str().unwrap_or("info"));
         Ok(())
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if self.shared.bridged.any() {
+            self.shared.bridged.listeners.join(self.listener(context.peer));
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let items = bridged::list(&self.shared, self.request_trace(&context)?, List::Resources).await?;
+        from_json(json!({ "resources": items }))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let items = bridged::list(&self.shared, self.request_trace(&context)?, List::Templates).await?;
+        from_json(json!({ "resourceTemplates": items }))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let trace = self.request_trace(&context)?;
+        let (_, answer) = bridged::resource(&self.shared, trace, "resources/read", &request.uri).await?;
+        Ok(ReadResourceResponse::Complete(from_json(answer)?))
+    }
+
+    #[allow(deprecated, reason = "resources/subscribe is what clients of 2025-11-25 send")]
+    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.subscription(&request.uri, context, true).await
+    }
+
+    #[allow(deprecated, reason = "resources/unsubscribe is what clients of 2025-11-25 send")]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscription(&request.uri, context, false).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let items = bridged::list(&self.shared, self.request_trace(&context)?, List::Prompts).await?;
+        from_json(json!({ "prompts": items }))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let trace = self.request_trace(&context)?;
+        let arguments = request.arguments.map(|a| serde_json::to_value(a).unwrap_or_default());
+        let answer = bridged::prompt(&self.shared, trace, &request.name, arguments).await?;
+        Ok(GetPromptResponse::Complete(from_json(answer)?))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let trace = self.request_trace(&context)?;
+        let request = serde_json::to_value(&request).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        from_json(bridged::complete(&self.shared, trace, request).await?)
     }
 
     async fn list_tools(

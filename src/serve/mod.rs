@@ -20,6 +20,7 @@
 //! - [`inbound`]: the checks of one incoming message (fuzzed).
 
 mod asking;
+mod bridged;
 mod calls;
 pub mod handler;
 pub mod http;
@@ -85,6 +86,7 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
             Shared::new(Arc::new(runtime), &options)
                 .map_err(|e| std::io::Error::other(format!("cannot list the tools: {e}")))?,
         );
+        bridged::notices::start(&shared);
         match options.listen {
             Listen::Stdio => {
                 #[expect(clippy::disallowed_methods, reason = "serving over stdio: the transport owns stdout")]

@@ -26,6 +26,8 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::session::{NoticeKind, ServerNotice};
+
 /// What a server asks during a call, handed to the call's thread.
 #[derive(Debug)]
 pub(crate) enum ServerAsk {
@@ -136,6 +138,10 @@ impl Drop for Registration {
 /// rlp's side of one session with a server.
 #[derive(Debug)]
 pub(crate) struct BridgeClient {
+    /// The server's name.
+    pub(crate) server: String,
+    /// Where its notifications that belong to no call go.
+    pub(crate) notices: super::session::Notices,
     /// The `file://` URIs of the server's `fs:` grants.
     pub(crate) roots: Vec<String>,
     /// The calls waiting on the session.
@@ -145,6 +151,11 @@ pub(crate) struct BridgeClient {
 }
 
 impl BridgeClient {
+    /// Passes on a notification of the server that belongs to no call.
+    fn notice(&self, kind: NoticeKind) {
+        self.notices.send(ServerNotice { server: self.server.clone(), kind });
+    }
+
     /// Hands `ask` to the call it belongs to and waits for its answer;
     /// `None` when no call takes it.
     async fn ask_call(&self, ask: ServerAsk) -> Option<ServerAnswer> {
@@ -217,5 +228,22 @@ impl ClientHandler for BridgeClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notice(NoticeKind::ToolsChanged);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.notice(NoticeKind::ResourceUpdated(params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.notice(NoticeKind::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.notice(NoticeKind::PromptsChanged);
     }
 }

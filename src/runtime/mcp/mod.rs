@@ -15,8 +15,11 @@
 //! a stdio server is retired: stopped, with everything it started, once no
 //! call holds it. The answer is read by [`reply::interpret`].
 
+pub(crate) mod access;
 pub(crate) mod client;
 pub(crate) mod content;
+pub(crate) mod forward;
+pub(crate) mod launch;
 pub(crate) mod pin;
 pub(crate) mod reply;
 pub(crate) mod session;
@@ -34,18 +37,17 @@ use crate::event::{
     CommandRecord, Decision, EventKind, PAYLOAD_VERSION, SandboxRecord, ServerRecord, ToolSamplePayload,
 };
 use crate::process::cancel::Cancel;
-use crate::process::server::{ServerProcess, ServerSpec};
 use crate::runtime::asking::rounds::Stop;
 use crate::runtime::call::Call;
 use crate::runtime::context::{Progress, ProgressSink};
 use crate::runtime::error::{CallError, CallErrorKind};
 use crate::runtime::exec::check_command;
-use crate::runtime::http::fill_secrets;
-use crate::runtime::mcp::client::{BridgeClient, CALL, Registration, ServerAnswer, ServerAsk, Step};
-use crate::runtime::mcp::session::{Connect, Session, Started, with_stderr};
+use crate::runtime::mcp::client::{CALL, Registration, ServerAnswer, ServerAsk, Step};
+use crate::runtime::mcp::launch::Prepared;
+use crate::runtime::mcp::session::{Session, Started, with_stderr};
 use crate::runtime::scrub::Scrubber;
 use crate::runtime::transport::{Attempt, AttemptError, Audit, FailureKind, Plan, Reply};
-use crate::sandbox::{Grants, SandboxPlan};
+use crate::sandbox::Grants;
 
 /// How long a server whose connection ended is given to show that it
 /// exited (its pipes close a moment before its exit is seen).
@@ -90,11 +92,11 @@ impl Call<'_> {
                 .help("declare the server under `servers` in tools.json"),
             )
         })?;
-        let startup = Duration::from_millis(declared.startup_timeout_ms);
+        let startup = launch::startup(declared);
         // A running server was planned, confined and started by an earlier
         // call: nothing about it is worked out again.
         if let Some(session) = self.runtime.bridge().running(server) {
-            let Started { sandbox, command } = session.started.clone();
+            let Started { sandbox, command, .. } = session.started.clone();
             self.check_pin(&session, name, pin, startup)?;
             return Ok(McpPlan { session, tool: name.to_string(), sandbox, command });
         }
@@ -118,20 +120,17 @@ impl Call<'_> {
                 ));
             }
         };
-        let fs_roots = declared.capabilities.iter().filter_map(|(_, cap)| match cap {
-            crate::bundle::capability::Capability::Fs(dir) => crate::bundle::capability::expand_home(dir).ok(),
-            _ => None,
-        });
-        let roots: Vec<String> = fs_roots.map(|dir| format!("file://{}", dir.display())).collect();
+        let roots = launch::roots(declared);
         let root = self.runtime.root().to_path_buf();
         let secrets = &self.secrets;
+        let scrubber = &self.journal.scrubber;
         let started = self.runtime.bridge().session(
             server,
             || {
-                let started = Started { sandbox: sandbox.clone(), command: command.clone() };
+                let started = Started { sandbox: sandbox.clone(), command: command.clone(), scrubber: scrubber.clone() };
                 connect.connect(&root, secrets).map(|connected| (connected, started))
             },
-            |inflight, tools_changed| BridgeClient { roots, inflight, tools_changed },
+            roots,
             startup,
         );
         let session = started.map_err(|why| {
@@ -223,56 +222,6 @@ impl Call<'_> {
                 session.server
             )),
         ))
-    }
-}
-
-/// How a session is reached, checked before it is started.
-enum Prepared<'a> {
-    Stdio { program: std::path::PathBuf, args: &'a [String], env: &'a [(String, String)], plan: Box<SandboxPlan> },
-    Http { url: String, headers: &'a [(String, String)] },
-}
-
-impl Prepared<'_> {
-    /// Starts the server (stdio) or names the endpoint (HTTP), its values'
-    /// secrets filled in.
-    fn connect(
-        &self,
-        root: &std::path::Path,
-        secrets: &[(crate::bundle::capability::SecretId, crate::secrets::SecretValue)],
-    ) -> Result<Connect, String> {
-        match self {
-            Prepared::Stdio { program, args, env, plan } => {
-                let args: Vec<String> = args
-                    .iter()
-                    .enumerate()
-                    .map(|(i, arg)| {
-                        fill_secrets(&format!("argument {}", i + 1), &bundle_command::resolve(arg, root), secrets)
-                            .map(|(v, _)| v)
-                    })
-                    .collect::<Result<_, _>>()?;
-                let env: Vec<(String, String)> = env
-                    .iter()
-                    .map(|(name, value)| Ok((name.clone(), fill_secrets(&format!("env `{name}`"), value, secrets)?.0)))
-                    .collect::<Result<_, String>>()?;
-                let env: Vec<(String, &str)> = env.iter().map(|(n, v)| (n.clone(), v.as_str())).collect();
-                plan.warn_once();
-                let session = uuid::Uuid::now_v7().to_string();
-                let spec =
-                    ServerSpec { command: program, args: &args, env: &env, sandbox: Some(plan), session: &session };
-                let (process, pipes) =
-                    ServerProcess::start(&spec).map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
-                Ok(Connect::Stdio(Box::new(process), pipes))
-            }
-            Prepared::Http { url, headers } => {
-                let headers = headers
-                    .iter()
-                    .map(|(name, value)| {
-                        Ok((name.clone(), fill_secrets(&format!("header `{name}`"), value, secrets)?.0))
-                    })
-                    .collect::<Result<_, String>>()?;
-                Ok(Connect::Http { url: url.clone(), headers })
-            }
-        }
     }
 }
 
@@ -614,33 +563,13 @@ pub(crate) fn list_tools(
     mode: crate::sandbox::SandboxMode,
     secrets: &[(crate::bundle::capability::SecretId, crate::secrets::SecretValue)],
 ) -> Result<(ServerRecord, Vec<Value>), String> {
-    let prepared = match &server.transport {
-        Some(ServerTransport::Stdio { programs, args, env }) => {
-            let here = bundle_command::this_platform();
-            let command = programs
-                .for_platform(&here)
-                .ok_or_else(|| format!("server `{}` carries no program for this platform ({here})", server.name))?;
-            let program = check_command(&bundle_command::resolve(command, root)).map_err(|e| e.to_string())?;
-            let plan = SandboxPlan::new(mode, &Grants::of_server(server, &program, root));
-            if let Some(why) = plan.linked_grant() {
-                return Err(why.to_string());
-            }
-            if let Some(why) = plan.refusal() {
-                return Err(format!("the sandbox is required and this kernel cannot confine the server: {why}"));
-            }
-            Prepared::Stdio { program, args, env, plan: Box::new(plan) }
-        }
-        Some(ServerTransport::Http { url: Some(url), headers }) => {
-            Prepared::Http { url: url.as_str().to_string(), headers }
-        }
-        _ => return Err(format!("server `{}` has no usable `command` or `url`", server.name)),
-    };
+    let prepared = launch::prepare(server, root, mode)?;
     let bridge = session::Bridge::default();
-    let startup = Duration::from_millis(server.startup_timeout_ms);
+    let startup = launch::startup(server);
     let session = bridge.session(
         &server.name,
         || prepared.connect(root, secrets).map(|connected| (connected, Started::default())),
-        |inflight, tools_changed| BridgeClient { roots: Vec::new(), inflight, tools_changed },
+        Vec::new(),
         startup,
     )?;
     let mut definitions: Vec<Value> = session.definitions(startup)?.values().map(|l| l.definition.clone()).collect();

@@ -110,6 +110,50 @@ pub(crate) fn what_changed(tool: &Tool, definition: &Value) -> String {
     }
 }
 
+/// How a server's tools differ from what a bundle calls of it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ToolChange<'t> {
+    /// The server lists a tool (its name there) no tool of the bundle calls.
+    Added(String),
+    /// A tool of the bundle calls a tool the server no longer lists.
+    Gone(&'t Tool),
+    /// The server's definition no longer matches the tool's pin; the parts
+    /// that changed, in words.
+    Changed(&'t Tool, String),
+}
+
+/// How `definitions` (server `server`'s `tools/list`, as JSON) differ from
+/// the bundle's `tools` that call it: tools it added, in its order, then
+/// the bundle's tools it dropped or changed, in the bundle's order.
+pub(crate) fn compare<'t>(server: &str, tools: &'t [Tool], definitions: &[Value]) -> Vec<ToolChange<'t>> {
+    let name_of = |d: &Value| d.get("name").and_then(Value::as_str).map(str::to_string);
+    let calls: Vec<(&Tool, &str, Option<&str>)> = tools
+        .iter()
+        .filter_map(|tool| match &tool.transport {
+            Some(Transport::Mcp { server: s, tool: name, definition_blake3, .. }) if s == server => {
+                Some((tool, name.as_str(), definition_blake3.as_deref()))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut changes: Vec<ToolChange<'t>> = definitions
+        .iter()
+        .filter_map(name_of)
+        .filter(|name| !calls.iter().any(|(_, called, _)| called == name))
+        .map(ToolChange::Added)
+        .collect();
+    for (tool, name, pin) in calls {
+        match (definitions.iter().find(|d| name_of(d).as_deref() == Some(name)), pin) {
+            (None, _) => changes.push(ToolChange::Gone(tool)),
+            (Some(definition), Some(pin)) if definition_blake3(definition) != pin => {
+                changes.push(ToolChange::Changed(tool, what_changed(tool, definition)));
+            }
+            _ => {}
+        }
+    }
+    changes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

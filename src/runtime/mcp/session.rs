@@ -33,6 +33,45 @@ type Service = RunningService<RoleClient, BridgeClient>;
 pub(crate) struct Bridge {
     io: OnceLock<Result<Io, String>>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Where the servers' notifications that belong to no call go.
+    notices: Notices,
+}
+
+/// The listener of the notifications of a bridge's servers that belong to
+/// no call (`rlp serve` passes them on to its clients); they are dropped
+/// while none listens.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Notices(Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<ServerNotice>>>>);
+
+impl Notices {
+    /// Hands `notice` to the listener, if there is one.
+    pub(crate) fn send(&self, notice: ServerNotice) {
+        if let Some(listener) = self.0.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            let _ = listener.send(notice);
+        }
+    }
+}
+
+/// A notification of a server that belongs to no call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ServerNotice {
+    /// The server's name.
+    pub server: String,
+    /// What it said.
+    pub kind: NoticeKind,
+}
+
+/// What a server's notification says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NoticeKind {
+    /// `notifications/resources/updated`: the resource at this URI changed.
+    ResourceUpdated(String),
+    /// `notifications/resources/list_changed`.
+    ResourcesChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
 }
 
 /// The session with one server, if one was started; held while one starts.
@@ -72,14 +111,23 @@ impl Bridge {
         session.as_ref().filter(|s| s.is_usable()).map(Arc::clone)
     }
 
+    /// The receiver of the notifications of this bridge's servers that
+    /// belong to no call, from now on (one listener: a new one replaces it).
+    pub(crate) fn listen(&self) -> tokio::sync::mpsc::UnboundedReceiver<ServerNotice> {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        *self.notices.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(sender);
+        receiver
+    }
+
     /// The live session with `server`, or a new one from `connect` (called
     /// with the server's slot held, so one call starts it and the others
-    /// wait for it), which also says how the server is started.
+    /// wait for it), which also says how the server is started; `roots`
+    /// answer the server's `roots/list`.
     pub(crate) fn session(
         &self,
         server: &str,
         connect: impl FnOnce() -> Result<(Connect, Started), String>,
-        client: impl FnOnce(Arc<Inflight>, Arc<AtomicBool>) -> BridgeClient,
+        roots: Vec<String>,
         startup: Duration,
     ) -> Result<Arc<Session>, String> {
         let slot_arc = {
@@ -93,6 +141,14 @@ impl Bridge {
         *slot = None;
         let handle = self.handle()?;
         let (connect, started) = connect()?;
+        let notices = self.notices.clone();
+        let client = |inflight, tools_changed| BridgeClient {
+            server: server.to_string(),
+            roots,
+            inflight,
+            tools_changed,
+            notices,
+        };
         let session = Arc::new(Session::start(server, handle, connect, started, client, startup)?);
         let _ = session.slot.set(Arc::downgrade(&slot_arc));
         *slot = Some(Arc::clone(&session));
@@ -161,14 +217,18 @@ pub(crate) struct Session {
     pub(crate) started: Started,
 }
 
-/// How a stdio server was started, as each call frame records it (both
-/// `None` for an HTTP server).
+/// How a server was started: its sandbox and command as each call frame
+/// records them (both `None` for an HTTP server), and the scrubber of the
+/// secrets it was given.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Started {
     /// The sandbox it runs in.
     pub(crate) sandbox: Option<crate::event::SandboxRecord>,
     /// Its command as tools.json writes it, and as resolved.
     pub(crate) command: Option<crate::event::CommandRecord>,
+    /// Scrubs the values of the secrets in its env, arguments or headers
+    /// from what it says outside a call.
+    pub(crate) scrubber: crate::runtime::scrub::Scrubber,
 }
 
 impl std::fmt::Debug for Session {
@@ -245,6 +305,13 @@ impl Session {
     /// The client side, shared by the calls.
     pub(crate) fn service(&self) -> Arc<Service> {
         Arc::clone(self.service.as_ref().expect("a session has its service until it drops"))
+    }
+
+    /// Whether the server said at the handshake that it offers `what`
+    /// (`resources`, `prompts`, `completions`: a member of its capabilities).
+    pub(crate) fn offers(&self, what: &str) -> bool {
+        let info = self.service.as_ref().and_then(|s| s.peer_info().and_then(|i| serde_json::to_value(&*i).ok()));
+        info.is_some_and(|info| info.pointer(&format!("/capabilities/{what}")).is_some())
     }
 
     /// The I/O runtime the session runs on.

@@ -1,4 +1,4 @@
-"""An MCP server of the tools the MCP conformance suite's tool scenarios call
+"""An MCP server of what the MCP conformance suite's server scenarios call
 (@modelcontextprotocol/conformance 0.1.16, `conformance server`), written with
 the official Python SDK from each scenario's stated requirements.
 
@@ -16,22 +16,44 @@ test_embedded_resource, test_multiple_content_types, test_tool_with_logging
 100), test_error_handling (isError), test_sampling {prompt},
 test_elicitation {message}, test_elicitation_sep1034_defaults (a form with a
 default for each primitive type), test_elicitation_sep1330_enums (a form with
-the five enum shapes of SEP-1330).
+the five enum shapes of SEP-1330), json_schema_2020_12_tool {name, address}
+(an input schema with $schema, $defs, $ref and additionalProperties; echoes
+its arguments).
+
+Resources: test://static-text (text/plain), test://static-binary (a PNG,
+image/png blob), test://watched-resource (text/plain; subscribable). Resource
+template test://template/{id}/data (application/json text naming the id).
+resources/subscribe and resources/unsubscribe track each session's URIs (any
+readable URI); subscribing sends one notifications/resources/updated for the
+URI on the subscribe request's stream, before its (empty) result.
+
+Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2},
+test_prompt_with_embedded_resource {resourceUri}, test_prompt_with_image.
+
+completion/complete: prefix matches for the arguments of
+test_prompt_with_arguments and the id of the resource template.
+logging/setLevel: accepted (the tools' log messages are sent at info).
+
+Capabilities: tools, resources and prompts declare listChanged (their lists
+never change, so no such notification is sent); resources declare subscribe.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import warnings
+from collections import defaultdict
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from seed import ClientRefused, ask_model, obj, request_client, serve_http, text
+from seed import ClientRefused, ask_model, dumps, obj, request_client, serve_http, text
 
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
@@ -84,6 +106,33 @@ USER_SCHEMA = obj(
     },
     ["username", "email"],
 )
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False,
+}
+
+STATIC_TEXT = "test://static-text"
+STATIC_BINARY = "test://static-binary"
+WATCHED = "test://watched-resource"
+TEMPLATE = "test://template/{id}/data"
+TEMPLATE_URI = re.compile(r"test://template/([^/]+)/data")
+
+# The values completion/complete offers, by (reference, argument name); a
+# reference is a prompt's name or a resource template's URI template.
+COMPLETIONS: dict[tuple[str, str], list[str]] = {
+    ("test_prompt_with_arguments", "arg1"): ["hello", "help", "paris", "park", "party"],
+    ("test_prompt_with_arguments", "arg2"): ["word", "work", "world"],
+    (TEMPLATE, "id"): ["1", "2", "3", "123"],
+}
+MAX_COMPLETIONS = 100
 
 
 def tool(name: str, description: str, schema: dict[str, Any] | None = None) -> types.Tool:
@@ -103,6 +152,58 @@ TOOLS = [
     tool("test_elicitation", "Asks the user for a name and email.", obj({"message": {"type": "string"}}, ["message"])),
     tool("test_elicitation_sep1034_defaults", "Asks a form with a default for each primitive type."),
     tool("test_elicitation_sep1330_enums", "Asks a form with the five enum shapes."),
+    tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", JSON_SCHEMA_2020_12),
+]
+
+RESOURCES = [
+    types.Resource(
+        uri=STATIC_TEXT,
+        name="static-text",
+        description="A fixed text resource.",
+        mime_type="text/plain",
+    ),
+    types.Resource(
+        uri=STATIC_BINARY,
+        name="static-binary",
+        description="A fixed binary resource: a 1x1 PNG.",
+        mime_type="image/png",
+    ),
+    types.Resource(
+        uri=WATCHED,
+        name="watched-resource",
+        description="A text resource to subscribe to for update notifications.",
+        mime_type="text/plain",
+    ),
+]
+
+TEMPLATES = [
+    types.ResourceTemplate(
+        uri_template=TEMPLATE,
+        name="template-data",
+        description="JSON data for the id in the URI.",
+        mime_type="application/json",
+    )
+]
+
+
+def argument(name: str, description: str) -> types.PromptArgument:
+    """A required prompt argument."""
+    return types.PromptArgument(name=name, description=description, required=True)
+
+
+PROMPTS = [
+    types.Prompt(name="test_simple_prompt", description="A prompt without arguments."),
+    types.Prompt(
+        name="test_prompt_with_arguments",
+        description="A prompt with two arguments.",
+        arguments=[argument("arg1", "First test argument"), argument("arg2", "Second test argument")],
+    ),
+    types.Prompt(
+        name="test_prompt_with_embedded_resource",
+        description="A prompt embedding a resource.",
+        arguments=[argument("resourceUri", "URI of the resource to embed")],
+    ),
+    types.Prompt(name="test_prompt_with_image", description="A prompt with an image."),
 ]
 
 
@@ -165,6 +266,8 @@ async def call_tool(
         return await elicit(ctx, raw, "Please review your information", DEFAULTS_SCHEMA)
     if name == "test_elicitation_sep1330_enums":
         return await elicit(ctx, raw, "Please choose", ENUMS_SCHEMA)
+    if name == "json_schema_2020_12_tool":
+        return text(f"Received: {dumps(args)}")
     raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}")
 
 
@@ -176,16 +279,164 @@ async def set_level(ctx: ServerRequestContext, params: types.SetLevelRequestPara
     return types.EmptyResult()
 
 
+def text_contents(uri: str, mime_type: str, value: str) -> types.TextResourceContents:
+    return types.TextResourceContents(uri=uri, mime_type=mime_type, text=value)
+
+
+def read(uri: str) -> types.TextResourceContents | types.BlobResourceContents:
+    """The contents of the resource at `uri`; an invalid-params error when there is none."""
+    if uri == STATIC_TEXT:
+        return text_contents(uri, "text/plain", "This is the content of the static text resource.")
+    if uri == STATIC_BINARY:
+        return types.BlobResourceContents(uri=uri, mime_type="image/png", blob=PNG)
+    if uri == WATCHED:
+        return text_contents(uri, "text/plain", "This resource is watched: subscribe to hear of its updates.")
+    match = TEMPLATE_URI.fullmatch(uri)
+    if match:
+        ident = match.group(1)
+        data = {"id": ident, "templateTest": True, "data": f"Data for ID: {ident}"}
+        return text_contents(uri, "application/json", dumps(data))
+    raise MCPError(code=types.INVALID_PARAMS, message=f"Resource not found: {uri}")
+
+
+async def list_resources(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=RESOURCES)
+
+
+async def list_templates(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=TEMPLATES)
+
+
+async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    return types.ReadResourceResult(contents=[read(params.uri)])
+
+
+class Subscriptions:
+    """The resource URIs each session subscribed to, by Mcp-Session-Id."""
+
+    def __init__(self) -> None:
+        self.uris: defaultdict[str, set[str]] = defaultdict(set)
+
+    @staticmethod
+    def session(ctx: ServerRequestContext) -> str:
+        """The session of a request: its Mcp-Session-Id header ("" without one)."""
+        headers = getattr(ctx.request, "headers", None)
+        return (headers.get("mcp-session-id") if headers is not None else None) or ""
+
+    async def subscribe(self, ctx: ServerRequestContext, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        """Subscribes the session to a readable URI, then tells it the resource was updated
+        (on the subscribe request's stream, so it is delivered whether or not the client
+        listens on a standalone stream)."""
+        read(params.uri)
+        self.uris[self.session(ctx)].add(params.uri)
+        notice = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=params.uri))
+        await ctx.session.send_notification(notice, related_request_id=ctx.request_id)
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        """Forgets the session's subscription to the URI (none is not an error)."""
+        self.uris[self.session(ctx)].discard(params.uri)
+        return types.EmptyResult()
+
+
+def user(content: types.ContentBlock) -> types.PromptMessage:
+    return types.PromptMessage(role="user", content=content)
+
+
+def required(arguments: dict[str, str], name: str) -> str:
+    """A required prompt argument's value; an invalid-params error when it is missing."""
+    if name not in arguments:
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Missing required argument: {name}")
+    return arguments[name]
+
+
+async def get_prompt(ctx: ServerRequestContext, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    name = params.name
+    args = params.arguments or {}
+    if name == "test_simple_prompt":
+        return types.GetPromptResult(messages=[user(types.TextContent(text="This is a simple prompt for testing."))])
+    if name == "test_prompt_with_arguments":
+        said = f"Prompt with arguments: arg1='{required(args, 'arg1')}', arg2='{required(args, 'arg2')}'"
+        return types.GetPromptResult(messages=[user(types.TextContent(text=said))])
+    if name == "test_prompt_with_embedded_resource":
+        contents = text_contents(required(args, "resourceUri"), "text/plain", "Embedded resource content for testing.")
+        return types.GetPromptResult(
+            messages=[
+                user(types.EmbeddedResource(resource=contents)),
+                user(types.TextContent(text="Please process the embedded resource above.")),
+            ]
+        )
+    if name == "test_prompt_with_image":
+        return types.GetPromptResult(
+            messages=[user(image()), user(types.TextContent(text="Please analyze the image above."))]
+        )
+    raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {name}")
+
+
+async def list_prompts(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=PROMPTS)
+
+
+async def complete(ctx: ServerRequestContext, params: types.CompleteRequestParams) -> types.CompleteResult:
+    """The known values of the argument that start with what was typed (case-insensitive)."""
+    ref = params.ref
+    if isinstance(ref, types.PromptReference):
+        key = ref.name
+        if key not in {prompt.name for prompt in PROMPTS}:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {key}")
+    else:
+        key = ref.uri
+        if key not in {template.uri_template for template in TEMPLATES}:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource template: {key}")
+    typed = params.argument.value.lower()
+    values = [value for value in COMPLETIONS.get((key, params.argument.name), []) if value.lower().startswith(typed)]
+    return types.CompleteResult(
+        completion=types.Completion(
+            values=values[:MAX_COMPLETIONS], total=len(values), has_more=len(values) > MAX_COMPLETIONS
+        )
+    )
+
+
+class ConformanceServer(Server[Any]):
+    """A `Server` whose tools, resources and prompts declare listChanged."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        return super().create_initialization_options(
+            notification_options or changed, experimental_capabilities, extensions
+        )
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description="The conformance suite's tools, as an MCP server.")
+    parser = argparse.ArgumentParser(description="What the conformance suite's server scenarios call, over MCP.")
     parser.add_argument("--http", type=int, required=True, metavar="PORT", help="serve on 127.0.0.1:PORT/mcp")
     parser.add_argument("--port-file", help="where to write the port once listening")
     options = parser.parse_args()
-    server = Server(
+    subscriptions = Subscriptions()
+    server = ConformanceServer(
         "rlp-conformance-tools",
         version="1.0.0",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscriptions.subscribe,
+        on_unsubscribe_resource=subscriptions.unsubscribe,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_completion=complete,
         on_set_logging_level=set_level,
     )
     anyio.run(serve_http, server, options.http, options.port_file)
