@@ -72,7 +72,15 @@ pub struct ServeArgs {
     /// Most calls running at once (1 to 256; default: cores × 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=MAX_CONCURRENT_CALLS as i64))]
     pub max_calls: Option<u16>,
+    /// Most MCP sessions held at once over HTTP (2025-11-25 clients); a client that would open
+    /// one more gets 503 with Retry-After until one ends or idles out (5 minutes).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_sessions: u16,
 }
+
+/// Most HTTP sessions held at once, unless `--max-sessions` says: about
+/// 14 MiB of session state at most.
+const DEFAULT_MAX_SESSIONS: u16 = 256;
 
 /// Reads the bearer token: the file's first line, trimmed.
 fn read_token(path: &std::path::Path) -> Result<String, CliError> {
@@ -114,12 +122,12 @@ fn token_for(addr: SocketAddr, token_file: Option<&std::path::Path>) -> Result<O
 }
 
 /// Binds the HTTP listener and says where it listens.
-fn listen(addr: SocketAddr, token: Option<String>) -> Result<Listen, CliError> {
+fn listen(addr: SocketAddr, token: Option<String>, max_sessions: u16) -> Result<Listen, CliError> {
     let listener = TcpListener::bind(addr)
         .map_err(|e| CliError::problem(format!("cannot listen on {addr}: {e}")).with_help("pick another port, or 0"))?;
     let bound = listener.local_addr().map_err(|e| CliError::problem(format!("cannot read the bound address: {e}")))?;
     diagnostic(&format!("rlp serve: listening on http://{bound}{ENDPOINT}"));
-    Ok(Listen::Http { listener, token })
+    Ok(Listen::Http { listener, token, max_sessions: usize::from(max_sessions) })
 }
 
 /// Under `--expose core`, a bundle tool named like a meta-tool would be
@@ -159,7 +167,7 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         refuse_meta_names(&runtime)?;
     }
     let listen = match args.http {
-        Some(addr) => listen(addr, token)?,
+        Some(addr) => listen(addr, token, args.max_sessions)?,
         None => Listen::Stdio,
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);

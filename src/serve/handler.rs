@@ -233,7 +233,9 @@ impl Handler {
         });
         let shape = self.shared.catalog.get(&tool).map_or(ResultShape::Wrapped, |t| t.shape);
         let pending = Pending { events: receiver, answers, cancel, shape, notifications };
-        let gone = client_gone(&context.extensions);
+        // A session's response stream that drops is resumable (Last-Event-ID):
+        // only a stateless request's call ends with its connection.
+        let gone = if round_trips { client_gone(&context.extensions) } else { None };
         follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await
     }
 

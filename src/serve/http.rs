@@ -43,12 +43,25 @@ pub(crate) struct HttpSettings {
     pub(crate) listener: std::net::TcpListener,
     /// The bearer token every request must carry, if any.
     pub(crate) token: Option<String>,
+    /// Most sessions held at once.
+    pub(crate) max_sessions: usize,
 }
+
+/// Events of one response stream kept for a client that reconnects with
+/// `Last-Event-ID`: older ones are dropped (the latest, the response
+/// itself among them, are kept).
+const RESUMABLE_EVENTS: usize = 64;
+/// How long a finished response stream stays resumable.
+const RESUMABLE_FOR: Duration = Duration::from_secs(60);
+/// How long a client waits, when the sessions are all taken, before it
+/// tries again.
+const SESSIONS_FULL_RETRY: &str = "5";
 
 type Reply = Response<BoxBody<Bytes, Infallible>>;
 
 /// Cancelled when the client of one HTTP request goes away (its response,
-/// streamed or not, is dropped): a call it made is cancelled.
+/// streamed or not, is dropped): a call a stateless request (2026-07-28)
+/// made is cancelled; a session's stream stays resumable instead.
 #[derive(Clone, Debug)]
 pub(crate) struct ClientGone(pub(crate) CancellationToken);
 
@@ -108,6 +121,28 @@ fn check(request: &Request<Incoming>, token: Option<&str>) -> Result<(), (Status
     Ok(())
 }
 
+/// Whether `request` would open a session (2025-11-25): a POST without a
+/// session id that is not a stateless request of 2026-07-28 or later.
+fn opens_session(request: &Request<Incoming>) -> bool {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+    request.method() == hyper::Method::POST
+        && header("mcp-session-id").is_none()
+        && header("mcp-protocol-version").is_none_or(|version| version < "2026-07-28")
+}
+
+/// The answer to a client that would open a session past the cap: 503,
+/// with when to try again.
+fn sessions_full(max_sessions: usize) -> Reply {
+    let mut reply = refuse(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!(
+            "rlp serve holds its most sessions ({max_sessions}, --max-sessions); end one (DELETE /mcp with its Mcp-Session-Id) or try again later"
+        ),
+    );
+    reply.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static(SESSIONS_FULL_RETRY));
+    reply
+}
+
 /// Serves until `stop` is cancelled.
 pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: CancellationToken) -> std::io::Result<()> {
     settings.listener.set_nonblocking(true)?;
@@ -120,11 +155,16 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         // Any Host may reach a non-loopback bind; the bearer token guards it.
         config = config.disable_allowed_hosts();
     }
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.channel_capacity = RESUMABLE_EVENTS;
+    sessions.session_config.completed_cache_ttl = RESUMABLE_FOR;
+    let sessions = Arc::new(sessions);
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(Arc::clone(&shared))),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         config,
     );
+    let max_sessions = settings.max_sessions;
     let token: Option<Arc<str>> = settings.token.map(Into::into);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
@@ -151,12 +191,17 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         let _ = stream.set_nodelay(true);
         let service = service.clone();
         let token = token.clone();
+        let sessions = Arc::clone(&sessions);
         let connection = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let mut service = service.clone();
+            let sessions = Arc::clone(&sessions);
             let refused = check(&request, token.as_deref()).err();
             let gone = CancellationToken::new();
             request.extensions_mut().insert(ClientGone(gone.clone()));
             async move {
+                if refused.is_none() && opens_session(&request) && sessions.sessions.read().await.len() >= max_sessions {
+                    return Ok(sessions_full(max_sessions));
+                }
                 match refused {
                     Some((status, message)) => Ok::<_, Infallible>(refuse(status, message)),
                     None => {

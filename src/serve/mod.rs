@@ -55,6 +55,8 @@ pub enum Listen {
         listener: std::net::TcpListener,
         /// The token every request must carry.
         token: Option<String>,
+        /// Most sessions held at once.
+        max_sessions: usize,
     },
 }
 
@@ -101,9 +103,9 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
                 service.waiting().await.map_err(|e| std::io::Error::other(format!("the MCP session failed: {e}")))?;
                 Ok(())
             }
-            Listen::Http { listener, token } => {
+            Listen::Http { listener, token, max_sessions } => {
                 let stop = CancellationToken::new();
-                http::serve(shared, http::HttpSettings { listener, token }, stop).await
+                http::serve(shared, http::HttpSettings { listener, token, max_sessions }, stop).await
             }
         }
     })
