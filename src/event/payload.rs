@@ -643,6 +643,10 @@ pub struct ServerExchangePayload {
     /// Why there is no answer.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
     pub error: Option<String>,
+    /// What the server asked while it answered (elicitation, sampling):
+    /// `{method, request, response | error}` each, scrubbed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::lenient")]
+    pub asked: Vec<Value>,
     /// How long the server took, in milliseconds (requests only).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::count")]
     pub duration_ms: Option<u64>,

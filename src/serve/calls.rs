@@ -132,7 +132,9 @@ pub(crate) fn outcome(
             };
             let content = match (content, &structured) {
                 (Some(content), _) => content,
-                (None, structured) => json!([{"type": "text", "text": serde_json::to_string(structured).unwrap_or_default()}]),
+                (None, structured) => {
+                    json!([{"type": "text", "text": serde_json::to_string(structured).unwrap_or_default()}])
+                }
             };
             let mut built = json!({"resultType": "complete", "content": content, "isError": false, "_meta": meta});
             if let Some(structured) = structured {

@@ -28,9 +28,10 @@ use crate::discovery::{self, Catalog, Expose, meta};
 use crate::event::ToolDiscoverPayload;
 use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::asking::confirm::Confirmer;
+use crate::runtime::mcp::forward::Relay;
 use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime, Sampler};
-use crate::serve::bridged::{self, Bridged, List, notices};
 use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker, SessionSampler};
+use crate::serve::bridged::{self, Bridged, List, Origin, notices};
 use crate::serve::calls::{Event, Pending, complete, follow, forward_notifications};
 use crate::serve::http::client_gone;
 use crate::serve::inbound::{named_trace, traceparent};
@@ -137,9 +138,22 @@ impl Handler {
         }
     }
 
-    /// The trace of a request for a bridged server's resources or prompts.
-    fn request_trace(&self, context: &RequestContext<RoleServer>) -> Result<Uuid, ErrorData> {
-        self.trace_of(context, round_trips(context))
+    /// Where a request for a bridged server's resources or prompts comes
+    /// from: its trace, and the client as it answers what the server asks
+    /// meanwhile (over a 2025-11-25 session; a stateless request has no
+    /// channel for it, so the server's questions are declined).
+    fn origin(&self, context: &RequestContext<RoleServer>) -> Result<Origin, ErrorData> {
+        let trace = self.trace_of(context, round_trips(context))?;
+        let elicits = context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some());
+        let answerer = (elicits && !round_trips(context)).then(|| {
+            let asker = SessionAsker {
+                peer: context.peer.clone(),
+                handle: self.shared.handle.clone(),
+                cancelled: context.ct.clone(),
+            };
+            Arc::new(McpAnswerer(Arc::new(asker))) as Arc<dyn crate::runtime::asking::answer::Answerer>
+        });
+        Ok(Origin { trace, relay: Relay { answerer, sampler: self.sampler(context) } })
     }
 
     /// Who asks the client for this request, and whether it asks by round
@@ -309,9 +323,9 @@ impl Handler {
     /// passed to its server; this session then hears of its updates, or
     /// no longer.
     async fn subscription(&self, uri: &str, context: RequestContext<RoleServer>, on: bool) -> Result<(), ErrorData> {
-        let trace = self.request_trace(&context)?;
+        let origin = self.origin(&context)?;
         let method = if on { "resources/subscribe" } else { "resources/unsubscribe" };
-        let (server, _) = bridged::resource(&self.shared, trace, method, uri).await?;
+        let (server, _) = bridged::resource(&self.shared, &origin, method, uri).await?;
         self.shared.bridged.listeners.subscribe(server, uri, self.listener(context.peer), on);
         Ok(())
     }
@@ -319,7 +333,8 @@ impl Handler {
 
 /// A server's answer (JSON) as the SDK's type.
 fn from_json<T: serde::de::DeserializeOwned>(answer: Value) -> Result<T, ErrorData> {
-    serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(format!("the server's answer is not valid: {e}"), None))
+    serde_json::from_value(answer)
+        .map_err(|e| ErrorData::internal_error(format!("the server's answer is not valid: {e}"), None))
 }
 
 /// A -32602 error for invalid meta-tool arguments.
@@ -387,7 +402,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let items = bridged::list(&self.shared, self.request_trace(&context)?, List::Resources).await?;
+        let items = bridged::list(&self.shared, &self.origin(&context)?, List::Resources).await?;
         from_json(json!({ "resources": items }))
     }
 
@@ -396,7 +411,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let items = bridged::list(&self.shared, self.request_trace(&context)?, List::Templates).await?;
+        let items = bridged::list(&self.shared, &self.origin(&context)?, List::Templates).await?;
         from_json(json!({ "resourceTemplates": items }))
     }
 
@@ -405,13 +420,17 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let trace = self.request_trace(&context)?;
-        let (_, answer) = bridged::resource(&self.shared, trace, "resources/read", &request.uri).await?;
+        let origin = self.origin(&context)?;
+        let (_, answer) = bridged::resource(&self.shared, &origin, "resources/read", &request.uri).await?;
         Ok(ReadResourceResponse::Complete(from_json(answer)?))
     }
 
     #[allow(deprecated, reason = "resources/subscribe is what clients of 2025-11-25 send")]
-    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         self.subscription(&request.uri, context, true).await
     }
 
@@ -429,7 +448,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = bridged::list(&self.shared, self.request_trace(&context)?, List::Prompts).await?;
+        let items = bridged::list(&self.shared, &self.origin(&context)?, List::Prompts).await?;
         from_json(json!({ "prompts": items }))
     }
 
@@ -438,9 +457,9 @@ impl ServerHandler for Handler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let trace = self.request_trace(&context)?;
+        let origin = self.origin(&context)?;
         let arguments = request.arguments.map(|a| serde_json::to_value(a).unwrap_or_default());
-        let answer = bridged::prompt(&self.shared, trace, &request.name, arguments).await?;
+        let answer = bridged::prompt(&self.shared, &origin, &request.name, arguments).await?;
         Ok(GetPromptResponse::Complete(from_json(answer)?))
     }
 
@@ -449,9 +468,9 @@ impl ServerHandler for Handler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let trace = self.request_trace(&context)?;
+        let origin = self.origin(&context)?;
         let request = serde_json::to_value(&request).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        from_json(bridged::complete(&self.shared, trace, request).await?)
+        from_json(bridged::complete(&self.shared, &origin, request).await?)
     }
 
     async fn list_tools(

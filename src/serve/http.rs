@@ -139,7 +139,9 @@ fn sessions_full(max_sessions: usize) -> Reply {
             "rlp serve holds its most sessions ({max_sessions}, --max-sessions); end one (DELETE /mcp with its Mcp-Session-Id) or try again later"
         ),
     );
-    reply.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static(SESSIONS_FULL_RETRY));
+    reply
+        .headers_mut()
+        .insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static(SESSIONS_FULL_RETRY));
     reply
 }
 
@@ -159,11 +161,8 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
     sessions.session_config.channel_capacity = RESUMABLE_EVENTS;
     sessions.session_config.completed_cache_ttl = RESUMABLE_FOR;
     let sessions = Arc::new(sessions);
-    let service = StreamableHttpService::new(
-        move || Ok(Handler::new(Arc::clone(&shared))),
-        Arc::clone(&sessions),
-        config,
-    );
+    let service =
+        StreamableHttpService::new(move || Ok(Handler::new(Arc::clone(&shared))), Arc::clone(&sessions), config);
     let max_sessions = settings.max_sessions;
     let token: Option<Arc<str>> = settings.token.map(Into::into);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
@@ -199,7 +198,8 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
             let gone = CancellationToken::new();
             request.extensions_mut().insert(ClientGone(gone.clone()));
             async move {
-                if refused.is_none() && opens_session(&request) && sessions.sessions.read().await.len() >= max_sessions {
+                if refused.is_none() && opens_session(&request) && sessions.sessions.read().await.len() >= max_sessions
+                {
                     return Ok(sessions_full(max_sessions));
                 }
                 match refused {

@@ -76,6 +76,8 @@ pub(crate) enum Step {
     },
     /// The call's answer, or why there is none.
     Done(Result<rmcp::model::CallToolResult, String>),
+    /// The answer to a request other than a call (as JSON), or the error.
+    Replied(Result<Value, super::forward::ServerError>),
 }
 
 tokio::task_local! {

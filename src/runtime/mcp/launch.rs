@@ -16,7 +16,11 @@ use crate::sandbox::{Grants, SandboxMode, SandboxPlan};
 /// How `server` is reached, checked, outside a call (a refusal is said in
 /// words): its stdio program must exist and, under `mode`, be confinable
 /// with the server's grants.
-pub(crate) fn prepare<'s>(server: &'s Server, root: &std::path::Path, mode: SandboxMode) -> Result<Prepared<'s>, String> {
+pub(crate) fn prepare<'s>(
+    server: &'s Server,
+    root: &std::path::Path,
+    mode: SandboxMode,
+) -> Result<Prepared<'s>, String> {
     match &server.transport {
         Some(ServerTransport::Stdio { programs, args, env }) => {
             let here = bundle_command::this_platform();
@@ -105,4 +109,3 @@ impl Prepared<'_> {
         }
     }
 }
-

@@ -127,7 +127,8 @@ impl Call<'_> {
         let started = self.runtime.bridge().session(
             server,
             || {
-                let started = Started { sandbox: sandbox.clone(), command: command.clone(), scrubber: scrubber.clone() };
+                let started =
+                    Started { sandbox: sandbox.clone(), command: command.clone(), scrubber: scrubber.clone() };
                 connect.connect(&root, secrets).map(|connected| (connected, started))
             },
             roots,
@@ -356,6 +357,8 @@ impl Waiting {
                     return reply::interpret(&self.tool, &self.session.server, answer);
                 }
                 Ok(Step::Done(Err(why))) => return Err(self.failed(&why)),
+                // Replies go to the registration of the request they answer.
+                Ok(Step::Replied(_)) => {}
                 Ok(Step::Progress { progress, total, message }) => self.report(progress, total, message),
                 Ok(Step::Log { level, logger, data }) => self.log(level, logger, &data),
                 Ok(Step::Asked { ask, reply }) => {

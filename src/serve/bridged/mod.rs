@@ -26,7 +26,7 @@ use crate::event::{EventKind, PAYLOAD_VERSION, ServerExchangePayload};
 use crate::runtime::Runtime;
 use crate::runtime::exposure::decide_listed;
 use crate::runtime::mcp::content;
-use crate::runtime::mcp::forward::ServerError;
+use crate::runtime::mcp::forward::{Answered, Relay, ServerError};
 use crate::serve::bridged::routes::{Known, Offered};
 use crate::serve::handler::Shared;
 
@@ -47,7 +47,9 @@ impl List {
     fn parts(self) -> (&'static str, &'static str, &'static str, EventKind) {
         match self {
             List::Resources => ("resources/list", "resources", "resources", EventKind::ResourceList),
-            List::Templates => ("resources/templates/list", "resourceTemplates", "resources", EventKind::ResourceTemplates),
+            List::Templates => {
+                ("resources/templates/list", "resourceTemplates", "resources", EventKind::ResourceTemplates)
+            }
             List::Prompts => ("prompts/list", "prompts", "prompts", EventKind::PromptList),
         }
     }
@@ -100,23 +102,34 @@ fn listed(runtime: &Runtime, served: &str) -> bool {
     decide_listed(runtime.tool_list(), served).is_none_or(|d| d.decision == crate::event::Decision::Allow)
 }
 
+/// Where a client's request for a bridged server comes from: the trace it
+/// is recorded in, and who answers what the server asks meanwhile.
+pub(crate) struct Origin {
+    /// The trace of the request's frames.
+    pub(crate) trace: Uuid,
+    /// The client, as it answers the server's questions.
+    pub(crate) relay: Relay,
+}
+
 /// One request to a server, on a blocking thread within the call limit:
-/// its answer and how long it took.
+/// its answer, what the server asked meanwhile, and how long it took.
 async fn ask(
     shared: &Arc<Shared>,
+    origin: &Origin,
     server: &str,
     method: &'static str,
     params: Value,
-) -> Result<(Result<Value, ServerError>, u64), ErrorData> {
+) -> Result<(Answered, u64), ErrorData> {
     let permit = Arc::clone(&shared.calls)
         .acquire_owned()
         .await
         .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
     let runtime = Arc::clone(&shared.runtime);
     let server = server.to_string();
+    let relay = origin.relay.clone();
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
-        let answer = runtime.ask_server(&server, method, params);
+        let answer = runtime.ask_server(&server, method, params, &relay);
         drop(permit);
         (answer, u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX))
     })
@@ -141,8 +154,16 @@ async fn record(
     }
 }
 
-/// The frame of one exchange.
-fn exchange(server: &str, method: &str, request: Value, answer: &Result<Value, ServerError>, ms: u64) -> ServerExchangePayload {
+/// The frame of one exchange: `answer` as recorded, and what the server
+/// asked meanwhile.
+fn exchange(
+    server: &str,
+    method: &str,
+    request: Value,
+    answer: &Result<Value, ServerError>,
+    asked: Vec<Value>,
+    ms: u64,
+) -> ServerExchangePayload {
     ServerExchangePayload {
         v: PAYLOAD_VERSION,
         server: server.to_string(),
@@ -150,6 +171,7 @@ fn exchange(server: &str, method: &str, request: Value, answer: &Result<Value, S
         request,
         response: answer.as_ref().ok().cloned(),
         error: answer.as_ref().err().map(|e| e.message.clone()),
+        asked,
         duration_ms: Some(ms),
     }
 }
@@ -167,7 +189,7 @@ fn client_error(error: ServerError) -> ErrorData {
 /// each server's part recorded. A server that fails is left out (its
 /// failure recorded and told on stderr), so one broken server does not
 /// hide the others.
-pub(crate) async fn list(shared: &Arc<Shared>, trace: Uuid, list: List) -> Result<Vec<Value>, ErrorData> {
+pub(crate) async fn list(shared: &Arc<Shared>, origin: &Origin, list: List) -> Result<Vec<Value>, ErrorData> {
     let (method, member, capability, kind) = list.parts();
     let bridged = &shared.bridged;
     let mut all = Vec::new();
@@ -184,21 +206,23 @@ pub(crate) async fn list(shared: &Arc<Shared>, trace: Uuid, list: List) -> Resul
             }
             Err(e) => return Err(ErrorData::internal_error(format!("the request failed: {e}"), None)),
         }
-        let (answer, ms) = ask(shared, &server.name, method, json!({})).await?;
+        let (Answered { answer, asked }, ms) = ask(shared, origin, &server.name, method, json!({})).await?;
         let answer = answer.map(|mut answer| {
             let items = answer.get_mut(member).map(Value::take).unwrap_or(Value::Array(Vec::new()));
             let served = served_items(shared, bridged, index, list, items);
             json!({ member: served })
         });
         let request = json!({});
-        record(shared, trace, kind, exchange(&server.name, method, request, &answer, ms)).await?;
+        record(shared, origin.trace, kind, exchange(&server.name, method, request, &answer, asked, ms)).await?;
         match answer {
             Ok(mut answer) => {
                 if let Some(Value::Array(items)) = answer.get_mut(member).map(Value::take) {
                     all.extend(items);
                 }
             }
-            Err(error) => crate::notice::note(&format!("rlp serve: {method} of server `{}`: {}", server.name, error.message)),
+            Err(error) => {
+                crate::notice::note(&format!("rlp serve: {method} of server `{}`: {}", server.name, error.message))
+            }
         }
     }
     Ok(all)
@@ -241,12 +265,12 @@ fn served_items(shared: &Shared, bridged: &Bridged, index: usize, list: List, it
 /// The server a resource URI belongs to, listing the servers' resources and
 /// templates first if need be; `None` when none is found or the operator's
 /// lists keep the resource from the client.
-async fn route_uri(shared: &Arc<Shared>, trace: Uuid, uri: &str) -> Result<Option<usize>, ErrorData> {
+async fn route_uri(shared: &Arc<Shared>, origin: &Origin, uri: &str) -> Result<Option<usize>, ErrorData> {
     let bridged = &shared.bridged;
     let mut found = bridged.known().resource(uri);
     if found.is_none() && bridged.servers.len() > 1 {
-        list(shared, trace, List::Resources).await?;
-        list(shared, trace, List::Templates).await?;
+        list(shared, origin, List::Resources).await?;
+        list(shared, origin, List::Templates).await?;
         found = bridged.known().resource(uri);
     }
     Ok(match found {
@@ -259,7 +283,11 @@ async fn route_uri(shared: &Arc<Shared>, trace: Uuid, uri: &str) -> Result<Optio
 }
 
 /// The server of prompt `served` and its own name there.
-async fn route_prompt(shared: &Arc<Shared>, trace: Uuid, served: &str) -> Result<Option<(usize, String)>, ErrorData> {
+async fn route_prompt(
+    shared: &Arc<Shared>,
+    origin: &Origin,
+    served: &str,
+) -> Result<Option<(usize, String)>, ErrorData> {
     let bridged = &shared.bridged;
     let lookup = || {
         let index = *bridged.known().prompts.get(served)?;
@@ -269,7 +297,7 @@ async fn route_prompt(shared: &Arc<Shared>, trace: Uuid, served: &str) -> Result
     if let Some(found) = lookup() {
         return Ok(Some(found));
     }
-    list(shared, trace, List::Prompts).await?;
+    list(shared, origin, List::Prompts).await?;
     Ok(lookup())
 }
 
@@ -278,11 +306,11 @@ async fn route_prompt(shared: &Arc<Shared>, trace: Uuid, served: &str) -> Result
 /// the bound by digest).
 pub(crate) async fn resource(
     shared: &Arc<Shared>,
-    trace: Uuid,
+    origin: &Origin,
     method: &'static str,
     uri: &str,
 ) -> Result<(usize, Value), ErrorData> {
-    let Some(index) = route_uri(shared, trace, uri).await? else {
+    let Some(index) = route_uri(shared, origin, uri).await? else {
         return Err(ErrorData::resource_not_found(
             format!("no resource `{uri}` is offered: list them with resources/list and resources/templates/list"),
             None,
@@ -290,17 +318,25 @@ pub(crate) async fn resource(
     };
     let server = shared.bridged.servers[index].name.clone();
     let request = json!({ "uri": uri });
-    let (answer, ms) = ask(shared, &server, method, request.clone()).await?;
+    let (Answered { answer, asked }, ms) = ask(shared, origin, &server, method, request.clone()).await?;
     let kind = if method == "resources/read" { EventKind::ResourceRead } else { EventKind::ResourceSubscribe };
     let recorded = answer.as_ref().map(content::recorded_contents).map_err(Clone::clone);
-    record(shared, trace, kind, exchange(&server, method, request, &recorded, ms)).await?;
+    record(shared, origin.trace, kind, exchange(&server, method, request, &recorded, asked, ms)).await?;
     answer.map(|answer| (index, answer)).map_err(client_error)
 }
 
 /// `prompts/get` of the prompt served as `name`.
-pub(crate) async fn prompt(shared: &Arc<Shared>, trace: Uuid, name: &str, arguments: Option<Value>) -> Result<Value, ErrorData> {
-    let Some((index, own)) = route_prompt(shared, trace, name).await? else {
-        return Err(ErrorData::invalid_params(format!("no prompt `{name}` is offered: list them with prompts/list"), None));
+pub(crate) async fn prompt(
+    shared: &Arc<Shared>,
+    origin: &Origin,
+    name: &str,
+    arguments: Option<Value>,
+) -> Result<Value, ErrorData> {
+    let Some((index, own)) = route_prompt(shared, origin, name).await? else {
+        return Err(ErrorData::invalid_params(
+            format!("no prompt `{name}` is offered: list them with prompts/list"),
+            None,
+        ));
     };
     let server = shared.bridged.servers[index].name.clone();
     let (mut params, mut request) = (json!({ "name": own }), json!({ "name": name }));
@@ -308,20 +344,21 @@ pub(crate) async fn prompt(shared: &Arc<Shared>, trace: Uuid, name: &str, argume
         params["arguments"] = arguments.clone();
         request["arguments"] = arguments;
     }
-    let (answer, ms) = ask(shared, &server, "prompts/get", params).await?;
+    let (Answered { answer, asked }, ms) = ask(shared, origin, &server, "prompts/get", params).await?;
     let recorded = answer.as_ref().map(content::recorded_messages).map_err(Clone::clone);
-    record(shared, trace, EventKind::PromptGet, exchange(&server, "prompts/get", request, &recorded, ms)).await?;
+    let frame = exchange(&server, "prompts/get", request, &recorded, asked, ms);
+    record(shared, origin.trace, EventKind::PromptGet, frame).await?;
     answer.map_err(client_error)
 }
 
 /// `completion/complete` of a prompt's (by its name served) or a resource
 /// template's (by URI) argument.
-pub(crate) async fn complete(shared: &Arc<Shared>, trace: Uuid, request: Value) -> Result<Value, ErrorData> {
+pub(crate) async fn complete(shared: &Arc<Shared>, origin: &Origin, request: Value) -> Result<Value, ErrorData> {
     let reference = request.get("ref").cloned().unwrap_or(Value::Null);
     let (index, mut params) = match reference.get("type").and_then(Value::as_str) {
         Some("ref/prompt") => {
             let served = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-            let Some((index, own)) = route_prompt(shared, trace, served).await? else {
+            let Some((index, own)) = route_prompt(shared, origin, served).await? else {
                 return Err(ErrorData::invalid_params(format!("no prompt `{served}` is offered"), None));
             };
             let mut params = request.clone();
@@ -330,7 +367,7 @@ pub(crate) async fn complete(shared: &Arc<Shared>, trace: Uuid, request: Value) 
         }
         Some("ref/resource") => {
             let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
-            let Some(index) = route_uri(shared, trace, uri).await? else {
+            let Some(index) = route_uri(shared, origin, uri).await? else {
                 return Err(ErrorData::invalid_params(format!("no resource or template `{uri}` is offered"), None));
             };
             (index, request.clone())
@@ -341,8 +378,8 @@ pub(crate) async fn complete(shared: &Arc<Shared>, trace: Uuid, request: Value) 
         meta.remove("_meta");
     }
     let server = shared.bridged.servers[index].name.clone();
-    let (answer, ms) = ask(shared, &server, "completion/complete", params).await?;
-    record(shared, trace, EventKind::CompletionComplete, exchange(&server, "completion/complete", request, &answer, ms))
-        .await?;
+    let (Answered { answer, asked }, ms) = ask(shared, origin, &server, "completion/complete", params).await?;
+    let frame = exchange(&server, "completion/complete", request, &answer, asked, ms);
+    record(shared, origin.trace, EventKind::CompletionComplete, frame).await?;
     answer.map_err(client_error)
 }

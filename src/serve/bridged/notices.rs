@@ -119,7 +119,8 @@ async fn pass_on(shared: &Arc<Shared>, notice: ServerNotice) {
             for session in bridged.listeners.subscribed(index, &uri) {
                 let params = rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone());
                 let _ = session.peer.notify_resource_updated(params).await;
-                let frame = notice_frame(&notice.server, "notifications/resources/updated", json!({ "uri": uri }), None);
+                let frame =
+                    notice_frame(&notice.server, "notifications/resources/updated", json!({ "uri": uri }), None);
                 report(record(shared, session.trace, EventKind::ResourceUpdated, frame).await);
             }
             return;
@@ -166,7 +167,12 @@ async fn tool_changes(shared: &Arc<Shared>, server: &str) -> Value {
 async fn tell_tool_changes(shared: &Arc<Shared>, server: &str, changes: &Value) {
     let names = |member: &str, key: Option<&str>| -> Vec<String> {
         let items = changes.get(member).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-        items.iter().filter_map(|v| key.map_or(Some(v), |k| v.get(k))).filter_map(Value::as_str).map(str::to_string).collect()
+        items
+            .iter()
+            .filter_map(|v| key.map_or(Some(v), |k| v.get(k)))
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
     };
     let (added, changed) = (names("added", None), names("changed", Some("tool")));
     let mut told = Vec::new();
@@ -205,6 +211,7 @@ fn notice_frame(server: &str, method: &str, request: Value, response: Option<Val
         request,
         response,
         error: None,
+        asked: Vec::new(),
         duration_ms: None,
     }
 }
