@@ -222,20 +222,27 @@ pub(super) fn runtime_flags(args: &CallArgs) -> RuntimeFlags<'_> {
 }
 
 /// The `--format json` document of one call of `tool`: its ids, attempts,
-/// duration, usage and result; or, when it failed, its ids (`null` until
+/// duration, usage and result (and the content blocks an MCP server sent
+/// beside a structured result); or, when it failed, its ids (`null` until
 /// assigned), its error with the exit code it maps to, and the result that
 /// could not be recorded (if any).
 pub(super) fn call_document(tool: &str, result: Result<&CallOutcome, &CallError>) -> Value {
     match result {
-        Ok(outcome) => json!({
-            "tool": outcome.tool,
-            "invocation_id": outcome.invocation_id.to_string(),
-            "trace_id": outcome.trace_id.to_string(),
-            "attempts": outcome.attempts,
-            "duration_ms": outcome.duration_ms,
-            "usage": outcome.usage,
-            "result": outcome.result,
-        }),
+        Ok(outcome) => {
+            let mut document = json!({
+                "tool": outcome.tool,
+                "invocation_id": outcome.invocation_id.to_string(),
+                "trace_id": outcome.trace_id.to_string(),
+                "attempts": outcome.attempts,
+                "duration_ms": outcome.duration_ms,
+                "usage": outcome.usage,
+                "result": outcome.result,
+            });
+            if let Some(content) = &outcome.content {
+                document["content"] = content.clone();
+            }
+            document
+        }
         Err(e) => {
             let mut document = json!({
                 "tool": tool,
