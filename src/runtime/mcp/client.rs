@@ -3,7 +3,9 @@
 //! a call.
 //!
 //! `roots/list` is answered here, with the server's `fs:` grants.
-//! Progress and log messages go to the call waiting on the server.
+//! Progress and log messages go to the call waiting on the server (log
+//! messages sent while none waits, and the server's other notifications,
+//! to the bridge's listener: [`super::session::Notices`]).
 //! Elicitation and sampling belong to a call: they go to the thread of the
 //! call that is waiting on the server ([`Inflight::route`]), which records
 //! them and asks whoever answers the call's questions, and the answer comes
@@ -221,10 +223,14 @@ impl ClientHandler for BridgeClient {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        if let Some(sender) = self.inflight.route() {
-            let level = serde_json::to_value(params.level).ok().and_then(|l| l.as_str().map(str::to_string));
-            let level = level.unwrap_or_else(|| "info".into());
-            let _ = sender.send(Step::Log { level, logger: params.logger, data: params.data });
+        let level = serde_json::to_value(params.level).ok().and_then(|l| l.as_str().map(str::to_string));
+        let level = level.unwrap_or_else(|| "info".into());
+        match self.inflight.route() {
+            Some(sender) => {
+                let _ = sender.send(Step::Log { level, logger: params.logger, data: params.data });
+            }
+            // A message sent while no call waits goes to every client.
+            None => self.notice(NoticeKind::Log { level, logger: params.logger, data: params.data }),
         }
     }
 

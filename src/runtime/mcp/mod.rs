@@ -392,15 +392,7 @@ impl Waiting {
     fn log(&self, level: String, logger: Option<String>, data: &Value) {
         if let Some(sink) = &self.progress {
             let logger = logger.map(|l| self.scrubber.scrub_string(&l));
-            let size = serde_json::to_string(data).map_or(usize::MAX, |text| text.len());
-            let data = if size > MAX_LOG_BYTES {
-                Value::String(format!(
-                    "rlp: a log message of {size} bytes from the server was left out (over {} KiB)",
-                    MAX_LOG_BYTES / 1024
-                ))
-            } else {
-                self.scrubber.scrubbed(data)
-            };
+            let data = log_data(data, &self.scrubber);
             sink.progress(Progress::Logged { level, logger, data });
         }
     }
@@ -553,6 +545,19 @@ impl Call<'_> {
         self.journal.push(EventKind::ToolSample, actor, frame);
         answer
     }
+}
+
+/// The data of a server's log message as passed on: scrubbed, or, past
+/// [`MAX_LOG_BYTES`], a line that says it was left out.
+pub(crate) fn log_data(data: &Value, scrubber: &Scrubber) -> Value {
+    let size = serde_json::to_string(data).map_or(usize::MAX, |text| text.len());
+    if size > MAX_LOG_BYTES {
+        return Value::String(format!(
+            "rlp: a log message of {size} bytes from the server was left out (over {} KiB)",
+            MAX_LOG_BYTES / 1024
+        ));
+    }
+    scrubber.scrubbed(data)
 }
 
 /// What a server said at the handshake and the definitions of its tools

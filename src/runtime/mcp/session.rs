@@ -53,7 +53,7 @@ impl Notices {
 }
 
 /// A notification of a server that belongs to no call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ServerNotice {
     /// The server's name.
     pub server: String,
@@ -62,7 +62,7 @@ pub(crate) struct ServerNotice {
 }
 
 /// What a server's notification says.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum NoticeKind {
     /// `notifications/resources/updated`: the resource at this URI changed.
     ResourceUpdated(String),
@@ -72,6 +72,15 @@ pub(crate) enum NoticeKind {
     PromptsChanged,
     /// `notifications/tools/list_changed`.
     ToolsChanged,
+    /// `notifications/message` sent while no call waits on the server.
+    Log {
+        /// Its level (`debug` … `emergency`).
+        level: String,
+        /// The logger that sent it, when it says.
+        logger: Option<String>,
+        /// What it says (as sent: scrubbed and bounded when passed on).
+        data: Value,
+    },
 }
 
 /// The session with one server, if one was started; held while one starts.

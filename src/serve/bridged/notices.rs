@@ -13,7 +13,9 @@
 //!   `rlp`), and every session gets `notifications/tools/list_changed`.
 //!
 //! Each is recorded (`server.changed`, with what changed for tools) in the
-//! server-run trace.
+//! server-run trace. A log message a server sends while no call waits on
+//! it goes to every session whose level it passes (scrubbed, bounded as
+//! during a call), unrecorded like the log messages of calls.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -139,6 +141,13 @@ async fn pass_on(shared: &Arc<Shared>, notice: ServerNotice) {
             }
             ("notifications/prompts/list_changed", json!({}), None)
         }
+        NoticeKind::Log { level, logger, data } => {
+            let scrubber = shared.runtime.bridge().running(&notice.server).map(|s| s.started.scrubber.clone());
+            let data = crate::runtime::mcp::log_data(&data, &scrubber.unwrap_or_default());
+            let params = json!({"level": level, "logger": logger, "data": data});
+            log_to_sessions(shared, &level, params).await;
+            return;
+        }
         NoticeKind::ToolsChanged => {
             let changes = tool_changes(shared, &notice.server).await;
             tell_tool_changes(shared, &notice.server, &changes).await;
@@ -163,7 +172,6 @@ async fn tool_changes(shared: &Arc<Shared>, server: &str) -> Value {
 }
 
 /// Tells stderr and every session of tools a server added or changed.
-#[allow(deprecated, reason = "logging is deprecated by SEP-2577 and what clients in use today read")]
 async fn tell_tool_changes(shared: &Arc<Shared>, server: &str, changes: &Value) {
     let names = |member: &str, key: Option<&str>| -> Vec<String> {
         let items = changes.get(member).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
@@ -191,14 +199,21 @@ async fn tell_tool_changes(shared: &Arc<Shared>, server: &str, changes: &Value) 
         shared.runtime.root().display()
     );
     crate::notice::note(&format!("rlp serve: {message}"));
+    log_to_sessions(shared, "warning", json!({"level": "warning", "logger": "rlp", "data": message})).await;
     for session in shared.bridged.listeners.sessions() {
-        if session.log_threshold.passes("warning") {
-            let params = json!({"level": "warning", "logger": "rlp", "data": message});
-            if let Ok(params) = serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params) {
-                let _ = session.peer.notify_logging_message(params).await;
-            }
-        }
         let _ = session.peer.notify_tool_list_changed().await;
+    }
+}
+
+/// Sends a log message (`params` of `notifications/message`, at `level`)
+/// to every session whose client wants that level.
+#[allow(deprecated, reason = "logging is deprecated by SEP-2577 and what clients in use today read")]
+async fn log_to_sessions(shared: &Arc<Shared>, level: &str, params: Value) {
+    let Ok(params) = serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params) else { return };
+    for session in shared.bridged.listeners.sessions() {
+        if session.log_threshold.passes(level) {
+            let _ = session.peer.notify_logging_message(params.clone()).await;
+        }
     }
 }
 

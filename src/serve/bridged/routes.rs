@@ -86,18 +86,39 @@ impl Known {
 
 /// Whether `uri` is one of RFC 6570 URI template `template`'s URIs: each
 /// expression (`{id}`, `{+path}`, …) stands for a run of at least one
-/// character, the literal text between them must match exactly.
+/// character, the literal text between them must match exactly. Linear in
+/// the template's parts times the URI's length, whatever either holds (both
+/// come from outside: a server's template, a client's URI).
 pub(crate) fn template_matches(template: &str, uri: &str) -> bool {
-    match template.find('{') {
-        None => template == uri,
-        Some(open) => {
-            let Some(close) = template[open..].find('}').map(|c| open + c) else { return template == uri };
-            let (literal, rest) = (&template[..open], &template[close + 1..]);
-            let Some(tail) = uri.strip_prefix(literal) else { return false };
-            // The expression takes one character or more; try each length.
-            (1..=tail.len()).filter(|n| tail.is_char_boundary(*n)).any(|n| template_matches(rest, &tail[n..]))
+    // Where in `uri` the template read so far may end.
+    let mut ends = vec![false; uri.len() + 1];
+    ends[0] = true;
+    let mut rest = template;
+    while !rest.is_empty() {
+        let (literal, expression, after) = match rest.find('{') {
+            Some(open) => match rest[open..].find('}') {
+                Some(close) => (&rest[..open], true, &rest[open + close + 1..]),
+                None => (rest, false, ""),
+            },
+            None => (rest, false, ""),
+        };
+        if !literal.is_empty() {
+            let mut next = vec![false; uri.len() + 1];
+            for (at, _) in ends.iter().enumerate().filter(|(_, reached)| **reached) {
+                if uri[at..].starts_with(literal) {
+                    next[at + literal.len()] = true;
+                }
+            }
+            ends = next;
         }
+        if expression {
+            // One character or more after the first place reached.
+            let first = ends.iter().position(|reached| *reached);
+            ends = (0..=uri.len()).map(|at| first.is_some_and(|f| at > f && uri.is_char_boundary(at))).collect();
+        }
+        rest = after;
     }
+    ends[uri.len()]
 }
 
 #[cfg(test)]
@@ -113,6 +134,17 @@ mod tests {
         assert!(!template_matches("test://template/{id}/data", "test://template/1/other"));
         assert!(!template_matches("test://{a}", "other://x"));
         assert!(template_matches("db://{table}/{row}", "db://users/7"));
+        assert!(template_matches("{a}", "x"));
+        assert!(!template_matches("{a}", ""));
+        assert!(template_matches("test://é/{id}", "test://é/ü"));
+    }
+
+    #[test]
+    fn many_expressions_against_a_long_uri_end_at_once() {
+        let template = "{a}{b}{c}{d}{e}{f}{g}{h}x";
+        let uri = "y".repeat(100_000);
+        assert!(!template_matches(template, &uri));
+        assert!(template_matches(template, &format!("{uri}x")));
     }
 
     #[test]
