@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the server scenarios of the MCP conformance suite (pinned beside this
-# script) twice: against an MCP server of the suite's tools
+# Runs every server scenario of the MCP conformance suite (pinned beside this
+# script; `--suite all`: the active ones and the pending ones) twice: against an MCP server of the suite's tools
 # (tests/bridge/servers/conformance_tools.py, Streamable HTTP), and against
 # `rlp serve --yes` of a bundle that imported that server's tools with
 # `rlp tools import --mcp conformance --bare-ids --url`. Prints each
@@ -57,7 +57,7 @@ gateway="$url"
 
 # One run each; a run's summary lines read `✓ NAME: ...` or `✗ NAME: ...`.
 summary() {
-  timeout 600 "$conformance" server --url "$1" --output-dir "$root/results-$2" >"$root/$2.log" 2>&1 || true
+  timeout 600 "$conformance" server --suite all --url "$1" --output-dir "$root/results-$2" >"$root/$2.log" 2>&1 || true
   sed -n 's/^\([✓✗]\) \([a-z0-9-]*\): .*/\2 \1/p' "$root/$2.log" >"$root/$2.summary"
   [ -s "$root/$2.summary" ] || { cat "$root/$2.log" >&2; fail "the suite printed no summary against $1"; }
 }
@@ -74,4 +74,6 @@ done <"$root/direct.summary"
 if [ "${#lost[@]}" -gt 0 ]; then
   fail "passes against the server but not through rlp serve: ${lost[*]} (results in $root/results-gateway)"
 fi
+passed() { grep -c ' ✓$' "$1" || true; }
+echo "$(passed "$root/direct.summary") of $(wc -l <"$root/direct.summary") scenarios pass against the server, $(passed "$root/gateway.summary") through rlp serve."
 echo "Every scenario that passes against the server passes through rlp serve."

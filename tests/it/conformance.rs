@@ -37,9 +37,21 @@ fn every_scenario_a_server_passes_passes_through_rlp_serve_in_front_of_it() {
     assert!(out.status.success(), "the conformance run through rlp serve lost scenarios:\n{}", output::text(&out));
     let stdout = output::stdout(&out);
     output::assert_contains(&stdout, "Every scenario that passes against the server passes through rlp serve.");
-    // The tool scenarios are among those compared, each passing both ways.
-    for scenario in ["tools-call-image", "tools-call-with-logging", "tools-call-sampling", "elicitation-sep1330-enums"]
-    {
+    // Every scenario of the suite (active and pending) passes both ways:
+    // tools of every content type, logging, sampling, elicitation forms,
+    // resources, templates, subscriptions, prompts and completions.
+    output::assert_contains(&stdout, "32 of 32 scenarios pass against the server, 32 through rlp serve.");
+    for scenario in [
+        "tools-call-image",
+        "tools-call-with-logging",
+        "tools-call-sampling",
+        "elicitation-sep1330-enums",
+        "resources-read-binary",
+        "resources-subscribe",
+        "prompts-get-with-image",
+        "completion-complete",
+        "json-schema-2020-12",
+    ] {
         let line = stdout.lines().find(|l| l.starts_with(scenario)).unwrap_or_default();
         assert_eq!(line.split_whitespace().collect::<Vec<_>>(), [scenario, "✓", "✓"], "{stdout}");
     }
