@@ -818,3 +818,89 @@ fn tools_takes_tool_id_patterns_and_warns_of_one_that_matches_nothing() {
     rlp_snapshot!(&td, td.rlp().arg("serve").arg(&desk).args(["--tools", "Desk.*"]));
     rlp_snapshot!(&td, td.rlp().arg("serve").arg(&desk).args(["--tools", "desk.*,nope.*"]).write_stdin(""));
 }
+
+/// Bundle `slow`: `slow.answer` sleeps a second, then answers `{"done": true}`.
+fn slow(td: &TestDir) -> PathBuf {
+    let answer = td.script("answer.sh", "sleep 1\necho '{\"done\": true}'");
+    td.bundle(
+        "slow",
+        json!([tool("slow.answer", exec(answer.to_str().unwrap(), &[]))]),
+        &bundle::caps("exec = true\n", &td.state_dir()),
+    )
+}
+
+/// One POST of `message` in session `session` (none: opens one).
+fn post(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    session: Option<&str>,
+    message: Value,
+) -> reqwest::blocking::Response {
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .json(&message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    request.send().unwrap()
+}
+
+/// The JSON-RPC answer with id `id` among the SSE events of `stream`.
+fn answer_in(stream: reqwest::blocking::Response, id: u64) -> Value {
+    BufReader::new(stream)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| line.strip_prefix("data:").and_then(|data| serde_json::from_str::<Value>(data.trim()).ok()))
+        .find(|message| message["id"] == id)
+        .unwrap_or_else(|| panic!("no answer with id {id} on the stream"))
+}
+
+/// A client whose response stream drops mid-call reconnects with
+/// `Last-Event-ID` and gets the call's result; the drop did not cancel the
+/// call, which is recorded as a success.
+#[test]
+fn a_dropped_session_stream_resumes_with_last_event_id() {
+    let td = TestDir::new();
+    let bundle = slow(&td);
+    let server = HttpServe::start(&td, &bundle, &[]);
+    let client = reqwest::blocking::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "resume-test", "version": "1"}}});
+    let opened = post(&client, &server.url, None, init);
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    drop(opened);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&client, &server.url, Some(&session), initialized).status(), 202);
+
+    let call =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow.answer", "arguments": {}}});
+    let streamed = post(&client, &server.url, Some(&session), call);
+    assert_eq!(streamed.headers()["content-type"], "text/event-stream");
+    let mut lines = BufReader::new(streamed).lines();
+    // The priming event names the stream; the connection drops after it.
+    let last = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("id:").map(|id| id.trim().to_string()))
+        .unwrap_or_else(|| panic!("the stream named no event"));
+    drop(lines);
+
+    let resumed = client
+        .get(&server.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", &last)
+        .send()
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let answer = answer_in(resumed, 2);
+    assert_eq!(answer["result"]["structuredContent"], json!({"result": {"done": true}}), "{answer}");
+
+    let events = td.events();
+    let results: Vec<Value> = events.iter().filter(|e| e.kind == "tool.result").map(|e| payload(e).clone()).collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["result"], json!({"done": true}), "the drop cancelled the call: {results:?}");
+}
