@@ -240,14 +240,12 @@ fn step(report: &Value, i: usize) -> &Value {
 }
 
 /// The text of the one content block the bridged server answered, as
-/// `rlp serve` passes it on: the server's content blocks as it sent them,
-/// and no `structuredContent` (the tool's `result_schema` `{}` lists no
-/// `outputSchema`).
+/// `rlp serve` passes it on: the server's content blocks as it sent them
+/// (with its `structuredContent` when it gave one).
 #[track_caller]
 fn served_text(record: &Value) -> String {
     let result = &record["result"];
     assert_eq!(result["isError"], false, "{record}");
-    assert!(result.get("structuredContent").is_none(), "{record}");
     let content = result["content"].as_array().unwrap_or_else(|| panic!("not a bridged server's answer: {record}"));
     assert_eq!(content.len(), 1, "{record}");
     assert_eq!(content[0]["type"], "text", "{record}");
@@ -1222,9 +1220,10 @@ fn serve_calls_the_filesystem_and_time_servers() {
         );
         let read = step(&report, 1);
         assert_eq!(read["result"]["isError"], false, "{mode}: {read}");
-        // The server's structuredContent is the result; without an object
-        // result_schema it is answered as its JSON in one text block.
-        assert_eq!(served_text(read), r#"{"content":"in shared\n"}"#, "{mode}");
+        // The server's structuredContent is the result, and its content
+        // blocks are answered as it sent them.
+        assert_eq!(served_text(read), "in shared\n", "{mode}");
+        assert_eq!(read["result"]["structuredContent"], json!({"content": "in shared\n"}), "{mode}");
         let refused = served_error(step(&report, 2));
         output::assert_contains(
             &refused,
@@ -1281,7 +1280,7 @@ fn serve_as_a_gateway_finds_bridged_tools_by_server_under_its_allow_list_confirm
         assert!(!found.is_empty() && found.iter().all(|id| id.starts_with("files.")), "{mode}: {found:?}");
         let timeless = &step(&report, 2)["result"]["structuredContent"]["tools"];
         assert!(timeless.as_array().unwrap().iter().all(|t| t["id"] != "time.now"), "{mode}: {timeless}");
-        assert_eq!(served_text(step(&report, 3)), r#"{"content":"in shared\n"}"#, "{mode}");
+        assert_eq!(served_text(step(&report, 3)), "in shared\n", "{mode}");
         assert_eq!(report["elicitations"].as_array().unwrap().len(), 1, "{mode}: {report}");
         assert_eq!(
             served_error(step(&report, 4)),
