@@ -93,7 +93,7 @@ impl Recorder for SpanRecorder {
 }
 
 /// `record` as a frame of an invocation; `None` for a frame of none (a
-/// replay link, a discovery) or a payload that does not read. Without
+/// replay link, a discovery, an exchange with a bridged server) or a payload that does not read. Without
 /// content capture, the arguments and the result are left out before the
 /// payload is read (the span would not show them).
 fn frame_of(record: &Record, capture_content: bool) -> Option<Frame> {
@@ -110,6 +110,8 @@ fn frame_of(record: &Record, capture_content: bool) -> Option<Frame> {
         (_, payload) => payload.clone(),
     };
     let body = Payload::read(record.kind, payload).ok()?;
+    // An exchange with a bridged server belongs to no invocation either.
+    body.invocation_id()?;
     Some(Frame { ts_ms: record.ts_ms, body })
 }
 
