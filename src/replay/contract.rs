@@ -79,6 +79,13 @@ impl Contract {
         Ok(Contract { agent: runtime.agent().to_string(), version: runtime.version().map(str::to_string), tools })
     }
 
+    /// A contract of agent `agent` without tools (every call is a
+    /// `missing_tool`).
+    #[cfg(test)]
+    pub(crate) fn without_tools(agent: &str) -> Contract {
+        Contract { agent: agent.into(), version: None, tools: HashMap::new() }
+    }
+
     /// The agent's name.
     pub(crate) fn agent(&self) -> &str {
         &self.agent

@@ -4,7 +4,9 @@
 //! Object members are compared by key (in sorted key order, so the list does
 //! not depend on how either side ordered its keys); arrays element by element,
 //! with extra elements reported as added or removed at their index. Numbers
-//! are equal when they denote the same value (`1` and `1.0`).
+//! are equal when they denote the same value (`1` and `1.0`). A call's result
+//! is compared together with the content blocks an MCP server sent beside it
+//! ([`result_diff`]).
 
 use std::collections::BTreeSet;
 
@@ -117,36 +119,35 @@ impl Collector {
     }
 
     fn walk(&mut self, path: &mut String, recorded: &Value, replayed: &Value) {
-        let len = path.len();
         match (recorded, replayed) {
             (Value::Object(a), Value::Object(b)) => {
                 let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
                 for key in keys {
-                    push_token(path, key);
-                    match (a.get(key), b.get(key)) {
-                        (Some(x), Some(y)) => self.walk(path, x, y),
-                        (Some(x), None) => self.push(ChangeOp::Removed, path, Some(x), None),
-                        (None, Some(y)) => self.push(ChangeOp::Added, path, None, Some(y)),
-                        (None, None) => {}
-                    }
-                    path.truncate(len);
+                    self.walk_at(path, key, a.get(key), b.get(key));
                 }
             }
             (Value::Array(a), Value::Array(b)) => {
                 for i in 0..a.len().max(b.len()) {
-                    push_token(path, &i.to_string());
-                    match (a.get(i), b.get(i)) {
-                        (Some(x), Some(y)) => self.walk(path, x, y),
-                        (Some(x), None) => self.push(ChangeOp::Removed, path, Some(x), None),
-                        (None, Some(y)) => self.push(ChangeOp::Added, path, None, Some(y)),
-                        (None, None) => {}
-                    }
-                    path.truncate(len);
+                    self.walk_at(path, &i.to_string(), a.get(i), b.get(i));
                 }
             }
             (x, y) if !json_equal(x, y) => self.push(ChangeOp::Changed, path, Some(x), Some(y)),
             _ => {}
         }
+    }
+
+    /// Compares what each side holds at `path` + `/token` (absent on one
+    /// side: added or removed).
+    fn walk_at(&mut self, path: &mut String, token: &str, recorded: Option<&Value>, replayed: Option<&Value>) {
+        let len = path.len();
+        push_token(path, token);
+        match (recorded, replayed) {
+            (Some(x), Some(y)) => self.walk(path, x, y),
+            (Some(x), None) => self.push(ChangeOp::Removed, path, Some(x), None),
+            (None, Some(y)) => self.push(ChangeOp::Added, path, None, Some(y)),
+            (None, None) => {}
+        }
+        path.truncate(len);
     }
 }
 
@@ -154,6 +155,25 @@ impl Collector {
 pub(crate) fn diff(recorded: &Value, replayed: &Value, limit: usize) -> Diff {
     let mut collector = Collector { diff: Diff::default(), limit };
     collector.walk(&mut String::new(), recorded, replayed);
+    collector.diff
+}
+
+/// The differences between two results of a call, each with the content
+/// blocks an MCP server sent beside it: the result's paths as [`diff`]
+/// gives them, then the content's under `/content`; at most `limit` listed
+/// in all.
+pub(crate) fn result_diff(
+    recorded: &Value,
+    recorded_content: Option<&[Value]>,
+    replayed: &Value,
+    replayed_content: Option<&[Value]>,
+    limit: usize,
+) -> Diff {
+    let mut collector = Collector { diff: Diff::default(), limit };
+    let mut path = String::new();
+    collector.walk(&mut path, recorded, replayed);
+    let blocks = |content: Option<&[Value]>| content.map(|blocks| Value::Array(blocks.to_vec()));
+    collector.walk_at(&mut path, "content", blocks(recorded_content).as_ref(), blocks(replayed_content).as_ref());
     collector.diff
 }
 
@@ -181,6 +201,21 @@ mod tests {
         assert_eq!(paths(&diff(&json!(1), &json!("1"), 10)), ["changed "]);
         let limited = diff(&recorded, &replayed, 2);
         assert_eq!((limited.changes.len(), limited.more), (2, 4));
+    }
+
+    #[test]
+    fn content_blocks_are_compared_under_content_after_the_result() {
+        let text = |t: &str| json!({"type": "text", "text": t});
+        let (old, new) = ([text("a"), text("b")], [text("a"), text("c"), text("d")]);
+        let d = result_diff(&json!({"n": 1}), Some(&old), &json!({"n": 2}), Some(&new), 10);
+        assert_eq!(paths(&d), ["changed /n", "changed /content/1/text", "added /content/2"]);
+        assert!(result_diff(&json!(1), Some(&old), &json!(1), Some(&old), 10).is_empty());
+        let gone = result_diff(&json!(1), Some(&old), &json!(1), None, 10);
+        assert_eq!(paths(&gone), ["removed /content"]);
+        assert_eq!(gone.changes[0].recorded, Some(json!([text("a"), text("b")])));
+        assert_eq!(paths(&result_diff(&json!(1), None, &json!(1), Some(&new), 10)), ["added /content"]);
+        let limited = result_diff(&json!({"n": 1}), Some(&old), &json!({"n": 2}), Some(&new), 1);
+        assert_eq!((limited.changes.len(), limited.more), (1, 2));
     }
 
     #[test]

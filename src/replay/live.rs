@@ -5,7 +5,10 @@
 //! The new trace starts with a replay link frame
 //! ([`EventKind::TraceReplay`], payload [`ReplayLinkPayload`]: the recorded
 //! trace, mode `live`, the recorded agent), actor `operator`, followed by the
-//! frames of every call run again, all under the new trace id.
+//! frames of every call run again, all under the new trace id. A bridged
+//! tool's content blocks are compared as the ledger records them (binary
+//! data past a bound by digest). Exchanges with bridged servers are not run
+//! again: they belong to no call.
 
 use std::sync::Arc;
 
@@ -13,8 +16,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::event::{EventKind, Outcome, PAYLOAD_VERSION, Record, RecordedError, Recorder, ReplayLinkPayload};
-use crate::replay::replayer::{Executor, Fresh, Mode, RecordedCall, ReplayError};
+use crate::replay::replayer::{CallOutput, Executor, Fresh, Mode, RecordedCall, ReplayError};
 use crate::runtime::asking::answer::AnswerSource;
+use crate::runtime::mcp::content;
 use crate::runtime::{CallErrorKind, CallRequest, Runtime};
 
 /// Runs calls through a [`Runtime`] into a new trace.
@@ -74,7 +78,14 @@ impl Executor for LiveExecutor<'_> {
         request.answers = call.answers.clone();
         request.answer_source = AnswerSource::Replay;
         match self.runtime.call(&request) {
-            Ok(outcome) => Ok(Fresh::Ran(Outcome::Result(outcome.result))),
+            Ok(outcome) => Ok(Fresh::Ran(CallOutput {
+                outcome: Outcome::Result(outcome.result),
+                content: outcome
+                    .content
+                    .as_ref()
+                    .and_then(Value::as_array)
+                    .map(|blocks| content::recorded_blocks(blocks)),
+            })),
             Err(e) => match e.kind {
                 CallErrorKind::Refused => Err(ReplayError::Refused { position, message: e.message, help: e.help }),
                 CallErrorKind::Recording => Err(ReplayError::Failed { position, message: e.message, help: e.help }),
@@ -82,7 +93,9 @@ impl Executor for LiveExecutor<'_> {
                 CallErrorKind::Tool
                 | CallErrorKind::Cancelled
                 | CallErrorKind::UnknownTool
-                | CallErrorKind::InvalidInput => Ok(Fresh::Ran(Outcome::Error(RecordedError::from_message(e.message)))),
+                | CallErrorKind::InvalidInput => {
+                    Ok(Fresh::Ran(CallOutput::bare(Outcome::Error(RecordedError::from_message(e.message)))))
+                }
             },
         }
     }

@@ -7,9 +7,12 @@
 //!   new trace;
 //! - [`contract`]: what the bundle promises today (tools and schemas);
 //! - [`divergence`] and [`diff`]: what differs, as JSON Pointer paths;
+//! - [`exchange`]: exchanges with bridged servers (resources, prompts,
+//!   completions, notifications), checked and compared, never run again;
 //! - [`report`]: the human and JSON reports;
 //! - [`source`]: answering an agent's calls from a recording (library API);
-//! - [`trace_diff`]: two recorded runs compared call by call (`rlp trace diff`).
+//! - [`trace_diff`]: two recorded runs compared call by call, and exchange by
+//!   exchange (`rlp trace diff`).
 //!
 //! Traces are read from a ledger or a JSON Lines export through
 //! [`crate::ledger::query`]; replay depends on the runtime and the ledger,
@@ -18,6 +21,7 @@
 pub(crate) mod contract;
 pub(crate) mod diff;
 pub mod divergence;
+pub(crate) mod exchange;
 pub(crate) mod live;
 pub(crate) mod replayer;
 pub(crate) mod report;

@@ -14,7 +14,9 @@
 //! - **live** ([`Mode::Live`]): at each call's final recorded result, the call
 //!   runs again through an [`Executor`] (the full runtime), unless the tool is
 //!   missing or the arguments no longer validate; the new outcome is compared
-//!   with the recorded one (`result_changed`, with JSON Pointer paths).
+//!   with the recorded one (`result_changed`, with JSON Pointer paths; the
+//!   content blocks a bridged MCP server sent beside a structured result are
+//!   part of the outcome, compared under `/content`).
 //!
 //! In both modes a tool whose schema's BLAKE3 differs from the one the call
 //! or result frame recorded is `schema_changed`, even when the data still
@@ -26,6 +28,12 @@
 //! invocation still waiting, and a call left without a final result at the end
 //! are `invalid_trace`. Retried attempts (`error.will_retry`) are counted; the
 //! last attempt is the call's outcome.
+//!
+//! Exchanges with bridged servers (`resource.*`, `prompt.*`,
+//! `completion.complete`, `server.changed`: [`crate::replay::exchange`])
+//! belong to no call. In both modes they are counted by kind and checked
+//! (a request with exactly one of a response and an error, a notification
+//! without a response; else `invalid_trace`), and never run again.
 //!
 //! Order of the report: calls are listed when their final result is read
 //! (then calls without a result, by position); divergences in the order of the
@@ -41,12 +49,13 @@ use uuid::Uuid;
 
 use crate::error::{Exit, Reportable};
 use crate::event::frame::TraceFrame;
-use crate::event::{EventKind, Outcome, Payload};
+use crate::event::{EventKind, Outcome, Payload, ServerExchangePayload};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{InputError, TraceInput, for_each_frame};
 use crate::replay::contract::{Check, Contract};
-use crate::replay::diff::{Change, ChangeOp, diff};
+use crate::replay::diff::{Change, ChangeOp, diff, result_diff};
 use crate::replay::divergence::{Divergence, DivergenceKind};
+use crate::replay::exchange;
 use crate::text::plural;
 
 /// Changes listed per `result_changed`; the rest are counted.
@@ -115,6 +124,34 @@ impl CallStatus {
     }
 }
 
+/// A call's outcome, with the content blocks a bridged MCP server sent
+/// beside a structured result (as the ledger records them: binary data past
+/// a bound by digest, [`crate::runtime::mcp::content`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CallOutput {
+    /// The result or the error.
+    pub outcome: Outcome,
+    /// The content blocks, when the server sent them beside its result.
+    pub content: Option<Vec<Value>>,
+}
+
+impl CallOutput {
+    /// An outcome without content blocks.
+    pub(crate) fn bare(outcome: Outcome) -> Self {
+        CallOutput { outcome, content: None }
+    }
+
+    /// `{"result": …, "content"?: […]}` or `{"error": …}`, the members of
+    /// the result frame.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut members = self.outcome.to_json();
+        if let Some(content) = &self.content {
+            members["content"] = Value::Array(content.clone());
+        }
+        members
+    }
+}
+
 /// One replayed call.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CallReplay {
@@ -131,10 +168,10 @@ pub(crate) struct CallReplay {
     /// How it came out.
     pub status: CallStatus,
     /// The recorded outcome.
-    pub recorded: Option<Outcome>,
+    pub recorded: Option<CallOutput>,
     /// The replayed output: the recorded outcome (strict) or the new one
     /// (live; `None` when the call was not run).
-    pub output: Option<Outcome>,
+    pub output: Option<CallOutput>,
     /// The kinds of the divergences that concern the call.
     pub divergences: Vec<DivergenceKind>,
 }
@@ -160,6 +197,10 @@ pub(crate) struct Summary {
     pub divergences: u64,
     /// Divergences by kind (only kinds that occurred).
     pub by_kind: BTreeMap<&'static str, u64>,
+    /// Exchanges with bridged servers read (never run again).
+    pub exchanges: u64,
+    /// Exchanges by frame kind (only kinds that occurred).
+    pub exchanges_by_kind: BTreeMap<&'static str, u64>,
 }
 
 impl Summary {
@@ -273,7 +314,7 @@ pub(crate) struct RecordedCall<'a> {
 #[derive(Debug)]
 pub(crate) enum Fresh {
     /// It ran to an outcome.
-    Ran(Outcome),
+    Ran(CallOutput),
     /// It asked a question the recording does not answer (the message says which).
     Unanswered(String),
 }
@@ -370,6 +411,9 @@ impl<'a> Replayer<'a> {
         }
         self.summary.frames += 1;
         let position = frame.position;
+        if let Some(exchange) = frame.body.exchange() {
+            return self.exchange(position, frame.body.kind(), exchange);
+        }
         match frame.body {
             Payload::ToolCall(call) => {
                 let id = call.invocation_id;
@@ -473,7 +517,8 @@ impl<'a> Replayer<'a> {
                     closed.data.divergences.push(divergence.kind);
                     self.diverge(divergence)?;
                 }
-                self.final_result(closed.position, position, id, closed.data, result.outcome)
+                let recorded = CallOutput { outcome: result.outcome, content: result.content };
+                self.final_result(closed.position, position, id, closed.data, recorded)
             }
             Payload::ToolAnswer(answer) => {
                 if let Some(waiting) = self.pending.get_mut(&answer.invocation_id) {
@@ -486,18 +531,34 @@ impl<'a> Replayer<'a> {
         }
     }
 
+    /// An exchange with a bridged server (frame `kind` at `position`):
+    /// counted and checked, never run again.
+    fn exchange(
+        &mut self,
+        position: u64,
+        kind: EventKind,
+        exchange: &ServerExchangePayload,
+    ) -> Result<(), ReplayError> {
+        self.summary.exchanges += 1;
+        *self.summary.exchanges_by_kind.entry(kind.as_str()).or_insert(0) += 1;
+        match exchange::problem(kind, exchange) {
+            Some(message) => self.diverge(Divergence::at(DivergenceKind::InvalidTrace, position, message)),
+            None => Ok(()),
+        }
+    }
+
     fn final_result(
         &mut self,
         call_position: u64,
         position: u64,
         id: Uuid,
         mut call: PendingCall,
-        recorded: Outcome,
+        recorded: CallOutput,
     ) -> Result<(), ReplayError> {
         let output = match self.mode {
             Mode::Strict => {
                 // Checked even when the arguments no longer validate: every divergence is reported.
-                if let Outcome::Result(value) = &recorded
+                if let Outcome::Result(value) = &recorded.outcome
                     && let Check::Invalid(errors) = self.contract.check_result(&call.tool, value)
                 {
                     call.divergences.push(DivergenceKind::SchemaMismatch);
@@ -536,7 +597,7 @@ impl<'a> Replayer<'a> {
                 }
             }
         };
-        let status = match (&output, call.divergences.is_empty()) {
+        let status = match (output.as_ref().map(|o| &o.outcome), call.divergences.is_empty()) {
             (_, false) => CallStatus::Diverged,
             (Some(Outcome::Result(_)), true) => CallStatus::Ok,
             (Some(Outcome::Error(_)), true) => CallStatus::Error,
@@ -612,13 +673,15 @@ fn schema_changed(position: u64, id: Uuid, tool: &str, which: &str, recorded: &s
     .details(vec![format!("recorded BLAKE3 {recorded}"), format!("today's BLAKE3 {today}")])
 }
 
-/// `result_changed` when the fresh outcome differs from the recorded one.
-fn compare(recorded: &Outcome, fresh: &Outcome, position: u64, id: Uuid, tool: &str) -> Option<Divergence> {
+/// `result_changed` when the fresh outcome (with its content blocks)
+/// differs from the recorded one.
+fn compare(recorded: &CallOutput, fresh: &CallOutput, position: u64, id: Uuid, tool: &str) -> Option<Divergence> {
     let base =
         |message: String| Divergence::at(DivergenceKind::ResultChanged, position, message).call(Some(id), Some(tool));
-    match (recorded, fresh) {
+    match (&recorded.outcome, &fresh.outcome) {
         (Outcome::Result(old), Outcome::Result(new)) => {
-            let found = diff(old, new, MAX_LISTED_CHANGES);
+            let found =
+                result_diff(old, recorded.content.as_deref(), new, fresh.content.as_deref(), MAX_LISTED_CHANGES);
             if found.is_empty() {
                 return None;
             }
@@ -690,4 +753,138 @@ pub(crate) fn replay(
         return Err(failure);
     }
     replayer.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::exchange::tests::exchange;
+    use crate::replay::source::tests::{bridged_result, call, exchange_at};
+    use serde_json::json;
+
+    /// What a replay reported.
+    #[derive(Default)]
+    struct Collected {
+        calls: Vec<CallReplay>,
+        divergences: Vec<Divergence>,
+    }
+
+    impl ReplaySink for Collected {
+        fn start(&mut self, _: &ReplayHeader) -> std::io::Result<()> {
+            Ok(())
+        }
+
+        fn call(&mut self, call: &CallReplay) -> std::io::Result<()> {
+            self.calls.push(call.clone());
+            Ok(())
+        }
+
+        fn divergence(&mut self, divergence: &Divergence) -> std::io::Result<()> {
+            self.divergences.push(divergence.clone());
+            Ok(())
+        }
+
+        fn finish(&mut self, _: &Summary) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// An executor that must not be asked to run anything.
+    struct RunsNothing;
+
+    impl Executor for RunsNothing {
+        fn begin(&mut self, _: Uuid, _: &str) -> Result<(), ReplayError> {
+            Ok(())
+        }
+
+        fn execute(&mut self, position: u64, _: &RecordedCall<'_>) -> Result<Fresh, ReplayError> {
+            panic!("frame #{position} was run again")
+        }
+
+        fn new_trace_id(&self) -> Option<Uuid> {
+            None
+        }
+    }
+
+    /// Replays `frames` (live: through [`RunsNothing`]) against a bundle without tools.
+    fn replayed(frames: Vec<TraceFrame>, mode: Mode) -> (Summary, Collected) {
+        let contract = Contract::without_tools("a");
+        let (mut sink, mut executor) = (Collected::default(), RunsNothing);
+        let mut replayer = match mode {
+            Mode::Strict => Replayer::strict(&contract, &mut sink),
+            Mode::Live => Replayer::live(&contract, &mut executor, &mut sink),
+        };
+        for frame in frames {
+            replayer.frame(frame).unwrap();
+        }
+        (replayer.finish().unwrap(), sink)
+    }
+
+    fn text(text: &str) -> Value {
+        json!({"type": "text", "text": text})
+    }
+
+    #[test]
+    fn exchanges_are_counted_and_checked_and_never_run_again() {
+        let frames = || {
+            let read = |uri: &str, response| exchange("files", "resources/read", json!({ "uri": uri }), response, None);
+            vec![
+                exchange_at(1, EventKind::ResourceRead, read("f:a", Some(json!({"contents": []})))),
+                exchange_at(2, EventKind::PromptGet, exchange("p", "prompts/get", json!({}), None, Some("no prompt"))),
+                exchange_at(3, EventKind::ResourceRead, read("f:b", None)),
+                exchange_at(
+                    4,
+                    EventKind::ServerChanged,
+                    exchange("files", "notifications/resources/list_changed", json!({}), None, None),
+                ),
+            ]
+        };
+        for mode in [Mode::Strict, Mode::Live] {
+            let (summary, sink) = replayed(frames(), mode);
+            assert_eq!((summary.frames, summary.calls, summary.exchanges), (4, 0, 4));
+            let by_kind = BTreeMap::from([("prompt.get", 1), ("resource.read", 2), ("server.changed", 1)]);
+            assert_eq!(summary.exchanges_by_kind, by_kind);
+            assert_eq!(summary.by_kind, BTreeMap::from([("invalid_trace", 1)]));
+            let found = &sink.divergences[0];
+            assert_eq!(
+                (found.kind, found.position, found.tool.as_deref()),
+                (DivergenceKind::InvalidTrace, Some(3), None)
+            );
+            assert_eq!(
+                found.message,
+                "the resource.read frame (`resources/read` of server `files`) has neither a response nor an error"
+            );
+        }
+    }
+
+    #[test]
+    fn strict_replay_returns_the_recorded_content_blocks() {
+        let blocks = vec![text("a picture"), json!({"type": "image", "mimeType": "image/png", "data": "iVBO"})];
+        let frames =
+            vec![call(1, 1, "shot", json!({})), bridged_result(2, 1, json!({"ok": true}), Some(blocks.clone()))];
+        let (_, sink) = replayed(frames, Mode::Strict);
+        let output = sink.calls[0].output.as_ref().unwrap();
+        assert_eq!(output.content.as_ref(), Some(&blocks));
+        assert_eq!(output.to_json(), json!({"result": {"ok": true}, "content": blocks}));
+        assert_eq!(sink.calls[0].recorded.as_ref(), Some(output));
+        assert_eq!(CallOutput::bare(Outcome::Result(json!(1))).to_json(), json!({"result": 1}));
+    }
+
+    #[test]
+    fn live_replay_compares_the_content_blocks_beside_a_result() {
+        let recorded = CallOutput { outcome: Outcome::Result(json!({"n": 1})), content: Some(vec![text("a")]) };
+        assert_eq!(compare(&recorded, &recorded.clone(), 2, Uuid::nil(), "shot"), None);
+        let fresh = CallOutput { content: Some(vec![text("b")]), ..recorded.clone() };
+        let found = compare(&recorded, &fresh, 2, Uuid::nil(), "shot").unwrap();
+        assert_eq!(found.kind, DivergenceKind::ResultChanged);
+        assert_eq!(found.message, "the result of `shot` changed (1 change: /content/0/text)");
+        assert_eq!(
+            (found.changes[0].recorded.clone(), found.changes[0].replayed.clone()),
+            (Some(json!("a")), Some(json!("b")))
+        );
+        let failed = CallOutput::bare(Outcome::Error(crate::event::RecordedError::from_message("down".into())));
+        let paths: Vec<String> =
+            compare(&recorded, &failed, 2, Uuid::nil(), "shot").unwrap().changes.into_iter().map(|c| c.path).collect();
+        assert_eq!(paths, ["/content", "/error", "/result"]);
+    }
 }

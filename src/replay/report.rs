@@ -14,13 +14,19 @@
 //!   "bundle": {"name": "…", "version": "…"}, "new_trace_id": null,
 //!   "calls": [{"position", "result_position", "invocation_id", "tool", "attempts", "status", "output", "divergences"}, …],
 //!   "divergences": [{"kind", "position", "call_number", "invocation_id", "tool", "message", "details", "changes", "more_changes"}, …],
-//!   "summary": {"frames", "calls", "ok", "errors", "diverged", "no_result", "divergences", "by_kind"},
+//!   "summary": {"frames", "calls", "ok", "errors", "diverged", "no_result", "divergences", "by_kind", "exchanges", "exchanges_by_kind"},
 //!   "clean": true
 //! }
 //! ```
 //!
 //! with one call or divergence per line. Live reports add `recorded` (the
-//! recorded outcome) to each call; `output` is then the new outcome.
+//! recorded outcome) to each call; `output` is then the new outcome. An
+//! outcome is `{"result": …}` or `{"error": …}`, with `"content"` beside a
+//! result when a bridged MCP server sent content blocks with it.
+//!
+//! The human report counts exchanges with bridged servers above its result
+//! line, when there are any (`Exchanges with bridged servers: 3
+//! (prompt.get 1, resource.read 2)`; live, they are `not re-run`).
 //!
 //! Human reports quote text from the trace and from tools (names, messages,
 //! values); control characters in it are escaped
@@ -34,7 +40,7 @@ use tempfile::SpooledTempFile;
 use crate::event::Outcome;
 use crate::replay::diff::{Change, ChangeOp};
 use crate::replay::divergence::Divergence;
-use crate::replay::replayer::{CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
+use crate::replay::replayer::{CallOutput, CallReplay, Mode, ReplayHeader, ReplaySink, Summary};
 use crate::text::{ellipsize, plural, terminal_safe};
 
 /// Bytes a spool keeps in memory before moving to a temporary file.
@@ -74,8 +80,8 @@ fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-fn shown(outcome: Option<&Outcome>) -> String {
-    match outcome {
+fn shown(output: Option<&CallOutput>) -> String {
+    match output.map(|o| &o.outcome) {
         None => "(not run)".to_string(),
         Some(Outcome::Result(value)) => ellipsize(&compact(value), SHOWN_OUTPUT),
         Some(Outcome::Error(error)) => ellipsize(&format!("error: {}", error.error.message), SHOWN_OUTPUT),
@@ -145,6 +151,22 @@ impl Report {
         })
     }
 
+    /// `Exchanges with bridged servers: N (kind n, …)` (`N, not re-run`
+    /// live), or nothing when the trace has none.
+    fn exchanges_text(&self, summary: &Summary) -> Option<String> {
+        if summary.exchanges == 0 {
+            return None;
+        }
+        let live = self.header.as_ref().is_some_and(|h| h.mode == Mode::Live);
+        let kinds: Vec<String> = summary.exchanges_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        Some(format!(
+            "Exchanges with bridged servers: {}{} ({})",
+            summary.exchanges,
+            if live { ", not re-run" } else { "" },
+            kinds.join(", ")
+        ))
+    }
+
     fn summary_text(summary: &Summary) -> String {
         let counts = format!(
             "{}, {} ({} ok, {} error, {} diverged, {} without result)",
@@ -207,11 +229,11 @@ impl Report {
             "tool": call.tool,
             "attempts": call.attempts,
             "status": call.status.as_str(),
-            "output": call.output.as_ref().map(Outcome::to_json),
+            "output": call.output.as_ref().map(CallOutput::to_json),
             "divergences": call.divergences.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         });
         if self.header.as_ref().is_some_and(|h| h.mode == Mode::Live) {
-            entry["recorded"] = call.recorded.as_ref().map(Outcome::to_json).unwrap_or(Value::Null);
+            entry["recorded"] = call.recorded.as_ref().map(CallOutput::to_json).unwrap_or(Value::Null);
         }
         entry
     }
@@ -237,6 +259,9 @@ impl Report {
                     copy_spool(&mut self.divergences, out)?;
                 }
                 writeln!(out)?;
+                if let Some(exchanges) = self.exchanges_text(&summary) {
+                    writeln!(out, "{exchanges}")?;
+                }
                 writeln!(out, "{}", Self::summary_text(&summary))?;
             }
             ReportFormat::Json => {
@@ -310,5 +335,91 @@ impl ReplaySink for Report {
     fn finish(&mut self, summary: &Summary) -> std::io::Result<()> {
         self.summary = Some(summary.clone());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::replayer::CallStatus;
+    use uuid::Uuid;
+
+    fn header(mode: Mode) -> ReplayHeader {
+        ReplayHeader {
+            mode,
+            trace_id: Uuid::nil(),
+            agent: "desk".into(),
+            bundle: "desk".into(),
+            bundle_version: None,
+            new_trace_id: None,
+        }
+    }
+
+    /// A summary of a trace with `exchanges` exchanges: `resource.read`
+    /// ones, and one `prompt.get`.
+    fn summary(exchanges: u64) -> Summary {
+        let mut summary = Summary { frames: exchanges + 2, calls: 1, ok: 1, ..Summary::default() };
+        if exchanges > 0 {
+            summary.exchanges = exchanges;
+            summary.exchanges_by_kind = [("prompt.get", 1), ("resource.read", exchanges - 1)].into_iter().collect();
+        }
+        summary
+    }
+
+    /// The report of one call, recorded with content blocks.
+    fn rendered(format: ReportFormat, mode: Mode, summary: &Summary) -> String {
+        let output = CallOutput {
+            outcome: Outcome::Result(json!({"ok": true})),
+            content: Some(vec![json!({"type": "text", "text": "done"})]),
+        };
+        let call = CallReplay {
+            position: 1,
+            result_position: Some(2),
+            invocation_id: Uuid::nil(),
+            tool: "shot".into(),
+            attempts: 1,
+            status: CallStatus::Ok,
+            recorded: Some(output.clone()),
+            output: Some(output),
+            divergences: vec![],
+        };
+        let mut report = Report::new(format);
+        report.start(&header(mode)).unwrap();
+        report.call(&call).unwrap();
+        report.finish(summary).unwrap();
+        let mut out = Vec::new();
+        report.write_to(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn exchanges_are_counted_above_the_result_line() {
+        let strict = rendered(ReportFormat::Human, Mode::Strict, &summary(3));
+        assert!(strict.ends_with(
+            "Divergences: none\n\nExchanges with bridged servers: 3 (prompt.get 1, resource.read 2)\n\
+             Result: no divergence in 5 frames, 1 call (1 ok, 0 error, 0 diverged, 0 without result)\n"
+        ));
+        let live = rendered(ReportFormat::Human, Mode::Live, &summary(2));
+        assert!(live.contains("\nExchanges with bridged servers: 2, not re-run (prompt.get 1, resource.read 1)\n"));
+        assert!(!rendered(ReportFormat::Human, Mode::Strict, &summary(0)).contains("Exchanges"));
+        let json: Value = serde_json::from_str(&rendered(ReportFormat::Json, Mode::Strict, &summary(3))).unwrap();
+        assert_eq!(json["summary"]["exchanges"], 3);
+        assert_eq!(json["summary"]["exchanges_by_kind"], json!({"prompt.get": 1, "resource.read": 2}));
+        let none: Value = serde_json::from_str(&rendered(ReportFormat::Json, Mode::Strict, &summary(0))).unwrap();
+        assert_eq!(
+            (none["summary"]["exchanges"].clone(), none["summary"]["exchanges_by_kind"].clone()),
+            (json!(0), json!({}))
+        );
+    }
+
+    #[test]
+    fn a_call_output_carries_its_content_blocks() {
+        let content = json!([{"type": "text", "text": "done"}]);
+        let strict: Value = serde_json::from_str(&rendered(ReportFormat::Json, Mode::Strict, &summary(0))).unwrap();
+        assert_eq!(strict["calls"][0]["output"], json!({"result": {"ok": true}, "content": content}));
+        assert!(strict["calls"][0].get("recorded").is_none());
+        let live: Value = serde_json::from_str(&rendered(ReportFormat::Json, Mode::Live, &summary(0))).unwrap();
+        assert_eq!(live["calls"][0]["recorded"]["content"], content);
+        assert_eq!(live["calls"][0]["output"]["content"], content);
     }
 }

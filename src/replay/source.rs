@@ -14,8 +14,10 @@
 //!
 //! The recording itself is checked while it is loaded: a result without its
 //! call, or a call without a final result, is an `invalid_trace` divergence
-//! (such a call cannot answer anything). The source holds one entry per
-//! recorded call (tool, arguments, outcome) in memory.
+//! (such a call cannot answer anything), and so is a malformed exchange with
+//! a bridged server ([`crate::replay::exchange`]; exchanges answer no call).
+//! The source holds one entry per recorded call (tool, arguments, outcome,
+//! content blocks) in memory.
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::ControlFlow;
@@ -29,6 +31,7 @@ use crate::event::{EventKind, Outcome, Payload};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{InputError, TraceInput, for_each_frame};
 use crate::replay::divergence::{Divergence, DivergenceKind};
+use crate::replay::exchange;
 
 /// One recorded call with its final outcome.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +48,11 @@ pub struct Recording {
     pub args: Value,
     /// The recorded outcome (result or error).
     pub outcome: Outcome,
+    /// The content blocks a bridged MCP server sent beside its structured
+    /// result, as recorded (binary data past 64 KiB by `data_blake3` and
+    /// `data_bytes`, or `blob_blake3` and `blob_bytes`, instead of `data` or
+    /// `blob`).
+    pub content: Option<Vec<Value>>,
 }
 
 /// The answer to one call.
@@ -121,6 +129,10 @@ impl ReplaySource {
 
     fn push_frame(&mut self, frame: TraceFrame) {
         let position = frame.position;
+        if let Some(problem) = frame.body.exchange().and_then(|e| exchange::problem(frame.body.kind(), e)) {
+            self.divergences.push(Divergence::at(DivergenceKind::InvalidTrace, position, problem));
+            return;
+        }
         match frame.body {
             Payload::ToolCall(call) => {
                 let open = OpenCall { invocation_id: call.invocation_id, tool: call.tool, args: call.args };
@@ -169,6 +181,7 @@ impl ReplaySource {
                         tool: call.data.tool,
                         args: call.data.args,
                         outcome: result.outcome,
+                        content: result.content,
                     });
                     self.used.push(false);
                 }
@@ -290,13 +303,15 @@ impl ReplaySource {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::event::frame::Origin;
-    use crate::event::{PAYLOAD_VERSION, Provenance, ToolCallPayload, ToolResultPayload};
+    use crate::event::{PAYLOAD_VERSION, Provenance, ServerExchangePayload, ToolCallPayload, ToolResultPayload};
+    use crate::replay::exchange::tests::exchange;
     use serde_json::json;
 
-    fn frame(position: u64, body: Payload) -> TraceFrame {
+    /// A frame of agent `a` at `position`.
+    pub(crate) fn frame(position: u64, body: Payload) -> TraceFrame {
         TraceFrame {
             position,
             origin: Origin::Line(position),
@@ -308,7 +323,8 @@ mod tests {
         }
     }
 
-    fn call(position: u64, id: u128, tool: &str, args: Value) -> TraceFrame {
+    /// A call frame of invocation `id`.
+    pub(crate) fn call(position: u64, id: u128, tool: &str, args: Value) -> TraceFrame {
         frame(
             position,
             Payload::ToolCall(ToolCallPayload {
@@ -328,7 +344,14 @@ mod tests {
         )
     }
 
-    fn result(position: u64, id: u128, value: Value) -> TraceFrame {
+    /// A result frame of invocation `id`.
+    pub(crate) fn result(position: u64, id: u128, value: Value) -> TraceFrame {
+        bridged_result(position, id, value, None)
+    }
+
+    /// A result frame of invocation `id` with the content blocks a bridged
+    /// server sent beside it.
+    pub(crate) fn bridged_result(position: u64, id: u128, value: Value, content: Option<Vec<Value>>) -> TraceFrame {
         frame(
             position,
             Payload::ToolResult(ToolResultPayload {
@@ -341,11 +364,16 @@ mod tests {
                 result_schema: String::new(),
                 result_schema_blake3: String::new(),
                 usage: None,
-                content: None,
+                content,
                 tags: vec![],
                 traceparent: None,
             }),
         )
+    }
+
+    /// An exchange frame of `kind`.
+    pub(crate) fn exchange_at(position: u64, kind: EventKind, exchange: ServerExchangePayload) -> TraceFrame {
+        frame(position, Payload::read(kind, serde_json::to_value(exchange).unwrap()).unwrap())
     }
 
     fn kinds(divergences: &[Divergence]) -> Vec<(DivergenceKind, Option<u64>, Option<u64>)> {
@@ -396,5 +424,22 @@ mod tests {
         assert!(matches!(source.answer("a", &json!(1)), Answer::Recorded(r) if r.result_position == 4));
         assert!(matches!(source.answer("b", &json!(2)), Answer::Recorded(r) if r.result_position == 3));
         assert!(source.finish().is_empty());
+    }
+
+    #[test]
+    fn a_recording_keeps_its_content_and_a_malformed_exchange_is_invalid() {
+        let blocks = vec![json!({"type": "image", "mimeType": "image/png", "data_blake3": "ab", "data_bytes": 70000})];
+        let read = exchange("files", "resources/read", json!({"uri": "f:a"}), Some(json!({"contents": []})), None);
+        let both = exchange("files", "resources/read", json!({"uri": "f:b"}), Some(json!({})), Some("gone"));
+        let mut source = ReplaySource::from_frames([
+            exchange_at(1, EventKind::ResourceRead, read),
+            call(2, 1, "shot", json!({})),
+            bridged_result(3, 1, json!({"ok": true}), Some(blocks.clone())),
+            exchange_at(4, EventKind::ResourceRead, both),
+        ]);
+        assert_eq!(kinds(source.divergences()), [(DivergenceKind::InvalidTrace, Some(4), None)]);
+        let Answer::Recorded(r) = source.answer("shot", &json!({})) else { panic!("shot not answered") };
+        assert_eq!((r.outcome.clone(), r.content.clone()), (Outcome::Result(json!({"ok": true})), Some(blocks)));
+        assert_eq!(source.finish().len(), 1);
     }
 }

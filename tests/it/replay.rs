@@ -601,7 +601,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
     assert_eq!(
         listed,
         [
-            "  line 1: unknown kind `tool.question` (known: tool.call, tool.result, cap.audit, tool.confirm, tool.inquiry, tool.answer, tool.sample, trace.replay, tool.discover)",
+            "  line 1: unknown kind `tool.question` (known: tool.call, tool.result, cap.audit, tool.confirm, tool.inquiry, tool.answer, tool.sample, trace.replay, tool.discover, resource.list, resource.templates, resource.read, resource.subscribe, resource.updated, prompt.list, prompt.get, completion.complete, server.changed)",
             "  line 2: tool.result for invocation 0197a000-0000-7000-8000-0000000000ff has no tool.call before it (or that call already has its final result): a result without its call",
             "  line 3: tool.result for invocation 0197a000-0000-7000-8000-0000000000a1 has no tool.call before it (or that call already has its final result): a result without its call",
             "  line 4: not valid JSON: EOF while parsing a value (column 9)",
@@ -883,6 +883,69 @@ fn strict_replay_counts_each_listed_call_once() {
     assert_eq!(doc["divergences"].as_array().unwrap().len(), 1);
     assert_eq!(doc["divergences"][0]["kind"], "invalid_trace");
     assert_eq!(doc["divergences"][0]["position"], 3);
+}
+
+/// [`written_trace`] with exchanges with bridged servers after it (a
+/// resource read, a prompt that failed, a resource read recorded with
+/// neither a response nor an error, a notification) and content blocks
+/// beside the first call's result.
+fn trace_with_exchanges() -> Vec<String> {
+    let mut lines = written_trace();
+    lines[2] = edit_line(&lines[2], |frame| {
+        frame["payload"]["content"] = json!([
+            {"type": "text", "text": "hello"},
+            {"type": "image", "mimeType": "image/png", "data_blake3": "ab".repeat(32), "data_bytes": 70000},
+        ]);
+    });
+    let exchange = |id: u64, kind: &str, server: &str, method: &str, request: Value, answer: Value| {
+        let mut payload = json!({"v": 1, "server": server, "method": method, "request": request});
+        payload.as_object_mut().unwrap().extend(answer.as_object().unwrap().clone());
+        frame_line(id, kind, "runtime", payload)
+    };
+    let read = json!({"response": {"contents": [{"uri": "file:///notes/a.md", "text": "# A"}]}, "duration_ms": 3});
+    lines.extend([
+        exchange(7, "resource.read", "files", "resources/read", json!({"uri": "file:///notes/a.md"}), read),
+        exchange(8, "prompt.get", "files", "prompts/get", json!({"name": "sum"}), json!({"error": "no prompt `sum`"})),
+        exchange(9, "resource.read", "files", "resources/read", json!({"uri": "file:///notes/b.md"}), json!({})),
+        exchange(10, "server.changed", "files", "notifications/resources/list_changed", json!({}), json!({})),
+    ]);
+    lines
+}
+
+/// Exchanges with bridged servers are counted by kind and checked (one
+/// without an answer is `invalid_trace` at its frame), never run again;
+/// the content blocks recorded beside a result are part of the replayed
+/// output.
+#[test]
+fn strict_replay_counts_and_checks_exchanges_and_returns_content() {
+    let td = TestDir::new();
+    let bundle = desk_bundle(&td);
+    let file = write_lines(&td, "exchanges.jsonl", &trace_with_exchanges());
+    let run = |args: &[&str]| {
+        let output =
+            td.rlp_in("home").arg("replay").arg(&file).arg("--bundle").arg(&bundle).args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+        stdout(&output)
+    };
+    let (human, json_report) = (run(&[]), run(&["--format", "json"]));
+    insta::assert_snapshot!("strict_exchanges_human", human);
+    insta::assert_snapshot!("strict_exchanges_json", json_report);
+    let doc: Value = serde_json::from_str(&json_report).unwrap();
+    assert_eq!(doc["summary"]["exchanges"], 4);
+    assert_eq!(doc["summary"]["exchanges_by_kind"], json!({"prompt.get": 1, "resource.read": 2, "server.changed": 1}));
+    assert_eq!(
+        (doc["divergences"][0]["kind"].clone(), doc["divergences"][0]["position"].clone()),
+        (json!("invalid_trace"), json!(9))
+    );
+    assert_eq!(doc["calls"][0]["output"]["content"][1]["data_bytes"], 70000);
+    // Live, the calls run again and the exchanges do not.
+    let live = run(&["--mode", "live", "--yes"]);
+    assert!(
+        live.contains(
+            "\nExchanges with bridged servers: 4, not re-run (prompt.get 1, resource.read 2, server.changed 1)\n"
+        ),
+        "{live}"
+    );
 }
 
 /// Imports the hand-written trace into `home`; asserts success.

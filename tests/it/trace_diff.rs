@@ -18,6 +18,11 @@ struct Call(&'static str, Value, Vec<Value>);
 /// Writes a trace of `calls` (call frame, then one result frame per attempt)
 /// to `name` in the test folder; `side` tells the ids of the two runs apart.
 fn write_trace(td: &TestDir, name: &str, side: u8, calls: &[Call]) -> PathBuf {
+    write_trace_with(td, name, side, calls, &[])
+}
+
+/// [`write_trace`], then the frames `(kind, payload)` of `exchanges`.
+fn write_trace_with(td: &TestDir, name: &str, side: u8, calls: &[Call], exchanges: &[(&str, Value)]) -> PathBuf {
     let trace = format!("0197a000-0000-7000-8000-0000000000{side:02x}");
     let mut lines = String::new();
     let mut position = 0u64;
@@ -46,6 +51,9 @@ fn write_trace(td: &TestDir, name: &str, side: u8, calls: &[Call]) -> PathBuf {
             payload.as_object_mut().unwrap().extend(outcome.as_object().unwrap().clone());
             frame("tool.result", &format!("tool:{tool}"), payload);
         }
+    }
+    for (kind, payload) in exchanges {
+        frame(kind, "runtime", payload.clone());
     }
     let path = td.join(name);
     std::fs::write(&path, lines).unwrap();
@@ -166,6 +174,57 @@ fn arguments_outcomes_and_order_are_compared() {
     assert_eq!(d[2]["message"], "baseline call 3 is made as candidate call 4, in another order");
     assert_eq!((d[2]["baseline"]["position"].clone(), d[2]["candidate"]["position"].clone()), (json!(5), json!(7)));
     assert_eq!(d[3]["message"], "baseline call 5 failed (`timeout`), candidate call 5 failed (`http_status`)");
+}
+
+/// An exchange with a bridged server of `server`: `answer` holds the
+/// payload's `response` or `error`.
+fn exchange(kind: &'static str, server: &str, method: &str, request: Value, answer: Value) -> (&'static str, Value) {
+    let mut payload = json!({"v": 1, "server": server, "method": method, "request": request, "duration_ms": 5});
+    payload.as_object_mut().unwrap().extend(answer.as_object().unwrap().clone());
+    (kind, payload)
+}
+
+/// Content blocks beside a result that changed, a resource read answered
+/// otherwise, a prompt got on one side only and a completion on the other:
+/// each reported, with the paths that differ, in both formats.
+#[test]
+fn content_blocks_and_exchanges_with_bridged_servers_are_compared() {
+    let td = TestDir::new();
+    let shot = |text: &str| {
+        let content =
+            json!([{"type": "text", "text": text}, {"type": "image", "mimeType": "image/png", "data": "iVBO"}]);
+        Call("screen.shot", json!({}), vec![json!({"result": {"ok": true}, "content": content})])
+    };
+    let read = |text: &str| {
+        let answer = json!({"response": {"contents": [{"uri": "file:///a.md", "text": text}]}});
+        exchange("resource.read", "files", "resources/read", json!({"uri": "file:///a.md"}), answer)
+    };
+    let listed =
+        || exchange("resource.list", "files", "resources/list", json!({}), json!({"response": {"resources": []}}));
+    let prompt =
+        exchange("prompt.get", "files", "prompts/get", json!({"name": "sum"}), json!({"response": {"messages": []}}));
+    let completion = exchange(
+        "completion.complete",
+        "files",
+        "completion/complete",
+        json!({"argument": {"name": "a"}}),
+        json!({"error": "no"}),
+    );
+    let mut slower = prompt.clone();
+    slower.1["duration_ms"] = json!(700);
+    write_trace_with(&td, "baseline.jsonl", 0xa, &[shot("one")], &[read("# A"), prompt, listed()]);
+    write_trace_with(&td, "candidate.jsonl", 0xb, &[shot("two")], &[read("# B"), completion, listed()]);
+    let human = diff(&td, &["baseline.jsonl", "candidate.jsonl"], 1);
+    insta::assert_snapshot!("exchanges_human", human);
+    let json = diff(&td, &["baseline.jsonl", "candidate.jsonl", "--format", "json"], 1);
+    insta::assert_snapshot!("exchanges_json", json);
+    assert_eq!(kinds(&json), ["result_changed", "response_changed", "missing_exchange", "extra_exchange"]);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["divergences"][0]["changes"][0]["path"], "/content/0/text");
+    assert_eq!(doc["divergences"][1]["changes"][0]["path"], "/response/contents/0/text");
+    // The same exchanges, timed otherwise, are no divergence.
+    write_trace_with(&td, "again.jsonl", 0xc, &[shot("one")], &[read("# A"), slower, listed()]);
+    assert_eq!(kinds(&diff(&td, &["baseline.jsonl", "again.jsonl", "--format", "json"], 0)), Vec::<String>::new());
 }
 
 /// A malformed line stops the diff with exit 2, naming the file and line.

@@ -1,13 +1,17 @@
-//! The first pass of `rlp trace diff`: one compact digest per call of a
-//! trace, read streaming.
+//! The first pass of `rlp trace diff`: one compact digest per call and per
+//! exchange with a bridged server of a trace, read streaming.
 //!
 //! A call is its `tool.call` frame and its final `tool.result` (a result
 //! with `error.will_retry` is an attempt that was retried; the last attempt
 //! is the call's outcome). Only what the comparison needs is kept: the tool,
-//! a 16-byte BLAKE3 of the arguments and of the result in RFC 8785 canonical
-//! form (so key order and number spelling do not matter), the error kind,
-//! and where the call is (positions, invocation id). Ids, timestamps,
-//! durations and hashes are not compared: they differ between any two runs.
+//! a 16-byte BLAKE3 of the arguments and of the result (with the content
+//! blocks a bridged MCP server sent beside it) in RFC 8785 canonical form (so
+//! key order and number spelling do not matter), the error kind, and where
+//! the call is (positions, invocation id). An exchange
+//! ([`crate::replay::exchange`]) is its frame kind, server, method, and
+//! BLAKE3 of its request and of its answer (response or error). Ids,
+//! timestamps, durations and hashes are not compared: they differ between
+//! any two runs.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -16,9 +20,10 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::event::canonical::canonical_text;
-use crate::event::{EventKind, Outcome, Payload};
+use crate::event::{EventKind, Outcome, Payload, ServerExchangePayload};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{TraceInput, for_each_frame};
+use crate::replay::exchange;
 use crate::replay::trace_diff::TraceDiffError;
 
 /// A 16-byte BLAKE3 of a value's canonical JSON.
@@ -26,7 +31,26 @@ pub(crate) type Digest = [u8; 16];
 
 /// The digest of a JSON value.
 pub(crate) fn digest(value: &Value) -> Digest {
-    let hash = blake3::hash(canonical_text(value).as_bytes());
+    truncated(blake3::hash(canonical_text(value).as_bytes()))
+}
+
+/// The digest of a result with the content blocks sent beside it: that of
+/// the result alone when there are none; else of the result's canonical
+/// text, a NUL (which canonical JSON never holds) and the blocks'.
+fn result_digest(value: &Value, content: Option<&[Value]>) -> Digest {
+    let Some(blocks) = content else { return digest(value) };
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(canonical_text(value).as_bytes());
+    hasher.update(b"\0");
+    for block in blocks {
+        hasher.update(canonical_text(block).as_bytes());
+        hasher.update(b",");
+    }
+    truncated(hasher.finalize())
+}
+
+/// The first 16 bytes of a hash.
+fn truncated(hash: blake3::Hash) -> Digest {
     let mut out = [0u8; 16];
     out.copy_from_slice(&hash.as_bytes()[..16]);
     out
@@ -60,7 +84,25 @@ pub(crate) struct CallDigest {
     pub outcome: OutcomeDigest,
 }
 
-/// One side of a diff: where it was read from and its calls in call order.
+/// One exchange with a bridged server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ExchangeDigest {
+    /// Position of the frame.
+    pub position: u64,
+    /// The frame's kind (`resource.read`, …).
+    pub kind: EventKind,
+    /// The server (an index into [`Side::names`]).
+    pub server: u32,
+    /// The MCP method (an index into [`Side::names`]).
+    pub method: u32,
+    /// Digest of the request's params.
+    pub request: Digest,
+    /// Digest of the answer ([`exchange::answer`]).
+    pub answer: Digest,
+}
+
+/// One side of a diff: where it was read from, its calls in call order and
+/// its exchanges in trace order.
 #[derive(Debug)]
 pub(crate) struct Side {
     /// The input as given (a file path or `trace <id>`).
@@ -75,6 +117,8 @@ pub(crate) struct Side {
     pub names: Vec<String>,
     /// The calls, by call frame position.
     pub calls: Vec<CallDigest>,
+    /// The exchanges with bridged servers, by position.
+    pub exchanges: Vec<ExchangeDigest>,
 }
 
 impl Side {
@@ -104,6 +148,9 @@ impl Loader {
     /// Takes in one frame; a frame that makes the trace inconsistent is an
     /// error message.
     fn frame(&mut self, position: u64, body: Payload) -> Result<(), String> {
+        if let Some(exchange) = body.exchange() {
+            return self.exchange(position, body.kind(), exchange);
+        }
         match body {
             Payload::ToolCall(call) => {
                 let tool = self.intern(&call.tool);
@@ -128,7 +175,7 @@ impl Loader {
                     return Ok(());
                 }
                 let outcome = match &result.outcome {
-                    Outcome::Result(value) => OutcomeDigest::Result(digest(value)),
+                    Outcome::Result(value) => OutcomeDigest::Result(result_digest(value, result.content.as_deref())),
                     Outcome::Error(error) => OutcomeDigest::Error(self.intern(&error.error.kind)),
                 };
                 if let Some(call) = self.pending.close(&result.invocation_id) {
@@ -136,9 +183,26 @@ impl Loader {
                 }
                 Ok(())
             }
-            // Only calls and their results are compared.
+            // Only calls, their results and exchanges are compared.
             _ => Ok(()),
         }
+    }
+
+    /// Takes in an exchange frame of `kind`; a malformed one is an error message.
+    fn exchange(&mut self, position: u64, kind: EventKind, exchange: &ServerExchangePayload) -> Result<(), String> {
+        if let Some(problem) = exchange::problem(kind, exchange) {
+            return Err(problem);
+        }
+        let (server, method) = (self.intern(&exchange.server), self.intern(&exchange.method));
+        self.side.exchanges.push(ExchangeDigest {
+            position,
+            kind,
+            server,
+            method,
+            request: digest(&exchange.request),
+            answer: digest(&exchange::answer(exchange)),
+        });
+        Ok(())
     }
 
     fn push(
@@ -171,6 +235,7 @@ pub(crate) fn load(input: &TraceInput) -> Result<Side, TraceDiffError> {
         frames: 0,
         names: Vec::new(),
         calls: Vec::new(),
+        exchanges: Vec::new(),
     };
     let mut loader = Loader { side, interned: HashMap::new(), pending: PendingCalls::new() };
     let mut failure = None;
@@ -194,4 +259,24 @@ pub(crate) fn load(input: &TraceInput) -> Result<Side, TraceDiffError> {
     }
     loader.side.frames = frames;
     Ok(loader.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_result_digest_covers_its_content_blocks() {
+        let (result, blocks) = (json!({"n": 1}), [json!({"type": "text", "text": "a"})]);
+        assert_eq!(result_digest(&result, None), digest(&result));
+        assert_ne!(result_digest(&result, Some(&blocks)), digest(&result));
+        assert_ne!(result_digest(&result, Some(&blocks)), result_digest(&result, Some(&[])));
+        let reordered = [json!({"text": "a", "type": "text"})];
+        assert_eq!(result_digest(&json!({"n": 1.0}), Some(&reordered)), result_digest(&result, Some(&blocks)));
+        assert_ne!(
+            result_digest(&result, Some(&[json!({"type": "text", "text": "b"})])),
+            result_digest(&result, Some(&blocks))
+        );
+    }
 }

@@ -4,9 +4,10 @@
 //!
 //! ```json
 //! {
-//!   "baseline": {"input", "trace_id", "agent", "frames", "calls"},
-//!   "candidate": {"input", "trace_id", "agent", "frames", "calls"},
+//!   "baseline": {"input", "trace_id", "agent", "frames", "calls", "exchanges"},
+//!   "candidate": {"input", "trace_id", "agent", "frames", "calls", "exchanges"},
 //!   "calls": {"baseline": N, "candidate": M},
+//!   "exchanges": {"baseline": N, "candidate": M},
 //!   "alignment": "exact",
 //!   "divergences": [{"kind", "tool", "baseline", "candidate", "message", "changes", "more_changes"}, …],
 //!   "summary": {"divergences", "by_kind"},
@@ -17,7 +18,10 @@
 //! `baseline`/`candidate` of a divergence are `{"call", "position",
 //! "result_position", "invocation_id"}` or `null`; a change is `{"op",
 //! "path", "baseline", "candidate"}` (values absent when added or removed).
-//! Text from the traces is made terminal-safe in the human report.
+//! A divergence of exchanges has `"tool": null`, an `"exchange"` member
+//! `{"kind", "server", "method"}`, and `baseline`/`candidate` `{"exchange",
+//! "position"}`. Text from the traces is made terminal-safe in the human
+//! report.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -26,7 +30,7 @@ use serde_json::{Value, json};
 
 use crate::replay::diff::Change;
 use crate::replay::report::human_changes;
-use crate::replay::trace_diff::digest::{CallDigest, OutcomeDigest, Side};
+use crate::replay::trace_diff::digest::{CallDigest, ExchangeDigest, OutcomeDigest, Side};
 use crate::replay::trace_diff::{DiffKind, Found, TraceDiff};
 use crate::text::{plural, terminal_safe};
 
@@ -40,6 +44,17 @@ fn call_text(side: &Side, index: usize) -> String {
     format!("call {} ({frames}, invocation {})", index + 1, call.invocation_id)
 }
 
+/// Exchange `index` of `side` as `exchange N (#P, method)`.
+fn exchange_text(side: &Side, index: usize) -> String {
+    let exchange = &side.exchanges[index];
+    format!("exchange {} (#{}, {})", index + 1, exchange.position, side.name(exchange.method))
+}
+
+/// Call or exchange `index` of `side` (by the kind of `d`) as text.
+fn item_text(d: &Found, side: &Side, index: usize) -> String {
+    if d.kind.is_exchange() { exchange_text(side, index) } else { call_text(side, index) }
+}
+
 fn outcome_text(side: &Side, call: &CallDigest) -> String {
     match call.outcome {
         OutcomeDigest::Result(_) => "succeeded".into(),
@@ -50,11 +65,38 @@ fn outcome_text(side: &Side, call: &CallDigest) -> String {
 }
 
 impl TraceDiff {
-    fn tool(&self, d: &Found) -> &str {
+    /// The tool of a divergence of calls (the baseline's for pairs); `None`
+    /// for one of exchanges.
+    fn tool(&self, d: &Found) -> Option<&str> {
+        if d.kind.is_exchange() {
+            return None;
+        }
         match (d.baseline, d.candidate) {
-            (Some(i), _) => self.baseline.name(self.baseline.calls[i].tool),
-            (None, Some(j)) => self.candidate.name(self.candidate.calls[j].tool),
-            (None, None) => "",
+            (Some(i), _) => Some(self.baseline.name(self.baseline.calls[i].tool)),
+            (None, Some(j)) => Some(self.candidate.name(self.candidate.calls[j].tool)),
+            (None, None) => Some(""),
+        }
+    }
+
+    /// The exchange of a divergence of exchanges (the baseline's for
+    /// pairs), with the side it is from; `None` for one of calls.
+    fn exchange(&self, d: &Found) -> Option<(&Side, &ExchangeDigest)> {
+        if !d.kind.is_exchange() {
+            return None;
+        }
+        match (d.baseline, d.candidate) {
+            (Some(i), _) => Some((&self.baseline, &self.baseline.exchanges[i])),
+            (None, Some(j)) => Some((&self.candidate, &self.candidate.exchanges[j])),
+            (None, None) => None,
+        }
+    }
+
+    /// What a divergence is about: the tool, or the exchange's kind and
+    /// server (`resource.read (files)`).
+    fn subject(&self, d: &Found) -> String {
+        match self.exchange(d) {
+            Some((side, x)) => format!("{} ({})", x.kind, side.name(x.server)),
+            None => self.tool(d).unwrap_or_default().to_string(),
         }
     }
 
@@ -69,6 +111,11 @@ impl TraceDiff {
                 format!("baseline call {b} and candidate call {c} differ in arguments ({changes})")
             }
             DiffKind::ResultChanged => format!("baseline call {b} and candidate call {c} differ in result ({changes})"),
+            DiffKind::ExtraExchange => format!("candidate exchange {c} is not in the baseline"),
+            DiffKind::MissingExchange => format!("baseline exchange {b} is not in the candidate"),
+            DiffKind::ResponseChanged => {
+                format!("baseline exchange {b} and candidate exchange {c} differ in response ({changes})")
+            }
             DiffKind::OutcomeChanged => {
                 let (Some(i), Some(j)) = (d.baseline, d.candidate) else { return String::new() };
                 format!(
@@ -89,19 +136,19 @@ impl TraceDiff {
     }
 
     fn human_divergence(&self, d: &Found) -> String {
-        let mut text = format!("  {:<17} {}: {}\n", d.kind.as_str(), self.tool(d), self.message(d));
+        let mut text = format!("  {:<17} {}: {}\n", d.kind.as_str(), self.subject(d), self.message(d));
         if let Some(i) = d.baseline {
-            text.push_str(&format!("            baseline:  {}\n", call_text(&self.baseline, i)));
+            text.push_str(&format!("            baseline:  {}\n", item_text(d, &self.baseline, i)));
         }
         if let Some(j) = d.candidate {
-            text.push_str(&format!("            candidate: {}\n", call_text(&self.candidate, j)));
+            text.push_str(&format!("            candidate: {}\n", item_text(d, &self.candidate, j)));
         }
         text.push_str(&human_changes(&d.changes, d.more_changes));
         terminal_safe(&text).into_owned()
     }
 
     fn human_side(side: &Side) -> String {
-        let text = format!(
+        let mut text = format!(
             "{} (trace {}, agent `{}`): {}, {}",
             side.label,
             side.trace_id,
@@ -109,6 +156,9 @@ impl TraceDiff {
             plural(side.frames, "frame"),
             plural(side.calls.len() as u64, "call")
         );
+        if !side.exchanges.is_empty() {
+            text.push_str(&format!(", {} with bridged servers", plural(side.exchanges.len() as u64, "exchange")));
+        }
         terminal_safe(&text).into_owned()
     }
 
@@ -119,7 +169,8 @@ impl TraceDiff {
         if self.greedy {
             writeln!(
                 out,
-                "Alignment: greedy (the tool sequences differ in more than {} calls; calls were paired by position)",
+                "Alignment: greedy (the tool or exchange sequences differ in more than {} places; they were paired by \
+                 position)",
                 super::align::MAX_EDITS
             )?;
         }
@@ -159,7 +210,18 @@ impl TraceDiff {
             "agent": side.agent,
             "frames": side.frames,
             "calls": side.calls.len(),
+            "exchanges": side.exchanges.len(),
         })
+    }
+
+    /// The call or exchange `index` of `side`, by the kind of `d`.
+    fn json_item(d: &Found, side: &Side, index: Option<usize>) -> Value {
+        match index {
+            Some(index) if d.kind.is_exchange() => {
+                json!({"exchange": index + 1, "position": side.exchanges[index].position})
+            }
+            index => Self::json_call(side, index),
+        }
     }
 
     fn json_call(side: &Side, index: Option<usize>) -> Value {
@@ -184,16 +246,19 @@ impl TraceDiff {
         entry
     }
 
+    /// One divergence; one of exchanges names its exchange after `tool`.
     fn json_divergence(&self, d: &Found) -> Value {
-        json!({
-            "kind": d.kind.as_str(),
-            "tool": self.tool(d),
-            "baseline": Self::json_call(&self.baseline, d.baseline),
-            "candidate": Self::json_call(&self.candidate, d.candidate),
-            "message": self.message(d),
-            "changes": d.changes.iter().map(Self::json_change).collect::<Vec<_>>(),
-            "more_changes": d.more_changes,
-        })
+        let mut entry = json!({"kind": d.kind.as_str(), "tool": self.tool(d)});
+        if let Some((side, x)) = self.exchange(d) {
+            entry["exchange"] =
+                json!({"kind": x.kind.as_str(), "server": side.name(x.server), "method": side.name(x.method)});
+        }
+        entry["baseline"] = Self::json_item(d, &self.baseline, d.baseline);
+        entry["candidate"] = Self::json_item(d, &self.candidate, d.candidate);
+        entry["message"] = Value::String(self.message(d));
+        entry["changes"] = d.changes.iter().map(Self::json_change).collect();
+        entry["more_changes"] = json!(d.more_changes);
+        entry
     }
 
     /// Writes the JSON report.
@@ -203,6 +268,8 @@ impl TraceDiff {
         writeln!(out, "  \"candidate\": {},", Self::json_side(&self.candidate))?;
         let calls = json!({"baseline": self.baseline.calls.len(), "candidate": self.candidate.calls.len()});
         writeln!(out, "  \"calls\": {calls},")?;
+        let exchanges = json!({"baseline": self.baseline.exchanges.len(), "candidate": self.candidate.exchanges.len()});
+        writeln!(out, "  \"exchanges\": {exchanges},")?;
         writeln!(out, "  \"alignment\": {},", json!(if self.greedy { "greedy" } else { "exact" }))?;
         write!(out, "  \"divergences\": [")?;
         for (n, d) in self.divergences.iter().enumerate() {
