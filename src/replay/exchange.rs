@@ -9,7 +9,9 @@
 //! - a **request** (`resources/list`, `resources/read`, `prompts/get`, …):
 //!   exactly one of `response` and `error`;
 //! - a **notification** (`resource.updated`, `server.changed`, or any method
-//!   under `notifications/`): no `response`.
+//!   under `notifications/`): no `error`, and no `response` — except that a
+//!   `server.changed` of tools carries in `response` what rlp found changed
+//!   (`{added, removed, changed}`).
 
 use serde_json::{Map, Value};
 
@@ -27,7 +29,12 @@ pub(crate) fn problem(kind: EventKind, exchange: &ServerExchangePayload) -> Opti
     let what = format!("the {kind} frame (`{}` of server `{}`)", exchange.method, exchange.server);
     let (response, error) = (exchange.response.is_some(), exchange.error.is_some());
     if is_notification(kind, &exchange.method) {
-        return response.then(|| format!("{what} records a notification, which gets no response, but has one"));
+        let findings = kind == EventKind::ServerChanged;
+        return match (response && !findings, error) {
+            (true, _) => Some(format!("{what} records a notification, which gets no response, but has one")),
+            (_, true) => Some(format!("{what} records a notification, which gets no error, but has one")),
+            _ => None,
+        };
     }
     match (response, error) {
         (true, true) => Some(format!("{what} has both a response and an error")),
@@ -70,12 +77,13 @@ pub(crate) mod tests {
             request,
             response,
             error: error.map(str::to_string),
+            asked: Vec::new(),
             duration_ms: Some(3),
         }
     }
 
     #[test]
-    fn a_request_has_one_answer_and_a_notification_none() {
+    fn a_request_has_one_answer_and_a_notification_none_but_what_rlp_found() {
         let read = |response, error| exchange("files", "resources/read", json!({"uri": "f:a"}), response, error);
         assert_eq!(problem(EventKind::ResourceRead, &read(Some(json!({"contents": []})), None)), None);
         assert_eq!(problem(EventKind::ResourceRead, &read(None, Some("gone"))), None);
@@ -89,8 +97,14 @@ pub(crate) mod tests {
         );
         let updated = exchange("files", "notifications/resources/updated", json!({"uri": "f:a"}), None, None);
         assert_eq!(problem(EventKind::ResourceUpdated, &updated), None);
-        let changed = exchange("files", "notifications/tools/list_changed", json!({}), Some(json!({})), None);
-        assert!(problem(EventKind::ServerChanged, &changed).unwrap().contains("gets no response, but has one"));
+        // What rlp found changed in a server's tools rides on server.changed.
+        let found = json!({"added": ["new_tool"], "removed": [], "changed": []});
+        let changed = exchange("files", "notifications/tools/list_changed", json!({}), Some(found), None);
+        assert_eq!(problem(EventKind::ServerChanged, &changed), None);
+        let failed = exchange("files", "notifications/resources/updated", json!({"uri": "f:a"}), None, Some("x"));
+        assert!(problem(EventKind::ResourceUpdated, &failed).unwrap().contains("gets no error, but has one"));
+        let answered = exchange("files", "notifications/resources/updated", json!({}), Some(json!({})), None);
+        assert!(problem(EventKind::ResourceUpdated, &answered).unwrap().contains("gets no response, but has one"));
         // A method under `notifications/` is a notification whatever the kind.
         let odd = exchange("files", "notifications/cancelled", json!({}), Some(json!({})), None);
         assert!(problem(EventKind::CompletionComplete, &odd).is_some());
