@@ -1107,11 +1107,11 @@ fn show_states_the_recorded_retry_wait() {
     };
     assert_eq!(
         show(&with_wait),
-        "  #5        +0.028s  tool.result  weather.get              failed in 3 ms, will retry after 100 ms → busy  (call #4, attempt 1)"
+        "  #5        +0.028s  tool.result         weather.get              failed in 3 ms, will retry after 100 ms → busy  (call #4, attempt 1)"
     );
     assert_eq!(
         show(&without_wait),
-        "  #5        +0.028s  tool.result  weather.get              failed in 9 ms, will retry → busy  (call #4, attempt 1)"
+        "  #5        +0.028s  tool.result         weather.get              failed in 9 ms, will retry → busy  (call #4, attempt 1)"
     );
 }
 

@@ -118,7 +118,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
         Detail::Exchange(exchange) => shown_exchange(exchange),
     };
     let line =
-        format!("  {:<6} {:>+9.3}s  {:<12} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
+        format!("  {:<6} {:>+9.3}s  {:<19} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
     terminal_safe_line(&line).into_owned()
 }
 

@@ -6,7 +6,8 @@
 //! - `notifications/resources/list_changed` and `…/prompts/list_changed` go
 //!   to every session, after what was listed of that server is forgotten;
 //! - `notifications/tools/list_changed`: the server's tools are listed
-//!   again and compared with the bundle's pins. A tool it added is not
+//!   again and compared with the bundle's pins (a list that did not change
+//!   against them is let be). A tool it added is not
 //!   callable (rlp serves tools.json's tools only) until `rlp tools import`
 //!   takes it in; a tool it changed is refused until then. Either is told
 //!   on stderr and to every session as a `warning` log message (logger
@@ -150,6 +151,14 @@ async fn pass_on(shared: &Arc<Shared>, notice: ServerNotice) {
         }
         NoticeKind::ToolsChanged => {
             let changes = tool_changes(shared, &notice.server).await;
+            // A server that lists the same tools again (some say their list
+            // changed as they start) changed nothing rlp serves.
+            let none = ["added", "removed", "changed"]
+                .iter()
+                .all(|member| changes.get(member).and_then(Value::as_array).is_some_and(Vec::is_empty));
+            if none {
+                return;
+            }
             tell_tool_changes(shared, &notice.server, &changes).await;
             ("notifications/tools/list_changed", json!({}), Some(changes))
         }
@@ -171,7 +180,8 @@ async fn tool_changes(shared: &Arc<Shared>, server: &str) -> Value {
     }
 }
 
-/// Tells stderr and every session of tools a server added or changed.
+/// Tells stderr and every session of tools a server added, changed or
+/// dropped.
 async fn tell_tool_changes(shared: &Arc<Shared>, server: &str, changes: &Value) {
     let names = |member: &str, key: Option<&str>| -> Vec<String> {
         let items = changes.get(member).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
@@ -182,14 +192,17 @@ async fn tell_tool_changes(shared: &Arc<Shared>, server: &str, changes: &Value) 
             .map(str::to_string)
             .collect()
     };
-    let (added, changed) = (names("added", None), names("changed", Some("tool")));
-    let mut told = Vec::new();
-    if !added.is_empty() {
-        told.push(format!("added {} (not callable until imported)", added.join(", ")));
-    }
-    if !changed.is_empty() {
-        told.push(format!("changed {} (refused until re-imported)", changed.join(", ")));
-    }
+    let told: Vec<String> = [
+        ("added", None, "not callable until imported"),
+        ("changed", Some("tool"), "refused until re-imported"),
+        ("removed", None, "refused until re-imported"),
+    ]
+    .into_iter()
+    .filter_map(|(member, key, fate)| {
+        let tools = names(member, key);
+        (!tools.is_empty()).then(|| format!("{member} {} ({fate})", tools.join(", ")))
+    })
+    .collect();
     if told.is_empty() {
         return;
     }
