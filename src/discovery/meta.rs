@@ -24,8 +24,8 @@ const MAX_QUERY_CHARS: usize = 500;
 /// What a search asks.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct SearchRequest {
-    /// Words of what the tool should do.
-    pub query: String,
+    /// Words of what the tool should do; none to list a category's tools.
+    pub query: Option<String>,
     /// Only tools of this category.
     pub category: Option<String>,
     /// At most this many results.
@@ -34,23 +34,35 @@ pub(crate) struct SearchRequest {
 
 impl SearchRequest {
     /// A search for `query` (trimmed; not empty, at most [`MAX_QUERY_CHARS`]
-    /// characters), at most `limit` results (1 to [`MAX_LIMIT`]); `names`
-    /// name the two in errors (`` `query` `` and `` `limit` ``, or `QUERY`
-    /// and `--limit`).
-    pub(crate) fn new(query: &str, category: Option<String>, limit: u64, names: [&str; 2]) -> Result<Self, String> {
+    /// characters) — or, without one, the list of `category`'s tools —, at
+    /// most `limit` results (1 to [`MAX_LIMIT`]); `names` name the two in
+    /// errors (`` `query` `` and `` `limit` ``, or `QUERY` and `--limit`).
+    pub(crate) fn new(
+        query: Option<&str>,
+        category: Option<String>,
+        limit: u64,
+        names: [&str; 2],
+    ) -> Result<Self, String> {
         let [query_name, limit_name] = names;
         let limit = usize::try_from(limit)
             .ok()
             .filter(|n| (1..=MAX_LIMIT).contains(n))
             .ok_or_else(|| format!("{limit_name} must be an integer from 1 to {MAX_LIMIT}, not {limit}"))?;
-        let query = query.trim();
+        let Some(query) = query.map(str::trim) else {
+            if category.is_none() {
+                return Err(format!(
+                    "{query_name} is required: say what the tool should do, or give a category to list its tools"
+                ));
+            }
+            return Ok(SearchRequest { query: None, category, limit });
+        };
         if query.is_empty() {
             return Err(format!("{query_name} is empty: say what the tool should do"));
         }
         if query.chars().count() > MAX_QUERY_CHARS {
             return Err(format!("{query_name} is longer than {MAX_QUERY_CHARS} characters"));
         }
-        Ok(SearchRequest { query: query.to_string(), category, limit })
+        Ok(SearchRequest { query: Some(query.to_string()), category, limit })
     }
 }
 
@@ -70,8 +82,8 @@ pub(crate) struct Reach {
 pub(crate) fn definitions(categories: &[String], reach: &Reach) -> [Value; 3] {
     let mut category = json!({"type": "string", "description": "only tools of this category"});
     let mut search_description = "Find tools of this server that are not listed: the best matches for the query \
-         (id, description, category), best first. Describe a tool (rlp.describe_tools) to see its schemas, then call \
-         it with rlp.call_tool."
+         (id, description, category), best first; or, with a category and no query, every tool of the category. \
+         Describe a tool (rlp.describe_tools) to see its schemas, then call it with rlp.call_tool."
         .to_string();
     if !categories.is_empty() {
         category["enum"] = json!(categories);
@@ -86,11 +98,11 @@ pub(crate) fn definitions(categories: &[String], reach: &Reach) -> [Value; 3] {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                              "description": "what the tool should do, in a few words"},
+                              "description": "what the tool should do, in a few words (leave it out to list a category)"},
                     "category": category,
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                              "description": "at most this many tools (5 for a query, 50 for a category's list)"},
                 },
-                "required": ["query"],
                 "additionalProperties": false,
             },
             "outputSchema": {
@@ -195,9 +207,9 @@ pub(crate) fn read(tool: &str, arguments: &mut Option<Map<String, Value>>) -> Op
 pub(crate) fn search_request(arguments: &Map<String, Value>) -> Result<SearchRequest, String> {
     only(arguments, SEARCH, &["query", "category", "limit"])?;
     let query = match arguments.get("query") {
-        Some(Value::String(query)) => query,
+        Some(Value::String(query)) => Some(query.as_str()),
+        None | Some(Value::Null) => None,
         Some(other) => return Err(format!("`query` must be a string, not {}", json_kind(other))),
-        None => return Err("`query` is required: say what the tool should do".into()),
     };
     let category = match arguments.get("category") {
         None | Some(Value::Null) => None,
@@ -205,12 +217,18 @@ pub(crate) fn search_request(arguments: &Map<String, Value>) -> Result<SearchReq
         Some(other) => return Err(format!("`category` must be a string, not {}", json_kind(other))),
     };
     let limit = match arguments.get("limit") {
-        None | Some(Value::Null) => DEFAULT_LIMIT as u64,
+        None | Some(Value::Null) => default_limit(query.is_some()) as u64,
         Some(value) => {
             value.as_u64().ok_or_else(|| format!("`limit` must be an integer from 1 to {MAX_LIMIT}, not {value}"))?
         }
     };
     SearchRequest::new(query, category, limit, ["`query`", "`limit`"])
+}
+
+/// The most results unless asked for another number: [`DEFAULT_LIMIT`] for
+/// a query, [`MAX_LIMIT`] for a category's list.
+pub(crate) fn default_limit(query: bool) -> usize {
+    if query { DEFAULT_LIMIT } else { MAX_LIMIT }
 }
 
 /// Reads `rlp.describe_tools` arguments: the ids, each once, in order.
@@ -262,14 +280,21 @@ mod tests {
     fn reads_search_arguments_and_names_what_is_wrong() {
         assert_eq!(
             search_request(&args(json!({"query": " create an issue "}))).unwrap(),
-            SearchRequest { query: "create an issue".into(), category: None, limit: DEFAULT_LIMIT }
+            SearchRequest { query: Some("create an issue".into()), category: None, limit: DEFAULT_LIMIT }
         );
         assert_eq!(
             search_request(&args(json!({"query": "x", "category": "github", "limit": 3}))).unwrap(),
-            SearchRequest { query: "x".into(), category: Some("github".into()), limit: 3 }
+            SearchRequest { query: Some("x".into()), category: Some("github".into()), limit: 3 }
+        );
+        assert_eq!(
+            search_request(&args(json!({"category": "github"}))).unwrap(),
+            SearchRequest { query: None, category: Some("github".into()), limit: MAX_LIMIT }
         );
         let error = |value| search_request(&args(value)).unwrap_err();
-        assert_eq!(error(json!({})), "`query` is required: say what the tool should do");
+        assert_eq!(
+            error(json!({})),
+            "`query` is required: say what the tool should do, or give a category to list its tools"
+        );
         assert_eq!(error(json!({"query": "  "})), "`query` is empty: say what the tool should do");
         assert_eq!(error(json!({"query": 1})), "`query` must be a string, not a number");
         assert_eq!(error(json!({"query": "x", "limit": 0})), "`limit` must be an integer from 1 to 50, not 0");

@@ -119,7 +119,13 @@ impl Catalog {
             let known = if self.categories.is_empty() { "none".to_string() } else { self.categories.join(", ") };
             return Err(format!("no tool has the category `{}`; the categories are: {known}", ellipsize(category, 64)));
         }
-        let hits = self.index().search(&request.query, request.category.as_deref(), request.limit);
+        let Some(query) = &request.query else {
+            // A category's list, by id.
+            let category = request.category.as_deref().unwrap_or_default();
+            let of = |t: &&Listed| t.category.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(category));
+            return Ok(self.tools.iter().filter(of).take(request.limit).collect());
+        };
+        let hits = self.index().search(query, request.category.as_deref(), request.limit);
         Ok(hits.into_iter().map(|hit| &self.tools[hit.position]).collect())
     }
 
@@ -160,7 +166,7 @@ pub(crate) fn search_frame(request: &SearchRequest, found: &[&Listed]) -> ToolDi
     ToolDiscoverPayload {
         v: PAYLOAD_VERSION,
         action: "search".into(),
-        query: Some(request.query.clone()),
+        query: request.query.clone(),
         category: request.category.clone(),
         limit: Some(request.limit as u64),
         ids: found.iter().map(|t| t.id.clone()).collect(),

@@ -672,3 +672,43 @@ fn found_ids(record: &Value) -> Vec<&str> {
         .map(|t| t["id"].as_str().unwrap())
         .collect()
 }
+
+/// `rlp.search_tools` with a category and no query lists the category's
+/// tools by id (seed 001's `list_tools(category)`), as `rlp tools search
+/// --category` does, and records the list as a search without a query.
+#[test]
+fn a_category_without_a_query_lists_the_category() {
+    let td = TestDir::new();
+    let workspace = workspace(&td);
+    let steps = json!([
+        call("rlp.search_tools", json!({"category": "chat"})),
+        call("rlp.search_tools", json!({"category": "chat", "limit": 1})),
+        call("rlp.search_tools", json!({})),
+    ]);
+    let report = drive_core(&td, &workspace, None, steps);
+    let listed = &step(&report, 0)["result"]["structuredContent"];
+    let ids: Vec<&str> = listed["tools"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert!(ids.len() > 1 && ids == sorted, "{listed}");
+    assert!(listed["tools"].as_array().unwrap().iter().all(|t| t["category"] == "chat"), "{listed}");
+    assert_eq!(step(&report, 1)["result"]["structuredContent"]["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        step(&report, 2)["error"]["message"],
+        "invalid arguments for `rlp.search_tools`: `query` is required: say what the tool should do, or give a \
+         category to list its tools"
+    );
+    let cli = td
+        .rlp()
+        .args(["tools", "search"])
+        .arg(&workspace)
+        .args(["--category", "chat", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(cli.status.code(), Some(0), "{}", stderr(&cli));
+    assert_eq!(&serde_json::from_str::<Value>(&stdout(&cli)).unwrap(), listed);
+    let recorded = discoveries(&td);
+    assert_eq!(recorded[0]["category"], "chat");
+    assert!(recorded[0].get("query").is_none(), "{:?}", recorded[0]);
+    assert_eq!(recorded[0]["ids"], json!(ids));
+}

@@ -34,14 +34,15 @@ Exit codes: 0 tools found, 1 no tool matches, 2 bad flags or an invalid bundle."
 pub struct SearchArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
-    /// What the tool should do, in a few words.
-    pub query: String,
+    /// What the tool should do, in a few words; leave it out with --category to list the
+    /// category's tools.
+    pub query: Option<String>,
     /// Only tools of this category.
     #[arg(long, value_name = "C")]
     pub category: Option<String>,
-    /// At most N results (1 to 50).
-    #[arg(long, value_name = "N", default_value_t = meta::DEFAULT_LIMIT as u64)]
-    pub limit: u64,
+    /// At most N results (1 to 50; default 5 for a query, 50 for a category's list).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
     /// Output format: a table (human), or the `{"tools": [...]}` rlp.search_tools returns (json).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -67,10 +68,11 @@ fn table(found: &[&Listed]) -> String {
 
 /// Runs `rlp tools search`.
 pub(crate) fn run(args: &SearchArgs, ctx: &Context) -> CliResult {
-    let request =
-        SearchRequest::new(&args.query, args.category.clone(), args.limit, ["QUERY", "--limit"]).map_err(|why| {
-            CliError::usage(why).with_help("e.g. rlp tools search agents/github \"create an issue\" --limit 5")
-        })?;
+    let query = args.query.as_deref();
+    let limit = args.limit.unwrap_or(meta::default_limit(query.is_some()) as u64);
+    let request = SearchRequest::new(query, args.category.clone(), limit, ["QUERY", "--limit"]).map_err(|why| {
+        CliError::usage(why).with_help("e.g. rlp tools search agents/github \"create an issue\" --limit 5")
+    })?;
     let (runtime, _) = load_runtime(RuntimeFlags::inspecting(&args.bundle), ctx)?;
     let catalog = Catalog::of(&runtime);
     let found = catalog.search(&request).map_err(|why| {
@@ -84,10 +86,10 @@ pub(crate) fn run(args: &SearchArgs, ctx: &Context) -> CliResult {
         }
         Format::Human if found.is_empty() => {
             let within = request.category.as_ref().map(|c| format!(" in category `{c}`")).unwrap_or_default();
+            let matching = request.query.as_ref().map(|q| format!(" matches `{q}`")).unwrap_or_default();
             diagnostic(&terminal_safe_line(&format!(
-                "no tool of {} matches `{}`{within} ({} exposed)",
+                "no tool of {}{matching}{within} ({} exposed)",
                 runtime.agent(),
-                request.query,
                 catalog.tools().len()
             )));
             Printer::stdout().finish(exit)
