@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::authoring::jp_shape;
 use serde_json::{Map, Value, json};
 
 use crate::authoring::AuthoringError;
@@ -317,11 +318,13 @@ pub(crate) fn describe(source: &Source, bundle_root: &Path) -> Result<Vec<Map<St
     }
     let mut entries = Vec::new();
     for (i, item) in tools.into_iter().enumerate() {
-        let Value::Object(mut entry) = item else {
+        let Value::Object(entry) = item else {
             return Err(format!("tools[{i}] of its answer is not an object"));
         };
+        // Seed 000's own shape (`name`, `summary`, `parameters`) reads too.
+        let mut entry = jp_shape::to_entry(entry);
         let Some(id) = entry.get("id").and_then(Value::as_str) else {
-            return Err(format!("tools[{i}] of its answer has no string `id`"));
+            return Err(format!("tools[{i}] of its answer has neither a string `id` nor a string `name`"));
         };
         if entries.iter().any(|e: &Map<String, Value>| e.get("id").and_then(Value::as_str) == Some(id)) {
             return Err(format!("its answer lists the tool `{}` twice", excerpt(id)));

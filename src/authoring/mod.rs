@@ -22,6 +22,7 @@ pub(crate) mod edited;
 pub(crate) mod error;
 pub(crate) mod example;
 pub(crate) mod import;
+mod jp_shape;
 pub(crate) mod list;
 pub(crate) mod mcp_import;
 pub(crate) mod policy_edit;

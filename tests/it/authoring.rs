@@ -1231,3 +1231,43 @@ fn an_exec_tool_of_a_fresh_scaffold_gets_the_agents_grants_and_lints_clean() {
     );
     assert_eq!(tools["tools"][0]["requires_confirmation"], true);
 }
+
+/// A binary that answers the `schema` action in seed 000's own shape
+/// (`name`, `summary`, `description`, `parameters`) is imported, mapped to
+/// tools.json's fields, and the result lints clean.
+#[test]
+fn tools_import_reads_the_seeds_own_schema_shape() {
+    let (space, bundle) = demo();
+    let b = bundle.to_str().unwrap();
+    let binary = answering(
+        &space,
+        json!([{
+            "name": "demo.cargo_check",
+            "summary": "Run cargo check for the given package.",
+            "description": "Longer description with details.",
+            "parameters": {
+                "package": {"type": "string", "summary": "Package to check."},
+                "release": {"type": "boolean", "default": false}
+            }
+        }]),
+    );
+    let out = space.expect_output(0, &["tools", "import", b, "--exec", binary.to_str().unwrap(), "--grant"]);
+    assert_eq!(stdout(&out), format!("added     demo.cargo_check\ngranted in {b}/policy.caps:\n  exec = true\n"));
+    let tools = read_json(&bundle.join("tools.json"));
+    let imported = &tools["tools"][0];
+    assert_eq!(imported["id"], "demo.cargo_check");
+    assert_eq!(imported["description"], "Run cargo check for the given package.\n\nLonger description with details.");
+    assert_eq!(
+        imported["input_schema"],
+        json!({
+            "type": "object",
+            "properties": {
+                "package": {"type": "string", "description": "Package to check."},
+                "release": {"type": "boolean", "default": false}
+            },
+            "required": ["package"],
+            "additionalProperties": false
+        })
+    );
+    assert_lints_clean(&space, &bundle);
+}
