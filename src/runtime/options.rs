@@ -4,7 +4,9 @@
 //! Values come from, highest first: `--option KEY=VALUE`, the config files'
 //! `[agents.<agent>.tools."<tool id>".options]`, the schema's top-level
 //! property `default`s. The merged object is validated against the schema
-//! before the tool runs; a tool without `options_schema` takes no options.
+//! before the tool runs. A tool without `options_schema` gets what it is
+//! given free-form (seed 003: "each tool defines its own; unknown options
+//! forwarded"), unvalidated but for their depth, and recorded alike.
 
 use serde_json::{Map, Value};
 
@@ -25,47 +27,21 @@ pub(crate) struct OptionSources<'a> {
     pub given: &'a Map<String, Value>,
 }
 
-/// Why a tool's options cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct OptionsError {
-    /// What is wrong.
-    pub message: String,
-    /// What to do.
-    pub help: String,
-}
-
-/// The merged options of a call (not yet validated): `None` when the tool
-/// has no `options_schema` (and nothing was given for it).
-pub(crate) fn merge(tool: &str, sources: OptionSources<'_>) -> Result<Option<Map<String, Value>>, OptionsError> {
-    let Some(schema) = sources.schema else {
-        let mut named: Vec<String> = sources.given.keys().map(|k| format!("--option {k}")).collect();
-        if let Some(configured) = sources.configured {
-            let files: Vec<String> = configured.files.iter().map(|f| f.display().to_string()).collect();
-            named.extend(configured.values.keys().map(|k| format!("`{k}` in {}", files.join(", "))));
-        }
-        if named.is_empty() {
-            return Ok(None);
-        }
-        return Err(OptionsError {
-            message: format!(
-                "tool `{tool}` takes no options (it has no options_schema), but it was given {}",
-                named.join(", ")
-            ),
-            help: "remove the options, or describe them with an options_schema in tools.json".to_string(),
-        });
-    };
-    let mut merged = defaults(schema);
+/// The merged options of a call (not yet validated): `None` when nothing
+/// is set for the tool (no schema defaults, no config, no `--option`).
+pub(crate) fn merge(sources: OptionSources<'_>) -> Option<Map<String, Value>> {
+    let mut merged = sources.schema.map(defaults).unwrap_or_default();
     if let Some(configured) = sources.configured {
         merged.extend(configured.values.clone());
     }
     merged.extend(sources.given.clone());
-    Ok(Some(merged))
+    (sources.schema.is_some() || !merged.is_empty()).then_some(merged)
 }
 
 impl Call<'_> {
     /// Step 2: the call's options, merged ([`merge`]) and validated against
-    /// the tool's `options_schema`; `None` when the tool takes none. Invalid
-    /// options refuse the call before anything runs (exit 2).
+    /// the tool's `options_schema` when it has one; `None` when none are set.
+    /// Invalid options refuse the call before anything runs (exit 2).
     pub(crate) fn options_of(&mut self) -> Result<Option<Map<String, Value>>, CallError> {
         let (runtime, prepared) = (self.runtime, self.prepared);
         let tool = &prepared.tool;
@@ -75,8 +51,7 @@ impl Call<'_> {
             configured: runtime.options().config.options_of(runtime.agent(), &tool.id),
             given: &self.request.options,
         };
-        let merged = merge(&tool.id, sources)
-            .map_err(|e| journal.refuse(CallError::new(CallErrorKind::InvalidInput, e.message).help(e.help)))?;
+        let merged = merge(sources);
         if let Some(merged) = &merged
             && json_depth(&Value::Object(merged.clone())) > MAX_DATA_DEPTH
         {
@@ -145,18 +120,12 @@ mod tests {
         };
         let given = json!({"cc": "me@x"}).as_object().unwrap().clone();
         let sources = OptionSources { schema: Some(&schema), configured: Some(&configured), given: &given };
-        assert_eq!(
-            Value::Object(merge("t", sources).unwrap().unwrap()),
-            json!({"tone": "formal", "max": 5, "cc": "me@x"})
-        );
+        assert_eq!(Value::Object(merge(sources).unwrap()), json!({"tone": "formal", "max": 5, "cc": "me@x"}));
         let none = OptionSources { schema: None, configured: None, given: &Map::new() };
-        assert_eq!(merge("t", none).unwrap(), None);
-        let refused =
-            merge("t", OptionSources { schema: None, configured: Some(&configured), given: &given }).unwrap_err();
-        assert_eq!(
-            refused.message,
-            "tool `t` takes no options (it has no options_schema), but it was given --option cc, `max` in /h/config.toml, `cc` in /h/config.toml"
-        );
+        assert_eq!(merge(none), None);
+        // Without a schema, what is set is forwarded as it is.
+        let free = merge(OptionSources { schema: None, configured: Some(&configured), given: &given }).unwrap();
+        assert_eq!(Value::Object(free), json!({"max": 5, "cc": "me@x"}));
     }
 
     #[test]

@@ -231,10 +231,14 @@ fn options_merge_flags_config_and_defaults_and_are_validated_before_the_tool_run
     let output = td.call(&bundle, "blob.echo", json!({})).args(["--option", "max=50"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     rlp_snapshot!(&td, &output);
-    let output = td.call(&bundle, "plain", json!({})).args(["--option", "max=1"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    rlp_snapshot!(&td, &output);
     assert_eq!(td.payloads("tool.call").len(), calls_before, "no refused call ran");
+    // A tool without an options_schema gets its options free-form (seed
+    // 003), recorded alike.
+    let output =
+        td.call(&bundle, "plain", json!({})).args(["--option", "max=1", "--option", "mode=fast"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["tool"]["options"], json!({"max": 1, "mode": "fast"}));
+    assert_eq!(td.payloads("tool.call").last().unwrap()["options"], json!({"max": 1, "mode": "fast"}));
 
     let output = td.rlp().args(["tools", "list"]).arg(&bundle).output().unwrap();
     rlp_snapshot!(td.filters().aligned(), &output);
