@@ -34,7 +34,7 @@ use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripA
 use crate::serve::bridged::{self, Bridged, List, Origin, notices};
 use crate::serve::calls::{Event, Pending, complete, follow, forward_notifications};
 use crate::serve::http::client_gone;
-use crate::serve::inbound::{named_trace, traceparent};
+use crate::serve::inbound::{given_context, named_trace, traceparent};
 use crate::serve::logging::LogThreshold;
 use crate::serve::parked::Parked;
 
@@ -217,6 +217,10 @@ impl Handler {
         request.trace_id = Some(self.trace_of(&context, round_trips)?);
         request.answer_source = AnswerSource::Mcp;
         request.traceparent = traceparent(&context.meta);
+        // A caller's own tool context (seed 002) brings answers and options,
+        // checked as `--answer` and `--option` are.
+        (request.answers, request.options) =
+            given_context(&context.meta).map_err(|why| ErrorData::invalid_params(why, None))?;
         let cancel =
             Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();

@@ -14,6 +14,28 @@ use crate::discovery::meta;
 pub const TRACE_META: &str = "dev.runloop/trace_id";
 /// The `_meta` key of the W3C trace context.
 const TRACEPARENT_META: &str = "traceparent";
+/// The `_meta` keys of a caller's tool context (seed 002: rlp's, then JP's),
+/// whose `answers` and `options` a call takes.
+const TOOL_CONTEXT_META: [&str; 2] = ["dev.runloop/tool", "computer.jp/tool"];
+
+/// The answers and options a call is given in its `_meta` tool context.
+pub(crate) type GivenContext = (serde_json::Map<String, Value>, serde_json::Map<String, Value>);
+
+/// The `answers` and `options` of the tool context a request's `_meta`
+/// carries (`dev.runloop/tool`, else seed 002's `computer.jp/tool`); empty
+/// when it carries none, an error naming the member that is not an object.
+pub(crate) fn given_context(meta: &Meta) -> Result<GivenContext, String> {
+    let Some((key, context)) = TOOL_CONTEXT_META.iter().find_map(|key| meta.get(*key).map(|c| (*key, c))) else {
+        return Ok(Default::default());
+    };
+    let Value::Object(context) = context else { return Err(format!("`_meta` `{key}` must be an object")) };
+    let member = |name: &str| match context.get(name) {
+        None | Some(Value::Null) => Ok(serde_json::Map::new()),
+        Some(Value::Object(map)) => Ok(map.clone()),
+        Some(_) => Err(format!("`_meta` `{key}` `{name}` must be an object")),
+    };
+    Ok((member("answers")?, member("options")?))
+}
 
 /// The trace a request's `_meta` names: none, or an error when it is not a
 /// UUID string (the value quoted, cut short).
@@ -46,6 +68,8 @@ pub struct InboundCall {
     pub progress: bool,
     /// Whether it resumes a parked call.
     pub resumes: bool,
+    /// Whether its `_meta` tool context (answers, options), if any, reads.
+    pub context_reads: bool,
     /// For a meta-tool of `--expose core`, whether its arguments are valid.
     pub meta_arguments: Option<bool>,
 }
@@ -68,6 +92,7 @@ pub fn read_message(bytes: &[u8]) -> Result<Option<InboundCall>, String> {
         traceparent_recorded: traceparent(&meta).is_some_and(|t| crate::event::traceparent::is_traceparent(&t)),
         progress: meta.get_progress_token().is_some(),
         resumes: params.request_state.is_some(),
+        context_reads: given_context(&meta).is_ok(),
         meta_arguments: meta::read(&params.name, &mut arguments).map(|read| read.is_ok()),
     }))
 }
@@ -85,8 +110,11 @@ mod tests {
         assert_eq!(read.tool, "t");
         assert_eq!(read.arguments, 1);
         assert!(read.progress && read.traceparent_recorded && !read.resumes, "{read:?}");
-        assert!(read.trace_id.is_some());
+        assert!(read.trace_id.is_some() && read.context_reads);
         assert_eq!(read.meta_arguments, None);
+        let jp = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t",
+            "_meta":{"computer.jp/tool":{"name":"t","answers":"yes"}}}}"#;
+        assert!(!read_message(jp).unwrap().unwrap().context_reads);
         let search = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rlp.search_tools",
             "arguments":{"query":7}}}"#;
         assert_eq!(read_message(search).unwrap().unwrap().meta_arguments, Some(false));

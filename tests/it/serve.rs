@@ -904,3 +904,51 @@ fn a_dropped_session_stream_resumes_with_last_event_id() {
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0]["result"], json!({"done": true}), "the drop cancelled the call: {results:?}");
 }
+
+/// A JP client's `_meta` tool context (seed 002, `computer.jp/tool`; rlp's
+/// own `dev.runloop/tool` alike) brings the call's answers and options:
+/// the tool is not asked again, the options reach it, both are checked as
+/// `--answer` and `--option` are, and a context that is not an object is
+/// refused.
+#[test]
+fn a_callers_tool_context_in_meta_gives_answers_and_options() {
+    let td = TestDir::new();
+    let bundle = drafter(&td);
+    let context = |key: &str, answers: Value| {
+        json!({"op": "call", "tool": "mail.draft", "arguments": {},
+               "meta": {key: {"name": "mail.draft", "answers": answers, "options": {"signature": false}}}})
+    };
+    let steps = json!([
+        context("computer.jp/tool", json!({"tone": "formal"})),
+        context("dev.runloop/tool", json!({"tone": "casual"})),
+        context("computer.jp/tool", json!({"tone": "rude"})),
+        {"op": "call", "tool": "mail.draft", "arguments": {}, "meta": {"computer.jp/tool": "formal"}},
+    ]);
+    let report = mcp::drive(&scenario(stdio(&td, &bundle, &[]), "legacy", None, steps));
+    for (i, tone) in [(0, "formal"), (1, "casual")] {
+        let record = step(&report, i);
+        assert_eq!(
+            record["result"]["structuredContent"],
+            json!({"result": {"answers": {"tone": tone}, "options": {"signature": false}}}),
+            "{record}"
+        );
+        // Answered from the context when the tool asked, as from --answer:
+        // the client is never asked.
+        assert_eq!(call_meta(record)["attempts"], 2, "{record}");
+    }
+    assert!(report["elicitations"].as_array().unwrap().is_empty(), "{report}");
+    // An answer its question does not allow is refused, as from --answer.
+    let refused = &step(&report, 2)["error"];
+    assert_eq!(refused["code"], -32602, "{report}");
+    assert_eq!(
+        refused["message"],
+        "the answer to `tone` (\"rude\", from mcp) does not fit: \"rude\" is not one of \"formal\" or \"casual\" (question `tone` wants a string, one of formal, casual)"
+    );
+    assert_eq!(
+        step(&report, 3)["error"],
+        json!({"code": -32602, "data": null, "message": "`_meta` `computer.jp/tool` must be an object"})
+    );
+    let answered = td.payloads("tool.answer");
+    assert_eq!(answered[0]["answers"], json!([{"id": "tone", "value": "formal", "source": "mcp"}]));
+    assert_eq!(td.payloads("tool.call")[0]["options"], json!({"signature": false}));
+}
