@@ -55,18 +55,27 @@ pub(crate) struct SessionAsker {
     pub(crate) handle: tokio::runtime::Handle,
     /// The request's cancellation: a cancelled call stops waiting.
     pub(crate) cancelled: CancellationToken,
+    /// The session's turn to ask: one form at a time is open with a client
+    /// (its user answers one prompt after another, as at a terminal).
+    pub(crate) turn: Turn,
 }
+
+/// Whose turn it is to ask one session's client: held while a form is open.
+pub(crate) type Turn = Arc<tokio::sync::Mutex<()>>;
 
 impl Asker for SessionAsker {
     fn ask(&self, form: Value) -> Option<ElicitResult> {
         let params: ElicitRequestParams = serde_json::from_value(form).ok()?;
         // A client that never answers is not waited for past ANSWER_WAIT:
-        // the call then goes on unanswered (not approved).
+        // the call then goes on unanswered (not approved). A call waiting
+        // for its turn waits as long as the forms before it are open.
         self.handle.block_on(async {
+            let asked = async {
+                let _turn = self.turn.lock().await;
+                tokio::time::timeout(ANSWER_WAIT, self.peer.create_elicitation(params)).await.ok().and_then(Result::ok)
+            };
             tokio::select! {
-                answer = tokio::time::timeout(ANSWER_WAIT, self.peer.create_elicitation(params)) => {
-                    answer.ok().and_then(Result::ok)
-                }
+                answer = asked => answer,
                 () = self.cancelled.cancelled() => None,
             }
         })

@@ -30,7 +30,9 @@ use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::asking::confirm::Confirmer;
 use crate::runtime::mcp::forward::Relay;
 use crate::runtime::{CallContext, CallRequest, Cancel, ProgressSink, Runtime, Sampler};
-use crate::serve::asking::{Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker, SessionSampler};
+use crate::serve::asking::{
+    Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker, SessionSampler, Turn,
+};
 use crate::serve::bridged::{self, Bridged, List, Origin, notices};
 use crate::serve::calls::{Event, Pending, complete, follow, forward_notifications};
 use crate::serve::http::client_gone;
@@ -93,18 +95,32 @@ pub(crate) struct Handler {
     log_threshold: Arc<LogThreshold>,
     /// Tells this session from the others.
     key: Uuid,
+    /// One form at a time is open with this session's client.
+    turn: Turn,
 }
 
 impl Handler {
     /// A handler whose session records into a trace of its own.
     pub(crate) fn new(shared: Arc<Shared>) -> Handler {
-        Handler { shared, session_trace: Arc::new(OnceLock::new()), log_threshold: Arc::default(), key: Uuid::now_v7() }
+        Handler {
+            shared,
+            session_trace: Arc::new(OnceLock::new()),
+            log_threshold: Arc::default(),
+            key: Uuid::now_v7(),
+            turn: Turn::default(),
+        }
     }
 
     /// A handler whose one session records into the server-run trace (stdio).
     pub(crate) fn in_run_trace(shared: Arc<Shared>) -> Handler {
         let session_trace = OnceLock::from(shared.run_trace);
-        Handler { shared, session_trace: Arc::new(session_trace), log_threshold: Arc::default(), key: Uuid::now_v7() }
+        Handler {
+            shared,
+            session_trace: Arc::new(session_trace),
+            log_threshold: Arc::default(),
+            key: Uuid::now_v7(),
+            turn: Turn::default(),
+        }
     }
 
     /// The trace a call goes into: the one its `_meta` names; else its
@@ -150,6 +166,7 @@ impl Handler {
                 peer: context.peer.clone(),
                 handle: self.shared.handle.clone(),
                 cancelled: context.ct.clone(),
+                turn: Arc::clone(&self.turn),
             };
             Arc::new(McpAnswerer(Arc::new(asker))) as Arc<dyn crate::runtime::asking::answer::Answerer>
         });
@@ -177,6 +194,7 @@ impl Handler {
             peer: context.peer.clone(),
             handle: self.shared.handle.clone(),
             cancelled: context.ct.clone(),
+            turn: Arc::clone(&self.turn),
         };
         (Arc::new(asker), None)
     }
