@@ -54,6 +54,7 @@ pub const DEFINITION_PARTS: &[&str] = &["description", "input_schema", "output_s
 
 const TOOL_KEYS: &[&str] = &[
     "id",
+    "summary",
     "description",
     "transport",
     "input_schema",
@@ -185,8 +186,11 @@ pub struct Tool {
     pub at: Pointer,
     /// `id`.
     pub id: String,
-    /// `description`.
+    /// `description`: the full text (`rlp.describe_tools`).
     pub description: String,
+    /// `summary`: the short text the model is sent in tool lists (seed 000),
+    /// when the tool has one; else lists send `description`.
+    pub summary: Option<String>,
     /// `transport`, if it loaded.
     pub transport: Option<Transport>,
     /// `input_schema` (inline or `{"$ref": …}`).
@@ -421,10 +425,12 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
             Discoverability::Discoverable
         }
     };
+    let summary = f.string("summary", false, diags).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
     Some(Tool {
         at,
         id,
         description,
+        summary,
         transport,
         input_schema,
         result_schema,

@@ -29,8 +29,11 @@ pub(crate) enum ResultShape {
 pub(crate) struct Listed {
     /// The tool id.
     pub(crate) id: String,
-    /// The MCP definition.
+    /// The MCP definition, as lists send it (its `description` the tool's
+    /// `summary` when it has one).
     pub(crate) definition: Value,
+    /// The tool's full `description`, when lists send its summary instead.
+    pub(crate) full_description: Option<String>,
     /// How its results are answered.
     pub(crate) shape: ResultShape,
     /// The tool's `category`.
@@ -39,6 +42,18 @@ pub(crate) struct Listed {
     pub(crate) core: bool,
     /// What its annotations say.
     pub(crate) reach: Reach,
+}
+
+impl Listed {
+    /// The MCP definition as a description shows it: with the tool's full
+    /// `description`.
+    pub(crate) fn described(&self) -> Value {
+        let mut definition = self.definition.clone();
+        if let Some(full) = &self.full_description {
+            definition["description"] = Value::String(full.clone());
+        }
+        definition
+    }
 }
 
 /// Whether `schema` describes objects only (`"type": "object"`).
@@ -64,7 +79,8 @@ fn listed(runtime: &Runtime, id: &str) -> Option<Listed> {
     let reach = Reach { read_only: !writes, destructive: tool.needs_confirmation(), open_world };
     let mut definition = Map::new();
     definition.insert("name".into(), json!(id));
-    definition.insert("description".into(), json!(tool.description));
+    // Lists send the summary; a description shows the full text.
+    definition.insert("description".into(), json!(tool.summary.as_deref().unwrap_or(&tool.description)));
     let input = if is_object_schema(input) { input.clone() } else { json!({"type": "object"}) };
     definition.insert("inputSchema".into(), input);
     let bridged = matches!(tool.transport, Some(Transport::Mcp { .. }));
@@ -86,6 +102,7 @@ fn listed(runtime: &Runtime, id: &str) -> Option<Listed> {
     );
     Some(Listed {
         id: id.to_string(),
+        full_description: tool.summary.is_some().then(|| tool.description.clone()),
         definition: Value::Object(definition),
         shape,
         category: tool.category.clone(),

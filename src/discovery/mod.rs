@@ -75,16 +75,19 @@ impl Catalog {
     /// The search index, built on first use.
     fn index(&self) -> &Index {
         self.index.get_or_init(|| {
-            let searchable: Vec<Searchable<'_>> = self
-                .tools
-                .iter()
-                .map(|t| Searchable {
-                    id: &t.id,
-                    description: t.definition.get("description").and_then(Value::as_str).unwrap_or_default(),
-                    category: t.category.as_deref(),
-                    input_schema: t.definition.get("inputSchema").unwrap_or(&Value::Null),
-                })
-                .collect();
+            let searchable: Vec<Searchable<'_>> =
+                self.tools
+                    .iter()
+                    .map(|t| Searchable {
+                        id: &t.id,
+                        // The full text is searched, whatever lists show.
+                        description: t.full_description.as_deref().unwrap_or_else(|| {
+                            t.definition.get("description").and_then(Value::as_str).unwrap_or_default()
+                        }),
+                        category: t.category.as_deref(),
+                        input_schema: t.definition.get("inputSchema").unwrap_or(&Value::Null),
+                    })
+                    .collect();
             Index::new(&searchable)
         })
     }

@@ -318,7 +318,7 @@ impl Handler {
                 let (described, unknown) =
                     shared.catalog.describe(&ids).map_err(|why| invalid(meta::DESCRIBE, &why))?;
                 let frame = discovery::describe_frame(&described, &unknown);
-                let definitions: Vec<&Value> = described.iter().map(|t| &t.definition).collect();
+                let definitions: Vec<Value> = described.iter().map(|t| t.described()).collect();
                 (json!({"tools": definitions, "unknown": unknown}), frame)
             }
         };
