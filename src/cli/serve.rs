@@ -62,6 +62,10 @@ pub struct ServeArgs {
     /// that search, describe and call the rest.
     #[arg(long, value_enum, default_value_t = Expose::All)]
     pub expose: Expose,
+    /// With --expose core: a discoverable tool joins a session's tools/list once the session
+    /// describes it (rlp.describe_tools), and cannot be called by name before.
+    #[arg(long, requires = "expose")]
+    pub activate: bool,
     /// Expose only the tools matching one of these patterns (repeatable, or comma-separated):
     /// tool ids with `*` for any run of characters, e.g. 'issues.*'; within config.toml's lists.
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
@@ -174,7 +178,12 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
     let max_calls = args.max_calls.map_or((cores * 4).min(MAX_CONCURRENT_CALLS), usize::from);
     let run_trace = Uuid::now_v7();
     diagnostic(&format!("rlp serve: trace {run_trace}"));
-    crate::serve::serve(runtime, ServeOptions { listen, yes: args.yes, max_calls, expose: args.expose, run_trace })
-        .map_err(|e| CliError::problem(format!("rlp serve stopped: {e}")))?;
+    if args.activate && args.expose != Expose::Core {
+        return Err(CliError::usage("--activate works with --expose core only")
+            .with_help("serve with --expose core --activate, or without --activate"));
+    }
+    let options =
+        ServeOptions { listen, yes: args.yes, max_calls, expose: args.expose, activate: args.activate, run_trace };
+    crate::serve::serve(runtime, options).map_err(|e| CliError::problem(format!("rlp serve stopped: {e}")))?;
     Ok(Exit::Success)
 }

@@ -104,6 +104,14 @@ impl Catalog {
 
     /// The definitions `tools/list` sends under `expose`: every exposed
     /// tool, or the core ones followed by the meta-tools.
+    /// The definitions of `ids` (exposed tools only), sorted by id.
+    pub(crate) fn definitions_of<'c>(
+        &'c self,
+        ids: &'c std::collections::BTreeSet<String>,
+    ) -> impl Iterator<Item = &'c Value> {
+        ids.iter().filter_map(|id| self.get(id)).map(|t| &t.definition)
+    }
+
     pub(crate) fn listed(&self, expose: Expose) -> Vec<&Value> {
         match expose {
             Expose::All => self.tools.iter().map(|t| &t.definition).collect(),

@@ -47,6 +47,8 @@ pub(crate) struct Shared {
     pub(crate) catalog: Catalog,
     /// Which tools `tools/list` offers.
     pub(crate) expose: Expose,
+    /// `--activate`: discoverable tools join a session's list once described.
+    pub(crate) activate: bool,
     /// What `tools/list` answers, built once.
     pub(crate) listed: ListToolsResult,
     /// The trace of calls that name none and belong to no session.
@@ -73,6 +75,7 @@ impl Shared {
         Ok(Shared {
             catalog,
             expose: options.expose,
+            activate: options.activate,
             listed,
             run_trace: options.run_trace,
             yes: options.yes,
@@ -97,6 +100,8 @@ pub(crate) struct Handler {
     key: Uuid,
     /// One form at a time is open with this session's client.
     turn: Turn,
+    /// The discoverable tools this session described (`--activate`).
+    activated: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl Handler {
@@ -108,6 +113,7 @@ impl Handler {
             log_threshold: Arc::default(),
             key: Uuid::now_v7(),
             turn: Turn::default(),
+            activated: Arc::default(),
         }
     }
 
@@ -120,6 +126,7 @@ impl Handler {
             log_threshold: Arc::default(),
             key: Uuid::now_v7(),
             turn: Turn::default(),
+            activated: Arc::default(),
         }
     }
 
@@ -212,11 +219,39 @@ impl Handler {
         })
     }
 
-    /// Starts a new call of `params` and follows it.
+    /// Whether `tool` may be called by name: always, unless `--activate`
+    /// keeps a discoverable tool back until the session described it.
+    fn is_active(&self, tool: &str) -> bool {
+        if !self.shared.activate || self.shared.catalog.get(tool).is_some_and(|t| t.core) {
+            return true;
+        }
+        self.activated.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(tool)
+    }
+
+    /// Activates the tools a description showed (`--activate`), and tells the
+    /// client its list changed when one joined it.
+    async fn activate(&self, described: &[String], peer: &rmcp::service::Peer<RoleServer>) {
+        if !self.shared.activate {
+            return;
+        }
+        let joined = {
+            let mut activated = self.activated.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let catalog = &self.shared.catalog;
+            let new: Vec<&String> = described.iter().filter(|id| catalog.get(id).is_some_and(|t| !t.core)).collect();
+            new.into_iter().fold(false, |joined, id| activated.insert(id.clone()) || joined)
+        };
+        if joined {
+            let _ = peer.notify_tool_list_changed().await;
+        }
+    }
+
+    /// Starts a new call of `params` (named directly, or through
+    /// `rlp.call_tool`: `by_meta_tool`) and follows it.
     async fn start(
         &self,
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        by_meta_tool: bool,
     ) -> Result<CallToolResponse, ErrorData> {
         let runtime = &self.shared.runtime;
         let tool = params.name.to_string();
@@ -229,6 +264,16 @@ impl Handler {
                 }
             };
             return Err(ErrorData::invalid_params(format!("unknown tool `{tool}`; {hint}"), None));
+        }
+        if !by_meta_tool && !self.is_active(&tool) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "tool `{tool}` is not active in this session: describe it first with `{}` (or call it with `{}`)",
+                    meta::DESCRIBE,
+                    meta::CALL
+                ),
+                None,
+            ));
         }
         let round_trips = round_trips(&context);
         let mut request = CallRequest::new(tool.clone(), Value::Object(params.arguments.unwrap_or_default()));
@@ -317,6 +362,8 @@ impl Handler {
             Discovery::Describe(ids) => {
                 let (described, unknown) =
                     shared.catalog.describe(&ids).map_err(|why| invalid(meta::DESCRIBE, &why))?;
+                let shown: Vec<String> = described.iter().map(|t| t.id.clone()).collect();
+                self.activate(&shown, &context.peer).await;
                 let frame = discovery::describe_frame(&described, &unknown);
                 let definitions: Vec<Value> = described.iter().map(|t| t.described()).collect();
                 (json!({"tools": definitions, "unknown": unknown}), frame)
@@ -386,6 +433,8 @@ impl ServerHandler for Handler {
                 .enable_prompts_list_changed()
                 .enable_completions()
                 .build()
+        } else if self.shared.activate {
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build()
         } else {
             ServerCapabilities::builder().enable_tools().enable_logging().build()
         };
@@ -500,7 +549,18 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(self.shared.listed.clone())
+        let activated = self.activated.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        if activated.is_empty() {
+            return Ok(self.shared.listed.clone());
+        }
+        // The session's described tools join the core ones and the meta-tools.
+        let mut listed = self.shared.listed.clone();
+        for definition in self.shared.catalog.definitions_of(&activated) {
+            let tool = serde_json::from_value(definition.clone())
+                .map_err(|e| ErrorData::internal_error(format!("cannot list the tools: {e}"), None))?;
+            listed.tools.push(tool);
+        }
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -512,6 +572,7 @@ impl ServerHandler for Handler {
             return self.resume(&state, params, context).await;
         }
         let mut params = params;
+        let mut by_meta_tool = false;
         if self.shared.expose == Expose::Core
             && let Some(read) = meta::read(&params.name, &mut params.arguments)
         {
@@ -519,10 +580,11 @@ impl ServerHandler for Handler {
                 MetaCall::Call(id, arguments) => {
                     params.name = id.into();
                     params.arguments = Some(arguments);
+                    by_meta_tool = true;
                 }
                 MetaCall::Discover(discovery) => return self.discover(discovery, &context).await,
             }
         }
-        self.start(params, context).await
+        self.start(params, context, by_meta_tool).await
     }
 }

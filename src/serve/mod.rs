@@ -71,6 +71,9 @@ pub struct ServeOptions {
     pub max_calls: usize,
     /// Which tools `tools/list` offers.
     pub expose: Expose,
+    /// `--activate` (with [`Expose::Core`]): a discoverable tool joins a
+    /// session's `tools/list` once described, and is called by name only then.
+    pub activate: bool,
     /// The trace of calls that name none and belong to no session.
     pub run_trace: Uuid,
 }
