@@ -5,6 +5,7 @@
 //! in [`rules`] check what spans files and the file system (ids, schemas,
 //! grants, digests). [`render`] prints the findings.
 
+pub(crate) mod against;
 pub(crate) mod render;
 pub(crate) mod rules;
 

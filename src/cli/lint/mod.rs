@@ -12,10 +12,12 @@ use crate::cli::output::{Printer, diagnostic};
 use crate::lint::render::{self, LintFormat};
 use crate::lint::{Settings, discover, lint_all};
 
+mod against;
+
 /// Flags of `rlp lint`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  (cd agents && rlp lint)        # the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings, or drift with --check-tools),\n2 unreadable path.\nEvery rule is described in docs/lint.md."
+    after_help = "Examples:\n  (cd agents && rlp lint)        # the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n  rlp lint agents/mailer --against mailer-1.2.0.bundle.tar.gz   # what changed since 1.2.0\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings, drift with --check-tools,\nor a version too low for the changes --against finds), 2 unreadable path.\nEvery rule is described in docs/lint.md."
 )]
 pub struct LintArgs {
     /// Bundle folders, or folders holding bundles (e.g. `agents/`).
@@ -31,6 +33,11 @@ pub struct LintArgs {
     /// and report drift from tools.json (exit 1 on any).
     #[arg(long)]
     pub check_tools: bool,
+    /// Compare the bundle with its previous release (a bundle folder or archive): report removed
+    /// or renamed tools and incompatible schema changes, and fail (exit 1) when the manifest's
+    /// version does not go up as much as they need.
+    #[arg(long, value_name = "PREVIOUS")]
+    pub against: Option<PathBuf>,
     /// RLP217 warns when a bundle has more tools than this and none is core.
     #[arg(long, value_name = "N", default_value_t = crate::lint::rules::DEFAULT_CORE_THRESHOLD)]
     pub core_threshold: usize,
@@ -48,7 +55,17 @@ pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
     } else {
         Vec::new()
     };
-    let notes: String = dirs.iter().zip(&checks).map(|(dir, check)| drift::render(dir, check)).collect();
+    let mut notes: String = dirs.iter().zip(&checks).map(|(dir, check)| drift::render(dir, check)).collect();
+    let mut unreleasable = false;
+    if let Some(previous) = &args.against {
+        let [dir] = dirs.as_slice() else {
+            return Err(CliError::usage(format!("--against compares one bundle; {} were found", dirs.len()))
+                .with_help("pass the one bundle folder to compare"));
+        };
+        let (report, fails) = against::report(dir, previous)?;
+        notes.push_str(&report);
+        unreleasable = fails;
+    }
     let count = Counts {
         bundles: reports.len(),
         errors: reports.iter().map(|r| r.count(Severity::Error)).sum(),
@@ -57,7 +74,7 @@ pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
         unchecked: checks.iter().flat_map(|c| &c.unchecked).filter(|u| !u.server).count(),
         unchecked_servers: checks.iter().flat_map(|c| &c.unchecked).filter(|u| u.server).count(),
     };
-    let failed = count.errors > 0 || (args.deny_warnings && count.warnings > 0) || count.drifts > 0;
+    let failed = count.errors > 0 || (args.deny_warnings && count.warnings > 0) || count.drifts > 0 || unreleasable;
     let exit = if failed { Exit::Problems } else { Exit::Success };
     let out = Printer::stdout();
     match args.format {
