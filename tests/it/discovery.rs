@@ -712,3 +712,79 @@ fn a_category_without_a_query_lists_the_category() {
     assert!(recorded[0].get("query").is_none(), "{:?}", recorded[0]);
     assert_eq!(recorded[0]["ids"], json!(ids));
 }
+
+/// A tool's `summary` (seed 000) is what lists show — `tools/list` and a
+/// search — and `rlp.describe_tools` shows its full `description`; a search
+/// still finds words of the full text.
+#[test]
+fn lists_show_the_summary_and_a_description_the_full_text() {
+    let td = TestDir::new();
+    let state = td.state_dir();
+    let tool = with(
+        with_fs(runtime_tool("notes.add", "marker.sh", &[state.join("ran").to_str().unwrap()]), &state),
+        json!({
+            "summary": "Add a note.",
+            "description": "Add a note to the notebook. Markdown is kept; a title line becomes the heading.",
+            "category": "notes"
+        }),
+    );
+    let bundle = td.bundle("notebook", json!([tool]), &bundle::caps("exec = true\n", &state));
+    let listed = mcp::drive(&scenario(stdio(&td, &bundle, &[]), "legacy", None, json!([{"op": "list"}])));
+    assert_eq!(step(&listed, 0)["tools"][0]["description"], "Add a note.");
+    let steps = json!([
+        call("rlp.search_tools", json!({"query": "markdown heading"})),
+        call("rlp.describe_tools", json!({"ids": ["notes.add"]})),
+    ]);
+    let report = drive_core(&td, &bundle, None, steps);
+    let found = &step(&report, 0)["result"]["structuredContent"]["tools"];
+    assert_eq!(found, &json!([{"id": "notes.add", "description": "Add a note.", "category": "notes"}]));
+    assert_eq!(
+        step(&report, 1)["result"]["structuredContent"]["tools"][0]["description"],
+        "Add a note to the notebook. Markdown is kept; a title line becomes the heading."
+    );
+}
+
+/// `--expose core --activate`: a discoverable tool cannot be called by name
+/// until the session describes it; describing it adds it to the session's
+/// `tools/list` and tells the client the list changed; `rlp.call_tool`
+/// reaches it all along.
+#[test]
+fn activation_adds_described_tools_to_the_sessions_list() {
+    let td = TestDir::new();
+    let workspace = workspace(&td);
+    let issue = json!({"owner": "o", "repo": "r", "title": "t"});
+    let steps = json!([
+        call("github.create_issue", issue.clone()),
+        {"op": "list"},
+        call("rlp.describe_tools", json!({"ids": ["github.create_issue"]})),
+        {"op": "list"},
+        call("github.create_issue", issue.clone()),
+        call("rlp.call_tool", json!({"id": "github.list_issues", "arguments": {"owner": "o", "repo": "r"}})),
+    ]);
+    let serve = stdio(&td, &workspace, &["--expose", "core", "--activate"]);
+    let report = mcp::drive(&scenario(serve, "legacy", None, steps));
+    assert_eq!(
+        step(&report, 0)["error"]["message"],
+        "tool `github.create_issue` is not active in this session: describe it first with `rlp.describe_tools` (or \
+         call it with `rlp.call_tool`)"
+    );
+    let names = |i: usize| -> Vec<String> {
+        step(&report, i)["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(!names(1).contains(&"github.create_issue".to_string()), "{:?}", names(1));
+    let mut grown = names(1);
+    grown.push("github.create_issue".into());
+    assert_eq!(names(3), grown);
+    assert_eq!(step(&report, 4)["result"]["isError"], false, "{report}");
+    assert_eq!(step(&report, 5)["result"]["isError"], false, "{report}");
+    let changed: Vec<&Value> = report["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["method"] == "notifications/tools/list_changed")
+        .collect();
+    assert_eq!(changed.len(), 1, "{report}");
+    // Without --expose core, --activate is refused.
+    let out = td.rlp().args(["serve"]).arg(&workspace).arg("--activate").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

@@ -1465,3 +1465,55 @@ mod servers {
         insta::assert_snapshot!("servers_human", human);
     }
 }
+
+/// Rewrites the version in `bundle`'s manifest.
+fn set_version(bundle: &std::path::Path, version: &str) {
+    let manifest = bundle.join("manifest.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    let line = text.lines().find(|l| l.starts_with("version = \"")).unwrap().to_string();
+    fs::write(&manifest, text.replacen(&line, &format!("version = \"{version}\""), 1)).unwrap();
+}
+
+/// `rlp lint --against` compares a release with the previous one (an
+/// archive or a folder): removed, renamed and narrowed tools need a major
+/// bump, and a version that does not make it fails the gate.
+#[test]
+fn against_the_previous_release_names_the_breaking_changes_and_the_bump_they_need() {
+    use crate::support::bundle::{runtime_tool, with};
+    use serde_json::json;
+    let td = TestDir::new();
+    let send = |required: &[&str]| {
+        with(
+            runtime_tool("mail.send", "ok.sh", &[]),
+            json!({"input_schema": {"type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"}}, "required": required}}),
+        )
+    };
+    let caps = "[capabilities]\nexec = true\n";
+    let bundle = td.bundle("mailer", json!([send(&["to"]), runtime_tool("mail.list", "ok.sh", &[])]), caps);
+    set_version(&bundle, "1.2.0");
+    let archive = td.join("mailer-1.2.0.bundle.tar.gz");
+    let packed = td.rlp().args(["bundle", "pack"]).arg(&bundle).arg("-o").arg(&archive).output().unwrap();
+    assert_eq!(packed.status.code(), Some(0), "{}", crate::support::output::stderr(&packed));
+    let folder = td.join("previous");
+    copy_tree(&bundle, &folder);
+
+    td.bundle("mailer", json!([send(&["to", "subject"]), runtime_tool("mail.draft", "echo_blob.sh", &[])]), caps);
+    set_version(&bundle, "1.3.0");
+    for previous in [&archive, &folder] {
+        let out = td.rlp().arg("lint").arg(&bundle).arg("--against").arg(previous).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        let shown = stdout(&out);
+        assert_contains(&shown, &format!("against {} (1.2.0 → 1.3.0):\n", previous.display()));
+        assert_contains(&shown, "  major  tool `mail.send` input: `subject` is now required\n");
+        assert_contains(&shown, "  major  tool `mail.list` was removed\n");
+        assert_contains(&shown, "  minor  tool `mail.draft` was added\n");
+        assert_contains(
+            &shown,
+            "error: the changes need a major version bump: version 1.2.0 → 1.3.0 is too small a step for major changes: release 2.0.0 or later\n",
+        );
+    }
+    set_version(&bundle, "2.0.0");
+    let out = td.rlp().arg("lint").arg(&bundle).arg("--against").arg(&archive).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_contains(&stdout(&out), "  the changes need a major version bump, and the version makes it\n");
+}

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::cli::exit::CliError;
-use crate::lint::against::{self, Bump, Release};
+use crate::lint::against::{self, Release};
 use crate::pack::extract::DirSink;
 use crate::pack::reader::{Limits, read_archive};
 use crate::text::terminal_safe_line;
@@ -51,9 +51,6 @@ pub(super) fn report(dir: &Path, previous: &Path) -> Result<(String, bool), CliE
         Err(why) => {
             let _ = writeln!(text, "error: the changes need a {} version bump: {why}", bump.as_str());
         }
-    }
-    if bump == Bump::Major {
-        text.push_str("  (callers of the removed, renamed or narrowed tools must change with this release)\n");
     }
     Ok((text, fails))
 }
