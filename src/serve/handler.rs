@@ -394,14 +394,34 @@ impl Handler {
     async fn subscription(&self, uri: &str, context: RequestContext<RoleServer>, on: bool) -> Result<(), ErrorData> {
         let origin = self.origin(&context)?;
         let method = if on { "resources/subscribe" } else { "resources/unsubscribe" };
-        let (server, _) = bridged::resource(&self.shared, &origin, method, uri).await?;
-        self.shared.bridged.listeners.subscribe(server, uri, self.listener(context.peer), on);
+        let server = bridged::route(&self.shared, &origin, uri).await?;
+        let listeners = &self.shared.bridged.listeners;
+        // The session listens before the server is asked: a server may say
+        // the resource changed as it answers.
+        if on {
+            listeners.subscribe(server, uri, self.listener(context.peer.clone()), true);
+        }
+        match bridged::resource_at(&self.shared, &origin, server, method, uri).await {
+            Ok(_) if !on => listeners.subscribe(server, uri, self.listener(context.peer), false),
+            Ok(_) => {}
+            Err(error) => {
+                if on {
+                    listeners.subscribe(server, uri, self.listener(context.peer), false);
+                }
+                return Err(error);
+            }
+        }
         Ok(())
     }
 }
 
-/// A server's answer (JSON) as the SDK's type.
-fn from_json<T: serde::de::DeserializeOwned>(answer: Value) -> Result<T, ErrorData> {
+/// A server's answer (JSON) as the SDK's type, marked as a complete result
+/// (`resultType`, which 2026-07-28 clients require and a server of an
+/// earlier revision does not write).
+fn from_json<T: serde::de::DeserializeOwned>(mut answer: Value) -> Result<T, ErrorData> {
+    if let Some(fields) = answer.as_object_mut() {
+        fields.entry("resultType").or_insert_with(|| json!("complete"));
+    }
     serde_json::from_value(answer)
         .map_err(|e| ErrorData::internal_error(format!("the server's answer is not valid: {e}"), None))
 }
@@ -492,7 +512,8 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let origin = self.origin(&context)?;
-        let (_, answer) = bridged::resource(&self.shared, &origin, "resources/read", &request.uri).await?;
+        let server = bridged::route(&self.shared, &origin, &request.uri).await?;
+        let answer = bridged::resource_at(&self.shared, &origin, server, "resources/read", &request.uri).await?;
         Ok(ReadResourceResponse::Complete(from_json(answer)?))
     }
 

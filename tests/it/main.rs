@@ -20,6 +20,7 @@ mod cli;
 mod conformance;
 mod discovery;
 mod first_hour;
+mod gateway;
 mod io;
 mod lint;
 mod mcpb;

@@ -28,14 +28,35 @@ support elicitation at all. A step is one of:
     {"op": "watch_pid", "file": path, "limit_ms": N}
                                             when the process whose pid the
                                             file holds is gone (polled)
+    {"op": "request", "method": "...", "params": {...}?}
+                                            any client request (resources/*,
+                                            prompts/*, completion/complete,
+                                            ping…, read by the SDK's
+                                            ClientRequest type): its `result`
+                                            as sent, its JSON-RPC `error`
+                                            {code, message, data}, or why
+                                            the SDK found the result not
+                                            valid for the revision spoken
+                                            (`invalid`)
+    {"op": "await", "method": "...", "limit_ms": N}
+                                            until a notification of `method`
+                                            has been received (see
+                                            `notifications` below): `seen`
+                                            true, or false at the limit (a
+                                            guard against a hang, not a
+                                            timing assertion)
 
-It prints one JSON document: the negotiated protocol version, one record per
-step (a call's result as sent, or its JSON-RPC error's code, message and
-data, or that it was cancelled), every elicitation request with the answer
-given, every progress notification, every log message (level, logger,
-data), and times in milliseconds since the
-driver started. A failure outside the steps (cannot connect) is reported as
-`fatal` with exit code 1.
+It prints one JSON document: the negotiated protocol version, the
+capabilities the server declared (`server_capabilities`, as sent), one
+record per step (a call's result as sent, or its JSON-RPC error's code,
+message and data, or that it was cancelled), every elicitation request with
+the answer given, every progress notification, every log message (level,
+logger, data), every other notification the server sent (`notifications`:
+`{"method", "params", "at_ms"}` in the order received, e.g.
+notifications/resources/updated and notifications/*/list_changed;
+cancellations are the SDK's own and not reported), and times in
+milliseconds since the driver started. A failure outside the steps
+(cannot connect) is reported as `fatal` with exit code 1.
 """
 
 import json
@@ -52,7 +73,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 # How long a cancellation waits for its file, and a watch for its pid file:
 # a guard against a hang, not a timing assertion.
@@ -81,10 +102,21 @@ class Observer:
         self.elicitations: list[dict] = []
         self.progress: list[dict] = []
         self.logs: list[dict] = []
+        self.notifications: list[dict] = []
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         """Records a log message notification."""
         self.logs.append({"level": params.level, "logger": params.logger, "data": params.data})
+
+    async def notice(self, message: Any) -> None:
+        """Records a server notification other than progress and log messages
+        (transport faults, which the SDK hands here too, are not notifications)."""
+        if isinstance(message, Exception):
+            return
+        if isinstance(message, (types.ProgressNotification, types.LoggingMessageNotification)):
+            return
+        params = wire(message).get("params")
+        self.notifications.append({"method": message.method, "params": params, "at_ms": now_ms()})
 
     async def elicit(self, _context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """Answers an elicitation request with the next scripted answer (declines when none is left)."""
@@ -182,6 +214,33 @@ async def watch_pid(spec: dict) -> dict:
     return {"pid": pid, "still_running_at_ms": now_ms()}
 
 
+async def request(client: Client, spec: dict) -> dict:
+    """One client request of any method: its result as sent, or its JSON-RPC error."""
+    message = {"method": spec["method"]}
+    if "params" in spec:
+        message["params"] = spec["params"]
+    typed = types.client_request_adapter.validate_python(message)
+    record: dict[str, Any] = {"method": spec["method"]}
+    try:
+        record["result"] = await client.session.send_request(typed, TypeAdapter(dict[str, Any]))
+    except MCPError as error:
+        record["error"] = {"code": error.code, "message": error.message, "data": error.data}
+    except ValidationError as error:
+        record["invalid"] = str(error)
+    return record
+
+
+async def await_notification(observer: Observer, spec: dict) -> dict:
+    """Whether a notification of `spec.method` was received, polled up to `spec.limit_ms`."""
+    deadline = time.monotonic() + spec["limit_ms"] / 1000
+    while True:
+        if any(n["method"] == spec["method"] for n in observer.notifications):
+            return {"method": spec["method"], "seen": True}
+        if time.monotonic() >= deadline:
+            return {"method": spec["method"], "seen": False}
+        await anyio.sleep(POLL_S)
+
+
 def running(pid: int) -> bool:
     """Whether process `pid` exists and is not a zombie."""
     try:
@@ -203,6 +262,10 @@ async def step(client: Client, observer: Observer, spec: dict, label: str) -> di
         return {"op": op, **await parallel(client, observer, spec["calls"], label)}
     if op == "watch_pid":
         return {"op": op, **await watch_pid(spec)}
+    if op == "request":
+        return {"op": op, **await request(client, spec)}
+    if op == "await":
+        return {"op": op, **await await_notification(observer, spec)}
     raise ValueError(f"unknown step {op!r}")
 
 
@@ -213,14 +276,17 @@ async def drive(scenario: dict, report: dict) -> None:
     report["elicitations"] = observer.elicitations
     report["progress"] = observer.progress
     report["logs"] = observer.logs
+    report["notifications"] = observer.notifications
     async with Client(
         transport_of(scenario["transport"]),
         mode=scenario.get("mode", "auto"),
         elicitation_callback=observer.elicit if answers is not None else None,
         logging_callback=observer.log,
+        message_handler=observer.notice,
         cache=None,
     ) as client:
         report["protocol_version"] = client.protocol_version
+        report["server_capabilities"] = wire(client.server_capabilities)
         for i, spec in enumerate(scenario["steps"]):
             report["steps"].append(await step(client, observer, spec, str(i)))
 

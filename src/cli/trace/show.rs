@@ -127,7 +127,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
 fn shown_blocks(blocks: &[Value]) -> String {
     let text = |block: &Value, key: &str| block.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
     let size = |block: &Value, field: &str| match (block.get(field), block.get(format!("{field}_bytes"))) {
-        (Some(Value::String(data)), _) => format!("{} bytes", data.len() / 4 * 3),
+        (Some(Value::String(data)), _) => format!("{} bytes", crate::runtime::mcp::content::decoded_len(data)),
         (_, Some(bytes)) => format!("{bytes} bytes, recorded by digest"),
         _ => "no data".to_string(),
     };

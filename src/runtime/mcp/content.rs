@@ -89,7 +89,7 @@ fn bound_field(fields: &mut Map<String, Value>, name: &str) {
 }
 
 /// The length of what the base64 `text` decodes to (its padding aside).
-fn decoded_len(text: &str) -> usize {
+pub(crate) fn decoded_len(text: &str) -> usize {
     let padding = text.bytes().rev().take_while(|b| *b == b'=').count().min(2);
     (text.len() / 4 * 3).saturating_sub(padding)
 }

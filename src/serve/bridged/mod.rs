@@ -31,7 +31,7 @@ use crate::serve::bridged::routes::{Known, Offered};
 use crate::serve::handler::Shared;
 
 /// One of the lists a client may ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum List {
     /// `resources/list`.
     Resources,
@@ -229,55 +229,58 @@ pub(crate) async fn list(shared: &Arc<Shared>, origin: &Origin, list: List) -> R
 }
 
 /// `items` of server `index`'s `list`, named as served, those the
-/// operator's lists let through; where each is, remembered.
+/// operator's lists let through; where each is, remembered (hidden ones
+/// too, so that asking for one again needs no list).
 fn served_items(shared: &Shared, bridged: &Bridged, index: usize, list: List, items: Value) -> Vec<Value> {
     let server = &bridged.servers[index];
     let mut known = bridged.known();
     known.forget(index, list);
+    known.read.insert(list);
     let Value::Array(items) = items else { return Vec::new() };
     items
         .into_iter()
         .filter_map(|mut item| {
             let own = item.get("name").and_then(Value::as_str)?.to_string();
             let served = server.served(&own);
-            if !listed(&shared.runtime, &served) {
-                return None;
-            }
-            item["name"] = Value::String(served.clone());
             match list {
                 List::Resources => {
                     let uri = item.get("uri").and_then(Value::as_str)?.to_string();
-                    known.resources.insert(uri, (index, served));
+                    known.resources.insert(uri, (index, served.clone()));
                 }
                 List::Templates => {
                     let template = item.get("uriTemplate").and_then(Value::as_str)?.to_string();
-                    known.templates.push((template, index, served));
+                    known.templates.push((template, index, served.clone()));
                 }
                 List::Prompts => {
-                    known.prompts.insert(served, index);
+                    known.prompts.insert(served.clone(), index);
                 }
             }
+            if !listed(&shared.runtime, &served) {
+                return None;
+            }
+            item["name"] = Value::String(served);
             Some(item)
         })
         .collect()
 }
 
 /// The server a resource URI belongs to, listing the servers' resources and
-/// templates first if need be; `None` when none is found or the operator's
-/// lists keep the resource from the client.
+/// templates first when they were not yet; `None` when none is found or the
+/// operator's lists keep the resource from the client.
 async fn route_uri(shared: &Arc<Shared>, origin: &Origin, uri: &str) -> Result<Option<usize>, ErrorData> {
     let bridged = &shared.bridged;
-    let mut found = bridged.known().resource(uri);
-    if found.is_none() && bridged.servers.len() > 1 {
+    // The servers' lists say where a URI is, and under which name the
+    // operator's lists judge it; with one server and no list of the
+    // operator's to keep to, the URI can only be that server's.
+    let sole = bridged.servers.len() == 1 && shared.runtime.tool_list().is_empty();
+    let unread = !bridged.known().read.contains(&List::Resources);
+    if bridged.known().resource(uri).is_none() && !sole && unread {
         list(shared, origin, List::Resources).await?;
         list(shared, origin, List::Templates).await?;
-        found = bridged.known().resource(uri);
     }
-    Ok(match found {
+    Ok(match bridged.known().resource(uri) {
         Some((index, served)) => listed(&shared.runtime, &served).then_some(index),
-        // One server, and no list of the operator's to keep to: the URI
-        // can only be that server's.
-        None if bridged.servers.len() == 1 && shared.runtime.tool_list().is_empty() => Some(0),
+        None if sole => Some(0),
         None => None,
     })
 }
@@ -289,40 +292,42 @@ async fn route_prompt(
     served: &str,
 ) -> Result<Option<(usize, String)>, ErrorData> {
     let bridged = &shared.bridged;
-    let lookup = || {
-        let index = *bridged.known().prompts.get(served)?;
-        let own = bridged.servers[index].own(served)?.to_string();
-        Some((index, own))
-    };
-    if let Some(found) = lookup() {
-        return Ok(Some(found));
+    if !bridged.known().read.contains(&List::Prompts) {
+        list(shared, origin, List::Prompts).await?;
     }
-    list(shared, origin, List::Prompts).await?;
-    Ok(lookup())
+    let index = bridged.known().prompts.get(served).copied();
+    Ok(index
+        .filter(|_| listed(&shared.runtime, served))
+        .and_then(|index| Some((index, bridged.servers[index].own(served)?.to_string()))))
+}
+
+/// The server resource `uri` belongs to; an error when none offers it.
+pub(crate) async fn route(shared: &Arc<Shared>, origin: &Origin, uri: &str) -> Result<usize, ErrorData> {
+    route_uri(shared, origin, uri).await?.ok_or_else(|| {
+        ErrorData::resource_not_found(
+            format!("no resource `{uri}` is offered: list them with resources/list and resources/templates/list"),
+            None,
+        )
+    })
 }
 
 /// `resources/read`, `resources/subscribe` or `resources/unsubscribe` of
-/// `uri`: the server's answer, recorded (a read's binary contents past
-/// the bound by digest).
-pub(crate) async fn resource(
+/// `uri` by server `index`: the server's answer, recorded (a read's binary
+/// contents past the bound by digest).
+pub(crate) async fn resource_at(
     shared: &Arc<Shared>,
     origin: &Origin,
+    index: usize,
     method: &'static str,
     uri: &str,
-) -> Result<(usize, Value), ErrorData> {
-    let Some(index) = route_uri(shared, origin, uri).await? else {
-        return Err(ErrorData::resource_not_found(
-            format!("no resource `{uri}` is offered: list them with resources/list and resources/templates/list"),
-            None,
-        ));
-    };
+) -> Result<Value, ErrorData> {
     let server = shared.bridged.servers[index].name.clone();
     let request = json!({ "uri": uri });
     let (Answered { answer, asked }, ms) = ask(shared, origin, &server, method, request.clone()).await?;
     let kind = if method == "resources/read" { EventKind::ResourceRead } else { EventKind::ResourceSubscribe };
     let recorded = answer.as_ref().map(content::recorded_contents).map_err(Clone::clone);
     record(shared, origin.trace, kind, exchange(&server, method, request, &recorded, asked, ms)).await?;
-    answer.map(|answer| (index, answer)).map_err(client_error)
+    answer.map_err(client_error)
 }
 
 /// `prompts/get` of the prompt served as `name`.

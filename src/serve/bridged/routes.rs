@@ -58,6 +58,8 @@ pub(crate) struct Known {
     pub(crate) templates: Vec<(String, usize, String)>,
     /// Listed prompts by name served.
     pub(crate) prompts: HashMap<String, usize>,
+    /// The lists read since the servers last said one changed.
+    pub(crate) read: std::collections::HashSet<List>,
 }
 
 impl Known {
@@ -76,6 +78,7 @@ impl Known {
     /// Forgets what the last `list` of server `index` said (before its new
     /// answer is remembered, or once it said that list changed).
     pub(crate) fn forget(&mut self, index: usize, list: List) {
+        self.read.remove(&list);
         match list {
             List::Resources => self.resources.retain(|_, (of, _)| *of != index),
             List::Templates => self.templates.retain(|(_, of, _)| *of != index),
