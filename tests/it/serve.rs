@@ -952,3 +952,29 @@ fn a_callers_tool_context_in_meta_gives_answers_and_options() {
     assert_eq!(answered[0]["answers"], json!([{"id": "tone", "value": "formal", "source": "mcp"}]));
     assert_eq!(td.payloads("tool.call")[0]["options"], json!({"signature": false}));
 }
+
+/// Three calls that need confirmation at once keep one form open at a time
+/// with their client (seed 001: permission prompts serialized): each form
+/// is asked only once the one before it was answered.
+#[test]
+fn concurrent_confirmations_are_asked_one_at_a_time() {
+    let td = TestDir::new();
+    let tool = with(bundle::runtime_tool("mail.send", "ok.sh", &[]), json!({"requires_confirmation": true}));
+    let bundle = td.bundle("sender", json!([tool]), "[capabilities]\nexec = true\n");
+    let approve = json!({"action": "accept", "content": {"approve": true}, "after_ms": 200});
+    let calls: Vec<Value> = (0..3).map(|_| json!({"tool": "mail.send", "arguments": {}})).collect();
+    let report = mcp::drive(&scenario(
+        stdio(&td, &bundle, &["--max-calls", "3"]),
+        "legacy",
+        Some(json!([approve, approve, approve])),
+        json!([{"op": "parallel", "calls": calls}]),
+    ));
+    let records = step(&report, 0)["calls"].as_array().unwrap();
+    assert!(records.iter().all(|r| call_meta(r)["outcome"] == "ok"), "{records:?}");
+    let asked = report["elicitations"].as_array().unwrap();
+    assert_eq!(asked.len(), 3, "{report}");
+    for pair in asked.windows(2) {
+        let (answered, next) = (pair[0]["answered_ms"].as_f64().unwrap(), pair[1]["at_ms"].as_f64().unwrap());
+        assert!(next >= answered, "a form was asked while another was open: {asked:?}");
+    }
+}

@@ -17,7 +17,8 @@ The scenario (JSON on stdin):
 (2025-11-25), "2026-07-28" the stateless revision, "auto" the SDK's default
 (server/discover, falling back to initialize). `elicitation` is the script of
 answers (`{"action": "accept", "content": {...}}`, `{"action": "decline"}`,
-`{"hang": true}`: never answer),
+`{"hang": true}`: never answer; `"after_ms": N` beside an answer: give it
+N ms late),
 given in turn to each elicitation request; null means the client does not
 support elicitation at all. A step is one of:
 
@@ -120,10 +121,15 @@ class Observer:
 
     async def elicit(self, _context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """Answers an elicitation request with the next scripted answer (declines when none is left)."""
-        answer = self.answers.pop(0) if self.answers else {"action": "decline"}
-        self.elicitations.append({"params": wire(params), "answer": answer, "at_ms": now_ms()})
+        answer = dict(self.answers.pop(0)) if self.answers else {"action": "decline"}
+        record = {"params": wire(params), "answer": answer, "at_ms": now_ms()}
+        self.elicitations.append(record)
         if answer.get("hang"):
             await anyio.sleep_forever()
+        late = answer.pop("after_ms", 0)
+        if late:
+            await anyio.sleep(late / 1000)
+        record["answered_ms"] = now_ms()
         return types.ElicitResult(**answer)
 
     def progress_of(self, label: str):
