@@ -127,7 +127,7 @@ pub(crate) fn compare(previous: &Release, current: &Release) -> Vec<Change> {
             changes.push(Change { bump: Bump::Minor, what: format!("tool `{}` was added", new.id) });
         }
     }
-    changes.sort_by(|a, b| b.bump.cmp(&a.bump));
+    changes.sort_by_key(|c| std::cmp::Reverse(c.bump));
     changes
 }
 

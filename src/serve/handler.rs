@@ -238,7 +238,8 @@ impl Handler {
             let mut activated = self.activated.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let catalog = &self.shared.catalog;
             let new: Vec<&String> = described.iter().filter(|id| catalog.get(id).is_some_and(|t| !t.core)).collect();
-            new.into_iter().fold(false, |joined, id| activated.insert(id.clone()) || joined)
+            // Every new one is inserted (no short circuit).
+            new.into_iter().filter(|id| activated.insert((*id).clone())).count() > 0
         };
         if joined {
             let _ = peer.notify_tool_list_changed().await;
