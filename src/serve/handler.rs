@@ -167,6 +167,15 @@ impl Handler {
     /// channel for it, so the server's questions are declined).
     fn origin(&self, context: &RequestContext<RoleServer>) -> Result<Origin, ErrorData> {
         let trace = self.trace_of(context, round_trips(context))?;
+        // A bundle with no server to offer declares no resources, prompts
+        // or completions, and answers none of their methods.
+        if !self.shared.bridged.any() {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "this bundle offers no resources, prompts or completions: its tools live in no MCP server",
+                None,
+            ));
+        }
         let elicits = context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some());
         let answerer = (elicits && !round_trips(context)).then(|| {
             let asker = SessionAsker {

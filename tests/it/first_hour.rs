@@ -42,6 +42,10 @@ const SKIPPED: &[(&str, &str)] = &[
     ),
     ("rlp tools import agents/demo --mcp tracker --url https://", "an HTTPS MCP service of the user's own"),
     (
+        "rlp lint agents/mailer --against ../last-release",
+        "the last release stands for one the user checked out (tests/it/lint.rs compares with one)",
+    ),
+    (
         "rlp tools import agents/demo --mcp-config ~/.config/Claude",
         "the configuration of the user's desktop host (tests/it/bridge.rs imports one)",
     ),

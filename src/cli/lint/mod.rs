@@ -17,7 +17,7 @@ mod against;
 /// Flags of `rlp lint`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  (cd agents && rlp lint)        # the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n  rlp lint agents/mailer --against mailer-1.2.0.bundle.tar.gz   # what changed since 1.2.0\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings, drift with --check-tools,\nor a version too low for the changes --against finds), 2 unreadable path.\nEvery rule is described in docs/lint.md."
+    after_help = "Examples:\n  (cd agents && rlp lint)        # the bundle or bundles in the current folder\n  rlp lint agents/ --deny-warnings\n  rlp lint agents/mailer --format sarif > lint.sarif\n  rlp lint agents/mailer --against ../last-release/agents/mailer   # or its .bundle.tar.gz\n\nExit codes: 0 clean, 1 errors (or warnings with --deny-warnings, drift with --check-tools,\nor a version too low for the changes --against finds), 2 unreadable path.\nEvery rule is described in docs/lint.md."
 )]
 pub struct LintArgs {
     /// Bundle folders, or folders holding bundles (e.g. `agents/`).
