@@ -4,11 +4,17 @@
 # call made directly to the same server and through a FastMCP proxy of it
 # (bench/bridge_fastmcp.py, `create_proxy`), for a stdio server and a
 # Streamable HTTP server; then the cold start of one `rlp tools call` of the
-# bridged tool against the server's own start-up time.
+# bridged tool against the server's own start-up time; then, against a small
+# MCP Python SDK server over Streamable HTTP (bench/bridge_resource_server.py),
+# a 1 MiB `resources/read` through `rlp serve --http` against the same read
+# sent directly, and the throughput of 8 concurrent clients of one
+# `rlp serve --http` against the same load sent directly.
 #
-# Usage: bench/bridge.sh              (ITERATIONS=1000 WARMUP=50 ROUNDS=5 REPEATS=10 by default)
+# Usage: bench/bridge.sh              (ITERATIONS=1000 WARMUP=50 ROUNDS=5 REPEATS=10
+#                                      RESOURCE_ITERATIONS=100 CLIENTS=8 THROUGHPUT_SECONDS=5 by default)
 #        UPDATE_DOCS=0 bench/bridge.sh  to print without rewriting docs/benchmarks.md
-#        ONLY=stdio,http,cold           a subset of the measurements (implies UPDATE_DOCS=0)
+#        ONLY=stdio,http,cold,resources,throughput
+#                                       a subset of the measurements (implies UPDATE_DOCS=0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -18,8 +24,12 @@ iterations="${ITERATIONS:-1000}"
 warmup="${WARMUP:-50}"
 rounds="${ROUNDS:-5}"
 repeats="${REPEATS:-10}"
-only="${ONLY:-stdio,http,cold}"
-[ "$only" = "stdio,http,cold" ] || export UPDATE_DOCS=0
+resource_iterations="${RESOURCE_ITERATIONS:-100}"
+clients="${CLIENTS:-8}"
+throughput_seconds="${THROUGHPUT_SECONDS:-5}"
+all="stdio,http,cold,resources,throughput"
+only="${ONLY:-$all}"
+[ "$only" = "$all" ] || export UPDATE_DOCS=0
 disk_dir="${BENCH_DISK:-target/bench-bridge}"
 tmpfs_dir="${BENCH_TMPFS:-/dev/shm}"
 target_dir="${CARGO_TARGET_DIR:-target}"
@@ -55,9 +65,13 @@ port="$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0
 url="http://127.0.0.1:$port/mcp"
 PORT="$port" "$NODE" "$EVERYTHING_JS" streamableHttp </dev/null >"$work/logs/http-server.stdout" 2>"$work/logs/http-server.stderr" &
 http_pid=$!
+# The resource server (MCP Python SDK, Streamable HTTP), on a port it picks.
+"$python" bench/bridge_resource_server.py --port-file "$work/resource-server.port" \
+  </dev/null >"$work/logs/resource-server.stdout" 2>"$work/logs/resource-server.stderr" &
+resource_pid=$!
 cleanup() {
-  kill "$http_pid" 2>/dev/null || true
-  wait "$http_pid" 2>/dev/null || true
+  kill "$http_pid" "$resource_pid" 2>/dev/null || true
+  wait "$http_pid" "$resource_pid" 2>/dev/null || true
   rm -rf "$home" "$home_off"
 }
 trap cleanup EXIT
@@ -66,6 +80,12 @@ for _ in $(seq 100); do
   kill -0 "$http_pid" 2>/dev/null || { cat "$work/logs/http-server.stderr" >&2; exit 1; }
   sleep 0.1
 done
+for _ in $(seq 300); do
+  [ -s "$work/resource-server.port" ] && break
+  kill -0 "$resource_pid" 2>/dev/null || { cat "$work/logs/resource-server.stderr" >&2; exit 1; }
+  sleep 0.1
+done
+resource_url="http://127.0.0.1:$(cat "$work/resource-server.port")/mcp"
 
 # Two bundles made as a user makes them: scaffolded, then the server's tools
 # imported with their pins, under the server's own names (--bare-ids), so the
@@ -76,11 +96,17 @@ RUNLOOP_HOME="$home" "$rlp" tools import "$work/bench_stdio" --mcp everything --
 RUNLOOP_HOME="$home" "$rlp" agent scaffold bench_http --non-interactive --root "$work" >/dev/null
 RUNLOOP_HOME="$home" "$rlp" tools import "$work/bench_http" --mcp everything --bare-ids \
   --url "$url" --grant >"$work/logs/import-http.out" 2>&1
+RUNLOOP_HOME="$home" "$rlp" agent scaffold bench_resources --non-interactive --root "$work" >/dev/null
+RUNLOOP_HOME="$home" "$rlp" tools import "$work/bench_resources" --mcp bench --bare-ids \
+  --url "$resource_url" --grant >"$work/logs/import-resources.out" 2>&1
 
 report="$("$python" bench/bridge_bench.py --rlp "$rlp" --node "$NODE" --everything "$EVERYTHING_JS" --url "$url" \
   --bundle-stdio "$work/bench_stdio" --bundle-http "$work/bench_http" --home "$home" --home-off "$home_off" \
   --python "$python" --fastmcp bench/bridge_fastmcp.py --logs "$work/logs" \
-  --iterations "$iterations" --warmup "$warmup" --rounds "$rounds" --repeats "$repeats" --only "$only")"
+  --iterations "$iterations" --warmup "$warmup" --rounds "$rounds" --repeats "$repeats" \
+  --resource-url "$resource_url" --resource-server-pid "$resource_pid" --http-server-pid "$http_pid" \
+  --bundle-resources "$work/bench_resources" --resource-iterations "$resource_iterations" \
+  --clients "$clients" --throughput-seconds "$throughput_seconds" --only "$only")"
 
 server_version="$(grep -m1 '^server ' "$work/logs/import-stdio.out" | sed 's/^server [^:]*: //; s/, [0-9]* tools$//')"
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"

@@ -44,6 +44,7 @@ import argparse
 import http.client
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -117,14 +118,26 @@ def sdk_http(url: str) -> Client:
     return Client(streamable_http_client(url), mode="legacy", cache=None)
 
 
+class NoDelayConnection(http.client.HTTPConnection):
+    """http.client's connection with TCP_NODELAY, as HTTP clients set it
+    (httpx, curl, hyper): http.client sends a request's head and body in two
+    writes, and with Nagle on, the body waits for the server to acknowledge
+    the head, which a server waiting for the body delays (40 ms on Linux)."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class RawHttpClient:
-    """A minimal Streamable HTTP client: one keep-alive connection, a POST
-    per message, the answer read as JSON or as the SSE stream that carries it."""
+    """A minimal Streamable HTTP client: one keep-alive connection
+    (TCP_NODELAY), a POST per message, the answer read as JSON or as the SSE
+    stream that carries it."""
 
     def __init__(self, url: str):
         parsed = urllib.parse.urlsplit(url)
         self.path = parsed.path
-        self.conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+        self.conn = NoDelayConnection(parsed.hostname, parsed.port, timeout=30)
         self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         self.next_id = 0
         response = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -137,8 +150,16 @@ class RawHttpClient:
         self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).read()
 
     def post(self, message: dict):
-        self.conn.request("POST", self.path, json.dumps(message).encode(), self.headers)
-        response = self.conn.getresponse()
+        body = json.dumps(message).encode()
+        try:
+            self.conn.request("POST", self.path, body, self.headers)
+            response = self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # The server closed the idle keep-alive connection (Node.js and
+            # uvicorn do after 5 s): connect again and send it again.
+            self.conn.close()
+            self.conn.request("POST", self.path, body, self.headers)
+            response = self.conn.getresponse()
         if response.status >= 300:
             raise RuntimeError(f"HTTP {response.status}: {response.read()[:300]!r}")
         return response
@@ -154,10 +175,13 @@ class RawHttpClient:
             raise RuntimeError(f"no answer to {request_id} in the stream: {body[:300]!r}")
         return check(json.loads(body))
 
-    def call(self) -> dict:
+    def request(self, method: str, params: dict) -> dict:
         self.next_id += 1
-        return self.answer(self.post({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                                      "params": {"name": TOOL, "arguments": ARGUMENTS}}), self.next_id)
+        return self.answer(self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}),
+                           self.next_id)
+
+    def call(self) -> dict:
+        return self.request("tools/call", {"name": TOOL, "arguments": ARGUMENTS})
 
     def close(self) -> None:
         self.conn.close()
@@ -485,6 +509,234 @@ async def cold(paths: Paths, args: argparse.Namespace) -> list[str]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, every thread) a running process has used."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuAccount:
+    """CPU seconds of some processes (name → pid; "client" is this one),
+    summed over the timed blocks of each series."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+        self.used: dict[str, dict[str, float]] = {}
+
+    def snapshot(self) -> dict[str, float]:
+        now = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        now["client"] = time.process_time()
+        return now
+
+    def add(self, series: str, before: dict[str, float], after: dict[str, float], **extra: float) -> None:
+        used = self.used.setdefault(series, {})
+        for name in before:
+            used[name] = used.get(name, 0.0) + after[name] - before[name]
+        for name, seconds in extra.items():
+            used[name] = used.get(name, 0.0) + seconds
+
+    def per(self, series: str, name: str, count: int) -> str:
+        """ms of `name`'s CPU per operation of `series`, or – when it took no part."""
+        seconds = self.used.get(series, {}).get(name)
+        return "–" if seconds is None else f"{seconds * 1e3 / count:.2f}"
+
+
+def read_resource(client: RawHttpClient, uri: str, size: int) -> None:
+    """One `resources/read` of `uri`, checked: one content of `size` bytes
+    (base64 for the blob) or characters (the text)."""
+    contents = client.request("resources/read", {"uri": uri})["contents"]
+    content = contents[0] if len(contents) == 1 else {}
+    length = len(content.get("blob", "")) if "blob" in content else len(content.get("text", ""))
+    expected = 4 * ((size + 2) // 3) if "blob" in content else size
+    if content.get("uri") != uri or length != expected:
+        raise RuntimeError(f"unexpected contents of {uri}: {json.dumps(contents)[:300]}")
+
+
+async def resources_series(paths: Paths, args: argparse.Namespace) -> list[str]:
+    """A 1 MiB `resources/read` through `rlp serve --http` against the same
+    read sent to the server directly, by the same raw HTTP client."""
+    rlp_env = clean_env(RUNLOOP_HOME=args.home)
+    gateway = Background(paths.rlp_serve(args.bundle_resources, "--http", "127.0.0.1:0"), rlp_env,
+                         paths.logs / "resources-rlp-http.stderr", listening_line="rlp serve: listening on ")
+    size_label = f"{args.resource_size // (1 << 20)} MiB" if args.resource_size % (1 << 20) == 0 else f"{args.resource_size} B"
+    kinds = {"blob": ("bench://blob", f"binary, {size_label} (base64 on the wire)"),
+             "text": ("bench://text", f"text, {size_label}")}
+    try:
+        clients = {"direct": RawHttpClient(args.resource_url), "rlp": RawHttpClient(gateway.url)}
+        series = {(kind, path): (uri, clients[path]) for kind, (uri, _) in kinds.items() for path in clients}
+        account = CpuAccount({"server": args.resource_server_pid, "rlp": gateway.proc.pid})
+        for uri, client in series.values():
+            for _ in range(args.resource_warmup):
+                read_resource(client, uri, args.resource_size)
+        samples: dict[tuple[str, str], list[float]] = {key: [] for key in series}
+        per_round = max(1, args.resource_iterations // args.rounds)
+        for _ in range(args.rounds):
+            for key, (uri, client) in series.items():
+                before = account.snapshot()
+                for _ in range(per_round):
+                    start = time.perf_counter()
+                    read_resource(client, uri, args.resource_size)
+                    samples[key].append((time.perf_counter() - start) * 1e3)
+                account.add(f"{key}", before, account.snapshot())
+        for client in clients.values():
+            client.close()
+    finally:
+        gateway.stop()
+    label = {"direct": "direct: client → server (HTTP)", "rlp": "client → `rlp serve --http` → server (HTTP)"}
+    out = [f"**Resources** — one `resources/read` of {size_label} from a small MCP Python SDK server "
+           f"(`bench/bridge_resource_server.py`, Streamable HTTP), {len(samples[('blob', 'direct')])} reads per series "
+           f"after {args.resource_warmup} warm-up reads, {args.rounds} interleaved rounds, one raw client "
+           "(Python's `http.client`, one keep-alive connection) for every series; CPU ms per read from `/proc` "
+           "over the timed reads:", "",
+           "| one `resources/read` | reads | mean ms | p50 ms | p99 ms | × direct, mean | × direct, p50 "
+           "| CPU ms per read: server | rlp | client |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for kind, (uri, what) in kinds.items():
+        base = samples[(kind, "direct")]
+        for path in ("direct", "rlp"):
+            values = samples[(kind, path)]
+            mean, p50 = statistics.mean(values), statistics.median(values)
+            ratio = "–" if path == "direct" else f"{mean / statistics.mean(base):.2f}×"
+            ratio_p50 = "–" if path == "direct" else f"{p50 / statistics.median(base):.2f}×"
+            cpu = [account.per(f"{(kind, path)}", name, len(values)) for name in ("server", "rlp", "client")]
+            out.append(f"| `{uri}`, {what}: {label[path]} | {len(values)} | {mean:.1f} | {p50:.1f} "
+                       f"| {percentile(values, 0.99):.1f} | {ratio} | {ratio_p50} | {' | '.join(cpu)} |")
+        ratio = statistics.mean(samples[(kind, "rlp")]) / statistics.mean(base)
+        args.targets.append((f"`rlp serve --http` {size_label} `resources/read` at most 1.2× direct: {kind}",
+                             f"{ratio:.2f}× (means), "
+                             f"{statistics.median(samples[(kind, 'rlp')]) / statistics.median(base):.2f}× (p50)",
+                             "yes" if ratio <= 1.2 else "no"))
+    return out
+
+
+def throughput_worker(conn, urls: dict[str, str], warmup: int) -> None:
+    """One of the concurrent clients of the throughput series (a process of
+    its own): a raw HTTP client session per series, opened and warmed up at
+    start; then, for each ("run", series, start_at, seconds) it gets, calls
+    `echo` one call after the other from start_at (time.monotonic) until
+    start_at + seconds, and answers (latencies µs, when its last call ended,
+    its CPU seconds)."""
+    clients = {name: RawHttpClient(url) for name, url in urls.items()}
+
+    def call(client: RawHttpClient) -> None:
+        result = client.call()
+        if [block.get("text") for block in result["content"]] != [ANSWER]:
+            raise RuntimeError(f"unexpected answer: {result}")
+
+    for client in clients.values():
+        for _ in range(warmup):
+            call(client)
+    conn.send("ready")
+    while (message := conn.recv()) is not None:
+        name, start_at, seconds = message
+        client = clients[name]
+        time.sleep(max(0.0, start_at - time.monotonic()))
+        cpu = time.process_time()
+        latencies = []
+        end = start_at + seconds
+        while time.monotonic() < end:
+            start = time.perf_counter()
+            call(client)
+            latencies.append((time.perf_counter() - start) * 1e6)
+        conn.send((latencies, time.monotonic(), time.process_time() - cpu))
+    for client in clients.values():
+        client.close()
+
+
+async def throughput_series(paths: Paths, args: argparse.Namespace) -> list[str]:
+    """CLIENTS concurrent clients (processes) calling `echo` as fast as they
+    can, directly and through one `rlp serve --http`, for both HTTP servers."""
+    import multiprocessing
+
+    rlp_env = clean_env(RUNLOOP_HOME=args.home)
+    servers = {
+        "everything (Node.js)": (args.url, args.bundle_http, args.http_server_pid),
+        "Python SDK (`bench/bridge_resource_server.py`)": (args.resource_url, args.bundle_resources,
+                                                           args.resource_server_pid),
+    }
+    gateways = {server: Background(paths.rlp_serve(bundle, "--http", "127.0.0.1:0"), rlp_env,
+                                   paths.logs / f"throughput-rlp-{index}.stderr", listening_line="rlp serve: listening on ")
+                for index, (server, (_, bundle, _)) in enumerate(servers.items())}
+    urls = {}
+    for server, (url, _, _) in servers.items():
+        urls[(server, "direct")] = url
+        urls[(server, "rlp")] = gateways[server].url
+    names = {key: f"{key}" for key in urls}
+    context = multiprocessing.get_context("spawn")
+    workers = []
+    samples: dict[tuple[str, str], list[float]] = {key: [] for key in urls}
+    elapsed: dict[tuple[str, str], float] = {key: 0.0 for key in urls}
+    account = CpuAccount({})
+    try:
+        for _ in range(args.clients):
+            parent, child = context.Pipe()
+            process = context.Process(target=throughput_worker, args=(child, {names[k]: u for k, u in urls.items()}, 10),
+                                      daemon=True)
+            process.start()
+            workers.append((process, parent))
+        for process, conn in workers:
+            if not conn.poll(120) or conn.recv() != "ready":
+                raise RuntimeError("a throughput client did not start (see its traceback above)")
+
+        def run(key: tuple[str, str], seconds: float, record: bool) -> None:
+            server_pid = servers[key[0]][2]
+            account.pids = {"server": server_pid, "rlp": gateways[key[0]].proc.pid}
+            start_at = time.monotonic() + 0.2
+            for _, conn in workers:
+                conn.send((names[key], start_at, seconds))
+            time.sleep(max(0.0, start_at - time.monotonic()))
+            before = account.snapshot()
+            answers = [conn.recv() for _, conn in workers]
+            after = account.snapshot()
+            if record:
+                for latencies, _, _ in answers:
+                    samples[key].extend(latencies)
+                elapsed[key] += max(ended for _, ended, _ in answers) - start_at
+                account.add(f"{key}", before, after, clients=sum(cpu for _, _, cpu in answers))
+
+        for key in urls:  # a warm-up second per series
+            run(key, 1.0, False)
+        for _ in range(args.rounds):
+            for key in urls:
+                run(key, args.throughput_seconds, True)
+    finally:
+        for process, conn in workers:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+        for gateway in gateways.values():
+            gateway.stop()
+    label = {"direct": "direct: clients → server (HTTP)", "rlp": "clients → one `rlp serve --http` → server (HTTP)"}
+    out = [f"**Throughput** — {args.clients} concurrent clients (processes, a raw HTTP client and session each) "
+           f"calling `echo` one call after the other, {args.rounds} interleaved rounds of {args.throughput_seconds:g} s "
+           "per series after a warm-up second; CPU ms per call from `/proc` over the timed rounds (client: the "
+           f"{args.clients} processes together):", "",
+           f"| {args.clients} clients, `echo` | calls | calls/s | × direct | latency mean ms | p50 ms | p99 ms "
+           "| CPU ms per call: server | rlp | clients |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for server in servers:
+        rates = {}
+        for path in ("direct", "rlp"):
+            key = (server, path)
+            values = samples[key]
+            rates[path] = len(values) / elapsed[key]
+            ratio = "–" if path == "direct" else f"{rates['rlp'] / rates['direct']:.2f}×"
+            cpu = [account.per(f"{key}", name, len(values)) for name in ("server", "rlp", "clients")]
+            out.append(f"| {server}: {label[path]} | {len(values)} | {rates[path]:.0f} | {ratio} "
+                       f"| {statistics.mean(values) / 1e3:.2f} | {statistics.median(values) / 1e3:.2f} "
+                       f"| {percentile(values, 0.99) / 1e3:.2f} | {' | '.join(cpu)} |")
+        ratio = rates["rlp"] / rates["direct"]
+        args.targets.append((f"`rlp serve --http` throughput, {args.clients} clients, at least 0.8× direct: {server}",
+                             f"{rates['rlp']:.0f} against {rates['direct']:.0f} calls/s = {ratio:.2f}×",
+                             "yes" if ratio >= 0.8 else "no"))
+    return out
+
+
 async def main_async(args: argparse.Namespace) -> None:
     paths = Paths(args)
     out: list[str] = []
@@ -496,6 +748,12 @@ async def main_async(args: argparse.Namespace) -> None:
         out.append("")
     if "cold" in args.only:
         out += await cold(paths, args)
+        out.append("")
+    if "resources" in args.only:
+        out += await resources_series(paths, args)
+        out.append("")
+    if "throughput" in args.only:
+        out += await throughput_series(paths, args)
         out.append("")
     if args.targets:
         out += ["| target | measured | met |", "|---|---|---|"]
@@ -520,7 +778,17 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--only", default="stdio,http,cold", help="comma-separated: stdio, http, cold")
+    parser.add_argument("--resource-url", required=True, help="bench/bridge_resource_server.py's endpoint")
+    parser.add_argument("--resource-server-pid", type=int, required=True, help="its process")
+    parser.add_argument("--http-server-pid", type=int, required=True, help="the HTTP everything server's process")
+    parser.add_argument("--bundle-resources", required=True, help="the bundle bridging --resource-url")
+    parser.add_argument("--resource-size", type=int, default=1 << 20, help="bytes of each resource of the server")
+    parser.add_argument("--resource-iterations", type=int, default=100)
+    parser.add_argument("--resource-warmup", type=int, default=5)
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients of the throughput series")
+    parser.add_argument("--throughput-seconds", type=float, default=5.0, help="seconds per series and round")
+    parser.add_argument("--only", default="stdio,http,cold,resources,throughput",
+                        help="comma-separated: stdio, http, cold, resources, throughput")
     args = parser.parse_args()
     args.only = set(args.only.split(","))
     args.targets = []

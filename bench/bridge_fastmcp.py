@@ -53,7 +53,7 @@ async def run(proxy, options: argparse.Namespace) -> None:
     if not options.http_port_file:
         await proxy.run_async(transport="stdio", show_banner=False)
         return
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
