@@ -16,6 +16,7 @@ use crate::integrity::keys::{PublicKey, SecretKey};
 use crate::integrity::trust::TrustPolicy;
 use crate::integrity::verify::{Options, Trust, Verified};
 use crate::pack::reader::Encoding;
+use crate::pack::reader::Format as ArchiveFormat;
 use crate::pack::verify_path;
 use crate::pack::writer::{Destination, PackOptions, STDOUT, check, default_archive, pack};
 
@@ -181,10 +182,11 @@ fn run_pack_check(args: &PackArgs) -> CliResult {
     out.finish(Exit::Success)
 }
 
-fn verified_json(source: &str, v: &Verified) -> Value {
+fn verified_json(source: &str, v: &Verified, format: Option<ArchiveFormat>) -> Value {
     json!({
         "source": source,
         "ok": true,
+        "archive_format": format.map(ArchiveFormat::number),
         "name": v.name,
         "version": v.version.to_string(),
         "files": v.files,
@@ -215,14 +217,20 @@ fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
     });
     let out = Printer::stdout();
     match (args.format, result) {
-        (Format::Json, Ok(v)) => out.finish_with(&json_text(&verified_json(&source, &v)), Exit::Success),
+        (Format::Json, Ok((v, format))) => {
+            out.finish_with(&json_text(&verified_json(&source, &v, format)), Exit::Success)
+        }
         (Format::Json, Err(f)) => {
             let doc = json!({"source": source, "ok": false, "error": failure_json(&f)});
             out.finish_with(&json_text(&doc), f.class())
         }
-        (Format::Human, Ok(v)) => {
+        (Format::Human, Ok((v, format))) => {
+            let what = match format {
+                Some(format) => format!(" (archive format {})", format.number()),
+                None => String::new(),
+            };
             let mut text = format!(
-                "verified {} {}: {} files, {} bytes; sizes, digests and file set match\n",
+                "verified {} {}{what}: {} files, {} bytes; sizes, digests and file set match\n",
                 v.name, v.version, v.files, v.bytes
             );
             text.push_str(&match (&v.signer, &args.key) {

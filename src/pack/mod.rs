@@ -37,17 +37,22 @@ impl Progress for NoProgress {
 }
 
 /// Verifies a bundle folder or a `.bundle.tar.gz` archive (streamed, nothing
-/// written). `encoding` says whether an archive's compressed bytes must also
-/// be the canonical encoding `rlp bundle pack` writes.
-pub fn verify_path(path: &Path, options: &Options<'_>, encoding: reader::Encoding) -> Result<Verified, Failure> {
+/// written), and says the archive's format (`None` for a folder).
+/// `encoding` says whether an archive's compressed bytes must also be the
+/// canonical encoding `rlp bundle pack` writes.
+pub fn verify_path(
+    path: &Path,
+    options: &Options<'_>,
+    encoding: reader::Encoding,
+) -> Result<(Verified, Option<reader::Format>), Failure> {
     let meta = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
     if meta.is_dir() {
-        return verify::verify_dir(path, options);
+        return verify::verify_dir(path, options).map(|verified| (verified, None));
     }
     if !meta.is_file() {
         return Err(Failure::new(Reason::Unreadable, format!("{} is neither a folder nor a file", path.display())));
     }
     let file = std::fs::File::open(path).map_err(|e| Failure::io(path, &e))?;
-    let evidence = reader::verify_archive(file, &reader::Limits::default(), encoding)?;
-    verify::check(&evidence, options)
+    let (evidence, format) = reader::verify_archive_with_format(file, &reader::Limits::default(), encoding)?;
+    Ok((verify::check(&evidence, options)?, Some(format)))
 }

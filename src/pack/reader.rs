@@ -3,6 +3,13 @@
 //! every file as it passes and hands the content to a [`Sink`]. Verification
 //! ([`verify_archive`]) inflates the chunks of the archive on every core.
 //!
+//! The first entry decides the archive's [`Format`]: `agent.bundle/` (format
+//! 2, what `rlp bundle pack` writes) or `manifest.toml` (format 1, the
+//! bundle's files at the root, what rlp wrote before). Every later entry must
+//! be in the same form: a format 2 archive with an entry outside
+//! `agent.bundle/`, or a format 1 archive with one under it, is refused. The
+//! [`Sink`] receives bundle paths either way, so both extract alike.
+//!
 //! Nothing in the archive is trusted before it is checked: entry types,
 //! names (no absolute paths, no `..`, no duplicates, nothing the manifest
 //! does not list), sizes (per file, in total, against the manifest), the
@@ -23,8 +30,10 @@ use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::signature::{MAX_SIGNATURE_BYTES, SIGNATURE_FILE};
 use crate::integrity::verify::{self, Evidence, FileFacts, MAX_MANIFEST_BYTES, MAX_POLICY_BYTES};
 use crate::pack::canonical::Checker;
-use crate::pack::format::{BLOCK, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
+use crate::pack::format::{BLOCK, BUNDLE_PREFIX, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
 use crate::pack::inflate::{GiveUp, Parallel};
+
+pub use crate::pack::format::Format;
 
 /// Bounds on what an archive may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,8 +307,9 @@ fn refused_type(entry_type: tar::EntryType) -> Option<&'static str> {
     }
 }
 
-/// Checks an entry name and returns the bundle path.
-fn check_name(name: &str, is_dir: bool) -> Result<&str, Failure> {
+/// Checks the name of an entry of an archive of `format` (after its first)
+/// and returns the bundle path.
+fn check_name(name: &str, is_dir: bool, format: Format) -> Result<&str, Failure> {
     if name.starts_with('/') {
         return Err(Failure::new(Reason::Archive, format!("entry `{name}` has an absolute path")));
     }
@@ -313,6 +323,20 @@ fn check_name(name: &str, is_dir: bool) -> Result<&str, Failure> {
     if path.split(['/', '\\']).any(|segment| segment == "..") {
         return Err(Failure::new(Reason::Archive, format!("entry `{name}` climbs out of the bundle with `..`")));
     }
+    let path = match (format, name.starts_with(BUNDLE_PREFIX)) {
+        (Format::V2, true) => path.strip_prefix(BUNDLE_PREFIX).unwrap_or_default(),
+        (Format::V2, false) => {
+            return Err(bad(format!(
+                "entry `{name}` lies outside `{BUNDLE_PREFIX}`: every entry of an archive that starts with `{BUNDLE_PREFIX}` (format 2) must be under it"
+            )));
+        }
+        (Format::V1, true) => {
+            return Err(bad(format!(
+                "entry `{name}` is under `{BUNDLE_PREFIX}`, but the archive starts with `{MANIFEST_FILE}` at its root: an archive keeps every entry under `{BUNDLE_PREFIX}` (format 2) or none (format 1), never some of them"
+            )));
+        }
+        (Format::V1, false) => path,
+    };
     if !is_valid_artifact_path(path) {
         return Err(Failure::new(
             Reason::Archive,
@@ -326,14 +350,25 @@ fn check_name(name: &str, is_dir: bool) -> Result<&str, Failure> {
 /// returns the evidence for [`verify::check`]. The compressed bytes must be
 /// exactly the canonical encoding of the content (see [`crate::pack::canonical`]).
 pub fn read_archive<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
-    read(input, limits, sink, Encoding::Canonical)
+    read(input, limits, sink, Encoding::Canonical).map(|(evidence, _)| evidence)
 }
 
 /// Like [`read_archive`], but accepts any deflate encoding of the content:
 /// for reading again an archive that [`read_archive`] already accepted (every
 /// entry, size, digest and the gzip checksum are still checked).
 pub fn read_archive_content<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
-    read(input, limits, sink, Encoding::Content)
+    read(input, limits, sink, Encoding::Content).map(|(evidence, _)| evidence)
+}
+
+/// Like [`read_archive`] with [`Encoding::Canonical`], or [`read_archive_content`]
+/// with [`Encoding::Content`], and also says which [`Format`] the archive is in.
+pub fn read_archive_with_format<R: Read>(
+    input: R,
+    limits: &Limits,
+    sink: &mut dyn Sink,
+    encoding: Encoding,
+) -> Result<(Evidence, Format), Failure> {
+    read(input, limits, sink, encoding)
 }
 
 /// Verifies an archive (nothing is kept) and returns the evidence for
@@ -342,7 +377,16 @@ pub fn read_archive_content<R: Read>(input: R, limits: &Limits, sink: &mut dyn S
 /// stream of the content is read with one decoder, and so is a damaged
 /// archive, whose failure is then the one [`read_archive_content`] reports.
 /// With [`Encoding::Canonical`] this is [`read_archive`].
-pub fn verify_archive<R: Read + Seek>(mut input: R, limits: &Limits, encoding: Encoding) -> Result<Evidence, Failure> {
+pub fn verify_archive<R: Read + Seek>(input: R, limits: &Limits, encoding: Encoding) -> Result<Evidence, Failure> {
+    verify_archive_with_format(input, limits, encoding).map(|(evidence, _)| evidence)
+}
+
+/// [`verify_archive`], which also says which [`Format`] the archive is in.
+pub fn verify_archive_with_format<R: Read + Seek>(
+    mut input: R,
+    limits: &Limits,
+    encoding: Encoding,
+) -> Result<(Evidence, Format), Failure> {
     if encoding == Encoding::Canonical {
         return read(input, limits, &mut Discard, Encoding::Canonical);
     }
@@ -370,7 +414,12 @@ fn check_gzip_header(gzip_header: &[u8; 10]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn read<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink, encoding: Encoding) -> Result<Evidence, Failure> {
+fn read<R: Read>(
+    input: R,
+    limits: &Limits,
+    sink: &mut dyn Sink,
+    encoding: Encoding,
+) -> Result<(Evidence, Format), Failure> {
     let record = (encoding == Encoding::Canonical).then(VecDeque::new);
     let mut raw = BufReader::with_capacity(1 << 16, Recording { inner: input, record });
     let mut gzip_header = [0u8; 10];
@@ -384,8 +433,10 @@ fn read<R: Read>(input: R, limits: &Limits, sink: &mut dyn Sink, encoding: Encod
     parse(tar, limits, sink)
 }
 
-/// Reads the tar stream, checking every entry before it reaches `sink`.
-fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Result<Evidence, Failure> {
+/// Reads the tar stream, checking every entry before it reaches `sink`;
+/// returns the evidence and the archive's format.
+fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Result<(Evidence, Format), Failure> {
+    let mut format: Option<Format> = None;
     let mut block = [0u8; BLOCK];
     let mut count = 0usize;
     let mut total = 0u64;
@@ -428,17 +479,40 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
                 .with_help("bundle archives hold only regular files and folders"));
         }
         let is_dir = entry_type == tar::EntryType::Directory;
-        let path = check_name(&name, is_dir)?.to_string();
-        if !seen.insert(path.clone()) {
-            return Err(Failure::new(Reason::Archive, format!("entry `{path}` appears twice in the archive")));
+        let format = match format {
+            Some(format) => format,
+            None => {
+                // The first entry decides the format; format 2 starts with its folder.
+                let first = Format::of_first_entry(&name);
+                format = Some(first);
+                if first == Format::V2 {
+                    check_bundle_folder(&name, is_dir, header)?;
+                    continue;
+                }
+                first
+            }
+        };
+        if format == Format::V2 && name == BUNDLE_PREFIX {
+            return Err(Failure::new(Reason::Archive, format!("entry `{BUNDLE_PREFIX}` appears twice in the archive")));
         }
-        let size = header.entry_size().map_err(|_| bad(format!("entry `{path}` has a malformed size field")))?;
-        let mode = header.mode().map_err(|_| bad(format!("entry `{path}` has a malformed mode field")))?;
+        let path = check_name(&name, is_dir, format)?.to_string();
+        let shown = format.shown(&path);
+        if !seen.insert(path.clone()) {
+            return Err(Failure::new(Reason::Archive, format!("entry `{shown}` appears twice in the archive")));
+        }
+        let size = header.entry_size().map_err(|_| bad(format!("entry `{shown}` has a malformed size field")))?;
+        let mode = header.mode().map_err(|_| bad(format!("entry `{shown}` has a malformed mode field")))?;
         let kind = if is_dir { Kind::Dir } else { Kind::File { executable: mode & 0o111 != 0 } };
 
         match &manifest {
-            None if path != MANIFEST_FILE || is_dir => {
+            None if (path != MANIFEST_FILE || is_dir) && format == Format::V1 => {
                 return Err(bad(format!("the archive must start with {MANIFEST_FILE}, not `{path}`")));
+            }
+            None if path != MANIFEST_FILE || is_dir => {
+                return Err(bad(format!(
+                    "the archive must go on with `{}` after `{BUNDLE_PREFIX}`, not `{shown}`",
+                    format.shown(MANIFEST_FILE)
+                )));
             }
             None => {}
             Some((_, _, allowed)) => {
@@ -450,25 +524,32 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
                 if !listed {
                     return Err(Failure::new(
                         Reason::Archive,
-                        format!("entry `{path}` is in the archive but not listed in manifest.toml"),
+                        format!("entry `{shown}` is in the archive but not listed in manifest.toml"),
                     ));
                 }
                 let tar_path = tar_name(&path, kind);
                 if tar_path.as_str() <= previous.as_str() {
-                    return Err(bad(format!("entry `{path}` is out of order (after `{previous}`)")));
+                    return Err(bad(format!(
+                        "entry `{shown}` is out of order (after `{}{previous}`)",
+                        format.prefix()
+                    )));
                 }
                 if let Some((parent, _)) = path.rsplit_once('/')
                     && !seen_dirs.contains(parent)
                 {
-                    return Err(bad(format!("entry `{path}` comes without an entry for its folder `{parent}/`")));
+                    return Err(bad(format!(
+                        "entry `{shown}` comes without an entry for its folder `{}/`",
+                        format.shown(parent)
+                    )));
                 }
                 previous = tar_path;
             }
         }
-        let canonical = canonical_header(&path, kind, size).map_err(|e| bad(format!("entry `{path}`: {e}")))?;
+        let canonical =
+            canonical_header(format, &path, kind, size).map_err(|e| bad(format!("entry `{shown}`: {e}")))?;
         if canonical.as_bytes() != header.as_bytes() {
             return Err(bad(format!(
-                "entry `{path}`: its tar header is not in the form `rlp bundle pack` writes (type, mode, owner, time or format differ)"
+                "entry `{shown}`: its tar header is not in the form `rlp bundle pack` writes (type, mode, owner, time or format differ)"
             )));
         }
         if is_dir {
@@ -481,7 +562,7 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
         if size > limits.max_file_bytes {
             return Err(Failure::new(
                 Reason::Archive,
-                format!("entry `{path}` is {size} bytes; files are limited to {} bytes", limits.max_file_bytes),
+                format!("entry `{shown}` is {size} bytes; files are limited to {} bytes", limits.max_file_bytes),
             ));
         }
         total = total.saturating_add(size);
@@ -521,7 +602,7 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
             let want = chunk.len().min(usize::try_from(left).unwrap_or(usize::MAX));
             let n = tar.read_some(&mut chunk[..want])?;
             if n == 0 {
-                return Err(bad(format!("the archive ends in the middle of `{path}`")));
+                return Err(bad(format!("the archive ends in the middle of `{shown}`")));
             }
             hasher.update(&chunk[..n]);
             if let Some(kept) = &mut kept {
@@ -535,7 +616,7 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
         if pad > 0 {
             let mut zeros = [0u8; BLOCK];
             if !tar.read_full(&mut zeros[..pad])? || zeros[..pad].iter().any(|b| *b != 0) {
-                return Err(bad(format!("the padding after `{path}` is damaged")));
+                return Err(bad(format!("the padding after `{shown}` is damaged")));
             }
         }
         let digest = Digest(*hasher.finalize().as_bytes());
@@ -545,7 +626,7 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
                 let bytes = kept.unwrap_or_default();
                 let parsed = verify::parse_manifest(&bytes)?;
                 let allowed = Allowed::from(&parsed);
-                if allowed.files.len() + 1 > limits.max_entries {
+                if allowed.files.len() + 1 + format.extra_entries() > limits.max_entries {
                     return Err(Failure::new(
                         Reason::Archive,
                         format!(
@@ -569,13 +650,34 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
         }
     }
     tar.finish()?;
+    let format = format.unwrap_or(Format::V1);
     let Some((manifest_bytes, manifest, _)) = manifest else {
-        return Err(bad(format!("the archive is empty (no {MANIFEST_FILE})")));
+        return Err(bad(format!("the archive is empty (no {})", format.shown(MANIFEST_FILE))));
     };
     if seen.contains(SIGNATURES_DIR) && signature.is_none() {
-        return Err(bad(format!("the archive has a `{SIGNATURES_DIR}/` folder without {SIGNATURE_FILE}")));
+        return Err(bad(format!(
+            "the archive has a `{}/` folder without {}",
+            format.shown(SIGNATURES_DIR),
+            format.shown(SIGNATURE_FILE)
+        )));
     }
-    Ok(Evidence { manifest_bytes, manifest, signature, files, policy_text })
+    Ok((Evidence { manifest_bytes, manifest, signature, files, policy_text }, format))
+}
+
+/// Checks the first entry of a format 2 archive, named `name`: the folder
+/// `agent.bundle/` in its canonical form.
+fn check_bundle_folder(name: &str, is_dir: bool, header: &tar::Header) -> Result<(), Failure> {
+    if name != BUNDLE_PREFIX || !is_dir {
+        return Err(bad(format!("the archive must start with the folder `{BUNDLE_PREFIX}`, not `{name}`")));
+    }
+    let canonical =
+        canonical_header(Format::V2, "", Kind::Dir, 0).map_err(|e| bad(format!("entry `{BUNDLE_PREFIX}`: {e}")))?;
+    if canonical.as_bytes() != header.as_bytes() {
+        return Err(bad(format!(
+            "entry `{BUNDLE_PREFIX}`: its tar header is not in the form `rlp bundle pack` writes (type, mode, owner, time or format differ)"
+        )));
+    }
+    Ok(())
 }
 
 /// Reads an archive held in memory without keeping its content (the entry

@@ -1,8 +1,9 @@
 //! `rlp bundle pack`: a reproducible `.tar.gz` of a bundle.
 //!
 //! The archive holds exactly manifest.toml, SIGNATURES/manifest.sig when
-//! present, every file the manifest lists and the folders above them, in the
-//! canonical form of [`crate::pack::format`]: the same content gives the same
+//! present, every file the manifest lists and the folders above them, all
+//! under the folder `agent.bundle/` ([`Format::WRITTEN`]), in the canonical
+//! form of [`crate::pack::format`]: the same content gives the same
 //! bytes whatever the mtimes, owners, umask or creation order. Each file's
 //! size and BLAKE3 are checked against the manifest while it is copied, so a
 //! file changed during packing is caught. The archive is written to a
@@ -23,7 +24,7 @@ use crate::integrity::signature::{MAX_SIGNATURE_BYTES, ManifestSignature, SIGNAT
 use crate::integrity::verify;
 use crate::pack::Progress;
 use crate::pack::canonical::GzipWriter;
-use crate::pack::format::{BLOCK, Kind, canonical_header, padding, tar_name};
+use crate::pack::format::{BLOCK, BUNDLE_PREFIX, Format, Kind, canonical_header, padding, tar_name};
 use crate::pack::reader::Limits;
 
 /// How to pack.
@@ -149,16 +150,16 @@ fn entries(dir: &Path, manifest: &Manifest, manifest_bytes: &[u8]) -> Result<Vec
     Ok(out)
 }
 
-/// Checks the entries against the limits the reader enforces.
-fn check_limits(entries: &[Entry], limits: &Limits) -> Result<(), Failure> {
+/// Checks the entries of an archive of `format` against the limits the reader enforces.
+fn check_limits(entries: &[Entry], format: Format, limits: &Limits) -> Result<(), Failure> {
     let too_big = |message: String| {
         Failure::new(Reason::Archive, message)
             .with_help("`rlp bundle verify` and `rlp agent install` would refuse this archive")
     };
-    if entries.len() > limits.max_entries {
+    let count = entries.len() + format.extra_entries();
+    if count > limits.max_entries {
         return Err(too_big(format!(
-            "the bundle needs {} archive entries; archives are limited to {}",
-            entries.len(),
+            "the bundle needs {count} archive entries; archives are limited to {}",
             limits.max_entries
         )));
     }
@@ -197,14 +198,47 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// Writes the archive of `entries` to `out`.
-fn write_archive<W: Write>(dir: &Path, entries: &[Entry], out: W, progress: &dyn Progress) -> Result<W, Failure> {
+/// The tar headers of an archive of `entries` in `format`, in archive order:
+/// format 2's folder `agent.bundle/` first, then one per entry. Fails, before
+/// anything is written, on a name a ustar header cannot hold.
+fn headers(entries: &[Entry], format: Format) -> Result<Vec<tar::Header>, Failure> {
+    let root = (format == Format::V2).then(|| canonical_header(format, "", Kind::Dir, 0));
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    if let Some(root) = root {
+        out.push(root.map_err(|e| Failure::new(Reason::Archive, format!("cannot archive `{BUNDLE_PREFIX}`: {e}")))?);
+    }
+    for entry in entries {
+        let header = canonical_header(format, &entry.path, entry.kind, entry.size).map_err(|e| {
+            let failure = Failure::new(Reason::Archive, format!("cannot archive `{}`: {e}", entry.path));
+            match format {
+                Format::V1 => failure,
+                Format::V2 => failure.with_help(format!(
+                    "shorten the path: a ustar header holds `{BUNDLE_PREFIX}<path>` only if at most 100 bytes follow some `/` and at most 155 precede it"
+                )),
+            }
+        })?;
+        out.push(header);
+    }
+    Ok(out)
+}
+
+/// Writes the archive of `entries`, in `format`, to `out`.
+fn write_archive<W: Write>(
+    dir: &Path,
+    entries: &[Entry],
+    format: Format,
+    out: W,
+    progress: &dyn Progress,
+) -> Result<W, Failure> {
     let io_err = |e: io::Error| Failure::new(Reason::Unreadable, format!("cannot write the archive: {e}"));
+    let headers = headers(entries, format)?;
     let mut gz = GzipWriter::new(out).map_err(io_err)?;
     let mut buffer = vec![0u8; 1 << 16];
-    for entry in entries {
-        let header = canonical_header(&entry.path, entry.kind, entry.size)
-            .map_err(|e| Failure::new(Reason::Archive, format!("cannot archive `{}`: {e}", entry.path)))?;
+    let (root, headers) = headers.split_at(format.extra_entries());
+    for header in root {
+        gz.write_all(header.as_bytes()).map_err(io_err)?;
+    }
+    for (entry, header) in entries.iter().zip(headers) {
         gz.write_all(header.as_bytes()).map_err(io_err)?;
         if entry.kind == Kind::Dir {
             continue;
@@ -380,7 +414,7 @@ fn write_to_file(
 ) -> Result<(u64, Digest), Failure> {
     write_atomically(dir, path, ".rlp-pack-", &format!(", or `-o {STDOUT}` for standard output"), |file| {
         let out = Hashing { inner: BufWriter::with_capacity(1 << 20, file), hasher: blake3::Hasher::new(), bytes: 0 };
-        let written = write_archive(dir, entries, out, progress)?;
+        let written = write_archive(dir, entries, Format::WRITTEN, out, progress)?;
         written.inner.into_inner().map_err(|e| Failure::io(path, &e.into_error()))?;
         Ok((written.bytes, Digest(*written.hasher.finalize().as_bytes())))
     })
@@ -394,7 +428,7 @@ fn write_to_stream(
     progress: &dyn Progress,
 ) -> Result<(u64, Digest), Failure> {
     let out = Hashing { inner: out, hasher: blake3::Hasher::new(), bytes: 0 };
-    let written = write_archive(dir, entries, out, progress)?;
+    let written = write_archive(dir, entries, Format::WRITTEN, out, progress)?;
     written.inner.flush().map_err(|e| Failure::new(Reason::Unreadable, format!("cannot write the archive: {e}")))?;
     Ok((written.bytes, Digest(*written.hasher.finalize().as_bytes())))
 }
@@ -408,7 +442,8 @@ pub(crate) struct Plan {
     pub name: String,
     /// `[agent].version`.
     pub version: String,
-    /// The archive's entries: manifest.toml first, then folders and files by name.
+    /// The archive's entries, by bundle path (an archive puts them under
+    /// `agent.bundle/`): manifest.toml first, then folders and files by name.
     pub entries: Vec<Entry>,
     /// The key of its signature, when signed.
     pub signed_by: Option<KeyId>,
@@ -454,7 +489,7 @@ pub(crate) fn plan(dir: &Path, key: Option<&SecretKey>, then: &str) -> Result<Pl
     let name = manifest.name.clone().unwrap_or_default();
     let version = manifest.version.clone().unwrap_or_default();
     let entries = entries(dir, &manifest, &manifest_bytes)?;
-    check_limits(&entries, &Limits::default())?;
+    check_limits(&entries, Format::WRITTEN, &Limits::default())?;
     Ok(Plan { manifest, name, version, entries, signed_by })
 }
 
@@ -543,7 +578,7 @@ pub(crate) fn check(dir: &Path, archive: &Path, progress: &dyn Progress) -> Resu
         buffer: Vec::new(),
     };
     progress.start(plan.entries.iter().map(|e| e.size).sum());
-    let written = write_archive(dir, &plan.entries, compare, progress);
+    let written = write_archive(dir, &plan.entries, Format::WRITTEN, compare, progress);
     progress.finish();
     let written = written?;
     let first_difference =
@@ -568,14 +603,15 @@ fn describe_difference(dir: &Path, plan: &Plan, archive: &Path, offset: u64) -> 
         )
         .with_help(format!("pack it again: `rlp bundle pack {} -o {}`", dir.display(), archive.display()))
     };
-    let evidence = match File::open(archive).map_err(|e| Failure::io(archive, &e)).and_then(|file| {
-        crate::pack::reader::read_archive_content(
+    let (evidence, format) = match File::open(archive).map_err(|e| Failure::io(archive, &e)).and_then(|file| {
+        crate::pack::reader::read_archive_with_format(
             io::BufReader::new(file),
             &Limits::default(),
             &mut crate::pack::reader::Discard,
+            crate::pack::reader::Encoding::Content,
         )
     }) {
-        Ok(evidence) => evidence,
+        Ok(read) => read,
         Err(failure) => return differs(format!("it cannot be read as a bundle archive ({})", failure.message)),
     };
     for entry in &plan.entries {
@@ -602,6 +638,13 @@ fn describe_difference(dir: &Path, plan: &Plan, archive: &Path, offset: u64) -> 
     }
     if let Some(extra) = evidence.files.keys().find(|path| !plan.entries.iter().any(|e| &e.path == *path)) {
         return differs(format!("`{extra}` is in the archive, not in the bundle"));
+    }
+    if format != Format::WRITTEN {
+        return differs(format!(
+            "its files are the same, but it is a format {} archive (the bundle's files at its root); `rlp bundle pack` now writes format {} (every entry under `{BUNDLE_PREFIX}`)",
+            format.number(),
+            Format::WRITTEN.number()
+        ));
     }
     differs(format!(
         "its files are the same, but its bytes differ from byte {offset} on (another compression of the same content, or a file's mode)"

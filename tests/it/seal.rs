@@ -14,7 +14,7 @@ use rlp::pack::canonical::{CHUNK, GzipWriter, encode_chunk};
 use rlp::pack::reader::Encoding;
 
 use crate::support::TestDir;
-use crate::support::files::{copy_tree, file_names, noise};
+use crate::support::files::{copy_tree, file_names, noise, repo};
 use crate::support::output::{self, assert_contains, stderr};
 use crate::support::process;
 use crate::support::rlp_snapshot;
@@ -291,14 +291,18 @@ fn an_interrupted_pack_leaves_the_old_archive_and_no_temporary_file() {
     }
 }
 
-/// Builds the same bundle content twice with different metadata and checks
-/// the archives are byte-identical.
 /// The BLAKE3 of the archive of `write_mailer(w, "mailer", "0.1.0", CAPS)`
-/// as every rlp since the format was fixed has packed it. A change of this
-/// value breaks the promise that the same content always packs to the same
-/// bytes (a newer deflate encoder, a tar header change): it must be a
-/// deliberate format change, never a dependency update.
-const GOLDEN_ARCHIVE_BLAKE3: &str = "4f78f8e648c79e880769e6f1d7828b112e94cfd8b7e05f0ebd0968eeedee4df1";
+/// as every rlp since format 2 (everything under `agent.bundle/`) has
+/// packed it. A change of this value breaks the promise that the same
+/// content always packs to the same bytes (a newer deflate encoder, a tar
+/// header change): it must be a deliberate format change, never a
+/// dependency update.
+const GOLDEN_ARCHIVE_BLAKE3: &str = "a6ea63897ab4928ad4273309c557687890cfbf3a30c50e0322bd5dda50727ccd";
+
+/// The BLAKE3 of the same archive in format 1 (files at the root), as every
+/// rlp before format 2 packed it: the fixture
+/// `tests/fixtures/archives/mailer-0.1.0-format1-unsigned.bundle.tar.gz`.
+const GOLDEN_FORMAT_1_BLAKE3: &str = "4f78f8e648c79e880769e6f1d7828b112e94cfd8b7e05f0ebd0968eeedee4df1";
 
 #[test]
 fn a_fixed_bundle_packs_to_the_same_bytes_as_ever() {
@@ -351,8 +355,29 @@ fn pack_is_byte_identical_whatever_the_metadata() {
     let mode = fs::metadata(w.join("two.tar.gz")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o644);
 
-    // The tar inside: manifest first, sorted, canonical metadata.
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&one[..]));
+    // The tar inside: the folder agent.bundle/, its manifest, then the rest sorted; canonical metadata.
+    assert_eq!(
+        tar_listing(&one),
+        [
+            "755 agent.bundle/",
+            "644 agent.bundle/manifest.toml",
+            "644 agent.bundle/README.md",
+            "755 agent.bundle/SIGNATURES/",
+            "644 agent.bundle/SIGNATURES/manifest.sig",
+            "755 agent.bundle/bin/",
+            "755 agent.bundle/bin/helper",
+            "644 agent.bundle/policy.caps",
+            "755 agent.bundle/schemas/",
+            "644 agent.bundle/schemas/mail.json",
+            "644 agent.bundle/tools.json"
+        ]
+    );
+}
+
+/// `mode name` of every entry of the archive `bytes`, in archive order,
+/// checking that each header carries the canonical metadata.
+fn tar_listing(bytes: &[u8]) -> Vec<String> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
     let mut listing = Vec::new();
     for entry in archive.entries().unwrap() {
         let entry = entry.unwrap();
@@ -361,8 +386,26 @@ fn pack_is_byte_identical_whatever_the_metadata() {
         assert_eq!(header.username().unwrap(), Some(""));
         listing.push(format!("{:o} {}", header.mode().unwrap(), String::from_utf8_lossy(&entry.path_bytes())));
     }
+    listing
+}
+
+/// The key that signed `mailer-0.1.0-format1-signed.bundle.tar.gz`.
+const LEGACY_KEY_ID: &str = "7fc089f1c109d6d9";
+
+#[test]
+fn format_1_archives_still_verify_and_install() {
+    let w = TestDir::new();
+    // Archives packed by rlp before format 2 (tests/fixtures/archives/README.md).
+    let (signed, unsigned, public) =
+        ("mailer-0.1.0-format1-signed.bundle.tar.gz", "mailer-0.1.0-format1-unsigned.bundle.tar.gz", "legacy.pub");
+    for name in [signed, unsigned, public] {
+        fs::copy(repo("tests/fixtures/archives").join(name), w.join(name)).unwrap();
+    }
+    let old = fs::read(w.join(unsigned)).unwrap();
+    assert_eq!(blake3::hash(&old).to_hex().as_str(), GOLDEN_FORMAT_1_BLAKE3, "not what rlp packed before format 2");
+    let old_signed = fs::read(w.join(signed)).unwrap();
     assert_eq!(
-        listing,
+        tar_listing(&old_signed),
         [
             "644 manifest.toml",
             "644 README.md",
@@ -376,6 +419,130 @@ fn pack_is_byte_identical_whatever_the_metadata() {
             "644 tools.json"
         ]
     );
+
+    // Verified, with the signature required, and byte for byte (--canonical).
+    let verified = format!(
+        "verified mailer 0.1.0 (archive format 1): 5 files, 134 bytes; sizes, digests and file set match\nsigned by key {LEGACY_KEY_ID} (the key in legacy.pub)\n"
+    );
+    for canonical in [None, Some("--canonical")] {
+        let mut args = vec!["bundle", "verify", signed, "--key", public, "--require-signature"];
+        args.extend(canonical);
+        let (stdout, _) = w.expect(0, &args);
+        assert_eq!(stdout, verified, "{args:?}");
+    }
+    w.expect(0, &["bundle", "verify", unsigned, "--canonical"]);
+    let (stdout, _) = w.expect(0, &["bundle", "verify", unsigned, "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!((&report["ok"], &report["archive_format"]), (&serde_json::json!(true), &serde_json::json!(1)));
+    // --canonical re-encodes the archive as it is, in format 1: another
+    // compression of the same entries passes the content check only.
+    fs::write(w.join("other.tar.gz"), recompressed(&old_signed, 9)).unwrap();
+    w.expect(0, &["bundle", "verify", "other.tar.gz", "--key", public]);
+    let (_, stderr) = w.expect(1, &["bundle", "verify", "other.tar.gz", "--key", public, "--canonical"]);
+    assert!(stderr.starts_with("error: the archive's compressed bytes are not the canonical encoding"), "{stderr}");
+
+    // Installed as before: the bundle's files, no `agent.bundle` folder.
+    w.expect(0, &["trust", "add", public, "--name", "legacy"]);
+    let (stdout, _) = w.expect(0, &["agent", "install", signed]);
+    let installed = w.home().join("agents/mailer");
+    assert_eq!(
+        stdout,
+        format!("installed mailer 0.1.0 (signed by `legacy`, key {LEGACY_KEY_ID}) in {}\n", installed.display())
+    );
+    let files = [
+        "README.md",
+        "SIGNATURES/manifest.sig",
+        "bin/helper",
+        "manifest.toml",
+        "policy.caps",
+        "schemas/mail.json",
+        "tools.json",
+    ];
+    assert_eq!(file_names(&installed), files);
+    assert_eq!(fs::metadata(installed.join("bin/helper")).unwrap().permissions().mode() & 0o777, 0o755);
+    let (stdout, _) = w.expect(0, &["agent", "list"]);
+    assert_eq!(stdout, format!("mailer  0.1.0  ok  legacy ({LEGACY_KEY_ID})\n"));
+    w.expect(0, &["agent", "install", unsigned, "--allow-unsigned", "--force"]);
+    let unsigned_files: Vec<&str> = files.iter().copied().filter(|f| !f.starts_with("SIGNATURES")).collect();
+    assert_eq!(file_names(&installed), unsigned_files);
+
+    // The same bundle packs to format 2 now; --check says the old archive is format 1.
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
+    w.expect(0, &["digest", &bundle]);
+    let (_, stderr) = w.expect(1, &["bundle", "pack", &bundle, "--check", "-o", unsigned]);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {unsigned} is not what `rlp bundle pack` writes for agents/mailer: its files are the same, but it is a format 1 archive (the bundle's files at its root); `rlp bundle pack` now writes format 2 (every entry under `agent.bundle/`)\n  help: pack it again: `rlp bundle pack agents/mailer -o {unsigned}`\n"
+        )
+    );
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "new.tar.gz"]);
+    let new = fs::read(w.join("new.tar.gz")).unwrap();
+    let expected: Vec<String> = std::iter::once("755 agent.bundle/".to_string())
+        .chain(tar_listing(&old).iter().map(|line| line.replacen(' ', " agent.bundle/", 1)))
+        .collect();
+    assert_eq!(tar_listing(&new), expected);
+    w.expect(0, &["bundle", "pack", &bundle, "--check", "-o", "new.tar.gz"]);
+    let format = |bytes: &[u8]| {
+        let limits = Default::default();
+        let read =
+            rlp::pack::reader::verify_archive_with_format(std::io::Cursor::new(bytes), &limits, Encoding::Canonical);
+        read.unwrap().1.number()
+    };
+    assert_eq!((format(&old), format(&old_signed), format(&new)), (1, 1, 2));
+    // Installed from either, the files are the same.
+    let (stdout, _) = w.expect(0, &["agent", "install", "new.tar.gz", "--allow-unsigned", "--force"]);
+    assert!(stdout.ends_with("replaced 0.1.0\n"), "{stdout}");
+    for file in file_names(&installed) {
+        assert_eq!(fs::read(installed.join(&file)).unwrap(), fs::read(w.join(&bundle).join(&file)).unwrap(), "{file}");
+    }
+}
+
+#[test]
+fn archives_that_mix_the_two_layouts_are_refused_naming_the_entry() {
+    let w = TestDir::new();
+    let notes = b"hello\n";
+    // Format 1 (manifest.toml at the root) with an entry under agent.bundle/.
+    archive_with(&w.join("mixed.tar.gz"), |out| entry(out, "agent.bundle/notes.txt", tar::EntryType::Regular, notes));
+    // Format 2 (agent.bundle/ first) with an entry at the root.
+    archive_v2_with(&w.join("outside.tar.gz"), |out| entry(out, "notes.txt", tar::EntryType::Regular, notes));
+    // Format 2 with the manifest at the root.
+    gzip_to(&w.join("root-manifest.tar.gz"), |out| {
+        entry(out, "agent.bundle/", tar::EntryType::Directory, b"");
+        entry(out, "manifest.toml", tar::EntryType::Regular, b"");
+        out.write_all(&[0u8; 1024]).unwrap();
+    });
+    let help = "  help: the archive is damaged or was not made by `rlp bundle pack`\n";
+    let cases = [
+        (
+            "mixed.tar.gz",
+            "error: entry `agent.bundle/notes.txt` is under `agent.bundle/`, but the archive starts with `manifest.toml` at its root: an archive keeps every entry under `agent.bundle/` (format 2) or none (format 1), never some of them\n",
+        ),
+        (
+            "outside.tar.gz",
+            "error: entry `notes.txt` lies outside `agent.bundle/`: every entry of an archive that starts with `agent.bundle/` (format 2) must be under it\n",
+        ),
+        (
+            "root-manifest.tar.gz",
+            "error: entry `manifest.toml` lies outside `agent.bundle/`: every entry of an archive that starts with `agent.bundle/` (format 2) must be under it\n",
+        ),
+    ];
+    for (file, message) in cases {
+        for args in [
+            vec!["bundle", "verify", file],
+            vec!["bundle", "verify", file, "--canonical"],
+            vec!["agent", "install", file, "--allow-unsigned"],
+        ] {
+            let (_, stderr) = w.expect(1, &args);
+            assert_eq!(stderr, format!("{message}{help}"), "{args:?}");
+        }
+        assert!(installed_names(&w).is_empty(), "{file}: left {:?}", installed_names(&w));
+    }
+    // The same entries, all under agent.bundle/, are a good format 2 archive.
+    archive_v2_with(&w.join("fine.tar.gz"), |out| entry(out, "agent.bundle/notes.txt", tar::EntryType::Regular, notes));
+    w.expect(0, &["bundle", "verify", "fine.tar.gz", "--canonical"]);
+    w.expect(0, &["agent", "install", "fine.tar.gz", "--allow-unsigned"]);
+    assert_eq!(file_names(&w.home().join("agents/evil")), ["manifest.toml", "notes.txt"]);
 }
 
 #[test]
@@ -967,12 +1134,27 @@ fn gzip_to(path: &Path, build: impl FnOnce(&mut dyn Write)) {
     gz.finish().unwrap().flush().unwrap();
 }
 
-/// An archive of manifest.toml (listing `notes.txt`) followed by `rest`.
-fn archive_with(path: &Path, rest: impl FnOnce(&mut dyn Write)) {
+/// A manifest listing `notes.txt` (`hello\n`).
+fn notes_manifest() -> String {
     let notes = b"hello\n";
-    let manifest = manifest_for(&[("notes.txt".into(), notes.len() as u64, blake3::hash(notes).to_hex().to_string())]);
+    manifest_for(&[("notes.txt".into(), notes.len() as u64, blake3::hash(notes).to_hex().to_string())])
+}
+
+/// A format 1 archive: manifest.toml (listing `notes.txt`) followed by `rest`.
+fn archive_with(path: &Path, rest: impl FnOnce(&mut dyn Write)) {
     gzip_to(path, |out| {
-        entry(out, "manifest.toml", tar::EntryType::Regular, manifest.as_bytes());
+        entry(out, "manifest.toml", tar::EntryType::Regular, notes_manifest().as_bytes());
+        rest(out);
+        out.write_all(&[0u8; 1024]).unwrap();
+    });
+}
+
+/// A format 2 archive: the folder `agent.bundle/`, then
+/// `agent.bundle/manifest.toml` (listing `notes.txt`), followed by `rest`.
+fn archive_v2_with(path: &Path, rest: impl FnOnce(&mut dyn Write)) {
+    gzip_to(path, |out| {
+        entry(out, "agent.bundle/", tar::EntryType::Directory, b"");
+        entry(out, "agent.bundle/manifest.toml", tar::EntryType::Regular, notes_manifest().as_bytes());
         rest(out);
         out.write_all(&[0u8; 1024]).unwrap();
     });
@@ -1038,6 +1220,11 @@ type Build = Box<dyn Fn(&Path)>;
 /// An archive of manifest.toml (listing `notes.txt`) and one more entry.
 fn one_entry(name: &'static str, entry_type: tar::EntryType, data: &'static [u8]) -> Build {
     Box::new(move |p: &Path| archive_with(p, |out| entry(out, name, entry_type, data)))
+}
+
+/// The same in format 2: the folder `agent.bundle/`, its manifest.toml, and one more entry.
+fn one_entry_v2(name: &'static str, entry_type: tar::EntryType, data: &'static [u8]) -> Build {
+    Box::new(move |p: &Path| archive_v2_with(p, |out| entry(out, name, entry_type, data)))
 }
 
 #[test]
@@ -1108,6 +1295,76 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
             "entry `notes.txt`: its tar header is not in the form `rlp bundle pack` writes",
         ),
         ("bomb", Box::new(|p: &Path| write_bomb(p)), "the archive expands more than 256×"),
+        // The same refusals in format 2, where every entry is under agent.bundle/.
+        (
+            "v2-dotdot",
+            one_entry_v2("agent.bundle/../evil", tar::EntryType::Regular, notes),
+            "entry `agent.bundle/../evil` climbs out of the bundle with `..`",
+        ),
+        (
+            "v2-absolute",
+            one_entry_v2("/agent.bundle/evil", tar::EntryType::Regular, notes),
+            "entry `/agent.bundle/evil` has an absolute path",
+        ),
+        (
+            "v2-symlink",
+            one_entry_v2("agent.bundle/notes.txt", tar::EntryType::Symlink, b""),
+            "entry `agent.bundle/notes.txt` is a symbolic link",
+        ),
+        (
+            "v2-unlisted",
+            Box::new(|p: &Path| {
+                archive_v2_with(p, |out| {
+                    entry(out, "agent.bundle/notes.txt", tar::EntryType::Regular, notes);
+                    entry(out, "agent.bundle/zzz.sh", tar::EntryType::Regular, b"rm -rf /\n");
+                })
+            }),
+            "entry `agent.bundle/zzz.sh` is in the archive but not listed in manifest.toml",
+        ),
+        (
+            "v2-duplicate",
+            Box::new(|p: &Path| {
+                archive_v2_with(p, |out| {
+                    entry(out, "agent.bundle/notes.txt", tar::EntryType::Regular, notes);
+                    entry(out, "agent.bundle/notes.txt", tar::EntryType::Regular, notes);
+                })
+            }),
+            "entry `agent.bundle/notes.txt` appears twice in the archive",
+        ),
+        (
+            "v2-folder-twice",
+            one_entry_v2("agent.bundle/", tar::EntryType::Directory, b""),
+            "entry `agent.bundle/` appears twice in the archive",
+        ),
+        (
+            "v2-no-folder",
+            Box::new(|p: &Path| {
+                gzip_to(p, |out| {
+                    entry(out, "agent.bundle/manifest.toml", tar::EntryType::Regular, notes_manifest().as_bytes())
+                })
+            }),
+            "the archive must start with the folder `agent.bundle/`, not `agent.bundle/manifest.toml`",
+        ),
+        (
+            "v2-manifest-not-second",
+            Box::new(|p: &Path| {
+                gzip_to(p, |out| {
+                    entry(out, "agent.bundle/", tar::EntryType::Directory, b"");
+                    entry(out, "agent.bundle/notes.txt", tar::EntryType::Regular, notes);
+                })
+            }),
+            "the archive must go on with `agent.bundle/manifest.toml` after `agent.bundle/`, not `agent.bundle/notes.txt`",
+        ),
+        (
+            "v2-mixed",
+            one_entry_v2("notes.txt", tar::EntryType::Regular, notes),
+            "entry `notes.txt` lies outside `agent.bundle/`",
+        ),
+        (
+            "v1-mixed",
+            one_entry("agent.bundle/notes.txt", tar::EntryType::Regular, notes),
+            "entry `agent.bundle/notes.txt` is under `agent.bundle/`, but the archive starts with `manifest.toml`",
+        ),
         ("many", Box::new(|p: &Path| write_many_entries(p)), "the archive holds more than 20000 entries; refusing it"),
     ];
     for (name, build, message) in &cases {
