@@ -3,9 +3,10 @@
 //! a call.
 //!
 //! `roots/list` is answered here, with the server's `fs:` grants.
-//! Progress and log messages go to the call waiting on the server (log
-//! messages sent while none waits, and the server's other notifications,
-//! to the bridge's listener: [`super::session::Notices`]).
+//! Progress and log messages go to the call waiting on the server as the
+//! transport receives them ([`Listener`], [`super::ordered::Ordered`]); log
+//! messages sent while none waits, and the server's other notifications, go
+//! to the bridge's listener: [`super::session::Notices`].
 //! Elicitation and sampling belong to a call: they go to the thread of the
 //! call that is waiting on the server ([`Inflight::route`]), which records
 //! them and asks whoever answers the call's questions, and the answer comes
@@ -160,6 +161,12 @@ impl BridgeClient {
         self.notices.send(ServerNotice { server: self.server.clone(), kind });
     }
 
+    /// What hears the session's progress and log messages as they arrive
+    /// ([`super::ordered::Ordered`]).
+    pub(crate) fn listener(&self) -> Listener {
+        Listener { server: self.server.clone(), notices: self.notices.clone(), inflight: Arc::clone(&self.inflight) }
+    }
+
     /// Hands `ask` to the call it belongs to and waits for its answer;
     /// `None` when no call takes it.
     async fn ask_call(&self, ask: ServerAsk) -> Option<ServerAnswer> {
@@ -167,6 +174,40 @@ impl BridgeClient {
         let (reply, answer) = oneshot::channel();
         sender.send(Step::Asked { ask, reply }).ok()?;
         answer.await.ok()
+    }
+}
+
+/// Hands a server's progress and log messages to the call waiting on its
+/// session; a log message sent while none waits goes to every client.
+#[derive(Debug)]
+pub(crate) struct Listener {
+    server: String,
+    notices: super::session::Notices,
+    inflight: Arc<Inflight>,
+}
+
+impl Listener {
+    /// The server reported progress.
+    pub(crate) fn progress(&self, params: &ProgressNotificationParam) {
+        if let Some(sender) = self.inflight.route() {
+            let (progress, total, message) = (params.progress, params.total, params.message.clone());
+            let _ = sender.send(Step::Progress { progress, total, message });
+        }
+    }
+
+    /// The server sent a log message.
+    pub(crate) fn log(&self, params: &LoggingMessageNotificationParam) {
+        let level = serde_json::to_value(params.level).ok().and_then(|l| l.as_str().map(str::to_string));
+        let level = level.unwrap_or_else(|| "info".into());
+        let (logger, data) = (params.logger.clone(), params.data.clone());
+        match self.inflight.route() {
+            Some(sender) => {
+                let _ = sender.send(Step::Log { level, logger, data });
+            }
+            None => self
+                .notices
+                .send(ServerNotice { server: self.server.clone(), kind: NoticeKind::Log { level, logger, data } }),
+        }
     }
 }
 
@@ -208,29 +249,6 @@ impl ClientHandler for BridgeClient {
                 .map_err(|e| ErrorData::internal_error(format!("the client's sampling answer is not one: {e}"), None)),
             Some(ServerAnswer::Sample(Err(why))) => Err(ErrorData::invalid_request(why, None)),
             _ => Err(ErrorData::invalid_request("sampling is refused: no call of rlp is waiting on this server", None)),
-        }
-    }
-
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        if let Some(sender) = self.inflight.route() {
-            let _ =
-                sender.send(Step::Progress { progress: params.progress, total: params.total, message: params.message });
-        }
-    }
-
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let level = serde_json::to_value(params.level).ok().and_then(|l| l.as_str().map(str::to_string));
-        let level = level.unwrap_or_else(|| "info".into());
-        match self.inflight.route() {
-            Some(sender) => {
-                let _ = sender.send(Step::Log { level, logger: params.logger, data: params.data });
-            }
-            // A message sent while no call waits goes to every client.
-            None => self.notice(NoticeKind::Log { level, logger: params.logger, data: params.data }),
         }
     }
 

@@ -20,6 +20,7 @@ pub(crate) mod client;
 pub(crate) mod content;
 pub(crate) mod forward;
 pub(crate) mod launch;
+pub(crate) mod ordered;
 pub(crate) mod pin;
 pub(crate) mod reply;
 pub(crate) mod session;
@@ -52,9 +53,6 @@ use crate::sandbox::Grants;
 /// How long a server whose connection ended is given to show that it
 /// exited (its pipes close a moment before its exit is seen).
 const EXIT_GRACE: Duration = Duration::from_millis(500);
-/// How long the notifications (progress, log messages) a server sent
-/// before its answer may take to arrive after the answer.
-const LATE_NOTIFICATIONS: Duration = Duration::from_millis(10);
 /// The largest log message of a server passed on (its data as JSON).
 const MAX_LOG_BYTES: usize = 16 * 1024;
 /// Most model completions a server may have relayed during one call.
@@ -352,10 +350,7 @@ impl Waiting {
                 ));
             }
             match self.events.recv_timeout(left.min(CANCEL_TICK)) {
-                Ok(Step::Done(Ok(answer))) => {
-                    self.pass_on_late_notifications();
-                    return reply::interpret(&self.tool, &self.session.server, answer);
-                }
+                Ok(Step::Done(Ok(answer))) => return reply::interpret(&self.tool, &self.session.server, answer),
                 Ok(Step::Done(Err(why))) => return Err(self.failed(&why)),
                 // Replies go to the registration of the request they answer.
                 Ok(Step::Replied(_)) => {}
@@ -366,23 +361,6 @@ impl Waiting {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return Err(self.failed("the MCP client stopped")),
-            }
-        }
-    }
-
-    /// Passes on the progress and log messages a server sent just before
-    /// its answer: the SDK may hand notifications over a moment after the
-    /// answer that followed them.
-    fn pass_on_late_notifications(&self) {
-        if self.progress.is_none() {
-            return;
-        }
-        let until = Instant::now() + LATE_NOTIFICATIONS;
-        while let Ok(step) = self.events.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            match step {
-                Step::Progress { progress, total, message } => self.report(progress, total, message),
-                Step::Log { level, logger, data } => self.log(level, logger, &data),
-                _ => {}
             }
         }
     }

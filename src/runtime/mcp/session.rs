@@ -12,13 +12,15 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::TransportAdapterAsyncRW;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport};
 use serde_json::Value;
 
 use crate::event::ServerRecord;
 use crate::process::server::{ServerPipes, ServerProcess};
 use crate::runtime::mcp::client::{BridgeClient, Inflight};
+use crate::runtime::mcp::ordered::Ordered;
 
 /// How long a stopping stdio server may take to exit once its stdin is
 /// closed, before it is killed with everything it started.
@@ -266,7 +268,12 @@ impl Session {
                         .map_err(|e| format!("cannot read the server's stdout: {e}"))?;
                     let write = tokio::net::unix::pipe::Sender::from_owned_fd(pipes.stdin)
                         .map_err(|e| format!("cannot write the server's stdin: {e}"))?;
-                    handshake(client.serve((read, write)), startup).await
+                    let transport =
+                        IntoTransport::<RoleClient, std::io::Error, TransportAdapterAsyncRW>::into_transport((
+                            read, write,
+                        ));
+                    let listener = client.listener();
+                    handshake(client.serve(Ordered::new(transport, listener)), startup).await
                 });
                 match started {
                     Ok(service) => (service, Some(*process)),
@@ -290,7 +297,8 @@ impl Session {
                 let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
                 let service = handle.block_on(async move {
                     let transport = StreamableHttpClientTransport::from_config(config);
-                    handshake(client.serve(transport), startup).await
+                    let listener = client.listener();
+                    handshake(client.serve(Ordered::new(transport, listener)), startup).await
                 })?;
                 (service, None)
             }
