@@ -41,6 +41,7 @@ use crate::home::Home;
 use crate::sandbox::SandboxMode;
 
 pub(crate) mod agents;
+pub(crate) mod hooks;
 pub(crate) mod secrets;
 pub(crate) mod tool_list;
 
@@ -150,6 +151,8 @@ pub struct Config {
     pub(crate) secrets: SecretsConfig,
     /// `ledger.url`: where frames are recorded (none: the home's SQLite file).
     pub ledger_url: Option<Setting<UrlText>>,
+    /// `[[hooks.after_call]]` of every config file, the system files' first.
+    pub after_call_hooks: Vec<hooks::AfterCallHook>,
 }
 
 /// The options config files set for one tool.
@@ -187,6 +190,7 @@ impl Default for Config {
             tools_flag: None,
             secrets: SecretsConfig::default(),
             ledger_url: None,
+            after_call_hooks: Vec::new(),
         }
     }
 }
@@ -223,6 +227,8 @@ pub(crate) struct FileLayer {
     pub secrets: SecretsLayer,
     /// `[ledger] url`.
     pub ledger_url: Option<UrlText>,
+    /// `[[hooks.after_call]]`.
+    pub after_call_hooks: Vec<hooks::AfterCallHook>,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -320,6 +326,10 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             layer.secrets = secrets::parse(path, entries, &mut warnings)?;
             continue;
         }
+        if section == "hooks" {
+            layer.after_call_hooks = hooks::parse(path, entries, &mut warnings)?;
+            continue;
+        }
         if !matches!(section.as_str(), "security" | "runtime" | "policy" | "ledger") {
             warnings.push(format!("{shown}: unknown table `[{section}]` ignored"));
             continue;
@@ -379,6 +389,8 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvL
             config.ledger_url = Some(Setting { value, source });
         }
     }
+    config.after_call_hooks =
+        system.iter().chain(user).flat_map(|layer| layer.after_call_hooks.iter().cloned()).collect();
     let file_sources = system
         .iter()
         .map(|l| (l, Source::SystemConfig(l.path.clone())))

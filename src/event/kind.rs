@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::event::fields;
 use crate::event::payload::{
     CapAuditPayload, ReplayLinkPayload, ServerExchangePayload, ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload,
-    ToolDiscoverPayload, ToolInquiryPayload, ToolResultPayload, ToolSamplePayload,
+    ToolDiscoverPayload, ToolHookPayload, ToolInquiryPayload, ToolResultPayload, ToolSamplePayload,
 };
 
 /// Content type id of a tool call frame (CT_TOOL_CALL).
@@ -88,6 +88,8 @@ frame_kinds! {
     ToolAnswer = "tool.answer", None, ToolAnswerPayload;
     /// A model completion an MCP server asked for during a call, relayed or refused.
     ToolSample = "tool.sample", None, ToolSamplePayload;
+    /// What an after-call hook did to a call's result (before its final `tool.result`).
+    ToolHook = "tool.hook", None, ToolHookPayload;
     /// The first frame of a trace made by a live replay: names the trace it replays.
     TraceReplay = "trace.replay", None, ReplayLinkPayload;
     /// A search or description of tools (`rlp serve --expose core`): what the client was shown.
@@ -148,6 +150,7 @@ impl Payload {
             Payload::ToolInquiry(inquiry) => Some(inquiry.invocation_id),
             Payload::ToolAnswer(answer) => Some(answer.invocation_id),
             Payload::ToolSample(sample) => Some(sample.invocation_id),
+            Payload::ToolHook(hook) => Some(hook.invocation_id),
             _ => None,
         }
     }

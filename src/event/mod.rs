@@ -29,10 +29,10 @@ pub(crate) mod traceparent;
 
 pub use kind::{EventKind, Payload};
 pub use payload::{
-    CapAuditPayload, CommandRecord, Decision, Outcome, PAYLOAD_VERSION, RecordedAnswer, RecordedError,
+    CapAuditPayload, CommandRecord, Decision, HookEffect, Outcome, PAYLOAD_VERSION, RecordedAnswer, RecordedError,
     ReplayLinkPayload, SandboxRecord, ServerExchangePayload, ServerRecord, ToolAnswerPayload, ToolCallPayload,
-    ToolConfirmPayload, ToolDiscoverPayload, ToolError, ToolInquiryPayload, ToolResultPayload, ToolSamplePayload,
-    Usage,
+    ToolConfirmPayload, ToolDiscoverPayload, ToolError, ToolHookPayload, ToolInquiryPayload, ToolResultPayload,
+    ToolSamplePayload, Usage,
 };
 pub use record::{Provenance, Record, RecordError, Recorder, now_ms};
 pub use row::{Event, PreparedRow, RowError};

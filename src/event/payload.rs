@@ -533,6 +533,88 @@ pub struct ToolSamplePayload {
     pub tags: Vec<String>,
 }
 
+/// One after-call hook's work on a call's result (config.toml
+/// `[[hooks.after_call]]`), recorded before the call's final
+/// [`ToolResultPayload`], which keeps the result as the tool returned it.
+/// What the caller saw is that result after every hook of the call, in
+/// order: the last `result` and `content` a hook gave, the annotations of
+/// all of them, or an error where one withheld it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolHookPayload {
+    /// Payload version (1).
+    #[serde(default = "payload_version", deserialize_with = "fields::lenient")]
+    pub v: u64,
+    /// The invocation id.
+    #[serde(deserialize_with = "fields::uuid")]
+    pub invocation_id: Uuid,
+    /// The tool id.
+    #[serde(deserialize_with = "fields::text")]
+    pub tool: String,
+    /// The hook's name.
+    #[serde(deserialize_with = "fields::text")]
+    pub hook: String,
+    /// Its command: the program, then its arguments.
+    #[serde(default, deserialize_with = "fields::lenient")]
+    pub command: Vec<String>,
+    /// What it did: [`HookEffect`].
+    pub effect: HookEffect,
+    /// The result it gave in place of the one it received.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub result: Option<Value>,
+    /// The content blocks it gave in place of those it received.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub content: Option<Vec<Value>>,
+    /// The notes it added for the caller.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::lenient")]
+    pub annotations: Vec<String>,
+    /// Why it withheld the result, or how it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub reason: Option<String>,
+    /// How long it ran, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::count")]
+    pub duration_ms: Option<u64>,
+    /// The call's tags (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "fields::tags")]
+    pub tags: Vec<String>,
+}
+
+/// What an after-call hook did to a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEffect {
+    /// Nothing: the result went on as it was.
+    Unchanged,
+    /// It added notes, and changed nothing else.
+    Annotated,
+    /// It gave another result or other content blocks (and maybe notes).
+    Replaced,
+    /// It withheld the result: the caller got an error saying why.
+    Withheld,
+    /// It failed, and the caller got an error (`on_failure = "withhold"`).
+    FailedWithheld,
+    /// It failed, and the result went on as it was (`on_failure = "pass"`).
+    FailedPassed,
+}
+
+impl HookEffect {
+    /// As frames write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEffect::Unchanged => "unchanged",
+            HookEffect::Annotated => "annotated",
+            HookEffect::Replaced => "replaced",
+            HookEffect::Withheld => "withheld",
+            HookEffect::FailedWithheld => "failed_withheld",
+            HookEffect::FailedPassed => "failed_passed",
+        }
+    }
+
+    /// Whether the caller got an error instead of the result.
+    pub fn withholds(self) -> bool {
+        matches!(self, HookEffect::Withheld | HookEffect::FailedWithheld)
+    }
+}
+
 /// One answer to a tool's question, as recorded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecordedAnswer {

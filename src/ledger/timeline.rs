@@ -100,6 +100,8 @@ pub(crate) enum Detail {
         /// Why there is none.
         error: Option<String>,
     },
+    /// What an after-call hook did to the result.
+    Hook(Box<crate::event::ToolHookPayload>),
     /// A replay link.
     ReplayLink {
         /// The replayed trace.
@@ -126,6 +128,7 @@ impl TimelineEntry {
             Detail::Answer { .. } => "answered",
             Detail::Sample { error: Some(_), .. } => "refused",
             Detail::Sample { .. } => "sampled",
+            Detail::Hook(hook) => hook.effect.as_str(),
             Detail::Exchange(exchange) if exchange.error.is_some() => "error",
             Detail::Exchange(exchange) if exchange.method.starts_with("notifications/") => "notice",
             Detail::Exchange(_) => "ok",
@@ -165,20 +168,9 @@ impl TimelineEntry {
             }
             Detail::Confirm { approved, by, how } => json!({"approved": approved, "by": by, "how": how}),
             Detail::ReplayLink { replay_of, mode } => json!({"replay_of": replay_of, "mode": mode}),
-            Detail::Exchange(exchange) => {
-                let mut value = serde_json::to_value(exchange).unwrap_or(Value::Null);
-                if let Value::Object(map) = &mut value {
-                    map.remove("v");
-                }
-                value
-            }
-            Detail::Discover(discovery) => {
-                let mut value = serde_json::to_value(discovery).unwrap_or(Value::Null);
-                if let Value::Object(map) = &mut value {
-                    map.remove("v");
-                }
-                value
-            }
+            Detail::Exchange(exchange) => without_version(serde_json::to_value(exchange)),
+            Detail::Discover(discovery) => without_version(serde_json::to_value(discovery)),
+            Detail::Hook(hook) => without_version(serde_json::to_value(hook)),
             Detail::Inquiry { questions } => json!({"questions": questions}),
             Detail::Answer { answers } => json!({"answers": answers}),
             Detail::Sample { relayed, response, error } => {
@@ -190,6 +182,15 @@ impl TimelineEntry {
         }
         entry
     }
+}
+
+/// A payload as JSON without its version member `v`.
+fn without_version(value: Result<Value, serde_json::Error>) -> Value {
+    let mut value = value.unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.remove("v");
+    }
+    value
 }
 
 /// Totals of a timeline.
@@ -290,6 +291,7 @@ impl Timeline {
                 Some(sample.tool),
                 Detail::Sample { relayed: sample.relayed, response: sample.response, error: sample.error },
             ),
+            Payload::ToolHook(hook) => (Some(hook.tool.clone()), Detail::Hook(Box::new(hook))),
             Payload::CapAudit(audit) => {
                 if audit.decision == Decision::Deny {
                     s.denials += 1;

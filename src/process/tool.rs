@@ -78,6 +78,19 @@ pub(crate) enum InvokeError {
     Wait(io::Error),
 }
 
+impl InvokeError {
+    /// What went wrong, in words, for a run of `command`.
+    pub(crate) fn describe(&self, command: &Path) -> String {
+        match self {
+            InvokeError::Folder(e) => format!("cannot create the private folder for the call: {e}"),
+            InvokeError::Blob(e) => format!("cannot write the call blob: {e}"),
+            InvokeError::Sandbox(e) => format!("cannot prepare the sandbox: {e}"),
+            InvokeError::Start(e) => format!("cannot start `{}`: {e}", command.display()),
+            InvokeError::Wait(e) => format!("cannot wait for the tool: {e}"),
+        }
+    }
+}
+
 /// Runs the tool to its end (see the module docs and [`crate::process::run`]).
 pub(crate) fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeError> {
     let dir = private_dir().map_err(InvokeError::Folder)?;

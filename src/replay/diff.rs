@@ -158,22 +158,40 @@ pub(crate) fn diff(recorded: &Value, replayed: &Value, limit: usize) -> Diff {
     collector.diff
 }
 
-/// The differences between two results of a call, each with the content
-/// blocks an MCP server sent beside it: the result's paths as [`diff`]
-/// gives them, then the content's under `/content`; at most `limit` listed
-/// in all.
-pub(crate) fn result_diff(
-    recorded: &Value,
-    recorded_content: Option<&[Value]>,
-    replayed: &Value,
-    replayed_content: Option<&[Value]>,
-    limit: usize,
-) -> Diff {
+/// A successful call's answer as its caller got it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Answer<'a> {
+    /// The result.
+    pub result: &'a Value,
+    /// The content blocks an MCP server (or a hook) gave beside it.
+    pub content: Option<&'a [Value]>,
+    /// The notes of after-call hooks.
+    pub annotations: &'a [String],
+}
+
+impl<'a> Answer<'a> {
+    /// A result with content blocks and no notes.
+    pub(crate) fn of(result: &'a Value, content: Option<&'a [Value]>) -> Self {
+        Answer { result, content, annotations: &[] }
+    }
+}
+
+/// The differences between two answers of a call: the result's paths as
+/// [`diff`] gives them, then the content's under `/content`, then the
+/// hooks' notes under `/annotations`; at most `limit` listed in all.
+pub(crate) fn result_diff(recorded: Answer<'_>, replayed: Answer<'_>, limit: usize) -> Diff {
     let mut collector = Collector { diff: Diff::default(), limit };
     let mut path = String::new();
-    collector.walk(&mut path, recorded, replayed);
+    collector.walk(&mut path, recorded.result, replayed.result);
     let blocks = |content: Option<&[Value]>| content.map(|blocks| Value::Array(blocks.to_vec()));
-    collector.walk_at(&mut path, "content", blocks(recorded_content).as_ref(), blocks(replayed_content).as_ref());
+    collector.walk_at(&mut path, "content", blocks(recorded.content).as_ref(), blocks(replayed.content).as_ref());
+    let notes = |notes: &[String]| (!notes.is_empty()).then(|| serde_json::json!(notes));
+    collector.walk_at(
+        &mut path,
+        "annotations",
+        notes(recorded.annotations).as_ref(),
+        notes(replayed.annotations).as_ref(),
+    );
     collector.diff
 }
 
@@ -207,15 +225,19 @@ mod tests {
     fn content_blocks_are_compared_under_content_after_the_result() {
         let text = |t: &str| json!({"type": "text", "text": t});
         let (old, new) = ([text("a"), text("b")], [text("a"), text("c"), text("d")]);
-        let d = result_diff(&json!({"n": 1}), Some(&old), &json!({"n": 2}), Some(&new), 10);
+        let (one, two) = (json!({"n": 1}), json!({"n": 2}));
+        let d = result_diff(Answer::of(&one, Some(&old)), Answer::of(&two, Some(&new)), 10);
         assert_eq!(paths(&d), ["changed /n", "changed /content/1/text", "added /content/2"]);
-        assert!(result_diff(&json!(1), Some(&old), &json!(1), Some(&old), 10).is_empty());
-        let gone = result_diff(&json!(1), Some(&old), &json!(1), None, 10);
+        assert!(result_diff(Answer::of(&one, Some(&old)), Answer::of(&one, Some(&old)), 10).is_empty());
+        let gone = result_diff(Answer::of(&one, Some(&old)), Answer::of(&one, None), 10);
         assert_eq!(paths(&gone), ["removed /content"]);
         assert_eq!(gone.changes[0].recorded, Some(json!([text("a"), text("b")])));
-        assert_eq!(paths(&result_diff(&json!(1), None, &json!(1), Some(&new), 10)), ["added /content"]);
-        let limited = result_diff(&json!({"n": 1}), Some(&old), &json!({"n": 2}), Some(&new), 1);
+        assert_eq!(paths(&result_diff(Answer::of(&one, None), Answer::of(&one, Some(&new)), 10)), ["added /content"]);
+        let limited = result_diff(Answer::of(&one, Some(&old)), Answer::of(&two, Some(&new)), 1);
         assert_eq!((limited.changes.len(), limited.more), (1, 2));
+        let noted = ["redacted".to_string()];
+        let annotated = Answer { annotations: &noted, ..Answer::of(&one, None) };
+        assert_eq!(paths(&result_diff(Answer::of(&one, None), annotated, 10)), ["added /annotations"]);
     }
 
     #[test]

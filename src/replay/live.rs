@@ -85,12 +85,14 @@ impl Executor for LiveExecutor<'_> {
                     .as_ref()
                     .and_then(Value::as_array)
                     .map(|blocks| content::recorded_blocks(blocks)),
+                annotations: outcome.annotations.into_iter().map(|note| note.text).collect(),
             })),
             Err(e) => match e.kind {
                 CallErrorKind::Refused => Err(ReplayError::Refused { position, message: e.message, help: e.help }),
                 CallErrorKind::Recording => Err(ReplayError::Failed { position, message: e.message, help: e.help }),
                 CallErrorKind::Unanswered => Ok(Fresh::Unanswered(e.message)),
                 CallErrorKind::Tool
+                | CallErrorKind::Withheld
                 | CallErrorKind::Cancelled
                 | CallErrorKind::UnknownTool
                 | CallErrorKind::InvalidInput => {

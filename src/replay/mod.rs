@@ -9,6 +9,7 @@
 //! - [`divergence`] and [`diff`]: what differs, as JSON Pointer paths;
 //! - [`exchange`]: exchanges with bridged servers (resources, prompts,
 //!   completions, notifications), checked and compared, never run again;
+//! - [`hooked`]: what the caller saw of a call whose after-call hooks ran;
 //! - [`report`]: the human and JSON reports;
 //! - [`source`]: answering an agent's calls from a recording (library API);
 //! - [`trace_diff`]: two recorded runs compared call by call, and exchange by
@@ -22,6 +23,7 @@ pub(crate) mod contract;
 pub(crate) mod diff;
 pub mod divergence;
 pub(crate) mod exchange;
+pub(crate) mod hooked;
 pub(crate) mod live;
 pub(crate) mod replayer;
 pub(crate) mod report;

@@ -53,9 +53,10 @@ use crate::event::{EventKind, Outcome, Payload, ServerExchangePayload};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{InputError, TraceInput, for_each_frame};
 use crate::replay::contract::{Check, Contract};
-use crate::replay::diff::{Change, ChangeOp, diff, result_diff};
+use crate::replay::diff::{Answer, Change, ChangeOp, diff, result_diff};
 use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::replay::exchange;
+use crate::replay::hooked::HookView;
 use crate::text::plural;
 
 /// Changes listed per `result_changed`; the rest are counted.
@@ -133,20 +134,30 @@ pub(crate) struct CallOutput {
     pub outcome: Outcome,
     /// The content blocks, when the server sent them beside its result.
     pub content: Option<Vec<Value>>,
+    /// The notes after-call hooks added for the caller.
+    pub annotations: Vec<String>,
 }
 
 impl CallOutput {
     /// An outcome without content blocks.
     pub(crate) fn bare(outcome: Outcome) -> Self {
-        CallOutput { outcome, content: None }
+        CallOutput { outcome, content: None, annotations: Vec::new() }
     }
 
-    /// `{"result": …, "content"?: […]}` or `{"error": …}`, the members of
-    /// the result frame.
+    /// The answer of `result`, this output's result, with its content and notes.
+    fn answer<'a>(&'a self, result: &'a Value) -> Answer<'a> {
+        Answer { result, content: self.content.as_deref(), annotations: &self.annotations }
+    }
+
+    /// `{"result": …, "content"?: […], "annotations"?: […]}` or
+    /// `{"error": …}`, the members of the result frame.
     pub(crate) fn to_json(&self) -> Value {
         let mut members = self.outcome.to_json();
         if let Some(content) = &self.content {
             members["content"] = Value::Array(content.clone());
+        }
+        if !self.annotations.is_empty() {
+            members["annotations"] = serde_json::json!(self.annotations);
         }
         members
     }
@@ -324,6 +335,8 @@ struct PendingCall {
     args: Value,
     /// The answers recorded for the call so far.
     answers: Map<String, Value>,
+    /// What its after-call hooks did to its result.
+    hooks: HookView,
     attempts: u64,
     /// The call cannot be replayed (missing tool, invalid arguments).
     blocked: bool,
@@ -471,6 +484,7 @@ impl<'a> Replayer<'a> {
                     tool: call.tool,
                     args: call.args,
                     answers: Map::new(),
+                    hooks: HookView::default(),
                     attempts: 0,
                 };
                 // Registered first: the invocation id is not waiting (checked above).
@@ -517,12 +531,19 @@ impl<'a> Replayer<'a> {
                     closed.data.divergences.push(divergence.kind);
                     self.diverge(divergence)?;
                 }
-                let recorded = CallOutput { outcome: result.outcome, content: result.content };
+                let recorded = CallOutput { outcome: result.outcome, content: result.content, annotations: Vec::new() };
+                let recorded = std::mem::take(&mut closed.data.hooks).apply(recorded);
                 self.final_result(closed.position, position, id, closed.data, recorded)
             }
             Payload::ToolAnswer(answer) => {
                 if let Some(waiting) = self.pending.get_mut(&answer.invocation_id) {
                     waiting.data.answers.extend(answer.answers.into_iter().map(|a| (a.id, a.value)));
+                }
+                Ok(())
+            }
+            Payload::ToolHook(hook) => {
+                if let Some(waiting) = self.pending.get_mut(&hook.invocation_id) {
+                    waiting.data.hooks.add(hook);
                 }
                 Ok(())
             }
@@ -680,8 +701,7 @@ fn compare(recorded: &CallOutput, fresh: &CallOutput, position: u64, id: Uuid, t
         |message: String| Divergence::at(DivergenceKind::ResultChanged, position, message).call(Some(id), Some(tool));
     match (&recorded.outcome, &fresh.outcome) {
         (Outcome::Result(old), Outcome::Result(new)) => {
-            let found =
-                result_diff(old, recorded.content.as_deref(), new, fresh.content.as_deref(), MAX_LISTED_CHANGES);
+            let found = result_diff(recorded.answer(old), fresh.answer(new), MAX_LISTED_CHANGES);
             if found.is_empty() {
                 return None;
             }
@@ -872,7 +892,11 @@ mod tests {
 
     #[test]
     fn live_replay_compares_the_content_blocks_beside_a_result() {
-        let recorded = CallOutput { outcome: Outcome::Result(json!({"n": 1})), content: Some(vec![text("a")]) };
+        let recorded = CallOutput {
+            outcome: Outcome::Result(json!({"n": 1})),
+            content: Some(vec![text("a")]),
+            annotations: Vec::new(),
+        };
         assert_eq!(compare(&recorded, &recorded.clone(), 2, Uuid::nil(), "shot"), None);
         let fresh = CallOutput { content: Some(vec![text("b")]), ..recorded.clone() };
         let found = compare(&recorded, &fresh, 2, Uuid::nil(), "shot").unwrap();

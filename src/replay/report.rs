@@ -371,6 +371,7 @@ mod tests {
         let output = CallOutput {
             outcome: Outcome::Result(json!({"ok": true})),
             content: Some(vec![json!({"type": "text", "text": "done"})]),
+            annotations: Vec::new(),
         };
         let call = CallReplay {
             position: 1,

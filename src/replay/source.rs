@@ -32,6 +32,8 @@ use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{InputError, TraceInput, for_each_frame};
 use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::replay::exchange;
+use crate::replay::hooked::HookView;
+use crate::replay::replayer::CallOutput;
 
 /// One recorded call with its final outcome.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,13 +48,16 @@ pub struct Recording {
     pub tool: String,
     /// The recorded arguments.
     pub args: Value,
-    /// The recorded outcome (result or error).
+    /// The recorded outcome (result or error) as the caller got it: after
+    /// the operator's after-call hooks, when some ran.
     pub outcome: Outcome,
     /// The content blocks a bridged MCP server sent beside its structured
     /// result, as recorded (binary data past 64 KiB by `data_blake3` and
     /// `data_bytes`, or `blob_blake3` and `blob_bytes`, instead of `data` or
     /// `blob`).
     pub content: Option<Vec<Value>>,
+    /// The notes after-call hooks added for the caller.
+    pub annotations: Vec<String>,
 }
 
 /// The answer to one call.
@@ -68,6 +73,7 @@ struct OpenCall {
     invocation_id: Uuid,
     tool: String,
     args: Value,
+    hooks: HookView,
 }
 
 /// Answers calls from a recording; see the module documentation.
@@ -135,7 +141,12 @@ impl ReplaySource {
         }
         match frame.body {
             Payload::ToolCall(call) => {
-                let open = OpenCall { invocation_id: call.invocation_id, tool: call.tool, args: call.args };
+                let open = OpenCall {
+                    invocation_id: call.invocation_id,
+                    tool: call.tool,
+                    args: call.args,
+                    hooks: HookView::default(),
+                };
                 if let Err(earlier) = self.loading.open(call.invocation_id, position, open) {
                     self.divergences.push(
                         Divergence::at(
@@ -174,19 +185,28 @@ impl ReplaySource {
                 if let Some(call) = self.loading.close(&result.invocation_id) {
                     let index = self.recordings.len();
                     self.unused.entry(key(&call.data.tool, &call.data.args)).or_default().push_back(index);
+                    let recorded =
+                        CallOutput { outcome: result.outcome, content: result.content, annotations: Vec::new() };
+                    let seen = call.data.hooks.apply(recorded);
                     self.recordings.push(Recording {
                         position: call.position,
                         result_position: position,
                         invocation_id: call.data.invocation_id,
                         tool: call.data.tool,
                         args: call.data.args,
-                        outcome: result.outcome,
-                        content: result.content,
+                        outcome: seen.outcome,
+                        content: seen.content,
+                        annotations: seen.annotations,
                     });
                     self.used.push(false);
                 }
             }
-            // Only calls and their results are replayed.
+            Payload::ToolHook(hook) => {
+                if let Some(open) = self.loading.get_mut(&hook.invocation_id) {
+                    open.data.hooks.add(hook);
+                }
+            }
+            // Only calls, the hooks' work on them and their results are replayed.
             _ => {}
         }
     }

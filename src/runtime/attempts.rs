@@ -65,12 +65,33 @@ impl Call<'_> {
                 Err(e) => Err(e),
             };
             let will_retry = matches!(&outcome, Err(e) if e.transient) && tries < max_attempts;
+            // The operator's hooks see the final result before the caller;
+            // their frames go with the result's.
+            let seen = match &outcome {
+                Ok((value, _)) => self.after_call(value, content.as_deref()),
+                Err(_) => None,
+            };
             // 7. Record the result, then hand it back.
             let result = self.record_result(&outcome, content.as_deref(), attempt, attempt_started, will_retry)?;
             match outcome {
                 Ok((_, usage)) => {
-                    let mut done = self.outcome(result, usage, attempt);
-                    done.content = content.map(|blocks| self.journal.scrubber.scrubbed(&Value::Array(blocks)));
+                    let done = match seen {
+                        None => {
+                            let mut done = self.outcome(result, usage, attempt);
+                            done.content = content.map(|blocks| self.journal.scrubber.scrubbed(&Value::Array(blocks)));
+                            done
+                        }
+                        Some(Ok(seen)) => {
+                            let mut done = self.outcome(seen.result, usage, attempt);
+                            done.content = seen.content.map(Value::Array);
+                            done.annotations = seen.annotations;
+                            done
+                        }
+                        Some(Err(mut withheld)) => {
+                            withheld.attempts = attempt;
+                            return Err(withheld);
+                        }
+                    };
                     return Ok(done);
                 }
                 Err(e) if will_retry => {

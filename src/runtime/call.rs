@@ -19,6 +19,7 @@ use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::asking::rounds::Questioning;
 use crate::runtime::context::CallContext;
 use crate::runtime::error::{CallError, CallErrorKind};
+use crate::runtime::hooks::Annotation;
 use crate::runtime::journal::{Journal, call_tags, check_tags};
 use crate::runtime::scrub::Scrubber;
 use crate::runtime::transport::Plan;
@@ -92,6 +93,10 @@ pub struct CallOutcome {
     /// sent (scrubbed); `None` for other tools and answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
+    /// The notes after-call hooks added for the caller
+    /// ([`crate::runtime::hooks`]), in the order the hooks ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<Annotation>,
     /// Attempts made.
     pub attempts: u32,
     /// Wall time of the whole call in milliseconds.
@@ -234,6 +239,7 @@ impl<'r> Call<'r> {
             result,
             usage,
             content: None,
+            annotations: Vec::new(),
             attempts,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }

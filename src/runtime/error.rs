@@ -25,6 +25,9 @@ pub enum CallErrorKind {
     Recording,
     /// The caller cancelled the call (exit 1).
     Cancelled,
+    /// The tool ran, and an operator's after-call hook withheld its result
+    /// (exit 3, a refusal by policy).
+    Withheld,
 }
 
 impl CallErrorKind {
@@ -32,7 +35,7 @@ impl CallErrorKind {
     pub fn class(self) -> Exit {
         match self {
             CallErrorKind::UnknownTool | CallErrorKind::InvalidInput | CallErrorKind::Unanswered => Exit::Usage,
-            CallErrorKind::Refused => Exit::Refused,
+            CallErrorKind::Refused | CallErrorKind::Withheld => Exit::Refused,
             CallErrorKind::Tool | CallErrorKind::Recording | CallErrorKind::Cancelled => Exit::Problems,
         }
     }

@@ -21,7 +21,7 @@ use crate::bundle::tools::Transport;
 use crate::event::{CommandRecord, Decision, SandboxRecord};
 use crate::process::capture::Keep;
 use crate::process::run::{Finished, KILL_GRACE};
-use crate::process::tool::{Invocation, InvokeError, invoke};
+use crate::process::tool::{Invocation, invoke};
 use crate::runtime::call::Call;
 use crate::runtime::envelope::{self, Outcome, Stdout};
 use crate::runtime::error::{CallError, CallErrorKind};
@@ -244,9 +244,6 @@ pub(crate) fn run_blob(attempt: &Attempt<'_>) -> Value {
 
 /// Runs one attempt.
 pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Reply, AttemptError> {
-    let transport = |what: &str, e: io::Error| {
-        AttemptError::new(FailureKind::Transport, attempt.scrubber.scrub_string(&format!("{what}: {e}")))
-    };
     let blob = run_blob(attempt);
     let invocation_id = attempt.invocation_id.to_string();
     let sandbox_env = plan.sandbox.environment();
@@ -268,12 +265,8 @@ pub(crate) fn run(plan: &ExecPlan, attempt: &Attempt<'_>) -> Result<Reply, Attem
         sandbox: Some(&plan.sandbox),
         cancel: attempt.cancel,
     };
-    let finished = invoke(&invocation).map_err(|e| match e {
-        InvokeError::Folder(e) => transport("cannot create the private folder for the call", e),
-        InvokeError::Blob(e) => transport("cannot write the call blob", e),
-        InvokeError::Sandbox(e) => transport("cannot prepare the sandbox", e),
-        InvokeError::Start(e) => transport(&format!("cannot start `{}`", plan.command.display()), e),
-        InvokeError::Wait(e) => transport("cannot wait for the tool", e),
+    let finished = invoke(&invocation).map_err(|e| {
+        AttemptError::new(FailureKind::Transport, attempt.scrubber.scrub_string(&e.describe(&plan.command)))
     })?;
     interpret(plan, attempt, finished)
 }

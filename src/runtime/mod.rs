@@ -37,6 +37,7 @@ pub mod envelope;
 pub(crate) mod error;
 pub(crate) mod exec;
 pub mod exposure;
+pub(crate) mod hooks;
 pub(crate) mod http;
 pub(crate) mod invalid_args;
 pub(crate) mod journal;
@@ -86,6 +87,7 @@ pub use crate::process::cancel::Cancel;
 pub use crate::runtime::call::{CallOutcome, CallRequest};
 pub use crate::runtime::context::{CallContext, Progress, ProgressSink, Sampler};
 pub use crate::runtime::error::{CallError, CallErrorKind};
+pub use crate::runtime::hooks::Annotation;
 
 /// Most calls one process runs at once (`rlp tools call --batch --jobs`,
 /// `rlp serve --max-calls`): each one's process group and private folder

@@ -130,12 +130,16 @@ pub(crate) fn outcome(
                 (ResultShape::Content, Some(content)) => (Some(done.result), Some(content)),
                 (ResultShape::Content, None) => (None, Some(content_blocks(done.result))),
             };
-            let content = match (content, &structured) {
+            let mut content = match (content, &structured) {
                 (Some(content), _) => content,
                 (None, structured) => {
                     json!([{"type": "text", "text": serde_json::to_string(structured).unwrap_or_default()}])
                 }
             };
+            // The notes of the operator's hooks follow the result's blocks.
+            if let Value::Array(blocks) = &mut content {
+                blocks.extend(done.annotations.iter().map(|note| json!({"type": "text", "text": note.text})));
+            }
             let mut built = json!({"resultType": "complete", "content": content, "isError": false, "_meta": meta});
             if let Some(structured) = structured {
                 built["structuredContent"] = structured;
@@ -151,7 +155,11 @@ pub(crate) fn outcome(
             ));
         }
         Err(e) => {
-            let outcome = if e.kind == CallErrorKind::Refused { "refused" } else { "error" };
+            let outcome = match e.kind {
+                CallErrorKind::Refused => "refused",
+                CallErrorKind::Withheld => "withheld",
+                _ => "error",
+            };
             let mut text = e.message.clone();
             if let Some(help) = &e.help {
                 text.push_str(&format!("\nhelp: {help}"));

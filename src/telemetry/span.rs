@@ -266,6 +266,7 @@ fn tool_of(frame: &Frame) -> Option<&str> {
         Payload::ToolInquiry(inquiry) => &inquiry.tool,
         Payload::ToolAnswer(answer) => &answer.tool,
         Payload::ToolSample(sample) => &sample.tool,
+        Payload::ToolHook(hook) => &hook.tool,
         _ => return None,
     };
     Some(tool.as_str()).filter(|t| !t.is_empty())
@@ -281,6 +282,7 @@ fn tags_of(body: &Payload) -> &[String] {
         Payload::ToolInquiry(inquiry) => &inquiry.tags,
         Payload::ToolAnswer(answer) => &answer.tags,
         Payload::ToolSample(sample) => &sample.tags,
+        Payload::ToolHook(hook) => &hook.tags,
         _ => &[],
     }
 }
@@ -360,6 +362,19 @@ fn event_of(body: &Payload, options: &SpanOptions<'_>) -> Option<(&'static str, 
                 attributes.push(KeyValue::new("rlp.request", json(&sample.request)));
             }
             Some(("rlp.sampling", attributes))
+        }
+        Payload::ToolHook(hook) => {
+            let mut attributes = vec![
+                KeyValue::new("rlp.hook", text(&hook.hook)),
+                KeyValue::new("rlp.hook.effect", text(hook.effect.as_str())),
+            ];
+            if capture {
+                attributes.extend(hook.result.as_ref().map(|result| KeyValue::new("rlp.result", json(result))));
+                if let Some(reason) = &hook.reason {
+                    attributes.push(KeyValue::new("rlp.hook.reason", text(reason)));
+                }
+            }
+            Some(("rlp.hook", attributes))
         }
         _ => None,
     }

@@ -21,6 +21,7 @@ mod conformance;
 mod discovery;
 mod first_hour;
 mod gateway;
+mod hooks;
 mod io;
 mod lint;
 mod mcpb;

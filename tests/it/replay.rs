@@ -601,7 +601,7 @@ fn import_refuses_malformed_files_with_line_numbers() {
     assert_eq!(
         listed,
         [
-            "  line 1: unknown kind `tool.question` (known: tool.call, tool.result, cap.audit, tool.confirm, tool.inquiry, tool.answer, tool.sample, trace.replay, tool.discover, resource.list, resource.templates, resource.read, resource.subscribe, resource.updated, prompt.list, prompt.get, completion.complete, server.changed)",
+            "  line 1: unknown kind `tool.question` (known: tool.call, tool.result, cap.audit, tool.confirm, tool.inquiry, tool.answer, tool.sample, tool.hook, trace.replay, tool.discover, resource.list, resource.templates, resource.read, resource.subscribe, resource.updated, prompt.list, prompt.get, completion.complete, server.changed)",
             "  line 2: tool.result for invocation 0197a000-0000-7000-8000-0000000000ff has no tool.call before it (or that call already has its final result): a result without its call",
             "  line 3: tool.result for invocation 0197a000-0000-7000-8000-0000000000a1 has no tool.call before it (or that call already has its final result): a result without its call",
             "  line 4: not valid JSON: EOF while parsing a value (column 9)",

@@ -191,7 +191,13 @@ pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     match runtime.call(&request) {
         Ok(outcome) => {
             let document = match args.format {
-                Format::Human => outcome.result,
+                Format::Human => {
+                    // The hooks' notes go beside the result, never into it.
+                    for note in &outcome.annotations {
+                        diagnostic(&format!("note (hook `{}`): {}", note.hook, terminal_safe(&note.text)));
+                    }
+                    outcome.result
+                }
                 Format::Json => call_document(tool, Ok(&outcome)),
             };
             out.json(&document)?;
@@ -240,6 +246,9 @@ pub(super) fn call_document(tool: &str, result: Result<&CallOutcome, &CallError>
             });
             if let Some(content) = &outcome.content {
                 document["content"] = content.clone();
+            }
+            if !outcome.annotations.is_empty() {
+                document["annotations"] = json!(outcome.annotations);
             }
             document
         }

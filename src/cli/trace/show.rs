@@ -109,6 +109,7 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
             (None, Some(answer)) => format!("sampled by the client → {}", compact(answer)),
             (None, None) => "sampled by the client".to_string(),
         },
+        Detail::Hook(hook) => shown_hook(hook),
         Detail::Audit { capability, decision, reason } => format!("{decision} {capability}: {reason}"),
         Detail::Confirm { approved, by, how } => {
             format!("{} by {by} ({how})", if *approved { "approved" } else { "denied" })
@@ -120,6 +121,35 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
     let line =
         format!("  {:<6} {:>+9.3}s  {:<19} {:<24} {what}", format!("#{}", entry.position), offset, entry.kind, tool);
     terminal_safe_line(&line).into_owned()
+}
+
+/// An after-call hook's work in words: `hook redact replaced the result →
+/// {"to":"[redacted]"}`, `hook audit annotated: "checked"`.
+fn shown_hook(hook: &crate::event::ToolHookPayload) -> String {
+    use crate::event::HookEffect;
+    let name = &hook.hook;
+    let notes = || {
+        let notes: Vec<String> = hook.annotations.iter().map(|n| compact(&Value::String(n.clone()))).collect();
+        notes.join(", ")
+    };
+    let why = || ellipsize(hook.reason.as_deref().unwrap_or("?"), SHOWN_VALUE);
+    match hook.effect {
+        HookEffect::Unchanged => format!("hook {name} left the result as it was"),
+        HookEffect::Annotated => format!("hook {name} annotated: {}", notes()),
+        HookEffect::Replaced => {
+            let mut given = Vec::new();
+            given.extend(hook.result.as_ref().map(compact));
+            given.extend(hook.content.as_deref().map(shown_blocks));
+            let mut line = format!("hook {name} replaced the result → {}", given.join(" + "));
+            if !hook.annotations.is_empty() {
+                line.push_str(&format!("; annotated: {}", notes()));
+            }
+            line
+        }
+        HookEffect::Withheld => format!("hook {name} withheld the result: {}", why()),
+        HookEffect::FailedWithheld => format!("hook {name} failed, the result was withheld: {}", why()),
+        HookEffect::FailedPassed => format!("hook {name} failed, the result went on: {}", why()),
+    }
 }
 
 /// Content blocks in words: `text "It is 7°C", image (image/png, 68 bytes),

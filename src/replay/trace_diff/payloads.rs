@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::event::{Outcome, Payload};
 use crate::ledger::query::{TraceInput, for_each_frame};
-use crate::replay::diff::{Diff, result_diff};
+use crate::replay::diff::{Answer, Diff, result_diff};
 use crate::replay::exchange;
 use crate::replay::replayer::MAX_LISTED_CHANGES;
 use crate::replay::trace_diff::digest::Side;
@@ -34,10 +34,8 @@ impl Compared {
     /// The paths that differ from this (baseline) to `candidate`.
     pub(super) fn diff(&self, candidate: &Compared) -> Diff {
         result_diff(
-            &self.value,
-            self.content.as_deref(),
-            &candidate.value,
-            candidate.content.as_deref(),
+            Answer::of(&self.value, self.content.as_deref()),
+            Answer::of(&candidate.value, candidate.content.as_deref()),
             MAX_LISTED_CHANGES,
         )
     }
