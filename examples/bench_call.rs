@@ -204,7 +204,7 @@ fn write_bundle(root: &Path, name: &str, tools: serde_json::Value, caps: &str) -
          [artifacts.caps]\npath = \"policy.caps\"\n"
     );
     std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
-    rlp::integrity::digest::write(&dir).unwrap();
+    rlp::integrity::digest::write(&dir, &Default::default()).unwrap();
     dir
 }
 
@@ -216,7 +216,7 @@ fn install_signed(home: &Path, name: &str, tools: serde_json::Value) -> PathBuf 
     let home = Home::new(home);
     let bundle = write_bundle(&home.agents_dir(), name, tools, "[capabilities]\nexec = true\n");
     let key = SecretKey::generate().unwrap();
-    sign_bundle(&bundle, &key).unwrap();
+    sign_bundle(&bundle, &key, &Default::default()).unwrap();
     let rule = trust::Rule { allow_caps: trust::AllowCaps::Only(Vec::new()), allow_exec: Some(true) };
     trust::add_anchor(&home.trust_policy_file(), "bench", &key.public(), &rule).unwrap();
     bundle

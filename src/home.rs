@@ -59,6 +59,12 @@ impl Home {
         self.root.join("agents")
     }
 
+    /// `schemas/`: the home's shared schema registry, searched after the
+    /// folders of `[schemas] registries`.
+    pub fn schemas_dir(&self) -> PathBuf {
+        self.root.join("schemas")
+    }
+
     /// `secrets/`.
     pub fn secrets_dir(&self) -> PathBuf {
         self.root.join("secrets")

@@ -91,7 +91,7 @@ pub(crate) fn lint_drafts(bundle_dir: &Path, drafts: &[&ToolDraft]) -> Result<Ve
             new_files.push(write(path, text.as_bytes())?);
         }
     }
-    let report = crate::lint::lint_bundle(&root);
+    let report = crate::lint::lint_bundle(&root, &Default::default());
     let tools_path = root.join(TOOLS_FILE);
     Ok(report
         .findings

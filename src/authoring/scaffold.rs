@@ -163,7 +163,7 @@ pub(crate) fn scaffold(plan: &AgentPlan, root: &Path, force: bool) -> Result<Sca
     }
     result?;
     let _ = crate::fsutil::sync_dir(root);
-    let report = crate::lint::lint_bundle(&target);
+    let report = crate::lint::lint_bundle(&target, &Default::default());
     let mut files = vec![MANIFEST_FILE.to_string()];
     files.extend(report.bundle.inventory.files.iter().map(|f| f.path.clone()));
     Ok(Scaffolded { dir: target, files, replaced, report })
@@ -215,8 +215,9 @@ fn build_and_swap(
     let refs: Vec<&ToolDraft> = drafts.iter().collect();
     check_drafts(&bundle, &refs)?;
     write_files(plan, drafts, &bundle, target)?;
-    crate::integrity::digest::write(&bundle).map_err(|e| AuthoringError::failed(format!("digest: {e}")))?;
-    let report = crate::lint::lint_bundle(&bundle);
+    crate::integrity::digest::write(&bundle, &Default::default())
+        .map_err(|e| AuthoringError::failed(format!("digest: {e}")))?;
+    let report = crate::lint::lint_bundle(&bundle, &Default::default());
     if report.count(Severity::Error) > 0 {
         let text = crate::lint::render::human(std::slice::from_ref(&report), false);
         return Err(AuthoringError::failed(format!(

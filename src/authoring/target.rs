@@ -33,7 +33,7 @@ impl BundleTarget {
             }
             Err(e) => return Err(AuthoringError::read(&manifest, e)),
         };
-        crate::integrity::digest::plan(dir).map_err(|e| {
+        crate::integrity::digest::plan(dir, &Default::default()).map_err(|e| {
             AuthoringError::usage(format!("{e}"))
                 .with_help(format!("fix it first; `rlp lint {}` shows where", dir.display()))
         })?;
@@ -56,7 +56,7 @@ impl BundleTarget {
 
     /// Brings manifest.toml's digests up to date.
     pub(crate) fn redigest(&self) -> Result<(), AuthoringError> {
-        crate::integrity::digest::write(&self.dir)
+        crate::integrity::digest::write(&self.dir, &Default::default())
             .map(|_| ())
             .map_err(|e| AuthoringError::failed(format!("the files were written but digest failed: {e}")))
     }

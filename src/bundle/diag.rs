@@ -13,6 +13,8 @@ use crate::bundle::pointer::Pointer;
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
+    /// Information, never a problem (where a shared schema was found).
+    Note,
     /// Worth a look; fails only with `--deny-warnings`.
     Warning,
     /// The bundle is invalid and will not be loaded.
@@ -23,6 +25,7 @@ impl Severity {
     /// The lower-case name used in every output format.
     pub fn as_str(self) -> &'static str {
         match self {
+            Severity::Note => "note",
             Severity::Warning => "warning",
             Severity::Error => "error",
         }
@@ -105,8 +108,11 @@ rule_catalog! {
     CommandInsideBundle = "RLP226", "command-inside-bundle", Warning, "An absolute `command` points inside the bundle's own folder; written `${bundle}/<path>` it would travel with the bundle.";
     SchemaMissing = "RLP301", "schema-missing", Error, "A tool has no `input_schema` or `result_schema`.";
     SchemaInvalid = "RLP302", "schema-invalid", Error, "A schema is not a valid JSON Schema (2020-12).";
-    SchemaRefUnresolved = "RLP303", "schema-ref-unresolved", Error, "A `$ref` names a schema that does not exist in the bundle.";
+    SchemaRefUnresolved = "RLP303", "schema-ref-unresolved", Error, "A `$ref` names a schema that exists neither in the bundle nor in a shared registry.";
     SchemaRefRemote = "RLP304", "schema-ref-remote", Error, "A `$ref` points outside the bundle (http, file, …); rlp never fetches schemas.";
+    SharedSchemaUnpinned = "RLP305", "shared-schema-unpinned", Error, "A `schema:<id>` found in a shared registry has no `[shared_schemas.\"<id>\"]` pin in manifest.toml.";
+    SharedSchemaChanged = "RLP306", "shared-schema-changed", Error, "A shared registry's `<id>.json` differs from the size and digest manifest.toml pins.";
+    SharedSchemaResolved = "RLP307", "shared-schema-resolved", Note, "Where a `schema:<id>` the bundle does not hold was found: the shared registry file used, and any it shadows.";
     CapabilityNotGranted = "RLP401", "capability-not-granted", Error, "A tool needs a capability that `policy.caps` does not grant.";
     SecretNotGranted = "RLP402", "secret-not-granted", Error, "A tool uses a secret that `policy.caps` does not grant.";
     PolicyValueInvalid = "RLP403", "policy-value-invalid", Error, "A grant in `policy.caps` is malformed (relative path, bad host, bad secret id).";
@@ -153,6 +159,9 @@ pub struct Finding {
     pub message: String,
     /// One line: how to fix it, where there is a fix to suggest.
     pub help: Option<String>,
+    /// The file a `schema:<id>` resolved to, for findings about one that
+    /// comes from a shared registry.
+    pub resolved: Option<PathBuf>,
 }
 
 /// Collects findings for one file.
@@ -183,6 +192,7 @@ impl Diagnostics {
             at,
             message: message.into(),
             help: None,
+            resolved: None,
         });
         self.findings.last_mut().expect("just pushed")
     }
@@ -208,6 +218,12 @@ impl Finding {
     /// Attaches a fix hint.
     pub fn help(&mut self, help: impl Into<String>) -> &mut Self {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Names the shared registry file a `schema:<id>` resolved to.
+    pub fn resolved(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.resolved = Some(path.into());
         self
     }
 }

@@ -17,6 +17,8 @@ pub const SIGNATURES_DIR: &str = "SIGNATURES";
 pub const TOOLS_KEY: &str = "tools";
 /// The artifact key for policy.caps.
 pub const CAPS_KEY: &str = "caps";
+/// The table of shared schema pins: `[shared_schemas."<id>"]`.
+pub const SHARED_SCHEMAS_KEY: &str = "shared_schemas";
 /// The agent name pattern, for messages.
 pub const NAME_PATTERN: &str = "^[a-z][a-z0-9_]*$";
 
@@ -132,6 +134,20 @@ pub struct Artifact {
     pub size: Option<u64>,
 }
 
+/// `[shared_schemas."<id>"]`: the size and digest a `schema:<id>` found in a
+/// shared registry must have to be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedPin {
+    /// Where the entry sits in the manifest (for findings).
+    pub at: Pointer,
+    /// The schema id (after `schema:`).
+    pub id: String,
+    /// The pinned digest, if it loaded.
+    pub blake3: Option<Digest>,
+    /// The pinned size, if written.
+    pub size: Option<u64>,
+}
+
 /// A loaded manifest. Fields that failed to load are `None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
@@ -151,6 +167,8 @@ pub struct Manifest {
     pub tools_version: Option<u64>,
     /// Every `[artifacts.*]` entry, in manifest order.
     pub artifacts: Vec<Artifact>,
+    /// Every `[shared_schemas."<id>"]` pin, in manifest order.
+    pub shared_schemas: Vec<SharedPin>,
 }
 
 impl Manifest {
@@ -164,6 +182,11 @@ impl Manifest {
         self.artifacts.iter().chain(self.entry.iter())
     }
 
+    /// The pin of shared schema `id`, if any.
+    pub fn shared_pin(&self, id: &str) -> Option<&SharedPin> {
+        self.shared_schemas.iter().find(|p| p.id == id)
+    }
+
     /// The artifact whose path is `path`.
     pub fn artifact_for(&self, path: &str) -> Option<&Artifact> {
         self.listed().find(|a| a.path == path)
@@ -175,7 +198,7 @@ impl Manifest {
             root,
             Pointer::root(),
             "the manifest",
-            &["agent", "ports", "schemas", "caps", "artifacts"],
+            &["agent", "ports", "schemas", "caps", "artifacts", SHARED_SCHEMAS_KEY],
             diags,
         )?;
         top.finish(diags);
@@ -195,6 +218,7 @@ impl Manifest {
             caps_file: "policy.caps".to_string(),
             tools_version: None,
             artifacts: Vec::new(),
+            shared_schemas: Vec::new(),
         };
         if let Some(agent) = &agent {
             agent.finish(diags);
@@ -236,6 +260,9 @@ impl Manifest {
         if let Some(artifacts) = top.table("artifacts", "[artifacts]", &[], false, diags) {
             manifest.artifacts = read_artifacts(&artifacts, &mut manifest.tools_version, diags);
         }
+        if let Some(pins) = top.table(SHARED_SCHEMAS_KEY, "[shared_schemas]", &[], false, diags) {
+            manifest.shared_schemas = read_pins(&pins, diags);
+        }
         Some(manifest)
     }
 }
@@ -274,6 +301,37 @@ fn read_artifacts(artifacts: &Fields<'_>, tools_version: &mut Option<u64>, diags
     out
 }
 
+fn read_pins(pins: &Fields<'_>, diags: &mut Diagnostics) -> Vec<SharedPin> {
+    let mut out = Vec::new();
+    for id in pins.keys() {
+        let Some(entry) = pins.table(id, "the shared schema pin", &["blake3", "size"], true, diags) else { continue };
+        entry.finish(diags);
+        if !crate::bundle::schema::is_valid_schema_id(id) {
+            diags
+                .report(Code::InvalidValue, At::Key(pins.at(id)), crate::bundle::schema::invalid_schema_id(id))
+                .help("pin ids as `rlp digest` writes them: `[shared_schemas.\"<id>\"]`");
+            continue;
+        }
+        let blake3 = read_digest(&entry, diags);
+        let size = entry.integer("size", 0, crate::bundle::value::MAX_SAFE_INTEGER as u64, diags);
+        out.push(SharedPin { at: entry.pointer().clone(), id: id.clone(), blake3, size });
+    }
+    out
+}
+
+/// The required `blake3` of an entry.
+fn read_digest(entry: &Fields<'_>, diags: &mut Diagnostics) -> Option<Digest> {
+    entry.string("blake3", true, diags).and_then(|hex| match hex.parse::<Digest>() {
+        Ok(digest) => Some(digest),
+        Err(why) => {
+            diags
+                .report(Code::InvalidValue, At::Value(entry.at("blake3")), why)
+                .help("run `rlp digest` to recompute every digest");
+            None
+        }
+    })
+}
+
 fn read_artifact(entry: &Fields<'_>, diags: &mut Diagnostics) -> Option<Artifact> {
     let path = entry.string("path", true, diags)?;
     if !is_valid_artifact_path(path) {
@@ -295,15 +353,7 @@ fn read_artifact(entry: &Fields<'_>, diags: &mut Diagnostics) -> Option<Artifact
                 "shorten it: the part after some `/` must fit in {USTAR_NAME_BYTES} bytes and the part before it in {USTAR_PREFIX_BYTES}"
             ));
     }
-    let blake3 = entry.string("blake3", true, diags).and_then(|hex| match hex.parse::<Digest>() {
-        Ok(digest) => Some(digest),
-        Err(why) => {
-            diags
-                .report(Code::InvalidValue, At::Value(entry.at("blake3")), why)
-                .help("run `rlp digest` to recompute every digest");
-            None
-        }
-    });
+    let blake3 = read_digest(entry, diags);
     let size = entry.integer("size", 0, crate::bundle::value::MAX_SAFE_INTEGER as u64, diags);
     Some(Artifact { at: entry.pointer().clone(), path: path.to_string(), blake3, size })
 }

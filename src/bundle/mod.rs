@@ -12,6 +12,7 @@ pub mod manifest;
 pub(crate) mod pointer;
 pub mod policy;
 pub(crate) mod reader;
+pub mod registry;
 pub(crate) mod schema;
 pub mod servers;
 pub mod source;
@@ -29,7 +30,8 @@ use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::inventory::Inventory;
 use crate::bundle::manifest::{MANIFEST_FILE, Manifest};
 use crate::bundle::policy::{Grants, Policy};
-use crate::bundle::schema::SCHEMA_SCHEME;
+use crate::bundle::registry::{Registries, SharedFile};
+use crate::bundle::schema::{RefKind, SCHEMA_SCHEME, classify_ref, find_refs, is_valid_schema_id, mapped_path};
 use crate::bundle::source::{SourceFile, Syntax};
 use crate::bundle::tools::{TOOLS_FILE, Tool, ToolsFile};
 
@@ -55,6 +57,82 @@ pub struct LoadedBundle {
     pub inventory: Inventory,
     /// Problems found while reading.
     pub findings: Vec<Finding>,
+    /// Every `schema:<id>` the bundle references but does not hold, by id,
+    /// with what the shared registries have for it.
+    pub shared: BTreeMap<String, Shared>,
+    /// The shared registries searched.
+    pub registries: Registries,
+}
+
+/// A `schema:<id>` the bundle does not hold, as the registries answer it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shared {
+    /// The file that wins, with its content or why it cannot be read.
+    pub found: Option<(PathBuf, Result<SharedFile, String>)>,
+    /// The same id in later registries, unused.
+    pub shadowed: Vec<PathBuf>,
+    /// The parsed document (`None` when not found, unreadable or not JSON).
+    pub document: Option<Value>,
+    /// How the file compares with the manifest's pin.
+    pub pin: PinState,
+}
+
+/// How a registry file compares with `[shared_schemas."<id>"]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinState {
+    /// Not found, or not readable: nothing to compare.
+    NoFile,
+    /// The pin matches the file: the schema may be used.
+    Matches,
+    /// The manifest has no pin for the id.
+    Unpinned,
+    /// The file's size or digest differs from the pin.
+    Changed {
+        /// The pinned digest.
+        expected: manifest::Digest,
+        /// The file's digest.
+        found: manifest::Digest,
+    },
+}
+
+impl Shared {
+    /// The document, when it may be used: found, parsed and matching its pin.
+    pub fn usable(&self) -> Option<&Value> {
+        self.document.as_ref().filter(|_| self.pin == PinState::Matches)
+    }
+}
+
+/// Where a `schema:<id>` reference resolves for one tool (or for a schema
+/// file of the bundle): the one answer every reader of schemas uses.
+#[derive(Clone, Debug)]
+pub enum Resolved<'a> {
+    /// `schema:<id>` is not a schema id (`/`, `..`, odd characters).
+    InvalidId(&'a str),
+    /// A file of the bundle: the tool's `schema_refs` target (`mapped`) or
+    /// `schemas/<id>.json`; `document` when it parsed.
+    Bundle {
+        /// The bundle path.
+        path: &'a str,
+        /// Whether the tool's `schema_refs` named the path.
+        mapped: bool,
+        /// The parsed document.
+        document: Option<&'a Value>,
+    },
+    /// Not in the bundle: what the shared registries have.
+    Shared(&'a str, &'a Shared),
+    /// In neither the bundle nor a registry (`path` is where the bundle would hold it).
+    Missing(String),
+}
+
+impl<'a> Resolved<'a> {
+    /// The document to validate with, if there is one that may be used.
+    pub fn usable(&self) -> Option<&'a Value> {
+        match self {
+            Resolved::Bundle { document, .. } => *document,
+            Resolved::Shared(_, shared) => shared.usable(),
+            Resolved::InvalidId(_) | Resolved::Missing(_) => None,
+        }
+    }
 }
 
 impl LoadedBundle {
@@ -79,32 +157,55 @@ impl LoadedBundle {
         self.tools.as_ref().map_or(&[], |t| &t.tools)
     }
 
+    /// Where `reference` (`schema:<id>`) resolves for `tool` (`None`: in a
+    /// schema file of the bundle): the tool's `schema_refs`, then the
+    /// bundle's `schemas/<id>.json`, then the shared registries.
+    pub fn locate_schema<'a>(&'a self, tool: Option<&'a Tool>, reference: &'a str) -> Resolved<'a> {
+        if let Some(path) = mapped_path(tool, reference) {
+            return Resolved::Bundle { path, mapped: true, document: self.schemas.get(path) };
+        }
+        let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
+        if !is_valid_schema_id(id) {
+            return Resolved::InvalidId(id);
+        }
+        let path = format!("schemas/{id}.json");
+        if let Some(entry) = self.inventory.get(&path) {
+            return Resolved::Bundle { path: &entry.path, mapped: false, document: self.schemas.get(&path) };
+        }
+        match self.shared.get_key_value(id) {
+            Some((id, shared)) => Resolved::Shared(id, shared),
+            None => Resolved::Missing(path),
+        }
+    }
+
     /// The schema documents `tool` can reference, keyed `schema:<id>`:
-    /// every `schemas/<id>.json`, overridden by the tool's `schema_refs`.
+    /// every `schemas/<id>.json`, the shared schemas that match their pins,
+    /// and the tool's `schema_refs`, each as [`LoadedBundle::locate_schema`]
+    /// resolves it.
     pub fn schema_documents(&self, tool: Option<&Tool>) -> Arc<HashMap<String, Value>> {
-        let mut documents: HashMap<String, Value> = self
+        let ids = self
             .schemas
-            .iter()
-            .filter_map(|(path, value)| {
-                let id = path.strip_prefix("schemas/")?.strip_suffix(".json")?;
-                Some((format!("{SCHEMA_SCHEME}{id}"), value.clone()))
+            .keys()
+            .filter_map(|path| path.strip_prefix("schemas/")?.strip_suffix(".json"))
+            .chain(self.shared.keys().map(String::as_str))
+            .map(|id| format!("{SCHEMA_SCHEME}{id}"))
+            .chain(tool.map_or(&[][..], |t| &t.schema_refs).iter().map(|(reference, _)| reference.clone()));
+        let documents = ids
+            .filter_map(|reference| {
+                let document = self.locate_schema(tool, &reference).usable()?.clone();
+                Some((reference, document))
             })
             .collect();
-        for (reference, path) in tool.map_or(&[][..], |t| &t.schema_refs) {
-            if let Some(value) = self.schemas.get(path) {
-                documents.insert(reference.clone(), value.clone());
-            }
-        }
         Arc::new(documents)
     }
 
     /// The schema a tool's top-level schema value stands for: itself, or the
-    /// bundle document its `{"$ref": "schema:<id>[#fragment]"}` names.
-    pub fn resolve_schema<'a>(&'a self, tool: &Tool, schema: &'a Value) -> Option<&'a Value> {
+    /// document its `{"$ref": "schema:<id>[#fragment]"}` names.
+    pub fn resolve_schema<'a>(&'a self, tool: &'a Tool, schema: &'a Value) -> Option<&'a Value> {
         let Some(target) = schema.get("$ref").and_then(Value::as_str) else { return Some(schema) };
         match schema::classify_ref(target) {
             schema::RefKind::Bundle { reference, fragment } => {
-                let document = self.schemas.get(&schema::schema_path(Some(tool), reference))?;
+                let document = self.locate_schema(Some(tool), reference).usable()?;
                 match fragment {
                     Some(f) if !f.is_empty() => document.pointer(f),
                     _ => Some(document),
@@ -193,8 +294,14 @@ fn read_text(dir: &Path, relative: &str, optional: bool, diags: &mut Diagnostics
     }
 }
 
-/// Reads a bundle folder.
+/// Reads a bundle folder, with no shared schema registry.
 pub fn load(dir: &Path) -> LoadedBundle {
+    load_with(dir, &Registries::default())
+}
+
+/// Reads a bundle folder; a `schema:<id>` it does not hold is looked up in
+/// `registries`.
+pub fn load_with(dir: &Path, registries: &Registries) -> LoadedBundle {
     let mut bundle = LoadedBundle {
         dir: dir.to_path_buf(),
         manifest: None,
@@ -204,6 +311,8 @@ pub fn load(dir: &Path) -> LoadedBundle {
         sources: BTreeMap::new(),
         inventory: Inventory::default(),
         findings: Vec::new(),
+        shared: BTreeMap::new(),
+        registries: registries.clone(),
     };
     let mut top = Diagnostics::new(dir.to_path_buf());
     match Inventory::scan(dir) {
@@ -242,7 +351,65 @@ pub fn load(dir: &Path) -> LoadedBundle {
     bundle.findings.extend(diags.into_findings());
 
     load_schemas(&mut bundle);
+    load_shared(&mut bundle);
     bundle
+}
+
+/// The `schema:<id>` references of `schema` that fall outside the bundle
+/// for `tool`: not mapped by its `schema_refs`, no `schemas/<id>.json`.
+fn outside_ids(bundle: &LoadedBundle, tool: Option<&Tool>, schema: &Value, out: &mut Vec<String>) {
+    let mut sites = Vec::new();
+    find_refs(schema, &pointer::Pointer::root(), &mut sites);
+    for site in sites {
+        if let RefKind::Bundle { reference, .. } = classify_ref(&site.target)
+            && let Resolved::Missing(_) = bundle.locate_schema(tool, reference)
+        {
+            out.push(reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference).to_string());
+        }
+    }
+}
+
+/// Looks up, in the shared registries, every `schema:<id>` that the
+/// bundle's schemas (and the shared schemas they lead to) reference and
+/// the bundle does not hold, and compares each file found with its pin.
+fn load_shared(bundle: &mut LoadedBundle) {
+    let mut pending = Vec::new();
+    for tool in bundle.tool_list() {
+        for schema in [&tool.input_schema, &tool.result_schema, &tool.options_schema].into_iter().flatten() {
+            outside_ids(bundle, Some(tool), schema, &mut pending);
+        }
+    }
+    for document in bundle.schemas.values() {
+        outside_ids(bundle, None, document, &mut pending);
+    }
+    while let Some(id) = pending.pop() {
+        if bundle.shared.contains_key(&id) {
+            continue;
+        }
+        let lookup = bundle.registries.lookup(&id);
+        let mut shared =
+            Shared { found: lookup.found, shadowed: lookup.shadowed, document: None, pin: PinState::NoFile };
+        if let Some((path, Ok(file))) = &shared.found {
+            let mut diags = Diagnostics::new(path.clone());
+            let source = SourceFile::new(path.clone(), file.text.clone(), Syntax::Json);
+            shared.document = value::parse_json(&source, &mut diags);
+            bundle.sources.insert(path.display().to_string(), source);
+            bundle.findings.extend(diags.into_findings());
+            let pin = bundle.manifest.as_ref().and_then(|m| m.shared_pin(&id));
+            shared.pin = match pin.and_then(|p| p.blake3.map(|digest| (digest, p.size))) {
+                None => PinState::Unpinned,
+                Some((digest, size)) if digest == file.digest && size.is_none_or(|s| s == file.size) => {
+                    PinState::Matches
+                }
+                Some((expected, _)) => PinState::Changed { expected, found: file.digest },
+            };
+        }
+        let document = shared.document.clone();
+        bundle.shared.insert(id, shared);
+        if let Some(document) = &document {
+            outside_ids(bundle, None, document, &mut pending);
+        }
+    }
 }
 
 /// Parses every `schemas/*.json` file and every `schema_refs` target.

@@ -25,13 +25,6 @@ pub(crate) fn invalid_schema_id(id: &str) -> String {
     format!("`schema:{id}` is not a schema id (letters, digits, . _ -), e.g. `schema:mail.send.request.v1`")
 }
 
-/// The bundle path a `schema:<id>` resolves to for `tool`: its
-/// `schema_refs` entry, or `schemas/<id>.json`.
-pub(crate) fn schema_path(tool: Option<&Tool>, reference: &str) -> String {
-    let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);
-    mapped_path(tool, reference).map_or_else(|| format!("schemas/{id}.json"), str::to_string)
-}
-
 /// The path `tool`'s `schema_refs` maps `reference` (`schema:<id>`) to, if any.
 pub(crate) fn mapped_path<'a>(tool: Option<&'a Tool>, reference: &str) -> Option<&'a str> {
     let id = reference.strip_prefix(SCHEMA_SCHEME).unwrap_or(reference);

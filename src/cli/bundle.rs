@@ -87,17 +87,17 @@ pub struct VerifyArgs {
 /// Runs a `bundle` subcommand.
 pub(crate) fn run(command: BundleCommand, ctx: &Context) -> CliResult {
     match command {
-        BundleCommand::Pack(args) => run_pack(&args),
+        BundleCommand::Pack(args) => run_pack(&args, ctx),
         BundleCommand::Verify(args) => run_verify(&args, ctx),
         BundleCommand::Push(args) => crate::cli::registry::run_push(&args),
         BundleCommand::Pull(args) => crate::cli::registry::run_pull(&args),
-        BundleCommand::ExportMcpb(args) => crate::cli::mcpb::run(&args),
+        BundleCommand::ExportMcpb(args) => crate::cli::mcpb::run(&args, ctx),
     }
 }
 
-fn run_pack(args: &PackArgs) -> CliResult {
+fn run_pack(args: &PackArgs, ctx: &Context) -> CliResult {
     if args.check {
-        return run_pack_check(args);
+        return run_pack_check(args, ctx);
     }
     let key = args.key.as_deref().map(SecretKey::load).transpose().map_err(CliError::from)?;
     let mut out = Printer::stdout();
@@ -112,7 +112,11 @@ fn run_pack(args: &PackArgs) -> CliResult {
         None => Destination::DefaultFile,
     };
     let progress = ByteProgress::on_terminal("packing");
-    let packed = match pack(&args.bundle, PackOptions { output, key: key.as_ref() }, progress.as_ref()) {
+    let packed = match pack(
+        &args.bundle,
+        PackOptions { output, key: key.as_ref(), registries: ctx.registries()? },
+        progress.as_ref(),
+    ) {
         Ok(packed) => packed,
         // The archive could not be written to standard output: say so as every command does.
         Err(_) if out.has_failed() => return out.finish(Exit::Success),
@@ -149,7 +153,7 @@ fn run_pack(args: &PackArgs) -> CliResult {
     out.finish(Exit::Success)
 }
 
-fn run_pack_check(args: &PackArgs) -> CliResult {
+fn run_pack_check(args: &PackArgs, ctx: &Context) -> CliResult {
     let archive = match &args.output {
         Some(path) if path.as_os_str() == STDOUT => {
             return Err(CliError::usage("--check compares with an archive file, not standard output")
@@ -159,7 +163,7 @@ fn run_pack_check(args: &PackArgs) -> CliResult {
         None => default_archive(&args.bundle).map_err(CliError::from)?,
     };
     let progress = ByteProgress::on_terminal("checking");
-    let checked = check(&args.bundle, &archive, progress.as_ref()).map_err(CliError::from)?;
+    let checked = check(&args.bundle, &archive, &ctx.registries()?, progress.as_ref()).map_err(CliError::from)?;
     let summary = format!(
         "{} is what `rlp bundle pack` writes for {} ({} {}: {} files): {} bytes, identical",
         archive.display(),
@@ -205,6 +209,7 @@ pub(crate) fn failure_json(failure: &Failure) -> Value {
 
 fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
     let source = args.source.display().to_string();
+    let registries = ctx.registries()?;
     let result = args.key.as_deref().map(PublicKey::load).transpose().and_then(|key| {
         // With --key the anchors and rules do not apply, but revocations do.
         let policy = TrustPolicy::load(&ctx.home.trust_policy_file())?;
@@ -213,7 +218,8 @@ fn run_verify(args: &VerifyArgs, ctx: &Context) -> CliResult {
             None => Trust::Policy(&policy),
         };
         let encoding = if args.canonical { Encoding::Canonical } else { Encoding::Content };
-        verify_path(&args.source, &Options { trust, require_signature: args.require_signature }, encoding)
+        let options = Options { trust, require_signature: args.require_signature, registries: Some(&registries) };
+        verify_path(&args.source, &options, encoding)
     });
     let out = Printer::stdout();
     match (args.format, result) {

@@ -64,6 +64,12 @@ impl Context {
         Ok(&self.loaded()?.warnings)
     }
 
+    /// The shared schema registries: `[schemas] registries` of the config
+    /// files, then the home's `schemas/`.
+    pub(crate) fn registries(&self) -> Result<crate::bundle::registry::Registries, CliError> {
+        Ok(crate::bundle::registry::Registries::of(&self.config()?, &self.home))
+    }
+
     /// The ledger frames are recorded in and read from: `--ledger`, else
     /// `$RUNLOOP_LEDGER_URL`, else `[ledger] url` in the config files, else
     /// the home's SQLite file.

@@ -14,7 +14,7 @@ use crate::integrity::signature::SIGNATURE_FILE;
 /// Flags of `rlp digest`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rlp digest agents/mailer            # update manifest.toml\n  rlp digest agents/mailer --check    # the CI gate: exit 1 if anything is stale, missing or extra\n\nOnly the `size` and `blake3` values (and entries of added or removed files) change;\ncomments, order and layout of manifest.toml are kept.\nExit codes: 0 done (or up to date), 1 out of date with --check, or a link/device in the\nbundle, 2 unreadable bundle or manifest."
+    after_help = "Examples:\n  rlp digest agents/mailer            # update manifest.toml\n  rlp digest agents/mailer --check    # the CI gate: exit 1 if anything is stale, missing or extra\n\nOnly the `size` and `blake3` values (and entries of added or removed files) change;\ncomments, order and layout of manifest.toml are kept. A `schema:<id>` found in a shared\nregistry is pinned as `[shared_schemas.\"<id>\"]` (`schema:<id>` in the list of changes).\nExit codes: 0 done (or up to date), 1 out of date with --check, or a link/device in the\nbundle, 2 unreadable bundle or manifest."
 )]
 pub struct DigestArgs {
     /// The bundle folder.
@@ -37,6 +37,9 @@ fn verb(change: &Change) -> &'static str {
 
 fn why(change: &Change) -> &'static str {
     match change {
+        Change::Added(_) if change.is_pin() => "found in a shared schema registry but not pinned",
+        Change::Updated(_) if change.is_pin() => "the shared registry file's size or digest changed",
+        Change::Removed(_) if change.is_pin() => "pinned but no longer referenced outside the bundle",
         Change::Added(_) => "in the bundle but not listed",
         Change::Updated(_) => "size or digest changed",
         Change::Removed(_) => "listed but not in the bundle",
@@ -44,8 +47,13 @@ fn why(change: &Change) -> &'static str {
 }
 
 /// Runs `rlp digest`.
-pub(crate) fn run(args: &DigestArgs, _ctx: &Context) -> CliResult {
-    let result = if args.check { digest::check(&args.bundle) } else { digest::write(&args.bundle).map(|p| p.changes) };
+pub(crate) fn run(args: &DigestArgs, ctx: &Context) -> CliResult {
+    let registries = ctx.registries()?;
+    let result = if args.check {
+        digest::check(&args.bundle, &registries)
+    } else {
+        digest::write(&args.bundle, &registries).map(|p| p.changes)
+    };
     let mut out = Printer::stdout();
     let changes = match result {
         Ok(changes) => changes,

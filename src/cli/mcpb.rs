@@ -40,13 +40,14 @@ pub struct ExportMcpbArgs {
 }
 
 /// Runs `rlp bundle export-mcpb`.
-pub(crate) fn run(args: &ExportMcpbArgs) -> CliResult {
+pub(crate) fn run(args: &ExportMcpbArgs, ctx: &crate::cli::Context) -> CliResult {
     if args.output.as_deref() == Some(Path::new(STDOUT)) {
         return Err(CliError::usage("an MCP Bundle is written to a file, not to standard output")
             .with_help("give the file with `-o FILE`, e.g. `-o mailer.mcpb`"));
     }
     let progress = ByteProgress::on_terminal("exporting");
-    let exported = export(&args.bundle, args.output.clone(), progress.as_ref()).map_err(CliError::from)?;
+    let exported =
+        export(&args.bundle, args.output.clone(), &ctx.registries()?, progress.as_ref()).map_err(CliError::from)?;
     for text in &exported.warnings {
         warning(text);
     }

@@ -28,9 +28,9 @@ pub struct SignArgs {
 }
 
 /// Runs `rlp sign`.
-pub(crate) fn run(args: &SignArgs, _ctx: &Context) -> CliResult {
+pub(crate) fn run(args: &SignArgs, ctx: &Context) -> CliResult {
     let key = SecretKey::load(&args.key).map_err(CliError::from)?;
-    let signed = sign_bundle(&args.bundle, &key).map_err(CliError::from)?;
+    let signed = sign_bundle(&args.bundle, &key, &ctx.registries()?).map_err(CliError::from)?;
     let key_id = signed.signature.key_id();
     let human = format!("signed {} with key {key_id}", signed.path.display());
     let json =

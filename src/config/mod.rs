@@ -22,6 +22,9 @@
 //! [ledger]
 //! url = "postgres://rlp@db.internal/rlp"   # default: the home's SQLite file (see crate::ledger)
 //!
+//! [schemas]
+//! registries = ["../shared-schemas"]  # folders of <id>.json searched for `schema:<id>` (see crate::bundle::registry)
+//!
 //! [agents.github.tools]             # the operator's list of an agent's tools (see tool_list)
 //! allow = ["issues.*", "repos.get"] # only these
 //! deny = ["*.delete"]               # never these
@@ -153,6 +156,19 @@ pub struct Config {
     pub ledger_url: Option<Setting<UrlText>>,
     /// `[[hooks.after_call]]` of every config file, the system files' first.
     pub after_call_hooks: Vec<hooks::AfterCallHook>,
+    /// `[schemas] registries`: the shared schema folders, in the order they
+    /// are searched (the home's config.toml, then the system files), each
+    /// with the config file that names it.
+    pub schema_registries: Vec<ConfiguredRegistry>,
+}
+
+/// A shared schema folder named by `[schemas] registries`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfiguredRegistry {
+    /// The folder (a relative path as written is joined to the config file's folder).
+    pub dir: PathBuf,
+    /// The config file that names it.
+    pub file: PathBuf,
 }
 
 /// The options config files set for one tool.
@@ -191,6 +207,7 @@ impl Default for Config {
             secrets: SecretsConfig::default(),
             ledger_url: None,
             after_call_hooks: Vec::new(),
+            schema_registries: Vec::new(),
         }
     }
 }
@@ -229,6 +246,8 @@ pub(crate) struct FileLayer {
     pub ledger_url: Option<UrlText>,
     /// `[[hooks.after_call]]`.
     pub after_call_hooks: Vec<hooks::AfterCallHook>,
+    /// `[schemas] registries`, each joined to the file's folder when relative.
+    pub schema_registries: Vec<PathBuf>,
 }
 
 /// A config problem that stops the command (exit 2).
@@ -330,6 +349,10 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             layer.after_call_hooks = hooks::parse(path, entries, &mut warnings)?;
             continue;
         }
+        if section == "schemas" {
+            layer.schema_registries = schema_registries(path, entries, &mut warnings)?;
+            continue;
+        }
         if !matches!(section.as_str(), "security" | "runtime" | "policy" | "ledger") {
             warnings.push(format!("{shown}: unknown table `[{section}]` ignored"));
             continue;
@@ -363,6 +386,59 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
         }
     }
     Ok((layer, warnings))
+}
+
+/// `[schemas]` of the config file `path`: `registries`, a list of folders,
+/// relative ones joined to the file's folder.
+fn schema_registries(
+    path: &Path,
+    entries: &toml::Table,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let shown = path.display();
+    let help = || {
+        "write `registries = [\"/srv/schemas\", \"shared-schemas\"]` under [schemas]: folders holding `<id>.json` files, relative ones to the config file's folder".to_string()
+    };
+    let mut dirs = Vec::new();
+    for (key, value) in entries {
+        if key != "registries" {
+            warnings.push(format!("{shown}: unknown key `schemas.{key}` ignored"));
+            continue;
+        }
+        let Some(items) = value.as_array() else {
+            return Err(ConfigError {
+                message: format!(
+                    "{shown}: `schemas.registries` must be an array of folder paths, found {}",
+                    value.type_str()
+                ),
+                help: help(),
+            });
+        };
+        for (i, item) in items.iter().enumerate() {
+            let dir = match item.as_str() {
+                Some(dir) if !dir.is_empty() => dir,
+                Some(_) => {
+                    return Err(ConfigError {
+                        message: format!("{shown}: `schemas.registries[{i}]` is empty"),
+                        help: help(),
+                    });
+                }
+                None => {
+                    return Err(ConfigError {
+                        message: format!(
+                            "{shown}: `schemas.registries[{i}]` must be a string, found {}",
+                            item.type_str()
+                        ),
+                        help: help(),
+                    });
+                }
+            };
+            // Shown and searched as the real folder when it exists (`..` resolved).
+            let joined = path.parent().unwrap_or(Path::new("")).join(dir);
+            dirs.push(std::fs::canonicalize(&joined).unwrap_or(joined));
+        }
+    }
+    Ok(dirs)
 }
 
 /// Combines the layers (pure: no files or environment read). `system` holds
@@ -400,6 +476,13 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvL
             config.tool_lists.entry(agent.clone()).or_default().add(list, &source);
         }
     }
+    config.schema_registries = user
+        .into_iter()
+        .chain(system)
+        .flat_map(|l| {
+            l.schema_registries.iter().map(|dir| ConfiguredRegistry { dir: dir.clone(), file: l.path.clone() })
+        })
+        .collect();
     config.tools_flag =
         flags.tools.clone().map(|patterns| Patterns { patterns, source: Source::Flag("--tools".to_string()) });
     for layer in system.iter().chain(user) {

@@ -1,17 +1,22 @@
 //! `rlp digest`: bring manifest.toml's size and BLAKE3 entries in line with
-//! the bundle's files, rewriting only those values (toml_edit keeps the
-//! author's comments, order and layout).
+//! the bundle's files — and its `[shared_schemas."<id>"]` pins in line with
+//! the shared registry files its `schema:<id>` references resolve to —
+//! rewriting only those values (toml_edit keeps the author's comments,
+//! order and layout).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-use crate::bundle::manifest::{CAPS_KEY, Digest, MANIFEST_FILE, TOOLS_KEY};
+use crate::bundle::manifest::{CAPS_KEY, Digest, MANIFEST_FILE, SHARED_SCHEMAS_KEY, TOOLS_KEY};
+use crate::bundle::registry::Registries;
+use crate::bundle::schema::SCHEMA_SCHEME;
 use crate::bundle::tools::TOOLS_FILE;
 use crate::integrity::walk::walk;
 
-/// What digest did (or, with `--check`, would do) to one manifest entry.
+/// What digest did (or, with `--check`, would do) to one manifest entry: a
+/// file's (named by its path) or a shared schema pin's (named `schema:<id>`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     /// A file that was not listed is now listed.
@@ -28,6 +33,11 @@ impl Change {
         match self {
             Change::Added(p) | Change::Updated(p) | Change::Removed(p) => p,
         }
+    }
+
+    /// Whether the entry is a shared schema pin (`schema:<id>`).
+    pub fn is_pin(&self) -> bool {
+        self.path().starts_with(SCHEMA_SCHEME)
     }
 
     /// How `--check` names the problem: extra (unlisted), stale, missing.
@@ -102,6 +112,27 @@ pub struct Plan {
 /// Size and digest of every file of the bundle, by path.
 type Hashes = BTreeMap<String, (u64, Digest)>;
 
+/// What `[shared_schemas]` should hold, by id: the size and digest of the
+/// registry file a `schema:<id>` outside the bundle resolves to, or `None`
+/// for one referenced but not found (or unreadable), whose pin is kept.
+type Pins = BTreeMap<String, Option<(u64, Digest)>>;
+
+/// The pins the bundle in `dir` needs, its shared schemas looked up in `registries`.
+fn shared_pins(dir: &Path, registries: &Registries) -> Pins {
+    let bundle = crate::bundle::load_with(dir, registries);
+    bundle
+        .shared
+        .into_iter()
+        .map(|(id, shared)| {
+            let found = match shared.found {
+                Some((_, Ok(file))) => Some((file.size, file.digest)),
+                _ => None,
+            };
+            (id, found)
+        })
+        .collect()
+}
+
 /// Reads manifest.toml.
 fn read_manifest(dir: &Path) -> Result<(PathBuf, String), DigestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
@@ -139,6 +170,10 @@ enum Action {
     Remove { key: String },
     /// Add `[artifacts.<key>]`.
     Add { key: String, path: String, size: u64, digest: Digest },
+    /// Add or update `[shared_schemas."<id>"]`.
+    Pin { id: String, size: u64, digest: Digest },
+    /// Remove `[shared_schemas."<id>"]`.
+    Unpin { id: String },
 }
 
 /// Whether an entry's `blake3` and `size` differ from the file's.
@@ -150,7 +185,12 @@ fn is_stale(entry: &dyn toml_edit::TableLike, size: u64, digest: &Digest) -> boo
 }
 
 /// Decides every change from the manifest as written and the files found.
-fn decide(root: &Table, hashes: &Hashes, manifest_path: &Path) -> Result<(Vec<Change>, Vec<Action>), DigestError> {
+fn decide(
+    root: &Table,
+    hashes: &Hashes,
+    pins: &Pins,
+    manifest_path: &Path,
+) -> Result<(Vec<Change>, Vec<Action>), DigestError> {
     let shape = |key: &str| DigestError::Shape { path: manifest_path.to_path_buf(), key: key.to_string() };
     let caps_file = root.get("caps").and_then(|c| c.get("file")).and_then(Item::as_str).unwrap_or("policy.caps");
     let mut changes = Vec::new();
@@ -221,8 +261,88 @@ fn decide(root: &Table, hashes: &Hashes, manifest_path: &Path) -> Result<(Vec<Ch
         changes.push(Change::Added(path.clone()));
         actions.push(Action::Add { key: key.to_string(), path: path.clone(), size: *size, digest: *digest });
     }
+    decide_pins(root, pins, manifest_path, &mut changes, &mut actions)?;
     changes.sort_by(|a, b| a.path().cmp(b.path()));
     Ok((changes, actions))
+}
+
+/// Decides the changes to `[shared_schemas]`: a pin per registry file found,
+/// none for an id no longer referenced outside the bundle.
+fn decide_pins(
+    root: &Table,
+    pins: &Pins,
+    manifest_path: &Path,
+    changes: &mut Vec<Change>,
+    actions: &mut Vec<Action>,
+) -> Result<(), DigestError> {
+    let shape = |key: &str| DigestError::Shape { path: manifest_path.to_path_buf(), key: key.to_string() };
+    let pinned = match root.get(SHARED_SCHEMAS_KEY) {
+        None => None,
+        Some(item) => Some(item.as_table().ok_or_else(|| shape(SHARED_SCHEMAS_KEY))?),
+    };
+    let mut seen = HashSet::new();
+    for (id, item) in pinned.iter().flat_map(|t| t.iter()) {
+        let entry = item.as_table_like().ok_or_else(|| shape(&format!("{SHARED_SCHEMAS_KEY}.{id}")))?;
+        seen.insert(id);
+        let reference = format!("{SCHEMA_SCHEME}{id}");
+        match pins.get(id) {
+            None => {
+                changes.push(Change::Removed(reference));
+                actions.push(Action::Unpin { id: id.to_string() });
+            }
+            Some(Some((size, digest))) if is_stale(entry, *size, digest) => {
+                changes.push(Change::Updated(reference));
+                actions.push(Action::Pin { id: id.to_string(), size: *size, digest: *digest });
+            }
+            Some(_) => {}
+        }
+    }
+    for (id, found) in pins {
+        if let Some((size, digest)) = found
+            && !seen.contains(id.as_str())
+        {
+            changes.push(Change::Added(format!("{SCHEMA_SCHEME}{id}")));
+            actions.push(Action::Pin { id: id.clone(), size: *size, digest: *digest });
+        }
+    }
+    Ok(())
+}
+
+/// Applies the decided pins to `[shared_schemas]`, creating it when needed.
+fn apply_pins(doc: &mut DocumentMut, actions: &[Action], manifest_path: &Path) -> Result<(), DigestError> {
+    let shape = |key: &str| DigestError::Shape { path: manifest_path.to_path_buf(), key: key.to_string() };
+    if !actions.iter().any(|a| matches!(a, Action::Pin { .. } | Action::Unpin { .. })) {
+        return Ok(());
+    }
+    if !doc.contains_key(SHARED_SCHEMAS_KEY) {
+        let mut table = Table::new();
+        table.set_implicit(true);
+        doc.insert(SHARED_SCHEMAS_KEY, Item::Table(table));
+    }
+    let pins = doc.get_mut(SHARED_SCHEMAS_KEY).and_then(Item::as_table_mut).ok_or_else(|| shape(SHARED_SCHEMAS_KEY))?;
+    for action in actions {
+        match action {
+            Action::Pin { id, size, digest } => match pins.get_mut(id).and_then(Item::as_table_like_mut) {
+                Some(entry) => {
+                    set_digest(entry, *size, digest);
+                }
+                None => {
+                    let mut table = Table::new();
+                    table.insert("blake3", toml_edit::value(digest.to_string()));
+                    table.insert("size", toml_edit::value(*size as i64));
+                    pins.insert(id, Item::Table(table));
+                }
+            },
+            Action::Unpin { id } => {
+                pins.remove(id);
+            }
+            _ => {}
+        }
+    }
+    if pins.is_empty() {
+        doc.remove(SHARED_SCHEMAS_KEY);
+    }
+    Ok(())
 }
 
 /// Applies the decided edits, keeping every other byte's decoration.
@@ -269,18 +389,21 @@ fn apply(doc: &mut DocumentMut, actions: &[Action], manifest_path: &Path) -> Res
                 }
                 artifacts.insert(key, Item::Table(table));
             }
+            Action::Pin { .. } | Action::Unpin { .. } => {}
         }
     }
-    Ok(())
+    apply_pins(doc, actions, manifest_path)
 }
 
-/// Computes the up-to-date manifest without writing anything.
-pub fn plan(dir: &Path) -> Result<Plan, DigestError> {
+/// Computes the up-to-date manifest without writing anything; shared
+/// schemas are looked up in `registries`.
+pub fn plan(dir: &Path, registries: &Registries) -> Result<Plan, DigestError> {
     let (manifest_path, before) = read_manifest(dir)?;
     let (doc, hashes) = rayon::join(|| before.parse::<DocumentMut>(), || hash_all(dir));
     let mut doc = doc.map_err(|e| DigestError::Syntax { path: manifest_path.clone(), message: e.to_string() })?;
     let hashes = hashes?;
-    let (changes, actions) = decide(doc.as_table(), &hashes, &manifest_path)?;
+    let pins = shared_pins(dir, registries);
+    let (changes, actions) = decide(doc.as_table(), &hashes, &pins, &manifest_path)?;
     if changes.is_empty() {
         return Ok(Plan { changes, after: before.clone(), before });
     }
@@ -296,12 +419,13 @@ pub fn plan(dir: &Path) -> Result<Plan, DigestError> {
 /// What [`plan`] would change, without building the new manifest text: the
 /// fast path of `rlp digest --check` (the manifest is parsed while the
 /// bundle is walked and hashed).
-pub fn check(dir: &Path) -> Result<Vec<Change>, DigestError> {
+pub fn check(dir: &Path, registries: &Registries) -> Result<Vec<Change>, DigestError> {
     let (manifest_path, before) = read_manifest(dir)?;
     let (doc, hashes) = rayon::join(|| toml_edit::Document::parse(before.as_str()), || hash_all(dir));
     let doc = doc.map_err(|e| DigestError::Syntax { path: manifest_path.clone(), message: e.to_string() })?;
     let hashes = hashes?;
-    Ok(decide(doc.as_table(), &hashes, &manifest_path)?.0)
+    let pins = shared_pins(dir, registries);
+    Ok(decide(doc.as_table(), &hashes, &pins, &manifest_path)?.0)
 }
 
 /// Sets `blake3` and `size` on an entry, keeping each value's decoration
@@ -363,8 +487,8 @@ fn append_value(entry: &mut dyn toml_edit::TableLike, key: &str, mut value: Valu
 }
 
 /// Plans and, if anything changed, writes the manifest atomically.
-pub fn write(dir: &Path) -> Result<Plan, DigestError> {
-    let plan = plan(dir)?;
+pub fn write(dir: &Path, registries: &Registries) -> Result<Plan, DigestError> {
+    let plan = plan(dir, registries)?;
     if plan.after != plan.before {
         let path = dir.join(MANIFEST_FILE);
         crate::fsutil::write_atomic(&path, plan.after.as_bytes(), None)
@@ -392,7 +516,7 @@ mod tests {
         let root = dir.path();
         let manifest = "# identity\n[agent]\nname   =  \"demo\"   # the name\nversion = \"0.1.0\"\n\n[artifacts.tools]\npath = \"tools.json\"\nblake3 = \"0000000000000000000000000000000000000000000000000000000000000000\"   # placeholder\nversion = 1\n";
         fs::write(root.join(MANIFEST_FILE), manifest).unwrap();
-        let plan = write(root).unwrap();
+        let plan = write(root, &Registries::default()).unwrap();
         assert_eq!(plan.changes, vec![Change::Added("policy.caps".into()), Change::Updated("tools.json".into())]);
         let after = fs::read_to_string(root.join(MANIFEST_FILE)).unwrap();
         assert!(after.starts_with("# identity\n[agent]\nname   =  \"demo\"   # the name\n"), "{after}");
@@ -401,7 +525,7 @@ mod tests {
         let (_, findings) = crate::bundle::parse_manifest(&after);
         assert!(findings.is_empty(), "{findings:?}");
         // A second run changes nothing.
-        assert!(write(root).unwrap().changes.is_empty());
+        assert!(write(root, &Registries::default()).unwrap().changes.is_empty());
     }
 
     #[test]
@@ -427,7 +551,7 @@ mod tests {
             let table = if entries.starts_with('[') { "" } else { "[artifacts]\n" };
             let head = "[agent]\nname = \"d\"\nversion = \"0.1.0\"\n";
             fs::write(root.join(MANIFEST_FILE), format!("{head}{table}{entries}")).unwrap();
-            write(root).unwrap();
+            write(root, &Registries::default()).unwrap();
             assert_eq!(fs::read_to_string(root.join(MANIFEST_FILE)).unwrap(), format!("{head}{table}{want}"));
         }
     }
@@ -461,7 +585,7 @@ mod tests {
         ];
         for manifest in &manifests {
             fs::write(root.join(MANIFEST_FILE), manifest).unwrap();
-            match (plan(root), check(root)) {
+            match (plan(root, &Registries::default()), check(root, &Registries::default())) {
                 (Ok(plan), Ok(changes)) => {
                     assert_eq!(plan.changes, changes, "{manifest}");
                     assert!(!changes.is_empty());
@@ -470,7 +594,7 @@ mod tests {
                 (a, b) => panic!("{manifest}: {a:?} vs {b:?}"),
             }
         }
-        let plan = plan(root).unwrap_err();
+        let plan = plan(root, &Registries::default()).unwrap_err();
         assert!(plan.to_string().ends_with("`artifacts` must be a table"), "{plan}");
     }
 }

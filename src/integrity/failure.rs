@@ -46,6 +46,9 @@ pub enum Reason {
     Capability,
     /// An older version than the installed one.
     Rollback,
+    /// A shared schema the manifest pins is missing from the registries,
+    /// or differs from its pin.
+    SharedSchema,
 }
 
 impl Reason {
@@ -82,6 +85,7 @@ impl Reason {
             Reason::Revoked => "revoked",
             Reason::Capability => "capability",
             Reason::Rollback => "rollback",
+            Reason::SharedSchema => "shared-schema",
         }
     }
 }

@@ -6,14 +6,14 @@
 //! checks it: `[agent]` name (`^[a-z][a-z0-9_]*$`) and SemVer version,
 //! `kind`, the entry binary, `[caps] file`, and each `[artifacts.*]` entry
 //! (path syntax, 64-hex digest, size within ±(2^53−1), the key naming the
-//! path). Keys verification does not read (`[ports]`, `[schemas]`, unknown
+//! path), and each `[shared_schemas."<id>"]` pin. Keys verification does not read (`[ports]`, `[schemas]`, unknown
 //! keys) are lint's business and are not looked at here.
 
 use toml_edit::{Item, TableLike};
 
 use crate::bundle::manifest::{
-    Artifact, CAPS_KEY, Digest, EntryKind, MANIFEST_FILE, Manifest, NAME_PATTERN, TOOLS_KEY, is_valid_artifact_path,
-    is_valid_name,
+    Artifact, CAPS_KEY, Digest, EntryKind, MANIFEST_FILE, Manifest, NAME_PATTERN, SHARED_SCHEMAS_KEY, SharedPin,
+    TOOLS_KEY, is_valid_artifact_path, is_valid_name,
 };
 use crate::bundle::pointer::Pointer;
 use crate::integrity::failure::{Failure, Reason};
@@ -118,6 +118,23 @@ pub(crate) fn read_manifest(bytes: &[u8]) -> Result<Manifest, Failure> {
             artifacts.push(artifact);
         }
     }
+    let mut shared_schemas = Vec::new();
+    if let Some(item) = root.get(SHARED_SCHEMAS_KEY) {
+        for (id, item) in table(item, "[shared_schemas]")?.iter() {
+            let what = format!("[shared_schemas.\"{id}\"]");
+            if !crate::bundle::schema::is_valid_schema_id(id) {
+                return Err(invalid(crate::bundle::schema::invalid_schema_id(id)));
+            }
+            let entry = table(item, &what)?;
+            let hex = string(entry, "blake3", &what)?.ok_or_else(|| invalid(format!("{what} has no `blake3`")))?;
+            shared_schemas.push(SharedPin {
+                at: Pointer::root().key(SHARED_SCHEMAS_KEY).key(id),
+                id: id.to_string(),
+                blake3: Some(hex.parse::<Digest>().map_err(invalid)?),
+                size: integer(entry, "size", &what)?,
+            });
+        }
+    }
     Ok(Manifest {
         name: Some(name.to_string()),
         version: Some(version.to_string()),
@@ -127,6 +144,7 @@ pub(crate) fn read_manifest(bytes: &[u8]) -> Result<Manifest, Failure> {
         caps_file,
         tools_version,
         artifacts,
+        shared_schemas,
     })
 }
 
@@ -136,7 +154,7 @@ mod tests {
 
     #[test]
     fn reads_what_the_loader_reads_and_refuses_its_errors() {
-        let text = "# c\n[agent]\nname = \"mailer\"\nversion = \"0.1.0\"\nkind = \"wasm32-wasip1\"\nentry_wasm = { path = \"bin/m.wasm\", blake3 = \"0000000000000000000000000000000000000000000000000000000000000001\", size = 3 }\n[caps]\nfile = \"policy.caps\"\n[artifacts.tools]\npath = \"tools.json\"\nblake3 = \"00000000000000000000000000000000000000000000000000000000000000aa\"\nsize = 12\nversion = 1\n[artifacts.caps]\npath = \"policy.caps\"\nblake3 = \"00000000000000000000000000000000000000000000000000000000000000bb\"\n";
+        let text = "# c\n[agent]\nname = \"mailer\"\nversion = \"0.1.0\"\nkind = \"wasm32-wasip1\"\nentry_wasm = { path = \"bin/m.wasm\", blake3 = \"0000000000000000000000000000000000000000000000000000000000000001\", size = 3 }\n[caps]\nfile = \"policy.caps\"\n[artifacts.tools]\npath = \"tools.json\"\nblake3 = \"00000000000000000000000000000000000000000000000000000000000000aa\"\nsize = 12\nversion = 1\n[artifacts.caps]\npath = \"policy.caps\"\nblake3 = \"00000000000000000000000000000000000000000000000000000000000000bb\"\n[shared_schemas.\"mail.address.v1\"]\nblake3 = \"00000000000000000000000000000000000000000000000000000000000000cc\"\nsize = 40\n";
         let fast = read_manifest(text.as_bytes()).unwrap();
         let (slow, findings) = crate::bundle::parse_manifest(text);
         assert!(findings.is_empty(), "{findings:?}");
@@ -157,6 +175,11 @@ mod tests {
                 "its key names `x`",
             ),
             ("[agent]\nname = \"m\"\nversion = \"0.1.0\"\nname = \"n\"\n", "duplicate key"),
+            (
+                "[agent]\nname = \"m\"\nversion = \"0.1.0\"\n[shared_schemas.\"../x\"]\nblake3 = \"00\"\n",
+                "not a schema id",
+            ),
+            ("[agent]\nname = \"m\"\nversion = \"0.1.0\"\n[shared_schemas.x]\nblake3 = \"00\"\n", "not a BLAKE3"),
             (
                 "[agent]\nname = \"m\"\nversion = \"0.1.0\"\n[artifacts.tools]\npath = \"tools.json\"\nblake3 = \"0000000000000000000000000000000000000000000000000000000000000000\"\nsize = 9007199254740992\n",
                 "whole number",

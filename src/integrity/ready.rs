@@ -6,14 +6,15 @@ use std::path::Path;
 
 use crate::bundle::diag::Severity;
 use crate::bundle::manifest::MANIFEST_FILE;
+use crate::bundle::registry::Registries;
 use crate::integrity::digest::Plan;
 use crate::integrity::failure::{Failure, Reason};
 
 /// Checks the bundle in `dir`; `then` names the step that follows (`sign`,
-/// `pack`) for the hints. Returns the digest plan, whose manifest text is
-/// the one to seal.
-pub(crate) fn check_ready(dir: &Path, then: &str) -> Result<Plan, Failure> {
-    let plan = crate::integrity::digest::plan(dir).map_err(crate::integrity::digest_failure)?;
+/// `pack`) for the hints; `registries` are where shared schemas are found.
+/// Returns the digest plan, whose manifest text is the one to seal.
+pub(crate) fn check_ready(dir: &Path, then: &str, registries: &Registries) -> Result<Plan, Failure> {
+    let plan = crate::integrity::digest::plan(dir, registries).map_err(crate::integrity::digest_failure)?;
     if !plan.changes.is_empty() {
         let names: Vec<String> =
             plan.changes.iter().take(5).map(|c| format!("{} {}", c.check_word(), c.path())).collect();
@@ -24,7 +25,7 @@ pub(crate) fn check_ready(dir: &Path, then: &str) -> Result<Plan, Failure> {
         )
         .with_help(format!("run `rlp digest {}`, then {then} again", dir.display())));
     }
-    let report = crate::lint::lint_bundle(dir);
+    let report = crate::lint::lint_bundle(dir, registries);
     let errors: Vec<_> = report.findings.iter().filter(|l| l.finding.severity == Severity::Error).collect();
     if let Some(first) = errors.first() {
         let more = if errors.len() > 1 { format!(" (and {} more)", errors.len() - 1) } else { String::new() };

@@ -21,6 +21,7 @@
 use std::path::Path;
 
 use crate::bundle::manifest::SIGNATURES_DIR;
+use crate::bundle::registry::Registries;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::{KeyId, PublicKey, SecretKey, b64_decode_exact, b64_encode};
 
@@ -121,9 +122,10 @@ pub struct Signed {
 }
 
 /// Signs a bundle folder: refuses stale digests, then writes
-/// `SIGNATURES/manifest.sig` atomically over the exact manifest bytes checked.
-pub fn sign_bundle(dir: &Path, key: &SecretKey) -> Result<Signed, Failure> {
-    let plan = crate::integrity::ready::check_ready(dir, "sign")?;
+/// `SIGNATURES/manifest.sig` atomically over the exact manifest bytes
+/// checked. Shared schemas are found in `registries`.
+pub fn sign_bundle(dir: &Path, key: &SecretKey, registries: &Registries) -> Result<Signed, Failure> {
+    let plan = crate::integrity::ready::check_ready(dir, "sign", registries)?;
     let signatures = dir.join(SIGNATURES_DIR);
     match std::fs::symlink_metadata(&signatures) {
         Ok(meta) if !meta.file_type().is_dir() => {

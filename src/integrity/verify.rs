@@ -17,6 +17,7 @@ use crate::bundle::diag::Severity;
 use crate::bundle::inventory::hash_bytes;
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest, SIGNATURES_DIR};
 use crate::bundle::policy::Policy;
+use crate::bundle::registry::Registries;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::{KeyId, PublicKey};
 use crate::integrity::signature::{MAX_SIGNATURE_BYTES, ManifestSignature, SIGNATURE_FILE};
@@ -74,6 +75,10 @@ pub struct Options<'a> {
     pub trust: Trust<'a>,
     /// Refuse a bundle without a signature.
     pub require_signature: bool,
+    /// Check every `[shared_schemas]` pin against these registries (the
+    /// host that will run the bundle); `None` leaves pins unchecked (moving
+    /// an archive, where the host is not known yet).
+    pub registries: Option<&'a Registries>,
 }
 
 /// Who signed a verified bundle.
@@ -363,6 +368,10 @@ pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Fai
         }
     }
 
+    if let Some(registries) = options.registries {
+        check_pins(manifest, registries)?;
+    }
+
     let name = manifest.name.clone().unwrap_or_default();
     let version =
         manifest.semver().ok_or_else(|| Failure::new(Reason::Manifest, "manifest.toml has no valid version"))?;
@@ -374,6 +383,53 @@ pub fn check(evidence: &Evidence, options: &Options<'_>) -> Result<Verified, Fai
         signer,
         capabilities,
     })
+}
+
+/// Checks that every shared schema the manifest pins is in `registries`
+/// with the pinned size and digest: a bundle validates only with the
+/// schemas its signer reviewed.
+pub fn check_pins(manifest: &Manifest, registries: &Registries) -> Result<(), Failure> {
+    for pin in &manifest.shared_schemas {
+        let id = &pin.id;
+        let Some(expected) = pin.blake3 else { continue };
+        let lookup = registries.lookup(id);
+        let (path, file) = match lookup.found {
+            Some((path, Ok(file))) => (path, file),
+            Some((path, Err(why))) => {
+                return Err(Failure::new(
+                    Reason::SharedSchema,
+                    format!("the shared schema `schema:{id}` at {} cannot be used: {why}", path.display()),
+                )
+                .with_help("make it a regular UTF-8 JSON file: the one manifest.toml pins"));
+            }
+            None => {
+                let searched = registries.searched(id);
+                return Err(Failure::new(
+                    Reason::SharedSchema,
+                    format!(
+                        "manifest.toml pins the shared schema `schema:{id}` (BLAKE3 {expected}), which is in no registry (searched {searched})"
+                    ),
+                )
+                .with_help(format!(
+                    "put the pinned `{id}.json` in the home's schemas/ folder or in a folder of `[schemas] registries` in config.toml"
+                )));
+            }
+        };
+        if file.digest != expected || pin.size.is_some_and(|size| size != file.size) {
+            return Err(Failure::new(
+                Reason::SharedSchema,
+                format!(
+                    "the shared schema `schema:{id}` changed: {} has BLAKE3 {}, manifest.toml pins {expected}",
+                    path.display(),
+                    file.digest
+                ),
+            )
+            .with_help(
+                "restore the pinned file; if the change is intended, the bundle's author reviews it, runs `rlp digest` and signs again",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks a cryptographically valid signature's key against the trust source.

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 
 use crate::bundle::diag::{Finding, Severity};
 use crate::bundle::manifest::MANIFEST_FILE;
+use crate::bundle::registry::Registries;
 use crate::bundle::source::Position;
 use crate::bundle::{self, LoadedBundle};
 
@@ -45,27 +46,32 @@ impl BundleReport {
     }
 }
 
-/// What the rules that take a setting are given (`rlp lint` flags).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What the rules that take a setting are given (`rlp lint` flags, and
+/// the host's shared schema registries).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Settings {
     /// RLP217: bundles with more tools than this should mark some core.
     pub core_threshold: usize,
+    /// Where a `schema:<id>` the bundle does not hold is looked for.
+    pub registries: Registries,
 }
 
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings { core_threshold: rules::DEFAULT_CORE_THRESHOLD }
+impl Settings {
+    /// The default settings with the shared schema registries `registries`.
+    pub(crate) fn with_registries(registries: &Registries) -> Settings {
+        Settings { core_threshold: rules::DEFAULT_CORE_THRESHOLD, registries: registries.clone() }
     }
 }
 
-/// Loads a bundle and runs every rule on it with the default settings.
-pub(crate) fn lint_bundle(dir: &Path) -> BundleReport {
-    lint_bundle_with(dir, &Settings::default())
+/// Loads a bundle and runs every rule on it with the default settings,
+/// resolving shared schemas in `registries`.
+pub(crate) fn lint_bundle(dir: &Path, registries: &Registries) -> BundleReport {
+    lint_bundle_with(dir, &Settings::with_registries(registries))
 }
 
 /// Loads a bundle and runs every rule on it.
 pub(crate) fn lint_bundle_with(dir: &Path, settings: &Settings) -> BundleReport {
-    let mut bundle = bundle::load(dir);
+    let mut bundle = bundle::load_with(dir, &settings.registries);
     let mut findings = std::mem::take(&mut bundle.findings);
     rules::check_all(&bundle, settings, &mut findings);
     let mut located: Vec<Located> = findings.into_iter().map(|f| locate(&bundle, f)).collect();

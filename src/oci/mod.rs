@@ -76,7 +76,8 @@ pub(crate) fn push(archive: &Path, remote: Remote<'_>) -> Result<Pushed, Failure
     let data = crate::fsutil::read_limited(archive, MAX_LAYER_BYTES)
         .map_err(|e| Failure::read(archive, e, Reason::Archive))?;
     let evidence = reader::verify_archive(Cursor::new(&data), &Limits::default(), Encoding::Content)?;
-    let verified = verify::check(&evidence, &Options { trust: Trust::Any, require_signature: false })?;
+    let verified =
+        verify::check(&evidence, &Options { trust: Trust::Any, require_signature: false, registries: None })?;
     let labels = labels_of(&verified);
     let reference = remote.reference.or_tag(|| version_tag(&labels.version));
     let registry = Registry::new(&reference, remote.credentials, remote.plain_http)?;
@@ -115,7 +116,8 @@ pub(crate) fn pull(remote: Remote<'_>, output: Option<&Path>, progress: &dyn Pro
     drop(out);
     let file = temp.reopen().map_err(|e| Failure::io(&folder, &e))?;
     let evidence = reader::verify_archive(file, &Limits::default(), Encoding::Content)?;
-    let verified = verify::check(&evidence, &Options { trust: Trust::Any, require_signature: false })?;
+    let verified =
+        verify::check(&evidence, &Options { trust: Trust::Any, require_signature: false, registries: None })?;
     labels_agree(&layer.annotations, &verified, &shown)?;
     let path = match output {
         Some(path) => path.to_path_buf(),

@@ -26,6 +26,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::bundle::manifest::MANIFEST_FILE;
+use crate::bundle::registry::Registries;
 use crate::home::Home;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::signature::SIGNATURE_FILE;
@@ -71,12 +72,22 @@ pub(crate) fn download_folder(home: &Home) -> Result<(tempfile::TempDir, crate::
 }
 
 /// Installs a bundle folder or archive into `home`.
-pub(crate) fn install(home: &Home, source: &Path, options: InstallOptions) -> Result<Installed, Failure> {
+/// Every shared schema the bundle pins must be in `registries` as pinned.
+pub(crate) fn install(
+    home: &Home,
+    source: &Path,
+    options: InstallOptions,
+    registries: &Registries,
+) -> Result<Installed, Failure> {
     let meta = fs::metadata(source).map_err(|e| Failure::io(source, &e))?;
     let policy = TrustPolicy::load(&home.trust_policy_file())?;
     let agents = home.agents_dir();
     fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
-    let check_options = Options { trust: Trust::Policy(&policy), require_signature: !options.allow_unsigned };
+    let check_options = Options {
+        trust: Trust::Policy(&policy),
+        require_signature: !options.allow_unsigned,
+        registries: Some(registries),
+    };
     let hint = |f: Failure| match f.reason {
         Reason::Unsigned => f.with_help("sign it (`rlp sign`), or pass --allow-unsigned to install it anyway"),
         _ => f,
@@ -363,7 +374,7 @@ pub(crate) fn list(home: &Home) -> Result<Vec<Listed>, Failure> {
         Err(e) => return Err(Failure::io(&agents, &e)),
     };
     names.sort();
-    let options = Options { trust: Trust::Policy(&policy), require_signature: false };
+    let options = Options { trust: Trust::Policy(&policy), require_signature: false, registries: None };
     Ok(names
         .into_iter()
         .map(|name| {

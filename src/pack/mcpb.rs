@@ -300,11 +300,16 @@ fn write_zip(
 
 /// Exports the bundle folder `dir` as an MCP Bundle to `output` (default
 /// `./<name>-<version>.mcpb`).
-pub(crate) fn export(dir: &Path, output: Option<PathBuf>, progress: &dyn Progress) -> Result<Exported, Failure> {
-    let plan = plan(dir, None, "export")?;
+pub(crate) fn export(
+    dir: &Path,
+    output: Option<PathBuf>,
+    registries: &crate::bundle::registry::Registries,
+    progress: &dyn Progress,
+) -> Result<Exported, Failure> {
+    let plan = plan(dir, None, "export", registries)?;
     // The tools come from the tools.json whose digest was just checked; a
     // bundle that no longer loads cleanly is not exported.
-    let loaded = crate::bundle::load(dir);
+    let loaded = crate::bundle::load_with(dir, registries);
     if let Some(error) = loaded.findings.iter().find(|f| f.severity == crate::bundle::diag::Severity::Error) {
         return Err(Failure::new(
             Reason::Lint,

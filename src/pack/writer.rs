@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bundle::inventory::hash_bytes;
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, Manifest};
+use crate::bundle::registry::Registries;
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::keys::{KeyId, SecretKey};
 use crate::integrity::signature::{MAX_SIGNATURE_BYTES, ManifestSignature, SIGNATURE_FILE, sign_bundle};
@@ -34,6 +35,8 @@ pub(crate) struct PackOptions<'a> {
     pub output: Destination<'a>,
     /// Sign the bundle with this key first.
     pub key: Option<&'a SecretKey>,
+    /// Where the bundle's shared schemas are found (to check their pins).
+    pub registries: Registries,
 }
 
 /// Where [`pack`] writes the archive.
@@ -83,8 +86,8 @@ pub(crate) struct Entry {
 
 /// Checks that a bundle may be packed: digests up to date, lint clean, no
 /// placeholder digests; `then` names the step for the hints (`pack`).
-pub(crate) fn check_packable(dir: &Path, then: &str) -> Result<(), Failure> {
-    let plan = crate::integrity::ready::check_ready(dir, then)?;
+pub(crate) fn check_packable(dir: &Path, then: &str, registries: &Registries) -> Result<(), Failure> {
+    let plan = crate::integrity::ready::check_ready(dir, then, registries)?;
     let manifest = verify::parse_manifest(plan.before.as_bytes())?;
     if let Some(artifact) = manifest.listed().find(|a| a.blake3.is_some_and(|d| d.is_placeholder())) {
         return Err(Failure::new(
@@ -463,16 +466,21 @@ pub(crate) struct Sealable {
 /// ([`check_packable`], `then` naming the step for the hints), signs it
 /// with `key` if given, and reads its manifest and signer (refusing a
 /// signature that no longer matches).
-pub(crate) fn sealable(dir: &Path, key: Option<&SecretKey>, then: &str) -> Result<Sealable, Failure> {
+pub(crate) fn sealable(
+    dir: &Path,
+    key: Option<&SecretKey>,
+    then: &str,
+    registries: &Registries,
+) -> Result<Sealable, Failure> {
     if !crate::lint::is_bundle(dir) {
         return Err(Failure::new(
             Reason::Unreadable,
             format!("{} is not a bundle folder (no {MANIFEST_FILE})", dir.display()),
         ));
     }
-    check_packable(dir, then)?;
+    check_packable(dir, then, registries)?;
     if let Some(key) = key {
-        sign_bundle(dir, key)?;
+        sign_bundle(dir, key, registries)?;
     }
     let manifest_path = dir.join(MANIFEST_FILE);
     let manifest_bytes = crate::fsutil::read_limited(&manifest_path, verify::MAX_MANIFEST_BYTES)
@@ -484,8 +492,8 @@ pub(crate) fn sealable(dir: &Path, key: Option<&SecretKey>, then: &str) -> Resul
 
 /// Checks a bundle folder, signs it with `key` if given, and lists its
 /// entries within the archive limits; `then` names the command for hints.
-pub(crate) fn plan(dir: &Path, key: Option<&SecretKey>, then: &str) -> Result<Plan, Failure> {
-    let Sealable { manifest_bytes, manifest, signed_by } = sealable(dir, key, then)?;
+pub(crate) fn plan(dir: &Path, key: Option<&SecretKey>, then: &str, registries: &Registries) -> Result<Plan, Failure> {
+    let Sealable { manifest_bytes, manifest, signed_by } = sealable(dir, key, then, registries)?;
     let name = manifest.name.clone().unwrap_or_default();
     let version = manifest.version.clone().unwrap_or_default();
     let entries = entries(dir, &manifest, &manifest_bytes)?;
@@ -567,8 +575,13 @@ pub(crate) struct Checked {
 /// names the first difference: an entry whose content differs, is missing or
 /// is extra, or, with the same content, the first byte where the encoding
 /// differs.
-pub(crate) fn check(dir: &Path, archive: &Path, progress: &dyn Progress) -> Result<Checked, Failure> {
-    let plan = plan(dir, None, "pack")?;
+pub(crate) fn check(
+    dir: &Path,
+    archive: &Path,
+    registries: &Registries,
+    progress: &dyn Progress,
+) -> Result<Checked, Failure> {
+    let plan = plan(dir, None, "pack", registries)?;
     let file = File::open(archive).map_err(|e| Failure::io(archive, &e))?;
     let archive_len = file.metadata().map_err(|e| Failure::io(archive, &e))?.len();
     let compare = Comparing {
@@ -653,7 +666,7 @@ fn describe_difference(dir: &Path, plan: &Plan, archive: &Path, offset: u64) -> 
 
 /// Packs a bundle folder.
 pub(crate) fn pack(dir: &Path, options: PackOptions<'_>, progress: &dyn Progress) -> Result<Packed, Failure> {
-    let Plan { manifest, name, version, entries, signed_by } = plan(dir, options.key, "pack")?;
+    let Plan { manifest, name, version, entries, signed_by } = plan(dir, options.key, "pack", &options.registries)?;
 
     progress.start(entries.iter().map(|e| e.size).sum());
     let (path, written) = match options.output {

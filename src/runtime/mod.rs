@@ -64,6 +64,7 @@ use serde_json::Value;
 
 use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{Code, Severity};
+use crate::bundle::registry::Registries;
 use crate::bundle::servers::Server;
 use crate::bundle::tools::Tool;
 use crate::config::Config;
@@ -239,7 +240,7 @@ impl Runtime {
         // The gate runs at every call; here it only decides what a bundle
         // that cannot be read becomes: refused at every call, with a
         // deny audit frame, when the trust policy refuses it too.
-        let contents = match Contents::read(dir, &options.home) {
+        let contents = match Contents::read(dir, &options.home, &Registries::of(&options.config, &options.home)) {
             Ok(contents) => contents,
             Err(_) if gate.check().is_err() => Contents::unread(&root),
             Err(e) => return Err(e),
@@ -394,10 +395,12 @@ struct Contents {
 }
 
 impl Contents {
-    /// Lints the bundle at `dir` (refusing errors), reads the operator
-    /// override in `home`, and compiles every tool's schemas.
-    fn read(dir: &Path, home: &Home) -> Result<Contents, LoadError> {
-        let report = crate::lint::lint_bundle(dir);
+    /// Lints the bundle at `dir` (refusing errors, among them a shared
+    /// schema of `registries` that is not pinned or differs from its pin),
+    /// reads the operator override in `home`, and compiles every tool's
+    /// schemas.
+    fn read(dir: &Path, home: &Home, registries: &Registries) -> Result<Contents, LoadError> {
+        let report = crate::lint::lint_bundle(dir, registries);
         refuse_lint_errors(dir, &report.findings)?;
         let bundle = report.bundle;
         let version = bundle.manifest.as_ref().and_then(|m| m.version.clone());

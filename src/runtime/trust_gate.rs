@@ -175,7 +175,8 @@ impl TrustGate {
 
     fn verify(&self, checked: Checked) -> Result<Admission, Failure> {
         let policy = TrustPolicy::load(&self.policy_file)?;
-        let options = Options { trust: Trust::Policy(&policy), require_signature: checked == Checked::Signed };
+        let options =
+            Options { trust: Trust::Policy(&policy), require_signature: checked == Checked::Signed, registries: None };
         let verified = verify::verify_dir(&self.root, &options).map_err(|f| with_call_help(f, checked))?;
         if checked == Checked::Installed && verified.name != self.folder_name {
             return Err(Failure::new(

@@ -107,12 +107,12 @@ impl Fixture {
     }
 
     fn digest(&self) {
-        rlp::integrity::digest::write(&self.root).unwrap();
+        rlp::integrity::digest::write(&self.root, &Default::default()).unwrap();
     }
 
     /// Re-digests where the manifest still parses (a syntax case leaves it as is).
     fn try_digest(&self) {
-        let _ = rlp::integrity::digest::write(&self.root);
+        let _ = rlp::integrity::digest::write(&self.root, &Default::default());
     }
 
     /// Runs `rlp lint --format json` in the bundle's parent folder on `mailer`.
@@ -807,7 +807,7 @@ fn a_folder_of_bundles_is_linted_in_name_order() {
         let manifest = fs::read_to_string(dest.join("manifest.toml")).unwrap();
         fs::write(dest.join("manifest.toml"), manifest.replace("name = \"mailer\"", &format!("name = \"{name}\"")))
             .unwrap();
-        rlp::integrity::digest::write(&dest).unwrap();
+        rlp::integrity::digest::write(&dest, &Default::default()).unwrap();
     }
     fs::write(td.join("alpha/stray"), "x").unwrap();
     fs::create_dir(td.join("not_a_bundle")).unwrap();

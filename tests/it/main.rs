@@ -38,6 +38,7 @@ mod secret_providers;
 mod secrets;
 mod serve;
 mod serve_durability;
+mod shared_schemas;
 mod tidy;
 mod trace_diff;
 mod travel;

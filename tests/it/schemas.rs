@@ -643,6 +643,10 @@ size = 283
 path = "bin/.gitkeep"
 blake3 = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
 size = 0
+
+[shared_schemas."mail.address.v1"]
+blake3 = "9a31d5c0e1b2f4a6c8e0a2b4d6f8091a3c5e7f9b1d3f5a7c9e1b3d5f7a9c1e3f"
+size = 214
 "#;
 
 const UPSTREAM_MANIFEST: &str = r#"
@@ -716,6 +720,17 @@ fn invalid_manifests_fail_schema_and_loader() {
         ("ports as a string", manifest_with("[ports]\nout = \"out\"\n"), WrongType),
         ("caps file as a list", manifest_with("[caps]\nfile = [\"policy.caps\"]\n"), WrongType),
         ("datetime", manifest_with("description = 1979-05-27T07:32:00Z\n"), WrongType),
+        (
+            "shared schema pin with a path for an id",
+            manifest_with(&format!("[shared_schemas.\"../x\"]\nblake3 = \"{DIGEST}\"\n")),
+            InvalidValue,
+        ),
+        ("shared schema pin without digest", manifest_with("[shared_schemas.x]\nsize = 3\n"), MissingField),
+        (
+            "shared schema pin with a short digest",
+            manifest_with("[shared_schemas.x]\nblake3 = \"abc\"\n"),
+            InvalidValue,
+        ),
     ];
     for (label, text, code) in cases {
         assert_invalid(Kind::Manifest, label, &text, code);

@@ -595,6 +595,7 @@ fn every_changed_byte_of_every_bundle_file_fails_verification() {
     let options = rlp::integrity::verify::Options {
         trust: rlp::integrity::verify::Trust::Key(&trusted, &Default::default()),
         require_signature: true,
+        registries: None,
     };
     let copy = w.join("tampered/mailer");
     copy_tree(&w.join(&bundle), &copy);
@@ -701,6 +702,7 @@ fn one_changed_byte_anywhere_in_the_archive_fails_verification() {
     let options = rlp::integrity::verify::Options {
         trust: rlp::integrity::verify::Trust::Key(&trusted, &Default::default()),
         require_signature: true,
+        registries: None,
     };
     let verify = |bytes: &[u8]| {
         rlp::pack::reader::scan_archive(bytes, &Default::default())

@@ -56,9 +56,9 @@ pub(crate) fn run_install(args: &InstallArgs, ctx: &Context) -> CliResult {
             let (folder, _tracked) = download_folder(&ctx.home).map_err(CliError::from)?;
             let archive = folder.path().join("bundle.tar.gz");
             let pulled = crate::cli::registry::pull(reference, args.plain_http, Some(&archive))?;
-            install(&ctx.home, &pulled.path, options)
+            install(&ctx.home, &pulled.path, options, &ctx.registries()?)
         }
-        None => install(&ctx.home, &args.source, options),
+        None => install(&ctx.home, &args.source, options, &ctx.registries()?),
     }
     .map_err(CliError::from)?;
     let v = &installed.verified;

@@ -48,7 +48,7 @@ pub(crate) fn run(args: &LintArgs, ctx: &Context) -> CliResult {
     let dirs = discover(&args.paths).map_err(|e| {
         CliError::usage(e).with_help("pass a bundle folder (with manifest.toml) or a folder of bundles")
     })?;
-    let reports = lint_all(&dirs, &Settings { core_threshold: args.core_threshold });
+    let reports = lint_all(&dirs, &Settings { core_threshold: args.core_threshold, registries: ctx.registries()? });
     let checks: Vec<ToolCheck> = if args.check_tools {
         let sandbox = ctx.config()?.sandbox.value;
         dirs.iter().map(|d| drift::check(d, sandbox)).collect()

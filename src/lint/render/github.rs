@@ -33,7 +33,10 @@ pub(super) fn render(reports: &[BundleReport]) -> String {
         };
         out.push_str(&format!(
             "::{} file={},line={},col={},title={}::{}\n",
-            f.severity.as_str(),
+            match f.severity {
+                crate::bundle::diag::Severity::Note => "notice",
+                severity => severity.as_str(),
+            },
             escape_property(&f.file.display().to_string()),
             located.position.line,
             located.position.column,

@@ -76,6 +76,7 @@ fn diagnostic<Id>(located: &Located) -> Diagnostic<Id> {
     let severity = match f.severity {
         Severity::Error => CsSeverity::Error,
         Severity::Warning => CsSeverity::Warning,
+        Severity::Note => CsSeverity::Note,
     };
     let mut notes = Vec::new();
     if let Some(help) = &f.help {
@@ -91,6 +92,7 @@ fn plain(located: &Located, color: bool) -> String {
         (false, _) => ("", "", "", ""),
         (true, Severity::Error) => ("\x1b[1;31m", "\x1b[1;34m", "\x1b[1m", "\x1b[0m"),
         (true, Severity::Warning) => ("\x1b[1;33m", "\x1b[1;34m", "\x1b[1m", "\x1b[0m"),
+        (true, Severity::Note) => ("\x1b[1;32m", "\x1b[1;34m", "\x1b[1m", "\x1b[0m"),
     };
     let mut text = format!(
         "{sev}{}[{}]{reset}{bold}: {}{reset}\n  {blue}┌─{reset} {}\n",

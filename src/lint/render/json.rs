@@ -7,7 +7,7 @@ use crate::lint::{BundleReport, Located};
 /// One finding as the documented JSON object.
 pub(crate) fn finding_json(located: &Located) -> Value {
     let f = &located.finding;
-    json!({
+    let mut value = json!({
         "code": f.code.as_str(),
         "rule": f.code.name(),
         "severity": f.severity.as_str(),
@@ -16,7 +16,11 @@ pub(crate) fn finding_json(located: &Located) -> Value {
         "column": located.position.column,
         "message": f.message,
         "help": f.help,
-    })
+    });
+    if let Some(path) = &f.resolved {
+        value["resolved"] = json!(format!("registry:{}", path.display()));
+    }
+    value
 }
 
 /// Every finding of every report, as a pretty JSON array.
