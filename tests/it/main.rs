@@ -37,6 +37,7 @@ mod secret_providers;
 mod secrets;
 mod serve;
 mod serve_durability;
+mod tasks;
 mod tidy;
 mod trace_diff;
 mod travel;
