@@ -73,6 +73,7 @@ const TOOL_KEYS: &[&str] = &[
     "options_schema",
     "category",
     "discoverability",
+    "long_running",
 ];
 
 /// Whether `id` matches the tool id pattern.
@@ -229,6 +230,9 @@ pub struct Tool {
     pub category: Option<String>,
     /// `discoverability` (default discoverable).
     pub discoverability: Discoverability,
+    /// `long_running` (default false): the tool's calls may take long, and
+    /// `rlp serve` runs them as MCP tasks for clients that take tasks.
+    pub long_running: bool,
 }
 
 impl Tool {
@@ -454,6 +458,7 @@ fn read_tool(value: &Value, at: Pointer, diags: &mut Diagnostics) -> Option<Tool
         options_schema,
         category: f.string("category", false, diags).map(str::to_string),
         discoverability,
+        long_running: f.boolean("long_running", diags).unwrap_or(false),
     })
 }
 

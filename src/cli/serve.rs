@@ -30,6 +30,7 @@ Examples:
   rlp serve agents/demo --tools 'demo.*'      # only the tools matching a pattern (repeatable)
   rlp serve agents/demo --http 127.0.0.1:8931
   rlp serve agents/demo --http 0.0.0.0:8931 --token-file /etc/rlp/token
+  rlp serve agents/demo --task-after 500      # calls past 0.5 s go on as MCP tasks
 
 --expose core lists only the tools marked \"discoverability\": \"core\" and three meta-tools,
 rlp.search_tools, rlp.describe_tools and rlp.call_tool, that find, show and call the rest
@@ -44,6 +45,11 @@ Every tools/call runs through the runtime (trust, capabilities, validation, secr
 confirmation, questions, options, budgets, recording). Calls that need confirmation are
 asked over MCP (elicitation) unless --yes approves them. Diagnostics go to stderr: the
 server-run trace id, and with --http the address it listens on. See docs/serve.md.
+
+Tool calls may run as MCP tasks, polled by the client: 2025-11-25 clients ask for one
+(`task` in tools/call); for 2026-07-28 clients declaring io.modelcontextprotocol/tasks, a
+tool marked \"long_running\": true runs as a task at once, any other call once it outlasts
+--task-after. Other clients get every result as before (docs/serve.md, \"Tasks\").
 
 Exit codes: 0 the client went away, 1 the server failed, 2 bad flags or an invalid bundle.")]
 pub struct ServeArgs {
@@ -80,7 +86,14 @@ pub struct ServeArgs {
     /// one more gets 503 with Retry-After until one ends or idles out (5 minutes).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_sessions: u16,
+    /// Milliseconds a call of a client that takes tasks (2026-07-28 extension) is answered in
+    /// before it goes on as a task (0: every call is a task).
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TASK_AFTER_MS)]
+    pub task_after: u64,
 }
+
+/// `--task-after` unless given: calls that outlast two seconds go on as tasks.
+const DEFAULT_TASK_AFTER_MS: u64 = 2000;
 
 /// Most HTTP sessions held at once, unless `--max-sessions` says: about
 /// 14 MiB of session state at most.
@@ -182,8 +195,15 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         return Err(CliError::usage("--activate works with --expose core only")
             .with_help("serve with --expose core --activate, or without --activate"));
     }
-    let options =
-        ServeOptions { listen, yes: args.yes, max_calls, expose: args.expose, activate: args.activate, run_trace };
+    let options = ServeOptions {
+        listen,
+        yes: args.yes,
+        max_calls,
+        expose: args.expose,
+        activate: args.activate,
+        run_trace,
+        task_after: std::time::Duration::from_millis(args.task_after),
+    };
     crate::serve::serve(runtime, options).map_err(|e| CliError::problem(format!("rlp serve stopped: {e}")))?;
     Ok(Exit::Success)
 }

@@ -40,6 +40,9 @@ pub(crate) struct Listed {
     pub(crate) category: Option<String>,
     /// Whether the tool is `core` (listed up front under `--expose core`).
     pub(crate) core: bool,
+    /// Whether the tool is long-running (`long_running`): `rlp serve` runs
+    /// its calls as tasks for clients that take them.
+    pub(crate) long_running: bool,
     /// What its annotations say.
     pub(crate) reach: Reach,
 }
@@ -107,6 +110,7 @@ fn listed(runtime: &Runtime, id: &str) -> Option<Listed> {
         shape,
         category: tool.category.clone(),
         core: tool.discoverability == Discoverability::Core,
+        long_running: tool.long_running,
         reach,
     })
 }

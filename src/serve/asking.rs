@@ -88,20 +88,25 @@ impl Asker for SessionAsker {
 pub(crate) struct RoundTripAsker {
     pub(crate) events: UnboundedSender<Event>,
     pub(crate) answers: Mutex<Receiver<InputResponses>>,
+    /// The rounds asked so far: each round's key is new (`rlp`, `rlp-2`, …),
+    /// as a task's input requests must be.
+    pub(crate) rounds: std::sync::atomic::AtomicU32,
 }
 
 impl Asker for RoundTripAsker {
     fn ask(&self, form: Value) -> Option<ElicitResult> {
         let request: InputRequest =
             serde_json::from_value(json!({"method": "elicitation/create", "params": form})).ok()?;
-        let requests: InputRequests = [(INPUT_KEY.to_string(), request)].into_iter().collect();
+        let round = self.rounds.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let key = if round == 1 { INPUT_KEY.to_string() } else { format!("{INPUT_KEY}-{round}") };
+        let requests: InputRequests = [(key.clone(), request)].into_iter().collect();
         self.events.send(Event::Input(requests)).ok()?;
         let answers = self.answers.lock().ok()?;
         let mut responses = match answers.recv_timeout(ANSWER_WAIT) {
             Ok(responses) => responses,
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
         };
-        serde_json::from_value(responses.remove(INPUT_KEY)?).ok()
+        serde_json::from_value(responses.remove(&key)?).ok()
     }
 }
 

@@ -45,6 +45,33 @@ pub(crate) struct Pending {
     pub(crate) notifications: Notifications,
 }
 
+/// A call ready to run once a call slot (`--max-calls`) is free.
+pub(crate) struct Job {
+    pub(crate) runtime: Arc<crate::runtime::Runtime>,
+    pub(crate) request: crate::runtime::CallRequest,
+    pub(crate) context: crate::runtime::CallContext,
+    pub(crate) events: UnboundedSender<Event>,
+}
+
+impl Job {
+    /// Waits for a call slot, then runs the call on a blocking thread; its
+    /// outcome goes to the follower as [`Event::Done`].
+    pub(crate) async fn start(self, calls: Arc<tokio::sync::Semaphore>) -> Result<(), ErrorData> {
+        let permit =
+            calls.acquire_owned().await.map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
+        let Job { runtime, request, context, events } = self;
+        tokio::task::spawn_blocking(move || {
+            let result = runtime.call_in(&request, &context);
+            // The progress notifier goes first: its last notification is
+            // sent before the outcome is answered.
+            drop(context);
+            let _ = events.send(Event::Done(Box::new(result)));
+            drop(permit);
+        });
+        Ok(())
+    }
+}
+
 /// Follows `pending` until it ends or asks the client; cancels it when the
 /// request is cancelled or its HTTP client goes away (`gone`), and still
 /// waits for its cancelled result to be recorded.
@@ -246,7 +273,7 @@ impl Notifications {
     }
 
     /// Waits until every notification of the ended call is sent.
-    async fn finish(self) {
+    pub(crate) async fn finish(self) {
         let _ = self.task.await;
     }
 }

@@ -11,10 +11,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams, CompleteResult, CustomRequest,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, TaskStatus, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -34,11 +35,13 @@ use crate::serve::asking::{
     Asker, McpAnswerer, McpConfirmer, NoAsker, RoundTripAsker, SessionAsker, SessionSampler, Turn,
 };
 use crate::serve::bridged::{self, Bridged, List, Origin, notices};
-use crate::serve::calls::{Event, Pending, complete, follow, forward_notifications};
+use crate::serve::calls::{Event, Job, Pending, complete, follow, forward_notifications};
 use crate::serve::http::client_gone;
 use crate::serve::inbound::{given_context, named_trace, traceparent};
 use crate::serve::logging::LogThreshold;
 use crate::serve::parked::Parked;
+use crate::serve::tasks::{self, NewTask, Owner, Task, TaskAsker, Tasks, legacy, wire};
+use std::time::Duration;
 
 /// What every session and request of one server shares.
 pub(crate) struct Shared {
@@ -61,6 +64,11 @@ pub(crate) struct Shared {
     pub(crate) handle: tokio::runtime::Handle,
     /// The bridged servers whose resources and prompts are offered.
     pub(crate) bridged: Bridged,
+    /// The calls run as tasks.
+    pub(crate) tasks: Tasks,
+    /// `--task-after`: how long a call of a client that takes tasks
+    /// (2026-07-28) is answered in before it goes on as a task.
+    pub(crate) task_after: Duration,
 }
 
 impl Shared {
@@ -83,6 +91,8 @@ impl Shared {
             parked: Parked::default(),
             handle: tokio::runtime::Handle::current(),
             bridged: Bridged::of(&runtime),
+            tasks: Tasks::default(),
+            task_after: options.task_after,
             runtime,
         })
     }
@@ -192,10 +202,13 @@ impl Handler {
     /// Who asks the client for this request, and whether it asks by round
     /// trips (2026-07-28). The sender half of the answers channel goes to
     /// the follower.
+    /// A call run as a task stops waiting for an answer when the task is
+    /// cancelled (`stop`), not when the request that made it ends.
     fn asker(
         &self,
         context: &RequestContext<RoleServer>,
         events: &tokio::sync::mpsc::UnboundedSender<Event>,
+        stop: Option<tokio_util::sync::CancellationToken>,
     ) -> (Arc<dyn Asker>, Option<mpsc::Sender<rmcp::model::InputResponses>>) {
         let elicits = context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some());
         if !elicits {
@@ -203,13 +216,14 @@ impl Handler {
         }
         if round_trips(context) {
             let (sender, receiver) = mpsc::channel();
-            let asker = RoundTripAsker { events: events.clone(), answers: Mutex::new(receiver) };
+            let asker =
+                RoundTripAsker { events: events.clone(), answers: Mutex::new(receiver), rounds: Default::default() };
             return (Arc::new(asker), Some(sender));
         }
         let asker = SessionAsker {
             peer: context.peer.clone(),
             handle: self.shared.handle.clone(),
-            cancelled: context.ct.clone(),
+            cancelled: stop.unwrap_or_else(|| context.ct.clone()),
             turn: Arc::clone(&self.turn),
         };
         (Arc::new(asker), None)
@@ -263,6 +277,27 @@ impl Handler {
         context: RequestContext<RoleServer>,
         by_meta_tool: bool,
     ) -> Result<CallToolResponse, ErrorData> {
+        let cancel =
+            Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
+        let (pending, job) = self.launch(params, &context, by_meta_tool, cancel, None)?;
+        job.start(Arc::clone(&self.shared.calls)).await?;
+        // A session's response stream that drops is resumable (Last-Event-ID):
+        // only a stateless request's call ends with its connection.
+        let gone = if round_trips(&context) { client_gone(&context.extensions) } else { None };
+        follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await
+    }
+
+    /// Prepares a call of `params`: what follows it, and the job that runs
+    /// it once a call slot is free. For a call run as `task`, questions go
+    /// through the task and the call is tagged with its id.
+    fn launch(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        by_meta_tool: bool,
+        cancel: Cancel,
+        task: Option<&Arc<Task>>,
+    ) -> Result<(Pending, Job), ErrorData> {
         let runtime = &self.shared.runtime;
         let tool = params.name.to_string();
         if runtime.tool(&tool).is_none() {
@@ -285,19 +320,23 @@ impl Handler {
                 None,
             ));
         }
-        let round_trips = round_trips(&context);
+        let round_trips = round_trips(context);
         let mut request = CallRequest::new(tool.clone(), Value::Object(params.arguments.unwrap_or_default()));
-        request.trace_id = Some(self.trace_of(&context, round_trips)?);
+        request.trace_id = Some(self.trace_of(context, round_trips)?);
         request.answer_source = AnswerSource::Mcp;
         request.traceparent = traceparent(&context.meta);
         // A caller's own tool context (seed 002) brings answers and options,
         // checked as `--answer` and `--option` are.
         (request.answers, request.options) =
             given_context(&context.meta).map_err(|why| ErrorData::invalid_params(why, None))?;
-        let cancel =
-            Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let (asker, answers) = self.asker(&context, &events);
+        let (mut asker, answers) = self.asker(context, &events, task.map(|t| t.stop.clone()));
+        if let Some(task) = task {
+            request.tags.push(format!("{}{}", tasks::TAG_PREFIX, task.id));
+            if !round_trips {
+                asker = Arc::new(TaskAsker { inner: asker, task: Arc::clone(task) });
+            }
+        }
         let confirmer: Option<Arc<dyn Confirmer>> =
             if self.shared.yes { None } else { Some(Arc::new(McpConfirmer(Arc::clone(&asker)))) };
         let (notifier, notifications) = forward_notifications(Arc::clone(&self.log_threshold));
@@ -307,27 +346,12 @@ impl Handler {
             answerer: Some(Arc::new(McpAnswerer(asker))),
             cancel: Some(cancel.clone()),
             progress: Some(Arc::new(notifier) as Arc<dyn ProgressSink>),
-            sampler: self.sampler(&context),
+            sampler: self.sampler(context),
         };
-        let permit = Arc::clone(&self.shared.calls)
-            .acquire_owned()
-            .await
-            .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
-        let runtime = Arc::clone(runtime);
-        tokio::task::spawn_blocking(move || {
-            let result = runtime.call_in(&request, &call_context);
-            // The progress notifier goes first: its last notification is
-            // sent before the outcome is answered.
-            drop(call_context);
-            let _ = events.send(Event::Done(Box::new(result)));
-            drop(permit);
-        });
         let shape = self.shared.catalog.get(&tool).map_or(ResultShape::Wrapped, |t| t.shape);
         let pending = Pending { events: receiver, answers, cancel, shape, notifications };
-        // A session's response stream that drops is resumable (Last-Event-ID):
-        // only a stateless request's call ends with its connection.
-        let gone = if round_trips { client_gone(&context.extensions) } else { None };
-        follow(pending, &self.shared.parked, &context.ct, gone.as_ref()).await
+        let job = Job { runtime: Arc::clone(runtime), request, context: call_context, events };
+        Ok((pending, job))
     }
 
     /// Resumes the call parked under `state` with the client's answers.
@@ -395,6 +419,226 @@ impl Handler {
         recorded.map_err(|e| ErrorData::internal_error(format!("cannot record the discovery: {e}"), None))?;
         complete(structured, json!({"dev.runloop/discover": {"trace_id": trace}}))
     }
+}
+
+/// A `tools/call` as the handler reads it: a call, or a discovery of
+/// `--expose core`'s meta-tools.
+enum Read {
+    Call(CallToolRequestParams, bool),
+    Discover(Discovery),
+}
+
+impl Handler {
+    /// Reads `params`: a meta-tool of `--expose core` names the call it
+    /// makes (`rlp.call_tool`), or is a discovery.
+    fn read(&self, mut params: CallToolRequestParams) -> Result<Read, ErrorData> {
+        if self.shared.expose == Expose::Core
+            && let Some(read) = meta::read(&params.name, &mut params.arguments)
+        {
+            return match read.map_err(|why| ErrorData::invalid_params(why, None))? {
+                MetaCall::Call(id, arguments) => {
+                    params.name = id.into();
+                    params.arguments = Some(arguments);
+                    Ok(Read::Call(params, true))
+                }
+                MetaCall::Discover(discovery) => Ok(Read::Discover(discovery)),
+            };
+        }
+        Ok(Read::Call(params, false))
+    }
+
+    /// Whose the tasks of this request are: its session's (2025-11-25), or
+    /// none (a stateless request of 2026-07-28, found by id alone).
+    fn owner(&self, context: &RequestContext<RoleServer>) -> Owner {
+        if round_trips(context) { None } else { Some(self.key) }
+    }
+
+    /// Starts `params` as a task: the task, already running.
+    fn start_task(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        by_meta_tool: bool,
+        ttl_ms: Option<u64>,
+    ) -> Result<Result<Arc<Task>, tasks::Refused>, ErrorData> {
+        let cancel =
+            Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
+        let listener = (!round_trips(context)).then(|| context.peer.clone());
+        let owner = self.owner(context);
+        let task = match self.shared.tasks.create(NewTask { owner, ttl_ms, cancel: cancel.clone(), listener }) {
+            Ok(task) => task,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let (pending, job) = match self.launch(params, context, by_meta_tool, cancel, Some(&task)) {
+            Ok(launched) => launched,
+            Err(error) => {
+                self.shared.tasks.forget(&task.id);
+                return Err(error);
+            }
+        };
+        tasks::run(Arc::clone(&task), pending);
+        let calls = Arc::clone(&self.shared.calls);
+        tokio::spawn(async move {
+            // A job that cannot start drops its events: the task fails.
+            let _ = job.start(calls).await;
+        });
+        Ok(Ok(task))
+    }
+
+    /// A `tools/call` of a client that takes tasks (2026-07-28): a
+    /// long-running tool's call is a task at once; another's is answered
+    /// if it ends within `--task-after`, else it goes on as a task (as it
+    /// does at once when it asks the client something).
+    async fn call_maybe_as_task(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        by_meta_tool: bool,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let long_running = self.shared.catalog.get(&params.name).is_some_and(|t| t.long_running);
+        let task = match self.start_task(params.clone(), &context, by_meta_tool, None)? {
+            Ok(task) => task,
+            // No room for one more task: the call is answered when it ends.
+            Err(_) => return self.start(params, context, by_meta_tool).await,
+        };
+        if !long_running && !self.shared.task_after.is_zero() {
+            let _ = tokio::time::timeout(self.shared.task_after, task.settled()).await;
+            let state = task.state();
+            if state.status.is_terminal() && state.status != TaskStatus::Cancelled {
+                task.ended().await;
+                self.shared.tasks.forget(&task.id);
+                let outcome = task
+                    .state()
+                    .outcome
+                    .unwrap_or_else(|| Err(ErrorData::internal_error("the call ended without an outcome", None)))?;
+                return from_json::<rmcp::model::CallToolResult>(outcome).map(CallToolResponse::Complete);
+            }
+        }
+        Ok(CallToolResponse::Task(wire::created(&task)?))
+    }
+
+    /// `tools/call` with a `task` (2025-11-25): the task, answered at once.
+    async fn legacy_call(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let mut params: CallToolRequestParams = serde_json::from_value(request.params.unwrap_or_default())
+            .map_err(|e| ErrorData::invalid_params(format!("invalid `tools/call` params: {e}"), None))?;
+        params.meta = None;
+        let ttl_ms = context.meta.get(legacy::TASK_META).and_then(|task| task.get("ttl")).and_then(Value::as_u64);
+        let (params, by_meta_tool) = match self.read(params)? {
+            Read::Call(params, by_meta_tool) => (params, by_meta_tool),
+            Read::Discover(_) => {
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                    "the discovery meta-tools do not run as tasks (their execution.taskSupport is forbidden)",
+                    None,
+                ));
+            }
+        };
+        match self.start_task(params, &context, by_meta_tool, ttl_ms)? {
+            Ok(task) => Ok(wire::legacy_created(&task)),
+            Err(tasks::Refused::Full) => Err(ErrorData::internal_error(
+                format!(
+                    "too many tasks are kept (at most {} per session, {} in all): wait for some to end or expire",
+                    tasks::MAX_TASKS_PER_OWNER,
+                    tasks::MAX_TASKS
+                ),
+                None,
+            )),
+            Err(tasks::Refused::NoRandomness) => {
+                Err(ErrorData::internal_error("cannot make a task id: no randomness", None))
+            }
+        }
+    }
+
+    /// `tools/list` of a 2025-11-25 session: each tool says it may run as a
+    /// task (`execution.taskSupport`), but the discovery meta-tools.
+    async fn legacy_list_tools(&self, context: RequestContext<RoleServer>) -> Result<Value, ErrorData> {
+        let listed = self.list_tools(None, context).await?;
+        let mut written = serde_json::to_value(listed)
+            .map_err(|e| ErrorData::internal_error(format!("cannot list the tools: {e}"), None))?;
+        written.as_object_mut().map(|fields| fields.remove("resultType"));
+        for tool in written.get_mut("tools").and_then(Value::as_array_mut).into_iter().flatten() {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            if name != meta::SEARCH && name != meta::DESCRIBE {
+                tool["execution"] = json!({"taskSupport": "optional"});
+            }
+        }
+        Ok(written)
+    }
+
+    /// The 2025-11-25 task methods (`tasks/get`, `tasks/result`,
+    /// `tasks/list`, `tasks/cancel`), for the session's own tasks.
+    async fn legacy_tasks(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        if round_trips(&context) {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("{} is a method of 2025-11-25 tasks", request.method),
+                None,
+            ));
+        }
+        let owner = self.owner(&context);
+        let params = request.params.unwrap_or_default();
+        let task_id = || {
+            params
+                .get("taskId")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ErrorData::invalid_params("`taskId` is required", None))
+        };
+        match request.method.as_str() {
+            legacy::GET => {
+                let task = self.shared.tasks.get(task_id()?, owner)?;
+                Ok(wire::legacy_task(&task))
+            }
+            "tasks/result" => {
+                let task = self.shared.tasks.get(task_id()?, owner)?;
+                let state = tokio::select! {
+                    state = task.terminal() => state,
+                    () = context.ct.cancelled() => return Err(ErrorData::internal_error("the request was cancelled", None)),
+                };
+                wire::legacy_result(&task, state)
+            }
+            "tasks/list" => {
+                wire::legacy_list(&self.shared.tasks.of(owner), params.get("cursor").and_then(Value::as_str))
+            }
+            legacy::CANCEL => {
+                let task = self.shared.tasks.get(task_id()?, owner)?;
+                cancel(&task).await?;
+                Ok(wire::legacy_task(&task))
+            }
+            _ => unreachable_method(&request.method),
+        }
+    }
+}
+
+/// Cancels `task` and waits (a bounded while) until its call is recorded
+/// as cancelled; an error for a task already terminal.
+async fn cancel(task: &Task) -> Result<(), ErrorData> {
+    task.cancel("The task was cancelled by request.").map_err(|status| {
+        let status = serde_json::to_value(status).unwrap_or_default();
+        ErrorData::invalid_params(format!("Cannot cancel task: already in terminal status {status}"), None)
+    })?;
+    let _ = tokio::time::timeout(CANCEL_WAIT, task.ended()).await;
+    Ok(())
+}
+
+/// How long `tasks/cancel` waits for the cancelled call to be recorded.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// The error for a method no handler answers.
+fn unreachable_method<T>(method: &str) -> Result<T, ErrorData> {
+    Err(ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, method.to_string(), None))
+}
+
+/// Whether the request declares the tasks extension (2026-07-28).
+fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
+    round_trips(context) && context.client_capabilities().is_some_and(|caps| caps.supports_tasks())
 }
 
 impl Handler {
@@ -468,6 +712,12 @@ impl ServerHandler for Handler {
         } else {
             ServerCapabilities::builder().enable_tools().enable_logging().build()
         };
+        // Tool calls may run as tasks (2026-07-28 extension; 2025-11-25
+        // sessions are told in their `initialize` result: tasks::legacy).
+        info.capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.to_string(), serde_json::Map::new());
         info.server_info = Implementation::new(
             format!("rlp-{}", runtime.agent()),
             runtime.version().unwrap_or(env!("CARGO_PKG_VERSION")).to_string(),
@@ -602,20 +852,58 @@ impl ServerHandler for Handler {
         if let Some(state) = params.request_state.clone() {
             return self.resume(&state, params, context).await;
         }
-        let mut params = params;
-        let mut by_meta_tool = false;
-        if self.shared.expose == Expose::Core
-            && let Some(read) = meta::read(&params.name, &mut params.arguments)
-        {
-            match read.map_err(|why| ErrorData::invalid_params(why, None))? {
-                MetaCall::Call(id, arguments) => {
-                    params.name = id.into();
-                    params.arguments = Some(arguments);
-                    by_meta_tool = true;
-                }
-                MetaCall::Discover(discovery) => return self.discover(discovery, &context).await,
-            }
+        let (params, by_meta_tool) = match self.read(params)? {
+            Read::Call(params, by_meta_tool) => (params, by_meta_tool),
+            Read::Discover(discovery) => return self.discover(discovery, &context).await,
+        };
+        if takes_tasks(&context) {
+            return self.call_maybe_as_task(params, context, by_meta_tool).await;
         }
         self.start(params, context, by_meta_tool).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let answer = match request.method.as_str() {
+            legacy::CALL => self.legacy_call(request, context).await,
+            legacy::LIST_TOOLS => self.legacy_list_tools(context).await,
+            legacy::GET | legacy::CANCEL | "tasks/result" | "tasks/list" => self.legacy_tasks(request, context).await,
+            other => unreachable_method(other),
+        };
+        answer.map(CustomResult::new)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let task = self.shared.tasks.get(&request.task_id, self.owner(&context))?;
+        wire::got(&task)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.tasks.get(&request.task_id, self.owner(&context))?.answer(request.input_responses);
+        Ok(())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let task = self.shared.tasks.get(&request.task_id, self.owner(&context))?;
+        // Cancelling a task that already ended is acknowledged: it stays as it ended.
+        if !task.state().status.is_terminal() {
+            cancel(&task).await?;
+        }
+        Ok(())
     }
 }

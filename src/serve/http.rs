@@ -15,7 +15,6 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -23,6 +22,7 @@ use tower_service::Service;
 
 use crate::serve::MAX_MESSAGE_BYTES;
 use crate::serve::handler::{Handler, Shared};
+use crate::serve::tasks::legacy::{Sessions, normalize};
 
 /// The endpoint's path.
 pub const ENDPOINT: &str = "/mcp";
@@ -145,6 +145,20 @@ fn sessions_full(max_sessions: usize) -> Reply {
     reply
 }
 
+/// `request` with its JSON-RPC message read whole (at most
+/// [`MAX_MESSAGE_BYTES`]: 413 beyond) and [`normalize`]d: the tasks of
+/// 2025-11-25 made readable by the SDK.
+async fn normalized(request: Request<Incoming>) -> Result<Request<Full<Bytes>>, Reply> {
+    let (parts, body) = request.into_parts();
+    let limited = http_body_util::Limited::new(body, MAX_MESSAGE_BYTES);
+    let bytes = match limited.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large or was cut short")),
+    };
+    let bytes = if parts.method == hyper::Method::POST { normalize(&bytes).map_or(bytes, Bytes::from) } else { bytes };
+    Ok(Request::from_parts(parts, Full::new(bytes)))
+}
+
 /// Serves until `stop` is cancelled.
 pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: CancellationToken) -> std::io::Result<()> {
     settings.listener.set_nonblocking(true)?;
@@ -157,9 +171,9 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         // Any Host may reach a non-loopback bind; the bearer token guards it.
         config = config.disable_allowed_hosts();
     }
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.channel_capacity = RESUMABLE_EVENTS;
-    sessions.session_config.completed_cache_ttl = RESUMABLE_FOR;
+    let mut sessions = Sessions::default();
+    sessions.0.session_config.channel_capacity = RESUMABLE_EVENTS;
+    sessions.0.session_config.completed_cache_ttl = RESUMABLE_FOR;
     let sessions = Arc::new(sessions);
     let service =
         StreamableHttpService::new(move || Ok(Handler::new(Arc::clone(&shared))), Arc::clone(&sessions), config);
@@ -198,13 +212,19 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
             let gone = CancellationToken::new();
             request.extensions_mut().insert(ClientGone(gone.clone()));
             async move {
-                if refused.is_none() && opens_session(&request) && sessions.sessions.read().await.len() >= max_sessions
+                if refused.is_none()
+                    && opens_session(&request)
+                    && sessions.0.sessions.read().await.len() >= max_sessions
                 {
                     return Ok(sessions_full(max_sessions));
                 }
                 match refused {
                     Some((status, message)) => Ok::<_, Infallible>(refuse(status, message)),
                     None => {
+                        let request = match normalized(request).await {
+                            Ok(request) => request,
+                            Err(reply) => return Ok(reply),
+                        };
                         let reply = service.call(request).await?;
                         // The guard cancels `gone` when hyper drops the body:
                         // at its end, or when the client went away.

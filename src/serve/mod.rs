@@ -27,6 +27,7 @@ pub mod http;
 pub mod inbound;
 mod logging;
 mod parked;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -76,6 +77,9 @@ pub struct ServeOptions {
     pub activate: bool,
     /// The trace of calls that name none and belong to no session.
     pub run_trace: Uuid,
+    /// `--task-after`: how long a call of a client that takes tasks
+    /// (2026-07-28 extension) is answered in before it goes on as a task.
+    pub task_after: std::time::Duration,
 }
 
 /// Serves `runtime`'s tools until the client goes away (stdio) or the
@@ -94,9 +98,12 @@ pub fn serve(runtime: Runtime, options: ServeOptions) -> std::io::Result<()> {
         bridged::notices::start(&shared);
         match options.listen {
             Listen::Stdio => {
+                let input = tasks::legacy::normalized_input(tokio::io::stdin(), MAX_MESSAGE_BYTES);
                 #[expect(clippy::disallowed_methods, reason = "serving over stdio: the transport owns stdout")]
-                let stdio = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())
-                    .with_max_line_length(MAX_MESSAGE_BYTES);
+                let output = tokio::io::stdout();
+                let stdio = tasks::legacy::Advertised(
+                    AsyncRwTransport::new_server(input, output).with_max_line_length(MAX_MESSAGE_BYTES),
+                );
                 let service = match Handler::in_run_trace(shared).serve(stdio).await {
                     Ok(service) => service,
                     // The client went away before it began: nothing to serve.

@@ -828,7 +828,12 @@ fn serve_lists_bridged_tools_and_calls_them_through_one_server_process() {
         let report = mcp::drive(&scenario(serve.transport(None), mode, None, steps));
         assert_eq!(report["protocol_version"], version);
         let listed = step(&report, 0)["tools"].as_array().unwrap();
-        let read = listed.iter().find(|t| t["name"] == "seed.read_file").unwrap_or_else(|| panic!("{listed:?}"));
+        let mut read =
+            listed.iter().find(|t| t["name"] == "seed.read_file").unwrap_or_else(|| panic!("{listed:?}")).clone();
+        // A 2025-11-25 session is told each tool may run as a task.
+        let execution = read.as_object_mut().unwrap().remove("execution");
+        assert_eq!(execution, (version == "2025-11-25").then(|| json!({"taskSupport": "optional"})));
+        let read = &read;
         assert_eq!(
             read,
             &json!({"name": "seed.read_file", "description": "test tool seed.read_file",

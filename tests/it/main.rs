@@ -39,6 +39,7 @@ mod secrets;
 mod serve;
 mod serve_durability;
 mod shared_schemas;
+mod tasks;
 mod tidy;
 mod trace_diff;
 mod travel;
