@@ -310,3 +310,36 @@ fn a_client_without_tasks_gets_the_result_of_a_long_running_tool() {
     raw.finish();
     assert_eq!(td.payloads("tool.call")[0]["tags"], json!([]));
 }
+
+#[test]
+fn the_typescript_sdks_tasks_client_streams_a_task_to_its_result() {
+    let td = TestDir::new();
+    let (jobs, _) = jobs(&td);
+    let servers = crate::support::bridge::servers();
+    let output = td
+        .program(&servers.node)
+        .arg(crate::support::files::repo("tests/tasks/ts_client.mjs"))
+        .arg(&servers.node_modules)
+        .arg(env!("CARGO_BIN_EXE_rlp"))
+        .arg(&jobs)
+        .arg("jobs.slow")
+        .env("RUNLOOP_HOME", td.home())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let messages: Vec<Value> =
+        String::from_utf8_lossy(&output.stdout).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(messages[0]["tasks"], json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}));
+    assert_eq!(messages[1]["execution"], json!({"taskSupport": "optional"}));
+    assert_eq!((&messages[2]["type"], &messages[2]["status"]), (&json!("taskCreated"), &json!("working")));
+    let result = messages.iter().find(|m| m["type"] == "result").expect("a result message");
+    assert_eq!(result["result"]["structuredContent"], json!({"done": true}), "{messages:?}");
+    assert_eq!(result["result"]["isError"], false);
+    let last_status = messages.iter().rev().find(|m| m["type"] == "taskStatus").expect("a status message");
+    assert_eq!(last_status["status"], "completed");
+    assert_eq!(messages.last().unwrap(), &json!({"type": "list", "statuses": ["completed"]}));
+    // The call is recorded like any other, tagged with its task.
+    let results = td.payloads("tool.result");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["result"], json!({"done": true}));
+}
