@@ -42,6 +42,12 @@ const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 /// by the SDK (see the module); `None` when nothing changes (or it is not
 /// a JSON object).
 pub(crate) fn normalize(message: &[u8]) -> Option<Vec<u8>> {
+    // Most messages (every call without a task) are none of these: they
+    // are passed on without being parsed twice.
+    let mentions = |needle: &str| memchr::memmem::find(message, needle.as_bytes()).is_some();
+    if !(mentions("\"task") || mentions(TASK_META) || mentions("tools/list") || mentions("tasks/")) {
+        return None;
+    }
     let mut value: Value = serde_json::from_slice(message).ok()?;
     let fields = value.as_object_mut()?;
     let method = fields.get("method")?.as_str()?.to_string();
@@ -235,5 +241,46 @@ async fn pass_rest(
         if ended {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normalized(message: Value) -> Option<Value> {
+        normalize(&serde_json::to_vec(&message).unwrap()).map(|bytes| serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[test]
+    fn a_call_without_a_task_passes_untouched() {
+        let call =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a.b", "arguments": {}}});
+        assert_eq!(normalized(call), None);
+        let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+        assert_eq!(normalized(ping), None);
+    }
+
+    #[test]
+    fn a_task_moves_into_meta_and_the_call_is_renamed() {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "a.b", "arguments": {"x": "a task"}, "task": {"ttl": 1000}}});
+        let written = normalized(call).unwrap();
+        assert_eq!(written["method"], CALL);
+        assert_eq!(written["params"]["_meta"][TASK_META], json!({"ttl": 1000}));
+        assert_eq!(written["params"].get("task"), None);
+        for method in [("tools/list", LIST_TOOLS), ("tasks/get", GET), ("tasks/cancel", CANCEL)] {
+            let written = normalized(json!({"jsonrpc": "2.0", "id": 3, "method": method.0, "params": {}})).unwrap();
+            assert_eq!(written["method"], method.1);
+        }
+    }
+
+    #[test]
+    fn a_task_meta_a_client_wrote_itself_is_dropped() {
+        let forged = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "a.b", "arguments": {}, "_meta": {TASK_META: {"ttl": 5}}}});
+        let written = normalized(forged).unwrap();
+        assert_eq!(written["method"], "tools/call");
+        assert_eq!(written["params"]["_meta"], json!({}));
     }
 }
