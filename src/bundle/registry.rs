@@ -20,8 +20,6 @@ use crate::bundle::MAX_TEXT_FILE_BYTES;
 use crate::bundle::inventory::hash_bytes;
 use crate::bundle::manifest::Digest;
 use crate::bundle::schema::is_valid_schema_id;
-use crate::config::Config;
-use crate::home::Home;
 
 /// Where a registry folder comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,18 +69,6 @@ pub struct Lookup {
 impl Registries {
     /// Exactly these folders, in this order.
     pub fn new(list: Vec<Registry>) -> Registries {
-        Registries { list }
-    }
-
-    /// The registries of a host: `[schemas] registries` of its config
-    /// files, then the home's `schemas/`.
-    pub fn of(config: &Config, home: &Home) -> Registries {
-        let mut list: Vec<Registry> = config
-            .schema_registries
-            .iter()
-            .map(|r| Registry { dir: r.dir.clone(), origin: Origin::Config(r.file.clone()) })
-            .collect();
-        list.push(Registry { dir: home.schemas_dir(), origin: Origin::Home });
         Registries { list }
     }
 

@@ -67,7 +67,7 @@ impl Context {
     /// The shared schema registries: `[schemas] registries` of the config
     /// files, then the home's `schemas/`.
     pub(crate) fn registries(&self) -> Result<crate::bundle::registry::Registries, CliError> {
-        Ok(crate::bundle::registry::Registries::of(&self.config()?, &self.home))
+        Ok(self.config()?.registries(&self.home))
     }
 
     /// The ledger frames are recorded in and read from: `--ledger`, else

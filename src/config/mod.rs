@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::bundle::registry::{Origin, Registries, Registry};
 use crate::error::{Exit, Reportable};
 use crate::home::Home;
 use crate::sandbox::SandboxMode;
@@ -181,6 +182,18 @@ pub struct ConfiguredOptions {
 }
 
 impl Config {
+    /// The shared schema registries of this host: `[schemas] registries`
+    /// of its config files, then the home's `schemas/`.
+    pub fn registries(&self, home: &Home) -> Registries {
+        let mut list: Vec<Registry> = self
+            .schema_registries
+            .iter()
+            .map(|r| Registry { dir: r.dir.clone(), origin: Origin::Config(r.file.clone()) })
+            .collect();
+        list.push(Registry { dir: home.schemas_dir(), origin: Origin::Home });
+        Registries::new(list)
+    }
+
     /// The options config files set for `tool` of `agent`, if any.
     pub fn options_of(&self, agent: &str, tool: &str) -> Option<&ConfiguredOptions> {
         self.tool_options.get(agent)?.get(tool)

@@ -240,7 +240,7 @@ impl Runtime {
         // The gate runs at every call; here it only decides what a bundle
         // that cannot be read becomes: refused at every call, with a
         // deny audit frame, when the trust policy refuses it too.
-        let contents = match Contents::read(dir, &options.home, &Registries::of(&options.config, &options.home)) {
+        let contents = match Contents::read(dir, &options.home, &options.config.registries(&options.home)) {
             Ok(contents) => contents,
             Err(_) if gate.check().is_err() => Contents::unread(&root),
             Err(e) => return Err(e),

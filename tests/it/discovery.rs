@@ -146,12 +146,21 @@ fn tools_call(name: &str, arguments: Value) -> Value {
 
 /// The `tools/list` result a server started with `args` sends, read raw
 /// off its stdout.
+/// The tools/list of `rlp serve <bundle> <args…>` to a 2025-11-25 client,
+/// without the `execution` member each tool but the discovery meta-tools
+/// has there (checked).
 fn listed_by_server(td: &TestDir, bundle: &Path, args: &[&str]) -> Value {
     let mut command = td.command();
     command.arg("serve").arg(bundle).args(args);
     let mut session = Session::start(command);
-    let listed = session.ask(json!({"method": "tools/list"}))["result"].clone();
+    let mut listed = session.ask(json!({"method": "tools/list"}))["result"].clone();
     session.end();
+    for tool in listed["tools"].as_array_mut().unwrap() {
+        let execution = tool.as_object_mut().unwrap().remove("execution");
+        let meta = ["rlp.search_tools", "rlp.describe_tools"].contains(&tool["name"].as_str().unwrap());
+        let expected = (!meta).then(|| json!({"taskSupport": "optional"}));
+        assert_eq!(execution, expected, "{tool}");
+    }
     listed
 }
 

@@ -38,7 +38,8 @@ list that keeps it out (`denied by the operator's list in FILE (\"PATTERN\")`).
 SANDBOX is what an exec tool may write (rw) and reach (net) under [runtime] sandbox
 (docs/sandbox.md), or `off`. DISCOVERY is `core` (listed up front by `rlp serve --expose core`)
 or `discoverable` (found through rlp.search_tools; docs/discovery.md).
---format mcp prints exactly the tools/list result `rlp serve --expose all|core` sends.")]
+--format mcp prints exactly the tools/list result `rlp serve --expose all|core` sends (to a
+2025-11-25 client, each tool also says `execution: {\"taskSupport\": \"optional\"}`).")]
 pub struct ListArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
