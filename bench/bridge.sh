@@ -40,7 +40,12 @@ mkdir -p "$work/logs"
 work="$(realpath "$work")"
 
 cargo build --release --bin rlp >&2
-rlp="$(realpath "$target_dir/release/rlp")"
+# The build measured: the commit, and whether the sources had changes not
+# yet committed. A copy, so that a rebuild meanwhile does not swap it.
+build="commit $(git rev-parse --short HEAD)"
+[ -z "$(git status --porcelain -- src Cargo.toml Cargo.lock)" ] || build="$build with uncommitted changes in src/"
+cp "$target_dir/release/rlp" "$work/rlp"
+rlp="$work/rlp"
 
 # The servers: the pinned npm reference servers of the bridge tests.
 servers_env="$(sh tests/bridge/setup.sh "$target_dir/bridge")"
@@ -100,6 +105,7 @@ RUNLOOP_HOME="$home" "$rlp" agent scaffold bench_resources --non-interactive --r
 RUNLOOP_HOME="$home" "$rlp" tools import "$work/bench_resources" --mcp bench --bare-ids \
   --url "$resource_url" --grant >"$work/logs/import-resources.out" 2>&1
 
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 report="$("$python" bench/bridge_bench.py --rlp "$rlp" --node "$NODE" --everything "$EVERYTHING_JS" --url "$url" \
   --bundle-stdio "$work/bench_stdio" --bundle-http "$work/bench_http" --home "$home" --home-off "$home_off" \
   --python "$python" --fastmcp bench/bridge_fastmcp.py --logs "$work/logs" \
@@ -130,6 +136,20 @@ rlp's home and ledger on tmpfs ($tmpfs_dir), as in \`bench/serve.sh\`'s latency
 rows. A stdio server runs in rlp's sandbox unless a row says the sandbox is
 off; \`rlp serve --http\` listens on 127.0.0.1.
 
+Resources and throughput: a small server made with the MCP Python SDK
+(\`bench/bridge_resource_server.py\`: \`MCPServer\`, Streamable HTTP on
+127.0.0.1, a 1 MiB binary and a 1 MiB text resource, and an \`echo\` tool
+like the everything server's), imported as the others
+(\`rlp tools import --mcp bench --bare-ids --url … --grant\`). One
+\`resources/read\` through \`rlp serve --http\` (recorded as a
+\`resource.read\` frame: the blob by digest, the text inline) against the
+same read sent to the server directly, by the same raw client, interleaved.
+Throughput: $clients client processes at once, each with its own session,
+calling \`echo\` one call after the other for a fixed time, all on one
+\`rlp serve --http\` or all directly on the server, for the everything
+server and the Python one, interleaved; the clients, rlp and the server
+share the machine's $(nproc) cores.
+
 Every series uses the same client: the MCP Python SDK's \`Client\`
 (\`mcp==2.3.0\`, the initialize handshake, 2025-11-25), in one process. The
 SDK's own cost per call is in every row alike, so the differences are the
@@ -141,18 +161,22 @@ fresh backend session for each request: FastMCP's default and its
 documentation's example) and with a connected client handed to
 \`create_proxy\` (one shared session, its fastest setting).
 
-Reproduce: \`bench/bridge.sh\` (\`ITERATIONS=$iterations WARMUP=$warmup ROUNDS=$rounds REPEATS=$repeats\`;
-builds with \`cargo build --release\`, installs the servers with
+Reproduce: \`bench/bridge.sh\` (\`ITERATIONS=$iterations WARMUP=$warmup ROUNDS=$rounds REPEATS=$repeats\`
+\`RESOURCE_ITERATIONS=$resource_iterations CLIENTS=$clients THROUGHPUT_SECONDS=$throughput_seconds\`;
+builds with \`cargo build --release\` ($build), installs the servers with
 \`tests/bridge/setup.sh $shown_target/bridge\` and \`mcp==2.3.0 fastmcp==4.2.3\` into \`bench/work/serve-venv\`,
-then runs \`bench/bridge_bench.py\` with \`$shown_target/release/rlp\`).
+then runs \`bench/bridge_bench.py\` with a copy of \`$shown_target/release/rlp\`).
 
-Machine: $machine; server: $server_version. Run: $(date -u +%Y-%m-%d), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).
+Machine: $machine; server: $server_version. Run: $(date -u +%Y-%m-%d), load average at the start: $load_start, at the end: $(cut -d' ' -f1-3 /proc/loadavg).
 
 $report
 
 Targets (the last table, from the means above): \`rlp serve\` under 0.5 ms per
 call above the direct call, for a stdio and an HTTP server; \`rlp serve\`
-faster per call than a FastMCP proxy of the same server measured the same way.
+faster per call than a FastMCP proxy of the same server measured the same way;
+a 1 MiB \`resources/read\` through \`rlp serve --http\` at most 1.2× the direct
+read (means); $clients clients of one \`rlp serve --http\` at least 0.8× the calls/s
+of the same clients on the server directly.
 
 How to read the warm rows: the direct rows are the client's floor — most of
 a direct call is the Python client itself (compare the SDK and the raw direct
@@ -165,25 +189,57 @@ of the HTTP table do not compare with its direct row (their client leg is
 stdio, cheaper for the SDK than HTTP): rlp's share there is that row minus
 the stdio direct row minus one raw HTTP round trip.
 
-Where rlp's time goes (\`perf record\` and \`strace\` of \`rlp serve\` under the
-raw stdio client, on this machine): about 1 ms of CPU per call in rlp against
-about 0.25 ms in the server. A call's frames are written in two durable group
-commits (before the call and after it), and each ledger append parses and
-plans its query of the last chain value afresh (as much of the writer's time
-as the insert). Per call, the bridge clones its copy of every definition the
-server listed and recomputes the pin's digest, and rebuilds the server's
-sandbox plan although the server already runs (canonicalising the grant
-paths, statting the server's program and reading its first bytes). A call
-crosses several threads (the MCP front, the server's session, the ledger
-writer) on 2 cores. The sandbox costs a warm call little (the sandbox-off row).
+Where rlp's time goes in a warm call (\`strace\` and \`perf record\` of
+\`rlp serve\` under the raw clients, and the sources): about 1 ms of CPU per
+call in rlp (the throughput table's rlp column) — trust, exposure,
+validation, the pin check, two durable ledger group commits (two fsyncs) per
+call — against about 0.25 ms in the server, and a call crosses several
+threads (the MCP front, the server's session, the ledger writer) on $(nproc) cores.
+A server's progress and log messages reach the waiting call as rlp's client
+transport receives them, in order, before the answer
+(src/runtime/mcp/ordered.rs), so no call waits for notifications that might
+still come (a fixed 10 ms wait after every answer, between commits 57b3414
+and e8a9cbf, had put rlp behind FastMCP). For an HTTP server rlp opens a new TCP connection for every call
+(socket, connect, shutdown after the answer), which costs the server CPU too
+(the everything server's column in the throughput table, through rlp against
+direct).
 
-\`rlp serve --http\` and the raw HTTP client: about 40 ms a call. rlp sends the
-head of a call's SSE response at once and the event carrying the answer later
-in a second small segment; the accepted socket is not \`TCP_NODELAY\`, so Nagle
-holds that segment until the client acknowledges the head, and a client that
-delays its acknowledgements (40 ms on Linux) waits that long. The same client
-setting \`TCP_QUICKACK\` after each read gets its answer in about 3 ms; the SDK's
-client did not hit the stall in these runs.
+Throughput: $clients clients calling one call after the other make about
+$clients calls per call latency. A call through rlp costs about 3 ms of CPU in all
+(server + rlp + clients columns) against about 1.5 ms direct, and the
+clients, rlp and the server share $(nproc) cores, so a fast server's direct
+rate is out of reach here unless rlp's and the server's CPU per call fall (a
+connection kept between calls would take back part of the server's extra);
+against a server that spends more per call itself (the Python SDK's), rlp's
+share matters less.
+
+Resources: rlp passes a read on store-and-forward — it reads the server's
+whole answer, records it, and serialises it again before its client gets a
+byte — so its CPU per read (the rlp column) adds to the read's latency
+almost one for one. \`perf record\` of \`rlp serve --http\` over 40 reads of the
+blob: about 40% of rlp's CPU goes to reading the server's SSE answer in
+rmcp's Streamable HTTP client (rmcp 3.11's \`SseEventSizeLimiter::observe\`
+walks the 1.4 MB event a byte at a time, about 24% on its own, and
+\`sse-stream\`'s line parser scans it again, 9–17%); about 13% to writing
+the answer out again for the client (serde_json escaping the 1.4 MB string);
+about 5% to parsing it; about 5% to \`IndexMap\` clones of the contents
+(\`recorded_contents\`, \`Scrubber::scrubbed\`); 3% to the BLAKE3 digest that
+stands for the blob in the frame; most of the rest to copies between these.
+For the text, recorded inline, the ledger append is about 30% of rlp's CPU
+(\`canonical::push_json_string\` encoding the 1 MiB string, about 10%; the
+SQLite insert, its WAL and checkpoints, about 16%). Within 1.2× of the
+direct read, rlp may add about 6 ms to the blob's read here: less than half
+its CPU per read now.
+
+The raw HTTP client sets \`TCP_NODELAY\`, as HTTP clients do (httpx, curl,
+hyper): \`http.client\` writes a request's head and body separately, and with
+Nagle on the body waits for the server's delayed acknowledgement. The 40 ms
+stall of \`rlp serve --http\` in the previous run (its own sockets without
+\`TCP_NODELAY\`) is gone. The bench's own Python servers (the FastMCP proxy
+over HTTP and \`bench/bridge_resource_server.py\`) listen on a socket made with
+\`IPPROTO_TCP\` named, without which asyncio leaves Nagle on for the sockets
+it accepts and ends every SSE response 40 ms late; the FastMCP HTTP rows of
+the previous run were measured without that.
 
 Cold: \`rlp tools call\` prints its answer within the spread of the server's own
 start-up as the SDK client measures it — both are Node starting the server,

@@ -53,6 +53,9 @@ async def run(proxy, options: argparse.Namespace) -> None:
     if not options.http_port_file:
         await proxy.run_async(transport="stdio", show_banner=False)
         return
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on accepted sockets whose
+    # proto is IPPROTO_TCP (proto 0 would leave Nagle on, and the end of each
+    # SSE response would wait 40 ms for the client's delayed acknowledgement).
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
