@@ -940,14 +940,19 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
             .arg("sleep")
             .env("TMPDIR", &tmp)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::fs::File::create(td.join("rlp.stderr")).unwrap())
             .spawn()
             .unwrap();
         let parent: i32 = wait_for_file(&pids.join("parent.pid")).trim().parse().unwrap();
         let child: i32 = wait_for_file(&pids.join("child.pid")).trim().parse().unwrap();
         process::signal(rlp.id() as i32, signal);
         let status = rlp.wait().unwrap();
-        assert_eq!(status.signal(), Some(signal), "rlp ends by the signal it got: {status:?}");
+        let said = std::fs::read_to_string(td.join("rlp.stderr")).unwrap_or_default();
+        assert_eq!(
+            status.signal(),
+            Some(signal),
+            "rlp ends by the signal {signal} it got: {status:?}; stderr:\n{said}"
+        );
         wait_until_gone(parent);
         wait_until_gone(child);
         let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
