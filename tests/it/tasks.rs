@@ -311,17 +311,18 @@ fn a_client_without_tasks_gets_the_result_of_a_long_running_tool() {
     assert_eq!(td.payloads("tool.call")[0]["tags"], json!([]));
 }
 
-#[test]
-fn the_typescript_sdks_tasks_client_streams_a_task_to_its_result() {
-    let td = TestDir::new();
-    let (jobs, _) = jobs(&td);
+/// Runs `tests/tasks/ts_client.mjs` (the TypeScript SDK's tasks client) for
+/// a task of `jobs.slow`, over stdio (`target` the bundle, rlp started by
+/// the client) or Streamable HTTP (`target` the URL of a running server);
+/// checks what it printed, and returns it.
+fn typescript_client_runs_a_task(td: &TestDir, target: &std::ffi::OsStr) -> Vec<Value> {
     let servers = crate::support::bridge::servers();
     let output = td
         .program(&servers.node)
         .arg(crate::support::files::repo("tests/tasks/ts_client.mjs"))
         .arg(&servers.node_modules)
         .arg(env!("CARGO_BIN_EXE_rlp"))
-        .arg(&jobs)
+        .arg(target)
         .arg("jobs.slow")
         .env("RUNLOOP_HOME", td.home())
         .output()
@@ -342,4 +343,37 @@ fn the_typescript_sdks_tasks_client_streams_a_task_to_its_result() {
     let results = td.payloads("tool.result");
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["result"], json!({"done": true}));
+    assert!(results[0]["tags"].as_array().unwrap().iter().any(|t| t.as_str().unwrap().starts_with("mcp.task=")));
+    messages
+}
+
+#[test]
+fn the_typescript_sdks_tasks_client_streams_a_task_to_its_result() {
+    let td = TestDir::new();
+    let (jobs, _) = jobs(&td);
+    typescript_client_runs_a_task(&td, jobs.as_os_str());
+}
+
+#[test]
+fn a_task_runs_over_streamable_http_as_over_stdio() {
+    let td = TestDir::new();
+    let (jobs, _) = jobs(&td);
+    let server = mcp::HttpServe::start(&td, &jobs, &[]);
+    typescript_client_runs_a_task(&td, std::ffi::OsStr::new(&server.url));
+}
+
+#[test]
+fn a_task_whose_tool_needs_confirmation_asks_the_client_on_the_tasks_behalf() {
+    let td = TestDir::new();
+    let (jobs, _) = jobs(&td);
+    let mut tools: Value = serde_json::from_str(&std::fs::read_to_string(jobs.join("tools.json")).unwrap()).unwrap();
+    let list = if tools.is_array() { &mut tools } else { &mut tools["tools"] };
+    let slow = list.as_array_mut().unwrap().iter_mut().find(|t| t["id"] == "jobs.slow").unwrap();
+    slow["requires_confirmation"] = json!(true);
+    let confirmed = td.bundle_document("jobs", &tools, &std::fs::read_to_string(jobs.join("policy.caps")).unwrap());
+    let messages = typescript_client_runs_a_task(&td, confirmed.as_os_str());
+    let asked: Vec<&Value> = messages.iter().filter(|m| m["type"] == "elicit").collect();
+    assert_eq!(asked, [&json!({"type": "elicit", "message": "Allow `jobs.slow` to run?", "related": true})]);
+    let confirms = td.payloads("tool.confirm");
+    assert_eq!((&confirms[0]["approved"], &confirms[0]["how"]), (&json!(true), &json!("mcp")));
 }
