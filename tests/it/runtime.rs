@@ -933,16 +933,24 @@ fn interrupting_rlp_kills_the_tool_and_what_it_forked() {
             json!([exec_tool_on("sleep", "sleep_fork.sh", &pids, &pids)]),
             &state_caps(&td, "exec = true\n"),
         );
-        let mut rlp = td
-            .command()
+        let mut command = td.command();
+        command
             .args(["tools", "call"])
             .arg(&bundle)
             .arg("sleep")
             .env("TMPDIR", &tmp)
             .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(td.join("rlp.stderr")).unwrap())
-            .spawn()
-            .unwrap();
+            .stderr(std::fs::File::create(td.join("rlp.stderr")).unwrap());
+        // rlp leaves ignored signals ignored (`nohup`): the test gives it the
+        // default disposition whatever the test runner inherited.
+        // SAFETY: signal() is async-signal-safe, as pre_exec requires.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                libc::signal(signal, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut rlp = command.spawn().unwrap();
         let parent: i32 = wait_for_file(&pids.join("parent.pid")).trim().parse().unwrap();
         let child: i32 = wait_for_file(&pids.join("child.pid")).trim().parse().unwrap();
         process::signal(rlp.id() as i32, signal);
