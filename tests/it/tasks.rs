@@ -93,6 +93,18 @@ impl Raw {
         }
     }
 
+    /// The first notification of `method` that `matches`, among those read
+    /// so far or the next ones.
+    fn notified(&mut self, method: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            if let Some(found) = self.notifications.iter().find(|n| n["method"] == method && matches(n)) {
+                return found.clone();
+            }
+            let line = self.lines.next().unwrap_or_else(|| panic!("stdout ended before {method}")).unwrap();
+            self.notifications.push(serde_json::from_str(&line).unwrap());
+        }
+    }
+
     /// Ends the session; the server's stderr.
     fn finish(mut self) -> String {
         drop(self.input.take());
@@ -184,8 +196,10 @@ fn a_2025_11_25_task_runs_to_completion_and_its_result_is_the_plain_calls() {
     let listed = raw.ask(request(100, "tasks/list", json!({})));
     let listed: Vec<&Value> = listed["result"]["tasks"].as_array().unwrap().iter().map(|t| &t["taskId"]).collect();
     assert_eq!(listed, [&json!(task_id)]);
-    let status = raw.notifications.iter().find(|n| n["method"] == "notifications/tasks/status");
-    assert_eq!(status.map(|n| &n["params"]["status"]), Some(&json!("completed")), "{:?}", raw.notifications);
+    // The status notifications come as the task changes, not in step with
+    // the answers: the last one says it completed.
+    let status = raw.notified("notifications/tasks/status", |n| n["params"]["status"] == "completed");
+    assert_eq!(status["params"]["taskId"], json!(task_id), "{status}");
 
     // A completed task cannot be cancelled; an unknown id is not found.
     let refused = raw.ask(request(101, "tasks/cancel", json!({"taskId": task_id})));
