@@ -740,21 +740,17 @@ async def throughput_series(paths: Paths, args: argparse.Namespace) -> list[str]
 async def main_async(args: argparse.Namespace) -> None:
     paths = Paths(args)
     out: list[str] = []
-    if "stdio" in args.only:
-        out += await stdio_series(paths, args)
-        out.append("")
-    if "http" in args.only:
-        out += await http_series(paths, args)
-        out.append("")
-    if "cold" in args.only:
-        out += await cold(paths, args)
-        out.append("")
-    if "resources" in args.only:
-        out += await resources_series(paths, args)
-        out.append("")
-    if "throughput" in args.only:
-        out += await throughput_series(paths, args)
-        out.append("")
+    sections = [
+        ("stdio", stdio_series),
+        ("http", http_series),
+        ("cold", cold),
+        ("resources", resources_series),
+        ("throughput", throughput_series),
+    ]
+    for name, series in sections:
+        if name in args.only:
+            out += await series(paths, args)
+            out.append("")
     if args.targets:
         out += ["| target | measured | met |", "|---|---|---|"]
         out += [f"| {target} | {measured} | {met} |" for target, measured, met in args.targets]

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::config::hooks::{AfterCallHook, OnFailure};
 use crate::event::{EventKind, HookEffect, PAYLOAD_VERSION, ToolHookPayload};
 use crate::process::capture::Keep;
@@ -38,6 +39,7 @@ use crate::process::tool::{Invocation, invoke};
 use crate::runtime::call::Call;
 use crate::runtime::error::{CallError, CallErrorKind};
 use crate::runtime::exec::check_command;
+use crate::runtime::mcp::content::recorded_blocks;
 use crate::runtime::validate::schema_errors;
 use crate::sandbox::{Grants, SandboxPlan};
 
@@ -140,8 +142,9 @@ impl Call<'_> {
                     );
                     let refusal = answer.withhold.as_ref().map(|why| self.withheld(hook, why));
                     frame.reason = answer.withhold;
-                    (frame.result, frame.content, frame.annotations) =
-                        (answer.result, answer.content, answer.annotations);
+                    // Binary data past a bound is recorded by digest, as in a result frame.
+                    frame.content = answer.content.as_deref().map(recorded_blocks);
+                    (frame.result, frame.annotations) = (answer.result, answer.annotations);
                     refusal
                 }
                 Err(why) => {
@@ -171,6 +174,7 @@ impl Call<'_> {
     fn run_hook(&self, hook: &AfterCallHook, seen: &Seen) -> Result<Answer, String> {
         let program = check_command(&hook.program.display().to_string()).map_err(|e| e.to_string())?;
         let folder = program.parent().unwrap_or(Path::new("/"));
+        refuse_writable_by_others(&program, folder)?;
         let grants = Grants {
             command: &program,
             bundle: folder,
@@ -261,6 +265,13 @@ impl Call<'_> {
         {
             return Err(format!("the result it gave does not match the tool's result_schema: {errors}"));
         }
+        // What cannot be read back from the ledger is not recorded.
+        let given = answer.result.iter().chain(answer.content.iter().flatten());
+        if let Some(depth) = given.map(json_depth).find(|depth| *depth > MAX_DATA_DEPTH) {
+            return Err(format!(
+                "what it gave nests arrays and objects {depth} levels deep; rlp records at most {MAX_DATA_DEPTH}"
+            ));
+        }
         Ok(answer)
     }
 
@@ -290,6 +301,25 @@ impl Call<'_> {
         ))
         .of_call(self.journal.invocation_id, self.journal.trace_id)
     }
+}
+
+/// Refuses a hook program that others may replace: the program or its
+/// folder (which the hook also reads, see the module docs) writable by
+/// group or others, like a world-writable `/tmp`.
+fn refuse_writable_by_others(program: &Path, folder: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    for path in [program, folder] {
+        let mode =
+            std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.permissions().mode();
+        if mode & 0o022 != 0 {
+            return Err(format!(
+                "{} is writable by group or others (mode {:o}): anyone who can write there could change what the hook runs; keep hooks in a folder only its owner writes, e.g. /usr/local/lib/rlp",
+                path.display(),
+                mode & 0o7777
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What the caller of `tool` is told when the hook `hook` withheld its

@@ -40,6 +40,10 @@ elif mode == "fail":
     sys.exit(3)
 elif mode == "bad":
     print(json.dumps({"result": {"from": 7}}))
+elif mode == "deep":
+    print('{"result": {"from": "x", "deep": ' + "[" * 110 + "]" * 110 + "}}")
+elif mode == "huge":
+    sys.stdout.write(" " * (17 << 20))
 elif mode == "probe":
     tried = []
     try:
@@ -214,6 +218,19 @@ fn a_hook_that_withholds_or_fails_keeps_the_result_from_the_caller() {
         stderr(&output)
     );
 
+    // ... or one nested past what the ledger reads back, or output past 16 MiB.
+    for (mode, said) in [
+        ("deep", "what it gave nests arrays and objects 111 levels deep; rlp records at most 100"),
+        ("huge", "it printed more than 16777216 bytes"),
+    ] {
+        std::fs::write(&config, hook_table("redact", &hook, &[mode], "")).unwrap();
+        let output = td.call(&inbox, "mail.read", json!({})).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{mode}: {}", stderr(&output));
+        assert!(stderr(&output).contains(said), "{mode}: {}", stderr(&output));
+        assert!(!stdout(&output).contains("ada@"));
+    }
+    td.rlp().args(["trace", "verify"]).assert().code(0);
+
     // ... unless the operator lets results through.
     std::fs::write(&config, hook_table("redact", &hook, &["fail"], "on_failure = \"pass\"")).unwrap();
     let output = td.call(&inbox, "mail.read", json!({})).output().unwrap();
@@ -235,6 +252,20 @@ fn a_hook_that_withholds_or_fails_keeps_the_result_from_the_caller() {
         report["calls"][0]["output"]["error"]["message"],
         "the result of `mail.read` was withheld by the hook `dlp`: the result names a customer",
         "{report}"
+    );
+
+    // A hook others could replace never runs: it is a failure, and withholds.
+    let shared = td.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::copy(&hook, shared.join("hook.py")).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    std::fs::write(&config, hook_table("dlp", &shared.join("hook.py"), &["note"], "")).unwrap();
+    let output = td.call(&inbox, "mail.read", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains(&format!("{} is writable by group or others (mode 1777)", shared.display())),
+        "{}",
+        stderr(&output)
     );
 
     // A config file with a bad hook stops every command that reads it.
