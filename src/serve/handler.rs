@@ -526,7 +526,8 @@ impl Handler {
         let mut params: CallToolRequestParams = serde_json::from_value(request.params.unwrap_or_default())
             .map_err(|e| ErrorData::invalid_params(format!("invalid `tools/call` params: {e}"), None))?;
         params.meta = None;
-        let ttl_ms = context.meta.get(legacy::TASK_META).and_then(|task| task.get("ttl")).and_then(Value::as_u64);
+        let ttl_ms =
+            task_ttl(context.meta.get(legacy::TASK_META)).map_err(|why| ErrorData::invalid_params(why, None))?;
         let (params, by_meta_tool) = match self.read(params)? {
             Read::Call(params, by_meta_tool) => (params, by_meta_tool),
             Read::Discover(_) => {
@@ -905,5 +906,18 @@ impl ServerHandler for Handler {
             cancel(&task).await?;
         }
         Ok(())
+    }
+}
+
+/// The `ttl` a 2025-11-25 `tools/call` asks of its task (`task`: an object,
+/// its `ttl` absent or a whole number of milliseconds).
+fn task_ttl(task: Option<&Value>) -> Result<Option<u64>, String> {
+    let Some(Value::Object(task)) = task else { return Err("`task` must be an object, e.g. {\"ttl\": 60000}".into()) };
+    match task.get("ttl") {
+        None | Some(Value::Null) => Ok(None),
+        Some(ttl) => ttl
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("`task.ttl` must be a whole number of milliseconds, not {ttl}")),
     }
 }

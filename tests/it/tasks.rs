@@ -208,6 +208,12 @@ fn a_2025_11_25_task_runs_to_completion_and_its_result_is_the_plain_calls() {
         let unknown = raw.ask(request(102, method, json!({"taskId": "0123456789abcdef0123456789abcdef"})));
         assert_eq!(unknown["error"]["code"], -32602, "{method}: {unknown}");
     }
+    // A task that is not one is refused, and nothing runs.
+    for (id, task) in [(103, json!("x")), (104, json!({"ttl": -5})), (105, json!({"ttl": "soon"}))] {
+        let refused =
+            raw.ask(request(id, "tools/call", json!({"name": "jobs.greet", "arguments": arguments, "task": task})));
+        assert_eq!(refused["error"]["code"], -32602, "{task}: {refused}");
+    }
     let diagnostics = raw.finish();
     let trace = diagnostics.lines().find_map(|l| l.strip_prefix("rlp serve: trace ")).unwrap().to_string();
 
