@@ -277,8 +277,7 @@ impl Handler {
         context: RequestContext<RoleServer>,
         by_meta_tool: bool,
     ) -> Result<CallToolResponse, ErrorData> {
-        let cancel =
-            Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
+        let cancel = new_cancel()?;
         let (pending, job) = self.launch(params, &context, by_meta_tool, cancel, None)?;
         job.start(Arc::clone(&self.shared.calls)).await?;
         // A session's response stream that drops is resumable (Last-Event-ID):
@@ -461,8 +460,7 @@ impl Handler {
         by_meta_tool: bool,
         ttl_ms: Option<u64>,
     ) -> Result<Result<Arc<Task>, tasks::Refused>, ErrorData> {
-        let cancel =
-            Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
+        let cancel = new_cancel()?;
         let listener = (!round_trips(context)).then(|| context.peer.clone());
         let owner = self.owner(context);
         let task = match self.shared.tasks.create(NewTask { owner, ttl_ms, cancel: cancel.clone(), listener }) {
@@ -907,6 +905,11 @@ impl ServerHandler for Handler {
         }
         Ok(())
     }
+}
+
+/// The cancellation of a call about to start.
+fn new_cancel() -> Result<Cancel, ErrorData> {
+    Cancel::new().map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))
 }
 
 /// The `ttl` a 2025-11-25 `tools/call` asks of its task (`task`: an object,
