@@ -79,4 +79,19 @@ impl Home {
     pub fn ledger_file(&self) -> PathBuf {
         self.root.join("pog").join("events.sqlite")
     }
+
+    /// The home's key folder (`keys/`).
+    pub fn keys_dir(&self) -> PathBuf {
+        self.root.join("keys")
+    }
+
+    /// The secret key that signs this home's ledger checkpoints (`keys/ledger.key`).
+    pub fn ledger_key_file(&self) -> PathBuf {
+        self.keys_dir().join("ledger.key")
+    }
+
+    /// Its public half (`keys/ledger.pub`): checkpoints it signed are trusted here.
+    pub fn ledger_public_key_file(&self) -> PathBuf {
+        self.keys_dir().join("ledger.pub")
+    }
 }

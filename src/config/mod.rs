@@ -21,6 +21,7 @@
 //!
 //! [ledger]
 //! url = "postgres://rlp@db.internal/rlp"   # default: the home's SQLite file (see crate::ledger)
+//! checkpoint_keys = ["keys/fleet-ledger.pub"]  # whose checkpoints `rlp trace verify` trusts (docs/fleet.md)
 //!
 //! [schemas]
 //! registries = ["../shared-schemas"]  # folders of <id>.json searched for `schema:<id>` (see crate::bundle::registry)
@@ -42,6 +43,7 @@ use serde_json::{Map, Value};
 use crate::bundle::registry::{Origin, Registries, Registry};
 use crate::error::{Exit, Reportable};
 use crate::home::Home;
+use crate::integrity::keys::PublicKey;
 use crate::sandbox::SandboxMode;
 
 pub(crate) mod agents;
@@ -155,6 +157,9 @@ pub struct Config {
     pub(crate) secrets: SecretsConfig,
     /// `ledger.url`: where frames are recorded (none: the home's SQLite file).
     pub ledger_url: Option<Setting<UrlText>>,
+    /// `ledger.checkpoint_keys` of every config file: the keys whose
+    /// checkpoints are trusted.
+    pub checkpoint_keys: Vec<PublicKey>,
     /// `[[hooks.after_call]]` of every config file, the system files' first.
     pub after_call_hooks: Vec<hooks::AfterCallHook>,
     /// `[schemas] registries`: the shared schema folders, in the order they
@@ -219,6 +224,7 @@ impl Default for Config {
             tools_flag: None,
             secrets: SecretsConfig::default(),
             ledger_url: None,
+            checkpoint_keys: Vec::new(),
             after_call_hooks: Vec::new(),
             schema_registries: Vec::new(),
         }
@@ -257,6 +263,8 @@ pub(crate) struct FileLayer {
     pub secrets: SecretsLayer,
     /// `[ledger] url`.
     pub ledger_url: Option<UrlText>,
+    /// `[ledger] checkpoint_keys`, read.
+    pub checkpoint_keys: Vec<PublicKey>,
     /// `[[hooks.after_call]]`.
     pub after_call_hooks: Vec<hooks::AfterCallHook>,
     /// `[schemas] registries`, each joined to the file's folder when relative.
@@ -394,11 +402,45 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
                     })?;
                     layer.ledger_url = Some(UrlText(url.to_string()));
                 }
+                ("ledger", "checkpoint_keys") => layer.checkpoint_keys = checkpoint_keys(path, value)?,
                 _ => warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored")),
             }
         }
     }
     Ok((layer, warnings))
+}
+
+/// `[ledger] checkpoint_keys` of the config file `path`: each a public key
+/// (`ed25519:<base64>`) or a `.pub` file (a relative path from the file's folder).
+fn checkpoint_keys(path: &Path, value: &toml::Value) -> Result<Vec<PublicKey>, ConfigError> {
+    let shown = path.display();
+    let help = || {
+        "write `checkpoint_keys = [\"ed25519:…\", \"keys/ledger.pub\"]` under [ledger]: the public keys (or \
+         `.pub` files) of whoever makes the ledger's checkpoints"
+            .to_string()
+    };
+    let Some(items) = value.as_array() else {
+        return Err(ConfigError {
+            message: format!("{shown}: `ledger.checkpoint_keys` must be a list, found {}", value.type_str()),
+            help: help(),
+        });
+    };
+    let mut keys = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Some(text) = item.as_str() else {
+            return Err(ConfigError {
+                message: format!("{shown}: `ledger.checkpoint_keys[{i}]` must be a string, found {}", item.type_str()),
+                help: help(),
+            });
+        };
+        let key = match text.starts_with("ed25519:") {
+            true => PublicKey::parse(text).map_err(|why| format!("`ledger.checkpoint_keys[{i}]`: {why}")),
+            false => PublicKey::load(&path.parent().unwrap_or(Path::new("")).join(text))
+                .map_err(|e| format!("`ledger.checkpoint_keys[{i}]`: {}", e.message)),
+        };
+        keys.push(key.map_err(|message| ConfigError { message: format!("{shown}: {message}"), help: help() })?);
+    }
+    Ok(keys)
 }
 
 /// `[schemas]` of the config file `path`: `registries`, a list of folders,
@@ -489,6 +531,7 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvL
             config.tool_lists.entry(agent.clone()).or_default().add(list, &source);
         }
     }
+    config.checkpoint_keys = system.iter().chain(user).flat_map(|l| l.checkpoint_keys.iter().copied()).collect();
     config.schema_registries = user
         .into_iter()
         .chain(system)

@@ -7,6 +7,7 @@
 //! defined in [`crate::event::hash`].
 
 use serde_json::Value;
+use uuid::Uuid;
 
 use crate::bundle::value::{MAX_DATA_DEPTH, json_depth};
 use crate::event::canonical::canonical_text;
@@ -34,6 +35,10 @@ pub struct Event {
     pub hash_blake3: String,
     /// Hex BLAKE3 chain value (empty for rows written before the chain existed).
     pub chain_blake3: String,
+    /// The frame's position in its trace's own chain, from 1; `None` for a
+    /// row of the legacy chain (written before ledgers chained each trace
+    /// on its own, docs/fleet.md "Verifiable without one line").
+    pub trace_seq: Option<i64>,
 }
 
 /// What is wrong with a stored row: its texts do not read, or do not hash
@@ -137,6 +142,8 @@ pub struct PreparedRow {
     pub payload_json: String,
     /// `provenance_json`.
     pub provenance_json: String,
+    /// The trace the frame belongs to (from its provenance).
+    pub trace_id: Uuid,
     /// The row hash (raw).
     pub hash: [u8; 32],
 }
@@ -180,6 +187,7 @@ impl PreparedRow {
             scope: record.scope.clone(),
             payload_json,
             provenance_json,
+            trace_id: record.provenance.trace_id,
             hash,
         })
     }
@@ -233,6 +241,7 @@ mod tests {
             provenance_json: row.provenance_json.clone(),
             hash_blake3: to_hex(&row.hash),
             chain_blake3: to_hex(&chain_hash(&GENESIS, &row.hash)),
+            trace_seq: Some(1),
         };
         assert_eq!(event.computed_hash().unwrap(), row.hash);
         assert_eq!(event.check_hash(&mut String::new()).unwrap(), row.hash);

@@ -1,5 +1,7 @@
--- The ledger's one table: rows are appended, never updated or deleted.
--- Columns and hashes: src/event/row.rs and src/event/hash.rs (docs/runtime.md).
+-- The ledger's table of frames: rows are appended, never updated or deleted.
+-- Columns and hashes: src/event/row.rs and src/event/hash.rs (docs/runtime.md);
+-- `trace_seq` is the frame's place in its trace's chain (NULL in the legacy
+-- chain), the tables beside it src/ledger/sqlite_layout.sql.
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     ts_ms INTEGER NOT NULL,
@@ -9,6 +11,7 @@ CREATE TABLE IF NOT EXISTS events (
     payload_json TEXT NOT NULL,
     provenance_json TEXT NOT NULL,
     hash_blake3 TEXT NOT NULL,
-    chain_blake3 TEXT
+    chain_blake3 TEXT,
+    trace_seq INTEGER
 );
 CREATE INDEX IF NOT EXISTS events_by_trace ON events (json_extract(provenance_json, '$.trace_id'), id);

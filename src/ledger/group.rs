@@ -212,7 +212,7 @@ mod tests {
             thread.join().unwrap();
         }
         assert_eq!(store.count().unwrap(), 8 * 25 * 2);
-        let report = store.verify_chain().unwrap();
+        let report = crate::ledger::verify::verify(&*store, &Default::default()).unwrap();
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         group.close();
         assert!(group.record(&[record(Uuid::now_v7(), 0)]).is_err());

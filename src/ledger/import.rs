@@ -281,11 +281,7 @@ fn write(
         if !problems.is_empty() || present == Some(true) {
             continue;
         }
-        let row = bulk.append(&read.into_row())?;
-        if summary.frames == 0 {
-            summary.first_row = row;
-        }
-        summary.last_row = row;
+        bulk.append(&read.into_row())?;
         summary.frames += 1;
     }
     if !problems.is_empty() {
@@ -297,6 +293,6 @@ fn write(
     if summary.frames == 0 {
         return Err(ImportError::Empty);
     }
-    bulk.commit()?;
+    (summary.first_row, summary.last_row) = bulk.commit()?;
     Ok(summary)
 }

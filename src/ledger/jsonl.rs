@@ -62,6 +62,7 @@ impl ReadFrame {
             scope: self.frame.scope,
             payload_json: self.payload_json,
             provenance_json: self.provenance_json,
+            trace_id: self.frame.provenance.trace_id,
             hash: self.hash,
         }
     }

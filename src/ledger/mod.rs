@@ -12,16 +12,20 @@
 //! above it; the runtime records into a ledger through
 //! [`crate::event::Recorder`], which every store implements.
 
+pub mod checkpoint;
 pub mod export;
 pub mod group;
 pub mod import;
 pub mod jsonl;
+pub mod layout;
+pub mod merkle;
 pub(crate) mod pending;
 pub mod postgres;
+pub mod proof;
 pub mod query;
 pub(crate) mod sqlite;
 pub(crate) mod timeline;
-pub(crate) mod verify;
+pub mod verify;
 
 use std::fmt;
 use std::ops::ControlFlow;
@@ -34,6 +38,7 @@ use uuid::Uuid;
 use crate::error::{Exit, Reportable};
 use crate::event::{Event, PreparedRow, Record, Recorder};
 use crate::home::Home;
+use crate::ledger::layout::{LedgerInfo, StoredCheckpoint, TraceHead};
 
 pub use postgres::{PostgresLedger, PostgresUrl};
 pub use query::TraceSummary;
@@ -46,8 +51,8 @@ pub trait LedgerStore: Recorder {
     /// Where the ledger is.
     fn location(&self) -> &Location;
 
-    /// Appends `records` in one durable transaction, chained after the last
-    /// row; returns their row ids.
+    /// Appends `records` durably, each chained on its trace's own chain
+    /// (the frames of one trace all or none); returns their row ids.
     fn append(&self, records: &[Record]) -> Result<Vec<i64>, LedgerError>;
 
     /// Number of rows.
@@ -63,6 +68,47 @@ pub trait LedgerStore: Recorder {
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError>;
 
+    /// Calls `f` with every row of the legacy chain (`trace_seq` NULL) in row order.
+    fn for_each_legacy(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError>;
+
+    /// Calls `f` with every row of the per-trace chains, trace by trace
+    /// (by trace id), each trace's in row order.
+    fn for_each_chained(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError>;
+
+    /// Calls `f` with the rows of one trace's chain from position
+    /// `from_seq` on, in row order.
+    fn for_each_in_trace_from(
+        &self,
+        trace_id: &Uuid,
+        from_seq: i64,
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError>;
+
+    /// The ledger's id and its legacy chain's seal.
+    fn info(&self) -> Result<LedgerInfo, LedgerError>;
+
+    /// Calls `f` with every trace's head row, by trace id.
+    fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError>;
+
+    /// The head rows with frames no checkpoint covers yet, by trace id.
+    fn unsealed_heads(&self) -> Result<Vec<TraceHead>, LedgerError>;
+
+    /// One trace's head row.
+    fn trace_head(&self, trace_id: &Uuid) -> Result<Option<TraceHead>, LedgerError>;
+
+    /// Every checkpoint, in order, with its leaves.
+    fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError>;
+
+    /// The checkpoints with a leaf of `trace_id`, in order, with all their leaves.
+    fn checkpoints_of(&self, trace_id: &Uuid) -> Result<Vec<StoredCheckpoint>, LedgerError>;
+
+    /// The newest checkpoint, with its leaves.
+    fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError>;
+
+    /// Stores `checkpoint` and marks its traces sealed up to its leaves,
+    /// unless another checkpoint took its number first (`false`).
+    fn write_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<bool, LedgerError>;
+
     /// Calls `f` with every trace, oldest first (by first row), until it
     /// breaks; returns how many it was called with.
     fn for_each_trace(&self, f: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError>;
@@ -74,11 +120,6 @@ pub trait LedgerStore: Recorder {
     /// Starts an all-or-nothing append of many rows (import): nothing is
     /// kept unless [`BulkAppend::commit`] is called.
     fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError>;
-
-    /// Checks every row hash and every link of the chain (see [`verify`]).
-    fn verify_chain(&self) -> Result<VerifyReport, LedgerError> {
-        verify::verify(self)
-    }
 }
 
 /// Many rows appended in one transaction (see [`LedgerStore::begin_bulk`]);
@@ -87,11 +128,11 @@ pub trait BulkAppend {
     /// Whether the ledger already holds a row of `trace_id`.
     fn holds_trace(&mut self, trace_id: &Uuid) -> Result<bool, LedgerError>;
 
-    /// Appends one row, chained after the one before; returns its row id.
-    fn append(&mut self, row: &PreparedRow) -> Result<i64, LedgerError>;
+    /// Appends one row, chained on its trace's chain.
+    fn append(&mut self, row: &PreparedRow) -> Result<(), LedgerError>;
 
-    /// Makes every appended row durable.
-    fn commit(self: Box<Self>) -> Result<(), LedgerError>;
+    /// Makes every appended row durable; returns the first and last row ids.
+    fn commit(self: Box<Self>) -> Result<(i64, i64), LedgerError>;
 }
 
 /// Where a ledger is; opening one here is the only place a backend is chosen.

@@ -2,12 +2,18 @@
 //!
 //! WAL mode with `synchronous=FULL`; rows are appended, never updated or
 //! deleted. Each append is one `BEGIN IMMEDIATE` transaction that reads the
-//! previous chain value and inserts the new rows, so the hash chain stays
-//! linear however many processes write at once. A busy database is waited
-//! for (busy timeout) and the transaction retried, never reported as
-//! "database is locked" while another writer finishes. The table is
-//! `src/event/schema.sql`; the PostgreSQL ledger (src/ledger/postgres/)
-//! keeps the same one.
+//! head rows of the traces it appends to, inserts the new rows chained on
+//! each trace's own chain and moves those heads (src/ledger/layout.rs). A
+//! busy database is waited for (busy timeout) and the transaction retried,
+//! never reported as "database is locked" while another writer finishes.
+//! The tables are `src/event/schema.sql` and `sqlite_layout.sql`; the
+//! PostgreSQL ledger (src/ledger/postgres/) keeps the same ones.
+//!
+//! A ledger written before per-trace chains is upgraded when first opened,
+//! in one transaction: its rows stay as they are (the legacy chain, sealed
+//! by its row count and head in `rlp_ledger`), and a trigger refuses rows
+//! without a trace position from then on, so an older rlp cannot extend
+//! the legacy chain behind the new layout's back.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -17,8 +23,9 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use uuid::Uuid;
 
-use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::event::hash::{GENESIS, to_hex};
 use crate::event::{Decision, Event, EventKind, PreparedRow, Record, RecordError, Recorder, Usage};
+use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceChain, TraceHead, attach_leaves, traces_of};
 use crate::ledger::query::TraceSummary;
 use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, VerifyReport};
 
@@ -29,12 +36,24 @@ const BUSY_RETRIES: u32 = 20;
 
 /// The table definition (shared with the benchmarks).
 const SCHEMA: &str = include_str!("../event/schema.sql");
+/// The tables beside `events`, created at the upgrade.
+const LAYOUT: &str = include_str!("sqlite_layout.sql");
+/// Refuses rows outside the per-trace chains once a ledger is upgraded.
+const CHAINED_ONLY: &str = "CREATE TRIGGER IF NOT EXISTS rlp_events_chained BEFORE INSERT ON events
+     WHEN NEW.trace_seq IS NULL
+     BEGIN SELECT RAISE(ABORT, 'this ledger was upgraded to per-trace chains by a newer rlp: upgrade rlp'); END";
 
-const COLUMNS: &str = "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
+const COLUMNS: &str =
+    "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq";
+/// A row's trace id, as the `events_by_trace` index has it.
+const TRACE: &str = "json_extract(provenance_json, '$.trace_id')";
 
 const INSERT: &str =
-    "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+const READ_HEAD: &str = "SELECT frames, head, sealed FROM rlp_traces WHERE trace_id = ?1";
+const WRITE_HEAD: &str = "INSERT INTO rlp_traces (trace_id, frames, head) VALUES (?1, ?2, ?3)
+     ON CONFLICT (trace_id) DO UPDATE SET frames = excluded.frames, head = excluded.head";
 
 /// One row per trace: `rlp trace list`. Kinds and the deny decision are
 /// bound by name.
@@ -105,6 +124,7 @@ fn row_to_event(row: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
         provenance_json: row.get(6)?,
         hash_blake3: row.get(7)?,
         chain_blake3: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
+        trace_seq: row.get(9)?,
     })
 }
 
@@ -112,16 +132,35 @@ fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-/// The chain value of the last chained row, as stored (`None` before the first).
-fn last_chain(conn: &Connection) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1")?
-        .query_row([], |r| r.get(0))
-        .optional()
+/// Why an append stopped: SQLite failed, or a stored value is not what rlp wrote.
+enum AppendError {
+    Sqlite(rusqlite::Error),
+    Edited(String),
 }
 
-/// Inserts `row` chained after `prev`; returns the new chain value and the row id.
-fn insert(conn: &Connection, row: &PreparedRow, prev: &[u8; 32]) -> rusqlite::Result<([u8; 32], i64)> {
-    let chain = chain_hash(prev, &row.hash);
+impl From<rusqlite::Error> for AppendError {
+    fn from(e: rusqlite::Error) -> AppendError {
+        AppendError::Sqlite(e)
+    }
+}
+
+/// The chain of `trace` as its head row has it (empty when it has none).
+fn read_chain(conn: &Connection, trace: &Uuid) -> Result<TraceChain, AppendError> {
+    let head: Option<(i64, String)> =
+        conn.prepare_cached(READ_HEAD)?.query_row([trace.to_string()], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+    match head {
+        None => Ok(TraceChain::EMPTY),
+        Some((frames, head)) => TraceChain::of_head(frames, &head).ok_or_else(|| {
+            AppendError::Edited(format!(
+                "the head `{head}` of trace {trace} in rlp_traces is not 64 hex digits; the ledger was edited"
+            ))
+        }),
+    }
+}
+
+/// Inserts `row` as the next frame of `chain`; returns its row id.
+fn insert(conn: &Connection, row: &PreparedRow, chain: &mut TraceChain) -> rusqlite::Result<i64> {
+    let (seq, value) = chain.push(row);
     conn.prepare_cached(INSERT)?.execute(params![
         row.ts_ms,
         row.actor,
@@ -130,9 +169,73 @@ fn insert(conn: &Connection, row: &PreparedRow, prev: &[u8; 32]) -> rusqlite::Re
         row.payload_json,
         row.provenance_json,
         to_hex(&row.hash),
-        to_hex(&chain),
+        to_hex(&value),
+        seq,
     ])?;
-    Ok((chain, conn.last_insert_rowid()))
+    Ok(conn.last_insert_rowid())
+}
+
+/// Moves the head rows of `chains` to where they stand.
+fn write_heads(conn: &Connection, chains: &[(Uuid, TraceChain)]) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare_cached(WRITE_HEAD)?;
+    for (trace, chain) in chains {
+        statement.execute(params![trace.to_string(), chain.frames, chain.head_hex()])?;
+    }
+    Ok(())
+}
+
+/// Appends `rows`, each on its trace's chain, and moves the heads (inside
+/// the caller's transaction).
+fn append_rows(conn: &Connection, rows: &[PreparedRow]) -> Result<Vec<i64>, AppendError> {
+    let mut chains = Vec::new();
+    for trace in traces_of(rows) {
+        chains.push((trace, read_chain(conn, &trace)?));
+    }
+    let mut ids = Vec::with_capacity(rows.len());
+    for row in rows {
+        let Some((_, chain)) = chains.iter_mut().find(|(trace, _)| *trace == row.trace_id) else {
+            unreachable!("traces_of lists every row's trace")
+        };
+        ids.push(insert(conn, row, chain)?);
+    }
+    write_heads(conn, &chains)?;
+    Ok(ids)
+}
+
+/// A row of `rlp_traces`.
+fn head_of_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TraceHead> {
+    Ok(TraceHead { trace_id: row.get(0)?, frames: row.get(1)?, head: row.get(2)?, sealed: row.get(3)? })
+}
+
+/// Creates the per-trace layout in a ledger that has none (inside the
+/// caller's transaction): the rows there are become the legacy chain.
+fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
+    let has_column =
+        |name: &str| conn.prepare("SELECT 1 FROM pragma_table_info('events') WHERE name = ?1")?.exists([name]);
+    if !has_column("chain_blake3")? {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN chain_blake3 TEXT")?;
+    }
+    if !has_column("trace_seq")? {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN trace_seq INTEGER")?;
+    }
+    let upgraded =
+        conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rlp_ledger'")?.exists([])?;
+    if !upgraded {
+        conn.execute_batch(LAYOUT)?;
+        let rows: i64 = conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
+        let head: Option<String> = conn
+            .query_row(
+                "SELECT chain_blake3 FROM events WHERE chain_blake3 IS NOT NULL ORDER BY id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        conn.execute(
+            "INSERT INTO rlp_ledger (one, ledger_id, legacy_rows, legacy_head) VALUES (1, ?1, ?2, ?3)",
+            params![Uuid::now_v7().to_string(), rows, head.unwrap_or_else(|| to_hex(&GENESIS))],
+        )?;
+    }
+    conn.execute_batch(CHAINED_ONLY)
 }
 
 impl SqliteLedger {
@@ -175,11 +278,7 @@ impl SqliteLedger {
         retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute_batch(SCHEMA)?;
-            let has_chain: bool =
-                tx.prepare("SELECT 1 FROM pragma_table_info('events') WHERE name = 'chain_blake3'")?.exists([])?;
-            if !has_chain {
-                tx.execute_batch("ALTER TABLE events ADD COLUMN chain_blake3 TEXT")?;
-            }
+            upgrade(&tx)?;
             tx.commit()
         })
         .map_err(sqlite)?;
@@ -216,34 +315,77 @@ impl SqliteLedger {
         LedgerError::Invalid { path: self.path.clone(), message: message.into() }
     }
 
-    fn bad_chain(&self, text: &str) -> LedgerError {
-        self.invalid(format!("the last row's chain value `{text}` is not 64 hex digits; the ledger was edited"))
+    fn append_failed(&self, error: AppendError) -> LedgerError {
+        match error {
+            AppendError::Sqlite(e) => self.sqlite(e),
+            AppendError::Edited(message) => self.invalid(message),
+        }
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Connection>, LedgerError> {
         self.conn.lock().map_err(|_| self.invalid("a thread panicked while writing; reopen the ledger"))
     }
 
+    /// Calls `f` with each row `sql` (a query of [`COLUMNS`]) gives.
     fn stream(
         &self,
         sql: &str,
-        param: Option<String>,
+        params: impl rusqlite::Params,
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        self.query(sql, params, row_to_event, f)
+    }
+
+    /// Calls `f` with each row of `sql`, read by `read`.
+    fn query<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        read: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        f: &mut dyn FnMut(T) -> ControlFlow<()>,
     ) -> Result<(), LedgerError> {
         let conn = self.lock()?;
         let mut statement = conn.prepare(sql).map_err(|e| self.sqlite(e))?;
-        let mut rows = match &param {
-            Some(p) => statement.query([p]),
-            None => statement.query([]),
-        }
-        .map_err(|e| self.sqlite(e))?;
+        let mut rows = statement.query(params).map_err(|e| self.sqlite(e))?;
         while let Some(row) = rows.next().map_err(|e| self.sqlite(e))? {
-            let event = row_to_event(row).map_err(|e| self.sqlite(e))?;
-            if f(event).is_break() {
+            let item = read(row).map_err(|e| self.sqlite(e))?;
+            if f(item).is_break() {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// The checkpoints `condition` (an SQL condition on `seq`, with `params`) keeps, in order, with their leaves.
+    fn checkpoints_where(
+        &self,
+        condition: &str,
+        params: impl rusqlite::Params + Copy,
+    ) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        let mut checkpoints = Vec::new();
+        self.query(
+            &format!("SELECT seq, statement, signature FROM rlp_checkpoints WHERE {condition} ORDER BY seq"),
+            params,
+            |r| Ok(StoredCheckpoint { seq: r.get(0)?, statement: r.get(1)?, signature: r.get(2)?, leaves: Vec::new() }),
+            &mut |c| {
+                checkpoints.push(c);
+                ControlFlow::Continue(())
+            },
+        )?;
+        let mut leaves = Vec::new();
+        self.query(
+            &format!(
+                "SELECT seq, trace_id, frames, head FROM rlp_checkpoint_leaves WHERE {condition} ORDER BY seq, trace_id"
+            ),
+            params,
+            |r| Ok((r.get::<_, i64>(0)?, Leaf { trace_id: r.get(1)?, frames: r.get(2)?, head: r.get(3)? })),
+            &mut |leaf| {
+                leaves.push(leaf);
+                ControlFlow::Continue(())
+            },
+        )?;
+        attach_leaves(&mut checkpoints, leaves);
+        Ok(checkpoints)
     }
 
     /// [`LedgerStore::for_each_event`] for a closure.
@@ -273,31 +415,23 @@ impl LedgerStore for SqliteLedger {
         let rows: Vec<PreparedRow> =
             records.iter().map(PreparedRow::from_record).collect::<Result<_, _>>().map_err(|e| self.invalid(e))?;
         let mut conn = self.lock()?;
-        let mut bad_chain = None;
+        let mut edited = None;
         let ids = retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut prev = match last_chain(&tx)? {
-                None => GENESIS,
-                Some(text) => match from_hex(&text) {
-                    Some(bytes) => bytes,
-                    None => {
-                        bad_chain = Some(text);
-                        return Err(rusqlite::Error::InvalidQuery);
-                    }
-                },
+            let ids = match append_rows(&tx, &rows) {
+                Ok(ids) => ids,
+                Err(AppendError::Sqlite(e)) => return Err(e),
+                Err(AppendError::Edited(message)) => {
+                    edited = Some(message);
+                    return Err(rusqlite::Error::InvalidQuery);
+                }
             };
-            let mut ids = Vec::with_capacity(rows.len());
-            for row in &rows {
-                let (chain, id) = insert(&tx, row, &prev)?;
-                ids.push(id);
-                prev = chain;
-            }
             tx.commit()?;
             Ok(ids)
         });
-        match (ids, bad_chain) {
+        match (ids, edited) {
             (Ok(ids), _) => Ok(ids),
-            (Err(_), Some(text)) => Err(self.bad_chain(&text)),
+            (Err(_), Some(message)) => Err(self.invalid(message)),
             (Err(e), None) => Err(self.sqlite(e)),
         }
     }
@@ -310,7 +444,7 @@ impl LedgerStore for SqliteLedger {
     }
 
     fn for_each_event(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        self.stream(&format!("SELECT {COLUMNS} FROM events ORDER BY id"), None, f)
+        self.stream(&format!("SELECT {COLUMNS} FROM events ORDER BY id"), [], f)
     }
 
     fn for_each_in_trace(
@@ -318,11 +452,114 @@ impl LedgerStore for SqliteLedger {
         trace_id: &Uuid,
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError> {
+        self.stream(&format!("SELECT {COLUMNS} FROM events WHERE {TRACE} = ?1 ORDER BY id"), [trace_id.to_string()], f)
+    }
+
+    fn for_each_legacy(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        self.stream(&format!("SELECT {COLUMNS} FROM events WHERE trace_seq IS NULL ORDER BY id"), [], f)
+    }
+
+    fn for_each_chained(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        self.stream(&format!("SELECT {COLUMNS} FROM events WHERE trace_seq IS NOT NULL ORDER BY {TRACE}, id"), [], f)
+    }
+
+    fn for_each_in_trace_from(
+        &self,
+        trace_id: &Uuid,
+        from_seq: i64,
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
         self.stream(
-            &format!("SELECT {COLUMNS} FROM events WHERE json_extract(provenance_json, '$.trace_id') = ?1 ORDER BY id"),
-            Some(trace_id.to_string()),
+            &format!("SELECT {COLUMNS} FROM events WHERE {TRACE} = ?1 AND trace_seq >= ?2 ORDER BY id"),
+            params![trace_id.to_string(), from_seq],
             f,
         )
+    }
+
+    fn info(&self) -> Result<LedgerInfo, LedgerError> {
+        let conn = self.lock()?;
+        conn.query_row("SELECT ledger_id, legacy_rows, legacy_head FROM rlp_ledger", [], |r| {
+            Ok(LedgerInfo { ledger_id: r.get(0)?, legacy_rows: count(r.get(1)?), legacy_head: r.get(2)? })
+        })
+        .optional()
+        .map_err(|e| self.sqlite(e))?
+        .ok_or_else(|| self.invalid("rlp_ledger holds no row; the ledger was edited"))
+    }
+
+    fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        self.query("SELECT trace_id, frames, head, sealed FROM rlp_traces ORDER BY trace_id", [], head_of_row, f)
+    }
+
+    fn unsealed_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
+        let mut heads = Vec::new();
+        self.query(
+            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE frames <> sealed ORDER BY trace_id",
+            [],
+            head_of_row,
+            &mut |head| {
+                heads.push(head);
+                ControlFlow::Continue(())
+            },
+        )?;
+        Ok(heads)
+    }
+
+    fn trace_head(&self, trace_id: &Uuid) -> Result<Option<TraceHead>, LedgerError> {
+        let mut found = None;
+        self.query(
+            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id = ?1",
+            [trace_id.to_string()],
+            head_of_row,
+            &mut |head| {
+                found = Some(head);
+                ControlFlow::Break(())
+            },
+        )?;
+        Ok(found)
+    }
+
+    fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        self.checkpoints_where("1 = 1", [])
+    }
+
+    fn checkpoints_of(&self, trace_id: &Uuid) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        self.checkpoints_where(
+            "seq IN (SELECT seq FROM rlp_checkpoint_leaves WHERE trace_id = ?1)",
+            [&trace_id.to_string()],
+        )
+    }
+
+    fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError> {
+        Ok(self.checkpoints_where("seq = (SELECT max(seq) FROM rlp_checkpoints)", [])?.pop())
+    }
+
+    fn write_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<bool, LedgerError> {
+        let mut conn = self.lock()?;
+        retry_busy(|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let latest: i64 = tx.query_row("SELECT coalesce(max(seq), 0) FROM rlp_checkpoints", [], |r| r.get(0))?;
+            if latest != checkpoint.seq - 1 {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO rlp_checkpoints (seq, statement, signature) VALUES (?1, ?2, ?3)",
+                params![checkpoint.seq, checkpoint.statement, checkpoint.signature],
+            )?;
+            {
+                let mut leaf_insert = tx.prepare_cached(
+                    "INSERT INTO rlp_checkpoint_leaves (seq, trace_id, frames, head) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                let mut seal =
+                    tx.prepare_cached("UPDATE rlp_traces SET sealed = max(sealed, ?2) WHERE trace_id = ?1")?;
+                for leaf in &checkpoint.leaves {
+                    leaf_insert.execute(params![checkpoint.seq, leaf.trace_id, leaf.frames, leaf.head])?;
+                    seal.execute(params![leaf.trace_id, leaf.frames])?;
+                }
+            }
+            tx.commit()?;
+            Ok(true)
+        })
+        .map_err(|e| self.sqlite(e))
     }
 
     fn for_each_trace(&self, f: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
@@ -376,12 +613,7 @@ impl LedgerStore for SqliteLedger {
         let conn = self.lock()?;
         retry_busy(|| conn.execute_batch("BEGIN IMMEDIATE")).map_err(|e| self.sqlite(e))?;
         // From here on, dropping the bulk append rolls the transaction back.
-        let mut bulk = SqliteBulk { ledger: self, conn, prev: GENESIS, committed: false };
-        let last = last_chain(&bulk.conn).map_err(|e| self.sqlite(e))?;
-        if let Some(text) = last {
-            bulk.prev = from_hex(&text).ok_or_else(|| self.bad_chain(&text))?;
-        }
-        Ok(Box::new(bulk))
+        Ok(Box::new(SqliteBulk { ledger: self, conn, chains: Vec::new(), span: None, committed: false }))
     }
 }
 
@@ -422,7 +654,10 @@ impl Recorder for SqliteLedger {
 struct SqliteBulk<'a> {
     ledger: &'a SqliteLedger,
     conn: MutexGuard<'a, Connection>,
-    prev: [u8; 32],
+    /// The chains appended to, moved in the database at the commit.
+    chains: Vec<(Uuid, TraceChain)>,
+    /// The first and last row ids appended.
+    span: Option<(i64, i64)>,
     committed: bool,
 }
 
@@ -430,7 +665,10 @@ impl BulkAppend for SqliteBulk<'_> {
     fn holds_trace(&mut self, trace_id: &Uuid) -> Result<bool, LedgerError> {
         self.conn
             .query_row(
-                "SELECT 1 FROM events WHERE json_extract(provenance_json, '$.trace_id') = ?1 LIMIT 1",
+                &format!(
+                    "SELECT 1 WHERE EXISTS (SELECT 1 FROM events WHERE {TRACE} = ?1)
+                                OR EXISTS (SELECT 1 FROM rlp_traces WHERE trace_id = ?1)"
+                ),
                 [trace_id.to_string()],
                 |_| Ok(()),
             )
@@ -439,16 +677,26 @@ impl BulkAppend for SqliteBulk<'_> {
             .map_err(|e| self.ledger.sqlite(e))
     }
 
-    fn append(&mut self, row: &PreparedRow) -> Result<i64, LedgerError> {
-        let (chain, id) = insert(&self.conn, row, &self.prev).map_err(|e| self.ledger.sqlite(e))?;
-        self.prev = chain;
-        Ok(id)
+    fn append(&mut self, row: &PreparedRow) -> Result<(), LedgerError> {
+        let index = match self.chains.iter().position(|(trace, _)| *trace == row.trace_id) {
+            Some(index) => index,
+            None => {
+                let chain = read_chain(&self.conn, &row.trace_id).map_err(|e| self.ledger.append_failed(e))?;
+                self.chains.push((row.trace_id, chain));
+                self.chains.len() - 1
+            }
+        };
+        let chain = &mut self.chains[index].1;
+        let id = insert(&self.conn, row, chain).map_err(|e| self.ledger.sqlite(e))?;
+        self.span = Some(self.span.map_or((id, id), |(first, _)| (first, id)));
+        Ok(())
     }
 
-    fn commit(mut self: Box<Self>) -> Result<(), LedgerError> {
+    fn commit(mut self: Box<Self>) -> Result<(i64, i64), LedgerError> {
+        write_heads(&self.conn, &self.chains).map_err(|e| self.ledger.sqlite(e))?;
         self.conn.execute_batch("COMMIT").map_err(|e| self.ledger.sqlite(e))?;
         self.committed = true;
-        Ok(())
+        Ok(self.span.unwrap_or_default())
     }
 }
 
@@ -485,10 +733,10 @@ pub(crate) fn write_all_or_nothing<T, E: From<LedgerError>>(
     result
 }
 
-/// Opens the SQLite ledger at `path` (which must exist) and checks its chain
-/// (see [`LedgerStore::verify_chain`]).
+/// Opens the SQLite ledger at `path` (which must exist) and verifies all of
+/// it, trusting no checkpoint key (see [`crate::ledger::verify::verify`]).
 pub fn verify_chain(path: &Path) -> Result<VerifyReport, LedgerError> {
-    SqliteLedger::open_existing(path)?.verify_chain()
+    crate::ledger::verify::verify(&SqliteLedger::open_existing(path)?, &Default::default())
 }
 
 #[cfg(test)]
@@ -557,8 +805,9 @@ mod tests {
             })
             .unwrap();
         assert_eq!(seen, [1, 3]);
-        let report = ledger.verify_chain().unwrap();
+        let report = verify_chain(ledger.path()).unwrap();
         assert_eq!(report.rows, 3);
+        assert_eq!(report.traces, 2);
         assert!(report.is_intact(), "{report:?}");
         assert_eq!(ledger.integrity_check().unwrap(), "ok");
     }
@@ -576,10 +825,13 @@ mod tests {
         conn.execute("DELETE FROM events WHERE id = 3", []).unwrap();
         drop(conn);
         let report = verify_chain(&path).unwrap();
-        let found: Vec<(i64, ProblemKind)> = report.problems.iter().map(|p| (p.row, p.problem)).collect();
-        assert_eq!(found, [(2, ProblemKind::Edited), (4, ProblemKind::Removed)], "{report:?}");
+        let found: Vec<(Option<i64>, ProblemKind)> = report.problems.iter().map(|p| (p.row, p.problem)).collect();
+        assert_eq!(found, [(Some(2), ProblemKind::Edited), (Some(4), ProblemKind::Removed)], "{report:?}");
         assert!(report.problems[0].message.contains("content"));
-        assert!(report.problems[1].message.contains("chain breaks"));
+        assert_eq!(
+            report.problems[1].message,
+            "frame 3 of the trace is missing before this row: removed, or rows were reordered"
+        );
     }
 
     #[test]
@@ -597,9 +849,9 @@ mod tests {
         }
         assert_eq!(ledger.count().unwrap(), 1);
         let mut bulk = ledger.begin_bulk().unwrap();
-        assert_eq!(bulk.append(&row).unwrap(), 2);
-        bulk.commit().unwrap();
+        bulk.append(&row).unwrap();
+        assert_eq!(bulk.commit().unwrap(), (2, 2));
         assert_eq!(ledger.count().unwrap(), 2);
-        assert!(ledger.verify_chain().unwrap().is_intact());
+        assert!(verify_chain(ledger.path()).unwrap().is_intact());
     }
 }

@@ -1,86 +1,192 @@
-//! Verifying the ledger: every row hash and every link of the hash chain,
-//! streaming, in row order.
+//! Verifying the ledger (docs/fleet.md, "Verifiable without one line"):
+//! every row hash, every trace's chain, the head rows, the checkpoints and
+//! the legacy chain — or one trace and the checkpoints that cover it.
 //!
-//! A row is checked against the *stored* chain value of the row before it,
-//! so each kind of tampering is reported at the row where it happened:
+//! Each kind of tampering is reported where it happened:
 //!
-//! - `edited`: the row's columns no longer give its `hash_blake3`;
-//! - `removed`: row ids jump (rows were deleted) and the chain breaks there;
-//! - `chain`: the chain breaks without a gap in the ids — rows were
-//!   reordered, or a row was edited together with its hash;
-//! - `malformed`: a hash or chain value is not 64 hex digits, or a chained
-//!   row follows an unchained one.
+//! - `edited`: a row's columns no longer give its `hash_blake3`;
+//! - `removed`: frames are missing inside a trace (its positions jump), or
+//!   legacy rows are missing (row ids jump and the legacy chain breaks);
+//! - `chain`: a link breaks without a gap — rows were reordered or
+//!   repeated, or a row was edited together with its hash;
+//! - `truncated`: frames are missing at the end of a trace, below what its
+//!   head row or a checkpoint counts; `trace_removed`: a whole trace is;
+//! - `head`: a head row does not match its trace's frames;
+//! - `checkpoint`: a checkpoint does not check out (signature, signer,
+//!   Merkle root, sequence, the ledger it names);
+//! - `malformed`: a stored hash is not 64 hex digits, or a row is missing
+//!   its chain value.
 //!
-//! Rows written before the chain column existed (an upstream database) come
-//! first and are counted as `unchained`. Deleting rows at the *end* leaves a
-//! shorter valid chain: compare the reported head with one kept elsewhere.
+//! A full verify is linear: one pass over the rows, trace by trace, the
+//! traces checked in parallel; the head rows and checkpoint leaves are held
+//! in memory (about 100 bytes a trace).
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::sync::mpsc;
 
+use rayon::prelude::*;
 use serde::Serialize;
+use uuid::Uuid;
 
 use crate::event::Event;
 use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::integrity::keys::PublicKey;
+use crate::ledger::checkpoint::{check_checkpoint, statement_hash};
+use crate::ledger::layout::{LedgerInfo, StoredCheckpoint, TraceChain, TraceHead};
 use crate::ledger::{LedgerError, LedgerStore, Location};
 
 /// Problems listed before the rest are only counted.
 pub(crate) const MAX_LISTED_PROBLEMS: usize = 100;
+/// Rows handed to the parallel checkers at a time.
+const CHUNK_ROWS: usize = 4096;
 
-/// What is wrong with a row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// What is wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
     /// The row's content does not give its hash.
     Edited,
-    /// Rows before this one were deleted.
+    /// Frames or rows before this one were deleted.
     Removed,
-    /// The chain breaks here without a gap in the ids.
+    /// A link breaks without a gap.
     Chain,
     /// A hash or chain value is not 64 hex digits, or the chain is missing.
     Malformed,
+    /// Frames are missing at the end of a trace or of the legacy chain.
+    Truncated,
+    /// A whole trace is missing.
+    TraceRemoved,
+    /// A head row does not match its trace.
+    Head,
+    /// A checkpoint does not check out.
+    Checkpoint,
 }
 
-/// One row that does not check out.
+/// One thing that does not check out.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RowProblem {
-    /// The row id.
-    pub row: i64,
+pub struct Problem {
+    /// The row id, when it is about a row.
+    pub row: Option<i64>,
     /// The row's kind column.
-    pub kind: String,
-    /// The trace the row claims to belong to (when its provenance parses).
+    pub kind: Option<String>,
+    /// The trace it is about (when known).
     pub trace_id: Option<String>,
+    /// The checkpoint it is about.
+    pub checkpoint: Option<i64>,
     /// The class of problem.
     pub problem: ProblemKind,
     /// What is wrong, in words.
     pub message: String,
 }
 
-/// The outcome of [`verify`].
+impl Problem {
+    fn of_row(event: &Event, trace_id: Option<String>, problem: ProblemKind, message: String) -> Problem {
+        Problem { row: Some(event.id), kind: Some(event.kind.clone()), trace_id, checkpoint: None, problem, message }
+    }
+
+    fn of_trace(trace_id: &str, problem: ProblemKind, message: String) -> Problem {
+        Problem { row: None, kind: None, trace_id: Some(trace_id.to_string()), checkpoint: None, problem, message }
+    }
+
+    /// A problem with a trace's head row.
+    pub(crate) fn trace(trace_id: &str, message: &str) -> Problem {
+        Problem::of_trace(trace_id, ProblemKind::Head, message.to_string())
+    }
+
+    fn of_checkpoint(seq: i64, message: String) -> Problem {
+        Problem {
+            row: None,
+            kind: None,
+            trace_id: None,
+            checkpoint: Some(seq),
+            problem: ProblemKind::Checkpoint,
+            message,
+        }
+    }
+
+    /// Rows first (by id), then traces, then checkpoints.
+    fn order_key(&self) -> (i64, String, i64) {
+        (self.row.unwrap_or(i64::MAX), self.trace_id.clone().unwrap_or_default(), self.checkpoint.unwrap_or(0))
+    }
+}
+
+/// The newest checkpoint, as a report names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckpointSummary {
+    /// Its number.
+    pub seq: i64,
+    /// When it was made (milliseconds since the Unix epoch).
+    pub ts_ms: i64,
+    /// BLAKE3 of its statement: keep it elsewhere to notice checkpoints removed later.
+    pub hash: String,
+    /// The signer's key id.
+    pub key_id: String,
+}
+
+/// The outcome of a verify.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct VerifyReport {
     /// The ledger.
     pub ledger: Location,
+    /// The one trace verified, or `None` for the whole ledger.
+    pub trace_id: Option<String>,
     /// Rows read.
     pub rows: u64,
-    /// Leading rows without a chain value (upstream databases), not checked.
+    /// Traces with frames in per-trace chains.
+    pub traces: u64,
+    /// Rows of the legacy chain read (rows written before per-trace chains).
+    pub legacy_rows: u64,
+    /// Leading legacy rows without a chain value (upstream databases), not checked.
     pub unchained: u64,
-    /// The chain value of the last row.
-    pub head: Option<String>,
-    /// The first problems, in row order.
-    pub problems: Vec<RowProblem>,
+    /// Checkpoints read.
+    pub checkpoints: u64,
+    /// Those that check out.
+    pub checkpoints_intact: u64,
+    /// The newest checkpoint read.
+    pub latest_checkpoint: Option<CheckpointSummary>,
+    /// Frames no checkpoint covers yet (their loss with their trace's head
+    /// row would go unnoticed until the next checkpoint).
+    pub uncovered_frames: u64,
+    /// The first problems.
+    pub problems: Vec<Problem>,
     /// Problems beyond those listed.
     pub more_problems: u64,
 }
 
 impl VerifyReport {
-    /// Whether every row checks out.
+    /// Whether everything checks out.
     pub fn is_intact(&self) -> bool {
         self.problems.is_empty()
     }
 
-    /// The first row that does not check out.
-    pub fn first_problem(&self) -> Option<&RowProblem> {
+    /// The first problem listed.
+    pub fn first_problem(&self) -> Option<&Problem> {
         self.problems.first()
+    }
+}
+
+/// Problems, bounded: the first [`MAX_LISTED_PROBLEMS`] by place, the rest counted.
+#[derive(Default)]
+struct Problems {
+    listed: Vec<Problem>,
+    more: u64,
+}
+
+impl Problems {
+    fn extend(&mut self, problems: impl IntoIterator<Item = Problem>) {
+        self.listed.extend(problems);
+        if self.listed.len() > 4 * MAX_LISTED_PROBLEMS {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        self.listed.sort_by_key(Problem::order_key);
+        if self.listed.len() > MAX_LISTED_PROBLEMS {
+            self.more += (self.listed.len() - MAX_LISTED_PROBLEMS) as u64;
+            self.listed.truncate(MAX_LISTED_PROBLEMS);
+        }
     }
 }
 
@@ -89,120 +195,569 @@ struct TraceOnly {
     trace_id: String,
 }
 
-struct Walker {
-    report: VerifyReport,
-    prev_chain: Option<[u8; 32]>,
-    prev_id: Option<i64>,
+/// The trace a row claims to belong to.
+fn trace_of(event: &Event) -> Option<String> {
+    serde_json::from_str::<TraceOnly>(&event.provenance_json).ok().map(|p| p.trace_id)
+}
+
+/// Checks a row's content against its stored hash; the hash to link with.
+fn check_row_hash(event: &Event, scratch: &mut String, problems: &mut Vec<Problem>) -> [u8; 32] {
+    let computed = event.stored_text_hash(scratch);
+    let stored = from_hex(&event.hash_blake3);
+    if stored != Some(computed) {
+        let message = match (stored, event.computed_hash()) {
+            (None, _) => "hash_blake3 is not 64 hex digits".to_string(),
+            (Some(_), Err(why)) => format!("{why}: the row was edited"),
+            (Some(_), Ok(_)) => "the row's content does not match its hash_blake3: the row was edited".to_string(),
+        };
+        let kind = if stored.is_none() { ProblemKind::Malformed } else { ProblemKind::Edited };
+        problems.push(Problem::of_row(event, trace_of(event), kind, message));
+    }
+    stored.unwrap_or(computed)
+}
+
+/// A leaf of a checkpoint, as the trace it covers is checked against it.
+#[derive(Clone, Debug)]
+pub(crate) struct LeafRef {
+    checkpoint: i64,
+    frames: i64,
+    head: String,
+}
+
+/// Walks the rows of one trace's chain, in row order, from a known state.
+pub(crate) struct TraceWalker {
+    trace_id: String,
+    chain: TraceChain,
+    leaves: Vec<LeafRef>,
+    rows: u64,
+    problems: Vec<Problem>,
     scratch: String,
 }
 
-impl Walker {
-    fn problem(&mut self, event: &Event, problem: ProblemKind, message: String) {
-        if self.report.problems.len() >= MAX_LISTED_PROBLEMS {
-            self.report.more_problems += 1;
-            return;
+impl TraceWalker {
+    /// A walk of `trace_id` from `start` (the empty chain, or what a
+    /// checkpoint sealed).
+    pub(crate) fn starting_at(trace_id: &str, start: TraceChain) -> TraceWalker {
+        TraceWalker {
+            trace_id: trace_id.to_string(),
+            chain: start,
+            leaves: Vec::new(),
+            rows: 0,
+            problems: Vec::new(),
+            scratch: String::new(),
         }
-        let trace_id = serde_json::from_str::<TraceOnly>(&event.provenance_json).ok().map(|p| p.trace_id);
-        self.report.problems.push(RowProblem { row: event.id, kind: event.kind.clone(), trace_id, problem, message });
     }
 
-    fn row(&mut self, event: Event) {
-        self.report.rows += 1;
-        let prev_id = self.prev_id.replace(event.id);
-        if event.chain_blake3.is_empty() {
-            if self.prev_chain.is_some() {
-                self.problem(&event, ProblemKind::Malformed, "the row has no chain value after chained rows".into());
-            } else {
-                self.report.unchained += 1;
-            }
-            return;
-        }
-        let computed = event.stored_text_hash(&mut self.scratch);
-        let stored_hash = from_hex(&event.hash_blake3);
-        if stored_hash != Some(computed) {
-            let message = match (stored_hash, event.computed_hash()) {
-                (None, _) => "hash_blake3 is not 64 hex digits".to_string(),
-                (Some(_), Err(why)) => format!("{why}: the row was edited"),
-                (Some(_), Ok(_)) => "the row's content does not match its hash_blake3: the row was edited".to_string(),
-            };
-            let kind = if stored_hash.is_none() { ProblemKind::Malformed } else { ProblemKind::Edited };
-            self.problem(&event, kind, message);
-        }
-        let Some(chain) = from_hex(&event.chain_blake3) else {
-            self.problem(&event, ProblemKind::Malformed, "chain_blake3 is not 64 hex digits".into());
+    fn with_leaves(mut self, leaves: Vec<LeafRef>) -> TraceWalker {
+        self.leaves = leaves;
+        self
+    }
+
+    fn problem(&mut self, event: &Event, kind: ProblemKind, message: String) {
+        self.problems.push(Problem::of_row(event, Some(self.trace_id.clone()), kind, message));
+    }
+
+    /// Checks the next row.
+    pub(crate) fn row(&mut self, event: &Event) {
+        self.rows += 1;
+        let hash = check_row_hash(event, &mut self.scratch, &mut self.problems);
+        let Some(seq) = event.trace_seq else {
+            self.problem(event, ProblemKind::Malformed, "the row has no position in its trace's chain".into());
             return;
         };
-        let link = stored_hash.unwrap_or(computed);
-        let prev = self.prev_chain.replace(chain);
-        if chain_hash(&prev.unwrap_or(GENESIS), &link) != chain {
-            match prev_id {
-                Some(before) if event.id > before.saturating_add(1) => {
-                    let (first, last) = (before.saturating_add(1), event.id.saturating_sub(1));
-                    let missing = if first == last {
-                        format!("row {first} is missing")
-                    } else {
-                        format!("rows {first} to {last} are missing")
-                    };
-                    self.problem(
-                        &event,
-                        ProblemKind::Removed,
-                        format!("{missing}: rows were removed before this one (the chain breaks here)"),
-                    );
-                }
-                Some(before) => self.problem(
-                    &event,
+        if trace_of(event).as_deref() != Some(self.trace_id.as_str()) {
+            self.problem(
+                event,
+                ProblemKind::Edited,
+                format!("the row is read as part of trace {}, but its provenance names another", self.trace_id),
+            );
+        }
+        let Some(stored_chain) = from_hex(&event.chain_blake3) else {
+            self.problem(event, ProblemKind::Malformed, "chain_blake3 is not 64 hex digits".into());
+            self.chain = TraceChain { frames: seq.max(self.chain.frames), head: self.chain.head };
+            return;
+        };
+        let expected = self.chain.frames + 1;
+        if seq == expected {
+            if chain_hash(&self.chain.head, &hash) != stored_chain {
+                let message = match seq {
+                    1 => "chain_blake3 of the trace's first frame does not start from the genesis value: it was \
+                          edited together with its hash"
+                        .to_string(),
+                    _ => format!(
+                        "chain_blake3 does not follow from frame {} of the trace: rows were reordered, or this \
+                         row was edited together with its hash",
+                        seq - 1
+                    ),
+                };
+                self.problem(event, ProblemKind::Chain, message);
+            }
+        } else if seq > expected {
+            let missing = match seq - 1 == expected {
+                true => format!("frame {expected} of the trace is missing before this row"),
+                false => format!("frames {expected} to {} of the trace are missing before this row", seq - 1),
+            };
+            self.problem(event, ProblemKind::Removed, format!("{missing}: removed, or rows were reordered"));
+        } else {
+            self.problem(
+                event,
+                ProblemKind::Chain,
+                format!(
+                    "this row is frame {seq} of the trace, after frame {}: rows were reordered or repeated",
+                    self.chain.frames
+                ),
+            );
+        }
+        if seq >= expected {
+            self.chain = TraceChain { frames: seq, head: stored_chain };
+        }
+        for leaf in self.leaves.iter().filter(|leaf| leaf.frames == seq) {
+            if leaf.head != event.chain_blake3 {
+                let problem = Problem::of_row(
+                    event,
+                    Some(self.trace_id.clone()),
                     ProblemKind::Chain,
                     format!(
-                        "chain_blake3 does not follow from row {before}: rows were reordered, or this row was edited \
-                         together with its hash"
+                        "frame {seq} of the trace is not the one checkpoint #{} signed: the trace was rewritten up \
+                         to here",
+                        leaf.checkpoint
                     ),
-                ),
-                None => self.problem(
-                    &event,
-                    ProblemKind::Chain,
-                    "chain_blake3 of the first row does not start from the genesis value: rows before it were \
-                     removed, or it was edited"
-                        .into(),
-                ),
+                );
+                self.problems.push(problem);
             }
         }
-        self.report.head = Some(to_hex(&chain));
+    }
+
+    /// The problems found, with what the head row and the checkpoints'
+    /// leaves say the trace should end with.
+    pub(crate) fn finish(mut self, head: Option<&TraceHead>) -> Vec<Problem> {
+        let frames = self.chain.frames;
+        let removed = |counted: i64| match frames {
+            0 => (ProblemKind::TraceRemoved, format!("every frame of the trace ({counted}) was removed")),
+            _ if counted == frames + 1 => {
+                (ProblemKind::Truncated, format!("frame {counted} of the trace, its last, was removed"))
+            }
+            _ => (
+                ProblemKind::Truncated,
+                format!("frames {} to {counted} of the trace, its last, were removed", frames + 1),
+            ),
+        };
+        if let Some(leaf) = self.leaves.iter().filter(|leaf| leaf.frames > frames).max_by_key(|leaf| leaf.frames) {
+            let (kind, what) = removed(leaf.frames);
+            let message = format!("{what}: checkpoint #{} covered {} frames", leaf.checkpoint, leaf.frames);
+            self.problems.push(Problem {
+                checkpoint: Some(leaf.checkpoint),
+                ..Problem::of_trace(&self.trace_id, kind, message)
+            });
+        }
+        match head {
+            None if self.rows > 0 => self.problems.push(Problem::of_trace(
+                &self.trace_id,
+                ProblemKind::Head,
+                "the trace has frames but no head row in rlp_traces: it was removed".into(),
+            )),
+            None => {}
+            Some(head) if head.frames > frames => {
+                let (kind, what) = removed(head.frames);
+                let message = format!("{what}: its head row counts {} frames", head.frames);
+                self.problems.push(Problem::of_trace(&self.trace_id, kind, message));
+            }
+            Some(head) if head.frames < frames => self.problems.push(Problem::of_trace(
+                &self.trace_id,
+                ProblemKind::Head,
+                format!(
+                    "the trace has {frames} frames but its head row counts {}: frames were added without moving \
+                     the head, or the head was moved back",
+                    head.frames
+                ),
+            )),
+            Some(head) if head.head != to_hex(&self.chain.head) && frames > 0 => self.problems.push(Problem::of_trace(
+                &self.trace_id,
+                ProblemKind::Head,
+                "the head row's chain value is not the last frame's: the head or the last frame was edited".into(),
+            )),
+            Some(_) => {}
+        }
+        self.problems
     }
 }
 
-/// Verifies every row of `store`, in order (streaming).
-pub(crate) fn verify<S: LedgerStore + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError> {
-    let mut walker = Walker {
-        report: VerifyReport {
-            ledger: store.location().clone(),
-            rows: 0,
-            unchained: 0,
-            head: None,
-            problems: Vec::new(),
-            more_problems: 0,
-        },
+/// Walks the legacy chain (rows before per-trace chains), in row order.
+struct LegacyWalker {
+    rows: u64,
+    unchained: u64,
+    prev_chain: Option<[u8; 32]>,
+    prev_id: Option<i64>,
+    problems: Vec<Problem>,
+    scratch: String,
+}
+
+impl LegacyWalker {
+    fn problem(&mut self, event: &Event, problem: ProblemKind, message: String) {
+        self.problems.push(Problem::of_row(event, trace_of(event), problem, message));
+    }
+
+    fn row(&mut self, event: &Event) {
+        self.rows += 1;
+        let prev_id = self.prev_id.replace(event.id);
+        if event.chain_blake3.is_empty() {
+            if self.prev_chain.is_some() {
+                self.problem(event, ProblemKind::Malformed, "the row has no chain value after chained rows".into());
+            } else {
+                self.unchained += 1;
+            }
+            return;
+        }
+        let link = check_row_hash(event, &mut self.scratch, &mut self.problems);
+        let Some(chain) = from_hex(&event.chain_blake3) else {
+            self.problem(event, ProblemKind::Malformed, "chain_blake3 is not 64 hex digits".into());
+            return;
+        };
+        let prev = self.prev_chain.replace(chain);
+        if chain_hash(&prev.unwrap_or(GENESIS), &link) == chain {
+            return;
+        }
+        match prev_id {
+            Some(before) if event.id > before.saturating_add(1) => {
+                let (first, last) = (before.saturating_add(1), event.id.saturating_sub(1));
+                let missing = match first == last {
+                    true => format!("row {first} is missing"),
+                    false => format!("rows {first} to {last} are missing"),
+                };
+                self.problem(
+                    event,
+                    ProblemKind::Removed,
+                    format!("{missing}: rows of the legacy chain were removed before this one (the chain breaks here)"),
+                );
+            }
+            Some(before) => self.problem(
+                event,
+                ProblemKind::Chain,
+                format!(
+                    "chain_blake3 does not follow from row {before}: rows were reordered, or this row was edited \
+                     together with its hash"
+                ),
+            ),
+            None => self.problem(
+                event,
+                ProblemKind::Chain,
+                "chain_blake3 of the first row does not start from the genesis value: rows before it were \
+                 removed, or it was edited"
+                    .into(),
+            ),
+        }
+    }
+
+    /// The problems, with the seal the upgrade left (its row count and head).
+    fn finish(mut self, info: &LedgerInfo) -> Vec<Problem> {
+        let head = self.prev_chain.map_or_else(|| to_hex(&GENESIS), |c| to_hex(&c));
+        if self.rows < info.legacy_rows {
+            self.problems.push(Problem {
+                row: None,
+                kind: None,
+                trace_id: None,
+                checkpoint: None,
+                problem: ProblemKind::Truncated,
+                message: format!(
+                    "the legacy chain has {} rows, but {} were sealed at the upgrade: rows were removed",
+                    self.rows, info.legacy_rows
+                ),
+            });
+        } else if self.rows > info.legacy_rows || (info.legacy_rows > 0 && head != info.legacy_head) {
+            self.problems.push(Problem {
+                row: None,
+                kind: None,
+                trace_id: None,
+                checkpoint: None,
+                problem: ProblemKind::Chain,
+                message: format!(
+                    "the legacy chain ({} rows, ending {head}) is not the one sealed at the upgrade ({} rows, \
+                     ending {}): rows were added or edited",
+                    self.rows, info.legacy_rows, info.legacy_head
+                ),
+            });
+        }
+        self.problems
+    }
+}
+
+/// Checks the checkpoints in order (each on its own and linked to the one
+/// before); returns the leaves by trace and the newest checkpoint's summary.
+fn check_checkpoints(
+    checkpoints: &[StoredCheckpoint],
+    info: &LedgerInfo,
+    trusted: &[PublicKey],
+    linked: bool,
+    problems: &mut Problems,
+) -> (HashMap<String, Vec<LeafRef>>, Option<CheckpointSummary>, u64) {
+    let mut leaves: HashMap<String, Vec<LeafRef>> = HashMap::new();
+    let mut latest = None;
+    let mut intact = 0;
+    let mut prev: Option<(i64, String)> = None;
+    for checkpoint in checkpoints {
+        if linked
+            && let Some((before, _)) = &prev
+            && checkpoint.seq != before + 1
+        {
+            problems.extend([Problem::of_checkpoint(
+                checkpoint.seq,
+                format!("checkpoints #{} to #{} are missing", before + 1, checkpoint.seq - 1),
+            )]);
+        }
+        let expected_prev = match (linked, &prev) {
+            (true, Some((_, hash))) => Some(Some(hash.as_str())),
+            (true, None) => Some(None),
+            (false, _) => None,
+        };
+        match check_checkpoint(checkpoint, info, expected_prev, trusted) {
+            Ok(statement) => {
+                intact += 1;
+                let key_id = PublicKey::parse(&statement.key).map(|k| k.key_id().to_string()).unwrap_or_default();
+                latest = Some(CheckpointSummary {
+                    seq: checkpoint.seq,
+                    ts_ms: statement.ts_ms,
+                    hash: statement_hash(&checkpoint.statement),
+                    key_id,
+                });
+            }
+            Err(message) => problems.extend([Problem::of_checkpoint(checkpoint.seq, message)]),
+        }
+        for leaf in &checkpoint.leaves {
+            leaves.entry(leaf.trace_id.clone()).or_default().push(LeafRef {
+                checkpoint: checkpoint.seq,
+                frames: leaf.frames,
+                head: leaf.head.clone(),
+            });
+        }
+        prev = Some((checkpoint.seq, statement_hash(&checkpoint.statement)));
+    }
+    (leaves, latest, intact)
+}
+
+/// What a verify is handed besides the ledger.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyOptions {
+    /// The keys whose checkpoints are trusted.
+    pub trusted: Vec<PublicKey>,
+    /// Only this trace (and the checkpoints that cover it).
+    pub trace: Option<Uuid>,
+}
+
+/// Verifies `store` (the whole ledger, or one trace: see [`VerifyOptions`]).
+pub fn verify(store: &dyn LedgerStore, options: &VerifyOptions) -> Result<VerifyReport, LedgerError> {
+    match options.trace {
+        Some(trace) => verify_trace(store, &trace, &options.trusted),
+        None => verify_all(store, &options.trusted),
+    }
+}
+
+fn empty_report(store: &dyn LedgerStore, trace_id: Option<String>) -> VerifyReport {
+    VerifyReport {
+        ledger: store.location().clone(),
+        trace_id,
+        rows: 0,
+        traces: 0,
+        legacy_rows: 0,
+        unchained: 0,
+        checkpoints: 0,
+        checkpoints_intact: 0,
+        latest_checkpoint: None,
+        uncovered_frames: 0,
+        problems: Vec::new(),
+        more_problems: 0,
+    }
+}
+
+/// One trace's rows, with what it is checked against.
+struct TraceRows {
+    trace_id: String,
+    rows: Vec<Event>,
+    head: Option<TraceHead>,
+    leaves: Vec<LeafRef>,
+}
+
+impl TraceRows {
+    fn check(self) -> Vec<Problem> {
+        let mut walker = TraceWalker::starting_at(&self.trace_id, TraceChain::EMPTY).with_leaves(self.leaves);
+        for event in &self.rows {
+            walker.row(event);
+        }
+        walker.finish(self.head.as_ref())
+    }
+}
+
+fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyReport, LedgerError> {
+    let info = store.info()?;
+    let mut report = empty_report(store, None);
+    let mut problems = Problems::default();
+
+    let mut legacy = LegacyWalker {
+        rows: 0,
+        unchained: 0,
         prev_chain: None,
         prev_id: None,
+        problems: Vec::new(),
         scratch: String::new(),
     };
-    store.for_each_event(&mut |event| {
-        walker.row(event);
+    store.for_each_legacy(&mut |event| {
+        legacy.row(&event);
         ControlFlow::Continue(())
     })?;
-    Ok(walker.report)
+    report.legacy_rows = legacy.rows;
+    report.unchained = legacy.unchained;
+    problems.extend(legacy.finish(&info));
+
+    let checkpoints = store.checkpoints()?;
+    report.checkpoints = checkpoints.len() as u64;
+    let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, &info, trusted, true, &mut problems);
+    report.latest_checkpoint = latest;
+    report.checkpoints_intact = intact;
+    drop(checkpoints);
+
+    let mut heads = HashMap::new();
+    store.for_each_head(&mut |head| {
+        report.uncovered_frames += u64::try_from(head.frames - head.sealed).unwrap_or(0);
+        heads.insert(head.trace_id.clone(), head);
+        ControlFlow::Continue(())
+    })?;
+    let sealed_problems = check_sealed(&heads, &leaves);
+    problems.extend(sealed_problems);
+
+    // One reader, the traces checked in parallel a chunk at a time.
+    let (sender, receiver) = mpsc::sync_channel::<Vec<TraceRows>>(2);
+    let (rows_read, traces_read, found) = std::thread::scope(|scope| {
+        let checker = scope.spawn(move || {
+            let mut found = Vec::new();
+            for chunk in receiver {
+                found.extend(chunk.into_par_iter().flat_map_iter(TraceRows::check).collect::<Vec<_>>());
+            }
+            found
+        });
+        let mut chunk: Vec<TraceRows> = Vec::new();
+        let mut chunk_rows = 0usize;
+        let (mut rows_read, mut traces_read) = (0u64, 0u64);
+        let read = store.for_each_chained(&mut |event| {
+            rows_read += 1;
+            let trace = trace_of(&event).unwrap_or_default();
+            if chunk.last().is_none_or(|last| last.trace_id != trace) {
+                if chunk_rows >= CHUNK_ROWS {
+                    let _ = sender.send(std::mem::take(&mut chunk));
+                    chunk_rows = 0;
+                }
+                traces_read += 1;
+                chunk.push(TraceRows {
+                    head: heads.remove(&trace),
+                    leaves: leaves.remove(&trace).unwrap_or_default(),
+                    trace_id: trace,
+                    rows: Vec::new(),
+                });
+            }
+            chunk_rows += 1;
+            if let Some(last) = chunk.last_mut() {
+                last.rows.push(event);
+            }
+            ControlFlow::Continue(())
+        });
+        let _ = sender.send(chunk);
+        drop(sender);
+        let found = checker.join().unwrap_or_default();
+        read.map(|()| (rows_read, traces_read, found))
+    })?;
+    report.rows = report.legacy_rows + rows_read;
+    report.traces = traces_read;
+    problems.extend(found);
+
+    // Traces a head row or a checkpoint names, with no row left.
+    for (trace_id, head) in heads {
+        let trace_leaves = leaves.remove(&trace_id).unwrap_or_default();
+        problems.extend(
+            TraceWalker::starting_at(&trace_id, TraceChain::EMPTY).with_leaves(trace_leaves).finish(Some(&head)),
+        );
+    }
+    for (trace_id, trace_leaves) in leaves {
+        problems.extend(TraceWalker::starting_at(&trace_id, TraceChain::EMPTY).with_leaves(trace_leaves).finish(None));
+    }
+    problems.trim();
+    report.problems = problems.listed;
+    report.more_problems = problems.more;
+    Ok(report)
+}
+
+/// A head row's `sealed` count must be what the newest leaf of its trace
+/// says: a lower one would hide frames from the next checkpoint.
+fn check_sealed(heads: &HashMap<String, TraceHead>, leaves: &HashMap<String, Vec<LeafRef>>) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for (trace_id, head) in heads {
+        let covered = leaves.get(trace_id).and_then(|l| l.iter().map(|leaf| leaf.frames).max()).unwrap_or(0);
+        if head.sealed != covered {
+            problems.push(Problem::of_trace(
+                trace_id,
+                ProblemKind::Head,
+                format!(
+                    "the head row says checkpoints covered {} frames, the checkpoints say {covered}: the head row \
+                     was edited",
+                    head.sealed
+                ),
+            ));
+        }
+    }
+    problems
+}
+
+fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) -> Result<VerifyReport, LedgerError> {
+    let info = store.info()?;
+    let trace_id = trace.to_string();
+    let mut report = empty_report(store, Some(trace_id.clone()));
+    let mut problems = Problems::default();
+
+    let checkpoints = store.checkpoints_of(trace)?;
+    report.checkpoints = checkpoints.len() as u64;
+    let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, &info, trusted, false, &mut problems);
+    report.latest_checkpoint = latest;
+    report.checkpoints_intact = intact;
+    let head = store.trace_head(trace)?;
+    let covered = leaves.get(&trace_id).and_then(|l| l.iter().map(|leaf| leaf.frames).max()).unwrap_or(0);
+    report.uncovered_frames = head.as_ref().map_or(0, |h| u64::try_from(h.frames - covered).unwrap_or(0));
+
+    // Frames of the trace recorded before per-trace chains: each row's
+    // hash here; their links are the legacy chain's (a full verify).
+    let mut walker = TraceWalker::starting_at(&trace_id, TraceChain::EMPTY)
+        .with_leaves(leaves.remove(&trace_id).unwrap_or_default());
+    let mut scratch = String::new();
+    let mut legacy_problems = Vec::new();
+    store.for_each_in_trace(trace, &mut |event| {
+        match event.trace_seq {
+            None => {
+                report.legacy_rows += 1;
+                check_row_hash(&event, &mut scratch, &mut legacy_problems);
+            }
+            Some(_) => walker.row(&event),
+        }
+        ControlFlow::Continue(())
+    })?;
+    report.rows = walker.rows + report.legacy_rows;
+    report.traces = u64::from(walker.rows > 0 || head.is_some());
+    problems.extend(legacy_problems);
+    problems.extend(walker.finish(head.as_ref()));
+    problems.trim();
+    report.problems = problems.listed;
+    report.more_problems = problems.more;
+    Ok(report)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::hash::frame_hash;
     use crate::event::{EventKind, Provenance, Record};
-    use crate::ledger::{SqliteLedger, verify_chain};
-    use rusqlite::Connection;
+    use crate::integrity::keys::SecretKey;
+    use crate::ledger::SqliteLedger;
+    use crate::ledger::checkpoint::make_checkpoint;
+    use rusqlite::{Connection, params};
     use serde_json::json;
-    use std::path::PathBuf;
-    use uuid::Uuid;
+    use std::path::Path;
 
-    fn record(n: i64) -> Record {
+    fn record(trace: u128, n: i64) -> Record {
         Record {
             ts_ms: 1000 + n,
             actor: "runtime".into(),
@@ -210,69 +765,170 @@ mod tests {
             scope: "a".into(),
             payload: json!({"n": n, "s": "é\u{1}"}),
             provenance: Provenance {
-                trace_id: Uuid::from_u128(1),
+                trace_id: Uuid::from_u128(trace),
                 msg_id: Uuid::from_u128(n as u128),
                 agent: "a".into(),
             },
         }
     }
 
-    fn ledger_with(rows: i64) -> (tempfile::TempDir, PathBuf) {
+    fn kinds(report: &VerifyReport) -> Vec<(Option<i64>, Option<String>, ProblemKind)> {
+        report.problems.iter().map(|p| (p.row, p.trace_id.clone(), p.problem)).collect()
+    }
+
+    fn trace(n: u128) -> Option<String> {
+        Some(Uuid::from_u128(n).to_string())
+    }
+
+    /// Three traces of three frames each, interleaved, and a checkpoint over them.
+    fn ledger(dir: &Path) -> (SqliteLedger, SecretKey) {
+        let ledger = SqliteLedger::open(&dir.join("events.sqlite")).unwrap();
+        for n in 1..=3 {
+            for t in 1..=3 {
+                ledger.append(&[record(t, n)]).unwrap();
+            }
+        }
+        let key = SecretKey::from_seed(&[1; 32]);
+        make_checkpoint(&ledger, &key, 5).unwrap();
+        (ledger, key)
+    }
+
+    fn trusting(key: &SecretKey) -> VerifyOptions {
+        VerifyOptions { trusted: vec![key.public()], trace: None }
+    }
+
+    #[test]
+    fn an_intact_ledger_and_each_of_its_traces_verify() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.sqlite");
-        let ledger = SqliteLedger::open(&path).unwrap();
-        let records: Vec<Record> = (1..=rows).map(record).collect();
-        ledger.append(&records).unwrap();
-        (dir, path)
-    }
-
-    #[test]
-    fn intact_ledger_verifies() {
-        let (_dir, path) = ledger_with(5);
-        let report = verify_chain(&path).unwrap();
+        let (ledger, key) = ledger(dir.path());
+        let report = verify(&ledger, &trusting(&key)).unwrap();
         assert!(report.is_intact(), "{report:?}");
-        assert_eq!(report.rows, 5);
-        let mut last = None;
-        SqliteLedger::open_existing(&path)
-            .unwrap()
-            .for_each_event(|event| {
-                last = Some(event.chain_blake3);
-                ControlFlow::Continue(())
-            })
-            .unwrap();
-        assert_eq!(report.head, last);
+        assert_eq!((report.rows, report.traces, report.checkpoints, report.uncovered_frames), (9, 3, 1, 0));
+        let one = VerifyOptions { trace: Some(Uuid::from_u128(2)), ..trusting(&key) };
+        let report = verify(&ledger, &one).unwrap();
+        assert!(report.is_intact(), "{report:?}");
+        assert_eq!((report.rows, report.checkpoints), (3, 1));
+        // Untrusted, the checkpoint is a problem.
+        let report = verify(&ledger, &VerifyOptions::default()).unwrap();
+        assert_eq!(kinds(&report), [(None, None, ProblemKind::Checkpoint)]);
+        assert!(report.problems[0].message.contains("not trusted"), "{}", report.problems[0].message);
     }
 
     #[test]
-    fn names_edited_removed_and_reordered_rows() {
-        let (_dir, path) = ledger_with(8);
-        let conn = Connection::open(&path).unwrap();
-        conn.execute("UPDATE events SET payload_json = replace(payload_json, '\"n\":2', '\"n\":9') WHERE id = 2", [])
-            .unwrap();
-        conn.execute("DELETE FROM events WHERE id IN (4, 5)", []).unwrap();
-        conn.execute("UPDATE events SET payload_json = replace(payload_json, ',', ', ') WHERE id = 7", []).unwrap();
-        drop(conn);
-        let report = verify_chain(&path).unwrap();
-        let found: Vec<(i64, ProblemKind)> = report.problems.iter().map(|p| (p.row, p.problem)).collect();
-        assert_eq!(found, [(2, ProblemKind::Edited), (6, ProblemKind::Removed), (7, ProblemKind::Edited)]);
-        assert_eq!(
-            report.problems[1].message,
-            "rows 4 to 5 are missing: rows were removed before this one (the chain breaks here)"
-        );
-        assert!(report.problems[2].message.contains("canonical"), "{}", report.problems[2].message);
-        assert_eq!(report.problems[0].trace_id.as_deref(), Some("00000000-0000-0000-0000-000000000001"));
-    }
-
-    #[test]
-    fn a_swap_of_two_rows_breaks_the_chain_at_the_first() {
-        let (_dir, path) = ledger_with(4);
-        let conn = Connection::open(&path).unwrap();
+    fn names_each_edit_removal_and_reordering_and_what_checkpoints_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        ledger.append(&[record(4, 1), record(4, 2)]).unwrap();
+        let conn = Connection::open(ledger.path()).unwrap();
+        // Trace 1 (rows 1, 4, 7): row 4 edited. Trace 2 (rows 2, 5, 8): row 5
+        // removed. Trace 3 (rows 3, 6, 9): its last row removed with its head
+        // moved back. Trace 4 (not checkpointed): removed whole, head and all.
         conn.execute_batch(
-            "UPDATE events SET id = 100 WHERE id = 2; UPDATE events SET id = 2 WHERE id = 3; UPDATE events SET id = 3 WHERE id = 100;",
+            "UPDATE events SET payload_json = replace(payload_json, '\"n\":2', '\"n\":7') WHERE id = 4;
+             DELETE FROM events WHERE id = 5;
+             DELETE FROM events WHERE id = 9;
+             UPDATE rlp_traces SET frames = 2, head = (SELECT chain_blake3 FROM events WHERE id = 6)
+              WHERE trace_id = '00000000-0000-0000-0000-000000000003';
+             DELETE FROM events WHERE id > 9;
+             DELETE FROM rlp_traces WHERE trace_id = '00000000-0000-0000-0000-000000000004';",
         )
         .unwrap();
-        drop(conn);
-        let report = verify_chain(&path).unwrap();
-        assert_eq!(report.first_problem().map(|p| (p.row, p.problem)), Some((2, ProblemKind::Chain)));
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert_eq!(
+            kinds(&report),
+            [
+                (Some(4), trace(1), ProblemKind::Edited),
+                (Some(8), trace(2), ProblemKind::Removed),
+                (None, trace(3), ProblemKind::Truncated),
+            ],
+            "{report:#?}"
+        );
+        assert_eq!(
+            report.problems[2].message,
+            "frame 3 of the trace, its last, was removed: checkpoint #1 covered 3 frames"
+        );
+        // The whole uncheckpointed trace went unnoticed: that is the window.
+        // Swapping two rows of a trace breaks it where the order changed.
+        conn.execute_batch(
+            "UPDATE events SET id = 100 WHERE id = 1; UPDATE events SET id = 1 WHERE id = 7; UPDATE events SET id = 7 WHERE id = 100;",
+        )
+        .unwrap();
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert!(report.problems.iter().any(|p| p.row == Some(7) && p.problem == ProblemKind::Chain), "{report:#?}");
+    }
+
+    #[test]
+    fn a_trace_removed_after_its_checkpoint_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        let conn = Connection::open(ledger.path()).unwrap();
+        conn.execute_batch(
+            "DELETE FROM events WHERE json_extract(provenance_json, '$.trace_id') = '00000000-0000-0000-0000-000000000002';
+             DELETE FROM rlp_traces WHERE trace_id = '00000000-0000-0000-0000-000000000002';",
+        )
+        .unwrap();
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert_eq!(kinds(&report), [(None, trace(2), ProblemKind::TraceRemoved)]);
+        // Removing its leaf too breaks the checkpoint's signed root.
+        conn.execute("DELETE FROM rlp_checkpoint_leaves WHERE trace_id = ?1", [Uuid::from_u128(2).to_string()])
+            .unwrap();
+        conn.execute("UPDATE rlp_checkpoints SET statement = replace(statement, '\"traces\":3', '\"traces\":2')", [])
+            .unwrap();
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert_eq!(kinds(&report), [(None, None, ProblemKind::Checkpoint)]);
+        assert!(report.problems[0].message.contains("signature"), "{}", report.problems[0].message);
+    }
+
+    #[test]
+    fn a_ledger_from_before_per_trace_chains_keeps_its_chain_verifiable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        // The table and the one ledger-wide chain as rlp wrote them before.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL, actor TEXT NOT NULL,
+               kind TEXT NOT NULL, scope TEXT NOT NULL, payload_json TEXT NOT NULL, provenance_json TEXT NOT NULL,
+               hash_blake3 TEXT NOT NULL, chain_blake3 TEXT);",
+        )
+        .unwrap();
+        let mut chain = GENESIS;
+        for n in 1..=4 {
+            let row = crate::event::PreparedRow::from_record(&record(u128::from(n % 2 == 0), n)).unwrap();
+            let hash = frame_hash(
+                &mut String::new(),
+                row.ts_ms,
+                &row.actor,
+                row.kind.as_str(),
+                &row.scope,
+                &row.payload_json,
+                &row.provenance_json,
+            );
+            chain = chain_hash(&chain, &hash);
+            conn.execute(
+                "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![row.ts_ms, row.actor, row.kind.as_str(), row.scope, row.payload_json, row.provenance_json, to_hex(&hash), to_hex(&chain)],
+            )
+            .unwrap();
+        }
+        let ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(ledger.info().unwrap().legacy_rows, 4);
+        assert_eq!(ledger.info().unwrap().legacy_head, to_hex(&chain));
+        ledger.append(&[record(0, 5), record(7, 6)]).unwrap();
+        let key = SecretKey::from_seed(&[2; 32]);
+        make_checkpoint(&ledger, &key, 9).unwrap();
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert!(report.is_intact(), "{report:#?}");
+        assert_eq!((report.rows, report.legacy_rows, report.traces), (6, 4, 2));
+        // An older rlp cannot extend the legacy chain behind the new layout's back.
+        let refused = conn.execute(
+            "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3) VALUES (1, 'a', 'k', 's', '{}', '{}', 'h')",
+            [],
+        );
+        assert!(refused.unwrap_err().to_string().contains("upgrade rlp"));
+        // Its last legacy row removed: the seal says so.
+        conn.execute("DELETE FROM events WHERE id = 4", []).unwrap();
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert_eq!(kinds(&report), [(None, None, ProblemKind::Truncated)], "{report:#?}");
     }
 }

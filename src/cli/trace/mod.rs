@@ -1,9 +1,11 @@
 //! `rlp trace`: list, show, export, import, verify and diff the traces in the
 //! knowledge base (`$RUNLOOP_HOME/pog/events.sqlite`).
+mod checkpoint;
 mod diff;
 mod export;
 mod import;
 mod list;
+mod prove;
 mod show;
 mod verify;
 
@@ -29,8 +31,12 @@ pub enum TraceCommand {
     Export(export::ExportArgs),
     /// Import a JSON Lines trace into the ledger (all or nothing).
     Import(import::ImportArgs),
-    /// Recompute every row hash and the hash chain; name the first row edited, removed or reordered.
+    /// Check every row hash, chain, head row and checkpoint (or one trace, or a proof offline); name what was changed.
     Verify(verify::VerifyArgs),
+    /// Sign a checkpoint over every trace that grew since the last one (once, or --every DURATION).
+    Checkpoint(checkpoint::CheckpointArgs),
+    /// Write an inclusion proof of a trace (and one frame in full) in a signed checkpoint.
+    Prove(prove::ProveArgs),
     /// Compare two runs of an agent call by call: the regression gate (exit 1 on any divergence).
     Diff(diff::DiffArgs),
 }
@@ -43,6 +49,8 @@ pub(crate) fn run(command: TraceCommand, ctx: &Context) -> CliResult {
         TraceCommand::Export(args) => export::run(&args, ctx),
         TraceCommand::Import(args) => import::run(&args, ctx),
         TraceCommand::Verify(args) => verify::run(&args, ctx),
+        TraceCommand::Checkpoint(args) => checkpoint::run(&args, ctx),
+        TraceCommand::Prove(args) => prove::run(&args, ctx),
         TraceCommand::Diff(args) => diff::run(&args, ctx),
     }
 }

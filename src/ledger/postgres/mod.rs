@@ -1,41 +1,40 @@
-//! The PostgreSQL ledger: the same `events` table and hash chain as the
-//! SQLite ledger, in a database many hosts append to at once.
+//! The PostgreSQL ledger: the same tables and chains as the SQLite
+//! ledger, in a database many hosts append to at once.
 //!
-//! **The chain head.** The last chain value is kept in `rlp_head`, a
-//! one-row table. An append reads it, computes its rows' chain values, and
-//! sends one statement that moves the head from the value it read to its
-//! last row's — `UPDATE rlp_head … WHERE chain_blake3 = <the value read>`
-//! — and inserts its rows only if that update happened. The head's row
-//! lock serialises appenders on any number of hosts for just the time the
-//! server takes to run that statement and commit: the critical section
-//! holds no round trip to a client. An appender whose head moved in the
-//! meantime inserts nothing, learns the new head in the same round trip
-//! (the query pipelined after it) and tries again. The chain therefore
-//! stays one line, in row id order, whoever appends.
+//! **No global serial point.** Each trace is a chain of its own with a head
+//! row in `rlp_traces` (src/ledger/layout.rs). An append of one trace's
+//! frames is one autocommit statement: it moves that trace's head from the
+//! state the writer knows to the new one — `INSERT … ON CONFLICT DO UPDATE
+//! … WHERE frames = <known> AND head = <known>` — and inserts the frames
+//! only if the head moved. Writers of different traces never touch the
+//! same row, so a fleet's hosts append in parallel, one round trip each,
+//! with synchronous commits whose disk flushes the server groups. Writers
+//! of one trace (rare: a trace belongs to one session) serialise on its
+//! head row; one that finds the head moved reads it and tries again.
+//! Frames of several traces (a group commit) go in one transaction, one
+//! statement per trace, pipelined.
 //!
-//! **Durability.** An append is acknowledged only once its commit is on
-//! disk, as with SQLite's `synchronous=FULL`. The append commits
-//! asynchronously (`synchronous_commit = off` on rlp's connection), so its
-//! row lock goes as soon as the commit is in the WAL buffers; rlp then
-//! commits a second, one-row transaction synchronously (it bumps the
-//! connection's counter in `rlp_sync`: a transaction that writes nothing
-//! would not wait for the disk) and returns only after it. The WAL is
-//! flushed in order, so that flush covers the append's commit. Waits for
-//! the disk thus overlap across appenders (the server's group commit)
-//! instead of queueing behind the head, and a crash can lose only appends
-//! not yet acknowledged — with every later one, so the chain never points
-//! at a lost row.
+//! **Durability.** An append returns once its commit is on disk
+//! (`synchronous_commit` on). When the connection breaks before the answer
+//! arrives, rlp reconnects and reads the heads: moved to the state it
+//! wrote, the append is confirmed; unmoved, it is made again; anything
+//! else is reported as unconfirmed, never appended twice.
+//!
+//! **Imports** hold only the imported trace's head row (inserted by the
+//! import's transaction), so other writers go on; rows are sent in batches.
 //!
 //! **Connections.** One connection per open ledger, on a current-thread
 //! runtime of its own, with requests pipelined. A connection the server
-//! closed is opened again on the next use. The schema is created on first
-//! use under an advisory lock, with a version table
+//! closed is opened again on the next use. The schema is created, or
+//! upgraded from version 1 (one global chain; docs/fleet.md, "Upgrading"),
+//! on first use under an advisory lock, with a version table
 //! ([`schema.sql`](schema.sql)).
 
 pub(crate) mod connect;
 mod pgpass;
 
-use std::cell::Cell;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::{Mutex, MutexGuard};
@@ -44,50 +43,66 @@ use futures_util::{TryStreamExt, pin_mut};
 use tokio::runtime::Runtime;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, SimpleQueryMessage, Statement};
+use tokio_postgres::{Client, Statement};
 use uuid::Uuid;
 
 pub use connect::PostgresUrl;
 
-use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
+use crate::event::hash::to_hex;
 use crate::event::{Decision, Event, EventKind, PreparedRow, Record, RecordError, Recorder, Usage};
+use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceChain, TraceHead, attach_leaves, traces_of};
 use crate::ledger::query::TraceSummary;
 use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, PostgresProblem};
 
-/// The schema, created when a database has none.
+/// The schema, created when a database has none (and the upgrade from version 1).
 const SCHEMA: &str = include_str!("schema.sql");
 /// The schema version this rlp writes and reads.
-const SCHEMA_VERSION: i32 = 1;
+const SCHEMA_VERSION: i32 = 2;
 /// The advisory lock held while the schema is created ("RLPSCHEM").
 const SCHEMA_LOCK: i64 = 0x524C_5053_4348_454D;
-/// The advisory lock appenders wait in line for when the head is contended ("RLPCHAIN").
-const CHAIN_LOCK: i64 = 0x524C_5043_4841_494E;
-/// How many times an append tries again after the head moved under it
-/// before it gives up (each try follows another appender's success).
-const MAX_TRIES: u32 = 10_000;
+/// The advisory lock checkpointers take turns on ("RLPCHECK").
+const CHECKPOINT_LOCK: i64 = 0x524C_5043_4845_434B;
+/// How many times an append tries again after a trace's head moved under
+/// it (each try follows another writer's append to the same trace).
+const MAX_TRIES: u32 = 1_000;
+/// Heads a connection remembers (the traces it appended to last).
+const KNOWN_HEADS: usize = 4096;
+/// Rows an import sends in one statement.
+const IMPORT_BATCH: usize = 256;
 
 /// Rows read per request when streaming (frames may be large).
 const PAGE_ROWS: usize = 256;
-const COLUMNS: &str = "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
+const COLUMNS: &str =
+    "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq";
 /// The trace id of a row, as the `events_by_trace` index has it.
 const TRACE: &str = "((provenance_json::json) ->> 'trace_id')";
 /// Whether the user may append, and who the user is.
 const APPEND_RIGHTS: &str =
-    "SELECT has_table_privilege('events', 'INSERT') AND has_table_privilege('rlp_head', 'UPDATE')
-            AND has_table_privilege('rlp_sync', 'UPDATE'), current_user::text";
-const READ_HEAD: &str = "SELECT chain_blake3 FROM rlp_head";
-/// Moves the head from `$10` to `$9` — unless another appender holds the
-/// chain lock `$11` — and, only if it did, inserts the rows.
-const APPEND: &str = "WITH head AS (UPDATE rlp_head SET chain_blake3 = $9
-                   WHERE chain_blake3 = $10 AND pg_try_advisory_xact_lock($11) RETURNING 1)
-     INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
-     SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-     WHERE EXISTS (SELECT 1 FROM head)
+    "SELECT has_table_privilege('events', 'INSERT') AND has_table_privilege('rlp_traces', 'INSERT')
+            AND has_table_privilege('rlp_traces', 'UPDATE'), current_user::text";
+const READ_HEAD: &str = "SELECT frames, head FROM rlp_traces WHERE trace_id = $1";
+/// Moves the head of trace `$9` from (`$12` frames, `$13`) to (`$10`, `$11`)
+/// and, only if it did, inserts the rows.
+const APPEND: &str = "WITH moved AS (
+       INSERT INTO rlp_traces AS t (trace_id, frames, head) VALUES ($9, $10, $11)
+       ON CONFLICT (trace_id) DO UPDATE SET frames = excluded.frames, head = excluded.head
+       WHERE t.frames = $12 AND t.head = $13
+       RETURNING 1)
+     INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq)
+     SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                          $8::text[], $14::int8[])
+     WHERE EXISTS (SELECT 1 FROM moved)
      RETURNING id";
-/// Inserts rows while the caller holds the head (an import).
-const INSERT: &str = "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3)
-     SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+/// Inserts rows while the caller holds their trace's head (an import).
+const INSERT: &str = "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq)
+     SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                          $8::text[], $9::int8[])
      RETURNING id";
+/// Claims a trace's head row for an import (locking it until the import
+/// ends) and gives the state it holds.
+const CLAIM_HEAD: &str = "INSERT INTO rlp_traces AS t (trace_id, frames, head) VALUES ($1, 0, repeat('0', 64))
+     ON CONFLICT (trace_id) DO UPDATE SET frames = t.frames RETURNING frames, head";
+const SET_HEAD: &str = "UPDATE rlp_traces SET frames = $2, head = $3 WHERE trace_id = $1";
 
 /// `rlp trace list`: the SQLite ledger's query (src/ledger/sqlite.rs) in
 /// PostgreSQL's words. Kinds and the deny decision are bound by name.
@@ -144,16 +159,9 @@ struct Session {
     runtime: Option<Runtime>,
     client: Client,
     statements: Statements,
-    /// The head this connection saw last: the value its next append
-    /// chains after (it is checked by the append itself).
-    head: Cell<Option<[u8; 32]>>,
-    /// Whether appends wait in line for the chain lock (the head was
-    /// contended) rather than first trying without it.
-    queued: Cell<bool>,
-    /// Begins a transaction holding the chain lock.
-    lock: String,
-    /// The synchronous commit that makes appends durable (see the module notes).
-    sync: String,
+    /// The heads this connection moved last: the state its next append to
+    /// those traces starts from (checked by the append itself).
+    heads: RefCell<HashMap<Uuid, TraceChain>>,
     /// Takes the password out of messages.
     credentials: connect::Credentials,
 }
@@ -172,7 +180,10 @@ impl Drop for Session {
 enum Failure {
     Db(tokio_postgres::Error),
     Invalid(String),
-    /// The append committed, but the commit that makes it durable failed.
+    /// The append's outcome is unknown: the connection broke before its
+    /// answer. It holds the heads the append started from and would leave.
+    Lost(Vec<Moved>),
+    /// The append may have been made, and rlp could not tell.
     Unconfirmed(Box<Failure>),
     /// The user lacks a right appending needs.
     Denied(String),
@@ -237,24 +248,41 @@ fn row_to_event(row: &tokio_postgres::Row) -> Result<Event, tokio_postgres::Erro
         provenance_json: row.try_get(6)?,
         hash_blake3: row.try_get(7)?,
         chain_blake3: row.try_get::<_, Option<String>>(8)?.unwrap_or_default(),
+        trace_seq: row.try_get(9)?,
     })
+}
+
+fn head_of_row(row: &tokio_postgres::Row) -> Result<TraceHead, tokio_postgres::Error> {
+    Ok(TraceHead { trace_id: row.try_get(0)?, frames: row.try_get(1)?, head: row.try_get(2)?, sealed: row.try_get(3)? })
 }
 
 fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-/// The chain value `text` (as stored) as bytes; an error names an edited head.
-fn chain_value(text: &str) -> Result<[u8; 32], Failure> {
-    from_hex(text).ok_or_else(|| {
-        Failure::Invalid(format!("the chain head `{text}` in rlp_head is not 64 hex digits; the ledger was edited"))
+/// A trace's chain as its head row (`READ_HEAD`, `CLAIM_HEAD`) has it.
+fn chain_of(trace: &Uuid, row: Option<tokio_postgres::Row>) -> Result<TraceChain, Failure> {
+    let Some(row) = row else { return Ok(TraceChain::EMPTY) };
+    let head: String = row.try_get(1)?;
+    TraceChain::of_head(row.try_get(0)?, &head).ok_or_else(|| {
+        Failure::Invalid(format!(
+            "the head `{head}` of trace {trace} in rlp_traces is not 64 hex digits; the ledger was edited"
+        ))
     })
 }
 
-/// The head from a `READ_HEAD` row.
-fn head_of(row: Option<tokio_postgres::Row>) -> Result<[u8; 32], Failure> {
-    let row = row.ok_or_else(|| Failure::Invalid("rlp_head holds no row; the ledger was edited".into()))?;
-    chain_value(&row.try_get::<_, String>(0)?)
+/// One trace's part of an append: where its head was and where it goes.
+#[derive(Clone, Debug)]
+struct Moved {
+    trace: Uuid,
+    from: TraceChain,
+    to: TraceChain,
+}
+
+/// Whether a client error means the connection broke (the request's
+/// outcome is then unknown), not that the server refused it.
+fn is_lost(e: &tokio_postgres::Error) -> bool {
+    e.code().is_none()
 }
 
 impl Session {
@@ -265,116 +293,152 @@ impl Session {
         }
     }
 
-    /// Appends `rows` chained after the head; returns their ids once the
+    /// The head of `trace` this connection knows (the empty chain for one
+    /// it never saw: most appends start a new trace).
+    fn known(&self, trace: &Uuid) -> TraceChain {
+        self.heads.borrow().get(trace).copied().unwrap_or(TraceChain::EMPTY)
+    }
+
+    fn remember(&self, trace: Uuid, chain: TraceChain) {
+        let mut heads = self.heads.borrow_mut();
+        if heads.len() >= KNOWN_HEADS && !heads.contains_key(&trace) {
+            heads.clear();
+        }
+        heads.insert(trace, chain);
+    }
+
+    /// Appends `rows` on their traces' chains; returns their ids once the
     /// commit is on disk (see the module notes).
     async fn append(&self, rows: &[PreparedRow]) -> Result<Vec<i64>, Failure> {
-        if !self.queued.get() {
-            let guess = match self.head.get() {
-                Some(head) => head,
-                None => head_of(self.client.query_opt(&self.statements.read_head, &[]).await?)?,
-            };
-            if let Some(ids) = self.try_append(rows, guess, false).await? {
-                return Ok(ids);
-            }
-            self.queued.set(true);
-        }
+        let traces = traces_of(rows);
         for _ in 0..MAX_TRIES {
-            let before = self.head.get();
-            // In line for the chain lock, then the head as it is once we hold it.
-            let begin = self.client.batch_execute(&self.lock);
-            let read = self.client.query_opt(&self.statements.read_head, &[]);
-            let (locked, read) = futures_util::join!(begin, read);
-            let head = match locked.map_err(Failure::from).and_then(|_| head_of(read?)) {
-                Ok(head) => head,
-                Err(failure) => {
-                    let _ = self.client.batch_execute("ROLLBACK").await;
-                    return Err(failure);
-                }
-            };
-            let appended = self.try_append(rows, head, true).await;
-            if appended.is_err() {
-                let _ = self.client.batch_execute("ROLLBACK").await;
+            let mut plans: Vec<(Moved, Columns)> = traces
+                .iter()
+                .map(|trace| {
+                    let from = self.known(trace);
+                    (Moved { trace: *trace, from, to: from }, Columns::default())
+                })
+                .collect();
+            for row in rows {
+                let Some((moved, columns)) = plans.iter_mut().find(|(m, _)| m.trace == row.trace_id) else {
+                    unreachable!("traces_of lists every row's trace")
+                };
+                let (seq, chain) = moved.to.push(row);
+                columns.push(row, &chain, seq);
             }
-            if let Some(ids) = appended? {
-                // Nobody else appended since this connection's last append:
-                // the next one tries without waiting in line.
-                self.queued.set(before != Some(head));
+            let outcome = match plans.len() {
+                1 => self.append_one(&plans[0]).await.map(|ids| vec![ids]),
+                _ => self.append_many(&plans).await,
+            };
+            let moved: Vec<Moved> = plans.iter().map(|(m, _)| m.clone()).collect();
+            let answers = match outcome {
+                Err(Failure::Db(e)) if is_lost(&e) => return Err(Failure::Lost(moved)),
+                other => other?,
+            };
+            let mut stale = Vec::new();
+            for (m, ids) in moved.iter().zip(&answers) {
+                if ids.is_empty() {
+                    stale.push(m.trace);
+                }
+            }
+            if stale.is_empty() {
+                for m in moved {
+                    self.remember(m.trace, m.to);
+                }
+                let mut ids: Vec<i64> = answers.into_iter().flatten().collect();
+                ids.sort_unstable();
                 return Ok(ids);
             }
+            // Another writer moved a head first: learn it, and go again.
+            for trace in stale {
+                let head =
+                    chain_of(&trace, self.client.query_opt(&self.statements.read_head, &[&trace.to_string()]).await?)?;
+                self.remember(trace, head);
+            }
         }
-        Err(Failure::Refused(format!("the chain head moved under {MAX_TRIES} tries in a row; try again")))
+        Err(Failure::Refused(format!("a trace's head moved under {MAX_TRIES} tries in a row; try again")))
     }
 
-    /// One round trip: the append chained after `prev` (committed
-    /// asynchronously: on its own, or with the transaction the caller began
-    /// when `in_transaction`), the head read again in a snapshot of its own,
-    /// and the synchronous commit that, once it returns, has put the WAL on
-    /// disk past the append's commit record (see the module notes). `None`
-    /// when the head was not `prev` (nothing was appended).
-    async fn try_append(
-        &self,
-        rows: &[PreparedRow],
-        prev: [u8; 32],
-        in_transaction: bool,
-    ) -> Result<Option<Vec<i64>>, Failure> {
-        let mut columns = Columns::default();
-        let mut chain = prev;
-        for row in rows {
-            chain = chain_hash(&chain, &row.hash);
-            columns.push(row, &chain);
-        }
-        let (from, to) = (to_hex(&prev), to_hex(&chain));
+    /// One trace's rows in one autocommit statement; their ids, or none
+    /// when its head was not where this connection thought.
+    async fn append_one(&self, (moved, columns): &(Moved, Columns)) -> Result<Vec<i64>, Failure> {
+        let (trace, to_head, from_head) = (moved.trace.to_string(), moved.to.head_hex(), moved.from.head_hex());
         let mut params = columns.params().to_vec();
-        params.extend([&to as &(dyn ToSql + Sync), &from, &CHAIN_LOCK]);
-        // Polled in this order, so sent in this order, before any answer.
-        let append = self.client.query(&self.statements.append, &params);
-        let commit = async {
-            match in_transaction {
-                true => self.client.batch_execute("COMMIT").await,
-                false => Ok(()),
+        params.extend([
+            &trace as &(dyn ToSql + Sync),
+            &moved.to.frames,
+            &to_head,
+            &moved.from.frames,
+            &from_head,
+            &columns.seq,
+        ]);
+        let rows = self.client.query(&self.statements.append, &params).await?;
+        Ok(rows.iter().map(|r| r.try_get::<_, i64>(0)).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Several traces' rows in one transaction, their statements pipelined;
+    /// rolled back (and each answer emptied) unless every head moved.
+    async fn append_many(&self, plans: &[(Moved, Columns)]) -> Result<Vec<Vec<i64>>, Failure> {
+        let begin = self.client.batch_execute("BEGIN");
+        let appends = futures_util::future::join_all(plans.iter().map(|plan| self.append_one(plan)));
+        let (begun, answers) = futures_util::join!(begin, appends);
+        let answers: Result<Vec<Vec<i64>>, Failure> =
+            begun.map_err(Failure::from).and_then(|()| answers.into_iter().collect());
+        match answers {
+            Ok(answers) if answers.iter().all(|ids| !ids.is_empty()) => {
+                self.client.batch_execute("COMMIT").await?;
+                Ok(answers)
             }
-        };
-        let read = self.client.query_opt(&self.statements.read_head, &[]);
-        let sync = self.client.simple_query(&self.sync);
-        let (appended, committed, read, synced) = futures_util::join!(append, commit, read, sync);
-        let appended = appended?;
-        committed?;
-        let after = |failure: Failure| match appended.is_empty() {
-            true => failure,
-            false => Failure::Unconfirmed(Box::new(failure)),
-        };
-        let head = head_of(read.map_err(Failure::from).map_err(after)?).map_err(after)?;
-        self.head.set(Some(head));
-        synced.map_err(Failure::from).and_then(|messages| synced_one(&messages)).map_err(after)?;
-        if appended.is_empty() {
+            Ok(answers) => {
+                self.client.batch_execute("ROLLBACK").await?;
+                Ok(answers.into_iter().map(|ids| if ids.is_empty() { ids } else { Vec::new() }).collect::<Vec<_>>())
+                    .map(|mut all| {
+                        // Every trace of the rolled-back transaction goes again.
+                        all.iter_mut().for_each(Vec::clear);
+                        all
+                    })
+            }
+            Err(failure) => {
+                let _ = self.client.batch_execute("ROLLBACK").await;
+                Err(failure)
+            }
+        }
+    }
+
+    /// After a lost answer, on a new connection: whether the append was
+    /// made (its ids), not made (`None`), or cannot be told (an error).
+    async fn confirm(&self, moved: &[Moved]) -> Result<Option<Vec<i64>>, Failure> {
+        let (mut made, mut unmade) = (0, 0);
+        for m in moved {
+            let head =
+                chain_of(&m.trace, self.client.query_opt(&self.statements.read_head, &[&m.trace.to_string()]).await?)?;
+            if head == m.to {
+                made += 1;
+            } else if head == m.from {
+                unmade += 1;
+            }
+        }
+        if unmade == moved.len() {
             return Ok(None);
         }
-        let mut ids = appended.iter().map(|r| r.try_get::<_, i64>(0)).collect::<Result<Vec<_>, _>>()?;
+        if made < moved.len() {
+            return Err(Failure::Unconfirmed(Box::new(Failure::Invalid(
+                "the connection broke during an append, and the traces' heads have moved on since: whether it was \
+                 made cannot be told; run `rlp trace verify`"
+                    .into(),
+            ))));
+        }
+        let mut ids = Vec::new();
+        for m in moved {
+            let sql =
+                format!("SELECT id FROM events WHERE {TRACE} = $1 AND trace_seq > $2 AND trace_seq <= $3 ORDER BY id");
+            for row in self.client.query(&sql, &[&m.trace.to_string(), &m.from.frames, &m.to.frames]).await? {
+                ids.push(row.try_get::<_, i64>(0)?);
+            }
+            self.remember(m.trace, m.to);
+        }
         ids.sort_unstable();
         Ok(Some(ids))
-    }
-
-    /// The synchronous commit alone (see [`Session::try_append`]), on a
-    /// connection other than the one whose acknowledgement was lost.
-    async fn sync(&self) -> Result<(), Failure> {
-        synced_one(&self.client.simple_query(&self.sync).await?)
-    }
-}
-
-/// Checks that the synchronous commit's `UPDATE` changed its row: a
-/// transaction that writes nothing commits without waiting for the disk.
-fn synced_one(messages: &[SimpleQueryMessage]) -> Result<(), Failure> {
-    let counts: Vec<u64> = messages
-        .iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::CommandComplete(rows) => Some(*rows),
-            _ => None,
-        })
-        .collect();
-    // BEGIN, SET, UPDATE, COMMIT.
-    match counts.get(2) {
-        Some(1) => Ok(()),
-        _ => Err(Failure::Invalid("rlp_sync lacks this connection's row; the ledger was edited".into())),
     }
 }
 
@@ -383,13 +447,6 @@ struct Statements {
     read_head: Statement,
     append: Statement,
     insert: Statement,
-}
-
-/// What a connection prepares for appends.
-struct Prepared {
-    statements: Statements,
-    /// This connection's row of `rlp_sync`.
-    slot: i32,
 }
 
 /// The columns of rows to insert, as the arrays `INSERT` unnests.
@@ -403,10 +460,11 @@ struct Columns {
     provenance: Vec<String>,
     hash: Vec<String>,
     chain: Vec<String>,
+    seq: Vec<i64>,
 }
 
 impl Columns {
-    fn push(&mut self, row: &PreparedRow, chain: &[u8; 32]) {
+    fn push(&mut self, row: &PreparedRow, chain: &[u8; 32], seq: i64) {
         self.ts_ms.push(row.ts_ms);
         self.actor.push(row.actor.clone());
         self.kind.push(row.kind.as_str());
@@ -415,6 +473,11 @@ impl Columns {
         self.provenance.push(row.provenance_json.clone());
         self.hash.push(to_hex(&row.hash));
         self.chain.push(to_hex(chain));
+        self.seq.push(seq);
+    }
+
+    fn len(&self) -> usize {
+        self.seq.len()
     }
 
     fn params(&self) -> [&(dyn ToSql + Sync); 8] {
@@ -443,10 +506,12 @@ impl PostgresLedger {
             Failure::Invalid(message) => self.error(PostgresProblem::Edited, message),
             Failure::Denied(message) => self.error(PostgresProblem::Permission, message),
             Failure::Refused(message) => self.error(PostgresProblem::Server, message),
+            Failure::Lost(_) => self
+                .error(PostgresProblem::Unconfirmed, "the connection broke before the append's answer arrived".into()),
             Failure::Unconfirmed(failure) => match self.failed(credentials, *failure) {
                 LedgerError::Postgres { message, .. } => self.error(
                     PostgresProblem::Unconfirmed,
-                    format!("the frames were appended, but the commit that makes them durable failed: {message}"),
+                    format!("the frames may have been appended, and rlp could not confirm it: {message}"),
                 ),
                 other => other,
             },
@@ -488,17 +553,11 @@ impl PostgresLedger {
         })?;
         runtime.spawn(connection);
         match runtime.block_on(Self::prepare(&client, create)) {
-            Ok(Prepared { statements, slot }) => Ok(Session {
+            Ok(statements) => Ok(Session {
                 runtime: Some(runtime),
                 client,
                 statements,
-                head: Cell::new(None),
-                queued: Cell::new(false),
-                lock: format!("BEGIN; SELECT pg_advisory_xact_lock({CHAIN_LOCK})"),
-                sync: format!(
-                    "BEGIN; SET LOCAL synchronous_commit = on; \
-                     UPDATE rlp_sync SET appends = appends + 1 WHERE slot = {slot}; COMMIT"
-                ),
+                heads: RefCell::new(HashMap::new()),
                 credentials,
             }),
             Err(Failure::Db(e)) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
@@ -513,29 +572,28 @@ impl PostgresLedger {
         }
     }
 
-    /// Checks (or creates) the schema and prepares what appends use.
-    async fn prepare(client: &Client, create: bool) -> Result<Prepared, Failure> {
-        // Appends commit asynchronously and are then made durable together
-        // (see the module notes); every other write sets its own.
-        client.batch_execute("SET synchronous_commit = off").await?;
+    /// Checks (or creates, or upgrades) the schema and prepares what appends use.
+    async fn prepare(client: &Client, create: bool) -> Result<Statements, Failure> {
         // A client that stops mid-transaction (an import suspended at a
-        // terminal) loses its session, and with it the head, after a minute;
-        // an append waits at most that long for the head, then fails.
+        // terminal) loses its session, and with it the trace it holds, after
+        // a minute; an append waits at most that long for a head, then fails.
         client.batch_execute("SET idle_in_transaction_session_timeout = '60s'; SET lock_timeout = '60s'").await?;
-        let version = match client.query_opt("SELECT max(version) FROM rlp_schema", &[]).await {
-            Err(e) if create && e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
-                let create = format!(
-                    "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;"
-                );
-                if let Err(e) = client.batch_execute(&create).await {
-                    let _ = client.batch_execute("ROLLBACK").await;
-                    return Err(e.into());
-                }
-                client.query_opt("SELECT max(version) FROM rlp_schema", &[]).await?
-            }
-            other => other?,
+        let read_version = async || match client.query_opt("SELECT max(version) FROM rlp_schema", &[]).await {
+            Ok(row) => Ok(row.map(|row| row.try_get::<_, Option<i32>>(0)).transpose()?.flatten()),
+            Err(e) if create && e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(None),
+            Err(e) => Err(Failure::from(e)),
         };
-        let version: Option<i32> = version.map(|row| row.try_get(0)).transpose()?.flatten();
+        let mut version = read_version().await?;
+        if (version.is_none() && create) || version == Some(1) {
+            // Created or upgraded under a lock; the script is idempotent, so
+            // a second rlp that waited for the lock changes nothing.
+            let script = format!("BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;");
+            if let Err(e) = client.batch_execute(&script).await {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Err(e.into());
+            }
+            version = read_version().await?;
+        }
         if version != Some(SCHEMA_VERSION) {
             return Err(match version {
                 Some(v) if v > SCHEMA_VERSION => Failure::Refused(format!(
@@ -551,18 +609,31 @@ impl PostgresLedger {
             let rights = client.query_one(APPEND_RIGHTS, &[]).await?;
             if !rights.try_get::<_, bool>(0)? {
                 return Err(Failure::Denied(format!(
-                    "user `{}` may not append: it needs INSERT on events and UPDATE on rlp_head and rlp_sync",
+                    "user `{}` may not append: it needs INSERT on events, and INSERT and UPDATE on rlp_traces",
                     rights.try_get::<_, String>(1)?
                 )));
             }
         }
-        let slot: i32 = client.query_one("SELECT pg_backend_pid() % 64", &[]).await?.try_get(0)?;
-        let statements = Statements {
+        Ok(Statements {
             read_head: client.prepare(READ_HEAD).await?,
             append: client.prepare(APPEND).await?,
             insert: client.prepare(INSERT).await?,
-        };
-        Ok(Prepared { statements, slot })
+        })
+    }
+
+    /// Runs an append on the connection: its ids, or — when the connection
+    /// broke before the answer — the heads it meant to move.
+    fn attempt(
+        &self,
+        f: impl AsyncFnOnce(&Session) -> Result<Vec<i64>, Failure>,
+    ) -> Result<Result<Vec<i64>, Vec<Moved>>, LedgerError> {
+        let guard = self.session(false)?;
+        let Some(session) = guard.as_ref() else { unreachable!("session() leaves a connection in place") };
+        match session.block_on(f(session)) {
+            Ok(ids) => Ok(Ok(ids)),
+            Err(Failure::Lost(moved)) => Ok(Err(moved)),
+            Err(failure) => Err(self.failed(&session.credentials, failure)),
+        }
     }
 
     /// Runs `f` on the connection, naming its failure.
@@ -605,6 +676,40 @@ impl PostgresLedger {
     }
 }
 
+impl PostgresLedger {
+    /// The checkpoints `condition` (on `seq`; `$1` is `param`) keeps, in order, with their leaves.
+    fn checkpoints_where(&self, condition: &str, param: Option<String>) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        let params: Vec<&(dyn ToSql + Sync)> = match &param {
+            Some(p) => vec![p],
+            None => Vec::new(),
+        };
+        self.with(async |s| {
+            let sql = format!("SELECT seq, statement, signature FROM rlp_checkpoints WHERE {condition} ORDER BY seq");
+            let mut checkpoints = Vec::new();
+            for row in s.client.query(&sql, &params).await? {
+                checkpoints.push(StoredCheckpoint {
+                    seq: row.try_get(0)?,
+                    statement: row.try_get(1)?,
+                    signature: row.try_get(2)?,
+                    leaves: Vec::new(),
+                });
+            }
+            let sql = format!(
+                "SELECT seq, trace_id, frames, head FROM rlp_checkpoint_leaves WHERE {condition} ORDER BY seq, trace_id"
+            );
+            let mut leaves = Vec::new();
+            for row in s.client.query(&sql, &params).await? {
+                leaves.push((
+                    row.try_get::<_, i64>(0)?,
+                    Leaf { trace_id: row.try_get(1)?, frames: row.try_get(2)?, head: row.try_get(3)? },
+                ));
+            }
+            attach_leaves(&mut checkpoints, leaves);
+            Ok(checkpoints)
+        })
+    }
+}
+
 impl LedgerStore for PostgresLedger {
     fn location(&self) -> &Location {
         &self.location
@@ -619,15 +724,14 @@ impl LedgerStore for PostgresLedger {
             .map(PreparedRow::from_record)
             .collect::<Result<_, _>>()
             .map_err(|e| self.error(PostgresProblem::Server, e.to_string()))?;
-        match self.with(async |s| s.append(&rows).await) {
-            Err(LedgerError::Postgres { problem: PostgresProblem::Unconfirmed, message, .. }) => {
-                // The rows are in: make them durable through a fresh
-                // connection rather than append them twice.
-                self.with(async |s| s.sync().await).map(|()| Vec::new()).map_err(|again| {
-                    self.error(PostgresProblem::Unconfirmed, format!("{message}; again on a new connection: {again}"))
-                })
-            }
-            other => other,
+        match self.attempt(async |s| s.append(&rows).await)? {
+            Ok(ids) => Ok(ids),
+            // The connection broke before the answer: on a new one, find
+            // out whether the append was made before making it again.
+            Err(moved) => match self.with(async |s| s.confirm(&moved).await)? {
+                Some(ids) => Ok(ids),
+                None => self.with(async |s| s.append(&rows).await),
+            },
         }
     }
 
@@ -698,16 +802,191 @@ impl LedgerStore for PostgresLedger {
 
     fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError> {
         let guard = self.session(false)?;
-        let mut bulk = PostgresBulk { ledger: self, guard, prev: GENESIS, committed: false };
-        // Holding the head's row lock until the import commits: appenders
-        // wait, then chain after the import's last row.
-        let begin = "BEGIN; SET LOCAL synchronous_commit = on";
+        let bulk = PostgresBulk {
+            ledger: self,
+            guard,
+            chains: Vec::new(),
+            pending: Columns::default(),
+            span: None,
+            committed: false,
+        };
         // From here on, dropping the bulk append rolls the transaction back.
-        bulk.prev = bulk.run(async |s| {
-            s.client.batch_execute(begin).await?;
-            head_of(s.client.query_opt(&format!("{READ_HEAD} FOR UPDATE"), &[]).await?)
-        })?;
+        bulk.run(async |s| Ok(s.client.batch_execute("BEGIN").await?))?;
         Ok(Box::new(bulk))
+    }
+
+    fn for_each_legacy(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        self.stream(Some(("trace_seq IS NULL AND $2::text IS NULL", &None::<String>)), f)
+    }
+
+    fn for_each_chained(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        let sql = format!(
+            "SELECT {COLUMNS}, {TRACE} FROM events WHERE trace_seq IS NOT NULL AND ({TRACE}, id) > ($1, $2)
+             ORDER BY {TRACE}, id LIMIT {PAGE_ROWS}"
+        );
+        let (mut trace, mut after) = (String::new(), i64::MIN);
+        loop {
+            let page = self.with(async |s| {
+                let rows = s.client.query(&sql, &[&trace, &after]).await?;
+                Ok(rows
+                    .iter()
+                    .map(|row| Ok((row_to_event(row)?, row.try_get::<_, Option<String>>(10)?.unwrap_or_default())))
+                    .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
+            })?;
+            let full = page.len() == PAGE_ROWS;
+            for (event, event_trace) in page {
+                (trace, after) = (event_trace, event.id);
+                if f(event).is_break() {
+                    return Ok(());
+                }
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    fn for_each_in_trace_from(
+        &self,
+        trace_id: &Uuid,
+        from_seq: i64,
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        let trace = trace_id.to_string();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events WHERE {TRACE} = $1 AND trace_seq >= $2 AND id > $3 ORDER BY id LIMIT {PAGE_ROWS}"
+        );
+        let mut after = i64::MIN;
+        loop {
+            let page = self.with(async |s| {
+                let rows = s.client.query(&sql, &[&trace, &from_seq, &after]).await?;
+                Ok(rows.iter().map(row_to_event).collect::<Result<Vec<_>, _>>()?)
+            })?;
+            let full = page.len() == PAGE_ROWS;
+            for event in page {
+                after = event.id;
+                if f(event).is_break() {
+                    return Ok(());
+                }
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    fn info(&self) -> Result<LedgerInfo, LedgerError> {
+        self.with(async |s| {
+            let row = s.client.query_opt("SELECT ledger_id, legacy_rows, legacy_head FROM rlp_ledger", &[]).await?;
+            let row = row.ok_or_else(|| Failure::Invalid("rlp_ledger holds no row; the ledger was edited".into()))?;
+            Ok(LedgerInfo {
+                ledger_id: row.try_get(0)?,
+                legacy_rows: count(row.try_get(1)?),
+                legacy_head: row.try_get(2)?,
+            })
+        })
+    }
+
+    fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        let sql = format!(
+            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id > $1 ORDER BY trace_id LIMIT {}",
+            PAGE_ROWS * 16
+        );
+        let mut after = String::new();
+        loop {
+            let page = self.with(async |s| {
+                let rows = s.client.query(&sql, &[&after]).await?;
+                Ok(rows.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
+            })?;
+            let full = page.len() == PAGE_ROWS * 16;
+            for head in page {
+                after.clone_from(&head.trace_id);
+                if f(head).is_break() {
+                    return Ok(());
+                }
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    fn unsealed_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
+        self.with(async |s| {
+            let sql = "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE frames <> sealed ORDER BY trace_id";
+            Ok(s.client.query(sql, &[]).await?.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
+    fn trace_head(&self, trace_id: &Uuid) -> Result<Option<TraceHead>, LedgerError> {
+        let trace = trace_id.to_string();
+        self.with(async |s| {
+            let sql = "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id = $1";
+            Ok(s.client.query_opt(sql, &[&trace]).await?.as_ref().map(head_of_row).transpose()?)
+        })
+    }
+
+    fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        self.checkpoints_where("true", None)
+    }
+
+    fn checkpoints_of(&self, trace_id: &Uuid) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        self.checkpoints_where(
+            "seq IN (SELECT seq FROM rlp_checkpoint_leaves WHERE trace_id = $1)",
+            Some(trace_id.to_string()),
+        )
+    }
+
+    fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError> {
+        Ok(self.checkpoints_where("seq = (SELECT max(seq) FROM rlp_checkpoints)", None)?.pop())
+    }
+
+    fn write_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<bool, LedgerError> {
+        let traces: Vec<&str> = checkpoint.leaves.iter().map(|l| l.trace_id.as_str()).collect();
+        let frames: Vec<i64> = checkpoint.leaves.iter().map(|l| l.frames).collect();
+        let heads: Vec<&str> = checkpoint.leaves.iter().map(|l| l.head.as_str()).collect();
+        self.with(async |s| {
+            s.client.batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({CHECKPOINT_LOCK})")).await?;
+            let written = async {
+                let latest: i64 =
+                    s.client.query_one("SELECT coalesce(max(seq), 0) FROM rlp_checkpoints", &[]).await?.try_get(0)?;
+                if latest != checkpoint.seq - 1 {
+                    return Ok::<bool, Failure>(false);
+                }
+                s.client
+                    .execute(
+                        "INSERT INTO rlp_checkpoints (seq, statement, signature) VALUES ($1, $2, $3)",
+                        &[&checkpoint.seq, &checkpoint.statement, &checkpoint.signature],
+                    )
+                    .await?;
+                s.client
+                    .execute(
+                        "INSERT INTO rlp_checkpoint_leaves (seq, trace_id, frames, head)
+                         SELECT $1, * FROM unnest($2::text[], $3::int8[], $4::text[])",
+                        &[&checkpoint.seq, &traces, &frames, &heads],
+                    )
+                    .await?;
+                s.client
+                    .execute(
+                        "UPDATE rlp_traces AS t SET sealed = greatest(t.sealed, l.frames)
+                         FROM unnest($1::text[], $2::int8[]) AS l(trace_id, frames) WHERE t.trace_id = l.trace_id",
+                        &[&traces, &frames],
+                    )
+                    .await?;
+                Ok(true)
+            }
+            .await;
+            match written {
+                Ok(true) => {
+                    s.client.batch_execute("COMMIT").await?;
+                    Ok(true)
+                }
+                other => {
+                    let _ = s.client.batch_execute("ROLLBACK").await;
+                    other
+                }
+            }
+        })
     }
 }
 
@@ -728,12 +1007,17 @@ impl Recorder for PostgresLedger {
     }
 }
 
-/// An import's transaction, holding the connection (and the chain lock)
-/// for its length.
+/// An import's transaction, holding the connection and the imported
+/// traces' head rows (nothing another writer waits for) for its length.
 struct PostgresBulk<'a> {
     ledger: &'a PostgresLedger,
     guard: MutexGuard<'a, Option<Session>>,
-    prev: [u8; 32],
+    /// The chains appended to, moved in the database at the commit.
+    chains: Vec<(Uuid, TraceChain)>,
+    /// Rows not sent yet.
+    pending: Columns,
+    /// The first and last row ids sent.
+    span: Option<(i64, i64)>,
     committed: bool,
 }
 
@@ -749,36 +1033,69 @@ impl PostgresBulk<'_> {
         let session = self.session();
         session.block_on(f(session)).map_err(|failure| self.ledger.failed(&session.credentials, failure))
     }
+
+    /// Sends the rows not sent yet.
+    fn flush(&mut self) -> Result<(), LedgerError> {
+        if self.pending.len() == 0 {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let ids = self.run(async |s| {
+            let mut params = pending.params().to_vec();
+            params.push(&pending.seq);
+            let rows = s.client.query(&s.statements.insert, &params).await?;
+            Ok(rows.iter().map(|r| r.try_get::<_, i64>(0)).collect::<Result<Vec<_>, _>>()?)
+        })?;
+        if let (Some(first), Some(last)) = (ids.iter().min(), ids.iter().max()) {
+            self.span = Some(self.span.map_or((*first, *last), |(a, b)| (a.min(*first), b.max(*last))));
+        }
+        Ok(())
+    }
 }
 
 impl BulkAppend for PostgresBulk<'_> {
     fn holds_trace(&mut self, trace_id: &Uuid) -> Result<bool, LedgerError> {
         let trace = trace_id.to_string();
-        let sql = format!("SELECT 1 FROM events WHERE {TRACE} = $1 LIMIT 1");
+        let sql = format!(
+            "SELECT 1 WHERE EXISTS (SELECT 1 FROM events WHERE {TRACE} = $1)
+                         OR EXISTS (SELECT 1 FROM rlp_traces WHERE trace_id = $1 AND frames > 0)"
+        );
         self.run(async |s| Ok(s.client.query_opt(&sql, &[&trace]).await?.is_some()))
     }
 
-    fn append(&mut self, row: &PreparedRow) -> Result<i64, LedgerError> {
-        let chain = chain_hash(&self.prev, &row.hash);
-        let mut columns = Columns::default();
-        columns.push(row, &chain);
-        let id =
-            self.run(async |s| Ok(s.client.query_one(&s.statements.insert, &columns.params()).await?.try_get(0)?))?;
-        self.prev = chain;
-        Ok(id)
+    fn append(&mut self, row: &PreparedRow) -> Result<(), LedgerError> {
+        let index = match self.chains.iter().position(|(trace, _)| *trace == row.trace_id) {
+            Some(index) => index,
+            None => {
+                let trace = row.trace_id;
+                // Claims the trace's head row (locked until the import ends).
+                let chain = self.run(async |s| {
+                    chain_of(&trace, Some(s.client.query_one(CLAIM_HEAD, &[&trace.to_string()]).await?))
+                })?;
+                self.chains.push((trace, chain));
+                self.chains.len() - 1
+            }
+        };
+        let (seq, chain) = self.chains[index].1.push(row);
+        self.pending.push(row, &chain, seq);
+        if self.pending.len() >= IMPORT_BATCH {
+            self.flush()?;
+        }
+        Ok(())
     }
 
-    fn commit(mut self: Box<Self>) -> Result<(), LedgerError> {
-        let head = to_hex(&self.prev);
+    fn commit(mut self: Box<Self>) -> Result<(i64, i64), LedgerError> {
+        self.flush()?;
+        let chains = self.chains.clone();
         self.run(async |s| {
-            s.client.execute("UPDATE rlp_head SET chain_blake3 = $1", &[&head]).await?;
+            for (trace, chain) in &chains {
+                s.client.execute(SET_HEAD, &[&trace.to_string(), &chain.frames, &chain.head_hex()]).await?;
+            }
             s.client.batch_execute("COMMIT").await?;
-            // This connection's idea of the head is stale now.
-            s.head.set(None);
             Ok(())
         })?;
         self.committed = true;
-        Ok(())
+        Ok(self.span.unwrap_or_default())
     }
 }
 

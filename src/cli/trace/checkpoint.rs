@@ -1,0 +1,145 @@
+//! `rlp trace checkpoint`: sign a checkpoint over every trace that grew
+//! since the last one (docs/fleet.md, "Checkpoints"), once or every so often.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::Context;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::output::{Format, Printer};
+use crate::integrity::keys::{SecretKey, write_key_pair};
+use crate::ledger::checkpoint::{Made, make_checkpoint, statement_hash};
+use crate::ledger::verify::Problem;
+use crate::notice;
+use crate::text::plural;
+
+/// Flags of `rlp trace checkpoint`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  rlp trace checkpoint
+  rlp trace checkpoint --key /etc/rlp/fleet-ledger.key --every 10s --ledger postgres://rlp@db/rlp
+
+Signs with --key, or with the home's keys/ledger.key (made on first use; its keys/ledger.pub is
+trusted by `rlp trace verify` on this home — give it to other verifiers:
+[ledger] checkpoint_keys in config.toml). One checkpointer per ledger is enough; several wait
+their turn.
+
+Exit codes: 0 checkpoint written (or nothing new), 1 some traces were left out because their
+new frames do not check out (named), 2 no ledger, or the key cannot be read.")]
+pub struct CheckpointArgs {
+    /// The secret key that signs (`rlp keygen` writes one); default: the home's keys/ledger.key.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Keep making one every DURATION (e.g. 500ms, 10s, 5m) until interrupted.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    pub every: Option<Duration>,
+    /// Output format (one JSON document per checkpoint with --every).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// `500ms`, `10s`, `5m`, `1h`: a whole number and a unit.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 500ms, 10s, 5m or 1h"))?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(format!("`{text}` is not a duration like 500ms, 10s, 5m or 1h")),
+    };
+    if duration < Duration::from_millis(10) {
+        return Err("the interval must be at least 10ms".into());
+    }
+    Ok(duration)
+}
+
+/// The signing key: `--key`, or the home's (made on first use, said on stderr).
+fn signing_key(args: &CheckpointArgs, ctx: &Context) -> Result<SecretKey, CliError> {
+    if let Some(path) = &args.key {
+        return SecretKey::load(path).map_err(CliError::from);
+    }
+    let path = ctx.home.ledger_key_file();
+    if !path.exists() {
+        let files = write_key_pair(&ctx.home.keys_dir(), "ledger").map_err(CliError::from)?;
+        notice::note(&format!(
+            "made the home's checkpoint key {} (key id {}); other hosts trust its checkpoints with \
+             [ledger] checkpoint_keys = [\"{}\"]",
+            files.secret_file.display(),
+            files.public.key_id(),
+            files.public
+        ));
+    }
+    SecretKey::load(&path).map_err(CliError::from)
+}
+
+fn refused_lines(refused: &[Problem]) -> String {
+    refused.iter().map(|p| format!("  trace {}: {}\n", p.trace_id.as_deref().unwrap_or("?"), p.message)).collect()
+}
+
+fn report(made: &Made, format: Format) -> String {
+    match format {
+        Format::Human => {
+            let mut text = match &made.checkpoint {
+                Some(c) => format!(
+                    "Checkpoint #{}: {} in {}, statement hash {}.\n",
+                    c.seq,
+                    plural(made.frames, "new frame"),
+                    plural(c.leaves.len() as u64, "trace"),
+                    statement_hash(&c.statement)
+                ),
+                None => format!(
+                    "Nothing new since checkpoint #{}.\n",
+                    made.latest.map_or_else(|| "-".to_string(), |s| s.to_string())
+                ),
+            };
+            if !made.refused.is_empty() {
+                text.push_str(&format!(
+                    "Left out, because their new frames do not check out (run `rlp trace verify`):\n{}",
+                    refused_lines(&made.refused)
+                ));
+            }
+            text
+        }
+        Format::Json => {
+            let doc = json!({
+                "checkpoint": made.checkpoint.as_ref().map(|c| c.seq),
+                "latest": made.latest,
+                "traces": made.checkpoint.as_ref().map_or(0, |c| c.leaves.len()),
+                "frames": made.frames,
+                "statement_hash": made.checkpoint.as_ref().map(|c| statement_hash(&c.statement)),
+                "refused": made.refused,
+            });
+            format!("{}\n", serde_json::to_string(&doc).unwrap_or_default())
+        }
+    }
+}
+
+pub(crate) fn run(args: &CheckpointArgs, ctx: &Context) -> CliResult {
+    let key = signing_key(args, ctx)?;
+    let ledger = ctx.ledger()?;
+    let store = ledger.open()?;
+    loop {
+        let now_ms = i64::try_from(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis(),
+        )
+        .unwrap_or(i64::MAX);
+        let made = make_checkpoint(&*store, &key, now_ms)?;
+        let text = report(&made, args.format);
+        let Some(every) = args.every else {
+            let exit = if made.refused.is_empty() { Exit::Success } else { Exit::Problems };
+            return Printer::stdout().finish_with(&text, exit);
+        };
+        // Until interrupted (a checkpoint cut short is rolled back whole).
+        let mut out = Printer::stdout();
+        out.text(&text).map_err(|e| e.ending(Exit::Usage))?;
+        std::io::Write::flush(&mut out).map_err(|e| crate::cli::output::OutputError::from(e).ending(Exit::Usage))?;
+        std::thread::sleep(every);
+    }
+}

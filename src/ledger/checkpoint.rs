@@ -1,0 +1,325 @@
+//! Checkpoints: signed statements that tie the per-trace chains together
+//! (docs/fleet.md, "Checkpoints").
+//!
+//! Checkpoint `k` covers every trace whose head moved since checkpoint
+//! `k-1`: one leaf per trace, `{"frames":N,"head":"<hex>","trace_id":"…"}`
+//! in RFC 8785 form, sorted by trace id, under an RFC 6962 Merkle tree
+//! ([`crate::ledger::merkle`]). Its [`Statement`] names the ledger, its
+//! number, the hash of the statement before it, the root, the count of
+//! leaves, the legacy chain's seal and the signer's public key; it is
+//! signed with Ed25519 over a domain prefix and its canonical text.
+//!
+//! Making one ([`make_checkpoint`]) reads the head rows no checkpoint
+//! covers yet, checks each such trace's new frames (hashes, positions and
+//! links, from the head the previous checkpoint sealed) before it signs, so
+//! a checkpoint never vouches for a row that was already edited; a trace
+//! that does not check out is left out and reported.
+
+use std::ops::ControlFlow;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::event::canonical::canonical_text;
+use crate::event::hash::{GENESIS, from_hex, to_hex};
+use crate::integrity::keys::{PublicKey, SecretKey, b64_decode_exact, b64_encode};
+use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceChain, TraceHead};
+use crate::ledger::merkle;
+use crate::ledger::verify::{Problem, TraceWalker};
+use crate::ledger::{LedgerError, LedgerStore};
+
+/// The `format` of the statements this rlp writes.
+pub const FORMAT: &str = "rlp-checkpoint/1";
+/// What a checkpoint signature signs before the statement.
+const DOMAIN: &[u8] = b"rlp-checkpoint-v1\n";
+/// How often a checkpoint is tried again when another one took its number.
+const MAX_TRIES: u32 = 20;
+
+/// The legacy chain as a statement seals it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LegacySeal {
+    /// Rows of the legacy chain.
+    pub rows: u64,
+    /// Its last chain value.
+    pub head: String,
+}
+
+/// What a checkpoint says, signed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Statement {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The ledger's id.
+    pub ledger: String,
+    /// The checkpoint's number, from 1.
+    pub seq: i64,
+    /// BLAKE3 of the previous statement's text (64 zeros before the first).
+    pub prev: String,
+    /// When it was made (milliseconds since the Unix epoch).
+    pub ts_ms: i64,
+    /// The Merkle root over the leaves (hex).
+    pub root: String,
+    /// How many leaves (traces) it covers.
+    pub traces: u64,
+    /// The legacy chain's seal.
+    pub legacy: LegacySeal,
+    /// The signer's public key (`ed25519:<base64>`).
+    pub key: String,
+}
+
+impl Statement {
+    /// The canonical text that is signed and stored.
+    pub fn text(&self) -> String {
+        canonical_text(&serde_json::to_value(self).unwrap_or_default())
+    }
+
+    /// Reads a stored statement; it must be in canonical form.
+    pub fn parse(text: &str) -> Result<Statement, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("the statement is not JSON: {e}"))?;
+        let statement: Statement =
+            serde_json::from_value(value.clone()).map_err(|e| format!("the statement does not read: {e}"))?;
+        if canonical_text(&value) != text {
+            return Err("the statement is not in canonical form".into());
+        }
+        if statement.format != FORMAT {
+            return Err(format!("the statement's format is `{}`, not `{FORMAT}`", statement.format));
+        }
+        Ok(statement)
+    }
+}
+
+/// The hash of a statement's text: what the next statement's `prev` names.
+pub fn statement_hash(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+/// A leaf's bytes: its RFC 8785 form.
+pub fn leaf_bytes(leaf: &Leaf) -> String {
+    canonical_text(&serde_json::to_value(leaf).unwrap_or_default())
+}
+
+/// The leaf hashes of `leaves`, in order.
+pub fn leaf_hashes(leaves: &[Leaf]) -> Vec<[u8; 32]> {
+    leaves.iter().map(|leaf| merkle::leaf_hash(leaf_bytes(leaf).as_bytes())).collect()
+}
+
+/// The signed message.
+fn message(statement: &str) -> Vec<u8> {
+    [DOMAIN, statement.as_bytes()].concat()
+}
+
+/// Whether `signature` (base64) is `key`'s signature of `statement`.
+pub fn signature_holds(key: &PublicKey, statement: &str, signature: &str) -> bool {
+    let Ok(bytes) = b64_decode_exact::<64>(signature) else {
+        return false;
+    };
+    let signature = ed25519_dalek::Signature::from_bytes(&bytes);
+    key.verifying_key().verify_strict(&message(statement), &signature).is_ok()
+}
+
+/// What is wrong with a stored checkpoint, checked on its own and, when
+/// `prev` is given, against the one before it (`Some(hash)` of its
+/// statement, or `None` when this should be the first).
+pub fn check_checkpoint(
+    checkpoint: &StoredCheckpoint,
+    info: &LedgerInfo,
+    prev: Option<Option<&str>>,
+    trusted: &[PublicKey],
+) -> Result<Statement, String> {
+    let statement = Statement::parse(&checkpoint.statement)?;
+    if statement.seq != checkpoint.seq {
+        return Err(format!("its statement says it is checkpoint #{}", statement.seq));
+    }
+    if statement.ledger != info.ledger_id {
+        return Err(format!("it was made for ledger {}, not this one ({})", statement.ledger, info.ledger_id));
+    }
+    if let Some(prev) = prev
+        && statement.prev != prev.map_or_else(|| to_hex(&GENESIS), str::to_string)
+    {
+        return Err(match prev {
+            Some(_) => "it does not follow from the checkpoint before it (checkpoints were removed, replaced or \
+                        reordered)"
+                .into(),
+            None => "it is the first checkpoint stored, but its statement follows another one (checkpoints \
+                     were removed)"
+                .into(),
+        });
+    }
+    let key = PublicKey::parse(&statement.key).map_err(|why| format!("its key does not read: {why}"))?;
+    if !signature_holds(&key, &checkpoint.statement, &checkpoint.signature) {
+        return Err(format!("its signature does not verify with its key {}", key.key_id()));
+    }
+    if !trusted.contains(&key) {
+        return Err(format!(
+            "it is signed by key {}, which is not trusted here (trust the key that makes this ledger's \
+             checkpoints: [ledger] checkpoint_keys in config.toml, or --key)",
+            key.key_id()
+        ));
+    }
+    let seal = LegacySeal { rows: info.legacy_rows, head: info.legacy_head.clone() };
+    if statement.legacy != seal {
+        return Err(format!(
+            "it seals a legacy chain of {} rows ending {}, but the ledger's seal says {} rows ending {}",
+            statement.legacy.rows, statement.legacy.head, seal.rows, seal.head
+        ));
+    }
+    if statement.traces != checkpoint.leaves.len() as u64 {
+        return Err(format!(
+            "its statement covers {} traces, but {} leaves are stored (leaves were removed or added)",
+            statement.traces,
+            checkpoint.leaves.len()
+        ));
+    }
+    if to_hex(&merkle::root(&leaf_hashes(&checkpoint.leaves))) != statement.root {
+        return Err("its stored leaves do not give its signed root (a leaf was edited, removed or added)".into());
+    }
+    Ok(statement)
+}
+
+/// What [`make_checkpoint`] did.
+#[derive(Clone, Debug)]
+pub struct Made {
+    /// The checkpoint written, or `None` when nothing was new since the last.
+    pub checkpoint: Option<StoredCheckpoint>,
+    /// The newest checkpoint's number (the one written, or the last).
+    pub latest: Option<i64>,
+    /// New frames the checkpoint covers.
+    pub frames: u64,
+    /// Traces left out because their new frames do not check out.
+    pub refused: Vec<Problem>,
+}
+
+/// Makes the next checkpoint of `store`, signed with `key`: every trace
+/// whose head moved since the last one, each checked first. Nothing is
+/// written when no trace moved (and a checkpoint exists). Another
+/// checkpointer writing at the same time is waited out and the work done
+/// again on top of its checkpoint.
+pub fn make_checkpoint(store: &dyn LedgerStore, key: &SecretKey, now_ms: i64) -> Result<Made, LedgerError> {
+    let info = store.info()?;
+    for _ in 0..MAX_TRIES {
+        let latest = store.latest_checkpoint()?;
+        let heads = store.unsealed_heads()?;
+        if heads.is_empty() && latest.is_some() {
+            return Ok(Made { latest: latest.map(|c| c.seq), checkpoint: None, frames: 0, refused: Vec::new() });
+        }
+        let mut leaves = Vec::with_capacity(heads.len());
+        let mut refused = Vec::new();
+        let mut frames = 0u64;
+        for head in &heads {
+            match check_new_frames(store, head, &mut refused)? {
+                Some(leaf) => {
+                    frames += u64::try_from(leaf.frames - head.sealed.max(0)).unwrap_or(0);
+                    leaves.push(leaf);
+                }
+                None => continue,
+            }
+        }
+        let seq = latest.as_ref().map_or(1, |c| c.seq + 1);
+        let statement = Statement {
+            format: FORMAT.into(),
+            ledger: info.ledger_id.clone(),
+            seq,
+            prev: latest.as_ref().map_or_else(|| to_hex(&GENESIS), |c| statement_hash(&c.statement)),
+            ts_ms: now_ms,
+            root: to_hex(&merkle::root(&leaf_hashes(&leaves))),
+            traces: leaves.len() as u64,
+            legacy: LegacySeal { rows: info.legacy_rows, head: info.legacy_head.clone() },
+            key: key.public().to_string(),
+        };
+        let text = statement.text();
+        let signature = b64_encode(&key.sign(&message(&text)).to_bytes());
+        let checkpoint = StoredCheckpoint { seq, statement: text, signature, leaves };
+        if store.write_checkpoint(&checkpoint)? {
+            return Ok(Made { latest: Some(seq), checkpoint: Some(checkpoint), frames, refused });
+        }
+    }
+    Err(LedgerError::Invalid {
+        path: store.location().to_string().into(),
+        message: format!("other checkpoints kept taking the next number ({MAX_TRIES} tries); try again"),
+    })
+}
+
+/// Checks the frames of `head`'s trace past what the last checkpoint
+/// sealed; the leaf to sign, or `None` (with the problems) when they do
+/// not check out.
+fn check_new_frames(
+    store: &dyn LedgerStore,
+    head: &TraceHead,
+    refused: &mut Vec<Problem>,
+) -> Result<Option<Leaf>, LedgerError> {
+    let Ok(trace) = Uuid::parse_str(&head.trace_id) else {
+        refused.push(Problem::trace(&head.trace_id, "the head row's trace id is not a UUID; the ledger was edited"));
+        return Ok(None);
+    };
+    let from = match sealed_chain(store, &trace, head.sealed)? {
+        Ok(chain) => chain,
+        Err(message) => {
+            refused.push(Problem::trace(&head.trace_id, &message));
+            return Ok(None);
+        }
+    };
+    let mut walker = TraceWalker::starting_at(&head.trace_id, from);
+    store.for_each_in_trace_from(&trace, from.frames + 1, &mut |event| {
+        walker.row(&event);
+        ControlFlow::Continue(())
+    })?;
+    let problems = walker.finish(Some(head));
+    if !problems.is_empty() {
+        refused.extend(problems);
+        return Ok(None);
+    }
+    Ok(Some(Leaf { trace_id: head.trace_id.clone(), frames: head.frames, head: head.head.clone() }))
+}
+
+/// The chain state the last checkpoint sealed for `trace` (`sealed`
+/// frames): read from the row at that position, which the checkpoint
+/// vouched for.
+fn sealed_chain(store: &dyn LedgerStore, trace: &Uuid, sealed: i64) -> Result<Result<TraceChain, String>, LedgerError> {
+    if sealed <= 0 {
+        return Ok(Ok(TraceChain::EMPTY));
+    }
+    let mut found = None;
+    store.for_each_in_trace_from(trace, sealed, &mut |event| {
+        found = Some(event);
+        ControlFlow::Break(())
+    })?;
+    Ok(match found {
+        Some(event) if event.trace_seq == Some(sealed) => from_hex(&event.chain_blake3)
+            .map(|head| TraceChain { frames: sealed, head })
+            .ok_or_else(|| format!("frame {sealed} of the trace has no valid chain value; the ledger was edited")),
+        _ => Err(format!(
+            "frame {sealed} of the trace, which the last checkpoint covered, is missing; the ledger was edited"
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_reads_back_only_in_canonical_form() {
+        let key = SecretKey::from_seed(&[7; 32]);
+        let statement = Statement {
+            format: FORMAT.into(),
+            ledger: "l".into(),
+            seq: 1,
+            prev: to_hex(&GENESIS),
+            ts_ms: 5,
+            root: to_hex(&merkle::root(&[])),
+            traces: 0,
+            legacy: LegacySeal { rows: 0, head: to_hex(&GENESIS) },
+            key: key.public().to_string(),
+        };
+        let text = statement.text();
+        assert_eq!(Statement::parse(&text).unwrap(), statement);
+        assert!(Statement::parse(&text.replace(",", ", ")).unwrap_err().contains("canonical"));
+        let signature = b64_encode(&key.sign(&message(&text)).to_bytes());
+        assert!(signature_holds(&key.public(), &text, &signature));
+        assert!(!signature_holds(&key.public(), &text.replace("\"seq\":1", "\"seq\":2"), &signature));
+        assert!(!signature_holds(&SecretKey::from_seed(&[8; 32]).public(), &text, &signature));
+    }
+}
