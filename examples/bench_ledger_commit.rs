@@ -92,7 +92,7 @@ fn main() {
     let grouped = concurrent_rate(group.clone(), args.writers, args.frames);
     group.close();
     for store in [&direct, &grouped_store] {
-        let report = store.verify_chain().unwrap();
+        let report = rlp::ledger::verify::verify(&**store, &Default::default()).unwrap();
         assert!(report.problems.is_empty(), "the chain does not verify: {:?}", report.problems);
         assert_eq!(report.rows, (args.writers * args.frames) as u64);
     }

@@ -323,7 +323,7 @@ impl Reportable for LedgerError {
                     .into(),
                 PostgresProblem::Permission => "grant the user what docs/fleet.md (\"Permissions\") lists: \
                                                 SELECT on the ledger's tables; to append, also INSERT on events \
-                                                and UPDATE on rlp_head and rlp_sync"
+                                                and INSERT and UPDATE on rlp_traces"
                     .into(),
                 PostgresProblem::Absent => "a first `rlp tools call` with this ledger creates its tables".into(),
                 PostgresProblem::Edited => EDITED_ROW_HELP.into(),

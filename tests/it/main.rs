@@ -20,6 +20,7 @@ mod cli;
 mod conformance;
 mod discovery;
 mod first_hour;
+mod fleet_ledger;
 mod gateway;
 mod hooks;
 mod io;

@@ -54,7 +54,7 @@ fn calls_are_recorded_in_postgres_and_every_trace_command_reads_them() {
     assert_eq!(first["result"], json!({"ok": true}));
     // The rows are in PostgreSQL, and no SQLite ledger was made.
     assert_eq!(pg.psql("SELECT kind FROM events WHERE kind LIKE 'tool.%' ORDER BY id"), "tool.call\ntool.result");
-    assert_eq!(pg.psql("SELECT version FROM rlp_schema"), "1");
+    assert_eq!(pg.psql("SELECT version FROM rlp_schema"), "2");
     assert_eq!(
         pg.psql(&format!("SELECT count(*) FROM events WHERE provenance_json::json->>'trace_id' = '{trace}'")),
         { pg.psql("SELECT count(*) FROM events") }
@@ -67,7 +67,7 @@ fn calls_are_recorded_in_postgres_and_every_trace_command_reads_them() {
     assert_contains(&shown, "fleet.ok");
     let (verified, _) = on(&td, &url, 0, &["trace", "verify"]);
     assert_contains(&verified, &format!("{}: ", url_shown(&pg)));
-    assert_contains(&verified, "every hash and the chain check out");
+    assert_contains(&verified, "every hash, chain, head and checkpoint checks out");
     let (replayed, _) = on(&td, &url, 0, &["replay", "last", "--bundle", bundle.to_str().unwrap()]);
     assert_contains(&replayed, "fleet.ok");
     // A live replay reads the trace and records the new one in the same ledger.
@@ -87,7 +87,7 @@ fn url_shown(pg: &Postgres) -> String {
 }
 
 #[test]
-fn four_processes_appending_at_once_keep_one_chain() {
+fn four_processes_appending_at_once_keep_every_trace_verifiable() {
     let pg = Postgres::start();
     let td = TestDir::new();
     let bundle = fleet_bundle(&td);
@@ -125,7 +125,8 @@ fn a_row_edited_or_removed_with_psql_is_found_by_verify() {
         "UPDATE events SET payload_json = replace(payload_json, '\"ok\":true', '\"ok\":false') WHERE id = {target}"
     ));
     let (text, _) = on(&td, &url, 1, &["trace", "verify"]);
-    assert_contains(&text, &format!("1 problem; the first is row {target}."));
+    assert_contains(&text, "rows in 3 traces; 1 problem:");
+    assert_contains(&text, &format!("  row {target} (tool.result, trace "));
     assert_contains(&text, "edited: the row's content does not match its hash_blake3");
     // `trace show` refuses the edited trace too.
     let trace = pg.psql(&format!("SELECT provenance_json::json->>'trace_id' FROM events WHERE id = {target}"));
@@ -139,18 +140,23 @@ fn a_row_edited_or_removed_with_psql_is_found_by_verify() {
     let rows: Vec<String> = report["problems"].as_array().unwrap().iter().map(|p| p["row"].to_string()).collect();
     assert_eq!(rows, [target.clone(), last.clone()], "{report:#}");
 
-    // A head moved by hand makes the next append chain after a value no row
-    // has: verify finds the break there.
-    pg.psql(&format!("UPDATE rlp_head SET chain_blake3 = '{}'", "ab".repeat(32)));
-    call_json(&td, &bundle, &url);
-    let first_new = pg.psql(&format!("SELECT min(id) FROM events WHERE id > {last}"));
+    // A head moved by hand no longer matches its trace's last frame.
+    pg.psql(&format!("UPDATE rlp_traces SET head = '{}' WHERE trace_id = '{trace}'", "ab".repeat(32)));
     let (text, _) = on(&td, &url, 1, &["trace", "verify", "--format", "json"]);
     let report: Value = serde_json::from_str(&text).unwrap();
-    let rows: Vec<String> = report["problems"].as_array().unwrap().iter().map(|p| p["row"].to_string()).collect();
-    assert_eq!(rows, [target, last, first_new], "{report:#}");
-    // A head that is not a chain value at all stops appends with a clear error.
-    pg.psql("UPDATE rlp_head SET chain_blake3 = 'not hex'");
-    let refused = td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
+    let head = &report["problems"].as_array().unwrap()[2];
+    assert_eq!(
+        (head["trace_id"].as_str(), head["problem"].as_str()),
+        (Some(trace.as_str()), Some("head")),
+        "{report:#}"
+    );
+    // A head that is not a chain value at all stops appends to its trace with a clear error.
+    const KNOWN: &str = "01900000-0000-7000-8000-000000000001";
+    let first = td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url, "--trace-id", KNOWN]).output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    pg.psql(&format!("UPDATE rlp_traces SET head = 'not hex' WHERE trace_id = '{KNOWN}'"));
+    let refused =
+        td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url, "--trace-id", KNOWN]).output().unwrap();
     assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
     rlp_snapshot!(&td, &refused);
 }
@@ -180,7 +186,7 @@ fn traces_move_between_postgres_and_sqlite_and_replay_strictly() {
     on(&td, &url, 1, &["trace", "import", "from-sqlite.jsonl"]);
     on(&td, &url, 0, &["replay", &local, "--bundle", bundle.to_str().unwrap()]);
     let (verified, _) = on(&td, &url, 0, &["trace", "verify"]);
-    assert_contains(&verified, "every hash and the chain check out");
+    assert_contains(&verified, "every hash, chain, head and checkpoint checks out");
 }
 
 #[test]
@@ -322,8 +328,8 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
     call_json(&td, &bundle, &pg.url());
     pg.admin("postgres", "CREATE ROLE agents LOGIN PASSWORD 'agents-pw'");
     pg.psql(
-        "GRANT SELECT, INSERT ON events TO agents; GRANT SELECT, UPDATE ON rlp_head, rlp_sync TO agents; \
-         GRANT SELECT ON rlp_schema TO agents",
+        "GRANT SELECT, INSERT ON events TO agents; GRANT SELECT, INSERT, UPDATE ON rlp_traces TO agents; \
+         GRANT SELECT ON rlp_schema, rlp_ledger, rlp_checkpoints, rlp_checkpoint_leaves TO agents",
     );
     let url = format!("postgres://agents:agents-pw@127.0.0.1:{}/rlp", pg.port);
     call_json(&td, &bundle, &url);
@@ -339,7 +345,7 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
     assert_contains(&String::from_utf8_lossy(&changed.stderr), "permission denied for table events");
     // Without a right appending needs, the call is refused before anything runs.
     let before = pg.psql("SELECT count(*) FROM events");
-    for revoke in ["REVOKE UPDATE ON rlp_sync FROM agents", "REVOKE INSERT ON events FROM agents"] {
+    for revoke in ["REVOKE UPDATE ON rlp_traces FROM agents", "REVOKE INSERT ON events FROM agents"] {
         pg.psql(revoke);
         let refused = td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
         assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));

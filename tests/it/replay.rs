@@ -554,7 +554,7 @@ fn verify_names_the_edited_or_removed_row() {
     assert_eq!(doc["problems"][0]["problem"], "removed");
     assert_eq!(
         doc["problems"][0]["message"],
-        "row 4 is missing: rows were removed before this one (the chain breaks here)"
+        "frame 4 of the trace is missing before this row: removed, or rows were reordered"
     );
 
     // Export refuses an edited trace.

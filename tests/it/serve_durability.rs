@@ -74,5 +74,5 @@ fn a_killed_server_loses_no_acknowledged_frame() {
         assert!(calls.contains(invocation) && results.contains(invocation), "{invocation} was acknowledged, not kept");
     }
     let (out, _) = td.expect(0, &["trace", "verify"]);
-    assert!(out.contains("every hash and the chain check out"), "{out}");
+    assert!(out.contains("every hash, chain, head and checkpoint checks out"), "{out}");
 }

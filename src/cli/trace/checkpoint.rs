@@ -21,9 +21,10 @@ use crate::text::plural;
 #[command(after_help = "\
 Examples:
   rlp trace checkpoint
-  rlp trace checkpoint --key /etc/rlp/fleet-ledger.key --every 10s --ledger postgres://rlp@db/rlp
+  rlp trace checkpoint --format json
 
-Signs with --key, or with the home's keys/ledger.key (made on first use; its keys/ledger.pub is
+For a fleet, one checkpointer: `rlp trace checkpoint --key fleet-ledger.key --every 10s
+--ledger postgres://…`. Signs with --key, or with the home's keys/ledger.key (made on first use; its keys/ledger.pub is
 trusted by `rlp trace verify` on this home — give it to other verifiers:
 [ledger] checkpoint_keys in config.toml). One checkpointer per ledger is enough; several wait
 their turn.

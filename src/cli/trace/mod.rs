@@ -31,12 +31,12 @@ pub enum TraceCommand {
     Export(export::ExportArgs),
     /// Import a JSON Lines trace into the ledger (all or nothing).
     Import(import::ImportArgs),
-    /// Check every row hash, chain, head row and checkpoint (or one trace, or a proof offline); name what was changed.
-    Verify(verify::VerifyArgs),
     /// Sign a checkpoint over every trace that grew since the last one (once, or --every DURATION).
     Checkpoint(checkpoint::CheckpointArgs),
     /// Write an inclusion proof of a trace (and one frame in full) in a signed checkpoint.
     Prove(prove::ProveArgs),
+    /// Check every row hash, chain, head row and checkpoint (or one trace, or a proof offline); name what was changed.
+    Verify(verify::VerifyArgs),
     /// Compare two runs of an agent call by call: the regression gate (exit 1 on any divergence).
     Diff(diff::DiffArgs),
 }

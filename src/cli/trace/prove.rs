@@ -16,10 +16,12 @@ use crate::ledger::query::InputError;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace prove last --frame 3 --out proof.json
-  rlp trace verify --proof proof.json --key ledger.pub                (anywhere, offline)
-  rlp trace verify --proof proof.json --export trace.jsonl --key ledger.pub
+  rlp trace checkpoint
+  rlp trace prove last --frame 1 --out proof.json
+  rlp trace export last -o trace.jsonl
 
+Anyone can then check it offline, with the ledger's checkpoint key (keys/ledger.pub of the
+home that signed): `rlp trace verify --proof proof.json --export trace.jsonl --key ledger.pub`.
 The proof holds the hashes of the trace's frames up to what the checkpoint covers, the frame
 asked for in full (as `rlp trace export` writes it), the Merkle audit path and the signed
 checkpoint. Frames recorded after the newest checkpoint cannot be proven until the next one.

@@ -20,11 +20,14 @@ use crate::text::{format_ts, plural};
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  rlp trace verify                      every row, trace, head row and checkpoint
-  rlp trace verify 0193…                one trace and the checkpoints that cover it
+  rlp trace verify
+  rlp trace verify last
   rlp trace verify --format json --home replay-home
-  rlp trace verify --proof proof.json --export trace.jsonl --key ledger.pub   offline
+  rlp trace verify --proof proof.json --export trace.jsonl
 
+Without a trace, every row, trace, head row and checkpoint; with one, that trace and the
+checkpoints that cover it. With --proof, offline: the proof `rlp trace prove` wrote, and the
+export it covers; elsewhere, name the ledger's checkpoint key with --key ledger.pub.
 Checkpoints count only when signed by a trusted key: the home's own (keys/ledger.pub),
 [ledger] checkpoint_keys in config.toml, or --key.
 

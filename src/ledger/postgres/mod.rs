@@ -572,6 +572,30 @@ impl PostgresLedger {
         }
     }
 
+    /// Creates the schema, or upgrades it from version 1, unless another rlp
+    /// did while this one waited for the lock (the script's DDL takes locks
+    /// that appenders hold too, so it runs only when needed).
+    async fn create_or_upgrade(client: &Client) -> Result<(), Failure> {
+        let run = async {
+            client.batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")).await?;
+            let exists: bool =
+                client.query_one("SELECT to_regclass('rlp_schema') IS NOT NULL", &[]).await?.try_get(0)?;
+            let version: Option<i32> = match exists {
+                true => client.query_one("SELECT max(version) FROM rlp_schema", &[]).await?.try_get(0)?,
+                false => None,
+            };
+            if version.is_none() || version == Some(1) {
+                client.batch_execute(SCHEMA).await?;
+            }
+            client.batch_execute("COMMIT").await
+        };
+        if let Err(e) = run.await {
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
     /// Checks (or creates, or upgrades) the schema and prepares what appends use.
     async fn prepare(client: &Client, create: bool) -> Result<Statements, Failure> {
         // A client that stops mid-transaction (an import suspended at a
@@ -585,13 +609,7 @@ impl PostgresLedger {
         };
         let mut version = read_version().await?;
         if (version.is_none() && create) || version == Some(1) {
-            // Created or upgraded under a lock; the script is idempotent, so
-            // a second rlp that waited for the lock changes nothing.
-            let script = format!("BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;");
-            if let Err(e) = client.batch_execute(&script).await {
-                let _ = client.batch_execute("ROLLBACK").await;
-                return Err(e.into());
-            }
+            Self::create_or_upgrade(client).await?;
             version = read_version().await?;
         }
         if version != Some(SCHEMA_VERSION) {

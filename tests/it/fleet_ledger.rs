@@ -1,0 +1,349 @@
+//! A ledger for a fleet (docs/fleet.md, "Verifiable without one line"), on
+//! a real SQLite file and a real PostgreSQL server: writers in separate
+//! processes, a signed checkpoint, then rows edited, removed and reordered
+//! and whole traces removed straight in the database — `rlp trace verify`
+//! names each, up to the last checkpoint; an inclusion proof checked
+//! offline against an export; an import that holds no other writer up; a
+//! ledger from before per-trace chains upgraded with its chain intact.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::TestDir;
+use crate::support::bundle;
+use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
+use crate::support::postgres::Postgres;
+
+const GRANT_EXEC: &str = "[capabilities]\nexec = true\n";
+
+/// A ledger the tests write to and tamper with behind rlp's back.
+trait Db {
+    /// `--ledger` for rlp.
+    fn url(&self) -> String;
+    /// Runs `sql`; its single value (or rows joined by newlines).
+    fn sql(&self, sql: &str) -> String;
+    /// The SQL of a row's trace id.
+    fn trace_of_row(&self) -> &'static str;
+}
+
+struct Sqlite(PathBuf);
+
+impl Db for Sqlite {
+    fn url(&self) -> String {
+        format!("sqlite://{}", self.0.display())
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        let conn = rusqlite::Connection::open(&self.0).unwrap();
+        let mut out = Vec::new();
+        for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            let mut prepared = conn.prepare(statement).unwrap();
+            let columns = prepared.column_count();
+            let mut rows = prepared.query([]).unwrap();
+            while let Some(row) = rows.next().unwrap() {
+                let cells: Vec<String> = (0..columns)
+                    .map(|i| match row.get_ref(i).unwrap() {
+                        rusqlite::types::ValueRef::Null => String::new(),
+                        rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                        rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect();
+                out.push(cells.join("|"));
+            }
+        }
+        out.join("\n")
+    }
+
+    fn trace_of_row(&self) -> &'static str {
+        "json_extract(provenance_json, '$.trace_id')"
+    }
+}
+
+impl Db for Postgres {
+    fn url(&self) -> String {
+        Postgres::url(self)
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        self.psql(sql)
+    }
+
+    fn trace_of_row(&self) -> &'static str {
+        "(provenance_json::json ->> 'trace_id')"
+    }
+}
+
+fn fleet_bundle(td: &TestDir) -> PathBuf {
+    td.bundle("fleet", json!([bundle::runtime_tool("fleet.ok", "ok.sh", &[])]), GRANT_EXEC)
+}
+
+/// `rlp trace verify --format json` against `db`, with its exit code.
+fn verify(td: &TestDir, db: &dyn Db, extra: &[&str]) -> (i32, Value) {
+    let output =
+        td.rlp().args(["trace", "verify", "--format", "json", "--ledger", &db.url()]).args(extra).output().unwrap();
+    (output.status.code().unwrap_or(-1), stdout_json(&output))
+}
+
+/// The (trace, problem) pairs of a report.
+fn named(report: &Value) -> BTreeSet<(String, String)> {
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["trace_id"].as_str().unwrap_or("").to_string(), p["problem"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// Row ids of `trace`, in order.
+fn rows_of(db: &dyn Db, trace: &str) -> Vec<String> {
+    let sql = format!("SELECT id FROM events WHERE {} = '{trace}' ORDER BY id", db.trace_of_row());
+    db.sql(&sql).lines().map(str::to_string).collect()
+}
+
+/// Writers in separate processes, a checkpoint, then every kind of
+/// tampering: each is named, and a trace removed before any checkpoint
+/// covered it (with its head row) is the documented blind spot.
+fn tampering_is_named_up_to_the_last_checkpoint(db: &dyn Db) {
+    let td = TestDir::new();
+    let bundle = fleet_bundle(&td);
+    let script = format!(
+        "for w in 1 2 3 4 5 6; do (for i in 1 2 3; do \
+             rlp tools call '{}' fleet.ok --args '{{}}' --ledger \"$URL\" >/dev/null || echo FAILED; \
+         done) & done; wait",
+        bundle.display()
+    );
+    let output = td.typed(&script).env("URL", db.url()).output().unwrap();
+    assert!(output.status.success() && !stdout(&output).contains("FAILED"), "{}", stderr(&output));
+    let traces: Vec<String> =
+        db.sql("SELECT trace_id FROM rlp_traces ORDER BY trace_id").lines().map(str::to_string).collect();
+    assert_eq!(traces.len(), 18, "one trace per call");
+
+    let checkpoint =
+        td.rlp().args(["trace", "checkpoint", "--format", "json", "--ledger", &db.url()]).output().unwrap();
+    assert_eq!(checkpoint.status.code(), Some(0), "{}", stderr(&checkpoint));
+    let made = stdout_json(&checkpoint);
+    assert_eq!((made["checkpoint"].as_i64(), made["traces"].as_u64()), (Some(1), Some(18)), "{made:#}");
+    // A call after the checkpoint: not covered yet.
+    let late =
+        td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &db.url(), "--format", "json"]).output().unwrap();
+    let late = stdout_json(&late)["trace_id"].as_str().unwrap().to_string();
+    let (code, report) = verify(&td, db, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["traces"], 19);
+    assert_eq!(report["uncovered_frames"].as_u64(), Some(rows_of(db, &late).len() as u64));
+
+    let [edited, holed, swapped, gone, cut] = [&traces[0], &traces[1], &traces[2], &traces[3], &traces[4]];
+    let (e, h, s, c) = (rows_of(db, edited), rows_of(db, holed), rows_of(db, swapped), rows_of(db, cut));
+    db.sql(&format!("UPDATE events SET payload_json = replace(payload_json, 'fleet', 'fleek') WHERE id = {}", e[1]));
+    db.sql(&format!("DELETE FROM events WHERE id = {}", h[1]));
+    // Two rows of a trace swapped (each takes the other's place).
+    db.sql(&format!(
+        "UPDATE events AS e SET ts_ms = o.ts_ms, actor = o.actor, kind = o.kind, scope = o.scope, \
+         payload_json = o.payload_json, provenance_json = o.provenance_json, hash_blake3 = o.hash_blake3, \
+         chain_blake3 = o.chain_blake3, trace_seq = o.trace_seq \
+         FROM (SELECT * FROM events WHERE id IN ({a}, {b})) AS o WHERE e.id IN ({a}, {b}) AND o.id <> e.id",
+        a = s[0],
+        b = s[1]
+    ));
+    // A whole trace removed, its head row too.
+    db.sql(&format!(
+        "DELETE FROM events WHERE {} = '{gone}'; DELETE FROM rlp_traces WHERE trace_id = '{gone}'",
+        db.trace_of_row()
+    ));
+    // A trace's last frame removed, its head moved back to match.
+    let last = c.last().unwrap();
+    let before = &c[c.len() - 2];
+    db.sql(&format!(
+        "DELETE FROM events WHERE id = {last}; UPDATE rlp_traces SET frames = frames - 1, \
+         head = (SELECT chain_blake3 FROM events WHERE id = {before}) WHERE trace_id = '{cut}'"
+    ));
+    // The uncovered trace removed the same way: nothing can tell.
+    db.sql(&format!(
+        "DELETE FROM events WHERE {} = '{late}'; DELETE FROM rlp_traces WHERE trace_id = '{late}'",
+        db.trace_of_row()
+    ));
+
+    let (code, report) = verify(&td, db, &[]);
+    assert_eq!(code, 1, "{report:#}");
+    let expected: BTreeSet<(String, String)> = [
+        (edited, "edited"),
+        (holed, "removed"),
+        (swapped, "removed"),
+        (swapped, "chain"),
+        (gone, "trace_removed"),
+        (cut, "truncated"),
+    ]
+    .into_iter()
+    .map(|(t, k)| (t.to_string(), k.to_string()))
+    .collect();
+    assert_eq!(named(&report), expected, "{report:#}");
+    assert_eq!(report["uncovered_frames"], 0);
+    // One trace at a time reads only that trace and its checkpoints.
+    for (trace, kind) in [(gone, "trace_removed"), (cut, "truncated"), (edited, "edited")] {
+        let (code, report) = verify(&td, db, &[trace]);
+        assert_eq!(code, 1, "{report:#}");
+        assert_eq!(named(&report), [(trace.to_string(), kind.to_string())].into_iter().collect(), "{report:#}");
+    }
+    let (code, report) = verify(&td, db, &[&traces[5]]);
+    assert_eq!((code, report["rows"].as_u64()), (0, Some(rows_of(db, &traces[5]).len() as u64)), "{report:#}");
+    // A verifier that does not trust the checkpoint's key says so.
+    let stranger = TestDir::new();
+    let output = stranger.rlp().args(["trace", "verify", "--ledger", &db.url(), &traces[5]]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_contains(&stdout(&output), "which is not trusted here");
+}
+
+#[test]
+fn sqlite_tampering_is_named_up_to_the_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    tampering_is_named_up_to_the_last_checkpoint(&Sqlite(dir.path().join("fleet.sqlite")));
+}
+
+#[test]
+fn postgres_tampering_is_named_up_to_the_last_checkpoint() {
+    tampering_is_named_up_to_the_last_checkpoint(&Postgres::start());
+}
+
+#[test]
+fn a_frame_is_proven_to_a_third_party_offline_from_an_export() {
+    let pg = Postgres::start();
+    let td = TestDir::new();
+    let bundle = fleet_bundle(&td);
+    let url = pg.url();
+    let called = td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url, "--format", "json"]).output().unwrap();
+    let trace = stdout_json(&called)["trace_id"].as_str().unwrap().to_string();
+    // No checkpoint yet: nothing to prove.
+    let early = td.rlp().args(["trace", "prove", &trace, "--ledger", &url]).output().unwrap();
+    assert_eq!(early.status.code(), Some(1));
+    assert_contains(&stderr(&early), "no checkpoint covers the trace yet");
+    td.expect(0, &["trace", "checkpoint", "--ledger", &url]);
+    td.expect(0, &["trace", "prove", &trace, "--frame", "2", "-o", "proof.json", "--ledger", &url]);
+    td.expect(0, &["trace", "export", &trace, "-o", "trace.jsonl", "--ledger", &url]);
+    let key = td.home().join("keys/ledger.pub");
+    std::fs::copy(&key, td.join("ledger.pub")).unwrap();
+
+    // Elsewhere: no ledger, no configuration, only the files and the key.
+    let third = TestDir::new();
+    for file in ["proof.json", "trace.jsonl", "ledger.pub"] {
+        std::fs::copy(td.join(file), third.join(file)).unwrap();
+    }
+    let (out, _) = third
+        .expect(0, &["trace", "verify", "--proof", "proof.json", "--export", "trace.jsonl", "--key", "ledger.pub"]);
+    assert_contains(&out, &format!("The proof holds: frames 1 to 3 of trace {trace} are in checkpoint #1"));
+    assert_contains(&out, "Frame 2 is in the proof in full, and is that frame.");
+    assert_contains(&out, "The export's first 3 frames are those frames.");
+    assert!(!third.ledger_path().exists());
+    // Without the key, the signature proves nothing to this verifier.
+    let (_, err) = third.expect(1, &["trace", "verify", "--proof", "proof.json"]);
+    assert_contains(&err, "which is not among the keys trusted here");
+    // An export with a frame changed, or a proof with its frame changed, does not hold.
+    let export = std::fs::read_to_string(third.join("trace.jsonl")).unwrap();
+    std::fs::write(third.join("changed.jsonl"), export.replacen("\"ok\":true", "\"ok\":false", 1)).unwrap();
+    let (_, err) = third
+        .expect(1, &["trace", "verify", "--proof", "proof.json", "--export", "changed.jsonl", "--key", "ledger.pub"]);
+    assert_contains(&err, "changed.jsonl");
+    let mut proof: Value = serde_json::from_str(&std::fs::read_to_string(third.join("proof.json")).unwrap()).unwrap();
+    proof["frame"]["ts_ms"] = json!(1);
+    std::fs::write(third.join("forged.json"), proof.to_string()).unwrap();
+    let (_, err) = third.expect(1, &["trace", "verify", "--proof", "forged.json", "--key", "ledger.pub"]);
+    assert_contains(&err, "the proven frame is not frame 2 of the trace the checkpoint covers");
+}
+
+#[test]
+fn an_import_into_postgres_holds_no_other_writer_up() {
+    let pg = Postgres::start();
+    let td = TestDir::new();
+    let bundle = fleet_bundle(&td);
+    let url = pg.url();
+    // A long trace to import, recorded in a SQLite home and exported.
+    std::fs::write(td.join("batch.jsonl"), "{\"tool\": \"fleet.ok\"}\n".repeat(700)).unwrap();
+    let recorded =
+        td.rlp().args(["tools", "call", bundle.to_str().unwrap(), "--batch", "batch.jsonl"]).output().unwrap();
+    assert_eq!(recorded.status.code(), Some(0), "{}", stderr(&recorded));
+    td.expect(0, &["trace", "export", "last", "-o", "long.jsonl"]);
+    let lines: Vec<String> =
+        std::fs::read_to_string(td.join("long.jsonl")).unwrap().lines().map(str::to_string).collect();
+    assert!(lines.len() > 2000, "{} frames", lines.len());
+
+    // The import reads from a pipe: its first part arrives, then it waits
+    // for the rest with its transaction open.
+    let fifo = td.join("import.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let import = std::process::Command::new(env!("CARGO_BIN_EXE_rlp"))
+        .args(["trace", "import", fifo.to_str().unwrap(), "--ledger", &url, "--home"])
+        .arg(td.home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    for line in &lines[..lines.len() - 10] {
+        writeln!(pipe, "{line}").unwrap();
+    }
+    pipe.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pg.psql("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'") == "0" {
+        assert!(Instant::now() < deadline, "the import never began its transaction");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Meanwhile another writer appends at once (well within the 60 s lock timeout).
+    let started = Instant::now();
+    let other = td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).output().unwrap();
+    assert_eq!(other.status.code(), Some(0), "{}", stderr(&other));
+    assert!(started.elapsed() < Duration::from_secs(20), "the writer waited {:?} for the import", started.elapsed());
+    assert_eq!(pg.psql("SELECT count(*) FROM events"), "3", "only the other writer's frames are visible yet");
+    for line in &lines[lines.len() - 10..] {
+        writeln!(pipe, "{line}").unwrap();
+    }
+    drop(pipe);
+    let imported = import.wait_with_output().unwrap();
+    assert_eq!(imported.status.code(), Some(0), "{}", String::from_utf8_lossy(&imported.stderr));
+    assert_eq!(pg.psql("SELECT count(*) FROM events"), (lines.len() + 3).to_string());
+    let (code, report) = verify(&td, &pg, &[]);
+    assert_eq!((code, report["traces"].as_u64()), (0, Some(2)), "{report:#}");
+}
+
+#[test]
+fn a_postgres_ledger_of_one_chain_is_upgraded_and_its_chain_still_verifies() {
+    let pg = Postgres::start();
+    let td = TestDir::new();
+    let bundle = fleet_bundle(&td);
+    let url = pg.url();
+    // One call's frames, then the database turned back into schema 1: one
+    // ledger-wide chain (the same values, the frames being one trace), its
+    // head in rlp_head.
+    td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).assert().code(0);
+    pg.psql(
+        "UPDATE events SET trace_seq = NULL;
+         DROP TABLE rlp_ledger, rlp_traces, rlp_checkpoints, rlp_checkpoint_leaves;
+         CREATE TABLE rlp_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), chain_blake3 text NOT NULL);
+         INSERT INTO rlp_head (chain_blake3) SELECT chain_blake3 FROM events ORDER BY id DESC LIMIT 1;
+         CREATE TABLE rlp_sync (slot integer PRIMARY KEY, appends bigint NOT NULL DEFAULT 0);
+         UPDATE rlp_schema SET version = 1;",
+    );
+    let legacy_head = pg.psql("SELECT chain_blake3 FROM events ORDER BY id DESC LIMIT 1");
+    // Reading upgrades it: the old rows become the sealed legacy chain.
+    let (code, report) = verify(&td, &pg, &[]);
+    assert_eq!((code, report["legacy_rows"].as_u64()), (0, Some(3)), "{report:#}");
+    assert_eq!(pg.psql("SELECT version FROM rlp_schema"), "2");
+    assert_eq!(pg.psql("SELECT legacy_rows || ' ' || legacy_head FROM rlp_ledger"), format!("3 {legacy_head}"));
+    assert_eq!(pg.psql("SELECT count(*) FROM pg_tables WHERE tablename IN ('rlp_head', 'rlp_sync')"), "0");
+    // New frames go on per-trace chains; both verify, and a checkpoint seals the legacy chain.
+    td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).assert().code(0);
+    td.expect(0, &["trace", "checkpoint", "--ledger", &url]);
+    let (code, report) = verify(&td, &pg, &[]);
+    assert_eq!((code, report["rows"].as_u64(), report["legacy_rows"].as_u64()), (0, Some(6), Some(3)), "{report:#}");
+    // A legacy row edited, or the legacy chain cut short, is found.
+    pg.psql("UPDATE events SET payload_json = replace(payload_json, 'fleet', 'fleek') WHERE id = 2");
+    pg.psql("DELETE FROM events WHERE id = 3");
+    let (code, report) = verify(&td, &pg, &[]);
+    assert_eq!(code, 1);
+    let kinds: Vec<(Value, Value)> =
+        report["problems"].as_array().unwrap().iter().map(|p| (p["row"].clone(), p["problem"].clone())).collect();
+    assert_eq!(kinds, [(json!(2), json!("edited")), (Value::Null, json!("truncated"))], "{report:#}");
+}
