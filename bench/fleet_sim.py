@@ -319,12 +319,14 @@ class Sim:
     def checkpoint_read(self, ck):
         # The read sees every commit durable (so visible) by now.
         ck["snapshot"], ck["traces"] = self.now, len(self.touched)
+        new_frames = self.durable_total - (self.checkpoints[-1]["frames"] if self.checkpoints else 0)
         ck["frames"] = self.durable_total  # frames durable so far
         self.touched = set()
         a = self.args
         fit = self.costs.checkpoint_fit
         server_ms = (fit[1] if fit else a.checkpoint_server_us_per_trace / 1000.0) * ck["traces"]
-        server_ms += 0 if fit else a.checkpoint_server_fixed_ms
+        if not fit:
+            server_ms += a.checkpoint_server_fixed_ms + a.checkpoint_server_us_per_frame / 1000.0 * new_frames
         ck["work"] = server_ms
         self.server.run(server_ms, self.checkpoint_leaves, ck)
 
@@ -528,7 +530,9 @@ def assumptions(args, c, fleet_rtt):
     else:
         ck = (
             "not measured (the ledger makes no checkpoints yet), so modelled: reading the heads that moved costs the "
-            f"server {args.checkpoint_server_fixed_ms} ms + {args.checkpoint_server_us_per_trace} µs per trace on one core; "
+            f"server {args.checkpoint_server_fixed_ms} ms + {args.checkpoint_server_us_per_trace} µs per trace + "
+            f"{args.checkpoint_server_us_per_frame} µs per new frame (each trace's new frames are read and checked "
+            "before they are signed for) on one core; "
             f"the leaves ({args.leaf_bytes} B each) cross a {args.bandwidth_gbit} Gbit/s link; the checkpointer "
             f"hashes {args.checkpoint_client_us_per_trace} µs per leaf and signs in {args.checkpoint_sign_ms} ms; "
             "writing the checkpoint is one more append (a round trip, the service time, a WAL flush)"
@@ -592,6 +596,7 @@ def main():
     p.add_argument("--client-ms", type=float, default=0.02, help="global head: chaining frames on the host")
     p.add_argument("--checkpoint-server-fixed-ms", type=float, default=0.1)
     p.add_argument("--checkpoint-server-us-per-trace", type=float, default=5.0)
+    p.add_argument("--checkpoint-server-us-per-frame", type=float, default=10.0)
     p.add_argument("--checkpoint-client-us-per-trace", type=float, default=1.0)
     p.add_argument("--checkpoint-sign-ms", type=float, default=0.05)
     p.add_argument("--leaf-bytes", type=int, default=100)
