@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the bench/ scripts: `source bench/lib.sh`.
 
 # update_doc_section HEADING TEXT: replaces the section of docs/benchmarks.md
