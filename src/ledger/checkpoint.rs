@@ -15,17 +15,17 @@
 //! a checkpoint never vouches for a row that was already edited; a trace
 //! that does not check out is left out and reported.
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::event::canonical::canonical_text;
 use crate::event::hash::{GENESIS, from_hex, to_hex};
 use crate::integrity::keys::{PublicKey, SecretKey, b64_decode_exact, b64_encode};
 use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceChain, TraceHead};
 use crate::ledger::merkle;
-use crate::ledger::verify::{Problem, TraceWalker};
+use crate::ledger::verify::{Problem, TraceWalker, trace_of};
 use crate::ledger::{LedgerError, LedgerStore};
 
 /// The `format` of the statements this rlp writes.
@@ -205,18 +205,7 @@ pub fn make_checkpoint(store: &dyn LedgerStore, key: &SecretKey, now_ms: i64) ->
         if heads.is_empty() && latest.is_some() {
             return Ok(Made { latest: latest.map(|c| c.seq), checkpoint: None, frames: 0, refused: Vec::new() });
         }
-        let mut leaves = Vec::with_capacity(heads.len());
-        let mut refused = Vec::new();
-        let mut frames = 0u64;
-        for head in &heads {
-            match check_new_frames(store, head, &mut refused)? {
-                Some(leaf) => {
-                    frames += u64::try_from(leaf.frames - head.sealed.max(0)).unwrap_or(0);
-                    leaves.push(leaf);
-                }
-                None => continue,
-            }
-        }
+        let (leaves, frames, refused) = check_new_frames(store, &heads)?;
         let seq = latest.as_ref().map_or(1, |c| c.seq + 1);
         let statement = Statement {
             format: FORMAT.into(),
@@ -242,58 +231,59 @@ pub fn make_checkpoint(store: &dyn LedgerStore, key: &SecretKey, now_ms: i64) ->
     })
 }
 
-/// Checks the frames of `head`'s trace past what the last checkpoint
-/// sealed; the leaf to sign, or `None` (with the problems) when they do
-/// not check out.
+/// Checks the frames of every trace in `heads` past what the last
+/// checkpoint covered (one pass over them, trace by trace): the leaves to
+/// sign, the new frames they cover, and the traces left out with why.
 fn check_new_frames(
     store: &dyn LedgerStore,
-    head: &TraceHead,
-    refused: &mut Vec<Problem>,
-) -> Result<Option<Leaf>, LedgerError> {
-    let Ok(trace) = Uuid::parse_str(&head.trace_id) else {
-        refused.push(Problem::trace(&head.trace_id, "the head row's trace id is not a UUID; the ledger was edited"));
-        return Ok(None);
-    };
-    let from = match sealed_chain(store, &trace, head.sealed)? {
-        Ok(chain) => chain,
-        Err(message) => {
-            refused.push(Problem::trace(&head.trace_id, &message));
-            return Ok(None);
+    heads: &[TraceHead],
+) -> Result<(Vec<Leaf>, u64, Vec<Problem>), LedgerError> {
+    let index: HashMap<&str, usize> = heads.iter().enumerate().map(|(i, h)| (h.trace_id.as_str(), i)).collect();
+    // A trace's walk starts at its first frame, or at the last frame a
+    // checkpoint covered, whose chain value that checkpoint vouched for.
+    let mut walkers: Vec<Option<TraceWalker>> = heads
+        .iter()
+        .map(|h| (h.sealed <= 0).then(|| TraceWalker::starting_at(&h.trace_id, TraceChain::EMPTY)))
+        .collect();
+    store.for_each_unsealed_row(&mut |event| {
+        let Some(&i) = trace_of(&event).and_then(|trace| index.get(trace.as_str()).copied()).as_ref() else {
+            return ControlFlow::Continue(());
+        };
+        let (head, seq) = (&heads[i], event.trace_seq.unwrap_or(0));
+        match &mut walkers[i] {
+            // Appended after the heads were read: for the next checkpoint.
+            _ if seq > head.frames => {}
+            Some(walker) => walker.row(&event),
+            None if seq == head.sealed => {
+                walkers[i] = from_hex(&event.chain_blake3)
+                    .map(|value| TraceWalker::starting_at(&head.trace_id, TraceChain { frames: seq, head: value }));
+            }
+            None => {}
         }
-    };
-    let mut walker = TraceWalker::starting_at(&head.trace_id, from);
-    store.for_each_in_trace_from(&trace, from.frames + 1, &mut |event| {
-        walker.row(&event);
         ControlFlow::Continue(())
     })?;
-    let problems = walker.finish(Some(head));
-    if !problems.is_empty() {
-        refused.extend(problems);
-        return Ok(None);
+    let (mut leaves, mut frames, mut refused) = (Vec::with_capacity(heads.len()), 0u64, Vec::new());
+    for (head, walker) in heads.iter().zip(walkers) {
+        let Some(walker) = walker else {
+            refused.push(Problem::trace(
+                &head.trace_id,
+                &format!(
+                    "frame {} of the trace, the last a checkpoint covered, is missing or has no valid chain value; \
+                     the ledger was edited",
+                    head.sealed
+                ),
+            ));
+            continue;
+        };
+        let problems = walker.finish(Some(head));
+        if !problems.is_empty() {
+            refused.extend(problems);
+            continue;
+        }
+        frames += u64::try_from(head.frames - head.sealed.max(0)).unwrap_or(0);
+        leaves.push(Leaf { trace_id: head.trace_id.clone(), frames: head.frames, head: head.head.clone() });
     }
-    Ok(Some(Leaf { trace_id: head.trace_id.clone(), frames: head.frames, head: head.head.clone() }))
-}
-
-/// The chain state the last checkpoint sealed for `trace` (`sealed`
-/// frames): read from the row at that position, which the checkpoint
-/// vouched for.
-fn sealed_chain(store: &dyn LedgerStore, trace: &Uuid, sealed: i64) -> Result<Result<TraceChain, String>, LedgerError> {
-    if sealed <= 0 {
-        return Ok(Ok(TraceChain::EMPTY));
-    }
-    let mut found = None;
-    store.for_each_in_trace_from(trace, sealed, &mut |event| {
-        found = Some(event);
-        ControlFlow::Break(())
-    })?;
-    Ok(match found {
-        Some(event) if event.trace_seq == Some(sealed) => from_hex(&event.chain_blake3)
-            .map(|head| TraceChain { frames: sealed, head })
-            .ok_or_else(|| format!("frame {sealed} of the trace has no valid chain value; the ledger was edited")),
-        _ => Err(format!(
-            "frame {sealed} of the trace, which the last checkpoint covered, is missing; the ledger was edited"
-        )),
-    })
+    Ok((leaves, frames, refused))
 }
 
 #[cfg(test)]

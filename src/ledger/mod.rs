@@ -84,6 +84,11 @@ pub trait LedgerStore: Recorder {
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError>;
 
+    /// Calls `f` with the rows of every trace whose head has frames no
+    /// checkpoint covers, from the last covered frame on (inclusive), trace
+    /// by trace (by trace id), each trace's in row order.
+    fn for_each_unsealed_row(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError>;
+
     /// The ledger's id and its legacy chain's seal.
     fn info(&self) -> Result<LedgerInfo, LedgerError>;
 
@@ -323,7 +328,9 @@ impl Reportable for LedgerError {
                     .into(),
                 PostgresProblem::Permission => "grant the user what docs/fleet.md (\"Permissions\") lists: \
                                                 SELECT on the ledger's tables; to append, also INSERT on events \
-                                                and INSERT and UPDATE on rlp_traces"
+                                                and INSERT and UPDATE on rlp_traces; to make checkpoints, INSERT \
+                                                on rlp_checkpoints and rlp_checkpoint_leaves and UPDATE (sealed) \
+                                                on rlp_traces"
                     .into(),
                 PostgresProblem::Absent => "a first `rlp tools call` with this ledger creates its tables".into(),
                 PostgresProblem::Edited => EDITED_ROW_HELP.into(),

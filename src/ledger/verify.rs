@@ -196,7 +196,7 @@ struct TraceOnly {
 }
 
 /// The trace a row claims to belong to.
-fn trace_of(event: &Event) -> Option<String> {
+pub(crate) fn trace_of(event: &Event) -> Option<String> {
     serde_json::from_str::<TraceOnly>(&event.provenance_json).ok().map(|p| p.trace_id)
 }
 
@@ -259,19 +259,18 @@ impl TraceWalker {
 
     /// Checks the next row.
     pub(crate) fn row(&mut self, event: &Event) {
-        self.rows += 1;
         let hash = check_row_hash(event, &mut self.scratch, &mut self.problems);
+        self.link(event, hash);
+    }
+
+    /// Checks the next row's place in the chain, its content's hash (or
+    /// its stored one, when that does not match) being `hash`.
+    fn link(&mut self, event: &Event, hash: [u8; 32]) {
+        self.rows += 1;
         let Some(seq) = event.trace_seq else {
             self.problem(event, ProblemKind::Malformed, "the row has no position in its trace's chain".into());
             return;
         };
-        if trace_of(event).as_deref() != Some(self.trace_id.as_str()) {
-            self.problem(
-                event,
-                ProblemKind::Edited,
-                format!("the row is read as part of trace {}, but its provenance names another", self.trace_id),
-            );
-        }
         let Some(stored_chain) = from_hex(&event.chain_blake3) else {
             self.problem(event, ProblemKind::Malformed, "chain_blake3 is not 64 hex digits".into());
             self.chain = TraceChain { frames: seq.max(self.chain.frames), head: self.chain.head };
@@ -568,21 +567,53 @@ fn empty_report(store: &dyn LedgerStore, trace_id: Option<String>) -> VerifyRepo
     }
 }
 
-/// One trace's rows, with what it is checked against.
-struct TraceRows {
-    trace_id: String,
-    rows: Vec<Event>,
-    head: Option<TraceHead>,
-    leaves: Vec<LeafRef>,
+/// A row with what the parallel pass found: the hash to link it with, the
+/// trace it names, and the problems with its content.
+struct HashedRow {
+    event: Event,
+    hash: [u8; 32],
+    trace: String,
+    problems: Vec<Problem>,
 }
 
-impl TraceRows {
-    fn check(self) -> Vec<Problem> {
-        let mut walker = TraceWalker::starting_at(&self.trace_id, TraceChain::EMPTY).with_leaves(self.leaves);
-        for event in &self.rows {
-            walker.row(event);
+impl HashedRow {
+    fn of(event: Event) -> HashedRow {
+        let mut problems = Vec::new();
+        let hash = check_row_hash(&event, &mut String::new(), &mut problems);
+        let trace = trace_of(&event).unwrap_or_default();
+        HashedRow { event, hash, trace, problems }
+    }
+}
+
+/// The sequential half of a full verify: rows (hashed in parallel) come in
+/// trace by trace; one trace's walker at a time.
+struct ChainPass<'a> {
+    heads: &'a mut HashMap<String, TraceHead>,
+    leaves: &'a mut HashMap<String, Vec<LeafRef>>,
+    walker: Option<TraceWalker>,
+    traces: u64,
+    problems: Problems,
+}
+
+impl ChainPass<'_> {
+    fn row(&mut self, row: HashedRow) {
+        self.problems.extend(row.problems);
+        if self.walker.as_ref().is_none_or(|w| w.trace_id != row.trace) {
+            self.finish_trace();
+            self.traces += 1;
+            let leaves = self.leaves.remove(&row.trace).unwrap_or_default();
+            self.walker = Some(TraceWalker::starting_at(&row.trace, TraceChain::EMPTY).with_leaves(leaves));
         }
-        walker.finish(self.head.as_ref())
+        if let Some(walker) = self.walker.as_mut() {
+            walker.link(&row.event, row.hash);
+        }
+    }
+
+    fn finish_trace(&mut self) {
+        if let Some(walker) = self.walker.take() {
+            let head = self.heads.remove(&walker.trace_id);
+            self.problems.extend(walker.finish(head.as_ref()));
+        }
     }
 }
 
@@ -623,49 +654,41 @@ fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyRe
     let sealed_problems = check_sealed(&heads, &leaves);
     problems.extend(sealed_problems);
 
-    // One reader, the traces checked in parallel a chunk at a time.
-    let (sender, receiver) = mpsc::sync_channel::<Vec<TraceRows>>(2);
-    let (rows_read, traces_read, found) = std::thread::scope(|scope| {
+    // One reader; each chunk of rows hashed in parallel, then linked in order.
+    let (sender, receiver) = mpsc::sync_channel::<Vec<Event>>(2);
+    let mut pass = ChainPass { heads: &mut heads, leaves: &mut leaves, walker: None, traces: 0, problems };
+    let (rows_read, pass) = std::thread::scope(|scope| {
         let checker = scope.spawn(move || {
-            let mut found = Vec::new();
             for chunk in receiver {
-                found.extend(chunk.into_par_iter().flat_map_iter(TraceRows::check).collect::<Vec<_>>());
+                let hashed: Vec<HashedRow> = chunk.into_par_iter().map(HashedRow::of).collect();
+                for row in hashed {
+                    pass.row(row);
+                }
             }
-            found
+            pass.finish_trace();
+            pass
         });
-        let mut chunk: Vec<TraceRows> = Vec::new();
-        let mut chunk_rows = 0usize;
-        let (mut rows_read, mut traces_read) = (0u64, 0u64);
+        let mut chunk = Vec::with_capacity(CHUNK_ROWS);
+        let mut rows_read = 0u64;
         let read = store.for_each_chained(&mut |event| {
             rows_read += 1;
-            let trace = trace_of(&event).unwrap_or_default();
-            if chunk.last().is_none_or(|last| last.trace_id != trace) {
-                if chunk_rows >= CHUNK_ROWS {
-                    let _ = sender.send(std::mem::take(&mut chunk));
-                    chunk_rows = 0;
-                }
-                traces_read += 1;
-                chunk.push(TraceRows {
-                    head: heads.remove(&trace),
-                    leaves: leaves.remove(&trace).unwrap_or_default(),
-                    trace_id: trace,
-                    rows: Vec::new(),
-                });
-            }
-            chunk_rows += 1;
-            if let Some(last) = chunk.last_mut() {
-                last.rows.push(event);
+            chunk.push(event);
+            if chunk.len() >= CHUNK_ROWS {
+                let _ = sender.send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_ROWS)));
             }
             ControlFlow::Continue(())
         });
         let _ = sender.send(chunk);
         drop(sender);
-        let found = checker.join().unwrap_or_default();
-        read.map(|()| (rows_read, traces_read, found))
+        let pass = checker.join().map_err(|_| LedgerError::Invalid {
+            path: store.location().to_string().into(),
+            message: "a verifying thread panicked".into(),
+        });
+        read.and_then(|()| pass).map(|pass| (rows_read, pass))
     })?;
     report.rows = report.legacy_rows + rows_read;
-    report.traces = traces_read;
-    problems.extend(found);
+    report.traces = pass.traces;
+    let mut problems = pass.problems;
 
     // Traces a head row or a checkpoint names, with no row left.
     for (trace_id, head) in heads {

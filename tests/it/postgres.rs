@@ -354,6 +354,20 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
     assert_eq!(pg.psql("SELECT count(*) FROM events"), before, "nothing was appended");
     // Reading needs only SELECT.
     on(&td, &url, 0, &["trace", "verify"]);
+    // The checkpointer's role: what the document gives it, and it checkpoints;
+    // the agents' role cannot.
+    pg.admin("postgres", "CREATE ROLE checkpointer LOGIN PASSWORD 'checkpointer-pw'");
+    pg.psql(
+        "GRANT SELECT ON ALL TABLES IN SCHEMA public TO checkpointer; \
+         GRANT INSERT ON rlp_checkpoints, rlp_checkpoint_leaves TO checkpointer; \
+         GRANT UPDATE (sealed) ON rlp_traces TO checkpointer",
+    );
+    let checkpointer = format!("postgres://checkpointer:checkpointer-pw@127.0.0.1:{}/rlp", pg.port);
+    let (made, _) = on(&td, &checkpointer, 0, &["trace", "checkpoint"]);
+    assert_contains(&made, "Checkpoint #1: 6 new frames in 2 traces");
+    call_json(&td, &bundle, &pg.url());
+    let (_, err) = on(&td, &url, 2, &["trace", "checkpoint"]);
+    assert_contains(&err, "permission denied for table rlp_checkpoints");
 }
 
 #[test]

@@ -12,6 +12,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer};
 use crate::integrity::keys::{SecretKey, write_key_pair};
 use crate::ledger::checkpoint::{Made, make_checkpoint, statement_hash};
+use crate::ledger::query::InputError;
 use crate::ledger::verify::Problem;
 use crate::notice;
 use crate::text::plural;
@@ -123,9 +124,11 @@ fn report(made: &Made, format: Format) -> String {
 }
 
 pub(crate) fn run(args: &CheckpointArgs, ctx: &Context) -> CliResult {
-    let key = signing_key(args, ctx)?;
     let ledger = ctx.ledger()?;
-    let store = ledger.open()?;
+    // Opened without the rights appending needs: a checkpointer's role may
+    // have only those docs/fleet.md gives it.
+    let store = ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
+    let key = signing_key(args, ctx)?;
     loop {
         let now_ms = i64::try_from(
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis(),

@@ -310,7 +310,10 @@ impl Session {
     /// Appends `rows` on their traces' chains; returns their ids once the
     /// commit is on disk (see the module notes).
     async fn append(&self, rows: &[PreparedRow]) -> Result<Vec<i64>, Failure> {
-        let traces = traces_of(rows);
+        // Head rows are always locked in trace id order, so two writers of
+        // the same traces cannot deadlock.
+        let mut traces = traces_of(rows);
+        traces.sort_unstable();
         for _ in 0..MAX_TRIES {
             let mut plans: Vec<(Moved, Columns)> = traces
                 .iter()
@@ -333,6 +336,10 @@ impl Session {
             let moved: Vec<Moved> = plans.iter().map(|(m, _)| m.clone()).collect();
             let answers = match outcome {
                 Err(Failure::Db(e)) if is_lost(&e) => return Err(Failure::Lost(moved)),
+                // Rolled back by the server (a lock cycle with a writer outside rlp's order): go again.
+                Err(Failure::Db(e)) if e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED) => {
+                    moved.iter().map(|_| Vec::new()).collect()
+                }
                 other => other?,
             };
             let mut stale = Vec::new();
@@ -695,6 +702,38 @@ impl PostgresLedger {
 }
 
 impl PostgresLedger {
+    /// Calls `f` with the rows `select` gives (a query of [`COLUMNS`] and a
+    /// trace id, without ORDER BY), in the order of `trace` (that trace id)
+    /// then row id, a page at a time.
+    fn stream_by_trace(
+        &self,
+        select: &str,
+        trace: &str,
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        let sql = format!("{select} AND ({trace}, id) > ($1, $2) ORDER BY {trace}, id LIMIT {PAGE_ROWS}");
+        let (mut last_trace, mut after) = (String::new(), i64::MIN);
+        loop {
+            let page = self.with(async |s| {
+                let rows = s.client.query(&sql, &[&last_trace, &after]).await?;
+                Ok(rows
+                    .iter()
+                    .map(|row| Ok((row_to_event(row)?, row.try_get::<_, Option<String>>(10)?.unwrap_or_default())))
+                    .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
+            })?;
+            let full = page.len() == PAGE_ROWS;
+            for (event, event_trace) in page {
+                (last_trace, after) = (event_trace, event.id);
+                if f(event).is_break() {
+                    return Ok(());
+                }
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
     /// The checkpoints `condition` (on `seq`; `$1` is `param`) keeps, in order, with their leaves.
     fn checkpoints_where(&self, condition: &str, param: Option<String>) -> Result<Vec<StoredCheckpoint>, LedgerError> {
         let params: Vec<&(dyn ToSql + Sync)> = match &param {
@@ -838,30 +877,27 @@ impl LedgerStore for PostgresLedger {
     }
 
     fn for_each_chained(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        let sql = format!(
-            "SELECT {COLUMNS}, {TRACE} FROM events WHERE trace_seq IS NOT NULL AND ({TRACE}, id) > ($1, $2)
-             ORDER BY {TRACE}, id LIMIT {PAGE_ROWS}"
-        );
-        let (mut trace, mut after) = (String::new(), i64::MIN);
-        loop {
-            let page = self.with(async |s| {
-                let rows = s.client.query(&sql, &[&trace, &after]).await?;
-                Ok(rows
-                    .iter()
-                    .map(|row| Ok((row_to_event(row)?, row.try_get::<_, Option<String>>(10)?.unwrap_or_default())))
-                    .collect::<Result<Vec<_>, tokio_postgres::Error>>()?)
-            })?;
-            let full = page.len() == PAGE_ROWS;
-            for (event, event_trace) in page {
-                (trace, after) = (event_trace, event.id);
-                if f(event).is_break() {
-                    return Ok(());
-                }
-            }
-            if !full {
-                return Ok(());
-            }
+        // Rows whose provenance names no trace (edited) first: the ordered
+        // pass below cannot reach them, and none may go unchecked.
+        let nameless = format!("trace_seq IS NOT NULL AND {TRACE} IS NULL AND $2::text IS NULL");
+        let mut stopped = false;
+        self.stream(Some((&nameless, &None::<String>)), &mut |event| {
+            let flow = f(event);
+            stopped = flow.is_break();
+            flow
+        })?;
+        if stopped {
+            return Ok(());
         }
+        self.stream_by_trace(&format!("SELECT {COLUMNS}, {TRACE} FROM events WHERE trace_seq IS NOT NULL"), TRACE, f)
+    }
+
+    fn for_each_unsealed_row(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+        let sql = format!(
+            "SELECT {COLUMNS}, t.trace_id FROM rlp_traces AS t JOIN events ON {TRACE} = t.trace_id AND trace_seq >= t.sealed
+             WHERE t.frames <> t.sealed"
+        );
+        self.stream_by_trace(&sql, "t.trace_id", f)
     }
 
     fn for_each_in_trace_from(
