@@ -328,9 +328,9 @@ impl Reportable for LedgerError {
                     .into(),
                 PostgresProblem::Permission => "grant the user what docs/fleet.md (\"Permissions\") lists: \
                                                 SELECT on the ledger's tables; to append, also INSERT on events \
-                                                and INSERT and UPDATE on rlp_traces; to make checkpoints, INSERT \
-                                                on rlp_checkpoints and rlp_checkpoint_leaves and UPDATE (sealed) \
-                                                on rlp_traces"
+                                                and rlp_unsealed and INSERT and UPDATE on rlp_traces; to make \
+                                                checkpoints, INSERT on rlp_checkpoints and rlp_checkpoint_leaves, \
+                                                DELETE on rlp_unsealed and UPDATE (sealed) on rlp_traces"
                     .into(),
                 PostgresProblem::Absent => "a first `rlp tools call` with this ledger creates its tables".into(),
                 PostgresProblem::Edited => EDITED_ROW_HELP.into(),

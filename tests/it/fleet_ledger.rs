@@ -320,7 +320,7 @@ fn a_postgres_ledger_of_one_chain_is_upgraded_and_its_chain_still_verifies() {
     td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url]).assert().code(0);
     pg.psql(
         "UPDATE events SET trace_seq = NULL;
-         DROP TABLE rlp_ledger, rlp_traces, rlp_checkpoints, rlp_checkpoint_leaves;
+         DROP TABLE rlp_ledger, rlp_traces, rlp_unsealed, rlp_checkpoints, rlp_checkpoint_leaves;
          CREATE TABLE rlp_head (one boolean PRIMARY KEY DEFAULT true CHECK (one), chain_blake3 text NOT NULL);
          INSERT INTO rlp_head (chain_blake3) SELECT chain_blake3 FROM events ORDER BY id DESC LIMIT 1;
          CREATE TABLE rlp_sync (slot integer PRIMARY KEY, appends bigint NOT NULL DEFAULT 0);
@@ -346,4 +346,31 @@ fn a_postgres_ledger_of_one_chain_is_upgraded_and_its_chain_still_verifies() {
     let kinds: Vec<(Value, Value)> =
         report["problems"].as_array().unwrap().iter().map(|p| (p["row"].clone(), p["problem"].clone())).collect();
     assert_eq!(kinds, [(json!(2), json!("edited")), (Value::Null, json!("truncated"))], "{report:#}");
+}
+
+#[test]
+fn checkpoints_made_while_writers_append_miss_no_frame() {
+    let pg = Postgres::start();
+    let td = TestDir::new();
+    let bundle = fleet_bundle(&td);
+    td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &pg.url()]).assert().code(0);
+    // Four writers, two of them on one shared trace, while checkpoints are made.
+    let script = format!(
+        "shared=01900000-0000-7000-8000-00000000abcd; \
+         for w in 1 2 3 4; do (for i in 1 2 3 4 5 6; do \
+             if [ $w -le 2 ]; then t=\"--trace-id $shared\"; else t=; fi; \
+             rlp tools call '{}' fleet.ok --args '{{}}' --ledger \"$URL\" $t >/dev/null || echo FAILED; \
+         done) & done; \
+         for c in 1 2 3 4 5 6; do rlp trace checkpoint --ledger \"$URL\" >/dev/null || echo FAILED; done; wait; \
+         rlp trace checkpoint --ledger \"$URL\" >/dev/null || echo FAILED",
+        bundle.display()
+    );
+    let output = td.typed(&script).env("URL", pg.url()).output().unwrap();
+    assert!(output.status.success() && !stdout(&output).contains("FAILED"), "{}", stderr(&output));
+    let (code, report) = verify(&td, &pg, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["uncovered_frames"], 0, "{report:#}");
+    assert_eq!(report["rows"].as_u64().unwrap().to_string(), pg.psql("SELECT count(*) FROM events"));
+    assert_eq!(pg.psql("SELECT count(*) FROM rlp_unsealed"), "0");
+    assert_eq!(pg.psql("SELECT frames FROM rlp_traces WHERE trace_id = '01900000-0000-7000-8000-00000000abcd'"), "36");
 }

@@ -328,7 +328,7 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
     call_json(&td, &bundle, &pg.url());
     pg.admin("postgres", "CREATE ROLE agents LOGIN PASSWORD 'agents-pw'");
     pg.psql(
-        "GRANT SELECT, INSERT ON events TO agents; GRANT SELECT, INSERT, UPDATE ON rlp_traces TO agents; \
+        "GRANT SELECT, INSERT ON events, rlp_unsealed TO agents; GRANT SELECT, INSERT, UPDATE ON rlp_traces TO agents; \
          GRANT SELECT ON rlp_schema, rlp_ledger, rlp_checkpoints, rlp_checkpoint_leaves TO agents",
     );
     let url = format!("postgres://agents:agents-pw@127.0.0.1:{}/rlp", pg.port);
@@ -360,6 +360,7 @@ fn a_role_with_only_the_documented_grants_appends_and_reads() {
     pg.psql(
         "GRANT SELECT ON ALL TABLES IN SCHEMA public TO checkpointer; \
          GRANT INSERT ON rlp_checkpoints, rlp_checkpoint_leaves TO checkpointer; \
+         GRANT DELETE ON rlp_unsealed TO checkpointer; \
          GRANT UPDATE (sealed) ON rlp_traces TO checkpointer",
     );
     let checkpointer = format!("postgres://checkpointer:checkpointer-pw@127.0.0.1:{}/rlp", pg.port);

@@ -4,9 +4,9 @@
 //! **No global serial point.** Each trace is a chain of its own with a head
 //! row in `rlp_traces` (src/ledger/layout.rs). An append of one trace's
 //! frames is one autocommit statement: it moves that trace's head from the
-//! state the writer knows to the new one — `INSERT … ON CONFLICT DO UPDATE
-//! … WHERE frames = <known> AND head = <known>` — and inserts the frames
-//! only if the head moved. Writers of different traces never touch the
+//! state the writer knows to the new one — `UPDATE … WHERE frames =
+//! <known> AND head = <known>`, or for a new trace `INSERT … ON CONFLICT DO
+//! NOTHING` — and inserts the frames only if the head moved. Writers of different traces never touch the
 //! same row, so a fleet's hosts append in parallel, one round trip each,
 //! with synchronous commits whose disk flushes the server groups. Writers
 //! of one trace (rare: a trace belongs to one session) serialise on its
@@ -81,18 +81,25 @@ const APPEND_RIGHTS: &str =
     "SELECT has_table_privilege('events', 'INSERT') AND has_table_privilege('rlp_traces', 'INSERT')
             AND has_table_privilege('rlp_traces', 'UPDATE'), current_user::text";
 const READ_HEAD: &str = "SELECT frames, head FROM rlp_traces WHERE trace_id = $1";
-/// Moves the head of trace `$9` from (`$12` frames, `$13`) to (`$10`, `$11`)
-/// and, only if it did, inserts the rows.
-const APPEND: &str = "WITH moved AS (
-       INSERT INTO rlp_traces AS t (trace_id, frames, head) VALUES ($9, $10, $11)
-       ON CONFLICT (trace_id) DO UPDATE SET frames = excluded.frames, head = excluded.head
-       WHERE t.frames = $12 AND t.head = $13
-       RETURNING 1)
-     INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq)
+/// The rows of an append (`$1`–`$9`: the columns, then `trace_seq`), inserted
+/// only if the head moved.
+const APPEND_ROWS: &str = "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq)
      SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                          $8::text[], $14::int8[])
+                          $8::text[], $9::int8[])
      WHERE EXISTS (SELECT 1 FROM moved)
      RETURNING id";
+/// Starts trace `$10` at (`$11` frames, `$12`), unless it has a head row,
+/// and marks it unsealed.
+const START_HEAD: &str = "WITH moved AS (
+       INSERT INTO rlp_traces (trace_id, frames, head) VALUES ($10, $11, $12) ON CONFLICT (trace_id) DO NOTHING
+       RETURNING 1),
+     unsealed AS (INSERT INTO rlp_unsealed SELECT $10 FROM moved ON CONFLICT DO NOTHING) ";
+/// Moves the head of trace `$10` from (`$13` frames, `$14`) to (`$11`,
+/// `$12`), and marks it unsealed.
+const MOVE_HEAD: &str = "WITH moved AS (
+       UPDATE rlp_traces SET frames = $11, head = $12 WHERE trace_id = $10 AND frames = $13 AND head = $14
+       RETURNING 1),
+     unsealed AS (INSERT INTO rlp_unsealed SELECT $10 FROM moved ON CONFLICT DO NOTHING) ";
 /// Inserts rows while the caller holds their trace's head (an import).
 const INSERT: &str = "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq)
      SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
@@ -103,6 +110,7 @@ const INSERT: &str = "INSERT INTO events (ts_ms, actor, kind, scope, payload_jso
 const CLAIM_HEAD: &str = "INSERT INTO rlp_traces AS t (trace_id, frames, head) VALUES ($1, 0, repeat('0', 64))
      ON CONFLICT (trace_id) DO UPDATE SET frames = t.frames RETURNING frames, head";
 const SET_HEAD: &str = "UPDATE rlp_traces SET frames = $2, head = $3 WHERE trace_id = $1";
+const MARK_UNSEALED: &str = "INSERT INTO rlp_unsealed VALUES ($1) ON CONFLICT DO NOTHING";
 
 /// `rlp trace list`: the SQLite ledger's query (src/ledger/sqlite.rs) in
 /// PostgreSQL's words. Kinds and the deny decision are bound by name.
@@ -371,15 +379,17 @@ impl Session {
     async fn append_one(&self, (moved, columns): &(Moved, Columns)) -> Result<Vec<i64>, Failure> {
         let (trace, to_head, from_head) = (moved.trace.to_string(), moved.to.head_hex(), moved.from.head_hex());
         let mut params = columns.params().to_vec();
-        params.extend([
-            &trace as &(dyn ToSql + Sync),
-            &moved.to.frames,
-            &to_head,
-            &moved.from.frames,
-            &from_head,
-            &columns.seq,
-        ]);
-        let rows = self.client.query(&self.statements.append, &params).await?;
+        params.extend([&columns.seq as &(dyn ToSql + Sync), &trace, &moved.to.frames, &to_head]);
+        // A trace this connection has not seen is taken to be new (most
+        // appends start one); a wrong guess inserts nothing and goes again.
+        let statement = match moved.from.frames {
+            0 => &self.statements.start,
+            _ => {
+                params.extend([&moved.from.frames as &(dyn ToSql + Sync), &from_head]);
+                &self.statements.append
+            }
+        };
+        let rows = self.client.query(statement, &params).await?;
         Ok(rows.iter().map(|r| r.try_get::<_, i64>(0)).collect::<Result<Vec<_>, _>>()?)
     }
 
@@ -452,6 +462,9 @@ impl Session {
 /// The statements a connection prepares.
 struct Statements {
     read_head: Statement,
+    /// Starts a trace with its first rows.
+    start: Statement,
+    /// Appends rows to a trace.
     append: Statement,
     insert: Statement,
 }
@@ -634,14 +647,16 @@ impl PostgresLedger {
             let rights = client.query_one(APPEND_RIGHTS, &[]).await?;
             if !rights.try_get::<_, bool>(0)? {
                 return Err(Failure::Denied(format!(
-                    "user `{}` may not append: it needs INSERT on events, and INSERT and UPDATE on rlp_traces",
+                    "user `{}` may not append: it needs INSERT on events and rlp_unsealed, and INSERT and UPDATE on \
+                     rlp_traces",
                     rights.try_get::<_, String>(1)?
                 )));
             }
         }
         Ok(Statements {
             read_head: client.prepare(READ_HEAD).await?,
-            append: client.prepare(APPEND).await?,
+            start: client.prepare(&format!("{START_HEAD}{APPEND_ROWS}")).await?,
+            append: client.prepare(&format!("{MOVE_HEAD}{APPEND_ROWS}")).await?,
             insert: client.prepare(INSERT).await?,
         })
     }
@@ -894,7 +909,8 @@ impl LedgerStore for PostgresLedger {
 
     fn for_each_unsealed_row(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
         let sql = format!(
-            "SELECT {COLUMNS}, t.trace_id FROM rlp_traces AS t JOIN events ON {TRACE} = t.trace_id AND trace_seq >= t.sealed
+            "SELECT {COLUMNS}, t.trace_id FROM rlp_unsealed JOIN rlp_traces AS t USING (trace_id)
+               JOIN events ON {TRACE} = t.trace_id AND trace_seq >= t.sealed
              WHERE t.frames <> t.sealed"
         );
         self.stream_by_trace(&sql, "t.trace_id", f)
@@ -967,7 +983,9 @@ impl LedgerStore for PostgresLedger {
 
     fn unsealed_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
         self.with(async |s| {
-            let sql = "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE frames <> sealed ORDER BY trace_id";
+            let sql =
+                "SELECT t.trace_id, t.frames, t.head, t.sealed FROM rlp_unsealed JOIN rlp_traces AS t USING (trace_id)
+                       WHERE t.frames <> t.sealed ORDER BY t.trace_id";
             Ok(s.client.query(sql, &[]).await?.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
         })
     }
@@ -1020,11 +1038,27 @@ impl LedgerStore for PostgresLedger {
                         &[&checkpoint.seq, &traces, &frames, &heads],
                     )
                     .await?;
+                // Head rows locked in trace id order, as appends lock them.
+                s.client
+                    .execute(
+                        "SELECT 1 FROM rlp_traces WHERE trace_id = ANY($1) ORDER BY trace_id FOR UPDATE",
+                        &[&traces],
+                    )
+                    .await?;
                 s.client
                     .execute(
                         "UPDATE rlp_traces AS t SET sealed = greatest(t.sealed, l.frames)
                          FROM unnest($1::text[], $2::int8[]) AS l(trace_id, frames) WHERE t.trace_id = l.trace_id",
                         &[&traces, &frames],
+                    )
+                    .await?;
+                // Unmarked only if no frame came since (an append that
+                // commits later marks its trace again).
+                s.client
+                    .execute(
+                        "DELETE FROM rlp_unsealed AS u USING rlp_traces AS t
+                         WHERE u.trace_id = t.trace_id AND t.frames = t.sealed AND u.trace_id = ANY($1)",
+                        &[&traces],
                     )
                     .await?;
                 Ok(true)
@@ -1144,6 +1178,7 @@ impl BulkAppend for PostgresBulk<'_> {
         self.run(async |s| {
             for (trace, chain) in &chains {
                 s.client.execute(SET_HEAD, &[&trace.to_string(), &chain.frames, &chain.head_hex()]).await?;
+                s.client.execute(MARK_UNSEALED, &[&trace.to_string()]).await?;
             }
             s.client.batch_execute("COMMIT").await?;
             Ok(())

@@ -36,13 +36,20 @@ SELECT gen_random_uuid()::text, (SELECT count(*) FROM events),
 ON CONFLICT DO NOTHING;
 -- One row per trace, moved by every append to it: the only serial point,
 -- and only between writers of the same trace.
+-- No index but the key on what appends change, so moving a head is a HOT
+-- update (the page keeps room for it).
 CREATE TABLE IF NOT EXISTS rlp_traces (
     trace_id text PRIMARY KEY,
     frames bigint NOT NULL,
     head text NOT NULL,
     sealed bigint NOT NULL DEFAULT 0
+) WITH (fillfactor = 70);
+-- The traces with frames no checkpoint covers yet: an append adds its
+-- trace (a key lookup when it is there already), a checkpoint removes the
+-- ones it covered whole.
+CREATE TABLE IF NOT EXISTS rlp_unsealed (
+    trace_id text PRIMARY KEY
 );
-CREATE INDEX IF NOT EXISTS rlp_traces_unsealed ON rlp_traces (trace_id) WHERE frames <> sealed;
 CREATE TABLE IF NOT EXISTS rlp_checkpoints (
     seq bigint PRIMARY KEY,
     statement text NOT NULL,
