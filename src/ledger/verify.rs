@@ -684,7 +684,7 @@ fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyRe
             path: store.location().to_string().into(),
             message: "a verifying thread panicked".into(),
         });
-        read.and_then(|()| pass).map(|pass| (rows_read, pass))
+        read.and(pass).map(|pass| (rows_read, pass))
     })?;
     report.rows = report.legacy_rows + rows_read;
     report.traces = pass.traces;
