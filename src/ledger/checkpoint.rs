@@ -245,7 +245,7 @@ fn check_new_frames(
         .iter()
         .map(|h| (h.sealed <= 0).then(|| TraceWalker::starting_at(&h.trace_id, TraceChain::EMPTY)))
         .collect();
-    store.for_each_unsealed_row(&mut |event| {
+    store.for_each_unsealed_row(heads, &mut |event| {
         let Some(&i) = trace_of(&event).and_then(|trace| index.get(trace.as_str()).copied()).as_ref() else {
             return ControlFlow::Continue(());
         };

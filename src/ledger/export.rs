@@ -113,20 +113,7 @@ pub fn export_trace(
         let chain = chain_hash(&prev, &hash);
         prev = chain;
         line.clear();
-        write_frame_line(
-            &mut line,
-            &FrameLine {
-                position: frames,
-                ts_ms: event.ts_ms,
-                actor: &event.actor,
-                kind: &event.kind,
-                scope: &event.scope,
-                payload_json: &event.payload_json,
-                provenance_json: &event.provenance_json,
-                hash: &hash,
-                chain: &chain,
-            },
-        );
+        write_frame_line(&mut line, &FrameLine::of(&event, frames, &hash, &chain));
         if let Err(e) = out.write_all(line.as_bytes()) {
             failure = Some(ExportError::Write(e));
             return ControlFlow::Break(());

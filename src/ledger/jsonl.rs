@@ -94,18 +94,19 @@ pub enum ReadError {
     Line(LineError),
 }
 
+/// An export line as written, before any check.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawFrame {
-    id: Option<u64>,
-    ts_ms: i64,
-    actor: String,
-    kind: String,
-    scope: String,
-    payload: Value,
-    provenance: Value,
-    hash_blake3: Option<String>,
-    chain_blake3: Option<String>,
+pub(crate) struct RawFrame {
+    pub(crate) id: Option<u64>,
+    pub(crate) ts_ms: i64,
+    pub(crate) actor: String,
+    pub(crate) kind: String,
+    pub(crate) scope: String,
+    pub(crate) payload: Value,
+    pub(crate) provenance: Value,
+    pub(crate) hash_blake3: Option<String>,
+    pub(crate) chain_blake3: Option<String>,
 }
 
 /// The columns of one exported frame.
@@ -129,6 +130,24 @@ pub struct FrameLine<'a> {
     pub hash: &'a [u8; 32],
     /// The trace-local chain value.
     pub chain: &'a [u8; 32],
+}
+
+impl<'a> FrameLine<'a> {
+    /// The line of a ledger row at `position` of its trace, with its hash
+    /// and its chain value there.
+    pub fn of(event: &'a crate::event::Event, position: u64, hash: &'a [u8; 32], chain: &'a [u8; 32]) -> Self {
+        FrameLine {
+            position,
+            ts_ms: event.ts_ms,
+            actor: &event.actor,
+            kind: &event.kind,
+            scope: &event.scope,
+            payload_json: &event.payload_json,
+            provenance_json: &event.provenance_json,
+            hash,
+            chain,
+        }
+    }
 }
 
 /// Appends one export line (with its newline) to `out`:

@@ -84,10 +84,14 @@ pub trait LedgerStore: Recorder {
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError>;
 
-    /// Calls `f` with the rows of every trace whose head has frames no
-    /// checkpoint covers, from the last covered frame on (inclusive), trace
-    /// by trace (by trace id), each trace's in row order.
-    fn for_each_unsealed_row(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError>;
+    /// Calls `f` with the rows of the traces of `heads` from each one's
+    /// last frame a checkpoint covered (`sealed`, inclusive) on, trace by
+    /// trace in the order of `heads`, each trace's in row order.
+    fn for_each_unsealed_row(
+        &self,
+        heads: &[TraceHead],
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError>;
 
     /// The ledger's id and its legacy chain's seal.
     fn info(&self) -> Result<LedgerInfo, LedgerError>;

@@ -20,7 +20,7 @@ use crate::event::canonical::canonical_text;
 use crate::event::hash::{GENESIS, chain_hash, frame_hash, from_hex, to_hex};
 use crate::integrity::keys::PublicKey;
 use crate::ledger::checkpoint::{Statement, leaf_bytes, leaf_hashes, signature_holds};
-use crate::ledger::jsonl::{FrameLine, write_frame_line};
+use crate::ledger::jsonl::{FrameLine, RawFrame, write_frame_line};
 use crate::ledger::layout::{Leaf, StoredCheckpoint};
 use crate::ledger::merkle;
 use crate::ledger::{LedgerError, LedgerStore};
@@ -73,21 +73,6 @@ pub enum ProveError {
     Edited(String),
 }
 
-/// The frame of an export line, for its hash.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LineFrame {
-    id: u64,
-    ts_ms: i64,
-    actor: String,
-    kind: String,
-    scope: String,
-    payload: Value,
-    provenance: Value,
-    hash_blake3: String,
-    chain_blake3: String,
-}
-
 /// Makes the proof for `trace_id` from the first checkpoint covering
 /// `frame` (a position from 1), or the newest covering the trace.
 pub fn prove(store: &dyn LedgerStore, trace_id: &Uuid, frame: Option<i64>) -> Result<InclusionProof, ProveError> {
@@ -130,17 +115,7 @@ pub fn prove(store: &dyn LedgerStore, trace_id: &Uuid, frame: Option<i64>) -> Re
             let mut line = String::new();
             write_frame_line(
                 &mut line,
-                &FrameLine {
-                    position: u64::try_from(hashes.len()).unwrap_or(0),
-                    ts_ms: event.ts_ms,
-                    actor: &event.actor,
-                    kind: &event.kind,
-                    scope: &event.scope,
-                    payload_json: &event.payload_json,
-                    provenance_json: &event.provenance_json,
-                    hash: &hash,
-                    chain: &chain,
-                },
+                &FrameLine::of(&event, u64::try_from(hashes.len()).unwrap_or(0), &hash, &chain),
             );
             proven = serde_json::from_str(&line).ok();
         }
@@ -251,8 +226,9 @@ pub fn check_proof(proof: &InclusionProof, trusted: &[PublicKey]) -> Result<Prov
 
 /// Checks a proven frame (an export line) against the frame hashes; its position.
 fn check_frame(frame: &Value, hashes: &[String], trace_id: &str) -> Result<u64, String> {
-    let line: LineFrame =
+    let line: RawFrame =
         serde_json::from_value(frame.clone()).map_err(|e| format!("the proven frame does not read: {e}"))?;
+    let id = line.id.ok_or("the proven frame has no `id` (its position in the trace)")?;
     let hash = frame_hash(
         &mut String::new(),
         line.ts_ms,
@@ -262,24 +238,24 @@ fn check_frame(frame: &Value, hashes: &[String], trace_id: &str) -> Result<u64, 
         &canonical_text(&line.payload),
         &canonical_text(&line.provenance),
     );
-    let position = usize::try_from(line.id).unwrap_or(usize::MAX);
+    let position = usize::try_from(id).unwrap_or(usize::MAX);
     if line.provenance.get("trace_id").and_then(Value::as_str) != Some(trace_id) {
         return Err("the proven frame belongs to another trace".into());
     }
     if position == 0 || hashes.get(position - 1).map(String::as_str) != Some(to_hex(&hash).as_str()) {
-        return Err(format!("the proven frame is not frame {} of the trace the checkpoint covers", line.id));
+        return Err(format!("the proven frame is not frame {id} of the trace the checkpoint covers"));
     }
-    if line.hash_blake3 != to_hex(&hash) {
+    if line.hash_blake3.as_deref() != Some(to_hex(&hash).as_str()) {
         return Err("the proven frame's hash_blake3 is not its content's hash".into());
     }
     let chain = hashes[..position]
         .iter()
         .try_fold(GENESIS, |chain, hex| from_hex(hex).map(|h| chain_hash(&chain, &h)))
         .ok_or_else(|| "a frame hash is not 64 hex digits".to_string())?;
-    if line.chain_blake3 != to_hex(&chain) {
+    if line.chain_blake3.as_deref() != Some(to_hex(&chain).as_str()) {
         return Err("the proven frame's chain_blake3 is not its place in the trace's chain".into());
     }
-    Ok(line.id)
+    Ok(id)
 }
 
 /// Checks that the frames of an export (their hashes, in order) are the

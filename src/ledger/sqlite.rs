@@ -494,15 +494,25 @@ impl LedgerStore for SqliteLedger {
         )
     }
 
-    fn for_each_unsealed_row(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        self.stream(
-            &format!(
-                "SELECT {COLUMNS} FROM rlp_traces AS t JOIN events ON {TRACE} = t.trace_id AND trace_seq >= t.sealed
-                 WHERE t.frames <> t.sealed ORDER BY t.trace_id, id"
-            ),
-            [],
-            f,
-        )
+    fn for_each_unsealed_row(
+        &self,
+        heads: &[TraceHead],
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        // One indexed query per trace: cheap in the same process.
+        let sql = format!("SELECT {COLUMNS} FROM events WHERE {TRACE} = ?1 AND trace_seq >= ?2 ORDER BY id");
+        let mut stopped = false;
+        for head in heads {
+            self.stream(&sql, params![head.trace_id, head.sealed], &mut |event| {
+                let flow = f(event);
+                stopped = flow.is_break();
+                flow
+            })?;
+            if stopped {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn info(&self) -> Result<LedgerInfo, LedgerError> {

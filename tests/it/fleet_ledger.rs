@@ -306,6 +306,11 @@ fn an_import_into_postgres_holds_no_other_writer_up() {
     assert_eq!(pg.psql("SELECT count(*) FROM events"), (lines.len() + 3).to_string());
     let (code, report) = verify(&td, &pg, &[]);
     assert_eq!((code, report["traces"].as_u64()), (0, Some(2)), "{report:#}");
+    // A checkpoint reads the long trace a page at a time, the short one in a batch.
+    let (made, _) = td.expect(0, &["trace", "checkpoint", "--ledger", &url]);
+    assert_contains(&made, &format!("Checkpoint #1: {} new frames in 2 traces", lines.len() + 3));
+    let (code, report) = verify(&td, &pg, &[]);
+    assert_eq!((code, report["uncovered_frames"].as_u64()), (0, Some(0)), "{report:#}");
 }
 
 #[test]

@@ -684,21 +684,23 @@ impl PostgresLedger {
     }
 
     /// Calls `f` with the rows of `events` (those `filter`, an SQL condition
-    /// on `$2`, keeps, when given) in id order, a page at a time: `f` runs
+    /// on `$2`… bound to `values`, keeps; all when it is empty) in id order,
+    /// a page at a time: `f` runs
     /// outside the client's runtime, so it may use another ledger (live
     /// replay records while it reads).
     fn stream(
         &self,
-        filter: Option<(&str, &(dyn ToSql + Sync))>,
+        filter: &str,
+        values: &[&(dyn ToSql + Sync)],
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError> {
-        let condition = filter.map_or(String::new(), |(sql, _)| format!(" AND {sql}"));
+        let condition = if filter.is_empty() { String::new() } else { format!(" AND {filter}") };
         let sql = format!("SELECT {COLUMNS} FROM events WHERE id > $1{condition} ORDER BY id LIMIT {PAGE_ROWS}");
         let mut after = i64::MIN;
         loop {
             let page = self.with(async |s| {
                 let mut params: Vec<&(dyn ToSql + Sync)> = vec![&after];
-                params.extend(filter.map(|(_, value)| value));
+                params.extend(values);
                 let rows = s.client.query(&sql, &params).await?;
                 Ok(rows.iter().map(row_to_event).collect::<Result<Vec<_>, _>>()?)
             })?;
@@ -812,7 +814,7 @@ impl LedgerStore for PostgresLedger {
     }
 
     fn for_each_event(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        self.stream(None, f)
+        self.stream("", &[], f)
     }
 
     fn for_each_in_trace(
@@ -821,7 +823,7 @@ impl LedgerStore for PostgresLedger {
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError> {
         let trace = trace_id.to_string();
-        self.stream(Some((&format!("{TRACE} = $2"), &trace)), f)
+        self.stream(&format!("{TRACE} = $2"), &[&trace], f)
     }
 
     fn for_each_trace(&self, f: &mut dyn FnMut(TraceSummary) -> ControlFlow<()>) -> Result<u64, LedgerError> {
@@ -888,15 +890,15 @@ impl LedgerStore for PostgresLedger {
     }
 
     fn for_each_legacy(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        self.stream(Some(("trace_seq IS NULL AND $2::text IS NULL", &None::<String>)), f)
+        self.stream("trace_seq IS NULL", &[], f)
     }
 
     fn for_each_chained(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
         // Rows whose provenance names no trace (edited) first: the ordered
         // pass below cannot reach them, and none may go unchecked.
-        let nameless = format!("trace_seq IS NOT NULL AND {TRACE} IS NULL AND $2::text IS NULL");
+        let nameless = format!("trace_seq IS NOT NULL AND {TRACE} IS NULL");
         let mut stopped = false;
-        self.stream(Some((&nameless, &None::<String>)), &mut |event| {
+        self.stream(&nameless, &[], &mut |event| {
             let flow = f(event);
             stopped = flow.is_break();
             flow
@@ -907,13 +909,63 @@ impl LedgerStore for PostgresLedger {
         self.stream_by_trace(&format!("SELECT {COLUMNS}, {TRACE} FROM events WHERE trace_seq IS NOT NULL"), TRACE, f)
     }
 
-    fn for_each_unsealed_row(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
+    fn for_each_unsealed_row(
+        &self,
+        heads: &[TraceHead],
+        f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Result<(), LedgerError> {
+        // Traces in batches of about a page of new frames, each batch one
+        // round trip (an index scan per trace); a trace with more new frames
+        // than a page is read on its own, a page at a time.
         let sql = format!(
-            "SELECT {COLUMNS}, t.trace_id FROM rlp_unsealed JOIN rlp_traces AS t USING (trace_id)
-               JOIN events ON {TRACE} = t.trace_id AND trace_seq >= t.sealed
-             WHERE t.frames <> t.sealed"
+            "SELECT e.* FROM unnest($1::text[], $2::int8[]) WITH ORDINALITY AS u(trace_id, sealed, n)
+             CROSS JOIN LATERAL (SELECT {COLUMNS} FROM events WHERE {TRACE} = u.trace_id AND trace_seq >= u.sealed
+                                 ORDER BY id) AS e
+             ORDER BY u.n, e.id"
         );
-        self.stream_by_trace(&sql, "t.trace_id", f)
+        let mut rest = heads;
+        while !rest.is_empty() {
+            let mut take = 0;
+            let mut rows = 0;
+            while take < rest.len() && (take == 0 || rows + rest[take].frames - rest[take].sealed <= PAGE_ROWS as i64) {
+                rows += rest[take].frames - rest[take].sealed;
+                take += 1;
+            }
+            let (batch, after) = rest.split_at(take);
+            rest = after;
+            if let [big] = batch
+                && big.frames - big.sealed > PAGE_ROWS as i64
+            {
+                let trace = Uuid::parse_str(&big.trace_id).map_err(|_| {
+                    self.error(
+                        PostgresProblem::Edited,
+                        format!("rlp_traces holds a trace id that is not a UUID: {}", big.trace_id),
+                    )
+                })?;
+                let mut stopped = false;
+                self.for_each_in_trace_from(&trace, big.sealed, &mut |event| {
+                    let flow = f(event);
+                    stopped = flow.is_break();
+                    flow
+                })?;
+                if stopped {
+                    return Ok(());
+                }
+                continue;
+            }
+            let traces: Vec<&str> = batch.iter().map(|h| h.trace_id.as_str()).collect();
+            let sealed: Vec<i64> = batch.iter().map(|h| h.sealed).collect();
+            let page = self.with(async |s| {
+                let rows = s.client.query(&sql, &[&traces, &sealed]).await?;
+                Ok(rows.iter().map(row_to_event).collect::<Result<Vec<_>, _>>()?)
+            })?;
+            for event in page {
+                if f(event).is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     fn for_each_in_trace_from(
@@ -923,26 +975,7 @@ impl LedgerStore for PostgresLedger {
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError> {
         let trace = trace_id.to_string();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM events WHERE {TRACE} = $1 AND trace_seq >= $2 AND id > $3 ORDER BY id LIMIT {PAGE_ROWS}"
-        );
-        let mut after = i64::MIN;
-        loop {
-            let page = self.with(async |s| {
-                let rows = s.client.query(&sql, &[&trace, &from_seq, &after]).await?;
-                Ok(rows.iter().map(row_to_event).collect::<Result<Vec<_>, _>>()?)
-            })?;
-            let full = page.len() == PAGE_ROWS;
-            for event in page {
-                after = event.id;
-                if f(event).is_break() {
-                    return Ok(());
-                }
-            }
-            if !full {
-                return Ok(());
-            }
-        }
+        self.stream(&format!("{TRACE} = $2 AND trace_seq >= $3"), &[&trace, &from_seq], f)
     }
 
     fn info(&self) -> Result<LedgerInfo, LedgerError> {
