@@ -123,6 +123,11 @@ fn kernel() -> &'static Kernel {
     })
 }
 
+/// Probes what the kernel offers (once per process) ahead of the first plan.
+pub(crate) fn probe_kernel() {
+    kernel();
+}
+
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the
 /// ABI version, or 0 without Landlock.
 fn landlock_abi() -> u32 {
