@@ -4,14 +4,16 @@
 //! a confirmer that fits the terminal, and the bundle.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use uuid::Uuid;
 
 use crate::cli::Context;
 use crate::cli::exit::CliError;
 use crate::cli::output::{diagnostic, warning};
 use crate::cli::terminal;
 use crate::config::tool_list::ToolPattern;
-use crate::event::Recorder;
+use crate::event::{Record, RecordError, Recorder, Usage};
 use crate::ledger::group::GroupCommit;
 use crate::ledger::{LedgerStore, Location};
 use crate::runtime::answer::{Answerer, NoAnswerer};
@@ -120,18 +122,47 @@ fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(R
     })
 }
 
-/// Loads the configuration, then the recorder `recorder` opens (live spans
-/// in front of it when the OpenTelemetry variables turn them on), then the
-/// bundle into a runtime.
+/// Loads the configuration, then the bundle into a runtime, and probes the
+/// kernel for its exec tools, while the recorder `recorder` opens on a
+/// thread of its own (reading the ledger's journal, for one, takes
+/// milliseconds); live spans go
+/// in front of it when the OpenTelemetry variables turn them on. The
+/// ledger's error, if any, is the one reported.
 fn load_with(
     flags: RuntimeFlags<'_>,
     ctx: &Context,
-    recorder: impl FnOnce() -> Result<Arc<dyn Recorder>, CliError>,
+    recorder: impl FnOnce() -> Result<Arc<dyn Recorder>, CliError> + Send,
 ) -> Result<(Runtime, Arc<dyn Recorder>), CliError> {
     let config = ctx.config_with(flags.confirm_external_actions, flags.tools)?;
     warn(ctx.config_warnings()?);
-    let traced = crate::cli::spans::traced(recorder()?);
+    let opening = Arc::new(Opening::default());
+    let (runtime, traced) = std::thread::scope(|scope| {
+        let ledger = scope.spawn(recorder);
+        let runtime = load_bundle(flags, ctx, config, opening.clone());
+        if let Ok(runtime) = &runtime {
+            runtime.probe_sandbox();
+        }
+        let ledger = ledger.join().unwrap_or_else(|_| Err(CliError::problem("opening the ledger failed")))?;
+        Ok::<_, CliError>((runtime?, crate::cli::spans::traced(ledger)))
+    })?;
     let recorder = traced.recorder();
+    // Nothing was recorded yet: the runtime records from here on.
+    let _ = opening.0.set(recorder.clone());
+    traced.loaded(&runtime);
+    warn(runtime.warnings());
+    if let Some(note) = runtime.trust_note() {
+        diagnostic(&format!("note: {}", crate::text::terminal_safe(&note)));
+    }
+    Ok((runtime, recorder))
+}
+
+/// The bundle loaded into a runtime with `config`, recording into `recorder`.
+fn load_bundle(
+    flags: RuntimeFlags<'_>,
+    ctx: &Context,
+    config: crate::config::Config,
+    recorder: Arc<Opening>,
+) -> Result<Runtime, CliError> {
     let (confirmer, answerer): (Arc<dyn Confirmer>, Arc<dyn Answerer>) = if flags.serving {
         let confirmer: Arc<dyn Confirmer> = if flags.yes { Arc::new(PreApproved) } else { Arc::new(NoTerminal) };
         (confirmer, Arc::new(NoAnswerer))
@@ -139,21 +170,31 @@ fn load_with(
         (terminal::confirmer(flags.yes), terminal::answerer(flags.ask_questions))
     };
     let secrets = ctx.secret_providers(terminal::passphrase_asker())?;
-    let options = RuntimeOptions {
-        home: ctx.home.clone(),
-        config,
-        secrets: Arc::new(secrets),
-        recorder: recorder.clone(),
-        confirmer,
-        answerer,
-    };
+    let options =
+        RuntimeOptions { home: ctx.home.clone(), config, secrets: Arc::new(secrets), recorder, confirmer, answerer };
     let runtime = Runtime::load(flags.bundle, options)?;
-    traced.loaded(&runtime);
-    warn(runtime.warnings());
-    if let Some(note) = runtime.trust_note() {
-        diagnostic(&format!("note: {}", crate::text::terminal_safe(&note)));
+    Ok(runtime)
+}
+
+/// What a runtime records into while its ledger is still opening
+/// ([`load_with`]): the ledger, once it is open, which is before any call.
+#[derive(Default)]
+struct Opening(OnceLock<Arc<dyn Recorder>>);
+
+impl Opening {
+    fn ledger(&self) -> Result<&Arc<dyn Recorder>, RecordError> {
+        self.0.get().ok_or_else(|| RecordError("the ledger is not open yet".to_string()))
     }
-    Ok((runtime, recorder))
+}
+
+impl Recorder for Opening {
+    fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
+        self.ledger()?.record(batch)
+    }
+
+    fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
+        self.ledger()?.usage(trace_id, tool)
+    }
 }
 
 fn warn(lines: &[String]) {

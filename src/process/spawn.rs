@@ -232,8 +232,9 @@ struct ChildPlan<'a> {
 /// the tool or exited.
 fn clone_child(plan: &ChildPlan<'_>) -> io::Result<i32> {
     let namespaces = plan.sandbox.map_or(0, |steps| steps.clone_flags());
+    let cgroup = plan.sandbox.and_then(|steps| steps.made_in);
     let arg = std::ptr::from_ref(plan).cast_mut().cast::<c_void>();
-    clone_vfork(namespaces, child_main, arg)
+    clone_vfork(namespaces, cgroup, child_main, arg)
 }
 
 /// The child between the clone and the exec (see the module docs).

@@ -5,11 +5,14 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
 
 /// Prefix of the cgroups rlp makes: `rlp-<pid>-<n>`.
 pub(super) const PREFIX: &str = "rlp-";
@@ -62,11 +65,22 @@ impl Drop for CallCgroup {
     }
 }
 
+/// How a child of rlp gets into a call cgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// It is made in it ([`crate::sandbox::clone`]: `CLONE_INTO_CGROUP`),
+    /// which no migration delays.
+    AtBirth,
+    /// It moves itself in, writing `0` to its `cgroup.procs`.
+    Join,
+}
+
 /// Whether `parent` takes call cgroups with `file` in them that a child of
-/// rlp can join: a probe cgroup made, joined by a child and removed once;
-/// the cgroups of rlp processes killed before they could remove theirs are
-/// killed and swept first.
-pub(super) fn usable(parent: &Path, file: &str) -> bool {
+/// rlp can get into, and how: a probe cgroup made, a child made in it
+/// (where `at_birth` allows) or else joining it, and the cgroup removed,
+/// once; the cgroups of rlp processes killed before they could remove
+/// theirs are killed and swept first.
+pub(super) fn usable(parent: &Path, file: &str, at_birth: bool) -> Option<Entry> {
     // What a call cgroup of a killed rlp still holds is killed first (where
     // the cgroup can be), so its folder can go.
     for dead in crate::leftovers::dead_entries(parent, &[PREFIX]) {
@@ -76,15 +90,36 @@ pub(super) fn usable(parent: &Path, file: &str) -> bool {
     }
     crate::leftovers::sweep(parent, &[PREFIX]);
     let probe = parent.join(format!("{PREFIX}{}-probe", std::process::id()));
-    if std::fs::create_dir(&probe).is_err() {
-        return false;
-    }
-    let usable = probe.join(file).is_file() && a_child_joins(&probe);
+    std::fs::create_dir(&probe).ok()?;
+    let entry = match probe.join(file).is_file() {
+        false => None,
+        true if at_birth && a_child_starts_in(&probe) => Some(Entry::AtBirth),
+        true => a_child_joins(&probe).then_some(Entry::Join),
+    };
     let until = Instant::now() + REMOVE_WAIT;
     while std::fs::remove_dir(&probe).is_err() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(5));
     }
-    usable
+    entry
+}
+
+/// Whether a child of rlp can be made in the cgroup at `dir` (a kernel
+/// before Linux 5.7, a cgroup v1 hierarchy, a delegation boundary or a
+/// hierarchy mounted read-only says no).
+fn a_child_starts_in(dir: &Path) -> bool {
+    let Ok(cgroup) = open_dir(dir) else { return false };
+    crate::sandbox::clone::try_in_child(0, Some(cgroup.as_fd()), exit_child, std::ptr::null_mut()).is_ok()
+}
+
+/// The child of [`a_child_starts_in`]: made in the cgroup, it has nothing
+/// left to do.
+extern "C" fn exit_child(_: *mut std::ffi::c_void) -> std::ffi::c_int {
+    crate::sandbox::clone::exit_with(Ok(()))
+}
+
+/// The folder of the cgroup at `dir`, open: what a child is made in.
+pub(super) fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?)
 }
 
 /// Whether a child of rlp can move itself into the cgroup at `dir` (a
@@ -92,7 +127,7 @@ pub(super) fn usable(parent: &Path, file: &str) -> bool {
 fn a_child_joins(dir: &Path) -> bool {
     let Ok(procs) = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()) else { return false };
     let arg = std::ptr::from_ref(&procs).cast_mut().cast::<std::ffi::c_void>();
-    crate::sandbox::clone::try_in_child(0, join_child, arg).is_ok()
+    crate::sandbox::clone::try_in_child(0, None, join_child, arg).is_ok()
 }
 
 /// The child of [`a_child_joins`].

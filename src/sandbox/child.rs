@@ -5,7 +5,8 @@
 //! beforehand, no allocation, no lock. In order:
 //!
 //! 1. the call's cgroups joined: the pids cgroup (`max_processes`) and
-//!    the one its processes are killed with ([`crate::sandbox::lifetime`]);
+//!    the one its processes are killed with ([`crate::sandbox::lifetime`]),
+//!    unless the child was made in that one;
 //! 2. the tool's world: in the namespaces the clone made, the filesystem
 //!    view built and entered ([`crate::sandbox::world`]);
 //! 3. resource limits (core dumps off, `max_memory_bytes`,
@@ -57,8 +58,11 @@ pub(crate) type Limit = (libc::__rlimit_resource_t, u64);
 pub(crate) struct ChildSteps<'a> {
     /// The `CLONE_NEW*` flags the child is made with (0: none).
     pub namespaces: c_int,
+    /// The call cgroup the child is made in (its folder, open), if any.
+    pub made_in: Option<BorrowedFd<'a>>,
     /// The `cgroup.procs` files of the call's pids cgroup and of the cgroup
-    /// its processes are killed with, joined first.
+    /// its processes are killed with (when it is not made in that one),
+    /// joined first.
     pub cgroups: [Option<&'a CStr>; 2],
     /// The filesystem view, built in the new namespaces.
     pub view: Option<&'a ViewSteps>,

@@ -3,19 +3,21 @@
 //! `cgroup.kill` — the kernel kills every process in it at once, forks in
 //! flight included, however they detached, changed session or re-forked.
 //! The cgroup is made below rlp's own v2 cgroup (as root, or where rlp's
-//! cgroup is delegated to it); where it cannot be, the tool is PID 1 of a
+//! cgroup is delegated to it), and the tool is made in it where the kernel
+//! can (or else moves itself in); where it cannot be, the tool is PID 1 of a
 //! PID namespace of its own instead ([`super::world`]), and where neither
 //! works, rlp's sweep finds and kills what is left ([`crate::kill`]).
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use crate::interrupt::{self, Tracked};
 use crate::kill::kill_cgroup;
-use crate::sandbox::cgroup::{self, CallCgroup};
+use crate::sandbox::cgroup::{self, CallCgroup, Entry};
 
 /// How the processes of a call end with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,15 +41,17 @@ impl Lifetime {
     }
 }
 
-/// The v2 cgroup rlp makes call cgroups in, found (and tried) once.
-fn parent() -> Option<&'static Path> {
-    static PARENT: OnceLock<Option<PathBuf>> = OnceLock::new();
+/// The v2 cgroup rlp makes call cgroups in, and how a tool gets into
+/// one: found (and tried) once.
+fn parent() -> Option<&'static (PathBuf, Entry)> {
+    static PARENT: OnceLock<Option<(PathBuf, Entry)>> = OnceLock::new();
     PARENT
         .get_or_init(|| {
             let found = cgroup::v2_mount()?.join(cgroup::v2_path()?.trim_start_matches('/'));
-            cgroup::usable(&found, "cgroup.kill").then_some(found)
+            let entry = cgroup::usable(&found, "cgroup.kill", true)?;
+            Some((found, entry))
         })
-        .as_deref()
+        .as_ref()
 }
 
 /// Whether calls can have a cgroup to kill here.
@@ -60,6 +64,8 @@ pub(crate) fn cgroup_available() -> bool {
 #[derive(Debug)]
 pub(crate) struct KillCgroup {
     cgroup: CallCgroup,
+    /// Its folder, open, where the tool is made in it.
+    at_birth: Option<OwnedFd>,
     kill: CString,
     _tracked: Tracked,
 }
@@ -67,12 +73,22 @@ pub(crate) struct KillCgroup {
 impl KillCgroup {
     /// A new call cgroup, or `None` where calls can have none.
     pub(crate) fn create() -> io::Result<Option<KillCgroup>> {
-        let Some(parent) = parent() else { return Ok(None) };
+        let Some((parent, entry)) = parent() else { return Ok(None) };
         let cgroup = CallCgroup::create(parent)?;
+        let at_birth = match entry {
+            Entry::AtBirth => Some(cgroup::open_dir(cgroup.dir())?),
+            Entry::Join => None,
+        };
         let path = cgroup.dir().join("cgroup.kill");
         let kill = CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
         let tracked = interrupt::track_kill(&kill);
-        Ok(Some(KillCgroup { cgroup, kill, _tracked: tracked }))
+        Ok(Some(KillCgroup { cgroup, at_birth, kill, _tracked: tracked }))
+    }
+
+    /// The cgroup's folder, where the tool is to be made in it
+    /// ([`crate::sandbox::clone::clone_vfork`]); `None` where it joins it.
+    pub(crate) fn at_birth(&self) -> Option<BorrowedFd<'_>> {
+        self.at_birth.as_ref().map(AsFd::as_fd)
     }
 
     /// The `cgroup.procs` file the child writes `0` to, to join.

@@ -31,4 +31,4 @@ pub mod seccomp;
 pub(crate) mod world;
 
 pub use mode::SandboxMode;
-pub(crate) use plan::{Confinement, Grants, SandboxPlan};
+pub(crate) use plan::{Confinement, Grants, SandboxPlan, probe_kernel};

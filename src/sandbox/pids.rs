@@ -22,7 +22,9 @@ pub(crate) struct PidsCgroup(CallCgroup);
 /// The folder rlp makes its cgroups in, found (and tried) once per process.
 fn parent() -> Option<&'static Path> {
     static PARENT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PARENT.get_or_init(|| find_parent().filter(|found| cgroup::usable(found, "pids.max"))).as_deref()
+    // The tool joins it: it may also join a call cgroup to kill after this
+    // one, and only the last can be the one it is made in.
+    PARENT.get_or_init(|| find_parent().filter(|found| cgroup::usable(found, "pids.max", false).is_some())).as_deref()
 }
 
 /// Whether calls can have a pids cgroup here.

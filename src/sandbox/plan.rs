@@ -123,6 +123,11 @@ fn kernel() -> &'static Kernel {
     })
 }
 
+/// Probes what the kernel offers (once per process) ahead of the first plan.
+pub(crate) fn probe_kernel() {
+    kernel();
+}
+
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the
 /// ABI version, or 0 without Landlock.
 fn landlock_abi() -> u32 {
@@ -548,9 +553,14 @@ struct Supervised {
 impl Confinement {
     /// What the child applies.
     pub(crate) fn steps(&self) -> ChildSteps<'_> {
+        // The tool is made in its call cgroup where the kernel can and it
+        // has no pids cgroup to join first.
+        let made_in = self.killable.as_ref().and_then(KillCgroup::at_birth).filter(|_| self.pids.is_none());
+        let killable = self.killable.as_ref().filter(|_| made_in.is_none());
         ChildSteps {
             namespaces: self.view.as_ref().map_or(0, |(namespaces, _)| namespaces.clone_flags()),
-            cgroups: [self.pids.as_ref().map(PidsCgroup::procs), self.killable.as_ref().map(KillCgroup::procs)],
+            made_in,
+            cgroups: [self.pids.as_ref().map(PidsCgroup::procs), killable.map(KillCgroup::procs)],
             view: self.view.as_ref().map(|(_, steps)| steps),
             keep_file_rights: world::is_root(),
             limits: &self.limits,

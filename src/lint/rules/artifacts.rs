@@ -10,6 +10,10 @@ use crate::bundle::diag::{At, Code, Diagnostics, Finding};
 use crate::bundle::inventory::hash_file;
 use crate::bundle::manifest::{Artifact, MANIFEST_FILE, is_valid_artifact_path};
 
+/// Listed files of fewer bytes than this in all are hashed on the calling
+/// thread, more on every core.
+const PARALLEL_HASH_BYTES: u64 = 1 << 20;
+
 /// A listed file with the all-zero placeholder digest is one not built yet:
 /// RLP505 (a warning) whether or not it exists. Any other listed file that
 /// is absent is RLP501.
@@ -54,11 +58,20 @@ pub(crate) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
     for artifact in &listed {
         report_placeholder_or_missing(bundle, artifact, &mut diags);
     }
-    let hashed: Vec<_> = listed
-        .par_iter()
+    let to_hash: Vec<&Artifact> = listed
+        .iter()
+        .copied()
         .filter(|a| a.blake3.is_some_and(|d| !d.is_placeholder()) && bundle.inventory.get(&a.path).is_some())
-        .map(|a| (*a, hash_file(&bundle.dir.join(&a.path))))
         .collect();
+    let hash = |a: &Artifact| hash_file(&bundle.dir.join(&a.path));
+    // A bundle of a few small files is hashed faster than threads start
+    // (and those threads would then compete with the call for the cores).
+    let bytes: u64 = to_hash.iter().filter_map(|a| bundle.inventory.get(&a.path)).map(|f| f.size).sum();
+    let hashed: Vec<_> = if bytes < PARALLEL_HASH_BYTES {
+        to_hash.into_iter().map(|a| (a, hash(a))).collect()
+    } else {
+        to_hash.into_par_iter().map(|a| (a, hash(a))).collect()
+    };
     for (artifact, result) in hashed {
         match result {
             Err(e) => {

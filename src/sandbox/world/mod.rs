@@ -105,7 +105,7 @@ fn probe(namespaces: Namespaces) -> Result<(), String> {
     let root = root_mount_point();
     let steps = ViewSteps::new(&root, view::system_entries(), &root, namespaces.user).map_err(|e| e.to_string())?;
     let arg = std::ptr::from_ref(&steps).cast_mut().cast::<c_void>();
-    try_in_child(namespaces.clone_flags(), probe_child, arg).map_err(|e| e.to_string())
+    try_in_child(namespaces.clone_flags(), None, probe_child, arg).map_err(|e| e.to_string())
 }
 
 /// The probe's child: builds the view, exits with 0 or the errno.
