@@ -21,7 +21,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rmcp::model::{CallToolResponse, ElicitResult, InputRequests, InputResponses, TaskStatus};
+use rmcp::model::{CallToolResponse, ElicitResult, InputRequests, InputResponses, ServerNotification, TaskStatus};
 use rmcp::service::Peer;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
@@ -79,8 +79,9 @@ pub(crate) struct Task {
     pub(crate) stop: CancellationToken,
     /// Where the client's answers go (2026-07-28 `tasks/update`).
     answers: Mutex<Option<Sender<InputResponses>>>,
-    /// The session told of status changes (2025-11-25).
-    listener: Option<Peer<RoleServer>>,
+    /// The session told of status changes (2025-11-25), through one
+    /// forwarder so the notifications reach it in the order of the changes.
+    listener: Option<tokio::sync::mpsc::UnboundedSender<ServerNotification>>,
 }
 
 fn now_ms() -> i64 {
@@ -212,12 +213,8 @@ impl Task {
 
     /// Sends `notifications/tasks/status` to the session that made the task.
     fn tell(&self) {
-        if let Some(peer) = &self.listener {
-            let notification = wire::legacy_status_notification(self);
-            let peer = peer.clone();
-            tokio::spawn(async move {
-                let _ = peer.send_notification(notification).await;
-            });
+        if let Some(listener) = &self.listener {
+            let _ = listener.send(wire::legacy_status_notification(self));
         }
     }
 }
@@ -277,6 +274,19 @@ pub(crate) struct NewTask {
     pub(crate) listener: Option<Peer<RoleServer>>,
 }
 
+/// A sender whose notifications reach `peer` one after the other, in the
+/// order sent (a spawned send per notification could overtake another);
+/// the forwarder ends when the task, and with it the sender, is dropped.
+fn forwarder(peer: Peer<RoleServer>) -> tokio::sync::mpsc::UnboundedSender<ServerNotification> {
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(notification) = receiver.recv().await {
+            let _ = peer.send_notification(notification).await;
+        }
+    });
+    sender
+}
+
 impl Tasks {
     /// Makes a task (in `working`), unless the caps are reached.
     pub(crate) fn create(&self, new: NewTask) -> Result<Arc<Task>, Refused> {
@@ -301,7 +311,7 @@ impl Tasks {
             cancel: new.cancel,
             stop: CancellationToken::new(),
             answers: Mutex::new(None),
-            listener: new.listener,
+            listener: new.listener.map(forwarder),
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         tasks.retain(|_, task| task.deadline > Instant::now());
