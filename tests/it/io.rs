@@ -53,6 +53,8 @@ impl Fixture {
         let traces: serde_json::Value = stdout_json(&list);
         let trace_id = traces[0]["trace_id"].as_str().unwrap().to_string();
         fx.ok(&["trace", "export", &trace_id, "-o", "golden.jsonl"]);
+        // The home's checkpoint key made, and the traces covered (for `trace prove`).
+        fx.ok(&["trace", "checkpoint"]);
         std::fs::write(fx.td.join("calls.jsonl"), "{\"tool\": \"demo.echo\"}\n".repeat(3)).unwrap();
         std::fs::write(fx.td.join("value.txt"), "io-value\n").unwrap();
         std::fs::write(fx.td.home().join("config.toml"), "[secrets]\nproviders = [\"env\", \"file\"]\n").unwrap();
@@ -132,6 +134,8 @@ impl Fixture {
             ("trace export", "trace export TRACE"),
             ("trace import", "trace import golden.jsonl --home home-RUN"),
             ("trace verify", "trace verify"),
+            ("trace checkpoint", "trace checkpoint"),
+            ("trace prove", "trace prove TRACE --frame 1"),
             ("trace diff", "trace diff golden.jsonl TRACE"),
             ("trace diff", "trace diff TRACE golden.jsonl --format json"),
             ("replay", "replay golden.jsonl --bundle agents/demo"),
