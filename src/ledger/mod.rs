@@ -45,6 +45,20 @@ pub use query::TraceSummary;
 pub use sqlite::{SqliteLedger, verify_chain};
 pub use verify::VerifyReport;
 
+/// Runs `read`, a streaming read, handing its rows on to `f`; whether `f`
+/// asked it to stop (so a caller reading in several parts stops too).
+pub(crate) fn passing_on(
+    f: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    read: impl FnOnce(&mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError>,
+) -> Result<ControlFlow<()>, LedgerError> {
+    let mut last = ControlFlow::Continue(());
+    read(&mut |event| {
+        last = f(event);
+        last
+    })?;
+    Ok(last)
+}
+
 /// What a ledger does for its callers. Implementations are safe to share
 /// between threads; every method reads or writes in append order.
 pub trait LedgerStore: Recorder {

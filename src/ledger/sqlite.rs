@@ -27,7 +27,7 @@ use crate::event::hash::{GENESIS, to_hex};
 use crate::event::{Decision, Event, EventKind, PreparedRow, Record, RecordError, Recorder, Usage};
 use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceChain, TraceHead, attach_leaves, traces_of};
 use crate::ledger::query::TraceSummary;
-use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, VerifyReport};
+use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, VerifyReport, passing_on};
 
 /// How long one statement waits for another writer before SQLITE_BUSY
 /// (about: the sum of [`busy_wait`]'s pauses).
@@ -501,14 +501,10 @@ impl LedgerStore for SqliteLedger {
     ) -> Result<(), LedgerError> {
         // One indexed query per trace: cheap in the same process.
         let sql = format!("SELECT {COLUMNS} FROM events WHERE {TRACE} = ?1 AND trace_seq >= ?2 ORDER BY id");
-        let mut stopped = false;
         for head in heads {
-            self.stream(&sql, params![head.trace_id, head.sealed], &mut |event| {
-                let flow = f(event);
-                stopped = flow.is_break();
-                flow
-            })?;
-            if stopped {
+            let read =
+                |f: &mut dyn FnMut(Event) -> ControlFlow<()>| self.stream(&sql, params![head.trace_id, head.sealed], f);
+            if passing_on(f, read)?.is_break() {
                 break;
             }
         }

@@ -52,7 +52,7 @@ use crate::event::hash::to_hex;
 use crate::event::{Decision, Event, EventKind, PreparedRow, Record, RecordError, Recorder, Usage};
 use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceChain, TraceHead, attach_leaves, traces_of};
 use crate::ledger::query::TraceSummary;
-use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, PostgresProblem};
+use crate::ledger::{BulkAppend, LedgerError, LedgerStore, Location, PostgresProblem, passing_on};
 
 /// The schema, created when a database has none (and the upgrade from version 1).
 const SCHEMA: &str = include_str!("schema.sql");
@@ -897,13 +897,7 @@ impl LedgerStore for PostgresLedger {
         // Rows whose provenance names no trace (edited) first: the ordered
         // pass below cannot reach them, and none may go unchecked.
         let nameless = format!("trace_seq IS NOT NULL AND {TRACE} IS NULL");
-        let mut stopped = false;
-        self.stream(&nameless, &[], &mut |event| {
-            let flow = f(event);
-            stopped = flow.is_break();
-            flow
-        })?;
-        if stopped {
+        if passing_on(f, |f| self.stream(&nameless, &[], f))?.is_break() {
             return Ok(());
         }
         self.stream_by_trace(&format!("SELECT {COLUMNS}, {TRACE} FROM events WHERE trace_seq IS NOT NULL"), TRACE, f)
@@ -942,13 +936,7 @@ impl LedgerStore for PostgresLedger {
                         format!("rlp_traces holds a trace id that is not a UUID: {}", big.trace_id),
                     )
                 })?;
-                let mut stopped = false;
-                self.for_each_in_trace_from(&trace, big.sealed, &mut |event| {
-                    let flow = f(event);
-                    stopped = flow.is_break();
-                    flow
-                })?;
-                if stopped {
+                if passing_on(f, |f| self.for_each_in_trace_from(&trace, big.sealed, f))?.is_break() {
                     return Ok(());
                 }
                 continue;
