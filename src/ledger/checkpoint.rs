@@ -280,7 +280,7 @@ fn check_new_frames(
             refused.extend(problems);
             continue;
         }
-        frames += u64::try_from(head.frames - head.sealed.max(0)).unwrap_or(0);
+        frames += u64::try_from(head.frames.saturating_sub(head.sealed.max(0))).unwrap_or(0);
         leaves.push(Leaf { trace_id: head.trace_id.clone(), frames: head.frames, head: head.head.clone() });
     }
     Ok((leaves, frames, refused))

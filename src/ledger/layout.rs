@@ -80,12 +80,19 @@ pub(crate) struct TraceChain {
     pub head: [u8; 32],
 }
 
+/// The most frames a trace's chain can count: a stored count or position
+/// beyond it (or below 0) was not written by rlp, and arithmetic on it could
+/// overflow.
+pub(crate) const MAX_FRAMES: i64 = 1 << 53;
+
 impl TraceChain {
     /// A trace with no frame yet.
     pub(crate) const EMPTY: TraceChain = TraceChain { frames: 0, head: GENESIS };
 
-    /// The state a head row stores; `None` when its head is not 64 hex digits.
+    /// The state a head row stores; `None` when its head is not 64 hex
+    /// digits or its count is out of range.
     pub(crate) fn of_head(frames: i64, head: &str) -> Option<TraceChain> {
+        (0..MAX_FRAMES).contains(&frames).then_some(())?;
         Some(TraceChain { frames, head: from_hex(head)? })
     }
 

@@ -573,7 +573,7 @@ impl LedgerStore for SqliteLedger {
         retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let latest: i64 = tx.query_row("SELECT coalesce(max(seq), 0) FROM rlp_checkpoints", [], |r| r.get(0))?;
-            if latest != checkpoint.seq - 1 {
+            if latest != checkpoint.seq.saturating_sub(1) {
                 return Ok(false);
             }
             tx.execute(

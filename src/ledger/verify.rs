@@ -33,7 +33,7 @@ use crate::event::Event;
 use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
 use crate::integrity::keys::PublicKey;
 use crate::ledger::checkpoint::{check_checkpoint, statement_hash};
-use crate::ledger::layout::{LedgerInfo, StoredCheckpoint, TraceChain, TraceHead};
+use crate::ledger::layout::{LedgerInfo, MAX_FRAMES, StoredCheckpoint, TraceChain, TraceHead};
 use crate::ledger::{LedgerError, LedgerStore, Location};
 
 /// Problems listed before the rest are only counted.
@@ -271,6 +271,10 @@ impl TraceWalker {
             self.problem(event, ProblemKind::Malformed, "the row has no position in its trace's chain".into());
             return;
         };
+        if !(1..=MAX_FRAMES).contains(&seq) {
+            self.problem(event, ProblemKind::Malformed, format!("trace_seq {seq} is not a position rlp writes"));
+            return;
+        }
         let Some(stored_chain) = from_hex(&event.chain_blake3) else {
             self.problem(event, ProblemKind::Malformed, "chain_blake3 is not 64 hex digits".into());
             self.chain = TraceChain { frames: seq.max(self.chain.frames), head: self.chain.head };
@@ -500,7 +504,11 @@ fn check_checkpoints(
         {
             problems.extend([Problem::of_checkpoint(
                 checkpoint.seq,
-                format!("checkpoints #{} to #{} are missing", before + 1, checkpoint.seq - 1),
+                format!(
+                    "checkpoints #{} to #{} are missing",
+                    before.saturating_add(1),
+                    checkpoint.seq.saturating_sub(1)
+                ),
             )]);
         }
         let expected_prev = match (linked, &prev) {
@@ -647,7 +655,7 @@ fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyRe
 
     let mut heads = HashMap::new();
     store.for_each_head(&mut |head| {
-        report.uncovered_frames += u64::try_from(head.frames - head.sealed).unwrap_or(0);
+        report.uncovered_frames += u64::try_from(head.frames.saturating_sub(head.sealed)).unwrap_or(0);
         heads.insert(head.trace_id.clone(), head);
         ControlFlow::Continue(())
     })?;
@@ -740,7 +748,7 @@ fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) ->
     report.checkpoints_intact = intact;
     let head = store.trace_head(trace)?;
     let covered = leaves.get(&trace_id).and_then(|l| l.iter().map(|leaf| leaf.frames).max()).unwrap_or(0);
-    report.uncovered_frames = head.as_ref().map_or(0, |h| u64::try_from(h.frames - covered).unwrap_or(0));
+    report.uncovered_frames = head.as_ref().map_or(0, |h| u64::try_from(h.frames.saturating_sub(covered)).unwrap_or(0));
 
     // Frames of the trace recorded before per-trace chains: each row's
     // hash here; their links are the legacy chain's (a full verify).
@@ -878,6 +886,28 @@ mod tests {
         .unwrap();
         let report = verify(&ledger, &trusting(&key)).unwrap();
         assert!(report.problems.iter().any(|p| p.row == Some(7) && p.problem == ProblemKind::Chain), "{report:#?}");
+    }
+
+    #[test]
+    fn counts_and_positions_past_any_rlp_writes_are_named_never_overflowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        let conn = Connection::open(ledger.path()).unwrap();
+        conn.execute_batch(
+            "UPDATE events SET trace_seq = 9223372036854775807 WHERE id = 1;
+             UPDATE rlp_traces SET frames = 9223372036854775807, sealed = -9223372036854775808
+              WHERE trace_id = '00000000-0000-0000-0000-000000000002';
+             UPDATE rlp_checkpoints SET seq = -9223372036854775808;",
+        )
+        .unwrap();
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert!(report.problems.iter().any(|p| p.row == Some(1) && p.problem == ProblemKind::Malformed), "{report:#?}");
+        assert!(report.problems.iter().any(|p| p.trace_id == trace(2)), "{report:#?}");
+        // Appending to a trace whose head holds such a count is refused, not wrapped.
+        let refused = ledger.append(&[record(2, 9)]).unwrap_err();
+        assert!(refused.to_string().contains("the ledger was edited"), "{refused}");
+        let key2 = SecretKey::from_seed(&[3; 32]);
+        assert!(make_checkpoint(&ledger, &key2, 1).is_ok());
     }
 
     #[test]

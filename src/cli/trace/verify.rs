@@ -193,7 +193,8 @@ pub(crate) fn run(args: &VerifyArgs, ctx: &Context) -> CliResult {
 
 /// Reads a proof file.
 fn read_proof(path: &std::path::Path) -> Result<InclusionProof, CliError> {
-    let bytes = crate::fsutil::read_limited(path, 1 << 30).map_err(|e| {
+    // A proof of a million frames is about 70 MB; more is not one rlp wrote.
+    let bytes = crate::fsutil::read_limited(path, 256 << 20).map_err(|e| {
         CliError::usage(format!("cannot read {}: {e}", path.display()))
             .with_help("pass the file `rlp trace prove` wrote")
     })?;

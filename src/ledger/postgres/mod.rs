@@ -920,15 +920,16 @@ impl LedgerStore for PostgresLedger {
         let mut rest = heads;
         while !rest.is_empty() {
             let mut take = 0;
-            let mut rows = 0;
-            while take < rest.len() && (take == 0 || rows + rest[take].frames - rest[take].sealed <= PAGE_ROWS as i64) {
-                rows += rest[take].frames - rest[take].sealed;
+            let mut rows = 0i64;
+            let new_frames = |h: &TraceHead| h.frames.saturating_sub(h.sealed);
+            while take < rest.len() && (take == 0 || rows.saturating_add(new_frames(&rest[take])) <= PAGE_ROWS as i64) {
+                rows = rows.saturating_add(new_frames(&rest[take]));
                 take += 1;
             }
             let (batch, after) = rest.split_at(take);
             rest = after;
             if let [big] = batch
-                && big.frames - big.sealed > PAGE_ROWS as i64
+                && big.frames.saturating_sub(big.sealed) > PAGE_ROWS as i64
             {
                 let trace = Uuid::parse_str(&big.trace_id).map_err(|_| {
                     self.error(
@@ -1043,7 +1044,7 @@ impl LedgerStore for PostgresLedger {
             let written = async {
                 let latest: i64 =
                     s.client.query_one("SELECT coalesce(max(seq), 0) FROM rlp_checkpoints", &[]).await?.try_get(0)?;
-                if latest != checkpoint.seq - 1 {
+                if latest != checkpoint.seq.saturating_sub(1) {
                     return Ok::<bool, Failure>(false);
                 }
                 s.client
