@@ -22,6 +22,7 @@ pub mod merkle;
 pub(crate) mod pending;
 pub mod postgres;
 pub mod proof;
+pub mod redact;
 pub mod query;
 pub(crate) mod sqlite;
 pub(crate) mod timeline;
