@@ -213,6 +213,7 @@ mod tests {
                 traceparent: None,
                 command: None,
                 server: None,
+                replay: None,
             })
         );
         let retry = Payload::read(

@@ -30,7 +30,7 @@ pub(crate) mod traceparent;
 pub use kind::{EventKind, Payload};
 pub use payload::{
     CapAuditPayload, CommandRecord, Decision, HookEffect, Outcome, PAYLOAD_VERSION, RecordedAnswer, RecordedError,
-    ReplayLinkPayload, SandboxRecord, ServerExchangePayload, ServerRecord, ToolAnswerPayload, ToolCallPayload,
+    ReplayAnswered, ReplayLinkPayload, ReplayMark, SandboxRecord, ServerExchangePayload, ServerRecord, ToolAnswerPayload, ToolCallPayload,
     ToolConfirmPayload, ToolDiscoverPayload, ToolError, ToolHookPayload, ToolInquiryPayload, ToolResultPayload,
     ToolSamplePayload, Usage,
 };

@@ -71,6 +71,51 @@ pub struct ToolCallPayload {
     /// the handshake.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
     pub server: Option<Box<ServerRecord>>,
+    /// How a replay answered the call (`rlp serve --replay`, `rlp tools
+    /// call --replay`); absent for a call that was simply made.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "fields::lenient")]
+    pub replay: Option<Box<ReplayMark>>,
+}
+
+/// How a replay answered a call, as its call frame records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayMark {
+    /// `recording` (answered from the recorded call named here), `live`
+    /// (no recording matched; the call ran for real) or `unmatched` (no
+    /// recording matched, and the call failed; the closest recorded call
+    /// is named here, if there is one).
+    pub answered: ReplayAnswered,
+    /// The recorded trace.
+    pub trace_id: Uuid,
+    /// The recorded invocation: the one that answered, or the closest one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation_id: Option<Uuid>,
+    /// The position of that invocation's call frame in the recorded trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+}
+
+/// What answered a call under replay ([`ReplayMark::answered`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayAnswered {
+    /// The recorded call.
+    Recording,
+    /// The tool itself (`--fallback live`).
+    Live,
+    /// Nothing: the call failed.
+    Unmatched,
+}
+
+impl ReplayAnswered {
+    /// `recording`, `live` or `unmatched`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayAnswered::Recording => "recording",
+            ReplayAnswered::Live => "live",
+            ReplayAnswered::Unmatched => "unmatched",
+        }
+    }
 }
 
 /// The MCP server of a call, as its call frame records it: what the server

@@ -2,13 +2,19 @@
 //! an agent host can run an agent again without running any tool.
 //!
 //! A call is matched on its tool id and its arguments in RFC 8785 canonical
-//! form (so key order and number spelling do not matter), and on order:
+//! form (so key order and number spelling do not matter; a placeholder of a
+//! redacted export, `<redacted:N>`, in the recorded arguments matches any
+//! value at its place), and on order ([`MatchOrder`]):
 //!
 //! - the call matches the *next* unused recording (the earliest one in
 //!   recorded order not yet used): it is answered, no divergence;
-//! - it matches a later unused recording: it is answered from the earliest
-//!   such recording, and an `order_divergence` names both;
-//! - it matches no unused recording: `extra_call`, and [`Answer::NotRecorded`];
+//! - it matches a later unused recording: with [`MatchOrder::AnyOrder`] (the
+//!   default) it is answered from the earliest such recording, and an
+//!   `order_divergence` names both; with [`MatchOrder::InOrder`] it is not
+//!   answered ([`Answer::NotRecorded`], an `order_divergence`);
+//! - it matches no unused recording: `extra_call`, and
+//!   [`Answer::NotRecorded`] with the closest unused recording of the same
+//!   tool and the argument paths that differ ([`Miss`]);
 //! - [`ReplaySource::finish`] reports every recording never asked for as
 //!   `unused_recording`, by position.
 //!
@@ -27,13 +33,19 @@ use uuid::Uuid;
 
 use crate::event::canonical::canonical_text;
 use crate::event::frame::TraceFrame;
-use crate::event::{EventKind, Outcome, Payload};
+use crate::event::{EventKind, Outcome, Payload, Usage};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{InputError, TraceInput, for_each_frame};
+use crate::ledger::redact::is_placeholder;
+use crate::replay::diff::{Change, diff, json_equal};
 use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::replay::exchange;
 use crate::replay::hooked::HookView;
 use crate::replay::replayer::CallOutput;
+use crate::runtime::recorded::RecordedRound;
+
+/// Argument paths a [`Miss`] lists; the rest are counted.
+const LISTED_PATHS: usize = 10;
 
 /// One recorded call with its final outcome.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +70,15 @@ pub struct Recording {
     pub content: Option<Vec<Value>>,
     /// The notes after-call hooks added for the caller.
     pub annotations: Vec<String>,
+    /// What the tool itself returned, before the operator's after-call
+    /// hooks (the same as `outcome` when none ran).
+    pub tool_outcome: Outcome,
+    /// The content blocks the tool itself sent, before the hooks.
+    pub tool_content: Option<Vec<Value>>,
+    /// What the call consumed, when the tool said.
+    pub usage: Option<Usage>,
+    /// The rounds of questions the tool asked, with their answers.
+    pub rounds: Vec<RecordedRound>,
 }
 
 /// The answer to one call.
@@ -65,8 +86,40 @@ pub struct Recording {
 pub enum Answer<'a> {
     /// The recording that answers the call.
     Recorded(&'a Recording),
-    /// No unused recording matches the call (`extra_call`).
-    NotRecorded,
+    /// No unused recording answers the call (`extra_call`, or
+    /// `order_divergence` in order).
+    NotRecorded(Miss<'a>),
+}
+
+/// Why no recording answered a call, and the recording closest to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Miss<'a> {
+    /// The agent's call number (from 1).
+    pub call_number: u64,
+    /// The closest unused recording: in order, a later one with the same
+    /// tool and arguments; else the one of the same tool whose arguments
+    /// differ at the fewest paths (the earliest of those); else the next.
+    pub closest: Option<&'a Recording>,
+    /// Whether `closest` has the same tool and arguments (it is only out
+    /// of order).
+    pub out_of_order: bool,
+    /// The argument paths that differ from the closest recording's
+    /// (placeholders aside), the first few of them.
+    pub changes: Vec<Change>,
+    /// How many more paths differ.
+    pub more: u64,
+    /// What the divergence says.
+    pub message: String,
+}
+
+/// Which recordings a call may match.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MatchOrder {
+    /// Only the next unused recording (agents that call one tool at a time).
+    InOrder,
+    /// Any unused recording, the earliest first (agents that parallelise).
+    #[default]
+    AnyOrder,
 }
 
 struct OpenCall {
@@ -74,15 +127,22 @@ struct OpenCall {
     tool: String,
     args: Value,
     hooks: HookView,
+    rounds: Vec<RecordedRound>,
 }
 
 /// Answers calls from a recording; see the module documentation.
 pub struct ReplaySource {
     recordings: Vec<Recording>,
+    /// Unused recordings without placeholders, by tool and canonical
+    /// arguments (used ones are skipped when met).
     unused: HashMap<(String, String), VecDeque<usize>>,
+    /// Recordings whose arguments hold placeholders, in call order.
+    redacted: Vec<usize>,
     used: Vec<bool>,
     next: usize,
     calls: u64,
+    order: MatchOrder,
+    trace_id: Option<Uuid>,
     divergences: Vec<Divergence>,
     loading: PendingCalls<OpenCall>,
 }
@@ -99,6 +159,74 @@ impl std::fmt::Debug for ReplaySource {
 
 fn key(tool: &str, args: &Value) -> (String, String) {
     (tool.to_string(), canonical_text(args))
+}
+
+/// Whether `value` holds a placeholder of a redacted export.
+fn holds_placeholder(value: &Value) -> bool {
+    match value {
+        Value::String(text) => is_placeholder(text),
+        Value::Array(items) => items.iter().any(holds_placeholder),
+        Value::Object(members) => members.values().any(holds_placeholder),
+        _ => false,
+    }
+}
+
+/// Whether `given` arguments match `recorded` ones: equal, numbers by
+/// value, a placeholder matching anything at its place.
+fn arguments_match(recorded: &Value, given: &Value) -> bool {
+    match (recorded, given) {
+        (Value::String(text), _) if is_placeholder(text) => true,
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| arguments_match(a, b)),
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| arguments_match(v, w)))
+        }
+        _ => json_equal(recorded, given),
+    }
+}
+
+/// The argument paths where `given` differs from `recorded`, placeholders
+/// aside: the first [`LISTED_PATHS`], and how many more.
+fn argument_changes(recorded: &Value, given: &Value) -> (Vec<Change>, u64) {
+    let found = diff(recorded, given, usize::MAX);
+    let mut changes: Vec<Change> = found
+        .changes
+        .into_iter()
+        .filter(|c| !matches!(&c.recorded, Some(Value::String(text)) if is_placeholder(text)))
+        .collect();
+    let more = changes.len().saturating_sub(LISTED_PATHS) as u64;
+    changes.truncate(LISTED_PATHS);
+    (changes, more)
+}
+
+/// `value` as a message quotes it: canonical JSON, cut at 60 characters.
+fn quoted(value: &Value) -> String {
+    let text = canonical_text(value);
+    match text.char_indices().nth(60) {
+        Some((cut, _)) => format!("`{}…`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
+}
+
+/// The changes as a message lists them: `/city (recorded `"Oslo"`, given `"Bergen"`)`.
+fn listed_changes(changes: &[Change], more: u64) -> String {
+    let mut listed: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            let path = if c.path.is_empty() { "the whole value".to_string() } else { c.path.clone() };
+            match (&c.recorded, &c.replayed) {
+                (Some(recorded), Some(given)) => {
+                    format!("{path} (recorded {}, given {})", quoted(recorded), quoted(given))
+                }
+                (Some(recorded), None) => format!("{path} (recorded {}, not given)", quoted(recorded)),
+                (None, Some(given)) => format!("{path} (not recorded, given {})", quoted(given)),
+                (None, None) => path,
+            }
+        })
+        .collect();
+    if more > 0 {
+        listed.push(format!("and {more} more"));
+    }
+    listed.join(", ")
 }
 
 impl ReplaySource {
@@ -125,16 +253,31 @@ impl ReplaySource {
         ReplaySource {
             recordings: Vec::new(),
             unused: HashMap::new(),
+            redacted: Vec::new(),
             used: Vec::new(),
             next: 0,
             calls: 0,
+            order: MatchOrder::default(),
+            trace_id: None,
             divergences: Vec::new(),
             loading: PendingCalls::new(),
         }
     }
 
+    /// The source matching calls in `order`.
+    pub fn matching(mut self, order: MatchOrder) -> ReplaySource {
+        self.order = order;
+        self
+    }
+
+    /// The recorded trace (its first frame's), `None` when it had none.
+    pub fn trace_id(&self) -> Option<Uuid> {
+        self.trace_id
+    }
+
     fn push_frame(&mut self, frame: TraceFrame) {
         let position = frame.position;
+        self.trace_id.get_or_insert(frame.provenance.trace_id);
         if let Some(problem) = frame.body.exchange().and_then(|e| exchange::problem(frame.body.kind(), e)) {
             self.divergences.push(Divergence::at(DivergenceKind::InvalidTrace, position, problem));
             return;
@@ -146,6 +289,7 @@ impl ReplaySource {
                     tool: call.tool,
                     args: call.args,
                     hooks: HookView::default(),
+                    rounds: Vec::new(),
                 };
                 if let Err(earlier) = self.loading.open(call.invocation_id, position, open) {
                     self.divergences.push(
@@ -183,10 +327,11 @@ impl ReplaySource {
                     return;
                 }
                 if let Some(call) = self.loading.close(&result.invocation_id) {
-                    let index = self.recordings.len();
-                    self.unused.entry(key(&call.data.tool, &call.data.args)).or_default().push_back(index);
-                    let recorded =
-                        CallOutput { outcome: result.outcome, content: result.content, annotations: Vec::new() };
+                    let recorded = CallOutput {
+                        outcome: result.outcome.clone(),
+                        content: result.content.clone(),
+                        annotations: Vec::new(),
+                    };
                     let seen = call.data.hooks.apply(recorded);
                     self.recordings.push(Recording {
                         position: call.position,
@@ -197,8 +342,24 @@ impl ReplaySource {
                         outcome: seen.outcome,
                         content: seen.content,
                         annotations: seen.annotations,
+                        tool_outcome: result.outcome,
+                        tool_content: result.content,
+                        usage: result.usage,
+                        rounds: call.data.rounds,
                     });
                     self.used.push(false);
+                }
+            }
+            Payload::ToolInquiry(inquiry) => {
+                if let Some(open) = self.loading.get_mut(&inquiry.invocation_id) {
+                    open.data.rounds.push(RecordedRound { questions: inquiry.questions, answers: Vec::new() });
+                }
+            }
+            Payload::ToolAnswer(answer) => {
+                if let Some(round) =
+                    self.loading.get_mut(&answer.invocation_id).and_then(|open| open.data.rounds.last_mut())
+                {
+                    round.answers = answer.answers;
                 }
             }
             Payload::ToolHook(hook) => {
@@ -227,17 +388,65 @@ impl ReplaySource {
             );
         }
         // Recordings are in order of their final result; answer in call order.
-        let mut order: Vec<usize> = (0..self.recordings.len()).collect();
-        order.sort_by_key(|&i| self.recordings[i].position);
-        if order.iter().enumerate().any(|(at, &i)| at != i) {
-            let mut sorted: Vec<Recording> = order.iter().map(|&i| self.recordings[i].clone()).collect();
-            std::mem::swap(&mut self.recordings, &mut sorted);
-            self.unused.clear();
-            for (index, recording) in self.recordings.iter().enumerate() {
+        self.recordings.sort_by_key(|recording| recording.position);
+        for (index, recording) in self.recordings.iter().enumerate() {
+            if holds_placeholder(&recording.args) {
+                self.redacted.push(index);
+            } else {
                 self.unused.entry(key(&recording.tool, &recording.args)).or_default().push_back(index);
             }
         }
         self
+    }
+
+    /// Counts the recording of `invocation_id` as used (it answered a call
+    /// of an earlier process of the same replay); whether there is one.
+    pub fn mark_used(&mut self, invocation_id: Uuid) -> bool {
+        let Some(index) = self.recordings.iter().position(|r| r.invocation_id == invocation_id) else {
+            return false;
+        };
+        self.use_recording(index);
+        true
+    }
+
+    fn use_recording(&mut self, index: usize) {
+        self.used[index] = true;
+        while self.next < self.used.len() && self.used[self.next] {
+            self.next += 1;
+        }
+    }
+
+    /// The earliest unused recording that `tool` with `args` matches.
+    fn earliest_match(&mut self, tool: &str, args: &Value) -> Option<usize> {
+        let used = &self.used;
+        let exact = self.unused.get_mut(&key(tool, args)).and_then(|queue| {
+            while queue.front().is_some_and(|&i| used[i]) {
+                queue.pop_front();
+            }
+            queue.front().copied()
+        });
+        let recordings = &self.recordings;
+        let redacted = self.redacted.iter().copied().find(|&i| {
+            !used[i] && exact.is_none_or(|e| i < e) && recordings[i].tool == tool && arguments_match(&recordings[i].args, args)
+        });
+        redacted.or(exact)
+    }
+
+    /// The unused recording of `tool` whose arguments differ from `args` at
+    /// the fewest paths (the earliest of those), with those paths.
+    fn closest_of_tool(&self, tool: &str, args: &Value) -> Option<(usize, Vec<Change>, u64)> {
+        let mut best: Option<(usize, Vec<Change>, u64)> = None;
+        for (index, recording) in self.recordings.iter().enumerate().skip(self.next) {
+            if self.used[index] || recording.tool != tool {
+                continue;
+            }
+            let (changes, more) = argument_changes(&recording.args, args);
+            let count = changes.len() as u64 + more;
+            if best.as_ref().is_none_or(|(_, c, m)| count < c.len() as u64 + m) {
+                best = Some((index, changes, more));
+            }
+        }
+        best
     }
 
     /// The recorded calls, in call order.
@@ -254,35 +463,14 @@ impl ReplaySource {
     pub fn answer(&mut self, tool: &str, args: &Value) -> Answer<'_> {
         self.calls += 1;
         let call_number = self.calls;
-        let found = self.unused.get_mut(&key(tool, args)).and_then(VecDeque::pop_front);
-        let Some(index) = found else {
-            let expected = self
-                .recordings
-                .get(self.next)
-                .map(|r| format!(" (the next recording is `{}` at #{})", r.tool, r.position));
-            self.divergences.push(Divergence {
-                call_number: Some(call_number),
-                position: None,
-                ..Divergence::at(
-                    DivergenceKind::ExtraCall,
-                    0,
-                    format!(
-                        "call {call_number} (`{tool}`) matches no unused recording: no recorded call has this tool \
-                         and these arguments{}",
-                        expected.unwrap_or_default()
-                    ),
-                )
-                .call(None, Some(tool))
-            });
-            return Answer::NotRecorded;
+        let found = self.earliest_match(tool, args);
+        let in_turn = found.is_some_and(|index| index == self.next || self.order == MatchOrder::AnyOrder);
+        let Some(index) = found.filter(|_| in_turn) else {
+            return Answer::NotRecorded(self.miss(call_number, tool, args, found));
         };
         if index != self.next {
             let recording = &self.recordings[index];
-            let expected = self
-                .recordings
-                .get(self.next)
-                .map(|r| format!("`{}` at #{}", r.tool, r.position))
-                .unwrap_or_else(|| "none".into());
+            let expected = self.next_shown();
             self.divergences.push(Divergence {
                 call_number: Some(call_number),
                 ..Divergence::at(
@@ -296,11 +484,70 @@ impl ReplaySource {
                 .call(Some(recording.invocation_id), Some(tool))
             });
         }
-        self.used[index] = true;
-        while self.next < self.used.len() && self.used[self.next] {
-            self.next += 1;
-        }
+        self.use_recording(index);
         Answer::Recorded(&self.recordings[index])
+    }
+
+    /// The next unused recording as a message names it.
+    fn next_shown(&self) -> String {
+        self.recordings
+            .get(self.next)
+            .map(|r| format!("`{}` at #{}", r.tool, r.position))
+            .unwrap_or_else(|| "none (every recording was used)".into())
+    }
+
+    /// The miss of call `call_number`, recorded as a divergence; `later`
+    /// is the recording it matches out of order, in order.
+    fn miss(&mut self, call_number: u64, tool: &str, args: &Value, later: Option<usize>) -> Miss<'_> {
+        let next = self.next_shown();
+        let (closest, changes, more, message) = if let Some(index) = later {
+            let recording = &self.recordings[index];
+            let message = format!(
+                "call {call_number} (`{tool}`) matches the recording at #{}, but the next recording is {next}: \
+                 the calls are answered in the order they were recorded (replay with --match any-order for an \
+                 agent whose calls may come in another order)",
+                recording.position
+            );
+            (Some(index), Vec::new(), 0, message)
+        } else if let Some((index, changes, more)) = self.closest_of_tool(tool, args) {
+            let recording = &self.recordings[index];
+            let message = format!(
+                "call {call_number} (`{tool}`) matches no recording: the closest is the call of `{tool}` at #{} \
+                 (invocation {}), whose arguments differ at {}",
+                recording.position,
+                recording.invocation_id,
+                listed_changes(&changes, more)
+            );
+            (Some(index), changes, more, message)
+        } else {
+            let message = format!(
+                "call {call_number} (`{tool}`) matches no recording: no unused recording calls `{tool}` (the next \
+                 recording is {next})"
+            );
+            (None, Vec::new(), 0, message)
+        };
+        // An extra call is at no recorded position; one out of order is at
+        // the recording it matches.
+        let (kind, at) = match later {
+            Some(index) => {
+                let recording = &self.recordings[index];
+                (DivergenceKind::OrderDivergence, Some((recording.position, recording.invocation_id)))
+            }
+            None => (DivergenceKind::ExtraCall, None),
+        };
+        self.divergences.push(Divergence {
+            call_number: Some(call_number),
+            position: at.map(|(position, _)| position),
+            ..Divergence::at(kind, 0, message.clone()).call(at.map(|(_, id)| id), Some(tool))
+        });
+        Miss {
+            call_number,
+            closest: closest.map(|i| &self.recordings[i]),
+            out_of_order: later.is_some(),
+            changes,
+            more,
+            message,
+        }
     }
 
     /// Ends the replay: every divergence, with the recordings never asked
@@ -360,6 +607,7 @@ pub(crate) mod tests {
                 traceparent: None,
                 command: None,
                 server: None,
+                replay: None,
             }),
         )
     }
@@ -417,8 +665,14 @@ pub(crate) mod tests {
         assert_eq!(r.outcome, Outcome::Result(json!("A")));
         // `c` before `b`: answered, but out of order.
         assert!(matches!(source.answer("c", &json!([])), Answer::Recorded(r) if r.position == 5));
-        assert_eq!(source.answer("a", &json!({"x": 1, "y": 2})), Answer::NotRecorded);
-        assert_eq!(source.answer("b", &json!({"other": true})), Answer::NotRecorded);
+        let Answer::NotRecorded(used_up) = source.answer("a", &json!({"x": 1, "y": 2})) else { panic!("a again") };
+        assert_eq!(
+            used_up.message,
+            "call 3 (`a`) matches no recording: no unused recording calls `a` (the next recording is `b` at #3)"
+        );
+        let Answer::NotRecorded(other) = source.answer("b", &json!({"other": true})) else { panic!("b answered") };
+        assert_eq!(other.closest.map(|r| r.position), Some(3));
+        assert!(other.message.ends_with("whose arguments differ at /other (not recorded, given `true`)"), "{}", other.message);
         let all = source.finish();
         assert_eq!(
             kinds(&all),
@@ -431,6 +685,99 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(all[1].message, "call 2 (`c`) matches the recording at #5, but the next recording is `b` at #3");
+    }
+
+    #[test]
+    fn in_order_a_call_answers_only_from_the_next_recording() {
+        let frames = || {
+            [
+                call(1, 1, "a", json!({"n": 1})),
+                result(2, 1, json!("A")),
+                call(3, 2, "b", json!({"n": 2})),
+                result(4, 2, json!("B")),
+            ]
+        };
+        let mut source = ReplaySource::from_frames(frames()).matching(MatchOrder::InOrder);
+        let Answer::NotRecorded(miss) = source.answer("b", &json!({"n": 2})) else { panic!("b answered first") };
+        assert!(miss.out_of_order && miss.changes.is_empty());
+        assert_eq!(
+            miss.message,
+            "call 1 (`b`) matches the recording at #3, but the next recording is `a` at #1: the calls are answered \
+             in the order they were recorded (replay with --match any-order for an agent whose calls may come in \
+             another order)"
+        );
+        assert!(matches!(source.answer("a", &json!({"n": 1})), Answer::Recorded(r) if r.position == 1));
+        assert!(matches!(source.answer("b", &json!({"n": 2.0})), Answer::Recorded(r) if r.position == 3));
+        assert_eq!(kinds(&source.finish()), [(DivergenceKind::OrderDivergence, Some(3), Some(1))]);
+        // Any order answers it, noting the order.
+        let mut source = ReplaySource::from_frames(frames()).matching(MatchOrder::AnyOrder);
+        assert!(matches!(source.answer("b", &json!({"n": 2})), Answer::Recorded(_)));
+        assert!(matches!(source.answer("a", &json!({"n": 1})), Answer::Recorded(_)));
+        assert_eq!(kinds(&source.finish()), [(DivergenceKind::OrderDivergence, Some(3), Some(1))]);
+    }
+
+    #[test]
+    fn a_placeholder_matches_any_value_and_the_closest_call_names_the_paths() {
+        let mut source = ReplaySource::from_frames([
+            call(1, 1, "mail.send", json!({"to": "<redacted:1>", "subject": "hi", "cc": ["<redacted:2>"]})),
+            result(2, 1, json!({"id": "<redacted:3>"})),
+            call(3, 2, "mail.send", json!({"to": "<redacted:1>", "subject": "bye", "cc": []})),
+            result(4, 2, json!({"id": 2})),
+        ])
+        .matching(MatchOrder::InOrder);
+        let sent = json!({"to": "ada@example.com", "subject": "hi", "cc": ["bob@example.com"]});
+        assert!(matches!(source.answer("mail.send", &sent), Answer::Recorded(r) if r.position == 1));
+        // A changed subject and an added cc: the closest is #3, the placeholder is no difference.
+        let changed = json!({"to": "grace@example.com", "subject": "later", "cc": ["x"]});
+        let Answer::NotRecorded(miss) = source.answer("mail.send", &changed) else { panic!("answered") };
+        assert_eq!(miss.closest.map(|r| r.position), Some(3));
+        let paths: Vec<&str> = miss.changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["/cc/0", "/subject"]);
+        assert!(
+            miss.message.ends_with(
+                "differ at /cc/0 (not recorded, given `\"x\"`), /subject (recorded `\"bye\"`, given `\"later\"`)"
+            ),
+            "{}",
+            miss.message
+        );
+        assert_eq!(source.finish().len(), 2);
+    }
+
+    #[test]
+    fn a_recording_keeps_the_tools_own_outcome_and_its_rounds_of_questions() {
+        use crate::event::{RecordedAnswer, ToolAnswerPayload, ToolInquiryPayload};
+        let asked = vec![json!({"id": "tone", "text": "Which tone?"})];
+        let mut source = ReplaySource::from_frames([
+            call(1, 1, "draft", json!({})),
+            frame(
+                2,
+                Payload::ToolInquiry(ToolInquiryPayload {
+                    v: PAYLOAD_VERSION,
+                    invocation_id: Uuid::from_u128(1),
+                    tool: "draft".into(),
+                    attempt: 1,
+                    questions: asked.clone(),
+                    tags: vec![],
+                }),
+            ),
+            frame(
+                3,
+                Payload::ToolAnswer(ToolAnswerPayload {
+                    v: PAYLOAD_VERSION,
+                    invocation_id: Uuid::from_u128(1),
+                    tool: "draft".into(),
+                    attempt: 1,
+                    answers: vec![RecordedAnswer { id: "tone".into(), value: json!("formal"), source: "mcp".into() }],
+                    tags: vec![],
+                }),
+            ),
+            result(4, 1, json!({"text": "Dear"})),
+        ]);
+        let Answer::Recorded(r) = source.answer("draft", &json!({})) else { panic!("not answered") };
+        assert_eq!(r.rounds.len(), 1);
+        assert_eq!((r.rounds[0].questions.clone(), r.rounds[0].answers[0].value.clone()), (asked, json!("formal")));
+        assert_eq!(r.tool_outcome, Outcome::Result(json!({"text": "Dear"})));
+        assert_eq!(source.trace_id(), Some(Uuid::nil()));
     }
 
     #[test]

@@ -34,7 +34,8 @@ impl Call<'_> {
     /// as a try); a transient failure is retried, at most
     /// `retry.max_attempts` tries in all.
     pub(crate) fn attempts(&mut self, plan: &impl Plan) -> Result<CallOutcome, CallError> {
-        let max_attempts = self.tool().max_attempts.max(1);
+        // What a recording answers is answered once.
+        let max_attempts = if plan.recorded() { 1 } else { self.tool().max_attempts.max(1) };
         let (mut attempt, mut tries) = (1, 1);
         loop {
             let attempt_started = Instant::now();
@@ -259,6 +260,10 @@ impl Call<'_> {
             FailureKind::Refused => {
                 "grant the redirect target in policy.caps, or point the tool at the final URL".into()
             }
+            FailureKind::NotRecorded => "a replay answers only the recorded calls: record the session again, or \
+                                         replay with --fallback live to run the calls no recording answers \
+                                         (docs/replay.md)"
+                .into(),
             _ if e.transient => {
                 "the tool says the failure is transient; retry later, or set retry.max_attempts in tools.json".into()
             }

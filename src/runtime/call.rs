@@ -14,7 +14,7 @@ use uuid::Uuid;
 use crate::bundle::capability::SecretId;
 use crate::bundle::tools::Tool;
 use crate::event::traceparent::is_traceparent;
-use crate::event::{EventKind, PAYLOAD_VERSION, ToolCallPayload, Usage};
+use crate::event::{EventKind, PAYLOAD_VERSION, ReplayMark, ToolCallPayload, Usage};
 use crate::runtime::asking::answer::AnswerSource;
 use crate::runtime::asking::rounds::Questioning;
 use crate::runtime::context::CallContext;
@@ -131,6 +131,8 @@ pub(crate) struct Call<'r> {
     pub(crate) questions: Questioning,
     /// The model completions its MCP server asked for so far.
     pub(crate) samples: u32,
+    /// What answered the call under a replay (recorded on its call frame).
+    pub(crate) replay: Option<ReplayMark>,
     started: Instant,
 }
 
@@ -166,6 +168,7 @@ impl<'r> Call<'r> {
             secrets: Vec::new(),
             questions: Questioning::default(),
             samples: 0,
+            replay: None,
             started,
         })
     }
@@ -175,7 +178,7 @@ impl<'r> Call<'r> {
         &self.prepared.tool
     }
 
-    /// Steps 1 to 7.
+    /// Steps 1 to 7 (or, under a replay, what the recording answers).
     pub(crate) fn run(mut self) -> Result<CallOutcome, CallError> {
         // 1. Expose.
         self.expose()?;
@@ -184,6 +187,10 @@ impl<'r> Call<'r> {
         self.check_arguments()?;
         self.check_budget()?;
         self.options = self.options_of()?;
+        // Under a replay, the recording answers (no secrets needed).
+        if let Some(plan) = self.recorded_plan() {
+            return self.execute(&plan);
+        }
         // 3. Resolve secrets: from here on, their values are scrubbed.
         self.secrets = self.resolve_secrets()?;
         self.journal.scrubber = Scrubber::new(self.secrets.iter().map(|(_, v)| v));
@@ -195,8 +202,10 @@ impl<'r> Call<'r> {
     /// Steps 4 to 7 with the transport's plan.
     pub(crate) fn execute(mut self, plan: &impl Plan) -> Result<CallOutcome, CallError> {
         let shown_args = self.journal.scrubber.scrubbed(&self.request.arguments);
-        // 4. Confirm.
-        self.confirm(plan, &shown_args)?;
+        // 4. Confirm (nothing to confirm of what a recording answers).
+        if !plan.recorded() {
+            self.confirm(plan, &shown_args)?;
+        }
         // 5. Record the call, then execute.
         self.record_call(plan, shown_args)?;
         self.attempts(plan)
@@ -219,6 +228,7 @@ impl<'r> Call<'r> {
             traceparent: journal.traceparent.clone(),
             command: plan.command_record(),
             server: plan.server_record().map(Box::new),
+            replay: self.replay.clone().map(Box::new),
         };
         journal.push(EventKind::ToolCall, "runtime".into(), call);
         let (invocation_id, trace_id) = (journal.invocation_id, journal.trace_id);

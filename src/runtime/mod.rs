@@ -43,6 +43,7 @@ pub(crate) mod invalid_args;
 pub(crate) mod journal;
 pub(crate) mod mcp;
 pub(crate) mod options;
+pub mod recorded;
 pub mod recorder;
 pub(crate) mod scrub;
 pub(crate) mod secret_resolution;
@@ -199,6 +200,8 @@ pub struct Runtime {
     servers: Vec<Server>,
     /// The sessions with them.
     bridge: mcp::session::Bridge,
+    /// Where calls are answered from instead of run (a replay).
+    recording: Option<Arc<dyn recorded::Recording>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -262,7 +265,20 @@ impl Runtime {
             gate,
             servers,
             bridge: mcp::session::Bridge::default(),
+            recording: None,
         })
+    }
+
+    /// The runtime answering every call from `recording` instead of
+    /// running it ([`recorded`]).
+    pub fn answering_from(mut self, recording: Arc<dyn recorded::Recording>) -> Runtime {
+        self.recording = Some(recording);
+        self
+    }
+
+    /// Where calls are answered from, under a replay.
+    pub(crate) fn recording(&self) -> Option<&dyn recorded::Recording> {
+        self.recording.as_deref()
     }
 
     /// The agent's name.

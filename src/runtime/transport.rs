@@ -45,6 +45,12 @@ pub(crate) trait Plan {
         None
     }
 
+    /// Whether the plan answers from a recording (a replay): nothing to
+    /// confirm, nothing retried.
+    fn recorded(&self) -> bool {
+        false
+    }
+
     /// Runs one attempt; policy decisions made on the way (a redirect's
     /// target) go to `audits`, recorded once the attempt ends.
     fn run(&self, attempt: &Attempt<'_>, audits: &mut Vec<Audit>) -> Result<Reply, AttemptError>;
@@ -179,6 +185,8 @@ pub(crate) enum FailureKind {
     Refused,
     /// The caller cancelled the call.
     Cancelled,
+    /// Under a replay, no recording answers the call.
+    NotRecorded,
 }
 
 impl FailureKind {
@@ -194,7 +202,26 @@ impl FailureKind {
             FailureKind::HttpStatus => "http_status",
             FailureKind::Refused => "refused",
             FailureKind::Cancelled => "cancelled",
+            FailureKind::NotRecorded => "not_recorded",
         }
+    }
+
+    /// The kind a result frame names (`tool` for one this rlp does not know).
+    pub(crate) fn parse(name: &str) -> FailureKind {
+        [
+            FailureKind::Timeout,
+            FailureKind::OutputTooLarge,
+            FailureKind::InvalidResult,
+            FailureKind::NeedsInput,
+            FailureKind::Transport,
+            FailureKind::HttpStatus,
+            FailureKind::Refused,
+            FailureKind::Cancelled,
+            FailureKind::NotRecorded,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == name)
+        .unwrap_or(FailureKind::Tool)
     }
 }
 

@@ -770,9 +770,12 @@ fn replay_source_answers_calls_from_a_recording() {
             assert_eq!(r.outcome, Outcome::Result(json!({"temp": 21})));
             assert_eq!((r.position, r.result_position), (4, 6));
         }
-        Answer::NotRecorded => panic!("weather.get was recorded"),
+        Answer::NotRecorded(_) => panic!("weather.get was recorded"),
     }
-    assert_eq!(source.answer("weather.get", &json!({"city": "Bergen"})), Answer::NotRecorded);
+    let Answer::NotRecorded(miss) = source.answer("weather.get", &json!({"city": "Bergen"})) else {
+        panic!("weather.get with Bergen was not recorded")
+    };
+    assert_eq!(miss.closest, None, "the one weather.get recording was used");
     let divergences = source.finish();
     let found: Vec<(DivergenceKind, Option<u64>, Option<u64>)> =
         divergences.iter().map(|d| (d.kind, d.position, d.call_number)).collect();
