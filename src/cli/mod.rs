@@ -14,6 +14,7 @@ pub(crate) mod mcpb;
 pub(crate) mod output;
 pub(crate) mod registry;
 pub(crate) mod replay;
+pub(crate) mod replaying;
 pub(crate) mod runtime_setup;
 pub(crate) mod secrets;
 pub(crate) mod serve;

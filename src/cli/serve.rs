@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{diagnostic, warning};
+use crate::cli::replaying::{self, ReplayFlags};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
 use crate::config::tool_list::ToolPattern;
 use crate::discovery::{Expose, meta};
@@ -31,6 +32,7 @@ Examples:
   rlp serve agents/demo --http 127.0.0.1:8931
   rlp serve agents/demo --http 0.0.0.0:8931 --token-file /etc/rlp/token
   rlp serve agents/demo --task-after 500      # calls past 0.5 s go on as MCP tasks
+  rlp serve agents/demo --replay golden.jsonl --match any-order
 
 --expose core lists only the tools marked \"discoverability\": \"core\" and three meta-tools,
 rlp.search_tools, rlp.describe_tools and rlp.call_tool, that find, show and call the rest
@@ -51,7 +53,15 @@ Tool calls may run as MCP tasks, polled by the client: 2025-11-25 clients ask fo
 tool marked \"long_running\": true runs as a task at once, any other call once it outlasts
 --task-after. Other clients get every result as before (docs/serve.md, \"Tasks\").
 
-Exit codes: 0 the client went away, 1 the server failed, 2 bad flags or an invalid bundle.")]
+--replay TRACE answers every tools/call from a recorded trace (an id, `last`, or a file of
+`rlp trace export`) instead of running the tool: no network, no secrets, no side effects.
+A call no recording answers gets an error result naming the closest recorded call and the
+argument paths that differ, or runs for real with --fallback live. The run is a trace of its
+own, each call marked with the recorded call that answered it: `rlp trace diff RECORDED last`
+is the regression report (docs/replay.md).
+
+Exit codes: 0 the client went away, 1 the server failed (with --replay: or a call matched no
+recording, or a recorded call was never made), 2 bad flags or an invalid bundle.")]
 pub struct ServeArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
@@ -90,6 +100,8 @@ pub struct ServeArgs {
     /// before it goes on as a task (0: every call is a task).
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TASK_AFTER_MS)]
     pub task_after: u64,
+    #[command(flatten)]
+    pub replay: ReplayFlags,
 }
 
 /// `--task-after` unless given: calls that outlast two seconds go on as tasks.
@@ -176,7 +188,11 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         ask_questions: false,
         serving: true,
     };
-    let (runtime, _) = load_runtime(flags, ctx)?;
+    let recorded = args.replay.load(ctx)?;
+    let (mut runtime, _) = load_runtime(flags, ctx)?;
+    if let Some(recorded) = &recorded {
+        runtime = runtime.answering_from(recorded.clone());
+    }
     for pattern in args.tools.iter().filter(|p| !runtime.tool_ids().iter().any(|id| p.matches(id))) {
         warning(format!("--tools {pattern} matches no tool of bundle `{}`", runtime.agent()));
     }
@@ -191,6 +207,10 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
     let max_calls = args.max_calls.map_or((cores * 4).min(MAX_CONCURRENT_CALLS), usize::from);
     let run_trace = Uuid::now_v7();
     diagnostic(&format!("rlp serve: trace {run_trace}"));
+    if let Some(recorded) = &recorded {
+        replaying::link(&runtime, run_trace, recorded)?;
+        diagnostic(&format!("rlp serve: answering every call from the recording of trace {}", recorded.trace_id()));
+    }
     if args.activate && args.expose != Expose::Core {
         return Err(CliError::usage("--activate works with --expose core only")
             .with_help("serve with --expose core --activate, or without --activate"));
@@ -205,5 +225,5 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         task_after: std::time::Duration::from_millis(args.task_after),
     };
     crate::serve::serve(runtime, options).map_err(|e| CliError::problem(format!("rlp serve stopped: {e}")))?;
-    Ok(Exit::Success)
+    Ok(recorded.map_or(Exit::Success, |recorded| replaying::report(&recorded.end())))
 }

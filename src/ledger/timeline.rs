@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::event::frame::{Origin, TraceFrame};
-use crate::event::{Decision, EventKind, Outcome, Payload, RecordedAnswer, Usage};
+use crate::event::{Decision, EventKind, Outcome, Payload, RecordedAnswer, ReplayMark, Usage};
 use crate::ledger::pending::PendingCalls;
 
 /// One frame of the timeline.
@@ -40,6 +40,8 @@ pub(crate) enum Detail {
         args: Value,
         /// The tool's tags.
         tags: Vec<String>,
+        /// What answered it under a replay.
+        replay: Option<Box<ReplayMark>>,
     },
     /// A result.
     Result {
@@ -149,7 +151,8 @@ impl TimelineEntry {
             "status": self.status(),
         });
         let extra = match &self.detail {
-            Detail::Call { args, tags } => json!({"args": args, "tags": tags}),
+            Detail::Call { args, tags, replay: None } => json!({"args": args, "tags": tags}),
+            Detail::Call { args, tags, replay: Some(mark) } => json!({"args": args, "tags": tags, "replay": mark}),
             Detail::Result { call_position, outcome, attempt, duration_ms, usage, content, .. } => {
                 let mut value = json!({"call_position": call_position, "attempt": attempt, "duration_ms": duration_ms});
                 if let (Value::Object(map), Some(usage)) = (&mut value, usage) {
@@ -248,7 +251,7 @@ impl Timeline {
             Payload::ToolCall(call) => {
                 s.calls += 1;
                 let _ = self.pending.open(call.invocation_id, frame.position, call.tool.clone());
-                (Some(call.tool), Detail::Call { args: call.args, tags: call.tags })
+                (Some(call.tool), Detail::Call { args: call.args, tags: call.tags, replay: call.replay })
             }
             Payload::ToolResult(result) => {
                 let will_retry = result.will_retry();

@@ -12,6 +12,8 @@
 //! - [`hooked`]: what the caller saw of a call whose after-call hooks ran;
 //! - [`report`]: the human and JSON reports;
 //! - [`source`]: answering an agent's calls from a recording (library API);
+//! - [`serving`]: a recording answering a runtime's calls (`rlp serve
+//!   --replay`, `rlp tools call --replay`);
 //! - [`trace_diff`]: two recorded runs compared call by call, and exchange by
 //!   exchange (`rlp trace diff`).
 //!
@@ -27,5 +29,6 @@ pub(crate) mod hooked;
 pub(crate) mod live;
 pub(crate) mod replayer;
 pub(crate) mod report;
+pub mod serving;
 pub mod source;
 pub(crate) mod trace_diff;

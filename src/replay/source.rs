@@ -143,6 +143,7 @@ pub struct ReplaySource {
     calls: u64,
     order: MatchOrder,
     trace_id: Option<Uuid>,
+    agent: Option<String>,
     divergences: Vec<Divergence>,
     loading: PendingCalls<OpenCall>,
 }
@@ -259,6 +260,7 @@ impl ReplaySource {
             calls: 0,
             order: MatchOrder::default(),
             trace_id: None,
+            agent: None,
             divergences: Vec::new(),
             loading: PendingCalls::new(),
         }
@@ -277,7 +279,10 @@ impl ReplaySource {
 
     fn push_frame(&mut self, frame: TraceFrame) {
         let position = frame.position;
-        self.trace_id.get_or_insert(frame.provenance.trace_id);
+        if self.trace_id.is_none() {
+            self.trace_id = Some(frame.provenance.trace_id);
+            self.agent = Some(frame.provenance.agent.clone());
+        }
         if let Some(problem) = frame.body.exchange().and_then(|e| exchange::problem(frame.body.kind(), e)) {
             self.divergences.push(Divergence::at(DivergenceKind::InvalidTrace, position, problem));
             return;
@@ -552,20 +557,27 @@ impl ReplaySource {
 
     /// Ends the replay: every divergence, with the recordings never asked
     /// for (`unused_recording`, by position) last.
-    pub fn finish(mut self) -> Vec<Divergence> {
-        for (index, recording) in self.recordings.iter().enumerate() {
-            if !self.used[index] {
-                self.divergences.push(
-                    Divergence::at(
-                        DivergenceKind::UnusedRecording,
-                        recording.position,
-                        format!("the recorded call of `{}` at #{} was never made", recording.tool, recording.position),
-                    )
-                    .call(Some(recording.invocation_id), Some(&recording.tool)),
-                );
-            }
-        }
-        self.divergences
+    pub fn finish(self) -> Vec<Divergence> {
+        self.end()
+    }
+
+    /// What [`ReplaySource::finish`] reports, with the source kept (a
+    /// server's calls may still hold it).
+    pub fn end(&self) -> Vec<Divergence> {
+        let unused = self.recordings.iter().zip(&self.used).filter(|(_, used)| !**used).map(|(recording, _)| {
+            Divergence::at(
+                DivergenceKind::UnusedRecording,
+                recording.position,
+                format!("the recorded call of `{}` at #{} was never made", recording.tool, recording.position),
+            )
+            .call(Some(recording.invocation_id), Some(&recording.tool))
+        });
+        self.divergences.iter().cloned().chain(unused).collect()
+    }
+
+    /// The agent the recorded trace names (its first frame's).
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
     }
 }
 

@@ -18,7 +18,8 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::Printer;
 use crate::cli::runtime_setup::load_concurrent_runtime;
 use crate::cli::terminal;
-use crate::cli::tools::call::{CallArgs, call_document, parse_trace_id, print_unrecorded, runtime_flags};
+use crate::cli::replaying;
+use crate::cli::tools::call::{CallArgs, answering_from, call_document, parse_trace_id, print_unrecorded, runtime_flags};
 use crate::runtime::call::check_call_tags;
 use crate::runtime::{CallContext, CallError, CallOutcome, CallRequest, Cancel, MAX_CONCURRENT_CALLS};
 
@@ -34,7 +35,12 @@ pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
     // Tags that every call would refuse are refused once, before any call.
     check_call_tags(&args.tags)?;
     let jobs = args.jobs.map_or_else(default_jobs, usize::from);
+    let recorded = args.replay.load(ctx)?;
     let (runtime, _) = load_concurrent_runtime(runtime_flags(args), ctx)?;
+    let runtime = match &recorded {
+        Some(recorded) => answering_from(runtime, recorded, trace_id, ctx)?,
+        None => runtime,
+    };
     // Cancelled when nobody reads the output any more: the running calls are
     // killed rather than left to run to their timeouts.
     let cancel =
@@ -70,8 +76,10 @@ pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
     };
     pool::run_in_order(&calls, jobs, call, emit)
         .map_err(|e| CliError::problem(format!("cannot start the threads of the batch: {e}")))?;
+    // A replay's own verdict (a recorded call never made) counts as a failure.
+    let replayed = recorded.as_ref().map_or(Exit::Success, |recorded| replaying::report(&recorded.end()));
     if exit == Exit::Success || out.has_failed() {
-        return out.finish(exit);
+        return out.finish(worse(exit, replayed));
     }
     out.fail(failures(exit, &failed, calls.len()))
 }

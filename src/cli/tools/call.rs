@@ -1,6 +1,7 @@
 //! `rlp tools call`: one call through the whole runtime.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::{ArgGroup, Args};
 use serde_json::{Map, Value, json};
@@ -9,7 +10,10 @@ use uuid::Uuid;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic};
+use crate::cli::replaying::{self, ReplayFlags};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::replay::serving::RecordedTrace;
+use crate::runtime::Runtime;
 use crate::fsutil::{ReadError, read_limited, read_stream_limited};
 use crate::runtime::{CallError, CallOutcome, CallRequest, MAX_CONCURRENT_CALLS};
 use crate::text::terminal_safe;
@@ -33,6 +37,7 @@ Examples:
       '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Grace\"}}' \\
       | rlp tools call agents/demo --batch - --jobs 8
   rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --tag team=docs
+  rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --replay last
 
 A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
 (JSON values allowed); otherwise rlp asks on the terminal, and without one the call
@@ -51,7 +56,13 @@ Exit codes: 0 success, 1 the tool failed or its result is invalid,
 at most --jobs at once, all in one trace; every line is checked before any call runs.
 It prints one JSON line a call, in input order: the --format json document plus \"line\".
 Its exit code is 3 if any call was refused, else 2 if any had bad arguments, an unknown
-tool or an unanswered question, else 1 if any failed, else 0.")]
+tool or an unanswered question, else 1 if any failed, else 0.
+
+--replay TRACE answers the call from a recorded trace (an id, `last`, or a file of `rlp trace
+export`) instead of running the tool, as `rlp serve --replay` does (docs/replay.md): a call no
+recording answers fails (exit 1) naming the closest recorded call, unless --fallback live runs
+it. Calls given the same --trace-id share one replay: each recording answers once, in order.
+A --batch with --replay also exits 1 when a recorded call was never made.")]
 pub struct CallArgs {
     /// The bundle folder.
     pub bundle: PathBuf,
@@ -92,6 +103,8 @@ pub struct CallArgs {
     /// Add a tag to every frame of the call (repeatable), e.g. `team=mail`.
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,
+    #[command(flatten)]
+    pub replay: ReplayFlags,
 }
 
 /// `--answer ID=VALUE` flags, by question id (the text as given: the
@@ -186,7 +199,15 @@ pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     request.answers = read_answers(&args.answers)?;
     request.options = read_options(&args.options)?;
     request.tags = args.tags.clone();
+    let recorded = args.replay.load(ctx)?;
     let (runtime, _) = load_runtime(runtime_flags(args), ctx)?;
+    let runtime = match &recorded {
+        Some(recorded) => {
+            let trace_id = *request.trace_id.get_or_insert_with(Uuid::now_v7);
+            answering_from(runtime, recorded, trace_id, ctx)?
+        }
+        None => runtime,
+    };
     let mut out = Printer::stdout();
     match runtime.call(&request) {
         Ok(outcome) => {
@@ -213,6 +234,22 @@ pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
             out.fail(e.into())
         }
     }
+}
+
+/// `runtime` answering from the recording of `--replay`, its calls going
+/// into trace `trace_id`: the recordings that earlier calls of that trace
+/// used count as used (a replay may take several `rlp tools call`
+/// processes), and a new trace starts with the link to the recording.
+pub(super) fn answering_from(
+    runtime: Runtime,
+    recorded: &Arc<RecordedTrace>,
+    trace_id: Uuid,
+    ctx: &Context,
+) -> Result<Runtime, CliError> {
+    if !replaying::resume(ctx, trace_id, recorded)? {
+        replaying::link(&runtime, trace_id, recorded)?;
+    }
+    Ok(runtime.answering_from(recorded.clone()))
 }
 
 /// The flags of the runtime `rlp tools call` loads, one call or a batch.

@@ -50,10 +50,14 @@ fn human_entry(entry: &TimelineEntry, start: i64) -> String {
     let offset = entry.ts_ms.saturating_sub(start) as f64 / 1000.0;
     let tool = entry.tool.as_deref().unwrap_or("-");
     let what = match &entry.detail {
-        Detail::Call { args, tags } => {
+        Detail::Call { args, tags, replay } => {
             let mut text = compact(args);
             if !tags.is_empty() {
                 text.push_str(&format!("  tags: {}", tags.join(", ")));
+            }
+            if let Some(mark) = replay {
+                let at = mark.position.map(|p| format!(" #{p}")).unwrap_or_default();
+                text.push_str(&format!("  replay: {}{at} of trace {}", mark.answered.as_str(), mark.trace_id));
             }
             if let Some(id) = entry.invocation_id {
                 text.push_str(&format!("  (invocation {id})"));

@@ -1,0 +1,133 @@
+//! `--replay TRACE` of `rlp serve` and `rlp tools call`: calls answered
+//! from a recorded trace instead of run (docs/replay.md). The flags, the
+//! recording loaded, the link frame that starts the new trace, and how the
+//! replay went when it ends.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use uuid::Uuid;
+
+use crate::cli::Context;
+use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::{diagnostic, warning};
+use crate::cli::trace::parse_input;
+use crate::event::{EventKind, PAYLOAD_VERSION, Payload, ReplayAnswered, ReplayLinkPayload};
+use crate::ledger::query::{InputError, TraceInput, for_each_frame};
+use crate::replay::divergence::DivergenceKind;
+use crate::replay::serving::{Fallback, RecordedTrace, ReplayEnd};
+use crate::replay::source::MatchOrder;
+use crate::runtime::Runtime;
+
+/// Which recorded call may answer a call (`--match`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MatchFlag {
+    /// The next recorded call only: the calls come in the recorded order.
+    InOrder,
+    /// Any recorded call with the same tool and arguments not yet used, the earliest first.
+    AnyOrder,
+}
+
+/// What a call no recording answers gets (`--fallback`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FallbackFlag {
+    /// An error result naming the closest recorded call and how it differs.
+    Error,
+    /// A real run of the tool, recorded as live.
+    Live,
+}
+
+/// The flags of a command that can answer its calls from a recording.
+#[derive(Debug, Args)]
+pub struct ReplayFlags {
+    /// Answer every call from this recorded trace instead of running the tool: a trace id,
+    /// `last`, or a file written by `rlp trace export` (docs/replay.md).
+    #[arg(long, value_name = "TRACE|FILE.jsonl")]
+    pub replay: Option<String>,
+    /// Which recorded call answers a call: the next one (in-order), or any one with the same
+    /// tool and arguments (any-order, for agents that make calls in parallel).
+    #[arg(long = "match", value_enum, value_name = "ORDER", default_value_t = MatchFlag::InOrder, requires = "replay")]
+    pub match_order: MatchFlag,
+    /// What a call no recording answers gets: an error naming the closest recorded call, or a
+    /// real run of the tool (live), recorded as such.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = FallbackFlag::Error, requires = "replay")]
+    pub fallback: FallbackFlag,
+}
+
+/// The link frame's mode of a replay by `rlp serve` and `rlp tools call`.
+pub(crate) const SERVED: &str = "served";
+
+impl ReplayFlags {
+    /// The recording `--replay` names, loaded (its own problems shown as
+    /// warnings); `None` without `--replay`.
+    pub(crate) fn load(&self, ctx: &Context) -> Result<Option<Arc<RecordedTrace>>, CliError> {
+        let Some(text) = &self.replay else {
+            return Ok(None);
+        };
+        let input = parse_input(text, ctx)?;
+        let order = match self.match_order {
+            MatchFlag::InOrder => MatchOrder::InOrder,
+            MatchFlag::AnyOrder => MatchOrder::AnyOrder,
+        };
+        let fallback = match self.fallback {
+            FallbackFlag::Error => Fallback::Error,
+            FallbackFlag::Live => Fallback::Live,
+        };
+        let recorded = RecordedTrace::load(&input, order, fallback)?;
+        for problem in recorded.problems() {
+            warning(format!("the recording {input}: #{}: {}", problem.position.unwrap_or_default(), problem.message));
+        }
+        Ok(Some(Arc::new(recorded)))
+    }
+}
+
+/// Starts trace `trace_id` with the frame that links it to the recording
+/// it replays.
+pub(crate) fn link(runtime: &Runtime, trace_id: Uuid, recorded: &RecordedTrace) -> Result<(), CliError> {
+    let link = ReplayLinkPayload {
+        v: PAYLOAD_VERSION,
+        replay_of: recorded.trace_id(),
+        mode: SERVED.into(),
+        recorded_agent: recorded.agent(),
+    };
+    runtime.record_frame(trace_id, EventKind::TraceReplay, &link).map_err(|e| {
+        CliError::problem(format!("cannot record the start of the replay: {e}"))
+            .with_help("check that the ledger can be written")
+    })
+}
+
+/// Makes the calls already answered in trace `trace_id` (by earlier
+/// `rlp tools call --replay` processes) count as used; whether the trace
+/// has frames at all (it needs no link frame then).
+pub(crate) fn resume(ctx: &Context, trace_id: Uuid, recorded: &RecordedTrace) -> Result<bool, CliError> {
+    let input = TraceInput::Ledger { ledger: ctx.ledger()?, trace_id };
+    let read = for_each_frame(&input, |frame| {
+        if let Payload::ToolCall(call) = &frame.body
+            && let Some(mark) = &call.replay
+            && mark.answered == ReplayAnswered::Recording
+            && mark.trace_id == recorded.trace_id()
+            && let Some(id) = mark.invocation_id
+        {
+            recorded.mark_used(id);
+        }
+        ControlFlow::Continue(())
+    });
+    match read {
+        Ok(frames) => Ok(frames > 0),
+        Err(InputError::NoSuchTrace { .. } | InputError::NoLedger(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Says how the replay went on stderr: one line, then each call no
+/// recording answered and each recording never asked for. Exit 1 when
+/// there was one of either, for CI.
+pub(crate) fn report(end: &ReplayEnd) -> Exit {
+    diagnostic(&format!("rlp: {}", end.summary()));
+    let shown = [DivergenceKind::ExtraCall, DivergenceKind::OrderDivergence, DivergenceKind::UnusedRecording];
+    for divergence in end.divergences.iter().filter(|d| shown.contains(&d.kind)) {
+        diagnostic(&format!("  {}: {}", divergence.kind.as_str(), divergence.message));
+    }
+    if end.is_clean() { Exit::Success } else { Exit::Problems }
+}
