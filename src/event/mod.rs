@@ -30,9 +30,9 @@ pub(crate) mod traceparent;
 pub use kind::{EventKind, Payload};
 pub use payload::{
     CapAuditPayload, CommandRecord, Decision, HookEffect, Outcome, PAYLOAD_VERSION, RecordedAnswer, RecordedError,
-    ReplayAnswered, ReplayLinkPayload, ReplayMark, SandboxRecord, ServerExchangePayload, ServerRecord, ToolAnswerPayload, ToolCallPayload,
-    ToolConfirmPayload, ToolDiscoverPayload, ToolError, ToolHookPayload, ToolInquiryPayload, ToolResultPayload,
-    ToolSamplePayload, Usage,
+    ReplayAnswered, ReplayLinkPayload, ReplayMark, SandboxRecord, ServerExchangePayload, ServerRecord,
+    ToolAnswerPayload, ToolCallPayload, ToolConfirmPayload, ToolDiscoverPayload, ToolError, ToolHookPayload,
+    ToolInquiryPayload, ToolResultPayload, ToolSamplePayload, Usage,
 };
 pub use record::{Provenance, Record, RecordError, Recorder, now_ms};
 pub use row::{Event, PreparedRow, RowError};

@@ -14,7 +14,9 @@
 //!   answered ([`Answer::NotRecorded`], an `order_divergence`);
 //! - it matches no unused recording: `extra_call`, and
 //!   [`Answer::NotRecorded`] with the closest unused recording of the same
-//!   tool and the argument paths that differ ([`Miss`]);
+//!   tool and the argument paths that differ ([`Miss`]); in order, when
+//!   that is the next recording, the changed call takes its turn (the next
+//!   calls line up with theirs, and it is not reported unused);
 //! - [`ReplaySource::finish`] reports every recording never asked for as
 //!   `unused_recording`, by position.
 //!
@@ -432,7 +434,10 @@ impl ReplaySource {
         });
         let recordings = &self.recordings;
         let redacted = self.redacted.iter().copied().find(|&i| {
-            !used[i] && exact.is_none_or(|e| i < e) && recordings[i].tool == tool && arguments_match(&recordings[i].args, args)
+            !used[i]
+                && exact.is_none_or(|e| i < e)
+                && recordings[i].tool == tool
+                && arguments_match(&recordings[i].args, args)
         });
         redacted.or(exact)
     }
@@ -531,6 +536,11 @@ impl ReplaySource {
             );
             (None, Vec::new(), 0, message)
         };
+        // In order, a changed call in place of the next recording (same
+        // tool) takes its turn: the calls after it line up with theirs.
+        if self.order == MatchOrder::InOrder && later.is_none() && closest == Some(self.next) {
+            self.use_recording(self.next);
+        }
         // An extra call is at no recorded position; one out of order is at
         // the recording it matches.
         let (kind, at) = match later {
@@ -684,7 +694,11 @@ pub(crate) mod tests {
         );
         let Answer::NotRecorded(other) = source.answer("b", &json!({"other": true})) else { panic!("b answered") };
         assert_eq!(other.closest.map(|r| r.position), Some(3));
-        assert!(other.message.ends_with("whose arguments differ at /other (not recorded, given `true`)"), "{}", other.message);
+        assert!(
+            other.message.ends_with("whose arguments differ at /other (not recorded, given `true`)"),
+            "{}",
+            other.message
+        );
         let all = source.finish();
         assert_eq!(
             kinds(&all),
@@ -752,7 +766,8 @@ pub(crate) mod tests {
             "{}",
             miss.message
         );
-        assert_eq!(source.finish().len(), 2);
+        // In order, the changed call took the next recording's turn: it is not unused.
+        assert_eq!(kinds(&source.finish()), [(DivergenceKind::ExtraCall, None, Some(2))]);
     }
 
     #[test]

@@ -120,11 +120,9 @@ impl RecordedPlan {
 impl Plan for RecordedPlan {
     fn target(&self) -> String {
         match &self.answer {
-            Ok(call) => format!(
-                "the recording of trace {} at #{}",
-                call.mark.trace_id,
-                call.mark.position.unwrap_or_default()
-            ),
+            Ok(call) => {
+                format!("the recording of trace {} at #{}", call.mark.trace_id, call.mark.position.unwrap_or_default())
+            }
             Err(_) => "no recording".to_string(),
         }
     }

@@ -30,6 +30,7 @@ mod oci;
 mod otel;
 mod postgres;
 mod replay;
+mod replay_serve;
 mod runtime;
 mod sandbox;
 mod sandbox_escapes;

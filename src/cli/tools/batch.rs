@@ -16,10 +16,12 @@ use uuid::Uuid;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::Printer;
+use crate::cli::replaying;
 use crate::cli::runtime_setup::load_concurrent_runtime;
 use crate::cli::terminal;
-use crate::cli::replaying;
-use crate::cli::tools::call::{CallArgs, answering_from, call_document, parse_trace_id, print_unrecorded, runtime_flags};
+use crate::cli::tools::call::{
+    CallArgs, answering_from, call_document, parse_trace_id, print_unrecorded, runtime_flags,
+};
 use crate::runtime::call::check_call_tags;
 use crate::runtime::{CallContext, CallError, CallOutcome, CallRequest, Cancel, MAX_CONCURRENT_CALLS};
 

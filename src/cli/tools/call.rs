@@ -12,9 +12,9 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer, diagnostic};
 use crate::cli::replaying::{self, ReplayFlags};
 use crate::cli::runtime_setup::{RuntimeFlags, load_runtime};
+use crate::fsutil::{ReadError, read_limited, read_stream_limited};
 use crate::replay::serving::RecordedTrace;
 use crate::runtime::Runtime;
-use crate::fsutil::{ReadError, read_limited, read_stream_limited};
 use crate::runtime::{CallError, CallOutcome, CallRequest, MAX_CONCURRENT_CALLS};
 use crate::text::terminal_safe;
 
