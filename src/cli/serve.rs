@@ -32,7 +32,7 @@ Examples:
   rlp serve agents/demo --http 127.0.0.1:8931
   rlp serve agents/demo --http 0.0.0.0:8931 --token-file /etc/rlp/token
   rlp serve agents/demo --task-after 500      # calls past 0.5 s go on as MCP tasks
-  rlp serve agents/demo --replay golden.jsonl --match any-order
+  rlp serve agents/demo --replay golden.jsonl --match any-order   # exit 1: no client made the recorded calls
 
 --expose core lists only the tools marked \"discoverability\": \"core\" and three meta-tools,
 rlp.search_tools, rlp.describe_tools and rlp.call_tool, that find, show and call the rest

@@ -36,8 +36,8 @@ Examples:
   printf '%s\\n' '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Ada\"}}' \\
       '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Grace\"}}' \\
       | rlp tools call agents/demo --batch - --jobs 8
+  rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --replay last   # answered from the newest trace
   rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --tag team=docs
-  rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --replay last
 
 A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
 (JSON values allowed); otherwise rlp asks on the terminal, and without one the call
