@@ -45,6 +45,12 @@ pub(crate) const SLOTS: usize = 1024;
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// Set first thing by the handler of a fatal signal (see [`settle`]).
 static ENDING: AtomicBool = AtomicBool::new(false);
+/// The exit code a stop (SIGTERM, SIGINT, SIGHUP) ends the process with,
+/// once the handler has cleaned up, instead of the signal's own end; -1:
+/// none (see [`on_stop_exit`]).
+static STOP_CODE: AtomicI32 = AtomicI32::new(-1);
+/// What the handler writes on stderr before it exits with [`STOP_CODE`].
+static STOP_MESSAGE: AtomicPtr<c_char> = AtomicPtr::new(std::ptr::null_mut());
 /// Process groups of running tools (0: a free slot).
 static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 /// Temporary files being written, as C strings (null: a free slot).
@@ -141,12 +147,33 @@ extern "C" fn on_signal(signal: libc::c_int) {
     for path in DIRS.iter().filter_map(slot_path) {
         remove_tree_at(CWD, path, 0);
     }
+    let code = STOP_CODE.load(Ordering::SeqCst);
+    if code >= 0 && [libc::SIGTERM, libc::SIGINT, libc::SIGHUP].contains(&signal) {
+        if let Some(message) = slot_path(&STOP_MESSAGE) {
+            let bytes = message.to_bytes();
+            // SAFETY: write and _exit are async-signal-safe; the message
+            // is a static C string.
+            unsafe { libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len()) };
+        }
+        // SAFETY: as above.
+        unsafe { libc::_exit(code) };
+    }
     // SAFETY: signal and raise are async-signal-safe; the default action of
     // these signals ends the process.
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
     }
+}
+
+/// Makes a stop (SIGTERM, SIGINT or SIGHUP) end the process with exit code
+/// `code` and `message` on stderr, once the handler has cleaned up, rather
+/// than by the signal: for a command whose verdict is known as it runs
+/// (a replay server: whether every call matched its recording). Called
+/// again as the verdict changes.
+pub(crate) fn on_stop_exit(code: u8, message: &'static CStr) {
+    STOP_MESSAGE.store(message.as_ptr().cast_mut(), Ordering::SeqCst);
+    STOP_CODE.store(i32::from(code), Ordering::SeqCst);
 }
 
 /// Returns at once, unless a fatal signal is being handled on another

@@ -60,8 +60,9 @@ pub(crate) const SERVED: &str = "served";
 
 impl ReplayFlags {
     /// The recording `--replay` names, loaded (its own problems shown as
-    /// warnings); `None` without `--replay`.
-    pub(crate) fn load(&self, ctx: &Context) -> Result<Option<Arc<RecordedTrace>>, CliError> {
+    /// warnings); `None` without `--replay`. A `server`'s stop by a signal
+    /// ends it with the replay's verdict so far ([`stop_verdict`]).
+    pub(crate) fn load(&self, ctx: &Context, server: bool) -> Result<Option<Arc<RecordedTrace>>, CliError> {
         let Some(text) = &self.replay else {
             return Ok(None);
         };
@@ -74,11 +75,30 @@ impl ReplayFlags {
             FallbackFlag::Error => Fallback::Error,
             FallbackFlag::Live => Fallback::Live,
         };
-        let recorded = RecordedTrace::load(&input, order, fallback)?;
+        let mut recorded = RecordedTrace::load(&input, order, fallback)?;
+        if server {
+            recorded = recorded.telling(stop_verdict);
+        }
         for problem in recorded.problems() {
             warning(format!("the recording {input}: #{}: {}", problem.position.unwrap_or_default(), problem.message));
         }
         Ok(Some(Arc::new(recorded)))
+    }
+}
+
+/// What a replay server stopped by a signal (SIGTERM, SIGINT, SIGHUP) exits
+/// with: 0 when the replay is clean so far, else 1, with a line saying so.
+fn stop_verdict(clean: bool) {
+    if clean {
+        crate::interrupt::on_stop_exit(
+            0,
+            c"rlp: stopped; every call was answered from the recording, which was used up\n",
+        );
+    } else {
+        crate::interrupt::on_stop_exit(
+            1,
+            c"rlp: stopped; the replay was not clean: a call matched no recording, or a recorded call was never made\n",
+        );
     }
 }
 

@@ -188,7 +188,7 @@ pub(crate) fn run(args: &ServeArgs, ctx: &Context) -> CliResult {
         ask_questions: false,
         serving: true,
     };
-    let recorded = args.replay.load(ctx)?;
+    let recorded = args.replay.load(ctx, true)?;
     let (mut runtime, _) = load_runtime(flags, ctx)?;
     if let Some(recorded) = &recorded {
         runtime = runtime.answering_from(recorded.clone());

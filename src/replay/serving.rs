@@ -45,6 +45,8 @@ pub struct RecordedTrace {
     trace_id: Uuid,
     fallback: Fallback,
     tally: Mutex<Tally>,
+    /// Told whether the replay is clean so far, after every call.
+    on_verdict: Option<fn(bool)>,
 }
 
 impl std::fmt::Debug for RecordedTrace {
@@ -105,7 +107,17 @@ impl RecordedTrace {
     /// A recorded trace answering from `source`.
     pub fn new(source: ReplaySource, fallback: Fallback) -> RecordedTrace {
         let trace_id = source.trace_id().unwrap_or_default();
-        RecordedTrace { source: Mutex::new(source), trace_id, fallback, tally: Mutex::default() }
+        RecordedTrace { source: Mutex::new(source), trace_id, fallback, tally: Mutex::default(), on_verdict: None }
+    }
+
+    /// The recorded trace telling `on_verdict` whether the replay is clean
+    /// so far (every call answered from the recording, every recording
+    /// used): now, and after every call.
+    pub fn telling(mut self, on_verdict: fn(bool)) -> RecordedTrace {
+        let clean = self.source.get_mut().unwrap_or_else(PoisonError::into_inner).all_used();
+        on_verdict(clean);
+        self.on_verdict = Some(on_verdict);
+        self
     }
 
     /// The recorded trace's id.
@@ -154,6 +166,18 @@ impl RecordedTrace {
 impl Recording for RecordedTrace {
     fn lookup(&self, tool: &str, arguments: &Value) -> Lookup {
         let mut source = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+        let lookup = self.answer(&mut source, tool, arguments);
+        if let Some(on_verdict) = self.on_verdict {
+            let tally = *self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+            on_verdict(tally.live == 0 && tally.unmatched == 0 && source.all_used());
+        }
+        lookup
+    }
+}
+
+impl RecordedTrace {
+    /// What answers a call of `tool` with `arguments`, counted.
+    fn answer(&self, source: &mut ReplaySource, tool: &str, arguments: &Value) -> Lookup {
         match source.answer(tool, arguments) {
             Answer::Recorded(recording) => {
                 let call = RecordedCall {

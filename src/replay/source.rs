@@ -585,6 +585,11 @@ impl ReplaySource {
         self.divergences.iter().cloned().chain(unused).collect()
     }
 
+    /// Whether every recording has answered a call.
+    pub fn all_used(&self) -> bool {
+        self.next >= self.used.len()
+    }
+
     /// The agent the recorded trace names (its first frame's).
     pub fn agent(&self) -> Option<&str> {
         self.agent.as_deref()

@@ -104,10 +104,30 @@ fn marks(td: &TestDir, trace: &str) -> Vec<Value> {
     calls_of(td, trace).into_iter().map(|call| call["replay"].clone()).collect()
 }
 
+/// How a raw session ends.
+#[derive(Clone, Copy)]
+enum End {
+    /// The client closes the server's standard input.
+    CloseInput,
+    /// The server gets this signal, its input still open.
+    Signal(i32),
+}
+
 /// A raw stdio session with `rlp serve <desk> <args…>`: the handshake, then
 /// each call in turn (its response read), then standard input closed;
 /// returns the responses and how the server ended.
 fn raw_session(td: &TestDir, desk: &Path, args: &[&str], calls: &[(&str, Value)]) -> (Vec<Value>, Output) {
+    raw_session_ending(td, desk, args, calls, End::CloseInput)
+}
+
+/// [`raw_session`], ended as `end` says.
+fn raw_session_ending(
+    td: &TestDir,
+    desk: &Path,
+    args: &[&str],
+    calls: &[(&str, Value)],
+    end: End,
+) -> (Vec<Value>, Output) {
     let mut server = td
         .command()
         .arg("serve")
@@ -132,9 +152,21 @@ fn raw_session(td: &TestDir, desk: &Path, args: &[&str], calls: &[(&str, Value)]
         let line = lines.next().unwrap().unwrap();
         responses.push(serde_json::from_str(&line).unwrap());
     }
-    drop(stdin);
+    // Under a signal, the input stays open until the server is gone.
+    let held = match end {
+        End::CloseInput => {
+            drop(stdin);
+            None
+        }
+        End::Signal(signal) => {
+            crate::support::process::signal(server.id() as i32, signal);
+            Some(stdin)
+        }
+    };
     drop(lines);
-    (responses, server.wait_with_output().unwrap())
+    let out = server.wait_with_output().unwrap();
+    drop(held);
+    (responses, out)
 }
 
 #[test]
@@ -298,4 +330,25 @@ fn tools_call_replay_answers_one_call_a_process_in_one_trace() {
     let (out, _) = td.expect(1, &["trace", "diff", golden_arg, trace]);
     assert_contains(&out, "extra_call");
     assert!(!out.contains("args_mismatch") && !out.contains("result_changed"), "{out}");
+}
+
+#[test]
+fn a_replay_server_stopped_by_a_signal_exits_with_the_verdict_so_far() {
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let steps = json!([call("desk.greet", json!({"name": "Ada"})), call("desk.count", json!({}))]);
+    mcp::drive(&scenario(stdio(&td, &desk, &[]), "legacy", None, steps));
+    let golden = td.join("two.jsonl");
+    td.expect(0, &["trace", "export", &stdio_trace(&td), "-o", golden.to_str().unwrap()]);
+    let args = ["--replay", golden.to_str().unwrap()];
+    let both = [("desk.greet", json!({"name": "Ada"})), ("desk.count", json!({}))];
+
+    let (responses, out) = raw_session_ending(&td, &desk, &args, &both, End::Signal(libc::SIGTERM));
+    assert_eq!(responses[1]["result"]["structuredContent"], json!({"result": 3}), "{}", responses[1]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_contains(&stderr(&out), "rlp: stopped; every call was answered from the recording, which was used up\n");
+
+    let (_, out) = raw_session_ending(&td, &desk, &args, &both[..1], End::Signal(libc::SIGINT));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_contains(&stderr(&out), "rlp: stopped; the replay was not clean");
 }

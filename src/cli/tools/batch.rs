@@ -37,7 +37,7 @@ pub(crate) fn run(args: &CallArgs, path: &Path, ctx: &Context) -> CliResult {
     // Tags that every call would refuse are refused once, before any call.
     check_call_tags(&args.tags)?;
     let jobs = args.jobs.map_or_else(default_jobs, usize::from);
-    let recorded = args.replay.load(ctx)?;
+    let recorded = args.replay.load(ctx, false)?;
     let (runtime, _) = load_concurrent_runtime(runtime_flags(args), ctx)?;
     let runtime = match &recorded {
         Some(recorded) => answering_from(runtime, recorded, trace_id, ctx)?,

@@ -199,7 +199,7 @@ pub(crate) fn run(args: &CallArgs, ctx: &Context) -> CliResult {
     request.answers = read_answers(&args.answers)?;
     request.options = read_options(&args.options)?;
     request.tags = args.tags.clone();
-    let recorded = args.replay.load(ctx)?;
+    let recorded = args.replay.load(ctx, false)?;
     let (runtime, _) = load_runtime(runtime_flags(args), ctx)?;
     let runtime = match &recorded {
         Some(recorded) => {
