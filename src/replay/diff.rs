@@ -13,6 +13,8 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::ledger::redact::is_placeholder;
+
 /// What happened at a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,6 +67,23 @@ impl Diff {
     pub(crate) fn is_empty(&self) -> bool {
         self.changes.is_empty() && self.more == 0
     }
+}
+
+/// Whether `value` holds a placeholder of a redacted export.
+pub(crate) fn holds_placeholder(value: &Value) -> bool {
+    match value {
+        Value::String(text) => is_placeholder(text),
+        Value::Array(items) => items.iter().any(holds_placeholder),
+        Value::Object(members) => members.values().any(holds_placeholder),
+        _ => false,
+    }
+}
+
+/// Whether a change is only a placeholder of a redacted export on one side
+/// (which stands for any value).
+pub(crate) fn is_placeholder_change(change: &Change) -> bool {
+    let placeholder = |value: &Option<Value>| matches!(value, Some(Value::String(text)) if is_placeholder(text));
+    placeholder(&change.recorded) || placeholder(&change.replayed)
 }
 
 /// Appends one reference token to a JSON Pointer (`~` → `~0`, `/` → `~1`).

@@ -39,7 +39,7 @@ use crate::event::{EventKind, Outcome, Payload, Usage};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{InputError, TraceInput, for_each_frame};
 use crate::ledger::redact::is_placeholder;
-use crate::replay::diff::{Change, diff, json_equal};
+use crate::replay::diff::{Change, diff, holds_placeholder, is_placeholder_change, json_equal};
 use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::replay::exchange;
 use crate::replay::hooked::HookView;
@@ -164,16 +164,6 @@ fn key(tool: &str, args: &Value) -> (String, String) {
     (tool.to_string(), canonical_text(args))
 }
 
-/// Whether `value` holds a placeholder of a redacted export.
-fn holds_placeholder(value: &Value) -> bool {
-    match value {
-        Value::String(text) => is_placeholder(text),
-        Value::Array(items) => items.iter().any(holds_placeholder),
-        Value::Object(members) => members.values().any(holds_placeholder),
-        _ => false,
-    }
-}
-
 /// Whether `given` arguments match `recorded` ones: equal, numbers by
 /// value, a placeholder matching anything at its place.
 fn arguments_match(recorded: &Value, given: &Value) -> bool {
@@ -191,11 +181,7 @@ fn arguments_match(recorded: &Value, given: &Value) -> bool {
 /// aside: the first [`LISTED_PATHS`], and how many more.
 fn argument_changes(recorded: &Value, given: &Value) -> (Vec<Change>, u64) {
     let found = diff(recorded, given, usize::MAX);
-    let mut changes: Vec<Change> = found
-        .changes
-        .into_iter()
-        .filter(|c| !matches!(&c.recorded, Some(Value::String(text)) if is_placeholder(text)))
-        .collect();
+    let mut changes: Vec<Change> = found.changes.into_iter().filter(|c| !is_placeholder_change(c)).collect();
     let more = changes.len().saturating_sub(LISTED_PATHS) as u64;
     changes.truncate(LISTED_PATHS);
     (changes, more)

@@ -23,6 +23,7 @@ use crate::event::canonical::canonical_text;
 use crate::event::{EventKind, Outcome, Payload, ServerExchangePayload};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{TraceInput, for_each_frame};
+use crate::replay::diff::holds_placeholder;
 use crate::replay::exchange;
 use crate::replay::trace_diff::TraceDiffError;
 
@@ -80,6 +81,9 @@ pub(crate) struct CallDigest {
     pub tool: u32,
     /// Digest of the arguments.
     pub args: Digest,
+    /// Whether the arguments hold a placeholder of a redacted export (so
+    /// digests alone cannot tell them equal).
+    pub redacted: bool,
     /// The final outcome.
     pub outcome: OutcomeDigest,
 }
@@ -131,7 +135,7 @@ impl Side {
 struct Loader {
     side: Side,
     interned: HashMap<String, u32>,
-    pending: PendingCalls<(u32, Digest)>,
+    pending: PendingCalls<(u32, Digest, bool)>,
 }
 
 impl Loader {
@@ -154,13 +158,15 @@ impl Loader {
         match body {
             Payload::ToolCall(call) => {
                 let tool = self.intern(&call.tool);
-                self.pending.open(call.invocation_id, position, (tool, digest(&call.args))).map_err(|earlier| {
-                    format!(
-                        "a second {} for invocation {} while the call at #{earlier} is still waiting",
-                        EventKind::ToolCall,
-                        call.invocation_id
-                    )
-                })
+                self.pending
+                    .open(call.invocation_id, position, (tool, digest(&call.args), holds_placeholder(&call.args)))
+                    .map_err(|earlier| {
+                        format!(
+                            "a second {} for invocation {} while the call at #{earlier} is still waiting",
+                            EventKind::ToolCall,
+                            call.invocation_id
+                        )
+                    })
             }
             Payload::ToolResult(result) => {
                 if self.pending.get(&result.invocation_id).is_none() {
@@ -209,11 +215,12 @@ impl Loader {
         &mut self,
         id: Uuid,
         position: u64,
-        (tool, args): (u32, Digest),
+        (tool, args, redacted): (u32, Digest, bool),
         result: Option<u64>,
         outcome: OutcomeDigest,
     ) {
-        self.side.calls.push(CallDigest { position, result_position: result, invocation_id: id, tool, args, outcome });
+        let call = CallDigest { position, result_position: result, invocation_id: id, tool, args, redacted, outcome };
+        self.side.calls.push(call);
     }
 
     fn finish(mut self) -> Side {

@@ -32,7 +32,7 @@ use std::fmt;
 
 use crate::error::{Exit, Reportable};
 use crate::ledger::query::{InputError, TraceInput};
-use crate::replay::diff::Change;
+use crate::replay::diff::{Change, is_placeholder_change};
 use crate::replay::trace_diff::align::{Step, align};
 use crate::replay::trace_diff::digest::{CallDigest, Digest, ExchangeDigest, OutcomeDigest, Side, load};
 
@@ -195,20 +195,27 @@ fn outcomes_equal(baseline: &Side, b: &CallDigest, candidate: &Side, c: &CallDig
 }
 
 /// What differs between two calls taken to be the same one: their
-/// arguments first (then the outcomes are not compared), then their outcomes.
-fn compare(baseline: &Side, i: usize, candidate: &Side, j: usize) -> Option<Found> {
+/// arguments first (then the outcomes are not compared), then their
+/// outcomes. Arguments holding placeholders of a redacted export are told
+/// equal or not only by their paths ([`trace_diff`]): their outcomes are
+/// compared too.
+fn compare(baseline: &Side, i: usize, candidate: &Side, j: usize) -> Vec<Found> {
     let (b, c) = (&baseline.calls[i], &candidate.calls[j]);
+    let mut found = Vec::new();
     if b.args != c.args {
-        return Some(Found::new(DiffKind::ArgsMismatch, Some(i), Some(j)));
+        found.push(Found::new(DiffKind::ArgsMismatch, Some(i), Some(j)));
+        if !(b.redacted || c.redacted) {
+            return found;
+        }
     }
-    if outcomes_equal(baseline, b, candidate, c) {
-        return None;
+    if !outcomes_equal(baseline, b, candidate, c) {
+        let kind = match (b.outcome, c.outcome) {
+            (OutcomeDigest::Result(_), OutcomeDigest::Result(_)) => DiffKind::ResultChanged,
+            _ => DiffKind::OutcomeChanged,
+        };
+        found.push(Found::new(kind, Some(i), Some(j)));
     }
-    let kind = match (b.outcome, c.outcome) {
-        (OutcomeDigest::Result(_), OutcomeDigest::Result(_)) => DiffKind::ResultChanged,
-        _ => DiffKind::OutcomeChanged,
-    };
-    Some(Found::new(kind, Some(i), Some(j)))
+    found
 }
 
 /// The divergences of an alignment, in its order.
@@ -308,7 +315,15 @@ pub(crate) fn trace_diff(baseline: &TraceInput, candidate: &TraceInput) -> Resul
         let changes = x.diff(y);
         divergence.changes = changes.changes;
         divergence.more_changes = changes.more;
+        // A placeholder of a redacted export stands for any value.
+        if divergence.kind == DiffKind::ArgsMismatch && (b.calls[i].redacted || c.calls[j].redacted) {
+            divergence.changes.retain(|change| !is_placeholder_change(change));
+        }
     }
+    // Arguments that differ only at placeholders do not differ.
+    let redacted =
+        |d: &Found| d.baseline.is_some_and(|i| b.calls[i].redacted) || d.candidate.is_some_and(|j| c.calls[j].redacted);
+    found.retain(|d| !(d.kind == DiffKind::ArgsMismatch && redacted(d) && d.changes.is_empty() && d.more_changes == 0));
     Ok(TraceDiff { baseline: b, candidate: c, greedy, divergences: found })
 }
 
@@ -375,6 +390,29 @@ mod tests {
 
     fn paths(found: &Found) -> Vec<String> {
         found.changes.iter().map(|c| format!("{} {}", c.op.as_str(), c.path)).collect()
+    }
+
+    /// A call of `mail.send` with `args`, and its result.
+    fn sent(side: u8, n: u8, args: Value) -> [(&'static str, Value); 2] {
+        let id = format!("0197a002-0000-7000-8000-{side:02x}{n:010}");
+        [
+            ("tool.call", json!({"v": 1, "tool": "mail.send", "args": args, "invocation_id": id})),
+            ("tool.result", json!({"v": 1, "invocation_id": id, "result": {"id": n}, "attempt": 1})),
+        ]
+    }
+
+    #[test]
+    fn a_placeholder_of_a_redacted_baseline_stands_for_any_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut baseline = sent(0xa, 1, json!({"to": "<redacted:1>", "subject": "hi"})).to_vec();
+        baseline.extend(sent(0xa, 2, json!({"to": "<redacted:1>", "subject": "again"})));
+        let mut candidate = sent(0xb, 1, json!({"to": "ada@example.com", "subject": "hi"})).to_vec();
+        candidate.extend(sent(0xb, 2, json!({"to": "ada@example.com", "subject": "changed"})));
+        let diff = trace_diff(&written(dir.path(), 0xa, &baseline), &written(dir.path(), 0xb, &candidate)).unwrap();
+        let kinds: Vec<&str> = diff.divergences.iter().map(|d| d.kind.as_str()).collect();
+        assert_eq!(kinds, ["args_mismatch"], "{:?}", diff.divergences);
+        assert_eq!((diff.divergences[0].baseline, diff.divergences[0].candidate), (Some(1), Some(1)));
+        assert_eq!(paths(&diff.divergences[0]), ["changed /subject"]);
     }
 
     #[test]
