@@ -20,8 +20,13 @@ use crate::secrets::Resolution;
 impl Runtime {
     /// The servers whose resources and prompts may be offered, in
     /// tools.json order: those the effective policy grants every capability
-    /// of (whatever the trust policy says; it is asked at each request).
+    /// of (whatever the trust policy says; it is asked at each request);
+    /// none under a replay.
     pub fn exposed_servers(&self) -> Vec<&Server> {
+        // A replay runs nothing: no server is started for what it offers.
+        if self.recording().is_some() {
+            return Vec::new();
+        }
         let policy = &self.policy().effective;
         self.servers().iter().filter(|server| server.required_capabilities().iter().all(|c| policy.allows(c))).collect()
     }
