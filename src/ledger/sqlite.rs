@@ -41,10 +41,14 @@ const BUSY_RETRIES: u32 = 20;
 const SCHEMA: &str = include_str!("../event/schema.sql");
 /// The tables beside `events`, created at the upgrade.
 const LAYOUT: &str = include_str!("sqlite_layout.sql");
-/// Refuses rows outside the per-trace chains once a ledger is upgraded.
+/// Refuses rows outside the per-trace chains once a ledger is upgraded; and
+/// drops the partial index of unsealed traces earlier ledgers had (every
+/// head move rewrote its entry: a page more per commit, where a checkpoint
+/// scans the head rows instead).
 const CHAINED_ONLY: &str = "CREATE TRIGGER IF NOT EXISTS rlp_events_chained BEFORE INSERT ON events
      WHEN NEW.trace_seq IS NULL
-     BEGIN SELECT RAISE(ABORT, 'this ledger was upgraded to per-trace chains by a newer rlp: upgrade rlp'); END";
+     BEGIN SELECT RAISE(ABORT, 'this ledger was upgraded to per-trace chains by a newer rlp: upgrade rlp'); END;
+     DROP INDEX IF EXISTS rlp_traces_unsealed";
 
 const COLUMNS: &str =
     "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq";
@@ -55,8 +59,8 @@ const INSERT: &str =
     "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 const READ_HEAD: &str = "SELECT frames, head, sealed FROM rlp_traces WHERE trace_id = ?1";
-const WRITE_HEAD: &str = "INSERT INTO rlp_traces (trace_id, frames, head) VALUES (?1, ?2, ?3)
-     ON CONFLICT (trace_id) DO UPDATE SET frames = excluded.frames, head = excluded.head";
+const MOVE_HEAD: &str = "UPDATE rlp_traces SET frames = ?2, head = ?3 WHERE trace_id = ?1";
+const NEW_HEAD: &str = "INSERT INTO rlp_traces (trace_id, frames, head) VALUES (?1, ?2, ?3)";
 
 /// One row per trace: `rlp trace list`. Kinds and the deny decision are
 /// bound by name.
@@ -162,17 +166,19 @@ impl From<rusqlite::Error> for AppendError {
     }
 }
 
-/// The chain of `trace` as its head row has it (empty when it has none).
-fn read_chain(conn: &Connection, trace: &Uuid) -> Result<TraceChain, AppendError> {
+/// The chain of `trace` as its head row has it, and whether it has one
+/// (empty when it has none).
+fn read_chain(conn: &Connection, trace: &Uuid) -> Result<(TraceChain, bool), AppendError> {
     let head: Option<(i64, String)> =
         conn.prepare_cached(READ_HEAD)?.query_row([trace.to_string()], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
     match head {
-        None => Ok(TraceChain::EMPTY),
-        Some((frames, head)) => TraceChain::of_head(frames, &head).ok_or_else(|| {
-            AppendError::Edited(format!(
+        None => Ok((TraceChain::EMPTY, false)),
+        Some((frames, head)) => match TraceChain::of_head(frames, &head) {
+            Some(chain) => Ok((chain, true)),
+            None => Err(AppendError::Edited(format!(
                 "the head `{head}` of trace {trace} in rlp_traces is not 64 hex digits; the ledger was edited"
-            ))
-        }),
+            ))),
+        },
     }
 }
 
@@ -193,11 +199,20 @@ fn insert(conn: &Connection, row: &PreparedRow, chain: &mut TraceChain) -> rusql
     Ok(conn.last_insert_rowid())
 }
 
-/// Moves the head rows of `chains` to where they stand.
-fn write_heads(conn: &Connection, chains: &[(Uuid, TraceChain)]) -> rusqlite::Result<()> {
-    let mut statement = conn.prepare_cached(WRITE_HEAD)?;
-    for (trace, chain) in chains {
-        statement.execute(params![trace.to_string(), chain.frames, chain.head_hex()])?;
+/// One trace's chain while rows are appended to it: where it stands, and
+/// whether its head row existed before.
+struct Appending {
+    trace: Uuid,
+    chain: TraceChain,
+    known: bool,
+}
+
+/// Moves the head rows of `chains` to where they stand (a new trace's is
+/// made).
+fn write_heads(conn: &Connection, chains: &[Appending]) -> rusqlite::Result<()> {
+    for Appending { trace, chain, known } in chains {
+        let statement = if *known { MOVE_HEAD } else { NEW_HEAD };
+        conn.prepare_cached(statement)?.execute(params![trace.to_string(), chain.frames, chain.head_hex()])?;
     }
     Ok(())
 }
@@ -207,14 +222,15 @@ fn write_heads(conn: &Connection, chains: &[(Uuid, TraceChain)]) -> rusqlite::Re
 fn append_rows(conn: &Connection, rows: &[PreparedRow]) -> Result<Vec<i64>, AppendError> {
     let mut chains = Vec::new();
     for trace in traces_of(rows) {
-        chains.push((trace, read_chain(conn, &trace)?));
+        let (chain, known) = read_chain(conn, &trace)?;
+        chains.push(Appending { trace, chain, known });
     }
     let mut ids = Vec::with_capacity(rows.len());
     for row in rows {
-        let Some((_, chain)) = chains.iter_mut().find(|(trace, _)| *trace == row.trace_id) else {
+        let Some(appending) = chains.iter_mut().find(|a| a.trace == row.trace_id) else {
             unreachable!("traces_of lists every row's trace")
         };
-        ids.push(insert(conn, row, chain)?);
+        ids.push(insert(conn, row, &mut appending.chain)?);
     }
     write_heads(conn, &chains)?;
     Ok(ids)
@@ -690,7 +706,7 @@ struct SqliteBulk<'a> {
     ledger: &'a SqliteLedger,
     conn: MutexGuard<'a, Connection>,
     /// The chains appended to, moved in the database at the commit.
-    chains: Vec<(Uuid, TraceChain)>,
+    chains: Vec<Appending>,
     /// The first and last row ids appended.
     span: Option<(i64, i64)>,
     committed: bool,
@@ -713,15 +729,16 @@ impl BulkAppend for SqliteBulk<'_> {
     }
 
     fn append(&mut self, row: &PreparedRow) -> Result<(), LedgerError> {
-        let index = match self.chains.iter().position(|(trace, _)| *trace == row.trace_id) {
+        let index = match self.chains.iter().position(|a| a.trace == row.trace_id) {
             Some(index) => index,
             None => {
-                let chain = read_chain(&self.conn, &row.trace_id).map_err(|e| self.ledger.append_failed(e))?;
-                self.chains.push((row.trace_id, chain));
+                let (chain, known) =
+                    read_chain(&self.conn, &row.trace_id).map_err(|e| self.ledger.append_failed(e))?;
+                self.chains.push(Appending { trace: row.trace_id, chain, known });
                 self.chains.len() - 1
             }
         };
-        let chain = &mut self.chains[index].1;
+        let chain = &mut self.chains[index].chain;
         let id = insert(&self.conn, row, chain).map_err(|e| self.ledger.sqlite(e))?;
         self.span = Some(self.span.map_or((id, id), |(first, _)| (first, id)));
         Ok(())

@@ -13,7 +13,6 @@ CREATE TABLE rlp_traces (
     head TEXT NOT NULL,
     sealed INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE INDEX rlp_traces_unsealed ON rlp_traces (trace_id) WHERE frames <> sealed;
 CREATE TABLE rlp_checkpoints (
     seq INTEGER PRIMARY KEY,
     statement TEXT NOT NULL,
