@@ -732,8 +732,7 @@ impl BulkAppend for SqliteBulk<'_> {
         let index = match self.chains.iter().position(|a| a.trace == row.trace_id) {
             Some(index) => index,
             None => {
-                let (chain, known) =
-                    read_chain(&self.conn, &row.trace_id).map_err(|e| self.ledger.append_failed(e))?;
+                let (chain, known) = read_chain(&self.conn, &row.trace_id).map_err(|e| self.ledger.append_failed(e))?;
                 self.chains.push(Appending { trace: row.trace_id, chain, known });
                 self.chains.len() - 1
             }
