@@ -19,6 +19,7 @@ use crate::replay::divergence::DivergenceKind;
 use crate::replay::serving::{Fallback, RecordedTrace, ReplayEnd};
 use crate::replay::source::MatchOrder;
 use crate::runtime::Runtime;
+use crate::text::terminal_safe;
 
 /// Which recorded call may answer a call (`--match`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -144,10 +145,50 @@ pub(crate) fn resume(ctx: &Context, trace_id: Uuid, recorded: &RecordedTrace) ->
 /// recording answered and each recording never asked for. Exit 1 when
 /// there was one of either, for CI.
 pub(crate) fn report(end: &ReplayEnd) -> Exit {
-    diagnostic(&format!("rlp: {}", end.summary()));
-    let shown = [DivergenceKind::ExtraCall, DivergenceKind::OrderDivergence, DivergenceKind::UnusedRecording];
-    for divergence in end.divergences.iter().filter(|d| shown.contains(&d.kind)) {
-        diagnostic(&format!("  {}: {}", divergence.kind.as_str(), divergence.message));
+    for line in report_lines(end) {
+        diagnostic(&line);
     }
     if end.is_clean() { Exit::Success } else { Exit::Problems }
+}
+
+/// The lines of [`report`]; what the recording wrote (tool names, values)
+/// cannot drive the terminal.
+fn report_lines(end: &ReplayEnd) -> Vec<String> {
+    let shown = [DivergenceKind::ExtraCall, DivergenceKind::OrderDivergence, DivergenceKind::UnusedRecording];
+    let listed = end
+        .divergences
+        .iter()
+        .filter(|d| shown.contains(&d.kind))
+        .map(|d| format!("  {}: {}", d.kind.as_str(), terminal_safe(&d.message)));
+    std::iter::once(format!("rlp: {}", end.summary())).chain(listed).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::divergence::Divergence;
+    use crate::replay::serving::Tally;
+
+    #[test]
+    fn the_report_names_what_diverged_and_a_recording_cannot_drive_the_terminal() {
+        let hostile = "the recorded call of `\u{1b}]0;owned\u{7}x` at #3 was never made";
+        let end = ReplayEnd {
+            trace_id: Uuid::nil(),
+            tally: Tally { recorded: 1, live: 0, unmatched: 0 },
+            divergences: vec![
+                Divergence::at(DivergenceKind::UnusedRecording, 3, hostile.to_string()),
+                Divergence::at(DivergenceKind::InvalidTrace, 9, "shown as a warning at the start".to_string()),
+            ],
+        };
+        let lines = report_lines(&end);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "rlp: replay of trace 00000000-0000-0000-0000-000000000000: 1 call answered from the recording, \
+             1 recorded call never asked for"
+        );
+        assert!(lines[1].starts_with("  unused_recording: the recorded call of `"), "{}", lines[1]);
+        assert!(!lines[1].contains('\u{1b}') && !lines[1].contains('\u{7}'), "{:?}", lines[1]);
+        assert_eq!(report(&end), Exit::Problems);
+    }
 }

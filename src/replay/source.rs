@@ -48,6 +48,10 @@ use crate::runtime::recorded::RecordedRound;
 
 /// Argument paths a [`Miss`] lists; the rest are counted.
 const LISTED_PATHS: usize = 10;
+/// Unused recordings of a tool a miss compares its arguments with (in call
+/// order), so that a call no recording answers costs a bounded time in a
+/// recording of many calls of that tool.
+const CLOSEST_CANDIDATES: usize = 256;
 
 /// One recorded call with its final outcome.
 #[derive(Clone, Debug, PartialEq)]
@@ -138,8 +142,12 @@ pub struct ReplaySource {
     /// Unused recordings without placeholders, by tool and canonical
     /// arguments (used ones are skipped when met).
     unused: HashMap<(String, String), VecDeque<usize>>,
-    /// Recordings whose arguments hold placeholders, in call order.
-    redacted: Vec<usize>,
+    /// Recordings whose arguments hold placeholders, by tool, in call order.
+    redacted: HashMap<String, Vec<usize>>,
+    /// Every recording, by tool, in call order (the candidates of a miss).
+    by_tool: HashMap<String, Vec<usize>>,
+    /// Every recording, by its invocation id.
+    by_invocation: HashMap<Uuid, usize>,
     used: Vec<bool>,
     next: usize,
     calls: u64,
@@ -242,7 +250,9 @@ impl ReplaySource {
         ReplaySource {
             recordings: Vec::new(),
             unused: HashMap::new(),
-            redacted: Vec::new(),
+            redacted: HashMap::new(),
+            by_tool: HashMap::new(),
+            by_invocation: HashMap::new(),
             used: Vec::new(),
             next: 0,
             calls: 0,
@@ -383,8 +393,10 @@ impl ReplaySource {
         // Recordings are in order of their final result; answer in call order.
         self.recordings.sort_by_key(|recording| recording.position);
         for (index, recording) in self.recordings.iter().enumerate() {
+            self.by_tool.entry(recording.tool.clone()).or_default().push(index);
+            self.by_invocation.insert(recording.invocation_id, index);
             if holds_placeholder(&recording.args) {
-                self.redacted.push(index);
+                self.redacted.entry(recording.tool.clone()).or_default().push(index);
             } else {
                 self.unused.entry(key(&recording.tool, &recording.args)).or_default().push_back(index);
             }
@@ -395,7 +407,7 @@ impl ReplaySource {
     /// Counts the recording of `invocation_id` as used (it answered a call
     /// of an earlier process of the same replay); whether there is one.
     pub fn mark_used(&mut self, invocation_id: Uuid) -> bool {
-        let Some(index) = self.recordings.iter().position(|r| r.invocation_id == invocation_id) else {
+        let Some(&index) = self.by_invocation.get(&invocation_id) else {
             return false;
         };
         self.use_recording(index);
@@ -419,24 +431,24 @@ impl ReplaySource {
             queue.front().copied()
         });
         let recordings = &self.recordings;
-        let redacted = self.redacted.iter().copied().find(|&i| {
-            !used[i]
-                && exact.is_none_or(|e| i < e)
-                && recordings[i].tool == tool
-                && arguments_match(&recordings[i].args, args)
-        });
+        let redacted = self
+            .redacted
+            .get(tool)
+            .into_iter()
+            .flatten()
+            .copied()
+            .find(|&i| !used[i] && exact.is_none_or(|e| i < e) && arguments_match(&recordings[i].args, args));
         redacted.or(exact)
     }
 
     /// The unused recording of `tool` whose arguments differ from `args` at
-    /// the fewest paths (the earliest of those), with those paths.
+    /// the fewest paths (the earliest of those), among the first
+    /// [`CLOSEST_CANDIDATES`] unused ones, with those paths.
     fn closest_of_tool(&self, tool: &str, args: &Value) -> Option<(usize, Vec<Change>, u64)> {
+        let unused = self.by_tool.get(tool).into_iter().flatten().copied().filter(|&i| !self.used[i]);
         let mut best: Option<(usize, Vec<Change>, u64)> = None;
-        for (index, recording) in self.recordings.iter().enumerate().skip(self.next) {
-            if self.used[index] || recording.tool != tool {
-                continue;
-            }
-            let (changes, more) = argument_changes(&recording.args, args);
+        for index in unused.take(CLOSEST_CANDIDATES) {
+            let (changes, more) = argument_changes(&self.recordings[index].args, args);
             let count = changes.len() as u64 + more;
             if best.as_ref().is_none_or(|(_, c, m)| count < c.len() as u64 + m) {
                 best = Some((index, changes, more));
