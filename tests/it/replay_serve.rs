@@ -46,17 +46,31 @@ fn session(name: &str) -> Value {
     json!([call("desk.greet", json!({"name": name})), call("mail.draft", json!({})), call("desk.count", json!({}))])
 }
 
-/// Records the session through `rlp serve` and exports it to
-/// `golden.jsonl`; returns the file and the recorded trace id.
-fn record(td: &TestDir, desk: &Path) -> (PathBuf, String) {
-    let report = mcp::drive(&scenario(stdio(td, desk, &[]), "legacy", Some(tone("formal")), session("Ada")));
+/// A test folder with bundle `desk` whose session was recorded through
+/// `rlp serve` and exported.
+struct Recorded {
+    td: TestDir,
+    desk: PathBuf,
+    /// The export, `golden.jsonl`.
+    golden: PathBuf,
+    /// The recorded trace.
+    trace: String,
+    /// What the client saw of the session.
+    report: Value,
+}
+
+/// Records the session through `rlp serve` and exports it to `golden.jsonl`.
+fn recorded() -> Recorded {
+    let td = TestDir::new();
+    let desk = desk(&td);
+    let report = mcp::drive(&scenario(stdio(&td, &desk, &[]), "legacy", Some(tone("formal")), session("Ada")));
     for (i, record) in report["steps"].as_array().unwrap().iter().enumerate() {
         assert_ne!(record["result"]["isError"], true, "step {i} of the recording failed: {record}");
     }
-    let trace = stdio_trace(td);
+    let trace = stdio_trace(&td);
     let golden = td.join("golden.jsonl");
     td.expect(0, &["trace", "export", &trace, "-o", golden.to_str().unwrap()]);
-    (golden, trace)
+    Recorded { td, desk, golden, trace, report }
 }
 
 /// The stdio transport of `rlp serve <desk> <args…>` started in a network
@@ -141,8 +155,7 @@ fn raw_session_ending(
     let mut stdin = server.stdin.take().unwrap();
     let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
     let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "replay-test", "version": "1"}}}));
+    send(mcp::initialize(0));
     let _ = lines.next().unwrap().unwrap();
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let mut responses = Vec::new();
@@ -171,10 +184,7 @@ fn raw_session_ending(
 
 #[test]
 fn a_recorded_session_is_served_again_offline_with_the_same_results_and_diffs_clean() {
-    let td = TestDir::new();
-    let desk = desk(&td);
-    let (golden, recorded_trace) = record(&td, &desk);
-    let recorded = mcp::drive(&scenario(stdio(&td, &desk, &[]), "legacy", Some(tone("formal")), session("Ada")));
+    let Recorded { td, desk, golden, trace: recorded_trace, report: recorded } = recorded();
 
     let golden_arg = golden.to_str().unwrap();
     let replayed = mcp::drive(&scenario(
@@ -210,9 +220,7 @@ fn a_recorded_session_is_served_again_offline_with_the_same_results_and_diffs_cl
 
 #[test]
 fn a_changed_argument_or_answer_is_an_error_naming_what_differs_and_the_server_exits_1() {
-    let td = TestDir::new();
-    let desk = desk(&td);
-    let (golden, _) = record(&td, &desk);
+    let Recorded { td, desk, golden, .. } = recorded();
     let golden_arg = golden.to_str().unwrap();
 
     // Bob instead of Ada; casual instead of formal.
@@ -254,9 +262,7 @@ fn a_changed_argument_or_answer_is_an_error_naming_what_differs_and_the_server_e
 
 #[test]
 fn in_order_replay_refuses_a_call_out_of_turn_and_any_order_answers_it() {
-    let td = TestDir::new();
-    let desk = desk(&td);
-    let (golden, _) = record(&td, &desk);
+    let Recorded { td, desk, golden, .. } = recorded();
     let golden_arg = golden.to_str().unwrap();
     let count_first = [("desk.count", json!({})), ("desk.greet", json!({"name": "Ada"}))];
 
@@ -279,9 +285,7 @@ fn in_order_replay_refuses_a_call_out_of_turn_and_any_order_answers_it() {
 
 #[test]
 fn fallback_live_runs_an_unmatched_call_and_records_it_as_live() {
-    let td = TestDir::new();
-    let desk = desk(&td);
-    let (golden, recorded_trace) = record(&td, &desk);
+    let Recorded { td, desk, golden, trace: recorded_trace, .. } = recorded();
     let golden_arg = golden.to_str().unwrap();
     let (responses, out) = raw_session(
         &td,
@@ -303,9 +307,7 @@ fn fallback_live_runs_an_unmatched_call_and_records_it_as_live() {
 
 #[test]
 fn tools_call_replay_answers_one_call_a_process_in_one_trace() {
-    let td = TestDir::new();
-    let desk = desk(&td);
-    let (golden, _) = record(&td, &desk);
+    let Recorded { td, desk, golden, .. } = recorded();
     let golden_arg = golden.to_str().unwrap();
     let trace = "01a20000-0000-7000-8000-00000000beef";
     let call = |tool: &str, args: &str, extra: &[&str]| {
