@@ -4,6 +4,7 @@
 //! problem becomes a [`Finding`] that points at a file, line and column. This
 //! module knows nothing of terminals, processes, networks or databases.
 
+pub mod call_pointer;
 pub mod capability;
 pub mod command;
 pub mod diag;

@@ -228,7 +228,17 @@ pub(crate) fn error_lines<'a>(
     validator: &'a jsonschema::Validator,
     value: &'a Value,
 ) -> impl Iterator<Item = String> + 'a {
-    validator.iter_errors(value).map(|e| format!("{}: {e}", error_location(&e)))
+    error_lines_except(validator, value, |_| false)
+}
+
+/// [`error_lines`] without the errors about a value (the one at the
+/// error's location) for which `excused` holds.
+pub(crate) fn error_lines_except<'a>(
+    validator: &'a jsonschema::Validator,
+    value: &'a Value,
+    excused: impl Fn(&Value) -> bool + 'a,
+) -> impl Iterator<Item = String> + 'a {
+    validator.iter_errors(value).filter(move |e| !excused(e.instance())).map(|e| format!("{}: {e}", error_location(&e)))
 }
 
 /// `(root)`, or the JSON Pointer of the value `error` is about.
@@ -271,6 +281,18 @@ pub(crate) fn compile(schema: &Value, documents: Arc<HashMap<String, Value>>) ->
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn excused_values_are_left_out_of_the_errors() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "e": {"enum": ["a"]}}});
+        let validator = compile(&schema, Arc::default()).unwrap();
+        let value = json!({"n": "x", "e": "b"});
+        let all: Vec<String> = error_lines(&validator, &value).collect();
+        assert_eq!(all.len(), 2, "{all:?}");
+        let left: Vec<String> = error_lines_except(&validator, &value, |v| v == "x").collect();
+        assert_eq!(left.len(), 1);
+        assert!(left[0].starts_with("/e: "), "{left:?}");
+    }
 
     #[test]
     fn classifies_and_finds_refs() {

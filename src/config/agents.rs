@@ -1,15 +1,20 @@
 //! `[agents.<agent>.tools]` in a config file: the operator's `allow` and
-//! `deny` lists of the agent's tools ([`tool_list`](super::tool_list)) and
-//! each tool's options (`[agents.<agent>.tools."<tool id>".options]`).
+//! `deny` lists of the agent's tools ([`tool_list`](super::tool_list)),
+//! each tool's options (`[agents.<agent>.tools."<tool id>".options]`) and
+//! the fields of its calls a redacted export replaces
+//! (`[agents.<agent>.tools."<tool id>"] redact = ["/args/to"]`, read by
+//! `rlp trace export --redacted`).
 //!
 //! `allow` and `deny` are always the lists: a tool whose id is `allow` or
-//! `deny` cannot take options from a config file (`--option` still gives them).
+//! `deny` cannot take options or a redact list from a config file
+//! (`--option` and `--redact` still give them).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::bundle::call_pointer::CallPointer;
 use crate::config::ConfigError;
 use crate::config::tool_list::{FileList, LIST_KEYS, read_list};
 
@@ -20,6 +25,8 @@ pub(crate) struct AgentsLayer {
     pub options: BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
     /// `[agents.<agent>.tools] allow` and `deny`, by agent.
     pub lists: BTreeMap<String, FileList>,
+    /// `[agents.<agent>.tools."<tool id>"] redact`, by agent, then tool id.
+    pub redact: BTreeMap<String, BTreeMap<String, Vec<CallPointer>>>,
 }
 
 /// Reads the `[agents]` table of the file at `path`; anything it does not
@@ -51,21 +58,70 @@ pub(crate) fn read_agents(
                 let at = format!("agents.{agent}.tools.\"{tool}\"");
                 let settings = settings.as_table().ok_or_else(|| not_table(at.clone()))?;
                 for (key, value) in settings {
-                    if key != "options" {
-                        warnings.push(format!("{shown}: unknown key `{at}.{key}` ignored"));
-                        continue;
-                    }
-                    let table = value.as_table().ok_or_else(|| not_table(format!("{at}.options")))?;
-                    let values = serde_json::to_value(table).map_err(|e| ConfigError {
-                        message: format!("{shown}: `{at}.options` cannot be read: {e}"),
-                        help: "write the options as plain TOML values".to_string(),
-                    })?;
-                    if let Value::Object(values) = values {
-                        layer.options.entry(agent.clone()).or_default().insert(tool.clone(), values);
+                    match key.as_str() {
+                        "options" => {
+                            let values = read_options(path, &at, value)?;
+                            layer.options.entry(agent.clone()).or_default().insert(tool.clone(), values);
+                        }
+                        "redact" => {
+                            let pointers = read_redact(path, &at, value)?;
+                            layer.redact.entry(agent.clone()).or_default().insert(tool.clone(), pointers);
+                        }
+                        _ => warnings.push(format!("{shown}: unknown key `{at}.{key}` ignored")),
                     }
                 }
             }
         }
     }
     Ok(layer)
+}
+
+/// `<at>.options` of the file at `path`: a table of plain values.
+fn read_options(path: &Path, at: &str, value: &toml::Value) -> Result<Map<String, Value>, ConfigError> {
+    let shown = path.display();
+    let table = value.as_table().ok_or_else(|| ConfigError {
+        message: format!("{shown}: `{at}.options` must be a table"),
+        help: format!("write it as [{at}.options] with `name = value` lines below it"),
+    })?;
+    match serde_json::to_value(table) {
+        Ok(Value::Object(values)) => Ok(values),
+        Ok(_) => Ok(Map::new()),
+        Err(e) => Err(ConfigError {
+            message: format!("{shown}: `{at}.options` cannot be read: {e}"),
+            help: "write the options as plain TOML values".to_string(),
+        }),
+    }
+}
+
+/// `<at>.redact` of the file at `path`: a list of pointers into the tool's
+/// calls, each starting with /args or /result.
+fn read_redact(path: &Path, at: &str, value: &toml::Value) -> Result<Vec<CallPointer>, ConfigError> {
+    let shown = path.display();
+    let help = || {
+        format!(
+            "write `redact = [\"/args/to\", \"/result/items/*/email\"]` under [{at}]: JSON Pointers into the tool's \
+             arguments (/args) or result (/result), `*` for every member or element"
+        )
+    };
+    let Some(items) = value.as_array() else {
+        return Err(ConfigError {
+            message: format!("{shown}: `{at}.redact` must be an array of JSON Pointers, found {}", value.type_str()),
+            help: help(),
+        });
+    };
+    let mut pointers = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Some(text) = item.as_str() else {
+            return Err(ConfigError {
+                message: format!("{shown}: `{at}.redact[{i}]` must be a string, found {}", item.type_str()),
+                help: help(),
+            });
+        };
+        let pointer = CallPointer::parse(text).map_err(|e| ConfigError {
+            message: format!("{shown}: `{at}.redact[{i}]`: {}", e.message),
+            help: e.help,
+        })?;
+        pointers.push(pointer);
+    }
+    Ok(pointers)
 }

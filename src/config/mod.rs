@@ -30,6 +30,9 @@
 //! allow = ["issues.*", "repos.get"] # only these
 //! deny = ["*.delete"]               # never these
 //!
+//! [agents.github.tools."issues.get"]  # one tool's settings (see agents)
+//! redact = ["/result/user/email"]   # replaced by `rlp trace export --redacted`
+//!
 //! [policy]                          # system config only
 //! confirm_external_actions = true
 //! sandbox = "required"              # a floor: nothing weaker is used
@@ -40,6 +43,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::bundle::call_pointer::CallPointer;
 use crate::bundle::registry::{Origin, Registries, Registry};
 use crate::error::{Exit, Reportable};
 use crate::home::Home;
@@ -151,6 +155,10 @@ pub struct Config {
     /// `[agents.<agent>.tools] allow` and `deny`: the operator's lists, by
     /// agent, from every config file that sets one.
     pub tool_lists: BTreeMap<String, ToolList>,
+    /// `[agents.<agent>.tools."<tool id>"] redact`: the fields of the tool's
+    /// calls a redacted export replaces, by agent, then tool id (every
+    /// config file's pointers, the system files' first, each once).
+    pub tool_redactions: BTreeMap<String, BTreeMap<String, Vec<CallPointer>>>,
     /// `rlp serve --tools`: allow patterns for the agent served.
     pub tools_flag: Option<Patterns>,
     /// `[secrets]`: where secret values come from.
@@ -221,6 +229,7 @@ impl Default for Config {
             sandbox: Setting { value: SandboxMode::default(), source: Source::Default },
             tool_options: BTreeMap::new(),
             tool_lists: BTreeMap::new(),
+            tool_redactions: BTreeMap::new(),
             tools_flag: None,
             secrets: SecretsConfig::default(),
             ledger_url: None,
@@ -259,6 +268,8 @@ pub(crate) struct FileLayer {
     pub tool_options: BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
     /// `[agents.<agent>.tools] allow` and `deny`, by agent.
     pub tool_lists: BTreeMap<String, FileList>,
+    /// `[agents.<agent>.tools."<tool id>"] redact`, by agent, then tool id.
+    pub tool_redactions: BTreeMap<String, BTreeMap<String, Vec<CallPointer>>>,
     /// `[secrets]`.
     pub secrets: SecretsLayer,
     /// `[ledger] url`.
@@ -360,6 +371,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             let agents = agents::read_agents(path, entries, &mut warnings)?;
             layer.tool_options = agents.options;
             layer.tool_lists = agents.lists;
+            layer.tool_redactions = agents.redact;
             continue;
         }
         if section == "secrets" {
@@ -547,6 +559,18 @@ pub(crate) fn resolve(system: &[FileLayer], user: Option<&FileLayer>, env: &EnvL
                 let configured = config.tool_options.entry(agent.clone()).or_default().entry(tool.clone()).or_default();
                 configured.values.extend(values.clone());
                 configured.files.push(layer.path.clone());
+            }
+        }
+    }
+    for layer in system.iter().chain(user) {
+        for (agent, tools) in &layer.tool_redactions {
+            for (tool, pointers) in tools {
+                let list = config.tool_redactions.entry(agent.clone()).or_default().entry(tool.clone()).or_default();
+                for pointer in pointers {
+                    if !list.contains(pointer) {
+                        list.push(pointer.clone());
+                    }
+                }
             }
         }
     }
@@ -858,6 +882,57 @@ allow = []
             "/h/c.toml: `agents.github.tools.allow[0]`: `Issues.*` is not a tool-id pattern: write a tool id (lowercase names joined by dots) with `*` for any run of characters"
         );
         assert!(e.help.contains("\"*.delete\""), "{}", e.help);
+    }
+
+    #[test]
+    fn redact_lists_are_read_beside_options_and_add_up_across_files() {
+        let system = layer(
+            "/etc/s.toml",
+            "[agents.mailer.tools.\"mail.send\"]\nredact = [\"/args/to\", \"/result/items/*/email\"]\n",
+            true,
+        );
+        let text = "[agents.mailer.tools.\"mail.send\"]\nredact = [\"/args/to\", \"/args/cc\"]\n\
+                    [agents.mailer.tools.\"mail.send\".options]\nsignature = \"Ada\"\n";
+        let (user, warnings) = parse_file(Path::new("/h/config.toml"), text, false).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(user.tool_options["mailer"]["mail.send"]["signature"], "Ada");
+        let c = resolve(&[system], Some(&user), &EnvLayer::default(), &Flags::default());
+        let shown: Vec<&str> = c.tool_redactions["mailer"]["mail.send"].iter().map(CallPointer::as_str).collect();
+        assert_eq!(shown, ["/args/to", "/result/items/*/email", "/args/cc"]);
+    }
+
+    #[test]
+    fn a_bad_redact_list_names_the_file_and_key() {
+        let error = |text: &str| parse_file(Path::new("/h/c.toml"), text, false).unwrap_err();
+        let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = \"/args/to\"\n");
+        assert_eq!(
+            e.message,
+            "/h/c.toml: `agents.mailer.tools.\"mail.send\".redact` must be an array of JSON Pointers, found string"
+        );
+        assert!(
+            e.help.starts_with(
+                "write `redact = [\"/args/to\", \"/result/items/*/email\"]` under [agents.mailer.tools.\"mail.send\"]"
+            ),
+            "{}",
+            e.help
+        );
+        let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = [\"/args/to\", 3]\n");
+        assert_eq!(
+            e.message,
+            "/h/c.toml: `agents.mailer.tools.\"mail.send\".redact[1]` must be a string, found integer"
+        );
+        let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = [\"args/to\"]\n");
+        assert_eq!(
+            e.message,
+            "/h/c.toml: `agents.mailer.tools.\"mail.send\".redact[0]`: `args/to` does not start with /args or /result"
+        );
+        assert!(e.help.starts_with("write `/args/to`"), "{}", e.help);
+        let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = [\"/args/a~b\"]\n");
+        assert!(
+            e.message.ends_with("`/args/a~b` is not a JSON Pointer: `~` must be followed by 0 or 1"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

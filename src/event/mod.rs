@@ -12,7 +12,8 @@
 //! - [`row`]: rows of the `events` table (`schema.sql`, the one table
 //!   definition);
 //! - [`frame`]: a frame of a trace as read back;
-//! - [`traceparent`]: the W3C trace context a caller sends with a call.
+//! - [`traceparent`]: the W3C trace context a caller sends with a call;
+//! - [`placeholder`]: the placeholders of a redacted export.
 //!
 //! The format is described for users in docs/runtime.md ("Ledger") and
 //! docs/replay.md (the export).
@@ -23,6 +24,7 @@ pub(crate) mod frame;
 pub(crate) mod hash;
 pub(crate) mod kind;
 pub(crate) mod payload;
+pub mod placeholder;
 pub(crate) mod record;
 pub(crate) mod row;
 pub(crate) mod traceparent;

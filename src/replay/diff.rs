@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::ledger::redact::is_placeholder;
+use crate::event::placeholder::is_placeholder;
 
 /// What happened at a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -66,16 +66,6 @@ impl Diff {
     /// Whether the two values are equal.
     pub(crate) fn is_empty(&self) -> bool {
         self.changes.is_empty() && self.more == 0
-    }
-}
-
-/// Whether `value` holds a placeholder of a redacted export.
-pub(crate) fn holds_placeholder(value: &Value) -> bool {
-    match value {
-        Value::String(text) => is_placeholder(text),
-        Value::Array(items) => items.iter().any(holds_placeholder),
-        Value::Object(members) => members.values().any(holds_placeholder),
-        _ => false,
     }
 }
 

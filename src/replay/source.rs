@@ -35,11 +35,11 @@ use uuid::Uuid;
 
 use crate::event::canonical::canonical_text;
 use crate::event::frame::TraceFrame;
+use crate::event::placeholder::{holds_placeholder, is_placeholder};
 use crate::event::{EventKind, Outcome, Payload, Usage};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{InputError, TraceInput, for_each_frame};
-use crate::ledger::redact::is_placeholder;
-use crate::replay::diff::{Change, diff, holds_placeholder, is_placeholder_change, json_equal};
+use crate::replay::diff::{Change, diff, is_placeholder_change, json_equal};
 use crate::replay::divergence::{Divergence, DivergenceKind};
 use crate::replay::exchange;
 use crate::replay::hooked::HookView;

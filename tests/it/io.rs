@@ -132,6 +132,7 @@ impl Fixture {
             ("trace show", "trace show TRACE"),
             ("trace show", "trace show golden.jsonl --format json"),
             ("trace export", "trace export TRACE"),
+            ("trace export", "trace export TRACE --redact /args/n"),
             ("trace import", "trace import golden.jsonl --home home-RUN"),
             ("trace verify", "trace verify"),
             ("trace checkpoint", "trace checkpoint"),

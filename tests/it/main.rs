@@ -29,6 +29,7 @@ mod mcpb;
 mod oci;
 mod otel;
 mod postgres;
+mod redact;
 mod replay;
 mod replay_serve;
 mod runtime;

@@ -219,6 +219,38 @@ fn a_recorded_session_is_served_again_offline_with_the_same_results_and_diffs_cl
 }
 
 #[test]
+fn a_redacted_export_is_served_with_its_placeholders_and_diffs_clean() {
+    let Recorded { td, desk, trace, report: recorded, .. } = recorded();
+    let redacted = td.join("redacted.jsonl");
+    let redacted_arg = redacted.to_str().unwrap();
+    td.expect(
+        0,
+        &["trace", "export", &trace, "--redact", "/args/name", "--redact", "desk.count:/result", "-o", redacted_arg],
+    );
+    let text = std::fs::read_to_string(&redacted).unwrap();
+    assert!(!text.contains("\"Ada\""), "{text}");
+
+    // Any name matches the placeholder; the answers are the recorded ones,
+    // the redacted count its placeholder (today's result_schema is not
+    // held against it).
+    let replayed = mcp::drive(&scenario(
+        offline(&td, &desk, &["--replay", redacted_arg]),
+        "legacy",
+        Some(tone("formal")),
+        session("Grace"),
+    ));
+    assert_eq!(shown(&replayed["steps"][0]), shown(&recorded["steps"][0]));
+    assert_eq!(shown(&replayed["steps"][1]), shown(&recorded["steps"][1]));
+    assert_eq!(replayed["steps"][2]["result"]["structuredContent"], json!({"result": "<redacted:2>"}), "{replayed}");
+    let served = std::fs::read_to_string(td.join("serve.stderr")).unwrap();
+    assert_contains(&served, "3 calls answered from the recording\n");
+
+    // The regression report: a placeholder stands for any value.
+    let (out, _) = td.expect(0, &["trace", "diff", redacted_arg, &stdio_trace(&td)]);
+    assert_contains(&out, "Result: no divergence between 3 baseline calls and 3 candidate calls");
+}
+
+#[test]
 fn a_changed_argument_or_answer_is_an_error_naming_what_differs_and_the_server_exits_1() {
     let Recorded { td, desk, golden, .. } = recorded();
     let golden_arg = golden.to_str().unwrap();

@@ -20,10 +20,10 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::event::canonical::canonical_text;
+use crate::event::placeholder::holds_placeholder;
 use crate::event::{EventKind, Outcome, Payload, ServerExchangePayload};
 use crate::ledger::pending::PendingCalls;
 use crate::ledger::query::{TraceInput, for_each_frame};
-use crate::replay::diff::holds_placeholder;
 use crate::replay::exchange;
 use crate::replay::trace_diff::TraceDiffError;
 
