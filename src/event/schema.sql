@@ -1,9 +1,11 @@
 -- The ledger's table of frames: rows are appended, never updated or deleted.
 -- Columns and hashes: src/event/row.rs and src/event/hash.rs (docs/runtime.md);
 -- `trace_seq` is the frame's place in its trace's chain (NULL in the legacy
--- chain), the tables beside it src/ledger/sqlite_layout.sql.
+-- chain), the tables beside it src/ledger/sqlite_layout.sql. `id` is a plain
+-- rowid (no AUTOINCREMENT, whose counter row would be one more page written
+-- per commit): rlp deletes no row, and the chains, not the ids, show a removal.
 CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id INTEGER PRIMARY KEY,
     ts_ms INTEGER NOT NULL,
     actor TEXT NOT NULL,
     kind TEXT NOT NULL,

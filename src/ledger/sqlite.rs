@@ -15,6 +15,7 @@
 //! without a trace position from then on, so an older rlp cannot extend
 //! the legacy chain behind the new layout's back.
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -100,6 +101,8 @@ pub struct SqliteLedger {
     location: Location,
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// The heads appends left (locked after `conn`, while it is held).
+    heads: Mutex<HeadCache>,
 }
 
 fn is_busy(error: &rusqlite::Error) -> bool {
@@ -207,6 +210,47 @@ struct Appending {
     known: bool,
 }
 
+/// The most traces whose heads a [`HeadCache`] keeps; past it, it starts
+/// again empty.
+const CACHED_HEADS: usize = 4096;
+
+/// The chains this connection last left the traces it appended to at,
+/// trusted only while no other connection (process) has committed since:
+/// while `PRAGMA data_version` reads as it did. An append then reads no head
+/// row; a change by anyone else, or an import, empties it.
+#[derive(Debug, Default)]
+struct HeadCache {
+    data_version: Option<i64>,
+    heads: HashMap<Uuid, TraceChain>,
+}
+
+impl HeadCache {
+    /// Empties the cache unless the database is as this connection left it
+    /// (inside the caller's write transaction, so nobody commits meanwhile).
+    fn revalidate(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let version: i64 = conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?;
+        if self.data_version != Some(version) {
+            self.heads.clear();
+            self.data_version = Some(version);
+        }
+        Ok(())
+    }
+
+    /// Where `chains` stand once their transaction committed.
+    fn remember(&mut self, chains: &[Appending]) {
+        if self.heads.len() + chains.len() > CACHED_HEADS {
+            self.heads.clear();
+        }
+        self.heads.extend(chains.iter().map(|a| (a.trace, a.chain)));
+    }
+
+    /// Forgets every head (another writer on this connection moved some).
+    fn clear(&mut self) {
+        self.heads.clear();
+        self.data_version = None;
+    }
+}
+
 /// Moves the head rows of `chains` to where they stand (a new trace's is
 /// made).
 fn write_heads(conn: &Connection, chains: &[Appending]) -> rusqlite::Result<()> {
@@ -218,11 +262,20 @@ fn write_heads(conn: &Connection, chains: &[Appending]) -> rusqlite::Result<()> 
 }
 
 /// Appends `rows`, each on its trace's chain, and moves the heads (inside
-/// the caller's transaction).
-fn append_rows(conn: &Connection, rows: &[PreparedRow]) -> Result<Vec<i64>, AppendError> {
+/// the caller's transaction); returns their ids and where the chains stand.
+/// A head `cache` holds is not read again.
+fn append_rows(
+    conn: &Connection,
+    rows: &[PreparedRow],
+    cache: &mut HeadCache,
+) -> Result<(Vec<i64>, Vec<Appending>), AppendError> {
+    cache.revalidate(conn)?;
     let mut chains = Vec::new();
     for trace in traces_of(rows) {
-        let (chain, known) = read_chain(conn, &trace)?;
+        let (chain, known) = match cache.heads.get(&trace) {
+            Some(chain) => (*chain, true),
+            None => read_chain(conn, &trace)?,
+        };
         chains.push(Appending { trace, chain, known });
     }
     let mut ids = Vec::with_capacity(rows.len());
@@ -233,7 +286,7 @@ fn append_rows(conn: &Connection, rows: &[PreparedRow]) -> Result<Vec<i64>, Appe
         ids.push(insert(conn, row, &mut appending.chain)?);
     }
     write_heads(conn, &chains)?;
-    Ok(ids)
+    Ok((ids, chains))
 }
 
 /// A row of `rlp_traces`.
@@ -320,6 +373,7 @@ impl SqliteLedger {
             location: Location::Sqlite(path.to_path_buf()),
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
+            heads: Mutex::new(HeadCache::default()),
         })
     }
 
@@ -449,11 +503,13 @@ impl LedgerStore for SqliteLedger {
         let rows: Vec<PreparedRow> =
             records.iter().map(PreparedRow::from_record).collect::<Result<_, _>>().map_err(|e| self.invalid(e))?;
         let mut conn = self.lock()?;
+        let mut cache =
+            self.heads.lock().map_err(|_| self.invalid("a thread panicked while writing; reopen the ledger"))?;
         let mut edited = None;
         let ids = retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let ids = match append_rows(&tx, &rows) {
-                Ok(ids) => ids,
+            let (ids, chains) = match append_rows(&tx, &rows, &mut cache) {
+                Ok(done) => done,
                 Err(AppendError::Sqlite(e)) => return Err(e),
                 Err(AppendError::Edited(message)) => {
                     edited = Some(message);
@@ -461,6 +517,7 @@ impl LedgerStore for SqliteLedger {
                 }
             };
             tx.commit()?;
+            cache.remember(&chains);
             Ok(ids)
         });
         match (ids, edited) {
@@ -744,6 +801,9 @@ impl BulkAppend for SqliteBulk<'_> {
     }
 
     fn commit(mut self: Box<Self>) -> Result<(i64, i64), LedgerError> {
+        if let Ok(mut cache) = self.ledger.heads.lock() {
+            cache.clear();
+        }
         write_heads(&self.conn, &self.chains).map_err(|e| self.ledger.sqlite(e))?;
         self.conn.execute_batch("COMMIT").map_err(|e| self.ledger.sqlite(e))?;
         self.committed = true;
@@ -861,6 +921,34 @@ mod tests {
         assert_eq!(report.traces, 2);
         assert!(report.is_intact(), "{report:?}");
         assert_eq!(ledger.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn a_head_moved_by_another_connection_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        let (first, second) = (SqliteLedger::open(&path).unwrap(), SqliteLedger::open(&path).unwrap());
+        let t = Uuid::now_v7();
+        first.append(&[numbered(t, 1)]).unwrap();
+        first.append(&[numbered(t, 2)]).unwrap();
+        second.append(&[numbered(t, 3)]).unwrap();
+        // The first connection's cached head is two frames old by now.
+        first.append(&[numbered(t, 4)]).unwrap();
+        let report = verify_chain(&path).unwrap();
+        assert!(report.is_intact() && report.rows == 4, "{report:?}");
+        let seqs: Vec<i64> = Connection::open(&path)
+            .unwrap()
+            .prepare("SELECT trace_seq FROM events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+        // A head edited by hand is read, and refused, at the next append.
+        Connection::open(&path).unwrap().execute("UPDATE rlp_traces SET head = 'x'", []).unwrap();
+        let e = first.append(&[numbered(t, 5)]).unwrap_err();
+        assert!(e.to_string().contains("is not 64 hex digits; the ledger was edited"), "{e}");
     }
 
     #[test]
