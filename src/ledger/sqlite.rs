@@ -42,14 +42,16 @@ const BUSY_RETRIES: u32 = 20;
 const SCHEMA: &str = include_str!("../event/schema.sql");
 /// The tables beside `events`, created at the upgrade.
 const LAYOUT: &str = include_str!("sqlite_layout.sql");
-/// Refuses rows outside the per-trace chains once a ledger is upgraded; and
-/// drops the partial index of unsealed traces earlier ledgers had (every
-/// head move rewrote its entry: a page more per commit, where a checkpoint
-/// scans the head rows instead).
+/// Refuses rows outside the per-trace chains in a ledger upgraded to them
+/// (one created with them has the CHECK of `schema.sql`, which costs less
+/// per row than a trigger).
 const CHAINED_ONLY: &str = "CREATE TRIGGER IF NOT EXISTS rlp_events_chained BEFORE INSERT ON events
      WHEN NEW.trace_seq IS NULL
-     BEGIN SELECT RAISE(ABORT, 'this ledger was upgraded to per-trace chains by a newer rlp: upgrade rlp'); END;
-     DROP INDEX IF EXISTS rlp_traces_unsealed";
+     BEGIN SELECT RAISE(ABORT, 'this ledger was upgraded to per-trace chains by a newer rlp: upgrade rlp'); END";
+/// Drops the partial index of unsealed traces earlier ledgers had (every
+/// head move rewrote its entry: a page more per commit, where a checkpoint
+/// scans the head rows instead).
+const NO_UNSEALED_INDEX: &str = "DROP INDEX IF EXISTS rlp_traces_unsealed";
 
 const COLUMNS: &str =
     "id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, trace_seq";
@@ -304,6 +306,7 @@ fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
     }
     if !has_column("trace_seq")? {
         conn.execute_batch("ALTER TABLE events ADD COLUMN trace_seq INTEGER")?;
+        conn.execute_batch(CHAINED_ONLY)?;
     }
     let upgraded =
         conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rlp_ledger'")?.exists([])?;
@@ -322,7 +325,7 @@ fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
             params![Uuid::now_v7().to_string(), rows, head.unwrap_or_else(|| to_hex(&GENESIS))],
         )?;
     }
-    conn.execute_batch(CHAINED_ONLY)
+    conn.execute_batch(NO_UNSEALED_INDEX)
 }
 
 impl SqliteLedger {
@@ -921,6 +924,13 @@ mod tests {
         assert_eq!(report.traces, 2);
         assert!(report.is_intact(), "{report:?}");
         assert_eq!(ledger.integrity_check().unwrap(), "ok");
+        // A row off the per-trace chains, as an rlp from before them would add it.
+        let refused = Connection::open(ledger.path()).unwrap().execute(
+            "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3) \
+             VALUES (1, 'a', 'k', 's', '{}', '{}', 'h')",
+            [],
+        );
+        assert!(refused.unwrap_err().to_string().contains("upgrade rlp"));
     }
 
     #[test]
