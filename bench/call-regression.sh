@@ -24,11 +24,7 @@ base="$target_dir/regression-$short"
 results="$(mktemp -d)"
 trap 'rm -rf "$results"' EXIT
 
-if [ ! -d "$base/src" ]; then
-  git worktree add --detach "$base/src" "$rev" >&2
-fi
-CARGO_TARGET_DIR="$base/target" cargo build --release --manifest-path "$base/src/Cargo.toml" \
-  --bin rlp --example bench_call >&2
+build_revision "$rev" "$base" --bin rlp --example bench_call
 cargo build --release --bin rlp --example bench_call >&2
 
 for round in $(seq "$rounds"); do

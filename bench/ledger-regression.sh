@@ -27,11 +27,7 @@ base="$target_dir/ledger-regression-$short"
 results="$(mktemp -d)"
 trap 'rm -rf "$results" "$tmpfs_dir"' EXIT
 
-if [ ! -d "$base/src" ]; then
-  git worktree add --detach "$base/src" "$rev" >&2
-fi
-CARGO_TARGET_DIR="$base/target" cargo build --release --manifest-path "$base/src/Cargo.toml" \
-  --example bench_ledger_commit >&2
+build_revision "$rev" "$base" --example bench_ledger_commit
 cargo build --release --example bench_ledger_commit >&2
 
 declare -A bins=([before]="$base/target/release/examples/bench_ledger_commit"

@@ -25,6 +25,18 @@ update_doc_section() {
   echo "updated $doc" >&2
 }
 
+# build_revision REV DIR CARGO_ARGS…: checks REV out once in a git worktree
+# at DIR/src and builds it in DIR/target (`cargo build --release CARGO_ARGS…`),
+# for the scripts that compare an earlier revision with the working tree.
+build_revision() {
+  local rev="$1" dir="$2"
+  shift 2
+  if [ ! -d "$dir/src" ]; then
+    git worktree add --detach "$dir/src" "$rev" >&2
+  fi
+  CARGO_TARGET_DIR="$dir/target" cargo build --release --manifest-path "$dir/src/Cargo.toml" "$@" >&2
+}
+
 # mcp_venv: makes (once per set of pins) bench/work/serve-venv, a virtualenv
 # with the pinned MCP Python SDK and FastMCP that the serve and bridge
 # benchmarks' clients and baseline servers run on, and prints its python.
