@@ -118,19 +118,18 @@ pub(crate) fn link(runtime: &Runtime, trace_id: Uuid, recorded: &RecordedTrace) 
     })
 }
 
-/// Makes the calls already answered in trace `trace_id` (by earlier
-/// `rlp tools call --replay` processes) count as used; whether the trace
-/// has frames at all (it needs no link frame then).
+/// Counts the calls earlier `rlp tools call --replay` processes made in
+/// trace `trace_id` (the next call is numbered after them) and the
+/// recordings that answered them as used; whether the trace has frames at
+/// all (it needs no link frame then).
 pub(crate) fn resume(ctx: &Context, trace_id: Uuid, recorded: &RecordedTrace) -> Result<bool, CliError> {
     let input = TraceInput::Ledger { ledger: ctx.ledger()?, trace_id };
     let read = for_each_frame(&input, |frame| {
         if let Payload::ToolCall(call) = &frame.body
             && let Some(mark) = &call.replay
-            && mark.answered == ReplayAnswered::Recording
             && mark.trace_id == recorded.trace_id()
-            && let Some(id) = mark.invocation_id
         {
-            recorded.mark_used(id);
+            recorded.earlier_call(mark.invocation_id.filter(|_| mark.answered == ReplayAnswered::Recording));
         }
         ControlFlow::Continue(())
     });

@@ -131,10 +131,11 @@ impl RecordedTrace {
         self.source.lock().unwrap_or_else(PoisonError::into_inner).divergences().to_vec()
     }
 
-    /// Counts the recording of `invocation_id` as used by an earlier call
-    /// of the same replay; whether the recording has it.
-    pub fn mark_used(&self, invocation_id: Uuid) -> bool {
-        self.source.lock().unwrap_or_else(PoisonError::into_inner).mark_used(invocation_id)
+    /// Counts a call an earlier process of the same replay made, and the
+    /// recording that answered it (if one did) as used; whether the
+    /// recording has that invocation.
+    pub fn earlier_call(&self, answered_by: Option<Uuid>) -> bool {
+        self.source.lock().unwrap_or_else(PoisonError::into_inner).earlier_call(answered_by)
     }
 
     /// The agent the recorded trace names.

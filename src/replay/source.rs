@@ -404,10 +404,13 @@ impl ReplaySource {
         self
     }
 
-    /// Counts the recording of `invocation_id` as used (it answered a call
-    /// of an earlier process of the same replay); whether there is one.
-    pub fn mark_used(&mut self, invocation_id: Uuid) -> bool {
-        let Some(&index) = self.by_invocation.get(&invocation_id) else {
+    /// Counts a call an earlier process of the same replay made: the next
+    /// call gets the number after it, and the recording of `answered_by`
+    /// (the invocation that answered it, if one did) is used; whether the
+    /// recording has that invocation.
+    pub fn earlier_call(&mut self, answered_by: Option<Uuid>) -> bool {
+        self.calls += 1;
+        let Some(&index) = answered_by.and_then(|id| self.by_invocation.get(&id)) else {
             return false;
         };
         self.use_recording(index);

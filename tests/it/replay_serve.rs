@@ -353,7 +353,11 @@ fn tools_call_replay_answers_one_call_a_process_in_one_trace() {
     // The same call again: its recording was used by the process before.
     let again = call("desk.greet", r#"{"name": "Ada"}"#, &[]);
     assert_eq!(code(&again), 1);
-    assert_contains(&stderr(&again), "matches no recording: no unused recording calls `desk.greet`");
+    // Numbered after the call of the process before, in the same replay.
+    assert_contains(
+        &stderr(&again),
+        "call 2 (`desk.greet`) matches no recording: no unused recording calls `desk.greet`",
+    );
     let drafted = call("mail.draft", "{}", &["--answer", "tone=formal"]);
     assert_eq!(code(&drafted), 0, "{}", stderr(&drafted));
     let counted = call("desk.count", "{}", &[]);
