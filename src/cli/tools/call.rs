@@ -36,7 +36,7 @@ Examples:
   printf '%s\\n' '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Ada\"}}' \\
       '{\"tool\": \"demo.greet\", \"args\": {\"name\": \"Grace\"}}' \\
       | rlp tools call agents/demo --batch - --jobs 8
-  rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --replay last   # answered from the newest trace
+  rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --replay last --match any-order
   rlp tools call agents/demo demo.greet --args '{\"name\": \"Ada\"}' --tag team=docs
 
 A tool may ask questions before it goes on: --answer ID=VALUE answers one up front
