@@ -212,14 +212,19 @@ fn a_pointer_that_names_nothing_is_warned_about() {
         )
     );
     std::fs::remove_file(td.home().join("config.toml")).unwrap();
-    let (_, err) = export(&td, "none.jsonl", &["--redacted"]);
+    // Asked for a redacted file, with nothing to redact: nothing is written.
+    let none = td.join("none.jsonl");
+    let out = td.rlp().args(["trace", "export", TRACE, "--redacted", "-o"]).arg(&none).output().unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(
-        err.starts_with(
-            "warning: --redacted: no config file has a redact list ([agents.<agent>.tools.\"<tool id>\"] redact); \
-             the trace is exported as recorded\n"
+        stderr(&out).starts_with(
+            "error: --redacted: no config file has a redact list ([agents.<agent>.tools.\"<tool id>\"] redact); \
+             nothing was exported\n"
         ),
-        "{err}"
+        "{}",
+        stderr(&out)
     );
+    assert!(!none.exists());
 }
 
 #[test]

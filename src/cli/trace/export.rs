@@ -29,7 +29,7 @@ Examples:
   rlp trace export last --tag team=docs -o docs-calls.jsonl
   rlp trace export last --redact /args/user -o fixture.jsonl
   rlp trace export last --redact 'mail.send:/result/messages/*/from' --redact /args/to
-  rlp trace export last --redacted -o fixture.jsonl
+  rlp trace export last --redacted -o fixture.jsonl   # exit 2: no redact list in config.toml
   rlp trace export last --otlp https://api.collector.example
   OTEL_EXPORTER_OTLP_ENDPOINT=https://api.collector.example rlp trace export last --otlp
 
@@ -47,8 +47,8 @@ wherever else it appears in the trace (whole, or inside other strings: error mes
 blocks, hooks, questions and answers); changed frames get a new hash_blake3, so the file reads,
 imports, replays and diffs as an export does. A pointer that names nothing in the trace is
 warned about. --redacted applies the redact lists of config.toml
-([agents.<agent>.tools.\"<tool id>\"] redact = [\"/args/to\"]); --redact implies it. Without
-either, the export is the trace as recorded.
+([agents.<agent>.tools.\"<tool id>\"] redact = [\"/args/to\"]), and fails (exit 2) when there is
+none; --redact implies it. Without either, the export is the trace as recorded.
 
 With --otlp, each call of the trace is sent as an OpenTelemetry span (the one a live call
 sends) over OTLP/HTTP with protobuf bodies, to ENDPOINT (a base URL: /v1/traces is added
@@ -112,10 +112,12 @@ fn redaction_rules(args: &ExportArgs, ctx: &Context) -> Result<Vec<GivenRule>, C
         }
     }
     if rules.is_empty() {
-        warning(
-            "--redacted: no config file has a redact list ([agents.<agent>.tools.\"<tool id>\"] redact); the \
-             trace is exported as recorded",
-        );
+        // Asked for a redacted file: never write the trace as recorded instead.
+        return Err(CliError::usage(
+            "--redacted: no config file has a redact list ([agents.<agent>.tools.\"<tool id>\"] redact); nothing \
+             was exported",
+        )
+        .with_help("add a redact list to config.toml, or name the fields with --redact POINTER"));
     }
     Ok(rules)
 }
