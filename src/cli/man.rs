@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 
+use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Printer, diagnostic};
-use crate::cli::{Cli, Context};
 
 /// Flags of `rlp man`.
 #[derive(Debug, Args)]
@@ -56,8 +56,7 @@ fn pages(command: &clap::Command, path: &mut Vec<String>, into: &mut Vec<Page>) 
 /// Writes every page into `dir` (created if missing), each atomically.
 fn write_all(dir: &Path) -> CliResult {
     let mut all = Vec::new();
-    let mut command = Cli::command();
-    command.build();
+    let command = super::command_tree();
     pages(&command, &mut vec!["rlp".to_string()], &mut all)?;
     let cannot = |e: std::io::Error| {
         CliError::usage(format!("cannot write man pages into {}: {e}", dir.display()))
@@ -76,8 +75,7 @@ pub(crate) fn run(args: &ManArgs, _ctx: &Context) -> CliResult {
     if let Some(dir) = &args.out {
         return write_all(dir);
     }
-    let mut command = Cli::command();
-    command.build();
+    let command = super::command_tree();
     let mut found = &command;
     let mut path = vec!["rlp"];
     for (i, word) in args.command.iter().enumerate() {

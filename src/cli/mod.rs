@@ -5,6 +5,7 @@
 pub(crate) mod agent;
 pub(crate) mod bundle;
 pub(crate) mod context;
+pub(crate) mod deferred;
 pub(crate) mod digest;
 pub(crate) mod exit;
 pub(crate) mod keygen;
@@ -32,6 +33,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::cli::deferred::Deferred;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{ColorChoice, Printer, diagnostic};
 use crate::home::Home;
@@ -65,47 +67,56 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The commands.
+/// The commands, each built when the command line enters it ([`Deferred`]).
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create, install and list agent bundles.
     #[command(subcommand)]
-    Agent(agent::AgentCommand),
+    Agent(Deferred<agent::AgentCommand>),
     /// Add, import, list and call a bundle's tools.
     #[command(subcommand)]
-    Tools(tools::ToolsCommand),
+    Tools(Deferred<tools::ToolsCommand>),
     /// Check bundles: syntax, tools, schemas, grants, digests (the CI gate).
-    Lint(lint::LintArgs),
+    Lint(Deferred<lint::LintArgs>),
     /// Write (or check) the size and BLAKE3 digest of every bundle file into manifest.toml.
-    Digest(digest::DigestArgs),
+    Digest(Deferred<digest::DigestArgs>),
     /// Create an Ed25519 key pair for signing bundles.
-    Keygen(keygen::KeygenArgs),
+    Keygen(Deferred<keygen::KeygenArgs>),
     /// Sign a bundle's manifest (SIGNATURES/manifest.sig).
-    Sign(sign::SignArgs),
+    Sign(Deferred<sign::SignArgs>),
     /// Pack bundles into reproducible archives, verify them, move them through OCI registries, export MCP Bundles.
     #[command(subcommand)]
-    Bundle(bundle::BundleCommand),
+    Bundle(Deferred<bundle::BundleCommand>),
     /// Manage the trust policy: anchors, rules and revoked keys.
     #[command(subcommand)]
-    Trust(trust::TrustCommand),
+    Trust(Deferred<trust::TrustCommand>),
     /// Store, list and remove secrets in the encrypted store of the runtime home.
     #[command(subcommand)]
-    Secrets(secrets::SecretsCommand),
+    Secrets(Deferred<secrets::SecretsCommand>),
     /// Inspect, export, import and verify recorded traces.
     #[command(subcommand)]
-    Trace(trace::TraceCommand),
+    Trace(Deferred<trace::TraceCommand>),
     /// Replay a recorded trace against a bundle and report every divergence.
-    Replay(replay::ReplayArgs),
+    Replay(Deferred<replay::ReplayArgs>),
     /// Serve a bundle's tools over the Model Context Protocol (stdio or HTTP).
-    Serve(serve::ServeArgs),
+    Serve(Deferred<serve::ServeArgs>),
     /// Print or install man pages (from the same definitions as --help).
-    Man(man::ManArgs),
+    Man(Deferred<man::ManArgs>),
     /// Print a shell completion script.
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// The whole command tree, every command built (what completion scripts and
+/// man pages show; parsing builds only the commands it enters).
+pub fn command_tree() -> clap::Command {
+    deferred::build_eagerly();
+    let mut tree = Cli::command();
+    tree.build();
+    tree
 }
 
 /// Parses the command line, runs the command and returns the exit code.
@@ -127,22 +138,22 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command, ctx: &Context) -> CliResult {
     match command {
-        Command::Agent(cmd) => agent::run(cmd, ctx),
-        Command::Tools(cmd) => tools::run(cmd, ctx),
-        Command::Lint(args) => lint::run(&args, ctx),
-        Command::Digest(args) => digest::run(&args, ctx),
-        Command::Keygen(args) => keygen::run(&args, ctx),
-        Command::Sign(args) => sign::run(&args, ctx),
-        Command::Bundle(cmd) => bundle::run(cmd, ctx),
-        Command::Trust(cmd) => trust::run(cmd, ctx),
-        Command::Secrets(cmd) => secrets::run(cmd, ctx),
-        Command::Trace(cmd) => trace::run(cmd, ctx),
-        Command::Replay(args) => replay::run(&args, ctx),
-        Command::Serve(args) => serve::run(&args, ctx),
-        Command::Man(args) => man::run(&args, ctx),
+        Command::Agent(Deferred(cmd)) => agent::run(cmd, ctx),
+        Command::Tools(Deferred(cmd)) => tools::run(cmd, ctx),
+        Command::Lint(Deferred(args)) => lint::run(&args, ctx),
+        Command::Digest(Deferred(args)) => digest::run(&args, ctx),
+        Command::Keygen(Deferred(args)) => keygen::run(&args, ctx),
+        Command::Sign(Deferred(args)) => sign::run(&args, ctx),
+        Command::Bundle(Deferred(cmd)) => bundle::run(cmd, ctx),
+        Command::Trust(Deferred(cmd)) => trust::run(cmd, ctx),
+        Command::Secrets(Deferred(cmd)) => secrets::run(cmd, ctx),
+        Command::Trace(Deferred(cmd)) => trace::run(cmd, ctx),
+        Command::Replay(Deferred(args)) => replay::run(&args, ctx),
+        Command::Serve(Deferred(args)) => serve::run(&args, ctx),
+        Command::Man(Deferred(args)) => man::run(&args, ctx),
         Command::Completions { shell } => {
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "rlp", &mut script);
+            clap_complete::generate(shell, &mut command_tree(), "rlp", &mut script);
             Printer::stdout().finish_with(&String::from_utf8_lossy(&script), Exit::Success)
         }
     }

@@ -11,30 +11,32 @@ pub(crate) mod search;
 use clap::Subcommand;
 
 use crate::cli::Context;
+use crate::cli::deferred::Deferred;
 use crate::cli::exit::CliResult;
 
-/// `rlp tools …`
+/// `rlp tools …` (each built when the command line enters it: `rlp tools call`
+/// is what scripts run in loops).
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
     /// Add one tool to a bundle's tools.json.
-    Add(add::AddArgs),
+    Add(Deferred<add::AddArgs>),
     /// List a bundle's tools and whether the policy exposes each.
-    List(list::ListArgs),
+    List(Deferred<list::ListArgs>),
     /// Find a bundle's tools by what they do (the search of `rlp serve --expose core`).
-    Search(search::SearchArgs),
+    Search(Deferred<search::SearchArgs>),
     /// Add the tools a binary describes (`schema` action) or an MCP server lists (--mcp, --mcp-config).
-    Import(import::ImportArgs),
+    Import(Deferred<import::ImportArgs>),
     /// Run one tool call through the runtime and print its result.
-    Call(call::CallArgs),
+    Call(Deferred<call::CallArgs>),
 }
 
 /// Runs a `tools` subcommand.
 pub(crate) fn run(command: ToolsCommand, ctx: &Context) -> CliResult {
     match command {
-        ToolsCommand::Add(args) => add::run(&args, ctx),
-        ToolsCommand::List(args) => list::run(&args, ctx),
-        ToolsCommand::Search(args) => search::run(&args, ctx),
-        ToolsCommand::Import(args) => import::run(&args, ctx),
-        ToolsCommand::Call(args) => call::run(&args, ctx),
+        ToolsCommand::Add(Deferred(args)) => add::run(&args, ctx),
+        ToolsCommand::List(Deferred(args)) => list::run(&args, ctx),
+        ToolsCommand::Search(Deferred(args)) => search::run(&args, ctx),
+        ToolsCommand::Import(Deferred(args)) => import::run(&args, ctx),
+        ToolsCommand::Call(Deferred(args)) => call::run(&args, ctx),
     }
 }

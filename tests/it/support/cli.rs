@@ -1,7 +1,5 @@
 //! The command tree of `rlp` as clap declares it.
 
-use clap::CommandFactory;
-
 /// Every command of the tree (the root first, as an empty path), `help`
 /// aside: its path (`["agent", "scaffold"]`) and whether it is a leaf (has no
 /// subcommands).
@@ -16,7 +14,7 @@ pub fn commands() -> Vec<(Vec<String>, bool)> {
         }
     }
     let mut out = Vec::new();
-    walk(&rlp::cli::Cli::command(), Vec::new(), &mut out);
+    walk(&rlp::cli::command_tree(), Vec::new(), &mut out);
     out
 }
 
