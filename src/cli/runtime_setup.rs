@@ -20,6 +20,7 @@ use crate::runtime::answer::{Answerer, NoAnswerer};
 use crate::runtime::confirm::{Confirmer, NoTerminal, PreApproved};
 use crate::runtime::recorder::NullRecorder;
 use crate::runtime::{Runtime, RuntimeOptions};
+use crate::sandbox::SandboxMode;
 
 /// The flags that shape a runtime.
 #[derive(Clone, Copy, Debug)]
@@ -122,10 +123,10 @@ fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(R
     })
 }
 
-/// Loads the configuration, then the bundle into a runtime, and probes the
-/// kernel for its exec tools, while the recorder `recorder` opens on a
-/// thread of its own (reading the ledger's journal, for one, takes
-/// milliseconds); live spans go
+/// Loads the configuration, then the bundle into a runtime, while the
+/// recorder `recorder` opens on a thread of its own (reading the ledger's
+/// journal, for one, takes milliseconds) and the kernel is probed for the
+/// sandbox on another; live spans go
 /// in front of it when the OpenTelemetry variables turn them on. The
 /// ledger's error, if any, is the one reported.
 fn load_with(
@@ -136,12 +137,17 @@ fn load_with(
     let config = ctx.config_with(flags.confirm_external_actions, flags.tools)?;
     warn(ctx.config_warnings()?);
     let opening = Arc::new(Opening::default());
+    let sandboxed = config.sandbox.value != SandboxMode::Off;
     let (runtime, traced) = std::thread::scope(|scope| {
         let ledger = scope.spawn(recorder);
-        let runtime = load_bundle(flags, ctx, config, opening.clone());
-        if let Ok(runtime) = &runtime {
-            runtime.probe_sandbox();
+        // The kernel is probed on a third thread, before the bundle says
+        // whether it has exec tools: what a bundle without them wastes is a
+        // millisecond of another core, against one on the path of every
+        // exec call.
+        if sandboxed {
+            scope.spawn(crate::sandbox::probe_kernel);
         }
+        let runtime = load_bundle(flags, ctx, config, opening.clone());
         let ledger = ledger.join().unwrap_or_else(|_| Err(CliError::problem("opening the ledger failed")))?;
         Ok::<_, CliError>((runtime?, crate::cli::spans::traced(ledger)))
     })?;

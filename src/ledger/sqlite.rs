@@ -363,7 +363,8 @@ impl SqliteLedger {
         conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
         // Committed frames are durable in the WAL; checkpointing every time a
         // short-lived `rlp tools call` closes the database would add fsyncs to
-        // each call. SQLite checkpoints on its own as the WAL grows.
+        // each call. SQLite checkpoints on its own as the WAL grows, and a
+        // closing ledger empties a long one ([`SqliteLedger::drop`]).
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(sqlite)?;
         retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -814,6 +815,32 @@ impl BulkAppend for SqliteBulk<'_> {
     }
 }
 
+/// A write-ahead log longer than this is emptied when the ledger closes.
+///
+/// The first connection to open a ledger reads its whole write-ahead log
+/// (SQLite rebuilds the log's index from it), and SQLite lets the log grow
+/// to 1,000 pages before it checkpoints: up to 4 MB read, about a
+/// millisecond, by every `rlp tools call`. Emptied past 256 KB (a few dozen
+/// calls), the log costs the next process a fraction of that, for one
+/// checkpoint every few dozen calls.
+const LONG_WAL_BYTES: u64 = 256 * 1024;
+
+impl Drop for SqliteLedger {
+    fn drop(&mut self) {
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        if !std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > LONG_WAL_BYTES) {
+            return;
+        }
+        let Ok(conn) = self.conn.get_mut() else { return };
+        // Never wait for another connection: while one reads or writes, the
+        // log stays for a later close (or SQLite's own checkpoint) to empty.
+        if conn.busy_timeout(std::time::Duration::ZERO).is_ok() {
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+}
+
 impl Drop for SqliteBulk<'_> {
     fn drop(&mut self) {
         if !self.committed {
@@ -931,6 +958,67 @@ mod tests {
             [],
         );
         assert!(refused.unwrap_err().to_string().contains("upgrade rlp"));
+    }
+
+    fn wal_len(path: &Path) -> u64 {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        std::fs::metadata(PathBuf::from(wal)).map_or(0, |m| m.len())
+    }
+
+    /// Appends frames of trace `t` until the log is longer than
+    /// [`LONG_WAL_BYTES`]; how many.
+    fn grow_wal(ledger: &SqliteLedger, t: Uuid) -> usize {
+        let mut n = 0;
+        while wal_len(ledger.path()) <= LONG_WAL_BYTES {
+            let batch: Vec<Record> = (0..16).map(|i| numbered(t, i)).collect();
+            ledger.append(&batch).unwrap();
+            n += batch.len();
+        }
+        n
+    }
+
+    #[test]
+    fn a_closing_ledger_empties_a_long_write_ahead_log_and_keeps_every_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        let ledger = SqliteLedger::open(&path).unwrap();
+        let t = Uuid::now_v7();
+        let appended = grow_wal(&ledger, t);
+        drop(ledger);
+        assert_eq!(wal_len(&path), 0);
+        let report = verify_chain(&path).unwrap();
+        assert!(report.is_intact() && report.rows == appended as u64, "{report:?}");
+        // A short log is left as it is: emptying it would cost the call more than it saves the next.
+        let ledger = SqliteLedger::open(&path).unwrap();
+        ledger.append(&[numbered(t, 0)]).unwrap();
+        drop(ledger);
+        assert!((1..=LONG_WAL_BYTES).contains(&wal_len(&path)), "{}", wal_len(&path));
+    }
+
+    #[test]
+    fn a_closing_ledger_does_not_wait_for_a_reader_to_empty_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        let ledger = SqliteLedger::open(&path).unwrap();
+        grow_wal(&ledger, Uuid::now_v7());
+        let reader = Connection::open(&path).unwrap();
+        // Closed last, it would empty the log itself.
+        reader.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let rows: i64 = reader.query_row("SELECT count(*) FROM events", [], |r| r.get(0)).unwrap();
+        // The reader's snapshot is in the log: the close leaves the log whole.
+        drop(ledger);
+        assert!(wal_len(&path) > LONG_WAL_BYTES);
+        let still: i64 = reader.query_row("SELECT count(*) FROM events", [], |r| r.get(0)).unwrap();
+        assert_eq!(still, rows);
+        reader.execute_batch("COMMIT").unwrap();
+        drop(reader);
+        assert!(wal_len(&path) > LONG_WAL_BYTES);
+        // The next close, with no one reading, empties it.
+        drop(SqliteLedger::open(&path).unwrap());
+        assert_eq!(wal_len(&path), 0);
+        assert!(verify_chain(&path).unwrap().is_intact());
     }
 
     #[test]

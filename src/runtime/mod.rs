@@ -67,7 +67,7 @@ use crate::bundle::LoadedBundle;
 use crate::bundle::diag::{Code, Severity};
 use crate::bundle::registry::Registries;
 use crate::bundle::servers::Server;
-use crate::bundle::tools::{Tool, Transport};
+use crate::bundle::tools::Tool;
 use crate::config::Config;
 use crate::config::tool_list::ToolList;
 use crate::error::{Exit, Reportable};
@@ -81,7 +81,6 @@ use crate::runtime::exposure::EffectivePolicy;
 use crate::runtime::http::ClientError;
 use crate::runtime::journal::Journal;
 use crate::runtime::trust_gate::TrustGate;
-use crate::sandbox::SandboxMode;
 use crate::secrets::{Providers, SecretResolver};
 use crate::text::plural;
 use uuid::Uuid;
@@ -358,17 +357,6 @@ impl Runtime {
     /// The sessions with the bundle's MCP servers.
     pub(crate) fn bridge(&self) -> &mcp::session::Bridge {
         &self.bridge
-    }
-
-    /// Probes now what the kernel offers the sandbox of the bundle's exec
-    /// tools, which the first call of one would otherwise do (once per
-    /// process): a command may do it while something else goes on. Nothing
-    /// to do for a bundle without exec tools, or with the sandbox off.
-    pub fn probe_sandbox(&self) {
-        let exec = self.tools.values().any(|p| matches!(p.tool.transport, Some(Transport::Exec { .. })));
-        if exec && self.options.config.sandbox.value != SandboxMode::Off {
-            crate::sandbox::probe_kernel();
-        }
     }
 
     /// The HTTP client every call shares, set up at the first http call.
