@@ -315,3 +315,31 @@ fn a_tool_cannot_reach_another_processs_shared_memory() {
     assert_eq!(&seen, b"secret");
     assert_eq!(stdout_json(&output), json!({"shmget": "EPERM", "msgget": "EPERM"}));
 }
+
+#[test]
+fn a_tool_sees_only_its_own_processes_in_proc() {
+    let td = TestDir::new();
+    let command = python_tool(
+        &td,
+        "processes",
+        "import subprocess\nchild = subprocess.Popen(['sleep', '30'])\n\
+         pids = {int(p) for p in os.listdir('/proc') if p.isdigit()}\n\
+         mine = {os.getpid(), child.pid}\n\
+         result['mine'] = sorted(p in pids for p in mine)\n\
+         result['rlp'] = os.getppid() in pids\n\
+         result['init'] = os.getpid() != 1 and 1 in pids\n\
+         result['test'] = int(args[0]) in pids\n\
+         result['others'] = len(pids - mine)\n\
+         attempt('cmdline of rlp', lambda: open(f'/proc/{os.getppid()}/cmdline').read())\n\
+         child.kill()\nchild.wait()",
+    );
+    let test_pid = std::process::id().to_string();
+    let bundle =
+        td.bundle("processes", json!([tool("probe", &command, &[&test_pid], &[])]), "[capabilities]\nexec = true\n");
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout_json(&output),
+        json!({"mine": [true, true], "rlp": false, "init": false, "test": false, "others": 0, "cmdline of rlp": "ENOENT"})
+    );
+}

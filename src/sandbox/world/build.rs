@@ -15,7 +15,7 @@
 //!    tool open no other device);
 //! 6. the private folder and the grants bound (writable, no set-user-id,
 //!    no devices);
-//! 7. a fresh `/proc` (read-only) for the tool's own PID namespace;
+//! 7. a fresh `/proc` (read-only) showing the tool its own processes only;
 //! 8. `pivot_root` into the root, and the host's tree detached.
 
 use std::ffi::{CStr, CString, c_int, c_uint};
@@ -82,6 +82,31 @@ pub(crate) struct ViewSteps {
     proc: CString,
     /// The uid and gid lines of a user namespace (rlp not root).
     user: Option<(CString, CString)>,
+    /// The options of the view's `/proc` ([`proc_options`]).
+    proc_options: CString,
+}
+
+/// The options of a view's `/proc`: `hidepid=invisible`, so that a process
+/// shows only to those who may trace it — once the tool's Landlock domain
+/// and its dropped capabilities apply, its own processes, whatever PID
+/// namespace it is in, and not the machine's command lines (per mount since
+/// Linux 5.8; the view needs 5.12 for `mount_setattr` anyway). The members
+/// of the mount's `gid` see every process, and it defaults to root's group:
+/// without a user namespace (rlp is root) the tool is in it, so `gid` names
+/// a group the tool is not in. In a user namespace only rlp's own group
+/// could be named, and root's group is the host's.
+fn proc_options(user: bool) -> io::Result<CString> {
+    if user {
+        return c_string(b"hidepid=invisible");
+    }
+    let mut groups = vec![0 as libc::gid_t; 1024];
+    // SAFETY: `groups` has room for as many groups as its length says.
+    let count = unsafe { libc::getgroups(groups.len() as c_int, groups.as_mut_ptr()) };
+    groups.truncate(usize::try_from(count).map_err(|_| io::Error::last_os_error())?);
+    // SAFETY: getegid has no failure mode.
+    groups.push(unsafe { libc::getegid() });
+    let outside = (1..libc::gid_t::MAX / 2).rev().find(|g| !groups.contains(g)).unwrap_or(libc::gid_t::MAX / 2);
+    c_string(format!("hidepid=invisible,gid={outside}").as_bytes())
 }
 
 /// `bytes` as a C string; a path with a NUL byte cannot be shown.
@@ -155,6 +180,7 @@ impl ViewSteps {
             opens,
             steps,
             proc: under(root, Path::new("/proc"))?,
+            proc_options: proc_options(user.is_some())?,
             user,
         })
     }
@@ -193,7 +219,7 @@ impl ViewSteps {
             }
         }
         let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY;
-        mount(Some(c"proc"), &self.proc, Some(c"proc"), proc_flags, None)?;
+        mount(Some(c"proc"), &self.proc, Some(c"proc"), proc_flags, Some(&self.proc_options))?;
         pivot_into(&self.root)
     }
 
