@@ -18,7 +18,7 @@ pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{CallToolResponse, ElicitResult, InputRequests, InputResponses, ServerNotification, TaskStatus};
@@ -43,6 +43,9 @@ pub(crate) const MAX_TASKS: usize = 1024;
 pub(crate) const MAX_TASKS_PER_OWNER: usize = 64;
 /// The polling interval suggested to clients.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How long a task's question waits for the client to name the task
+/// ([`TaskAsker`]) before it is sent anyway: ten polling intervals.
+const KNOWN_WAIT: Duration = Duration::from_secs(5);
 /// The tag a call run as a task is recorded with, before the task id.
 pub(crate) const TAG_PREFIX: &str = "mcp.task=";
 
@@ -82,6 +85,9 @@ pub(crate) struct Task {
     /// The session told of status changes (2025-11-25), through one
     /// forwarder so the notifications reach it in the order of the changes.
     listener: Option<tokio::sync::mpsc::UnboundedSender<ServerNotification>>,
+    /// The client has named the task in a request: it has the answer that
+    /// made it ([`Task::wait_known`]).
+    known: (Mutex<bool>, Condvar),
 }
 
 fn now_ms() -> i64 {
@@ -97,6 +103,31 @@ fn new_id() -> Option<String> {
 }
 
 impl Task {
+    /// Notes that the client named the task in a request.
+    fn mark_known(&self) {
+        *self.known.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.known.1.notify_all();
+    }
+
+    /// Waits until the client has named the task (or `stop` is cancelled),
+    /// at most `longest`. The answer that makes a task and a request the
+    /// server sends are written in either order (rmcp writes them from two
+    /// queues): a question about a task its client cannot know of yet would
+    /// reach it before the task does.
+    fn wait_known(&self, longest: Duration) {
+        let until = Instant::now() + longest;
+        let mut known = self.known.0.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*known && !self.stop.is_cancelled() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            // Woken by `mark_known`; `stop` is looked at every polling interval.
+            let step = left.min(POLL_INTERVAL / 5);
+            known = self.known.1.wait_timeout(known, step).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
     /// The current state.
     pub(crate) fn state(&self) -> State {
         self.state.borrow().clone()
@@ -240,6 +271,9 @@ impl Asker for TaskAsker {
             Some("the call waits for the client's answer to an elicitation".into()),
             None,
         );
+        // Asked once the client knows the task: after `input_required`, a
+        // client calls `tasks/result` (or polls `tasks/get`) for it.
+        self.task.wait_known(KNOWN_WAIT);
         let answer = self.inner.ask(form);
         self.task.set(TaskStatus::Working, None, None);
         answer
@@ -312,6 +346,7 @@ impl Tasks {
             stop: CancellationToken::new(),
             answers: Mutex::new(None),
             listener: new.listener.map(forwarder),
+            known: (Mutex::new(false), Condvar::new()),
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         tasks.retain(|_, task| task.deadline > Instant::now());
@@ -323,14 +358,16 @@ impl Tasks {
         Ok(task)
     }
 
-    /// The task `id` of `owner`, if it is kept.
+    /// The task `id` of `owner`, if it is kept; the client named it.
     pub(crate) fn get(&self, id: &str, owner: Owner) -> Result<Arc<Task>, ErrorData> {
         let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        tasks
+        let task = tasks
             .get(id)
             .filter(|task| task.owner == owner && task.deadline > Instant::now())
             .cloned()
-            .ok_or_else(|| ErrorData::invalid_params(NOT_FOUND, None))
+            .ok_or_else(|| ErrorData::invalid_params(NOT_FOUND, None))?;
+        task.mark_known();
+        Ok(task)
     }
 
     /// `owner`'s tasks, newest first.
@@ -384,4 +421,50 @@ pub(crate) fn run(task: Arc<Task>, mut pending: Pending) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    struct Recording(Arc<AtomicBool>);
+
+    impl Asker for Recording {
+        fn ask(&self, _form: Value) -> Option<ElicitResult> {
+            self.0.store(true, Ordering::SeqCst);
+            None
+        }
+    }
+
+    fn new_task(tasks: &Tasks) -> Arc<Task> {
+        let new = NewTask { owner: None, ttl_ms: None, cancel: Cancel::new().unwrap(), listener: None };
+        tasks.create(new).unwrap()
+    }
+
+    #[test]
+    fn a_tasks_question_waits_until_the_client_names_the_task() {
+        let tasks = Tasks::default();
+        let task = new_task(&tasks);
+        let asked = Arc::new(AtomicBool::new(false));
+        let asker = TaskAsker { inner: Arc::new(Recording(asked.clone())), task: Arc::clone(&task) };
+        let asking = std::thread::spawn(move || asker.ask(serde_json::json!({"message": "?"})));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!asked.load(Ordering::SeqCst), "asked before the client knew the task");
+        assert_eq!(task.state().status, TaskStatus::InputRequired);
+        tasks.get(&task.id, None).unwrap();
+        asking.join().unwrap();
+        assert!(asked.load(Ordering::SeqCst));
+        assert_eq!(task.state().status, TaskStatus::Working);
+    }
+
+    #[test]
+    fn a_question_of_a_task_stopped_while_it_waits_goes_on_at_once() {
+        let tasks = Tasks::default();
+        let task = new_task(&tasks);
+        task.stop.cancel();
+        // Waiting for the client here would hang the test for a day.
+        task.wait_known(Duration::from_secs(86_400));
+        assert!(task.stop.is_cancelled());
+    }
 }
