@@ -815,6 +815,14 @@ impl BulkAppend for SqliteBulk<'_> {
     }
 }
 
+/// The file SQLite keeps beside the database `path` under `suffix`
+/// (`-wal`, `-shm`, `-journal`).
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// A write-ahead log longer than this is emptied when the ledger closes.
 ///
 /// The first connection to open a ledger reads its whole write-ahead log
@@ -827,9 +835,7 @@ const LONG_WAL_BYTES: u64 = 256 * 1024;
 
 impl Drop for SqliteLedger {
     fn drop(&mut self) {
-        let mut wal = self.path.as_os_str().to_owned();
-        wal.push("-wal");
-        if !std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > LONG_WAL_BYTES) {
+        if !std::fs::metadata(companion(&self.path, "-wal")).is_ok_and(|m| m.len() > LONG_WAL_BYTES) {
             return;
         }
         let Ok(conn) = self.conn.get_mut() else { return };
@@ -863,9 +869,7 @@ pub(crate) fn write_all_or_nothing<T, E: From<LedgerError>>(
     let result = SqliteLedger::open(path).map_err(E::from).and_then(|ledger| f(&ledger));
     if result.is_err() && !existed {
         for suffix in ["", "-wal", "-shm", "-journal"] {
-            let mut name = path.as_os_str().to_owned();
-            name.push(suffix);
-            let _ = std::fs::remove_file(PathBuf::from(name));
+            let _ = std::fs::remove_file(companion(path, suffix));
         }
         if let Some(dir) = created_dir {
             let _ = std::fs::remove_dir(dir);
@@ -961,9 +965,7 @@ mod tests {
     }
 
     fn wal_len(path: &Path) -> u64 {
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        std::fs::metadata(PathBuf::from(wal)).map_or(0, |m| m.len())
+        std::fs::metadata(companion(path, "-wal")).map_or(0, |m| m.len())
     }
 
     /// Appends frames of trace `t` until the log is longer than

@@ -99,9 +99,12 @@ fn proc_options(user: bool) -> io::Result<CString> {
     if user {
         return c_string(b"hidepid=invisible");
     }
-    let mut groups = vec![0 as libc::gid_t; 1024];
+    // SAFETY: a size of 0 only asks how many supplementary groups there are.
+    let listed = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    let mut groups = vec![0 as libc::gid_t; usize::try_from(listed).map_err(|_| io::Error::last_os_error())?];
     // SAFETY: `groups` has room for as many groups as its length says.
-    let count = unsafe { libc::getgroups(groups.len() as c_int, groups.as_mut_ptr()) };
+    let count = unsafe { libc::getgroups(listed, groups.as_mut_ptr()) };
+    // The groups grew in between: an error, as any other of the view.
     groups.truncate(usize::try_from(count).map_err(|_| io::Error::last_os_error())?);
     // SAFETY: getegid has no failure mode.
     groups.push(unsafe { libc::getegid() });
