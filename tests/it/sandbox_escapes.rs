@@ -331,6 +331,9 @@ fn a_tool_sees_only_its_own_processes_in_proc() {
          result['test'] = int(args[0]) in pids\n\
          result['others'] = len(pids - mine)\n\
          attempt('cmdline of rlp', lambda: open(f'/proc/{os.getppid()}/cmdline').read())\n\
+         import re\nshown = re.findall(r'gid=(\\d+)', ''.join(l for l in open('/proc/self/mountinfo') if ' /proc ' in l))\n\
+         attempt('join', lambda: (os.setgroups([0] + [int(g) for g in shown]), os.setgid(int(shown[0]) if shown else 0)))\n\
+         result['others, in the mount group'] = len({int(p) for p in os.listdir('/proc') if p.isdigit()} - mine)\n\
          child.kill()\nchild.wait()",
     );
     let test_pid = std::process::id().to_string();
@@ -340,6 +343,7 @@ fn a_tool_sees_only_its_own_processes_in_proc() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stdout_json(&output),
-        json!({"mine": [true, true], "rlp": false, "init": false, "test": false, "others": 0, "cmdline of rlp": "ENOENT"})
+        json!({"mine": [true, true], "rlp": false, "init": false, "test": false, "others": 0, "cmdline of rlp": "ENOENT",
+               "join": "ok", "others, in the mount group": 0})
     );
 }

@@ -82,8 +82,6 @@ pub(crate) struct ViewSteps {
     proc: CString,
     /// The uid and gid lines of a user namespace (rlp not root).
     user: Option<(CString, CString)>,
-    /// The options of the view's `/proc` ([`proc_options`]).
-    proc_options: CString,
 }
 
 /// The options of a view's `/proc`: `hidepid=invisible`, so that a process
@@ -91,26 +89,11 @@ pub(crate) struct ViewSteps {
 /// and its dropped capabilities apply, its own processes, whatever PID
 /// namespace it is in, and not the machine's command lines (per mount since
 /// Linux 5.8; the view needs 5.12 for `mount_setattr` anyway). The members
-/// of the mount's `gid` see every process, and it defaults to root's group:
-/// without a user namespace (rlp is root) the tool is in it, so `gid` names
-/// a group the tool is not in. In a user namespace only rlp's own group
-/// could be named, and root's group is the host's.
-fn proc_options(user: bool) -> io::Result<CString> {
-    if user {
-        return c_string(b"hidepid=invisible");
-    }
-    // SAFETY: a size of 0 only asks how many supplementary groups there are.
-    let listed = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
-    let mut groups = vec![0 as libc::gid_t; usize::try_from(listed).map_err(|_| io::Error::last_os_error())?];
-    // SAFETY: `groups` has room for as many groups as its length says.
-    let count = unsafe { libc::getgroups(listed, groups.as_mut_ptr()) };
-    // The groups grew in between: an error, as any other of the view.
-    groups.truncate(usize::try_from(count).map_err(|_| io::Error::last_os_error())?);
-    // SAFETY: getegid has no failure mode.
-    groups.push(unsafe { libc::getegid() });
-    let outside = (1..libc::gid_t::MAX / 2).rev().find(|g| !groups.contains(g)).unwrap_or(libc::gid_t::MAX / 2);
-    c_string(format!("hidepid=invisible,gid={outside}").as_bytes())
-}
+/// of the mount's `gid` see every process: it defaults to root's group,
+/// which a tool run as root is in, and any group could be joined by a tool
+/// that keeps `CAP_SETGID`. `gid=4294967295` is the invalid id `(gid_t)-1`,
+/// which no process can be in (`setgroups` and `setgid` refuse it).
+const PROC_OPTIONS: &CStr = c"hidepid=invisible,gid=4294967295";
 
 /// `bytes` as a C string; a path with a NUL byte cannot be shown.
 fn c_string(bytes: &[u8]) -> io::Result<CString> {
@@ -183,7 +166,6 @@ impl ViewSteps {
             opens,
             steps,
             proc: under(root, Path::new("/proc"))?,
-            proc_options: proc_options(user.is_some())?,
             user,
         })
     }
@@ -222,7 +204,7 @@ impl ViewSteps {
             }
         }
         let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY;
-        mount(Some(c"proc"), &self.proc, Some(c"proc"), proc_flags, Some(&self.proc_options))?;
+        mount(Some(c"proc"), &self.proc, Some(c"proc"), proc_flags, Some(PROC_OPTIONS))?;
         pivot_into(&self.root)
     }
 
