@@ -113,14 +113,27 @@ fn kernel() -> &'static Kernel {
     KERNEL.get_or_init(|| {
         let seccomp = seccomp::available();
         let kill_cgroup = lifetime::cgroup_available();
+        let landlock_abi = landlock_abi();
         Kernel {
-            landlock_abi: landlock_abi(),
+            landlock_abi,
             filter: seccomp.filter,
             user_notif: seccomp.user_notif,
-            world: world::support(!kill_cgroup),
+            world: world::support(needs_pid_namespace(kill_cgroup, landlock_abi)),
             kill_cgroup,
         }
     })
+}
+
+/// The first Landlock ABI that keeps a tool's signals inside its sandbox
+/// (Linux 6.12).
+const SIGNAL_SCOPE_ABI: u32 = 6;
+
+/// Whether tools get a PID namespace: where no call cgroup can end what
+/// they start, and where Landlock cannot keep their signals in (the
+/// namespace then does: no process outside it can be named). A call
+/// cgroup with scoped signals keeps the tool's pids the machine's.
+fn needs_pid_namespace(kill_cgroup: bool, landlock_abi: u32) -> bool {
+    !kill_cgroup || landlock_abi < SIGNAL_SCOPE_ABI
 }
 
 /// Probes what the kernel offers (once per process) ahead of the first plan.
@@ -488,11 +501,16 @@ fn kernel_gaps(kernel: &Kernel, network: &Network, process_limit: bool) -> Vec<(
     if abi == 0 {
         gap("Landlock is not available: the filesystem is not confined".into(), true);
     } else {
+        // A PID namespace keeps signals in where Landlock cannot.
+        let unscoped = match &kernel.world {
+            Ok(Namespaces { pid: true, .. }) => "abstract sockets outside the sandbox",
+            _ => "signals and abstract sockets outside the sandbox",
+        };
         let missing: [(u32, &str); 4] = [
             (3, "truncating files"),
             (4, "TCP binding and connecting by port"),
             (5, "device ioctls"),
-            (6, "signals and abstract sockets outside the sandbox"),
+            (SIGNAL_SCOPE_ABI, unscoped),
         ];
         for (needed, what) in missing {
             if abi < needed {
@@ -639,10 +657,28 @@ mod tests {
                 "Landlock ABI 3 does not control signals and abstract sockets outside the sandbox (ABI 6 does)",
             ]
         );
+        // With a PID namespace, signals stay in without Landlock's scope.
+        let abi5 = Kernel { landlock_abi: 5, ..kernel(Ok(Namespaces { user: false, pid: true }), true) };
+        let plan = SandboxPlan::on(abi5, SandboxMode::Required, &grants(sh, &[]));
+        assert_eq!(
+            plan.record().gaps,
+            vec!["Landlock ABI 5 does not control abstract sockets outside the sandbox (ABI 6 does)"]
+        );
+        assert_eq!(plan.record().namespaces, ["mount", "pid", "ipc"]);
+        assert_eq!(plan.record().processes.as_deref(), Some("cgroup"));
         // Off confines nothing and says so.
         let off = SandboxPlan::on(abi3, SandboxMode::Off, &grants(sh, &[]));
         assert!(!off.record().confined && off.record().gaps.is_empty() && off.refusal().is_none());
         assert_eq!(off.brief(), "off");
+    }
+
+    #[test]
+    fn a_pid_namespace_is_given_where_no_cgroup_or_no_signal_scope_keeps_the_tool_in() {
+        assert!(!needs_pid_namespace(true, 6));
+        assert!(!needs_pid_namespace(true, 7));
+        assert!(needs_pid_namespace(true, 5));
+        assert!(needs_pid_namespace(true, 0));
+        assert!(needs_pid_namespace(false, 7));
     }
 
     #[test]

@@ -347,3 +347,67 @@ fn a_tool_sees_only_its_own_processes_in_proc() {
                "join": "ok", "others, in the mount group": 0})
     );
 }
+
+/// Whether signal `signal` waits, blocked, in the pending sets of `pid`.
+fn pending(pid: u32, signal: libc::c_int) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let bit = 1u64 << (signal - 1);
+    status
+        .lines()
+        .filter_map(|line| line.strip_prefix("SigPnd:").or_else(|| line.strip_prefix("ShdPnd:")))
+        .any(|mask| u64::from_str_radix(mask.trim(), 16).unwrap() & bit != 0)
+}
+
+#[test]
+fn a_root_tool_signals_mounts_and_tunes_nothing_outside_its_call() {
+    use std::io::BufRead;
+    let td = TestDir::new();
+    // A process of the same user outside the call, holding SIGWINCH blocked:
+    // a signal sent to it stays pending, where /proc shows it.
+    let mut victim = std::process::Command::new("python3")
+        .args(["-c", "import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])\nprint('ready', flush=True)\ntime.sleep(60)"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(victim.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+    assert_eq!(ready, "ready\n");
+    let core_pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap();
+    let command = python_tool(
+        &td,
+        "administer",
+        "import ctypes, signal\nlibc = ctypes.CDLL(None, use_errno=True)\n\
+         def call(nr, *a):\n    if libc.syscall(nr, *a) < 0:\n        raise OSError(ctypes.get_errno(), 'syscall')\n\
+         attempt('signal the victim', lambda: os.kill(int(args[0]), signal.SIGWINCH))\n\
+         attempt('signal the test', lambda: os.kill(int(args[1]), signal.SIGWINCH))\n\
+         attempt('signal every process', lambda: os.kill(-1, signal.SIGWINCH))\n\
+         attempt('core_pattern', lambda: open('/proc/sys/kernel/core_pattern', 'w').write('|/bin/false'))\n\
+         attempt('fsopen cgroup2', lambda: call(430, b'cgroup2', 0))\n\
+         attempt('fsopen proc', lambda: call(430, b'proc', 0))\n\
+         attempt('open_tree clone', lambda: call(428, -100, b'/', 1 | 0o2000000))\n\
+         attempt('cgroup folder', lambda: os.stat('/sys/fs/cgroup'))",
+    );
+    let bundle = td.bundle(
+        "administer",
+        json!([tool("probe", &command, &[&victim.id().to_string(), &std::process::id().to_string()], &[])]),
+        "[capabilities]\nexec = true\n",
+    );
+    let output = td.call(&bundle, "probe", json!({})).output().unwrap();
+    let signalled = pending(victim.id(), libc::SIGWINCH);
+    let _ = victim.kill();
+    let _ = victim.wait();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // With a call cgroup and Landlock's signal scope, the processes outside
+    // are there and refuse (kill(-1) answers 0 even when every process
+    // refuses, kill(2)); in a PID namespace they cannot be named.
+    let pid_namespace = call_frame(&td)["sandbox"]["namespaces"].as_array().unwrap().contains(&json!("pid"));
+    let (outside, every) = if pid_namespace { ("ESRCH", "ESRCH") } else { ("EPERM", "ok") };
+    assert_eq!(
+        stdout_json(&output),
+        json!({"signal the victim": outside, "signal the test": outside, "signal every process": every,
+               "core_pattern": "EROFS", "fsopen cgroup2": "EPERM", "fsopen proc": "EPERM", "open_tree clone": "EPERM",
+               "cgroup folder": "ENOENT"})
+    );
+    assert!(!signalled, "a process outside the call got the tool's signal");
+    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap(), core_pattern);
+}
