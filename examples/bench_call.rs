@@ -146,6 +146,25 @@ impl Series {
     fn cpu_per_call(&self) -> f64 {
         self.cpu_us / self.samples.len() as f64
     }
+
+    /// This series of runs that each made `calls` calls, per call.
+    fn per_call_of(self, calls: usize) -> Series {
+        let calls = calls as f64;
+        Series { samples: self.samples.iter().map(|s| s / calls).collect(), cpu_us: self.cpu_us / calls }
+    }
+}
+
+/// Calls in each `rlp tools call --batch` process measured.
+const BATCH_SIZES: [usize; 2] = [10, 100];
+
+/// The series of `rlp` processes, interleaved with the raw spawn.
+struct CliSeries {
+    raw: Series,
+    tmpfs: Series,
+    disk: Series,
+    signed: Series,
+    /// `--batch` runs of [`BATCH_SIZES`] calls, per call.
+    batches: [Series; 2],
 }
 
 /// Runs each closure once per round, `iterations` rounds (after a warm-up),
@@ -416,18 +435,35 @@ fn main() {
         (0..2).map(|_| (per_connect(&unsupervised_exec), per_connect(&supervised_exec))).collect();
     let cli = args.rlp.as_ref().map(|rlp| {
         let cli_n = (n / 3).max(20);
-        let run_bundle = |home: &Path, bundle: &Path| {
-            let status = Command::new(rlp)
+        let rlp_call = |home: &Path, bundle: &Path| {
+            let mut command = Command::new(rlp);
+            command
                 .arg("--home")
                 .arg(home)
                 .args(["tools", "call"])
                 .arg(bundle)
-                .arg("ok")
                 .env("RUNLOOP_SYSTEM_CONFIG", disk.path().join("none.toml"))
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success());
+                .stdout(Stdio::null());
+            command
+        };
+        let succeed = |mut command: Command| assert!(command.status().unwrap().success());
+        let run_bundle = |home: &Path, bundle: &Path| {
+            let mut command = rlp_call(home, bundle);
+            command.arg("ok");
+            succeed(command);
+        };
+        let batches: Vec<PathBuf> = BATCH_SIZES
+            .iter()
+            .map(|&size| {
+                let path = disk.path().join(format!("batch-{size}.jsonl"));
+                std::fs::write(&path, "{\"tool\": \"ok\", \"args\": {}}\n".repeat(size)).unwrap();
+                path
+            })
+            .collect();
+        let run_batch = |home: &Path, bundle: &Path, batch: &Path| {
+            let mut command = rlp_call(home, bundle);
+            command.arg("--batch").arg(batch).args(["--jobs", "1"]);
+            succeed(command);
         };
         let tmpfs_home = tmpfs.path().join("cli-home");
         let disk_home = disk.path().join("cli-home");
@@ -440,10 +476,19 @@ fn main() {
                 &mut || run_bundle(&tmpfs_home, &exec_bundle),
                 &mut || run_bundle(&disk_home, &exec_bundle),
                 &mut || run_bundle(&signed_home_dir, &signed_home),
+                &mut || run_batch(&tmpfs_home, &exec_bundle, &batches[0]),
+                &mut || run_batch(&tmpfs_home, &exec_bundle, &batches[1]),
             ],
         )
         .into_iter();
-        (series.next().unwrap(), series.next().unwrap(), series.next().unwrap(), series.next().unwrap())
+        let mut next = || series.next().unwrap();
+        CliSeries {
+            raw: next(),
+            tmpfs: next(),
+            disk: next(),
+            signed: next(),
+            batches: BATCH_SIZES.map(|size| next().per_call_of(size)),
+        }
     });
 
     // http, interleaved likewise.
@@ -491,11 +536,17 @@ fn main() {
     row(&mut out, "exec: `Runtime::call`, installed signed bundle (trust checked), no-op recorder", &rt_signed);
     row(&mut out, "exec: `Runtime::call`, ledger on tmpfs", &rt_tmpfs);
     row(&mut out, "exec: `Runtime::call`, ledger on disk", &rt_disk);
-    if let Some((cli_raw, cli_tmpfs, cli_disk, cli_signed)) = &cli {
-        row(&mut out, "exec: raw spawn + wait (interleaved with the CLI runs)", cli_raw);
-        row(&mut out, "exec: `rlp tools call` process, ledger on tmpfs", cli_tmpfs);
-        row(&mut out, "exec: `rlp tools call` process, ledger on disk", cli_disk);
-        row(&mut out, "exec: `rlp tools call` process, installed signed bundle, ledger on tmpfs", cli_signed);
+    if let Some(cli) = &cli {
+        row(&mut out, "exec: raw spawn + wait (interleaved with the CLI runs)", &cli.raw);
+        row(&mut out, "exec: `rlp tools call` process, ledger on tmpfs", &cli.tmpfs);
+        row(&mut out, "exec: `rlp tools call` process, ledger on disk", &cli.disk);
+        row(&mut out, "exec: `rlp tools call` process, installed signed bundle, ledger on tmpfs", &cli.signed);
+        for (size, batch) in BATCH_SIZES.iter().zip(&cli.batches) {
+            let name = format!(
+                "exec: `rlp tools call --batch` process of {size} calls, `--jobs 1`, ledger on tmpfs, per call"
+            );
+            row(&mut out, &name, batch);
+        }
     }
     row(&mut out, "http: raw reqwest GET", &raw_http);
     row(&mut out, "http: `Runtime::call`, no-op recorder", &http_null);
@@ -538,22 +589,29 @@ fn main() {
         over(&rt_disk, &raw_exec),
         ratio(&rt_disk, &raw_exec)
     ));
-    if let Some((cli_raw, cli_tmpfs, cli_disk, cli_signed)) = &cli {
+    if let Some(cli) = &cli {
         out.push_str(&format!(
             "| exec CLI process, installed signed bundle, ledger on tmpfs, over the unsigned working folder | {} | {:.2}× |\n",
-            over(cli_signed, cli_tmpfs),
-            ratio(cli_signed, cli_tmpfs)
+            over(&cli.signed, &cli.tmpfs),
+            ratio(&cli.signed, &cli.tmpfs)
         ));
         out.push_str(&format!(
             "| exec CLI process, ledger on tmpfs, over raw spawn | {} | {:.2}× |\n",
-            over(cli_tmpfs, cli_raw),
-            ratio(cli_tmpfs, cli_raw)
+            over(&cli.tmpfs, &cli.raw),
+            ratio(&cli.tmpfs, &cli.raw)
         ));
         out.push_str(&format!(
             "| exec CLI process, ledger on disk, over raw spawn | {} | {:.2}× |\n",
-            over(cli_disk, cli_raw),
-            ratio(cli_disk, cli_raw)
+            over(&cli.disk, &cli.raw),
+            ratio(&cli.disk, &cli.raw)
         ));
+        for (size, batch) in BATCH_SIZES.iter().zip(&cli.batches) {
+            out.push_str(&format!(
+                "| exec CLI batch of {size} calls (`--jobs 1`), ledger on tmpfs, per call, over raw spawn | {} | {:.2}× |\n",
+                over(batch, &cli.raw),
+                ratio(batch, &cli.raw)
+            ));
+        }
     }
     out.push_str(&format!(
         "| http in-process, no-op recorder, over raw reqwest | {} | {:.2}× |\n",
