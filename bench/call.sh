@@ -62,7 +62,9 @@ recorder and tmpfs rows). The exec overhead includes making and removing the
 call's private folder in \$TMPDIR (on a file system mounted with \`discard\`,
 freeing its block waits for the disk, which rlp leaves to a background thread
 unless that thread falls behind). The CLI rows include process start-up,
-loading and linting the bundle, and opening the ledger.
+loading and linting the bundle, and opening the ledger; the \`--batch\` rows
+divide the time of one process making 10 or 100 calls, one at a time, by
+its calls.
 SECTION
 )"
 
