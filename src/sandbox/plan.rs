@@ -118,7 +118,7 @@ fn kernel() -> &'static Kernel {
             landlock_abi,
             filter: seccomp.filter,
             user_notif: seccomp.user_notif,
-            world: world::support(needs_pid_namespace(kill_cgroup, landlock_abi)),
+            world: tool_world(kill_cgroup, landlock_abi, world::support),
             kill_cgroup,
         }
     })
@@ -134,6 +134,22 @@ const SIGNAL_SCOPE_ABI: u32 = 6;
 /// cgroup with scoped signals keeps the tool's pids the machine's.
 fn needs_pid_namespace(kill_cgroup: bool, landlock_abi: u32) -> bool {
     !kill_cgroup || landlock_abi < SIGNAL_SCOPE_ABI
+}
+
+/// The namespaces tools get, as `support` (the probe) finds them for a
+/// PID namespace or not. Where one was wanted only to keep signals in and
+/// cannot be made (`user.max_pid_namespaces`, nesting), the call cgroup
+/// and the view go on without it, and the signal gap is recorded.
+fn tool_world(
+    kill_cgroup: bool,
+    landlock_abi: u32,
+    support: impl Fn(bool) -> Result<Namespaces, String>,
+) -> Result<Namespaces, String> {
+    let pid = needs_pid_namespace(kill_cgroup, landlock_abi);
+    match support(pid) {
+        Err(_) if pid && kill_cgroup => support(false),
+        found => found,
+    }
 }
 
 /// Probes what the kernel offers (once per process) ahead of the first plan.
@@ -679,6 +695,14 @@ mod tests {
         assert!(needs_pid_namespace(true, 5));
         assert!(needs_pid_namespace(true, 0));
         assert!(needs_pid_namespace(false, 7));
+        // Without PID namespaces, a call cgroup keeps the view; without
+        // the cgroup, there is nothing to fall back to.
+        let no_pid = |pid: bool| if pid { Err("no".to_string()) } else { Ok(NAMESPACES) };
+        assert_eq!(tool_world(true, 5, no_pid), Ok(NAMESPACES));
+        assert_eq!(tool_world(false, 7, no_pid), Err("no".to_string()));
+        let with_pid = Namespaces { user: false, pid: true };
+        assert_eq!(tool_world(true, 5, |pid| Ok(Namespaces { user: false, pid })), Ok(with_pid));
+        assert_eq!(tool_world(true, 7, |pid| Ok(Namespaces { user: false, pid })), Ok(NAMESPACES));
     }
 
     #[test]

@@ -21,7 +21,6 @@ pub(crate) mod view;
 
 use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use crate::sandbox::clone::{exit_with, try_in_child};
 use crate::sandbox::world::build::ViewSteps;
@@ -33,7 +32,8 @@ pub(crate) struct Namespaces {
     /// what lets a user other than root make the others.
     pub user: bool,
     /// A PID namespace too, the tool its PID 1: how the call's processes
-    /// end with it where no call cgroup can ([`crate::sandbox::lifetime`]).
+    /// end with it where no call cgroup can ([`crate::sandbox::lifetime`]),
+    /// and how its signals stay in where Landlock cannot scope them.
     pub pid: bool,
 }
 
@@ -79,25 +79,20 @@ pub(crate) fn root_mount_point() -> PathBuf {
 }
 
 /// The namespaces this process can give tools (a PID namespace when `pid`),
-/// or why it cannot: probed once, by building an empty view in a child as
-/// a call would.
+/// or why it cannot: probed by building an empty view in a child as a call
+/// would (once per process: [`crate::sandbox::plan`] keeps the verdict).
 pub(crate) fn support(pid: bool) -> Result<Namespaces, String> {
-    static SUPPORT: OnceLock<Result<Namespaces, String>> = OnceLock::new();
-    SUPPORT
-        .get_or_init(|| {
-            // Root needs no user namespace; where it lacks the right to
-            // mount (a container), one may still give it.
-            let tries: &[bool] = if is_root() { &[false, true] } else { &[true] };
-            let mut why = String::new();
-            for &user in tries {
-                match probe(Namespaces { user, pid }) {
-                    Ok(()) => return Ok(Namespaces { user, pid }),
-                    Err(e) => why = e,
-                }
-            }
-            Err(why)
-        })
-        .clone()
+    // Root needs no user namespace; where it lacks the right to mount (a
+    // container), one may still give it.
+    let tries: &[bool] = if is_root() { &[false, true] } else { &[true] };
+    let mut why = String::new();
+    for &user in tries {
+        match probe(Namespaces { user, pid }) {
+            Ok(()) => return Ok(Namespaces { user, pid }),
+            Err(e) => why = e,
+        }
+    }
+    Err(why)
 }
 
 /// Builds an empty view in a child made with `namespaces`.
