@@ -133,7 +133,7 @@ fn main() {
 fn time_checkpoint(location: &Location, traces: usize, frames: u64) {
     let ledger = location.open().expect("the ledger opens");
     let key = rlp::integrity::keys::SecretKey::from_seed(&[7; 32]);
-    rlp::ledger::checkpoint::make_checkpoint(&*ledger, &key, rlp::event::now_ms()).expect("a first checkpoint");
+    rlp::ledger::checkpoint::make_checkpoint(&*ledger, &key, &[], rlp::event::now_ms()).expect("a first checkpoint");
     let records: Vec<_> = (0..traces)
         .flat_map(|_| {
             let trace = uuid::Uuid::now_v7();
@@ -144,7 +144,7 @@ fn time_checkpoint(location: &Location, traces: usize, frames: u64) {
         ledger.append(batch).expect("append");
     }
     let started = Instant::now();
-    let made = rlp::ledger::checkpoint::make_checkpoint(&*ledger, &key, rlp::event::now_ms()).expect("checkpoint");
+    let made = rlp::ledger::checkpoint::make_checkpoint(&*ledger, &key, &[], rlp::event::now_ms()).expect("checkpoint");
     let took = started.elapsed().as_secs_f64();
     let covered = made.checkpoint.map_or(0, |c| c.leaves.len());
     assert_eq!(covered, traces, "the checkpoint covers every new trace");

@@ -25,8 +25,8 @@ use crate::event::hash::{GENESIS, from_hex, to_hex};
 use crate::integrity::keys::{PublicKey, SecretKey, b64_decode_exact, b64_encode};
 use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceChain, TraceHead};
 use crate::ledger::merkle;
-use crate::ledger::verify::{Problem, TraceWalker, trace_of};
-use crate::ledger::{LedgerError, LedgerStore};
+use crate::ledger::verify::{Problem, TraceWalker, trace_of, verified_coverage};
+use crate::ledger::{LedgerError, LedgerStore, Snapshot};
 
 /// The `format` of the statements this rlp writes.
 pub const FORMAT: &str = "rlp-checkpoint/1";
@@ -129,6 +129,20 @@ pub fn check_checkpoint(
     prev: Option<Option<&str>>,
     trusted: &[PublicKey],
 ) -> Result<Statement, String> {
+    let statement = check_statement(checkpoint, info, prev, trusted, checkpoint.leaves.len() as u64)?;
+    check_root(checkpoint, &statement)?;
+    Ok(statement)
+}
+
+/// [`check_checkpoint`] without reading the leaves: everything but the
+/// root, with `stored_leaves` the count of leaves stored for it.
+pub fn check_statement(
+    checkpoint: &StoredCheckpoint,
+    info: &LedgerInfo,
+    prev: Option<Option<&str>>,
+    trusted: &[PublicKey],
+    stored_leaves: u64,
+) -> Result<Statement, String> {
     let statement = Statement::parse(&checkpoint.statement)?;
     if statement.seq != checkpoint.seq {
         return Err(format!("its statement says it is checkpoint #{}", statement.seq));
@@ -166,23 +180,28 @@ pub fn check_checkpoint(
             statement.legacy.rows, statement.legacy.head, seal.rows, seal.head
         ));
     }
-    if statement.traces != checkpoint.leaves.len() as u64 {
+    if statement.traces != stored_leaves {
         return Err(format!(
-            "its statement covers {} traces, but {} leaves are stored (leaves were removed or added)",
-            statement.traces,
-            checkpoint.leaves.len()
+            "its statement covers {} traces, but {stored_leaves} leaves are stored (leaves were removed or added)",
+            statement.traces
         ));
     }
-    if to_hex(&merkle::root(&leaf_hashes(&checkpoint.leaves))) != statement.root {
-        return Err("its stored leaves do not give its signed root (a leaf was edited, removed or added)".into());
-    }
     Ok(statement)
+}
+
+/// Whether a checkpoint's stored leaves give the root its statement signed.
+pub fn check_root(checkpoint: &StoredCheckpoint, statement: &Statement) -> Result<(), String> {
+    match to_hex(&merkle::root(&leaf_hashes(&checkpoint.leaves))) == statement.root {
+        true => Ok(()),
+        false => Err("its stored leaves do not give its signed root (a leaf was edited, removed or added)".into()),
+    }
 }
 
 /// What [`make_checkpoint`] did.
 #[derive(Clone, Debug)]
 pub struct Made {
-    /// The checkpoint written, or `None` when nothing was new since the last.
+    /// The checkpoint written, or `None` when nothing was new since the last
+    /// (or the checkpoints already there do not check out: `broken`).
     pub checkpoint: Option<StoredCheckpoint>,
     /// The newest checkpoint's number (the one written, or the last).
     pub latest: Option<i64>,
@@ -190,28 +209,63 @@ pub struct Made {
     pub frames: u64,
     /// Traces left out because their new frames do not check out.
     pub refused: Vec<Problem>,
+    /// Why no checkpoint was made on top of those in the ledger: each one
+    /// must be signed by a trusted key, its root must be its stored leaves'
+    /// and its place in the chain of checkpoints must hold.
+    pub broken: Vec<Problem>,
 }
 
 /// Makes the next checkpoint of `store`, signed with `key`: every trace
-/// whose head moved since the last one, each checked first. Nothing is
-/// written when no trace moved (and a checkpoint exists). Another
-/// checkpointer writing at the same time is waited out and the work done
-/// again on top of its checkpoint.
-pub fn make_checkpoint(store: &dyn LedgerStore, key: &SecretKey, now_ms: i64) -> Result<Made, LedgerError> {
-    let info = store.info()?;
+/// whose head moved past what the checkpoints cover, each checked first.
+///
+/// Nothing the database says about coverage is taken on trust — not a head
+/// row's `sealed` count, not a list of traces to seal: the checkpoints
+/// already there are verified first (signed by `key` or one of `trusted`,
+/// each root over its stored leaves, linked without gaps), and every head
+/// row is compared with the newest leaf of its trace. A trace's new frames
+/// are checked from the chain value that leaf signed, so a checkpoint
+/// never vouches for a covered frame edited since, and a trace kept out of
+/// the bookkeeping is sealed all the same. When the checkpoints there do
+/// not check out, none is made (`broken`).
+///
+/// Nothing is written when no trace moved (and a checkpoint exists).
+/// Another checkpointer writing at the same time is waited out and the
+/// work done again on top of its checkpoint.
+pub fn make_checkpoint(
+    store: &dyn LedgerStore,
+    key: &SecretKey,
+    trusted: &[PublicKey],
+    now_ms: i64,
+) -> Result<Made, LedgerError> {
+    let trusted: Vec<PublicKey> = trusted.iter().cloned().chain([key.public()]).collect();
     for _ in 0..MAX_TRIES {
-        let latest = store.latest_checkpoint()?;
-        let heads = store.unsealed_heads()?;
-        if heads.is_empty() && latest.is_some() {
-            return Ok(Made { latest: latest.map(|c| c.seq), checkpoint: None, frames: 0, refused: Vec::new() });
+        let (info, latest, planned) = {
+            let _snapshot = Snapshot::of(store)?;
+            let info = store.info()?;
+            let checkpoints = store.checkpoints()?;
+            let latest = checkpoints.last().map(|c| (c.seq, statement_hash(&c.statement)));
+            let planned = match verified_coverage(&checkpoints, &info, &trusted) {
+                Ok(coverage) => Ok(check_new_frames(store, &coverage)?),
+                Err(broken) => Err(broken),
+            };
+            (info, latest, planned)
+        };
+        let latest_seq = latest.as_ref().map(|(seq, _)| *seq);
+        let (leaves, frames, refused) = match planned {
+            Ok(planned) => planned,
+            Err(broken) => {
+                return Ok(Made { checkpoint: None, latest: latest_seq, frames: 0, refused: Vec::new(), broken });
+            }
+        };
+        if leaves.is_empty() && latest.is_some() {
+            return Ok(Made { checkpoint: None, latest: latest_seq, frames: 0, refused, broken: Vec::new() });
         }
-        let (leaves, frames, refused) = check_new_frames(store, &heads)?;
-        let seq = latest.as_ref().map_or(1, |c| c.seq + 1);
+        let seq = latest_seq.map_or(1, |seq| seq + 1);
         let statement = Statement {
             format: FORMAT.into(),
             ledger: info.ledger_id.clone(),
             seq,
-            prev: latest.as_ref().map_or_else(|| to_hex(&GENESIS), |c| statement_hash(&c.statement)),
+            prev: latest.map_or_else(|| to_hex(&GENESIS), |(_, hash)| hash),
             ts_ms: now_ms,
             root: to_hex(&merkle::root(&leaf_hashes(&leaves))),
             traces: leaves.len() as u64,
@@ -222,7 +276,7 @@ pub fn make_checkpoint(store: &dyn LedgerStore, key: &SecretKey, now_ms: i64) ->
         let signature = b64_encode(&key.sign(&message(&text)).to_bytes());
         let checkpoint = StoredCheckpoint { seq, statement: text, signature, leaves };
         if store.write_checkpoint(&checkpoint)? {
-            return Ok(Made { latest: Some(seq), checkpoint: Some(checkpoint), frames, refused });
+            return Ok(Made { latest: Some(seq), checkpoint: Some(checkpoint), frames, refused, broken: Vec::new() });
         }
     }
     Err(LedgerError::Invalid {
@@ -231,57 +285,97 @@ pub fn make_checkpoint(store: &dyn LedgerStore, key: &SecretKey, now_ms: i64) ->
     })
 }
 
-/// Checks the frames of every trace in `heads` past what the last
-/// checkpoint covered (one pass over them, trace by trace): the leaves to
-/// sign, the new frames they cover, and the traces left out with why.
+/// A trace whose head moved past what the checkpoints cover, and where
+/// its check starts: the chain its newest leaf signed.
+struct Moved {
+    /// Its head row, `sealed` set to the frames the leaf counted.
+    head: TraceHead,
+    covered: TraceChain,
+}
+
+/// Compares every head row with the newest leaf of its trace; checks the
+/// frames of every trace that moved past it (one pass over them, trace by
+/// trace): the leaves to sign, the new frames they cover, and the traces
+/// left out with why.
 fn check_new_frames(
     store: &dyn LedgerStore,
-    heads: &[TraceHead],
+    coverage: &HashMap<String, TraceChain>,
 ) -> Result<(Vec<Leaf>, u64, Vec<Problem>), LedgerError> {
+    let mut moved = Vec::new();
+    let mut refused = Vec::new();
+    store.for_each_head(&mut |head| {
+        let covered = coverage.get(&head.trace_id).copied().unwrap_or(TraceChain::EMPTY);
+        if head.frames < covered.frames {
+            refused.push(Problem::trace(
+                &head.trace_id,
+                &format!(
+                    "its head row counts {} frames, and a checkpoint covered {}: the ledger was edited",
+                    head.frames, covered.frames
+                ),
+            ));
+        } else if head.frames == covered.frames {
+            if head.head != to_hex(&covered.head) {
+                refused.push(Problem::trace(
+                    &head.trace_id,
+                    "its head row's chain value is not the one a checkpoint covered: the ledger was edited",
+                ));
+            }
+        } else {
+            moved.push(Moved { head: TraceHead { sealed: covered.frames, ..head }, covered });
+        }
+        ControlFlow::Continue(())
+    })?;
+    // A head row removed would hide its trace from the loop above: the
+    // frames themselves say which traces there are.
+    for trace_id in store.headless_traces()? {
+        refused.push(Problem::trace(
+            &trace_id,
+            "the trace has frames but no head row in rlp_traces: it was removed; the ledger was edited",
+        ));
+    }
+    let heads: Vec<TraceHead> = moved.iter().map(|m| m.head.clone()).collect();
     let index: HashMap<&str, usize> = heads.iter().enumerate().map(|(i, h)| (h.trace_id.as_str(), i)).collect();
     // A trace's walk starts at its first frame, or at the last frame a
-    // checkpoint covered, whose chain value that checkpoint vouched for.
-    let mut walkers: Vec<Option<TraceWalker>> = heads
+    // checkpoint covered, whose chain value must be the one it signed.
+    let mut walkers: Vec<Option<TraceWalker>> = moved
         .iter()
-        .map(|h| (h.sealed <= 0).then(|| TraceWalker::starting_at(&h.trace_id, TraceChain::EMPTY)))
+        .map(|m| (m.covered.frames == 0).then(|| TraceWalker::starting_at(&m.head.trace_id, TraceChain::EMPTY)))
         .collect();
-    store.for_each_unsealed_row(heads, &mut |event| {
+    store.for_each_unsealed_row(&heads, &mut |event| {
         let Some(&i) = trace_of(&event).and_then(|trace| index.get(trace.as_str()).copied()).as_ref() else {
             return ControlFlow::Continue(());
         };
-        let (head, seq) = (&heads[i], event.trace_seq.unwrap_or(0));
+        let (m, seq) = (&moved[i], event.trace_seq.unwrap_or(0));
         match &mut walkers[i] {
-            // Appended after the heads were read: for the next checkpoint.
-            _ if seq > head.frames => {}
+            _ if seq > m.head.frames => {}
             Some(walker) => walker.row(&event),
-            None if seq == head.sealed => {
-                walkers[i] = from_hex(&event.chain_blake3)
-                    .map(|value| TraceWalker::starting_at(&head.trace_id, TraceChain { frames: seq, head: value }));
+            None if seq == m.covered.frames && from_hex(&event.chain_blake3) == Some(m.covered.head) => {
+                walkers[i] = Some(TraceWalker::starting_at(&m.head.trace_id, m.covered));
             }
             None => {}
         }
         ControlFlow::Continue(())
     })?;
-    let (mut leaves, mut frames, mut refused) = (Vec::with_capacity(heads.len()), 0u64, Vec::new());
-    for (head, walker) in heads.iter().zip(walkers) {
+    let (mut leaves, mut frames) = (Vec::with_capacity(moved.len()), 0u64);
+    for (m, walker) in moved.iter().zip(walkers) {
         let Some(walker) = walker else {
             refused.push(Problem::trace(
-                &head.trace_id,
+                &m.head.trace_id,
                 &format!(
-                    "frame {} of the trace, the last a checkpoint covered, is missing or has no valid chain value; \
+                    "frame {} of the trace, the last a checkpoint covered, is missing or not the one it signed; \
                      the ledger was edited",
-                    head.sealed
+                    m.covered.frames
                 ),
             ));
             continue;
         };
-        let problems = walker.finish(Some(head));
+        let problems = walker.finish(Some(&m.head));
         if !problems.is_empty() {
             refused.extend(problems);
             continue;
         }
-        frames += u64::try_from(head.frames.saturating_sub(head.sealed.max(0))).unwrap_or(0);
-        leaves.push(Leaf { trace_id: head.trace_id.clone(), frames: head.frames, head: head.head.clone() });
+        frames += u64::try_from(m.head.frames - m.covered.frames).unwrap_or(0);
+        leaves.push(Leaf { trace_id: m.head.trace_id.clone(), frames: m.head.frames, head: m.head.head.clone() });
     }
     Ok((leaves, frames, refused))
 }

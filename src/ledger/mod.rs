@@ -114,14 +114,20 @@ pub trait LedgerStore: Recorder {
     /// Calls `f` with every trace's head row, by trace id.
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError>;
 
-    /// The head rows with frames no checkpoint covers yet, by trace id.
-    fn unsealed_heads(&self) -> Result<Vec<TraceHead>, LedgerError>;
+    /// The traces with frames on their own chains but no head row, found
+    /// from the frames themselves (one index probe a trace), not from any
+    /// bookkeeping a writer keeps.
+    fn headless_traces(&self) -> Result<Vec<String>, LedgerError>;
 
     /// One trace's head row.
     fn trace_head(&self, trace_id: &Uuid) -> Result<Option<TraceHead>, LedgerError>;
 
     /// Every checkpoint, in order, with its leaves.
     fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError>;
+
+    /// Every checkpoint, in order, without its leaves, and how many leaves
+    /// each has stored (counted, not read).
+    fn checkpoint_statements(&self) -> Result<(Vec<StoredCheckpoint>, Vec<u64>), LedgerError>;
 
     /// The checkpoints with a leaf of `trace_id`, in order, with all their leaves.
     fn checkpoints_of(&self, trace_id: &Uuid) -> Result<Vec<StoredCheckpoint>, LedgerError>;
@@ -144,6 +150,58 @@ pub trait LedgerStore: Recorder {
     /// Starts an all-or-nothing append of many rows (import): nothing is
     /// kept unless [`BulkAppend::commit`] is called.
     fn begin_bulk(&self) -> Result<Box<dyn BulkAppend + '_>, LedgerError>;
+
+    /// Starts a read snapshot (use [`Snapshot`]): until
+    /// [`LedgerStore::end_snapshot`], every read of this store sees the
+    /// ledger as it stood at the first one, while other writers go on.
+    /// Nothing is written through the store meanwhile.
+    fn begin_snapshot(&self) -> Result<(), LedgerError>;
+
+    /// Ends the snapshot [`LedgerStore::begin_snapshot`] started.
+    fn end_snapshot(&self);
+}
+
+/// The query of [`LedgerStore::headless_traces`], for a backend whose
+/// `events_by_trace` index is on `trace` (its trace id expression): each
+/// next trace id is one probe of the index (a loose index scan), so the
+/// cost follows the number of traces, not of frames. Rows from before
+/// per-trace chains name traces too; only those with a chained frame count.
+pub(crate) fn headless_traces_sql(trace: &str) -> String {
+    format!(
+        "WITH RECURSIVE ids(trace) AS (
+           SELECT (SELECT {trace} FROM events WHERE {trace} IS NOT NULL ORDER BY {trace} LIMIT 1)
+           UNION ALL
+           SELECT (SELECT {trace} FROM events WHERE {trace} > ids.trace ORDER BY {trace} LIMIT 1)
+             FROM ids WHERE ids.trace IS NOT NULL)
+         SELECT ids.trace FROM ids
+          WHERE ids.trace IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM rlp_traces AS h WHERE h.trace_id = ids.trace)
+            AND EXISTS (SELECT 1 FROM events WHERE {trace} = ids.trace AND trace_seq IS NOT NULL)"
+    )
+}
+
+/// The query of [`LedgerStore::checkpoint_statements`].
+pub(crate) const CHECKPOINT_STATEMENTS: &str = "SELECT c.seq, c.statement, c.signature,
+        (SELECT count(*) FROM rlp_checkpoint_leaves AS l WHERE l.seq = c.seq)
+   FROM rlp_checkpoints AS c ORDER BY c.seq";
+
+/// Reads that see one state of a ledger while the guard lives: a verify or
+/// a checkpoint reads head rows, frames and checkpoints that belong
+/// together, however many writers append meanwhile.
+pub struct Snapshot<'a>(&'a dyn LedgerStore);
+
+impl<'a> Snapshot<'a> {
+    /// Starts a snapshot of `store`.
+    pub fn of(store: &'a dyn LedgerStore) -> Result<Snapshot<'a>, LedgerError> {
+        store.begin_snapshot()?;
+        Ok(Snapshot(store))
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        self.0.end_snapshot();
+    }
 }
 
 /// Many rows appended in one transaction (see [`LedgerStore::begin_bulk`]);

@@ -19,11 +19,11 @@ use uuid::Uuid;
 use crate::event::canonical::canonical_text;
 use crate::event::hash::{GENESIS, chain_hash, frame_hash, from_hex, to_hex};
 use crate::integrity::keys::PublicKey;
-use crate::ledger::checkpoint::{Statement, leaf_bytes, leaf_hashes, signature_holds};
+use crate::ledger::checkpoint::{Statement, check_checkpoint, leaf_bytes, leaf_hashes, signature_holds};
 use crate::ledger::jsonl::{FrameLine, RawFrame, write_frame_line};
 use crate::ledger::layout::{Leaf, StoredCheckpoint};
 use crate::ledger::merkle;
-use crate::ledger::{LedgerError, LedgerStore};
+use crate::ledger::{LedgerError, LedgerStore, Snapshot};
 
 /// The `format` of the proofs this rlp writes.
 pub const FORMAT: &str = "rlp-inclusion-proof/1";
@@ -68,27 +68,48 @@ pub enum ProveError {
     /// No checkpoint covers the trace (or that frame of it) yet.
     #[error("{0}")]
     NotCovered(String),
-    /// The ledger does not agree with the checkpoint.
+    /// The ledger does not agree with the checkpoint, or the checkpoint
+    /// does not check out.
     #[error("{0}")]
     Edited(String),
+    /// The trace has no such frame.
+    #[error("{0}")]
+    NoFrame(String),
 }
 
-/// Makes the proof for `trace_id` from the first checkpoint covering
-/// `frame` (a position from 1), or the newest covering the trace.
-pub fn prove(store: &dyn LedgerStore, trace_id: &Uuid, frame: Option<i64>) -> Result<InclusionProof, ProveError> {
+/// Makes the proof for `trace_id` from the newest checkpoint covering it
+/// (and `frame`, a position from 1, when one is asked for). That
+/// checkpoint must check out here — signed by one of `trusted`, its root
+/// over its stored leaves — or no proof is made.
+pub fn prove(
+    store: &dyn LedgerStore,
+    trace_id: &Uuid,
+    frame: Option<i64>,
+    trusted: &[PublicKey],
+) -> Result<InclusionProof, ProveError> {
     let trace = trace_id.to_string();
+    let _snapshot = Snapshot::of(store)?;
+    if let (Some(n), Some(head)) = (frame, store.trace_head(trace_id)?)
+        && n > head.frames
+    {
+        return Err(ProveError::NoFrame(format!("the trace has {} frames: there is no frame {n}", head.frames)));
+    }
     let checkpoints = store.checkpoints_of(trace_id)?;
     let leaf_of = |c: &StoredCheckpoint| c.leaves.iter().position(|l| l.trace_id == trace);
-    let chosen = match frame {
-        Some(n) => checkpoints.iter().find(|c| leaf_of(c).is_some_and(|i| c.leaves[i].frames >= n)),
-        None => checkpoints.last(),
-    };
+    let chosen =
+        checkpoints.last().filter(|c| frame.is_none_or(|n| leaf_of(c).is_some_and(|i| c.leaves[i].frames >= n)));
     let Some(checkpoint) = chosen else {
         let what = frame.map_or_else(|| "the trace".to_string(), |n| format!("frame {n} of the trace"));
         return Err(ProveError::NotCovered(format!(
             "no checkpoint covers {what} yet: run `rlp trace checkpoint`, then prove it"
         )));
     };
+    check_checkpoint(checkpoint, &store.info()?, None, trusted).map_err(|why| {
+        ProveError::Edited(format!(
+            "checkpoint #{}, the newest covering the trace, does not check out: {why}; run `rlp trace verify`",
+            checkpoint.seq
+        ))
+    })?;
     let Some(index) = leaf_of(checkpoint) else {
         unreachable!("checkpoints_of gives checkpoints with a leaf of the trace")
     };

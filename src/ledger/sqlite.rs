@@ -602,18 +602,32 @@ impl LedgerStore for SqliteLedger {
         self.query("SELECT trace_id, frames, head, sealed FROM rlp_traces ORDER BY trace_id", [], head_of_row, f)
     }
 
-    fn unsealed_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
-        let mut heads = Vec::new();
+    fn checkpoint_statements(&self) -> Result<(Vec<StoredCheckpoint>, Vec<u64>), LedgerError> {
+        let (mut checkpoints, mut counts) = (Vec::new(), Vec::new());
         self.query(
-            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE frames <> sealed ORDER BY trace_id",
+            crate::ledger::CHECKPOINT_STATEMENTS,
             [],
-            head_of_row,
-            &mut |head| {
-                heads.push(head);
+            |r| {
+                let checkpoint =
+                    StoredCheckpoint { seq: r.get(0)?, statement: r.get(1)?, signature: r.get(2)?, leaves: Vec::new() };
+                Ok((checkpoint, count(r.get(3)?)))
+            },
+            &mut |(checkpoint, leaves)| {
+                checkpoints.push(checkpoint);
+                counts.push(leaves);
                 ControlFlow::Continue(())
             },
         )?;
-        Ok(heads)
+        Ok((checkpoints, counts))
+    }
+
+    fn headless_traces(&self) -> Result<Vec<String>, LedgerError> {
+        let mut traces = Vec::new();
+        self.query(&crate::ledger::headless_traces_sql(TRACE), [], |r| r.get::<_, String>(0), &mut |trace| {
+            traces.push(trace);
+            ControlFlow::Continue(())
+        })?;
+        Ok(traces)
     }
 
     fn trace_head(&self, trace_id: &Uuid) -> Result<Option<TraceHead>, LedgerError> {
@@ -726,6 +740,25 @@ impl LedgerStore for SqliteLedger {
         retry_busy(|| conn.execute_batch("BEGIN IMMEDIATE")).map_err(|e| self.sqlite(e))?;
         // From here on, dropping the bulk append rolls the transaction back.
         Ok(Box::new(SqliteBulk { ledger: self, conn, chains: Vec::new(), span: None, committed: false }))
+    }
+
+    fn begin_snapshot(&self) -> Result<(), LedgerError> {
+        let conn = self.lock()?;
+        // A WAL reader's snapshot is taken by its transaction's first read.
+        conn.execute_batch("BEGIN DEFERRED").map_err(|e| self.sqlite(e))?;
+        match conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0)) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(self.sqlite(e))
+            }
+        }
+    }
+
+    fn end_snapshot(&self) {
+        if let Ok(conn) = self.lock() {
+            let _ = conn.execute_batch("COMMIT");
+        }
     }
 }
 

@@ -32,9 +32,9 @@ use uuid::Uuid;
 use crate::event::Event;
 use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
 use crate::integrity::keys::PublicKey;
-use crate::ledger::checkpoint::{check_checkpoint, statement_hash};
+use crate::ledger::checkpoint::{Statement, check_checkpoint, check_root, check_statement, statement_hash};
 use crate::ledger::layout::{LedgerInfo, MAX_FRAMES, StoredCheckpoint, TraceChain, TraceHead};
-use crate::ledger::{LedgerError, LedgerStore, Location};
+use crate::ledger::{LedgerError, LedgerStore, Location, Snapshot};
 
 /// Problems listed before the rest are only counted.
 pub(crate) const MAX_LISTED_PROBLEMS: usize = 100;
@@ -486,8 +486,11 @@ impl LegacyWalker {
 
 /// Checks the checkpoints in order (each on its own and linked to the one
 /// before); returns the leaves by trace and the newest checkpoint's summary.
+/// With `counts` (the leaves each has stored), their leaves are not read:
+/// everything but their roots is checked.
 fn check_checkpoints(
     checkpoints: &[StoredCheckpoint],
+    counts: Option<&[u64]>,
     info: &LedgerInfo,
     trusted: &[PublicKey],
     linked: bool,
@@ -497,26 +500,30 @@ fn check_checkpoints(
     let mut latest = None;
     let mut intact = 0;
     let mut prev: Option<(i64, String)> = None;
-    for checkpoint in checkpoints {
+    for (i, checkpoint) in checkpoints.iter().enumerate() {
         if linked
             && let Some((before, _)) = &prev
             && checkpoint.seq != before + 1
         {
-            problems.extend([Problem::of_checkpoint(
-                checkpoint.seq,
-                format!(
-                    "checkpoints #{} to #{} are missing",
-                    before.saturating_add(1),
-                    checkpoint.seq.saturating_sub(1)
-                ),
-            )]);
+            let (first, last) = (before.saturating_add(1), checkpoint.seq.saturating_sub(1));
+            let missing = match first == last {
+                true => format!("checkpoint #{first} is missing"),
+                false => format!("checkpoints #{first} to #{last} are missing"),
+            };
+            problems.extend([Problem::of_checkpoint(checkpoint.seq, missing)]);
         }
         let expected_prev = match (linked, &prev) {
             (true, Some((_, hash))) => Some(Some(hash.as_str())),
             (true, None) => Some(None),
             (false, _) => None,
         };
-        match check_checkpoint(checkpoint, info, expected_prev, trusted) {
+        let checked = match counts {
+            Some(counts) => {
+                check_statement(checkpoint, info, expected_prev, trusted, counts.get(i).copied().unwrap_or(0))
+            }
+            None => check_checkpoint(checkpoint, info, expected_prev, trusted),
+        };
+        match checked {
             Ok(statement) => {
                 intact += 1;
                 let key_id = PublicKey::parse(&statement.key).map(|k| k.key_id().to_string()).unwrap_or_default();
@@ -541,6 +548,45 @@ fn check_checkpoints(
     (leaves, latest, intact)
 }
 
+/// The chain each trace's newest leaf signed, when every checkpoint of
+/// `checkpoints` checks out (signed by one of `trusted`, its root over its
+/// stored leaves, linked to the one before, numbered without gaps from 1);
+/// otherwise what does not.
+pub(crate) fn verified_coverage(
+    checkpoints: &[StoredCheckpoint],
+    info: &LedgerInfo,
+    trusted: &[PublicKey],
+) -> Result<HashMap<String, TraceChain>, Vec<Problem>> {
+    // The first one stored must follow the genesis value: a gap at the
+    // start is found like one anywhere else.
+    let mut problems = Problems::default();
+    let (leaves, _, _) = check_checkpoints(checkpoints, None, info, trusted, true, &mut problems);
+    problems.trim();
+    if !problems.listed.is_empty() {
+        return Err(problems.listed);
+    }
+    let mut coverage = HashMap::with_capacity(leaves.len());
+    for (trace_id, leaves) in leaves {
+        let newest = leaves
+            .iter()
+            .max_by_key(|leaf| leaf.frames)
+            .and_then(|leaf| from_hex(&leaf.head).map(|head| TraceChain { frames: leaf.frames, head }));
+        match newest {
+            Some(chain) => {
+                coverage.insert(trace_id, chain);
+            }
+            None => {
+                return Err(vec![Problem::of_trace(
+                    &trace_id,
+                    ProblemKind::Head,
+                    "a checkpoint's leaf of the trace has no valid chain value".into(),
+                )]);
+            }
+        }
+    }
+    Ok(coverage)
+}
+
 /// What a verify is handed besides the ledger.
 #[derive(Clone, Debug, Default)]
 pub struct VerifyOptions {
@@ -552,6 +598,9 @@ pub struct VerifyOptions {
 
 /// Verifies `store` (the whole ledger, or one trace: see [`VerifyOptions`]).
 pub fn verify(store: &dyn LedgerStore, options: &VerifyOptions) -> Result<VerifyReport, LedgerError> {
+    // Head rows, frames and checkpoints read as they stood together: a
+    // writer appending meanwhile is neither seen half nor taken for an edit.
+    let _snapshot = Snapshot::of(store)?;
     match options.trace {
         Some(trace) => verify_trace(store, &trace, &options.trusted),
         None => verify_all(store, &options.trusted),
@@ -648,7 +697,7 @@ fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyRe
 
     let checkpoints = store.checkpoints()?;
     report.checkpoints = checkpoints.len() as u64;
-    let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, &info, trusted, true, &mut problems);
+    let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, None, &info, trusted, true, &mut problems);
     report.latest_checkpoint = latest;
     report.checkpoints_intact = intact;
     drop(checkpoints);
@@ -725,8 +774,8 @@ fn check_sealed(heads: &HashMap<String, TraceHead>, leaves: &HashMap<String, Vec
                 trace_id,
                 ProblemKind::Head,
                 format!(
-                    "the head row says checkpoints covered {} frames, the checkpoints say {covered}: the head row \
-                     was edited",
+                    "the head row says checkpoints covered {} frames, the checkpoints' leaves say {covered}: the \
+                     head row, or a checkpoint, was edited",
                     head.sealed
                 ),
             ));
@@ -741,19 +790,40 @@ fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) ->
     let mut report = empty_report(store, Some(trace_id.clone()));
     let mut problems = Problems::default();
 
-    let checkpoints = store.checkpoints_of(trace)?;
-    report.checkpoints = checkpoints.len() as u64;
-    let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, &info, trusted, false, &mut problems);
+    // Every checkpoint's statement, signature, place in the chain and count
+    // of stored leaves (a leaf of this trace removed shows there); the
+    // roots of those that cover the trace, over their leaves.
+    let (statements, counts) = store.checkpoint_statements()?;
+    report.checkpoints = statements.len() as u64;
+    let (_, latest, intact) = check_checkpoints(&statements, Some(&counts), &info, trusted, true, &mut problems);
     report.latest_checkpoint = latest;
-    report.checkpoints_intact = intact;
+    let mut roots_broken = 0;
+    let mut leaves = Vec::new();
+    for checkpoint in store.checkpoints_of(trace)? {
+        if let Ok(statement) = Statement::parse(&checkpoint.statement)
+            && let Err(message) = check_root(&checkpoint, &statement)
+        {
+            roots_broken += 1;
+            problems.extend([Problem::of_checkpoint(checkpoint.seq, message)]);
+        }
+        for leaf in checkpoint.leaves.into_iter().filter(|leaf| leaf.trace_id == trace_id) {
+            leaves.push(LeafRef { checkpoint: checkpoint.seq, frames: leaf.frames, head: leaf.head });
+        }
+    }
+    report.checkpoints_intact = intact.saturating_sub(roots_broken);
     let head = store.trace_head(trace)?;
-    let covered = leaves.get(&trace_id).and_then(|l| l.iter().map(|leaf| leaf.frames).max()).unwrap_or(0);
+    let covered = leaves.iter().map(|leaf| leaf.frames).max().unwrap_or(0);
     report.uncovered_frames = head.as_ref().map_or(0, |h| u64::try_from(h.frames.saturating_sub(covered)).unwrap_or(0));
+    if let Some(head) = &head {
+        problems.extend(check_sealed(
+            &HashMap::from([(trace_id.clone(), head.clone())]),
+            &HashMap::from([(trace_id.clone(), leaves.clone())]),
+        ));
+    }
 
     // Frames of the trace recorded before per-trace chains: each row's
     // hash here; their links are the legacy chain's (a full verify).
-    let mut walker = TraceWalker::starting_at(&trace_id, TraceChain::EMPTY)
-        .with_leaves(leaves.remove(&trace_id).unwrap_or_default());
+    let mut walker = TraceWalker::starting_at(&trace_id, TraceChain::EMPTY).with_leaves(leaves);
     let mut scratch = String::new();
     let mut legacy_problems = Vec::new();
     store.for_each_in_trace(trace, &mut |event| {
@@ -820,7 +890,7 @@ mod tests {
             }
         }
         let key = SecretKey::from_seed(&[1; 32]);
-        make_checkpoint(&ledger, &key, 5).unwrap();
+        make_checkpoint(&ledger, &key, &[], 5).unwrap();
         (ledger, key)
     }
 
@@ -907,7 +977,7 @@ mod tests {
         let refused = ledger.append(&[record(2, 9)]).unwrap_err();
         assert!(refused.to_string().contains("the ledger was edited"), "{refused}");
         let key2 = SecretKey::from_seed(&[3; 32]);
-        assert!(make_checkpoint(&ledger, &key2, 1).is_ok());
+        assert!(make_checkpoint(&ledger, &key2, &[], 1).is_ok());
     }
 
     #[test]
@@ -969,7 +1039,7 @@ mod tests {
         assert_eq!(ledger.info().unwrap().legacy_head, to_hex(&chain));
         ledger.append(&[record(0, 5), record(7, 6)]).unwrap();
         let key = SecretKey::from_seed(&[2; 32]);
-        make_checkpoint(&ledger, &key, 9).unwrap();
+        make_checkpoint(&ledger, &key, &[], 9).unwrap();
         let report = verify(&ledger, &trusting(&key)).unwrap();
         assert!(report.is_intact(), "{report:#?}");
         assert_eq!((report.rows, report.legacy_rows, report.traces), (6, 4, 2));
@@ -983,5 +1053,110 @@ mod tests {
         conn.execute("DELETE FROM events WHERE id = 4", []).unwrap();
         let report = verify(&ledger, &trusting(&key)).unwrap();
         assert_eq!(kinds(&report), [(None, None, ProblemKind::Truncated)], "{report:#?}");
+    }
+
+    const TRACE_1: &str = "00000000-0000-0000-0000-000000000001";
+
+    #[test]
+    fn a_checkpoint_builds_only_on_what_the_checkpoints_signed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        // Trace 1 rewritten with consistent hashes, chain and head (frame 2
+        // replaced, a frame 4 added) and its `sealed` count reset.
+        let forged = SqliteLedger::open(&dir.path().join("forged.sqlite")).unwrap();
+        for n in [1, 7, 3, 4] {
+            forged.append(&[record(1, n)]).unwrap();
+        }
+        drop(forged);
+        // Trace 2 grows, its head row claiming the new frames sealed;
+        // trace 3 grows, its head row removed.
+        ledger.append(&[record(2, 4), record(3, 4)]).unwrap();
+        let conn = Connection::open(ledger.path()).unwrap();
+        let columns = "ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3";
+        conn.execute_batch(&format!(
+            "ATTACH '{}' AS f;
+             UPDATE events SET ({columns}) = (SELECT {columns} FROM f.events AS g WHERE g.trace_seq = events.trace_seq)
+              WHERE json_extract(provenance_json, '$.trace_id') = '{TRACE_1}';
+             INSERT INTO events ({columns}, trace_seq) SELECT {columns}, trace_seq FROM f.events WHERE trace_seq = 4;
+             UPDATE rlp_traces SET (frames, head, sealed) = (SELECT frames, head, 0 FROM f.rlp_traces)
+              WHERE trace_id = '{TRACE_1}';
+             DETACH f;
+             UPDATE rlp_traces SET sealed = frames WHERE trace_id = '00000000-0000-0000-0000-000000000002';
+             DELETE FROM rlp_traces WHERE trace_id = '00000000-0000-0000-0000-000000000003';",
+            dir.path().join("forged.sqlite").display()
+        ))
+        .unwrap();
+        let made = make_checkpoint(&ledger, &key, &[], 6).unwrap();
+        let signed: Vec<&str> = made.checkpoint.as_ref().unwrap().leaves.iter().map(|l| l.trace_id.as_str()).collect();
+        assert_eq!(signed, [trace(2).unwrap()], "{made:#?}");
+        let refused: Vec<(Option<String>, &str)> =
+            made.refused.iter().map(|p| (p.trace_id.clone(), p.message.as_str())).collect();
+        assert_eq!(
+            refused,
+            [
+                (trace(3), "the trace has frames but no head row in rlp_traces: it was removed; the ledger was edited"),
+                (
+                    trace(1),
+                    "frame 3 of the trace, the last a checkpoint covered, is missing or not the one it signed; the \
+                     ledger was edited"
+                ),
+            ],
+            "{made:#?}"
+        );
+        // A checkpoint that does not check out is never built on.
+        conn.execute("UPDATE rlp_checkpoints SET signature = 'AAAA' WHERE seq = 1", []).unwrap();
+        let made = make_checkpoint(&ledger, &key, &[], 7).unwrap();
+        assert!(made.checkpoint.is_none(), "{made:#?}");
+        assert_eq!(made.broken.len(), 1, "{made:#?}");
+        assert_eq!(made.broken[0].checkpoint, Some(1));
+    }
+
+    #[test]
+    fn one_trace_verify_finds_its_leaf_or_a_checkpoint_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        ledger.append(&[record(1, 4)]).unwrap();
+        make_checkpoint(&ledger, &key, &[], 6).unwrap();
+        let one = |n: u128| VerifyOptions { trace: Some(Uuid::from_u128(n)), ..trusting(&key) };
+        let conn = Connection::open(ledger.path()).unwrap();
+        conn.execute("DELETE FROM rlp_checkpoint_leaves WHERE seq = 2 AND trace_id = ?1", [TRACE_1]).unwrap();
+        let report = verify(&ledger, &one(1)).unwrap();
+        assert!(
+            report.problems.iter().any(|p| p.checkpoint == Some(2) && p.message.contains("leaves were removed")),
+            "{report:#?}"
+        );
+        conn.execute("DELETE FROM rlp_checkpoints WHERE seq = 1", []).unwrap();
+        let report = verify(&ledger, &one(2)).unwrap();
+        assert!(report.problems.iter().any(|p| p.problem == ProblemKind::Checkpoint), "{report:#?}");
+    }
+
+    #[test]
+    fn a_verify_while_writers_append_sees_one_state_of_the_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for writer in 0..3u128 {
+                let (path, stop) = (ledger.path().to_path_buf(), &stop);
+                scope.spawn(move || {
+                    let store = SqliteLedger::open(&path).unwrap();
+                    for n in 1.. {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        store.append(&[record(10 + writer, n), record(20, n)]).unwrap();
+                    }
+                });
+            }
+            for _ in 0..40 {
+                let report = verify(&ledger, &trusting(&key)).unwrap();
+                let one = verify(&ledger, &VerifyOptions { trace: Some(Uuid::from_u128(20)), ..trusting(&key) });
+                if !report.is_intact() || !one.as_ref().unwrap().is_intact() {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    panic!("{report:#?} {one:#?}");
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
     }
 }

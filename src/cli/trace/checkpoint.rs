@@ -30,8 +30,14 @@ trusted by `rlp trace verify` on this home — give it to other verifiers:
 [ledger] checkpoint_keys in config.toml). One checkpointer per ledger is enough; several wait
 their turn.
 
+Before it signs, it verifies the checkpoints already there (each signed by this key or one
+[ledger] checkpoint_keys trusts, each root over its stored leaves, none missing) and checks
+every trace's new frames from the chain value its newest leaf signed; it builds on nothing it
+could not verify.
+
 Exit codes: 0 checkpoint written (or nothing new), 1 some traces were left out because their
-new frames do not check out (named), 2 no ledger, or the key cannot be read.")]
+new frames do not check out (named), or the checkpoints in the ledger do not check out (none
+made), 2 no ledger, or the key cannot be read.")]
 pub struct CheckpointArgs {
     /// The secret key that signs (`rlp keygen` writes one); default: the home's keys/ledger.key.
     #[arg(long, value_name = "FILE")]
@@ -101,6 +107,20 @@ fn report(made: &Made, format: Format) -> String {
                     made.latest.map_or_else(|| "-".to_string(), |s| s.to_string())
                 ),
             };
+            if !made.broken.is_empty() {
+                text = format!(
+                    "No checkpoint made: those in the ledger do not check out, and a checkpoint never builds on one \
+                     that does not (run `rlp trace verify`):\n{}",
+                    made.broken
+                        .iter()
+                        .map(|p| match (p.checkpoint, &p.trace_id) {
+                            (Some(seq), _) => format!("  checkpoint #{seq}: {}\n", p.message),
+                            (None, Some(trace)) => format!("  trace {trace}: {}\n", p.message),
+                            (None, None) => format!("  {}\n", p.message),
+                        })
+                        .collect::<String>()
+                );
+            }
             if !made.refused.is_empty() {
                 text.push_str(&format!(
                     "Left out, because their new frames do not check out (run `rlp trace verify`):\n{}",
@@ -117,6 +137,7 @@ fn report(made: &Made, format: Format) -> String {
                 "frames": made.frames,
                 "statement_hash": made.checkpoint.as_ref().map(|c| statement_hash(&c.statement)),
                 "refused": made.refused,
+                "broken": made.broken,
             });
             format!("{}\n", serde_json::to_string(&doc).unwrap_or_default())
         }
@@ -129,15 +150,19 @@ pub(crate) fn run(args: &CheckpointArgs, ctx: &Context) -> CliResult {
     // have only those docs/fleet.md gives it.
     let store = ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
     let key = signing_key(args, ctx)?;
+    let trusted = super::verify::home_trusted_keys(ctx)?;
     loop {
         let now_ms = i64::try_from(
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis(),
         )
         .unwrap_or(i64::MAX);
-        let made = make_checkpoint(&*store, &key, now_ms)?;
+        let made = make_checkpoint(&*store, &key, &trusted, now_ms)?;
         let text = report(&made, args.format);
         let Some(every) = args.every else {
-            let exit = if made.refused.is_empty() { Exit::Success } else { Exit::Problems };
+            let exit = match made.refused.is_empty() && made.broken.is_empty() {
+                true => Exit::Success,
+                false => Exit::Problems,
+            };
             return Printer::stdout().finish_with(&text, exit);
         };
         // Until interrupted (a checkpoint cut short is rolled back whole).

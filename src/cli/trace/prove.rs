@@ -26,8 +26,12 @@ The proof holds the hashes of the trace's frames up to what the checkpoint cover
 asked for in full (as `rlp trace export` writes it), the Merkle audit path and the signed
 checkpoint. Frames recorded after the newest checkpoint cannot be proven until the next one.
 
-Exit codes: 0 written, 1 no checkpoint covers it yet, or the ledger no longer matches the
-checkpoint, 2 no such trace or ledger, or the file cannot be written.")]
+The checkpoint used is the newest that covers the trace; it must be signed by a key this home
+trusts (its own keys/ledger.pub, or [ledger] checkpoint_keys) and its root must be its stored
+leaves', or no proof is written.
+
+Exit codes: 0 written, 1 no checkpoint covers it yet, or the ledger or the checkpoint does not
+check out, 2 no such trace, frame or ledger, or the file cannot be written.")]
 pub struct ProveArgs {
     /// The trace (a trace id, or `last`).
     pub trace: String,
@@ -43,7 +47,8 @@ pub(crate) fn run(args: &ProveArgs, ctx: &Context) -> CliResult {
     let ledger = ctx.ledger()?;
     let trace = super::resolve_trace_id(&args.trace, &ledger)?;
     let store = ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
-    let proof = prove(&*store, &trace, args.frame).map_err(|e| match e {
+    let trusted = super::verify::home_trusted_keys(ctx)?;
+    let proof = prove(&*store, &trace, args.frame, &trusted).map_err(|e| match e {
         ProveError::Ledger(e) => CliError::from(e),
         ProveError::NotCovered(message) if store.trace_head(&trace).ok().flatten().is_none() => {
             CliError::usage(format!("the ledger has no trace {trace} in per-trace chains: {message}"))
@@ -51,6 +56,7 @@ pub(crate) fn run(args: &ProveArgs, ctx: &Context) -> CliResult {
         }
         ProveError::NotCovered(message) => CliError::problem(message),
         ProveError::Edited(message) => CliError::problem(message),
+        ProveError::NoFrame(message) => CliError::usage(message),
     })?;
     let text = format!("{}\n", serde_json::to_string_pretty(&proof).unwrap_or_default());
     match &args.out {

@@ -32,7 +32,8 @@ Checkpoints count only when signed by a trusted key: the home's own (keys/ledger
 [ledger] checkpoint_keys in config.toml, or --key.
 
 Exit codes: 0 everything checks out, 1 something was edited, removed or reordered (or a proof
-does not hold), 2 no ledger, or a file SQLite cannot read (not a ledger, or damaged).")]
+does not hold), 2 no ledger, no such trace, or a file SQLite cannot read (not a ledger, or
+damaged).")]
 pub struct VerifyArgs {
     /// Only this trace (a trace id, or `last`), and the checkpoints that cover it.
     #[arg(value_name = "TRACE", conflicts_with = "proof")]
@@ -135,13 +136,20 @@ fn human_verify(report: &VerifyReport) -> String {
     text
 }
 
-/// The keys whose checkpoints count: the home's own, the configured ones, `--key`.
-fn trusted_keys(args: &VerifyArgs, ctx: &Context) -> Result<Vec<PublicKey>, CliError> {
+/// The keys whose checkpoints count on this home: the configured ones
+/// (`[ledger] checkpoint_keys`) and the home's own.
+pub(crate) fn home_trusted_keys(ctx: &Context) -> Result<Vec<PublicKey>, CliError> {
     let mut keys = ctx.config()?.checkpoint_keys;
     let home_key = ctx.home.ledger_public_key_file();
     if home_key.is_file() {
         keys.push(PublicKey::load(&home_key).map_err(CliError::from)?);
     }
+    Ok(keys)
+}
+
+/// The keys whose checkpoints count: the home's own, the configured ones, `--key`.
+fn trusted_keys(args: &VerifyArgs, ctx: &Context) -> Result<Vec<PublicKey>, CliError> {
+    let mut keys = home_trusted_keys(ctx)?;
     for text in &args.keys {
         keys.push(match text.starts_with("ed25519:") {
             true => PublicKey::parse(text).map_err(|why| CliError::usage(format!("--key {text}: {why}")))?,
@@ -154,7 +162,16 @@ fn trusted_keys(args: &VerifyArgs, ctx: &Context) -> Result<Vec<PublicKey>, CliE
 /// Verifies `ledger`; a missing or unreadable ledger is an error (exit 2).
 fn verify_report(ledger: &Location, options: &VerifyOptions) -> Result<VerifyReport, CliError> {
     let store = ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
-    verify(&*store, options).map_err(CliError::from)
+    let report = verify(&*store, options).map_err(CliError::from)?;
+    match options.trace {
+        // Nothing of it anywhere — no frame, no head row, no checkpoint: a
+        // mistyped id, not an intact trace.
+        Some(trace) if report.rows == 0 && report.traces == 0 && report.checkpoints == 0 => {
+            Err(CliError::usage(format!("the ledger {ledger} has no trace {trace}"))
+                .with_help("`rlp trace list` shows the traces"))
+        }
+        _ => Ok(report),
+    }
 }
 
 pub(crate) fn run(args: &VerifyArgs, ctx: &Context) -> CliResult {

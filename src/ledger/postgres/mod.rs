@@ -889,6 +889,14 @@ impl LedgerStore for PostgresLedger {
         Ok(Box::new(bulk))
     }
 
+    fn begin_snapshot(&self) -> Result<(), LedgerError> {
+        self.with(async |s| Ok(s.client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").await?))
+    }
+
+    fn end_snapshot(&self) {
+        let _ = self.with(async |s| Ok(s.client.batch_execute("COMMIT").await?));
+    }
+
     fn for_each_legacy(&self, f: &mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<(), LedgerError> {
         self.stream("trace_seq IS NULL", &[], f)
     }
@@ -1003,12 +1011,27 @@ impl LedgerStore for PostgresLedger {
         }
     }
 
-    fn unsealed_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
+    fn checkpoint_statements(&self) -> Result<(Vec<StoredCheckpoint>, Vec<u64>), LedgerError> {
         self.with(async |s| {
-            let sql =
-                "SELECT t.trace_id, t.frames, t.head, t.sealed FROM rlp_unsealed JOIN rlp_traces AS t USING (trace_id)
-                       WHERE t.frames <> t.sealed ORDER BY t.trace_id";
-            Ok(s.client.query(sql, &[]).await?.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
+            let (mut checkpoints, mut counts) = (Vec::new(), Vec::new());
+            for row in s.client.query(crate::ledger::CHECKPOINT_STATEMENTS, &[]).await? {
+                checkpoints.push(StoredCheckpoint {
+                    seq: row.try_get(0)?,
+                    statement: row.try_get(1)?,
+                    signature: row.try_get(2)?,
+                    leaves: Vec::new(),
+                });
+                counts.push(u64::try_from(row.try_get::<_, i64>(3)?).unwrap_or(0));
+            }
+            Ok((checkpoints, counts))
+        })
+    }
+
+    fn headless_traces(&self) -> Result<Vec<String>, LedgerError> {
+        let sql = crate::ledger::headless_traces_sql(TRACE);
+        self.with(async |s| {
+            let rows = s.client.query(&sql, &[]).await?;
+            Ok(rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>()?)
         })
     }
 
