@@ -215,74 +215,218 @@ pub struct Made {
     pub broken: Vec<Problem>,
 }
 
-/// Makes the next checkpoint of `store`, signed with `key`: every trace
-/// whose head moved past what the checkpoints cover, each checked first.
-///
-/// Nothing the database says about coverage is taken on trust — not a head
-/// row's `sealed` count, not a list of traces to seal: the checkpoints
-/// already there are verified first (signed by `key` or one of `trusted`,
-/// each root over its stored leaves, linked without gaps), and every head
-/// row is compared with the newest leaf of its trace. A trace's new frames
-/// are checked from the chain value that leaf signed, so a checkpoint
-/// never vouches for a covered frame edited since, and a trace kept out of
-/// the bookkeeping is sealed all the same. When the checkpoints there do
-/// not check out, none is made (`broken`).
-///
-/// Nothing is written when no trace moved (and a checkpoint exists).
-/// Another checkpointer writing at the same time is waited out and the
-/// work done again on top of its checkpoint.
+/// Makes the next checkpoint of `store`, signed with `key`, from scratch:
+/// a [`Checkpointer`]'s first run, a sweep.
 pub fn make_checkpoint(
     store: &dyn LedgerStore,
     key: &SecretKey,
     trusted: &[PublicKey],
     now_ms: i64,
 ) -> Result<Made, LedgerError> {
-    let trusted: Vec<PublicKey> = trusted.iter().cloned().chain([key.public()]).collect();
-    for _ in 0..MAX_TRIES {
-        let (info, latest, planned) = {
-            let _snapshot = Snapshot::of(store)?;
-            let info = store.info()?;
-            let checkpoints = store.checkpoints()?;
-            let latest = checkpoints.last().map(|c| (c.seq, statement_hash(&c.statement)));
-            let planned = match verified_coverage(&checkpoints, &info, &trusted) {
-                Ok(coverage) => Ok(check_new_frames(store, &coverage)?),
-                Err(broken) => Err(broken),
+    Checkpointer::new(key, trusted).run(store, now_ms, Reach::Sweep)
+}
+
+/// Which traces a checkpoint run looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Every head row, and the traces the frames themselves name: nothing
+    /// a writer keeps can hide a trace from it.
+    Sweep,
+    /// The head rows the appends marked as grown (a hint the database
+    /// holds, [`LedgerStore::marked_heads`]): what a run between two
+    /// sweeps reads, its cost following the traces that grew.
+    Marked,
+}
+
+/// Makes checkpoints, one run after another, signed with one key.
+///
+/// Nothing the database says about coverage is taken on trust — not a head
+/// row's `sealed` count, not a list of traces to seal: the checkpoints are
+/// verified before a run builds on them (signed by the key or one of
+/// `trusted`, each root over its stored leaves, linked without gaps), and
+/// each head row is compared with the newest leaf of its trace among them.
+/// A trace's new frames are checked from the chain value that leaf signed,
+/// so a checkpoint never vouches for a covered frame edited since. When the
+/// checkpoints there do not check out, none is made (`broken`).
+///
+/// What was verified is kept between runs: a run reads only the checkpoints
+/// made since (another checkpointer's) and, short of a sweep, the head rows
+/// marked as grown.
+pub struct Checkpointer<'k> {
+    key: &'k SecretKey,
+    trusted: Vec<PublicKey>,
+    /// The newest checkpoint verified: its number and statement hash.
+    verified: Option<(i64, String)>,
+    /// Each trace's newest leaf among the checkpoints verified.
+    coverage: HashMap<String, TraceChain>,
+}
+
+impl<'k> Checkpointer<'k> {
+    /// A checkpointer signing with `key`, trusting its own checkpoints and
+    /// those of `trusted`; it has verified nothing yet.
+    pub fn new(key: &'k SecretKey, trusted: &[PublicKey]) -> Checkpointer<'k> {
+        let trusted = trusted.iter().cloned().chain([key.public()]).collect();
+        Checkpointer { key, trusted, verified: None, coverage: HashMap::new() }
+    }
+
+    /// Makes the next checkpoint: every trace within `reach` whose head
+    /// moved past what the checkpoints cover, each checked first. Nothing is
+    /// written when no trace moved (and a checkpoint exists). Another
+    /// checkpointer writing at the same time is waited out and the work
+    /// done again on top of its checkpoint.
+    pub fn run(&mut self, store: &dyn LedgerStore, now_ms: i64, reach: Reach) -> Result<Made, LedgerError> {
+        for _ in 0..MAX_TRIES {
+            let (info, planned) = {
+                // One state of the ledger: frames appended meanwhile are the next run's.
+                let _snapshot = Snapshot::of(store)?;
+                let info = store.info()?;
+                if let Err(broken) = self.catch_up(store, &info)? {
+                    let latest = self.verified.as_ref().map(|(seq, _)| *seq);
+                    return Ok(Made { checkpoint: None, latest, frames: 0, refused: Vec::new(), broken });
+                }
+                (info, self.check_new_frames(store, reach)?)
             };
-            (info, latest, planned)
-        };
-        let latest_seq = latest.as_ref().map(|(seq, _)| *seq);
-        let (leaves, frames, refused) = match planned {
-            Ok(planned) => planned,
-            Err(broken) => {
-                return Ok(Made { checkpoint: None, latest: latest_seq, frames: 0, refused: Vec::new(), broken });
+            let latest = self.verified.clone();
+            let (leaves, frames, refused) = planned;
+            if leaves.is_empty() && latest.is_some() {
+                let latest = latest.map(|(seq, _)| seq);
+                return Ok(Made { checkpoint: None, latest, frames: 0, refused, broken: Vec::new() });
             }
-        };
-        if leaves.is_empty() && latest.is_some() {
-            return Ok(Made { checkpoint: None, latest: latest_seq, frames: 0, refused, broken: Vec::new() });
+            let seq = latest.as_ref().map_or(1, |(seq, _)| seq + 1);
+            let statement = Statement {
+                format: FORMAT.into(),
+                ledger: info.ledger_id.clone(),
+                seq,
+                prev: latest.map_or_else(|| to_hex(&GENESIS), |(_, hash)| hash),
+                ts_ms: now_ms,
+                root: to_hex(&merkle::root(&leaf_hashes(&leaves))),
+                traces: leaves.len() as u64,
+                legacy: LegacySeal { rows: info.legacy_rows, head: info.legacy_head.clone() },
+                key: self.key.public().to_string(),
+            };
+            let text = statement.text();
+            let signature = b64_encode(&self.key.sign(&message(&text)).to_bytes());
+            let checkpoint = StoredCheckpoint { seq, statement: text, signature, leaves };
+            if store.write_checkpoint(&checkpoint)? {
+                self.remember(&checkpoint);
+                return Ok(Made {
+                    latest: Some(seq),
+                    checkpoint: Some(checkpoint),
+                    frames,
+                    refused,
+                    broken: Vec::new(),
+                });
+            }
         }
-        let seq = latest_seq.map_or(1, |seq| seq + 1);
-        let statement = Statement {
-            format: FORMAT.into(),
-            ledger: info.ledger_id.clone(),
-            seq,
-            prev: latest.map_or_else(|| to_hex(&GENESIS), |(_, hash)| hash),
-            ts_ms: now_ms,
-            root: to_hex(&merkle::root(&leaf_hashes(&leaves))),
-            traces: leaves.len() as u64,
-            legacy: LegacySeal { rows: info.legacy_rows, head: info.legacy_head.clone() },
-            key: key.public().to_string(),
+        Err(LedgerError::Invalid {
+            path: store.location().to_string().into(),
+            message: format!("other checkpoints kept taking the next number ({MAX_TRIES} tries); try again"),
+        })
+    }
+
+    /// Verifies the checkpoints stored since the newest one this
+    /// checkpointer verified (all of them, the first time), and takes in
+    /// their leaves; or says what does not check out.
+    fn catch_up(
+        &mut self,
+        store: &dyn LedgerStore,
+        info: &LedgerInfo,
+    ) -> Result<Result<(), Vec<Problem>>, LedgerError> {
+        let checkpoints = store.checkpoints_from(self.verified.as_ref().map_or(i64::MIN, |(seq, _)| *seq))?;
+        let new = match &self.verified {
+            None => &checkpoints[..],
+            Some((seq, hash)) => match checkpoints.first() {
+                Some(first) if first.seq == *seq && statement_hash(&first.statement) == *hash => &checkpoints[1..],
+                _ => {
+                    return Ok(Err(vec![Problem::checkpoint(
+                        *seq,
+                        "it was verified by this checkpointer, and is now gone or replaced; the ledger was edited",
+                    )]));
+                }
+            },
         };
-        let text = statement.text();
-        let signature = b64_encode(&key.sign(&message(&text)).to_bytes());
-        let checkpoint = StoredCheckpoint { seq, statement: text, signature, leaves };
-        if store.write_checkpoint(&checkpoint)? {
-            return Ok(Made { latest: Some(seq), checkpoint: Some(checkpoint), frames, refused, broken: Vec::new() });
+        let coverage = match verified_coverage(new, self.verified.clone(), info, &self.trusted) {
+            Ok(coverage) => coverage,
+            Err(broken) => return Ok(Err(broken)),
+        };
+        for (trace_id, chain) in coverage {
+            self.cover(trace_id, chain);
+        }
+        if let Some(newest) = new.last() {
+            self.verified = Some((newest.seq, statement_hash(&newest.statement)));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Takes in a checkpoint this checkpointer wrote.
+    fn remember(&mut self, checkpoint: &StoredCheckpoint) {
+        for leaf in &checkpoint.leaves {
+            if let Some(head) = from_hex(&leaf.head) {
+                self.cover(leaf.trace_id.clone(), TraceChain { frames: leaf.frames, head });
+            }
+        }
+        self.verified = Some((checkpoint.seq, statement_hash(&checkpoint.statement)));
+    }
+
+    fn cover(&mut self, trace_id: String, chain: TraceChain) {
+        let newest = self.coverage.entry(trace_id).or_insert(chain);
+        if chain.frames >= newest.frames {
+            *newest = chain;
         }
     }
-    Err(LedgerError::Invalid {
-        path: store.location().to_string().into(),
-        message: format!("other checkpoints kept taking the next number ({MAX_TRIES} tries); try again"),
-    })
+
+    /// Compares the head rows within `reach` with the newest leaf of their
+    /// traces; checks the frames of every trace that moved past it (one
+    /// pass over them, trace by trace): the leaves to sign, the new frames
+    /// they cover, and the traces left out with why.
+    fn check_new_frames(
+        &self,
+        store: &dyn LedgerStore,
+        reach: Reach,
+    ) -> Result<(Vec<Leaf>, u64, Vec<Problem>), LedgerError> {
+        let (mut moved, mut refused) = (Vec::new(), Vec::new());
+        let mut classify = |head: TraceHead| {
+            let covered = self.coverage.get(&head.trace_id).copied().unwrap_or(TraceChain::EMPTY);
+            if head.frames < covered.frames {
+                refused.push(Problem::trace(
+                    &head.trace_id,
+                    &format!(
+                        "its head row counts {} frames, and a checkpoint covered {}: the ledger was edited",
+                        head.frames, covered.frames
+                    ),
+                ));
+            } else if head.frames == covered.frames {
+                if head.head != to_hex(&covered.head) {
+                    refused.push(Problem::trace(
+                        &head.trace_id,
+                        "its head row's chain value is not the one a checkpoint covered: the ledger was edited",
+                    ));
+                }
+            } else {
+                moved.push(Moved { head: TraceHead { sealed: covered.frames, ..head }, covered });
+            }
+        };
+        match reach {
+            Reach::Sweep => {
+                store.for_each_head(&mut |head| {
+                    classify(head);
+                    ControlFlow::Continue(())
+                })?;
+                // A head row removed would hide its trace from the loop
+                // above: the frames themselves say which traces there are.
+                for trace_id in store.headless_traces()? {
+                    refused.push(Problem::trace(
+                        &trace_id,
+                        "the trace has frames but no head row in rlp_traces: it was removed; the ledger was edited",
+                    ));
+                }
+            }
+            Reach::Marked => store.marked_heads()?.into_iter().for_each(&mut classify),
+        }
+        let (leaves, frames, more_refused) = check_moved(store, &moved)?;
+        refused.extend(more_refused);
+        Ok((leaves, frames, refused))
+    }
 }
 
 /// A trace whose head moved past what the checkpoints cover, and where
@@ -293,46 +437,11 @@ struct Moved {
     covered: TraceChain,
 }
 
-/// Compares every head row with the newest leaf of its trace; checks the
-/// frames of every trace that moved past it (one pass over them, trace by
-/// trace): the leaves to sign, the new frames they cover, and the traces
-/// left out with why.
-fn check_new_frames(
-    store: &dyn LedgerStore,
-    coverage: &HashMap<String, TraceChain>,
-) -> Result<(Vec<Leaf>, u64, Vec<Problem>), LedgerError> {
-    let mut moved = Vec::new();
+/// Checks the new frames of the traces that `moved` (one pass over them,
+/// trace by trace): the leaves to sign, the new frames they cover, and the
+/// traces left out with why.
+fn check_moved(store: &dyn LedgerStore, moved: &[Moved]) -> Result<(Vec<Leaf>, u64, Vec<Problem>), LedgerError> {
     let mut refused = Vec::new();
-    store.for_each_head(&mut |head| {
-        let covered = coverage.get(&head.trace_id).copied().unwrap_or(TraceChain::EMPTY);
-        if head.frames < covered.frames {
-            refused.push(Problem::trace(
-                &head.trace_id,
-                &format!(
-                    "its head row counts {} frames, and a checkpoint covered {}: the ledger was edited",
-                    head.frames, covered.frames
-                ),
-            ));
-        } else if head.frames == covered.frames {
-            if head.head != to_hex(&covered.head) {
-                refused.push(Problem::trace(
-                    &head.trace_id,
-                    "its head row's chain value is not the one a checkpoint covered: the ledger was edited",
-                ));
-            }
-        } else {
-            moved.push(Moved { head: TraceHead { sealed: covered.frames, ..head }, covered });
-        }
-        ControlFlow::Continue(())
-    })?;
-    // A head row removed would hide its trace from the loop above: the
-    // frames themselves say which traces there are.
-    for trace_id in store.headless_traces()? {
-        refused.push(Problem::trace(
-            &trace_id,
-            "the trace has frames but no head row in rlp_traces: it was removed; the ledger was edited",
-        ));
-    }
     let heads: Vec<TraceHead> = moved.iter().map(|m| m.head.clone()).collect();
     let index: HashMap<&str, usize> = heads.iter().enumerate().map(|(i, h)| (h.trace_id.as_str(), i)).collect();
     // A trace's walk starts at its first frame, or at the last frame a

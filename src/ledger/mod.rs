@@ -114,6 +114,12 @@ pub trait LedgerStore: Recorder {
     /// Calls `f` with every trace's head row, by trace id.
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError>;
 
+    /// The head rows whose appends marked them as grown past what the
+    /// checkpoints cover (`sealed`; in PostgreSQL, `rlp_unsealed`), by trace
+    /// id: a hint, kept by writers, that a checkpoint run between two sweeps
+    /// reads instead of every head row.
+    fn marked_heads(&self) -> Result<Vec<TraceHead>, LedgerError>;
+
     /// The traces with frames on their own chains but no head row, found
     /// from the frames themselves (one index probe a trace), not from any
     /// bookkeeping a writer keeps.
@@ -132,8 +138,8 @@ pub trait LedgerStore: Recorder {
     /// The checkpoints with a leaf of `trace_id`, in order, with all their leaves.
     fn checkpoints_of(&self, trace_id: &Uuid) -> Result<Vec<StoredCheckpoint>, LedgerError>;
 
-    /// The newest checkpoint, with its leaves.
-    fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError>;
+    /// The checkpoints numbered `seq` and after, in order, with their leaves.
+    fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError>;
 
     /// Stores `checkpoint` and marks its traces sealed up to its leaves,
     /// unless another checkpoint took its number first (`false`).

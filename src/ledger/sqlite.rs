@@ -602,6 +602,20 @@ impl LedgerStore for SqliteLedger {
         self.query("SELECT trace_id, frames, head, sealed FROM rlp_traces ORDER BY trace_id", [], head_of_row, f)
     }
 
+    fn marked_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
+        let mut heads = Vec::new();
+        self.query(
+            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE frames <> sealed ORDER BY trace_id",
+            [],
+            head_of_row,
+            &mut |head| {
+                heads.push(head);
+                ControlFlow::Continue(())
+            },
+        )?;
+        Ok(heads)
+    }
+
     fn checkpoint_statements(&self) -> Result<(Vec<StoredCheckpoint>, Vec<u64>), LedgerError> {
         let (mut checkpoints, mut counts) = (Vec::new(), Vec::new());
         self.query(
@@ -655,8 +669,8 @@ impl LedgerStore for SqliteLedger {
         )
     }
 
-    fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError> {
-        Ok(self.checkpoints_where("seq = (SELECT max(seq) FROM rlp_checkpoints)", [])?.pop())
+    fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        self.checkpoints_where("seq >= ?1", [seq])
     }
 
     fn write_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<bool, LedgerError> {

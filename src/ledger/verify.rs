@@ -94,6 +94,11 @@ impl Problem {
         Problem::of_trace(trace_id, ProblemKind::Head, message.to_string())
     }
 
+    /// A problem with checkpoint `seq`.
+    pub(crate) fn checkpoint(seq: i64, message: &str) -> Problem {
+        Problem::of_checkpoint(seq, message.to_string())
+    }
+
     fn of_checkpoint(seq: i64, message: String) -> Problem {
         Problem {
             row: None,
@@ -485,24 +490,24 @@ impl LegacyWalker {
 }
 
 /// Checks the checkpoints in order (each on its own and linked to the one
-/// before); returns the leaves by trace and the newest checkpoint's summary.
-/// With `counts` (the leaves each has stored), their leaves are not read:
-/// everything but their roots is checked.
+/// before, the first to `after`: the number and statement hash of the one
+/// before it, or `None` for the genesis value); returns the leaves by trace
+/// and the newest checkpoint's summary. With `counts` (the leaves each has
+/// stored), their leaves are not read: everything but their roots is checked.
 fn check_checkpoints(
     checkpoints: &[StoredCheckpoint],
     counts: Option<&[u64]>,
     info: &LedgerInfo,
     trusted: &[PublicKey],
-    linked: bool,
+    after: Option<(i64, String)>,
     problems: &mut Problems,
 ) -> (HashMap<String, Vec<LeafRef>>, Option<CheckpointSummary>, u64) {
     let mut leaves: HashMap<String, Vec<LeafRef>> = HashMap::new();
     let mut latest = None;
     let mut intact = 0;
-    let mut prev: Option<(i64, String)> = None;
+    let mut prev = after;
     for (i, checkpoint) in checkpoints.iter().enumerate() {
-        if linked
-            && let Some((before, _)) = &prev
+        if let Some((before, _)) = &prev
             && checkpoint.seq != before + 1
         {
             let (first, last) = (before.saturating_add(1), checkpoint.seq.saturating_sub(1));
@@ -512,11 +517,7 @@ fn check_checkpoints(
             };
             problems.extend([Problem::of_checkpoint(checkpoint.seq, missing)]);
         }
-        let expected_prev = match (linked, &prev) {
-            (true, Some((_, hash))) => Some(Some(hash.as_str())),
-            (true, None) => Some(None),
-            (false, _) => None,
-        };
+        let expected_prev = Some(prev.as_ref().map(|(_, hash)| hash.as_str()));
         let checked = match counts {
             Some(counts) => {
                 check_statement(checkpoint, info, expected_prev, trusted, counts.get(i).copied().unwrap_or(0))
@@ -550,17 +551,17 @@ fn check_checkpoints(
 
 /// The chain each trace's newest leaf signed, when every checkpoint of
 /// `checkpoints` checks out (signed by one of `trusted`, its root over its
-/// stored leaves, linked to the one before, numbered without gaps from 1);
-/// otherwise what does not.
+/// stored leaves, linked to the one before and the first to `after` — the
+/// number and statement hash of the checkpoint before them, or `None` when
+/// they start from the first); otherwise what does not.
 pub(crate) fn verified_coverage(
     checkpoints: &[StoredCheckpoint],
+    after: Option<(i64, String)>,
     info: &LedgerInfo,
     trusted: &[PublicKey],
 ) -> Result<HashMap<String, TraceChain>, Vec<Problem>> {
-    // The first one stored must follow the genesis value: a gap at the
-    // start is found like one anywhere else.
     let mut problems = Problems::default();
-    let (leaves, _, _) = check_checkpoints(checkpoints, None, info, trusted, true, &mut problems);
+    let (leaves, _, _) = check_checkpoints(checkpoints, None, info, trusted, after, &mut problems);
     problems.trim();
     if !problems.listed.is_empty() {
         return Err(problems.listed);
@@ -697,7 +698,7 @@ fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyRe
 
     let checkpoints = store.checkpoints()?;
     report.checkpoints = checkpoints.len() as u64;
-    let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, None, &info, trusted, true, &mut problems);
+    let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, None, &info, trusted, None, &mut problems);
     report.latest_checkpoint = latest;
     report.checkpoints_intact = intact;
     drop(checkpoints);
@@ -794,23 +795,25 @@ fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) ->
     // of stored leaves (a leaf of this trace removed shows there); the
     // roots of those that cover the trace, over their leaves.
     let (statements, counts) = store.checkpoint_statements()?;
-    report.checkpoints = statements.len() as u64;
-    let (_, latest, intact) = check_checkpoints(&statements, Some(&counts), &info, trusted, true, &mut problems);
+    let (_, latest, _) = check_checkpoints(&statements, Some(&counts), &info, trusted, None, &mut problems);
     report.latest_checkpoint = latest;
-    let mut roots_broken = 0;
+    let covering = store.checkpoints_of(trace)?;
+    report.checkpoints = covering.len() as u64;
     let mut leaves = Vec::new();
-    for checkpoint in store.checkpoints_of(trace)? {
+    let mut covering_seqs = Vec::new();
+    for checkpoint in covering {
         if let Ok(statement) = Statement::parse(&checkpoint.statement)
             && let Err(message) = check_root(&checkpoint, &statement)
         {
-            roots_broken += 1;
             problems.extend([Problem::of_checkpoint(checkpoint.seq, message)]);
         }
+        covering_seqs.push(checkpoint.seq);
         for leaf in checkpoint.leaves.into_iter().filter(|leaf| leaf.trace_id == trace_id) {
             leaves.push(LeafRef { checkpoint: checkpoint.seq, frames: leaf.frames, head: leaf.head });
         }
     }
-    report.checkpoints_intact = intact.saturating_sub(roots_broken);
+    let broken: std::collections::HashSet<i64> = problems.listed.iter().filter_map(|p| p.checkpoint).collect();
+    report.checkpoints_intact = covering_seqs.iter().filter(|seq| !broken.contains(seq)).count() as u64;
     let head = store.trace_head(trace)?;
     let covered = leaves.iter().map(|leaf| leaf.frames).max().unwrap_or(0);
     report.uncovered_frames = head.as_ref().map_or(0, |h| u64::try_from(h.frames.saturating_sub(covered)).unwrap_or(0));
@@ -1158,5 +1161,37 @@ mod tests {
             }
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         });
+    }
+
+    #[test]
+    fn a_checkpointer_between_sweeps_reads_what_was_marked_and_keeps_what_it_verified() {
+        use crate::ledger::checkpoint::{Checkpointer, Reach};
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        let other = SecretKey::from_seed(&[2; 32]);
+        let mut checkpointer = Checkpointer::new(&key, &[other.public()]);
+        let made = checkpointer.run(&ledger, 6, Reach::Sweep).unwrap();
+        assert_eq!((made.checkpoint.is_none(), made.latest), (true, Some(1)), "{made:#?}");
+        // Trace 1 grows with its head row claiming it sealed: a run between
+        // sweeps misses it, the next sweep seals it.
+        ledger.append(&[record(1, 4)]).unwrap();
+        let conn = Connection::open(ledger.path()).unwrap();
+        conn.execute("UPDATE rlp_traces SET sealed = frames WHERE trace_id = ?1", [TRACE_1]).unwrap();
+        assert!(checkpointer.run(&ledger, 7, Reach::Marked).unwrap().checkpoint.is_none());
+        let made = checkpointer.run(&ledger, 8, Reach::Sweep).unwrap();
+        assert_eq!(made.checkpoint.map(|c| (c.seq, c.leaves.len())), Some((2, 1)));
+        // Another trusted checkpointer's checkpoint is verified and built on.
+        ledger.append(&[record(2, 4)]).unwrap();
+        make_checkpoint(&ledger, &other, &[key.public()], 9).unwrap();
+        ledger.append(&[record(3, 4)]).unwrap();
+        let made = checkpointer.run(&ledger, 10, Reach::Marked).unwrap();
+        assert_eq!(made.checkpoint.map(|c| (c.seq, c.leaves[0].trace_id.clone())), Some((4, trace(3).unwrap())));
+        // A checkpoint it verified, removed behind its back, stops it.
+        conn.execute_batch(
+            "DELETE FROM rlp_checkpoints WHERE seq = 4; DELETE FROM rlp_checkpoint_leaves WHERE seq = 4;",
+        )
+        .unwrap();
+        let made = checkpointer.run(&ledger, 11, Reach::Marked).unwrap();
+        assert_eq!(made.broken.iter().map(|p| p.checkpoint).collect::<Vec<_>>(), [Some(4)], "{made:#?}");
     }
 }

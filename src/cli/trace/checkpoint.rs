@@ -11,7 +11,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer};
 use crate::integrity::keys::{SecretKey, write_key_pair};
-use crate::ledger::checkpoint::{Made, make_checkpoint, statement_hash};
+use crate::ledger::checkpoint::{Checkpointer, Made, Reach, statement_hash};
 use crate::ledger::query::InputError;
 use crate::ledger::verify::Problem;
 use crate::notice;
@@ -33,7 +33,8 @@ their turn.
 Before it signs, it verifies the checkpoints already there (each signed by this key or one
 [ledger] checkpoint_keys trusts, each root over its stored leaves, none missing) and checks
 every trace's new frames from the chain value its newest leaf signed; it builds on nothing it
-could not verify.
+could not verify. A run reads every head row and finds the traces from their frames too; with
+--every, runs between two such sweeps (--sweep, 10m) read the traces their appends marked.
 
 Exit codes: 0 checkpoint written (or nothing new), 1 some traces were left out because their
 new frames do not check out (named), or the checkpoints in the ledger do not check out (none
@@ -45,6 +46,10 @@ pub struct CheckpointArgs {
     /// Keep making one every DURATION (e.g. 500ms, 10s, 5m) until interrupted.
     #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub every: Option<Duration>,
+    /// With --every: how often a run reads every head row and lists the traces from their
+    /// frames, beyond those their appends marked as grown (a single run always does).
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, default_value = "10m", requires = "every")]
+    pub sweep: Duration,
     /// Output format (one JSON document per checkpoint with --every).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -151,12 +156,21 @@ pub(crate) fn run(args: &CheckpointArgs, ctx: &Context) -> CliResult {
     let store = ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
     let key = signing_key(args, ctx)?;
     let trusted = super::verify::home_trusted_keys(ctx)?;
+    let mut checkpointer = Checkpointer::new(&key, &trusted);
+    let mut swept: Option<std::time::Instant> = None;
     loop {
         let now_ms = i64::try_from(
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis(),
         )
         .unwrap_or(i64::MAX);
-        let made = make_checkpoint(&*store, &key, &trusted, now_ms)?;
+        let reach = match swept {
+            Some(at) if at.elapsed() < args.sweep => Reach::Marked,
+            _ => {
+                swept = Some(std::time::Instant::now());
+                Reach::Sweep
+            }
+        };
+        let made = checkpointer.run(&*store, now_ms, reach)?;
         let text = report(&made, args.format);
         let Some(every) = args.every else {
             let exit = match made.refused.is_empty() && made.broken.is_empty() {

@@ -1011,6 +1011,15 @@ impl LedgerStore for PostgresLedger {
         }
     }
 
+    fn marked_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
+        self.with(async |s| {
+            let sql =
+                "SELECT t.trace_id, t.frames, t.head, t.sealed FROM rlp_unsealed JOIN rlp_traces AS t USING (trace_id)
+                       WHERE t.frames <> t.sealed ORDER BY t.trace_id";
+            Ok(s.client.query(sql, &[]).await?.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
     fn checkpoint_statements(&self) -> Result<(Vec<StoredCheckpoint>, Vec<u64>), LedgerError> {
         self.with(async |s| {
             let (mut checkpoints, mut counts) = (Vec::new(), Vec::new());
@@ -1054,8 +1063,8 @@ impl LedgerStore for PostgresLedger {
         )
     }
 
-    fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError> {
-        Ok(self.checkpoints_where("seq = (SELECT max(seq) FROM rlp_checkpoints)", None)?.pop())
+    fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        self.checkpoints_where("seq >= $1::text::bigint", Some(seq.to_string()))
     }
 
     fn write_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<bool, LedgerError> {
