@@ -128,12 +128,15 @@ fn main() {
 }
 
 /// Gives `traces` new traces `frames` frames each (in batches, untimed),
-/// brings every earlier trace under a checkpoint, then times the one
-/// checkpoint that covers the new ones.
+/// brings every earlier trace under a checkpoint (a sweep), then times the
+/// one checkpoint that covers the new ones, made as `rlp trace checkpoint
+/// --every` makes those between its sweeps (the traces the appends marked).
 fn time_checkpoint(location: &Location, traces: usize, frames: u64) {
+    use rlp::ledger::checkpoint::{Checkpointer, Reach};
     let ledger = location.open().expect("the ledger opens");
     let key = rlp::integrity::keys::SecretKey::from_seed(&[7; 32]);
-    rlp::ledger::checkpoint::make_checkpoint(&*ledger, &key, &[], rlp::event::now_ms()).expect("a first checkpoint");
+    let mut checkpointer = Checkpointer::new(&key, &[]);
+    checkpointer.run(&*ledger, rlp::event::now_ms(), Reach::Sweep).expect("a first checkpoint");
     let records: Vec<_> = (0..traces)
         .flat_map(|_| {
             let trace = uuid::Uuid::now_v7();
@@ -144,7 +147,7 @@ fn time_checkpoint(location: &Location, traces: usize, frames: u64) {
         ledger.append(batch).expect("append");
     }
     let started = Instant::now();
-    let made = rlp::ledger::checkpoint::make_checkpoint(&*ledger, &key, &[], rlp::event::now_ms()).expect("checkpoint");
+    let made = checkpointer.run(&*ledger, rlp::event::now_ms(), Reach::Marked).expect("checkpoint");
     let took = started.elapsed().as_secs_f64();
     let covered = made.checkpoint.map_or(0, |c| c.leaves.len());
     assert_eq!(covered, traces, "the checkpoint covers every new trace");

@@ -103,27 +103,30 @@ fn human_verify(report: &VerifyReport) -> String {
         };
         text.push_str(&format!("{} {part}.\n", plural(report.legacy_rows, "row")));
     }
+    // For one trace: the checkpoints that cover it, and the ledger's newest.
+    let (checkpoints, newest) = match report.trace_id {
+        Some(_) if report.checkpoints == 1 => ("1 checkpoint covers it".to_string(), "the ledger's newest"),
+        Some(_) => (format!("{} checkpoints cover it", report.checkpoints), "the ledger's newest"),
+        None => (plural(report.checkpoints, "checkpoint"), "the newest"),
+    };
     match &report.latest_checkpoint {
         Some(latest) if report.checkpoints_intact == report.checkpoints => text.push_str(&format!(
-            "{}; the newest is #{} ({}), signed by key {}, statement hash {}.\n",
-            plural(report.checkpoints, "checkpoint"),
+            "{checkpoints}; {newest} is #{} ({}), signed by key {}, statement hash {}.\n",
             latest.seq,
             format_ts(latest.ts_ms),
             latest.key_id,
             latest.hash
         )),
         Some(latest) => text.push_str(&format!(
-            "{}, {} of which check out; the newest of those is #{} ({}), signed by key {}, statement hash {}.\n",
-            plural(report.checkpoints, "checkpoint"),
+            "{checkpoints}, {} of which check out; {newest} that does is #{} ({}), signed by key {}, statement \
+             hash {}.\n",
             report.checkpoints_intact,
             latest.seq,
             format_ts(latest.ts_ms),
             latest.key_id,
             latest.hash
         )),
-        None if report.checkpoints > 0 => {
-            text.push_str(&format!("{}, none of which checks out.\n", plural(report.checkpoints, "checkpoint")))
-        }
+        None if report.checkpoints > 0 => text.push_str(&format!("{checkpoints}, none of which checks out.\n")),
         None => text.push_str("No checkpoint covers this yet.\n"),
     }
     if report.uncovered_frames > 0 {
