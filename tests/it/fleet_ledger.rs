@@ -196,6 +196,28 @@ fn tampering_is_named_up_to_the_last_checkpoint(db: &dyn Db) {
     let output = stranger.rlp().args(["trace", "verify", "--ledger", &db.url(), &traces[5]]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_contains(&stdout(&output), "which is not trusted here");
+    // A trace id the ledger holds nothing of is an error, not a pass.
+    let unknown = "01234567-89ab-7def-8123-456789abcdef";
+    let output = td.rlp().args(["trace", "verify", "--ledger", &db.url(), unknown]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert_contains(&stderr(&output), &format!("has no trace {unknown}"));
+
+    // The checkpointer trusts no bookkeeping: a trace cut back below what a
+    // checkpoint covered is left out and named, and a new trace whose head
+    // row claims it sealed is sealed all the same.
+    let hidden =
+        td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &db.url(), "--format", "json"]).output().unwrap();
+    let hidden = stdout_json(&hidden)["trace_id"].as_str().unwrap().to_string();
+    db.sql(&format!("UPDATE rlp_traces SET sealed = frames WHERE trace_id = '{hidden}'"));
+    let output = td.rlp().args(["trace", "checkpoint", "--format", "json", "--ledger", &db.url()]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let made = stdout_json(&output);
+    assert_eq!((made["checkpoint"].as_i64(), made["traces"].as_u64()), (Some(2), Some(1)), "{made:#}");
+    let refused: Vec<&str> =
+        made["refused"].as_array().unwrap().iter().map(|p| p["trace_id"].as_str().unwrap()).collect();
+    assert_eq!(refused, [cut.as_str()], "{made:#}");
+    let (code, report) = verify(&td, db, &[&hidden]);
+    assert_eq!((code, report["uncovered_frames"].as_u64()), (0, Some(0)), "{report:#}");
 }
 
 #[test]
@@ -223,6 +245,8 @@ fn a_frame_is_proven_to_a_third_party_offline_from_an_export() {
     assert_contains(&stderr(&early), "no checkpoint covers the trace yet");
     td.expect(0, &["trace", "checkpoint", "--ledger", &url]);
     td.expect(0, &["trace", "prove", &trace, "--frame", "2", "-o", "proof.json", "--ledger", &url]);
+    let (_, err) = td.expect(2, &["trace", "prove", &trace, "--frame", "9", "--ledger", &url]);
+    assert_contains(&err, "the trace has 3 frames: there is no frame 9");
     td.expect(0, &["trace", "export", &trace, "-o", "trace.jsonl", "--ledger", &url]);
     let key = td.home().join("keys/ledger.pub");
     std::fs::copy(&key, td.join("ledger.pub")).unwrap();

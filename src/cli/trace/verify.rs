@@ -167,9 +167,9 @@ fn verify_report(ledger: &Location, options: &VerifyOptions) -> Result<VerifyRep
     let store = ledger.open_if_exists()?.ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
     let report = verify(&*store, options).map_err(CliError::from)?;
     match options.trace {
-        // Nothing of it anywhere — no frame, no head row, no checkpoint: a
-        // mistyped id, not an intact trace.
-        Some(trace) if report.rows == 0 && report.traces == 0 && report.checkpoints == 0 => {
+        // Nothing of it anywhere — no frame, no head row, no checkpoint —
+        // and nothing else wrong: a mistyped id, not an intact trace.
+        Some(trace) if report.rows == 0 && report.traces == 0 && report.checkpoints == 0 && report.is_intact() => {
             Err(CliError::usage(format!("the ledger {ledger} has no trace {trace}"))
                 .with_help("`rlp trace list` shows the traces"))
         }
