@@ -8,6 +8,8 @@ use serde_json::json;
 use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, Printer};
+use crate::error::Reportable;
+use crate::ledger::Location;
 use crate::ledger::import::{ImportError, import_file};
 use crate::text::plural;
 
@@ -77,7 +79,13 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
             Err(CliError::usage(e.to_string()).with_help("pass a file written by `rlp trace export`"))
         }
         Err(ImportError::Ledger(e)) if e.is_not_a_database() => Err(e.into()),
-        Err(ImportError::Ledger(e)) => Err(CliError::problem(format!("cannot write the ledger: {e}"))
-            .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")),
+        Err(ImportError::Ledger(e)) => {
+            let help = match ledger {
+                // A PostgreSQL ledger's own error says what to check.
+                Location::Postgres(_) => e.help().unwrap_or_default(),
+                Location::Sqlite(_) => "check that the runtime home (--home or $RUNLOOP_HOME) is writable".into(),
+            };
+            Err(CliError::problem(format!("cannot write the ledger: {e}")).with_help(help))
+        }
     }
 }
