@@ -483,7 +483,7 @@ fn check_moved(store: &dyn LedgerStore, moved: &[Moved]) -> Result<(Vec<Leaf>, u
             refused.extend(problems);
             continue;
         }
-        frames += u64::try_from(m.head.frames - m.covered.frames).unwrap_or(0);
+        frames += u64::try_from(m.head.frames.saturating_sub(m.covered.frames)).unwrap_or(0);
         leaves.push(Leaf { trace_id: m.head.trace_id.clone(), frames: m.head.frames, head: m.head.head.clone() });
     }
     Ok((leaves, frames, refused))

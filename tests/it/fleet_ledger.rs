@@ -218,6 +218,12 @@ fn tampering_is_named_up_to_the_last_checkpoint(db: &dyn Db) {
     assert_eq!(refused, [cut.as_str()], "{made:#}");
     let (code, report) = verify(&td, db, &[&hidden]);
     assert_eq!((code, report["uncovered_frames"].as_u64()), (0, Some(0)), "{report:#}");
+    // A checkpoint whose signature was replaced is never built on.
+    db.sql("UPDATE rlp_checkpoints SET signature = 'AAAA' WHERE seq = 1");
+    let output = td.rlp().args(["trace", "checkpoint", "--ledger", &db.url()]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_contains(&stdout(&output), "No checkpoint made: those in the ledger do not check out");
+    assert_contains(&stdout(&output), "\n  checkpoint #1: its signature does not verify with its key");
 }
 
 #[test]

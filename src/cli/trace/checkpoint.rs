@@ -92,8 +92,16 @@ fn signing_key(args: &CheckpointArgs, ctx: &Context) -> Result<SecretKey, CliErr
     SecretKey::load(&path).map_err(CliError::from)
 }
 
-fn refused_lines(refused: &[Problem]) -> String {
-    refused.iter().map(|p| format!("  trace {}: {}\n", p.trace_id.as_deref().unwrap_or("?"), p.message)).collect()
+/// One line a problem: about its trace when it names one, else its checkpoint.
+fn problem_lines(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| match (&p.trace_id, p.checkpoint) {
+            (Some(trace), _) => format!("  trace {trace}: {}\n", p.message),
+            (None, Some(seq)) => format!("  checkpoint #{seq}: {}\n", p.message),
+            (None, None) => format!("  {}\n", p.message),
+        })
+        .collect()
 }
 
 fn report(made: &Made, format: Format) -> String {
@@ -116,20 +124,13 @@ fn report(made: &Made, format: Format) -> String {
                 text = format!(
                     "No checkpoint made: those in the ledger do not check out, and a checkpoint never builds on one \
                      that does not (run `rlp trace verify`):\n{}",
-                    made.broken
-                        .iter()
-                        .map(|p| match (p.checkpoint, &p.trace_id) {
-                            (Some(seq), _) => format!("  checkpoint #{seq}: {}\n", p.message),
-                            (None, Some(trace)) => format!("  trace {trace}: {}\n", p.message),
-                            (None, None) => format!("  {}\n", p.message),
-                        })
-                        .collect::<String>()
+                    problem_lines(&made.broken)
                 );
             }
             if !made.refused.is_empty() {
                 text.push_str(&format!(
                     "Left out, because their new frames do not check out (run `rlp trace verify`):\n{}",
-                    refused_lines(&made.refused)
+                    problem_lines(&made.refused)
                 ));
             }
             text
