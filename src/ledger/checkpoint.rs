@@ -279,9 +279,12 @@ impl<'k> Checkpointer<'k> {
             let (info, planned) = {
                 // One state of the ledger: frames appended meanwhile are the next run's.
                 let _snapshot = Snapshot::of(store)?;
-                let info = store.info()?;
+                let latest = self.verified.as_ref().map(|(seq, _)| *seq);
+                let Some(info) = store.info()? else {
+                    let broken = vec![Problem::identity_gone()];
+                    return Ok(Made { checkpoint: None, latest, frames: 0, refused: Vec::new(), broken });
+                };
                 if let Err(broken) = self.catch_up(store, &info)? {
-                    let latest = self.verified.as_ref().map(|(seq, _)| *seq);
                     return Ok(Made { checkpoint: None, latest, frames: 0, refused: Vec::new(), broken });
                 }
                 (info, self.check_new_frames(store, reach)?)

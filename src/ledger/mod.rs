@@ -108,8 +108,9 @@ pub trait LedgerStore: Recorder {
         f: &mut dyn FnMut(Event) -> ControlFlow<()>,
     ) -> Result<(), LedgerError>;
 
-    /// The ledger's id and its legacy chain's seal.
-    fn info(&self) -> Result<LedgerInfo, LedgerError>;
+    /// The ledger's id and its legacy chain's seal; `None` when its row
+    /// (`rlp_ledger`) is gone, which only an edit of the database does.
+    fn info(&self) -> Result<Option<LedgerInfo>, LedgerError>;
 
     /// Calls `f` with every trace's head row, by trace id.
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError>;

@@ -23,6 +23,7 @@ use crate::ledger::checkpoint::{Statement, check_checkpoint, leaf_bytes, leaf_ha
 use crate::ledger::jsonl::{FrameLine, RawFrame, write_frame_line};
 use crate::ledger::layout::{Leaf, StoredCheckpoint};
 use crate::ledger::merkle;
+use crate::ledger::verify::IDENTITY_GONE;
 use crate::ledger::{LedgerError, LedgerStore, Snapshot};
 
 /// The `format` of the proofs this rlp writes.
@@ -104,7 +105,8 @@ pub fn prove(
             "no checkpoint covers {what} yet: run `rlp trace checkpoint`, then prove it"
         )));
     };
-    check_checkpoint(checkpoint, &store.info()?, None, trusted).map_err(|why| {
+    let info = store.info()?.ok_or_else(|| ProveError::Edited(format!("{IDENTITY_GONE}; run `rlp trace verify`")))?;
+    check_checkpoint(checkpoint, &info, None, trusted).map_err(|why| {
         ProveError::Edited(format!(
             "checkpoint #{}, the newest covering the trace, does not check out: {why}; run `rlp trace verify`",
             checkpoint.seq

@@ -588,14 +588,13 @@ impl LedgerStore for SqliteLedger {
         Ok(())
     }
 
-    fn info(&self) -> Result<LedgerInfo, LedgerError> {
+    fn info(&self) -> Result<Option<LedgerInfo>, LedgerError> {
         let conn = self.lock()?;
         conn.query_row("SELECT ledger_id, legacy_rows, legacy_head FROM rlp_ledger", [], |r| {
             Ok(LedgerInfo { ledger_id: r.get(0)?, legacy_rows: count(r.get(1)?), legacy_head: r.get(2)? })
         })
         .optional()
-        .map_err(|e| self.sqlite(e))?
-        .ok_or_else(|| self.invalid("rlp_ledger holds no row; the ledger was edited"))
+        .map_err(|e| self.sqlite(e))
     }
 
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError> {

@@ -15,7 +15,8 @@
 //! - `checkpoint`: a checkpoint does not check out (signature, signer,
 //!   Merkle root, sequence, the ledger it names);
 //! - `malformed`: a stored hash is not 64 hex digits, or a row is missing
-//!   its chain value.
+//!   its chain value;
+//! - `identity`: the ledger's own row (its id, the legacy seal) is gone.
 //!
 //! A full verify is linear: one pass over the rows, trace by trace, the
 //! traces checked in parallel; the head rows and checkpoint leaves are held
@@ -35,6 +36,10 @@ use crate::integrity::keys::PublicKey;
 use crate::ledger::checkpoint::{Statement, check_checkpoint, check_root, check_statement, statement_hash};
 use crate::ledger::layout::{LedgerInfo, MAX_FRAMES, StoredCheckpoint, TraceChain, TraceHead};
 use crate::ledger::{LedgerError, LedgerStore, Location, Snapshot};
+
+/// What a ledger whose identity row was deleted is told.
+pub(crate) const IDENTITY_GONE: &str =
+    "the ledger's own row (rlp_ledger: its id and the legacy chain's seal) is gone: the ledger was edited";
 
 /// Problems listed before the rest are only counted.
 pub(crate) const MAX_LISTED_PROBLEMS: usize = 100;
@@ -61,6 +66,8 @@ pub enum ProblemKind {
     Head,
     /// A checkpoint does not check out.
     Checkpoint,
+    /// The ledger's own row — its id and the legacy chain's seal — is gone.
+    Identity,
 }
 
 /// One thing that does not check out.
@@ -97,6 +104,15 @@ impl Problem {
     /// A problem with checkpoint `seq`.
     pub(crate) fn checkpoint(seq: i64, message: &str) -> Problem {
         Problem::of_checkpoint(seq, message.to_string())
+    }
+
+    /// The ledger's identity row is gone.
+    pub(crate) fn identity_gone() -> Problem {
+        Problem::of_ledger(ProblemKind::Identity, IDENTITY_GONE.to_string())
+    }
+
+    fn of_ledger(problem: ProblemKind, message: String) -> Problem {
+        Problem { row: None, kind: None, trace_id: None, checkpoint: None, problem, message }
     }
 
     fn of_checkpoint(seq: i64, message: String) -> Problem {
@@ -456,34 +472,28 @@ impl LegacyWalker {
         }
     }
 
-    /// The problems, with the seal the upgrade left (its row count and head).
-    fn finish(mut self, info: &LedgerInfo) -> Vec<Problem> {
+    /// The problems, with the seal the upgrade left (its row count and
+    /// head), when it is known.
+    fn finish(mut self, info: Option<&LedgerInfo>) -> Vec<Problem> {
         let head = self.prev_chain.map_or_else(|| to_hex(&GENESIS), |c| to_hex(&c));
+        let Some(info) = info else { return self.problems };
         if self.rows < info.legacy_rows {
-            self.problems.push(Problem {
-                row: None,
-                kind: None,
-                trace_id: None,
-                checkpoint: None,
-                problem: ProblemKind::Truncated,
-                message: format!(
+            self.problems.push(Problem::of_ledger(
+                ProblemKind::Truncated,
+                format!(
                     "the legacy chain has {} rows, but {} were sealed at the upgrade: rows were removed",
                     self.rows, info.legacy_rows
                 ),
-            });
+            ));
         } else if self.rows > info.legacy_rows || (info.legacy_rows > 0 && head != info.legacy_head) {
-            self.problems.push(Problem {
-                row: None,
-                kind: None,
-                trace_id: None,
-                checkpoint: None,
-                problem: ProblemKind::Chain,
-                message: format!(
+            self.problems.push(Problem::of_ledger(
+                ProblemKind::Chain,
+                format!(
                     "the legacy chain ({} rows, ending {head}) is not the one sealed at the upgrade ({} rows, \
                      ending {}): rows were added or edited",
                     self.rows, info.legacy_rows, info.legacy_head
                 ),
-            });
+            ));
         }
         self.problems
     }
@@ -676,9 +686,10 @@ impl ChainPass<'_> {
 }
 
 fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyReport, LedgerError> {
-    let info = store.info()?;
     let mut report = empty_report(store, None);
     let mut problems = Problems::default();
+    let checkpoints = store.checkpoints()?;
+    let info = identity(store.info()?, &checkpoints, &mut problems);
 
     let mut legacy = LegacyWalker {
         rows: 0,
@@ -694,9 +705,9 @@ fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyRe
     })?;
     report.legacy_rows = legacy.rows;
     report.unchained = legacy.unchained;
-    problems.extend(legacy.finish(&info));
+    problems.extend(legacy.finish(info.as_ref()));
 
-    let checkpoints = store.checkpoints()?;
+    let info = info.unwrap_or_else(unknown_ledger);
     report.checkpoints = checkpoints.len() as u64;
     let (mut leaves, latest, intact) = check_checkpoints(&checkpoints, None, &info, trusted, None, &mut problems);
     report.latest_checkpoint = latest;
@@ -764,6 +775,32 @@ fn verify_all(store: &dyn LedgerStore, trusted: &[PublicKey]) -> Result<VerifyRe
     Ok(report)
 }
 
+/// The ledger's identity row; when it is gone — only an edit of the
+/// database removes it — the removal is named and what the newest
+/// checkpoint signed of it stands in (its own signature is checked with the
+/// rest), or nothing when no checkpoint says.
+fn identity(
+    found: Option<LedgerInfo>,
+    checkpoints: &[StoredCheckpoint],
+    problems: &mut Problems,
+) -> Option<LedgerInfo> {
+    if found.is_some() {
+        return found;
+    }
+    let signed = checkpoints.iter().rev().find_map(|c| Statement::parse(&c.statement).ok());
+    let known = match &signed {
+        Some(statement) => format!("what checkpoint #{} signed of it is checked instead", statement.seq),
+        None => "no checkpoint says what it held, so the legacy chain's seal is not checked".to_string(),
+    };
+    problems.extend([Problem::of_ledger(ProblemKind::Identity, format!("{IDENTITY_GONE}; {known}"))]);
+    signed.map(|s| LedgerInfo { ledger_id: s.ledger, legacy_rows: s.legacy.rows, legacy_head: s.legacy.head })
+}
+
+/// Stands in for an identity nobody knows: no checkpoint can match it.
+fn unknown_ledger() -> LedgerInfo {
+    LedgerInfo { ledger_id: String::new(), legacy_rows: 0, legacy_head: String::new() }
+}
+
 /// A head row's `sealed` count must be what the newest leaf of its trace
 /// says: a lower one would hide frames from the next checkpoint.
 fn check_sealed(heads: &HashMap<String, TraceHead>, leaves: &HashMap<String, Vec<LeafRef>>) -> Vec<Problem> {
@@ -786,7 +823,6 @@ fn check_sealed(heads: &HashMap<String, TraceHead>, leaves: &HashMap<String, Vec
 }
 
 fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) -> Result<VerifyReport, LedgerError> {
-    let info = store.info()?;
     let trace_id = trace.to_string();
     let mut report = empty_report(store, Some(trace_id.clone()));
     let mut problems = Problems::default();
@@ -795,6 +831,7 @@ fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) ->
     // of stored leaves (a leaf of this trace removed shows there); the
     // roots of those that cover the trace, over their leaves.
     let (statements, counts) = store.checkpoint_statements()?;
+    let info = identity(store.info()?, &statements, &mut problems).unwrap_or_else(unknown_ledger);
     let (_, latest, _) = check_checkpoints(&statements, Some(&counts), &info, trusted, None, &mut problems);
     report.latest_checkpoint = latest;
     let covering = store.checkpoints_of(trace)?;
@@ -1006,6 +1043,33 @@ mod tests {
     }
 
     #[test]
+    fn the_ledgers_own_row_deleted_is_named_and_no_checkpoint_builds_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        ledger.append(&[record(1, 4)]).unwrap();
+        Connection::open(ledger.path()).unwrap().execute("DELETE FROM rlp_ledger", []).unwrap();
+        let identity = [(None, None, ProblemKind::Identity)];
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert_eq!(kinds(&report), identity);
+        assert!(report.problems[0].message.ends_with("what checkpoint #1 signed of it is checked instead"));
+        let one = VerifyOptions { trace: Some(Uuid::from_u128(1)), ..trusting(&key) };
+        assert_eq!(kinds(&verify(&ledger, &one).unwrap()), identity);
+        let made = make_checkpoint(&ledger, &key, &[], 6).unwrap();
+        assert!(made.checkpoint.is_none());
+        assert_eq!(made.broken, [Problem::identity_gone()]);
+        let proof = crate::ledger::proof::prove(&ledger, &Uuid::from_u128(1), None, &[key.public()]);
+        assert!(matches!(proof, Err(crate::ledger::proof::ProveError::Edited(m)) if m.starts_with(IDENTITY_GONE)));
+
+        // With no checkpoint to say what it held, the legacy seal goes unchecked.
+        let bare = SqliteLedger::open(&dir.path().join("bare.sqlite")).unwrap();
+        bare.append(&[record(1, 1)]).unwrap();
+        Connection::open(bare.path()).unwrap().execute("DELETE FROM rlp_ledger", []).unwrap();
+        let report = verify(&bare, &trusting(&key)).unwrap();
+        assert_eq!(kinds(&report), identity);
+        assert!(report.problems[0].message.ends_with("the legacy chain's seal is not checked"));
+    }
+
+    #[test]
     fn a_ledger_from_before_per_trace_chains_keeps_its_chain_verifiable() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.sqlite");
@@ -1038,8 +1102,8 @@ mod tests {
             .unwrap();
         }
         let ledger = SqliteLedger::open(&path).unwrap();
-        assert_eq!(ledger.info().unwrap().legacy_rows, 4);
-        assert_eq!(ledger.info().unwrap().legacy_head, to_hex(&chain));
+        assert_eq!(ledger.info().unwrap().unwrap().legacy_rows, 4);
+        assert_eq!(ledger.info().unwrap().unwrap().legacy_head, to_hex(&chain));
         ledger.append(&[record(0, 5), record(7, 6)]).unwrap();
         let key = SecretKey::from_seed(&[2; 32]);
         make_checkpoint(&ledger, &key, &[], 9).unwrap();

@@ -224,6 +224,16 @@ fn tampering_is_named_up_to_the_last_checkpoint(db: &dyn Db) {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_contains(&stdout(&output), "No checkpoint made: those in the ledger do not check out");
     assert_contains(&stdout(&output), "\n  checkpoint #1: its signature does not verify with its key");
+    // The ledger's own row deleted is an edit like any other (exit 1).
+    db.sql("DELETE FROM rlp_ledger");
+    for trace in [None, Some(hidden.as_str())] {
+        let output = td.rlp().args(["trace", "verify", "--ledger", &db.url()]).args(trace).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert_contains(
+            &stdout(&output),
+            "\n  ledger: identity: the ledger's own row (rlp_ledger: its id and the legacy",
+        );
+    }
 }
 
 #[test]

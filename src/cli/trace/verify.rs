@@ -12,7 +12,7 @@ use crate::cli::output::{Format, Printer};
 use crate::integrity::keys::PublicKey;
 use crate::ledger::proof::{InclusionProof, Proven, check_export_hashes, check_proof};
 use crate::ledger::query::InputError;
-use crate::ledger::verify::{Problem, VerifyOptions, verify};
+use crate::ledger::verify::{Problem, ProblemKind, VerifyOptions, verify};
 use crate::ledger::{Location, VerifyReport};
 use crate::text::{format_ts, plural};
 
@@ -62,6 +62,7 @@ fn problem_line(problem: &Problem) -> String {
         }
         (None, Some(trace), _) => format!("trace {trace}"),
         (None, None, Some(seq)) => format!("checkpoint #{seq}"),
+        (None, None, None) if problem.problem == ProblemKind::Identity => "ledger".to_string(),
         (None, None, None) => "legacy chain".to_string(),
     };
     format!("  {place}: {kind}: {}\n", problem.message)

@@ -975,15 +975,17 @@ impl LedgerStore for PostgresLedger {
         self.stream(&format!("{TRACE} = $2 AND trace_seq >= $3"), &[&trace, &from_seq], f)
     }
 
-    fn info(&self) -> Result<LedgerInfo, LedgerError> {
+    fn info(&self) -> Result<Option<LedgerInfo>, LedgerError> {
         self.with(async |s| {
             let row = s.client.query_opt("SELECT ledger_id, legacy_rows, legacy_head FROM rlp_ledger", &[]).await?;
-            let row = row.ok_or_else(|| Failure::Invalid("rlp_ledger holds no row; the ledger was edited".into()))?;
-            Ok(LedgerInfo {
-                ledger_id: row.try_get(0)?,
-                legacy_rows: count(row.try_get(1)?),
-                legacy_head: row.try_get(2)?,
-            })
+            let info = |row: tokio_postgres::Row| -> Result<LedgerInfo, Failure> {
+                Ok(LedgerInfo {
+                    ledger_id: row.try_get(0)?,
+                    legacy_rows: count(row.try_get(1)?),
+                    legacy_head: row.try_get(2)?,
+                })
+            };
+            row.map(info).transpose()
         })
     }
 
