@@ -831,7 +831,9 @@ fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) ->
     // of stored leaves (a leaf of this trace removed shows there); the
     // roots of those that cover the trace, over their leaves.
     let (statements, counts) = store.checkpoint_statements()?;
-    let info = identity(store.info()?, &statements, &mut problems).unwrap_or_else(unknown_ledger);
+    let identity = identity(store.info()?, &statements, &mut problems);
+    let legacy_sealed = identity.as_ref().map(|info| info.legacy_rows);
+    let info = identity.unwrap_or_else(unknown_ledger);
     let (_, latest, _) = check_checkpoints(&statements, Some(&counts), &info, trusted, None, &mut problems);
     report.latest_checkpoint = latest;
     let covering = store.checkpoints_of(trace)?;
@@ -876,6 +878,19 @@ fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) ->
         }
         ControlFlow::Continue(())
     })?;
+    // More rows outside any per-trace chain than the upgrade sealed: rows
+    // taken out of their chain (a whole verify names the legacy chain grown).
+    if let Some(sealed) = legacy_sealed.filter(|sealed| report.legacy_rows > *sealed) {
+        legacy_problems.push(Problem::of_trace(
+            &trace_id,
+            ProblemKind::Malformed,
+            format!(
+                "{} of the trace's rows have no place in a per-trace chain, more than the {sealed} rows of the \
+                 legacy chain sealed at the upgrade: rows were taken out of their chain",
+                report.legacy_rows
+            ),
+        ));
+    }
     report.rows = walker.rows + report.legacy_rows;
     report.traces = u64::from(walker.rows > 0 || head.is_some());
     problems.extend(legacy_problems);
@@ -1040,6 +1055,29 @@ mod tests {
         let report = verify(&ledger, &trusting(&key)).unwrap();
         assert_eq!(kinds(&report), [(None, None, ProblemKind::Checkpoint)]);
         assert!(report.problems[0].message.contains("signature"), "{}", report.problems[0].message);
+    }
+
+    #[test]
+    fn a_trace_taken_out_of_its_chain_is_named_by_either_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        ledger.append(&[record(7, 1)]).unwrap();
+        ledger.append(&[record(7, 2)]).unwrap();
+        let seven = Uuid::from_u128(7).to_string();
+        let conn = Connection::open(ledger.path()).unwrap();
+        conn.execute_batch("PRAGMA ignore_check_constraints = ON").unwrap();
+        conn.execute(
+            "UPDATE events SET trace_seq = NULL, chain_blake3 = NULL WHERE json_extract(provenance_json, '$.trace_id') = ?1",
+            [&seven],
+        )
+        .unwrap();
+        conn.execute("DELETE FROM rlp_traces WHERE trace_id = ?1", [&seven]).unwrap();
+        let report = verify(&ledger, &trusting(&key)).unwrap();
+        assert_eq!(kinds(&report), [(None, None, ProblemKind::Chain)]);
+        let one = VerifyOptions { trace: Some(Uuid::from_u128(7)), ..trusting(&key) };
+        let report = verify(&ledger, &one).unwrap();
+        assert_eq!(kinds(&report), [(None, trace(7), ProblemKind::Malformed)]);
+        assert!(report.problems[0].message.starts_with("2 of the trace's rows have no place"));
     }
 
     #[test]
