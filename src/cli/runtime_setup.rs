@@ -189,7 +189,7 @@ struct Opening(OnceLock<Arc<dyn Recorder>>);
 
 impl Opening {
     fn ledger(&self) -> Result<&Arc<dyn Recorder>, RecordError> {
-        self.0.get().ok_or_else(|| RecordError("the ledger is not open yet".to_string()))
+        self.0.get().ok_or_else(|| RecordError::new("the ledger is not open yet"))
     }
 }
 

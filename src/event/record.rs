@@ -57,10 +57,30 @@ impl Record {
     }
 }
 
-/// Why recording failed.
+/// Why recording failed, and what to do about it when the recorder knows.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct RecordError(pub String);
+#[error("{message}")]
+pub struct RecordError {
+    message: String,
+    help: Option<String>,
+}
+
+impl RecordError {
+    /// A failure said in `message`.
+    pub fn new(message: impl Into<String>) -> RecordError {
+        RecordError { message: message.into(), help: None }
+    }
+
+    /// The same failure, with what to do about it.
+    pub fn with_help(self, help: Option<String>) -> RecordError {
+        RecordError { help, ..self }
+    }
+
+    /// What to do about it, when the recorder knows better than its caller.
+    pub fn help(&self) -> Option<&str> {
+        self.help.as_deref()
+    }
+}
 
 /// Something that makes records durable. Implementations must be safe to
 /// call from several threads at once.

@@ -88,9 +88,9 @@ impl Recorder for GroupCommit {
             Err(_) => false,
         };
         if !sent {
-            return Err(RecordError("the ledger writer has stopped".into()));
+            return Err(RecordError::new("the ledger writer has stopped"));
         }
-        fate.recv().unwrap_or_else(|_| Err(RecordError("the ledger writer stopped before recording".into())))
+        fate.recv().unwrap_or_else(|_| Err(RecordError::new("the ledger writer stopped before recording")))
     }
 
     fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
@@ -158,7 +158,7 @@ fn commit(store: &dyn LedgerStore, group: Vec<Job>) {
             // would record its frames twice.
             Err(e) if e.was_appended() => {
                 for done in fates {
-                    let _ = done.send(Err(RecordError(e.to_string())));
+                    let _ = done.send(Err(RecordError::from(&e)));
                 }
                 return;
             }
@@ -168,7 +168,7 @@ fn commit(store: &dyn LedgerStore, group: Vec<Job>) {
     let mut records = all.into_iter();
     for (size, done) in sizes.into_iter().zip(fates) {
         let batch: Vec<Record> = records.by_ref().take(size).collect();
-        let fate = store.append(&batch).map(|_| ()).map_err(|e| RecordError(e.to_string()));
+        let fate = store.append(&batch).map(|_| ()).map_err(|e| RecordError::from(&e));
         let _ = done.send(fate);
     }
 }
@@ -228,7 +228,7 @@ mod tests {
             deep.payload = serde_json::json!([deep.payload]);
         }
         let error = group.record(&[record(Uuid::now_v7(), 1), deep]).unwrap_err();
-        assert!(error.0.contains("levels deep"), "{error:?}");
+        assert!(error.to_string().contains("levels deep"), "{error:?}");
         group.record(&[record(Uuid::now_v7(), 2)]).unwrap();
         assert_eq!(store.count().unwrap(), 1);
     }

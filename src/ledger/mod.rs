@@ -37,7 +37,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::error::{Exit, Reportable};
-use crate::event::{Event, PreparedRow, Record, Recorder};
+use crate::event::{Event, PreparedRow, Record, RecordError, Recorder};
 use crate::home::Home;
 use crate::ledger::layout::{LedgerInfo, StoredCheckpoint, TraceHead};
 
@@ -322,6 +322,8 @@ pub enum PostgresProblem {
     Authentication,
     /// The user may not read or write the tables.
     Permission,
+    /// Another session held a lock past the lock timeout.
+    Busy,
     /// The database holds no rlp ledger yet.
     Absent,
     /// The ledger's contents or schema are not what rlp wrote.
@@ -416,6 +418,10 @@ impl Reportable for LedgerError {
                                                 checkpoints, INSERT on rlp_checkpoints and rlp_checkpoint_leaves, \
                                                 DELETE on rlp_unsealed and UPDATE (sealed) on rlp_traces"
                     .into(),
+                PostgresProblem::Busy => "a session holds the trace or the ledger's schema locked: a transaction \
+                                          left open, or a client stopped mid-write; find it in pg_stat_activity \
+                                          (state `idle in transaction`) and end it with pg_terminate_backend"
+                    .into(),
                 PostgresProblem::Absent => "a first `rlp tools call` with this ledger creates its tables".into(),
                 PostgresProblem::Edited => EDITED_ROW_HELP.into(),
                 PostgresProblem::Unconfirmed => "the frames are in the ledger but may not survive a crash of the \
@@ -425,6 +431,19 @@ impl Reportable for LedgerError {
             },
             _ => "check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable".into(),
         })
+    }
+}
+
+/// A ledger's failure to record: a PostgreSQL ledger's own help goes with
+/// it (a lock timeout, an edited head row, a permission), since the
+/// runtime's general hint about writing cannot say which.
+impl From<&LedgerError> for RecordError {
+    fn from(e: &LedgerError) -> RecordError {
+        let help = match e {
+            LedgerError::Postgres { .. } => e.help(),
+            _ => None,
+        };
+        RecordError::new(e.to_string()).with_help(help)
     }
 }
 

@@ -777,11 +777,11 @@ impl LedgerStore for SqliteLedger {
 
 impl Recorder for SqliteLedger {
     fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
-        self.append(batch).map(|_| ()).map_err(|e| RecordError(e.to_string()))
+        self.append(batch).map(|_| ()).map_err(|e| RecordError::from(&e))
     }
 
     fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
-        let conn = self.lock().map_err(|e| RecordError(e.to_string()))?;
+        let conn = self.lock().map_err(|e| RecordError::from(&e))?;
         // Sums in SQL over the trace's rows (the trace index); a frame
         // without a usage adds nothing, and no usage at all gives NULL.
         // Every positive number counts, whatever its JSON type; a negative
@@ -803,7 +803,7 @@ impl Recorder for SqliteLedger {
             rusqlite::params![trace_id.to_string(), tool],
             |row| Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, f64>(1)?, row.get::<_, i64>(2)?)),
         );
-        let (tokens, usd, usd_count) = sums.map_err(|e| RecordError(self.sqlite(e).to_string()))?;
+        let (tokens, usd, usd_count) = sums.map_err(|e| RecordError::from(&self.sqlite(e)))?;
         Ok(Usage { tokens: tokens.map(|t| u64::try_from(t).unwrap_or(0)), usd: (usd_count > 0).then_some(usd) })
     }
 }

@@ -156,8 +156,7 @@ mod tests {
     #[test]
     fn a_recording_failure_keeps_the_ledger_error_as_its_source() {
         use std::error::Error;
-        let error =
-            CallError::new(CallErrorKind::Recording, "cannot record").caused_by(RecordError("disk full".into()));
+        let error = CallError::new(CallErrorKind::Recording, "cannot record").caused_by(RecordError::new("disk full"));
         assert_eq!(error.source().map(ToString::to_string).as_deref(), Some("disk full"));
         assert!(CallError::new(CallErrorKind::Tool, "x").source().is_none());
     }

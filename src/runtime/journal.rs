@@ -110,11 +110,15 @@ impl<'r> Journal<'r> {
         }
         let batch = std::mem::take(&mut self.pending);
         self.recorder.record(&batch).map_err(|e| {
+            let help = e.help().unwrap_or(
+                "check that the ledger named above can be written (a file: its folder and free space; PostgreSQL: \
+                 the server and the user's INSERT right)",
+            );
             CallError::new(
                 CallErrorKind::Recording,
                 self.scrubber.scrub_string(&format!("cannot record the call of `{}`: {e}", self.tool)),
             )
-            .help("check that the ledger named above can be written (a file: its folder and free space; PostgreSQL: the server and the user's INSERT right)")
+            .help(help)
             .caused_by(e)
         })
     }

@@ -44,13 +44,13 @@ impl MemoryRecorder {
 
 impl Recorder for MemoryRecorder {
     fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
-        let mut records = self.records.lock().map_err(|_| RecordError("the memory recorder is poisoned".into()))?;
+        let mut records = self.records.lock().map_err(|_| RecordError::new("the memory recorder is poisoned"))?;
         records.extend_from_slice(batch);
         Ok(())
     }
 
     fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
-        let records = self.records.lock().map_err(|_| RecordError("the memory recorder is poisoned".into()))?;
+        let records = self.records.lock().map_err(|_| RecordError::new("the memory recorder is poisoned"))?;
         let used = records
             .iter()
             .filter(|r| r.kind == EventKind::ToolResult && r.provenance.trace_id == trace_id)

@@ -130,7 +130,7 @@ mod tests {
     impl Recorder for Kept {
         fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
             if self.refuse {
-                return Err(RecordError("the disk is full".into()));
+                return Err(RecordError::new("the disk is full"));
             }
             self.records.lock().unwrap().extend_from_slice(batch);
             Ok(())
@@ -181,7 +181,7 @@ mod tests {
         let refusing = Arc::new(Kept { refuse: true, ..Kept::default() });
         let spans = recorder(refusing);
         let refused = spans.record(&call(Uuid::from_u128(3)));
-        assert_eq!(refused, Err(RecordError("the disk is full".into())));
+        assert_eq!(refused, Err(RecordError::new("the disk is full")));
         assert!(spans.assembler.lock().unwrap().drain().is_empty(), "a span never shows an unrecorded frame");
     }
 

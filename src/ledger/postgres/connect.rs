@@ -15,7 +15,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio_postgres::Config;
@@ -243,11 +243,14 @@ impl Credentials {
     }
 }
 
+/// What a shown URL escapes: all but RFC 3986's unreserved characters.
+const ESCAPED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 fn host_shown(host: Option<&Host>) -> String {
     match host {
         Some(Host::Tcp(name)) if name.contains(':') => format!("[{name}]"),
         Some(Host::Tcp(name)) => name.clone(),
-        Some(Host::Unix(dir)) => utf8_percent_encode(&dir.to_string_lossy(), NON_ALPHANUMERIC).to_string(),
+        Some(Host::Unix(dir)) => utf8_percent_encode(&dir.to_string_lossy(), ESCAPED).to_string(),
         None => String::new(),
     }
 }
@@ -255,8 +258,8 @@ fn host_shown(host: Option<&Host>) -> String {
 /// `postgres://user@host:port/database`: the parts that name the ledger,
 /// never the password or other options.
 fn shown(config: &Config) -> String {
-    let user = utf8_percent_encode(config.get_user().unwrap_or_default(), NON_ALPHANUMERIC);
-    let database = utf8_percent_encode(config.get_dbname().unwrap_or_default(), NON_ALPHANUMERIC);
+    let user = utf8_percent_encode(config.get_user().unwrap_or_default(), ESCAPED);
+    let database = utf8_percent_encode(config.get_dbname().unwrap_or_default(), ESCAPED);
     let port = config.get_ports().first().copied().unwrap_or(5432);
     format!("postgres://{user}@{}:{port}/{database}", host_shown(config.get_hosts().first()))
 }
@@ -311,6 +314,14 @@ mod tests {
             let error = url.tls_with(Some(file)).err().expect("refused");
             assert!(error.contains(said), "{error}");
         }
+    }
+
+    #[test]
+    fn the_shown_url_escapes_only_what_a_url_must() {
+        let url = PostgresUrl::parse("postgres://fleet_writer@db.example/rlp_ledger-2.x~y").unwrap();
+        assert_eq!(url.to_string(), "postgres://fleet_writer@db.example:5432/rlp_ledger-2.x~y");
+        let url = PostgresUrl::parse("postgres://a%20b@%2Fvar%2Frun%2Fpostgresql/l%2Fm").unwrap();
+        assert_eq!(url.to_string(), "postgres://a%20b@%2Fvar%2Frun%2Fpostgresql:5432/l%2Fm");
     }
 
     #[test]

@@ -214,6 +214,9 @@ fn describe(e: &tokio_postgres::Error) -> String {
         for extra in [db.detail(), db.hint()].into_iter().flatten() {
             text.push_str(&format!(" ({extra})"));
         }
+        if *db.code() == SqlState::LOCK_NOT_AVAILABLE {
+            text.push_str(" (another session held what this needed past the lock timeout, 60 s)");
+        }
         return text;
     }
     let mut text = e.to_string();
@@ -239,6 +242,7 @@ fn problem_of(e: &tokio_postgres::Error) -> PostgresProblem {
             PostgresProblem::Authentication
         }
         Some(code) if *code == SqlState::INSUFFICIENT_PRIVILEGE => PostgresProblem::Permission,
+        Some(code) if *code == SqlState::LOCK_NOT_AVAILABLE => PostgresProblem::Busy,
         Some(_) => PostgresProblem::Server,
         None if describe(e).contains("invalid peer certificate") => PostgresProblem::Certificate,
         None => PostgresProblem::Connection,
@@ -1136,7 +1140,7 @@ impl LedgerStore for PostgresLedger {
 
 impl Recorder for PostgresLedger {
     fn record(&self, batch: &[Record]) -> Result<(), RecordError> {
-        self.append(batch).map(|_| ()).map_err(|e| RecordError(e.to_string()))
+        self.append(batch).map(|_| ()).map_err(|e| RecordError::from(&e))
     }
 
     fn usage(&self, trace_id: Uuid, tool: &str) -> Result<Usage, RecordError> {
@@ -1146,7 +1150,7 @@ impl Recorder for PostgresLedger {
             let row = s.client.query_one(USAGE_SQL, &[&trace, &kind, &tool]).await?;
             Ok((row.try_get::<_, Option<i64>>(0)?, row.try_get::<_, f64>(1)?, row.try_get::<_, i64>(2)?))
         });
-        let (tokens, usd, usd_count) = sums.map_err(|e| RecordError(e.to_string()))?;
+        let (tokens, usd, usd_count) = sums.map_err(|e| RecordError::from(&e))?;
         Ok(Usage { tokens: tokens.map(|t| u64::try_from(t).unwrap_or(0)), usd: (usd_count > 0).then_some(usd) })
     }
 }
