@@ -43,6 +43,8 @@ import sys
 from collections import deque
 
 HEADING = "## A fleet of 1,000 hosts (`bench/fleet_sim.py`)"
+# The fewest head rows a slice of rlp's sweep reads (src/cli/trace/checkpoint.rs).
+MIN_SLICE_TRACES = 1000
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -133,6 +135,13 @@ class Costs:
         # loopback) when the ledger could make one, else modelled.
         points = [(p["traces"], p["seconds"]) for p in measured.get("checkpoints") or [] if p.get("seconds")]
         self.checkpoint_fit = fit_line(points) if len(points) >= 2 else None  # ms, ms per trace
+        # A sweep's cost (a + b·traces in the ledger), measured when the
+        # checkpointer makes sweeps, else the --sweep-us-per-trace given.
+        points = [(p["traces"], p["seconds"]) for p in measured.get("sweeps") or [] if p.get("seconds")]
+        self.sweep_fit = fit_line(points) if len(points) >= 2 else None
+        self.sweep_points = points
+        if self.sweep_fit is None:
+            self.sweep_fit = (0.0, args.sweep_us_per_trace / 1000.0)
 
 
 def fit_line(points, scale=1000.0):
@@ -203,8 +212,17 @@ class Server:
 
 
 class Sim:
-    def __init__(self, args, costs, design, hosts, rtt_ms, interval_s, duration_s, rate=0.0, round_trips=1):
+    def __init__(
+        self, args, costs, design, hosts, rtt_ms, interval_s, duration_s, rate=0.0, round_trips=1, sweep=None
+    ):
         self.args, self.costs, self.design, self.rate = args, costs, design, rate
+        # Sweeps: (how, seconds a whole pass takes, traces in the ledger at
+        # the start), how being "whole" (a run every that long reads the
+        # whole ledger) or "slices" (each run reads its share of a pass, as
+        # rlp does); the first checkpoint run sweeps whole either way. None:
+        # no sweep modelled.
+        self.sweep = sweep
+        self.next_sweep = 0.0
         self.hosts, self.rtt, self.half = hosts, rtt_ms, rtt_ms / 2
         self.interval = interval_s * 1000.0 if interval_s else None
         self.end = duration_s * 1000.0
@@ -327,6 +345,19 @@ class Sim:
         server_ms = (fit[1] if fit else a.checkpoint_server_us_per_trace / 1000.0) * ck["traces"]
         if not fit:
             server_ms += a.checkpoint_server_fixed_ms + a.checkpoint_server_us_per_frame / 1000.0 * new_frames
+        if self.sweep:
+            # Head rows read and traces probed: of the traces there at the
+            # start and every one the hosts began since.
+            how, every_s, ledger_traces = self.sweep
+            traces = ledger_traces + sum(n // self.frames_per_trace + 1 for n in self.host_count)
+            fixed, per_trace = self.costs.sweep_fit
+            if self.now >= self.next_sweep and (how == "whole" or not self.next_sweep):
+                server_ms += fixed + per_trace * traces
+                ck["sweep"] = True
+                self.next_sweep = self.now + every_s * 1000.0
+            elif how == "slices":
+                runs = max(1.0, math.floor(every_s * 1000.0 / self.interval))
+                server_ms += per_trace * max(MIN_SLICE_TRACES, math.ceil(traces / runs))
         ck["work"] = server_ms
         self.server.run(server_ms, self.checkpoint_leaves, ck)
 
@@ -434,6 +465,9 @@ class Sim:
         """The window of undetectable loss: frames durable but not yet
         covered by a durable checkpoint, from the first checkpoint on."""
         cks = [c for c in self.checkpoints if "done" in c]
+        # With sweeps, the first run sweeps the whole ledger and the second
+        # catches up with what the fleet appended meanwhile: a start-up.
+        cks = cks[2:] if self.sweep else cks
         if len(cks) < 2:
             return {"checkpoints": len(cks)}
         start, end = cks[0]["done"], self.end
@@ -446,15 +480,17 @@ class Sim:
         total = covered = 0
         at_risk_max, area, last_t = 0, 0.0, start
         snaps = iter(cks)
+        counting = False  # from the first checkpoint's own change on
         for t, f in changes:
-            if t >= start:
+            if counting:
                 area += (total - covered) * (t - last_t)
                 last_t = t
             if f is None:
                 covered = next(snaps)["frames"]
+                counting = True
             else:
                 total += f
-            if t >= start:
+            if counting:
                 at_risk_max = max(at_risk_max, total - covered)
         area += (total - covered) * (end - last_t)
         # Seconds at risk per frame: from durable to its checkpoint's done.
@@ -506,6 +542,14 @@ def fmt(x, digits=0):
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
     return f"{x:,.{digits}f}"
+
+
+def sweep_cost(c):
+    fixed, per_trace = c.sweep_fit
+    if c.sweep_points:
+        measured = ", ".join(f"{s:.3f} s over {n:,} traces" for n, s in c.sweep_points)
+        return f"{fixed:.1f} ms + {per_trace * 1000:.2f} µs per trace (least squares over bench/ledger.sh's sweeps: {measured})"
+    return f"{per_trace * 1000:.2f} µs per trace (--sweep-us-per-trace; not measured in this run)"
 
 
 def assumptions(args, c, fleet_rtt):
@@ -563,6 +607,13 @@ def assumptions(args, c, fleet_rtt):
         f"Checkpoints: every interval (the next waits if one is still running), {ck}. A checkpoint covers the "
         "frames durable when the server reads the heads; they stop being at risk when the checkpoint itself is "
         "durable.",
+        "Sweeps (their table only): the checkpointer's first run sweeps: besides the traces that moved, it reads "
+        f"every head row and probes every trace in the ledger, {sweep_cost(c)}. *Whole*: so does its first run "
+        "once the sweep period has passed since the last. *Slices* (what rlp does): every run after the first "
+        f"reads its share of a pass, the traces in the ledger divided by the runs in a sweep period, at least "
+        f"{MIN_SLICE_TRACES:,}, at the same cost per trace. Charged to one server core like a checkpoint's "
+        "per-trace part (the harsher reading: part of it is the checkpointer's own work); the next checkpoint "
+        "waits for the run. Runs last two sweep periods and a checkpoint interval, plus 5 s.",
         "Window of undetectable loss: frames durable but not yet covered by a durable checkpoint (an attacker "
         "with write access to the database could remove them, a trace's tail with its head, unnoticed); "
         "frames: time-average and maximum; seconds: from a frame durable to its checkpoint durable, mean over "
@@ -601,6 +652,13 @@ def main():
     p.add_argument("--checkpoint-sign-ms", type=float, default=0.05)
     p.add_argument("--leaf-bytes", type=int, default=100)
     p.add_argument("--bandwidth-gbit", type=float, default=1.0)
+    p.add_argument("--sweep-every", type=float, default=60.0,
+                   help="the sweeps' table: seconds a whole pass takes (`rlp trace checkpoint --sweep`)")
+    p.add_argument("--sweep-intervals", default="1,10", help="the sweeps' table: checkpoint intervals, seconds")
+    p.add_argument("--ledger-traces", default="1000000",
+                   help="the sweeps' table: traces already in the ledger when the fleet starts")
+    p.add_argument("--sweep-us-per-trace", type=float, default=32.0,
+                   help="a sweep's cost per trace when bench/ledger.sh measured none")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-calibration", action="store_true", help="skip the runs on the benchmark's own terms")
     args = p.parse_args()
@@ -701,6 +759,38 @@ def main():
                 f"{fmt(r['risk_frames_mean'])} | {fmt(r['risk_frames_max'])} | {fmt(r['risk_s_mean'], 3)} | "
                 f"{fmt(r['risk_s_max'], 3)} |"
             )
+    say("")
+    say(
+        f"**Sweeps** (same fleet): a ledger already holding N traces, a whole sweep every {args.sweep_every:g} s "
+        "at once (*whole*), or a slice of it each run (*slices*, what `rlp trace checkpoint --every I --sweep "
+        "10m` does; the model's period is shorter to fit the runs). *Longest run*: from request to durable "
+        "checkpoint, after the first two runs (a whole sweep in either case, and the run that catches up with "
+        "what was appended meanwhile), from which the window is measured too."
+    )
+    say("")
+    say(
+        "| load | I | N | sweep | appends/s | ms per append, p99 | longest run, s | frames at risk, mean | max | "
+        "seconds at risk, mean | max |"
+    )
+    say("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for rate in rates:
+        for interval in [float(x) for x in args.sweep_intervals.split(",") if x]:
+            for ledger_traces in [int(x) for x in args.ledger_traces.split(",") if x]:
+                for how in ("whole", "slices"):
+                    duration = max(args.duration, args.cycles * interval + 1.0, 2 * args.sweep_every + interval + 5.0)
+                    sweep = (how, args.sweep_every, ledger_traces)
+                    r = Sim(args, c, "per-trace", args.hosts, args.rtt_ms, interval, duration, rate=rate, sweep=sweep)
+                    r = r.run().results()
+                    print(f"{load(rate)}, every {interval} s, N {ledger_traces}, {how}: done", file=sys.stderr)
+                    row = f"| {load(rate)} | {interval:g} s | {ledger_traces:,} | {how} | {fmt(r['throughput'])} |"
+                    if r.get("checkpoints", 0) < 2:
+                        say(f"{row} (fewer than two checkpoints finished) ||||||")
+                        continue
+                    say(
+                        f"{row} {fmt(r['latency_p99'], 2)} | {fmt(r['ck_ms_max'] / 1000.0, 2)} | "
+                        f"{fmt(r['risk_frames_mean'])} | {fmt(r['risk_frames_max'])} | {fmt(r['risk_s_mean'], 3)} | "
+                        f"{fmt(r['risk_s_max'], 3)} |"
+                    )
     say("")
     say("Assumptions:")
     say("")

@@ -153,10 +153,13 @@ done
 
 # A signed checkpoint's cost by the number of traces it covers, each with
 # FRAMES_PER_TRACE new frames (the model's default), all read and checked.
-checkpoints=""
+# Each is followed by a sweep of the whole ledger (every trace in it so
+# far), which the checkpointer makes every --sweep.
+checkpoints="" sweeps=""
 for traces in ${CHECKPOINT_TRACES:-100 1000 5000}; do
   out="$("$bench" --url "$url" --checkpoint-traces "$traces" --frames-per-trace "${FRAMES_PER_TRACE:-20}" 2>/dev/null)" || break
   checkpoints="$checkpoints${checkpoints:+, }{\"traces\": $traces, \"seconds\": $(value checkpoint_seconds "$out")}"
+  sweeps="$sweeps${sweeps:+, }{\"traces\": $(value sweep_traces "$out"), \"seconds\": $(value sweep_seconds "$out")}"
 done
 [ -n "$checkpoints" ] || echo "no checkpoint cost measured: this ledger makes no checkpoints" >&2
 
@@ -176,7 +179,8 @@ cat > "$json" <<JSON
   "loopback_round_trip_ms": $rtt_ms,
   "rows": [$json_rows
   ],
-  "checkpoints": [${checkpoints}]
+  "checkpoints": [${checkpoints}],
+  "sweeps": [${sweeps}]
 }
 JSON
 python3 -m json.tool "$json" >/dev/null

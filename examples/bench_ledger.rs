@@ -160,4 +160,12 @@ fn time_checkpoint(location: &Location, traces: usize, frames: u64) {
     let swept = Checkpointer::new(&key, &[]).run(&*ledger, rlp::event::now_ms(), Reach::Sweep).expect("sweep");
     assert!(swept.checkpoint.is_none() && swept.refused.is_empty() && swept.broken.is_empty(), "{swept:?}");
     println!("sweep_seconds {:.6}", started.elapsed().as_secs_f64());
+    let mut heads = 0u64;
+    ledger
+        .for_each_head(&mut |_| {
+            heads += 1;
+            std::ops::ControlFlow::Continue(())
+        })
+        .expect("head rows");
+    println!("sweep_traces {heads}");
 }

@@ -233,9 +233,30 @@ pub enum Reach {
     /// a writer keeps can hide a trace from it.
     Sweep,
     /// The head rows the appends marked as grown (a hint the database
-    /// holds, [`LedgerStore::marked_heads`]): what a run between two
-    /// sweeps reads, its cost following the traces that grew.
+    /// holds, [`LedgerStore::marked_heads`]), its cost following the traces
+    /// that grew.
     Marked,
+    /// The marked head rows, and a slice of a sweep: the next `traces` head
+    /// rows by trace id after where the last slice ended, and the traces
+    /// the frames name in that span; after the last head row, the next
+    /// slice starts again from the first. A sweep spread over many runs,
+    /// so no run holds the next checkpoint up for a whole one.
+    Slice {
+        /// Head rows to read.
+        traces: usize,
+    },
+}
+
+/// Where a sweep made in slices stands.
+#[derive(Clone, Debug, Default)]
+struct SweepCursor {
+    /// The last trace id the slices read ("" before the first).
+    after: String,
+    /// Head rows read since the pass began.
+    read: u64,
+    /// Head rows the last whole pass (a sweep, or slices from the first
+    /// head row to the last) read.
+    last_pass: Option<u64>,
 }
 
 /// Makes checkpoints, one run after another, signed with one key.
@@ -259,6 +280,8 @@ pub struct Checkpointer<'k> {
     verified: Option<(i64, String)>,
     /// Each trace's newest leaf among the checkpoints verified.
     coverage: HashMap<String, TraceChain>,
+    /// How far the slices of the sweep have come.
+    sweep: SweepCursor,
 }
 
 impl<'k> Checkpointer<'k> {
@@ -266,7 +289,14 @@ impl<'k> Checkpointer<'k> {
     /// those of `trusted`; it has verified nothing yet.
     pub fn new(key: &'k SecretKey, trusted: &[PublicKey]) -> Checkpointer<'k> {
         let trusted = trusted.iter().cloned().chain([key.public()]).collect();
-        Checkpointer { key, trusted, verified: None, coverage: HashMap::new() }
+        Checkpointer { key, trusted, verified: None, coverage: HashMap::new(), sweep: SweepCursor::default() }
+    }
+
+    /// How many head rows the last whole sweep read (one run's, or its
+    /// slices' from the first head row to the last): what sizes the
+    /// slices, so that a whole pass takes the runs it is given.
+    pub fn traces_per_pass(&self) -> Option<u64> {
+        self.sweep.last_pass
     }
 
     /// Makes the next checkpoint: every trace within `reach` whose head
@@ -290,8 +320,9 @@ impl<'k> Checkpointer<'k> {
                 (info, self.check_new_frames(store, reach)?)
             };
             let latest = self.verified.clone();
-            let (leaves, frames, refused) = planned;
+            let (leaves, frames, refused, swept) = planned;
             if leaves.is_empty() && latest.is_some() {
+                self.sweep = swept;
                 let latest = latest.map(|(seq, _)| seq);
                 return Ok(Made { checkpoint: None, latest, frames: 0, refused, broken: Vec::new() });
             }
@@ -311,6 +342,7 @@ impl<'k> Checkpointer<'k> {
             let signature = b64_encode(&self.key.sign(&message(&text)).to_bytes());
             let checkpoint = StoredCheckpoint { seq, statement: text, signature, leaves };
             if store.write_checkpoint(&checkpoint)? {
+                self.sweep = swept;
                 self.remember(&checkpoint);
                 return Ok(Made {
                     latest: Some(seq),
@@ -381,13 +413,11 @@ impl<'k> Checkpointer<'k> {
     /// Compares the head rows within `reach` with the newest leaf of their
     /// traces; checks the frames of every trace that moved past it (one
     /// pass over them, trace by trace): the leaves to sign, the new frames
-    /// they cover, and the traces left out with why.
-    fn check_new_frames(
-        &self,
-        store: &dyn LedgerStore,
-        reach: Reach,
-    ) -> Result<(Vec<Leaf>, u64, Vec<Problem>), LedgerError> {
+    /// they cover, the traces left out with why, and where the sweep stands
+    /// once the run is done.
+    fn check_new_frames(&self, store: &dyn LedgerStore, reach: Reach) -> Result<Planned, LedgerError> {
         let (mut moved, mut refused) = (Vec::new(), Vec::new());
+        let mut swept = self.sweep.clone();
         let mut classify = |head: TraceHead| {
             let covered = self.coverage.get(&head.trace_id).copied().unwrap_or(TraceChain::EMPTY);
             if head.frames < covered.frames {
@@ -409,28 +439,55 @@ impl<'k> Checkpointer<'k> {
                 moved.push(Moved { head: TraceHead { sealed: covered.frames, ..head }, covered });
             }
         };
-        match reach {
+        // A head row removed would hide its trace from the head rows: the
+        // frames themselves say which traces there are.
+        let headless = match reach {
             Reach::Sweep => {
+                let mut read = 0;
                 store.for_each_head(&mut |head| {
+                    read += 1;
                     classify(head);
                     ControlFlow::Continue(())
                 })?;
-                // A head row removed would hide its trace from the loop
-                // above: the frames themselves say which traces there are.
-                for trace_id in store.headless_traces()? {
-                    refused.push(Problem::trace(
-                        &trace_id,
-                        "the trace has frames but no head row in rlp_traces: it was removed; the ledger was edited",
-                    ));
-                }
+                swept = SweepCursor { last_pass: Some(read), ..SweepCursor::default() };
+                store.headless_traces("", None)?
             }
-            Reach::Marked => store.marked_heads()?.into_iter().for_each(&mut classify),
+            Reach::Marked => {
+                store.marked_heads()?.into_iter().for_each(&mut classify);
+                Vec::new()
+            }
+            Reach::Slice { traces } => {
+                let slice = store.heads_after(&swept.after, traces.max(1))?;
+                let whole = slice.len() >= traces.max(1);
+                let from = std::mem::take(&mut swept.after);
+                let upto = slice.last().filter(|_| whole).map(|head| head.trace_id.clone());
+                swept.read += slice.len() as u64;
+                match &upto {
+                    Some(last) => swept.after.clone_from(last),
+                    None => swept = SweepCursor { last_pass: Some(swept.read), ..SweepCursor::default() },
+                }
+                // A trace both marked and in the slice is checked once.
+                let sliced: std::collections::HashSet<String> = slice.iter().map(|h| h.trace_id.clone()).collect();
+                let marked = store.marked_heads()?.into_iter().filter(|head| !sliced.contains(&head.trace_id));
+                slice.into_iter().chain(marked).for_each(&mut classify);
+                store.headless_traces(&from, upto.as_deref())?
+            }
+        };
+        for trace_id in headless {
+            refused.push(Problem::trace(
+                &trace_id,
+                "the trace has frames but no head row in rlp_traces: it was removed; the ledger was edited",
+            ));
         }
         let (leaves, frames, more_refused) = check_moved(store, &moved)?;
         refused.extend(more_refused);
-        Ok((leaves, frames, refused))
+        Ok((leaves, frames, refused, swept))
     }
 }
+
+/// What a run found: the leaves to sign, the new frames they cover, the
+/// traces left out with why, and where the sweep will stand once it is done.
+type Planned = (Vec<Leaf>, u64, Vec<Problem>, SweepCursor);
 
 /// A trace whose head moved past what the checkpoints cover, and where
 /// its check starts: the chain its newest leaf signed.

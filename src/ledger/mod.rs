@@ -115,6 +115,10 @@ pub trait LedgerStore: Recorder {
     /// Calls `f` with every trace's head row, by trace id.
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError>;
 
+    /// Up to `limit` head rows whose trace ids sort after `after`, by
+    /// trace id: a slice of a sweep.
+    fn heads_after(&self, after: &str, limit: usize) -> Result<Vec<TraceHead>, LedgerError>;
+
     /// The head rows whose appends marked them as grown past what the
     /// checkpoints cover (`sealed`; in PostgreSQL, `rlp_unsealed`), by trace
     /// id: a hint, kept by writers, that a checkpoint run between two sweeps
@@ -123,8 +127,9 @@ pub trait LedgerStore: Recorder {
 
     /// The traces with frames on their own chains but no head row, found
     /// from the frames themselves (one index probe a trace), not from any
-    /// bookkeeping a writer keeps.
-    fn headless_traces(&self) -> Result<Vec<String>, LedgerError>;
+    /// bookkeeping a writer keeps: those whose ids sort after `after` and,
+    /// with `upto`, not after it.
+    fn headless_traces(&self, after: &str, upto: Option<&str>) -> Result<Vec<String>, LedgerError>;
 
     /// One trace's head row.
     fn trace_head(&self, trace_id: &Uuid) -> Result<Option<TraceHead>, LedgerError>;
@@ -169,19 +174,21 @@ pub trait LedgerStore: Recorder {
 }
 
 /// The query of [`LedgerStore::headless_traces`], for a backend whose
-/// `events_by_trace` index is on `trace` (its trace id expression): each
-/// next trace id is one probe of the index (a loose index scan), so the
-/// cost follows the number of traces, not of frames. Rows from before
-/// per-trace chains name traces too; only those with a chained frame count.
-pub(crate) fn headless_traces_sql(trace: &str) -> String {
+/// `events_by_trace` index is on `trace` (its trace id expression), its
+/// two parameters `after` and `upto` (text, or NULL for no end): each next
+/// trace id is one probe of the index (a loose index scan), so the cost
+/// follows the number of traces, not of frames. Rows from before per-trace
+/// chains name traces too; only those with a chained frame count.
+pub(crate) fn headless_traces_sql(trace: &str, after: &str, upto: &str) -> String {
     format!(
         "WITH RECURSIVE ids(trace) AS (
-           SELECT (SELECT {trace} FROM events WHERE {trace} IS NOT NULL ORDER BY {trace} LIMIT 1)
+           SELECT (SELECT {trace} FROM events WHERE {trace} > {after} ORDER BY {trace} LIMIT 1)
            UNION ALL
            SELECT (SELECT {trace} FROM events WHERE {trace} > ids.trace ORDER BY {trace} LIMIT 1)
-             FROM ids WHERE ids.trace IS NOT NULL)
+             FROM ids WHERE ids.trace IS NOT NULL AND ({upto} IS NULL OR ids.trace < {upto}))
          SELECT ids.trace FROM ids
           WHERE ids.trace IS NOT NULL
+            AND ({upto} IS NULL OR ids.trace <= {upto})
             AND NOT EXISTS (SELECT 1 FROM rlp_traces AS h WHERE h.trace_id = ids.trace)
             AND EXISTS (SELECT 1 FROM events WHERE {trace} = ids.trace AND trace_seq IS NOT NULL)"
     )

@@ -448,6 +448,16 @@ impl SqliteLedger {
         Ok(())
     }
 
+    /// The head rows `sql` selects (trace id, frames, head, sealed).
+    fn heads(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<TraceHead>, LedgerError> {
+        let mut heads = Vec::new();
+        self.query(sql, params, head_of_row, &mut |head| {
+            heads.push(head);
+            ControlFlow::Continue(())
+        })?;
+        Ok(heads)
+    }
+
     /// The checkpoints `condition` (an SQL condition on `seq`, with `params`) keeps, in order, with their leaves.
     fn checkpoints_where(
         &self,
@@ -601,18 +611,15 @@ impl LedgerStore for SqliteLedger {
         self.query("SELECT trace_id, frames, head, sealed FROM rlp_traces ORDER BY trace_id", [], head_of_row, f)
     }
 
+    fn heads_after(&self, after: &str, limit: usize) -> Result<Vec<TraceHead>, LedgerError> {
+        let sql =
+            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id > ?1 ORDER BY trace_id LIMIT ?2";
+        self.heads(sql, params![after, i64::try_from(limit).unwrap_or(i64::MAX)])
+    }
+
     fn marked_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
-        let mut heads = Vec::new();
-        self.query(
-            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE frames <> sealed ORDER BY trace_id",
-            [],
-            head_of_row,
-            &mut |head| {
-                heads.push(head);
-                ControlFlow::Continue(())
-            },
-        )?;
-        Ok(heads)
+        let sql = "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE frames <> sealed ORDER BY trace_id";
+        self.heads(sql, [])
     }
 
     fn checkpoint_statements(&self) -> Result<(Vec<StoredCheckpoint>, Vec<u64>), LedgerError> {
@@ -634,9 +641,10 @@ impl LedgerStore for SqliteLedger {
         Ok((checkpoints, counts))
     }
 
-    fn headless_traces(&self) -> Result<Vec<String>, LedgerError> {
+    fn headless_traces(&self, after: &str, upto: Option<&str>) -> Result<Vec<String>, LedgerError> {
         let mut traces = Vec::new();
-        self.query(&crate::ledger::headless_traces_sql(TRACE), [], |r| r.get::<_, String>(0), &mut |trace| {
+        let sql = crate::ledger::headless_traces_sql(TRACE, "?1", "?2");
+        self.query(&sql, params![after, upto], |r| r.get::<_, String>(0), &mut |trace| {
             traces.push(trace);
             ControlFlow::Continue(())
         })?;

@@ -1296,4 +1296,45 @@ mod tests {
         let made = checkpointer.run(&ledger, 11, Reach::Marked).unwrap();
         assert_eq!(made.broken.iter().map(|p| p.checkpoint).collect::<Vec<_>>(), [Some(4)], "{made:#?}");
     }
+
+    #[test]
+    fn a_sweep_in_slices_reaches_every_trace_once_a_pass() {
+        use crate::ledger::checkpoint::{Checkpointer, Reach};
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        for t in 4..=6 {
+            ledger.append(&[record(t, 1)]).unwrap();
+        }
+        let mut checkpointer = Checkpointer::new(&key, &[]);
+        let made = checkpointer.run(&ledger, 6, Reach::Sweep).unwrap();
+        assert_eq!(made.checkpoint.map(|c| c.leaves.len()), Some(3));
+        assert_eq!(checkpointer.traces_per_pass(), Some(6));
+        // Trace 2 grows unmarked; trace 5's head row is removed.
+        ledger.append(&[record(2, 4)]).unwrap();
+        let conn = Connection::open(ledger.path()).unwrap();
+        conn.execute("UPDATE rlp_traces SET sealed = frames WHERE trace_id = ?1", [trace(2)]).unwrap();
+        conn.execute("DELETE FROM rlp_traces WHERE trace_id = ?1", [trace(5)]).unwrap();
+        let slice = Reach::Slice { traces: 2 };
+        let refused = |made: &crate::ledger::checkpoint::Made| -> Vec<Option<String>> {
+            made.refused.iter().map(|p| p.trace_id.clone()).collect()
+        };
+        // Traces 1 and 2: trace 2 sealed.
+        let made = checkpointer.run(&ledger, 7, slice).unwrap();
+        assert_eq!(
+            made.checkpoint.map(|c| c.leaves.iter().map(|l| l.trace_id.clone()).collect()),
+            Some(vec![Uuid::from_u128(2).to_string()])
+        );
+        // Traces 3 and 4, then 6 and the rest of the id space: trace 5 named there.
+        let made = checkpointer.run(&ledger, 8, slice).unwrap();
+        assert_eq!((made.checkpoint.is_none(), refused(&made)), (true, vec![]));
+        assert_eq!(checkpointer.traces_per_pass(), Some(6));
+        let made = checkpointer.run(&ledger, 9, slice).unwrap();
+        assert_eq!(refused(&made), [trace(5)]);
+        assert_eq!(checkpointer.traces_per_pass(), Some(5), "a pass of the five head rows left");
+        // The next pass starts again from the first trace, grown unmarked.
+        ledger.append(&[record(1, 4)]).unwrap();
+        conn.execute("UPDATE rlp_traces SET sealed = frames WHERE trace_id = ?1", [trace(1)]).unwrap();
+        let made = checkpointer.run(&ledger, 10, slice).unwrap();
+        assert_eq!(made.checkpoint.map(|c| c.leaves[0].trace_id.clone()), trace(1));
+    }
 }

@@ -419,3 +419,78 @@ fn checkpoints_made_while_writers_append_miss_no_frame() {
     assert_eq!(pg.psql("SELECT count(*) FROM rlp_unsealed"), "0");
     assert_eq!(pg.psql("SELECT frames FROM rlp_traces WHERE trace_id = '01900000-0000-7000-8000-00000000abcd'"), "36");
 }
+
+/// `rlp trace checkpoint --every` sweeps in slices: a head row removed
+/// after its first sweep is named once the slices reach its trace, past
+/// a thousand other head rows (the fewest a slice reads).
+fn a_sweep_in_slices_names_a_head_row_removed(db: &dyn Db) {
+    let td = TestDir::new();
+    let bundle = fleet_bundle(&td);
+    let traces: Vec<String> = (0..3)
+        .map(|_| {
+            let output =
+                td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &db.url(), "--format", "json"]).output();
+            stdout_json(&output.unwrap())["trace_id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    // 1,500 head rows of traces with no frames, sorting before the real ones.
+    db.sql(&format!(
+        "WITH RECURSIVE n(i, id) AS (SELECT 1, '000000000001' UNION ALL \
+           SELECT i + 1, substr('000000000000' || CAST(i + 1 AS TEXT), length(CAST(i + 1 AS TEXT)) + 1) \
+             FROM n WHERE i < 1500) \
+         INSERT INTO rlp_traces (trace_id, frames, head, sealed) \
+         SELECT '00000000-0000-0000-0000-' || id, 0, '{}', 0 FROM n",
+        "0".repeat(64)
+    ));
+    assert_eq!(db.sql("SELECT count(*) FROM rlp_traces"), "1503");
+
+    let mut checkpointer = td
+        .command()
+        .args(["trace", "checkpoint", "--every", "100ms", "--sweep", "300ms", "--format", "json", "--ledger"])
+        .arg(db.url())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, runs) = std::sync::mpsc::channel();
+    let out = checkpointer.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(out)) {
+            let Ok(line) = line else { break };
+            if lines.send(serde_json::from_str::<Value>(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || runs.recv_timeout(Duration::from_secs(60)).expect("a run within a minute");
+    let first = next();
+    assert_eq!((first["checkpoint"].as_i64(), first["traces"].as_u64()), (Some(1), Some(3)), "{first:#}");
+    db.sql(&format!("DELETE FROM rlp_traces WHERE trace_id = '{}'", traces[1]));
+    let started = Instant::now();
+    let named = loop {
+        let run = next();
+        let refused: Vec<String> = run["refused"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["trace_id"].as_str().map(String::from))
+            .collect();
+        if !refused.is_empty() {
+            break refused;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "never named");
+    };
+    checkpointer.kill().unwrap();
+    checkpointer.wait().unwrap();
+    assert_eq!(named, [traces[1].clone()]);
+}
+
+#[test]
+fn sqlite_sweep_in_slices_names_a_head_row_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    a_sweep_in_slices_names_a_head_row_removed(&Sqlite(dir.path().join("fleet.sqlite")));
+}
+
+#[test]
+fn postgres_sweep_in_slices_names_a_head_row_removed() {
+    a_sweep_in_slices_names_a_head_row_removed(&Postgres::start());
+}

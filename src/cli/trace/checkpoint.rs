@@ -33,8 +33,9 @@ their turn.
 Before it signs, it verifies the checkpoints already there (each signed by this key or one
 [ledger] checkpoint_keys trusts, each root over its stored leaves, none missing) and checks
 every trace's new frames from the chain value its newest leaf signed; it builds on nothing it
-could not verify. A run reads every head row and finds the traces from their frames too; with
---every, runs between two such sweeps (--sweep, 10m) read the traces their appends marked.
+could not verify. A run reads every head row and finds the traces from their frames too (a
+sweep); with --every, the first run sweeps, and each run after reads the traces their appends
+marked and a slice of the next sweep, so that a whole sweep takes about --sweep (10m).
 
 Exit codes: 0 checkpoint written (or nothing new), 1 some traces were left out because their
 new frames do not check out (named), or the checkpoints in the ledger do not check out (none
@@ -46,13 +47,26 @@ pub struct CheckpointArgs {
     /// Keep making one every DURATION (e.g. 500ms, 10s, 5m) until interrupted.
     #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub every: Option<Duration>,
-    /// With --every: how often a run reads every head row and lists the traces from their
-    /// frames, beyond those their appends marked as grown (a single run always does).
+    /// With --every: how long a whole sweep takes — every head row read and the traces listed
+    /// from their frames, a slice each run, beyond those their appends marked as grown (a
+    /// single run sweeps the whole ledger).
     #[arg(long, value_name = "DURATION", value_parser = parse_interval, default_value = "10m", requires = "every")]
     pub sweep: Duration,
     /// Output format (one JSON document per checkpoint with --every).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+}
+
+/// The fewest head rows a slice of the sweep reads: a run's fixed costs
+/// dwarf reading fewer.
+const MIN_SLICE_TRACES: usize = 1000;
+
+/// Head rows each run reads so that a whole sweep of a ledger of `traces`
+/// takes `sweep` when a run comes every `every`.
+fn slice_of(traces: u64, every: Duration, sweep: Duration) -> usize {
+    let runs = (sweep.as_secs_f64() / every.as_secs_f64().max(1e-3)).floor().max(1.0);
+    let slice = (traces as f64 / runs).ceil();
+    (slice as usize).max(MIN_SLICE_TRACES)
 }
 
 /// `500ms`, `10s`, `5m`, `1h`: a whole number and a unit.
@@ -158,18 +172,14 @@ pub(crate) fn run(args: &CheckpointArgs, ctx: &Context) -> CliResult {
     let key = signing_key(args, ctx)?;
     let trusted = super::verify::home_trusted_keys(ctx)?;
     let mut checkpointer = Checkpointer::new(&key, &trusted);
-    let mut swept: Option<std::time::Instant> = None;
     loop {
         let now_ms = i64::try_from(
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis(),
         )
         .unwrap_or(i64::MAX);
-        let reach = match swept {
-            Some(at) if at.elapsed() < args.sweep => Reach::Marked,
-            _ => {
-                swept = Some(std::time::Instant::now());
-                Reach::Sweep
-            }
+        let reach = match (args.every, checkpointer.traces_per_pass()) {
+            (Some(every), Some(traces)) => Reach::Slice { traces: slice_of(traces, every, args.sweep) },
+            _ => Reach::Sweep,
         };
         let made = checkpointer.run(&*store, now_ms, reach)?;
         let text = report(&made, args.format);

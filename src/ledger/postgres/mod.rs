@@ -994,16 +994,9 @@ impl LedgerStore for PostgresLedger {
     }
 
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        let sql = format!(
-            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id > $1 ORDER BY trace_id LIMIT {}",
-            PAGE_ROWS * 16
-        );
         let mut after = String::new();
         loop {
-            let page = self.with(async |s| {
-                let rows = s.client.query(&sql, &[&after]).await?;
-                Ok(rows.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
-            })?;
+            let page = self.heads_after(&after, PAGE_ROWS * 16)?;
             let full = page.len() == PAGE_ROWS * 16;
             for head in page {
                 after.clone_from(&head.trace_id);
@@ -1015,6 +1008,15 @@ impl LedgerStore for PostgresLedger {
                 return Ok(());
             }
         }
+    }
+
+    fn heads_after(&self, after: &str, limit: usize) -> Result<Vec<TraceHead>, LedgerError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with(async |s| {
+            let sql =
+                "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id > $1 ORDER BY trace_id LIMIT $2";
+            Ok(s.client.query(sql, &[&after, &limit]).await?.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
+        })
     }
 
     fn marked_heads(&self) -> Result<Vec<TraceHead>, LedgerError> {
@@ -1042,10 +1044,10 @@ impl LedgerStore for PostgresLedger {
         })
     }
 
-    fn headless_traces(&self) -> Result<Vec<String>, LedgerError> {
-        let sql = crate::ledger::headless_traces_sql(TRACE);
+    fn headless_traces(&self, after: &str, upto: Option<&str>) -> Result<Vec<String>, LedgerError> {
+        let sql = crate::ledger::headless_traces_sql(TRACE, "$1::text", "$2::text");
         self.with(async |s| {
-            let rows = s.client.query(&sql, &[]).await?;
+            let rows = s.client.query(&sql, &[&after, &upto]).await?;
             Ok(rows.iter().map(|r| r.try_get::<_, String>(0)).collect::<Result<Vec<_>, _>>()?)
         })
     }
