@@ -544,6 +544,14 @@ def fmt(x, digits=0):
     return f"{x:,.{digits}f}"
 
 
+def risk_cells(r):
+    """The window's four cells: frames at risk (mean, max), seconds at risk (mean, max)."""
+    return (
+        f"{fmt(r['risk_frames_mean'])} | {fmt(r['risk_frames_max'])} | {fmt(r['risk_s_mean'], 3)} | "
+        f"{fmt(r['risk_s_max'], 3)} |"
+    )
+
+
 def sweep_cost(c):
     fixed, per_trace = c.sweep_fit
     if c.sweep_points:
@@ -756,8 +764,7 @@ def main():
             say(
                 f"| {load(rate)} | {interval:g} s | {fmt(r['throughput'])} | {fmt(r['traces_mean'])} | {fmt(r['traces_max'])} | "
                 f"{fmt(r['ck_ms_mean'], 2)} | {fmt(r['ck_ms_max'], 2)} | {fmt(r['ck_work_ms_mean'], 2)} | "
-                f"{fmt(r['risk_frames_mean'])} | {fmt(r['risk_frames_max'])} | {fmt(r['risk_s_mean'], 3)} | "
-                f"{fmt(r['risk_s_max'], 3)} |"
+                f"{risk_cells(r)}"
             )
     say("")
     say(
@@ -786,11 +793,7 @@ def main():
                     if r.get("checkpoints", 0) < 2:
                         say(f"{row} (fewer than two checkpoints finished) ||||||")
                         continue
-                    say(
-                        f"{row} {fmt(r['latency_p99'], 2)} | {fmt(r['ck_ms_max'] / 1000.0, 2)} | "
-                        f"{fmt(r['risk_frames_mean'])} | {fmt(r['risk_frames_max'])} | {fmt(r['risk_s_mean'], 3)} | "
-                        f"{fmt(r['risk_s_max'], 3)} |"
-                    )
+                    say(f"{row} {fmt(r['latency_p99'], 2)} | {fmt(r['ck_ms_max'] / 1000.0, 2)} | {risk_cells(r)}")
     say("")
     say("Assumptions:")
     say("")
