@@ -208,6 +208,10 @@ impl From<tokio_postgres::Error> for Failure {
 
 /// The words of a client error: the server's message (with its detail
 /// and hint), or the client's with its causes.
+/// How long a session may sit idle inside a transaction, and how long a
+/// statement waits for a lock, in seconds.
+const SESSION_WAIT_S: u32 = 60;
+
 fn describe(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut text = db.message().to_string();
@@ -215,7 +219,7 @@ fn describe(e: &tokio_postgres::Error) -> String {
             text.push_str(&format!(" ({extra})"));
         }
         if *db.code() == SqlState::LOCK_NOT_AVAILABLE {
-            text.push_str(" (another session held what this needed past the lock timeout, 60 s)");
+            text.push_str(&format!(" (another session held what it needed for {SESSION_WAIT_S} s)"));
         }
         return text;
     }
@@ -625,7 +629,11 @@ impl PostgresLedger {
         // A client that stops mid-transaction (an import suspended at a
         // terminal) loses its session, and with it the trace it holds, after
         // a minute; an append waits at most that long for a head, then fails.
-        client.batch_execute("SET idle_in_transaction_session_timeout = '60s'; SET lock_timeout = '60s'").await?;
+        client
+            .batch_execute(&format!(
+                "SET idle_in_transaction_session_timeout = '{SESSION_WAIT_S}s'; SET lock_timeout = '{SESSION_WAIT_S}s'"
+            ))
+            .await?;
         let read_version = async || match client.query_opt("SELECT max(version) FROM rlp_schema", &[]).await {
             Ok(row) => Ok(row.map(|row| row.try_get::<_, Option<i32>>(0)).transpose()?.flatten()),
             Err(e) if create && e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(None),
