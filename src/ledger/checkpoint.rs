@@ -213,6 +213,9 @@ pub struct Made {
     /// must be signed by a trusted key, its root must be its stored leaves'
     /// and its place in the chain of checkpoints must hold.
     pub broken: Vec<Problem>,
+    /// Head rows the run read for the sweep: every one for a sweep, its
+    /// slice's for a slice, none when it read only the marked ones.
+    pub swept: u64,
 }
 
 /// Makes the next checkpoint of `store`, signed with `key`, from scratch:
@@ -310,21 +313,22 @@ impl<'k> Checkpointer<'k> {
                 // One state of the ledger: frames appended meanwhile are the next run's.
                 let _snapshot = Snapshot::of(store)?;
                 let latest = self.verified.as_ref().map(|(seq, _)| *seq);
+                let refuse =
+                    |broken| Made { checkpoint: None, latest, frames: 0, refused: Vec::new(), broken, swept: 0 };
                 let Some(info) = store.info()? else {
-                    let broken = vec![Problem::identity_gone()];
-                    return Ok(Made { checkpoint: None, latest, frames: 0, refused: Vec::new(), broken });
+                    return Ok(refuse(vec![Problem::identity_gone()]));
                 };
                 if let Err(broken) = self.catch_up(store, &info)? {
-                    return Ok(Made { checkpoint: None, latest, frames: 0, refused: Vec::new(), broken });
+                    return Ok(refuse(broken));
                 }
                 (info, self.check_new_frames(store, reach)?)
             };
             let latest = self.verified.clone();
-            let (leaves, frames, refused, swept) = planned;
+            let Planned { leaves, frames, refused, cursor, swept } = planned;
             if leaves.is_empty() && latest.is_some() {
-                self.sweep = swept;
+                self.sweep = cursor;
                 let latest = latest.map(|(seq, _)| seq);
-                return Ok(Made { checkpoint: None, latest, frames: 0, refused, broken: Vec::new() });
+                return Ok(Made { checkpoint: None, latest, frames: 0, refused, broken: Vec::new(), swept });
             }
             let seq = latest.as_ref().map_or(1, |(seq, _)| seq + 1);
             let statement = Statement {
@@ -342,7 +346,7 @@ impl<'k> Checkpointer<'k> {
             let signature = b64_encode(&self.key.sign(&message(&text)).to_bytes());
             let checkpoint = StoredCheckpoint { seq, statement: text, signature, leaves };
             if store.write_checkpoint(&checkpoint)? {
-                self.sweep = swept;
+                self.sweep = cursor;
                 self.remember(&checkpoint);
                 return Ok(Made {
                     latest: Some(seq),
@@ -350,6 +354,7 @@ impl<'k> Checkpointer<'k> {
                     frames,
                     refused,
                     broken: Vec::new(),
+                    swept,
                 });
             }
         }
@@ -417,7 +422,8 @@ impl<'k> Checkpointer<'k> {
     /// once the run is done.
     fn check_new_frames(&self, store: &dyn LedgerStore, reach: Reach) -> Result<Planned, LedgerError> {
         let (mut moved, mut refused) = (Vec::new(), Vec::new());
-        let mut swept = self.sweep.clone();
+        let mut cursor = self.sweep.clone();
+        let mut swept = 0;
         let mut classify = |head: TraceHead| {
             let covered = self.coverage.get(&head.trace_id).copied().unwrap_or(TraceChain::EMPTY);
             if head.frames < covered.frames {
@@ -443,13 +449,12 @@ impl<'k> Checkpointer<'k> {
         // frames themselves say which traces there are.
         let headless = match reach {
             Reach::Sweep => {
-                let mut read = 0;
                 store.for_each_head(&mut |head| {
-                    read += 1;
+                    swept += 1;
                     classify(head);
                     ControlFlow::Continue(())
                 })?;
-                swept = SweepCursor { last_pass: Some(read), ..SweepCursor::default() };
+                cursor = SweepCursor { last_pass: Some(swept), ..SweepCursor::default() };
                 store.headless_traces("", None)?
             }
             Reach::Marked => {
@@ -457,14 +462,15 @@ impl<'k> Checkpointer<'k> {
                 Vec::new()
             }
             Reach::Slice { traces } => {
-                let slice = store.heads_after(&swept.after, traces.max(1))?;
+                let slice = store.heads_after(&cursor.after, traces.max(1))?;
                 let whole = slice.len() >= traces.max(1);
-                let from = std::mem::take(&mut swept.after);
+                let from = std::mem::take(&mut cursor.after);
                 let upto = slice.last().filter(|_| whole).map(|head| head.trace_id.clone());
-                swept.read += slice.len() as u64;
+                swept = slice.len() as u64;
+                cursor.read += swept;
                 match &upto {
-                    Some(last) => swept.after.clone_from(last),
-                    None => swept = SweepCursor { last_pass: Some(swept.read), ..SweepCursor::default() },
+                    Some(last) => cursor.after.clone_from(last),
+                    None => cursor = SweepCursor { last_pass: Some(cursor.read), ..SweepCursor::default() },
                 }
                 // A trace both marked and in the slice is checked once.
                 let sliced: std::collections::HashSet<String> = slice.iter().map(|h| h.trace_id.clone()).collect();
@@ -481,13 +487,23 @@ impl<'k> Checkpointer<'k> {
         }
         let (leaves, frames, more_refused) = check_moved(store, &moved)?;
         refused.extend(more_refused);
-        Ok((leaves, frames, refused, swept))
+        Ok(Planned { leaves, frames, refused, cursor, swept })
     }
 }
 
-/// What a run found: the leaves to sign, the new frames they cover, the
-/// traces left out with why, and where the sweep will stand once it is done.
-type Planned = (Vec<Leaf>, u64, Vec<Problem>, SweepCursor);
+/// What a run found.
+struct Planned {
+    /// The leaves to sign.
+    leaves: Vec<Leaf>,
+    /// The new frames they cover.
+    frames: u64,
+    /// The traces left out, with why.
+    refused: Vec<Problem>,
+    /// Where the sweep stands once the run is done.
+    cursor: SweepCursor,
+    /// Head rows read for the sweep.
+    swept: u64,
+}
 
 /// A trace whose head moved past what the checkpoints cover, and where
 /// its check starts: the chain its newest leaf signed.

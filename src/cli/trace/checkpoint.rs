@@ -158,6 +158,7 @@ fn report(made: &Made, format: Format) -> String {
                 "statement_hash": made.checkpoint.as_ref().map(|c| statement_hash(&c.statement)),
                 "refused": made.refused,
                 "broken": made.broken,
+                "swept": made.swept,
             });
             format!("{}\n", serde_json::to_string(&doc).unwrap_or_default())
         }
@@ -195,5 +196,20 @@ pub(crate) fn run(args: &CheckpointArgs, ctx: &Context) -> CliResult {
         out.text(&text).map_err(|e| e.ending(Exit::Usage))?;
         std::io::Write::flush(&mut out).map_err(|e| crate::cli::output::OutputError::from(e).ending(Exit::Usage))?;
         std::thread::sleep(every);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_is_the_ledgers_share_of_the_runs_in_a_sweep_and_never_tiny() {
+        let s = Duration::from_secs;
+        assert_eq!(slice_of(1_000_000, s(1), s(600)), 1667);
+        assert_eq!(slice_of(1_000_000, Duration::from_millis(100), s(600)), MIN_SLICE_TRACES);
+        assert_eq!(slice_of(10, s(1), s(600)), MIN_SLICE_TRACES);
+        // A sweep shorter than the interval: every run reads the whole ledger.
+        assert_eq!(slice_of(5000, s(10), s(5)), 5000);
     }
 }
