@@ -253,8 +253,8 @@ pub enum Reach {
 /// Where a sweep made in slices stands.
 #[derive(Clone, Debug, Default)]
 struct SweepCursor {
-    /// The last trace id the slices read ("" before the first).
-    after: String,
+    /// The last trace id the slices read (`None` before the first).
+    after: Option<String>,
     /// Head rows read since the pass began.
     read: u64,
     /// Head rows the last whole pass (a sweep, or slices from the first
@@ -455,28 +455,28 @@ impl<'k> Checkpointer<'k> {
                     ControlFlow::Continue(())
                 })?;
                 cursor = SweepCursor { last_pass: Some(swept), ..SweepCursor::default() };
-                store.headless_traces("", None)?
+                store.headless_traces(None, None)?
             }
             Reach::Marked => {
                 store.marked_heads()?.into_iter().for_each(&mut classify);
                 Vec::new()
             }
             Reach::Slice { traces } => {
-                let slice = store.heads_after(&cursor.after, traces.max(1))?;
-                let whole = slice.len() >= traces.max(1);
-                let from = std::mem::take(&mut cursor.after);
-                let upto = slice.last().filter(|_| whole).map(|head| head.trace_id.clone());
+                let traces = traces.max(1);
+                let from = cursor.after.take();
+                let slice = store.heads_after(from.as_deref(), traces)?;
+                let upto = slice.last().filter(|_| slice.len() >= traces).map(|head| head.trace_id.clone());
                 swept = slice.len() as u64;
                 cursor.read += swept;
                 match &upto {
-                    Some(last) => cursor.after.clone_from(last),
+                    Some(last) => cursor.after = Some(last.clone()),
                     None => cursor = SweepCursor { last_pass: Some(cursor.read), ..SweepCursor::default() },
                 }
                 // A trace both marked and in the slice is checked once.
                 let sliced: std::collections::HashSet<String> = slice.iter().map(|h| h.trace_id.clone()).collect();
                 let marked = store.marked_heads()?.into_iter().filter(|head| !sliced.contains(&head.trace_id));
                 slice.into_iter().chain(marked).for_each(&mut classify);
-                store.headless_traces(&from, upto.as_deref())?
+                store.headless_traces(from.as_deref(), upto.as_deref())?
             }
         };
         for trace_id in headless {

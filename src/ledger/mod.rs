@@ -115,9 +115,9 @@ pub trait LedgerStore: Recorder {
     /// Calls `f` with every trace's head row, by trace id.
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError>;
 
-    /// Up to `limit` head rows whose trace ids sort after `after`, by
-    /// trace id: a slice of a sweep.
-    fn heads_after(&self, after: &str, limit: usize) -> Result<Vec<TraceHead>, LedgerError>;
+    /// Up to `limit` head rows whose trace ids sort after `after` (every
+    /// one with `None`), by trace id: a slice of a sweep.
+    fn heads_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<TraceHead>, LedgerError>;
 
     /// The head rows whose appends marked them as grown past what the
     /// checkpoints cover (`sealed`; in PostgreSQL, `rlp_unsealed`), by trace
@@ -127,9 +127,10 @@ pub trait LedgerStore: Recorder {
 
     /// The traces with frames on their own chains but no head row, found
     /// from the frames themselves (one index probe a trace), not from any
-    /// bookkeeping a writer keeps: those whose ids sort after `after` and,
-    /// with `upto`, not after it.
-    fn headless_traces(&self, after: &str, upto: Option<&str>) -> Result<Vec<String>, LedgerError>;
+    /// bookkeeping a writer keeps: those whose ids sort after `after` (from
+    /// the first with `None`, an empty id included) and, with `upto`, not
+    /// after it.
+    fn headless_traces(&self, after: Option<&str>, upto: Option<&str>) -> Result<Vec<String>, LedgerError>;
 
     /// One trace's head row.
     fn trace_head(&self, trace_id: &Uuid) -> Result<Option<TraceHead>, LedgerError>;
@@ -175,14 +176,15 @@ pub trait LedgerStore: Recorder {
 
 /// The query of [`LedgerStore::headless_traces`], for a backend whose
 /// `events_by_trace` index is on `trace` (its trace id expression), its
-/// two parameters `after` and `upto` (text, or NULL for no end): each next
+/// two parameters `after` and `upto` (text, or NULL for no bound): each next
 /// trace id is one probe of the index (a loose index scan), so the cost
 /// follows the number of traces, not of frames. Rows from before per-trace
 /// chains name traces too; only those with a chained frame count.
 pub(crate) fn headless_traces_sql(trace: &str, after: &str, upto: &str) -> String {
     format!(
         "WITH RECURSIVE ids(trace) AS (
-           SELECT (SELECT {trace} FROM events WHERE {trace} > {after} ORDER BY {trace} LIMIT 1)
+           SELECT (SELECT {trace} FROM events
+                    WHERE {trace} IS NOT NULL AND ({after} IS NULL OR {trace} > {after}) ORDER BY {trace} LIMIT 1)
            UNION ALL
            SELECT (SELECT {trace} FROM events WHERE {trace} > ids.trace ORDER BY {trace} LIMIT 1)
              FROM ids WHERE ids.trace IS NOT NULL AND ({upto} IS NULL OR ids.trace < {upto}))

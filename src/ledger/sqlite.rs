@@ -611,9 +611,9 @@ impl LedgerStore for SqliteLedger {
         self.query("SELECT trace_id, frames, head, sealed FROM rlp_traces ORDER BY trace_id", [], head_of_row, f)
     }
 
-    fn heads_after(&self, after: &str, limit: usize) -> Result<Vec<TraceHead>, LedgerError> {
-        let sql =
-            "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id > ?1 ORDER BY trace_id LIMIT ?2";
+    fn heads_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<TraceHead>, LedgerError> {
+        let sql = "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE ?1 IS NULL OR trace_id > ?1
+                    ORDER BY trace_id LIMIT ?2";
         self.heads(sql, params![after, i64::try_from(limit).unwrap_or(i64::MAX)])
     }
 
@@ -641,7 +641,7 @@ impl LedgerStore for SqliteLedger {
         Ok((checkpoints, counts))
     }
 
-    fn headless_traces(&self, after: &str, upto: Option<&str>) -> Result<Vec<String>, LedgerError> {
+    fn headless_traces(&self, after: Option<&str>, upto: Option<&str>) -> Result<Vec<String>, LedgerError> {
         let mut traces = Vec::new();
         let sql = crate::ledger::headless_traces_sql(TRACE, "?1", "?2");
         self.query(&sql, params![after, upto], |r| r.get::<_, String>(0), &mut |trace| {

@@ -1298,6 +1298,29 @@ mod tests {
     }
 
     #[test]
+    fn frames_of_an_empty_trace_id_without_a_head_row_are_named_by_a_sweep_and_by_a_slice() {
+        use crate::ledger::checkpoint::{Checkpointer, Reach};
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, key) = ledger(dir.path());
+        Connection::open(ledger.path())
+            .unwrap()
+            .execute_batch(
+                "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3,
+                   chain_blake3, trace_seq)
+                 SELECT ts_ms, actor, kind, scope, payload_json, json_set(provenance_json, '$.trace_id', ''),
+                   hash_blake3, chain_blake3, trace_seq FROM events WHERE id = 1",
+            )
+            .unwrap();
+        let named = |made: crate::ledger::checkpoint::Made| -> Vec<Option<String>> {
+            made.refused.into_iter().map(|p| p.trace_id).collect()
+        };
+        assert_eq!(named(make_checkpoint(&ledger, &key, &[], 6).unwrap()), [Some(String::new())]);
+        let mut checkpointer = Checkpointer::new(&key, &[]);
+        checkpointer.run(&ledger, 7, Reach::Sweep).unwrap();
+        assert_eq!(named(checkpointer.run(&ledger, 8, Reach::Slice { traces: 2 }).unwrap()), [Some(String::new())]);
+    }
+
+    #[test]
     fn a_sweep_in_slices_reaches_every_trace_once_a_pass() {
         use crate::ledger::checkpoint::{Checkpointer, Reach};
         let dir = tempfile::tempdir().unwrap();

@@ -1002,12 +1002,12 @@ impl LedgerStore for PostgresLedger {
     }
 
     fn for_each_head(&self, f: &mut dyn FnMut(TraceHead) -> ControlFlow<()>) -> Result<(), LedgerError> {
-        let mut after = String::new();
+        let mut after = None;
         loop {
-            let page = self.heads_after(&after, PAGE_ROWS * 16)?;
+            let page = self.heads_after(after.as_deref(), PAGE_ROWS * 16)?;
             let full = page.len() == PAGE_ROWS * 16;
             for head in page {
-                after.clone_from(&head.trace_id);
+                after = Some(head.trace_id.clone());
                 if f(head).is_break() {
                     return Ok(());
                 }
@@ -1018,11 +1018,11 @@ impl LedgerStore for PostgresLedger {
         }
     }
 
-    fn heads_after(&self, after: &str, limit: usize) -> Result<Vec<TraceHead>, LedgerError> {
+    fn heads_after(&self, after: Option<&str>, limit: usize) -> Result<Vec<TraceHead>, LedgerError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with(async |s| {
-            let sql =
-                "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE trace_id > $1 ORDER BY trace_id LIMIT $2";
+            let sql = "SELECT trace_id, frames, head, sealed FROM rlp_traces WHERE $1::text IS NULL OR trace_id > $1
+                        ORDER BY trace_id LIMIT $2";
             Ok(s.client.query(sql, &[&after, &limit]).await?.iter().map(head_of_row).collect::<Result<Vec<_>, _>>()?)
         })
     }
@@ -1052,7 +1052,7 @@ impl LedgerStore for PostgresLedger {
         })
     }
 
-    fn headless_traces(&self, after: &str, upto: Option<&str>) -> Result<Vec<String>, LedgerError> {
+    fn headless_traces(&self, after: Option<&str>, upto: Option<&str>) -> Result<Vec<String>, LedgerError> {
         let sql = crate::ledger::headless_traces_sql(TRACE, "$1::text", "$2::text");
         self.with(async |s| {
             let rows = s.client.query(&sql, &[&after, &upto]).await?;
