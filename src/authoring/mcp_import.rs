@@ -106,6 +106,7 @@ pub(crate) fn import_mcp(
             ))
             .with_help("check the command or URL by hand; a stdio server runs sandboxed: grant what it reads with --cap fs:<dir> (and net:<host> for what it downloads)")
         })?;
+        refuse_secrets(&source.name, &record, &definitions, &values, &target.dir)?;
         tools.set_server(&source.name, entry.clone());
         let declared = declared_needs(&entry);
         let mut changes = Vec::new();
@@ -205,6 +206,44 @@ fn resolve_secrets(
             Err(e) => Err(AuthoringError::failed(e.message).with_help(e.help)),
         })
         .collect()
+}
+
+/// Refuses an import where what the server said of itself or its tools
+/// holds the value of one of the secrets it was given (any spelling the
+/// runtime scrubs): tools.json is committed, signed and packed, and the
+/// summary is printed, so a secret written there is out for good. Names
+/// the tool (or the server's own record), never the value.
+fn refuse_secrets(
+    server: &str,
+    record: &ServerRecord,
+    definitions: &[Value],
+    values: &[(SecretId, SecretValue)],
+    bundle: &Path,
+) -> Result<(), AuthoringError> {
+    let scrubber = crate::runtime::scrub::Scrubber::new(values.iter().map(|(_, value)| value));
+    if scrubber.is_empty() {
+        return Ok(());
+    }
+    let holds = |value: &Value| {
+        let text = value.to_string();
+        matches!(scrubber.scrub(&text), std::borrow::Cow::Owned(_))
+    };
+    let named = if holds(&serde_json::to_value(record).unwrap_or(Value::Null)) {
+        Some("its serverInfo".to_string())
+    } else {
+        definitions.iter().find(|definition| holds(definition)).map(|definition| {
+            let name = definition.get("name").and_then(Value::as_str).unwrap_or_default();
+            format!("its definition of `{}`", crate::text::terminal_safe_line(name))
+        })
+    };
+    match named {
+        None => Ok(()),
+        Some(named) => Err(AuthoringError::failed(format!(
+            "the MCP server `{server}` put the value of a secret it was given in {named}; rlp writes no secret into tools.json, and {} is unchanged",
+            bundle.display()
+        ))
+        .with_help("the server echoes its environment or headers into what it lists: fix the server, or import it without that secret")),
+    }
 }
 
 /// What each tool of a server declares: the server's capabilities (with

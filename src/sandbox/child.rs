@@ -35,12 +35,13 @@ use crate::sandbox::world::build::ViewSteps;
 /// Capabilities a sandboxed tool keeps (when it has them at all, i.e. runs
 /// as root): acting on files as their owner would, and changing its own
 /// user and group (`no_new_privs` keeps that from gaining anything).
-/// CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
-/// CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID (linux/capability.h).
-const KEPT_CAPABILITIES: &[c_int] = &[0, 1, 2, 3, 4, 5, 6, 7];
+/// CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_KILL,
+/// CAP_SETGID, CAP_SETUID (linux/capability.h). Not CAP_FSETID (4): without
+/// it, writing to a set-user-id file in a grant clears the bit.
+const KEPT_CAPABILITIES: &[c_int] = &[0, 1, 2, 3, 5, 6, 7];
 /// [`KEPT_CAPABILITIES`] by name, as the call frame records them.
 pub(crate) const KEPT_CAPABILITY_NAMES: &[&str] =
-    &["chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid"];
+    &["chown", "dac_override", "dac_read_search", "fowner", "kill", "setgid", "setuid"];
 
 /// `SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
 /// SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED` (linux/securebits.h): an exec gives

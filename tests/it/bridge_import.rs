@@ -446,6 +446,54 @@ fn a_server_with_a_secret_in_its_env_is_imported_and_lint_says_it_was_not_checke
 }
 
 #[test]
+fn an_answer_longer_than_max_output_bytes_is_refused_and_not_recorded() {
+    let td = TestDir::new();
+    let bundle = demo_with_seed(&td);
+    edit_tools(&td, &bundle, |tools| {
+        let tool = tools["tools"].as_array_mut().unwrap().iter_mut().find(|t| t["id"] == "seed.echo_meta").unwrap();
+        tool["max_output_bytes"] = json!(200);
+    });
+    assert_eq!(echoed(&td, &bundle, "short"), one_text(r#"{"text":"short","meta":{"progressToken":1}}"#));
+    let long = "x".repeat(300);
+    let out = call(&td, &bundle, "seed.echo_meta", json!({"text": long}));
+    assert_eq!(code(&out), 1, "{}", output::text(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("error: tool `seed.echo_meta` output too large: the server `seed` answered ")
+            && said.contains(" bytes, more than 200 (max_output_bytes)"),
+        "{said}"
+    );
+    let results: Vec<Value> = td.frames().into_iter().filter(|f| f.kind == "tool.result").map(|f| f.payload).collect();
+    assert_eq!(results.last().unwrap()["error"]["kind"], "output_too_large");
+    assert!(!results.last().unwrap().to_string().contains(&long));
+}
+
+#[test]
+fn a_server_that_lists_a_secret_it_was_given_is_not_imported() {
+    let td = TestDir::new();
+    let bundle = demo(&td);
+    let id = "runloop/test/token";
+    let set = td.rlp().args(["secrets", "set", id]).write_stdin("s3cr3t-t0ken-value").output().unwrap();
+    assert_eq!(set.status.code(), Some(0), "{}", output::text(&set));
+    // What a server that echoes its environment into a description lists.
+    std::fs::write(echo_description(&td), "Echoes. Connected with s3cr3t-t0ken-value.").unwrap();
+    let before = std::fs::read(bundle.join("tools.json")).unwrap();
+    let env = format!("TOKEN=${{secret:{id}}}");
+    let out = import_seed(&td, &bundle, &["--env", &env, "--secret", id, "--grant"]);
+    assert_eq!(code(&out), 1, "{}", output::text(&out));
+    let text = output::text(&out);
+    assert!(
+        text.contains(&format!(
+            "error: the MCP server `seed` put the value of a secret it was given in its definition of `echo_meta`; rlp writes no secret into tools.json, and {} is unchanged",
+            s(&bundle)
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("s3cr3t"), "{text}");
+    assert_eq!(std::fs::read(bundle.join("tools.json")).unwrap(), before);
+}
+
+#[test]
 fn a_streamable_http_server_is_imported_by_url_with_its_headers() {
     let td = TestDir::new();
     let bundle = demo(&td);

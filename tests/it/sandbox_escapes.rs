@@ -99,7 +99,9 @@ for path in args:
 attempt('setuid', lambda: os.chmod(args[-1], 0o4755))
 def create_setuid():
     os.close(os.open(args[-1] + '.new', os.O_CREAT | os.O_WRONLY, 0o4755))
-attempt('create_setuid', create_setuid)";
+attempt('create_setuid', create_setuid)
+attempt('mknod_setuid', lambda: os.mknod(args[-1] + '.node', 0o104755))
+attempt('mknod_setgid', lambda: os.mknod(args[-1] + '.node', 0o102755))";
 
 #[test]
 fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_inside() {
@@ -135,13 +137,14 @@ fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_ins
             "python3:chmod": "EROFS", "python3:chown": "EROFS", "python3:utime": "EROFS", "python3:xattr": "EROFS",
             // Its own file: anything but a set-user-id bit.
             "own:chmod": "ok", "own:chown": "ok", "own:utime": "ok", "own:xattr": "ok",
-            "setuid": "EPERM", "create_setuid": "EPERM",
+            "setuid": "EPERM", "create_setuid": "EPERM", "mknod_setuid": "EPERM", "mknod_setgid": "EPERM",
         })
     );
     assert_eq!(before(&outside), outside_before);
     assert_eq!(before(std::path::Path::new("/usr/bin/python3")), python_before);
     assert_eq!(before(&readable), program_before);
     assert!(!granted.join("own.new").exists());
+    assert!(!granted.join("own.node").exists());
 }
 
 #[test]
@@ -358,6 +361,14 @@ fn pending(pid: u32, signal: libc::c_int) -> bool {
         .any(|mask| u64::from_str_radix(mask.trim(), 16).unwrap() & bit != 0)
 }
 
+/// The nice value of process `pid`, as /proc shows it.
+fn nice(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command's closing parenthesis; nice is field 19.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(16).unwrap().to_string()
+}
+
 #[test]
 fn a_root_tool_signals_mounts_and_tunes_nothing_outside_its_call() {
     use std::io::BufRead;
@@ -385,29 +396,49 @@ fn a_root_tool_signals_mounts_and_tunes_nothing_outside_its_call() {
          attempt('fsopen cgroup2', lambda: call(430, b'cgroup2', 0))\n\
          attempt('fsopen proc', lambda: call(430, b'proc', 0))\n\
          attempt('open_tree clone', lambda: call(428, -100, b'/', 1 | 0o2000000))\n\
-         attempt('cgroup folder', lambda: os.stat('/sys/fs/cgroup'))",
+         attempt('cgroup folder', lambda: os.stat('/sys/fs/cgroup'))\n\
+         import resource\n\
+         attempt('limit the victim', lambda: resource.prlimit(int(args[0]), resource.RLIMIT_CPU, (1, 1)))\n\
+         attempt('limit the test', lambda: resource.prlimit(int(args[1]), resource.RLIMIT_NOFILE, (0, 0)))\n\
+         attempt('renice the victim', lambda: os.setpriority(os.PRIO_PROCESS, int(args[0]), 19))\n\
+         attempt('renice every process', lambda: os.setpriority(os.PRIO_USER, os.getuid(), 19))\n\
+         attempt('reschedule the victim', lambda: os.sched_setscheduler(int(args[0]), os.SCHED_IDLE, os.sched_param(0)))\n\
+         attempt('pin the victim', lambda: os.sched_setaffinity(int(args[0]), {0}))\n\
+         attempt('its own limit', lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))\n\
+         attempt('tls private keys', lambda: os.listdir('/etc/ssl/private'))",
     );
     let bundle = td.bundle(
         "administer",
         json!([tool("probe", &command, &[&victim.id().to_string(), &std::process::id().to_string()], &[])]),
         "[capabilities]\nexec = true\n",
     );
+    let limits_before = std::fs::read_to_string(format!("/proc/{}/limits", victim.id())).unwrap();
+    let nice_before = nice(victim.id());
     let output = td.call(&bundle, "probe", json!({})).output().unwrap();
     let signalled = pending(victim.id(), libc::SIGWINCH);
+    let limits_after = std::fs::read_to_string(format!("/proc/{}/limits", victim.id())).unwrap();
+    let nice_after = nice(victim.id());
     let _ = victim.kill();
     let _ = victim.wait();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // With a call cgroup and Landlock's signal scope, the processes outside
     // are there and refuse (kill(-1) answers 0 even when every process
-    // refuses, kill(2)); in a PID namespace they cannot be named.
+    // refuses, kill(2)); in a PID namespace they cannot be named. Their
+    // limits and scheduling are refused before the kernel looks for them.
     let pid_namespace = call_frame(&td)["sandbox"]["namespaces"].as_array().unwrap().contains(&json!("pid"));
     let (outside, every) = if pid_namespace { ("ESRCH", "ESRCH") } else { ("EPERM", "ok") };
+    // The host's TLS private keys, where it has any, are not the tool's to read.
+    let keys = if std::path::Path::new("/etc/ssl/private").exists() { "EACCES" } else { "ENOENT" };
     assert_eq!(
         stdout_json(&output),
         json!({"signal the victim": outside, "signal the test": outside, "signal every process": every,
                "core_pattern": "EROFS", "fsopen cgroup2": "EPERM", "fsopen proc": "EPERM", "open_tree clone": "EPERM",
-               "cgroup folder": "ENOENT"})
+               "cgroup folder": "ENOENT", "limit the victim": "EPERM", "limit the test": "EPERM",
+               "renice the victim": "EPERM", "renice every process": "EPERM", "reschedule the victim": "EPERM",
+               "pin the victim": "EPERM", "its own limit": "ok", "tls private keys": keys})
     );
     assert!(!signalled, "a process outside the call got the tool's signal");
+    assert_eq!(limits_after, limits_before, "the tool changed the limits of a process outside its call");
+    assert_eq!(nice_after, nice_before, "the tool changed the priority of a process outside its call");
     assert_eq!(std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap(), core_pattern);
 }

@@ -74,6 +74,8 @@ pub(crate) struct McpPlan {
     sandbox: Option<SandboxRecord>,
     /// The stdio server's command, where tools.json names it with `${bundle}`.
     command: Option<CommandRecord>,
+    /// The tool's `max_output_bytes`: the largest answer accepted.
+    max_output_bytes: u64,
 }
 
 impl Call<'_> {
@@ -96,7 +98,8 @@ impl Call<'_> {
         if let Some(session) = self.runtime.bridge().running(server) {
             let Started { sandbox, command, .. } = session.started.clone();
             self.check_pin(&session, name, pin, startup)?;
-            return Ok(McpPlan { session, tool: name.to_string(), sandbox, command });
+            let max_output_bytes = tool.max_output_bytes;
+            return Ok(McpPlan { session, tool: name.to_string(), sandbox, command, max_output_bytes });
         }
         let mut sandbox = None;
         let mut command = None;
@@ -143,7 +146,7 @@ impl Call<'_> {
             )
         })?;
         self.check_pin(&session, name, pin, startup)?;
-        Ok(McpPlan { session, tool: name.to_string(), sandbox, command })
+        Ok(McpPlan { session, tool: name.to_string(), sandbox, command, max_output_bytes: tool.max_output_bytes })
     }
 
     /// The program of a stdio server on this platform, checked, with the
@@ -272,6 +275,7 @@ impl Plan for McpPlan {
             _registration: registration,
             deadline: attempt.deadline,
             timeout_ms: attempt.timeout_ms,
+            max_output_bytes: self.max_output_bytes,
             cancel: attempt.cancel.cloned(),
             progress: attempt.progress.cloned(),
             attempt: attempt.number,
@@ -316,6 +320,7 @@ struct Waiting {
     _registration: Registration,
     deadline: Instant,
     timeout_ms: u64,
+    max_output_bytes: u64,
     cancel: Option<Cancel>,
     progress: Option<Arc<dyn ProgressSink>>,
     attempt: u32,
@@ -350,7 +355,10 @@ impl Waiting {
                 ));
             }
             match self.events.recv_timeout(left.min(CANCEL_TICK)) {
-                Ok(Step::Done(Ok(answer))) => return reply::interpret(&self.tool, &self.session.server, answer),
+                Ok(Step::Done(Ok(answer))) => {
+                    reply::within(&self.tool, &self.session.server, &answer, self.max_output_bytes)?;
+                    return reply::interpret(&self.tool, &self.session.server, answer);
+                }
                 Ok(Step::Done(Err(why))) => return Err(self.failed(&why)),
                 // Replies go to the registration of the request they answer.
                 Ok(Step::Replied(_)) => {}

@@ -21,6 +21,45 @@ use crate::runtime::transport::{AttemptError, FailureKind, Reply};
 /// Most characters of a server's error text quoted in a message.
 const QUOTED_ERROR: usize = 2048;
 
+/// Refuses an answer of `server` to tool `tool` whose JSON text is longer
+/// than `max_output_bytes`, as a longer stdout or response body is: the
+/// answer is neither returned nor recorded.
+pub(crate) fn within(
+    tool: &str,
+    server: &str,
+    answer: &CallToolResult,
+    max_output_bytes: u64,
+) -> Result<(), AttemptError> {
+    let mut counted = Counted(0);
+    // Writing to a counter fails only if the answer cannot be serialised,
+    // which its own deserialisation rules out.
+    let _ = serde_json::to_writer(&mut counted, answer);
+    if counted.0 <= max_output_bytes {
+        return Ok(());
+    }
+    Err(AttemptError::new(
+        FailureKind::OutputTooLarge,
+        format!(
+            "tool `{tool}` output too large: the server `{server}` answered {} bytes, more than {max_output_bytes} (max_output_bytes)",
+            counted.0
+        ),
+    ))
+}
+
+/// A writer that only counts what it is given.
+struct Counted(u64);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What the answer of `server` to a call of tool `tool` comes to.
 pub(crate) fn interpret(tool: &str, server: &str, answer: CallToolResult) -> Result<Reply, AttemptError> {
     let is_error = answer.is_error == Some(true);
@@ -83,6 +122,22 @@ mod tests {
     fn answer(texts: &[&str], is_error: bool) -> CallToolResult {
         let content = texts.iter().map(|t| ContentBlock::text(*t)).collect();
         if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }
+    }
+
+    #[test]
+    fn an_answer_longer_than_max_output_bytes_is_refused() {
+        let answer = answer(&["0123456789"], false);
+        let size = serde_json::to_vec(&answer).unwrap().len() as u64;
+        assert!(within("t", "s", &answer, size).is_ok());
+        let refused = within("t", "s", &answer, size - 1).unwrap_err();
+        assert_eq!(refused.kind, FailureKind::OutputTooLarge);
+        assert_eq!(
+            refused.message,
+            format!(
+                "tool `t` output too large: the server `s` answered {size} bytes, more than {} (max_output_bytes)",
+                size - 1
+            )
+        );
     }
 
     #[test]

@@ -463,10 +463,17 @@ pub(crate) fn with_stderr(why: String, said: &str) -> String {
     if said.is_empty() { why } else { format!("{why}; its stderr: {said}") }
 }
 
-/// Who the server says it is: name, version and protocol revision.
+/// Most characters of each field of a [`ServerRecord`]: every call frame
+/// carries the record, and the server chooses what it says.
+const SERVER_RECORD_CHARS: usize = 256;
+
+/// Who the server says it is: name, version and protocol revision, each
+/// cut to [`SERVER_RECORD_CHARS`].
 fn server_record(service: &Service) -> ServerRecord {
     let info = service.peer_info().and_then(|info| serde_json::to_value(&*info).ok()).unwrap_or(Value::Null);
-    let text = |pointer: &str| info.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+    let text = |pointer: &str| {
+        info.pointer(pointer).and_then(Value::as_str).map(|text| crate::text::ellipsize(text, SERVER_RECORD_CHARS))
+    };
     ServerRecord {
         name: text("/serverInfo/name").unwrap_or_default(),
         version: text("/serverInfo/version"),

@@ -271,7 +271,8 @@ fn no_set_id(nr: c_long, arg: u32) -> Rule {
 }
 
 /// The calls that set a file's mode, with the argument that holds it:
-/// changing it, and creating a file with it.
+/// changing it, and creating a file with it (`mknod` makes a regular file
+/// with any mode, and needs no privilege to).
 #[cfg(target_arch = "x86_64")]
 const MODE_CALLS: &[(c_long, u32)] = &[
     (libc::SYS_chmod, 1),
@@ -281,13 +282,56 @@ const MODE_CALLS: &[(c_long, u32)] = &[
     (libc::SYS_open, 2),
     (libc::SYS_openat, 3),
     (libc::SYS_creat, 1),
+    (libc::SYS_mknod, 1),
+    (libc::SYS_mknodat, 2),
 ];
-/// (aarch64 has neither `chmod`, `open` nor `creat`.)
+/// (aarch64 has neither `chmod`, `open`, `creat` nor `mknod`.)
 #[cfg(target_arch = "aarch64")]
-const MODE_CALLS: &[(c_long, u32)] = &[(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (452, 2), (libc::SYS_openat, 3)];
+const MODE_CALLS: &[(c_long, u32)] =
+    &[(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (452, 2), (libc::SYS_openat, 3), (libc::SYS_mknodat, 2)];
+
+/// The calls that act on another process by its pid (argument 0) with no
+/// check but that it runs as the same user: its resource limits
+/// (`prlimit64`), its scheduling class, priority and CPUs. No Landlock
+/// scope covers them, so a tool run as root could cap rlp's open files or
+/// file size, set a CPU limit that kills a process outside its sandbox,
+/// or starve one. The tool may act on itself (pid 0) only; a call naming
+/// any pid, its own threads' included, fails with EPERM.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const PID_CALLS: &[c_long] = &[
+    libc::SYS_prlimit64,
+    libc::SYS_sched_setaffinity,
+    libc::SYS_sched_setscheduler,
+    libc::SYS_sched_setparam,
+    libc::SYS_sched_setattr,
+];
+
+/// `setpriority` and `ioprio_set` take whom they act on as a kind and an
+/// id (arguments 0 and 1); both may set the priority of every process of
+/// a user. The tool may name itself or its own process group (id 0)
+/// only: `PRIO_PROCESS`/`PRIO_PGRP` and `IOPRIO_WHO_PROCESS`/`IOPRIO_WHO_PGRP`.
+/// (The kinds are 0 and 1 for `setpriority`, 1 and 2 for `ioprio_set`:
+/// linux/resource.h, linux/ioprio.h.)
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const WHO_CALLS: &[(c_long, &[u32])] = &[(libc::SYS_setpriority, &[0, 1]), (libc::SYS_ioprio_set, &[1, 2])];
+
+/// The rules of [`PID_CALLS`] and [`WHO_CALLS`]: the caller's own only.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn own_process_only() -> impl Iterator<Item = Rule> {
+    let eperm = || Decision::always(errno(libc::EPERM));
+    let by_pid = PID_CALLS.iter().map(move |&nr| Rule::allow_unless(nr, Test::is_not(0, WHOLE, &[0], eperm())));
+    let by_who = WHO_CALLS.iter().map(move |&(nr, kinds)| Rule {
+        nr,
+        decision: Decision::allow_unless(vec![
+            Test::is_not(0, WHOLE, kinds, eperm()),
+            Test::is_not(1, WHOLE, &[0], eperm()),
+        ]),
+    });
+    by_pid.chain(by_who)
+}
 
 /// The rules for `net`: the [`DENIED`] table, process creation, terminals,
-/// file modes and sockets.
+/// file modes, other processes' limits and scheduling, and sockets.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn rules(net: NetFilter) -> Vec<Rule> {
     // Terminal injection: pushing input into the controlling terminal.
@@ -306,6 +350,7 @@ fn rules(net: NetFilter) -> Vec<Rule> {
         Rule::always(libc::SYS_openat2, errno(libc::ENOSYS)),
     ];
     rules.extend(MODE_CALLS.iter().map(|&(nr, arg)| no_set_id(nr, arg)));
+    rules.extend(own_process_only());
     rules.extend(DENIED.iter().map(|&nr| Rule::always(nr, errno(libc::EPERM))));
     if let NetFilter::Denied = net {
         // Only Unix sockets remain to connect, and those are refused (see

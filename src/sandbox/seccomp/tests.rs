@@ -225,8 +225,42 @@ fn no_mode_sets_a_set_id_bit_and_openat2_is_unavailable() {
         assert_eq!(openat(0o644), SECCOMP_RET_ALLOW);
         assert_eq!(openat(0o4755), errno(libc::EPERM));
         assert_eq!(on_arch(&filter, libc::SYS_fchmod, args(&[0, 0o6000])), errno(libc::EPERM));
+        // mknod makes a regular file with any mode, without privilege.
+        let mknodat = |mode: u64| on_arch(&filter, libc::SYS_mknodat, args(&[0, 0, mode, 0]));
+        assert_eq!(mknodat(u64::from(libc::S_IFREG) | 0o755), SECCOMP_RET_ALLOW);
+        assert_eq!(mknodat(u64::from(libc::S_IFREG) | 0o4755), errno(libc::EPERM));
+        assert_eq!(mknodat(u64::from(libc::S_IFREG) | 0o2755), errno(libc::EPERM));
         assert_eq!(on_arch(&filter, libc::SYS_openat2, args(&[0, 0, 0, 24])), errno(libc::ENOSYS));
         assert_eq!(on_arch(&filter, libc::SYS_chroot, args(&[0])), errno(libc::EPERM));
+    }
+}
+
+#[test]
+fn limits_and_scheduling_are_the_callers_own_only() {
+    for net in [NetFilter::Denied, NetFilter::Supervised] {
+        let filter = Filter::build(net).unwrap();
+        for nr in [
+            libc::SYS_prlimit64,
+            libc::SYS_sched_setaffinity,
+            libc::SYS_sched_setscheduler,
+            libc::SYS_sched_setparam,
+            libc::SYS_sched_setattr,
+        ] {
+            assert_eq!(on_arch(&filter, nr, args(&[0, 1, 0, 0])), SECCOMP_RET_ALLOW, "call {nr}");
+            assert_eq!(on_arch(&filter, nr, args(&[1, 1, 0, 0])), errno(libc::EPERM), "call {nr}");
+            assert_eq!(on_arch(&filter, nr, args(&[4242, 1, 0, 0])), errno(libc::EPERM), "call {nr}");
+        }
+        let (process, group, user) = (libc::PRIO_PROCESS as u64, libc::PRIO_PGRP as u64, libc::PRIO_USER as u64);
+        let setpriority = |which: u64, who: u64| on_arch(&filter, libc::SYS_setpriority, args(&[which, who, 19]));
+        assert_eq!(setpriority(process, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(setpriority(group, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(setpriority(process, 4242), errno(libc::EPERM));
+        assert_eq!(setpriority(user, 0), errno(libc::EPERM));
+        let ioprio_set = |which: u64, who: u64| on_arch(&filter, libc::SYS_ioprio_set, args(&[which, who, 3 << 13]));
+        assert_eq!(ioprio_set(1, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(ioprio_set(2, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(ioprio_set(1, 4242), errno(libc::EPERM));
+        assert_eq!(ioprio_set(3, 0), errno(libc::EPERM));
     }
 }
 
