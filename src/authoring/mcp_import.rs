@@ -26,7 +26,7 @@ use crate::authoring::target::BundleTarget;
 use crate::authoring::tools_file::{Change, ToolsDoc};
 use crate::bundle::capability::SecretId;
 use crate::bundle::diag::{Diagnostics, Severity};
-use crate::bundle::tools::ToolsFile;
+use crate::bundle::tools::{MAX_MCP_TOOL_NAME, ToolsFile, is_valid_mcp_tool_name};
 use crate::event::ServerRecord;
 use crate::runtime::mcp::{list_tools, pin};
 use crate::sandbox::SandboxMode;
@@ -55,6 +55,8 @@ pub(crate) struct ServerImported {
     pub changes: Vec<(String, Change, Fields)>,
     /// Its tools in tools.json that it no longer lists (kept).
     pub gone: Vec<String>,
+    /// Names it listed that no tool of a bundle can have (left out).
+    pub unnamed: Vec<String>,
 }
 
 /// What an import did.
@@ -111,7 +113,13 @@ pub(crate) fn import_mcp(
         let declared = declared_needs(&entry);
         let mut changes = Vec::new();
         let mut listed = Vec::new();
+        let mut unnamed = Vec::new();
         for definition in &definitions {
+            let name = definition.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !is_valid_mcp_tool_name(name) {
+                unnamed.push(crate::text::ellipsize(name, MAX_MCP_TOOL_NAME));
+                continue;
+            }
             let fresh = tool_entry(&source.name, source.bare_ids, definition, &declared);
             let id = fresh.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
             if let Some(other) = produced.iter().find(|(made, _)| *made == id).map(|(_, from)| from) {
@@ -142,7 +150,7 @@ pub(crate) fn import_mcp(
             .filter(|id| !listed.iter().any(|l| l == id))
             .map(str::to_string)
             .collect();
-        servers.push(ServerImported { name: source.name.clone(), record, changes, gone });
+        servers.push(ServerImported { name: source.name.clone(), record, changes, gone, unnamed });
     }
     let (grants, policy) = plan_grants(target, &merged, grant)?;
     commit(target, &tools, policy.as_ref(), &[])?;

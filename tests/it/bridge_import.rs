@@ -446,6 +446,32 @@ fn a_server_with_a_secret_in_its_env_is_imported_and_lint_says_it_was_not_checke
 }
 
 #[test]
+fn a_tool_listed_under_a_name_no_tool_can_have_is_left_out_and_the_bundle_still_loads() {
+    let td = TestDir::new();
+    let bundle = demo(&td);
+    let servers = servers();
+    let script = servers.servers_dir.join("hostile.py");
+    let mut args: Vec<String> = vec!["tools".into(), "import".into(), s(&bundle).into(), "--mcp".into(), "hostile".into()];
+    for dir in [&servers.sdk_python_home, &servers.root, &servers.servers_dir] {
+        args.extend(["--cap".to_string(), format!("fs:{}", dir.display())]);
+    }
+    args.extend(["--grant".into(), "--".into(), servers.sdk_python.clone(), s(&script).into()]);
+    let out = td.command().args(&args).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    assert!(stdout(&out).starts_with(&report_lines(&["hostile.ask".into(), "hostile.log".into(), "hostile.sample".into()], |_| "added")), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains(
+            "warning: `bad\\u{1b}[31mname` left out: the server `hostile` lists a tool under a name no tool can have (empty, over 128 characters, or with spaces or control characters)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(ids(&tools_json(&bundle)), ["hostile.ask", "hostile.log", "hostile.sample"]);
+    let lint = rlp(&td, &["lint", s(&bundle)]);
+    assert_eq!(code(&lint), 0, "{}", output::text(&lint));
+}
+
+#[test]
 fn an_answer_longer_than_max_output_bytes_is_refused_and_not_recorded() {
     let td = TestDir::new();
     let bundle = demo_with_seed(&td);

@@ -204,6 +204,12 @@ fn report(args: &ImportArgs, target: &BundleTarget, imported: &McpImported) -> C
             record.name,
             server.changes.len()
         )));
+        for name in &server.unnamed {
+            warning(terminal_safe_line(&format!(
+                "`{name}` left out: the server `{}` lists a tool under a name no tool can have (empty, over 128 characters, or with spaces or control characters)",
+                server.name
+            )));
+        }
         for id in &server.gone {
             diagnostic(&terminal_safe_line(&format!(
                 "{id}: kept (the server no longer lists it; remove it from tools.json if it is gone)"
@@ -230,6 +236,7 @@ fn report(args: &ImportArgs, target: &BundleTarget, imported: &McpImported) -> C
                     "id": id, "change": change.as_str(), "updated": fields.updated, "kept": fields.kept,
                 })).collect::<Vec<_>>(),
                 "gone": s.gone,
+                "left_out": s.unnamed,
             })).collect::<Vec<_>>(),
             "grants": grants_json(target, &imported.grants),
         }))?,

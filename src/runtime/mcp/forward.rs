@@ -25,6 +25,7 @@ use crate::runtime::asking::answer::Answerer;
 use crate::runtime::asking::questions::looks_secret;
 use crate::runtime::context::Sampler;
 use crate::runtime::mcp::client::{CALL, ServerAnswer, ServerAsk, Step};
+use crate::runtime::mcp::relayed_sampling;
 use crate::runtime::mcp::session::Session;
 use crate::runtime::scrub::Scrubber;
 
@@ -195,7 +196,7 @@ impl Exchange<'_> {
             ServerAsk::Sample(params) => {
                 let params = scrubber.scrubbed(&params);
                 let answer = match (&self.relay.sampler, count("sampling/createMessage") < MAX_ASKS) {
-                    (Some(sampler), true) => sampler.sample(&params),
+                    (Some(sampler), true) => sampler.sample(&relayed_sampling(&params)),
                     (Some(_), false) => Err(format!("sampling is refused past {MAX_ASKS} completions a request")),
                     (None, _) => Err("sampling is refused: rlp's client does not sample".to_string()),
                 };
@@ -230,6 +231,12 @@ fn answer_json(result: &ServerResult) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sampling_request_reaches_the_client_without_its_include_context() {
+        let asked = json!({"messages": [], "maxTokens": 10, "includeContext": "allServers", "systemPrompt": "s"});
+        assert_eq!(relayed_sampling(&asked), json!({"messages": [], "maxTokens": 10, "systemPrompt": "s"}));
+    }
 
     #[test]
     fn every_forwarded_method_reads_as_a_client_request() {

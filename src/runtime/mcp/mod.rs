@@ -513,7 +513,7 @@ impl Call<'_> {
             Some(_) if self.samples > MAX_SAMPLES => Err(format!(
                 "sampling is refused: the server asked for more than {MAX_SAMPLES} completions during one call"
             )),
-            Some(sampler) => sampler.sample(params),
+            Some(sampler) => sampler.sample(&relayed_sampling(params)),
             None => Err("sampling is refused: `rlp tools call` has no model to ask; call the tool through `rlp serve`, whose client may sample".to_string()),
         };
         let frame = ToolSamplePayload {
@@ -531,6 +531,19 @@ impl Call<'_> {
         self.journal.push(EventKind::ToolSample, actor, frame);
         answer
     }
+}
+
+/// What of a server's sampling request reaches the client: all of it but
+/// `includeContext`. rlp offers servers sampling without `context`, and
+/// puts many servers behind one; a server asking the host to include the
+/// context of "this server" or "all servers" would reach what the others
+/// exchanged.
+pub(crate) fn relayed_sampling(params: &Value) -> Value {
+    let mut params = params.clone();
+    if let Some(fields) = params.as_object_mut() {
+        fields.remove("includeContext");
+    }
+    params
 }
 
 /// The data of a server's log message as passed on: scrubbed, or, past

@@ -11,6 +11,9 @@ Tools (each answers JSON text):
                          call; "ok" or "refused" for each, in order
     log {size}           sends an info log message of `size` characters, then
                          one that says "done"; answers "logged"
+
+It also lists a tool under a name no tool can have (with an escape
+sequence), which it never answers.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestPa
             types.Tool(name="ask", description="Elicits too much.", input_schema=ask),
             types.Tool(name="sample", description="Samples too much.", input_schema=sample),
             types.Tool(name="log", description="Logs too much.", input_schema=obj({"size": times}, ["size"])),
+            types.Tool(name="bad\x1b[31mname", description="Named to break a bundle.", input_schema=obj()),
         ]
     )
 
