@@ -451,14 +451,22 @@ fn a_tool_listed_under_a_name_no_tool_can_have_is_left_out_and_the_bundle_still_
     let bundle = demo(&td);
     let servers = servers();
     let script = servers.servers_dir.join("hostile.py");
-    let mut args: Vec<String> = vec!["tools".into(), "import".into(), s(&bundle).into(), "--mcp".into(), "hostile".into()];
+    let mut args: Vec<String> =
+        vec!["tools".into(), "import".into(), s(&bundle).into(), "--mcp".into(), "hostile".into()];
     for dir in [&servers.sdk_python_home, &servers.root, &servers.servers_dir] {
         args.extend(["--cap".to_string(), format!("fs:{}", dir.display())]);
     }
     args.extend(["--grant".into(), "--".into(), servers.sdk_python.clone(), s(&script).into()]);
     let out = td.command().args(&args).stdin(Stdio::null()).output().unwrap();
     assert_eq!(code(&out), 0, "{}", output::text(&out));
-    assert!(stdout(&out).starts_with(&report_lines(&["hostile.ask".into(), "hostile.log".into(), "hostile.sample".into()], |_| "added")), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with(&report_lines(
+            &["hostile.ask".into(), "hostile.log".into(), "hostile.sample".into()],
+            |_| "added"
+        )),
+        "{}",
+        stdout(&out)
+    );
     assert!(
         stderr(&out).contains(
             "warning: `bad\\u{1b}[31mname` left out: the server `hostile` lists a tool under a name no tool can have (empty, over 128 characters, or with spaces or control characters)"
@@ -469,6 +477,46 @@ fn a_tool_listed_under_a_name_no_tool_can_have_is_left_out_and_the_bundle_still_
     assert_eq!(ids(&tools_json(&bundle)), ["hostile.ask", "hostile.log", "hostile.sample"]);
     let lint = rlp(&td, &["lint", s(&bundle)]);
     assert_eq!(code(&lint), 0, "{}", output::text(&lint));
+}
+
+#[test]
+fn a_server_that_floods_rlp_with_requests_is_stopped_and_its_call_fails() {
+    let td = TestDir::new();
+    let bundle = demo(&td);
+    let servers = servers();
+    let script = servers.servers_dir.join("flood.py");
+    let cap = format!("fs:{}", servers.servers_dir.display());
+    let import = rlp(
+        &td,
+        &[
+            "tools",
+            "import",
+            s(&bundle),
+            "--mcp",
+            "flood",
+            "--cap",
+            &cap,
+            "--grant",
+            "--",
+            "/usr/bin/python3",
+            s(&script),
+            "100000",
+        ],
+    );
+    assert_eq!(code(&import), 0, "{}", output::text(&import));
+    // 100,000 pings it never reads the answers to: without a bound, rlp
+    // would hold each answer (gigabytes) until the call's timeout.
+    let out = call(&td, &bundle, "flood.pings", json!({}));
+    assert_eq!(code(&out), 1, "{}", output::text(&out));
+    assert!(
+        stderr(&out).contains(
+            "error: tool `flood.pings` failed: the MCP server `flood` sent requests faster than rlp answers them (over 1024 at once, or 256 a second after that), so rlp stopped reading it; the server process is stopped with everything it started, and started again at the next call\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let results: Vec<Value> = td.frames().into_iter().filter(|f| f.kind == "tool.result").map(|f| f.payload).collect();
+    assert_eq!(results.last().unwrap()["error"]["kind"], "transport");
 }
 
 #[test]

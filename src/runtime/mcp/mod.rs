@@ -405,7 +405,13 @@ impl Waiting {
     /// The error of a request that got no answer.
     fn failed(&self, why: &str) -> AttemptError {
         let server = &self.session.server;
-        let message = if self.session.exits_within(EXIT_GRACE) {
+        let message = if let Some(stopped) = self.session.stopped_reading() {
+            self.session.retire();
+            format!(
+                "tool `{}` failed: the MCP server `{server}` {stopped}; the server process is stopped with everything it started, and started again at the next call",
+                self.tool
+            )
+        } else if self.session.exits_within(EXIT_GRACE) {
             self.session.retire();
             with_stderr(
                 format!(

@@ -220,6 +220,8 @@ pub(crate) struct Session {
     tools_changed: Arc<AtomicBool>,
     definitions: Mutex<Option<Arc<Definitions>>>,
     retired: AtomicBool,
+    /// Why rlp stopped reading the server, if it did ([`Ordered`]).
+    stopped: Arc<OnceLock<String>>,
     handle: tokio::runtime::Handle,
     /// The bridge's slot that holds it, emptied when it is retired.
     slot: OnceLock<std::sync::Weak<Slot>>,
@@ -260,7 +262,9 @@ impl Session {
     ) -> Result<Session, String> {
         let inflight = Arc::new(Inflight::default());
         let tools_changed = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::new(OnceLock::new());
         let client = client(Arc::clone(&inflight), Arc::clone(&tools_changed));
+        let reading = Arc::clone(&stopped);
         let (service, process) = match connect {
             Connect::Stdio(process, pipes) => {
                 let started = handle.block_on(async move {
@@ -273,7 +277,7 @@ impl Session {
                             read, write,
                         ));
                     let listener = client.listener();
-                    handshake(client.serve(Ordered::new(transport, listener)), startup).await
+                    handshake(client.serve(Ordered::new(transport, listener, reading)), startup).await
                 });
                 match started {
                     Ok(service) => (service, Some(*process)),
@@ -298,7 +302,7 @@ impl Session {
                 let service = handle.block_on(async move {
                     let transport = StreamableHttpClientTransport::from_config(config);
                     let listener = client.listener();
-                    handshake(client.serve(Ordered::new(transport, listener)), startup).await
+                    handshake(client.serve(Ordered::new(transport, listener, reading)), startup).await
                 })?;
                 (service, None)
             }
@@ -313,6 +317,7 @@ impl Session {
             tools_changed,
             definitions: Mutex::new(None),
             retired: AtomicBool::new(false),
+            stopped,
             started,
             handle,
             slot: OnceLock::new(),
@@ -329,6 +334,12 @@ impl Session {
     pub(crate) fn offers(&self, what: &str) -> bool {
         let info = self.service.as_ref().and_then(|s| s.peer_info().and_then(|i| serde_json::to_value(&*i).ok()));
         info.is_some_and(|info| info.pointer(&format!("/capabilities/{what}")).is_some())
+    }
+
+    /// Why rlp stopped reading the server, if it did: the calls waiting on
+    /// it fail with this.
+    pub(crate) fn stopped_reading(&self) -> Option<&str> {
+        self.stopped.get().map(String::as_str)
     }
 
     /// The I/O runtime the session runs on.
