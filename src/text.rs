@@ -36,18 +36,26 @@ pub(crate) fn format_ts(ts_ms: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
+/// Whether `c` changes how the text around it is shown: a control
+/// character other than newline and tab (escape sequences could clear the
+/// screen, retitle the window or fake output), a bidirectional embedding,
+/// override, isolate or mark (text that reads in another order than its
+/// characters'), or a Unicode line or paragraph separator.
+fn shows_otherwise(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
 /// Text that came from outside rlp (a tool's output, a server's body, an
-/// imported trace), made safe to print on a terminal: control characters
-/// other than newline and tab — escape sequences that could clear the screen,
-/// retitle the window or fake output — are written as `\u{1b}`.
+/// imported trace), made safe to print on a terminal: every character that
+/// [shows otherwise](shows_otherwise) is written as its code, `\u{1b}`.
 pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(unsafe_char) {
+    if !text.chars().any(shows_otherwise) {
         return Cow::Borrowed(text);
     }
     let mut safe = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if unsafe_char(c) {
+        if shows_otherwise(c) {
             safe.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
         } else {
             safe.push(c);
@@ -87,6 +95,9 @@ mod tests {
     fn control_characters_are_escaped_and_plain_text_is_borrowed() {
         assert!(matches!(terminal_safe("plain\ttext\n"), Cow::Borrowed(_)));
         assert_eq!(terminal_safe("a\x1b[2Jb\x07\u{9b}c\r"), "a\\u{1b}[2Jb\\u{7}\\u{9b}c\\u{d}");
+        // Text that would read in another order, or break the line.
+        assert_eq!(terminal_safe("ok\u{202e}txt.exe\u{2066}x\u{2028}y"), "ok\\u{202e}txt.exe\\u{2066}x\\u{2028}y");
+        assert!(matches!(terminal_safe("naïve → ✓"), Cow::Borrowed(_)));
     }
 
     #[test]

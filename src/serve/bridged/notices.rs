@@ -189,7 +189,8 @@ async fn tell_tool_changes(shared: &Arc<Shared>, server: &str, changes: &Value) 
             .iter()
             .filter_map(|v| key.map_or(Some(v), |k| v.get(k)))
             .filter_map(Value::as_str)
-            .map(str::to_string)
+            // The server names them: escaped, so no client's terminal is driven.
+            .map(|name| crate::text::terminal_safe_line(name).into_owned())
             .collect()
     };
     let told: Vec<String> = [
