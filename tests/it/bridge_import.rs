@@ -366,6 +366,7 @@ fn importing_in_json_reports_each_tool_the_server_and_the_grants() {
             "server": {"name": "rlp-bridge-seed", "version": "1.0.0", "protocol": "2025-11-25"},
             "tools": tools,
             "gone": [],
+            "left_out": [],
         }])
     );
     assert_eq!(report["grants"]["added"], json!([]));
