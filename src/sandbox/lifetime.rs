@@ -15,6 +15,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use rustix::fs::{Mode, OFlags};
+
 use crate::interrupt::{self, Tracked};
 use crate::kill::kill_cgroup;
 use crate::sandbox::cgroup::{self, CallCgroup, Entry};
@@ -66,6 +68,10 @@ pub(crate) struct KillCgroup {
     cgroup: CallCgroup,
     /// Its folder, open, where the tool is made in it.
     at_birth: Option<OwnedFd>,
+    /// Its `cgroup.kill`, open from the start: the call is ended even when
+    /// rlp can open no more files by then.
+    kill_file: OwnedFd,
+    /// The path of `cgroup.kill`, for the signal handler.
     kill: CString,
     _tracked: Tracked,
 }
@@ -80,9 +86,10 @@ impl KillCgroup {
             Entry::Join => None,
         };
         let path = cgroup.dir().join("cgroup.kill");
+        let kill_file = rustix::fs::open(&path, OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
         let kill = CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
         let tracked = interrupt::track_kill(&kill);
-        Ok(Some(KillCgroup { cgroup, at_birth, kill, _tracked: tracked }))
+        Ok(Some(KillCgroup { cgroup, at_birth, kill_file, kill, _tracked: tracked }))
     }
 
     /// The cgroup's folder, where the tool is to be made in it
@@ -102,7 +109,9 @@ impl KillCgroup {
         let members = std::fs::read_to_string(self.cgroup.dir().join("cgroup.procs"))
             .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
             .unwrap_or_default();
-        kill_cgroup(&self.kill);
+        if rustix::io::write(&self.kill_file, b"1").is_err() {
+            kill_cgroup(&self.kill);
+        }
         members
     }
 }
