@@ -101,7 +101,8 @@ def create_setuid():
     os.close(os.open(args[-1] + '.new', os.O_CREAT | os.O_WRONLY, 0o4755))
 attempt('create_setuid', create_setuid)
 attempt('mknod_setuid', lambda: os.mknod(args[-1] + '.node', 0o104755))
-attempt('mknod_setgid', lambda: os.mknod(args[-1] + '.node', 0o102755))";
+attempt('mknod_setgid', lambda: os.mknod(args[-1] + '.node', 0o102755))
+attempt('write_setuid', lambda: open(os.path.join(os.path.dirname(args[-1]), 'setuid_prog'), 'a').write('x'))";
 
 #[test]
 fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_inside() {
@@ -112,6 +113,10 @@ fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_ins
     let own = granted.join("own");
     std::fs::write(&own, "mine").unwrap();
     std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // A set-user-id program already in the grant: writing to it clears the bit.
+    let setuid_prog = granted.join("setuid_prog");
+    std::fs::write(&setuid_prog, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&setuid_prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
     let command = python_tool(&td, "meta", METADATA_PROBE);
     let readable = std::path::Path::new(&command).to_path_buf();
     let args = [outside.to_str().unwrap(), readable.to_str().unwrap(), "/usr/bin/python3", own.to_str().unwrap()];
@@ -137,7 +142,7 @@ fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_ins
             "python3:chmod": "EROFS", "python3:chown": "EROFS", "python3:utime": "EROFS", "python3:xattr": "EROFS",
             // Its own file: anything but a set-user-id bit.
             "own:chmod": "ok", "own:chown": "ok", "own:utime": "ok", "own:xattr": "ok",
-            "setuid": "EPERM", "create_setuid": "EPERM", "mknod_setuid": "EPERM", "mknod_setgid": "EPERM",
+            "setuid": "EPERM", "create_setuid": "EPERM", "mknod_setuid": "EPERM", "mknod_setgid": "EPERM", "write_setuid": "ok",
         })
     );
     assert_eq!(before(&outside), outside_before);
@@ -145,6 +150,8 @@ fn a_tool_changes_no_metadata_outside_its_grants_and_sets_no_set_user_id_bit_ins
     assert_eq!(before(&readable), program_before);
     assert!(!granted.join("own.new").exists());
     assert!(!granted.join("own.node").exists());
+    let mode = std::fs::metadata(&setuid_prog).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o755, "the tool's write left the set-user-id bit (CAP_FSETID)");
 }
 
 #[test]

@@ -54,7 +54,7 @@ use crate::sandbox::Grants;
 /// exited (its pipes close a moment before its exit is seen).
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// The largest log message of a server passed on (its data as JSON).
-const MAX_LOG_BYTES: usize = 16 * 1024;
+const MAX_LOG_BYTES: u64 = 16 * 1024;
 /// Most model completions a server may have relayed during one call.
 const MAX_SAMPLES: u32 = 8;
 /// How often a waiting call looks at its cancellation.
@@ -93,12 +93,12 @@ impl Call<'_> {
             )
         })?;
         let startup = launch::startup(declared);
+        let max_output_bytes = tool.max_output_bytes;
         // A running server was planned, confined and started by an earlier
         // call: nothing about it is worked out again.
         if let Some(session) = self.runtime.bridge().running(server) {
             let Started { sandbox, command, .. } = session.started.clone();
             self.check_pin(&session, name, pin, startup)?;
-            let max_output_bytes = tool.max_output_bytes;
             return Ok(McpPlan { session, tool: name.to_string(), sandbox, command, max_output_bytes });
         }
         let mut sandbox = None;
@@ -146,7 +146,7 @@ impl Call<'_> {
             )
         })?;
         self.check_pin(&session, name, pin, startup)?;
-        Ok(McpPlan { session, tool: name.to_string(), sandbox, command, max_output_bytes: tool.max_output_bytes })
+        Ok(McpPlan { session, tool: name.to_string(), sandbox, command, max_output_bytes })
     }
 
     /// The program of a stdio server on this platform, checked, with the
@@ -555,7 +555,7 @@ pub(crate) fn relayed_sampling(params: &Value) -> Value {
 /// The data of a server's log message as passed on: scrubbed, or, past
 /// [`MAX_LOG_BYTES`], a line that says it was left out.
 pub(crate) fn log_data(data: &Value, scrubber: &Scrubber) -> Value {
-    let size = serde_json::to_string(data).map_or(usize::MAX, |text| text.len());
+    let size = reply::json_size(data);
     if size > MAX_LOG_BYTES {
         return Value::String(format!(
             "rlp: a log message of {size} bytes from the server was left out (over {} KiB)",

@@ -30,20 +30,28 @@ pub(crate) fn within(
     answer: &CallToolResult,
     max_output_bytes: u64,
 ) -> Result<(), AttemptError> {
-    let mut counted = Counted(0);
-    // Writing to a counter fails only if the answer cannot be serialised,
-    // which its own deserialisation rules out.
-    let _ = serde_json::to_writer(&mut counted, answer);
-    if counted.0 <= max_output_bytes {
+    let size = json_size(answer);
+    if size <= max_output_bytes {
         return Ok(());
     }
+    let shown = if size == u64::MAX { "an answer rlp cannot measure".to_string() } else { format!("{size} bytes") };
     Err(AttemptError::new(
         FailureKind::OutputTooLarge,
         format!(
-            "tool `{tool}` output too large: the server `{server}` answered {} bytes, more than {max_output_bytes} (max_output_bytes)",
-            counted.0
+            "tool `{tool}` output too large: the server `{server}` answered {shown}, more than {max_output_bytes} (max_output_bytes)"
         ),
     ))
+}
+
+/// The length of `value`'s JSON text, counted without writing it out;
+/// `u64::MAX` for a value that cannot be written as JSON, so a bound on
+/// the size holds it back.
+pub(crate) fn json_size(value: &impl serde::Serialize) -> u64 {
+    let mut counted = Counted(0);
+    match serde_json::to_writer(&mut counted, value) {
+        Ok(()) => counted.0,
+        Err(_) => u64::MAX,
+    }
 }
 
 /// A writer that only counts what it is given.
@@ -138,6 +146,14 @@ mod tests {
                 size - 1
             )
         );
+    }
+
+    #[test]
+    fn a_value_that_cannot_be_written_as_json_measures_as_too_large() {
+        // A map with non-string keys has no JSON text.
+        let keyed: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        assert_eq!(json_size(&keyed), u64::MAX);
+        assert_eq!(json_size(&json!({"a": "bc"})), 10);
     }
 
     #[test]
