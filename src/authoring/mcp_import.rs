@@ -232,14 +232,12 @@ fn refuse_secrets(
     if scrubber.is_empty() {
         return Ok(());
     }
-    let holds = |value: &Value| {
-        let text = value.to_string();
-        matches!(scrubber.scrub(&text), std::borrow::Cow::Owned(_))
-    };
-    let named = if holds(&serde_json::to_value(record).unwrap_or(Value::Null)) {
+    let holds = |text: &str| matches!(scrubber.scrub(text), std::borrow::Cow::Owned(_));
+    let said_of_itself = [Some(&record.name), record.version.as_ref(), record.protocol.as_ref()];
+    let named = if said_of_itself.into_iter().flatten().any(|text| holds(text)) {
         Some("its serverInfo".to_string())
     } else {
-        definitions.iter().find(|definition| holds(definition)).map(|definition| {
+        definitions.iter().find(|definition| holds(&definition.to_string())).map(|definition| {
             let name = definition.get("name").and_then(Value::as_str).unwrap_or_default();
             format!("its definition of `{}`", crate::text::terminal_safe_line(name))
         })

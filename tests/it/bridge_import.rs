@@ -276,6 +276,25 @@ fn echoed(td: &TestDir, bundle: &Path, text: &str) -> Value {
     succeeded(&call(td, bundle, "seed.echo_meta", json!({"text": text})))
 }
 
+/// `rlp tools import <bundle> --mcp <name> --cap fs:<dir>… --grant --
+/// <command…>` of a server of tests/bridge/servers, which must succeed.
+fn import_test_server(td: &TestDir, bundle: &Path, name: &str, grants: &[&Path], command: &[&str]) -> Output {
+    let mut args = vec!["tools".to_string(), "import".into(), s(bundle).into(), "--mcp".into(), name.into()];
+    for dir in grants {
+        args.extend(["--cap".to_string(), format!("fs:{}", dir.display())]);
+    }
+    args.extend(["--grant".into(), "--".into()]);
+    args.extend(command.iter().map(|part| part.to_string()));
+    let out = td.command().args(&args).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    out
+}
+
+/// The payload of the last `tool.result` frame of the default home.
+fn last_result(td: &TestDir) -> Value {
+    td.frames().into_iter().filter(|f| f.kind == "tool.result").map(|f| f.payload).next_back().unwrap()
+}
+
 /// `rlp lint <bundle> --check-tools`: exit code and stdout.
 fn check_tools(td: &TestDir, bundle: &Path) -> (i32, String) {
     let out = rlp(td, &["lint", s(bundle), "--check-tools"]);
@@ -452,14 +471,8 @@ fn a_tool_listed_under_a_name_no_tool_can_have_is_left_out_and_the_bundle_still_
     let bundle = demo(&td);
     let servers = servers();
     let script = servers.servers_dir.join("hostile.py");
-    let mut args: Vec<String> =
-        vec!["tools".into(), "import".into(), s(&bundle).into(), "--mcp".into(), "hostile".into()];
-    for dir in [&servers.sdk_python_home, &servers.root, &servers.servers_dir] {
-        args.extend(["--cap".to_string(), format!("fs:{}", dir.display())]);
-    }
-    args.extend(["--grant".into(), "--".into(), servers.sdk_python.clone(), s(&script).into()]);
-    let out = td.command().args(&args).stdin(Stdio::null()).output().unwrap();
-    assert_eq!(code(&out), 0, "{}", output::text(&out));
+    let grants = [servers.sdk_python_home.as_path(), &servers.root, &servers.servers_dir];
+    let out = import_test_server(&td, &bundle, "hostile", &grants, &[&servers.sdk_python, s(&script)]);
     assert!(
         stdout(&out).starts_with(&report_lines(
             &["hostile.ask".into(), "hostile.log".into(), "hostile.sample".into()],
@@ -486,25 +499,7 @@ fn a_server_that_floods_rlp_with_requests_is_stopped_and_its_call_fails() {
     let bundle = demo(&td);
     let servers = servers();
     let script = servers.servers_dir.join("flood.py");
-    let cap = format!("fs:{}", servers.servers_dir.display());
-    let import = rlp(
-        &td,
-        &[
-            "tools",
-            "import",
-            s(&bundle),
-            "--mcp",
-            "flood",
-            "--cap",
-            &cap,
-            "--grant",
-            "--",
-            "/usr/bin/python3",
-            s(&script),
-            "100000",
-        ],
-    );
-    assert_eq!(code(&import), 0, "{}", output::text(&import));
+    import_test_server(&td, &bundle, "flood", &[&servers.servers_dir], &["/usr/bin/python3", s(&script), "100000"]);
     // 100,000 pings it never reads the answers to: without a bound, rlp
     // would hold each answer (gigabytes) until the call's timeout.
     let out = call(&td, &bundle, "flood.pings", json!({}));
@@ -516,8 +511,7 @@ fn a_server_that_floods_rlp_with_requests_is_stopped_and_its_call_fails() {
         "{}",
         stderr(&out)
     );
-    let results: Vec<Value> = td.frames().into_iter().filter(|f| f.kind == "tool.result").map(|f| f.payload).collect();
-    assert_eq!(results.last().unwrap()["error"]["kind"], "transport");
+    assert_eq!(last_result(&td)["error"]["kind"], "transport");
 }
 
 #[test]
@@ -538,9 +532,9 @@ fn an_answer_longer_than_max_output_bytes_is_refused_and_not_recorded() {
             && said.contains(" bytes, more than 200 (max_output_bytes)"),
         "{said}"
     );
-    let results: Vec<Value> = td.frames().into_iter().filter(|f| f.kind == "tool.result").map(|f| f.payload).collect();
-    assert_eq!(results.last().unwrap()["error"]["kind"], "output_too_large");
-    assert!(!results.last().unwrap().to_string().contains(&long));
+    let result = last_result(&td);
+    assert_eq!(result["error"]["kind"], "output_too_large");
+    assert!(!result.to_string().contains(&long));
 }
 
 #[test]
