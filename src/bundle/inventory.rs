@@ -71,39 +71,55 @@ fn scan_dir(dir: &Path, prefix: &str, depth: usize, out: &mut Inventory) -> io::
                 continue;
             }
         };
-        if depth == 0 && (path == MANIFEST_FILE || path == SIGNATURES_DIR) {
+        let meta = entry.metadata()?; // does not follow symlinks
+        // The manifest and SIGNATURES/ are checked on their own, when they
+        // are what they must be; otherwise they are refused here.
+        if depth == 0
+            && ((path == MANIFEST_FILE && file_refusal(&meta).is_none())
+                || (path == SIGNATURES_DIR && meta.file_type().is_dir()))
+        {
             continue;
         }
-        let meta = entry.metadata()?; // does not follow symlinks
-        let kind = meta.file_type();
         let refuse = |why: &str| Refused { path: path.clone(), why: why.to_string() };
-        if kind.is_symlink() {
-            out.refused.push(refuse("it is a symbolic link"));
-        } else if kind.is_dir() {
+        if meta.file_type().is_dir() {
             if depth >= MAX_DEPTH {
                 out.refused.push(refuse("it is nested too deeply"));
             } else {
                 scan_dir(&entry.path(), &format!("{path}/"), depth + 1, out)?;
             }
-        } else if kind.is_file() {
-            if meta.nlink() > 1 {
-                out.refused.push(refuse("it is a hard link (it has other names outside the bundle's control)"));
-            } else if !is_valid_artifact_path(&path) {
-                out.refused.push(refuse("its name has characters outside [A-Za-z0-9._-]"));
-            } else {
-                out.files.push(FileEntry { path, size: meta.len() });
-            }
-        } else if kind.is_fifo() {
-            out.refused.push(refuse("it is a FIFO"));
-        } else if kind.is_socket() {
-            out.refused.push(refuse("it is a socket"));
-        } else if kind.is_block_device() || kind.is_char_device() {
-            out.refused.push(refuse("it is a device file"));
+        } else if let Some(why) = file_refusal(&meta) {
+            out.refused.push(refuse(why));
+        } else if !is_valid_artifact_path(&path) {
+            out.refused.push(refuse("its name has characters outside [A-Za-z0-9._-]"));
         } else {
-            out.refused.push(refuse("it is not a regular file"));
+            out.files.push(FileEntry { path, size: meta.len() });
         }
     }
     Ok(())
+}
+
+/// Why an entry (its metadata, links not followed) cannot be a bundle
+/// file, if it cannot: anything but a regular file with a single name.
+pub fn file_refusal(meta: &fs::Metadata) -> Option<&'static str> {
+    let kind = meta.file_type();
+    Some(if kind.is_file() {
+        if meta.nlink() <= 1 {
+            return None;
+        }
+        "it is a hard link (it has other names outside the bundle's control)"
+    } else if kind.is_symlink() {
+        "it is a symbolic link"
+    } else if kind.is_dir() {
+        "it is a folder"
+    } else if kind.is_fifo() {
+        "it is a FIFO"
+    } else if kind.is_socket() {
+        "it is a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "it is a device file"
+    } else {
+        "it is not a regular file"
+    })
 }
 
 /// BLAKE3 of a byte slice.

@@ -80,6 +80,23 @@ pub fn is_valid_artifact_path(path: &str) -> bool {
         })
 }
 
+/// Why `path` cannot be a bundle's policy file (`[caps] file`), if it
+/// cannot: the policy must be a file of its own that manifest.toml lists
+/// with its digest, so that verification reads, and a signature covers,
+/// the same text the runtime grants from.
+pub fn caps_file_problem(path: &str) -> Option<String> {
+    if !is_valid_artifact_path(path) {
+        return Some(format!("`[caps] file` is `{path}`, which is not a relative path of `[A-Za-z0-9._-]` segments"));
+    }
+    let reserved = match path {
+        MANIFEST_FILE => "the manifest itself",
+        crate::bundle::tools::TOOLS_FILE => "the tools file",
+        _ if path == SIGNATURES_DIR || path.starts_with(&format!("{SIGNATURES_DIR}/")) => "a signature",
+        _ => return None,
+    };
+    Some(format!("`[caps] file` names `{path}`, {reserved}, which cannot hold the bundle's policy"))
+}
+
 /// The name field of a ustar header, the only tar form bundle archives use.
 pub const USTAR_NAME_BYTES: usize = 100;
 /// The prefix field of a ustar header.
@@ -254,6 +271,11 @@ impl Manifest {
         if let Some(caps) = top.table("caps", "[caps]", &["file"], false, diags) {
             caps.finish(diags);
             if let Some(file) = caps.string("file", false, diags) {
+                if let Some(problem) = caps_file_problem(file) {
+                    diags
+                        .report(Code::InvalidValue, At::Value(caps.at("file")), problem)
+                        .help("keep the policy in a file of its own, e.g. `file = \"policy.caps\"`");
+                }
                 manifest.caps_file = file.to_string();
             }
         }

@@ -334,7 +334,7 @@ pub fn load_with(dir: &Path, registries: &Registries) -> LoadedBundle {
 
     let caps_file = bundle.manifest.as_ref().map_or("policy.caps".to_string(), |m| m.caps_file.clone());
     let mut diags = Diagnostics::new(dir.join(&caps_file));
-    if manifest::is_valid_artifact_path(&caps_file)
+    if manifest::caps_file_problem(&caps_file).is_none()
         && let Some(text) = read_text(dir, &caps_file, true, &mut diags)
     {
         let (source, value) = value::load_toml(dir.join(&caps_file), text, &mut diags);

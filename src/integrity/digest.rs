@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item, Table, Value};
 
+use crate::bundle::inventory::file_refusal;
 use crate::bundle::manifest::{CAPS_KEY, Digest, MANIFEST_FILE, SHARED_SCHEMAS_KEY, TOOLS_KEY};
 use crate::bundle::registry::Registries;
 use crate::bundle::schema::SCHEMA_SCHEME;
@@ -133,9 +134,14 @@ fn shared_pins(dir: &Path, registries: &Registries) -> Pins {
         .collect()
 }
 
-/// Reads manifest.toml.
+/// Reads manifest.toml, which must be a regular file with a single name:
+/// a link would make rlp read (and quote in its errors) a file outside
+/// the bundle.
 fn read_manifest(dir: &Path) -> Result<(PathBuf, String), DigestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
+    if let Some(why) = std::fs::symlink_metadata(&manifest_path).ok().as_ref().and_then(file_refusal) {
+        return Err(DigestError::Refused { path: manifest_path, why: why.to_string() });
+    }
     match crate::fsutil::read_text_limited(&manifest_path, crate::integrity::verify::MAX_MANIFEST_BYTES) {
         Ok(text) => Ok((manifest_path, text)),
         Err(crate::fsutil::ReadError::Io(e))

@@ -91,6 +91,9 @@ pub(crate) fn read_manifest(bytes: &[u8]) -> Result<Manifest, Failure> {
     if let Some(item) = root.get("caps")
         && let Some(file) = string(table(item, "[caps]")?, "file", "[caps]")?
     {
+        if let Some(problem) = crate::bundle::manifest::caps_file_problem(file) {
+            return Err(invalid(problem));
+        }
         caps_file = file.to_string();
     }
     let mut tools_version = None;

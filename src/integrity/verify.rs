@@ -476,9 +476,20 @@ fn check_not_revoked(id: KeyId, policy: &TrustPolicy) -> Result<(), Failure> {
 }
 
 /// The capabilities the bundle's policy file requests (none without one).
+/// A policy file that is in the bundle but was not read as its policy
+/// fails the check: the runtime would grant from it.
 pub fn bundle_capabilities(evidence: &Evidence) -> Result<Vec<Capability>, Failure> {
-    let Some(bytes) = &evidence.policy_text else { return Ok(Vec::new()) };
     let file = &evidence.manifest.caps_file;
+    let Some(bytes) = &evidence.policy_text else {
+        if evidence.files.contains_key(file) {
+            return Err(Failure::new(
+                Reason::Manifest,
+                format!("`{file}`, the bundle's policy (`[caps] file`), is not listed in manifest.toml"),
+            )
+            .with_help("run `rlp digest` on the bundle and sign it again"));
+        }
+        return Ok(Vec::new());
+    };
     let invalid = |why: String| {
         Failure::new(Reason::Manifest, format!("{file} is invalid: {why}")).with_help("run `rlp lint` on the bundle")
     };

@@ -482,9 +482,7 @@ pub(crate) fn sealable(
     if let Some(key) = key {
         sign_bundle(dir, key, registries)?;
     }
-    let manifest_path = dir.join(MANIFEST_FILE);
-    let manifest_bytes = crate::fsutil::read_limited(&manifest_path, verify::MAX_MANIFEST_BYTES)
-        .map_err(|e| Failure::read(&manifest_path, e, Reason::Size))?;
+    let manifest_bytes = read_manifest(dir)?;
     let signed_by = existing_signer(dir, &manifest_bytes)?;
     let manifest = verify::parse_manifest(&manifest_bytes)?;
     Ok(Sealable { manifest_bytes, manifest, signed_by })
@@ -501,12 +499,15 @@ pub(crate) fn plan(dir: &Path, key: Option<&SecretKey>, then: &str, registries: 
     Ok(Plan { manifest, name, version, entries, signed_by })
 }
 
+/// The bytes of the manifest.toml of the bundle folder `dir`: a regular
+/// file with a single name.
+fn read_manifest(dir: &Path) -> Result<Vec<u8>, Failure> {
+    verify::read_regular(&dir.join(MANIFEST_FILE), MANIFEST_FILE, verify::MAX_MANIFEST_BYTES)
+}
+
 /// The archive `rlp bundle pack` writes for a bundle by default.
 pub(crate) fn default_archive(dir: &Path) -> Result<PathBuf, Failure> {
-    let manifest_path = dir.join(MANIFEST_FILE);
-    let manifest_bytes = crate::fsutil::read_limited(&manifest_path, verify::MAX_MANIFEST_BYTES)
-        .map_err(|e| Failure::read(&manifest_path, e, Reason::Size))?;
-    let manifest = verify::parse_manifest(&manifest_bytes)?;
+    let manifest = verify::parse_manifest(&read_manifest(dir)?)?;
     Ok(PathBuf::from(format!(
         "{}-{}.bundle.tar.gz",
         manifest.name.unwrap_or_default(),

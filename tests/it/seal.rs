@@ -872,6 +872,78 @@ fn rollbacks_and_capabilities_beyond_the_signer_rule_are_refused() {
     w.expect(0, &["agent", "install", &runner]);
 }
 
+/// A policy kept in a file that is not listed with a digest of its own
+/// (the manifest, the tools file, a signature) would be granted from
+/// without being checked against the signer's rule: every reader refuses it.
+#[test]
+fn a_policy_in_the_manifest_or_another_reserved_file_is_refused() {
+    let w = TestDir::new();
+    let (public, key) = keygen(&w, "dev");
+    w.expect(0, &["trust", "add", &public, "--name", "dev", "--allow-caps", "time"]);
+    for (file, reserved) in [
+        ("manifest.toml", "the manifest itself"),
+        ("tools.json", "the tools file"),
+        ("SIGNATURES/manifest.sig", "a signature"),
+    ] {
+        let bundle = write_mailer(&w, "greedy", "0.1.0", "");
+        fs::remove_file(w.join(&bundle).join("policy.caps")).unwrap();
+        let manifest = MANIFEST.replace("mailer", "greedy").replace("VERSION", "0.1.0");
+        let manifest = manifest.replace("file = \"policy.caps\"", &format!("file = \"{file}\""));
+        fs::write(w.join(&bundle).join("manifest.toml"), format!("{manifest}\n[capabilities]\nexec = true\n")).unwrap();
+        let problem = format!("`[caps] file` names `{file}`, {reserved}, which cannot hold the bundle's policy");
+        let (stdout, _) = w.expect(1, &["lint", &bundle]);
+        assert_contains(&stdout, &format!("error[RLP007]: {problem}"));
+        // What the author's tools write is refused before anything else.
+        w.expect(0, &["digest", &bundle]);
+        let (_, stderr) = w.expect(1, &["sign", &bundle, "--key", &key]);
+        assert_contains(&stderr, &problem);
+        let (_, stderr) = w.expect(1, &["bundle", "verify", &bundle]);
+        assert_eq!(
+            stderr,
+            format!("error: manifest.toml is invalid: {problem}\n  help: run `rlp lint` on the bundle to see where\n")
+        );
+        w.expect(1, &["agent", "install", &bundle]);
+        assert!(installed_names(&w).is_empty(), "{file}");
+        fs::remove_dir_all(w.join(&bundle)).unwrap();
+    }
+}
+
+/// A manifest.toml or SIGNATURES/ that is a link leads outside the bundle:
+/// every command refuses it, and none quotes what the link points to.
+#[test]
+fn a_linked_manifest_or_signatures_folder_is_refused_without_quoting_its_target() {
+    let w = TestDir::new();
+    let (_, key) = keygen(&w, "dev");
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
+    fs::write(w.join("secret.env"), "API_TOKEN=hunter2-value\n").unwrap();
+    let manifest = w.join(&bundle).join("manifest.toml");
+    fs::remove_file(&manifest).unwrap();
+    std::os::unix::fs::symlink(w.join("secret.env"), &manifest).unwrap();
+    let refused = format!("{bundle}/manifest.toml cannot be part of a bundle: it is a symbolic link");
+    for (code, args) in [
+        (1, vec!["digest", &bundle]),
+        (1, vec!["digest", "--check", &bundle]),
+        (1, vec!["sign", &bundle, "--key", &key]),
+        (1, vec!["bundle", "pack", &bundle, "-o", "out.tar.gz"]),
+    ] {
+        let (stdout, stderr) = w.expect(code, &args);
+        assert!(!format!("{stdout}{stderr}").contains("hunter2"), "{args:?} quoted the link's target:\n{stderr}");
+        assert_contains(&stderr, &refused);
+    }
+    let (stdout, _) = w.expect(1, &["lint", &bundle]);
+    assert!(!stdout.contains("hunter2"), "{stdout}");
+    assert_contains(&stdout, "`manifest.toml` cannot be part of a bundle: it is a symbolic link");
+
+    // SIGNATURES/ linked to a folder elsewhere.
+    fs::remove_file(&manifest).unwrap();
+    fs::write(&manifest, MANIFEST.replace("VERSION", "0.1.0")).unwrap();
+    w.expect(0, &["digest", &bundle]);
+    fs::create_dir(w.join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(w.join("elsewhere"), w.join(&bundle).join("SIGNATURES")).unwrap();
+    let (stdout, _) = w.expect(1, &["lint", &bundle]);
+    assert_contains(&stdout, "`SIGNATURES` cannot be part of a bundle: it is a symbolic link");
+}
+
 /// The blake3 value of `[artifacts.caps]` in a manifest's text.
 fn caps_before(manifest: &str) -> String {
     let entry = &manifest[manifest.find("[artifacts.caps]").unwrap()..];
