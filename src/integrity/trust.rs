@@ -161,6 +161,12 @@ impl TrustPolicy {
         self.anchors.iter().find(|a| a.key_id() == id)
     }
 
+    /// The anchor whose public key is `key`: the whole key, where a key id
+    /// is only 64 bits of its hash (what trusts a signature).
+    pub fn anchor_with_key(&self, key: &PublicKey) -> Option<&Anchor> {
+        self.anchors.iter().find(|a| a.key == *key)
+    }
+
     /// The anchor called `name`.
     pub fn anchor_named(&self, name: &str) -> Option<&Anchor> {
         self.anchors.iter().find(|a| a.name == name)

@@ -450,7 +450,7 @@ fn check_trust(signature: &ManifestSignature, options: &Options<'_>) -> Result<S
         Trust::Any => Ok(Signer { key_id: id, anchor: None }),
         Trust::Policy(policy) => {
             check_not_revoked(id, policy)?;
-            let Some(anchor) = policy.anchor_for(id) else {
+            let Some(anchor) = policy.anchor_with_key(&signature.public) else {
                 return Err(Failure::new(
                     Reason::Untrusted,
                     format!("the bundle is signed by key {id}, which is not a trust anchor in trust-policy.toml"),

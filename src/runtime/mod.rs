@@ -80,7 +80,7 @@ use crate::runtime::call::{Call, NO_CONTEXT};
 use crate::runtime::exposure::EffectivePolicy;
 use crate::runtime::http::ClientError;
 use crate::runtime::journal::Journal;
-use crate::runtime::trust_gate::TrustGate;
+use crate::runtime::trust_gate::{Loaded, TrustGate};
 use crate::secrets::{Providers, SecretResolver};
 use crate::text::plural;
 use uuid::Uuid;
@@ -248,7 +248,8 @@ impl Runtime {
             Err(_) if gate.check().is_err() => Contents::unread(&root),
             Err(e) => return Err(e),
         };
-        let Contents { agent, version, tools, tool_ids, policy, warnings, servers } = contents;
+        let Contents { agent, version, tools, tool_ids, policy, warnings, servers, loaded } = contents;
+        let gate = gate.expecting(loaded);
         let tool_list = options.config.tool_list(&agent);
         Ok(Runtime {
             root,
@@ -408,6 +409,7 @@ struct Contents {
     policy: EffectivePolicy,
     warnings: Vec<String>,
     servers: Vec<Server>,
+    loaded: Loaded,
 }
 
 impl Contents {
@@ -434,7 +436,8 @@ impl Contents {
             tools.insert(tool.id.clone(), Arc::new(prepared));
         }
         let servers = bundle.tools.as_ref().map(|file| file.servers.clone()).unwrap_or_default();
-        Ok(Contents { agent, version, tools, tool_ids, policy, warnings, servers })
+        let loaded = Loaded::of(&bundle);
+        Ok(Contents { agent, version, tools, tool_ids, policy, warnings, servers, loaded })
     }
 
     /// Nothing of a bundle that could not be read: its agent named after its
@@ -448,6 +451,7 @@ impl Contents {
             policy: EffectivePolicy::new(crate::bundle::policy::Policy::empty()),
             warnings: Vec::new(),
             servers: Vec::new(),
+            loaded: Loaded::default(),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! changed since the last call.
 //!
 //! One small file per bundle in `$RUNLOOP_HOME/cache/trust/`, named after
-//! the bundle's path, holding only a *successful* verdict and the key it was
+//! the bundle's path, holding only a *successful* verdict (with the BLAKE3
+//! of the manifest.toml verified) and the key it was
 //! reached on: the BLAKE3 of the bundle's path and of the fingerprint of
 //! every bundle file and of the trust policy (see
 //! [`crate::runtime::trust_gate`]). Any change to the bundle or the policy
@@ -17,6 +18,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::bundle::manifest::Digest;
 use crate::home::Home;
 use crate::integrity::keys::KeyId;
 use crate::integrity::trust::is_valid_anchor_name;
@@ -24,7 +26,7 @@ use crate::integrity::verify::Signer;
 use crate::runtime::trust_gate::{Admission, Checked};
 
 /// The first line of a cache file.
-const MAGIC: &str = "rlp-trust-cache v1";
+const MAGIC: &str = "rlp-trust-cache v2";
 /// Largest cache file read.
 const MAX_CACHE_BYTES: u64 = 1024;
 
@@ -57,7 +59,8 @@ impl TrustCache {
         let bytes = crate::fsutil::read_limited(&self.file, MAX_CACHE_BYTES).ok()?;
         let text = std::str::from_utf8(&bytes).ok()?;
         let mut lines = text.strip_suffix('\n')?.split('\n');
-        let (magic, stored, checked, signer) = (lines.next()?, lines.next()?, lines.next()?, lines.next()?);
+        let (magic, stored, checked, signer, manifest) =
+            (lines.next()?, lines.next()?, lines.next()?, lines.next()?, lines.next()?);
         if magic != MAGIC || lines.next().is_some() || stored != format!("key {}", key.to_hex()) {
             return None;
         }
@@ -83,13 +86,14 @@ impl TrustCache {
         if checked == Checked::Signed && signer.is_none() {
             return None;
         }
-        Some(Admission::Verified { checked, signer })
+        let manifest = manifest.strip_prefix("manifest ")?.parse::<Digest>().ok()?;
+        Some(Admission::Verified { checked, signer, manifest })
     }
 
     /// Stores a verdict for `key`; a cache that cannot be written is no
     /// error (the next call verifies again).
     pub(crate) fn store(&self, key: &blake3::Hash, admission: &Admission) {
-        let Admission::Verified { checked, signer } = admission else { return };
+        let Admission::Verified { checked, signer, manifest } = admission else { return };
         let checked = match checked {
             Checked::Installed => "installed",
             Checked::Signed => "signed",
@@ -98,7 +102,7 @@ impl TrustCache {
             None => "-".to_string(),
             Some(Signer { key_id, anchor }) => format!("{key_id} {}", anchor.as_deref().unwrap_or("-")),
         };
-        let text = format!("{MAGIC}\nkey {}\nchecked {checked}\nsigner {signer}\n", key.to_hex());
+        let text = format!("{MAGIC}\nkey {}\nchecked {checked}\nsigner {signer}\nmanifest {manifest}\n", key.to_hex());
         let _ = self.write(text.as_bytes());
     }
 
@@ -126,7 +130,8 @@ mod tests {
         assert_ne!(key, other);
         assert_eq!(cache.load(&key), None);
         let signer = Signer { key_id: KeyId([0xab; 8]), anchor: Some("release".into()) };
-        let admission = Admission::Verified { checked: Checked::Installed, signer: Some(signer) };
+        let manifest = Digest([0x5a; 32]);
+        let admission = Admission::Verified { checked: Checked::Installed, signer: Some(signer), manifest };
         cache.store(&key, &admission);
         assert_eq!(cache.load(&key), Some(admission));
         assert_eq!(cache.load(&other), None);

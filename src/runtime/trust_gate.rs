@@ -19,7 +19,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::bundle::manifest::SIGNATURES_DIR;
+use crate::bundle::inventory::hash_bytes;
+use crate::bundle::manifest::{Digest, MANIFEST_FILE, SIGNATURES_DIR};
 use crate::event::Decision;
 use crate::home::Home;
 use crate::integrity::failure::{Failure, Reason};
@@ -55,7 +56,55 @@ pub(crate) enum Admission {
         checked: Checked,
         /// Who signed it (`None`: installed unsigned with `--allow-unsigned`).
         signer: Option<Signer>,
+        /// BLAKE3 of the manifest.toml verified (whose digests cover every
+        /// other file).
+        manifest: Digest,
     },
+}
+
+/// What the runtime read of a bundle when it loaded it. A call is admitted
+/// only when that is what the gate verifies: a file changed between the
+/// load and the check (and perhaps changed back) would otherwise run
+/// unverified bytes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Loaded {
+    /// BLAKE3 of manifest.toml as read (`None`: not read).
+    pub(crate) manifest: Option<Digest>,
+    /// The first other file read whose bytes are not those its digest in
+    /// that manifest.toml names.
+    pub(crate) differs: Option<String>,
+}
+
+impl Loaded {
+    /// What was read of `bundle`: its manifest's digest, and the first
+    /// bundle file read (the policy, tools.json, schemas) that does not
+    /// match the digest that manifest lists for it.
+    pub(crate) fn of(bundle: &crate::bundle::LoadedBundle) -> Loaded {
+        let manifest = bundle.sources.get(MANIFEST_FILE).map(|source| hash_bytes(source.text().as_bytes()));
+        let listed = |path: &str| {
+            bundle.manifest.as_ref()?.listed().find(|artifact| artifact.path == path).and_then(|a| a.blake3)
+        };
+        let differs = bundle
+            .sources
+            .iter()
+            // Shared schemas (absolute paths) are held to their pins at load.
+            .filter(|(path, _)| path.as_str() != MANIFEST_FILE && !Path::new(path).is_absolute())
+            .find(|(path, source)| listed(path) != Some(hash_bytes(source.text().as_bytes())))
+            .map(|(path, _)| path.clone());
+        Loaded { manifest, differs }
+    }
+
+    /// `admission`, when a verified bundle is the one that was read.
+    fn agrees(&self, admission: Admission) -> Result<Admission, Failure> {
+        let Admission::Verified { manifest, .. } = &admission else { return Ok(admission) };
+        let changed = match &self.differs {
+            Some(path) => format!("`{path}` as rlp loaded it does not match its digest in manifest.toml"),
+            None if self.manifest != Some(*manifest) => "manifest.toml changed since rlp loaded the bundle".to_string(),
+            None => return Ok(admission),
+        };
+        Err(Failure::new(Reason::Digest, format!("{changed}: rlp runs only the bundle it verifies"))
+            .with_help("run the command again (restart `rlp serve`) to load the bundle as it is now"))
+    }
 }
 
 /// One bundle's trust check, with its last verdict cached.
@@ -67,6 +116,7 @@ pub(crate) struct TrustGate {
     policy_file: PathBuf,
     cache: Mutex<Option<Verdict>>,
     persisted: TrustCache,
+    loaded: Loaded,
 }
 
 /// A verdict and the fingerprint of what it was reached on.
@@ -87,7 +137,13 @@ impl TrustGate {
             policy_file: home.trust_policy_file(),
             cache: Mutex::new(None),
             persisted: TrustCache::new(home, root),
+            loaded: Loaded::default(),
         }
+    }
+
+    /// The gate, admitting calls only to the bundle as `loaded` read it.
+    pub(crate) fn expecting(self, loaded: Loaded) -> TrustGate {
+        TrustGate { loaded, ..self }
     }
 
     /// Why the bundle is checked; `None` for an unsigned working folder (one
@@ -116,9 +172,9 @@ impl TrustGate {
     /// as it is now. A verified bundle's allow event is recorded with the
     /// call; a refusal of agent `agent` is recorded at once.
     pub(crate) fn admit(&self, agent: &str, journal: &mut Journal<'_>) -> Result<(), CallError> {
-        match self.check() {
+        match self.check().and_then(|admission| self.loaded.agrees(admission)) {
             Ok(Admission::Unchecked) => Ok(()),
-            Ok(Admission::Verified { checked, signer }) => {
+            Ok(Admission::Verified { checked, signer, .. }) => {
                 let what = match checked {
                     Checked::Installed => "installed bundle verified",
                     Checked::Signed => "signed bundle verified",
@@ -177,7 +233,8 @@ impl TrustGate {
         let policy = TrustPolicy::load(&self.policy_file)?;
         let options =
             Options { trust: Trust::Policy(&policy), require_signature: checked == Checked::Signed, registries: None };
-        let verified = verify::verify_dir(&self.root, &options).map_err(|f| with_call_help(f, checked))?;
+        let evidence = verify::collect_dir(&self.root).map_err(|f| with_call_help(f, checked))?;
+        let verified = verify::check(&evidence, &options).map_err(|f| with_call_help(f, checked))?;
         if checked == Checked::Installed && verified.name != self.folder_name {
             return Err(Failure::new(
                 Reason::Manifest,
@@ -185,7 +242,7 @@ impl TrustGate {
             )
             .with_help("install the bundle again with `rlp agent install`"));
         }
-        Ok(Admission::Verified { checked, signer: verified.signer })
+        Ok(Admission::Verified { checked, signer: verified.signer, manifest: hash_bytes(&evidence.manifest_bytes) })
     }
 
     /// The metadata of every entry of the bundle and of the trust policy, in

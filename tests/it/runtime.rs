@@ -1296,6 +1296,62 @@ fn an_installed_bundle_edited_and_re_digested_after_install_is_refused_at_call_t
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
+/// A process runs the bundle as it loaded it: when the folder is replaced
+/// by another signed bundle after the load, the trust gate verifies the new
+/// one, and the call is refused rather than run from what was loaded.
+#[test]
+fn a_bundle_replaced_after_it_was_loaded_is_not_run_as_loaded() {
+    let td = TestDir::new();
+    std::fs::create_dir_all(td.home()).unwrap();
+    std::fs::write(td.home().join("config.toml"), "[runtime]\nsandbox = \"off\"\n").unwrap();
+    let swap = td.join("swap.sh");
+    let tools = json!([
+        bundle::tool("swap", bundle::exec(&swap.display().to_string(), &[])),
+        bundle::runtime_tool("ok", "ok.sh", &[])
+    ]);
+    let loaded = td.bundle("marked", tools, "[capabilities]\nexec = true\n");
+    let public = sign_bundle(&td, &loaded, "release");
+    td.rlp()
+        .args(["trust", "add"])
+        .arg(&public)
+        .args(["--name", "release", "--allow-caps", "exec", "--allow-exec"])
+        .assert()
+        .success();
+    // The same bundle with another tools.json, signed by the same trusted key.
+    let other = td.join("other/marked");
+    files::copy_tree(&loaded, &other);
+    let text =
+        std::fs::read_to_string(other.join("tools.json")).unwrap().replace("test tool ok", "does something else");
+    std::fs::write(other.join("tools.json"), text).unwrap();
+    td.rlp().arg("digest").arg(&other).assert().success();
+    td.rlp().arg("sign").arg(&other).arg("--key").arg(td.join("keys/release.key")).assert().success();
+    td.rlp().args(["bundle", "verify"]).arg(&other).assert().success();
+    // The first call puts the other bundle's files in place of the loaded ones.
+    let copies: String = ["tools.json", "manifest.toml", "SIGNATURES/manifest.sig"]
+        .iter()
+        .map(|file| format!("cp {} {}\n", other.join(file).display(), loaded.join(file).display()))
+        .collect();
+    std::fs::write(&swap, format!("#!/bin/sh\nset -e\n{copies}echo '{{}}'\n")).unwrap();
+    std::fs::set_permissions(&swap, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(td.join("calls.jsonl"), "{\"tool\": \"swap\"}\n{\"tool\": \"ok\"}\n").unwrap();
+    let output = td
+        .rlp()
+        .args(["tools", "call"])
+        .arg(&loaded)
+        .arg("--batch")
+        .arg(td.join("calls.jsonl"))
+        .args(["--jobs", "1"])
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(tool_calls(&td), 1, "only the first call ran");
+    let (decision, reason) = trust_audits(&td).pop().unwrap();
+    assert_eq!(decision, "deny");
+    assert_eq!(reason, "manifest.toml changed since rlp loaded the bundle: rlp runs only the bundle it verifies");
+    // A process that loads the bundle as it is now runs it.
+    td.call(&loaded, "ok", json!({})).assert().success();
+}
+
 #[test]
 fn a_signed_working_folder_is_checked_and_an_unsigned_one_is_not() {
     let td = TestDir::new();
