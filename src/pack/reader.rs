@@ -29,9 +29,10 @@ use crate::bundle::manifest::{Digest, MANIFEST_FILE, SIGNATURES_DIR, is_valid_ar
 use crate::integrity::failure::{Failure, Reason};
 use crate::integrity::signature::{MAX_SIGNATURE_BYTES, SIGNATURE_FILE};
 use crate::integrity::verify::{self, Evidence, FileFacts, MAX_MANIFEST_BYTES, MAX_POLICY_BYTES};
-use crate::pack::canonical::Checker;
+use crate::pack::canonical::{Checker, MAX_LAG};
 use crate::pack::format::{BLOCK, BUNDLE_PREFIX, GZIP_HEADER, Kind, canonical_header, padding, tar_name};
 use crate::pack::inflate::{GiveUp, Parallel};
+use crate::text::terminal_safe_line;
 
 pub use crate::pack::format::Format;
 
@@ -107,10 +108,25 @@ struct Recording<R> {
     record: Option<VecDeque<u8>>,
 }
 
+/// Most compressed bytes kept before they are compared: the comparison's
+/// own bound, [`MAX_LAG`], and room for what the decoder has read ahead.
+/// Compressed input that inflates to nothing (empty deflate blocks) is
+/// never compared, so it is bounded here.
+const MAX_RECORDED: usize = MAX_LAG + (1 << 20);
+
 impl<R: Read> Read for Recording<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         if let Some(record) = &mut self.record {
+            if record.len() + n > MAX_RECORDED {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "its compressed bytes run more than {} MiB ahead of their content, which `rlp bundle pack` never writes",
+                        MAX_LAG >> 20
+                    ),
+                ));
+            }
             record.extend(&buf[..n]);
         }
         Ok(n)
@@ -310,29 +326,31 @@ fn refused_type(entry_type: tar::EntryType) -> Option<&'static str> {
 /// Checks the name of an entry of an archive of `format` (after its first)
 /// and returns the bundle path.
 fn check_name(name: &str, is_dir: bool, format: Format) -> Result<&str, Failure> {
+    // The name is the archive's, shown on one line whatever it holds.
+    let quoted = terminal_safe_line(name);
     if name.starts_with('/') {
-        return Err(Failure::new(Reason::Archive, format!("entry `{name}` has an absolute path")));
+        return Err(Failure::new(Reason::Archive, format!("entry `{quoted}` has an absolute path")));
     }
     let path = match (is_dir, name.strip_suffix('/')) {
         (true, Some(path)) => path,
         (false, None) => name,
         (true, None) | (false, Some(_)) => {
-            return Err(bad(format!("entry `{name}`: folders and only folders end with `/`")));
+            return Err(bad(format!("entry `{quoted}`: folders and only folders end with `/`")));
         }
     };
     if path.split(['/', '\\']).any(|segment| segment == "..") {
-        return Err(Failure::new(Reason::Archive, format!("entry `{name}` climbs out of the bundle with `..`")));
+        return Err(Failure::new(Reason::Archive, format!("entry `{quoted}` climbs out of the bundle with `..`")));
     }
     let path = match (format, name.starts_with(BUNDLE_PREFIX)) {
         (Format::V2, true) => path.strip_prefix(BUNDLE_PREFIX).unwrap_or_default(),
         (Format::V2, false) => {
             return Err(bad(format!(
-                "entry `{name}` lies outside `{BUNDLE_PREFIX}`: every entry of an archive that starts with `{BUNDLE_PREFIX}` (format 2) must be under it"
+                "entry `{quoted}` lies outside `{BUNDLE_PREFIX}`: every entry of an archive that starts with `{BUNDLE_PREFIX}` (format 2) must be under it"
             )));
         }
         (Format::V1, true) => {
             return Err(bad(format!(
-                "entry `{name}` is under `{BUNDLE_PREFIX}`, but the archive starts with `{MANIFEST_FILE}` at its root: an archive keeps every entry under `{BUNDLE_PREFIX}` (format 2) or none (format 1), never some of them"
+                "entry `{quoted}` is under `{BUNDLE_PREFIX}`, but the archive starts with `{MANIFEST_FILE}` at its root: an archive keeps every entry under `{BUNDLE_PREFIX}` (format 2) or none (format 1), never some of them"
             )));
         }
         (Format::V1, false) => path,
@@ -340,7 +358,7 @@ fn check_name(name: &str, is_dir: bool, format: Format) -> Result<&str, Failure>
     if !is_valid_artifact_path(path) {
         return Err(Failure::new(
             Reason::Archive,
-            format!("entry `{name}` is not a valid bundle path (`/`-separated [A-Za-z0-9._-] segments)"),
+            format!("entry `{quoted}` is not a valid bundle path (`/`-separated [A-Za-z0-9._-] segments)"),
         ));
     }
     Ok(path)
@@ -475,7 +493,8 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
         };
         let entry_type = header.entry_type();
         if let Some(why) = refused_type(entry_type) {
-            return Err(Failure::new(Reason::Archive, format!("entry `{name}` {why}"))
+            let quoted = terminal_safe_line(&name);
+            return Err(Failure::new(Reason::Archive, format!("entry `{quoted}` {why}"))
                 .with_help("bundle archives hold only regular files and folders"));
         }
         let is_dir = entry_type == tar::EntryType::Directory;
@@ -668,7 +687,8 @@ fn parse<T: TarStream>(mut tar: T, limits: &Limits, sink: &mut dyn Sink) -> Resu
 /// `agent.bundle/` in its canonical form.
 fn check_bundle_folder(name: &str, is_dir: bool, header: &tar::Header) -> Result<(), Failure> {
     if name != BUNDLE_PREFIX || !is_dir {
-        return Err(bad(format!("the archive must start with the folder `{BUNDLE_PREFIX}`, not `{name}`")));
+        let quoted = terminal_safe_line(name);
+        return Err(bad(format!("the archive must start with the folder `{BUNDLE_PREFIX}`, not `{quoted}`")));
     }
     let canonical =
         canonical_header(Format::V2, "", Kind::Dir, 0).map_err(|e| bad(format!("entry `{BUNDLE_PREFIX}`: {e}")))?;

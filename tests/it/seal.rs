@@ -944,6 +944,32 @@ fn a_linked_manifest_or_signatures_folder_is_refused_without_quoting_its_target(
     assert_contains(&stdout, "`SIGNATURES` cannot be part of a bundle: it is a symbolic link");
 }
 
+/// Compressed input that inflates to nothing (empty deflate blocks) is
+/// bounded like any other look-ahead of the canonical check: refused once
+/// it runs 16 MiB ahead, instead of being held in memory whole.
+#[test]
+fn empty_deflate_blocks_cannot_make_the_canonical_check_hold_the_archive() {
+    let w = TestDir::new();
+    let bundle = write_mailer(&w, "mailer", "0.1.0", CAPS);
+    w.expect(0, &["digest", &bundle]);
+    w.expect(0, &["bundle", "pack", &bundle, "-o", "good.tar.gz"]);
+    let good = fs::read(w.join("good.tar.gz")).unwrap();
+    // After the 10-byte gzip header: 18 MiB of empty stored blocks, then the real stream.
+    let empty_block: &[u8] = &[0x00, 0x00, 0x00, 0xff, 0xff];
+    let mut padded = good[..10].to_vec();
+    padded.extend(empty_block.repeat((18 << 20) / empty_block.len()));
+    padded.extend(&good[10..]);
+    fs::write(w.join("padded.tar.gz"), padded).unwrap();
+    let (_, stderr) = w.expect(1, &["bundle", "verify", "--canonical", "padded.tar.gz"]);
+    assert_eq!(
+        stderr,
+        "error: the archive is corrupt: its compressed bytes run more than 16 MiB ahead of their content, which `rlp bundle pack` never writes\n  help: the archive is damaged or was not made by `rlp bundle pack`\n"
+    );
+    w.expect(1, &["agent", "install", "--allow-unsigned", "padded.tar.gz"]);
+    // The content is intact: the default verification, which accepts any encoding, passes.
+    w.expect(0, &["bundle", "verify", "padded.tar.gz"]);
+}
+
 /// The blake3 value of `[artifacts.caps]` in a manifest's text.
 fn caps_before(manifest: &str) -> String {
     let entry = &manifest[manifest.find("[artifacts.caps]").unwrap()..];
@@ -1320,6 +1346,11 @@ fn hostile_archives_are_refused_and_leave_nothing_behind() {
             "absolute",
             one_entry("/tmp/rlp-evil", tar::EntryType::Regular, notes),
             "entry `/tmp/rlp-evil` has an absolute path",
+        ),
+        (
+            "newline",
+            one_entry("a\nverified mailer 1.0", tar::EntryType::Regular, notes),
+            "entry `a\\u{a}verified mailer 1.0` is not a valid bundle path",
         ),
         ("symlink", one_entry("notes.txt", tar::EntryType::Symlink, b""), "entry `notes.txt` is a symbolic link"),
         ("hardlink", one_entry("notes.txt", tar::EntryType::Link, b""), "entry `notes.txt` is a hard link"),
