@@ -99,6 +99,7 @@ impl Loaded {
         let Admission::Verified { manifest, .. } = &admission else { return Ok(admission) };
         let changed = match &self.differs {
             Some(path) => format!("`{path}` as rlp loaded it does not match its digest in manifest.toml"),
+            None if self.manifest.is_none() => "rlp could not read the bundle when it loaded it".to_string(),
             None if self.manifest != Some(*manifest) => "manifest.toml changed since rlp loaded the bundle".to_string(),
             None => return Ok(admission),
         };
