@@ -2,8 +2,8 @@
 //! a bearer token (when the server has one; compared in constant time) and
 //! a loopback `Origin` (DNS rebinding). Request bodies are bounded by the
 //! SDK's service ([`MAX_MESSAGE_BYTES`]), headers by [`HEADER_WAIT`],
-//! connections by [`MAX_CONNECTIONS`]; `Host` is checked by the SDK on
-//! loopback binds.
+//! connections by [`MAX_CONNECTIONS`], sessions by [`Sessions`]; `Host` is
+//! checked by the SDK on loopback binds.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -22,7 +23,7 @@ use tower_service::Service;
 
 use crate::serve::MAX_MESSAGE_BYTES;
 use crate::serve::handler::{Handler, Shared};
-use crate::serve::tasks::legacy::{Sessions, normalize};
+use crate::serve::tasks::legacy::{Sessions, normalize, refusing_sessions};
 
 /// The endpoint's path.
 pub const ENDPOINT: &str = "/mcp";
@@ -121,17 +122,8 @@ fn check(request: &Request<Incoming>, token: Option<&str>) -> Result<(), (Status
     Ok(())
 }
 
-/// Whether `request` would open a session (2025-11-25): a POST without a
-/// session id that is not a stateless request of 2026-07-28 or later.
-fn opens_session(request: &Request<Incoming>) -> bool {
-    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
-    request.method() == hyper::Method::POST
-        && header("mcp-session-id").is_none()
-        && header("mcp-protocol-version").is_none_or(|version| version < "2026-07-28")
-}
-
-/// The answer to a client that would open a session past the cap: 503,
-/// with when to try again.
+/// The answer to a client whose session [`Sessions`] refused as past the
+/// cap: 503, with when to try again.
 fn sessions_full(max_sessions: usize) -> Reply {
     let mut reply = refuse(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -171,13 +163,12 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         // Any Host may reach a non-loopback bind; the bearer token guards it.
         config = config.disable_allowed_hosts();
     }
-    let mut sessions = Sessions::default();
-    sessions.0.session_config.channel_capacity = RESUMABLE_EVENTS;
-    sessions.0.session_config.completed_cache_ttl = RESUMABLE_FOR;
-    let sessions = Arc::new(sessions);
-    let service =
-        StreamableHttpService::new(move || Ok(Handler::new(Arc::clone(&shared))), Arc::clone(&sessions), config);
+    let mut local = LocalSessionManager::default();
+    local.session_config.channel_capacity = RESUMABLE_EVENTS;
+    local.session_config.completed_cache_ttl = RESUMABLE_FOR;
     let max_sessions = settings.max_sessions;
+    let sessions = Arc::new(Sessions::new(local, max_sessions));
+    let service = StreamableHttpService::new(move || Ok(Handler::new(Arc::clone(&shared))), sessions, config);
     let token: Option<Arc<str>> = settings.token.map(Into::into);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
@@ -204,20 +195,12 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         let _ = stream.set_nodelay(true);
         let service = service.clone();
         let token = token.clone();
-        let sessions = Arc::clone(&sessions);
         let connection = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let mut service = service.clone();
-            let sessions = Arc::clone(&sessions);
             let refused = check(&request, token.as_deref()).err();
             let gone = CancellationToken::new();
             request.extensions_mut().insert(ClientGone(gone.clone()));
             async move {
-                if refused.is_none()
-                    && opens_session(&request)
-                    && sessions.0.sessions.read().await.len() >= max_sessions
-                {
-                    return Ok(sessions_full(max_sessions));
-                }
                 match refused {
                     Some((status, message)) => Ok::<_, Infallible>(refuse(status, message)),
                     None => {
@@ -225,7 +208,11 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
                             Ok(request) => request,
                             Err(reply) => return Ok(reply),
                         };
-                        let reply = service.call(request).await?;
+                        let (reply, full) = refusing_sessions(service.call(request)).await;
+                        if full {
+                            return Ok(sessions_full(max_sessions));
+                        }
+                        let reply = reply?;
                         // The guard cancels `gone` when hyper drops the body:
                         // at its end, or when the client went away.
                         let guard = gone.drop_guard();

@@ -884,24 +884,33 @@ impl RawReply {
     }
 }
 
-/// Sends `method /mcp` with `headers` and `body` to `address` on a
-/// connection of its own, closed after the response, which is read whole.
-fn raw(address: &str, method: &str, headers: &[(&str, &str)], body: &str) -> RawReply {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
-    let mut request = format!(
+/// The head of `method /mcp` to `address`, with `headers` besides the usual
+/// ones, for a body of `length` bytes, on a connection closed after the
+/// response.
+fn head(address: &str, method: &str, headers: &[(&str, &str)], length: usize) -> String {
+    let mut head = format!(
         "{method} /mcp HTTP/1.1\r\nHost: {address}\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {}\r\nConnection: close\r\n",
-        body.len()
+         Content-Length: {length}\r\nConnection: close\r\n"
     );
-    if !body.is_empty() {
-        request.push_str("Content-Type: application/json\r\n");
+    if length > 0 {
+        head.push_str("Content-Type: application/json\r\n");
     }
     for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
+        head.push_str(&format!("{name}: {value}\r\n"));
     }
-    request.push_str(&format!("\r\n{body}"));
-    stream.write_all(request.as_bytes()).unwrap();
+    head.push_str("\r\n");
+    head
+}
+
+/// A connection to `address`, its reads bounded by the hang guard.
+fn connect(address: &str) -> TcpStream {
+    let stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    stream
+}
+
+/// The rest of `stream`, read whole: the response to its request.
+fn reply(mut stream: TcpStream) -> RawReply {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or_else(|| panic!("not an HTTP response: {response}"));
@@ -909,16 +918,42 @@ fn raw(address: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Raw
     RawReply { status, head: head.to_string(), body: body.to_string() }
 }
 
+/// Sends `method /mcp` with `headers` and `body` to `address` on a
+/// connection of its own, closed after the response, which is read whole.
+fn raw(address: &str, method: &str, headers: &[(&str, &str)], body: &str) -> RawReply {
+    let mut stream = connect(address);
+    stream.write_all(format!("{}{body}", head(address, method, headers, body.len())).as_bytes()).unwrap();
+    reply(stream)
+}
+
 /// A 2025-11-25 client opening a session: `initialize` with id `id`.
 fn open_session(address: &str, id: u64) -> RawReply {
     raw(address, "POST", &[], &mcp::initialize(id).to_string())
 }
 
+/// Asserts that `reply` refuses a session as past `--max-sessions N`: 503,
+/// when to try again, and why.
+fn assert_sessions_full(reply: &RawReply, max_sessions: usize) {
+    assert_eq!((reply.status, reply.header("retry-after")), (503, Some("5")), "{}\n{}", reply.head, reply.body);
+    assert_eq!(
+        reply.body,
+        format!(
+            "rlp serve holds its most sessions ({max_sessions}, --max-sessions); end one (DELETE /mcp with its \
+             Mcp-Session-Id) or try again later\n"
+        )
+    );
+}
+
+/// The scaffold's bundle `agents/demo`.
+fn demo(td: &TestDir) -> PathBuf {
+    td.expect_output(0, &["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"]);
+    td.bundle_path("demo")
+}
+
 #[test]
 fn a_client_past_max_sessions_is_told_to_come_back_until_a_session_ends() {
     let td = TestDir::new();
-    td.expect_output(0, &["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"]);
-    let serve = HttpServe::start(&td, &td.bundle_path("demo"), &["--max-sessions", "1"]);
+    let serve = HttpServe::start(&td, &demo(&td), &["--max-sessions", "1"]);
     let address = serve.address();
     let first = open_session(address, 1);
     assert_eq!(first.status, 200, "{}\n{}", first.head, first.body);
@@ -926,13 +961,7 @@ fn a_client_past_max_sessions_is_told_to_come_back_until_a_session_ends() {
 
     // The one session is held: a second client is refused, told when to
     // try again, and why.
-    let second = open_session(address, 2);
-    assert_eq!((second.status, second.header("retry-after")), (503, Some("5")), "{}", second.head);
-    assert_eq!(
-        second.body,
-        "rlp serve holds its most sessions (1, --max-sessions); end one (DELETE /mcp with its Mcp-Session-Id) or \
-         try again later\n"
-    );
+    assert_sessions_full(&open_session(address, 2), 1);
     // A stateless client (2026-07-28) opens no session: it is served.
     let report = mcp::drive(&scenario(serve.transport(None), "2026-07-28", None, json!([{"op": "list"}])));
     assert_eq!(step(&report, 0)["tools"], json!([]));
@@ -943,4 +972,55 @@ fn a_client_past_max_sessions_is_told_to_come_back_until_a_session_ends() {
     let third = open_session(address, 3);
     assert_eq!(third.status, 200, "{}\n{}", third.head, third.body);
     assert_ne!(third.header("mcp-session-id"), Some(session.as_str()));
+}
+
+/// An `initialize` opens a session whichever revision it names: one that
+/// names 2026-07-28 (in its header and its params) is held to the cap too.
+#[test]
+fn an_initialize_naming_2026_07_28_is_refused_past_max_sessions_too() {
+    let td = TestDir::new();
+    let serve = HttpServe::start(&td, &demo(&td), &["--max-sessions", "1"]);
+    let address = serve.address();
+    let first = open_session(address, 1);
+    assert_eq!(first.status, 200, "{}\n{}", first.head, first.body);
+
+    let mut initialize = mcp::initialize(2);
+    initialize["params"]["protocolVersion"] = json!("2026-07-28");
+    let second = raw(address, "POST", &[("MCP-Protocol-Version", "2026-07-28")], &initialize.to_string());
+    assert_sessions_full(&second, 1);
+}
+
+/// Clients that all ask for a session at once get no more than the cap
+/// between them: each request's headers are in and accepted (the server's
+/// `100 Continue`) before any body is sent, and the sessions are counted
+/// only as they are made.
+#[test]
+fn initializes_sent_at_once_open_no_more_sessions_than_the_cap() {
+    const CLIENTS: u64 = 8;
+    let td = TestDir::new();
+    let serve = HttpServe::start(&td, &demo(&td), &["--max-sessions", "2"]);
+    let address = serve.address();
+    let bodies: Vec<String> = (1..=CLIENTS).map(|id| mcp::initialize(id).to_string()).collect();
+    let mut clients: Vec<TcpStream> = bodies
+        .iter()
+        .map(|body| {
+            let mut stream = connect(address);
+            let head = head(address, "POST", &[("Expect", "100-continue")], body.len());
+            stream.write_all(head.as_bytes()).unwrap();
+            let mut interim = [0; 25];
+            stream.read_exact(&mut interim).unwrap();
+            assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+            stream
+        })
+        .collect();
+    for (stream, body) in clients.iter_mut().zip(&bodies) {
+        stream.write_all(body.as_bytes()).unwrap();
+    }
+    let replies: Vec<RawReply> = clients.into_iter().map(reply).collect();
+
+    let (opened, refused): (Vec<_>, Vec<_>) = replies.iter().partition(|reply| reply.status == 200);
+    assert_eq!(opened.len(), 2, "{:?}", replies.iter().map(|r| r.status).collect::<Vec<_>>());
+    for reply in refused {
+        assert_sessions_full(reply, 2);
+    }
 }
