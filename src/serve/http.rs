@@ -1,9 +1,9 @@
 //! The Streamable HTTP transport at `/mcp`, behind two checks of rlp's own:
 //! a bearer token (when the server has one; compared in constant time) and
-//! a loopback `Origin` (DNS rebinding). Request bodies are bounded by the
-//! SDK's service ([`MAX_MESSAGE_BYTES`]), headers by [`HEADER_WAIT`],
-//! connections by [`MAX_CONNECTIONS`], sessions by [`Sessions`]; `Host` is
-//! checked by the SDK on loopback binds.
+//! a loopback `Origin` (DNS rebinding). Request bodies are bounded in size
+//! ([`MAX_MESSAGE_BYTES`]) and in time ([`BODY_WAIT`]), headers by
+//! [`HEADER_WAIT`], connections by [`MAX_CONNECTIONS`], sessions by
+//! [`Sessions`]; `Host` is checked by the SDK on loopback binds.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -27,10 +27,17 @@ use crate::serve::tasks::legacy::{Sessions, normalize, refusing_sessions};
 
 /// The endpoint's path.
 pub const ENDPOINT: &str = "/mcp";
-/// Longest a client may take to send a request's headers; the connection is
+/// Longest a client may take to send a request's headers, and longest a
+/// kept-alive connection waits for its next request; the connection is
 /// closed after that (a client that opens connections and sends nothing
 /// holds none for long).
 const HEADER_WAIT: Duration = Duration::from_secs(10);
+/// Longest a client may take to send a request's whole body, once its
+/// headers are in; past it the request is answered 408 and the connection
+/// closed (a client that sends headers and then nothing, or a byte now and
+/// then, holds no connection for long). 4 MiB, the largest body, takes it
+/// at about 140 KB/s.
+const BODY_WAIT: Duration = Duration::from_secs(30);
 /// Most connections served at once; further clients wait in the listen
 /// backlog until one closes (every connection holds a descriptor and a task).
 const MAX_CONNECTIONS: usize = 512;
@@ -138,14 +145,28 @@ fn sessions_full(max_sessions: usize) -> Reply {
 }
 
 /// `request` with its JSON-RPC message read whole (at most
-/// [`MAX_MESSAGE_BYTES`]: 413 beyond) and [`normalize`]d: the tasks of
-/// 2025-11-25 made readable by the SDK.
-async fn normalized(request: Request<Incoming>) -> Result<Request<Full<Bytes>>, Reply> {
+/// [`MAX_MESSAGE_BYTES`]: 413 beyond; within `wait`, [`BODY_WAIT`] but in
+/// tests: 408 past it) and [`normalize`]d: the tasks of 2025-11-25 made
+/// readable by the SDK.
+async fn normalized<B>(request: Request<B>, wait: Duration) -> Result<Request<Full<Bytes>>, Reply>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let (parts, body) = request.into_parts();
     let limited = http_body_util::Limited::new(body, MAX_MESSAGE_BYTES);
-    let bytes = match limited.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large or was cut short")),
+    let bytes = match tokio::time::timeout(wait, limited.collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(_)) => {
+            return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large or was cut short"));
+        }
+        Err(_) => {
+            let message = format!("the request body did not arrive in full within {wait:?}");
+            let mut reply = refuse(StatusCode::REQUEST_TIMEOUT, &message);
+            // The rest of the body is not read: the connection ends here.
+            reply.headers_mut().insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+            return Err(reply);
+        }
     };
     let bytes = if parts.method == hyper::Method::POST { normalize(&bytes).map_or(bytes, Bytes::from) } else { bytes };
     Ok(Request::from_parts(parts, Full::new(bytes)))
@@ -204,7 +225,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
                 match refused {
                     Some((status, message)) => Ok::<_, Infallible>(refuse(status, message)),
                     None => {
-                        let request = match normalized(request).await {
+                        let request = match normalized(request, BODY_WAIT).await {
                             Ok(request) => request,
                             Err(reply) => return Ok(reply),
                         };
@@ -257,6 +278,28 @@ mod tests {
             ["http://evil.example", "null", "http://localhost.evil.example", "http://10.0.0.1", "file:///x", ""]
         {
             assert!(!is_loopback_origin(origin), "{origin}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_that_does_not_arrive_in_full_in_time_is_answered_408() {
+        type Frames = futures_util::stream::BoxStream<'static, Result<hyper::body::Frame<Bytes>, Infallible>>;
+        const WAIT: Duration = Duration::from_millis(200);
+        // Nothing after the headers, and a byte every 50 ms for ever: each
+        // byte comes well within the wait, the body never in full.
+        let silent: Frames = Box::pin(futures_util::stream::pending());
+        let trickled: Frames = Box::pin(futures_util::stream::unfold((), |()| async {
+            tokio::time::sleep(WAIT / 4).await;
+            Some((Ok(hyper::body::Frame::data(Bytes::from_static(b" "))), ()))
+        }));
+        for frames in [silent, trickled] {
+            let request = Request::post(ENDPOINT).body(http_body_util::StreamBody::new(frames)).unwrap();
+            let read = tokio::time::timeout(WAIT * 10, normalized(request, WAIT)).await;
+            let reply = read.expect("the body is still being read").expect_err("the body was read");
+            assert_eq!(reply.status(), StatusCode::REQUEST_TIMEOUT);
+            assert_eq!(reply.headers()[hyper::header::CONNECTION], "close");
+            let message = reply.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(message, "the request body did not arrive in full within 200ms\n");
         }
     }
 
