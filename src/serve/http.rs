@@ -175,12 +175,16 @@ where
 /// Serves until `stop` is cancelled.
 pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: CancellationToken) -> std::io::Result<()> {
     settings.listener.set_nonblocking(true)?;
-    let loopback = settings.listener.local_addr()?.ip().is_loopback();
+    let bound = settings.listener.local_addr()?.ip();
     let listener = TcpListener::from_std(settings.listener)?;
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .with_cancellation_token(stop.child_token());
-    if !loopback {
+    if bound.is_loopback() {
+        // Besides the SDK's `localhost`, `127.0.0.1` and `::1`: the address
+        // bound, which its clients name (e.g. 127.0.0.2).
+        config.allowed_hosts.push(bound.to_string());
+    } else {
         // Any Host may reach a non-loopback bind; the bearer token guards it.
         config = config.disable_allowed_hosts();
     }

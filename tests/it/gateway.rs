@@ -3,7 +3,8 @@
 //! templates, prompts, completions and subscriptions of the servers, their
 //! tools' content blocks, each exchange on the record, the bundle's policy
 //! and the operator's list deciding what is offered; and the cap on the
-//! sessions `rlp serve --http` holds.
+//! sessions `rlp serve --http` holds, and the `Host` it serves on a
+//! loopback address.
 //!
 //! The servers are real: the conformance suite's server of the tests
 //! (`tests/bridge/servers/conformance_tools.py`, Streamable HTTP) and the
@@ -12,7 +13,7 @@
 //! What rlp serves is compared with what the same server answers the same
 //! client (`tests/mcp/drive.py`, the official MCP Python SDK) directly.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -886,12 +887,15 @@ impl RawReply {
 
 /// The head of `method /mcp` to `address`, with `headers` besides the usual
 /// ones, for a body of `length` bytes, on a connection closed after the
-/// response.
+/// response. A `Host` among `headers` replaces the one naming `address`.
 fn head(address: &str, method: &str, headers: &[(&str, &str)], length: usize) -> String {
     let mut head = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {address}\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {length}\r\nConnection: close\r\n"
+        "{method} /mcp HTTP/1.1\r\nAccept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\
+         Connection: close\r\n"
     );
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
     if length > 0 {
         head.push_str("Content-Type: application/json\r\n");
     }
@@ -915,7 +919,25 @@ fn reply(mut stream: TcpStream) -> RawReply {
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or_else(|| panic!("not an HTTP response: {response}"));
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{response}"));
-    RawReply { status, head: head.to_string(), body: body.to_string() }
+    let mut reply = RawReply { status, head: head.to_string(), body: body.to_string() };
+    if reply.header("transfer-encoding") == Some("chunked") {
+        reply.body = dechunked(body);
+    }
+    reply
+}
+
+/// The data of `body`, sent in chunks (`Transfer-Encoding: chunked`).
+fn dechunked(mut body: &str) -> String {
+    let mut data = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size, 16).unwrap_or_else(|_| panic!("not a chunk: {body}"));
+        if size == 0 {
+            break;
+        }
+        data.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+    data
 }
 
 /// Sends `method /mcp` with `headers` and `body` to `address` on a
@@ -1022,5 +1044,67 @@ fn initializes_sent_at_once_open_no_more_sessions_than_the_cap() {
     assert_eq!(opened.len(), 2, "{:?}", replies.iter().map(|r| r.status).collect::<Vec<_>>());
     for reply in refused {
         assert_sessions_full(reply, 2);
+    }
+}
+
+/// `rlp serve <bundle> --http <ip>:0` on a loopback address other than the
+/// 127.0.0.1 [`HttpServe`] binds; killed when dropped.
+struct ServedOn {
+    child: Child,
+    /// The `host:port` it listens on.
+    address: String,
+}
+
+impl ServedOn {
+    /// Starts it and waits for the endpoint it announces on stderr (the rest
+    /// of which is read and dropped).
+    fn start(td: &TestDir, bundle: &Path, ip: &str) -> ServedOn {
+        let mut child = td
+            .command()
+            .arg("serve")
+            .arg(bundle)
+            .args(["--http", &format!("{ip}:0")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                line.strip_prefix("rlp serve: listening on http://")?.strip_suffix("/mcp").map(str::to_string)
+            })
+            .expect("rlp serve announced no endpoint");
+        std::thread::spawn(move || lines.for_each(drop));
+        ServedOn { child, address }
+    }
+}
+
+impl Drop for ServedOn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A server bound to 127.0.0.2 serves clients that name that address in
+/// `Host` (as every client of `http://127.0.0.2:PORT/mcp` does), and still
+/// refuses a `Host` naming anything else (DNS rebinding).
+#[test]
+fn a_server_on_another_loopback_address_serves_clients_that_name_it() {
+    let td = TestDir::new();
+    let served = ServedOn::start(&td, &demo(&td), "127.0.0.2");
+    let address = served.address.as_str();
+    let port = address.rsplit_once(':').unwrap().1;
+    let initialize = mcp::initialize(1).to_string();
+    for host in [address.to_string(), format!("localhost:{port}")] {
+        let opened = raw(address, "POST", &[("Host", &host)], &initialize);
+        assert_eq!(opened.status, 200, "Host: {host}\n{}\n{}", opened.head, opened.body);
+    }
+    for host in [format!("rebound.example:{port}"), format!("127.0.0.3:{port}")] {
+        let refused = raw(address, "POST", &[("Host", &host)], &initialize);
+        assert_eq!((refused.status, refused.body.as_str()), (403, "Forbidden: Host header is not allowed"), "{host}");
     }
 }
