@@ -1,9 +1,9 @@
 //! The Streamable HTTP transport at `/mcp`, behind two checks of rlp's own:
 //! a bearer token (when the server has one; compared in constant time) and
-//! a loopback `Origin` (DNS rebinding). Request bodies are bounded by the
-//! SDK's service ([`MAX_MESSAGE_BYTES`]), headers by [`HEADER_WAIT`],
-//! connections by [`MAX_CONNECTIONS`]; `Host` is checked by the SDK on
-//! loopback binds.
+//! a loopback `Origin` (DNS rebinding). Request bodies are bounded in size
+//! ([`MAX_MESSAGE_BYTES`]) and in time ([`BODY_WAIT`]), headers by
+//! [`HEADER_WAIT`], connections by [`MAX_CONNECTIONS`], sessions by
+//! [`Sessions`]; `Host` is checked by the SDK on loopback binds.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -22,14 +23,21 @@ use tower_service::Service;
 
 use crate::serve::MAX_MESSAGE_BYTES;
 use crate::serve::handler::{Handler, Shared};
-use crate::serve::tasks::legacy::{Sessions, normalize};
+use crate::serve::tasks::legacy::{Sessions, normalize, refusing_sessions};
 
 /// The endpoint's path.
 pub const ENDPOINT: &str = "/mcp";
-/// Longest a client may take to send a request's headers; the connection is
+/// Longest a client may take to send a request's headers, and longest a
+/// kept-alive connection waits for its next request; the connection is
 /// closed after that (a client that opens connections and sends nothing
 /// holds none for long).
 const HEADER_WAIT: Duration = Duration::from_secs(10);
+/// Longest a client may take to send a request's whole body, once its
+/// headers are in; past it the request is answered 408 and the connection
+/// closed (a client that sends headers and then nothing, or a byte now and
+/// then, holds no connection for long). 4 MiB, the largest body, takes it
+/// at about 140 KB/s.
+const BODY_WAIT: Duration = Duration::from_secs(30);
 /// Most connections served at once; further clients wait in the listen
 /// backlog until one closes (every connection holds a descriptor and a task).
 const MAX_CONNECTIONS: usize = 512;
@@ -121,17 +129,8 @@ fn check(request: &Request<Incoming>, token: Option<&str>) -> Result<(), (Status
     Ok(())
 }
 
-/// Whether `request` would open a session (2025-11-25): a POST without a
-/// session id that is not a stateless request of 2026-07-28 or later.
-fn opens_session(request: &Request<Incoming>) -> bool {
-    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
-    request.method() == hyper::Method::POST
-        && header("mcp-session-id").is_none()
-        && header("mcp-protocol-version").is_none_or(|version| version < "2026-07-28")
-}
-
-/// The answer to a client that would open a session past the cap: 503,
-/// with when to try again.
+/// The answer to a client whose session [`Sessions`] refused as past the
+/// cap: 503, with when to try again.
 fn sessions_full(max_sessions: usize) -> Reply {
     let mut reply = refuse(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -146,14 +145,28 @@ fn sessions_full(max_sessions: usize) -> Reply {
 }
 
 /// `request` with its JSON-RPC message read whole (at most
-/// [`MAX_MESSAGE_BYTES`]: 413 beyond) and [`normalize`]d: the tasks of
-/// 2025-11-25 made readable by the SDK.
-async fn normalized(request: Request<Incoming>) -> Result<Request<Full<Bytes>>, Reply> {
+/// [`MAX_MESSAGE_BYTES`]: 413 beyond; within `wait`, [`BODY_WAIT`] but in
+/// tests: 408 past it) and [`normalize`]d: the tasks of 2025-11-25 made
+/// readable by the SDK.
+async fn normalized<B>(request: Request<B>, wait: Duration) -> Result<Request<Full<Bytes>>, Reply>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let (parts, body) = request.into_parts();
     let limited = http_body_util::Limited::new(body, MAX_MESSAGE_BYTES);
-    let bytes = match limited.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large or was cut short")),
+    let bytes = match tokio::time::timeout(wait, limited.collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(_)) => {
+            return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large or was cut short"));
+        }
+        Err(_) => {
+            let message = format!("the request body did not arrive in full within {wait:?}");
+            let mut reply = refuse(StatusCode::REQUEST_TIMEOUT, &message);
+            // The rest of the body is not read: the connection ends here.
+            reply.headers_mut().insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+            return Err(reply);
+        }
     };
     let bytes = if parts.method == hyper::Method::POST { normalize(&bytes).map_or(bytes, Bytes::from) } else { bytes };
     Ok(Request::from_parts(parts, Full::new(bytes)))
@@ -162,22 +175,25 @@ async fn normalized(request: Request<Incoming>) -> Result<Request<Full<Bytes>>, 
 /// Serves until `stop` is cancelled.
 pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: CancellationToken) -> std::io::Result<()> {
     settings.listener.set_nonblocking(true)?;
-    let loopback = settings.listener.local_addr()?.ip().is_loopback();
+    let bound = settings.listener.local_addr()?.ip();
     let listener = TcpListener::from_std(settings.listener)?;
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .with_cancellation_token(stop.child_token());
-    if !loopback {
+    if bound.is_loopback() {
+        // Besides the SDK's `localhost`, `127.0.0.1` and `::1`: the address
+        // bound, which its clients name (e.g. 127.0.0.2).
+        config.allowed_hosts.push(bound.to_string());
+    } else {
         // Any Host may reach a non-loopback bind; the bearer token guards it.
         config = config.disable_allowed_hosts();
     }
-    let mut sessions = Sessions::default();
-    sessions.0.session_config.channel_capacity = RESUMABLE_EVENTS;
-    sessions.0.session_config.completed_cache_ttl = RESUMABLE_FOR;
-    let sessions = Arc::new(sessions);
-    let service =
-        StreamableHttpService::new(move || Ok(Handler::new(Arc::clone(&shared))), Arc::clone(&sessions), config);
+    let mut local = LocalSessionManager::default();
+    local.session_config.channel_capacity = RESUMABLE_EVENTS;
+    local.session_config.completed_cache_ttl = RESUMABLE_FOR;
     let max_sessions = settings.max_sessions;
+    let sessions = Arc::new(Sessions::new(local, max_sessions));
+    let service = StreamableHttpService::new(move || Ok(Handler::new(Arc::clone(&shared))), sessions, config);
     let token: Option<Arc<str>> = settings.token.map(Into::into);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
@@ -204,28 +220,24 @@ pub(crate) async fn serve(shared: Arc<Shared>, settings: HttpSettings, stop: Can
         let _ = stream.set_nodelay(true);
         let service = service.clone();
         let token = token.clone();
-        let sessions = Arc::clone(&sessions);
         let connection = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let mut service = service.clone();
-            let sessions = Arc::clone(&sessions);
             let refused = check(&request, token.as_deref()).err();
             let gone = CancellationToken::new();
             request.extensions_mut().insert(ClientGone(gone.clone()));
             async move {
-                if refused.is_none()
-                    && opens_session(&request)
-                    && sessions.0.sessions.read().await.len() >= max_sessions
-                {
-                    return Ok(sessions_full(max_sessions));
-                }
                 match refused {
                     Some((status, message)) => Ok::<_, Infallible>(refuse(status, message)),
                     None => {
-                        let request = match normalized(request).await {
+                        let request = match normalized(request, BODY_WAIT).await {
                             Ok(request) => request,
                             Err(reply) => return Ok(reply),
                         };
-                        let reply = service.call(request).await?;
+                        let (reply, full) = refusing_sessions(service.call(request)).await;
+                        if full {
+                            return Ok(sessions_full(max_sessions));
+                        }
+                        let reply = reply?;
                         // The guard cancels `gone` when hyper drops the body:
                         // at its end, or when the client went away.
                         let guard = gone.drop_guard();
@@ -270,6 +282,28 @@ mod tests {
             ["http://evil.example", "null", "http://localhost.evil.example", "http://10.0.0.1", "file:///x", ""]
         {
             assert!(!is_loopback_origin(origin), "{origin}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_that_does_not_arrive_in_full_in_time_is_answered_408() {
+        type Frames = futures_util::stream::BoxStream<'static, Result<hyper::body::Frame<Bytes>, Infallible>>;
+        const WAIT: Duration = Duration::from_millis(200);
+        // Nothing after the headers, and a byte every 50 ms for ever: each
+        // byte comes well within the wait, the body never in full.
+        let silent: Frames = Box::pin(futures_util::stream::pending());
+        let trickled: Frames = Box::pin(futures_util::stream::unfold((), |()| async {
+            tokio::time::sleep(WAIT / 4).await;
+            Some((Ok(hyper::body::Frame::data(Bytes::from_static(b" "))), ()))
+        }));
+        for frames in [silent, trickled] {
+            let request = Request::post(ENDPOINT).body(http_body_util::StreamBody::new(frames)).unwrap();
+            let read = tokio::time::timeout(WAIT * 10, normalized(request, WAIT)).await;
+            let reply = read.expect("the body is still being read").expect_err("the body was read");
+            assert_eq!(reply.status(), StatusCode::REQUEST_TIMEOUT);
+            assert_eq!(reply.headers()[hyper::header::CONNECTION], "close");
+            let message = reply.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(message, "the request body did not arrive in full within 200ms\n");
         }
     }
 

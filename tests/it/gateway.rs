@@ -3,7 +3,8 @@
 //! templates, prompts, completions and subscriptions of the servers, their
 //! tools' content blocks, each exchange on the record, the bundle's policy
 //! and the operator's list deciding what is offered; and the cap on the
-//! sessions `rlp serve --http` holds.
+//! sessions `rlp serve --http` holds, and the `Host` it serves on a
+//! loopback address.
 //!
 //! The servers are real: the conformance suite's server of the tests
 //! (`tests/bridge/servers/conformance_tools.py`, Streamable HTTP) and the
@@ -12,7 +13,7 @@
 //! What rlp serves is compared with what the same server answers the same
 //! client (`tests/mcp/drive.py`, the official MCP Python SDK) directly.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -884,29 +885,67 @@ impl RawReply {
     }
 }
 
-/// Sends `method /mcp` with `headers` and `body` to `address` on a
-/// connection of its own, closed after the response, which is read whole.
-fn raw(address: &str, method: &str, headers: &[(&str, &str)], body: &str) -> RawReply {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
-    let mut request = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {address}\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {}\r\nConnection: close\r\n",
-        body.len()
+/// The head of `method /mcp` to `address`, with `headers` besides the usual
+/// ones, for a body of `length` bytes, on a connection closed after the
+/// response. A `Host` among `headers` replaces the one naming `address`.
+fn head(address: &str, method: &str, headers: &[(&str, &str)], length: usize) -> String {
+    let mut head = format!(
+        "{method} /mcp HTTP/1.1\r\nAccept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\
+         Connection: close\r\n"
     );
-    if !body.is_empty() {
-        request.push_str("Content-Type: application/json\r\n");
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
+    if length > 0 {
+        head.push_str("Content-Type: application/json\r\n");
     }
     for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
+        head.push_str(&format!("{name}: {value}\r\n"));
     }
-    request.push_str(&format!("\r\n{body}"));
-    stream.write_all(request.as_bytes()).unwrap();
+    head.push_str("\r\n");
+    head
+}
+
+/// A connection to `address`, its reads bounded by the hang guard.
+fn connect(address: &str) -> TcpStream {
+    let stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    stream
+}
+
+/// The rest of `stream`, read whole: the response to its request.
+fn reply(mut stream: TcpStream) -> RawReply {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or_else(|| panic!("not an HTTP response: {response}"));
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{response}"));
-    RawReply { status, head: head.to_string(), body: body.to_string() }
+    let mut reply = RawReply { status, head: head.to_string(), body: body.to_string() };
+    if reply.header("transfer-encoding") == Some("chunked") {
+        reply.body = dechunked(body);
+    }
+    reply
+}
+
+/// The data of `body`, sent in chunks (`Transfer-Encoding: chunked`).
+fn dechunked(mut body: &str) -> String {
+    let mut data = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size, 16).unwrap_or_else(|_| panic!("not a chunk: {body}"));
+        if size == 0 {
+            break;
+        }
+        data.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+    data
+}
+
+/// Sends `method /mcp` with `headers` and `body` to `address` on a
+/// connection of its own, closed after the response, which is read whole.
+fn raw(address: &str, method: &str, headers: &[(&str, &str)], body: &str) -> RawReply {
+    let mut stream = connect(address);
+    stream.write_all(format!("{}{body}", head(address, method, headers, body.len())).as_bytes()).unwrap();
+    reply(stream)
 }
 
 /// A 2025-11-25 client opening a session: `initialize` with id `id`.
@@ -914,11 +953,29 @@ fn open_session(address: &str, id: u64) -> RawReply {
     raw(address, "POST", &[], &mcp::initialize(id).to_string())
 }
 
+/// Asserts that `reply` refuses a session as past `--max-sessions N`: 503,
+/// when to try again, and why.
+fn assert_sessions_full(reply: &RawReply, max_sessions: usize) {
+    assert_eq!((reply.status, reply.header("retry-after")), (503, Some("5")), "{}\n{}", reply.head, reply.body);
+    assert_eq!(
+        reply.body,
+        format!(
+            "rlp serve holds its most sessions ({max_sessions}, --max-sessions); end one (DELETE /mcp with its \
+             Mcp-Session-Id) or try again later\n"
+        )
+    );
+}
+
+/// The scaffold's bundle `agents/demo`.
+fn demo(td: &TestDir) -> PathBuf {
+    td.expect_output(0, &["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"]);
+    td.bundle_path("demo")
+}
+
 #[test]
 fn a_client_past_max_sessions_is_told_to_come_back_until_a_session_ends() {
     let td = TestDir::new();
-    td.expect_output(0, &["agent", "scaffold", "demo", "--non-interactive", "--root", "agents"]);
-    let serve = HttpServe::start(&td, &td.bundle_path("demo"), &["--max-sessions", "1"]);
+    let serve = HttpServe::start(&td, &demo(&td), &["--max-sessions", "1"]);
     let address = serve.address();
     let first = open_session(address, 1);
     assert_eq!(first.status, 200, "{}\n{}", first.head, first.body);
@@ -926,13 +983,7 @@ fn a_client_past_max_sessions_is_told_to_come_back_until_a_session_ends() {
 
     // The one session is held: a second client is refused, told when to
     // try again, and why.
-    let second = open_session(address, 2);
-    assert_eq!((second.status, second.header("retry-after")), (503, Some("5")), "{}", second.head);
-    assert_eq!(
-        second.body,
-        "rlp serve holds its most sessions (1, --max-sessions); end one (DELETE /mcp with its Mcp-Session-Id) or \
-         try again later\n"
-    );
+    assert_sessions_full(&open_session(address, 2), 1);
     // A stateless client (2026-07-28) opens no session: it is served.
     let report = mcp::drive(&scenario(serve.transport(None), "2026-07-28", None, json!([{"op": "list"}])));
     assert_eq!(step(&report, 0)["tools"], json!([]));
@@ -943,4 +994,117 @@ fn a_client_past_max_sessions_is_told_to_come_back_until_a_session_ends() {
     let third = open_session(address, 3);
     assert_eq!(third.status, 200, "{}\n{}", third.head, third.body);
     assert_ne!(third.header("mcp-session-id"), Some(session.as_str()));
+}
+
+/// An `initialize` opens a session whichever revision it names: one that
+/// names 2026-07-28 (in its header and its params) is held to the cap too.
+#[test]
+fn an_initialize_naming_2026_07_28_is_refused_past_max_sessions_too() {
+    let td = TestDir::new();
+    let serve = HttpServe::start(&td, &demo(&td), &["--max-sessions", "1"]);
+    let address = serve.address();
+    let first = open_session(address, 1);
+    assert_eq!(first.status, 200, "{}\n{}", first.head, first.body);
+
+    let mut initialize = mcp::initialize(2);
+    initialize["params"]["protocolVersion"] = json!("2026-07-28");
+    let second = raw(address, "POST", &[("MCP-Protocol-Version", "2026-07-28")], &initialize.to_string());
+    assert_sessions_full(&second, 1);
+}
+
+/// Clients that all ask for a session at once get no more than the cap
+/// between them: each request's headers are in and accepted (the server's
+/// `100 Continue`) before any body is sent, and the sessions are counted
+/// only as they are made.
+#[test]
+fn initializes_sent_at_once_open_no_more_sessions_than_the_cap() {
+    const CLIENTS: u64 = 8;
+    let td = TestDir::new();
+    let serve = HttpServe::start(&td, &demo(&td), &["--max-sessions", "2"]);
+    let address = serve.address();
+    let bodies: Vec<String> = (1..=CLIENTS).map(|id| mcp::initialize(id).to_string()).collect();
+    let mut clients: Vec<TcpStream> = bodies
+        .iter()
+        .map(|body| {
+            let mut stream = connect(address);
+            let head = head(address, "POST", &[("Expect", "100-continue")], body.len());
+            stream.write_all(head.as_bytes()).unwrap();
+            let mut interim = [0; 25];
+            stream.read_exact(&mut interim).unwrap();
+            assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+            stream
+        })
+        .collect();
+    for (stream, body) in clients.iter_mut().zip(&bodies) {
+        stream.write_all(body.as_bytes()).unwrap();
+    }
+    let replies: Vec<RawReply> = clients.into_iter().map(reply).collect();
+
+    let (opened, refused): (Vec<_>, Vec<_>) = replies.iter().partition(|reply| reply.status == 200);
+    assert_eq!(opened.len(), 2, "{:?}", replies.iter().map(|r| r.status).collect::<Vec<_>>());
+    for reply in refused {
+        assert_sessions_full(reply, 2);
+    }
+}
+
+/// `rlp serve <bundle> --http <ip>:0` on a loopback address other than the
+/// 127.0.0.1 [`HttpServe`] binds; killed when dropped.
+struct ServedOn {
+    child: Child,
+    /// The `host:port` it listens on.
+    address: String,
+}
+
+impl ServedOn {
+    /// Starts it and waits for the endpoint it announces on stderr (the rest
+    /// of which is read and dropped).
+    fn start(td: &TestDir, bundle: &Path, ip: &str) -> ServedOn {
+        let mut child = td
+            .command()
+            .arg("serve")
+            .arg(bundle)
+            .args(["--http", &format!("{ip}:0")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                line.strip_prefix("rlp serve: listening on http://")?.strip_suffix("/mcp").map(str::to_string)
+            })
+            .expect("rlp serve announced no endpoint");
+        std::thread::spawn(move || lines.for_each(drop));
+        ServedOn { child, address }
+    }
+}
+
+impl Drop for ServedOn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A server bound to 127.0.0.2 serves clients that name that address in
+/// `Host` (as every client of `http://127.0.0.2:PORT/mcp` does), and still
+/// refuses a `Host` naming anything else (DNS rebinding).
+#[test]
+fn a_server_on_another_loopback_address_serves_clients_that_name_it() {
+    let td = TestDir::new();
+    let served = ServedOn::start(&td, &demo(&td), "127.0.0.2");
+    let address = served.address.as_str();
+    let port = address.rsplit_once(':').unwrap().1;
+    let initialize = mcp::initialize(1).to_string();
+    for host in [address.to_string(), format!("localhost:{port}")] {
+        let opened = raw(address, "POST", &[("Host", &host)], &initialize);
+        assert_eq!(opened.status, 200, "Host: {host}\n{}\n{}", opened.head, opened.body);
+    }
+    for host in [format!("rebound.example:{port}"), format!("127.0.0.3:{port}")] {
+        let refused = raw(address, "POST", &[("Host", &host)], &initialize);
+        assert_eq!((refused.status, refused.body.as_str()), (403, "Forbidden: Host header is not allowed"), "{host}");
+    }
 }

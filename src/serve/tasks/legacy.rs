@@ -11,14 +11,19 @@
 //! - outgoing ([`Advertised`]): the `initialize` result of a 2025-11-25
 //!   session declares `capabilities.tasks`.
 //!
+//! The sessions of 2025-11-25 over HTTP ([`Sessions`]) are held here too,
+//! at most `--max-sessions` of them.
+//!
 //! A request that carries the 2026-07-28 protocol version in its `_meta`
 //! is left as it is.
+
+use std::cell::Cell;
 
 use futures_util::Stream;
 use rmcp::RoleServer;
 use rmcp::model::{CustomResult, ProtocolVersion, ServerJsonRpcMessage, ServerResult};
 use rmcp::transport::Transport;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -119,16 +124,68 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Advertised<T> {
     }
 }
 
-/// The HTTP sessions: the SDK's, each over an [`Advertised`] transport.
-#[derive(Default)]
-pub(crate) struct Sessions(pub(crate) LocalSessionManager);
+/// The HTTP sessions: the SDK's, each over an [`Advertised`] transport, and
+/// at most `max` at once. The cap is kept where sessions are made, whatever
+/// the request that asks for one (every `initialize`, whichever revision
+/// it names, opens a session), and however many ask at once.
+pub(crate) struct Sessions {
+    /// The SDK's sessions.
+    local: LocalSessionManager,
+    /// Most sessions held at once.
+    max: usize,
+    /// Held while a session is made: the count checked is the one the new
+    /// session joins.
+    making: tokio::sync::Mutex<()>,
+}
+
+impl Sessions {
+    /// `local`'s sessions, at most `max` of them.
+    pub(crate) fn new(local: LocalSessionManager, max: usize) -> Sessions {
+        Sessions { local, max, making: tokio::sync::Mutex::new(()) }
+    }
+}
+
+/// Why [`Sessions`] did not do what the SDK asked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SessionsError {
+    /// A session was asked for while `max` are held.
+    #[error("every session is taken (--max-sessions)")]
+    Full,
+    /// The SDK's own.
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+tokio::task_local! {
+    /// Set when [`Sessions::create_session`] refuses a session, within the
+    /// handling of the request that asked for it ([`refusing_sessions`]).
+    static REFUSED: Cell<bool>;
+}
+
+/// Runs `handling` (the SDK's handling of one request) and returns its
+/// outcome and whether a session it asked for was refused as past the cap:
+/// the SDK answers that refusal with a bare 500, which the caller replaces.
+pub(crate) async fn refusing_sessions<F: Future>(handling: F) -> (F::Output, bool) {
+    REFUSED
+        .scope(Cell::new(false), async move {
+            let outcome = handling.await;
+            (outcome, REFUSED.with(Cell::get))
+        })
+        .await
+}
 
 impl SessionManager for Sessions {
-    type Error = <LocalSessionManager as SessionManager>::Error;
+    type Error = SessionsError;
     type Transport = Advertised<<LocalSessionManager as SessionManager>::Transport>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let (id, transport) = self.0.create_session().await?;
+        let _making = self.making.lock().await;
+        if self.local.sessions.read().await.len() >= self.max {
+            // Outside `refusing_sessions` the SDK's 500 stands.
+            let _ = REFUSED.try_with(|refused| refused.set(true));
+            return Err(SessionsError::Full);
+        }
+        let (id, transport) = self.local.create_session().await?;
         Ok((id, Advertised(transport)))
     }
 
@@ -137,15 +194,15 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: rmcp::model::ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.0.initialize_session(id, message).await
+        Ok(self.local.initialize_session(id, message).await?)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.0.has_session(id).await
+        Ok(self.local.has_session(id).await?)
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.0.close_session(id).await
+        Ok(self.local.close_session(id).await?)
     }
 
     async fn create_stream(
@@ -153,7 +210,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: rmcp::model::ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.create_stream(id, message).await
+        Ok(self.local.create_stream(id, message).await?)
     }
 
     async fn accept_message(
@@ -161,14 +218,14 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: rmcp::model::ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        self.0.accept_message(id, message).await
+        Ok(self.local.accept_message(id, message).await?)
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.create_standalone_stream(id).await
+        Ok(self.local.create_standalone_stream(id).await?)
     }
 
     async fn resume(
@@ -176,7 +233,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.resume(id, last_event_id).await
+        Ok(self.local.resume(id, last_event_id).await?)
     }
 }
 
