@@ -98,19 +98,24 @@ fn scan_dir(dir: &Path, prefix: &str, depth: usize, out: &mut Inventory) -> io::
     Ok(())
 }
 
+/// Why a regular file with more than one name cannot be a bundle file.
+pub const HARD_LINK_REFUSAL: &str = "it is a hard link (it has other names outside the bundle's control)";
+
 /// Why an entry (its metadata, links not followed) cannot be a bundle
 /// file, if it cannot: anything but a regular file with a single name.
 pub fn file_refusal(meta: &fs::Metadata) -> Option<&'static str> {
     let kind = meta.file_type();
-    Some(if kind.is_file() {
-        if meta.nlink() <= 1 {
-            return None;
-        }
-        "it is a hard link (it has other names outside the bundle's control)"
-    } else if kind.is_symlink() {
+    if kind.is_file() {
+        return (meta.nlink() > 1).then_some(HARD_LINK_REFUSAL);
+    }
+    Some(if kind.is_dir() { "it is a folder" } else { special_refusal(kind) })
+}
+
+/// Why an entry of kind `kind`, neither a regular file nor a folder,
+/// cannot be part of a bundle.
+pub fn special_refusal(kind: fs::FileType) -> &'static str {
+    if kind.is_symlink() {
         "it is a symbolic link"
-    } else if kind.is_dir() {
-        "it is a folder"
     } else if kind.is_fifo() {
         "it is a FIFO"
     } else if kind.is_socket() {
@@ -119,7 +124,7 @@ pub fn file_refusal(meta: &fs::Metadata) -> Option<&'static str> {
         "it is a device file"
     } else {
         "it is not a regular file"
-    })
+    }
 }
 
 /// BLAKE3 of a byte slice.

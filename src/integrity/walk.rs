@@ -10,12 +10,12 @@
 use std::cell::RefCell;
 use std::fs::{self, DirEntry, File};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::bundle::inventory::{Refused, hash_file};
+use crate::bundle::inventory::{HARD_LINK_REFUSAL, Refused, hash_file, special_refusal};
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, SIGNATURES_DIR, is_valid_artifact_path};
 use crate::integrity::verify::FileFacts;
 
@@ -105,9 +105,7 @@ fn visit(entry: &DirEntry, prefix: &str, depth: usize, out: &mut Walk) -> Result
         return Ok(());
     }
     let kind = entry.file_type().map_err(at(&entry.path()))?; // from the directory entry; never follows a link
-    let why = if kind.is_symlink() {
-        "it is a symbolic link"
-    } else if kind.is_dir() {
+    let why = if kind.is_dir() {
         if depth >= MAX_DEPTH {
             "it is nested too deeply"
         } else {
@@ -125,14 +123,8 @@ fn visit(entry: &DirEntry, prefix: &str, depth: usize, out: &mut Walk) -> Result
             }
             Opened::Refused(why) => why,
         }
-    } else if kind.is_fifo() {
-        "it is a FIFO"
-    } else if kind.is_socket() {
-        "it is a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "it is a device file"
     } else {
-        "it is not a regular file"
+        special_refusal(kind)
     };
     out.refused.push(Refused { path, why: why.to_string() });
     Ok(())
@@ -165,7 +157,7 @@ fn measure(full: &Path) -> io::Result<Opened> {
         return Ok(Opened::Refused("it is not a regular file"));
     }
     if meta.nlink() > 1 {
-        return Ok(Opened::Refused("it is a hard link (it has other names outside the bundle's control)"));
+        return Ok(Opened::Refused(HARD_LINK_REFUSAL));
     }
     if meta.len() >= LARGE_FILE {
         return Ok(Opened::File(FileFacts { size: meta.len(), digest: None }));
