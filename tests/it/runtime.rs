@@ -1199,6 +1199,19 @@ fn sign_bundle(td: &TestDir, bundle: &Path, name: &str) -> PathBuf {
     keys.join(format!("{name}.pub"))
 }
 
+/// Signs `bundle` with a new key `release` and makes that key a trust
+/// anchor allowed `exec`; returns the public key file.
+fn sign_trusted(td: &TestDir, bundle: &Path) -> PathBuf {
+    let public = sign_bundle(td, bundle, "release");
+    td.rlp()
+        .args(["trust", "add"])
+        .arg(&public)
+        .args(["--name", "release", "--allow-caps", "exec", "--allow-exec"])
+        .assert()
+        .success();
+    public
+}
+
 /// The trust gate's `cap.audit` events, as (decision, reason).
 fn trust_audits(td: &TestDir) -> Vec<(String, String)> {
     td.events()
@@ -1222,13 +1235,7 @@ fn tool_calls(td: &TestDir) -> usize {
 fn installed_bundle(td: &TestDir) -> (PathBuf, PathBuf) {
     let bundle =
         td.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
-    let public = sign_bundle(td, &bundle, "release");
-    td.rlp()
-        .args(["trust", "add"])
-        .arg(&public)
-        .args(["--name", "release", "--allow-caps", "exec", "--allow-exec"])
-        .assert()
-        .success();
+    let public = sign_trusted(td, &bundle);
     td.rlp().args(["agent", "install"]).arg(&bundle).assert().success();
     let installed = td.home().join("agents/marked");
     let output = td.call(&installed, "ok", json!({})).output().unwrap();
@@ -1310,13 +1317,7 @@ fn a_bundle_replaced_after_it_was_loaded_is_not_run_as_loaded() {
         bundle::runtime_tool("ok", "ok.sh", &[])
     ]);
     let loaded = td.bundle("marked", tools, "[capabilities]\nexec = true\n");
-    let public = sign_bundle(&td, &loaded, "release");
-    td.rlp()
-        .args(["trust", "add"])
-        .arg(&public)
-        .args(["--name", "release", "--allow-caps", "exec", "--allow-exec"])
-        .assert()
-        .success();
+    sign_trusted(&td, &loaded);
     // The same bundle with another tools.json, signed by the same trusted key.
     let other = td.join("other/marked");
     files::copy_tree(&loaded, &other);
