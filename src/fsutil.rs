@@ -201,6 +201,13 @@ pub(crate) fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Opti
         .find(|candidate| is_executable_file(candidate))
 }
 
+/// Creates the folder `dir` and every missing folder above it, each private
+/// (mode 0700, whatever the umask): the runtime home and its folders.
+pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
 /// Flushes a folder's entries (after a rename into it) to disk.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()

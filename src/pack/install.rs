@@ -73,7 +73,7 @@ pub(crate) struct Installed {
 /// sweep when the process was killed.
 pub(crate) fn download_folder(home: &Home) -> Result<(tempfile::TempDir, crate::interrupt::Tracked), Failure> {
     let agents = home.agents_dir();
-    fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    crate::fsutil::create_private_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
     let folder = tempfile::Builder::new()
         .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
         .permissions(fs::Permissions::from_mode(0o700))
@@ -94,7 +94,7 @@ pub(crate) fn install(
     let meta = fs::metadata(source).map_err(|e| Failure::io(source, &e))?;
     let policy = TrustPolicy::load(&home.trust_policy_file())?;
     let agents = home.agents_dir();
-    fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    crate::fsutil::create_private_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
     // First, so that what an interrupted install set aside counts as installed.
     sweep_leftovers(&agents);
     let check_options = Options {
