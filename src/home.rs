@@ -26,6 +26,17 @@ const CHECKED_DEPTH: usize = 2;
 /// A runtime home that rlp does not use (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum HomeError {
+    /// Neither `--home` nor `$RUNLOOP_HOME` names the home, and `HOME` is
+    /// unset, empty or relative: `~/.runloop` would be a folder of the
+    /// current folder, which a checkout could supply.
+    #[error(
+        "{}: the default runtime home ~/.runloop needs it (rlp never takes its home from the current folder)",
+        describe_user_home(value.as_deref())
+    )]
+    NoUserHome {
+        /// `HOME`, if set.
+        value: Option<PathBuf>,
+    },
     /// A folder of the home that group or others may write.
     #[error(
         "{} is writable by group or others (mode {mode:04o}): they could change what rlp runs and trusts from this \
@@ -58,6 +69,9 @@ impl Reportable for HomeError {
 
     fn help(&self) -> Option<String> {
         Some(match self {
+            HomeError::NoUserHome { .. } => {
+                format!("set HOME to your home folder, or name the runtime home: --home DIR or {HOME_ENV}=DIR")
+            }
             HomeError::Shared { path, .. } => format!(
                 "take the write access of others away (`chmod go-w {}`; rlp makes the folders of its home 0700), \
                  or use another home (--home DIR or {HOME_ENV})",
@@ -65,6 +79,15 @@ impl Reportable for HomeError {
             ),
             HomeError::Owned { .. } => format!("use a home of your own (--home DIR or {HOME_ENV})"),
         })
+    }
+}
+
+/// What is wrong with `HOME` (its value, if set) as the place of the default home.
+fn describe_user_home(value: Option<&Path>) -> String {
+    match value {
+        None => "HOME is not set".to_string(),
+        Some(path) if path.as_os_str().is_empty() => "HOME is empty".to_string(),
+        Some(path) => format!("HOME (`{}`) is not an absolute path", path.display()),
     }
 }
 
@@ -81,16 +104,19 @@ impl Home {
         Self { root: root.into() }
     }
 
-    /// `--home`, else `$RUNLOOP_HOME`, else `~/.runloop`; refused when
-    /// other users can change it ([`HomeError`]).
+    /// `--home`, else `$RUNLOOP_HOME`, else `~/.runloop` (`HOME` must then be
+    /// an absolute path: a home is never taken from the current folder);
+    /// refused when other users can change it ([`HomeError`]).
     pub fn resolve(flag: Option<&Path>) -> Result<Self, HomeError> {
         let home = if let Some(dir) = flag {
             Self::new(dir)
         } else if let Some(dir) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
             Self::new(PathBuf::from(dir))
         } else {
-            let user_home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-            Self::new(user_home.join(".runloop"))
+            match std::env::var_os("HOME").map(PathBuf::from) {
+                Some(user_home) if user_home.is_absolute() => Self::new(user_home.join(".runloop")),
+                value => return Err(HomeError::NoUserHome { value }),
+            }
         };
         home.check_private()?;
         Ok(home)

@@ -1865,3 +1865,44 @@ fn a_home_whose_folders_other_users_can_change_is_not_used() {
     td.rlp().args(["agent", "list"]).assert().success();
     assert_eq!(tool_calls(&td), 0, "no tool ran from the home others could change");
 }
+
+#[test]
+fn with_no_absolute_home_rlp_never_takes_its_home_from_the_current_folder() {
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle("marked", json!([touch_tool(&marker)]), &state_caps(&td, "exec = true"));
+    // A checkout's `.runloop/` that would run the tool unconfined.
+    std::fs::create_dir(td.join(".runloop")).unwrap();
+    std::fs::write(td.join(".runloop/config.toml"), "[runtime]\nsandbox = \"off\"\n").unwrap();
+    let call = |home: Option<&str>| {
+        let mut command = td.command_without_home();
+        match home {
+            Some(value) => command.env("HOME", value),
+            None => command.env_remove("HOME"),
+        };
+        command.args(["tools", "call"]).arg(&bundle).args(["touch", "--args", "{}"]).output().unwrap()
+    };
+    rlp_snapshot!(&td, &call(None));
+    for (home, why) in [("", "HOME is empty"), (".", "HOME (`.`) is not an absolute path")] {
+        let output = call(Some(home));
+        assert_eq!(output.status.code(), Some(2), "HOME={home:?}");
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: {why}: the default runtime home ~/.runloop needs it (rlp never takes its home from the \
+                 current folder)\n  help: set HOME to your home folder, or name the runtime home: --home DIR or \
+                 RUNLOOP_HOME=DIR\n"
+            )
+        );
+    }
+    assert!(!marker.exists(), "the tool ran");
+    // Named by the variable, the home is used whatever HOME says.
+    let output = td
+        .command_without_home()
+        .env("HOME", "")
+        .env("RUNLOOP_HOME", td.home())
+        .args(["agent", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
