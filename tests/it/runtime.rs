@@ -1906,3 +1906,26 @@ fn with_no_absolute_home_rlp_never_takes_its_home_from_the_current_folder() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
+
+#[test]
+fn a_config_table_of_the_wrong_type_or_bad_syntax_stops_the_command_at_its_line_and_column() {
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle("marked", json!([touch_tool(&marker)]), &state_caps(&td, "exec = true"));
+    let call = |system: &Path| {
+        let output = td.call(&bundle, "touch", json!({})).env("RUNLOOP_SYSTEM_CONFIG", system).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        output
+    };
+    // A system floor written as a value is not dropped: nothing runs.
+    let system = td.join("system.toml");
+    std::fs::write(&system, "# the machine's floor\npolicy = \"required\"\n").unwrap();
+    rlp_snapshot!(&td, &call(&system));
+    std::fs::write(&system, "").unwrap();
+    td.write_config("hooks = 1\n");
+    rlp_snapshot!(&td, &call(&system));
+    td.write_config("[runtime]\nsandbox = best-effort\n");
+    rlp_snapshot!(&td, &call(&system));
+    assert!(!marker.exists(), "the tool ran");
+    assert!(!td.ledger_path().exists(), "the command stopped before any ledger was opened");
+}
