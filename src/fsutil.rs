@@ -148,10 +148,19 @@ fn shared_mode(meta: &fs::Metadata) -> Option<u32> {
     (mode & 0o077 != 0).then_some(mode)
 }
 
+/// Prefix of the temporary files of [`write_atomic`]:
+/// `.rlp-~<pid>-<random>.tmp`. The `~`, which no bundle path may hold, keeps
+/// one that a killed process left out of a bundle's files (digest and lint
+/// refuse it, naming it, rather than list it); the pid lets a later write
+/// into the same folder, and the authoring commands, remove it
+/// ([`crate::leftovers`]).
+pub(crate) const TEMP_PREFIX: &str = ".rlp-~";
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder
 /// is written, flushed to disk and renamed over the target, then the folder
 /// is synced. An interrupted write leaves the old file intact, and no
-/// temporary file once [`crate::interrupt`]'s handler is installed.
+/// temporary file once [`crate::interrupt`]'s handler is installed; one left
+/// by a process killed outright is removed by the next write into the folder.
 ///
 /// `mode` sets the new file's permission bits (e.g. `0o600` for secret keys);
 /// `None` keeps the old file's mode, or uses 0644 for a new file.
@@ -166,7 +175,8 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::
         Some(mode) => mode,
         None => fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644),
     };
-    let (mut temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-")?;
+    crate::leftovers::sweep(dir, &[TEMP_PREFIX]);
+    let (mut temp, _tracked) = crate::interrupt::temp_file_in(dir, &format!("{TEMP_PREFIX}{}-", std::process::id()))?;
     temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
@@ -199,6 +209,13 @@ pub(crate) fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Opti
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(name))
         .find(|candidate| is_executable_file(candidate))
+}
+
+/// Creates the folder `dir` and every missing folder above it, each private
+/// (mode 0700, whatever the umask): the runtime home and its folders.
+pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
 /// Flushes a folder's entries (after a rename into it) to disk.
@@ -291,5 +308,20 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(fs::read_dir(dir.path().join("sub")).unwrap().count(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn the_next_write_into_a_folder_removes_a_temporary_file_a_killed_write_left() {
+        let left = format!("{TEMP_PREFIX}999999999-AbCdEf.tmp");
+        let dir = tempfile::tempdir().unwrap();
+        let running = format!("{TEMP_PREFIX}{}-GhIjKl.tmp", std::process::id());
+        for name in [&left, &running] {
+            fs::write(dir.path().join(name), "half").unwrap();
+        }
+        write_atomic(&dir.path().join("tools.json"), b"{}", None).unwrap();
+        let mut names: Vec<String> =
+            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, [running, "tools.json".to_string()]);
     }
 }

@@ -20,6 +20,17 @@ pub(crate) fn sweep(dir: &Path, prefixes: &[&str]) {
     }
 }
 
+/// [`sweep`] in `dir` and in every folder below it (links are not followed).
+pub(crate) fn sweep_tree(dir: &Path, prefixes: &[&str]) {
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        sweep(&folder, prefixes);
+        let Ok(entries) = fs::read_dir(&folder) else { continue };
+        let below = entries.filter_map(Result::ok).filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()));
+        folders.extend(below.map(|entry| entry.path()));
+    }
+}
+
 /// The entries of `dir` named `<prefix><pid>-…` (for any of `prefixes`)
 /// whose process no longer runs.
 pub(crate) fn dead_entries(dir: &Path, prefixes: &[&str]) -> Vec<PathBuf> {

@@ -18,7 +18,8 @@ pub(crate) struct BundleTarget {
 
 impl BundleTarget {
     /// Opens `dir`: it must hold a manifest.toml whose digests `rlp digest`
-    /// can rewrite.
+    /// can rewrite. The temporary files that an edit of the bundle killed
+    /// outright left in it are removed first (they are no bundle files).
     pub(crate) fn open(dir: &Path) -> Result<BundleTarget, AuthoringError> {
         let manifest = dir.join(MANIFEST_FILE);
         let text = match crate::fsutil::read_text_limited(&manifest, crate::integrity::verify::MAX_MANIFEST_BYTES) {
@@ -33,6 +34,7 @@ impl BundleTarget {
             }
             Err(e) => return Err(AuthoringError::read(&manifest, e)),
         };
+        crate::leftovers::sweep_tree(dir, &[crate::fsutil::TEMP_PREFIX]);
         crate::integrity::digest::plan(dir, &Default::default()).map_err(|e| {
             AuthoringError::usage(format!("{e}"))
                 .with_help(format!("fix it first; `rlp lint {}` shows where", dir.display()))
@@ -64,4 +66,14 @@ impl BundleTarget {
 
 fn manifest_display(dir: &Path) -> String {
     dir.join(MANIFEST_FILE).display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temporary_file_of_an_atomic_write_is_never_a_bundle_path() {
+        assert!(!is_valid_artifact_path(&format!("{}4242-AbCdEf.tmp", crate::fsutil::TEMP_PREFIX)));
+    }
 }

@@ -131,7 +131,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_failed(&e),
     };
-    let context = Context::new(Home::resolve(cli.home.as_deref()), cli.color, cli.ledger);
+    let home = match Home::resolve(cli.home.as_deref()) {
+        Ok(home) => home,
+        Err(e) => return finish(Err(e.into()), cli.color),
+    };
+    let context = Context::new(home, cli.color, cli.ledger);
     let result = run(cli.command, &context);
     finish(result, context.color)
 }

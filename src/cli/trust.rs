@@ -108,10 +108,16 @@ pub struct ListArgs {
 /// Runs a `trust` subcommand.
 pub(crate) fn run(command: TrustCommand, ctx: &Context) -> CliResult {
     let path = ctx.home.trust_policy_file();
+    // The first policy written makes the home: private, as rlp makes all of it.
+    let create_home = || {
+        let root = ctx.home.root();
+        crate::fsutil::create_private_dir_all(root).map_err(|e| CliError::from(Failure::io(root, &e)))
+    };
     match command {
         TrustCommand::Add(args) => {
             let key = PublicKey::load(&args.pub_file).map_err(CliError::from)?;
             let rule = rule_from(&args)?;
+            create_home()?;
             trust::add_anchor(&path, &args.name, &key, &rule).map_err(CliError::from)?;
             let human = format!(
                 "added anchor `{}` (key {}) to {}\nits bundles may request {}",
@@ -141,6 +147,7 @@ pub(crate) fn run(command: TrustCommand, ctx: &Context) -> CliResult {
                     CliError::usage(why).with_help("pass a key id (see `rlp trust list`) or an anchor's name")
                 })?,
             };
+            create_home()?;
             let (_, newly) = trust::revoke(&path, id).map_err(CliError::from)?;
             let anchor = policy.anchor_for(id).map(|a| a.name.clone());
             let human = match (newly, &anchor) {

@@ -45,6 +45,7 @@ use serde_json::{Map, Value};
 
 use crate::bundle::call_pointer::CallPointer;
 use crate::bundle::registry::{Origin, Registries, Registry};
+use crate::bundle::source::{SourceFile, Syntax};
 use crate::error::{Exit, Reportable};
 use crate::home::Home;
 use crate::integrity::keys::PublicKey;
@@ -339,33 +340,88 @@ pub(crate) fn parse_bool(text: &str) -> Option<bool> {
     }
 }
 
+/// The tables a config file may hold.
+const TABLES: [&str; 8] = ["security", "runtime", "policy", "ledger", "secrets", "hooks", "schemas", "agents"];
+
+/// `file:line:column` of the value at `keys` in the config file `path`
+/// holding `text` (of the deepest of them the text holds; `:1:1` for
+/// none), found by parsing the text again with spans: only for a problem
+/// to show.
+fn located(path: &Path, text: &str, keys: &[&str]) -> String {
+    let span = toml_edit::Document::parse(text).ok().and_then(|document| {
+        let mut item = document.as_item();
+        let mut span = None;
+        for key in keys {
+            let Some(inner) = item.as_table_like().and_then(|table| table.get(key)) else { break };
+            span = inner.span().or(span);
+            item = inner;
+        }
+        span
+    });
+    at_offset(path, text, span.map_or(0, |span| span.start))
+}
+
+/// `file:line:column` of the byte `offset` of the config file `path` holding `text`.
+fn at_offset(path: &Path, text: &str, offset: usize) -> String {
+    let position = SourceFile::new(path, text.to_string(), Syntax::Toml).position(offset);
+    format!("{}:{}:{}", path.display(), position.line, position.column)
+}
+
 /// Parses one config file's text. `system` says whether `[policy]` is honoured.
 pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileLayer, Vec<String>), ConfigError> {
     let shown = path.display();
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
-        message: format!("{shown} is not valid TOML: {}", e.message()),
-        help: format!("fix the syntax of {shown}"),
+        message: format!(
+            "{}: not valid TOML: {}",
+            at_offset(path, text, e.span().map_or(0, |span| span.start)),
+            e.message().trim_end()
+        ),
+        help: format!("fix the syntax of {shown} at this position"),
     })?;
     let mut layer = FileLayer { path: path.to_path_buf(), ..FileLayer::default() };
     let mut warnings = Vec::new();
     let flag = |section: &str, key: &str, value: &toml::Value| -> Result<bool, ConfigError> {
         value.as_bool().ok_or_else(|| ConfigError {
-            message: format!("{shown}: `{section}.{key}` must be true or false, found {}", value.type_str()),
+            message: format!(
+                "{}: `{section}.{key}` must be true or false, found {}",
+                located(path, text, &[section, key]),
+                value.type_str()
+            ),
             help: format!("write `{key} = true` or `{key} = false` under [{section}]"),
         })
     };
     let mode = |section: &str, value: &toml::Value| -> Result<SandboxMode, ConfigError> {
         value.as_str().and_then(|text| text.parse().ok()).ok_or_else(|| ConfigError {
             message: format!(
-                "{shown}: `{section}.sandbox` must be \"required\", \"best-effort\" or \"off\", found {value}"
+                "{}: `{section}.sandbox` must be \"required\", \"best-effort\" or \"off\", found {value}",
+                located(path, text, &[section, "sandbox"])
             ),
             help: format!("write `sandbox = \"best-effort\"` (or \"required\", \"off\") under [{section}]"),
         })
     };
     for (section, value) in &table {
         let Some(entries) = value.as_table() else {
-            warnings.push(format!("{shown}: `{section}` is not a table; ignored"));
-            continue;
+            if !TABLES.contains(&section.as_str()) {
+                warnings.push(format!("{shown}: unknown key `{section}` ignored"));
+                continue;
+            }
+            // A known table written as a value would drop its settings (a
+            // system `policy = "required"`, every hook): it stops the command.
+            return Err(ConfigError {
+                message: format!(
+                    "{}: `{section}` must be a table, found {}",
+                    located(path, text, &[section]),
+                    value.type_str()
+                ),
+                help: format!(
+                    "write `{}` on a line of its own, its keys on the lines below it (docs/runtime.md, \"Configuration\")",
+                    match section.as_str() {
+                        "hooks" => "[[hooks.after_call]]".to_string(),
+                        "agents" => "[agents.<agent>.tools]".to_string(),
+                        _ => format!("[{section}]"),
+                    }
+                ),
+            });
         };
         if section == "agents" {
             let agents = agents::read_agents(path, entries, &mut warnings)?;
@@ -386,7 +442,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             layer.schema_registries = schema_registries(path, entries, &mut warnings)?;
             continue;
         }
-        if !matches!(section.as_str(), "security" | "runtime" | "policy" | "ledger") {
+        if !TABLES.contains(&section.as_str()) {
             warnings.push(format!("{shown}: unknown table `[{section}]` ignored"));
             continue;
         }
@@ -408,7 +464,11 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
                 ("policy", "sandbox") => layer.policy_sandbox = Some(mode(section, value)?),
                 ("ledger", "url") => {
                     let url = value.as_str().ok_or_else(|| ConfigError {
-                        message: format!("{shown}: `ledger.url` must be a string, found {}", value.type_str()),
+                        message: format!(
+                            "{}: `ledger.url` must be a string, found {}",
+                            located(path, text, &["ledger", "url"]),
+                            value.type_str()
+                        ),
                         help: "write `url = \"postgres://USER@HOST/DATABASE\"` (or \"sqlite:///PATH\") under [ledger]"
                             .to_string(),
                     })?;
@@ -795,12 +855,36 @@ mod tests {
     fn reports_bad_files() {
         let err =
             parse_file(Path::new("/h/c.toml"), "[security]\nconfirm_external_actions = \"no\"\n", false).unwrap_err();
-        assert_eq!(err.message, "/h/c.toml: `security.confirm_external_actions` must be true or false, found string");
-        assert!(parse_file(Path::new("/h/c.toml"), "[security", false).unwrap_err().message.contains("not valid TOML"));
-        let (_, warnings) = parse_file(Path::new("/h/c.toml"), "[security]\nother = 1\n[x]\ny = 2\n", false).unwrap();
-        assert_eq!(warnings.len(), 2);
+        assert_eq!(
+            err.message,
+            "/h/c.toml:2:28: `security.confirm_external_actions` must be true or false, found string"
+        );
+        let err = parse_file(Path::new("/h/c.toml"), "\n[security", false).unwrap_err();
+        assert_eq!(err.message, "/h/c.toml:2:10: not valid TOML: unclosed table, expected `]`");
+        let (_, warnings) =
+            parse_file(Path::new("/h/c.toml"), "z = 3\n[security]\nother = 1\n[x]\ny = 2\n", false).unwrap();
+        assert_eq!(
+            warnings,
+            [
+                "/h/c.toml: unknown key `security.other` ignored",
+                "/h/c.toml: unknown table `[x]` ignored",
+                "/h/c.toml: unknown key `z` ignored",
+            ]
+        );
         assert_eq!(parse_bool("FALSE"), Some(false));
         assert_eq!(parse_bool("maybe"), None);
+    }
+
+    #[test]
+    fn a_known_table_written_as_a_value_stops_the_command() {
+        let cases = [
+            ("policy = \"required\"\n", "1:10: `policy` must be a table, found string"),
+            ("# after-call hooks\n\nhooks = 1\n[security]\n", "3:9: `hooks` must be a table, found integer"),
+        ];
+        for (text, error) in cases {
+            let err = parse_file(Path::new("/etc/c.toml"), text, true).unwrap_err();
+            assert_eq!(err.message, format!("/etc/c.toml:{error}"));
+        }
     }
 
     #[test]
@@ -823,7 +907,7 @@ mod tests {
         let err = parse_file(Path::new("/h/c.toml"), "[runtime]\nsandbox = \"strict\"\n", false).unwrap_err();
         assert_eq!(
             err.message,
-            "/h/c.toml: `runtime.sandbox` must be \"required\", \"best-effort\" or \"off\", found \"strict\""
+            "/h/c.toml:2:11: `runtime.sandbox` must be \"required\", \"best-effort\" or \"off\", found \"strict\""
         );
         let (user, warnings) = parse_file(Path::new("/h/c.toml"), "[policy]\nsandbox = \"required\"\n", false).unwrap();
         assert_eq!((user.policy_sandbox, warnings.len()), (None, 1));

@@ -12,18 +12,30 @@
 //! 3. The version is compared with the installed one: a lower version is a
 //!    rollback and refused; the same one needs `--force`.
 //! 4. The staged files and folders are synced to disk; the staging folder is
-//!    renamed to `agents/<name>` (an older copy is first renamed aside to
-//!    `agents/.old-<pid>-<random>`, then removed) and `agents/` is synced.
+//!    renamed to `agents/<name>` and `agents/` is synced. An installed copy is
+//!    replaced in one step: the staging folder and `agents/<name>` swap
+//!    places (`renameat2(RENAME_EXCHANGE)`), then the replaced copy, now in
+//!    the staging folder, is removed. At every instant one whole copy, the
+//!    old or the new, is installed.
 //!
 //! On any failure the staging folder is removed (it is a temporary folder
 //! that deletes itself, also when the process unwinds). One left by an
 //! install that was killed is removed by the next install, once no process
 //! has the pid its name records.
+//!
+//! A file system that cannot swap two folders (NFS, kernels before 3.15)
+//! replaces in two renames: the installed copy aside to
+//! `agents/.old-<pid>-<random>-<name>`, then the new one in. An install
+//! killed between the two leaves no `agents/<name>`; the next install puts
+//! the copy set aside back before it removes anything.
 
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use rustix::io::Errno;
+use rustix::process::geteuid;
 
 use crate::bundle::manifest::MANIFEST_FILE;
 use crate::bundle::registry::Registries;
@@ -61,7 +73,7 @@ pub(crate) struct Installed {
 /// sweep when the process was killed.
 pub(crate) fn download_folder(home: &Home) -> Result<(tempfile::TempDir, crate::interrupt::Tracked), Failure> {
     let agents = home.agents_dir();
-    fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    crate::fsutil::create_private_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
     let folder = tempfile::Builder::new()
         .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
         .permissions(fs::Permissions::from_mode(0o700))
@@ -82,7 +94,9 @@ pub(crate) fn install(
     let meta = fs::metadata(source).map_err(|e| Failure::io(source, &e))?;
     let policy = TrustPolicy::load(&home.trust_policy_file())?;
     let agents = home.agents_dir();
-    fs::create_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    crate::fsutil::create_private_dir_all(&agents).map_err(|e| Failure::io(&agents, &e))?;
+    // First, so that what an interrupted install set aside counts as installed.
+    sweep_leftovers(&agents);
     let check_options = Options {
         trust: Trust::Policy(&policy),
         require_signature: !options.allow_unsigned,
@@ -102,7 +116,6 @@ pub(crate) fn install(
         replaced_version(&agents.join(&verified.name), &verified, options.force)?;
         Some(evidence.manifest_bytes)
     };
-    sweep_leftovers(&agents);
     let staging = tempfile::Builder::new()
         .prefix(&format!("{STAGING_PREFIX}{}-", std::process::id()))
         .permissions(fs::Permissions::from_mode(0o700))
@@ -130,7 +143,7 @@ pub(crate) fn install(
     sink.sync().map_err(|e| Failure::io(staging.path(), &e))?;
     fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))
         .map_err(|e| Failure::io(staging.path(), &e))?;
-    move_into_place(staging.path(), &target, &agents)?;
+    move_into_place(staging.path(), &target, &agents, &verified.name)?;
     let _ = staging.keep();
     crate::fsutil::sync_dir(&agents).map_err(|e| Failure::io(&agents, &e))?;
     Ok(Installed { verified, path: target, replaced })
@@ -186,14 +199,35 @@ fn installed_version(target: &Path) -> Result<Option<Result<semver::Version, Str
     ))
 }
 
-/// Renames `staged` to `target`, moving an existing `target` aside first and
-/// removing it afterwards; puts it back if the second rename fails.
-fn move_into_place(staged: &Path, target: &Path, agents: &Path) -> Result<(), Failure> {
+/// Puts `staged` at `target`, replacing what is there (a folder named
+/// `name` in `agents`): the two swap places in one step, and the replaced
+/// copy, now at `staged`, is removed. Where the file system cannot swap,
+/// [`replace_in_two_steps`].
+fn move_into_place(staged: &Path, target: &Path, agents: &Path, name: &str) -> Result<(), Failure> {
     if fs::symlink_metadata(target).is_err() {
         return fs::rename(staged, target).map_err(|e| Failure::io(target, &e));
     }
+    let cwd = rustix::fs::CWD;
+    match rustix::fs::renameat_with(cwd, staged, cwd, target, rustix::fs::RenameFlags::EXCHANGE) {
+        Ok(()) => {}
+        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+            return replace_in_two_steps(staged, target, agents, name);
+        }
+        Err(e) => return Err(Failure::io(target, &e.into())),
+    }
+    crate::fsutil::sync_dir(agents).map_err(|e| Failure::io(agents, &e))?;
+    remove_entry(staged);
+    Ok(())
+}
+
+/// Replaces `target` with `staged` in two renames, for a file system that
+/// cannot swap them: `target` aside to `.old-<pid>-<random>-<name>` (which
+/// [`sweep_leftovers`] puts back if the process dies before the second),
+/// then `staged` in; the aside copy is put back if the second rename fails,
+/// and removed once the new copy is in place.
+fn replace_in_two_steps(staged: &Path, target: &Path, agents: &Path, name: &str) -> Result<(), Failure> {
     let random = getrandom::u64().map_err(|e| Failure::new(Reason::Unreadable, format!("no random source: {e}")))?;
-    let aside_path = agents.join(format!("{ASIDE_PREFIX}{}-{random:016x}", std::process::id()));
+    let aside_path = agents.join(format!("{ASIDE_PREFIX}{}-{random:016x}-{name}", std::process::id()));
     fs::rename(target, &aside_path).map_err(|e| Failure::io(target, &e))?;
     if let Err(e) = fs::rename(staged, target) {
         let _ = fs::rename(&aside_path, target);
@@ -207,14 +241,33 @@ fn move_into_place(staged: &Path, target: &Path, agents: &Path) -> Result<(), Fa
 
 /// Prefix of a staging folder: `.staging-<pid>-<random>`.
 const STAGING_PREFIX: &str = ".staging-";
-/// Prefix of a replaced copy being removed: `.old-<pid>-<random>`.
+/// Prefix of an installed copy set aside while it is replaced:
+/// `.old-<pid>-<random>-<name>`.
 const ASIDE_PREFIX: &str = ".old-";
 
-/// Removes the staging folders and replaced copies that an install
-/// interrupted for good (killed, power lost) left in `agents/`: those whose
-/// process, named in the entry, no longer runs.
+/// Cleans up after installs interrupted for good (killed, power lost) in
+/// `agents/`, for the entries whose process, named in the entry, no longer
+/// runs: a copy set aside whose `agents/<name>` is missing is put back
+/// first (the replacement never finished, so the old copy is still the
+/// installed one); then staging folders and copies set aside are removed.
 fn sweep_leftovers(agents: &Path) {
+    for aside in crate::leftovers::dead_entries(agents, &[ASIDE_PREFIX]) {
+        let Some(target) = aside_target(&aside) else { continue };
+        let owned_folder = fs::symlink_metadata(&aside).is_ok_and(|m| m.is_dir() && m.uid() == geteuid().as_raw());
+        if owned_folder && fs::symlink_metadata(&target).is_err_and(|e| e.kind() == io::ErrorKind::NotFound) {
+            let _ = fs::rename(&aside, &target);
+        }
+    }
     crate::leftovers::sweep(agents, &[STAGING_PREFIX, ASIDE_PREFIX]);
+}
+
+/// Where a copy set aside (`.old-<pid>-<random>-<name>`) was installed:
+/// `agents/<name>`, or `None` for a name of another form.
+fn aside_target(aside: &Path) -> Option<PathBuf> {
+    let file_name = aside.file_name()?.to_str()?;
+    let mut parts = file_name.strip_prefix(ASIDE_PREFIX)?.splitn(3, '-');
+    let (_pid, _random, name) = (parts.next()?, parts.next()?, parts.next()?);
+    (!name.is_empty() && !name.starts_with('.')).then(|| aside.with_file_name(name))
 }
 
 /// Removes a folder with its contents, or a file.
@@ -402,4 +455,49 @@ pub(crate) fn list(home: &Home) -> Result<Vec<Listed>, Failure> {
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `agents/` holding an installed `demo` (an `old` file) and a staged
+    /// copy (a `new` file).
+    fn installed_and_staged() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let agents = tempfile::tempdir().unwrap();
+        let (target, staged) = (agents.path().join("demo"), agents.path().join(".staging-1-x"));
+        for (dir, file) in [(&target, "old"), (&staged, "new")] {
+            fs::create_dir(dir).unwrap();
+            fs::write(dir.join(file), "").unwrap();
+        }
+        (agents, target, staged)
+    }
+
+    /// The names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_replaced_copy_is_gone_once_the_new_one_is_in_place_by_either_way() {
+        type Replace = fn(&Path, &Path, &Path, &str) -> Result<(), Failure>;
+        for replace in [move_into_place as Replace, replace_in_two_steps] {
+            let (agents, target, staged) = installed_and_staged();
+            replace(&staged, &target, agents.path(), "demo").unwrap();
+            assert_eq!(names(agents.path()), ["demo"]);
+            assert_eq!(names(&target), ["new"]);
+        }
+    }
+
+    #[test]
+    fn only_a_copy_set_aside_names_where_it_was_installed() {
+        let agents = Path::new("/home/agents");
+        assert_eq!(aside_target(&agents.join(".old-12-00ff-my-agent")), Some(agents.join("my-agent")));
+        assert_eq!(aside_target(&agents.join(".old-12-00ff")), None, "an aside name without the agent's");
+        assert_eq!(aside_target(&agents.join(".old-12-00ff-.hidden")), None);
+        assert_eq!(aside_target(&agents.join(".staging-12-00ff-demo")), None);
+    }
 }

@@ -14,7 +14,6 @@
 //! The cache is as trustworthy as the home that holds it: whoever can write
 //! it can also write the trust policy.
 
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -108,7 +107,7 @@ impl TrustCache {
 
     fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
         let dir = self.file.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir)?;
+        crate::fsutil::create_private_dir_all(dir)?;
         let (mut temp, _tracked) = crate::interrupt::temp_file_in(dir, ".rlp-trust-")?;
         temp.write_all(bytes)?;
         temp.persist(&self.file).map_err(|e| e.error)?;
@@ -118,6 +117,8 @@ impl TrustCache {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

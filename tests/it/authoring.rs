@@ -715,6 +715,39 @@ fn tools_add_and_import_keep_crlf_line_endings() {
     assert_lints_clean(&space, &bundle);
 }
 
+/// `tools add` writes tools.json, then manifest.toml, each atomically.
+/// Killed outright between the two, it leaves tools.json new, the manifest
+/// stale, and the manifest's temporary file (named after its dead process):
+/// lint names both problems, digest refuses the temporary file rather than
+/// list it, and the next edit of the bundle removes it.
+#[test]
+fn a_temporary_file_of_an_interrupted_tools_add_never_becomes_a_bundle_file() {
+    let (space, bundle) = demo();
+    let b = bundle.to_str().unwrap();
+    let manifest = bundle.join("manifest.toml");
+    let stale = read(&manifest);
+    space.expect_output(
+        0,
+        &["tools", "add", b, "--id", "demo.one", "--description", "One", "--exec", "/bin/true", "--grant"],
+    );
+    let left = bundle.join(".rlp-~99999999-AbCdEf.tmp");
+    std::fs::rename(&manifest, &left).unwrap();
+    std::fs::write(&manifest, &stale).unwrap();
+
+    let out = space.run(&["lint", b]);
+    assert_eq!(code(&out), 1);
+    rlp_snapshot!(&space, &out);
+    let out = space.run(&["digest", b]);
+    assert_eq!(code(&out), 1);
+    rlp_snapshot!(&space, &out);
+    assert_eq!(read(&manifest), stale);
+
+    space.expect_output(0, &["tools", "add", b, "--id", "demo.two", "--description", "Two", "--exec", "/bin/true"]);
+    assert!(!left.exists(), "the temporary file is left");
+    assert!(!read(&manifest).contains(".rlp"), "{}", read(&manifest));
+    assert_lints_clean(&space, &bundle);
+}
+
 // ---------------------------------------------------------------- tools import
 
 #[test]

@@ -361,7 +361,7 @@ fn a_discovery_the_full_disk_cannot_record_is_refused() {
     let bundle = td.bundle("filler", json!([tool]), "[capabilities]\nexec = true\n");
     // The home is a 1 MiB file system of the server's own mount namespace.
     let script = format!(
-        "set -e; mount --make-rprivate /; mount -t tmpfs -o size=1m tmpfs '{}'; exec \"$@\"",
+        "set -e; mount --make-rprivate /; mount -t tmpfs -o size=1m,mode=0700 tmpfs '{}'; exec \"$@\"",
         td.home().display()
     );
     let mut command = td.wrapped(&["unshare", "--mount", "sh", "-c", &script, "sh"]);

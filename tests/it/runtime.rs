@@ -1487,7 +1487,7 @@ fn a_result_the_full_disk_cannot_record_is_still_shown_with_its_ids() {
         &bundle::caps("exec = true\n", &td.home()),
     );
     // The home is a 1 MiB file system; the tool fills it after its call frame is recorded.
-    let setup = format!("mount -t tmpfs -o size=1m tmpfs '{}'", td.home().display());
+    let setup = format!("mount -t tmpfs -o size=1m,mode=0700 tmpfs '{}'", td.home().display());
     let after = format!("mkdir -p '{s}' && cp -r '{}/pog' '{s}/'", td.home().display(), s = saved.display());
     for format in ["human", "json"] {
         let output = rlp_in_mount_namespace(
@@ -1839,4 +1839,150 @@ fn tools_list_shows_what_the_operators_list_does_not_expose_and_why() {
     let mcp = stdout_json(&list("mcp"));
     let names: Vec<&Value> = mcp["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
     assert_eq!(names, [&json!("issues.list")]);
+}
+
+// ---------------------------------------------------------------- the runtime home
+
+/// Every folder below `dir` (its path from `dir`, `.` for `dir` itself)
+/// with its permission bits, in path order.
+fn folder_modes(dir: &Path) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o7777;
+        let relative = folder.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+        found.push((if relative.is_empty() { ".".to_string() } else { relative }, mode));
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn the_home_and_every_folder_rlp_makes_in_it_are_private_whatever_the_umask() {
+    let td = TestDir::new();
+    let bundle =
+        td.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    td.rlp().args(["keygen", "--out", "keys", "--name", "release"]).assert().success();
+    let loose = |args: &[&str]| {
+        let output = td.shell("umask 000").args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+    };
+    loose(&["trust", "add", "keys/release.pub", "--name", "release"]);
+    loose(&["agent", "install", bundle.to_str().unwrap(), "--allow-unsigned"]);
+    let installed = td.home().join("agents/marked");
+    loose(&["tools", "call", installed.to_str().unwrap(), "ok", "--args", "{}"]);
+    loose(&["trace", "checkpoint"]);
+    let modes: Vec<(String, String)> =
+        folder_modes(&td.home()).into_iter().map(|(path, mode)| (path, format!("{mode:04o}"))).collect();
+    let expected = [
+        (".", "0700"),
+        ("agents", "0700"),
+        // An installed bundle is as readable as its archive's folders.
+        ("agents/marked", "0755"),
+        ("cache", "0700"),
+        ("cache/trust", "0700"),
+        ("keys", "0700"),
+        ("pog", "0700"),
+    ];
+    assert_eq!(modes, expected.map(|(path, mode)| (path.to_string(), mode.to_string())));
+}
+
+#[test]
+fn a_home_whose_folders_other_users_can_change_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let td = TestDir::new();
+    let bundle =
+        td.bundle("marked", json!([bundle::runtime_tool("ok", "ok.sh", &[])]), "[capabilities]\nexec = true\n");
+    td.rlp().args(["agent", "install"]).arg(&bundle).arg("--allow-unsigned").assert().success();
+    let agents = td.home().join("agents");
+    std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let installed = agents.join("marked");
+    rlp_snapshot!(&td, &mut td.call(&installed, "ok", json!({})));
+    std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // A folder that another user owns, whatever its mode.
+    std::os::unix::fs::chown(&installed, Some(65534), None).unwrap();
+    let output = td.rlp().args(["agent", "list"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "error: {} belongs to another user (uid 65534): they could change what rlp runs and trusts from this \
+             runtime home\n  help: use a home of your own (--home DIR or RUNLOOP_HOME)\n",
+            installed.display()
+        )
+    );
+    std::os::unix::fs::chown(&installed, Some(0), None).unwrap();
+    td.rlp().args(["agent", "list"]).assert().success();
+    assert_eq!(tool_calls(&td), 0, "no tool ran from the home others could change");
+}
+
+#[test]
+fn with_no_absolute_home_rlp_never_takes_its_home_from_the_current_folder() {
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle("marked", json!([touch_tool(&marker)]), &state_caps(&td, "exec = true"));
+    // A checkout's `.runloop/` that would run the tool unconfined.
+    std::fs::create_dir(td.join(".runloop")).unwrap();
+    std::fs::write(td.join(".runloop/config.toml"), "[runtime]\nsandbox = \"off\"\n").unwrap();
+    let call = |home: Option<&str>| {
+        let mut command = td.command_without_home();
+        match home {
+            Some(value) => command.env("HOME", value),
+            None => command.env_remove("HOME"),
+        };
+        command.args(["tools", "call"]).arg(&bundle).args(["touch", "--args", "{}"]).output().unwrap()
+    };
+    rlp_snapshot!(&td, &call(None));
+    for (home, why) in [("", "HOME is empty"), (".", "HOME (`.`) is not an absolute path")] {
+        let output = call(Some(home));
+        assert_eq!(output.status.code(), Some(2), "HOME={home:?}");
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: {why}: the default runtime home ~/.runloop needs it (rlp never takes its home from the \
+                 current folder)\n  help: set HOME to your home folder, or name the runtime home: --home DIR or \
+                 RUNLOOP_HOME=DIR\n"
+            )
+        );
+    }
+    assert!(!marker.exists(), "the tool ran");
+    // Named by the variable, the home is used whatever HOME says.
+    let output = td
+        .command_without_home()
+        .env("HOME", "")
+        .env("RUNLOOP_HOME", td.home())
+        .args(["agent", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_config_table_of_the_wrong_type_or_bad_syntax_stops_the_command_at_its_line_and_column() {
+    let td = TestDir::new();
+    let marker = marker_of(&td);
+    let bundle = td.bundle("marked", json!([touch_tool(&marker)]), &state_caps(&td, "exec = true"));
+    let call = |system: &Path| {
+        let output = td.call(&bundle, "touch", json!({})).env("RUNLOOP_SYSTEM_CONFIG", system).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        output
+    };
+    // A system floor written as a value is not dropped: nothing runs.
+    let system = td.join("system.toml");
+    std::fs::write(&system, "# the machine's floor\npolicy = \"required\"\n").unwrap();
+    rlp_snapshot!(&td, &call(&system));
+    std::fs::write(&system, "").unwrap();
+    td.write_config("hooks = 1\n");
+    rlp_snapshot!(&td, &call(&system));
+    td.write_config("[runtime]\nsandbox = best-effort\n");
+    rlp_snapshot!(&td, &call(&system));
+    assert!(!marker.exists(), "the tool ran");
+    assert!(!td.ledger_path().exists(), "the command stopped before any ledger was opened");
 }

@@ -512,3 +512,45 @@ fn a_script_whose_interpreter_is_a_chain_of_links_from_a_granted_folder_runs() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout_json(&output), json!({"ran": true}));
 }
+
+/// `TMPDIR` decides where the calls' private folders are made, never how
+/// strong the sandbox is: unset or empty is `/tmp`, and one that cannot hold
+/// them (relative, missing, `/`) is replaced by `/tmp` with a warning naming it.
+#[test]
+fn a_tmpdir_that_cannot_hold_private_folders_is_replaced_by_tmp_and_named() {
+    let td = TestDir::new();
+    let script = td.script("where.sh", "printf '{\"tmp\":\"%s\"}\\n' \"$TMPDIR\"");
+    let bundle =
+        td.bundle("where", json!([tool("where", script.to_str().unwrap(), &[], &[])]), "[capabilities]\nexec = true\n");
+    let call = |tmpdir: &str| {
+        let output = td.call(&bundle, "where", json!({})).env("TMPDIR", tmpdir).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "TMPDIR={tmpdir:?}: {}", stderr(&output));
+        let folder = stdout_json(&output)["tmp"].as_str().unwrap().to_string();
+        let warnings: String = stderr(&output)
+            .lines()
+            .filter(|line| line.starts_with("warning: "))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        (folder, call_frame(&td)["sandbox"]["namespaces"].clone(), warnings)
+    };
+    let own = td.tmp_dir();
+    let (folder, namespaces, warnings) = call(own.to_str().unwrap());
+    assert!(folder.starts_with(&format!("{}/rlp-call-", own.canonicalize().unwrap().display())), "{folder}");
+    assert_eq!(warnings, "");
+    let tmp = std::fs::canonicalize("/tmp").unwrap();
+    let cases = [
+        ("", None),
+        ("relative/tmp", Some("is not an absolute path")),
+        ("/nonexistent/tmp", Some("does not exist")),
+        ("/", Some("is the root folder, over which a tool's view would be mounted")),
+    ];
+    for (tmpdir, why) in cases {
+        let (folder, same_namespaces, warnings) = call(tmpdir);
+        assert!(folder.starts_with(&format!("{}/rlp-call-", tmp.display())), "TMPDIR={tmpdir:?}: {folder}");
+        assert_eq!(same_namespaces, namespaces, "TMPDIR={tmpdir:?} weakened the sandbox");
+        let expected = why.map(|why| {
+            format!("warning: TMPDIR (`{tmpdir}`) {why}; the private folders of exec tools are made in /tmp instead\n")
+        });
+        assert_eq!(warnings, expected.unwrap_or_default(), "TMPDIR={tmpdir:?}");
+    }
+}

@@ -272,10 +272,10 @@ fn for_a_user_without_cgroups_a_pid_namespace_ends_what_the_tool_started() {
     let td = TestDir::new();
     let token = format!("rlp-escape-nobody-{}", std::process::id());
     let bundle = detaching_bundle(&td, &token);
+    std::fs::set_permissions(td.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The home belongs to the user that runs rlp: rlp uses no home others can write.
     std::fs::create_dir_all(td.home()).unwrap();
-    for open in [td.path().to_path_buf(), td.home()] {
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    }
+    std::os::unix::fs::chown(td.home(), Some(65534), Some(65534)).unwrap();
     let output = td
         .wrapped(&["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
         .args(["tools", "call"])

@@ -267,3 +267,34 @@ fn a_bundle_program_cannot_point_outside_the_bundle() {
     assert!(crate::support::output::stderr(&out).contains("RLP506"), "{}", text(&out));
     assert!(!marker.exists(), "the program outside the bundle ran");
 }
+
+/// An install that replaces a bundle and dies between its two renames (on a
+/// file system that cannot swap folders in one step) leaves the installed
+/// copy set aside as `.old-<pid>-<random>-<name>` next to the staged new
+/// copy: the next install, of any bundle, puts the old copy back before it
+/// sweeps, so the bundle is never lost.
+#[test]
+fn a_copy_set_aside_by_an_interrupted_replacement_is_put_back_by_the_next_install() {
+    let td = TestDir::new();
+    example(&td);
+    td.expect(0, &["agent", "install", "agents/demo", "--allow-unsigned"]);
+    td.expect(0, &["agent", "scaffold", "other", "--example", "--non-interactive"]);
+    // What the interrupted `agent install agents/demo --force` of a process
+    // that no longer runs (its pid is above the kernel's pid_max) left.
+    let agents = td.home().join("agents");
+    fs::rename(agents.join("demo"), agents.join(".old-99999999-0123456789abcdef-demo")).unwrap();
+    copy_tree(&td.join("agents/demo"), &agents.join(".staging-99999999-AbCdEf"));
+    let (listed, _) = td.expect(0, &["agent", "list"]);
+    assert_eq!(listed, format!("no agents installed in {}\n", agents.display()));
+
+    td.expect(0, &["agent", "install", "agents/other", "--allow-unsigned"]);
+    let mut left: Vec<_> = fs::read_dir(&agents).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["demo", "other"]);
+    let (listed, _) = td.expect(0, &["agent", "list"]);
+    assert_eq!(listed, "demo   0.1.0  unsigned\nother  0.1.0  unsigned\n");
+    let installed = agents.join("demo");
+    let (out, _) =
+        td.expect(0, &["tools", "call", installed.to_str().unwrap(), "demo.greet", "--args", r#"{"name": "Ada"}"#]);
+    assert_eq!(out, GREETING);
+}

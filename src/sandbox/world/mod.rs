@@ -20,7 +20,8 @@ pub(crate) mod build;
 pub(crate) mod view;
 
 use std::ffi::{c_int, c_void};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::sandbox::clone::{exit_with, try_in_child};
 use crate::sandbox::world::build::ViewSteps;
@@ -64,12 +65,54 @@ pub(crate) fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// The folder the calls' private folders are made in: the temporary
-/// folder, after its symbolic links (a sandboxed tool's private folder is
-/// opened without following any).
+/// The temporary folder when `TMPDIR` names none.
+const DEFAULT_TEMP: &str = "/tmp";
+
+/// The folder the calls' private folders are made in, after its symbolic
+/// links (a sandboxed tool's private folder is opened without following
+/// any), the same for the whole process: `$TMPDIR`, or `/tmp` when it is
+/// unset or empty (as `mktemp` reads it). A `TMPDIR` that cannot hold them
+/// ([`usable_temp`]) is not used: `/tmp` is, with a warning naming
+/// `TMPDIR`, so that neither the private folders nor the tool's view (mounted
+/// over this folder) end up in the current folder or at `/`.
 pub(crate) fn calls_dir() -> PathBuf {
-    let temp = std::env::temp_dir();
-    std::fs::canonicalize(&temp).unwrap_or(temp)
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let temp = match std::env::var_os("TMPDIR").filter(|value| !value.is_empty()) {
+            None => PathBuf::from(DEFAULT_TEMP),
+            Some(value) => usable_temp(Path::new(&value)).unwrap_or_else(|why| {
+                crate::notice::warn(&format!(
+                    "TMPDIR (`{}`) {why}; the private folders of exec tools are made in {DEFAULT_TEMP} instead",
+                    Path::new(&value).display()
+                ));
+                PathBuf::from(DEFAULT_TEMP)
+            }),
+        };
+        std::fs::canonicalize(&temp).unwrap_or(temp)
+    });
+    dir.clone()
+}
+
+/// `dir` as a folder for the calls' private folders, or why it cannot be
+/// one: it must be an absolute path to a folder other than `/` that this
+/// user may write.
+fn usable_temp(dir: &Path) -> Result<PathBuf, String> {
+    if !dir.is_absolute() {
+        return Err("is not an absolute path".to_string());
+    }
+    let resolved = std::fs::canonicalize(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "does not exist".to_string(),
+        _ => format!("cannot be used: {e}"),
+    })?;
+    if !resolved.is_dir() {
+        return Err("is not a folder".to_string());
+    }
+    if resolved == Path::new("/") {
+        return Err("is the root folder, over which a tool's view would be mounted".to_string());
+    }
+    let access = rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK;
+    rustix::fs::access(&resolved, access).map_err(|e| format!("is not writable: {e}"))?;
+    Ok(resolved)
 }
 
 /// The folder over which a view's root is mounted: the folder of the
