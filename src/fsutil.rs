@@ -156,6 +156,16 @@ fn shared_mode(meta: &fs::Metadata) -> Option<u32> {
 /// ([`crate::leftovers`]).
 pub(crate) const TEMP_PREFIX: &str = ".rlp-~";
 
+/// Whether the last part of `path` names a temporary file of
+/// [`write_atomic`], which a killed rlp leaves behind.
+pub(crate) fn is_leftover_temp(path: &str) -> bool {
+    path.rsplit('/').next().is_some_and(|name| name.starts_with(TEMP_PREFIX))
+}
+
+/// What to do with a temporary file [`is_leftover_temp`] found in a bundle.
+pub(crate) const LEFTOVER_TEMP_HELP: &str =
+    "it is a temporary file of an rlp command that was killed: remove it (the next `rlp tools add` removes it)";
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder
 /// is written, flushed to disk and renamed over the target, then the folder
 /// is synced. An interrupted write leaves the old file intact, and no

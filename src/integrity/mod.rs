@@ -19,6 +19,9 @@ pub use failure::{Failure, Reason};
 pub fn digest_failure(error: digest::DigestError) -> Failure {
     use digest::DigestError;
     match error {
+        DigestError::Refused { ref path, .. } if crate::fsutil::is_leftover_temp(&path.to_string_lossy()) => {
+            Failure::new(Reason::NotRegular, error.to_string()).with_help(crate::fsutil::LEFTOVER_TEMP_HELP)
+        }
         DigestError::Refused { ref why, .. } if why.contains("name") => {
             Failure::new(Reason::NotRegular, error.to_string())
                 .with_help("rename it using only letters, digits, `.`, `_` and `-` in each part of its path")

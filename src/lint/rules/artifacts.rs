@@ -49,7 +49,11 @@ pub(crate) fn check(bundle: &LoadedBundle, out: &mut Vec<Finding>) {
                 At::File,
                 format!("`{}` cannot be part of a bundle: {}", refused.path, refused.why),
             )
-            .help("replace it with a regular file, or remove it");
+            .help(if crate::fsutil::is_leftover_temp(&refused.path) {
+                crate::fsutil::LEFTOVER_TEMP_HELP
+            } else {
+                "replace it with a regular file, or remove it"
+            });
         out.extend(diags.into_findings());
     }
     let Some(manifest) = &bundle.manifest else { return };
