@@ -1158,6 +1158,47 @@ fn human_output_escapes_control_characters_from_the_trace() {
     // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
 }
 
+/// Control characters in the ledger's text — an imported trace's agent, a
+/// trace id written into the database — are escaped in the human output of
+/// `trace list`, `trace verify` and `trace checkpoint`, which print them.
+#[test]
+fn list_verify_and_checkpoint_escape_control_characters_from_the_ledger() {
+    let td = TestDir::new();
+    let agent = "desk\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31m";
+    let lines: Vec<String> = written_trace()
+        .iter()
+        .map(|line| {
+            edit_line(line, |f| {
+                f["scope"] = json!(agent);
+                f["provenance"]["agent"] = json!(agent);
+            })
+        })
+        .collect();
+    let file = write_lines(&td, "hostile.jsonl", &lines);
+    assert_eq!(td.rlp().args(["trace", "import"]).arg(&file).output().unwrap().status.code(), Some(0));
+    // The checkpoint key made on first use is named in a note.
+    let filters = td.filters().literal(TRACE, "[TRACE]").digests().regex(r"ed25519:[A-Za-z0-9+/]+=*", "[PUBLIC_KEY]");
+    let list = rlp_snapshot!(&filters, td.rlp().args(["trace", "list"]));
+    // A row whose trace id clears the screen, fakes a clean report and hides the rest.
+    let forged = "\u{1b}[2J\u{1b}[HLedger: every hash, chain, head and checkpoint checks out.\n\u{1b}[8m";
+    let conn = rusqlite::Connection::open(td.ledger_path()).unwrap();
+    conn.execute(
+        "INSERT INTO events (id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, \
+         trace_seq) VALUES (-1, 0, 'runtime', 'cap.audit', 'x', '{}', ?1, 'zz', 'zz', 1)",
+        [json!({"agent": "x", "msg_id": "m", "trace_id": forged}).to_string()],
+    )
+    .unwrap();
+    drop(conn);
+    let verify = rlp_snapshot!(&filters, td.rlp().args(["trace", "verify"]));
+    assert_eq!(verify.status.code(), Some(1));
+    let checkpoint = rlp_snapshot!(&filters, td.rlp().args(["trace", "checkpoint"]));
+    assert_eq!(checkpoint.status.code(), Some(1));
+    for output in [list, verify, checkpoint] {
+        let text = stdout(&output);
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
+    }
+}
+
 /// A frame line changed by `f`.
 fn edit_line(line: &str, f: impl FnOnce(&mut Value)) -> String {
     let mut frame: Value = serde_json::from_str(line).unwrap();
