@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::support::bundle;
 use crate::support::http::{Server, reply};
 use crate::support::ledger;
-use crate::support::output::{stderr, stdout, stdout_json};
+use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
 use crate::support::process::closed_pipe;
 use crate::support::{TestDir, files};
 use crate::support::{rlp_snapshot, text_snapshot};
@@ -1278,6 +1278,36 @@ fn import_refuses_frames_the_format_forbids() {
             .into(),
     ));
 
+    // A UUID in another spelling than the one the ledger stores and looks up.
+    let canonical = "lower case with hyphens, the one spelling of a UUID the ledger stores and looks up";
+    let spellings = [
+        ("trace_upper", 0, "/provenance/trace_id", TRACE.to_uppercase(), TRACE),
+        ("trace_urn", 0, "/provenance/trace_id", format!("urn:uuid:{TRACE}"), TRACE),
+        ("msg_braces", 4, "/provenance/msg_id", format!("{{{}}}", msg_id(5)), &msg_id(5)),
+        ("invocation_simple", 0, "/payload/invocation_id", INV_A.replace('-', ""), INV_A),
+    ];
+    for (name, index, pointer, written, id) in spellings {
+        let mut lines = good.clone();
+        lines[index] = edit_line(&lines[index], |f| *f.pointer_mut(pointer).unwrap() = json!(written));
+        let field = pointer[1..].replace('/', ".");
+        cases.push((
+            name,
+            lines,
+            format!("line {}: `{field}` is `{written}`: write it `{id}`, in {canonical}", index + 1),
+        ));
+    }
+
+    // An integer the ledger's canonical JSON (IEEE doubles) would round.
+    let inexact = "an integer the ledger cannot store exactly (it stores numbers as IEEE doubles, as RFC 8785 does: \
+                   integers up to 2^53 = 9007199254740992, and larger ones only when a double holds them); write a \
+                   number a double holds exactly";
+    let mut lines = good.clone();
+    lines[2] = edit_line(&lines[2], |f| f["payload"]["attempt"] = json!(u64::MAX));
+    cases.push(("attempt", lines, format!("line 3: `payload.attempt` is 18446744073709551615, {inexact}")));
+    let mut lines = good.clone();
+    lines[5] = edit_line(&lines[5], |f| f["payload"]["result"]["ids"] = json!([1, i64::MIN + 1]));
+    cases.push(("nested", lines, format!("line 6: `payload.result.ids[1]` is -9223372036854775807, {inexact}")));
+
     for (name, lines, expected) in cases {
         let file = write_lines(&td, &format!("{name}.jsonl"), &lines);
         let output = td.rlp_in("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
@@ -1293,6 +1323,23 @@ fn import_refuses_frames_the_format_forbids() {
         );
         assert!(!td.ledger_path_in("fresh").exists(), "{name}");
     }
+
+    // Integers a double holds exactly, however large, keep their value
+    // (written as RFC 8785 writes that double): the trace shows, exports and
+    // imports again.
+    let mut lines = good.clone();
+    lines[5] = edit_line(&lines[5], |f| {
+        f["payload"]["result"]["ids"] = json!([9_007_199_254_740_994u64, i64::MIN, 18_446_744_073_709_552_000f64])
+    });
+    let file = write_lines(&td, "exact.jsonl", &lines);
+    assert_eq!(td.rlp_in("exact").args(["trace", "import"]).arg(&file).output().unwrap().status.code(), Some(0));
+    let show = td.rlp_in("exact").args(["trace", "show", TRACE]).output().unwrap();
+    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    let exported = export(&td, "exact", "exact-export.jsonl");
+    let text = std::fs::read_to_string(&exported).unwrap();
+    assert_contains(&text, r#""ids":[9007199254740994,-9223372036854776000,18446744073709552000]"#);
+    let again = td.rlp_in("exact-again").args(["trace", "import"]).arg(&exported).output().unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
 
     // Replay reads files with the same reader: the same frames are refused.
     let mut lines = good.clone();
