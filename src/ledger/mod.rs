@@ -12,6 +12,7 @@
 //! above it; the runtime records into a ledger through
 //! [`crate::event::Recorder`], which every store implements.
 
+pub mod checked;
 pub mod checkpoint;
 pub mod export;
 pub mod group;
@@ -39,7 +40,7 @@ use uuid::Uuid;
 use crate::error::{Exit, Reportable};
 use crate::event::{Event, PreparedRow, Record, RecordError, Recorder};
 use crate::home::Home;
-use crate::ledger::layout::{LedgerInfo, StoredCheckpoint, TraceHead};
+use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceHead};
 
 pub use postgres::{PostgresLedger, PostgresUrl};
 pub use query::TraceSummary;
@@ -144,6 +145,11 @@ pub trait LedgerStore: Recorder {
 
     /// The checkpoints with a leaf of `trace_id`, in order, with all their leaves.
     fn checkpoints_of(&self, trace_id: &Uuid) -> Result<Vec<StoredCheckpoint>, LedgerError>;
+
+    /// The leaves of `trace_id`, each with the number of its checkpoint, in
+    /// order: what the checkpoints say the trace held (read by the leaves'
+    /// index on trace ids, without any other leaf or the statements).
+    fn leaves_of(&self, trace_id: &Uuid) -> Result<Vec<(i64, Leaf)>, LedgerError>;
 
     /// The checkpoints numbered `seq` and after, in order, with their leaves.
     fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError>;

@@ -676,6 +676,20 @@ impl LedgerStore for SqliteLedger {
         )
     }
 
+    fn leaves_of(&self, trace_id: &Uuid) -> Result<Vec<(i64, Leaf)>, LedgerError> {
+        let mut leaves = Vec::new();
+        self.query(
+            "SELECT seq, trace_id, frames, head FROM rlp_checkpoint_leaves WHERE trace_id = ?1 ORDER BY seq",
+            [trace_id.to_string()],
+            |r| Ok((r.get(0)?, Leaf { trace_id: r.get(1)?, frames: r.get(2)?, head: r.get(3)? })),
+            &mut |leaf| {
+                leaves.push(leaf);
+                ControlFlow::Continue(())
+            },
+        )?;
+        Ok(leaves)
+    }
+
     fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError> {
         self.checkpoints_where("seq >= ?1", [seq])
     }
