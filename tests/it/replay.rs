@@ -1004,6 +1004,60 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
     assert!(doc["error"]["message"].as_str().unwrap().starts_with("there is no ledger at "), "{doc}");
 }
 
+/// A ledger path that holds a FIFO or a folder is refused at once, naming
+/// it, by the commands that read the ledger and by those that write it
+/// (which would otherwise wait for a reader of the FIFO for ever); what is
+/// there is left as it was.
+#[test]
+fn a_ledger_path_that_is_not_a_file_is_refused_without_waiting() {
+    let td = TestDir::new();
+    let bundle = notes_bundle(&td);
+    let file = write_lines(&td, "written.jsonl", &written_trace());
+    let fifo = td.join("ledger.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let folder = td.join("ledger.folder");
+    std::fs::create_dir(&folder).unwrap();
+    let help = "help: a SQLite ledger is a regular file: move what is there aside, or name another ledger (--home, \
+                or --ledger sqlite:///path/to/events.sqlite)";
+    for (path, what) in [(&fifo, "a FIFO"), (&folder, "a folder")] {
+        let url = format!("sqlite://{}", path.display());
+        let refused = format!("{} is {what}, not a ledger file", path.display());
+        let runs: [(&[&str], i32, String); 7] = [
+            (&["trace", "verify"], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "list"], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "show", TRACE], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "export", TRACE], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "checkpoint"], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (
+                &["trace", "import", file.to_str().unwrap()],
+                2,
+                format!("error: cannot use the ledger: {refused}\n  {help}\n"),
+            ),
+            (
+                &["tools", "call", bundle.to_str().unwrap(), "notes.read", "--args", "{}"],
+                1,
+                format!(
+                    "error: cannot open the ledger: {refused}\n  help: check that the runtime home (--home or \
+                     $RUNLOOP_HOME) is writable\n"
+                ),
+            ),
+        ];
+        for (args, code, expected) in runs {
+            let output = td
+                .rlp()
+                .args(["--ledger", &url])
+                .args(args)
+                .timeout(std::time::Duration::from_secs(20))
+                .output()
+                .unwrap();
+            assert_eq!((output.status.code(), stderr(&output)), (Some(code), expected), "{args:?}");
+            assert_eq!(stdout(&output), "", "{args:?}");
+        }
+    }
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&std::fs::metadata(&fifo).unwrap().file_type()));
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0, "nothing was made in the folder");
+}
+
 /// `trace export -o` to a folder, or into a folder that does not exist, is a
 /// usage error (exit 2) naming the path.
 #[test]
