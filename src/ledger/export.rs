@@ -5,8 +5,11 @@
 //! trace (row ids belong to one ledger; positions survive an import into
 //! another) and `chain_blake3` recomputed over the trace's own frames from 32
 //! zero bytes, so the file checks its own order. `hash_blake3` is the row hash
-//! as stored; every row is checked against it first, and an edited row stops
-//! the export.
+//! as stored. Every row of the trace is checked first, against its hash and
+//! its place in the trace's chain in the ledger, and the trace against where
+//! its head row and checkpoints say it ends ([`crate::ledger::checked`]): an
+//! edited row, or frames removed, reordered or added, stop the export, so
+//! the chain it writes is never a fresh one over a damaged trace.
 //!
 //! A redacted export ([`export_redacted`]) replaces chosen values by
 //! placeholders ([`crate::ledger::redact`]): it reads the trace twice, and a
@@ -22,6 +25,7 @@ use uuid::Uuid;
 use crate::error::{Exit, Reportable};
 use crate::event::Event;
 use crate::event::hash::{GENESIS, chain_hash, frame_hash};
+use crate::ledger::checked::{CheckedReadError, Damage, for_each_checked_row};
 use crate::ledger::jsonl::{FrameLine, write_frame_line};
 use crate::ledger::redact::{Collector, RedactionReport, Rule};
 use crate::ledger::{LedgerError, LedgerStore};
@@ -35,14 +39,10 @@ pub enum ExportError {
     /// No row belongs to the trace.
     #[error("the ledger has no trace {0}")]
     NoSuchTrace(Uuid),
-    /// A row does not match its hash, or its JSON does not parse.
-    #[error("ledger row {row}: {message}")]
-    Edited {
-        /// The row id.
-        row: i64,
-        /// What is wrong.
-        message: String,
-    },
+    /// A row does not match its hash or its JSON does not parse, or the
+    /// trace's chain does not check out.
+    #[error(transparent)]
+    Edited(Damage),
     /// The output could not be written.
     #[error("cannot write the export: {0}")]
     Write(std::io::Error),
@@ -57,14 +57,14 @@ impl Reportable for ExportError {
     fn class(&self) -> Exit {
         match self {
             ExportError::Ledger(_) | ExportError::NoSuchTrace(_) => Exit::Usage,
-            ExportError::Edited { .. } | ExportError::Write(_) | ExportError::Redaction(_) => Exit::Problems,
+            ExportError::Edited(_) | ExportError::Write(_) | ExportError::Redaction(_) => Exit::Problems,
         }
     }
 
     fn message(&self) -> String {
         match self {
             ExportError::Ledger(e) => e.message(),
-            ExportError::Edited { .. } | ExportError::Redaction(_) => format!("{self}; nothing was exported"),
+            ExportError::Edited(_) | ExportError::Redaction(_) => format!("{self}; nothing was exported"),
             _ => self.to_string(),
         }
     }
@@ -75,7 +75,7 @@ impl Reportable for ExportError {
             ExportError::NoSuchTrace(_) => {
                 Some("`rlp trace list` shows the traces of this home; pass --home for another".into())
             }
-            ExportError::Edited { .. } => Some(crate::ledger::EDITED_ROW_HELP.into()),
+            ExportError::Edited(_) => Some(crate::ledger::EDITED_ROW_HELP.into()),
             ExportError::Write(_) => None,
             ExportError::Redaction(_) => {
                 Some("redact fewer or smaller fields (--redact, the config's redact lists)".into())
@@ -90,17 +90,28 @@ fn invocation_of(payload_json: &str) -> Option<Uuid> {
     Uuid::parse_str(payload.get("invocation_id")?.as_str()?).ok()
 }
 
+impl From<CheckedReadError> for ExportError {
+    fn from(e: CheckedReadError) -> ExportError {
+        match e {
+            CheckedReadError::Ledger(e) => ExportError::Ledger(e),
+            CheckedReadError::Damaged(damage) => ExportError::Edited(damage),
+        }
+    }
+}
+
 /// The edited-row error of `event`.
 fn edited(event: &Event, message: impl std::fmt::Display) -> ExportError {
-    ExportError::Edited { row: event.id, message: message.to_string() }
+    ExportError::Edited(Damage::Row { row: event.id, message: message.to_string() })
 }
 
 /// What is done with each exported row: the row and its checked hash.
 type ExportedRow<'f> = dyn FnMut(&Event, [u8; 32]) -> Result<(), ExportError> + 'f;
 
 /// Calls `f` with each row of `trace_id` that is exported (with `only`,
-/// those of the invocations named; at most `limit`), each checked against
-/// its hash and given with it; returns the number of rows given.
+/// those of the invocations named; at most `limit`), every row of the trace
+/// checked first ([`for_each_checked_row`]: its hash, its place in the
+/// trace's chain, the trace's end) and each given with its hash; returns the
+/// number of rows given.
 fn for_each_exported(
     ledger: &dyn LedgerStore,
     trace_id: &Uuid,
@@ -109,13 +120,12 @@ fn for_each_exported(
     f: &mut ExportedRow<'_>,
 ) -> Result<u64, ExportError> {
     let mut given = 0u64;
-    let mut scratch = String::new();
     let mut failure = None;
-    ledger.for_each_in_trace(trace_id, &mut |event| {
+    for_each_checked_row(ledger, trace_id, &mut |event, hash| {
         if limit.is_some_and(|limit| given >= limit) {
             return ControlFlow::Break(());
         }
-        let done = check_row(&event, &mut scratch).and_then(|hash| {
+        let done = check_json(&event).and_then(|()| {
             if only.is_some_and(|only| !invocation_of(&event.payload_json).is_some_and(|id| only.contains(&id))) {
                 return Ok(());
             }
@@ -137,13 +147,12 @@ fn for_each_exported(
     }
 }
 
-/// The row's hash, once it matches the row and its JSON columns read.
-fn check_row(event: &Event, scratch: &mut String) -> Result<[u8; 32], ExportError> {
-    let hash = event.check_hash(scratch).map_err(|e| edited(event, e))?;
+/// Whether the row's JSON columns read.
+fn check_json(event: &Event) -> Result<(), ExportError> {
     for (column, text) in [("payload_json", &event.payload_json), ("provenance_json", &event.provenance_json)] {
         serde_json::from_str::<IgnoredAny>(text).map_err(|e| edited(event, format!("{column} is not JSON: {e}")))?;
     }
-    Ok(hash)
+    Ok(())
 }
 
 /// Writes frames as export lines, numbering and chaining them.

@@ -194,6 +194,71 @@ fn json_message(error: &serde_json::Error) -> String {
     if error.column() > 0 { format!("{message} (column {})", error.column()) } else { message }
 }
 
+/// Refuses a UUID (`value`, at `field`) that is not written as rlp writes
+/// one — lower case, with hyphens: the text is stored and hashed as written,
+/// while the ledger looks traces up by that form, so any other spelling
+/// (upper case, `urn:uuid:`, braces, no hyphens) would leave a trace no
+/// command finds and `rlp trace verify` reports as damaged. Anything that is
+/// no UUID at all is left to the checks of its field.
+fn check_uuid_spelling(field: &str, value: &Value) -> Result<(), String> {
+    let Some(text) = value.as_str() else { return Ok(()) };
+    match Uuid::parse_str(text) {
+        Ok(id) if id.to_string() != text => Err(format!(
+            "`{field}` is `{text}`: write it `{id}`, in lower case with hyphens, the one spelling of a UUID the ledger \
+             stores and looks up"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the integer `n` is one an IEEE double holds exactly (every
+/// integer up to 2^53, and the larger ones that are multiples of a power of
+/// two); numbers written with a fraction or an exponent are read as doubles
+/// already.
+fn exact_as_double(n: &serde_json::Number) -> bool {
+    match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => (u as f64) as u128 == u128::from(u),
+        (_, Some(i)) => (i as f64) as i128 == i128::from(i),
+        _ => true,
+    }
+}
+
+/// The first integer of `value` that an IEEE double cannot hold exactly,
+/// with its place below `value` (`.attempt`, `.result.ids[3]`).
+fn inexact_integer(value: &Value) -> Option<(String, &serde_json::Number)> {
+    match value {
+        Value::Number(n) if !exact_as_double(n) => Some((String::new(), n)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| inexact_integer(item).map(|(place, n)| (format!("[{i}]{place}"), n))),
+        Value::Object(members) => members.iter().find_map(|(key, item)| {
+            let member = match !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                true => format!(".{key}"),
+                false => format!("[{}]", Value::from(key.as_str())),
+            };
+            inexact_integer(item).map(|(place, n)| (format!("{member}{place}"), n))
+        }),
+        _ => None,
+    }
+}
+
+/// Refuses a payload holding an integer the ledger cannot store exactly: it
+/// stores the RFC 8785 form, whose numbers are IEEE doubles, so such an
+/// integer would be rounded (`18446744073709551615` stored as
+/// `18446744073709552000`) and the frame read back would no longer be the
+/// one checked here. Called once the payload's depth is known to be bounded.
+fn check_numbers_exact(payload: &Value) -> Result<(), String> {
+    match inexact_integer(payload) {
+        None => Ok(()),
+        Some((place, n)) => Err(format!(
+            "`payload{place}` is {n}, an integer the ledger cannot store exactly (it stores numbers as IEEE doubles, \
+             as RFC 8785 does: integers up to 2^53 = 9007199254740992, and larger ones only when a double holds \
+             them); write a number a double holds exactly"
+        )),
+    }
+}
+
 impl<R: BufRead> JsonlReader<R> {
     /// A reader over `reader`.
     pub fn new(reader: R) -> Self {
@@ -277,6 +342,13 @@ impl<R: BufRead> JsonlReader<R> {
         let provenance = Provenance::deserialize(&raw.provenance)
             .map_err(|e| format!("`provenance` is not {{trace_id, msg_id, agent}}: {}", json_message(&e)))?;
         check_columns(raw.ts_ms, &raw.actor, &raw.scope, &provenance)?;
+        for (field, value) in [
+            ("provenance.trace_id", &raw.provenance["trace_id"]),
+            ("provenance.msg_id", &raw.provenance["msg_id"]),
+            ("payload.invocation_id", &raw.payload["invocation_id"]),
+        ] {
+            check_uuid_spelling(field, value)?;
+        }
         match self.trace {
             None => self.trace = Some((provenance.trace_id, line)),
             Some((trace, first)) if trace != provenance.trace_id => {
@@ -288,6 +360,7 @@ impl<R: BufRead> JsonlReader<R> {
             Some(_) => {}
         }
         check_payload_depth(&raw.payload)?;
+        check_numbers_exact(&raw.payload)?;
         let payload_json = canonical_text(&raw.payload);
         let provenance_json = canonical_text(&raw.provenance);
         let hash = frame_hash(
@@ -414,6 +487,21 @@ mod tests {
                  export the trace again",
             ]
         );
+    }
+
+    #[test]
+    fn integers_a_double_cannot_hold_are_named_by_their_place() {
+        let exact = [json!(1u64 << 53), json!((1u64 << 53) + 2), json!(i64::MIN), json!(u64::MAX - 2047), json!(1e300)];
+        for value in exact {
+            assert_eq!(inexact_integer(&json!({"n": value})), None, "{value}");
+        }
+        for value in [json!((1u64 << 53) + 1), json!(-(1i64 << 53) - 1), json!(u64::MAX)] {
+            let found = inexact_integer(&json!({"n": value})).map(|(place, n)| (place, n.to_string()));
+            assert_eq!(found, Some((".n".to_string(), value.to_string())));
+        }
+        let nested = json!({"ok": 1, "a b": [0, {"x_1": [2, u64::MAX]}]});
+        let found = inexact_integer(&nested).map(|(place, _)| place);
+        assert_eq!(found.as_deref(), Some(r#"["a b"][1].x_1[1]"#));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! above it; the runtime records into a ledger through
 //! [`crate::event::Recorder`], which every store implements.
 
+pub mod checked;
 pub mod checkpoint;
 pub mod export;
 pub mod group;
@@ -39,7 +40,7 @@ use uuid::Uuid;
 use crate::error::{Exit, Reportable};
 use crate::event::{Event, PreparedRow, Record, RecordError, Recorder};
 use crate::home::Home;
-use crate::ledger::layout::{LedgerInfo, StoredCheckpoint, TraceHead};
+use crate::ledger::layout::{Leaf, LedgerInfo, StoredCheckpoint, TraceHead};
 
 pub use postgres::{PostgresLedger, PostgresUrl};
 pub use query::TraceSummary;
@@ -144,6 +145,11 @@ pub trait LedgerStore: Recorder {
 
     /// The checkpoints with a leaf of `trace_id`, in order, with all their leaves.
     fn checkpoints_of(&self, trace_id: &Uuid) -> Result<Vec<StoredCheckpoint>, LedgerError>;
+
+    /// The leaves of `trace_id`, each with the number of its checkpoint, in
+    /// order: what the checkpoints say the trace held (read by the leaves'
+    /// index on trace ids, without any other leaf or the statements).
+    fn leaves_of(&self, trace_id: &Uuid) -> Result<Vec<(i64, Leaf)>, LedgerError>;
 
     /// The checkpoints numbered `seq` and after, in order, with their leaves.
     fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError>;
@@ -363,6 +369,14 @@ pub enum LedgerError {
         /// The error.
         source: std::io::Error,
     },
+    /// The ledger's path holds something that is not a regular file.
+    #[error("{} is {what}, not a ledger file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What is there: `a FIFO`, `a folder`, …
+        what: &'static str,
+    },
     /// A row or a record could not be encoded or decoded.
     #[error("ledger {path}: {message}")]
     Invalid {
@@ -400,6 +414,7 @@ impl Reportable for LedgerError {
             LedgerError::Postgres { problem: PostgresProblem::Connection | PostgresProblem::Certificate, .. } => {
                 format!("cannot reach the ledger: {self}")
             }
+            LedgerError::NotAFile { .. } => format!("cannot use the ledger: {self}"),
             _ => format!("cannot read the ledger: {self}"),
         }
     }
@@ -438,6 +453,9 @@ impl Reportable for LedgerError {
                     .into(),
                 PostgresProblem::Server => "see the server's message; the server's log may say more".into(),
             },
+            LedgerError::NotAFile { .. } => "a SQLite ledger is a regular file: move what is there aside, or name \
+                                             another ledger (--home, or --ledger sqlite:///path/to/events.sqlite)"
+                .into(),
             _ => "check the runtime home (--home or $RUNLOOP_HOME) and that the ledger file is readable".into(),
         })
     }
@@ -465,6 +483,14 @@ impl LedgerError {
     /// must not be appended again.
     pub fn was_appended(&self) -> bool {
         matches!(self, LedgerError::Postgres { problem: PostgresProblem::Unconfirmed, .. })
+    }
+
+    /// Whether the ledger's path holds nothing rlp can use as a ledger: not
+    /// a regular file (a FIFO, a folder), or a file that is no database or
+    /// is damaged. Its own message and help say what to do, whatever the
+    /// command.
+    pub fn is_not_a_ledger(&self) -> bool {
+        matches!(self, LedgerError::NotAFile { .. }) || self.is_not_a_database()
     }
 
     /// Whether the storage cannot be read as a ledger at all (the file is

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::error::{Exit, Reportable};
 use crate::event::frame::{Origin, TraceFrame, check_columns};
 use crate::event::{Event, EventKind, Payload, Provenance};
+use crate::ledger::checked::{CheckedReadError, Damage, for_each_checked_row};
 use crate::ledger::jsonl::{JsonlReader, LineError, ReadError};
 use crate::ledger::{LedgerError, Location};
 
@@ -117,14 +118,10 @@ pub enum InputError {
         /// The line and what is wrong.
         error: LineError,
     },
-    /// A ledger row of the trace does not match its hash (the ledger was edited).
-    #[error("ledger row {row}: {message}")]
-    Edited {
-        /// The row id.
-        row: i64,
-        /// What is wrong.
-        message: String,
-    },
+    /// A ledger row of the trace does not match its hash, or the trace's
+    /// chain does not check out (the ledger was edited).
+    #[error(transparent)]
+    Edited(Damage),
     /// A ledger row of the trace cannot be read as a frame.
     #[error("ledger row {row}: {message}")]
     BadRow {
@@ -135,11 +132,20 @@ pub enum InputError {
     },
 }
 
-/// Exit 2, except a row that does not match its hash (1).
+impl From<CheckedReadError> for InputError {
+    fn from(e: CheckedReadError) -> InputError {
+        match e {
+            CheckedReadError::Ledger(e) => InputError::Ledger(e),
+            CheckedReadError::Damaged(damage) => InputError::Edited(damage),
+        }
+    }
+}
+
+/// Exit 2, except a trace that does not check out (1).
 impl Reportable for InputError {
     fn class(&self) -> Exit {
         match self {
-            InputError::Edited { .. } => Exit::Problems,
+            InputError::Edited(_) => Exit::Problems,
             _ => Exit::Usage,
         }
     }
@@ -157,7 +163,7 @@ impl Reportable for InputError {
             InputError::NoSuchTrace { .. } => "`rlp trace list` shows the traces of this home; pass --home for another",
             InputError::EmptyFile(_) | InputError::Io { .. } => "pass a file written by `rlp trace export`",
             InputError::BadLine { .. } => "export the trace again; `rlp trace import` lists every problem of a file",
-            InputError::Edited { .. } => crate::ledger::EDITED_ROW_HELP,
+            InputError::Edited(_) => crate::ledger::EDITED_ROW_HELP,
             InputError::BadRow { .. } => "run `rlp trace verify` to see what was changed in the ledger",
             InputError::Ledger(e) => return e.help(),
         };
@@ -195,8 +201,10 @@ fn frame_and_payload(event: Event, position: u64) -> Result<(TraceFrame, String)
 
 /// Calls `f` with every frame of the trace, in order (streaming; stops on
 /// `Break`); returns the number of frames read. An unknown trace, an empty
-/// file, a frame that cannot be read, and a ledger row that does not match
-/// its hash (checked as each row is read) are errors.
+/// file, a frame that cannot be read, and a trace from the ledger that does
+/// not check out (each row against its hash and its place in the trace's
+/// chain as it is read, the trace's end once all are:
+/// [`crate::ledger::checked`]) are errors.
 pub fn for_each_frame(input: &TraceInput, mut f: impl FnMut(TraceFrame) -> ControlFlow<()>) -> Result<u64, InputError> {
     for_each_frame_with_payload(input, |frame, _| f(frame))
 }
@@ -214,23 +222,16 @@ fn for_each_frame_with_payload(
                 .ok_or_else(|| InputError::NoLedger(ledger.clone()))?;
             let mut position = 0u64;
             let mut failure = None;
-            let mut scratch = String::new();
-            store
-                .for_each_in_trace(trace_id, &mut |event| {
-                    position += 1;
-                    let checked = event
-                        .check_hash(&mut scratch)
-                        .map_err(|message| InputError::Edited { row: event.id, message: message.to_string() })
-                        .and_then(|_| frame_and_payload(event, position));
-                    match checked {
-                        Ok((frame, payload)) => f(frame, &payload),
-                        Err(e) => {
-                            failure = Some(e);
-                            ControlFlow::Break(())
-                        }
+            for_each_checked_row(&*store, trace_id, &mut |event, _| {
+                position += 1;
+                match frame_and_payload(event, position) {
+                    Ok((frame, payload)) => f(frame, &payload),
+                    Err(e) => {
+                        failure = Some(e);
+                        ControlFlow::Break(())
                     }
-                })
-                .map_err(InputError::Ledger)?;
+                }
+            })?;
             if let Some(failure) = failure {
                 return Err(failure);
             }

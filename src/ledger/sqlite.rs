@@ -328,6 +328,28 @@ fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(NO_UNSEALED_INDEX)
 }
 
+/// Refuses a ledger path that holds something other than a regular file (a
+/// FIFO, a socket, a device, a folder): SQLite cannot keep a ledger there,
+/// and opening a FIFO to write would wait for a reader for ever.
+fn regular_file(path: &Path, found: &std::fs::Metadata) -> Result<(), LedgerError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = found.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device file"
+    } else {
+        "an unknown kind of file"
+    };
+    Err(LedgerError::NotAFile { path: path.to_path_buf(), what })
+}
+
 impl SqliteLedger {
     /// Opens (creating if needed) the ledger at `path`.
     pub fn open(path: &Path) -> Result<SqliteLedger, LedgerError> {
@@ -336,21 +358,38 @@ impl SqliteLedger {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
         }
+        match std::fs::metadata(path) {
+            Ok(found) => regular_file(path, &found)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
         {
             use std::os::unix::fs::OpenOptionsExt;
-            // The database (and so its -wal and -shm files) readable by the owner only.
-            std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io)?;
+            // The database (and so its -wal and -shm files) readable by the
+            // owner only. Never blocking: a FIFO put there meanwhile fails
+            // the open or is refused below, instead of waiting for a reader.
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .map_err(io)?;
+            regular_file(path, &file.metadata().map_err(io)?)?;
         }
         Self::connect(path)
     }
 
     /// Opens an existing ledger; an error if the file does not exist.
     pub fn open_existing(path: &Path) -> Result<SqliteLedger, LedgerError> {
-        if !path.is_file() {
-            return Err(LedgerError::Io {
-                path: path.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no ledger here yet"),
-            });
+        match std::fs::metadata(path) {
+            Ok(found) => regular_file(path, &found)?,
+            Err(_) => {
+                return Err(LedgerError::Io {
+                    path: path.to_path_buf(),
+                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "no ledger here yet"),
+                });
+            }
         }
         Self::connect(path)
     }
@@ -674,6 +713,20 @@ impl LedgerStore for SqliteLedger {
             "seq IN (SELECT seq FROM rlp_checkpoint_leaves WHERE trace_id = ?1)",
             [&trace_id.to_string()],
         )
+    }
+
+    fn leaves_of(&self, trace_id: &Uuid) -> Result<Vec<(i64, Leaf)>, LedgerError> {
+        let mut leaves = Vec::new();
+        self.query(
+            "SELECT seq, trace_id, frames, head FROM rlp_checkpoint_leaves WHERE trace_id = ?1 ORDER BY seq",
+            [trace_id.to_string()],
+            |r| Ok((r.get(0)?, Leaf { trace_id: r.get(1)?, frames: r.get(2)?, head: r.get(3)? })),
+            &mut |leaf| {
+                leaves.push(leaf);
+                ControlFlow::Continue(())
+            },
+        )?;
+        Ok(leaves)
     }
 
     fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError> {

@@ -34,7 +34,7 @@ use crate::event::Event;
 use crate::event::hash::{GENESIS, chain_hash, from_hex, to_hex};
 use crate::integrity::keys::PublicKey;
 use crate::ledger::checkpoint::{Statement, check_checkpoint, check_root, check_statement, statement_hash};
-use crate::ledger::layout::{LedgerInfo, MAX_FRAMES, StoredCheckpoint, TraceChain, TraceHead};
+use crate::ledger::layout::{Leaf, LedgerInfo, MAX_FRAMES, StoredCheckpoint, TraceChain, TraceHead};
 use crate::ledger::{LedgerError, LedgerStore, Location, Snapshot};
 
 /// What a ledger whose identity row was deleted is told.
@@ -245,6 +245,13 @@ pub(crate) struct LeafRef {
     head: String,
 }
 
+impl LeafRef {
+    /// `leaf`, of checkpoint `checkpoint`.
+    pub(crate) fn of(checkpoint: i64, leaf: Leaf) -> LeafRef {
+        LeafRef { checkpoint, frames: leaf.frames, head: leaf.head }
+    }
+}
+
 /// Walks the rows of one trace's chain, in row order, from a known state.
 pub(crate) struct TraceWalker {
     trace_id: String,
@@ -269,7 +276,8 @@ impl TraceWalker {
         }
     }
 
-    fn with_leaves(mut self, leaves: Vec<LeafRef>) -> TraceWalker {
+    /// The walk, checking the trace against the checkpoints' `leaves` of it too.
+    pub(crate) fn with_leaves(mut self, leaves: Vec<LeafRef>) -> TraceWalker {
         self.leaves = leaves;
         self
     }
@@ -284,9 +292,14 @@ impl TraceWalker {
         self.link(event, hash);
     }
 
+    /// The first problem found so far.
+    pub(crate) fn first_problem(&self) -> Option<&Problem> {
+        self.problems.first()
+    }
+
     /// Checks the next row's place in the chain, its content's hash (or
     /// its stored one, when that does not match) being `hash`.
-    fn link(&mut self, event: &Event, hash: [u8; 32]) {
+    pub(crate) fn link(&mut self, event: &Event, hash: [u8; 32]) {
         self.rows += 1;
         let Some(seq) = event.trace_seq else {
             self.problem(event, ProblemKind::Malformed, "the row has no position in its trace's chain".into());
@@ -352,11 +365,16 @@ impl TraceWalker {
         }
     }
 
-    /// The problems found, with what the head row and the checkpoints'
-    /// leaves say the trace should end with.
-    pub(crate) fn finish(mut self, head: Option<&TraceHead>) -> Vec<Problem> {
+    /// Frames of the trace's chain walked so far (the last position seen).
+    pub(crate) fn frames(&self) -> i64 {
+        self.chain.frames
+    }
+
+    /// What is missing when the trace ends at the frames walked but
+    /// `counted` were counted.
+    fn removed(&self, counted: i64) -> (ProblemKind, String) {
         let frames = self.chain.frames;
-        let removed = |counted: i64| match frames {
+        match frames {
             0 => (ProblemKind::TraceRemoved, format!("every frame of the trace ({counted}) was removed")),
             _ if counted == frames + 1 => {
                 (ProblemKind::Truncated, format!("frame {counted} of the trace, its last, was removed"))
@@ -365,15 +383,34 @@ impl TraceWalker {
                 ProblemKind::Truncated,
                 format!("frames {} to {counted} of the trace, its last, were removed", frames + 1),
             ),
-        };
+        }
+    }
+
+    /// Names the frames the checkpoints' leaves count past the last one walked.
+    fn check_end_against_leaves(&mut self) {
+        let frames = self.chain.frames;
         if let Some(leaf) = self.leaves.iter().filter(|leaf| leaf.frames > frames).max_by_key(|leaf| leaf.frames) {
-            let (kind, what) = removed(leaf.frames);
+            let (kind, what) = self.removed(leaf.frames);
             let message = format!("{what}: checkpoint #{} covered {} frames", leaf.checkpoint, leaf.frames);
             self.problems.push(Problem {
                 checkpoint: Some(leaf.checkpoint),
                 ..Problem::of_trace(&self.trace_id, kind, message)
             });
         }
+    }
+
+    /// The problems found, with what the checkpoints' leaves say the trace
+    /// should end with (its head row left out).
+    pub(crate) fn finish_leaves(mut self) -> Vec<Problem> {
+        self.check_end_against_leaves();
+        self.problems
+    }
+
+    /// The problems found, with what the head row and the checkpoints'
+    /// leaves say the trace should end with.
+    pub(crate) fn finish(mut self, head: Option<&TraceHead>) -> Vec<Problem> {
+        self.check_end_against_leaves();
+        let frames = self.chain.frames;
         match head {
             None if self.rows > 0 => self.problems.push(Problem::of_trace(
                 &self.trace_id,
@@ -382,7 +419,7 @@ impl TraceWalker {
             )),
             None => {}
             Some(head) if head.frames > frames => {
-                let (kind, what) = removed(head.frames);
+                let (kind, what) = self.removed(head.frames);
                 let message = format!("{what}: its head row counts {} frames", head.frames);
                 self.problems.push(Problem::of_trace(&self.trace_id, kind, message));
             }
@@ -848,7 +885,7 @@ fn verify_trace(store: &dyn LedgerStore, trace: &Uuid, trusted: &[PublicKey]) ->
         }
         covering_seqs.push(checkpoint.seq);
         for leaf in checkpoint.leaves.into_iter().filter(|leaf| leaf.trace_id == trace_id) {
-            leaves.push(LeafRef { checkpoint: checkpoint.seq, frames: leaf.frames, head: leaf.head });
+            leaves.push(LeafRef::of(checkpoint.seq, leaf));
         }
     }
     let broken: std::collections::HashSet<i64> = problems.listed.iter().filter_map(|p| p.checkpoint).collect();

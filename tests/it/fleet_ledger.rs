@@ -498,3 +498,154 @@ fn sqlite_sweep_in_slices_names_a_head_row_removed() {
 fn postgres_sweep_in_slices_names_a_head_row_removed() {
     a_sweep_in_slices_names_a_head_row_removed(&Postgres::start());
 }
+
+/// The 32 bytes of a stored hash or chain value (64 hex digits).
+fn hash_bytes(hex: &str) -> [u8; 32] {
+    std::array::from_fn(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+}
+
+/// The chain value after `prev` of a frame whose hash is `hash` (hex), as
+/// the ledger stores it.
+fn chained(prev: &str, hash: &str) -> String {
+    let mut link = blake3::Hasher::new();
+    link.update(&hash_bytes(prev)).update(&hash_bytes(hash));
+    link.finalize().to_hex().to_string()
+}
+
+/// The row id, hash and trace position of each row of `trace`, in row order.
+fn chained_rows(db: &dyn Db, trace: &str) -> Vec<(String, String, i64)> {
+    let sql =
+        format!("SELECT id, hash_blake3, trace_seq FROM events WHERE {} = '{trace}' ORDER BY id", db.trace_of_row());
+    db.sql(&sql)
+        .lines()
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').collect();
+            (cells[0].to_string(), cells[1].to_string(), cells[2].parse().unwrap())
+        })
+        .collect()
+}
+
+/// Show, replay and export read a trace from the ledger only as far as it
+/// checks out: frames removed, reordered or rewritten in the database stop
+/// them (exit 1) where it shows, named as `rlp trace verify` names it, and
+/// an export writes nothing — it never makes a fresh chain over the damage.
+fn a_damaged_trace_is_neither_shown_replayed_nor_exported(db: &dyn Db) {
+    let td = TestDir::new();
+    let bundle = fleet_bundle(&td);
+    let url = db.url();
+    let [holed, reordered, rewritten, cut] = [
+        "01900000-0000-7000-8000-0000000000d1",
+        "01900000-0000-7000-8000-0000000000d2",
+        "01900000-0000-7000-8000-0000000000d3",
+        "01900000-0000-7000-8000-0000000000d4",
+    ];
+    let call = |trace: &str| {
+        let output = td.call(&bundle, "fleet.ok", json!({})).args(["--ledger", &url, "--trace-id", trace]).output();
+        assert_eq!(output.unwrap().status.code(), Some(0));
+    };
+    // Three calls (nine frames) in each trace, all covered by a checkpoint;
+    // a fourth call of the last one after it.
+    for trace in [holed, reordered, rewritten, cut] {
+        (0..3).for_each(|_| call(trace));
+    }
+    td.expect(0, &["trace", "checkpoint", "--ledger", &url]);
+    call(cut);
+    let rows: Vec<Vec<(String, String, i64)>> =
+        [holed, reordered, rewritten, cut].iter().map(|trace| chained_rows(db, trace)).collect();
+
+    // The second call's frames removed.
+    db.sql(&format!("DELETE FROM events WHERE id IN ({}, {}, {})", rows[0][3].0, rows[0][4].0, rows[0][5].0));
+    // The first two calls swapped, row by row: the same frames in another order.
+    for i in 0..3 {
+        db.sql(&format!(
+            "UPDATE events AS e SET ts_ms = o.ts_ms, actor = o.actor, kind = o.kind, scope = o.scope, \
+             payload_json = o.payload_json, provenance_json = o.provenance_json, hash_blake3 = o.hash_blake3, \
+             chain_blake3 = o.chain_blake3, trace_seq = o.trace_seq \
+             FROM (SELECT * FROM events WHERE id IN ({a}, {b})) AS o WHERE e.id IN ({a}, {b}) AND o.id <> e.id",
+            a = rows[1][i].0,
+            b = rows[1][i + 3].0
+        ));
+    }
+    // The second call's frames removed, the rest renumbered and chained
+    // again from there, and the head row moved to match: only the
+    // checkpoint's leaf still counts nine frames.
+    let mut chain = "0".repeat(64);
+    let kept: Vec<&(String, String, i64)> = rows[2].iter().filter(|(_, _, seq)| !(4..=6).contains(seq)).collect();
+    db.sql(&format!("DELETE FROM events WHERE id IN ({}, {}, {})", rows[2][3].0, rows[2][4].0, rows[2][5].0));
+    for (seq, (id, hash, _)) in kept.iter().enumerate() {
+        chain = chained(&chain, hash);
+        db.sql(&format!("UPDATE events SET trace_seq = {}, chain_blake3 = '{chain}' WHERE id = {id}", seq + 1));
+    }
+    db.sql(&format!(
+        "UPDATE rlp_traces SET frames = {0}, head = '{chain}', sealed = {0} WHERE trace_id = '{rewritten}'",
+        kept.len()
+    ));
+    // The call after the checkpoint removed, its head row left as it was.
+    let late: Vec<&str> = rows[3][9..].iter().map(|(id, _, _)| id.as_str()).collect();
+    db.sql(&format!("DELETE FROM events WHERE id IN ({})", late.join(", ")));
+
+    let help = "\n  help: run `rlp trace verify` to see every row that was changed\n";
+    let damage = [
+        (
+            holed,
+            format!(
+                "ledger row {}: frames 4 to 6 of the trace are missing before this row: removed, or rows were reordered",
+                rows[0][6].0
+            ),
+            3,
+        ),
+        (
+            reordered,
+            format!(
+                "ledger row {}: frames 1 to 3 of the trace are missing before this row: removed, or rows were reordered",
+                rows[1][0].0
+            ),
+            0,
+        ),
+        (
+            rewritten,
+            format!(
+                "trace {rewritten}: frames 7 to 9 of the trace, its last, were removed: checkpoint #1 covered 9 frames"
+            ),
+            6,
+        ),
+        (
+            cut,
+            format!("trace {cut}: frames 10 to 12 of the trace, its last, were removed: its head row counts 12 frames"),
+            9,
+        ),
+    ];
+    let bundle = bundle.to_str().unwrap();
+    for (trace, error, shown) in damage {
+        let run = |args: &[&str]| {
+            let output = td.rlp().args(["--ledger", &url]).args(args).output().unwrap();
+            (output.status.code(), stdout(&output), stderr(&output))
+        };
+        let (code, out, err) = run(&["trace", "show", trace]);
+        assert_eq!((code, err), (Some(1), format!("error: {error}{help}")), "{trace}");
+        // The frames before the damage, and nothing after them.
+        let frames: Vec<&str> = out.lines().skip(1).collect();
+        assert_eq!(frames.len(), shown, "{trace}: {out}");
+        assert!(frames.iter().enumerate().all(|(i, line)| line.starts_with(&format!("  #{} ", i + 1))), "{out}");
+        let (code, out, err) = run(&["replay", trace, "--bundle", bundle, "--format", "json"]);
+        assert_eq!((code, out, err), (Some(1), String::new(), format!("error: {error}{help}")), "{trace}");
+        let file = td.join(format!("{trace}.jsonl"));
+        let (code, out, err) = run(&["trace", "export", trace, "-o", file.to_str().unwrap()]);
+        assert_eq!((code, out, err), (Some(1), String::new(), format!("error: {error}; nothing was exported{help}")));
+        assert!(!file.exists(), "{trace}");
+        let (code, out, _) = run(&["trace", "export", trace]);
+        assert_eq!(code, Some(1), "{trace}");
+        assert_eq!(out.lines().count(), shown, "{trace}: only the frames before the damage reach stdout");
+    }
+}
+
+#[test]
+fn sqlite_a_damaged_trace_is_neither_shown_replayed_nor_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    a_damaged_trace_is_neither_shown_replayed_nor_exported(&Sqlite(dir.path().join("fleet.sqlite")));
+}
+
+#[test]
+fn postgres_a_damaged_trace_is_neither_shown_replayed_nor_exported() {
+    a_damaged_trace_is_neither_shown_replayed_nor_exported(&Postgres::start());
+}

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::support::bundle;
 use crate::support::http::{Server, reply};
 use crate::support::ledger;
-use crate::support::output::{stderr, stdout, stdout_json};
+use crate::support::output::{assert_contains, stderr, stdout, stdout_json};
 use crate::support::process::closed_pipe;
 use crate::support::{TestDir, files};
 use crate::support::{rlp_snapshot, text_snapshot};
@@ -1004,6 +1004,60 @@ fn a_file_that_is_not_a_ledger_is_unreadable_input() {
     assert!(doc["error"]["message"].as_str().unwrap().starts_with("there is no ledger at "), "{doc}");
 }
 
+/// A ledger path that holds a FIFO or a folder is refused at once, naming
+/// it, by the commands that read the ledger and by those that write it
+/// (which would otherwise wait for a reader of the FIFO for ever); what is
+/// there is left as it was.
+#[test]
+fn a_ledger_path_that_is_not_a_file_is_refused_without_waiting() {
+    let td = TestDir::new();
+    let bundle = notes_bundle(&td);
+    let file = write_lines(&td, "written.jsonl", &written_trace());
+    let fifo = td.join("ledger.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let folder = td.join("ledger.folder");
+    std::fs::create_dir(&folder).unwrap();
+    let help = "help: a SQLite ledger is a regular file: move what is there aside, or name another ledger (--home, \
+                or --ledger sqlite:///path/to/events.sqlite)";
+    for (path, what) in [(&fifo, "a FIFO"), (&folder, "a folder")] {
+        let url = format!("sqlite://{}", path.display());
+        let refused = format!("{} is {what}, not a ledger file", path.display());
+        let runs: [(&[&str], i32, String); 7] = [
+            (&["trace", "verify"], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "list"], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "show", TRACE], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "export", TRACE], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (&["trace", "checkpoint"], 2, format!("error: cannot use the ledger: {refused}\n  {help}\n")),
+            (
+                &["trace", "import", file.to_str().unwrap()],
+                2,
+                format!("error: cannot use the ledger: {refused}\n  {help}\n"),
+            ),
+            (
+                &["tools", "call", bundle.to_str().unwrap(), "notes.read", "--args", "{}"],
+                1,
+                format!(
+                    "error: cannot open the ledger: {refused}\n  help: check that the runtime home (--home or \
+                     $RUNLOOP_HOME) is writable\n"
+                ),
+            ),
+        ];
+        for (args, code, expected) in runs {
+            let output = td
+                .rlp()
+                .args(["--ledger", &url])
+                .args(args)
+                .timeout(std::time::Duration::from_secs(20))
+                .output()
+                .unwrap();
+            assert_eq!((output.status.code(), stderr(&output)), (Some(code), expected), "{args:?}");
+            assert_eq!(stdout(&output), "", "{args:?}");
+        }
+    }
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&std::fs::metadata(&fifo).unwrap().file_type()));
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0, "nothing was made in the folder");
+}
+
 /// `trace export -o` to a folder, or into a folder that does not exist, is a
 /// usage error (exit 2) naming the path.
 #[test]
@@ -1158,6 +1212,47 @@ fn human_output_escapes_control_characters_from_the_trace() {
     // The result is quoted as JSON, whose escapes (\u001b) leave C1 characters as they are.
 }
 
+/// Control characters in the ledger's text — an imported trace's agent, a
+/// trace id written into the database — are escaped in the human output of
+/// `trace list`, `trace verify` and `trace checkpoint`, which print them.
+#[test]
+fn list_verify_and_checkpoint_escape_control_characters_from_the_ledger() {
+    let td = TestDir::new();
+    let agent = "desk\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31m";
+    let lines: Vec<String> = written_trace()
+        .iter()
+        .map(|line| {
+            edit_line(line, |f| {
+                f["scope"] = json!(agent);
+                f["provenance"]["agent"] = json!(agent);
+            })
+        })
+        .collect();
+    let file = write_lines(&td, "hostile.jsonl", &lines);
+    assert_eq!(td.rlp().args(["trace", "import"]).arg(&file).output().unwrap().status.code(), Some(0));
+    // The checkpoint key made on first use is named in a note.
+    let filters = td.filters().literal(TRACE, "[TRACE]").digests().regex(r"ed25519:[A-Za-z0-9+/]+=*", "[PUBLIC_KEY]");
+    let list = rlp_snapshot!(&filters, td.rlp().args(["trace", "list"]));
+    // A row whose trace id clears the screen, fakes a clean report and hides the rest.
+    let forged = "\u{1b}[2J\u{1b}[HLedger: every hash, chain, head and checkpoint checks out.\n\u{1b}[8m";
+    let conn = rusqlite::Connection::open(td.ledger_path()).unwrap();
+    conn.execute(
+        "INSERT INTO events (id, ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, \
+         trace_seq) VALUES (-1, 0, 'runtime', 'cap.audit', 'x', '{}', ?1, 'zz', 'zz', 1)",
+        [json!({"agent": "x", "msg_id": "m", "trace_id": forged}).to_string()],
+    )
+    .unwrap();
+    drop(conn);
+    let verify = rlp_snapshot!(&filters, td.rlp().args(["trace", "verify"]));
+    assert_eq!(verify.status.code(), Some(1));
+    let checkpoint = rlp_snapshot!(&filters, td.rlp().args(["trace", "checkpoint"]));
+    assert_eq!(checkpoint.status.code(), Some(1));
+    for output in [list, verify, checkpoint] {
+        let text = stdout(&output);
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
+    }
+}
+
 /// A frame line changed by `f`.
 fn edit_line(line: &str, f: impl FnOnce(&mut Value)) -> String {
     let mut frame: Value = serde_json::from_str(line).unwrap();
@@ -1237,6 +1332,36 @@ fn import_refuses_frames_the_format_forbids() {
             .into(),
     ));
 
+    // A UUID in another spelling than the one the ledger stores and looks up.
+    let canonical = "lower case with hyphens, the one spelling of a UUID the ledger stores and looks up";
+    let spellings = [
+        ("trace_upper", 0, "/provenance/trace_id", TRACE.to_uppercase(), TRACE),
+        ("trace_urn", 0, "/provenance/trace_id", format!("urn:uuid:{TRACE}"), TRACE),
+        ("msg_braces", 4, "/provenance/msg_id", format!("{{{}}}", msg_id(5)), &msg_id(5)),
+        ("invocation_simple", 0, "/payload/invocation_id", INV_A.replace('-', ""), INV_A),
+    ];
+    for (name, index, pointer, written, id) in spellings {
+        let mut lines = good.clone();
+        lines[index] = edit_line(&lines[index], |f| *f.pointer_mut(pointer).unwrap() = json!(written));
+        let field = pointer[1..].replace('/', ".");
+        cases.push((
+            name,
+            lines,
+            format!("line {}: `{field}` is `{written}`: write it `{id}`, in {canonical}", index + 1),
+        ));
+    }
+
+    // An integer the ledger's canonical JSON (IEEE doubles) would round.
+    let inexact = "an integer the ledger cannot store exactly (it stores numbers as IEEE doubles, as RFC 8785 does: \
+                   integers up to 2^53 = 9007199254740992, and larger ones only when a double holds them); write a \
+                   number a double holds exactly";
+    let mut lines = good.clone();
+    lines[2] = edit_line(&lines[2], |f| f["payload"]["attempt"] = json!(u64::MAX));
+    cases.push(("attempt", lines, format!("line 3: `payload.attempt` is 18446744073709551615, {inexact}")));
+    let mut lines = good.clone();
+    lines[5] = edit_line(&lines[5], |f| f["payload"]["result"]["ids"] = json!([1, i64::MIN + 1]));
+    cases.push(("nested", lines, format!("line 6: `payload.result.ids[1]` is -9223372036854775807, {inexact}")));
+
     for (name, lines, expected) in cases {
         let file = write_lines(&td, &format!("{name}.jsonl"), &lines);
         let output = td.rlp_in("fresh").args(["trace", "import"]).arg(&file).output().unwrap();
@@ -1252,6 +1377,23 @@ fn import_refuses_frames_the_format_forbids() {
         );
         assert!(!td.ledger_path_in("fresh").exists(), "{name}");
     }
+
+    // Integers a double holds exactly, however large, keep their value
+    // (written as RFC 8785 writes that double): the trace shows, exports and
+    // imports again.
+    let mut lines = good.clone();
+    lines[5] = edit_line(&lines[5], |f| {
+        f["payload"]["result"]["ids"] = json!([9_007_199_254_740_994u64, i64::MIN, 18_446_744_073_709_552_000f64])
+    });
+    let file = write_lines(&td, "exact.jsonl", &lines);
+    assert_eq!(td.rlp_in("exact").args(["trace", "import"]).arg(&file).output().unwrap().status.code(), Some(0));
+    let show = td.rlp_in("exact").args(["trace", "show", TRACE]).output().unwrap();
+    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    let exported = export(&td, "exact", "exact-export.jsonl");
+    let text = std::fs::read_to_string(&exported).unwrap();
+    assert_contains(&text, r#""ids":[9007199254740994,-9223372036854776000,18446744073709552000]"#);
+    let again = td.rlp_in("exact-again").args(["trace", "import"]).arg(&exported).output().unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
 
     // Replay reads files with the same reader: the same frames are refused.
     let mut lines = good.clone();

@@ -15,7 +15,7 @@ use crate::ledger::checkpoint::{Checkpointer, Made, Reach, statement_hash};
 use crate::ledger::query::InputError;
 use crate::ledger::verify::Problem;
 use crate::notice;
-use crate::text::plural;
+use crate::text::{plural, terminal_safe_line};
 
 /// Flags of `rlp trace checkpoint`.
 #[derive(Debug, Args)]
@@ -106,14 +106,18 @@ fn signing_key(args: &CheckpointArgs, ctx: &Context) -> Result<SecretKey, CliErr
     SecretKey::load(&path).map_err(CliError::from)
 }
 
-/// One line a problem: about its trace when it names one, else its checkpoint.
+/// One line a problem: about its trace when it names one, else its
+/// checkpoint; escaped, since trace ids are the ledger's text.
 fn problem_lines(problems: &[Problem]) -> String {
     problems
         .iter()
-        .map(|p| match (&p.trace_id, p.checkpoint) {
-            (Some(trace), _) => format!("  trace {trace}: {}\n", p.message),
-            (None, Some(seq)) => format!("  checkpoint #{seq}: {}\n", p.message),
-            (None, None) => format!("  {}\n", p.message),
+        .map(|p| {
+            let line = match (&p.trace_id, p.checkpoint) {
+                (Some(trace), _) => format!("trace {trace}: {}", p.message),
+                (None, Some(seq)) => format!("checkpoint #{seq}: {}", p.message),
+                (None, None) => p.message.clone(),
+            };
+            format!("  {}\n", terminal_safe_line(&line))
         })
         .collect()
 }

@@ -78,7 +78,7 @@ pub(crate) fn run(args: &ImportArgs, ctx: &Context) -> CliResult {
         Err(e @ ImportError::Io { .. }) => {
             Err(CliError::usage(e.to_string()).with_help("pass a file written by `rlp trace export`"))
         }
-        Err(ImportError::Ledger(e)) if e.is_not_a_database() => Err(e.into()),
+        Err(ImportError::Ledger(e)) if e.is_not_a_ledger() => Err(e.into()),
         Err(ImportError::Ledger(e)) => {
             let help = match ledger {
                 // A PostgreSQL ledger's own error says what to check.

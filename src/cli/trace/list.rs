@@ -10,7 +10,7 @@ use crate::cli::Context;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::output::{Format, OutputError, Printer, diagnostic, write_each};
 use crate::ledger::query::{TraceInput, TraceSummary, list_traces, trace_carries_tags};
-use crate::text::format_ts;
+use crate::text::{format_ts, terminal_safe_line};
 
 /// Flags of `rlp trace list`.
 #[derive(Debug, Args)]
@@ -44,10 +44,11 @@ pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
                         "TRACE", "AGENT", "FIRST", "LAST", "FRAMES", "CALLS", "ERRORS", "REFUSED"
                     ))?;
                 }
+                // Trace ids and agents are the ledger's text (an imported trace's, as written).
                 let mut line = format!(
                     "{:<36}  {:<16}  {:<24}  {:<24}  {:>7}  {:>6}  {:>6}  {:>7}",
-                    summary.trace_id,
-                    summary.agents.join(","),
+                    terminal_safe_line(&summary.trace_id),
+                    terminal_safe_line(&summary.agents.join(",")),
                     format_ts(summary.first_ts_ms),
                     format_ts(summary.last_ts_ms),
                     summary.frames,
@@ -56,7 +57,7 @@ pub(crate) fn run(args: &ListArgs, ctx: &Context) -> CliResult {
                     summary.refused
                 );
                 if let Some(of) = &summary.replay_of {
-                    line.push_str(&format!("  replay of {of}"));
+                    line.push_str(&format!("  replay of {}", terminal_safe_line(of)));
                 }
                 out.line(line.trim_end())?;
             }

@@ -14,7 +14,7 @@ use crate::ledger::proof::{InclusionProof, Proven, check_export_hashes, check_pr
 use crate::ledger::query::InputError;
 use crate::ledger::verify::{Problem, ProblemKind, VerifyOptions, verify};
 use crate::ledger::{Location, VerifyReport};
-use crate::text::{format_ts, plural};
+use crate::text::{format_ts, plural, terminal_safe_line};
 
 /// Flags of `rlp trace verify`.
 #[derive(Debug, Args)]
@@ -52,6 +52,8 @@ pub struct VerifyArgs {
     pub format: Format,
 }
 
+/// One problem on one line, its text escaped: trace ids and kinds are the
+/// ledger's text, which whoever edited the database wrote.
 fn problem_line(problem: &Problem) -> String {
     let kind =
         serde_json::to_value(problem.problem).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
@@ -65,7 +67,7 @@ fn problem_line(problem: &Problem) -> String {
         (None, None, None) if problem.problem == ProblemKind::Identity => "ledger".to_string(),
         (None, None, None) => "legacy chain".to_string(),
     };
-    format!("  {place}: {kind}: {}\n", problem.message)
+    format!("  {}\n", terminal_safe_line(&format!("{place}: {kind}: {}", problem.message)))
 }
 
 fn human_verify(report: &VerifyReport) -> String {

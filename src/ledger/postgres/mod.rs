@@ -1079,6 +1079,21 @@ impl LedgerStore for PostgresLedger {
         )
     }
 
+    fn leaves_of(&self, trace_id: &Uuid) -> Result<Vec<(i64, Leaf)>, LedgerError> {
+        let trace = trace_id.to_string();
+        self.with(async |s| {
+            let sql = "SELECT seq, trace_id, frames, head FROM rlp_checkpoint_leaves WHERE trace_id = $1 ORDER BY seq";
+            let mut leaves = Vec::new();
+            for row in s.client.query(sql, &[&trace]).await? {
+                leaves.push((
+                    row.try_get::<_, i64>(0)?,
+                    Leaf { trace_id: row.try_get(1)?, frames: row.try_get(2)?, head: row.try_get(3)? },
+                ));
+            }
+            Ok(leaves)
+        })
+    }
+
     fn checkpoints_from(&self, seq: i64) -> Result<Vec<StoredCheckpoint>, LedgerError> {
         self.checkpoints_where("seq >= $1::text::bigint", Some(seq.to_string()))
     }
