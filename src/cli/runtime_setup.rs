@@ -109,6 +109,10 @@ fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(R
             // A PostgreSQL ledger's own error says what to check (exit 2).
             location @ Location::Postgres(_) => location.open()?,
             location => location.open().map_err(|e| {
+                // What lies at the ledger's path is named by the error itself (exit 2).
+                if e.is_not_a_ledger() {
+                    return e.into();
+                }
                 CliError::problem(format!("cannot open the ledger: {e}"))
                     .with_help("check that the runtime home (--home or $RUNLOOP_HOME) is writable")
             })?,

@@ -1035,11 +1035,8 @@ fn a_ledger_path_that_is_not_a_file_is_refused_without_waiting() {
             ),
             (
                 &["tools", "call", bundle.to_str().unwrap(), "notes.read", "--args", "{}"],
-                1,
-                format!(
-                    "error: cannot open the ledger: {refused}\n  help: check that the runtime home (--home or \
-                     $RUNLOOP_HOME) is writable\n"
-                ),
+                2,
+                format!("error: cannot use the ledger: {refused}\n  {help}\n"),
             ),
         ];
         for (args, code, expected) in runs {
