@@ -34,6 +34,9 @@ fuzz_target!(|data: &[u8]| {
     assert!(canonical.is_err() || parallel.is_ok());
     if let Ok(evidence) = canonical {
         let policy = TrustPolicy::default();
-        let _ = verify::check(&evidence, &Options { trust: Trust::Policy(&policy), require_signature: false });
+        let _ = verify::check(
+            &evidence,
+            &Options { trust: Trust::Policy(&policy), require_signature: false, registries: None },
+        );
     }
 });
