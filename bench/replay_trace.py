@@ -87,13 +87,14 @@ def generate(calls, out, bundle, trace_id, change_every=0):
 def baseline(export, db):
     rows = []
     with open(export, encoding="utf-8") as f:
-        for line in f:
+        # One trace: each row's place in its chain is its line number.
+        for seq, line in enumerate(f, start=1):
             # The export embeds the stored canonical texts; cut them out as is.
             frame = json.loads(line)
             payload = json.dumps(frame["payload"], separators=(",", ":"), ensure_ascii=False, sort_keys=True)
             provenance = json.dumps(frame["provenance"], separators=(",", ":"), ensure_ascii=False, sort_keys=True)
             rows.append((frame["ts_ms"], frame["actor"], frame["kind"], frame["scope"], payload, provenance,
-                         frame["hash_blake3"], frame["chain_blake3"]))
+                         frame["hash_blake3"], frame["chain_blake3"], seq))
     for suffix in ("", "-wal", "-shm"):
         try:
             os.remove(db + suffix)
@@ -107,8 +108,8 @@ def baseline(export, db):
     start = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany(
-        "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO events (ts_ms, actor, kind, scope, payload_json, provenance_json, hash_blake3, chain_blake3, "
+        "trace_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
     conn.execute("COMMIT")
