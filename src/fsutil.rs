@@ -185,7 +185,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::
         Some(mode) => mode,
         None => fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644),
     };
-    crate::leftovers::sweep(dir, &[TEMP_PREFIX]);
+    crate::leftovers::sweep(dir, &[TEMP_PREFIX], crate::leftovers::Kind::File);
     let (mut temp, _tracked) = crate::interrupt::temp_file_in(dir, &format!("{TEMP_PREFIX}{}-", std::process::id()))?;
     temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
     temp.write_all(bytes)?;

@@ -10,21 +10,31 @@ use std::path::{Path, PathBuf};
 use rustix::io::Errno;
 use rustix::process::{Pid, geteuid, test_kill_process};
 
+/// What kind of entry a leftover may be: a sweep removes only that kind,
+/// so an entry that merely has a leftover's name is not taken for one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A folder (with what it holds) or a regular file.
+    Any,
+    /// Only a regular file (a temporary file is never a folder).
+    File,
+}
+
 /// Removes the entries of `dir` named `<prefix><pid>-…` (for any of
-/// `prefixes`) whose process no longer runs. Only folders and files owned
+/// `prefixes`) whose process no longer runs. Only entries of `kind` owned
 /// by this user are touched; links are never followed.
-pub(crate) fn sweep(dir: &Path, prefixes: &[&str]) {
+pub(crate) fn sweep(dir: &Path, prefixes: &[&str], kind: Kind) {
     let me = geteuid().as_raw();
     for path in dead_entries(dir, prefixes) {
-        remove_owned(&path, me);
+        remove_owned(&path, me, kind);
     }
 }
 
 /// [`sweep`] in `dir` and in every folder below it (links are not followed).
-pub(crate) fn sweep_tree(dir: &Path, prefixes: &[&str]) {
+pub(crate) fn sweep_tree(dir: &Path, prefixes: &[&str], kind: Kind) {
     let mut folders = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {
-        sweep(&folder, prefixes);
+        sweep(&folder, prefixes, kind);
         let Ok(entries) = fs::read_dir(&folder) else { continue };
         let below = entries.filter_map(Result::ok).filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()));
         folders.extend(below.map(|entry| entry.path()));
@@ -52,19 +62,18 @@ pub(crate) fn process_exists(pid: i32) -> bool {
     pid > 0 && Pid::from_raw(pid).is_some_and(|pid| matches!(test_kill_process(pid), Ok(()) | Err(Errno::PERM)))
 }
 
-/// Removes a folder with its contents, or a file, if `owner` owns it.
-fn remove_owned(path: &Path, owner: u32) {
+/// Removes a folder with its contents, or any other entry (a link itself,
+/// never what it points to), if it is of `kind` and `owner` owns it.
+fn remove_owned(path: &Path, owner: u32, kind: Kind) {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.uid() != owner => {}
         // An empty folder (or a cgroup, whose files cannot be removed) goes
         // with one rmdir; anything else with what it holds.
-        Ok(meta) if meta.is_dir() => {
-            if fs::remove_dir(path).is_err() {
-                drop(fs::remove_dir_all(path));
-            }
+        Ok(meta) if meta.is_dir() && kind == Kind::Any => {
+            drop(fs::remove_dir(path).or_else(|_| fs::remove_dir_all(path)));
         }
-        Ok(_) => drop(fs::remove_file(path)),
-        Err(_) => {}
+        Ok(meta) if kind == Kind::Any || meta.is_file() => drop(fs::remove_file(path)),
+        _ => {}
     }
 }
 
@@ -82,8 +91,24 @@ mod tests {
             fs::create_dir(path).unwrap();
             fs::write(path.join("call.json"), "{}").unwrap();
         }
-        sweep(dir.path(), &["rlp-call-"]);
+        sweep(dir.path(), &["rlp-call-"], Kind::Any);
         assert!(!dead.exists());
         assert!(alive.exists() && other.exists());
+    }
+
+    #[test]
+    fn sweeps_only_the_kind_of_entry_it_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join(".rlp-~999999999-abc.tmp");
+        let file = dir.path().join(".rlp-~999999998-def.tmp");
+        let link = dir.path().join(".rlp-~999999997-ghi.tmp");
+        fs::create_dir(&folder).unwrap();
+        fs::write(folder.join("kept"), "data").unwrap();
+        fs::write(&file, "partial").unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        sweep(dir.path(), &[".rlp-~"], Kind::File);
+        assert!(folder.join("kept").exists(), "a folder named like a temporary file is not one");
+        assert!(link.symlink_metadata().is_ok(), "a link is never removed as a file");
+        assert!(!file.exists());
     }
 }

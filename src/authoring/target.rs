@@ -34,7 +34,7 @@ impl BundleTarget {
             }
             Err(e) => return Err(AuthoringError::read(&manifest, e)),
         };
-        crate::leftovers::sweep_tree(dir, &[crate::fsutil::TEMP_PREFIX]);
+        crate::leftovers::sweep_tree(dir, &[crate::fsutil::TEMP_PREFIX], crate::leftovers::Kind::File);
         crate::integrity::digest::plan(dir, &Default::default()).map_err(|e| {
             AuthoringError::usage(format!("{e}"))
                 .with_help(format!("fix it first; `rlp lint {}` shows where", dir.display()))

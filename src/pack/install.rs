@@ -258,7 +258,7 @@ fn sweep_leftovers(agents: &Path) {
             let _ = fs::rename(&aside, &target);
         }
     }
-    crate::leftovers::sweep(agents, &[STAGING_PREFIX, ASIDE_PREFIX]);
+    crate::leftovers::sweep(agents, &[STAGING_PREFIX, ASIDE_PREFIX], crate::leftovers::Kind::Any);
 }
 
 /// Where a copy set aside (`.old-<pid>-<random>-<name>`) was installed:

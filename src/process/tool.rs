@@ -157,7 +157,7 @@ pub(crate) fn remove_private_dir(dir: tempfile::TempDir) {
 pub(crate) fn private_dir() -> io::Result<tempfile::TempDir> {
     static SWEPT: Once = Once::new();
     let temp = calls_dir();
-    SWEPT.call_once(|| crate::leftovers::sweep(&temp, &[CALL_DIR_PREFIX]));
+    SWEPT.call_once(|| crate::leftovers::sweep(&temp, &[CALL_DIR_PREFIX], crate::leftovers::Kind::Any));
     let dir =
         tempfile::Builder::new().prefix(&format!("{CALL_DIR_PREFIX}{}-", std::process::id())).tempdir_in(&temp)?;
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))?;

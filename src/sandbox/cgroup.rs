@@ -88,7 +88,7 @@ pub(super) fn usable(parent: &Path, file: &str, at_birth: bool) -> Option<Entry>
             crate::kill::kill_cgroup(&kill);
         }
     }
-    crate::leftovers::sweep(parent, &[PREFIX]);
+    crate::leftovers::sweep(parent, &[PREFIX], crate::leftovers::Kind::Any);
     let probe = parent.join(format!("{PREFIX}{}-probe", std::process::id()));
     std::fs::create_dir(&probe).ok()?;
     let entry = match probe.join(file).is_file() {
