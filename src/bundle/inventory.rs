@@ -88,7 +88,7 @@ fn scan_dir(dir: &Path, prefix: &str, depth: usize, out: &mut Inventory) -> io::
                 scan_dir(&entry.path(), &format!("{path}/"), depth + 1, out)?;
             }
         } else if let Some(why) = file_refusal(&meta) {
-            out.refused.push(refuse(why));
+            out.refused.push(refuse(&why));
         } else if !is_valid_artifact_path(&path) {
             out.refused.push(refuse("its name has characters outside [A-Za-z0-9._-]"));
         } else {
@@ -103,27 +103,29 @@ pub const HARD_LINK_REFUSAL: &str = "it is a hard link (it has other names outsi
 
 /// Why an entry (its metadata, links not followed) cannot be a bundle
 /// file, if it cannot: anything but a regular file with a single name.
-pub fn file_refusal(meta: &fs::Metadata) -> Option<&'static str> {
+pub fn file_refusal(meta: &fs::Metadata) -> Option<String> {
     let kind = meta.file_type();
     if kind.is_file() {
-        return (meta.nlink() > 1).then_some(HARD_LINK_REFUSAL);
+        return (meta.nlink() > 1).then(|| HARD_LINK_REFUSAL.to_string());
     }
-    Some(if kind.is_dir() { "it is a folder" } else { special_refusal(kind) })
+    Some(format!("it is {}", kind_name(kind)))
 }
 
-/// Why an entry of kind `kind`, neither a regular file nor a folder,
-/// cannot be part of a bundle.
-pub fn special_refusal(kind: fs::FileType) -> &'static str {
-    if kind.is_symlink() {
-        "it is a symbolic link"
+/// What an entry that is not a regular file is, as messages name it: `a
+/// folder`, `a symbolic link`, `a FIFO`, `a socket`, `a device file`.
+pub fn kind_name(kind: fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a folder"
+    } else if kind.is_symlink() {
+        "a symbolic link"
     } else if kind.is_fifo() {
-        "it is a FIFO"
+        "a FIFO"
     } else if kind.is_socket() {
-        "it is a socket"
+        "a socket"
     } else if kind.is_block_device() || kind.is_char_device() {
-        "it is a device file"
+        "a device file"
     } else {
-        "it is not a regular file"
+        "an unknown kind of file"
     }
 }
 

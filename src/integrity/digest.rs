@@ -140,7 +140,7 @@ fn shared_pins(dir: &Path, registries: &Registries) -> Pins {
 fn read_manifest(dir: &Path) -> Result<(PathBuf, String), DigestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
     if let Some(why) = std::fs::symlink_metadata(&manifest_path).ok().as_ref().and_then(file_refusal) {
-        return Err(DigestError::Refused { path: manifest_path, why: why.to_string() });
+        return Err(DigestError::Refused { path: manifest_path, why });
     }
     match crate::fsutil::read_text_limited(&manifest_path, crate::integrity::verify::MAX_MANIFEST_BYTES) {
         Ok(text) => Ok((manifest_path, text)),

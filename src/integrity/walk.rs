@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::bundle::inventory::{HARD_LINK_REFUSAL, Refused, hash_file, special_refusal};
+use crate::bundle::inventory::{HARD_LINK_REFUSAL, Refused, hash_file, kind_name};
 use crate::bundle::manifest::{Digest, MANIFEST_FILE, SIGNATURES_DIR, is_valid_artifact_path};
 use crate::integrity::verify::FileFacts;
 
@@ -107,7 +107,7 @@ fn visit(entry: &DirEntry, prefix: &str, depth: usize, out: &mut Walk) -> Result
     let kind = entry.file_type().map_err(at(&entry.path()))?; // from the directory entry; never follows a link
     let why = if kind.is_dir() {
         if depth >= MAX_DEPTH {
-            "it is nested too deeply"
+            "it is nested too deeply".to_string()
         } else {
             let sub = walk_dir(&entry.path(), &format!("{path}/"), depth + 1)?;
             out.merge(sub);
@@ -116,17 +116,19 @@ fn visit(entry: &DirEntry, prefix: &str, depth: usize, out: &mut Walk) -> Result
     } else if kind.is_file() {
         let full = entry.path();
         match measure(&full).map_err(at(&full))? {
-            Opened::File(_) if !is_valid_artifact_path(&path) => "its name has characters outside [A-Za-z0-9._-]",
+            Opened::File(_) if !is_valid_artifact_path(&path) => {
+                "its name has characters outside [A-Za-z0-9._-]".to_string()
+            }
             Opened::File(facts) => {
                 out.files.push((path, facts));
                 return Ok(());
             }
-            Opened::Refused(why) => why,
+            Opened::Refused(why) => why.to_string(),
         }
     } else {
-        special_refusal(kind)
+        format!("it is {}", kind_name(kind))
     };
-    out.refused.push(Refused { path, why: why.to_string() });
+    out.refused.push(Refused { path, why });
     Ok(())
 }
 

@@ -332,22 +332,11 @@ fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
 /// FIFO, a socket, a device, a folder): SQLite cannot keep a ledger there,
 /// and opening a FIFO to write would wait for a reader for ever.
 fn regular_file(path: &Path, found: &std::fs::Metadata) -> Result<(), LedgerError> {
-    use std::os::unix::fs::FileTypeExt;
     let kind = found.file_type();
-    let what = if kind.is_file() {
+    if kind.is_file() {
         return Ok(());
-    } else if kind.is_dir() {
-        "a folder"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device file"
-    } else {
-        "an unknown kind of file"
-    };
-    Err(LedgerError::NotAFile { path: path.to_path_buf(), what })
+    }
+    Err(LedgerError::NotAFile { path: path.to_path_buf(), what: crate::bundle::inventory::kind_name(kind) })
 }
 
 impl SqliteLedger {
