@@ -127,10 +127,10 @@ fn load(flags: RuntimeFlags<'_>, ctx: &Context, group_commit: bool) -> Result<(R
     })
 }
 
-/// Loads the configuration, then the bundle into a runtime, while the
-/// recorder `recorder` opens on a thread of its own (reading the ledger's
-/// journal, for one, takes milliseconds) and the kernel is probed for the
-/// sandbox on another; live spans go
+/// Loads the configuration, then the bundle into a runtime and the
+/// kernel's verdict for the sandbox, while the recorder `recorder` opens
+/// on a thread of its own (reading the ledger's journal, for one, takes
+/// milliseconds); live spans go
 /// in front of it when the OpenTelemetry variables turn them on. The
 /// ledger's error, if any, is the one reported.
 fn load_with(
@@ -144,14 +144,13 @@ fn load_with(
     let sandboxed = config.sandbox.value != SandboxMode::Off;
     let (runtime, traced) = std::thread::scope(|scope| {
         let ledger = scope.spawn(recorder);
-        // The kernel is probed on a third thread, before the bundle says
-        // whether it has exec tools: what a bundle without them wastes is a
-        // millisecond of another core, against one on the path of every
-        // exec call.
-        if sandboxed {
-            scope.spawn(crate::sandbox::probe_kernel);
-        }
         let runtime = load_bundle(flags, ctx, config, opening.clone());
+        // The kernel's verdict, kept in the home, is read while the ledger
+        // is still opening (the kernel is probed only where none is kept
+        // for this context): a thread of its own costs a call more than that.
+        if sandboxed && runtime.is_ok() {
+            crate::sandbox::probe_kernel(&crate::sandbox::kernel_cache::KernelCache::new(&ctx.home));
+        }
         let ledger = ledger.join().unwrap_or_else(|_| Err(CliError::problem("opening the ledger failed")))?;
         Ok::<_, CliError>((runtime?, crate::cli::spans::traced(ledger)))
     })?;

@@ -115,6 +115,10 @@ pub(crate) fn run(
         None => (program.start(None).map_err(RunError::Start)?, None),
     };
     let pid = child.pid;
+    // What the call lets go of when it ends (the tool's mount namespace,
+    // its private folder) is dropped on a background thread: started now,
+    // while the tool runs, rather than once it has exited.
+    crate::process::release::start();
     let mut streams =
         [Stream::new(child.stdout, Keep::Head { limit: watch.max_stdout }), Stream::new(child.stderr, watch.stderr)];
     let exit = child.exit.as_ref().map(AsFd::as_fd);

@@ -117,13 +117,22 @@ pub(crate) fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeErro
         marker: &marker,
         cancel: invocation.cancel,
     };
-    let mut confinement = match invocation.sandbox {
-        Some(plan) => plan.confine(dir.path()).map_err(InvokeError::Sandbox)?,
-        None => None,
+    let confined = || {
+        let mut confinement = match invocation.sandbox {
+            Some(plan) => plan.confine(dir.path()).map_err(InvokeError::Sandbox)?,
+            None => None,
+        };
+        run(&program, confinement.as_mut(), &watch).map_err(|e| match e {
+            RunError::Start(e) => InvokeError::Start(e),
+            RunError::Wait(e) => InvokeError::Wait(e),
+        })
     };
-    let finished = run(&program, confinement.as_mut(), &watch).map_err(|e| match e {
-        RunError::Start(e) => InvokeError::Start(e),
-        RunError::Wait(e) => InvokeError::Wait(e),
+    let finished = confined().inspect_err(|e| {
+        // A kept verdict of the kernel's support that it did not honour
+        // is probed afresh by the next process.
+        if invocation.sandbox.is_some() && matches!(e, InvokeError::Sandbox(_) | InvokeError::Start(_)) {
+            crate::sandbox::kernel_cache::forget();
+        }
     })?;
     remove_private_dir(dir);
     Ok(finished)

@@ -81,14 +81,7 @@ pub(crate) enum Entry {
 /// once; the cgroups of rlp processes killed before they could remove
 /// theirs are killed and swept first.
 pub(super) fn usable(parent: &Path, file: &str, at_birth: bool) -> Option<Entry> {
-    // What a call cgroup of a killed rlp still holds is killed first (where
-    // the cgroup can be), so its folder can go.
-    for dead in crate::leftovers::dead_entries(parent, &[PREFIX]) {
-        if let Ok(kill) = CString::new(dead.join("cgroup.kill").as_os_str().as_bytes()) {
-            crate::kill::kill_cgroup(&kill);
-        }
-    }
-    crate::leftovers::sweep(parent, &[PREFIX], crate::leftovers::Kind::Any);
+    sweep_dead(parent);
     let probe = parent.join(format!("{PREFIX}{}-probe", std::process::id()));
     std::fs::create_dir(&probe).ok()?;
     let entry = match probe.join(file).is_file() {
@@ -101,6 +94,17 @@ pub(super) fn usable(parent: &Path, file: &str, at_birth: bool) -> Option<Entry>
         std::thread::sleep(Duration::from_millis(5));
     }
     entry
+}
+
+/// Kills what the call cgroups of killed rlp processes below `parent`
+/// still hold (where the cgroup can be), and removes them.
+pub(super) fn sweep_dead(parent: &Path) {
+    for dead in crate::leftovers::dead_entries(parent, &[PREFIX]) {
+        if let Ok(kill) = CString::new(dead.join("cgroup.kill").as_os_str().as_bytes()) {
+            crate::kill::kill_cgroup(&kill);
+        }
+    }
+    crate::leftovers::sweep(parent, &[PREFIX], crate::leftovers::Kind::Any);
 }
 
 /// Whether a child of rlp can be made in the cgroup at `dir` (a kernel

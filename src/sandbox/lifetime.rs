@@ -44,16 +44,38 @@ impl Lifetime {
 }
 
 /// The v2 cgroup rlp makes call cgroups in, and how a tool gets into
-/// one: found (and tried) once.
+/// one: found (and tried, or adopted from a kept verdict) once.
+static PARENT: OnceLock<Option<(PathBuf, Entry)>> = OnceLock::new();
+
 fn parent() -> Option<&'static (PathBuf, Entry)> {
-    static PARENT: OnceLock<Option<(PathBuf, Entry)>> = OnceLock::new();
     PARENT
         .get_or_init(|| {
-            let found = cgroup::v2_mount()?.join(cgroup::v2_path()?.trim_start_matches('/'));
+            let found = parent_path()?;
             let entry = cgroup::usable(&found, "cgroup.kill", true)?;
             Some((found, entry))
         })
         .as_ref()
+}
+
+/// rlp's own v2 cgroup, below which call cgroups are made.
+fn parent_path() -> Option<PathBuf> {
+    Some(cgroup::v2_mount()?.join(cgroup::v2_path()?.trim_start_matches('/')))
+}
+
+/// Takes `entry` as how a tool gets into a call cgroup below rlp's own,
+/// without trying it (a verdict an earlier process reached in the same
+/// context, [`crate::sandbox::kernel_cache`]); what killed rlp processes
+/// left there is swept as the probe would. False where rlp has no v2
+/// cgroup, or this process already decided.
+pub(super) fn adopt(entry: Entry) -> bool {
+    let Some(found) = parent_path() else { return false };
+    cgroup::sweep_dead(&found);
+    PARENT.set(Some((found, entry))).is_ok()
+}
+
+/// How a tool gets into a call cgroup, where calls can have one.
+pub(super) fn entry() -> Option<Entry> {
+    parent().map(|(_, entry)| *entry)
 }
 
 /// Whether calls can have a cgroup to kill here.

@@ -12,6 +12,7 @@
 //!   capabilities, `no_new_privs`, Landlock, seccomp);
 //! - [`world`]: the namespaces the tool runs in and the filesystem view it
 //!   sees (only what it is granted, read-only but for its grants);
+//! - [`kernel_cache`]: the probe's verdict kept between processes;
 //! - [`lifetime`]: how the call's processes end with it (`cgroup.kill`, or
 //!   a PID namespace);
 //! - [`pids`]: the cgroup that enforces `max_processes`;
@@ -22,6 +23,7 @@ pub(crate) mod cgroup;
 pub(crate) mod child;
 pub(crate) mod clone;
 pub(crate) mod fs;
+pub(crate) mod kernel_cache;
 pub(crate) mod lifetime;
 pub(crate) mod mode;
 pub mod net;

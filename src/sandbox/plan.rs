@@ -21,6 +21,7 @@ use crate::event::SandboxRecord;
 use crate::sandbox::SandboxMode;
 use crate::sandbox::child::{ChildSteps, KEPT_CAPABILITY_NAMES, Limit};
 use crate::sandbox::fs::{Access, FsRule, TARGET_ABI, first_link, open_without_links, program_rules, system_rules};
+use crate::sandbox::kernel_cache::{self, KernelCache};
 use crate::sandbox::lifetime::{self, KillCgroup, Lifetime};
 use crate::sandbox::net::{Allowlist, Supervisor};
 use crate::sandbox::pids::{self, PidsCgroup};
@@ -108,20 +109,69 @@ struct Kernel {
     kill_cgroup: bool,
 }
 
+/// What the kernel offers, probed once per process.
+static KERNEL: OnceLock<Kernel> = OnceLock::new();
+
 fn kernel() -> &'static Kernel {
-    static KERNEL: OnceLock<Kernel> = OnceLock::new();
-    KERNEL.get_or_init(|| {
-        let seccomp = seccomp::available();
-        let kill_cgroup = lifetime::cgroup_available();
-        let landlock_abi = landlock_abi();
+    KERNEL.get_or_init(|| probe(&Direct::now()))
+}
+
+/// What a process finds without a child: cheap enough to ask every time,
+/// and part of the context a kept verdict is valid in.
+struct Direct {
+    landlock_abi: u32,
+    seccomp: seccomp::Availability,
+}
+
+impl Direct {
+    fn now() -> Direct {
+        Direct { landlock_abi: landlock_abi(), seccomp: seccomp::available() }
+    }
+
+    /// As the cache's key covers it.
+    fn describe(&self) -> String {
+        let Direct { landlock_abi, seccomp } = self;
+        format!("landlock {landlock_abi} seccomp {} {}", seccomp.filter, seccomp.user_notif)
+    }
+
+    /// The kernel, with what the children of the probe found.
+    fn with(&self, kill_cgroup: bool, world: Result<Namespaces, String>) -> Kernel {
         Kernel {
-            landlock_abi,
-            filter: seccomp.filter,
-            user_notif: seccomp.user_notif,
-            world: tool_world(kill_cgroup, landlock_abi, world::support),
+            landlock_abi: self.landlock_abi,
+            filter: self.seccomp.filter,
+            user_notif: self.seccomp.user_notif,
+            world,
             kill_cgroup,
         }
-    })
+    }
+}
+
+/// Probes the kernel: a probe cgroup, then a view built in a child.
+fn probe(direct: &Direct) -> Kernel {
+    let kill_cgroup = lifetime::cgroup_available();
+    direct.with(kill_cgroup, tool_world(kill_cgroup, direct.landlock_abi, world::support))
+}
+
+/// The kernel as a verdict kept in `cache` for this context says, or as
+/// probed (and then kept, where everything was found).
+fn cached_or_probed(cache: &KernelCache) -> Kernel {
+    let direct = Direct::now();
+    let key = kernel_cache::context_key(
+        &direct.describe(),
+        &world::root_mount_point(),
+        &format!("{:?}", view::system_entries()),
+    );
+    let Some(key) = key else { return probe(&direct) };
+    if let Some(kept) = cache.load(&key)
+        && lifetime::adopt(kept.entry)
+    {
+        return direct.with(true, Ok(kept.namespaces));
+    }
+    let kernel = probe(&direct);
+    if let (true, Ok(namespaces), Some(entry)) = (kernel.kill_cgroup, &kernel.world, lifetime::entry()) {
+        cache.store(&key, kernel_cache::Verdict { entry, namespaces: *namespaces });
+    }
+    kernel
 }
 
 /// The first Landlock ABI that keeps a tool's signals inside its sandbox
@@ -152,9 +202,11 @@ fn tool_world(
     }
 }
 
-/// Probes what the kernel offers (once per process) ahead of the first plan.
-pub(crate) fn probe_kernel() {
-    kernel();
+/// Probes what the kernel offers (once per process) ahead of the first
+/// plan, or takes the verdict `cache` keeps for this context
+/// ([`crate::sandbox::kernel_cache`]).
+pub(crate) fn probe_kernel(cache: &KernelCache) {
+    KERNEL.get_or_init(|| cached_or_probed(cache));
 }
 
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the

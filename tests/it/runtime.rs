@@ -1887,6 +1887,7 @@ fn the_home_and_every_folder_rlp_makes_in_it_are_private_whatever_the_umask() {
         // An installed bundle is as readable as its archive's folders.
         ("agents/marked", "0755"),
         ("cache", "0700"),
+        ("cache/sandbox", "0700"),
         ("cache/trust", "0700"),
         ("keys", "0700"),
         ("pog", "0700"),

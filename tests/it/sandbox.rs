@@ -287,6 +287,54 @@ fn the_call_frame_records_the_sandbox_that_applied() {
     );
 }
 
+/// The kernel is probed once per context, not once per process: a later
+/// call takes the verdict the home keeps (here made to say a PID
+/// namespace, which the frame then records), a verdict kept for another
+/// context is probed afresh and replaced, and a sandboxed call that cannot
+/// start (here: its command is no program) removes it.
+#[test]
+fn the_kernel_verdict_is_kept_for_the_next_process_in_the_same_context() {
+    let td = TestDir::new();
+    let ok = td.script("ok.sh", "echo '{}'");
+    let broken = td.script("broken.sh", "echo '{}'");
+    let tools = json!([tool("ok", ok.to_str().unwrap(), &[], &[]), tool("broken", broken.to_str().unwrap(), &[], &[])]);
+    let bundle = td.bundle("kept", tools, "[capabilities]\nexec = true\n");
+    let call = |id: &str| td.call(&bundle, id, json!({})).output().unwrap();
+    let succeeds = |id: &str| {
+        let output = call(id);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        call_frame(&td)["sandbox"]["namespaces"].clone()
+    };
+    let file = td.home().join("cache/sandbox/kernel");
+    assert_eq!(succeeds("ok"), json!(["mount", "ipc"]));
+    let kept = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = kept.lines().collect();
+    assert_eq!(lines.len(), 4, "{kept}");
+    assert_eq!(lines[0], "rlp-kernel-verdict v1");
+    assert!(lines[1].starts_with("key ") && lines[1].len() == 4 + 64, "{kept}");
+    assert_eq!(lines[2], "cgroup at-birth");
+    assert_eq!(lines[3], "world no-user no-pid");
+
+    // The kept verdict is what the next process goes by.
+    std::fs::write(&file, kept.replace("no-pid", "pid")).unwrap();
+    assert_eq!(succeeds("ok"), json!(["mount", "pid", "ipc"]));
+
+    // One kept for another context is not: the kernel is probed again.
+    let other_key = format!("key {}", "0".repeat(64));
+    std::fs::write(&file, kept.replace(lines[1], &other_key).replace("no-pid", "pid")).unwrap();
+    assert_eq!(succeeds("ok"), json!(["mount", "ipc"]));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), kept);
+
+    // A sandboxed call that cannot start lets the next process probe.
+    std::fs::write(&broken, "not a program\n").unwrap();
+    let output = call("broken");
+    assert_eq!(output.status.code(), Some(1));
+    assert_contains(&stderr(&output), "Exec format error");
+    assert!(!file.exists(), "the verdict was kept after a call that could not start");
+    assert_eq!(succeeds("ok"), json!(["mount", "ipc"]));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), kept);
+}
+
 /// The Landlock ABI of this kernel, as the frame should record it.
 fn landlock_abi() -> u32 {
     // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only returns a number.
