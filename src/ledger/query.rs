@@ -17,6 +17,26 @@ use crate::ledger::checked::{CheckedReadError, Damage, for_each_checked_row};
 use crate::ledger::jsonl::{JsonlReader, LineError, ReadError};
 use crate::ledger::{LedgerError, Location};
 
+/// The agents of a trace, sorted, from the JSON array the list queries
+/// aggregate them into (an agent name may hold any character, a comma
+/// among them); a frame without an agent adds none, and one whose agent a
+/// hand-edited row made another JSON value shows that value's JSON text.
+pub(crate) fn agents_of(aggregated: Option<&str>) -> Vec<String> {
+    let listed: Vec<serde_json::Value> =
+        aggregated.and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+    let mut agents: Vec<String> = listed
+        .into_iter()
+        .filter_map(|agent| match agent {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(name) => Some(name),
+            other => Some(other.to_string()),
+        })
+        .collect();
+    agents.sort();
+    agents.dedup();
+    agents
+}
+
 /// One trace in the ledger, as `rlp trace list` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TraceSummary {
@@ -379,5 +399,30 @@ mod tests {
         assert_eq!((seen[0].first_ts_ms, seen[0].last_ts_ms), (10, 51));
         assert_eq!(seen[1].agents, ["a"]);
         assert_eq!((seen[1].frames, seen[1].errors), (1, 0));
+    }
+
+    /// An agent name is listed whole, whatever it holds (an imported trace
+    /// may name any agent), and each once.
+    #[test]
+    fn agents_with_commas_are_listed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.sqlite");
+        let ledger = SqliteLedger::open(&path).unwrap();
+        let trace = Uuid::from_u128(1);
+        let by = |agent: &str| {
+            let mut frame = record(trace, EventKind::ToolCall, 10, json!({}));
+            frame.provenance.agent = agent.into();
+            frame
+        };
+        ledger.append(&[by("mail, the agent"), by("a"), by("mail, the agent"), by("\"quoted\"")]).unwrap();
+        let mut seen = Vec::new();
+        list_traces(&Location::Sqlite(path), |t| {
+            seen.push(t);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(seen[0].agents, ["\"quoted\"", "a", "mail, the agent"]);
+        assert_eq!(agents_of(Some(r#"["b", null, 3, "a"]"#)), ["3", "a", "b"]);
+        assert_eq!(agents_of(None), Vec::<String>::new());
     }
 }

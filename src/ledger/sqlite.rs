@@ -69,7 +69,7 @@ const NEW_HEAD: &str = "INSERT INTO rlp_traces (trace_id, frames, head) VALUES (
 /// bound by name.
 const LIST_SQL: &str = "
 SELECT json_extract(provenance_json, '$.trace_id') AS trace,
-       group_concat(DISTINCT json_extract(provenance_json, '$.agent')),
+       json_group_array(DISTINCT json_extract(provenance_json, '$.agent')),
        min(ts_ms), max(ts_ms), count(*),
        sum(kind = :call),
        sum(CASE WHEN kind = :result AND json_valid(payload_json)
@@ -328,6 +328,21 @@ fn upgrade(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(NO_UNSEALED_INDEX)
 }
 
+/// Changes whenever [`upgrade`] does what it did not before (with the
+/// statements it runs, it makes [`layout_version`]).
+const UPGRADE_REVISION: &str = "per-trace chains, rlp_ledger, no unsealed index";
+
+/// What `PRAGMA user_version` holds once this rlp's layout is in place: a
+/// digest of the statements that make it, positive and never 0 (a new
+/// database), so that a ledger whose layout another rlp made, older or
+/// newer, goes through them again.
+fn layout_version() -> i32 {
+    let statements = [SCHEMA, LAYOUT, CHAINED_ONLY, NO_UNSEALED_INDEX, UPGRADE_REVISION].join("\0");
+    let digest = blake3::hash(statements.as_bytes());
+    let [a, b, c, d, ..] = *digest.as_bytes();
+    i32::from_le_bytes([a, b, c, d]) & i32::MAX | 1
+}
+
 /// Refuses a ledger path that holds something other than a regular file (a
 /// FIFO, a socket, a device, a folder): SQLite cannot keep a ledger there,
 /// and opening a FIFO to write would wait for a reader for ever.
@@ -394,13 +409,22 @@ impl SqliteLedger {
         // each call. SQLite checkpoints on its own as the WAL grows, and a
         // closing ledger empties a long one ([`SqliteLedger::drop`]).
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(sqlite)?;
-        retry_busy(|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute_batch(SCHEMA)?;
-            upgrade(&tx)?;
-            tx.commit()
-        })
-        .map_err(sqlite)?;
+        // A ledger this rlp's layout is in place in skips the statements
+        // that make it: parsing them and taking the write lock is most of
+        // what opening costs a short-lived `rlp tools call`.
+        let version = layout_version();
+        let in_place =
+            retry_busy(|| conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i32>(0))).map_err(sqlite)?;
+        if in_place != version {
+            retry_busy(|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                tx.execute_batch(SCHEMA)?;
+                upgrade(&tx)?;
+                tx.pragma_update(None, "user_version", version)?;
+                tx.commit()
+            })
+            .map_err(sqlite)?;
+        }
         Ok(SqliteLedger {
             location: Location::Sqlite(path.to_path_buf()),
             path: path.to_path_buf(),
@@ -767,10 +791,7 @@ impl LedgerStore for SqliteLedger {
             .map_err(sqlite)?;
         let mut traces = 0;
         while let Some(row) = rows.next().map_err(sqlite)? {
-            let agents: Option<String> = row.get(1).map_err(sqlite)?;
-            let mut agents: Vec<String> =
-                agents.map(|a| a.split(',').map(str::to_string).collect()).unwrap_or_default();
-            agents.sort();
+            let agents = crate::ledger::query::agents_of(row.get::<_, Option<String>>(1).map_err(sqlite)?.as_deref());
             let flow = f(TraceSummary {
                 trace_id: row.get::<_, Option<String>>(0).map_err(sqlite)?.unwrap_or_default(),
                 agents,
@@ -1029,6 +1050,32 @@ mod tests {
             ])
             .unwrap();
         assert!(ledger.usage(other, "t").is_err());
+    }
+
+    /// The layout's statements run when the database's `user_version` is
+    /// not this rlp's (a new ledger, one another rlp made), and not again
+    /// once it is.
+    #[test]
+    fn the_layout_is_made_once_per_version_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pog/events.sqlite");
+        drop(SqliteLedger::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        let user_version = |conn: &Connection| conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i32>(0));
+        let has_marker = |conn: &Connection| {
+            conn.prepare("SELECT 1 FROM sqlite_master WHERE name = 'events_by_trace'").unwrap().exists([]).unwrap()
+        };
+        assert_eq!(user_version(&conn).unwrap(), layout_version());
+        assert!(layout_version() > 0);
+        // With the version in place, opening trusts it…
+        conn.execute_batch("DROP INDEX events_by_trace").unwrap();
+        drop(SqliteLedger::open(&path).unwrap());
+        assert!(!has_marker(&conn));
+        // …and with another one, the layout is made again.
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        drop(SqliteLedger::open(&path).unwrap());
+        assert!(has_marker(&conn));
+        assert_eq!(user_version(&conn).unwrap(), layout_version());
     }
 
     #[test]

@@ -115,7 +115,7 @@ const MARK_UNSEALED: &str = "INSERT INTO rlp_unsealed VALUES ($1) ON CONFLICT DO
 /// `rlp trace list`: the SQLite ledger's query (src/ledger/sqlite.rs) in
 /// PostgreSQL's words. Kinds and the deny decision are bound by name.
 const LIST_SQL: &str = "
-SELECT trace, string_agg(DISTINCT v ->> 'agent', ','), min(ts_ms), max(ts_ms), count(*),
+SELECT trace, json_agg(DISTINCT v ->> 'agent')::text, min(ts_ms), max(ts_ms), count(*),
        count(*) FILTER (WHERE kind = $1),
        count(*) FILTER (WHERE kind = $2 AND coalesce(json_typeof(p -> 'error'), 'null') <> 'null'
                         AND coalesce(p #>> '{error,will_retry}', '0') IN ('false', '0')),
@@ -854,10 +854,7 @@ impl LedgerStore for PostgresLedger {
             pin_mut!(rows);
             let mut summaries = Vec::new();
             while let Some(row) = rows.try_next().await? {
-                let agents: Option<String> = row.try_get(1)?;
-                let mut agents: Vec<String> =
-                    agents.map(|a| a.split(',').map(str::to_string).collect()).unwrap_or_default();
-                agents.sort();
+                let agents = crate::ledger::query::agents_of(row.try_get::<_, Option<String>>(1)?.as_deref());
                 summaries.push(TraceSummary {
                     trace_id: row.try_get::<_, Option<String>>(0)?.unwrap_or_default(),
                     agents,
