@@ -92,9 +92,10 @@ pub(crate) struct KernelCache {
     file: PathBuf,
 }
 
-/// The file a verdict in effect in this process was read from: removed
-/// when a sandboxed call cannot start ([`forget`]).
-static LOADED_FROM: OnceLock<PathBuf> = OnceLock::new();
+/// The file that keeps the verdict in effect in this process (read from
+/// it, or written to it after the probe): removed when a sandboxed call
+/// cannot start ([`forget`]).
+static KEPT_IN: OnceLock<PathBuf> = OnceLock::new();
 
 impl KernelCache {
     /// The cache of `home`.
@@ -106,7 +107,7 @@ impl KernelCache {
     pub(crate) fn load(&self, key: &blake3::Hash) -> Option<Verdict> {
         let bytes = crate::fsutil::read_regular(&self.file, MAX_CACHE_BYTES).ok()?;
         let verdict = parse(std::str::from_utf8(&bytes).ok()?, key)?;
-        let _ = LOADED_FROM.set(self.file.clone());
+        let _ = KEPT_IN.set(self.file.clone());
         Some(verdict)
     }
 
@@ -115,16 +116,17 @@ impl KernelCache {
     pub(crate) fn store(&self, key: &blake3::Hash, verdict: Verdict) {
         if let Some(dir) = self.file.parent()
             && crate::fsutil::create_private_dir_all(dir).is_ok()
+            && crate::fsutil::write_atomic(&self.file, render(key, verdict).as_bytes(), Some(0o600)).is_ok()
         {
-            let _ = crate::fsutil::write_atomic(&self.file, render(key, verdict).as_bytes(), Some(0o600));
+            let _ = KEPT_IN.set(self.file.clone());
         }
     }
 }
 
-/// Removes the file the verdict in effect was read from, if it was read
-/// from one: the kernel did not honour it, so the next process probes.
+/// Removes the file that keeps the verdict in effect, if one does: the
+/// kernel may not honour it, so the next process probes.
 pub(crate) fn forget() {
-    if let Some(file) = LOADED_FROM.get() {
+    if let Some(file) = KEPT_IN.get() {
         let _ = std::fs::remove_file(file);
     }
 }
