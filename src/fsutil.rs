@@ -228,6 +228,23 @@ pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
+/// Swaps the entries at `a` and `b` (both must exist) in one step
+/// (`renameat2` with `RENAME_EXCHANGE`): a process stopped at any moment
+/// leaves each path holding one of the two, never neither. A file system
+/// that cannot swap gives an [`io::ErrorKind::Unsupported`] error, and
+/// the caller falls back to two renames.
+pub(crate) fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use rustix::io::Errno;
+    let cwd = rustix::fs::CWD;
+    match rustix::fs::renameat_with(cwd, a, cwd, b, rustix::fs::RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(()),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+            Err(io::Error::new(io::ErrorKind::Unsupported, "this file system cannot swap two entries in one step"))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Flushes a folder's entries (after a rename into it) to disk.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
@@ -237,6 +254,22 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn exchange_swaps_two_folders_and_needs_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for (folder, mark) in [(&a, "old"), (&b, "new")] {
+            fs::create_dir(folder).unwrap();
+            fs::write(folder.join("mark"), mark).unwrap();
+        }
+        exchange(&b, &a).unwrap();
+        assert_eq!(fs::read_to_string(a.join("mark")).unwrap(), "new");
+        assert_eq!(fs::read_to_string(b.join("mark")).unwrap(), "old");
+        let missing = exchange(&dir.path().join("missing"), &a).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        assert_eq!(fs::read_to_string(a.join("mark")).unwrap(), "new");
+    }
 
     #[test]
     fn private_reads_take_only_a_regular_file_its_owner_alone_may_read() {

@@ -225,11 +225,21 @@ fn build_and_swap(
         )));
     }
     if replace {
-        let previous = staging.join("previous");
-        std::fs::rename(target, &previous).map_err(|e| AuthoringError::io("move aside", target, &e))?;
-        if let Err(e) = std::fs::rename(&bundle, target) {
-            let _ = std::fs::rename(&previous, target);
-            return Err(AuthoringError::io("move into place", target, &e));
+        // The new bundle and the old swap places in one step (the old one
+        // goes with the staging folder), so a stop at any moment leaves
+        // one of them in place; where the file system cannot swap, the old
+        // one is moved aside first, and back if the new one cannot go in.
+        match crate::fsutil::exchange(&bundle, target) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                let previous = staging.join("previous");
+                std::fs::rename(target, &previous).map_err(|e| AuthoringError::io("move aside", target, &e))?;
+                if let Err(e) = std::fs::rename(&bundle, target) {
+                    let _ = std::fs::rename(&previous, target);
+                    return Err(AuthoringError::io("move into place", target, &e));
+                }
+            }
+            Err(e) => return Err(AuthoringError::io("move into place", target, &e)),
         }
     } else {
         std::fs::rename(&bundle, target).map_err(|e| AuthoringError::io("move into place", target, &e))?;

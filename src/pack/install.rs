@@ -34,7 +34,6 @@ use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rustix::io::Errno;
 use rustix::process::geteuid;
 
 use crate::bundle::manifest::MANIFEST_FILE;
@@ -207,13 +206,10 @@ fn move_into_place(staged: &Path, target: &Path, agents: &Path, name: &str) -> R
     if fs::symlink_metadata(target).is_err() {
         return fs::rename(staged, target).map_err(|e| Failure::io(target, &e));
     }
-    let cwd = rustix::fs::CWD;
-    match rustix::fs::renameat_with(cwd, staged, cwd, target, rustix::fs::RenameFlags::EXCHANGE) {
+    match crate::fsutil::exchange(staged, target) {
         Ok(()) => {}
-        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-            return replace_in_two_steps(staged, target, agents, name);
-        }
-        Err(e) => return Err(Failure::io(target, &e.into())),
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => return replace_in_two_steps(staged, target, agents, name),
+        Err(e) => return Err(Failure::io(target, &e)),
     }
     crate::fsutil::sync_dir(agents).map_err(|e| Failure::io(agents, &e))?;
     remove_entry(staged);
