@@ -18,8 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::ConfigError;
 use crate::config::tool_list::ToolPattern;
+use crate::config::{ConfigError, ConfigFile};
 
 /// The default `timeout_ms` of a hook.
 pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 5_000;
@@ -93,13 +93,13 @@ struct Entry {
     on_failure: Option<String>,
 }
 
-/// Reads the `[hooks]` table of the config file at `path`.
+/// Reads the `[hooks]` table of the config file `file`.
 pub(crate) fn parse(
-    path: &Path,
+    file: ConfigFile<'_>,
     table: &toml::Table,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<AfterCallHook>, ConfigError> {
-    let shown = path.display();
+    let shown = file.path.display();
     let mut hooks = Vec::new();
     for (key, value) in table {
         if key != "after_call" {
@@ -108,24 +108,27 @@ pub(crate) fn parse(
             continue;
         }
         let Some(entries) = value.as_array() else {
-            return Err(ConfigError {
-                message: format!("{shown}: `hooks.after_call` must be an array of tables, found {}", value.type_str()),
-                help: "write each hook as its own `[[hooks.after_call]]` table".to_string(),
-            });
+            return Err(file.error(
+                "hooks.after_call",
+                format!("`hooks.after_call` must be an array of tables, found {}", value.type_str()),
+                "write each hook as its own `[[hooks.after_call]]` table",
+            ));
         };
         if entries.len() > MAX_HOOKS {
-            return Err(ConfigError {
-                message: format!("{shown}: {} hooks in `hooks.after_call`; at most {MAX_HOOKS}", entries.len()),
-                help: "fold hooks that do the same work into one command".to_string(),
-            });
+            return Err(file.error(
+                &format!("hooks.after_call[{MAX_HOOKS}]"),
+                format!("{} hooks in `hooks.after_call`; at most {MAX_HOOKS}", entries.len()),
+                "fold hooks that do the same work into one command",
+            ));
         }
         for (index, entry) in entries.iter().enumerate() {
-            let hook = read_entry(path, index, entry)?;
+            let hook = read_entry(file, index, entry)?;
             if hooks.iter().any(|h: &AfterCallHook| h.name == hook.name) {
-                return Err(ConfigError {
-                    message: format!("{shown}: two hooks are named `{}`", hook.name),
-                    help: "give each `[[hooks.after_call]]` its own name: traces tell hooks apart by it".to_string(),
-                });
+                return Err(file.error(
+                    &format!("hooks.after_call[{index}].name"),
+                    format!("two hooks are named `{}`", hook.name),
+                    "give each `[[hooks.after_call]]` its own name: traces tell hooks apart by it",
+                ));
             }
             hooks.push(hook);
         }
@@ -134,11 +137,16 @@ pub(crate) fn parse(
 }
 
 /// Reads entry `index` of `hooks.after_call`.
-fn read_entry(path: &Path, index: usize, value: &toml::Value) -> Result<AfterCallHook, ConfigError> {
-    let at = format!("{}: `hooks.after_call[{index}]`", path.display());
-    let fail = |what: String, help: &str| ConfigError { message: format!("{at} {what}"), help: help.to_string() };
+fn read_entry(file: ConfigFile<'_>, index: usize, value: &toml::Value) -> Result<AfterCallHook, ConfigError> {
+    let at = format!("hooks.after_call[{index}]");
+    // Placed at the entry's `field` where it has one, else at the entry.
+    let fail = |field: &str, what: String, help: &str| {
+        let place = if field.is_empty() { at.clone() } else { format!("{at}.{field}") };
+        file.error(&place, format!("`{at}` {what}"), help)
+    };
     let entry: Entry = value.clone().try_into().map_err(|e: toml::de::Error| {
         fail(
+            "",
             format!("is not a hook: {}", e.message().trim()),
             "a hook has `name` and `command`, and may have `tools`, `agents`, `timeout_ms` and `on_failure` (docs/runtime.md, \"After-call hooks\")",
         )
@@ -148,12 +156,14 @@ fn read_entry(path: &Path, index: usize, value: &toml::Value) -> Result<AfterCal
         && entry.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !name_ok {
         return Err(fail(
+            "name",
             format!("has the name `{}`", entry.name.escape_debug()),
             "name it with 1 to 64 letters, digits, `.`, `_` or `-`",
         ));
     }
     let Some((program, args)) = entry.command.split_first() else {
         return Err(fail(
+            "command",
             "has an empty `command`".into(),
             "write the program and its arguments, e.g. `command = [\"/usr/local/bin/redact\"]`",
         ));
@@ -162,9 +172,10 @@ fn read_entry(path: &Path, index: usize, value: &toml::Value) -> Result<AfterCal
     let program = if program.is_absolute() {
         program.to_path_buf()
     } else if program.components().count() > 1 {
-        path.parent().unwrap_or(Path::new("/")).join(program)
+        file.path.parent().unwrap_or(Path::new("/")).join(program)
     } else {
         return Err(fail(
+            "command[0]",
             format!("runs `{}`, which is not a path", program.display()),
             "write the program's absolute path, or a path relative to the config file's folder (`./redact`): hooks do not search PATH",
         ));
@@ -172,14 +183,21 @@ fn read_entry(path: &Path, index: usize, value: &toml::Value) -> Result<AfterCal
     let tools = entry
         .tools
         .iter()
-        .map(|t| {
-            t.parse::<ToolPattern>()
-                .map_err(|why| fail(format!("`tools`: {why}"), "write tool ids, with `*` for any run of characters"))
+        .enumerate()
+        .map(|(i, t)| {
+            t.parse::<ToolPattern>().map_err(|why| {
+                fail(
+                    &format!("tools[{i}]"),
+                    format!("`tools`: {why}"),
+                    "write tool ids, with `*` for any run of characters",
+                )
+            })
         })
         .collect::<Result<_, _>>()?;
     let timeout_ms = entry.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
         return Err(fail(
+            "timeout_ms",
             format!("has `timeout_ms = {timeout_ms}`"),
             &format!("give a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS}"),
         ));
@@ -189,6 +207,7 @@ fn read_entry(path: &Path, index: usize, value: &toml::Value) -> Result<AfterCal
         Some("pass") => OnFailure::Pass,
         Some(other) => {
             return Err(fail(
+                "on_failure",
                 format!("has `on_failure = \"{}\"`", other.escape_debug()),
                 "write `on_failure = \"withhold\"` (the default) or `\"pass\"`",
             ));
@@ -202,7 +221,7 @@ fn read_entry(path: &Path, index: usize, value: &toml::Value) -> Result<AfterCal
         agents: entry.agents,
         timeout_ms,
         on_failure,
-        file: path.to_path_buf(),
+        file: file.path.to_path_buf(),
     })
 }
 
@@ -214,7 +233,8 @@ mod tests {
         let table: toml::Table = text.parse().unwrap();
         let hooks = table.get("hooks").and_then(toml::Value::as_table).cloned().unwrap_or_default();
         let mut warnings = Vec::new();
-        parse(Path::new("/etc/rlp/config.toml"), &hooks, &mut warnings).map(|h| (h, warnings))
+        let file = ConfigFile { path: Path::new("/etc/rlp/config.toml"), text };
+        parse(file, &hooks, &mut warnings).map(|h| (h, warnings))
     }
 
     #[test]
@@ -248,28 +268,38 @@ mod tests {
         for (text, message) in [
             (
                 "[[hooks.after_call]]\nname = \"h\"\ncommand = [\"redact\"]",
-                "`hooks.after_call[0]` runs `redact`, which is not a path",
+                "3:12: `hooks.after_call[0]` runs `redact`, which is not a path",
             ),
-            ("[[hooks.after_call]]\nname = \"h\"\ncommand = []", "`hooks.after_call[0]` has an empty `command`"),
-            ("[[hooks.after_call]]\nname = \"a b\"\ncommand = [\"/h\"]", "`hooks.after_call[0]` has the name `a b`"),
-            ("[[hooks.after_call]]\nname = \"h\"\ncommand = [\"/h\"]\ntimeout_ms = 0", "has `timeout_ms = 0`"),
+            ("[[hooks.after_call]]\nname = \"h\"\ncommand = []", "3:11: `hooks.after_call[0]` has an empty `command`"),
+            (
+                "[[hooks.after_call]]\nname = \"a b\"\ncommand = [\"/h\"]",
+                "2:8: `hooks.after_call[0]` has the name `a b`",
+            ),
+            (
+                "[[hooks.after_call]]\nname = \"h\"\ncommand = [\"/h\"]\ntimeout_ms = 0",
+                "4:14: `hooks.after_call[0]` has `timeout_ms = 0`",
+            ),
             (
                 "[[hooks.after_call]]\nname = \"h\"\ncommand = [\"/h\"]\non_failure = \"ignore\"",
-                "has `on_failure = \"ignore\"`",
+                "4:14: `hooks.after_call[0]` has `on_failure = \"ignore\"`",
+            ),
+            (
+                "[[hooks.after_call]]\nname = \"h\"\ncommand = [\"/h\"]\ntools = [\"\"]",
+                "4:10: `hooks.after_call[0]` `tools`: ",
             ),
             (
                 "[[hooks.after_call]]\nname = \"h\"\ncommand = [\"/h\"]\ncomand = 1",
-                "is not a hook: unknown field `comand`",
+                "1:1: `hooks.after_call[0]` is not a hook: unknown field `comand`",
             ),
             (
                 "[[hooks.after_call]]\nname = \"h\"\ncommand = [\"/h\"]\n[[hooks.after_call]]\nname = \"h\"\ncommand = [\"/g\"]",
-                "two hooks are named `h`",
+                "5:8: two hooks are named `h`",
             ),
-            ("[hooks]\nafter_call = 3", "`hooks.after_call` must be an array of tables"),
+            ("[hooks]\nafter_call = 3", "2:14: `hooks.after_call` must be an array of tables"),
         ] {
             let error = parsed(text).unwrap_err();
-            assert!(error.message.contains(message), "{text}: {}", error.message);
-            assert!(error.message.starts_with("/etc/rlp/config.toml: "), "{}", error.message);
+            let expected = format!("/etc/rlp/config.toml:{message}");
+            assert!(error.message.starts_with(&expected), "{text}: {}", error.message);
         }
     }
 }

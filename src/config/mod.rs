@@ -343,22 +343,89 @@ pub(crate) fn parse_bool(text: &str) -> Option<bool> {
 /// The tables a config file may hold.
 const TABLES: [&str; 8] = ["security", "runtime", "policy", "ledger", "secrets", "hooks", "schemas", "agents"];
 
-/// `file:line:column` of the value at `keys` in the config file `path`
-/// holding `text` (of the deepest of them the text holds; `:1:1` for
-/// none), found by parsing the text again with spans: only for a problem
-/// to show.
-fn located(path: &Path, text: &str, keys: &[&str]) -> String {
-    let span = toml_edit::Document::parse(text).ok().and_then(|document| {
-        let mut item = document.as_item();
-        let mut span = None;
-        for key in keys {
-            let Some(inner) = item.as_table_like().and_then(|table| table.get(key)) else { break };
-            span = inner.span().or(span);
-            item = inner;
+/// A config file being read: its path, and its text for the positions
+/// its problems are shown at.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConfigFile<'a> {
+    /// Where the file is.
+    pub path: &'a Path,
+    /// What it holds.
+    pub text: &'a str,
+}
+
+impl ConfigFile<'_> {
+    /// `file:line:column` of the value at `at`, a dotted key path as
+    /// problems name it (`hooks.after_call[1]`, `agents.mail.tools."mail.send".redact[0]`):
+    /// of the deepest part of it the file holds (`:1:1` for none), found by
+    /// parsing the text again with spans, only for a problem to show.
+    pub(crate) fn at(&self, at: &str) -> String {
+        let span = span_of(self.text, &key_path(at));
+        at_offset(self.path, self.text, span.map_or(0, |span| span.start))
+    }
+
+    /// A problem with the value at `at` (see [`ConfigFile::at`]): `message`
+    /// after its position.
+    pub(crate) fn error(&self, at: &str, message: impl std::fmt::Display, help: impl Into<String>) -> ConfigError {
+        ConfigError { message: format!("{}: {message}", self.at(at)), help: help.into() }
+    }
+}
+
+/// One step of a dotted key path: a key, or an index into an array.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The steps of a dotted key path: keys between dots (a quoted one may
+/// hold dots), each followed by any number of `[index]`.
+fn key_path(at: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut rest = at;
+    while !rest.is_empty() {
+        rest = rest.strip_prefix('.').unwrap_or(rest);
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"').unwrap_or(quoted.len());
+            steps.push(Step::Key(quoted[..end].to_string()));
+            rest = quoted.get(end + 1..).unwrap_or("");
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            steps.push(Step::Key(rest[..end].to_string()));
+            rest = &rest[end..];
         }
-        span
-    });
-    at_offset(path, text, span.map_or(0, |span| span.start))
+        while let Some(index) = rest.strip_prefix('[') {
+            let end = index.find(']').unwrap_or(index.len());
+            match index[..end].parse() {
+                Ok(i) => steps.push(Step::Index(i)),
+                Err(_) => return steps,
+            }
+            rest = index.get(end + 1..).unwrap_or("");
+        }
+    }
+    steps
+}
+
+/// The span of the deepest value along `steps` that `text` holds.
+fn span_of(text: &str, steps: &[Step]) -> Option<std::ops::Range<usize>> {
+    let document = toml_edit::Document::parse(text).ok()?;
+    let mut item = document.as_item().clone();
+    let mut span = None;
+    for step in steps {
+        let next = match step {
+            Step::Key(key) => item.as_table_like().and_then(|table| table.get(key)).cloned(),
+            Step::Index(i) => match &item {
+                toml_edit::Item::ArrayOfTables(tables) => tables.get(*i).cloned().map(toml_edit::Item::Table),
+                toml_edit::Item::Value(toml_edit::Value::Array(array)) => {
+                    array.get(*i).cloned().map(toml_edit::Item::Value)
+                }
+                _ => None,
+            },
+        };
+        let Some(next) = next else { break };
+        span = next.span().or(span);
+        item = next;
+    }
+    span
 }
 
 /// `file:line:column` of the byte `offset` of the config file `path` holding `text`.
@@ -378,13 +445,14 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
         ),
         help: format!("fix the syntax of {shown} at this position"),
     })?;
+    let file = ConfigFile { path, text };
     let mut layer = FileLayer { path: path.to_path_buf(), ..FileLayer::default() };
     let mut warnings = Vec::new();
     let flag = |section: &str, key: &str, value: &toml::Value| -> Result<bool, ConfigError> {
         value.as_bool().ok_or_else(|| ConfigError {
             message: format!(
                 "{}: `{section}.{key}` must be true or false, found {}",
-                located(path, text, &[section, key]),
+                file.at(&format!("{section}.{key}")),
                 value.type_str()
             ),
             help: format!("write `{key} = true` or `{key} = false` under [{section}]"),
@@ -394,7 +462,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
         value.as_str().and_then(|text| text.parse().ok()).ok_or_else(|| ConfigError {
             message: format!(
                 "{}: `{section}.sandbox` must be \"required\", \"best-effort\" or \"off\", found {value}",
-                located(path, text, &[section, "sandbox"])
+                file.at(&format!("{section}.sandbox"))
             ),
             help: format!("write `sandbox = \"best-effort\"` (or \"required\", \"off\") under [{section}]"),
         })
@@ -408,11 +476,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             // A known table written as a value would drop its settings (a
             // system `policy = "required"`, every hook): it stops the command.
             return Err(ConfigError {
-                message: format!(
-                    "{}: `{section}` must be a table, found {}",
-                    located(path, text, &[section]),
-                    value.type_str()
-                ),
+                message: format!("{}: `{section}` must be a table, found {}", file.at(section), value.type_str()),
                 help: format!(
                     "write `{}` on a line of its own, its keys on the lines below it (docs/runtime.md, \"Configuration\")",
                     match section.as_str() {
@@ -424,22 +488,22 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             });
         };
         if section == "agents" {
-            let agents = agents::read_agents(path, entries, &mut warnings)?;
+            let agents = agents::read_agents(file, entries, &mut warnings)?;
             layer.tool_options = agents.options;
             layer.tool_lists = agents.lists;
             layer.tool_redactions = agents.redact;
             continue;
         }
         if section == "secrets" {
-            layer.secrets = secrets::parse(path, entries, &mut warnings)?;
+            layer.secrets = secrets::parse(file, entries, &mut warnings)?;
             continue;
         }
         if section == "hooks" {
-            layer.after_call_hooks = hooks::parse(path, entries, &mut warnings)?;
+            layer.after_call_hooks = hooks::parse(file, entries, &mut warnings)?;
             continue;
         }
         if section == "schemas" {
-            layer.schema_registries = schema_registries(path, entries, &mut warnings)?;
+            layer.schema_registries = schema_registries(file, entries, &mut warnings)?;
             continue;
         }
         if !TABLES.contains(&section.as_str()) {
@@ -466,7 +530,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
                     let url = value.as_str().ok_or_else(|| ConfigError {
                         message: format!(
                             "{}: `ledger.url` must be a string, found {}",
-                            located(path, text, &["ledger", "url"]),
+                            file.at("ledger.url"),
                             value.type_str()
                         ),
                         help: "write `url = \"postgres://USER@HOST/DATABASE\"` (or \"sqlite:///PATH\") under [ledger]"
@@ -474,7 +538,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
                     })?;
                     layer.ledger_url = Some(UrlText(url.to_string()));
                 }
-                ("ledger", "checkpoint_keys") => layer.checkpoint_keys = checkpoint_keys(path, value)?,
+                ("ledger", "checkpoint_keys") => layer.checkpoint_keys = checkpoint_keys(file, value)?,
                 _ => warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored")),
             }
         }
@@ -482,86 +546,71 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
     Ok((layer, warnings))
 }
 
-/// `[ledger] checkpoint_keys` of the config file `path`: each a public key
+/// `[ledger] checkpoint_keys` of the config file `file`: each a public key
 /// (`ed25519:<base64>`) or a `.pub` file (a relative path from the file's folder).
-fn checkpoint_keys(path: &Path, value: &toml::Value) -> Result<Vec<PublicKey>, ConfigError> {
-    let shown = path.display();
+fn checkpoint_keys(file: ConfigFile<'_>, value: &toml::Value) -> Result<Vec<PublicKey>, ConfigError> {
     let help = || {
         "write `checkpoint_keys = [\"ed25519:…\", \"keys/ledger.pub\"]` under [ledger]: the public keys (or \
          `.pub` files) of whoever makes the ledger's checkpoints"
             .to_string()
     };
     let Some(items) = value.as_array() else {
-        return Err(ConfigError {
-            message: format!("{shown}: `ledger.checkpoint_keys` must be a list, found {}", value.type_str()),
-            help: help(),
-        });
+        return Err(file.error(
+            "ledger.checkpoint_keys",
+            format!("`ledger.checkpoint_keys` must be a list, found {}", value.type_str()),
+            help(),
+        ));
     };
     let mut keys = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
+        let at = format!("ledger.checkpoint_keys[{i}]");
         let Some(text) = item.as_str() else {
-            return Err(ConfigError {
-                message: format!("{shown}: `ledger.checkpoint_keys[{i}]` must be a string, found {}", item.type_str()),
-                help: help(),
-            });
+            return Err(file.error(&at, format!("`{at}` must be a string, found {}", item.type_str()), help()));
         };
         let key = match text.starts_with("ed25519:") {
-            true => PublicKey::parse(text).map_err(|why| format!("`ledger.checkpoint_keys[{i}]`: {why}")),
-            false => PublicKey::load(&path.parent().unwrap_or(Path::new("")).join(text))
-                .map_err(|e| format!("`ledger.checkpoint_keys[{i}]`: {}", e.message)),
+            true => PublicKey::parse(text).map_err(|why| format!("`{at}`: {why}")),
+            false => PublicKey::load(&file.path.parent().unwrap_or(Path::new("")).join(text))
+                .map_err(|e| format!("`{at}`: {}", e.message)),
         };
-        keys.push(key.map_err(|message| ConfigError { message: format!("{shown}: {message}"), help: help() })?);
+        keys.push(key.map_err(|message| file.error(&at, message, help()))?);
     }
     Ok(keys)
 }
 
-/// `[schemas]` of the config file `path`: `registries`, a list of folders,
+/// `[schemas]` of the config file `file`: `registries`, a list of folders,
 /// relative ones joined to the file's folder.
 fn schema_registries(
-    path: &Path,
+    file: ConfigFile<'_>,
     entries: &toml::Table,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<PathBuf>, ConfigError> {
-    let shown = path.display();
     let help = || {
         "write `registries = [\"/srv/schemas\", \"shared-schemas\"]` under [schemas]: folders holding `<id>.json` files, relative ones to the config file's folder".to_string()
     };
     let mut dirs = Vec::new();
     for (key, value) in entries {
         if key != "registries" {
-            warnings.push(format!("{shown}: unknown key `schemas.{key}` ignored"));
+            warnings.push(format!("{}: unknown key `schemas.{key}` ignored", file.path.display()));
             continue;
         }
         let Some(items) = value.as_array() else {
-            return Err(ConfigError {
-                message: format!(
-                    "{shown}: `schemas.registries` must be an array of folder paths, found {}",
-                    value.type_str()
-                ),
-                help: help(),
-            });
+            return Err(file.error(
+                "schemas.registries",
+                format!("`schemas.registries` must be an array of folder paths, found {}", value.type_str()),
+                help(),
+            ));
         };
         for (i, item) in items.iter().enumerate() {
+            let at = format!("schemas.registries[{i}]");
             let dir = match item.as_str() {
                 Some(dir) if !dir.is_empty() => dir,
-                Some(_) => {
-                    return Err(ConfigError {
-                        message: format!("{shown}: `schemas.registries[{i}]` is empty"),
-                        help: help(),
-                    });
-                }
+                Some(_) => return Err(file.error(&at, format!("`{at}` is empty"), help())),
                 None => {
-                    return Err(ConfigError {
-                        message: format!(
-                            "{shown}: `schemas.registries[{i}]` must be a string, found {}",
-                            item.type_str()
-                        ),
-                        help: help(),
-                    });
+                    return Err(file.error(&at, format!("`{at}` must be a string, found {}", item.type_str()), help()));
                 }
             };
             // Shown and searched as the real folder when it exists (`..` resolved).
-            let joined = path.parent().unwrap_or(Path::new("")).join(dir);
+            let joined = file.path.parent().unwrap_or(Path::new("")).join(dir);
             dirs.push(std::fs::canonicalize(&joined).unwrap_or(joined));
         }
     }
@@ -941,12 +990,33 @@ allow = []
     }
 
     #[test]
+    fn a_key_path_reads_quoted_keys_and_indexes() {
+        let key = |k: &str| Step::Key(k.to_string());
+        assert_eq!(key_path("ledger.url"), [key("ledger"), key("url")]);
+        assert_eq!(
+            key_path("agents.mail.tools.\"mail.send\".redact[2]"),
+            [key("agents"), key("mail"), key("tools"), key("mail.send"), key("redact"), Step::Index(2)]
+        );
+        assert_eq!(
+            key_path("hooks.after_call[1].command[0]"),
+            [key("hooks"), key("after_call"), Step::Index(1), key("command"), Step::Index(0)]
+        );
+        // What is not a path stops where it stops being one.
+        assert_eq!(key_path("a[x].b"), [key("a")]);
+        assert_eq!(key_path(""), []);
+        let file = ConfigFile { path: Path::new("/c.toml"), text: "[a]\nb = [1, 2]\n" };
+        assert_eq!(file.at("a.b[1]"), "/c.toml:2:9");
+        assert_eq!(file.at("a.missing"), "/c.toml:1:1");
+        assert_eq!(file.at("nothing"), "/c.toml:1:1");
+    }
+
+    #[test]
     fn a_bad_list_names_the_file_and_key() {
         let error = |text: &str| parse_file(Path::new("/h/c.toml"), text, false).unwrap_err();
         let e = error("[agents.github.tools]\nallow = \"issues.*\"\n");
         assert_eq!(
             e.message,
-            "/h/c.toml: `agents.github.tools.allow` must be an array of tool-id patterns, found string"
+            "/h/c.toml:2:9: `agents.github.tools.allow` must be an array of tool-id patterns, found string"
         );
         assert_eq!(
             e.help,
@@ -956,14 +1026,14 @@ allow = []
         let e = error("[agents.github.tools.deny.options]\nx = 1\n");
         assert_eq!(
             e.message,
-            "/h/c.toml: `agents.github.tools.deny` must be an array of tool-id patterns, found table"
+            "/h/c.toml:1:22: `agents.github.tools.deny` must be an array of tool-id patterns, found table"
         );
         let e = error("[agents.github.tools]\ndeny = [\"a.b\", 3]\n");
-        assert_eq!(e.message, "/h/c.toml: `agents.github.tools.deny[1]` must be a string, found integer");
+        assert_eq!(e.message, "/h/c.toml:2:16: `agents.github.tools.deny[1]` must be a string, found integer");
         let e = error("[agents.github.tools]\nallow = [\"Issues.*\"]\n");
         assert_eq!(
             e.message,
-            "/h/c.toml: `agents.github.tools.allow[0]`: `Issues.*` is not a tool-id pattern: write a tool id (lowercase names joined by dots) with `*` for any run of characters"
+            "/h/c.toml:2:10: `agents.github.tools.allow[0]`: `Issues.*` is not a tool-id pattern: write a tool id (lowercase names joined by dots) with `*` for any run of characters"
         );
         assert!(e.help.contains("\"*.delete\""), "{}", e.help);
     }
@@ -991,7 +1061,7 @@ allow = []
         let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = \"/args/to\"\n");
         assert_eq!(
             e.message,
-            "/h/c.toml: `agents.mailer.tools.\"mail.send\".redact` must be an array of JSON Pointers, found string"
+            "/h/c.toml:2:10: `agents.mailer.tools.\"mail.send\".redact` must be an array of JSON Pointers, found string"
         );
         assert!(
             e.help.starts_with(
@@ -1003,12 +1073,12 @@ allow = []
         let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = [\"/args/to\", 3]\n");
         assert_eq!(
             e.message,
-            "/h/c.toml: `agents.mailer.tools.\"mail.send\".redact[1]` must be a string, found integer"
+            "/h/c.toml:2:23: `agents.mailer.tools.\"mail.send\".redact[1]` must be a string, found integer"
         );
         let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = [\"args/to\"]\n");
         assert_eq!(
             e.message,
-            "/h/c.toml: `agents.mailer.tools.\"mail.send\".redact[0]`: `args/to` does not start with /args or /result"
+            "/h/c.toml:2:11: `agents.mailer.tools.\"mail.send\".redact[0]`: `args/to` does not start with /args or /result"
         );
         assert!(e.help.starts_with("write `/args/to`"), "{}", e.help);
         let e = error("[agents.mailer.tools.\"mail.send\"]\nredact = [\"/args/a~b\"]\n");

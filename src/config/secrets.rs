@@ -16,10 +16,10 @@
 //! env = ["PASSWORD_STORE_DIR"]         # passed through besides the defaults
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Setting, Source};
+use crate::config::{ConfigError, ConfigFile, Setting, Source};
 
 /// A provider's name in `[secrets] providers`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,57 +136,62 @@ impl SecretsConfig {
 }
 
 /// Reads the `[secrets]` table of `path`; unknown keys are warned about.
-pub(crate) fn parse(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Result<SecretsLayer, ConfigError> {
-    let shown = path.display();
+pub(crate) fn parse(
+    file: ConfigFile<'_>,
+    table: &toml::Table,
+    warnings: &mut Vec<String>,
+) -> Result<SecretsLayer, ConfigError> {
+    let shown = file.path.display();
     let mut layer = SecretsLayer::default();
     for (key, value) in table {
         match key.as_str() {
-            "providers" => layer.providers = Some(providers(path, value)?),
-            "file" => layer.file = Some(store_key(path, table_of(path, "secrets.file", value)?, warnings)?),
-            "cmd" => layer.cmd = Some(command(path, table_of(path, "secrets.cmd", value)?, warnings)?),
+            "providers" => layer.providers = Some(providers(file, value)?),
+            "file" => layer.file = Some(store_key(file, table_of(file, "secrets.file", value)?, warnings)?),
+            "cmd" => layer.cmd = Some(command(file, table_of(file, "secrets.cmd", value)?, warnings)?),
             _ => warnings.push(format!("{shown}: unknown key `secrets.{key}` ignored")),
         }
     }
     Ok(layer)
 }
 
-fn error(path: &Path, message: impl std::fmt::Display, help: impl Into<String>) -> ConfigError {
-    ConfigError { message: format!("{}: {message}", path.display()), help: help.into() }
-}
-
-fn table_of<'a>(path: &Path, name: &str, value: &'a toml::Value) -> Result<&'a toml::Table, ConfigError> {
-    value.as_table().ok_or_else(|| error(path, format!("`{name}` must be a table"), format!("write it as [{name}]")))
+fn table_of<'a>(file: ConfigFile<'_>, name: &str, value: &'a toml::Value) -> Result<&'a toml::Table, ConfigError> {
+    value
+        .as_table()
+        .ok_or_else(|| file.error(name, format!("`{name}` must be a table"), format!("write it as [{name}]")))
 }
 
 /// A non-empty array of strings.
-fn strings(path: &Path, name: &str, value: &toml::Value, example: &str) -> Result<Vec<String>, ConfigError> {
+fn strings(file: ConfigFile<'_>, name: &str, value: &toml::Value, example: &str) -> Result<Vec<String>, ConfigError> {
     let help = || format!("write `{name} = {example}`");
-    let items = value.as_array().ok_or_else(|| error(path, format!("`{name}` must be an array of strings"), help()))?;
+    let items =
+        value.as_array().ok_or_else(|| file.error(name, format!("`{name}` must be an array of strings"), help()))?;
     items
         .iter()
-        .map(|item| {
-            item.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| error(path, format!("`{name}` holds {item}, which is not a string"), help()))
+        .enumerate()
+        .map(|(i, item)| {
+            item.as_str().map(str::to_string).ok_or_else(|| {
+                file.error(&format!("{name}[{i}]"), format!("`{name}` holds {item}, which is not a string"), help())
+            })
         })
         .collect()
 }
 
-fn providers(path: &Path, value: &toml::Value) -> Result<Vec<ProviderKind>, ConfigError> {
-    let names = strings(path, "secrets.providers", value, "[\"file\", \"env\"]")?;
+fn providers(file: ConfigFile<'_>, value: &toml::Value) -> Result<Vec<ProviderKind>, ConfigError> {
+    const AT: &str = "secrets.providers";
+    let names = strings(file, AT, value, "[\"file\", \"env\"]")?;
     let known: Vec<&str> = ProviderKind::ALL.iter().map(|(name, _)| *name).collect();
     let mut kinds = Vec::new();
-    for name in &names {
+    for (i, name) in names.iter().enumerate() {
         let kind = ProviderKind::ALL.iter().find(|(n, _)| n == name).map(|(_, k)| *k).ok_or_else(|| {
-            error(
-                path,
+            file.error(
+                &format!("{AT}[{i}]"),
                 format!("`secrets.providers` names `{name}`, which is not a provider"),
                 format!("the providers are {}", known.join(", ")),
             )
         })?;
         if kinds.contains(&kind) {
-            return Err(error(
-                path,
+            return Err(file.error(
+                &format!("{AT}[{i}]"),
                 format!("`secrets.providers` names `{name}` twice"),
                 "name each provider once, in the order to ask them",
             ));
@@ -194,8 +199,8 @@ fn providers(path: &Path, value: &toml::Value) -> Result<Vec<ProviderKind>, Conf
         kinds.push(kind);
     }
     if kinds.is_empty() {
-        return Err(error(
-            path,
+        return Err(file.error(
+            AT,
             "`secrets.providers` is empty: no secret could ever be resolved",
             "name at least one provider, e.g. `providers = [\"env\"]`",
         ));
@@ -203,7 +208,7 @@ fn providers(path: &Path, value: &toml::Value) -> Result<Vec<ProviderKind>, Conf
     Ok(kinds)
 }
 
-fn store_key(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Result<StoreKey, ConfigError> {
+fn store_key(file: ConfigFile<'_>, table: &toml::Table, warnings: &mut Vec<String>) -> Result<StoreKey, ConfigError> {
     let mut passphrase = false;
     let mut command = None;
     for (key, value) in table {
@@ -213,8 +218,8 @@ fn store_key(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Re
                     Some("identity") => false,
                     Some("passphrase") => true,
                     _ => {
-                        return Err(error(
-                            path,
+                        return Err(file.error(
+                            "secrets.file.key",
                             format!("`secrets.file.key` must be \"identity\" or \"passphrase\", found {value}"),
                             "write `key = \"identity\"` (the default) or `key = \"passphrase\"` under [secrets.file]",
                         ));
@@ -223,16 +228,16 @@ fn store_key(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Re
             }
             "passphrase_command" => {
                 command =
-                    Some(argv(path, "secrets.file.passphrase_command", value, "[\"pass\", \"show\", \"rlp/store\"]")?)
+                    Some(argv(file, "secrets.file.passphrase_command", value, "[\"pass\", \"show\", \"rlp/store\"]")?)
             }
-            _ => warnings.push(format!("{}: unknown key `secrets.file.{key}` ignored", path.display())),
+            _ => warnings.push(format!("{}: unknown key `secrets.file.{key}` ignored", file.path.display())),
         }
     }
     match (passphrase, command) {
         (true, command) => Ok(StoreKey::Passphrase { command }),
         (false, None) => Ok(StoreKey::Identity),
-        (false, Some(_)) => Err(error(
-            path,
+        (false, Some(_)) => Err(file.error(
+            "secrets.file.passphrase_command",
             "`secrets.file.passphrase_command` is set but `secrets.file.key` is not \"passphrase\"",
             "add `key = \"passphrase\"` under [secrets.file], or remove passphrase_command",
         )),
@@ -240,24 +245,32 @@ fn store_key(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Re
 }
 
 /// A command's argv: at least the program, which is not empty.
-fn argv(path: &Path, name: &str, value: &toml::Value, example: &str) -> Result<Vec<String>, ConfigError> {
-    let argv = strings(path, name, value, example)?;
+fn argv(file: ConfigFile<'_>, name: &str, value: &toml::Value, example: &str) -> Result<Vec<String>, ConfigError> {
+    let argv = strings(file, name, value, example)?;
     if argv.first().is_none_or(|program| program.is_empty()) {
-        return Err(error(path, format!("`{name}` names no program"), format!("write `{name} = {example}`")));
+        return Err(file.error(name, format!("`{name}` names no program"), format!("write `{name} = {example}`")));
     }
     Ok(argv)
 }
 
-fn command(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Result<CommandConfig, ConfigError> {
-    let mut config =
-        CommandConfig { argv: Vec::new(), timeout: DEFAULT_COMMAND_TIMEOUT, env: Vec::new(), file: path.to_path_buf() };
+fn command(
+    file: ConfigFile<'_>,
+    table: &toml::Table,
+    warnings: &mut Vec<String>,
+) -> Result<CommandConfig, ConfigError> {
+    let mut config = CommandConfig {
+        argv: Vec::new(),
+        timeout: DEFAULT_COMMAND_TIMEOUT,
+        env: Vec::new(),
+        file: file.path.to_path_buf(),
+    };
     for (key, value) in table {
         match key.as_str() {
-            "command" => config.argv = argv(path, "secrets.cmd.command", value, "[\"pass\", \"show\", \"{id}\"]")?,
+            "command" => config.argv = argv(file, "secrets.cmd.command", value, "[\"pass\", \"show\", \"{id}\"]")?,
             "timeout_ms" => {
                 let ms = value.as_integer().filter(|ms| (1..=MAX_COMMAND_TIMEOUT_MS).contains(ms)).ok_or_else(|| {
-                    error(
-                        path,
+                    file.error(
+                        "secrets.cmd.timeout_ms",
                         format!("`secrets.cmd.timeout_ms` must be a whole number from 1 to {MAX_COMMAND_TIMEOUT_MS}, found {value}"),
                         "write e.g. `timeout_ms = 10000` (ten seconds) under [secrets.cmd]",
                     )
@@ -265,21 +278,21 @@ fn command(path: &Path, table: &toml::Table, warnings: &mut Vec<String>) -> Resu
                 config.timeout = Duration::from_millis(ms.unsigned_abs());
             }
             "env" => {
-                config.env = strings(path, "secrets.cmd.env", value, "[\"PASSWORD_STORE_DIR\"]")?;
-                if let Some(bad) = config.env.iter().find(|name| !is_env_name(name)) {
-                    return Err(error(
-                        path,
+                config.env = strings(file, "secrets.cmd.env", value, "[\"PASSWORD_STORE_DIR\"]")?;
+                if let Some((i, bad)) = config.env.iter().enumerate().find(|(_, name)| !is_env_name(name)) {
+                    return Err(file.error(
+                        &format!("secrets.cmd.env[{i}]"),
                         format!("`secrets.cmd.env` holds `{bad}`, which is not an environment variable name"),
                         "list names such as \"PASSWORD_STORE_DIR\" (letters, digits and _, not starting with a digit)",
                     ));
                 }
             }
-            _ => warnings.push(format!("{}: unknown key `secrets.cmd.{key}` ignored", path.display())),
+            _ => warnings.push(format!("{}: unknown key `secrets.cmd.{key}` ignored", file.path.display())),
         }
     }
     if config.argv.is_empty() {
-        return Err(error(
-            path,
+        return Err(file.error(
+            "secrets.cmd",
             "[secrets.cmd] has no `command`",
             "write `command = [\"pass\", \"show\", \"{id}\"]` under [secrets.cmd]",
         ));
@@ -301,7 +314,8 @@ mod tests {
     fn parsed(text: &str) -> Result<(SecretsLayer, Vec<String>), ConfigError> {
         let table: toml::Table = text.parse().unwrap();
         let mut warnings = Vec::new();
-        let layer = parse(Path::new("/h/config.toml"), table["secrets"].as_table().unwrap(), &mut warnings)?;
+        let file = ConfigFile { path: std::path::Path::new("/h/config.toml"), text };
+        let layer = parse(file, table["secrets"].as_table().unwrap(), &mut warnings)?;
         Ok((layer, warnings))
     }
 
@@ -327,33 +341,37 @@ mod tests {
 
     #[test]
     fn refuses_what_cannot_work() {
-        for (text, message) in [
-            ("providers = [\"vault\"]", "`secrets.providers` names `vault`, which is not a provider"),
-            ("providers = [\"env\", \"env\"]", "`secrets.providers` names `env` twice"),
-            ("providers = []", "`secrets.providers` is empty: no secret could ever be resolved"),
-            ("providers = \"env\"", "`secrets.providers` must be an array of strings"),
-            ("providers = [1]", "`secrets.providers` holds 1, which is not a string"),
-            ("[secrets.cmd]\ntimeout_ms = 5", "[secrets.cmd] has no `command`"),
-            ("[secrets.cmd]\ncommand = []", "`secrets.cmd.command` names no program"),
+        for (text, at, message) in [
+            ("providers = [\"vault\"]", "2:14", "`secrets.providers` names `vault`, which is not a provider"),
+            ("providers = [\"env\", \"env\"]", "2:21", "`secrets.providers` names `env` twice"),
+            ("providers = []", "2:13", "`secrets.providers` is empty: no secret could ever be resolved"),
+            ("providers = \"env\"", "2:13", "`secrets.providers` must be an array of strings"),
+            ("providers = [1]", "2:14", "`secrets.providers` holds 1, which is not a string"),
+            ("[secrets.cmd]\ntimeout_ms = 5", "2:1", "[secrets.cmd] has no `command`"),
+            ("[secrets.cmd]\ncommand = []", "3:11", "`secrets.cmd.command` names no program"),
             (
                 "[secrets.cmd]\ncommand = [\"x\"]\ntimeout_ms = 0",
+                "4:14",
                 "`secrets.cmd.timeout_ms` must be a whole number from 1 to 600000, found 0",
             ),
             (
                 "[secrets.cmd]\ncommand = [\"x\"]\nenv = [\"A=B\"]",
+                "4:8",
                 "`secrets.cmd.env` holds `A=B`, which is not an environment variable name",
             ),
             (
                 "[secrets.file]\nkey = \"yubikey\"",
+                "3:7",
                 "`secrets.file.key` must be \"identity\" or \"passphrase\", found \"yubikey\"",
             ),
             (
                 "[secrets.file]\npassphrase_command = [\"x\"]",
+                "3:22",
                 "`secrets.file.passphrase_command` is set but `secrets.file.key` is not \"passphrase\"",
             ),
         ] {
             let e = parsed(&format!("[secrets]\n{text}\n")).unwrap_err();
-            assert_eq!(e.message, format!("/h/config.toml: {message}"), "{text}");
+            assert_eq!(e.message, format!("/h/config.toml:{at}: {message}"), "{text}");
         }
     }
 

@@ -7,10 +7,9 @@
 //! of a tool is decided in `runtime::exposure`.
 
 use std::fmt;
-use std::path::Path;
 use std::str::FromStr;
 
-use crate::config::{ConfigError, Source};
+use crate::config::{ConfigError, ConfigFile, Source};
 
 /// Longest pattern accepted (tool ids are short).
 const MAX_PATTERN_CHARS: usize = 256;
@@ -161,31 +160,39 @@ pub(crate) const LIST_KEYS: [&str; 2] = ["allow", "deny"];
 /// Reads the value of `agents.<agent>.tools.<key>` (`allow` or `deny`) in
 /// the file at `path` into `list`.
 pub(crate) fn read_list(
-    path: &Path,
+    file: ConfigFile<'_>,
     agent: &str,
     key: &str,
     value: &toml::Value,
     list: &mut FileList,
 ) -> Result<(), ConfigError> {
-    let shown = path.display();
     let at = format!("agents.{agent}.tools.{key}");
     let example = if key == "allow" { "[\"issues.*\", \"repos.get\"]" } else { "[\"*.delete\"]" };
-    let items = value.as_array().ok_or_else(|| ConfigError {
-        message: format!("{shown}: `{at}` must be an array of tool-id patterns, found {}", value.type_str()),
-        help: format!(
-            "write `{key} = {example}` under [agents.{agent}.tools]; `allow` and `deny` there are the operator's lists, never tool ids"
-        ),
+    let items = value.as_array().ok_or_else(|| {
+        file.error(
+            &at,
+            format!("`{at}` must be an array of tool-id patterns, found {}", value.type_str()),
+            format!(
+                "write `{key} = {example}` under [agents.{agent}.tools]; `allow` and `deny` there are the operator's lists, never tool ids"
+            ),
+        )
     })?;
     let mut patterns = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let text = item.as_str().ok_or_else(|| ConfigError {
-            message: format!("{shown}: `{at}[{i}]` must be a string, found {}", item.type_str()),
-            help: format!("write `{key} = {example}` under [agents.{agent}.tools]"),
+        let item_at = format!("{at}[{i}]");
+        let text = item.as_str().ok_or_else(|| {
+            file.error(
+                &item_at,
+                format!("`{item_at}` must be a string, found {}", item.type_str()),
+                format!("write `{key} = {example}` under [agents.{agent}.tools]"),
+            )
         })?;
-        let pattern = text.parse().map_err(|why| ConfigError {
-            message: format!("{shown}: `{at}[{i}]`: {why}"),
-            help: "a pattern is a tool id with `*` for any run of characters, e.g. \"issues.*\" or \"*.delete\""
-                .to_string(),
+        let pattern = text.parse().map_err(|why| {
+            file.error(
+                &item_at,
+                format!("`{item_at}`: {why}"),
+                "a pattern is a tool id with `*` for any run of characters, e.g. \"issues.*\" or \"*.delete\"",
+            )
         })?;
         patterns.push(pattern);
     }

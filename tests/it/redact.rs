@@ -265,7 +265,7 @@ fn a_flag_or_list_that_is_not_a_pointer_into_calls_is_a_usage_error() {
     refused(
         &["--redacted"],
         &format!(
-            "error: {}: `agents.inbox.tools.\"mail.list\".redact[0]`: `result/account` does not start with /args or \
+            "error: {}:2:11: `agents.inbox.tools.\"mail.list\".redact[0]`: `result/account` does not start with /args or \
              /result\n  help: write `/result/account`: {roots}\n",
             config.display()
         ),
@@ -275,7 +275,7 @@ fn a_flag_or_list_that_is_not_a_pointer_into_calls_is_a_usage_error() {
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(
         stderr(&out).starts_with(&format!(
-            "error: {}: `agents.inbox.tools.\"mail.list\".redact` must be an array of JSON Pointers, found string\n",
+            "error: {}:2:10: `agents.inbox.tools.\"mail.list\".redact` must be an array of JSON Pointers, found string\n",
             config.display()
         )),
         "{}",

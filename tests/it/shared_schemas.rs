@@ -248,7 +248,7 @@ fn registry_files_are_hostile_input() {
     assert_eq!(
         err,
         format!(
-            "error: {}: `schemas.registries` must be an array of folder paths, found string\n  help: write `registries = [\"/srv/schemas\", \"shared-schemas\"]` under [schemas]: folders holding `<id>.json` files, relative ones to the config file's folder\n",
+            "error: {}:2:14: `schemas.registries` must be an array of folder paths, found string\n  help: write `registries = [\"/srv/schemas\", \"shared-schemas\"]` under [schemas]: folders holding `<id>.json` files, relative ones to the config file's folder\n",
             config.display()
         )
     );
