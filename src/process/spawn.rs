@@ -149,10 +149,11 @@ impl Program {
         };
         let self_contained = sandbox.is_some_and(|steps| steps.clone_flags() & libc::CLONE_NEWNS != 0);
         let blocked = BlockedSignals::all()?;
-        let pid = clone_child(&plan)?;
+        let pid = clone_child(&plan).inspect_err(|_| forget_kernel_verdict(sandbox.is_some()))?;
         let error = plan.error.load(Ordering::SeqCst);
         if error != 0 {
             reap_child(pid, true);
+            forget_kernel_verdict(sandbox.is_some());
             return Err(io::Error::from_raw_os_error(error));
         }
         // A child in a PID namespace of its own cannot name its group (it
@@ -165,6 +166,15 @@ impl Program {
         let exit = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok());
         let namespace = self_contained.then(|| hold_mount_namespace(pid)).flatten();
         Ok(Child { pid, exit, stdout, stderr, namespace, guards })
+    }
+}
+
+/// A sandboxed child that could not be made or start its program: the
+/// kept verdict of the kernel's support may be what it did not honour, so
+/// the next process probes afresh ([`crate::sandbox::kernel_cache`]).
+fn forget_kernel_verdict(sandboxed: bool) {
+    if sandboxed {
+        crate::sandbox::kernel_cache::forget();
     }
 }
 

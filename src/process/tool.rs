@@ -117,22 +117,13 @@ pub(crate) fn invoke(invocation: &Invocation<'_>) -> Result<Finished, InvokeErro
         marker: &marker,
         cancel: invocation.cancel,
     };
-    let confined = || {
-        let mut confinement = match invocation.sandbox {
-            Some(plan) => plan.confine(dir.path()).map_err(InvokeError::Sandbox)?,
-            None => None,
-        };
-        run(&program, confinement.as_mut(), &watch).map_err(|e| match e {
-            RunError::Start(e) => InvokeError::Start(e),
-            RunError::Wait(e) => InvokeError::Wait(e),
-        })
+    let mut confinement = match invocation.sandbox {
+        Some(plan) => plan.confine(dir.path()).map_err(InvokeError::Sandbox)?,
+        None => None,
     };
-    let finished = confined().inspect_err(|e| {
-        // A kept verdict of the kernel's support that it did not honour
-        // is probed afresh by the next process.
-        if invocation.sandbox.is_some() && matches!(e, InvokeError::Sandbox(_) | InvokeError::Start(_)) {
-            crate::sandbox::kernel_cache::forget();
-        }
+    let finished = run(&program, confinement.as_mut(), &watch).map_err(|e| match e {
+        RunError::Start(e) => InvokeError::Start(e),
+        RunError::Wait(e) => InvokeError::Wait(e),
     })?;
     remove_private_dir(dir);
     Ok(finished)

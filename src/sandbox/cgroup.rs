@@ -143,7 +143,7 @@ extern "C" fn join_child(arg: *mut std::ffi::c_void) -> std::ffi::c_int {
 }
 
 /// `/proc/self/cgroup` and `/proc/self/mountinfo`, read once.
-fn sources() -> Option<&'static (String, String)> {
+pub(super) fn sources() -> Option<&'static (String, String)> {
     static SOURCES: OnceLock<Option<(String, String)>> = OnceLock::new();
     SOURCES
         .get_or_init(|| {

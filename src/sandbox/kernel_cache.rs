@@ -43,12 +43,10 @@ const MAX_SOURCE_BYTES: u64 = 1 << 20;
 /// This boot's identity: without it, no verdict is read or kept.
 const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 
-/// The files whose content decides what the probe finds and that the key
-/// covers; one that cannot be read (no such sysctl, no security module)
-/// counts by the reason.
+/// The files beside the process's cgroup and mounts whose content decides
+/// what the probe finds and that the key covers; one that cannot be read
+/// (no such sysctl, no security module) counts by the reason.
 const SOURCES: &[&str] = &[
-    "/proc/self/cgroup",
-    "/proc/self/mountinfo",
     "/proc/self/attr/current",
     "/proc/sys/user/max_user_namespaces",
     "/proc/sys/user/max_mnt_namespaces",
@@ -105,7 +103,8 @@ impl KernelCache {
 
     /// The verdict stored for `key`, if there is one.
     pub(crate) fn load(&self, key: &blake3::Hash) -> Option<Verdict> {
-        let bytes = crate::fsutil::read_regular(&self.file, MAX_CACHE_BYTES).ok()?;
+        // Written 0600: one others may read was not written by rlp.
+        let bytes = crate::fsutil::read_private(&self.file, MAX_CACHE_BYTES).ok()?;
         let verdict = parse(std::str::from_utf8(&bytes).ok()?, key)?;
         let _ = KEPT_IN.set(self.file.clone());
         Some(verdict)
@@ -193,6 +192,10 @@ pub(crate) fn context_key(probed: &str, mount_point: &Path, system_entries: &str
         field(namespace, link.as_os_str().as_encoded_bytes());
     }
     field(BOOT_ID, &crate::fsutil::read_limited(Path::new(BOOT_ID), MAX_SOURCE_BYTES).ok()?);
+    // The process's cgroup and mounts, as the sandbox read them for itself.
+    let (cgroups, mounts) = crate::sandbox::cgroup::sources()?;
+    field("/proc/self/cgroup", cgroups.as_bytes());
+    field("/proc/self/mountinfo", mounts.as_bytes());
     for source in SOURCES {
         match crate::fsutil::read_limited(Path::new(source), MAX_SOURCE_BYTES) {
             Ok(bytes) => field(source, &bytes),

@@ -162,16 +162,27 @@ fn cached_or_probed(cache: &KernelCache) -> Kernel {
         &format!("{:?}", view::system_entries()),
     );
     let Some(key) = key else { return probe(&direct) };
+    let complete = |namespaces: &Namespaces| complete_with_a_cgroup(*namespaces, direct.landlock_abi);
     if let Some(kept) = cache.load(&key)
+        && complete(&kept.namespaces)
         && lifetime::adopt(kept.entry)
     {
         return direct.with(true, Ok(kept.namespaces));
     }
     let kernel = probe(&direct);
-    if let (true, Ok(namespaces), Some(entry)) = (kernel.kill_cgroup, &kernel.world, lifetime::entry()) {
+    if let (true, Ok(namespaces), Some(entry)) = (kernel.kill_cgroup, &kernel.world, lifetime::entry())
+        && complete(namespaces)
+    {
         cache.store(&key, kernel_cache::Verdict { entry, namespaces: *namespaces });
     }
     kernel
+}
+
+/// Whether `namespaces`, beside a call cgroup, are all a tool needs under
+/// Landlock ABI `landlock_abi`: the PID namespace where signals need it. A
+/// verdict short of that is never kept, nor trusted when read.
+fn complete_with_a_cgroup(namespaces: Namespaces, landlock_abi: u32) -> bool {
+    namespaces.pid || !needs_pid_namespace(true, landlock_abi)
 }
 
 /// The first Landlock ABI that keeps a tool's signals inside its sandbox
@@ -453,8 +464,13 @@ impl SandboxPlan {
     }
 
     /// The confinement of one attempt, around its private folder; `None`
-    /// when the sandbox is off.
+    /// when the sandbox is off. One the kernel refuses lets the next process
+    /// probe afresh: the verdict kept for it may be what no longer holds.
     pub(crate) fn confine(&self, private: &Path) -> io::Result<Option<Confinement>> {
+        self.confinement(private).inspect_err(|_| kernel_cache::forget())
+    }
+
+    fn confinement(&self, private: &Path) -> io::Result<Option<Confinement>> {
         if self.mode == SandboxMode::Off {
             return Ok(None);
         }
@@ -738,6 +754,18 @@ mod tests {
         let off = SandboxPlan::on(abi3, SandboxMode::Off, &grants(sh, &[]));
         assert!(!off.record().confined && off.record().gaps.is_empty() && off.refusal().is_none());
         assert_eq!(off.brief(), "off");
+    }
+
+    /// A kept verdict is one with everything a tool needs: a world without
+    /// the PID namespace that signals need before Landlock ABI 6 (what the
+    /// probe falls back to) is neither kept nor taken from the cache.
+    #[test]
+    fn a_verdict_short_of_a_needed_pid_namespace_is_not_complete() {
+        let world = |pid| Namespaces { user: false, pid };
+        assert!(complete_with_a_cgroup(world(false), 6));
+        assert!(complete_with_a_cgroup(world(true), 7), "more than needed is kept");
+        assert!(!complete_with_a_cgroup(world(false), 5));
+        assert!(complete_with_a_cgroup(world(true), 5));
     }
 
     #[test]

@@ -290,7 +290,8 @@ fn the_call_frame_records_the_sandbox_that_applied() {
 /// The kernel is probed once per context, not once per process: a later
 /// call takes the verdict the home keeps (here made to say a PID
 /// namespace, which the frame then records), a verdict kept for another
-/// context is probed afresh and replaced, and a sandboxed call that cannot
+/// context, or in a file others may read, is probed afresh and replaced,
+/// and a sandboxed call that cannot
 /// start (here: its command is no program) removes it.
 #[test]
 fn the_kernel_verdict_is_kept_for_the_next_process_in_the_same_context() {
@@ -325,6 +326,14 @@ fn the_kernel_verdict_is_kept_for_the_next_process_in_the_same_context() {
     std::fs::write(&file, kept.replace(lines[1], &other_key).replace("no-pid", "pid")).unwrap();
     assert_eq!(succeeds("ok"), json!(["mount", "ipc"]));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), kept);
+
+    // Nor is one others may read (rlp writes it 0600): it is replaced.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(&file, kept.replace("no-pid", "pid")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(succeeds("ok"), json!(["mount", "ipc"]));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), kept);
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
 
     // A sandboxed call that cannot start lets the next process probe.
     std::fs::write(&broken, "not a program\n").unwrap();
