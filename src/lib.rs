@@ -37,6 +37,7 @@ pub(crate) mod fsutil;
 pub mod home;
 pub mod integrity;
 pub(crate) mod interrupt;
+pub(crate) mod kept;
 pub(crate) mod kill;
 pub mod ledger;
 pub(crate) mod leftovers;

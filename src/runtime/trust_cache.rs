@@ -57,12 +57,7 @@ impl TrustCache {
     pub(crate) fn load(&self, key: &blake3::Hash) -> Option<Admission> {
         let bytes = crate::fsutil::read_limited(&self.file, MAX_CACHE_BYTES).ok()?;
         let text = std::str::from_utf8(&bytes).ok()?;
-        let mut lines = text.strip_suffix('\n')?.split('\n');
-        let (magic, stored, checked, signer, manifest) =
-            (lines.next()?, lines.next()?, lines.next()?, lines.next()?, lines.next()?);
-        if magic != MAGIC || lines.next().is_some() || stored != format!("key {}", key.to_hex()) {
-            return None;
-        }
+        let [checked, signer, manifest] = crate::kept::verdict_lines(text, MAGIC, key)?;
         let checked = match checked {
             "checked installed" => Checked::Installed,
             "checked signed" => Checked::Signed,
@@ -101,7 +96,8 @@ impl TrustCache {
             None => "-".to_string(),
             Some(Signer { key_id, anchor }) => format!("{key_id} {}", anchor.as_deref().unwrap_or("-")),
         };
-        let text = format!("{MAGIC}\nkey {}\nchecked {checked}\nsigner {signer}\nmanifest {manifest}\n", key.to_hex());
+        let lines = [format!("checked {checked}"), format!("signer {signer}"), format!("manifest {manifest}")];
+        let text = crate::kept::render(MAGIC, key, &lines.each_ref().map(String::as_str));
         let _ = self.write(text.as_bytes());
     }
 

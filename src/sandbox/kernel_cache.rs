@@ -137,15 +137,11 @@ fn render(key: &blake3::Hash, verdict: Verdict) -> String {
     };
     let user = if verdict.namespaces.user { "user" } else { "no-user" };
     let pid = if verdict.namespaces.pid { "pid" } else { "no-pid" };
-    format!("{MAGIC}\nkey {}\ncgroup {entry}\nworld {user} {pid}\n", key.to_hex())
+    crate::kept::render(MAGIC, key, &[&format!("cgroup {entry}"), &format!("world {user} {pid}")])
 }
 
 fn parse(text: &str, key: &blake3::Hash) -> Option<Verdict> {
-    let mut lines = text.strip_suffix('\n')?.split('\n');
-    let (magic, stored, cgroup, world) = (lines.next()?, lines.next()?, lines.next()?, lines.next()?);
-    if magic != MAGIC || lines.next().is_some() || stored != format!("key {}", key.to_hex()) {
-        return None;
-    }
+    let [cgroup, world] = crate::kept::verdict_lines(text, MAGIC, key)?;
     let entry = match cgroup {
         "cgroup at-birth" => Entry::AtBirth,
         "cgroup join" => Entry::Join,
