@@ -160,6 +160,9 @@ const BATCH_SIZES: [usize; 2] = [10, 100];
 /// The series of `rlp` processes, interleaved with the raw spawn.
 struct CliSeries {
     raw: Series,
+    /// An empty program (`/bin/true`) spawned the same way: the least any
+    /// process costs to start and end on this machine.
+    empty: Series,
     tmpfs: Series,
     disk: Series,
     signed: Series,
@@ -187,7 +190,10 @@ fn interleaved(iterations: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<Series> {
     series
 }
 
-/// Spawns the tool directly: the baseline.
+/// A program that does nothing but exit, spawned as [`raw_spawn`] spawns the tool.
+const EMPTY_PROGRAM: &str = "/bin/true";
+
+/// Spawns the tool (or any program) directly, reads its output and waits: the baseline.
 fn raw_spawn(script: &Path) {
     let mut child = Command::new(script).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().unwrap();
     let mut out = Vec::new();
@@ -473,6 +479,7 @@ fn main() {
             cli_n,
             &mut [
                 &mut || raw_spawn(&script),
+                &mut || raw_spawn(Path::new(EMPTY_PROGRAM)),
                 &mut || run_bundle(&tmpfs_home, &exec_bundle),
                 &mut || run_bundle(&disk_home, &exec_bundle),
                 &mut || run_bundle(&signed_home_dir, &signed_home),
@@ -484,6 +491,7 @@ fn main() {
         let mut next = || series.next().unwrap();
         CliSeries {
             raw: next(),
+            empty: next(),
             tmpfs: next(),
             disk: next(),
             signed: next(),
@@ -538,6 +546,11 @@ fn main() {
     row(&mut out, "exec: `Runtime::call`, ledger on disk", &rt_disk);
     if let Some(cli) = &cli {
         row(&mut out, "exec: raw spawn + wait (interleaved with the CLI runs)", &cli.raw);
+        row(
+            &mut out,
+            &format!("exec: an empty program (`{EMPTY_PROGRAM}`), spawn + wait (interleaved likewise)"),
+            &cli.empty,
+        );
         row(&mut out, "exec: `rlp tools call` process, ledger on tmpfs", &cli.tmpfs);
         row(&mut out, "exec: `rlp tools call` process, ledger on disk", &cli.disk);
         row(&mut out, "exec: `rlp tools call` process, installed signed bundle, ledger on tmpfs", &cli.signed);
@@ -599,6 +612,14 @@ fn main() {
             "| exec CLI process, ledger on tmpfs, over raw spawn | {} | {:.2}× |\n",
             over(&cli.tmpfs, &cli.raw),
             ratio(&cli.tmpfs, &cli.raw)
+        ));
+        // No process per call can cost less than starting one plus the call
+        // itself made in-process; each part as a ratio to the raw spawn
+        // measured in its own interleaved series.
+        let floor = ratio(&cli.empty, &cli.raw) + ratio(&rt_tmpfs, &raw_exec);
+        out.push_str(&format!(
+            "| least a process per call could cost (an empty program's spawn + the in-process call, ledger on tmpfs), over raw spawn | {:.0} | – | {floor:.2}× |\n",
+            (floor - 1.0) * cli.raw.median()
         ));
         out.push_str(&format!(
             "| exec CLI process, ledger on disk, over raw spawn | {} | {:.2}× |\n",

@@ -35,7 +35,6 @@ pub(crate) fn read_agents(
     agents: &toml::Table,
     warnings: &mut Vec<String>,
 ) -> Result<AgentsLayer, ConfigError> {
-    let shown = file.path.display();
     let not_table = |what: String| {
         file.error(
             &what,
@@ -48,7 +47,10 @@ pub(crate) fn read_agents(
         let entry = entry.as_table().ok_or_else(|| not_table(format!("agents.{agent}")))?;
         for (key, tools) in entry {
             if key != "tools" {
-                warnings.push(format!("{shown}: unknown key `agents.{agent}.{key}` ignored"));
+                warnings.push(file.warning(
+                    &format!("agents.\"{agent}\".\"{key}\""),
+                    format!("unknown key `agents.{agent}.{key}` ignored"),
+                ));
                 continue;
             }
             let tools = tools.as_table().ok_or_else(|| not_table(format!("agents.{agent}.tools")))?;
@@ -69,7 +71,9 @@ pub(crate) fn read_agents(
                             let pointers = read_redact(file, &at, value)?;
                             layer.redact.entry(agent.clone()).or_default().insert(tool.clone(), pointers);
                         }
-                        _ => warnings.push(format!("{shown}: unknown key `{at}.{key}` ignored")),
+                        _ => warnings.push(
+                            file.warning(&format!("{at}.\"{key}\""), format!("unknown key `{at}.{key}` ignored")),
+                        ),
                     }
                 }
             }

@@ -99,12 +99,13 @@ pub(crate) fn parse(
     table: &toml::Table,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<AfterCallHook>, ConfigError> {
-    let shown = file.path.display();
     let mut hooks = Vec::new();
     for (key, value) in table {
         if key != "after_call" {
-            warnings
-                .push(format!("{shown}: unknown key `hooks.{key}` ignored (hooks are `[[hooks.after_call]]` tables)"));
+            warnings.push(file.warning(
+                &format!("hooks.\"{key}\""),
+                format!("unknown key `hooks.{key}` ignored (hooks are `[[hooks.after_call]]` tables)"),
+            ));
             continue;
         }
         let Some(entries) = value.as_array() else {

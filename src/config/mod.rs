@@ -359,7 +359,7 @@ impl ConfigFile<'_> {
     /// of the deepest part of it the file holds (`:1:1` for none), found by
     /// parsing the text again with spans, only for a problem to show.
     pub(crate) fn at(&self, at: &str) -> String {
-        let span = span_of(self.text, &key_path(at));
+        let span = span_of(self.text, &key_path(at), Part::Value);
         at_offset(self.path, self.text, span.map_or(0, |span| span.start))
     }
 
@@ -367,6 +367,14 @@ impl ConfigFile<'_> {
     /// after its position.
     pub(crate) fn error(&self, at: &str, message: impl std::fmt::Display, help: impl Into<String>) -> ConfigError {
         ConfigError { message: format!("{}: {message}", self.at(at)), help: help.into() }
+    }
+
+    /// A warning about the key at `at` (a dotted key path, as for
+    /// [`ConfigFile::at`]), such as one rlp does not know and ignores:
+    /// `message` after the position of the key itself.
+    pub(crate) fn warning(&self, at: &str, message: impl std::fmt::Display) -> String {
+        let span = span_of(self.text, &key_path(at), Part::Key);
+        format!("{}: {message}", at_offset(self.path, self.text, span.map_or(0, |span| span.start)))
     }
 }
 
@@ -405,14 +413,27 @@ fn key_path(at: &str) -> Vec<Step> {
     steps
 }
 
-/// The span of the deepest value along `steps` that `text` holds.
-fn span_of(text: &str, steps: &[Step]) -> Option<std::ops::Range<usize>> {
+/// Which part of a `key = value` entry a position is wanted for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Key,
+    Value,
+}
+
+/// The span of the deepest value along `steps` that `text` holds, or of its
+/// key when `part` is [`Part::Key`] and the last step found is a key.
+fn span_of(text: &str, steps: &[Step], part: Part) -> Option<std::ops::Range<usize>> {
     let document = toml_edit::Document::parse(text).ok()?;
     let mut item = document.as_item().clone();
     let mut span = None;
     for step in steps {
         let next = match step {
-            Step::Key(key) => item.as_table_like().and_then(|table| table.get(key)).cloned(),
+            Step::Key(key) => item.as_table_like().and_then(|table| table.get_key_value(key)).map(|(key, value)| {
+                if part == Part::Key {
+                    span = key.span().or(span.clone());
+                }
+                value.clone()
+            }),
             Step::Index(i) => match &item {
                 toml_edit::Item::ArrayOfTables(tables) => tables.get(*i).cloned().map(toml_edit::Item::Table),
                 toml_edit::Item::Value(toml_edit::Value::Array(array)) => {
@@ -422,7 +443,9 @@ fn span_of(text: &str, steps: &[Step]) -> Option<std::ops::Range<usize>> {
             },
         };
         let Some(next) = next else { break };
-        span = next.span().or(span);
+        if part == Part::Value || !matches!(step, Step::Key(_)) {
+            span = next.span().or(span);
+        }
         item = next;
     }
     span
@@ -470,7 +493,7 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
     for (section, value) in &table {
         let Some(entries) = value.as_table() else {
             if !TABLES.contains(&section.as_str()) {
-                warnings.push(format!("{shown}: unknown key `{section}` ignored"));
+                warnings.push(file.warning(&format!("\"{section}\""), format!("unknown key `{section}` ignored")));
                 continue;
             }
             // A known table written as a value would drop its settings (a
@@ -507,12 +530,13 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
             continue;
         }
         if !TABLES.contains(&section.as_str()) {
-            warnings.push(format!("{shown}: unknown table `[{section}]` ignored"));
+            warnings.push(file.warning(&format!("\"{section}\""), format!("unknown table `[{section}]` ignored")));
             continue;
         }
         if section == "policy" && !system {
-            warnings.push(format!(
-                "{shown}: `[policy]` is honoured only in the system config ({DEFAULT_SYSTEM_CONFIG}); ignored"
+            warnings.push(file.warning(
+                "policy",
+                format!("`[policy]` is honoured only in the system config ({DEFAULT_SYSTEM_CONFIG}); ignored"),
             ));
             continue;
         }
@@ -539,7 +563,9 @@ pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileL
                     layer.ledger_url = Some(UrlText(url.to_string()));
                 }
                 ("ledger", "checkpoint_keys") => layer.checkpoint_keys = checkpoint_keys(file, value)?,
-                _ => warnings.push(format!("{shown}: unknown key `{section}.{key}` ignored")),
+                _ => warnings.push(
+                    file.warning(&format!("{section}.\"{key}\""), format!("unknown key `{section}.{key}` ignored")),
+                ),
             }
         }
     }
@@ -590,7 +616,7 @@ fn schema_registries(
     let mut dirs = Vec::new();
     for (key, value) in entries {
         if key != "registries" {
-            warnings.push(format!("{}: unknown key `schemas.{key}` ignored", file.path.display()));
+            warnings.push(file.warning(&format!("schemas.\"{key}\""), format!("unknown key `schemas.{key}` ignored")));
             continue;
         }
         let Some(items) = value.as_array() else {
@@ -901,6 +927,23 @@ mod tests {
     }
 
     #[test]
+    fn an_ignored_key_is_shown_where_it_is_written() {
+        let text = "[agents.mail]\ncolour = 1\n[agents.mail.tools.\"mail.send\"]\n  shade = 2\n\
+                    [hooks]\nbefore = []\n[secrets.cmd]\ncommand = [\"pass\"]\n\"odd.key\" = 1\n[schemas]\nmore = 1\n";
+        let (_, warnings) = parse_file(Path::new("/h/c.toml"), text, false).unwrap();
+        assert_eq!(
+            warnings,
+            [
+                "/h/c.toml:2:1: unknown key `agents.mail.colour` ignored",
+                "/h/c.toml:4:3: unknown key `agents.mail.tools.\"mail.send\".shade` ignored",
+                "/h/c.toml:6:1: unknown key `hooks.before` ignored (hooks are `[[hooks.after_call]]` tables)",
+                "/h/c.toml:11:1: unknown key `schemas.more` ignored",
+                "/h/c.toml:9:1: unknown key `secrets.cmd.odd.key` ignored",
+            ]
+        );
+    }
+
+    #[test]
     fn reports_bad_files() {
         let err =
             parse_file(Path::new("/h/c.toml"), "[security]\nconfirm_external_actions = \"no\"\n", false).unwrap_err();
@@ -915,9 +958,9 @@ mod tests {
         assert_eq!(
             warnings,
             [
-                "/h/c.toml: unknown key `security.other` ignored",
-                "/h/c.toml: unknown table `[x]` ignored",
-                "/h/c.toml: unknown key `z` ignored",
+                "/h/c.toml:3:1: unknown key `security.other` ignored",
+                "/h/c.toml:4:2: unknown table `[x]` ignored",
+                "/h/c.toml:1:1: unknown key `z` ignored",
             ]
         );
         assert_eq!(parse_bool("FALSE"), Some(false));

@@ -141,14 +141,14 @@ pub(crate) fn parse(
     table: &toml::Table,
     warnings: &mut Vec<String>,
 ) -> Result<SecretsLayer, ConfigError> {
-    let shown = file.path.display();
     let mut layer = SecretsLayer::default();
     for (key, value) in table {
         match key.as_str() {
             "providers" => layer.providers = Some(providers(file, value)?),
             "file" => layer.file = Some(store_key(file, table_of(file, "secrets.file", value)?, warnings)?),
             "cmd" => layer.cmd = Some(command(file, table_of(file, "secrets.cmd", value)?, warnings)?),
-            _ => warnings.push(format!("{shown}: unknown key `secrets.{key}` ignored")),
+            _ => warnings
+                .push(file.warning(&format!("secrets.\"{key}\""), format!("unknown key `secrets.{key}` ignored"))),
         }
     }
     Ok(layer)
@@ -230,7 +230,9 @@ fn store_key(file: ConfigFile<'_>, table: &toml::Table, warnings: &mut Vec<Strin
                 command =
                     Some(argv(file, "secrets.file.passphrase_command", value, "[\"pass\", \"show\", \"rlp/store\"]")?)
             }
-            _ => warnings.push(format!("{}: unknown key `secrets.file.{key}` ignored", file.path.display())),
+            _ => warnings.push(
+                file.warning(&format!("secrets.file.\"{key}\""), format!("unknown key `secrets.file.{key}` ignored")),
+            ),
         }
     }
     match (passphrase, command) {
@@ -287,7 +289,9 @@ fn command(
                     ));
                 }
             }
-            _ => warnings.push(format!("{}: unknown key `secrets.cmd.{key}` ignored", file.path.display())),
+            _ => warnings.push(
+                file.warning(&format!("secrets.cmd.\"{key}\""), format!("unknown key `secrets.cmd.{key}` ignored")),
+            ),
         }
     }
     if config.argv.is_empty() {
@@ -336,7 +340,7 @@ mod tests {
         assert_eq!(cmd.argv, ["pass", "show", "{id}"]);
         assert_eq!(cmd.timeout, Duration::from_millis(2500));
         assert_eq!(cmd.env, ["PASSWORD_STORE_DIR"]);
-        assert_eq!(warnings, ["/h/config.toml: unknown key `secrets.extra` ignored"]);
+        assert_eq!(warnings, ["/h/config.toml:3:1: unknown key `secrets.extra` ignored"]);
     }
 
     #[test]
