@@ -64,7 +64,11 @@ freeing its block waits for the disk, which rlp leaves to a background thread
 unless that thread falls behind). The CLI rows include process start-up,
 loading and linting the bundle, and opening the ledger; the \`--batch\` rows
 divide the time of one process making 10 or 100 calls, one at a time, by
-its calls.
+its calls. The "least a process per call could cost" row adds the spawn of
+an empty program (\`/bin/true\`, timed among the CLI runs) to the in-process
+call with the ledger on tmpfs, each as a ratio to the raw spawn of its own
+series: no process per call, however lean, starts for less than an empty
+program, and none calls the tool for less than the runtime does in-process.
 SECTION
 )"
 
