@@ -234,7 +234,8 @@ mod tests {
         let table: toml::Table = text.parse().unwrap();
         let hooks = table.get("hooks").and_then(toml::Value::as_table).cloned().unwrap_or_default();
         let mut warnings = Vec::new();
-        let file = ConfigFile { path: Path::new("/etc/rlp/config.toml"), text };
+        let places = crate::config::Places::default();
+        let file = ConfigFile::new(Path::new("/etc/rlp/config.toml"), text, &places);
         parse(file, &hooks, &mut warnings).map(|h| (h, warnings))
     }
 

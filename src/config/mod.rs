@@ -345,22 +345,34 @@ const TABLES: [&str; 8] = ["security", "runtime", "policy", "ledger", "secrets",
 
 /// A config file being read: its path, and its text for the positions
 /// its problems are shown at.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub(crate) struct ConfigFile<'a> {
     /// Where the file is.
     pub path: &'a Path,
     /// What it holds.
     pub text: &'a str,
+    /// Where its keys and values lie, found on its first problem.
+    places: &'a Places<'a>,
 }
 
-impl ConfigFile<'_> {
+/// Where the keys and values of one config file lie: its text parsed
+/// again with spans, and its lines, made once, on the file's first problem
+/// to show, and shared by the rest (a file of many unknown keys is not
+/// parsed again for each).
+#[derive(Default)]
+pub(crate) struct Places<'a>(std::cell::OnceCell<(Option<toml_edit::Document<&'a str>>, SourceFile)>);
+
+impl<'a> ConfigFile<'a> {
+    /// The config file `path` holding `text`, its positions found with `places`.
+    pub(crate) fn new(path: &'a Path, text: &'a str, places: &'a Places<'a>) -> Self {
+        ConfigFile { path, text, places }
+    }
+
     /// `file:line:column` of the value at `at`, a dotted key path as
     /// problems name it (`hooks.after_call[1]`, `agents.mail.tools."mail.send".redact[0]`):
-    /// of the deepest part of it the file holds (`:1:1` for none), found by
-    /// parsing the text again with spans, only for a problem to show.
+    /// of the deepest part of it the file holds (`:1:1` for none).
     pub(crate) fn at(&self, at: &str) -> String {
-        let span = span_of(self.text, &key_path(at), Part::Value);
-        at_offset(self.path, self.text, span.map_or(0, |span| span.start))
+        self.position(at, Part::Value)
     }
 
     /// A problem with the value at `at` (see [`ConfigFile::at`]): `message`
@@ -373,8 +385,28 @@ impl ConfigFile<'_> {
     /// [`ConfigFile::at`]), such as one rlp does not know and ignores:
     /// `message` after the position of the key itself.
     pub(crate) fn warning(&self, at: &str, message: impl std::fmt::Display) -> String {
-        let span = span_of(self.text, &key_path(at), Part::Key);
-        format!("{}: {message}", at_offset(self.path, self.text, span.map_or(0, |span| span.start)))
+        format!("{}: {message}", self.position(at, Part::Key))
+    }
+
+    /// `file:line:column` of `part` of the entry at the dotted key path `at`.
+    fn position(&self, at: &str, part: Part) -> String {
+        let (document, _) = self.places();
+        let span = document.as_ref().and_then(|document| span_of(document, &key_path(at), part));
+        self.at_offset(span.map_or(0, |span| span.start))
+    }
+
+    /// `file:line:column` of the byte `offset` of the text.
+    fn at_offset(&self, offset: usize) -> String {
+        let position = self.places().1.position(offset);
+        format!("{}:{}:{}", self.path.display(), position.line, position.column)
+    }
+
+    /// The text parsed with spans (none if it does not parse), and its lines.
+    fn places(&self) -> &'a (Option<toml_edit::Document<&'a str>>, SourceFile) {
+        self.places.0.get_or_init(|| {
+            let source = SourceFile::new(self.path, self.text.to_string(), Syntax::Toml);
+            (toml_edit::Document::parse(self.text).ok(), source)
+        })
     }
 }
 
@@ -420,55 +452,84 @@ enum Part {
     Value,
 }
 
-/// The span of the deepest value along `steps` that `text` holds, or of its
-/// key when `part` is [`Part::Key`] and the last step found is a key.
-fn span_of(text: &str, steps: &[Step], part: Part) -> Option<std::ops::Range<usize>> {
-    let document = toml_edit::Document::parse(text).ok()?;
-    let mut item = document.as_item().clone();
-    let mut span = None;
-    for step in steps {
-        let next = match step {
-            Step::Key(key) => item.as_table_like().and_then(|table| table.get_key_value(key)).map(|(key, value)| {
-                if part == Part::Key {
-                    span = key.span().or(span.clone());
-                }
-                value.clone()
-            }),
-            Step::Index(i) => match &item {
-                toml_edit::Item::ArrayOfTables(tables) => tables.get(*i).cloned().map(toml_edit::Item::Table),
-                toml_edit::Item::Value(toml_edit::Value::Array(array)) => {
-                    array.get(*i).cloned().map(toml_edit::Item::Value)
-                }
-                _ => None,
-            },
-        };
-        let Some(next) = next else { break };
-        if part == Part::Value || !matches!(step, Step::Key(_)) {
-            span = next.span().or(span);
-        }
-        item = next;
-    }
-    span
+/// A place in a parsed config file that a key path steps through.
+#[derive(Clone, Copy)]
+enum Node<'d> {
+    Item(&'d toml_edit::Item),
+    Table(&'d toml_edit::Table),
+    Value(&'d toml_edit::Value),
 }
 
-/// `file:line:column` of the byte `offset` of the config file `path` holding `text`.
-fn at_offset(path: &Path, text: &str, offset: usize) -> String {
-    let position = SourceFile::new(path, text.to_string(), Syntax::Toml).position(offset);
-    format!("{}:{}:{}", path.display(), position.line, position.column)
+impl<'d> Node<'d> {
+    fn span(self) -> Option<std::ops::Range<usize>> {
+        match self {
+            Node::Item(item) => item.span(),
+            Node::Table(table) => table.span(),
+            Node::Value(value) => value.span(),
+        }
+    }
+
+    /// The key `key` of this table and the entry under it.
+    fn entry(self, key: &str) -> Option<(&'d toml_edit::Key, Node<'d>)> {
+        let table: &'d dyn toml_edit::TableLike = match self {
+            Node::Item(item) => item.as_table_like()?,
+            Node::Table(table) => table,
+            Node::Value(value) => value.as_inline_table()?,
+        };
+        table.get_key_value(key).map(|(key, item)| (key, Node::Item(item)))
+    }
+
+    /// Element `i` of this array (of tables, or of values).
+    fn element(self, i: usize) -> Option<Node<'d>> {
+        match self {
+            Node::Item(toml_edit::Item::ArrayOfTables(tables)) => tables.get(i).map(Node::Table),
+            Node::Item(toml_edit::Item::Value(toml_edit::Value::Array(array)))
+            | Node::Value(toml_edit::Value::Array(array)) => array.get(i).map(Node::Value),
+            _ => None,
+        }
+    }
+}
+
+/// The span of the deepest value along `steps` that `document` holds, or
+/// of its key when `part` is [`Part::Key`] and the last step found is a key.
+/// The walk only borrows: the document is never copied.
+fn span_of(document: &toml_edit::Document<&str>, steps: &[Step], part: Part) -> Option<std::ops::Range<usize>> {
+    let mut node = Node::Item(document.as_item());
+    let mut span = None;
+    for step in steps {
+        let (key, next) = match step {
+            Step::Key(key) => match node.entry(key) {
+                Some((key, next)) => (Some(key), next),
+                None => break,
+            },
+            Step::Index(i) => match node.element(*i) {
+                Some(next) => (None, next),
+                None => break,
+            },
+        };
+        span = match (part, key) {
+            (Part::Key, Some(key)) => key.span(),
+            _ => next.span(),
+        }
+        .or(span);
+        node = next;
+    }
+    span
 }
 
 /// Parses one config file's text. `system` says whether `[policy]` is honoured.
 pub(crate) fn parse_file(path: &Path, text: &str, system: bool) -> Result<(FileLayer, Vec<String>), ConfigError> {
     let shown = path.display();
+    let places = Places::default();
+    let file = ConfigFile::new(path, text, &places);
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
         message: format!(
             "{}: not valid TOML: {}",
-            at_offset(path, text, e.span().map_or(0, |span| span.start)),
+            file.at_offset(e.span().map_or(0, |span| span.start)),
             e.message().trim_end()
         ),
         help: format!("fix the syntax of {shown} at this position"),
     })?;
-    let file = ConfigFile { path, text };
     let mut layer = FileLayer { path: path.to_path_buf(), ..FileLayer::default() };
     let mut warnings = Vec::new();
     let flag = |section: &str, key: &str, value: &toml::Value| -> Result<bool, ConfigError> {
@@ -944,6 +1005,19 @@ mod tests {
     }
 
     #[test]
+    fn a_file_is_parsed_for_positions_once_and_only_for_a_problem() {
+        let text = "[runtime]\na = 1\nb = 2\n";
+        let places = Places::default();
+        let file = ConfigFile::new(Path::new("/h/c.toml"), text, &places);
+        assert!(places.0.get().is_none(), "nothing is parsed again before a problem");
+        assert_eq!(file.warning("runtime.a", "a"), "/h/c.toml:2:1: a");
+        let first = std::ptr::from_ref(places.0.get().unwrap());
+        assert_eq!(file.warning("runtime.b", "b"), "/h/c.toml:3:1: b");
+        assert_eq!(file.at("runtime.b"), "/h/c.toml:3:5");
+        assert_eq!(std::ptr::from_ref(places.0.get().unwrap()), first);
+    }
+
+    #[test]
     fn reports_bad_files() {
         let err =
             parse_file(Path::new("/h/c.toml"), "[security]\nconfirm_external_actions = \"no\"\n", false).unwrap_err();
@@ -1047,7 +1121,8 @@ allow = []
         // What is not a path stops where it stops being one.
         assert_eq!(key_path("a[x].b"), [key("a")]);
         assert_eq!(key_path(""), []);
-        let file = ConfigFile { path: Path::new("/c.toml"), text: "[a]\nb = [1, 2]\n" };
+        let places = Places::default();
+        let file = ConfigFile::new(Path::new("/c.toml"), "[a]\nb = [1, 2]\n", &places);
         assert_eq!(file.at("a.b[1]"), "/c.toml:2:9");
         assert_eq!(file.at("a.missing"), "/c.toml:1:1");
         assert_eq!(file.at("nothing"), "/c.toml:1:1");

@@ -318,7 +318,8 @@ mod tests {
     fn parsed(text: &str) -> Result<(SecretsLayer, Vec<String>), ConfigError> {
         let table: toml::Table = text.parse().unwrap();
         let mut warnings = Vec::new();
-        let file = ConfigFile { path: std::path::Path::new("/h/config.toml"), text };
+        let places = crate::config::Places::default();
+        let file = ConfigFile::new(std::path::Path::new("/h/config.toml"), text, &places);
         let layer = parse(file, table["secrets"].as_table().unwrap(), &mut warnings)?;
         Ok((layer, warnings))
     }
